@@ -1,0 +1,489 @@
+//! An attack from start to end: workers out, intervals in, one outcome.
+//!
+//! [`attack`] starts the worker threads (see `worker.rs`), then gathers their intervals as they
+//! close. An interval is complete once every worker has reported it; it is then merged, added to
+//! the run's totals, and handed to the [`IntervalSink`]s (the HDR log, the live progress, and
+//! whatever later records runs) in order. It also watches the generator's own lateness against
+//! `--max-lateness`. Whatever stops the run, everything recorded up to then is in the outcome.
+
+use std::collections::BTreeMap;
+use std::io;
+use std::sync::atomic::AtomicU64;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use thiserror::Error;
+use tokio::sync::mpsc;
+
+use crate::client::{ClientError, Connector};
+use crate::clock::{self, thread_cpu, Anchor, Nanos};
+use crate::recorder::{Timing, WorkerMessage};
+use crate::request::RequestMix;
+use crate::schedule::Schedule;
+use crate::shutdown::Shutdown;
+use crate::stats::IntervalStats;
+use crate::worker::{self, RunShared, WorkerLoad};
+
+/// Open or closed loop, and when it ends.
+#[derive(Debug, Clone)]
+pub enum Load {
+    /// Requests at the times the schedule says, whatever the server does; `requests` can end
+    /// the run before the schedule does.
+    Open {
+        schedule: Schedule,
+        requests: Option<u64>,
+    },
+    /// `connections` clients, each sending its next request when the previous one completes,
+    /// until `requests` have been sent or `duration` has passed.
+    Closed {
+        connections: usize,
+        requests: Option<u64>,
+        duration: Option<Duration>,
+    },
+}
+
+/// Everything an attack needs, validated.
+#[derive(Debug, Clone)]
+pub struct AttackPlan {
+    pub mix: RequestMix,
+    pub load: Load,
+    pub threads: usize,
+    /// Open loop: the most connections the pool may hold, over all threads.
+    pub max_connections: usize,
+    pub h2: bool,
+    pub insecure: bool,
+    pub keepalive: bool,
+    pub timeout: Duration,
+    pub interval: Duration,
+    /// How long requests in flight may finish after a stop.
+    pub grace: Duration,
+    /// Stop the run if an interval's p99 send lateness exceeds this.
+    pub max_lateness: Option<Duration>,
+    /// Open loop: release requests in batches on a grid of this length (zero: each at its own
+    /// intended time). Each request may be up to one window late; that lateness is recorded.
+    pub batch: Duration,
+}
+
+impl AttackPlan {
+    /// `open loop, constant 2000 req/s for 30s` or `closed loop, 100 connections, 200000 requests`.
+    pub fn describe_load(&self) -> String {
+        match &self.load {
+            Load::Open { schedule, requests } => {
+                let mut text = format!("open loop, {}", schedule.describe());
+                if let Some(n) = requests {
+                    text.push_str(&format!(", at most {n} requests"));
+                }
+                text
+            }
+            Load::Closed {
+                connections,
+                requests,
+                duration,
+            } => {
+                let mut text = format!("closed loop, {connections} connections");
+                if let Some(n) = requests {
+                    text.push_str(&format!(", {n} requests"));
+                }
+                if let Some(d) = duration {
+                    text.push_str(&format!(", for {}", humantime::format_duration(*d)));
+                }
+                text
+            }
+        }
+    }
+
+    /// The request(s) sent, for display.
+    pub fn describe_target(&self) -> String {
+        let entries: Vec<_> = self.mix.entries().collect();
+        if let [(spec, _)] = entries.as_slice() {
+            return spec.describe();
+        }
+        let total: u64 = entries.iter().map(|(_, w)| w).sum();
+        entries
+            .iter()
+            .map(|(spec, w)| {
+                format!(
+                    "{:.1}% {}",
+                    100.0 * *w as f64 / total as f64,
+                    spec.describe()
+                )
+            })
+            .collect::<Vec<_>>()
+            .join(" + ")
+    }
+
+    pub fn is_open_loop(&self) -> bool {
+        matches!(self.load, Load::Open { .. })
+    }
+}
+
+/// Where an interval sits on the run's timeline.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Span {
+    /// Offset of the interval's start from time zero of the run.
+    pub start: Duration,
+    /// Its length (the last interval may be shorter).
+    pub length: Duration,
+}
+
+/// Receives each completed interval, in order.
+pub trait IntervalSink {
+    /// What to call this sink in a warning, e.g. `the HDR log results/run.hlog`.
+    fn name(&self) -> String;
+    /// The run is about to start; `start` is the wall-clock time of its time zero.
+    fn begin(&mut self, _start: SystemTime) -> io::Result<()> {
+        Ok(())
+    }
+    /// One interval of the run, merged over all workers.
+    fn interval(&mut self, span: Span, stats: &IntervalStats) -> io::Result<()>;
+    /// The run is over; `totals` covers all of it.
+    fn finish(&mut self, _totals: &IntervalStats) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Why an attack could not start. Once it has started, nothing stops it but its end or a stop.
+#[derive(Debug, Error)]
+pub enum AttackError {
+    #[error(transparent)]
+    Client(#[from] ClientError),
+    #[error("cannot start worker threads: {0}")]
+    Threads(io::Error),
+}
+
+/// What a finished (or stopped) attack recorded.
+#[derive(Debug)]
+pub struct RunOutcome {
+    /// Every interval added up.
+    pub totals: IntervalStats,
+    /// Time zero of the run (request 0's intended send time) on both clocks.
+    pub anchor: Anchor,
+    pub interval: Duration,
+    /// Number of intervals recorded.
+    pub intervals: u64,
+    pub timing: Timing,
+    /// Why the run was stopped before its end, if it was.
+    pub stopped: Option<String>,
+    /// CPU time of the generator's threads.
+    pub cpu: Duration,
+    /// Peak resident memory of the whole process, if known.
+    pub peak_rss_bytes: Option<u64>,
+    /// Things that went wrong on the side (a sink that failed, a worker that could not start).
+    pub warnings: Vec<String>,
+}
+
+impl RunOutcome {
+    /// From time zero to the last request sent.
+    pub fn attack_duration(&self) -> Duration {
+        let last = self.timing.last_sent.unwrap_or(self.anchor.mono);
+        Duration::from_nanos(last.saturating_sub(self.anchor.mono))
+    }
+
+    /// From the last request sent to the last completion.
+    pub fn wait_duration(&self) -> Duration {
+        match (self.timing.last_sent, self.timing.last_completed) {
+            (Some(sent), Some(done)) => Duration::from_nanos(done.saturating_sub(sent)),
+            _ => Duration::ZERO,
+        }
+    }
+}
+
+/// How long after setup the first request is due: lets every worker thread start first.
+const START_DELAY: Duration = Duration::from_millis(20);
+
+/// Runs the attack described by `plan` until its end or until `shutdown` stops it.
+pub async fn attack(
+    plan: &AttackPlan,
+    shutdown: &Shutdown,
+    sinks: &mut [&mut dyn IntervalSink],
+) -> Result<RunOutcome, AttackError> {
+    let connector = Connector::new(plan.mix.origin(), plan.h2, plan.insecure).await?;
+    let threads = plan.threads.max(1);
+    let timeout = clock::nanos(plan.timeout).max(1);
+    let interval = clock::nanos(plan.interval).max(1_000_000);
+    let anchor = {
+        let now = Anchor::now();
+        let delay = clock::nanos(START_DELAY);
+        Anchor {
+            mono: now.mono + delay,
+            wall: now.wall + START_DELAY,
+        }
+    };
+    let load = match &plan.load {
+        Load::Open { schedule, requests } => WorkerLoad::Open {
+            schedule: schedule.clone(),
+            limit: *requests,
+            max_connections: plan.max_connections.max(threads),
+        },
+        Load::Closed {
+            connections,
+            requests,
+            duration,
+        } => WorkerLoad::Closed {
+            connections: *connections,
+            limit: *requests,
+            deadline: duration.map(|d| anchor.mono + clock::nanos(d)),
+            next: AtomicU64::new(0),
+        },
+    };
+    let shared = Arc::new(RunShared {
+        mix: plan.mix.clone(),
+        connector,
+        load,
+        start: anchor.mono,
+        interval,
+        timeout,
+        keepalive: plan.keepalive,
+        threads,
+        grace: plan.grace,
+        batch: clock::nanos(plan.batch),
+    });
+
+    let mut failed_sinks = vec![false; sinks.len()];
+    let mut warnings = Vec::new();
+    for (i, sink) in sinks.iter_mut().enumerate() {
+        if let Err(e) = sink.begin(anchor.wall) {
+            failed_sinks[i] = true;
+            warnings.push(format!("could not start {}: {e}", sink.name()));
+        }
+    }
+
+    let cpu_before = thread_cpu();
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let mut handles = Vec::with_capacity(threads);
+    for index in 0..threads {
+        match worker::spawn(index, shared.clone(), tx.clone(), shutdown.clone()) {
+            Ok(handle) => handles.push(handle),
+            Err(e) => {
+                shutdown.abort("could not start all worker threads");
+                drop(tx);
+                while rx.recv().await.is_some() {}
+                for h in handles {
+                    let _ = h.join();
+                }
+                return Err(AttackError::Threads(e));
+            }
+        }
+    }
+    drop(tx);
+
+    let mut gather = Gather::new(threads);
+    let mut run = RunState {
+        totals: IntervalStats::new(0, timeout),
+        intervals: 0,
+        interval,
+        warnings,
+        failed_sinks,
+        max_lateness: plan.max_lateness.map(clock::nanos),
+        shutdown,
+    };
+    let mut timing = Timing::default();
+    let mut worker_cpu = Duration::ZERO;
+    while let Some(message) = rx.recv().await {
+        if let WorkerMessage::Done { timing: t, cpu, .. } = &message {
+            timing = timing.merge(*t);
+            worker_cpu += *cpu;
+        }
+        for stats in gather.accept(message) {
+            run.complete(stats, None, sinks);
+        }
+    }
+    let end = clock::now();
+    for stats in gather.flush() {
+        run.complete(stats, Some(end.saturating_sub(anchor.mono)), sinks);
+    }
+    for handle in handles {
+        match handle.join() {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => run.warnings.push(e),
+            Err(_) => run
+                .warnings
+                .push("a worker thread panicked; its last interval is lost".into()),
+        }
+    }
+    for (i, sink) in sinks.iter_mut().enumerate() {
+        if !run.failed_sinks[i] {
+            if let Err(e) = sink.finish(&run.totals) {
+                run.warnings
+                    .push(format!("could not finish {}: {e}", sink.name()));
+            }
+        }
+    }
+    let cpu = worker_cpu + thread_cpu().saturating_sub(cpu_before);
+    Ok(RunOutcome {
+        totals: run.totals,
+        anchor,
+        interval: Duration::from_nanos(interval),
+        intervals: run.intervals,
+        timing,
+        stopped: shutdown.reason(),
+        cpu,
+        peak_rss_bytes: peak_rss_bytes(),
+        warnings: run.warnings,
+    })
+}
+
+struct RunState<'a> {
+    totals: IntervalStats,
+    intervals: u64,
+    interval: Nanos,
+    warnings: Vec<String>,
+    failed_sinks: Vec<bool>,
+    max_lateness: Option<Nanos>,
+    shutdown: &'a Shutdown,
+}
+
+impl RunState<'_> {
+    /// Takes in one complete interval. `run_end` clips the last interval's length.
+    fn complete(
+        &mut self,
+        stats: IntervalStats,
+        run_end: Option<Nanos>,
+        sinks: &mut [&mut dyn IntervalSink],
+    ) {
+        let start = stats.index * self.interval;
+        let length = match run_end {
+            Some(end) => end.saturating_sub(start).clamp(1, self.interval),
+            None => self.interval,
+        };
+        let span = Span {
+            start: Duration::from_nanos(start),
+            length: Duration::from_nanos(length),
+        };
+        self.totals.accumulate(&stats);
+        self.intervals += 1;
+        for (i, sink) in sinks.iter_mut().enumerate() {
+            if self.failed_sinks[i] {
+                continue;
+            }
+            if let Err(e) = sink.interval(span, &stats) {
+                self.failed_sinks[i] = true;
+                self.warnings.push(format!(
+                    "stopped writing {} at {}s: {e}",
+                    sink.name(),
+                    span.start.as_secs()
+                ));
+            }
+        }
+        if let Some(max) = self.max_lateness {
+            let p99 = stats.lateness.value_at_quantile(0.99);
+            if stats.sent > 0 && p99 > max {
+                self.shutdown.stop(&format!(
+                    "the generator fell behind: p99 send lateness {} in the interval at {}s, over --max-lateness {}",
+                    crate::summary::format_ns(p99),
+                    span.start.as_secs(),
+                    crate::summary::format_ns(max),
+                ));
+            }
+        }
+    }
+}
+
+/// Merges workers' intervals and releases each once all workers have reported it.
+#[derive(Debug)]
+struct Gather {
+    /// Highest interval index each worker has reported.
+    reported: Vec<Option<u64>>,
+    done: Vec<bool>,
+    partial: BTreeMap<u64, IntervalStats>,
+}
+
+impl Gather {
+    fn new(workers: usize) -> Self {
+        Gather {
+            reported: vec![None; workers],
+            done: vec![false; workers],
+            partial: BTreeMap::new(),
+        }
+    }
+
+    fn accept(&mut self, message: WorkerMessage) -> Vec<IntervalStats> {
+        match message {
+            WorkerMessage::Interval { worker, stats } => {
+                self.reported[worker] = Some(stats.index);
+                match self.partial.get_mut(&stats.index) {
+                    Some(merged) => merged.merge(&stats),
+                    None => {
+                        self.partial.insert(stats.index, *stats);
+                    }
+                }
+            }
+            WorkerMessage::Done { worker, .. } => self.done[worker] = true,
+        }
+        let mut ready = Vec::new();
+        while let Some(entry) = self.partial.first_entry() {
+            let index = *entry.key();
+            let all = (0..self.done.len())
+                .all(|w| self.done[w] || self.reported[w].is_some_and(|r| r >= index));
+            if !all {
+                break;
+            }
+            ready.push(entry.remove());
+        }
+        ready
+    }
+
+    /// Whatever is left once every worker is gone (a worker that died mid-run).
+    fn flush(&mut self) -> Vec<IntervalStats> {
+        std::mem::take(&mut self.partial).into_values().collect()
+    }
+}
+
+/// The process's peak resident set (VmHWM in /proc/self/status), in bytes.
+pub fn peak_rss_bytes() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb * 1024)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::recorder::Timing;
+
+    fn interval(worker: usize, index: u64, requests: u64) -> WorkerMessage {
+        let mut stats = IntervalStats::new(index, 1_000_000);
+        stats.requests = requests;
+        WorkerMessage::Interval {
+            worker,
+            stats: Box::new(stats),
+        }
+    }
+
+    fn done(worker: usize, last_index: u64) -> WorkerMessage {
+        WorkerMessage::Done {
+            worker,
+            last_index,
+            timing: Timing::default(),
+            cpu: Duration::ZERO,
+        }
+    }
+
+    #[test]
+    fn an_interval_is_released_once_every_worker_reported_it() {
+        let mut g = Gather::new(2);
+        assert!(g.accept(interval(0, 0, 1)).is_empty());
+        assert!(g.accept(interval(0, 1, 2)).is_empty());
+        let ready = g.accept(interval(1, 0, 10));
+        assert_eq!(
+            ready
+                .iter()
+                .map(|s| (s.index, s.requests))
+                .collect::<Vec<_>>(),
+            [(0, 11)]
+        );
+        // Worker 1 finishes: interval 1 needs nobody else.
+        assert!(g.accept(interval(1, 1, 20)).len() == 1);
+        assert!(g.accept(done(1, 1)).is_empty());
+        let ready = g.accept(interval(0, 2, 3));
+        assert_eq!(
+            ready
+                .iter()
+                .map(|s| (s.index, s.requests))
+                .collect::<Vec<_>>(),
+            [(2, 3)]
+        );
+        assert!(g.flush().is_empty());
+    }
+}

@@ -1,0 +1,448 @@
+//! The command line: `loadgen attack …` and `loadgen demo …`, parsed by clap and checked into an
+//! [`AttackPlan`]. Every mistake becomes one line that names the flag and the fix.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{ArgGroup, Args, Parser, Subcommand, ValueEnum};
+
+use crate::attack::{AttackPlan, Load};
+use crate::error::Error;
+use crate::request::{RequestMix, RequestOptions, RequestSpec};
+use crate::schedule::Schedule;
+
+/// Showdown's load generator: open-loop, coordinated-omission-aware HTTP load.
+#[derive(Debug, Parser)]
+#[command(name = "loadgen", version, about, propagate_version = true)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Attack a URL (or the requests of a targets file) and print a summary.
+    Attack(Box<AttackArgs>),
+    /// Attack a built-in target that freezes periodically; nothing to install.
+    Demo(DemoArgs),
+}
+
+/// How to print the summary.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum OutputFormat {
+    Text,
+    Json,
+}
+
+/// Flags that shape how requests are sent, shared by `attack` and `demo`.
+#[derive(Debug, Clone, Args)]
+pub struct OutputArgs {
+    /// Summary format.
+    #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
+    pub output: OutputFormat,
+
+    /// Write the per-interval histograms to FILE as an HdrHistogram interval log.
+    #[arg(long, value_name = "FILE")]
+    pub hdr_log: Option<PathBuf>,
+
+    /// Length of one interval of the per-interval figures.
+    #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = parse_duration)]
+    pub interval: Duration,
+}
+
+#[derive(Debug, Clone, Args)]
+#[command(group(ArgGroup::new("load").required(true).args(["rate", "steps", "ramp", "connections"])))]
+#[command(group(ArgGroup::new("what").required(true).args(["url", "targets"])))]
+pub struct AttackArgs {
+    /// The URL to attack, e.g. http://127.0.0.1:8080/users.
+    pub url: Option<String>,
+
+    /// A TOML file of requests with weights, instead of a URL.
+    #[arg(long, value_name = "FILE", conflicts_with = "url")]
+    pub targets: Option<PathBuf>,
+
+    /// HTTP method.
+    #[arg(short = 'm', long)]
+    pub method: Option<String>,
+
+    /// A request header, 'Name: value' (repeatable).
+    #[arg(short = 'H', long = "header", value_name = "HEADER")]
+    pub headers: Vec<String>,
+
+    /// Request body; {{seq}}, {{uuid}}, {{hex:N}}, {{unix}}, {{unix_ms}} are filled in per request.
+    #[arg(long, conflicts_with = "body_file")]
+    pub body: Option<String>,
+
+    /// Read the request body (a template, like --body) from FILE.
+    #[arg(long, value_name = "FILE")]
+    pub body_file: Option<PathBuf>,
+
+    /// Open loop at a constant rate (requests per second), with --duration or --requests.
+    #[arg(short = 'r', long, value_name = "REQ/S", value_parser = parse_rate)]
+    pub rate: Option<f64>,
+
+    /// Open loop in steps: rates one after another on one connection pool, e.g. 2000,3000,5000.
+    #[arg(long, value_name = "REQ/S,…", value_delimiter = ',', value_parser = parse_step_rate, requires = "step_duration")]
+    pub steps: Vec<f64>,
+
+    /// How long each of --steps lasts.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, requires = "steps")]
+    pub step_duration: Option<Duration>,
+
+    /// Open loop with a rate ramping linearly over --duration, e.g. 100:5000.
+    #[arg(long, value_name = "FROM:TO", value_parser = parse_ramp, requires = "duration")]
+    pub ramp: Option<(f64, f64)>,
+
+    /// Closed loop: this many connections, each sending when its previous request completes.
+    #[arg(short = 'c', long, value_name = "N", value_parser = parse_connections)]
+    pub connections: Option<usize>,
+
+    /// How long to attack.
+    #[arg(short = 'd', long, value_name = "DURATION", value_parser = parse_duration, conflicts_with = "steps")]
+    pub duration: Option<Duration>,
+
+    /// How many requests to send (the run ends at this count or --duration, whichever is first).
+    #[arg(short = 'n', long, value_name = "N", value_parser = parse_count)]
+    pub requests: Option<u64>,
+
+    /// Open loop: the most connections to open, over all threads [default: 10000].
+    #[arg(long, value_name = "N", value_parser = parse_connections, conflicts_with = "connections")]
+    pub max_connections: Option<usize>,
+
+    /// Open loop: release requests in batches every WINDOW instead of each at its own
+    /// microsecond; fewer wake-ups, less CPU, each request up to WINDOW late (recorded as
+    /// lateness and counted in corrected latency). wrk2 paces this way with 1ms.
+    #[arg(long, value_name = "WINDOW", default_value = "0s", value_parser = parse_duration, conflicts_with = "connections")]
+    pub batch: Duration,
+
+    /// Close each connection after one request.
+    #[arg(long)]
+    pub no_keepalive: bool,
+
+    /// Worker threads, each with its share of the rate [default: the number of CPUs available].
+    #[arg(long, value_name = "N", value_parser = parse_threads)]
+    pub threads: Option<usize>,
+
+    /// Use HTTP/2 (prior knowledge on http://, ALPN on https://).
+    #[arg(long)]
+    pub h2: bool,
+
+    /// Accept any TLS certificate (self-signed test servers).
+    #[arg(short = 'k', long)]
+    pub insecure: bool,
+
+    /// Give up on a request this long after sending it; it counts as an error of kind timeout.
+    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = parse_duration)]
+    pub timeout: Duration,
+
+    /// Stop the run when an interval's p99 send lateness exceeds this.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub max_lateness: Option<Duration>,
+
+    /// After Ctrl-C, how long requests in flight may finish.
+    #[arg(long, value_name = "DURATION", default_value = "3s", value_parser = parse_duration)]
+    pub grace: Duration,
+
+    #[command(flatten)]
+    pub out: OutputArgs,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct DemoArgs {
+    /// Open-loop rate against the built-in target.
+    #[arg(short = 'r', long, value_name = "REQ/S", default_value = "2000", value_parser = parse_rate)]
+    pub rate: f64,
+
+    /// How long to attack.
+    #[arg(short = 'd', long, value_name = "DURATION", default_value = "5s", value_parser = parse_duration)]
+    pub duration: Duration,
+
+    /// How long each freeze of the target lasts (0 for none).
+    #[arg(long, value_name = "DURATION", default_value = "100ms", value_parser = parse_duration)]
+    pub stall: Duration,
+
+    /// Time between the starts of two freezes.
+    #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = parse_duration)]
+    pub stall_every: Duration,
+
+    /// Time the target takes per request when not frozen.
+    #[arg(long, value_name = "DURATION", default_value = "0s", value_parser = parse_duration)]
+    pub service_time: Duration,
+
+    /// Connections the generator may open: a small fixed pool, as wrk or hey use.
+    #[arg(long, value_name = "N", default_value = "8", value_parser = parse_connections)]
+    pub max_connections: usize,
+
+    /// Worker threads of the generator.
+    #[arg(long, value_name = "N", default_value = "1", value_parser = parse_threads)]
+    pub threads: usize,
+
+    #[command(flatten)]
+    pub out: OutputArgs,
+}
+
+fn parse_duration(text: &str) -> Result<Duration, String> {
+    humantime::parse_duration(text)
+        .map_err(|_| format!("expected a duration such as 30s, 500ms or 2m, not {text:?}"))
+}
+
+fn parse_rate(text: &str) -> Result<f64, String> {
+    match text.trim().parse::<f64>() {
+        Ok(r) if r.is_finite() && r > 0.0 => Ok(r),
+        _ => Err(format!(
+            "expected requests per second above 0, such as 2000, not {text:?}"
+        )),
+    }
+}
+
+fn parse_step_rate(text: &str) -> Result<f64, String> {
+    match text.trim().parse::<f64>() {
+        Ok(r) if r.is_finite() && r >= 0.0 => Ok(r),
+        _ => Err(format!(
+            "expected a list of requests per second such as 2000,3000,5000, not {text:?}"
+        )),
+    }
+}
+
+fn parse_ramp(text: &str) -> Result<(f64, f64), String> {
+    let bad = || format!("expected FROM:TO in requests per second, such as 100:5000, not {text:?}");
+    let (from, to) = text.split_once(':').ok_or_else(bad)?;
+    let from: f64 = from.trim().parse().map_err(|_| bad())?;
+    let to: f64 = to.trim().parse().map_err(|_| bad())?;
+    if !(from.is_finite() && to.is_finite()) || from < 0.0 || to < 0.0 || from + to <= 0.0 {
+        return Err(bad());
+    }
+    Ok((from, to))
+}
+
+fn parse_connections(text: &str) -> Result<usize, String> {
+    match text.trim().parse::<usize>() {
+        Ok(n) if (1..=1_000_000).contains(&n) => Ok(n),
+        _ => Err(format!(
+            "expected a number of connections from 1 to 1000000, not {text:?}"
+        )),
+    }
+}
+
+fn parse_threads(text: &str) -> Result<usize, String> {
+    match text.trim().parse::<usize>() {
+        Ok(n) if (1..=1024).contains(&n) => Ok(n),
+        _ => Err(format!(
+            "expected a number of threads from 1 to 1024, not {text:?}"
+        )),
+    }
+}
+
+fn parse_count(text: &str) -> Result<u64, String> {
+    match text.trim().parse::<u64>() {
+        Ok(n) if n > 0 => Ok(n),
+        _ => Err(format!(
+            "expected a number of requests above 0, not {text:?}"
+        )),
+    }
+}
+
+/// The number of CPUs this process may run on.
+pub fn default_threads() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+/// The open loop's default connection cap.
+pub const DEFAULT_MAX_CONNECTIONS: usize = 10_000;
+
+impl AttackArgs {
+    /// Checks the flags together and builds the plan.
+    pub fn plan(&self) -> Result<AttackPlan, Error> {
+        let options = RequestOptions {
+            method: self.method.clone(),
+            headers: self.headers.clone(),
+            body: self.body.clone(),
+            body_file: self.body_file.clone(),
+        };
+        let mix = match (&self.url, &self.targets) {
+            (_, Some(file)) => RequestMix::from_targets_file(file, &options)?,
+            (Some(url), None) => RequestMix::single(RequestSpec::new(url, &options)?),
+            (None, None) => {
+                return Err(Error::Usage(
+                    "give a URL to attack, or --targets FILE".into(),
+                ))
+            }
+        };
+        let load = if let Some(connections) = self.connections {
+            if self.requests.is_none() && self.duration.is_none() {
+                return Err(Error::Usage(
+                    "a closed loop needs an end: add --requests N or --duration D".into(),
+                ));
+            }
+            Load::Closed {
+                connections,
+                requests: self.requests,
+                duration: self.duration,
+            }
+        } else {
+            let schedule = if let Some(rate) = self.rate {
+                if self.requests.is_none() && self.duration.is_none() {
+                    return Err(Error::Usage(
+                        "--rate needs an end: add --duration D or --requests N".into(),
+                    ));
+                }
+                Schedule::constant(rate, self.duration)?
+            } else if let Some((from, to)) = self.ramp {
+                let duration = self.duration.ok_or_else(|| {
+                    Error::Usage(
+                        "--ramp needs --duration, e.g. --ramp 100:5000 --duration 60s".into(),
+                    )
+                })?;
+                Schedule::ramp(from, to, duration)?
+            } else {
+                let step = self.step_duration.ok_or_else(|| {
+                    Error::Usage("--steps needs --step-duration, e.g. --step-duration 30s".into())
+                })?;
+                let steps: Vec<(f64, Duration)> = self.steps.iter().map(|&r| (r, step)).collect();
+                Schedule::steps(&steps)?
+            };
+            Load::Open {
+                schedule,
+                requests: self.requests,
+            }
+        };
+        if self.timeout.is_zero() {
+            return Err(Error::Usage(
+                "--timeout must be above 0, e.g. --timeout 30s".into(),
+            ));
+        }
+        if self.out.interval < Duration::from_millis(10) {
+            return Err(Error::Usage(
+                "--interval must be at least 10ms, e.g. --interval 1s".into(),
+            ));
+        }
+        Ok(AttackPlan {
+            mix,
+            load,
+            threads: self.threads.unwrap_or_else(default_threads),
+            max_connections: self.max_connections.unwrap_or(DEFAULT_MAX_CONNECTIONS),
+            h2: self.h2,
+            insecure: self.insecure,
+            keepalive: !self.no_keepalive,
+            timeout: self.timeout,
+            interval: self.out.interval,
+            grace: self.grace,
+            max_lateness: self.max_lateness,
+            batch: self.batch,
+        })
+    }
+}
+
+/// Turns clap's multi-line error into one line: what is wrong, then where to look.
+pub fn one_line(error: &clap::Error) -> String {
+    let rendered = error.render().to_string();
+    let mut parts = Vec::new();
+    for line in rendered.lines() {
+        let line = line.trim();
+        if line.is_empty() {
+            continue;
+        }
+        if line.starts_with("Usage:") || line.starts_with("For more information") {
+            break;
+        }
+        parts.push(line.trim_start_matches("error:").trim().to_string());
+    }
+    let mut text = parts.join(" ");
+    if text.ends_with(':') {
+        text.pop();
+    }
+    format!("{text} (see loadgen --help)")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(args: &[&str]) -> Result<AttackPlan, String> {
+        let mut argv = vec!["loadgen", "attack"];
+        argv.extend_from_slice(args);
+        let cli = Cli::try_parse_from(argv).map_err(|e| one_line(&e))?;
+        match cli.command {
+            Command::Attack(a) => a.plan().map_err(|e| e.to_string()),
+            Command::Demo(_) => Err("demo".into()),
+        }
+    }
+
+    const URL: &str = "http://127.0.0.1:1/x";
+
+    #[test]
+    fn the_seed_experiments_parse() {
+        let p = parse(&[
+            "--rate",
+            "3000",
+            "--duration",
+            "30s",
+            "-m",
+            "POST",
+            "--body",
+            "{}",
+            URL,
+        ])
+        .unwrap();
+        assert!(
+            matches!(&p.load, Load::Open { schedule, .. } if schedule.total_requests() == Some(90_000))
+        );
+        let p = parse(&["--steps", "2000,3000,5000", "--step-duration", "30s", URL]).unwrap();
+        assert!(
+            matches!(&p.load, Load::Open { schedule, .. } if schedule.total_requests() == Some(300_000))
+        );
+        let p = parse(&["-c", "100", "-n", "200000", URL]).unwrap();
+        assert!(matches!(
+            p.load,
+            Load::Closed {
+                connections: 100,
+                requests: Some(200_000),
+                ..
+            }
+        ));
+        let p = parse(&["--ramp", "0:1000", "-d", "10s", URL]).unwrap();
+        assert!(
+            matches!(&p.load, Load::Open { schedule, .. } if schedule.total_requests() == Some(5000))
+        );
+    }
+
+    #[test]
+    fn mistakes_are_one_line_naming_the_fix() {
+        let cases: &[(&[&str], &str)] = &[
+            (&["--rate", "abc", "-d", "1s", URL], "--rate"),
+            (&["--rate", "0", "-d", "1s", URL], "above 0"),
+            (&["--rate", "10", URL], "--duration"),
+            (&["-c", "10", URL], "--requests"),
+            (
+                &["--rate", "10", "-c", "5", "-n", "1", URL],
+                "cannot be used",
+            ),
+            (&["-d", "1s", URL], "--rate"),
+            (&["--rate", "10", "-d", "forever", URL], "duration such as"),
+            (&["--steps", "1,2", URL], "--step-duration"),
+            (&["--ramp", "5", "-d", "1s", URL], "FROM:TO"),
+            (&["--rate", "10", "-d", "1s", "ftp://x"], "http://"),
+            (
+                &["--rate", "10", "-d", "1s", "-H", "bad", URL],
+                "Name: value",
+            ),
+            (
+                &["--rate", "10", "-d", "1s", "--body", "{{nope}}", URL],
+                "{{seq}}",
+            ),
+            (
+                &["--rate", "10", "-d", "1s", "--threads", "0", URL],
+                "threads",
+            ),
+            (&["--rate", "10", "-d", "1s"], "URL"),
+        ];
+        for (args, needle) in cases {
+            let e = parse(args).unwrap_err();
+            assert!(!e.contains('\n'), "{args:?} gave a multi-line error: {e}");
+            assert!(
+                e.to_lowercase().contains(&needle.to_lowercase()),
+                "{args:?}: {e:?} does not mention {needle:?}"
+            );
+        }
+    }
+}

@@ -1,0 +1,35 @@
+//! The errors `loadgen` reports to its user, each naming what to fix.
+
+use std::io;
+use std::path::PathBuf;
+
+use thiserror::Error;
+
+use crate::attack::AttackError;
+use crate::request::RequestError;
+use crate::schedule::ScheduleError;
+
+#[derive(Debug, Error)]
+pub enum Error {
+    /// Flags that do not go together, or are missing.
+    #[error("{0}")]
+    Usage(String),
+    #[error(transparent)]
+    Request(#[from] RequestError),
+    #[error(transparent)]
+    Schedule(#[from] ScheduleError),
+    #[error(transparent)]
+    Attack(#[from] AttackError),
+    #[error("cannot create the HDR log {path}: {source}; check --hdr-log")]
+    HdrLog {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+    #[error("cannot start the built-in target: {0}")]
+    Target(io::Error),
+    #[error("cannot start the runtime: {0}")]
+    Runtime(io::Error),
+    #[error("cannot print the summary: {0}")]
+    Output(io::Error),
+}

@@ -1,0 +1,178 @@
+//! `loadgen`, Showdown's gun: open-loop HTTP load that measures latency from the moment each
+//! request was due, and says so when it cannot keep its schedule.
+//!
+//! Modules, in the order a request meets them:
+//!
+//! - [`cli`]: the command line, checked into an [`attack::AttackPlan`].
+//! - [`schedule`]: the rate schedule — when request *i* is due (pure maths).
+//! - [`request`], [`template`]: what to send — a URL or a weighted targets file, with
+//!   per-request values in bodies and paths.
+//! - [`attack`]: starts the worker threads and gathers their intervals into one outcome.
+//! - `worker`: one thread's pacer (or closed-loop clients) and connection pool.
+//! - [`timer`]: sleeping to a deadline with microsecond precision (timerfd).
+//! - [`client`]: connections (TCP, TLS, HTTP/1.1, HTTP/2) and one exchange at a time.
+//! - [`recorder`], [`stats`]: per-thread, per-interval counters and HdrHistograms.
+//! - [`summary`]: the end-of-run report, text or JSON; [`hdrlog`]: the HdrHistogram interval
+//!   log; [`progress`]: the live line on a terminal.
+//! - [`shutdown`]: stopping a run early without losing what it recorded.
+//! - [`target`], [`demo`]: the built-in target and `loadgen demo`.
+//! - [`clock`]: the one monotonic clock everything is timed with.
+
+pub mod attack;
+pub mod cli;
+pub mod client;
+pub mod clock;
+pub mod demo;
+pub mod error;
+pub mod hdrlog;
+pub mod progress;
+pub mod recorder;
+pub mod request;
+pub mod schedule;
+pub mod shutdown;
+pub mod stats;
+pub mod summary;
+pub mod target;
+pub mod template;
+pub mod timer;
+mod worker;
+
+use std::io::Write;
+
+pub use attack::{attack, AttackPlan, IntervalSink, Load, RunOutcome, Span};
+pub use cli::{Cli, Command, OutputArgs, OutputFormat};
+pub use error::Error;
+pub use shutdown::Shutdown;
+pub use summary::Summary;
+
+use crate::hdrlog::HdrLogSink;
+use crate::progress::Progress;
+
+/// How a run ended, for the exit code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RunEnd {
+    /// The schedule (or request count) ran to its end.
+    Completed,
+    /// Stopped early, by Ctrl-C or `--max-lateness`; everything recorded was still reported.
+    Stopped,
+}
+
+impl RunEnd {
+    pub fn of(summary: &Summary) -> Self {
+        if summary.stopped.is_some() {
+            RunEnd::Stopped
+        } else {
+            RunEnd::Completed
+        }
+    }
+
+    /// 0 when the run completed, 3 when it was stopped early.
+    pub fn exit_code(self) -> u8 {
+        match self {
+            RunEnd::Completed => 0,
+            RunEnd::Stopped => 3,
+        }
+    }
+}
+
+/// Runs a parsed command line. `shutdown` is triggered by Ctrl-C (once: stop and let requests
+/// in flight finish; twice: end them now).
+pub fn run(cli: Cli, shutdown: Shutdown) -> Result<RunEnd, Error> {
+    raise_fd_limit();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(Error::Runtime)?;
+    runtime.block_on(async {
+        stop_on_ctrl_c(shutdown.clone());
+        match cli.command {
+            Command::Attack(args) => {
+                let plan = args.plan()?;
+                let summary = execute(&plan, &args.out, &shutdown).await?;
+                print_summary(&summary, args.out.output)?;
+                Ok(RunEnd::of(&summary))
+            }
+            Command::Demo(args) => demo::run(&args, &shutdown).await,
+        }
+    })
+}
+
+/// Runs `plan` with the sinks the output flags ask for, and summarizes it.
+pub async fn execute(
+    plan: &AttackPlan,
+    out: &OutputArgs,
+    shutdown: &Shutdown,
+) -> Result<Summary, Error> {
+    let mut hdr_log = match &out.hdr_log {
+        Some(path) => {
+            let comment = format!(
+                "showdown-loadgen {}: {} · {}",
+                env!("CARGO_PKG_VERSION"),
+                plan.describe_target(),
+                plan.describe_load()
+            );
+            Some(
+                HdrLogSink::create(path, &comment).map_err(|source| Error::HdrLog {
+                    path: path.clone(),
+                    source,
+                })?,
+            )
+        }
+        None => None,
+    };
+    let expected = match &plan.load {
+        Load::Open { schedule, .. } => schedule.duration(),
+        Load::Closed { duration, .. } => *duration,
+    };
+    let mut progress = Progress::for_terminal(expected);
+    let mut sinks: Vec<&mut dyn IntervalSink> = Vec::new();
+    if let Some(h) = hdr_log.as_mut() {
+        sinks.push(h);
+    }
+    if let Some(p) = progress.as_mut() {
+        sinks.push(p);
+    }
+    let outcome = attack::attack(plan, shutdown, &mut sinks).await;
+    if let Some(p) = &progress {
+        p.clear();
+    }
+    Ok(Summary::new(plan, &outcome?))
+}
+
+/// Prints the summary on standard output.
+pub fn print_summary(summary: &Summary, format: OutputFormat) -> Result<(), Error> {
+    let mut out = std::io::stdout().lock();
+    let text = match format {
+        OutputFormat::Text => summary.to_text(),
+        OutputFormat::Json => {
+            serde_json::to_string_pretty(summary).map_err(|e| Error::Output(e.into()))? + "\n"
+        }
+    };
+    out.write_all(text.as_bytes()).map_err(Error::Output)
+}
+
+fn stop_on_ctrl_c(shutdown: Shutdown) {
+    tokio::spawn(async move {
+        if tokio::signal::ctrl_c().await.is_err() {
+            return;
+        }
+        eprintln!(
+            "\nInterrupted: sending no more requests, waiting for those in flight (Ctrl-C again to stop now)."
+        );
+        shutdown.stop("interrupted by Ctrl-C");
+        if tokio::signal::ctrl_c().await.is_ok() {
+            shutdown.abort("interrupted twice by Ctrl-C");
+        }
+    });
+}
+
+/// Raises the soft limit on open files to the hard limit: an open loop against a slow server
+/// needs a connection per request in flight, and the usual soft limit is 1,024.
+fn raise_fd_limit() {
+    use rustix::process::{getrlimit, setrlimit, Resource};
+    let mut limit = getrlimit(Resource::Nofile);
+    if limit.current < limit.maximum {
+        limit.current = limit.maximum;
+        let _ = setrlimit(Resource::Nofile, limit);
+    }
+}

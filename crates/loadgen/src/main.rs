@@ -1,0 +1,27 @@
+//! The `loadgen` binary: parses the command line and hands over to the library.
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+fn main() -> ExitCode {
+    let cli = match loadgen::Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) if !e.use_stderr() => {
+            // --help and --version.
+            let _ = e.print();
+            return ExitCode::SUCCESS;
+        }
+        Err(e) => {
+            eprintln!("Error: {}", loadgen::cli::one_line(&e));
+            return ExitCode::from(2);
+        }
+    };
+    match loadgen::run(cli, loadgen::Shutdown::new()) {
+        Ok(end) => ExitCode::from(end.exit_code()),
+        Err(e) => {
+            eprintln!("Error: {e}");
+            ExitCode::from(1)
+        }
+    }
+}

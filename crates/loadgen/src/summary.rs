@@ -1,0 +1,522 @@
+//! The end-of-run summary, as text (in the spirit of Vegeta's `report`) or JSON.
+//!
+//! Latency is shown twice: **corrected** (from the intended send time, what a user of the
+//! server would have waited) and **service** (from the actual send time, what closed-loop tools
+//! such as wrk, hey or ab report). The generator's own lateness and cost are part of the
+//! summary, and any reason to doubt the figures is printed above them, not hidden.
+//!
+//! The JSON form is [`Summary`] serialized with serde; its fields are documented here and in the
+//! README ("JSON summary"). Times are integer nanoseconds (`_ns`), or seconds (`_s`) as floats.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::time::Duration;
+
+use hdrhistogram::Histogram;
+use serde::Serialize;
+
+use crate::attack::{AttackPlan, RunOutcome};
+
+/// Identifies this JSON layout; bumped when a field changes meaning or goes away.
+pub const SCHEMA: &str = "showdown.loadgen.summary/1";
+
+/// p99 send lateness beyond which the generator, not the server, is the bottleneck.
+pub const LATENESS_LIMIT_NS: u64 = 1_000_000;
+
+/// Percentiles of one histogram, in nanoseconds.
+#[derive(Debug, Clone, Copy, Serialize, PartialEq)]
+pub struct LatencyStats {
+    pub count: u64,
+    pub min_ns: u64,
+    pub mean_ns: u64,
+    pub stdev_ns: u64,
+    pub p50_ns: u64,
+    pub p90_ns: u64,
+    pub p95_ns: u64,
+    pub p99_ns: u64,
+    pub p999_ns: u64,
+    pub max_ns: u64,
+}
+
+impl LatencyStats {
+    pub fn of(h: &Histogram<u64>) -> Self {
+        if h.is_empty() {
+            return LatencyStats {
+                count: 0,
+                min_ns: 0,
+                mean_ns: 0,
+                stdev_ns: 0,
+                p50_ns: 0,
+                p90_ns: 0,
+                p95_ns: 0,
+                p99_ns: 0,
+                p999_ns: 0,
+                max_ns: 0,
+            };
+        }
+        LatencyStats {
+            count: h.len(),
+            min_ns: h.min(),
+            mean_ns: h.mean().round() as u64,
+            stdev_ns: h.stdev().round() as u64,
+            p50_ns: h.value_at_quantile(0.50),
+            p90_ns: h.value_at_quantile(0.90),
+            p95_ns: h.value_at_quantile(0.95),
+            p99_ns: h.value_at_quantile(0.99),
+            p999_ns: h.value_at_quantile(0.999),
+            max_ns: h.max(),
+        }
+    }
+
+    fn row(&self) -> String {
+        if self.count == 0 {
+            return "no requests".into();
+        }
+        [
+            self.min_ns,
+            self.mean_ns,
+            self.p50_ns,
+            self.p90_ns,
+            self.p95_ns,
+            self.p99_ns,
+            self.p999_ns,
+            self.max_ns,
+        ]
+        .iter()
+        .map(|&ns| format_ns(ns))
+        .collect::<Vec<_>>()
+        .join(", ")
+    }
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct RequestFigures {
+    /// Requests issued by the schedule (closed loop: started).
+    pub total: u64,
+    /// Requests written to a connection.
+    pub sent: u64,
+    /// Requests answered with an HTTP response (any status).
+    pub responses: u64,
+    /// Responses with a 2xx or 3xx status.
+    pub ok: u64,
+    /// `total` / attack duration.
+    pub rate: f64,
+    /// `ok` / total duration.
+    pub throughput: f64,
+    /// `ok` / `total`.
+    pub success_ratio: f64,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct DurationFigures {
+    /// attack + wait.
+    pub total_s: f64,
+    /// From the first request's intended send time to the last request sent.
+    pub attack_s: f64,
+    /// From the last request sent to the last response.
+    pub wait_s: f64,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Latencies {
+    /// Completion − intended send time.
+    pub corrected: LatencyStats,
+    /// Completion − actual send time.
+    pub service: LatencyStats,
+    /// Response headers − actual send time.
+    pub first_byte: LatencyStats,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct ByteFigures {
+    pub in_total: u64,
+    pub in_mean: f64,
+    pub out_total: u64,
+    pub out_mean: f64,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct GeneratorFigures {
+    /// Actual − intended send time, over all requests sent.
+    pub lateness: LatencyStats,
+    /// Whether the generator, not the server, limited the load (see `warnings`).
+    pub behind: bool,
+    /// Requests sent in a later interval than the one they were due in.
+    pub sent_late_beyond_interval: u64,
+    /// Requests that found the pool at `--max-connections` and waited for a connection.
+    pub waited_for_connection: u64,
+    pub connections_opened: u64,
+    /// The most connections open at the end of an interval.
+    pub peak_connections: u64,
+    /// The most requests in flight at the end of an interval.
+    pub peak_in_flight: u64,
+    pub threads: usize,
+    /// CPU time of the generator's threads.
+    pub cpu_s: f64,
+    pub cpu_per_request_us: f64,
+    /// Peak resident memory of the process.
+    pub peak_rss_bytes: Option<u64>,
+}
+
+/// The whole summary. Serialized as is for `--output json`.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Summary {
+    pub schema: &'static str,
+    pub tool: String,
+    /// The request(s), e.g. `POST http://127.0.0.1:8080/users`.
+    pub target: String,
+    /// e.g. `open loop, constant 2000 req/s for 30s`.
+    pub load: String,
+    pub open_loop: bool,
+    pub protocol: &'static str,
+    /// Wall-clock time of the first request's intended send time (RFC 3339).
+    pub started_at: String,
+    pub interval_s: f64,
+    pub requests: RequestFigures,
+    pub duration: DurationFigures,
+    pub latency: Latencies,
+    pub bytes: ByteFigures,
+    pub status_codes: BTreeMap<String, u64>,
+    pub errors: BTreeMap<String, u64>,
+    pub generator: GeneratorFigures,
+    /// Why the run ended before its schedule did, if it did.
+    pub stopped: Option<String>,
+    /// Reasons to read the figures with care, most important first.
+    pub warnings: Vec<String>,
+}
+
+fn ratio(a: f64, b: f64) -> f64 {
+    if b > 0.0 {
+        a / b
+    } else {
+        0.0
+    }
+}
+
+impl Summary {
+    pub fn new(plan: &AttackPlan, run: &RunOutcome) -> Self {
+        let t = &run.totals;
+        let attack = run.attack_duration().as_secs_f64();
+        let wait = run.wait_duration().as_secs_f64();
+        let lateness = LatencyStats::of(&t.lateness);
+        let open = plan.is_open_loop();
+        // Batching makes requests up to one window late on purpose: only lateness beyond that
+        // is the generator falling behind.
+        let limit = LATENESS_LIMIT_NS + crate::clock::nanos(plan.batch);
+        let behind = open && (lateness.p99_ns > limit || t.sent_late_beyond_interval > 0);
+        let cpu_s = run.cpu.as_secs_f64();
+        let mut summary = Summary {
+            schema: SCHEMA,
+            tool: concat!("showdown-loadgen ", env!("CARGO_PKG_VERSION")).into(),
+            target: plan.describe_target(),
+            load: plan.describe_load(),
+            open_loop: open,
+            protocol: if plan.h2 { "h2" } else { "http/1.1" },
+            started_at: humantime::format_rfc3339_millis(run.anchor.wall).to_string(),
+            interval_s: run.interval.as_secs_f64(),
+            requests: RequestFigures {
+                total: t.requests,
+                sent: t.sent,
+                responses: t.responses,
+                ok: t.ok,
+                rate: ratio(t.requests as f64, attack),
+                throughput: ratio(t.ok as f64, attack + wait),
+                success_ratio: ratio(t.ok as f64, t.requests as f64),
+            },
+            duration: DurationFigures {
+                total_s: attack + wait,
+                attack_s: attack,
+                wait_s: wait,
+            },
+            latency: Latencies {
+                corrected: LatencyStats::of(&t.corrected),
+                service: LatencyStats::of(&t.service),
+                first_byte: LatencyStats::of(&t.first_byte),
+            },
+            bytes: ByteFigures {
+                in_total: t.bytes_in,
+                in_mean: ratio(t.bytes_in as f64, t.responses as f64),
+                out_total: t.bytes_out,
+                out_mean: ratio(t.bytes_out as f64, t.sent as f64),
+            },
+            status_codes: t
+                .status
+                .to_map()
+                .into_iter()
+                .map(|(code, n)| (code.to_string(), n))
+                .collect(),
+            errors: t
+                .errors
+                .nonzero()
+                .map(|(kind, n)| (kind.name().to_string(), n))
+                .collect(),
+            generator: GeneratorFigures {
+                lateness,
+                behind,
+                sent_late_beyond_interval: t.sent_late_beyond_interval,
+                waited_for_connection: t.waited_for_connection,
+                connections_opened: t.connections_opened,
+                peak_connections: t.connections_open,
+                peak_in_flight: t.in_flight,
+                threads: plan.threads,
+                cpu_s,
+                cpu_per_request_us: ratio(cpu_s * 1e6, t.requests as f64),
+                peak_rss_bytes: run.peak_rss_bytes,
+            },
+            stopped: run.stopped.clone(),
+            warnings: Vec::new(),
+        };
+        summary.warnings = summary.compute_warnings(plan, run);
+        summary
+    }
+
+    fn compute_warnings(&self, plan: &AttackPlan, run: &RunOutcome) -> Vec<String> {
+        let mut out = Vec::new();
+        let g = &self.generator;
+        if let Some(reason) = &self.stopped {
+            out.push(format!(
+                "STOPPED EARLY: {reason}. The figures cover what was recorded until then."
+            ));
+        }
+        if g.behind {
+            let mut text = format!(
+                "BEHIND SCHEDULE: p99 send lateness {} (limit {}), {} requests sent after their interval had ended. \
+                 Corrected latencies still count from the intended send times, but the server received less load than scheduled.",
+                format_ns(g.lateness.p99_ns),
+                format_ns(LATENESS_LIMIT_NS + crate::clock::nanos(plan.batch)),
+                g.sent_late_beyond_interval,
+            );
+            if g.waited_for_connection > 0 {
+                let _ = write!(
+                    text,
+                    " {} requests waited for a free connection: the pool was held at --max-connections {}; raise it to send on time.",
+                    g.waited_for_connection, plan.max_connections
+                );
+            } else {
+                text.push_str(
+                    " The generator's CPU could not keep up: add --threads, a faster gun host, or more gun hosts.",
+                );
+            }
+            out.push(text);
+        }
+        if !self.open_loop {
+            out.push(
+                "CLOSED LOOP: each connection waits for its response before sending again, so while the server \
+                 stalls the load pauses with it and the latencies hide the queueing a real client would see. \
+                 Use --rate for latencies that count from the intended send time."
+                    .into(),
+            );
+        }
+        let cancelled = run.totals.errors.get(crate::stats::ErrorKind::Cancelled);
+        if cancelled > 0 {
+            out.push(format!(
+                "{cancelled} requests were still in flight when the run ended; they are counted as errors of kind cancelled."
+            ));
+        }
+        for w in &run.warnings {
+            out.push(w.clone());
+        }
+        out
+    }
+
+    /// The summary as text, for a terminal.
+    pub fn to_text(&self) -> String {
+        let mut s = String::new();
+        for w in &self.warnings {
+            let _ = writeln!(s, "!! {w}");
+        }
+        if !self.warnings.is_empty() {
+            s.push('\n');
+        }
+        let r = &self.requests;
+        let d = &self.duration;
+        let row = |s: &mut String, label: &str, fields: &str, values: String| {
+            let _ = writeln!(s, "{label:<13} {fields:<38} {values}");
+        };
+        row(&mut s, "Target", "", self.target.clone());
+        row(
+            &mut s,
+            "Load",
+            "",
+            format!(
+                "{}, {} thread{}, {}",
+                self.load,
+                self.generator.threads,
+                if self.generator.threads == 1 { "" } else { "s" },
+                self.protocol
+            ),
+        );
+        row(
+            &mut s,
+            "Requests",
+            "[total, rate, throughput]",
+            format!("{}, {:.2}, {:.2}", r.total, r.rate, r.throughput),
+        );
+        row(
+            &mut s,
+            "Duration",
+            "[total, attack, wait]",
+            format!(
+                "{}, {}, {}",
+                format_secs(d.total_s),
+                format_secs(d.attack_s),
+                format_secs(d.wait_s)
+            ),
+        );
+        row(
+            &mut s,
+            "Latencies",
+            "[min, mean, 50, 90, 95, 99, 99.9, max]",
+            String::new(),
+        );
+        row(
+            &mut s,
+            "  corrected",
+            "from intended send (what users see)",
+            self.latency.corrected.row(),
+        );
+        row(
+            &mut s,
+            "  service",
+            "from actual send (what wrk/hey show)",
+            self.latency.service.row(),
+        );
+        row(
+            &mut s,
+            "Bytes In",
+            "[total, mean]",
+            format!("{}, {:.2}", self.bytes.in_total, self.bytes.in_mean),
+        );
+        row(
+            &mut s,
+            "Bytes Out",
+            "[total, mean]",
+            format!("{}, {:.2}", self.bytes.out_total, self.bytes.out_mean),
+        );
+        row(
+            &mut s,
+            "Success",
+            "[ratio]",
+            format!("{:.2}%", r.success_ratio * 100.0),
+        );
+        let codes: Vec<String> = self
+            .status_codes
+            .iter()
+            .map(|(c, n)| format!("{c}:{n}"))
+            .collect();
+        row(&mut s, "Status Codes", "[code:count]", codes.join(" "));
+        let errors: Vec<String> = self
+            .errors
+            .iter()
+            .map(|(k, n)| format!("{k}:{n}"))
+            .collect();
+        row(
+            &mut s,
+            "Error Set",
+            "[kind:count]",
+            if errors.is_empty() {
+                "none".into()
+            } else {
+                errors.join(" ")
+            },
+        );
+        let g = &self.generator;
+        if self.open_loop {
+            row(
+                &mut s,
+                "Generator",
+                "[lateness 50, 99, max]",
+                if g.lateness.count == 0 {
+                    "no requests sent".into()
+                } else {
+                    format!(
+                        "{}, {}, {}",
+                        format_ns(g.lateness.p50_ns),
+                        format_ns(g.lateness.p99_ns),
+                        format_ns(g.lateness.max_ns)
+                    )
+                },
+            );
+        } else {
+            row(&mut s, "Generator", "", String::new());
+        }
+        let mut cost = format!(
+            "cpu {} = {:.1}µs/request",
+            format_secs(g.cpu_s),
+            g.cpu_per_request_us
+        );
+        if let Some(rss) = g.peak_rss_bytes {
+            let _ = write!(cost, ", peak memory {:.1} MiB", rss as f64 / 1048576.0);
+        }
+        let _ = write!(
+            cost,
+            ", {} connections opened, peak in flight {}",
+            g.connections_opened, g.peak_in_flight
+        );
+        row(&mut s, "", "", cost);
+        s
+    }
+}
+
+/// A duration in nanoseconds as a short human figure: `312µs`, `1.23ms`, `4.31s`.
+pub fn format_ns(ns: u64) -> String {
+    let ns = ns as f64;
+    let (value, unit) = if ns < 1e3 {
+        (ns, "ns")
+    } else if ns < 1e6 {
+        (ns / 1e3, "µs")
+    } else if ns < 1e9 {
+        (ns / 1e6, "ms")
+    } else {
+        (ns / 1e9, "s")
+    };
+    let digits = if value >= 100.0 {
+        0
+    } else if value >= 10.0 {
+        1
+    } else {
+        2
+    };
+    format!("{value:.digits$}{unit}")
+}
+
+fn format_secs(s: f64) -> String {
+    format_ns((s * 1e9).round() as u64)
+}
+
+/// A `Duration` in the same short form.
+pub fn format_duration(d: Duration) -> String {
+    format_ns(crate::clock::nanos(d))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_read_at_a_glance() {
+        assert_eq!(format_ns(0), "0.00ns");
+        assert_eq!(format_ns(312_000), "312µs");
+        assert_eq!(format_ns(1_234_567), "1.23ms");
+        assert_eq!(format_ns(30_001_000_000), "30.0s");
+        assert_eq!(format_ns(4_310_000_000), "4.31s");
+        assert_eq!(format_duration(Duration::from_micros(48)), "48.0µs");
+    }
+
+    #[test]
+    fn latency_stats_read_the_histogram() {
+        let mut h = crate::stats::new_histogram(1_000_000_000);
+        for v in 1..=1000u64 {
+            h.record(v * 1_000).unwrap();
+        }
+        let s = LatencyStats::of(&h);
+        assert_eq!(s.count, 1000);
+        assert_eq!(s.p50_ns, h.value_at_quantile(0.5));
+        assert!((s.p99_ns as f64 - 990_000.0).abs() < 1_000.0);
+        assert!((s.mean_ns as f64 - 500_500.0).abs() < 1_000.0);
+        assert_eq!(
+            LatencyStats::of(&crate::stats::new_histogram(1_000)).row(),
+            "no requests"
+        );
+    }
+}
