@@ -1,0 +1,396 @@
+//! The open and closed loops against real servers on 127.0.0.1.
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use std::collections::HashSet;
+use std::time::Duration;
+
+use common::{exclusive, plan, run};
+use loadgen::target::{Stall, TargetConfig, TargetServer};
+
+#[test]
+fn constant_rate_is_achieved_within_one_percent() {
+    let _cpu = exclusive();
+    let target = TargetServer::start(TargetConfig::default()).unwrap();
+    let url = target.url("/now");
+    let p = plan(&["--rate", "1000", "--duration", "3s", "--threads", "2", &url]);
+    let (summary, outcome) = run(&p);
+    assert_eq!(summary.requests.total, 3000, "{}", summary.to_text());
+    assert_eq!(summary.requests.ok, 3000, "{}", summary.to_text());
+    // The rate the server saw, from its own clock.
+    let seen = target.stats.arrival_rate();
+    assert!(
+        (seen - 1000.0).abs() / 1000.0 < 0.01,
+        "server saw {seen:.1} req/s"
+    );
+    // And second by second, not only on average.
+    let total_sent = outcome.totals.sent;
+    assert_eq!(total_sent, 3000);
+    assert!(
+        summary.generator.lateness.p99_ns < 1_000_000,
+        "p99 lateness {} ns on an idle target",
+        summary.generator.lateness.p99_ns
+    );
+}
+
+#[test]
+fn steps_change_the_rate_on_the_same_pool() {
+    let _cpu = exclusive();
+    let target = TargetServer::start(TargetConfig::default()).unwrap();
+    let url = target.url("/now");
+    let p = plan(&[
+        "--steps",
+        "200,600",
+        "--step-duration",
+        "1s",
+        "--interval",
+        "500ms",
+        &url,
+    ]);
+    let (summary, _) = run(&p);
+    assert_eq!(summary.requests.total, 800, "{}", summary.to_text());
+    assert!(
+        summary.generator.connections_opened <= 8,
+        "{}",
+        summary.to_text()
+    );
+}
+
+fn quantile(sorted: &[u64], q: f64) -> u64 {
+    let rank = ((q * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len());
+    sorted[rank - 1]
+}
+
+#[test]
+fn a_stall_shows_in_corrected_latency_and_hides_in_service_time() {
+    let _cpu = exclusive();
+    let stall = Stall {
+        every: Duration::from_millis(500),
+        length: Duration::from_millis(100),
+    };
+    let target = TargetServer::start(TargetConfig {
+        service_time: Duration::ZERO,
+        stall: Some(stall),
+        record_responses: true,
+    })
+    .unwrap();
+    let url = target.url("/now?seq={{seq}}");
+    // A small fixed pool, as wrk or hey would use.
+    let p = plan(&[
+        "--rate",
+        "2000",
+        "--duration",
+        "3s",
+        "--max-connections",
+        "4",
+        "--threads",
+        "1",
+        &url,
+    ]);
+    let (summary, outcome) = run(&p);
+    let text = summary.to_text();
+    assert_eq!(summary.requests.ok, 6000, "{text}");
+    assert!(
+        target.stats.stall_windows().len() >= 5,
+        "the target did not freeze"
+    );
+    // The truth, from the server's side: when it answered request i, minus when request i was
+    // due (i / 2000 s after time zero). The client sees the answer a few µs later still.
+    let mut truth: Vec<u64> = target
+        .stats
+        .responses
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|(path, answered)| {
+            let seq: u64 = path.rsplit('=').next().unwrap().parse().unwrap();
+            answered - (outcome.anchor.mono + seq * 500_000)
+        })
+        .collect();
+    truth.sort_unstable();
+    assert_eq!(truth.len(), 6000);
+    let corrected = &summary.latency.corrected;
+    for (q, got) in [
+        (0.5, corrected.p50_ns),
+        (0.9, corrected.p90_ns),
+        (0.95, corrected.p95_ns),
+        (0.99, corrected.p99_ns),
+        (1.0, corrected.max_ns),
+    ] {
+        let want = quantile(&truth, q);
+        // Within 3 % (plus the network's few hundred µs): the client sees each answer a little
+        // after the server sent it, and histograms keep 3 significant digits.
+        assert!(
+            got >= want && got - want <= want * 3 / 100 + 500_000,
+            "corrected p{} = {got} ns, server-side truth {want} ns\n{text}",
+            q * 100.0
+        );
+    }
+    // ~20% of requests fall in a freeze: the corrected p99 is near the freeze's length ...
+    assert!(corrected.p99_ns > 80_000_000, "{text}");
+    // ... while the service time, timed from the send, does not see it.
+    assert!(summary.latency.service.p99_ns < 10_000_000, "{text}");
+    assert!(summary.generator.waited_for_connection > 0, "{text}");
+    assert!(
+        summary.generator.behind,
+        "the capped pool must be reported\n{text}"
+    );
+    assert!(
+        summary.warnings[0].contains("--max-connections 4"),
+        "{text}"
+    );
+}
+
+#[test]
+fn an_open_loop_pool_grows_with_a_slow_server() {
+    let _cpu = exclusive();
+    let target = TargetServer::start(TargetConfig::default()).unwrap();
+    let url = target.url("/delay/100");
+    // 200 req/s × 100 ms = 20 requests in flight: the pool must grow to about 20.
+    let p = plan(&["--rate", "200", "--duration", "1s", "--threads", "1", &url]);
+    let (summary, _) = run(&p);
+    let text = summary.to_text();
+    assert_eq!(summary.requests.ok, 200, "{text}");
+    let opened = summary.generator.connections_opened;
+    assert!(
+        (18..=40).contains(&opened),
+        "opened {opened} connections\n{text}"
+    );
+    assert_eq!(summary.generator.waited_for_connection, 0, "{text}");
+    assert!(!summary.generator.behind, "{text}");
+    assert!(summary.latency.corrected.p50_ns >= 100_000_000, "{text}");
+}
+
+#[test]
+fn a_closed_loop_keeps_exactly_c_requests_in_flight() {
+    let _cpu = exclusive();
+    let target = TargetServer::start(TargetConfig {
+        service_time: Duration::from_millis(20),
+        ..Default::default()
+    })
+    .unwrap();
+    let url = target.url("/work");
+    let p = plan(&[
+        "--connections",
+        "10",
+        "--requests",
+        "400",
+        "--threads",
+        "2",
+        &url,
+    ]);
+    let stats = target.stats.clone();
+    let sampler = std::thread::spawn(move || {
+        let mut samples = Vec::new();
+        while stats.requests.load(std::sync::atomic::Ordering::Relaxed) < 390 {
+            let n = stats.in_flight();
+            if n > 0 {
+                samples.push(n);
+            }
+            std::thread::sleep(Duration::from_millis(3));
+        }
+        samples
+    });
+    let (summary, _) = run(&p);
+    let samples = sampler.join().unwrap();
+    let text = summary.to_text();
+    assert_eq!(summary.requests.total, 400, "{text}");
+    assert_eq!(summary.requests.ok, 400, "{text}");
+    assert_eq!(
+        target
+            .stats
+            .peak_in_flight
+            .load(std::sync::atomic::Ordering::Relaxed),
+        10
+    );
+    let at_c = samples.iter().filter(|&&n| n == 10).count();
+    assert!(
+        at_c * 10 >= samples.len() * 8,
+        "in flight was 10 in only {at_c} of {} samples: {samples:?}",
+        samples.len()
+    );
+    assert_eq!(summary.generator.connections_opened, 10, "{text}");
+    assert!(
+        summary.warnings.iter().any(|w| w.contains("CLOSED LOOP")),
+        "{text}"
+    );
+}
+
+#[test]
+fn templates_give_every_request_its_own_values() {
+    let _cpu = exclusive();
+    let server = common::body_recorder();
+    let url = format!("http://{}/users", server.addr);
+    let p = plan(&[
+        "--rate",
+        "500",
+        "--duration",
+        "1s",
+        "--threads",
+        "2",
+        "-m",
+        "POST",
+        "-H",
+        "Content-Type: application/json",
+        "--body",
+        r#"{"email":"u{{seq}}@example.com","id":"{{uuid}}","password":"{{hex:16}}"}"#,
+        &url,
+    ]);
+    let (summary, _) = run(&p);
+    assert_eq!(summary.requests.ok, 500, "{}", summary.to_text());
+    let bodies = server.bodies.lock().unwrap().clone();
+    assert_eq!(bodies.len(), 500);
+    let mut seqs = HashSet::new();
+    let mut ids = HashSet::new();
+    let mut passwords = HashSet::new();
+    for body in &bodies {
+        let v: serde_json::Value = serde_json::from_slice(body).unwrap();
+        let email = v["email"].as_str().unwrap();
+        let seq: u64 = email
+            .trim_start_matches('u')
+            .trim_end_matches("@example.com")
+            .parse()
+            .unwrap();
+        seqs.insert(seq);
+        ids.insert(v["id"].as_str().unwrap().to_string());
+        let password = v["password"].as_str().unwrap();
+        assert_eq!(password.len(), 16);
+        passwords.insert(password.to_string());
+    }
+    assert_eq!(seqs, (0..500).collect::<HashSet<u64>>());
+    assert_eq!(ids.len(), 500);
+    assert_eq!(passwords.len(), 500);
+    assert!(summary.bytes.out_total > 500 * 80, "{}", summary.to_text());
+}
+
+#[test]
+fn http2_multiplexes_over_one_connection_per_thread() {
+    let _cpu = exclusive();
+    let target = TargetServer::start(TargetConfig::default()).unwrap();
+    let url = target.url("/delay/20");
+    let p = plan(&[
+        "--rate",
+        "300",
+        "--duration",
+        "1s",
+        "--threads",
+        "2",
+        "--h2",
+        &url,
+    ]);
+    let (summary, _) = run(&p);
+    let text = summary.to_text();
+    assert_eq!(summary.requests.ok, 300, "{text}");
+    assert_eq!(summary.protocol, "h2");
+    assert_eq!(summary.generator.connections_opened, 2, "{text}");
+}
+
+#[test]
+fn without_keepalive_every_request_opens_a_connection() {
+    let _cpu = exclusive();
+    let target = TargetServer::start(TargetConfig::default()).unwrap();
+    let url = target.url("/now");
+    let p = plan(&[
+        "--rate",
+        "200",
+        "--duration",
+        "500ms",
+        "--no-keepalive",
+        "--threads",
+        "1",
+        &url,
+    ]);
+    let (summary, _) = run(&p);
+    assert_eq!(summary.requests.ok, 100, "{}", summary.to_text());
+    assert_eq!(
+        summary.generator.connections_opened,
+        100,
+        "{}",
+        summary.to_text()
+    );
+}
+
+#[test]
+fn a_request_count_ends_an_open_ended_rate() {
+    let _cpu = exclusive();
+    let target = TargetServer::start(TargetConfig::default()).unwrap();
+    let url = target.url("/now");
+    let p = plan(&["--rate", "500", "--requests", "123", &url]);
+    let (summary, _) = run(&p);
+    assert_eq!(summary.requests.total, 123, "{}", summary.to_text());
+    assert!(
+        (summary.duration.attack_s - 122.0 / 500.0).abs() < 0.05,
+        "{}",
+        summary.to_text()
+    );
+}
+
+#[test]
+fn a_weighted_targets_file_sends_the_mix() {
+    let _cpu = exclusive();
+    let target = TargetServer::start(TargetConfig::default()).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("mix.toml");
+    std::fs::write(
+        &file,
+        format!(
+            "[[request]]\nurl = \"{}\"\nweight = 9\n\n[[request]]\nurl = \"{}\"\nweight = 1\n",
+            target.url("/now"),
+            target.url("/status/404")
+        ),
+    )
+    .unwrap();
+    let p = plan(&[
+        "--rate",
+        "500",
+        "--requests",
+        "200",
+        "--targets",
+        file.to_str().unwrap(),
+    ]);
+    let (summary, _) = run(&p);
+    let text = summary.to_text();
+    assert_eq!(summary.status_codes.get("200"), Some(&180), "{text}");
+    assert_eq!(summary.status_codes.get("404"), Some(&20), "{text}");
+    assert_eq!(summary.errors.get("http_4xx"), Some(&20), "{text}");
+    assert!(
+        (summary.requests.success_ratio - 0.9).abs() < 1e-9,
+        "{text}"
+    );
+    assert!(summary.target.contains("90.0% GET"), "{text}");
+}
+
+#[test]
+fn max_lateness_stops_a_run_the_generator_cannot_keep() {
+    let _cpu = exclusive();
+    let target = TargetServer::start(TargetConfig::default()).unwrap();
+    let url = target.url("/delay/50");
+    // One connection, 50 ms per request, 100 req/s due: sends fall ever further behind.
+    let p = plan(&[
+        "--rate",
+        "100",
+        "--duration",
+        "10s",
+        "--max-connections",
+        "1",
+        "--threads",
+        "1",
+        "--max-lateness",
+        "200ms",
+        "--interval",
+        "500ms",
+        &url,
+    ]);
+    let started = std::time::Instant::now();
+    let (summary, _) = run(&p);
+    let text = summary.to_text();
+    assert!(
+        started.elapsed() < Duration::from_secs(6),
+        "the run was not stopped\n{text}"
+    );
+    let reason = summary.stopped.clone().unwrap_or_default();
+    assert!(reason.contains("--max-lateness"), "{text}");
+    assert!(text.starts_with("!! STOPPED EARLY"), "{text}");
+    assert!(summary.requests.ok > 0, "what was recorded is kept\n{text}");
+}

@@ -1,0 +1,181 @@
+//! The `loadgen` binary as a user runs it: one-line errors, exit codes, Ctrl-C.
+#![allow(clippy::unwrap_used)]
+
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use loadgen::target::{TargetConfig, TargetServer};
+
+fn loadgen(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_loadgen"))
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn bad_flags_get_one_line_naming_the_fix_and_exit_2() {
+    let cases: &[(&[&str], &str)] = &[
+        (
+            &[
+                "attack",
+                "--rate",
+                "fast",
+                "-d",
+                "1s",
+                "http://127.0.0.1:1/",
+            ],
+            "--rate",
+        ),
+        (
+            &["attack", "--rate", "100", "http://127.0.0.1:1/"],
+            "--duration",
+        ),
+        (&["attack", "-d", "1s", "http://127.0.0.1:1/"], "--rate"),
+        (
+            &[
+                "attack",
+                "--rate",
+                "1",
+                "-d",
+                "1s",
+                "--timeout",
+                "soon",
+                "http://127.0.0.1:1/",
+            ],
+            "duration",
+        ),
+        (
+            &["attack", "--rate", "1", "-d", "1s", "localhost:8080"],
+            "http://",
+        ),
+        (
+            &[
+                "attack",
+                "--rate",
+                "1",
+                "-d",
+                "1s",
+                "--targets",
+                "/no/such/file.toml",
+            ],
+            "/no/such/file.toml",
+        ),
+        (
+            &[
+                "attack",
+                "--rate",
+                "1",
+                "-d",
+                "1s",
+                "--hdr-log",
+                "/no/such/dir/x.hlog",
+                "http://127.0.0.1:1/",
+            ],
+            "--hdr-log",
+        ),
+        (
+            &["demo", "--stall", "2s", "--stall-every", "1s"],
+            "--stall-every",
+        ),
+        (&["bombard"], "bombard"),
+    ];
+    for (args, needle) in cases {
+        let out = loadgen(args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let lines: Vec<&str> = stderr.lines().collect();
+        assert_eq!(lines.len(), 1, "{args:?} printed {stderr:?}");
+        assert!(lines[0].starts_with("Error: "), "{args:?}: {stderr}");
+        assert!(
+            lines[0].contains(needle),
+            "{args:?}: {stderr} does not mention {needle}"
+        );
+        assert!(
+            matches!(out.status.code(), Some(1 | 2)),
+            "{args:?}: {:?}",
+            out.status
+        );
+        assert!(out.stdout.is_empty(), "{args:?}");
+    }
+    assert!(loadgen(&["attack", "--help"]).status.success());
+}
+
+#[test]
+fn ctrl_c_stops_sending_and_still_reports_everything() {
+    let target = TargetServer::start(TargetConfig::default()).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("run.hlog");
+    let url = target.url("/now");
+    let child = Command::new(env!("CARGO_BIN_EXE_loadgen"))
+        .args([
+            "attack",
+            "--rate",
+            "200",
+            "--duration",
+            "60s",
+            "--output",
+            "json",
+        ])
+        .args(["--hdr-log", log.to_str().unwrap(), &url])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    let pid = rustix::process::Pid::from_raw(child.id() as i32).unwrap();
+    rustix::process::kill_process(pid, rustix::process::Signal::INT).unwrap();
+    let stopped_at = Instant::now();
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        stopped_at.elapsed() < Duration::from_secs(5),
+        "it did not stop promptly"
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(3),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let summary: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(summary["stopped"], "interrupted by Ctrl-C");
+    let total = summary["requests"]["total"].as_u64().unwrap();
+    assert!(
+        (200..=400).contains(&total),
+        "{total} requests in about 1.5 s at 200/s"
+    );
+    assert_eq!(summary["requests"]["ok"].as_u64(), Some(total));
+    let served = target
+        .stats
+        .requests
+        .load(std::sync::atomic::Ordering::Relaxed);
+    assert_eq!(served, total, "every request sent is in the summary");
+    let logged = loadgen::hdrlog::read_log(&std::fs::read(&log).unwrap()).unwrap();
+    let corrected: u64 = logged
+        .iter()
+        .filter(|h| h.tag.as_deref() == Some("corrected"))
+        .map(|h| h.histogram.len())
+        .sum();
+    assert_eq!(corrected, total, "the HDR log holds every request too");
+}
+
+#[test]
+fn the_demo_runs_with_nothing_installed() {
+    let out = loadgen(&[
+        "demo",
+        "--duration",
+        "2s",
+        "--stall",
+        "100ms",
+        "--stall-every",
+        "500ms",
+    ]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("corrected p99"), "{stdout}");
+    assert!(stdout.contains("Latencies"), "{stdout}");
+    assert!(stdout.contains("waited for a connection"), "{stdout}");
+}
