@@ -17,5 +17,17 @@ if ! python3 -c 'import hdrh' 2>/dev/null; then
   python3 -m pip install --quiet --disable-pip-version-check hdrhistogram
 fi
 
+# systemd-analyze: the probe's unit file is verified by it.
+apt_updated=
+apt_install() {
+  if [ "$(id -u)" != 0 ]; then echo "missing $*: install it (apt-get install $*)" >&2; exit 1; fi
+  [ -n "$apt_updated" ] || { apt-get update -qq; apt_updated=1; }
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null
+}
+if ! command -v systemd-analyze >/dev/null; then
+  say "installing systemd (for systemd-analyze)"
+  apt_install systemd
+fi
+
 say "cargo test --workspace --release"
 cargo test --workspace --release "$@"

@@ -20,7 +20,14 @@ fn main() -> ExitCode {
     match loadgen::run(cli, loadgen::Shutdown::new()) {
         Ok(end) => ExitCode::from(end.exit_code()),
         Err(e) => {
-            eprintln!("Error: {e}");
+            // One line, whatever the error's own formatting.
+            let text = e.to_string();
+            let line: Vec<&str> = text
+                .lines()
+                .map(str::trim)
+                .filter(|l| !l.is_empty())
+                .collect();
+            eprintln!("Error: {}", line.join("; "));
             ExitCode::from(1)
         }
     }

@@ -1,0 +1,613 @@
+//! Reading /proc: one process's figures, the host's figures.
+//!
+//! A [`Watched`] process holds an open descriptor of its `/proc/PID` directory (procfs does the
+//! `openat`), so every read goes to that process and fails once it has exited, even if its PID
+//! is reused. Fast collectors (`stat`, `io`, the FD count, the process CPU clock) run at every
+//! tick; slow ones (`status` of every thread, `readlink` of every FD, `net/tcp`, `limits`,
+//! `smaps_rollup`) only when the sampler's budget allows. The root directory is configurable
+//! ([`ProcRoot`]) so that tests can point the probe at a fixture tree.
+
+use std::cell::RefCell;
+use std::collections::{HashMap, HashSet};
+use std::fs::File;
+use std::io;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+
+use procfs::process::{FDTarget, Process, Stat};
+use procfs::FromRead;
+
+use crate::sample::{FdKinds, HostSample, ProcessSample, TcpSockets};
+
+/// Where /proc is: the system's, or a fixture tree for tests.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProcRoot {
+    path: PathBuf,
+}
+
+impl Default for ProcRoot {
+    fn default() -> Self {
+        ProcRoot {
+            path: PathBuf::from("/proc"),
+        }
+    }
+}
+
+impl ProcRoot {
+    pub fn at(path: impl Into<PathBuf>) -> Self {
+        ProcRoot { path: path.into() }
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Whether this is the running kernel's /proc (only then do the process CPU clocks and
+    /// this process's own PID mean anything).
+    pub fn is_system(&self) -> bool {
+        self.path == Path::new("/proc")
+    }
+
+    /// The PIDs of all processes.
+    pub fn pids(&self) -> Vec<i32> {
+        let Ok(dir) = std::fs::read_dir(&self.path) else {
+            return Vec::new();
+        };
+        dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+            .collect()
+    }
+
+    pub fn file(&self, name: &str) -> PathBuf {
+        self.path.join(name)
+    }
+}
+
+/// Page size and clock ticks, read once.
+#[derive(Debug, Clone, Copy)]
+pub struct SystemFacts {
+    pub page_size: u64,
+    pub ticks_per_second: u64,
+}
+
+impl SystemFacts {
+    pub fn current() -> Self {
+        SystemFacts {
+            page_size: procfs::page_size(),
+            ticks_per_second: procfs::ticks_per_second(),
+        }
+    }
+
+    /// What procfs's parsers need to know (only ticks and page size matter here).
+    pub fn info(&self) -> procfs::ExplicitSystemInfo {
+        procfs::ExplicitSystemInfo {
+            boot_time_secs: 0,
+            ticks_per_second: self.ticks_per_second,
+            page_size: self.page_size,
+            is_little_endian: cfg!(target_endian = "little"),
+        }
+    }
+}
+
+/// User and system clock ticks (`stat` fields 14 and 15), to split CPU time.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Ticks {
+    pub user: u64,
+    pub system: u64,
+}
+
+/// The process has exited (or cannot be read any more).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Gone;
+
+/// Reads a whole /proc file from offset 0 into `buf` (one `pread`: the kernel regenerates the
+/// content at each read from the start, so an open file can be read again and again).
+fn pread_all(file: &File, buf: &mut Vec<u8>) -> io::Result<()> {
+    buf.clear();
+    let mut chunk = [0u8; 4096];
+    loop {
+        let n = file.read_at(&mut chunk, buf.len() as u64)?;
+        if n == 0 {
+            return Ok(());
+        }
+        buf.extend_from_slice(&chunk[..n]);
+    }
+}
+
+/// A process being watched.
+#[derive(Debug)]
+pub struct Watched {
+    proc: Process,
+    pub pid: i32,
+    /// `stat` field 22: with the PID, the process's identity.
+    pub start_ticks: u64,
+    cpu_clock: Option<nix::time::ClockId>,
+    /// `stat` and `io`, kept open: re-reading an open file saves an open and a close per tick,
+    /// and reads of a process that has exited fail rather than reach a new owner of the PID.
+    stat_file: File,
+    io_file: Option<File>,
+    buf: RefCell<Vec<u8>>,
+}
+
+impl Watched {
+    /// Opens `/proc/PID` and reads the start time.
+    pub fn open(root: &ProcRoot, pid: i32) -> Result<Self, Gone> {
+        let dir = root.path.join(pid.to_string());
+        let proc = Process::new_with_root(dir.clone()).map_err(|_| Gone)?;
+        let stat_file = File::open(dir.join("stat")).map_err(|_| Gone)?;
+        let io_file = File::open(dir.join("io")).ok();
+        let cpu_clock = if root.is_system() {
+            nix::time::clock_getcpuclockid(nix::unistd::Pid::from_raw(pid)).ok()
+        } else {
+            None
+        };
+        let mut watched = Watched {
+            proc,
+            pid,
+            start_ticks: 0,
+            cpu_clock,
+            stat_file,
+            io_file,
+            buf: RefCell::new(Vec::with_capacity(1024)),
+        };
+        watched.start_ticks = watched.stat()?.starttime;
+        Ok(watched)
+    }
+
+    fn stat(&self) -> Result<Stat, Gone> {
+        let mut buf = self.buf.borrow_mut();
+        pread_all(&self.stat_file, &mut buf).map_err(|_| Gone)?;
+        if buf.is_empty() {
+            return Err(Gone);
+        }
+        Stat::from_read(&buf[..]).map_err(|_| Gone)
+    }
+
+    /// `io`: `read_bytes` and `write_bytes`, if readable.
+    fn io(&self) -> Option<(u64, u64)> {
+        let mut buf = self.buf.borrow_mut();
+        pread_all(self.io_file.as_ref()?, &mut buf).ok()?;
+        let text = std::str::from_utf8(&buf).ok()?;
+        Some((field(text, "read_bytes:")?, field(text, "write_bytes:")?))
+    }
+
+    /// The per-tick figures (the rest of the sample is left at its default); `Gone` once the
+    /// process has exited.
+    pub fn fast(&self, facts: &SystemFacts) -> Result<(ProcessSample, Ticks), Gone> {
+        let stat = self.stat()?;
+        if stat.starttime != self.start_ticks {
+            return Err(Gone);
+        }
+        let cpu_ns = match self.cpu_clock.map(nix::time::clock_gettime) {
+            Some(Ok(ts)) => ts.tv_sec() as u64 * 1_000_000_000 + ts.tv_nsec() as u64,
+            // A dead process's clock fails: it is gone.
+            Some(Err(_)) => return Err(Gone),
+            None => (stat.utime + stat.stime) * 1_000_000_000 / facts.ticks_per_second.max(1),
+        };
+        let io = self.io();
+        let sample = ProcessSample {
+            pid: self.pid,
+            ppid: stat.ppid,
+            start_ticks: self.start_ticks,
+            comm: stat.comm,
+            cpu_ns,
+            rss_bytes: stat.rss * facts.page_size,
+            vsize_bytes: stat.vsize,
+            threads: stat.num_threads.max(0) as u64,
+            fds: self.proc.fd_count().map(|n| n as u64).unwrap_or(0),
+            minor_faults: stat.minflt,
+            major_faults: stat.majflt,
+            read_bytes: io.map(|io| io.0),
+            write_bytes: io.map(|io| io.1),
+            ..Default::default()
+        };
+        let ticks = Ticks {
+            user: stat.utime,
+            system: stat.stime,
+        };
+        Ok((sample, ticks))
+    }
+
+    /// Children forked by the main thread (`task/PID/children`): cheap enough for every tick.
+    /// Children of other threads are found by the slow full scan ([`parents`]).
+    pub fn children(&self) -> Vec<i32> {
+        self.proc
+            .task_from_tid(self.pid)
+            .and_then(|t| t.children())
+            .map(|c| c.into_iter().map(|p| p as i32).collect())
+            .unwrap_or_default()
+    }
+
+    /// The command line, space-separated (empty for kernel threads or without permission).
+    pub fn cmdline(&self) -> String {
+        self.proc.cmdline().map(|c| c.join(" ")).unwrap_or_default()
+    }
+
+    /// `status`: `VmHWM` of the process, and context switches summed over its threads
+    /// (`task/TID/status`: `voluntary_ctxt_switches`, `nonvoluntary_ctxt_switches`).
+    pub fn peak_rss_and_switches(&self, root: &ProcRoot) -> (Option<u64>, Option<(u64, u64)>) {
+        let dir = root.path.join(self.pid.to_string());
+        let peak = std::fs::read_to_string(dir.join("status"))
+            .ok()
+            .and_then(|text| field(&text, "VmHWM:"))
+            .map(|kb| kb * 1024);
+        let Ok(tasks) = std::fs::read_dir(dir.join("task")) else {
+            return (peak, None);
+        };
+        let mut totals = (0, 0);
+        for task in tasks.flatten() {
+            if let Ok(text) = std::fs::read_to_string(task.path().join("status")) {
+                totals.0 += field(&text, "voluntary_ctxt_switches:").unwrap_or(0);
+                totals.1 += field(&text, "nonvoluntary_ctxt_switches:").unwrap_or(0);
+            }
+        }
+        (peak, Some(totals))
+    }
+
+    /// `limits`: "Max open files", soft and hard (`None` for unlimited).
+    pub fn fd_limits(&self) -> (Option<u64>, Option<u64>) {
+        use procfs::process::LimitValue;
+        let value = |v: LimitValue| match v {
+            LimitValue::Value(n) => Some(n),
+            LimitValue::Unlimited => None,
+        };
+        match self.proc.limits() {
+            Ok(l) => (
+                value(l.max_open_files.soft_limit),
+                value(l.max_open_files.hard_limit),
+            ),
+            Err(_) => (None, None),
+        }
+    }
+
+    /// FDs by kind (a `readlink` per FD) and the inodes of its sockets.
+    pub fn fd_kinds(&self) -> Option<(FdKinds, HashSet<u64>)> {
+        let mut kinds = FdKinds::default();
+        let mut sockets = HashSet::new();
+        for fd in self.proc.fd().ok()?.flatten() {
+            match fd.target {
+                FDTarget::Socket(inode) => {
+                    kinds.socket += 1;
+                    sockets.insert(inode);
+                }
+                FDTarget::Pipe(_) => kinds.pipe += 1,
+                FDTarget::Path(_) | FDTarget::MemFD(_) => kinds.file += 1,
+                FDTarget::AnonInode(name) => match name.as_str() {
+                    "[eventpoll]" => kinds.epoll += 1,
+                    "[eventfd]" => kinds.eventfd += 1,
+                    "[timerfd]" => kinds.timerfd += 1,
+                    _ => kinds.other += 1,
+                },
+                FDTarget::Net(_) | FDTarget::Other(..) | FDTarget::Unknown(..) => kinds.other += 1,
+            }
+        }
+        Some((kinds, sockets))
+    }
+
+    /// The TCP sockets among `inodes`, by state, from the process's network namespace
+    /// (`net/tcp` and `net/tcp6`).
+    pub fn tcp(&self, root: &ProcRoot, inodes: &HashSet<u64>) -> Option<TcpSockets> {
+        let dir = root.path.join(self.pid.to_string()).join("net");
+        let mut out = TcpSockets::default();
+        let mut any = false;
+        for file in ["tcp", "tcp6"] {
+            let Ok(text) = std::fs::read_to_string(dir.join(file)) else {
+                continue;
+            };
+            any = true;
+            for entry in tcp_entries(&text) {
+                if !inodes.contains(&entry.inode) {
+                    continue;
+                }
+                // States from include/net/tcp_states.h.
+                let slot = match entry.state {
+                    1 => &mut out.established,
+                    2 => &mut out.syn_sent,
+                    3 | 12 => &mut out.syn_recv,
+                    4 => &mut out.fin_wait1,
+                    5 => &mut out.fin_wait2,
+                    6 => &mut out.time_wait,
+                    7 => &mut out.close,
+                    8 => &mut out.close_wait,
+                    9 => &mut out.last_ack,
+                    10 => {
+                        // For a listening socket rx_queue is the accept queue's length.
+                        out.accept_queue += entry.rx_queue;
+                        &mut out.listen
+                    }
+                    _ => &mut out.closing,
+                };
+                *slot += 1;
+            }
+        }
+        any.then_some(out)
+    }
+
+    /// `smaps_rollup`: PSS and USS (private clean + private dirty), bytes.
+    pub fn pss_uss(&self) -> Option<(u64, u64)> {
+        let rollup = self.proc.smaps_rollup().ok()?;
+        let map = &rollup.memory_map_rollup.0.first()?.extension.map;
+        let get = |k: &str| map.get(k).copied().unwrap_or(0);
+        Some((get("Pss"), get("Private_Clean") + get("Private_Dirty")))
+    }
+}
+
+/// The number after `key` on its line (`status`, `io`, `meminfo` style: `Key:   123 kB`).
+fn field(text: &str, key: &str) -> Option<u64> {
+    let at = text.find(key)?;
+    // The key must start a line.
+    if at > 0 && text.as_bytes()[at - 1] != b'\n' {
+        let rest = &text[at + key.len()..];
+        return field(rest, key);
+    }
+    text[at + key.len()..]
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()
+}
+
+/// One line of `net/tcp` or `net/tcp6`, the fields used.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TcpEntry {
+    pub local_port: u16,
+    pub state: u8,
+    pub rx_queue: u64,
+    pub inode: u64,
+}
+
+/// Parses `net/tcp` lines: `sl local_address rem_address st tx_queue:rx_queue tr:tm->when
+/// retrnsmt uid timeout inode …`, all hexadecimal but `uid`, `timeout` and `inode`.
+pub fn tcp_entries(text: &str) -> impl Iterator<Item = TcpEntry> + '_ {
+    text.lines().skip(1).filter_map(|line| {
+        let mut f = line.split_whitespace();
+        let local = f.next().and(f.next())?;
+        let local_port = u16::from_str_radix(local.rsplit(':').next()?, 16).ok()?;
+        let state = u8::from_str_radix(f.nth(1)?, 16).ok()?;
+        let queues = f.next()?;
+        let rx_queue = u64::from_str_radix(queues.split(':').nth(1)?, 16).ok()?;
+        let inode = f.nth(4)?.parse().ok()?;
+        Some(TcpEntry {
+            local_port,
+            state,
+            rx_queue,
+            inode,
+        })
+    })
+}
+
+/// Every process's parent, from a scan of `/proc/*/stat` (the slow way to find a tree).
+pub fn parents(root: &ProcRoot) -> HashMap<i32, i32> {
+    let mut buf = String::new();
+    root.pids()
+        .into_iter()
+        .filter_map(|pid| {
+            use std::io::Read;
+            buf.clear();
+            File::open(root.path.join(pid.to_string()).join("stat"))
+                .ok()?
+                .read_to_string(&mut buf)
+                .ok()?;
+            Some((pid, ppid_of_stat(&buf)?))
+        })
+        .collect()
+}
+
+/// Field 4 of `stat`, read after the last `)` (the name may hold spaces and parentheses).
+fn ppid_of_stat(text: &str) -> Option<i32> {
+    text[text.rfind(')')? + 1..]
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()
+}
+
+/// The whole host's CPU counters, for deltas.
+#[derive(Debug, Clone, Default)]
+pub struct CpuTimes {
+    /// (busy, total) clock ticks for all CPUs, then per CPU.
+    all: (u64, u64),
+    per_core: Vec<(u64, u64)>,
+}
+
+/// The host's files, kept open and re-read at each tick.
+#[derive(Debug)]
+pub struct HostFiles {
+    stat: File,
+    meminfo: File,
+    loadavg: File,
+    sockstat: Option<File>,
+    previous: CpuTimes,
+    buf: Vec<u8>,
+}
+
+impl HostFiles {
+    pub fn open(root: &ProcRoot) -> io::Result<Self> {
+        Ok(HostFiles {
+            stat: File::open(root.file("stat"))?,
+            meminfo: File::open(root.file("meminfo"))?,
+            loadavg: File::open(root.file("loadavg"))?,
+            sockstat: File::open(root.file("net/sockstat")).ok(),
+            previous: CpuTimes::default(),
+            buf: Vec::with_capacity(8192),
+        })
+    }
+
+    /// The host's figures; CPU % over the time since the previous call.
+    pub fn sample(&mut self) -> io::Result<HostSample> {
+        pread_all(&self.stat, &mut self.buf)?;
+        let now = parse_cpu_lines(&String::from_utf8_lossy(&self.buf));
+        let pct = |(b1, t1): (u64, u64), (b0, t0): (u64, u64)| {
+            (t1 > t0).then(|| 100.0 * b1.saturating_sub(b0) as f64 / (t1 - t0) as f64)
+        };
+        let cores = now.per_core.len().max(1) as f64;
+        let cpu_pct = if self.previous.per_core.is_empty() {
+            None
+        } else {
+            pct(now.all, self.previous.all).map(|p| p * cores)
+        };
+        let per_core_pct = now
+            .per_core
+            .iter()
+            .zip(self.previous.per_core.iter())
+            .map(|(&n, &p)| pct(n, p).unwrap_or(0.0))
+            .collect();
+        self.previous = now;
+        let mut sample = HostSample {
+            cpu_pct,
+            per_core_pct,
+            ..Default::default()
+        };
+        pread_all(&self.meminfo, &mut self.buf)?;
+        {
+            let text = String::from_utf8_lossy(&self.buf);
+            sample.mem_total_bytes = field(&text, "MemTotal:").unwrap_or(0) * 1024;
+            sample.mem_available_bytes = field(&text, "MemAvailable:").unwrap_or(0) * 1024;
+        }
+        pread_all(&self.loadavg, &mut self.buf)?;
+        {
+            let text = String::from_utf8_lossy(&self.buf);
+            for (slot, word) in sample.load.iter_mut().zip(text.split_whitespace()) {
+                *slot = word.parse().unwrap_or(0.0);
+            }
+        }
+        if let Some(file) = &self.sockstat {
+            pread_all(file, &mut self.buf)?;
+            parse_sockstat(&String::from_utf8_lossy(&self.buf), &mut sample);
+        }
+        Ok(sample)
+    }
+}
+
+/// The `cpu` and `cpuN` lines of `/proc/stat`: `user nice system idle iowait irq softirq steal`
+/// clock ticks; busy is all but idle and iowait (guest time is already in user).
+fn parse_cpu_lines(text: &str) -> CpuTimes {
+    let mut out = CpuTimes::default();
+    for line in text.lines().take_while(|l| l.starts_with("cpu")) {
+        let mut words = line.split_whitespace();
+        let name = words.next().unwrap_or("");
+        let v: Vec<u64> = words.take(8).map(|w| w.parse().unwrap_or(0)).collect();
+        if v.len() < 4 {
+            continue;
+        }
+        let get = |i: usize| v.get(i).copied().unwrap_or(0);
+        let idle = get(3) + get(4);
+        let busy = get(0) + get(1) + get(2) + get(5) + get(6) + get(7);
+        if name == "cpu" {
+            out.all = (busy, busy + idle);
+        } else {
+            out.per_core.push((busy, busy + idle));
+        }
+    }
+    out
+}
+
+/// `net/sockstat`'s TCP line: `TCP: inuse 5 orphan 0 tw 2 alloc 7 mem 1`.
+fn parse_sockstat(text: &str, sample: &mut HostSample) {
+    let Some(line) = text.lines().find(|l| l.starts_with("TCP:")) else {
+        return;
+    };
+    let words: Vec<&str> = line.split_whitespace().collect();
+    for pair in words[1..].chunks(2) {
+        if let [key, value] = pair {
+            let value = value.parse().unwrap_or(0);
+            match *key {
+                "inuse" => sample.tcp_inuse = value,
+                "orphan" => sample.tcp_orphan = value,
+                "tw" => sample.tcp_time_wait = value,
+                "alloc" => sample.tcp_alloc = value,
+                _ => {}
+            }
+        }
+    }
+}
+
+/// The hostname, kernel release and system-wide FD limit.
+pub fn host_facts(root: &ProcRoot) -> (String, String, Option<u64>) {
+    let read = |name: &str| {
+        std::fs::read_to_string(root.file(name))
+            .map(|s| s.trim().to_string())
+            .ok()
+    };
+    (
+        read("sys/kernel/hostname").unwrap_or_default(),
+        read("sys/kernel/osrelease").unwrap_or_default(),
+        read("sys/fs/file-max").and_then(|s| s.parse().ok()),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sockstat_tcp_line_is_read() {
+        let mut s = HostSample::default();
+        parse_sockstat(
+            "sockets: used 12\nTCP: inuse 5 orphan 1 tw 218 alloc 7 mem 0\nUDP: inuse 0 mem 0\n",
+            &mut s,
+        );
+        assert_eq!(
+            (s.tcp_inuse, s.tcp_orphan, s.tcp_time_wait, s.tcp_alloc),
+            (5, 1, 218, 7)
+        );
+    }
+
+    #[test]
+    fn the_parent_is_read_past_a_name_with_parentheses() {
+        assert_eq!(ppid_of_stat("42 (we (ird) name) S 7 42 42 0 -1"), Some(7));
+    }
+
+    #[test]
+    fn cpu_lines_give_busy_and_total_ticks() {
+        let t = parse_cpu_lines(
+            "cpu  100 5 50 800 20 1 2 3 0 0\ncpu0 60 0 30 400 10 1 1 2 0 0\ncpu1 40 5 20 400 10 0 1 1 0 0\nintr 1 2 3\n",
+        );
+        assert_eq!(t.all, (161, 981));
+        assert_eq!(t.per_core, vec![(94, 504), (67, 477)]);
+    }
+
+    #[test]
+    fn status_fields_are_found_at_line_starts_only() {
+        let text = "Name:\tx\nvoluntary_ctxt_switches:\t12\nnonvoluntary_ctxt_switches:\t3\n";
+        assert_eq!(field(text, "voluntary_ctxt_switches:"), Some(12));
+        assert_eq!(field(text, "nonvoluntary_ctxt_switches:"), Some(3));
+        assert_eq!(field(text, "VmHWM:"), None);
+    }
+
+    #[test]
+    fn tcp_lines_give_port_state_queue_and_inode() {
+        let text = "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n   0: 0100007F:1F90 00000000:0000 0A 00000000:00000005 00:00000000 00000000     0        0 34567 1 0000000000000000 100 0 0 10 0\n";
+        let e: Vec<TcpEntry> = tcp_entries(text).collect();
+        assert_eq!(
+            e,
+            vec![TcpEntry {
+                local_port: 8080,
+                state: 10,
+                rx_queue: 5,
+                inode: 34567
+            }]
+        );
+    }
+
+    #[test]
+    fn this_process_reads_as_itself() {
+        let root = ProcRoot::default();
+        let me = Watched::open(&root, std::process::id() as i32).unwrap();
+        let (fast, _) = me.fast(&SystemFacts::current()).unwrap();
+        assert!(fast.threads >= 1);
+        assert!(fast.rss_bytes > 1 << 20);
+        assert!(fast.fds >= 3);
+        assert!(fast.cpu_ns > 0);
+        let (kinds, _) = me.fd_kinds().unwrap();
+        let (peak, switches) = me.peak_rss_and_switches(&root);
+        assert!(peak.unwrap() >= fast.rss_bytes);
+        assert!(switches.unwrap().0 > 0);
+        assert!(kinds.file + kinds.pipe + kinds.socket + kinds.other + kinds.epoll >= 3);
+    }
+
+    #[test]
+    fn a_missing_process_is_gone() {
+        let root = ProcRoot::default();
+        assert_eq!(Watched::open(&root, i32::MAX).err(), Some(Gone));
+    }
+}

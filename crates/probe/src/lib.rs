@@ -1,0 +1,271 @@
+//! `probe`, Showdown's instrument on the API host: samples the target's process tree from
+//! /proc at a fixed rate and streams the samples to load generators over TCP.
+//!
+//! Modules:
+//!
+//! - [`cli`]: the command line (`serve`, `record`, `top`) and its checks.
+//! - [`selector`]: finding the target by PID, PID file, name or listening port.
+//! - [`collect`]: reading /proc, one process or the host, fast and slow collectors.
+//! - [`sampler`]: the fixed-rate schedule, the process tree, deltas, the slow collectors' budget.
+//! - [`sample`]: what a sample and an event hold, field by field.
+//! - [`buffer`]: the bounded, sequence-numbered history that subscribers read and resume from.
+//! - [`protocol`]: the versioned wire format, documented message by message.
+//! - [`server`]: `probe serve`, with tokens, caps and back-off.
+//! - [`client`]: the subscriber side, with clock-offset estimation (used by loadgen).
+//! - [`record`]: `probe record` to CSV or JSON lines; [`top`]: `probe top`.
+//! - [`clock`]: the host's clocks in nanoseconds.
+
+pub mod buffer;
+pub mod cli;
+pub mod client;
+pub mod clock;
+pub mod collect;
+pub mod protocol;
+pub mod record;
+pub mod sample;
+pub mod sampler;
+pub mod selector;
+pub mod server;
+pub mod top;
+
+use std::io::Write;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use thiserror::Error;
+
+use crate::buffer::SharedBuffer;
+use crate::cli::{Cli, Command, RecordArgs, ServeArgs, TopArgs};
+use crate::client::{ClientError, Incoming, Subscriber};
+use crate::protocol::{Record, Start};
+use crate::record::{Format, RecordWriter};
+use crate::sampler::{Background, Sampler};
+
+/// What went wrong, in words that say what to fix.
+#[derive(Debug, Error)]
+pub enum Error {
+    #[error("{0}")]
+    Usage(String),
+    #[error("cannot {what}: {source}")]
+    Io {
+        what: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error(transparent)]
+    Client(#[from] ClientError),
+}
+
+fn io_error(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> Error {
+    let what = what.into();
+    move |source| Error::Io { what, source }
+}
+
+/// Runs a parsed command line until it ends or is interrupted (SIGINT or SIGTERM).
+pub fn run(cli: Cli) -> Result<(), Error> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(io_error("start the runtime"))?;
+    match cli.command {
+        Command::Serve(args) => runtime.block_on(serve(*args)),
+        Command::Record(args) => runtime.block_on(record(args)),
+        Command::Top(args) => runtime.block_on(top(args)),
+    }
+}
+
+/// Reads a token file: its content without surrounding whitespace, not empty.
+pub fn read_token(path: &PathBuf) -> Result<String, Error> {
+    let token = std::fs::read_to_string(path)
+        .map_err(io_error(format!("read the token file {}", path.display())))?;
+    let token = token.trim().to_string();
+    if token.is_empty() {
+        return Err(Error::Usage(format!(
+            "the token file {} is empty: put a long random string in it",
+            path.display()
+        )));
+    }
+    Ok(token)
+}
+
+/// Resolves when the process is asked to stop.
+async fn interrupted() {
+    use tokio::signal::unix::{signal, SignalKind};
+    let Ok(mut term) = signal(SignalKind::terminate()) else {
+        let _ = tokio::signal::ctrl_c().await;
+        return;
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = term.recv() => {}
+    }
+}
+
+async fn serve(args: ServeArgs) -> Result<(), Error> {
+    let token = args.token_file.as_ref().map(read_token).transpose()?;
+    if !args.listen.ip().is_loopback() && token.is_none() {
+        return Err(Error::Usage(format!(
+            "listening on {} exposes the samples beyond this host: add --token-file FILE",
+            args.listen
+        )));
+    }
+    let config = args.target.sampler_config()?;
+    let interval = config.interval;
+    let sampler = Sampler::new(config);
+    let host = sampler.host_info();
+    let records = (args.buffer.as_nanos() / interval.as_nanos().max(1)) as usize + 1024;
+    let sampling = Background::start(sampler, records, args.buffer_mib.max(1) << 20)?;
+    let listener = tokio::net::TcpListener::bind(args.listen)
+        .await
+        .map_err(io_error(format!(
+            "listen on {} (change --listen)",
+            args.listen
+        )))?;
+    let local: SocketAddr = listener
+        .local_addr()
+        .map_err(io_error("read the listening address"))?;
+    tracing::info!(
+        "probe {} listening on {local}, watching {}",
+        env!("CARGO_PKG_VERSION"),
+        host.selector
+    );
+    let serve_config = server::ServeConfig {
+        token,
+        max_subscribers: args.max_subscribers,
+        clock_shift_ns: args.clock_shift_ns_for_tests,
+        ..Default::default()
+    };
+    server::serve(
+        listener,
+        sampling.buffer.clone(),
+        host,
+        serve_config,
+        interrupted(),
+    )
+    .await;
+    tracing::info!("probe stopped");
+    Ok(())
+}
+
+async fn record(args: RecordArgs) -> Result<(), Error> {
+    let config = args.target.sampler_config()?;
+    let format = args.format.unwrap_or_else(|| Format::for_path(&args.out));
+    let file = std::fs::File::create(&args.out).map_err(io_error(format!(
+        "create {} (check --out)",
+        args.out.display()
+    )))?;
+    let mut writer = RecordWriter::new(std::io::BufWriter::new(file), format);
+    let sampling = Background::start(Sampler::new(config), 4096, 64 << 20)?;
+    let until = async {
+        match args.duration {
+            Some(d) => tokio::time::sleep(d).await,
+            None => std::future::pending().await,
+        }
+    };
+    let write_error = drain(&sampling.buffer, until, |record| {
+        if let Record::Event(e) = record {
+            tracing::info!("{}", serde_json::to_string(&e.kind).unwrap_or_default());
+        }
+        writer.write(record)
+    })
+    .await;
+    drop(sampling);
+    writer
+        .flush()
+        .map_err(io_error(format!("write {}", args.out.display())))?;
+    write_error.map_err(io_error(format!("write {}", args.out.display())))
+}
+
+/// Hands every record of `buffer` to `each` until `until` resolves or the process is
+/// interrupted; then hands over what is left.
+async fn drain(
+    buffer: &SharedBuffer,
+    until: impl std::future::Future<Output = ()>,
+    mut each: impl FnMut(&Record) -> std::io::Result<()>,
+) -> std::io::Result<()> {
+    let mut appended = buffer.subscribe();
+    let mut cursor = buffer.with(|b| b.next_seq());
+    tokio::pin!(until);
+    let interrupt = interrupted();
+    tokio::pin!(interrupt);
+    loop {
+        let stop = tokio::select! {
+            _ = appended.changed() => false,
+            _ = &mut until => true,
+            _ = &mut interrupt => true,
+        };
+        let records = match buffer.with(|b| b.read(cursor, usize::MAX)) {
+            buffer::Read::Records(r) => r,
+            buffer::Read::Gap { to, .. } => {
+                cursor = to + 1;
+                Vec::new()
+            }
+        };
+        cursor += records.len() as u64;
+        for json in records {
+            if let Ok(protocol::ProbeMessage::Record { record, .. }) = serde_json::from_slice(&json)
+            {
+                each(&record)?;
+            }
+        }
+        if stop {
+            return Ok(());
+        }
+    }
+}
+
+async fn top(args: TopArgs) -> Result<(), Error> {
+    let mut screen = top::Screen::default();
+    let mut stdout = std::io::stdout();
+    let mut draw = |text: String| {
+        // Home, clear, draw.
+        let _ = write!(stdout, "\x1b[H\x1b[2J{text}");
+        let _ = stdout.flush();
+    };
+    let until = async {
+        match args.duration {
+            Some(d) => tokio::time::sleep(d).await,
+            None => std::future::pending().await,
+        }
+    };
+    if let Some(addr) = &args.connect {
+        let token = args.token_file.as_ref().map(read_token).transpose()?;
+        let mut sub = Subscriber::connect(
+            addr.as_str(),
+            token.as_deref(),
+            Start::Back { ns: 5_000_000_000 },
+            "probe top",
+        )
+        .await?;
+        let host = sub.host.clone();
+        tokio::pin!(until);
+        loop {
+            let incoming = tokio::select! {
+                _ = &mut until => return Ok(()),
+                _ = interrupted() => return Ok(()),
+                incoming = sub.next() => incoming?,
+            };
+            match incoming {
+                Some(Incoming::Record { record, .. }) => {
+                    if let Some(text) = screen.update(&record, &host) {
+                        draw(text);
+                    }
+                }
+                Some(_) => {}
+                None => return Err(ClientError::Closed.into()),
+            }
+        }
+    }
+    let config = args.target.sampler_config()?;
+    let sampler = Sampler::new(config);
+    let host = sampler.host_info();
+    let sampling = Background::start(sampler, 1024, 16 << 20)?;
+    let _ = drain(&sampling.buffer, until, |record| {
+        if let Some(text) = screen.update(record, &host) {
+            draw(text);
+        }
+        Ok(())
+    })
+    .await;
+    Ok(())
+}

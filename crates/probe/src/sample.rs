@@ -1,0 +1,203 @@
+//! What the probe reports: samples of the target's process tree and of the host, and events.
+//!
+//! A [`Sample`] is taken at every tick of the fixed-rate schedule. Fast figures (CPU, memory,
+//! threads, FD count, faults, I/O) are in every sample; costly ones (FDs by kind, TCP sockets by
+//! state, context switches, peak RSS, PSS/USS, FD limits) are `Some` only in the samples where
+//! the slow collector measured them, so that their cost stays within the probe's CPU budget.
+//! Counters (`cpu_ns`, faults, bytes, context switches) are cumulative since the process
+//! started: consumers take differences, which survive a lost sample. CPU % over the interval is
+//! given ready-made because it is the headline figure.
+//!
+//! Each field's source in /proc is named (see proc(5)).
+
+use serde::{Deserialize, Serialize};
+
+/// One tick of the probe.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Sample {
+    /// When the tick was due, on the probe host's monotonic clock (ns).
+    pub scheduled_mono_ns: u64,
+    /// When the sample was actually taken, on the monotonic clock (ns).
+    pub mono_ns: u64,
+    /// When the sample was taken, wall clock (ns since the Unix epoch).
+    pub wall_ns: u64,
+    /// Time since the previous sample (ns); 0 for the first.
+    pub interval_ns: u64,
+    /// Ticks skipped since the previous sample because sampling ran late (never silent).
+    pub missed_ticks: u64,
+    /// The root of the watched tree, or `None` while no process matches the selector.
+    pub target_pid: Option<i32>,
+    /// One row per process of the tree, root first.
+    pub processes: Vec<ProcessSample>,
+    /// The tree's processes summed (`pid` is the root's; peaks are sums of peaks).
+    pub total: Option<ProcessSample>,
+    pub host: HostSample,
+    /// The probe's own cost.
+    pub probe: ProbeCost,
+}
+
+/// One process at one tick.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ProcessSample {
+    pub pid: i32,
+    /// `stat` field 4.
+    pub ppid: i32,
+    /// `stat` field 22 (clock ticks after boot): with `pid`, the process's identity.
+    pub start_ticks: u64,
+    /// `stat` field 2, without the parentheses.
+    pub comm: String,
+    /// CPU time of all its threads, ns (the process CPU clock, `clock_getcpuclockid(3)`; from
+    /// `stat` fields 14 + 15 when that clock is not available).
+    pub cpu_ns: u64,
+    /// CPU over the last interval, 100 = one core; `None` on a process's first sample.
+    pub cpu_pct: Option<f64>,
+    /// `cpu_pct` split by the user/system ratio of `stat` fields 14 and 15 over about a second
+    /// (clock ticks are too coarse to split a 100 ms interval on their own).
+    pub user_pct: Option<f64>,
+    pub system_pct: Option<f64>,
+    /// `stat` field 24 × page size.
+    pub rss_bytes: u64,
+    /// `stat` field 23.
+    pub vsize_bytes: u64,
+    /// `stat` field 20.
+    pub threads: u64,
+    /// Open file descriptors: `st_size` of `/proc/PID/fd` (Linux ≥ 6.2) or its entries.
+    pub fds: u64,
+    /// `stat` fields 10 and 12.
+    pub minor_faults: u64,
+    pub major_faults: u64,
+    /// `io`: `read_bytes`, `write_bytes` (storage I/O); `None` without permission.
+    pub read_bytes: Option<u64>,
+    pub write_bytes: Option<u64>,
+    /// `status`: `VmHWM` (slow collector).
+    pub peak_rss_bytes: Option<u64>,
+    /// `status` of every thread: `voluntary_ctxt_switches`, `nonvoluntary_ctxt_switches`
+    /// (slow collector).
+    pub voluntary_ctxt_switches: Option<u64>,
+    pub involuntary_ctxt_switches: Option<u64>,
+    /// `limits`: "Max open files" (slow collector, and when first seen).
+    pub fd_limit_soft: Option<u64>,
+    pub fd_limit_hard: Option<u64>,
+    /// FDs by what they point at, from `readlink` of each `/proc/PID/fd/N` (slow collector).
+    pub fd_kinds: Option<FdKinds>,
+    /// The process's TCP sockets by state, and its listening sockets' accept queues, from
+    /// `net/tcp` and `net/tcp6` matched by socket inode (slow collector).
+    pub tcp: Option<TcpSockets>,
+    /// `smaps_rollup`: `Pss`, and `Private_Clean + Private_Dirty` as USS (only with `--pss`).
+    pub pss_bytes: Option<u64>,
+    pub uss_bytes: Option<u64>,
+}
+
+/// Open FDs by kind.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FdKinds {
+    pub socket: u64,
+    /// Regular files, directories and devices.
+    pub file: u64,
+    pub pipe: u64,
+    pub epoll: u64,
+    pub eventfd: u64,
+    pub timerfd: u64,
+    /// Other anonymous inodes (signalfd, inotify, io_uring, …).
+    pub other: u64,
+}
+
+/// TCP sockets of one process.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TcpSockets {
+    pub established: u64,
+    pub syn_sent: u64,
+    pub syn_recv: u64,
+    pub fin_wait1: u64,
+    pub fin_wait2: u64,
+    pub time_wait: u64,
+    pub close: u64,
+    pub close_wait: u64,
+    pub last_ack: u64,
+    pub listen: u64,
+    pub closing: u64,
+    /// Connections waiting to be accepted, summed over the listening sockets (`rx_queue` of a
+    /// LISTEN socket): the clearest sign of an event loop that cannot keep up.
+    pub accept_queue: u64,
+}
+
+/// The host as a whole.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct HostSample {
+    /// `stat`: busy share of all CPUs over the interval, 100 = one core (so 2 cores max 200).
+    pub cpu_pct: Option<f64>,
+    /// The same per core, 100 = that core fully busy.
+    pub per_core_pct: Vec<f64>,
+    /// `meminfo`: `MemAvailable`, `MemTotal`.
+    pub mem_available_bytes: u64,
+    pub mem_total_bytes: u64,
+    /// `loadavg`: 1, 5 and 15 minutes.
+    pub load: [f64; 3],
+    /// `net/sockstat`: TCP sockets in use, orphaned, in TIME_WAIT, allocated.
+    pub tcp_inuse: u64,
+    pub tcp_orphan: u64,
+    pub tcp_time_wait: u64,
+    pub tcp_alloc: u64,
+}
+
+/// What sampling costs the probe.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ProbeCost {
+    /// The probe process's CPU over the interval, 100 = one core.
+    pub cpu_pct: Option<f64>,
+    /// CPU time this sample took (fast collectors).
+    pub sample_cpu_ns: u64,
+    /// CPU time of the slow collectors that ran for this sample, if any.
+    pub slow_cpu_ns: u64,
+    pub rss_bytes: u64,
+}
+
+/// Something that happened to the watched processes.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum EventKind {
+    /// A process matching the selector was found; the tree under it is now watched.
+    Attached {
+        pid: i32,
+        comm: String,
+        cmdline: String,
+        fd_limit_soft: Option<u64>,
+        fd_limit_hard: Option<u64>,
+    },
+    /// The watched root process exited (or its PID now belongs to another process).
+    TargetExited { pid: i32 },
+    /// A process joined the tree.
+    ProcessStarted { pid: i32, ppid: i32, comm: String },
+    /// A process of the tree exited.
+    ProcessExited { pid: i32 },
+    /// The sampler fell behind and skipped ticks.
+    MissedTicks { count: u64 },
+}
+
+/// An event with its time.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Event {
+    pub mono_ns: u64,
+    pub wall_ns: u64,
+    #[serde(flatten)]
+    pub kind: EventKind,
+}
+
+/// Facts about the probed host, sent once per connection.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct HostInfo {
+    pub hostname: String,
+    /// `uname -r`.
+    pub kernel: String,
+    pub cpus: u64,
+    pub mem_total_bytes: u64,
+    /// `sys/fs/file-max` (system-wide FD limit).
+    pub file_max: Option<u64>,
+    /// Clock ticks per second (`sysconf(_SC_CLK_TCK)`).
+    pub clock_ticks: u64,
+    pub page_size: u64,
+    pub probe_version: String,
+    /// How the probe picks its target, e.g. `--port 8080`.
+    pub selector: String,
+    pub interval_ns: u64,
+}

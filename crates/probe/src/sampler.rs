@@ -1,0 +1,571 @@
+//! Taking samples: a fixed-rate schedule, the process tree, deltas, and the slow collectors'
+//! budget.
+//!
+//! [`run`] ticks at `start + k × interval` (not "sleep after work", which drifts), sleeping
+//! with `clock_nanosleep` to the absolute time. A tick that cannot be taken on time is skipped
+//! and counted: the next sample says how many were missed, and an event records it.
+//!
+//! [`Sampler::tick`] keeps one [`ProcessState`] per watched process, keyed by PID and checked
+//! against the process's start time, so that a PID reused by another process is a new process,
+//! and a process that is gone is dropped (with an event). The tree grows from the target: the
+//! main thread's `children` file at every tick, a full scan of parents on the slow schedule.
+//!
+//! Slow collectors run at most every `slow_interval`, and less often if their CPU time would
+//! exceed `slow_budget` of a core: after a slow pass costing `c`, the next waits at least
+//! `c / budget`. The probe's own CPU use is in every sample.
+
+use std::collections::{BTreeMap, HashSet, VecDeque};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use rustix::time::Timespec;
+
+use procfs::FromRead;
+
+use crate::buffer::SharedBuffer;
+use crate::clock::{mono_ns, process_cpu_ns, thread_cpu_ns, wall_ns};
+use crate::collect::{self, HostFiles, ProcRoot, SystemFacts, Ticks, Watched};
+use crate::protocol::Record;
+use crate::sample::{Event, EventKind, HostInfo, ProbeCost, ProcessSample, Sample};
+use crate::selector::Selector;
+
+/// How the sampler works; the command line fills it in.
+#[derive(Debug, Clone)]
+pub struct SamplerConfig {
+    pub selector: Selector,
+    pub root: ProcRoot,
+    pub interval: Duration,
+    /// Watch the whole tree under the target (default), or the target alone.
+    pub tree: bool,
+    /// The slow collectors run at most this often.
+    pub slow_interval: Duration,
+    /// The slow collectors' share of one core they may use, e.g. 0.005.
+    pub slow_budget: f64,
+    /// Also read PSS and USS (`smaps_rollup`, costly).
+    pub pss: bool,
+}
+
+/// The shortest and longest sampling intervals.
+pub const MIN_INTERVAL: Duration = Duration::from_millis(10);
+pub const MAX_INTERVAL: Duration = Duration::from_secs(60);
+
+/// What the sampler remembers of one process between ticks.
+#[derive(Debug)]
+struct ProcessState {
+    handle: Watched,
+    /// CPU time and when it was read, for the next CPU %.
+    previous: Option<(u64, u64)>,
+    /// (time, utime, stime) readings of the last second or so, to split CPU into user/system.
+    ticks: VecDeque<(u64, u64, u64)>,
+    fd_limits: (Option<u64>, Option<u64>),
+}
+
+/// The state of sampling between ticks.
+#[derive(Debug)]
+pub struct Sampler {
+    config: SamplerConfig,
+    facts: SystemFacts,
+    myself: Option<i32>,
+    /// The target (root of the tree), once attached.
+    root: Option<i32>,
+    processes: BTreeMap<i32, ProcessState>,
+    next_resolve: u64,
+    next_slow: u64,
+    host: Option<HostFiles>,
+    /// This process's `stat`, for its own memory.
+    myself_stat: Option<Watched>,
+    previous_mono: Option<u64>,
+    previous_own_cpu: Option<(u64, u64)>,
+}
+
+impl Sampler {
+    pub fn new(config: SamplerConfig) -> Self {
+        let myself = config.root.is_system().then(|| std::process::id() as i32);
+        let facts = SystemFacts::current();
+        Sampler {
+            facts,
+            myself,
+            root: None,
+            processes: BTreeMap::new(),
+            next_resolve: 0,
+            next_slow: 0,
+            host: HostFiles::open(&config.root).ok(),
+            myself_stat: Watched::open(&ProcRoot::default(), std::process::id() as i32).ok(),
+            previous_mono: None,
+            previous_own_cpu: None,
+            config,
+        }
+    }
+
+    /// The facts about this host sent to every subscriber.
+    pub fn host_info(&self) -> HostInfo {
+        let (hostname, kernel, file_max) = collect::host_facts(&self.config.root);
+        let mem_total_bytes = procfs::Meminfo::from_file(self.config.root.file("meminfo"))
+            .map(|m| m.mem_total)
+            .unwrap_or(0);
+        HostInfo {
+            hostname,
+            kernel,
+            cpus: std::thread::available_parallelism().map_or(1, |n| n.get() as u64),
+            mem_total_bytes,
+            file_max,
+            clock_ticks: self.facts.ticks_per_second,
+            page_size: self.facts.page_size,
+            probe_version: env!("CARGO_PKG_VERSION").into(),
+            selector: self.config.selector.to_string(),
+            interval_ns: self.config.interval.as_nanos() as u64,
+        }
+    }
+
+    /// Takes the sample due at `scheduled` (monotonic ns), `missed` ticks after the previous.
+    pub fn tick(&mut self, scheduled: u64, missed: u64) -> (Sample, Vec<Event>) {
+        let started_cpu = thread_cpu_ns();
+        let mono = mono_ns();
+        let wall = wall_ns();
+        let mut events = Vec::new();
+        let event = |kind| Event {
+            mono_ns: mono,
+            wall_ns: wall,
+            kind,
+        };
+        if missed > 0 {
+            events.push(event(EventKind::MissedTicks { count: missed }));
+        }
+
+        // Attach, or notice that the target is gone.
+        if let Some(root) = self.root {
+            let alive = self
+                .processes
+                .get(&root)
+                .is_some_and(|p| p.handle.fast(&self.facts).is_ok());
+            if !alive {
+                events.push(event(EventKind::TargetExited { pid: root }));
+                self.root = None;
+                self.processes.clear();
+                self.next_resolve = 0;
+            }
+        }
+        if self.root.is_none() && mono >= self.next_resolve {
+            self.next_resolve = mono + self.resolve_period();
+            if let Some(pid) = self.config.selector.resolve(&self.config.root, self.myself) {
+                if let Ok(handle) = Watched::open(&self.config.root, pid) {
+                    let fd_limits = handle.fd_limits();
+                    let comm = handle
+                        .fast(&self.facts)
+                        .map(|(f, _)| f.comm)
+                        .unwrap_or_default();
+                    events.push(event(EventKind::Attached {
+                        pid,
+                        comm,
+                        cmdline: handle.cmdline(),
+                        fd_limit_soft: fd_limits.0,
+                        fd_limit_hard: fd_limits.1,
+                    }));
+                    self.root = Some(pid);
+                    self.processes
+                        .insert(pid, ProcessState::new(handle, fd_limits));
+                    // Measure the new target's slow figures at once.
+                    self.next_slow = 0;
+                }
+            }
+        }
+
+        let slow_due = self.root.is_some() && mono >= self.next_slow;
+        if self.config.tree && self.root.is_some() {
+            self.grow_tree(slow_due, &mut events, event);
+        }
+
+        // Fast figures of every process; drop those that are gone.
+        let mut rows = Vec::with_capacity(self.processes.len());
+        let mut gone = Vec::new();
+        for (&pid, state) in self.processes.iter_mut() {
+            match state.handle.fast(&self.facts) {
+                Ok((row, ticks)) => rows.push(state.complete(row, ticks, mono)),
+                Err(_) => gone.push(pid),
+            }
+        }
+        for pid in gone {
+            self.processes.remove(&pid);
+            events.push(event(EventKind::ProcessExited { pid }));
+        }
+        // Root first, then by PID.
+        if let Some(root) = self.root {
+            if let Some(at) = rows.iter().position(|r| r.pid == root) {
+                let row = rows.remove(at);
+                rows.insert(0, row);
+            }
+        }
+
+        let mut slow_cpu_ns = 0;
+        if slow_due {
+            let before = thread_cpu_ns();
+            self.slow_pass(&mut rows);
+            slow_cpu_ns = thread_cpu_ns() - before;
+            let wait = (slow_cpu_ns as f64 / self.config.slow_budget.max(1e-6)) as u64;
+            self.next_slow = mono + wait.max(self.config.slow_interval.as_nanos() as u64);
+        }
+
+        let host = self
+            .host
+            .as_mut()
+            .and_then(|h| h.sample().ok())
+            .unwrap_or_default();
+        let interval_ns = self.previous_mono.map_or(0, |p| mono.saturating_sub(p));
+        self.previous_mono = Some(mono);
+        let total = total(&rows);
+        let probe = self.own_cost(mono, started_cpu, slow_cpu_ns);
+        let sample = Sample {
+            scheduled_mono_ns: scheduled,
+            mono_ns: mono,
+            wall_ns: wall,
+            interval_ns,
+            missed_ticks: missed,
+            target_pid: self.root,
+            processes: rows,
+            total,
+            host,
+            probe,
+        };
+        (sample, events)
+    }
+
+    /// How often to look for the target while there is none.
+    fn resolve_period(&self) -> u64 {
+        (self.config.interval.max(Duration::from_millis(200))).as_nanos() as u64
+    }
+
+    /// Adds processes that joined the tree.
+    fn grow_tree(
+        &mut self,
+        full_scan: bool,
+        events: &mut Vec<Event>,
+        event: impl Fn(EventKind) -> Event,
+    ) {
+        let mut found: Vec<i32> = Vec::new();
+        let known: HashSet<i32> = self.processes.keys().copied().collect();
+        for state in self.processes.values() {
+            found.extend(
+                state
+                    .handle
+                    .children()
+                    .into_iter()
+                    .filter(|c| !known.contains(c)),
+            );
+        }
+        if full_scan {
+            if let Some(root) = self.root {
+                let parents = collect::parents(&self.config.root);
+                let mut tree: HashSet<i32> = HashSet::from([root]);
+                // Walk up from each process: in the tree if an ancestor is.
+                for &pid in parents.keys() {
+                    let mut chain = Vec::new();
+                    let mut at = pid;
+                    while let Some(&parent) = parents.get(&at) {
+                        if tree.contains(&at) || parent == 0 || chain.len() > 64 {
+                            break;
+                        }
+                        chain.push(at);
+                        at = parent;
+                    }
+                    if tree.contains(&at) {
+                        tree.extend(chain);
+                    }
+                }
+                found.extend(tree.into_iter().filter(|p| !known.contains(p)));
+            }
+        }
+        found.sort_unstable();
+        found.dedup();
+        for pid in found {
+            if Some(pid) == self.myself {
+                continue;
+            }
+            if let Ok(handle) = Watched::open(&self.config.root, pid) {
+                if let Ok((fast, _)) = handle.fast(&self.facts) {
+                    events.push(event(EventKind::ProcessStarted {
+                        pid,
+                        ppid: fast.ppid,
+                        comm: fast.comm,
+                    }));
+                    let limits = handle.fd_limits();
+                    self.processes
+                        .insert(pid, ProcessState::new(handle, limits));
+                }
+            }
+        }
+    }
+
+    /// The costly figures, added to `rows`.
+    fn slow_pass(&mut self, rows: &mut [ProcessSample]) {
+        for row in rows.iter_mut() {
+            let Some(state) = self.processes.get_mut(&row.pid) else {
+                continue;
+            };
+            let handle = &state.handle;
+            let (peak, switches) = handle.peak_rss_and_switches(&self.config.root);
+            row.peak_rss_bytes = peak;
+            if let Some((voluntary, involuntary)) = switches {
+                row.voluntary_ctxt_switches = Some(voluntary);
+                row.involuntary_ctxt_switches = Some(involuntary);
+            }
+            state.fd_limits = handle.fd_limits();
+            (row.fd_limit_soft, row.fd_limit_hard) = state.fd_limits;
+            if let Some((kinds, sockets)) = handle.fd_kinds() {
+                row.tcp = handle.tcp(&self.config.root, &sockets);
+                row.fd_kinds = Some(kinds);
+            }
+            if self.config.pss {
+                if let Some((pss, uss)) = handle.pss_uss() {
+                    row.pss_bytes = Some(pss);
+                    row.uss_bytes = Some(uss);
+                }
+            }
+        }
+    }
+
+    fn own_cost(&mut self, mono: u64, started_cpu: u64, slow_cpu_ns: u64) -> ProbeCost {
+        let process_cpu = process_cpu_ns();
+        let cpu_pct = self.previous_own_cpu.and_then(|(cpu, at)| {
+            (mono > at).then(|| 100.0 * process_cpu.saturating_sub(cpu) as f64 / (mono - at) as f64)
+        });
+        self.previous_own_cpu = Some((process_cpu, mono));
+        let rss_bytes = self
+            .myself_stat
+            .as_ref()
+            .and_then(|me| me.fast(&self.facts).ok())
+            .map_or(0, |(f, _)| f.rss_bytes);
+        ProbeCost {
+            cpu_pct,
+            sample_cpu_ns: thread_cpu_ns()
+                .saturating_sub(started_cpu)
+                .saturating_sub(slow_cpu_ns),
+            slow_cpu_ns,
+            rss_bytes,
+        }
+    }
+}
+
+impl ProcessState {
+    fn new(handle: Watched, fd_limits: (Option<u64>, Option<u64>)) -> Self {
+        ProcessState {
+            handle,
+            previous: None,
+            ticks: VecDeque::new(),
+            fd_limits,
+        }
+    }
+
+    /// Completes this tick's row for the process: CPU % since the previous tick, split into
+    /// user and system, and the FD limits.
+    fn complete(&mut self, mut row: ProcessSample, ticks: Ticks, mono: u64) -> ProcessSample {
+        let cpu_pct = self.previous.and_then(|(cpu, at)| {
+            (mono > at).then(|| 100.0 * row.cpu_ns.saturating_sub(cpu) as f64 / (mono - at) as f64)
+        });
+        self.previous = Some((row.cpu_ns, mono));
+        // Split by the user/system ticks of the last second or so.
+        self.ticks.push_back((mono, ticks.user, ticks.system));
+        while self.ticks.len() > 2 && mono - self.ticks[1].0 >= 1_000_000_000 {
+            self.ticks.pop_front();
+        }
+        if let (Some(pct), Some(&(_, u0, s0))) = (cpu_pct, self.ticks.front()) {
+            let (du, ds) = (
+                ticks.user.saturating_sub(u0),
+                ticks.system.saturating_sub(s0),
+            );
+            if du + ds > 0 {
+                let user = du as f64 / (du + ds) as f64;
+                row.user_pct = Some(pct * user);
+                row.system_pct = Some(pct * (1.0 - user));
+            }
+        }
+        row.cpu_pct = cpu_pct;
+        (row.fd_limit_soft, row.fd_limit_hard) = self.fd_limits;
+        row
+    }
+}
+
+/// A sum where a missing figure counts as nothing, and two missing ones stay missing.
+fn add<T: std::ops::Add<Output = T>>(a: Option<T>, b: Option<T>) -> Option<T> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a + b),
+        (a, b) => a.or(b),
+    }
+}
+
+/// The tree's rows summed (limits are the root's).
+fn total(rows: &[ProcessSample]) -> Option<ProcessSample> {
+    let first = rows.first()?;
+    let mut t = ProcessSample {
+        pid: first.pid,
+        ppid: first.ppid,
+        start_ticks: first.start_ticks,
+        comm: first.comm.clone(),
+        fd_limit_soft: first.fd_limit_soft,
+        fd_limit_hard: first.fd_limit_hard,
+        ..Default::default()
+    };
+    for r in rows {
+        t.cpu_ns += r.cpu_ns;
+        t.cpu_pct = add(t.cpu_pct, r.cpu_pct);
+        t.user_pct = add(t.user_pct, r.user_pct);
+        t.system_pct = add(t.system_pct, r.system_pct);
+        t.rss_bytes += r.rss_bytes;
+        t.vsize_bytes += r.vsize_bytes;
+        t.threads += r.threads;
+        t.fds += r.fds;
+        t.minor_faults += r.minor_faults;
+        t.major_faults += r.major_faults;
+        t.read_bytes = add(t.read_bytes, r.read_bytes);
+        t.write_bytes = add(t.write_bytes, r.write_bytes);
+        t.peak_rss_bytes = add(t.peak_rss_bytes, r.peak_rss_bytes);
+        t.voluntary_ctxt_switches = add(t.voluntary_ctxt_switches, r.voluntary_ctxt_switches);
+        t.involuntary_ctxt_switches = add(t.involuntary_ctxt_switches, r.involuntary_ctxt_switches);
+        t.pss_bytes = add(t.pss_bytes, r.pss_bytes);
+        t.uss_bytes = add(t.uss_bytes, r.uss_bytes);
+        if let Some(k) = &r.fd_kinds {
+            let s = t.fd_kinds.get_or_insert_with(Default::default);
+            s.socket += k.socket;
+            s.file += k.file;
+            s.pipe += k.pipe;
+            s.epoll += k.epoll;
+            s.eventfd += k.eventfd;
+            s.timerfd += k.timerfd;
+            s.other += k.other;
+        }
+        if let Some(k) = &r.tcp {
+            let s = t.tcp.get_or_insert_with(Default::default);
+            s.established += k.established;
+            s.syn_sent += k.syn_sent;
+            s.syn_recv += k.syn_recv;
+            s.fin_wait1 += k.fin_wait1;
+            s.fin_wait2 += k.fin_wait2;
+            s.time_wait += k.time_wait;
+            s.close += k.close;
+            s.close_wait += k.close_wait;
+            s.last_ack += k.last_ack;
+            s.listen += k.listen;
+            s.closing += k.closing;
+            s.accept_queue += k.accept_queue;
+        }
+    }
+    Some(t)
+}
+
+/// A sampler running on a thread of its own into a buffer; stopped when dropped.
+#[derive(Debug)]
+pub struct Background {
+    pub buffer: SharedBuffer,
+    stop: Arc<AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Background {
+    /// Starts sampling into a new buffer holding at most `max_records` and `max_bytes`.
+    pub fn start(
+        sampler: Sampler,
+        max_records: usize,
+        max_bytes: usize,
+    ) -> Result<Self, crate::Error> {
+        let buffer = SharedBuffer::new(max_records, max_bytes);
+        let stop = Arc::new(AtomicBool::new(false));
+        let thread = std::thread::Builder::new()
+            .name("sampler".into())
+            .spawn({
+                let (buffer, stop) = (buffer.clone(), stop.clone());
+                move || run(sampler, buffer, stop)
+            })
+            .map_err(|source| crate::Error::Io {
+                what: "start the sampling thread".into(),
+                source,
+            })?;
+        Ok(Background {
+            buffer,
+            stop,
+            thread: Some(thread),
+        })
+    }
+}
+
+impl Drop for Background {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// Samples on a fixed-rate schedule into `buffer` until `stop` is set (checked at least every
+/// 100 ms, however long the interval).
+pub fn run(mut sampler: Sampler, buffer: SharedBuffer, stop: Arc<AtomicBool>) {
+    let interval = (sampler.config.interval.as_nanos() as u64).max(1);
+    let start = mono_ns();
+    let mut tick: u64 = 0;
+    let mut missed: u64 = 0;
+    while !stop.load(Ordering::Relaxed) {
+        let scheduled = start + tick * interval;
+        let now = mono_ns();
+        if now < scheduled {
+            let nap = (scheduled - now).min(100_000_000);
+            sleep_until(now + nap);
+            continue;
+        }
+        // Ticks whose time has entirely passed cannot be taken on time: skip and count them.
+        let late = (now - scheduled) / interval;
+        if late > 0 {
+            tick += late;
+            missed += late;
+        }
+        let (sample, events) = sampler.tick(start + tick * interval, missed);
+        missed = 0;
+        for event in events {
+            buffer.push(event.mono_ns, Record::Event(event));
+        }
+        buffer.push(sample.mono_ns, Record::Sample(Box::new(sample)));
+        tick += 1;
+    }
+}
+
+fn sleep_until(mono: u64) {
+    let at = Timespec {
+        tv_sec: (mono / 1_000_000_000) as i64,
+        tv_nsec: (mono % 1_000_000_000) as i64,
+    };
+    let _ = rustix::thread::clock_nanosleep_absolute(rustix::thread::ClockId::Monotonic, &at);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(selector: Selector) -> SamplerConfig {
+        SamplerConfig {
+            selector,
+            root: ProcRoot::default(),
+            interval: Duration::from_millis(100),
+            tree: true,
+            slow_interval: Duration::from_secs(1),
+            slow_budget: 0.005,
+            pss: false,
+        }
+    }
+
+    #[test]
+    fn a_missing_target_gives_host_samples_and_no_rows() {
+        let mut s = Sampler::new(config(Selector::Pid(i32::MAX)));
+        let (sample, events) = s.tick(mono_ns(), 0);
+        assert!(events.is_empty());
+        assert_eq!(sample.target_pid, None);
+        assert!(sample.processes.is_empty() && sample.total.is_none());
+        assert!(sample.host.mem_total_bytes > 0);
+    }
+
+    #[test]
+    fn missed_ticks_are_reported() {
+        let mut s = Sampler::new(config(Selector::Pid(i32::MAX)));
+        let (sample, events) = s.tick(mono_ns(), 3);
+        assert_eq!(sample.missed_ticks, 3);
+        assert_eq!(events[0].kind, EventKind::MissedTicks { count: 3 });
+    }
+}

@@ -1,0 +1,253 @@
+//! `probe serve`: streams the buffer to subscribers over TCP.
+//!
+//! Each connection is one task: it reads the `hello`, checks version and token, answers
+//! `welcome`, then sends records from the subscriber's cursor as they arrive, a `gap` if the
+//! buffer evicted some before they could be sent, and a `pong` for every `ping` (see
+//! `protocol.rs`). A slow subscriber only slows itself. The number of subscribers is capped; a
+//! wrong token is logged and answered only after a delay that doubles with each failure from
+//! the same address (up to 30 s); accept errors (out of FDs) back off instead of spinning.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::net::{IpAddr, SocketAddr};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use futures_util::{SinkExt, StreamExt};
+use subtle::ConstantTimeEq;
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::Semaphore;
+use tokio_util::codec::Framed;
+
+use crate::buffer::{Read, SharedBuffer};
+use crate::clock::{mono_ns, wall_ns};
+use crate::protocol::{
+    ClientMessage, Encoded, FrameError, ProbeCodec, ProbeMessage, Start, VERSION,
+};
+use crate::sample::HostInfo;
+
+/// How the server behaves.
+#[derive(Debug, Clone)]
+pub struct ServeConfig {
+    /// Required in `hello` when set.
+    pub token: Option<String>,
+    pub max_subscribers: usize,
+    pub max_frame: usize,
+    /// A subscriber must say `hello` within this time.
+    pub hello_timeout: Duration,
+    /// Added to the times in `pong` (tests only: a probe whose clock is off, on purpose).
+    pub clock_shift_ns: i64,
+}
+
+impl Default for ServeConfig {
+    fn default() -> Self {
+        ServeConfig {
+            token: None,
+            max_subscribers: 16,
+            max_frame: crate::protocol::MAX_FRAME,
+            hello_timeout: Duration::from_secs(5),
+            clock_shift_ns: 0,
+        }
+    }
+}
+
+/// Failed token attempts per address, to slow down guessing.
+#[derive(Debug, Default)]
+struct Failures(Mutex<HashMap<IpAddr, (u32, Instant)>>);
+
+impl Failures {
+    /// Records a failure and returns how long to wait before answering it.
+    fn delay(&self, ip: IpAddr) -> Duration {
+        let mut map = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let entry = map.entry(ip).or_insert((0, Instant::now()));
+        // Forget failures older than ten minutes.
+        if entry.1.elapsed() > Duration::from_secs(600) {
+            entry.0 = 0;
+        }
+        entry.0 = entry.0.saturating_add(1);
+        entry.1 = Instant::now();
+        Duration::from_millis(250u64.saturating_mul(1 << entry.0.min(7)))
+            .min(Duration::from_secs(30))
+    }
+}
+
+#[derive(Debug)]
+struct Shared {
+    buffer: SharedBuffer,
+    host: HostInfo,
+    config: ServeConfig,
+    failures: Failures,
+    permits: Arc<Semaphore>,
+}
+
+/// Serves subscribers until `shutdown` completes.
+pub async fn serve(
+    listener: TcpListener,
+    buffer: SharedBuffer,
+    host: HostInfo,
+    config: ServeConfig,
+    shutdown: impl Future<Output = ()>,
+) {
+    let shared = Arc::new(Shared {
+        buffer,
+        host,
+        permits: Arc::new(Semaphore::new(config.max_subscribers.max(1))),
+        config,
+        failures: Failures::default(),
+    });
+    tokio::pin!(shutdown);
+    let mut backoff = Duration::from_millis(10);
+    loop {
+        let accepted = tokio::select! {
+            _ = &mut shutdown => return,
+            accepted = listener.accept() => accepted,
+        };
+        match accepted {
+            Ok((stream, peer)) => {
+                backoff = Duration::from_millis(10);
+                let shared = shared.clone();
+                tokio::spawn(async move {
+                    if let Err(e) = session(stream, peer, &shared).await {
+                        tracing::info!(%peer, "subscriber session ended: {e}");
+                    }
+                });
+            }
+            Err(e) => {
+                tracing::warn!("accept failed: {e}; retrying in {backoff:?}");
+                tokio::time::sleep(backoff).await;
+                backoff = (backoff * 2).min(Duration::from_secs(1));
+            }
+        }
+    }
+}
+
+async fn session(stream: TcpStream, peer: SocketAddr, shared: &Shared) -> Result<(), FrameError> {
+    let _ = stream.set_nodelay(true);
+    let mut framed = Framed::new(stream, ProbeCodec::new(shared.config.max_frame));
+    let refuse = |reason: String| ProbeMessage::Refused { reason };
+    let Ok(_permit) = shared.permits.clone().try_acquire_owned() else {
+        let reason = format!(
+            "the probe already serves {} subscribers (raise --max-subscribers)",
+            shared.config.max_subscribers
+        );
+        return framed.send(refuse(reason)).await;
+    };
+    let hello = match tokio::time::timeout(shared.config.hello_timeout, framed.next()).await {
+        Ok(Some(Ok(hello))) => hello,
+        Ok(Some(Err(e))) => {
+            let _ = framed.send(refuse(format!("bad hello: {e}"))).await;
+            return Err(e);
+        }
+        Ok(None) => return Ok(()),
+        Err(_) => {
+            return framed
+                .send(refuse("no hello within the time limit".into()))
+                .await
+        }
+    };
+    let ClientMessage::Hello {
+        version,
+        client,
+        token,
+        start,
+    } = hello
+    else {
+        return framed
+            .send(refuse("the first message must be hello".into()))
+            .await;
+    };
+    if version != VERSION {
+        let reason =
+            format!("protocol version {version} is not supported; this probe speaks {VERSION}");
+        return framed.send(refuse(reason)).await;
+    }
+    if let Some(expected) = &shared.config.token {
+        let given = token.unwrap_or_default();
+        if !bool::from(given.as_bytes().ct_eq(expected.as_bytes())) {
+            let delay = shared.failures.delay(peer.ip());
+            tracing::warn!(%peer, client, "refused a subscriber with a wrong token; answering in {delay:?}");
+            tokio::time::sleep(delay).await;
+            return framed.send(refuse("wrong token".into())).await;
+        }
+    }
+    tracing::info!(%peer, client, ?start, "subscriber connected");
+    let (oldest, next) = shared.buffer.with(|b| (b.oldest_seq(), b.next_seq()));
+    let mut cursor = match start {
+        Start::Live => next,
+        Start::Oldest => oldest,
+        Start::After { seq } => seq.saturating_add(1),
+        Start::Back { ns } => {
+            let since = mono_ns().saturating_sub(ns);
+            shared.buffer.with(|b| b.seq_since(since))
+        }
+    };
+    framed
+        .send(ProbeMessage::Welcome {
+            version: VERSION,
+            host: Box::new(shared.host.clone()),
+            oldest_seq: oldest,
+            next_seq: next,
+        })
+        .await?;
+    let mut appended = shared.buffer.subscribe();
+    loop {
+        match shared.buffer.with(|b| b.read(cursor, 256)) {
+            Read::Gap { from, to } => {
+                framed
+                    .send(ProbeMessage::Gap {
+                        from_seq: from,
+                        to_seq: to,
+                    })
+                    .await?;
+                cursor = to + 1;
+                continue;
+            }
+            Read::Records(records) if !records.is_empty() => {
+                cursor += records.len() as u64;
+                for json in records {
+                    framed.feed(Encoded(json)).await?;
+                }
+                SinkExt::<Encoded>::flush(&mut framed).await?;
+                continue;
+            }
+            Read::Records(_) => {}
+        }
+        tokio::select! {
+            changed = appended.changed() => if changed.is_err() { return Ok(()) },
+            incoming = framed.next() => match incoming {
+                Some(Ok(ClientMessage::Ping { id })) => {
+                    let shift = shared.config.clock_shift_ns;
+                    framed.send(ProbeMessage::Pong {
+                        id,
+                        mono_ns: mono_ns().saturating_add_signed(shift),
+                        wall_ns: wall_ns().saturating_add_signed(shift),
+                    }).await?;
+                }
+                Some(Ok(ClientMessage::Bye)) | None => return Ok(()),
+                Some(Ok(ClientMessage::Hello { .. })) => {
+                    return framed.send(refuse("hello may only be sent once".into())).await;
+                }
+                Some(Err(e)) => return Err(e),
+            },
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn failures_from_one_address_wait_longer_each_time() {
+        let f = Failures::default();
+        let ip: IpAddr = "10.0.0.1".parse().unwrap();
+        let delays: Vec<Duration> = (0..10).map(|_| f.delay(ip)).collect();
+        assert_eq!(delays[0], Duration::from_millis(500));
+        assert!(delays.windows(2).all(|w| w[1] >= w[0]));
+        assert_eq!(*delays.last().unwrap(), Duration::from_secs(30));
+        assert_eq!(
+            f.delay("10.0.0.2".parse().unwrap()),
+            Duration::from_millis(500)
+        );
+    }
+}

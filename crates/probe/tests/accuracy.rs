@@ -1,0 +1,213 @@
+//! The probe against processes whose figures are known.
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use std::time::Duration;
+
+use common::{config, events, exclusive, sample_for, samples, Fixture};
+use probe::sample::EventKind;
+use probe::selector::Selector;
+
+#[test]
+fn threads_and_fds_are_exact() {
+    let _cpu = exclusive();
+    let fixture = Fixture::spawn(&["--threads", "7", "--fds", "100"]);
+    let recorded = sample_for(
+        config(Selector::Pid(fixture.pid()), 50),
+        Duration::from_millis(400),
+    );
+    let samples = samples(&recorded);
+    assert!(samples.len() >= 5, "{} samples", samples.len());
+    let threads = fixture.ready["threads"].as_u64().unwrap();
+    let fds = fixture.ready["fds"].as_u64().unwrap();
+    for s in &samples {
+        let root = &s.processes[0];
+        assert_eq!(root.pid, fixture.pid());
+        assert_eq!(root.threads, threads, "threads, as the fixture counts them");
+        assert_eq!(root.fds, fds, "FDs, as the fixture lists them");
+    }
+    // The slow collector ran once at attach: FD kinds add up, the 100 extra are files.
+    let kinds = samples[0].processes[0]
+        .fd_kinds
+        .clone()
+        .expect("FD kinds at attach");
+    let total = kinds.socket
+        + kinds.file
+        + kinds.pipe
+        + kinds.epoll
+        + kinds.eventfd
+        + kinds.timerfd
+        + kinds.other;
+    assert_eq!(total, fds);
+    assert!(kinds.file >= 100, "{kinds:?}");
+}
+
+#[test]
+fn cpu_share_is_measured_within_a_few_points() {
+    let _cpu = exclusive();
+    let fixture = Fixture::spawn(&["--cpu", "0.3"]);
+    let recorded = sample_for(
+        config(Selector::Pid(fixture.pid()), 100),
+        Duration::from_millis(2600),
+    );
+    let cpu: Vec<f64> = samples(&recorded)
+        .iter()
+        .skip(5)
+        .filter_map(|s| s.processes.first()?.cpu_pct)
+        .collect();
+    assert!(cpu.len() >= 15, "{cpu:?}");
+    let mean = cpu.iter().sum::<f64>() / cpu.len() as f64;
+    assert!(
+        (mean - 30.0).abs() < 4.0,
+        "mean CPU {mean:.1}% for a 30% burner: {cpu:?}"
+    );
+    // 100 ms samples are not quantised to 10 % steps as clock ticks would make them.
+    let off_grid = cpu
+        .iter()
+        .filter(|v| (*v / 10.0 - (*v / 10.0).round()).abs() > 0.05)
+        .count();
+    assert!(
+        off_grid > cpu.len() / 2,
+        "CPU looks quantised to ticks: {cpu:?}"
+    );
+}
+
+#[test]
+fn an_rss_step_shows_within_two_intervals() {
+    let _cpu = exclusive();
+    let mut fixture = Fixture::spawn(&["--rss-step-mb", "120", "--rss-step-after", "0.8"]);
+    let background = probe::sampler::Background::start(
+        probe::sampler::Sampler::new(config(Selector::Pid(fixture.pid()), 100)),
+        10_000,
+        64 << 20,
+    )
+    .unwrap();
+    let step = fixture.next_line();
+    let step_ns = step["mono_ns"].as_u64().unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    let buffer = background.buffer.clone();
+    drop(background);
+    let samples = samples(&common::records(&buffer, 0));
+    let before = samples[1].processes[0].rss_bytes;
+    let first_high = samples
+        .iter()
+        .find(|s| s.processes[0].rss_bytes >= before + (110 << 20))
+        .expect("the RSS step appears");
+    let lag = first_high.mono_ns as i64 - step_ns as i64;
+    assert!(
+        lag.abs() <= 200_000_000,
+        "the step appeared {lag} ns from when the fixture finished it"
+    );
+}
+
+#[test]
+fn a_tree_is_summed() {
+    let _cpu = exclusive();
+    let fixture = Fixture::spawn(&["--cpu", "0.1", "--children", "3", "--child-cpu", "0.15"]);
+    let recorded = sample_for(
+        config(Selector::Pid(fixture.pid()), 100),
+        Duration::from_millis(2500),
+    );
+    let children: Vec<i64> = fixture.ready["children"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c.as_i64().unwrap())
+        .collect();
+    let started: Vec<i64> = events(&recorded)
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::ProcessStarted { pid, .. } => Some(*pid as i64),
+            _ => None,
+        })
+        .collect();
+    for c in &children {
+        assert!(started.contains(c), "child {c} not reported: {started:?}");
+    }
+    let late: Vec<_> = samples(&recorded).into_iter().skip(10).collect();
+    let mut total_cpu = Vec::new();
+    for s in &late {
+        assert_eq!(s.processes.len(), 4, "a root and three children");
+        let total = s.total.as_ref().unwrap();
+        assert_eq!(
+            total.threads,
+            s.processes.iter().map(|p| p.threads).sum::<u64>()
+        );
+        assert_eq!(
+            total.rss_bytes,
+            s.processes.iter().map(|p| p.rss_bytes).sum::<u64>()
+        );
+        let sum: f64 = s.processes.iter().filter_map(|p| p.cpu_pct).sum();
+        assert!((total.cpu_pct.unwrap() - sum).abs() < 1e-6);
+        total_cpu.push(sum);
+    }
+    let mean = total_cpu.iter().sum::<f64>() / total_cpu.len() as f64;
+    assert!(
+        (mean - 55.0).abs() < 8.0,
+        "tree CPU {mean:.1}% for 10% + 3 × 15%"
+    );
+}
+
+#[test]
+fn a_server_restarted_on_the_same_port_is_followed() {
+    let _cpu = exclusive();
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let port_text = port.to_string();
+    let mut first = Fixture::spawn(&["--listen", &port_text]);
+    let background = probe::sampler::Background::start(
+        probe::sampler::Sampler::new(config(Selector::Port(port), 50)),
+        10_000,
+        64 << 20,
+    )
+    .unwrap();
+    let buffer = background.buffer.clone();
+    let attached = |pid: i32| {
+        move |records: &[(u64, probe::protocol::Record)]| {
+            events(records)
+                .into_iter()
+                .find(|e| matches!(e.kind, EventKind::Attached { pid: p, .. } if p == pid))
+        }
+    };
+    common::wait_for(
+        &buffer,
+        Duration::from_secs(5),
+        "the first server",
+        attached(first.pid()),
+    );
+    first.stop();
+    let first_pid = first.pid();
+    common::wait_for(&buffer, Duration::from_secs(5), "its exit", |records| {
+        events(records)
+            .into_iter()
+            .find(|e| e.kind == EventKind::TargetExited { pid: first_pid })
+    });
+    let second = Fixture::spawn(&["--listen", &port_text]);
+    let event = common::wait_for(
+        &buffer,
+        Duration::from_secs(5),
+        "the second server",
+        attached(second.pid()),
+    );
+    drop(background);
+    let all = common::records(&buffer, 0);
+    let exited_at = events(&all)
+        .into_iter()
+        .find(|e| e.kind == EventKind::TargetExited { pid: first_pid })
+        .unwrap()
+        .mono_ns;
+    assert!(event.mono_ns > exited_at);
+    // Samples between the two have no target but keep the timeline going.
+    let gap: Vec<_> = samples(&all)
+        .into_iter()
+        .filter(|s| s.mono_ns > exited_at && s.mono_ns < event.mono_ns)
+        .collect();
+    assert!(gap
+        .iter()
+        .all(|s| s.target_pid.is_none() && s.processes.is_empty()));
+    let last = samples(&all).last().cloned().unwrap();
+    assert_eq!(last.target_pid, Some(second.pid()));
+}

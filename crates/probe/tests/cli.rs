@@ -1,0 +1,163 @@
+//! The `probe` binary as a user runs it, and its systemd unit.
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use std::process::Command;
+
+fn probe(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_probe"))
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn mistakes_get_one_line_naming_the_fix() {
+    let dir = tempfile::tempdir().unwrap();
+    let empty = dir.path().join("empty.token");
+    std::fs::write(&empty, "\n").unwrap();
+    let empty = empty.to_str().unwrap();
+    let cases: &[(&[&str], &str)] = &[
+        (&["serve"], "--port"),
+        (&["serve", "--pid", "1", "--port", "80"], "cannot be used"),
+        (&["serve", "--name", "(unclosed"], "--name"),
+        (&["serve", "--pid", "1", "--interval", "1ms"], "--interval"),
+        (&["serve", "--pid", "1", "--interval", "soon"], "duration"),
+        (
+            &["serve", "--pid", "1", "--listen", "0.0.0.0:7700"],
+            "--token-file",
+        ),
+        (
+            &["serve", "--pid", "1", "--token-file", "/no/such/token"],
+            "/no/such/token",
+        ),
+        (&["serve", "--pid", "1", "--token-file", empty], "empty"),
+        (&["serve", "--pid", "1", "--slow-budget", "0"], "percentage"),
+        (&["record", "--pid", "1"], "--out"),
+        (
+            &["record", "--pid", "1", "--out", "/no/such/dir/x.csv"],
+            "--out",
+        ),
+        (
+            &["top", "--connect", "127.0.0.1:1", "--duration", "1s"],
+            "127.0.0.1:1",
+        ),
+    ];
+    for (args, needle) in cases {
+        let out = probe(args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let lines: Vec<&str> = stderr.lines().collect();
+        assert_eq!(lines.len(), 1, "{args:?} printed {stderr:?}");
+        assert!(lines[0].starts_with("Error: "), "{args:?}: {stderr}");
+        assert!(
+            lines[0].contains(needle),
+            "{args:?}: {stderr} does not name {needle}"
+        );
+        assert!(!out.status.success());
+    }
+}
+
+#[test]
+fn record_writes_a_csv_row_per_process_and_sample() {
+    let fixture = common::Fixture::spawn(&["--threads", "2", "--children", "1"]);
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("stats.csv");
+    let status = probe(&[
+        "record",
+        "--pid",
+        &fixture.pid().to_string(),
+        "--interval",
+        "100ms",
+        "--duration",
+        "1s",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(
+        status.status.success(),
+        "{}",
+        String::from_utf8_lossy(&status.stderr)
+    );
+    let text = std::fs::read_to_string(&out).unwrap();
+    let mut reader = csv::Reader::from_reader(text.as_bytes());
+    let headers = reader.headers().unwrap().clone();
+    for column in [
+        "time",
+        "pid",
+        "cpu_pct",
+        "rss_bytes",
+        "threads",
+        "fds",
+        "fd_limit_soft",
+        "accept_queue",
+    ] {
+        assert!(headers.iter().any(|h| h == column), "no column {column}");
+    }
+    let rows: Vec<csv::StringRecord> = reader.records().map(|r| r.unwrap()).collect();
+    let pid = headers.iter().position(|h| h == "pid").unwrap();
+    let threads = headers.iter().position(|h| h == "threads").unwrap();
+    let totals = rows.iter().filter(|r| &r[pid] == "total").count();
+    assert!(
+        (9..=12).contains(&totals),
+        "{totals} samples in 1 s at 100 ms"
+    );
+    let root_rows: Vec<_> = rows
+        .iter()
+        .filter(|r| r[pid] == fixture.pid().to_string())
+        .collect();
+    assert_eq!(root_rows.len(), totals);
+    let expected_threads = fixture.ready["threads"].as_u64().unwrap().to_string();
+    assert!(root_rows.iter().all(|r| r[threads] == expected_threads));
+    // The child appears in the tree too.
+    let child = fixture.ready["children"][0].as_i64().unwrap().to_string();
+    assert!(rows.iter().any(|r| r[pid] == child), "the child's rows");
+}
+
+#[test]
+fn the_systemd_unit_verifies() {
+    let Ok(which) = Command::new("systemd-analyze").arg("--version").output() else {
+        panic!(
+            "systemd-analyze is needed (Debian: systemd); the README's test command installs it"
+        );
+    };
+    assert!(which.status.success());
+    let dir = tempfile::tempdir().unwrap();
+    let unit = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/systemd/showdown-probe.service"
+    ))
+    .unwrap();
+    let env = dir.path().join("env");
+    std::fs::copy(
+        concat!(env!("CARGO_MANIFEST_DIR"), "/systemd/showdown-probe.env"),
+        &env,
+    )
+    .unwrap();
+    // The same unit, pointing at this build and at the example environment file.
+    let unit = unit
+        .replace("/usr/local/bin/probe", env!("CARGO_BIN_EXE_probe"))
+        .replace("/etc/default/showdown-probe", env.to_str().unwrap());
+    let path = dir.path().join("showdown-probe.service");
+    std::fs::write(&path, unit).unwrap();
+    let out = Command::new("systemd-analyze")
+        .arg("verify")
+        .arg(&path)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success() && stderr.trim().is_empty(),
+        "systemd-analyze verify: {stderr}"
+    );
+    // The example options are ones the probe accepts.
+    let args = std::fs::read_to_string(&env).unwrap();
+    let line = args
+        .lines()
+        .find_map(|l| l.strip_prefix("PROBE_ARGS="))
+        .unwrap();
+    let mut argv = vec!["serve"];
+    argv.extend(line.split_whitespace());
+    argv.push("--help");
+    assert!(probe(&argv).status.success(), "{argv:?}");
+}

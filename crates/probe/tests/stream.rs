@@ -1,0 +1,258 @@
+//! `probe serve` over real TCP: resuming, tokens, hostile clients, gaps, clocks.
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+use probe::client::{ClientError, Incoming, Subscriber};
+use probe::protocol::{Record, Start};
+use probe::sampler::{Background, Sampler};
+use probe::selector::Selector;
+use probe::server::{serve, ServeConfig};
+use tokio::io::AsyncWriteExt;
+
+/// A probe serving on a free loopback port, sampling this test process.
+struct Served {
+    addr: SocketAddr,
+    _background: Background,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+    }
+}
+
+async fn served(config: ServeConfig, interval_ms: u64, max_records: usize) -> Served {
+    let sampler = Sampler::new(common::config(
+        Selector::Pid(std::process::id() as i32),
+        interval_ms,
+    ));
+    let host = sampler.host_info();
+    let background = Background::start(sampler, max_records, 64 << 20).unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let (stop, stopped) = tokio::sync::oneshot::channel();
+    tokio::spawn(serve(
+        listener,
+        background.buffer.clone(),
+        host,
+        config,
+        async {
+            let _ = stopped.await;
+        },
+    ));
+    Served {
+        addr,
+        _background: background,
+        stop: Some(stop),
+    }
+}
+
+/// Reads records until `n` have arrived; returns their sequence numbers and any gaps.
+async fn read_records(sub: &mut Subscriber, n: usize) -> (Vec<u64>, Vec<(u64, u64)>) {
+    let (mut seqs, mut gaps) = (Vec::new(), Vec::new());
+    while seqs.len() < n {
+        match tokio::time::timeout(Duration::from_secs(5), sub.next())
+            .await
+            .unwrap()
+            .unwrap()
+        {
+            Some(Incoming::Record { seq, .. }) => seqs.push(seq),
+            Some(Incoming::Gap { from, to }) => gaps.push((from, to)),
+            Some(Incoming::Pong(_)) => {}
+            None => panic!("the probe closed the stream"),
+        }
+    }
+    (seqs, gaps)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_subscriber_that_reconnects_misses_no_sample() {
+    let probe = served(ServeConfig::default(), 20, 10_000).await;
+    let mut sub = Subscriber::connect(probe.addr, None, Start::Oldest, "test")
+        .await
+        .unwrap();
+    assert!(sub.host.cpus >= 1);
+    let (first, gaps) = read_records(&mut sub, 10).await;
+    assert!(gaps.is_empty());
+    // The link is cut (no bye) while the probe keeps sampling.
+    drop(sub);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let last = *first.last().unwrap();
+    let mut sub = Subscriber::connect(probe.addr, None, Start::After { seq: last }, "test")
+        .await
+        .unwrap();
+    let (second, gaps) = read_records(&mut sub, 20).await;
+    assert!(gaps.is_empty(), "{gaps:?}");
+    let all: Vec<u64> = first.into_iter().chain(second).collect();
+    let expected: Vec<u64> = (all[0]..all[0] + all.len() as u64).collect();
+    assert_eq!(
+        all, expected,
+        "every record once, in order, across the reconnection"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn records_evicted_before_a_reconnection_are_reported_as_a_gap() {
+    let probe = served(ServeConfig::default(), 10, 20).await;
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    let mut sub = Subscriber::connect(probe.addr, None, Start::After { seq: 0 }, "test")
+        .await
+        .unwrap();
+    assert!(sub.oldest_seq > 1);
+    let (seqs, gaps) = read_records(&mut sub, 5).await;
+    assert_eq!(gaps.len(), 1);
+    let (from, to) = gaps[0];
+    assert_eq!(from, 1);
+    assert_eq!(seqs[0], to + 1, "the stream goes on right after the gap");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wrong_token_is_refused_slowly_and_the_right_one_accepted() {
+    let config = ServeConfig {
+        token: Some("correct horse battery staple".into()),
+        ..Default::default()
+    };
+    let probe = served(config, 50, 1000).await;
+    let started = Instant::now();
+    let wrong = Subscriber::connect(probe.addr, Some("guess"), Start::Live, "test").await;
+    assert!(
+        matches!(&wrong, Err(ClientError::Refused(r)) if r == "wrong token"),
+        "{wrong:?}"
+    );
+    assert!(
+        started.elapsed() >= Duration::from_millis(450),
+        "a wrong token is answered after a delay"
+    );
+    let none = Subscriber::connect(probe.addr, None, Start::Live, "test").await;
+    assert!(matches!(none, Err(ClientError::Refused(_))));
+    let mut right = Subscriber::connect(
+        probe.addr,
+        Some("correct horse battery staple"),
+        Start::Live,
+        "test",
+    )
+    .await
+    .unwrap();
+    read_records(&mut right, 2).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hostile_clients_are_dropped_and_the_probe_serves_on() {
+    let config = ServeConfig {
+        hello_timeout: Duration::from_millis(300),
+        ..Default::default()
+    };
+    let probe = served(config, 50, 1000).await;
+    let attacks: Vec<Vec<u8>> = vec![
+        b"GET / HTTP/1.1\r\nHost: x\r\n\r\n".to_vec(), // not our protocol
+        0xFFFF_FFFFu32.to_be_bytes().to_vec(),         // a 4 GiB frame
+        [&100u32.to_be_bytes()[..], b"{\"type\":\"hel"].concat(), // truncated
+        [&9u32.to_be_bytes()[..], b"not json!"].concat(), // malformed
+        [&14u32.to_be_bytes()[..], br#"{"type":"bye"}"#].concat(), // bye before hello
+        vec![],                                        // silent: no hello at all
+    ];
+    for attack in attacks {
+        let mut stream = tokio::net::TcpStream::connect(probe.addr).await.unwrap();
+        stream.write_all(&attack).await.unwrap();
+        // The probe answers or closes; it must not hang on us forever.
+        let mut buf = vec![0u8; 4096];
+        let closed = tokio::time::timeout(Duration::from_secs(3), async {
+            use tokio::io::AsyncReadExt;
+            loop {
+                match stream.read(&mut buf).await {
+                    Ok(0) | Err(_) => return,
+                    Ok(_) => {}
+                }
+            }
+        })
+        .await;
+        assert!(
+            closed.is_ok(),
+            "the probe kept a hostile connection open: {attack:?}"
+        );
+    }
+    let mut sub = Subscriber::connect(probe.addr, None, Start::Live, "test")
+        .await
+        .unwrap();
+    read_records(&mut sub, 3).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_subscriber_cap_refuses_with_the_flag_to_raise() {
+    let config = ServeConfig {
+        max_subscribers: 1,
+        ..Default::default()
+    };
+    let probe = served(config, 50, 1000).await;
+    let _first = Subscriber::connect(probe.addr, None, Start::Live, "test")
+        .await
+        .unwrap();
+    let second = Subscriber::connect(probe.addr, None, Start::Live, "test").await;
+    assert!(
+        matches!(&second, Err(ClientError::Refused(r)) if r.contains("--max-subscribers")),
+        "{second:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ping_pong_estimates_the_clock_offset() {
+    let shift = 5_000_000_000i64;
+    let config = ServeConfig {
+        clock_shift_ns: shift,
+        ..Default::default()
+    };
+    let probe = served(config, 100, 1000).await;
+    let mut sub = Subscriber::connect(probe.addr, None, Start::Live, "test")
+        .await
+        .unwrap();
+    for _ in 0..5 {
+        sub.ping().await.unwrap();
+        loop {
+            if let Some(Incoming::Pong(_)) = sub.next().await.unwrap() {
+                break;
+            }
+        }
+    }
+    let best = sub.clock().best().unwrap();
+    assert_eq!(sub.clock().samples(), 5);
+    // Same host: the true offset is exactly the shift; the estimate is off by at most RTT/2.
+    let error = (best.mono_offset_ns - shift).unsigned_abs();
+    assert!(
+        error <= best.rtt_ns / 2 + 1,
+        "offset {} ns, rtt {} ns",
+        best.mono_offset_ns,
+        best.rtt_ns
+    );
+    assert!(best.rtt_ns < 50_000_000);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pre_roll_starts_in_the_past() {
+    let probe = served(ServeConfig::default(), 20, 10_000).await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let connected_at = probe::clock::mono_ns();
+    let mut sub = Subscriber::connect(probe.addr, None, Start::Back { ns: 200_000_000 }, "test")
+        .await
+        .unwrap();
+    let first = loop {
+        if let Some(Incoming::Record {
+            record: Record::Sample(s),
+            ..
+        }) = sub.next().await.unwrap()
+        {
+            break s;
+        }
+    };
+    let age = connected_at - first.mono_ns;
+    assert!(
+        (150_000_000..=260_000_000).contains(&age),
+        "first sample {age} ns before connecting"
+    );
+}
