@@ -104,7 +104,8 @@ fn main() {
         slow_interval: Duration::from_secs(3600),
         slow_budget: 0.005,
         pss: false,
-    });
+    })
+    .expect("the sampler starts");
     // The first tick attaches and runs the slow collectors; time the ones after.
     let _ = sampler.tick(mono_ns(), 0);
     row(

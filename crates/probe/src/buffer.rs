@@ -1,11 +1,12 @@
 //! The bounded buffer of records that subscribers read from, by sequence number.
 //!
-//! The sampler appends every sample and event; each gets the next sequence number and is kept
-//! serialized (one encoding, however many subscribers). The buffer holds the most recent records
-//! up to a count and a byte budget (by default about an hour at 10 Hz). A reader asks for the
-//! records after its cursor: it gets them, or, if some were evicted before it read them, a
-//! [`Read::Gap`] naming exactly which, so that a subscriber that reconnects late knows what it
-//! missed instead of silently skipping it.
+//! The sampler appends every sample and event; each gets the next sequence number. Records are
+//! kept as they are, and serialized for the network on first demand, once however many
+//! subscribers read them (a local reader such as `probe record` never pays for JSON). The buffer
+//! holds the most recent records up to a count and a byte budget (by default about an hour at
+//! 10 Hz). A reader asks for the records after its cursor: it gets them, or, if some were
+//! evicted before it read them, a [`Read::Gap`] naming exactly which, so that a subscriber that
+//! reconnects late knows what it missed instead of silently skipping it.
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
@@ -17,9 +18,9 @@ use crate::protocol::{ProbeMessage, Record};
 
 /// What a reader gets for its cursor.
 #[derive(Debug, PartialEq)]
-pub enum Read {
-    /// Serialized `record` messages, in order, starting at the cursor.
-    Records(Vec<Bytes>),
+pub enum Read<T> {
+    /// Records in order, starting at the cursor.
+    Records(Vec<T>),
     /// Records `from..=to` were evicted before this reader got them.
     Gap { from: u64, to: u64 },
 }
@@ -27,7 +28,23 @@ pub enum Read {
 #[derive(Debug)]
 struct Entry {
     mono_ns: u64,
-    json: Bytes,
+    record: Arc<Record>,
+    /// The `record` message as JSON, once a subscriber has asked for it.
+    json: Option<Bytes>,
+    /// What the entry is counted as against the byte budget.
+    bytes: usize,
+}
+
+/// Memory a record takes, roughly: its rows and strings, or its JSON once encoded.
+fn footprint(record: &Record) -> usize {
+    use crate::sample::ProcessSample;
+    match record {
+        Record::Sample(s) => {
+            std::mem::size_of::<crate::sample::Sample>()
+                + (s.processes.len() + 1) * (std::mem::size_of::<ProcessSample>() + 64)
+        }
+        Record::Event(_) => 256,
+    }
 }
 
 /// The records themselves; see [`SharedBuffer`] for the thread-safe handle.
@@ -65,30 +82,38 @@ impl RecordBuffer {
     /// Appends a record taken at `mono_ns`; returns its sequence number.
     pub fn push(&mut self, mono_ns: u64, record: Record) -> u64 {
         let seq = self.next_seq();
-        let json = serde_json::to_vec(&ProbeMessage::Record { seq, record })
-            .map(Bytes::from)
-            // Our own types always serialize; an empty frame would be a bug, not data loss.
-            .unwrap_or_default();
-        self.bytes += json.len();
-        self.entries.push_back(Entry { mono_ns, json });
+        let bytes = footprint(&record);
+        self.bytes += bytes;
+        self.entries.push_back(Entry {
+            mono_ns,
+            record: Arc::new(record),
+            json: None,
+            bytes,
+        });
+        self.evict();
+        seq
+    }
+
+    fn evict(&mut self) {
         while self.entries.len() > self.max_records
             || (self.bytes > self.max_bytes && self.entries.len() > 1)
         {
             if let Some(old) = self.entries.pop_front() {
-                self.bytes -= old.json.len();
+                self.bytes -= old.bytes;
                 self.first_seq += 1;
             }
         }
-        seq
     }
 
-    /// Up to `max` records from sequence number `from` on.
-    pub fn read(&self, from: u64, max: usize) -> Read {
-        if from < self.first_seq {
-            return Read::Gap {
-                from,
-                to: self.first_seq - 1,
-            };
+    /// The gap before `from`, if records from there on were evicted.
+    fn gap(&self, from: u64) -> Option<(u64, u64)> {
+        (from < self.first_seq).then(|| (from, self.first_seq - 1))
+    }
+
+    /// Up to `max` records from sequence number `from` on, with their sequence numbers.
+    pub fn read(&self, from: u64, max: usize) -> Read<(u64, Arc<Record>)> {
+        if let Some((from, to)) = self.gap(from) {
+            return Read::Gap { from, to };
         }
         let skip = (from - self.first_seq) as usize;
         Read::Records(
@@ -96,9 +121,39 @@ impl RecordBuffer {
                 .iter()
                 .skip(skip)
                 .take(max)
-                .map(|e| e.json.clone())
+                .enumerate()
+                .map(|(i, e)| (from + i as u64, e.record.clone()))
                 .collect(),
         )
+    }
+
+    /// Up to `max` records from `from` on as serialized `record` messages, encoding each the
+    /// first time it is asked for.
+    pub fn read_encoded(&mut self, from: u64, max: usize) -> Read<Bytes> {
+        if let Some((from, to)) = self.gap(from) {
+            return Read::Gap { from, to };
+        }
+        let skip = (from - self.first_seq) as usize;
+        let mut out = Vec::new();
+        let mut grown = 0;
+        for (i, entry) in self.entries.iter_mut().skip(skip).take(max).enumerate() {
+            let json = entry.json.get_or_insert_with(|| {
+                let message = ProbeMessage::Record {
+                    seq: from + i as u64,
+                    record: (*entry.record).clone(),
+                };
+                // Our own types always serialize; an empty frame would be a bug, not data loss.
+                let json = serde_json::to_vec(&message)
+                    .map(Bytes::from)
+                    .unwrap_or_default();
+                grown += json.len();
+                entry.bytes += json.len();
+                json
+            });
+            out.push(json.clone());
+        }
+        self.bytes += grown;
+        Read::Records(out)
     }
 
     /// The first sequence number of a record taken at or after `mono_ns`.
@@ -116,12 +171,17 @@ impl RecordBuffer {
     }
 }
 
+/// Readers are woken at most this often: at 100 Hz, a wake-up per sample for every reader would
+/// cost more than the sampling.
+pub const WAKE_GAP_NS: u64 = 50_000_000;
+
 /// The buffer shared by the sampler (writer) and any number of readers, with a signal that
 /// new records arrived.
 #[derive(Debug, Clone)]
 pub struct SharedBuffer {
     inner: Arc<Mutex<RecordBuffer>>,
     next: Arc<watch::Sender<u64>>,
+    last_wake: Arc<std::sync::atomic::AtomicU64>,
 }
 
 impl SharedBuffer {
@@ -130,13 +190,33 @@ impl SharedBuffer {
         SharedBuffer {
             inner: Arc::new(Mutex::new(RecordBuffer::new(max_records, max_bytes))),
             next: Arc::new(next),
+            last_wake: Arc::default(),
         }
     }
 
-    pub fn push(&self, mono_ns: u64, record: Record) -> u64 {
-        let seq = self.with(|b| b.push(mono_ns, record));
-        self.next.send_replace(seq + 1);
-        seq
+    /// Appends records taken at the given times. Readers are woken if the last wake-up is at
+    /// least [`WAKE_GAP_NS`] old (or `wake` is set: an event, or the end of sampling).
+    pub fn push_all(&self, records: impl IntoIterator<Item = (u64, Record)>, wake: bool) {
+        use std::sync::atomic::Ordering;
+        let (next, last_mono) = self.with(|b| {
+            let mut last = 0;
+            for (mono_ns, record) in records {
+                b.push(mono_ns, record);
+                last = mono_ns;
+            }
+            (b.next_seq(), last)
+        });
+        let previous = self.last_wake.load(Ordering::Relaxed);
+        if wake || last_mono.saturating_sub(previous) >= WAKE_GAP_NS {
+            self.last_wake.store(last_mono, Ordering::Relaxed);
+            self.next.send_replace(next);
+        }
+    }
+
+    /// Wakes readers now (when sampling stops, so that they see the last records).
+    pub fn wake(&self) {
+        let next = self.with(|b| b.next_seq());
+        self.next.send_replace(next);
     }
 
     /// Runs `f` on the buffer (a poisoned lock still holds valid records).
@@ -164,7 +244,7 @@ mod tests {
         })
     }
 
-    fn seqs(read: Read) -> Vec<u64> {
+    fn seqs(read: Read<Bytes>) -> Vec<u64> {
         match read {
             Read::Records(r) => r
                 .iter()
@@ -186,9 +266,17 @@ mod tests {
         for i in 0..10 {
             assert_eq!(b.push(i, event(i as i32)), i);
         }
-        assert_eq!(seqs(b.read(0, 4)), vec![0, 1, 2, 3]);
-        assert_eq!(seqs(b.read(4, 100)), vec![4, 5, 6, 7, 8, 9]);
-        assert_eq!(seqs(b.read(10, 100)), Vec::<u64>::new());
+        assert_eq!(seqs(b.read_encoded(0, 4)), vec![0, 1, 2, 3]);
+        assert_eq!(seqs(b.read_encoded(4, 100)), vec![4, 5, 6, 7, 8, 9]);
+        assert_eq!(seqs(b.read_encoded(10, 100)), Vec::<u64>::new());
+        // Local readers get the records themselves, with the same numbers.
+        match b.read(3, 2) {
+            Read::Records(r) => assert_eq!(
+                r.iter().map(|(seq, _)| *seq).collect::<Vec<_>>(),
+                vec![3, 4]
+            ),
+            Read::Gap { .. } => panic!("gap"),
+        }
     }
 
     #[test]
@@ -198,17 +286,19 @@ mod tests {
             b.push(i, event(i as i32));
         }
         assert_eq!(b.oldest_seq(), 7);
-        assert_eq!(b.read(3, 100), Read::Gap { from: 3, to: 6 });
-        assert_eq!(seqs(b.read(7, 100)), vec![7, 8, 9, 10, 11]);
+        assert_eq!(b.read_encoded(3, 100), Read::Gap { from: 3, to: 6 });
+        assert_eq!(seqs(b.read_encoded(7, 100)), vec![7, 8, 9, 10, 11]);
     }
 
     #[test]
     fn the_byte_budget_bounds_memory() {
-        let mut b = RecordBuffer::new(1_000_000, 2_000);
+        let mut b = RecordBuffer::new(1_000_000, 20_000);
         for i in 0..1000 {
             b.push(i, event(i as i32));
+            b.read_encoded(i, 1);
+            b.evict();
         }
-        assert!(b.bytes <= 2_000, "{} bytes held", b.bytes);
+        assert!(b.bytes <= 20_000, "{} bytes held", b.bytes);
         assert_eq!(b.next_seq(), 1000);
         assert!(b.len() > 10);
     }

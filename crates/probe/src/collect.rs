@@ -99,17 +99,23 @@ pub struct Ticks {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Gone;
 
-/// Reads a whole /proc file from offset 0 into `buf` (one `pread`: the kernel regenerates the
-/// content at each read from the start, so an open file can be read again and again).
+/// Reads a whole /proc file from offset 0 into `buf`. The kernel regenerates the content at
+/// each read from the start, so an open file can be read again and again; and these files come
+/// whole in one read when the buffer is large enough, so a short read ends it (one system call
+/// where a read-until-empty loop would need two).
 fn pread_all(file: &File, buf: &mut Vec<u8>) -> io::Result<()> {
     buf.clear();
-    let mut chunk = [0u8; 4096];
     loop {
-        let n = file.read_at(&mut chunk, buf.len() as u64)?;
-        if n == 0 {
+        if buf.capacity() - buf.len() < 4096 {
+            buf.reserve(buf.capacity().max(16 * 1024));
+        }
+        let start = buf.len();
+        buf.resize(buf.capacity(), 0);
+        let n = file.read_at(&mut buf[start..], start as u64)?;
+        buf.truncate(start + n);
+        if start + n < buf.capacity() {
             return Ok(());
         }
-        buf.extend_from_slice(&chunk[..n]);
     }
 }
 
@@ -125,6 +131,8 @@ pub struct Watched {
     /// and reads of a process that has exited fail rather than reach a new owner of the PID.
     stat_file: File,
     io_file: Option<File>,
+    /// `task/PID/children`, if the kernel has it (`CONFIG_PROC_CHILDREN`).
+    children_file: Option<File>,
     buf: RefCell<Vec<u8>>,
 }
 
@@ -135,6 +143,7 @@ impl Watched {
         let proc = Process::new_with_root(dir.clone()).map_err(|_| Gone)?;
         let stat_file = File::open(dir.join("stat")).map_err(|_| Gone)?;
         let io_file = File::open(dir.join("io")).ok();
+        let children_file = File::open(dir.join(format!("task/{pid}/children"))).ok();
         let cpu_clock = if root.is_system() {
             nix::time::clock_getcpuclockid(nix::unistd::Pid::from_raw(pid)).ok()
         } else {
@@ -147,7 +156,8 @@ impl Watched {
             cpu_clock,
             stat_file,
             io_file,
-            buf: RefCell::new(Vec::with_capacity(1024)),
+            children_file,
+            buf: RefCell::new(Vec::with_capacity(16 * 1024)),
         };
         watched.start_ticks = watched.stat()?.starttime;
         Ok(watched)
@@ -210,11 +220,14 @@ impl Watched {
     /// Children forked by the main thread (`task/PID/children`): cheap enough for every tick.
     /// Children of other threads are found by the slow full scan ([`parents`]).
     pub fn children(&self) -> Vec<i32> {
-        self.proc
-            .task_from_tid(self.pid)
-            .and_then(|t| t.children())
-            .map(|c| c.into_iter().map(|p| p as i32).collect())
-            .unwrap_or_default()
+        let mut buf = self.buf.borrow_mut();
+        match &self.children_file {
+            Some(file) if pread_all(file, &mut buf).is_ok() => String::from_utf8_lossy(&buf)
+                .split_whitespace()
+                .filter_map(|p| p.parse().ok())
+                .collect(),
+            _ => Vec::new(),
+        }
     }
 
     /// The command line, space-separated (empty for kernel threads or without permission).
@@ -329,6 +342,18 @@ impl Watched {
         let get = |k: &str| map.get(k).copied().unwrap_or(0);
         Some((get("Pss"), get("Private_Clean") + get("Private_Dirty")))
     }
+}
+
+/// Resident pages from an open `statm` (second field).
+pub fn statm_rss_pages(file: &File) -> Option<u64> {
+    let mut buf = [0u8; 256];
+    let n = file.read_at(&mut buf, 0).ok()?;
+    std::str::from_utf8(&buf[..n])
+        .ok()?
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()
 }
 
 /// The number after `key` on its line (`status`, `io`, `meminfo` style: `Key:   123 kB`).

@@ -6,7 +6,8 @@
 //! - [`cli`]: the command line (`serve`, `record`, `top`) and its checks.
 //! - [`selector`]: finding the target by PID, PID file, name or listening port.
 //! - [`collect`]: reading /proc, one process or the host, fast and slow collectors.
-//! - [`sampler`]: the fixed-rate schedule, the process tree, deltas, the slow collectors' budget.
+//! - [`sampler`]: the fixed-rate schedule, the process tree, deltas.
+//! - [`slow`]: the costly collectors on their own thread, within a CPU budget.
 //! - [`sample`]: what a sample and an event hold, field by field.
 //! - [`buffer`]: the bounded, sequence-numbered history that subscribers read and resume from.
 //! - [`protocol`]: the versioned wire format, documented message by message.
@@ -26,6 +27,7 @@ pub mod sample;
 pub mod sampler;
 pub mod selector;
 pub mod server;
+pub mod slow;
 pub mod top;
 
 use std::io::Write;
@@ -111,7 +113,7 @@ async fn serve(args: ServeArgs) -> Result<(), Error> {
     }
     let config = args.target.sampler_config()?;
     let interval = config.interval;
-    let sampler = Sampler::new(config);
+    let sampler = Sampler::new(config)?;
     let host = sampler.host_info();
     let records = (args.buffer.as_nanos() / interval.as_nanos().max(1)) as usize + 1024;
     let sampling = Background::start(sampler, records, args.buffer_mib.max(1) << 20)?;
@@ -155,7 +157,7 @@ async fn record(args: RecordArgs) -> Result<(), Error> {
         args.out.display()
     )))?;
     let mut writer = RecordWriter::new(std::io::BufWriter::new(file), format);
-    let sampling = Background::start(Sampler::new(config), 4096, 64 << 20)?;
+    let sampling = Background::start(Sampler::new(config)?, 4096, 64 << 20)?;
     let until = async {
         match args.duration {
             Some(d) => tokio::time::sleep(d).await,
@@ -202,11 +204,8 @@ async fn drain(
             }
         };
         cursor += records.len() as u64;
-        for json in records {
-            if let Ok(protocol::ProbeMessage::Record { record, .. }) = serde_json::from_slice(&json)
-            {
-                each(&record)?;
-            }
+        for (_, record) in records {
+            each(&record)?;
         }
         if stop {
             return Ok(());
@@ -257,7 +256,7 @@ async fn top(args: TopArgs) -> Result<(), Error> {
         }
     }
     let config = args.target.sampler_config()?;
-    let sampler = Sampler::new(config);
+    let sampler = Sampler::new(config)?;
     let host = sampler.host_info();
     let sampling = Background::start(sampler, 1024, 16 << 20)?;
     let _ = drain(&sampling.buffer, until, |record| {

@@ -69,7 +69,7 @@ struct Row<'a> {
     pss_bytes: Option<u64>,
     uss_bytes: Option<u64>,
     host_cpu_pct: Option<f64>,
-    host_mem_available_bytes: u64,
+    host_mem_available_bytes: Option<u64>,
     missed_ticks: u64,
     probe_cpu_pct: Option<f64>,
 }
@@ -171,8 +171,8 @@ fn row<'a>(sample: &Sample, p: &'a ProcessSample, pid: String, elapsed: f64) -> 
         write_bytes: p.write_bytes,
         pss_bytes: p.pss_bytes,
         uss_bytes: p.uss_bytes,
-        host_cpu_pct: sample.host.cpu_pct.map(round2),
-        host_mem_available_bytes: sample.host.mem_available_bytes,
+        host_cpu_pct: sample.host.as_ref().and_then(|h| h.cpu_pct).map(round2),
+        host_mem_available_bytes: sample.host.as_ref().map(|h| h.mem_available_bytes),
         missed_ticks: sample.missed_ticks,
         probe_cpu_pct: sample.probe.cpu_pct.map(round2),
     }

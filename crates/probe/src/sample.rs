@@ -31,7 +31,9 @@ pub struct Sample {
     pub processes: Vec<ProcessSample>,
     /// The tree's processes summed (`pid` is the root's; peaks are sums of peaks).
     pub total: Option<ProcessSample>,
-    pub host: HostSample,
+    /// The host's figures, read at most every 100 ms (`None` in the samples in between: at
+    /// 100 Hz, generating /proc/stat and /proc/meminfo would cost more than the rest).
+    pub host: Option<HostSample>,
     /// The probe's own cost.
     pub probe: ProbeCost,
 }
@@ -145,9 +147,10 @@ pub struct HostSample {
 pub struct ProbeCost {
     /// The probe process's CPU over the interval, 100 = one core.
     pub cpu_pct: Option<f64>,
-    /// CPU time this sample took (fast collectors).
+    /// CPU time this sample took (fast collectors, on the sampling thread).
     pub sample_cpu_ns: u64,
-    /// CPU time of the slow collectors that ran for this sample, if any.
+    /// CPU time of the slow collectors' pass whose figures are in this sample, if any (on
+    /// their own thread).
     pub slow_cpu_ns: u64,
     pub rss_bytes: u64,
 }

@@ -8,11 +8,11 @@
 //! [`Sampler::tick`] keeps one [`ProcessState`] per watched process, keyed by PID and checked
 //! against the process's start time, so that a PID reused by another process is a new process,
 //! and a process that is gone is dropped (with an event). The tree grows from the target: the
-//! main thread's `children` file at every tick, a full scan of parents on the slow schedule.
+//! main thread's `children` file at every tick, and the slow collectors' full scan of parents.
 //!
-//! Slow collectors run at most every `slow_interval`, and less often if their CPU time would
-//! exceed `slow_budget` of a core: after a slow pass costing `c`, the next waits at least
-//! `c / budget`. The probe's own CPU use is in every sample.
+//! The slow collectors run on a thread of their own (`slow.rs`) within their CPU budget; their
+//! results go into the first sample after each pass. The host's figures are read at most every
+//! 100 ms. The probe's own CPU use is in every sample.
 
 use std::collections::{BTreeMap, HashSet, VecDeque};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -29,6 +29,7 @@ use crate::collect::{self, HostFiles, ProcRoot, SystemFacts, Ticks, Watched};
 use crate::protocol::Record;
 use crate::sample::{Event, EventKind, HostInfo, ProbeCost, ProcessSample, Sample};
 use crate::selector::Selector;
+use crate::slow::{SlowCollector, SlowConfig, SlowResults};
 
 /// How the sampler works; the command line fills it in.
 #[derive(Debug, Clone)]
@@ -45,6 +46,9 @@ pub struct SamplerConfig {
     /// Also read PSS and USS (`smaps_rollup`, costly).
     pub pss: bool,
 }
+
+/// The host's figures are read at most this often.
+pub const HOST_PERIOD: Duration = Duration::from_millis(100);
 
 /// The shortest and longest sampling intervals.
 pub const MIN_INTERVAL: Duration = Duration::from_millis(10);
@@ -71,31 +75,45 @@ pub struct Sampler {
     root: Option<i32>,
     processes: BTreeMap<i32, ProcessState>,
     next_resolve: u64,
-    next_slow: u64,
+    slow: SlowCollector,
     host: Option<HostFiles>,
-    /// This process's `stat`, for its own memory.
-    myself_stat: Option<Watched>,
+    next_host: u64,
+    /// This process's `statm`, for its own memory.
+    myself_statm: Option<std::fs::File>,
     previous_mono: Option<u64>,
     previous_own_cpu: Option<(u64, u64)>,
 }
 
 impl Sampler {
-    pub fn new(config: SamplerConfig) -> Self {
+    /// A sampler, with its slow collectors' thread started.
+    pub fn new(config: SamplerConfig) -> Result<Self, crate::Error> {
         let myself = config.root.is_system().then(|| std::process::id() as i32);
         let facts = SystemFacts::current();
-        Sampler {
+        let slow = SlowCollector::start(SlowConfig {
+            root: config.root.clone(),
+            tree: config.tree,
+            pss: config.pss,
+            interval: config.slow_interval,
+            budget: config.slow_budget,
+        })
+        .map_err(|source| crate::Error::Io {
+            what: "start the slow collectors' thread".into(),
+            source,
+        })?;
+        Ok(Sampler {
             facts,
             myself,
             root: None,
             processes: BTreeMap::new(),
             next_resolve: 0,
-            next_slow: 0,
+            slow,
             host: HostFiles::open(&config.root).ok(),
-            myself_stat: Watched::open(&ProcRoot::default(), std::process::id() as i32).ok(),
+            next_host: 0,
+            myself_statm: std::fs::File::open("/proc/self/statm").ok(),
             previous_mono: None,
             previous_own_cpu: None,
             config,
-        }
+        })
     }
 
     /// The facts about this host sent to every subscriber.
@@ -133,19 +151,8 @@ impl Sampler {
             events.push(event(EventKind::MissedTicks { count: missed }));
         }
 
-        // Attach, or notice that the target is gone.
-        if let Some(root) = self.root {
-            let alive = self
-                .processes
-                .get(&root)
-                .is_some_and(|p| p.handle.fast(&self.facts).is_ok());
-            if !alive {
-                events.push(event(EventKind::TargetExited { pid: root }));
-                self.root = None;
-                self.processes.clear();
-                self.next_resolve = 0;
-            }
-        }
+        // Attach when there is no target (its exit is noticed below, by the regular read).
+        let mut attached = false;
         if self.root.is_none() && mono >= self.next_resolve {
             self.next_resolve = mono + self.resolve_period();
             if let Some(pid) = self.config.selector.resolve(&self.config.root, self.myself) {
@@ -165,15 +172,15 @@ impl Sampler {
                     self.root = Some(pid);
                     self.processes
                         .insert(pid, ProcessState::new(handle, fd_limits));
-                    // Measure the new target's slow figures at once.
-                    self.next_slow = 0;
+                    attached = true;
                 }
             }
         }
 
-        let slow_due = self.root.is_some() && mono >= self.next_slow;
+        let slow = self.slow.take();
         if self.config.tree && self.root.is_some() {
-            self.grow_tree(slow_due, &mut events, event);
+            let scanned = slow.as_ref().map(|r| r.tree.as_slice()).unwrap_or_default();
+            self.grow_tree(scanned, &mut events, event);
         }
 
         // Fast figures of every process; drop those that are gone.
@@ -185,9 +192,18 @@ impl Sampler {
                 Err(_) => gone.push(pid),
             }
         }
-        for pid in gone {
-            self.processes.remove(&pid);
-            events.push(event(EventKind::ProcessExited { pid }));
+        if self.root.is_some_and(|root| gone.contains(&root)) {
+            // The target is gone: so is the tree under it. Look for the next one at once.
+            let root = self.root.take().unwrap_or_default();
+            events.push(event(EventKind::TargetExited { pid: root }));
+            self.processes.clear();
+            rows.clear();
+            self.next_resolve = 0;
+        } else {
+            for pid in gone {
+                self.processes.remove(&pid);
+                events.push(event(EventKind::ProcessExited { pid }));
+            }
         }
         // Root first, then by PID.
         if let Some(root) = self.root {
@@ -196,21 +212,21 @@ impl Sampler {
                 rows.insert(0, row);
             }
         }
+        let slow_cpu_ns = slow.map_or(0, |r| self.apply_slow(r, &mut rows));
+        let identities = self
+            .processes
+            .iter()
+            .map(|(&pid, state)| (pid, state.handle.start_ticks))
+            .collect();
+        self.slow.watch(self.root, identities, attached);
 
-        let mut slow_cpu_ns = 0;
-        if slow_due {
-            let before = thread_cpu_ns();
-            self.slow_pass(&mut rows);
-            slow_cpu_ns = thread_cpu_ns() - before;
-            let wait = (slow_cpu_ns as f64 / self.config.slow_budget.max(1e-6)) as u64;
-            self.next_slow = mono + wait.max(self.config.slow_interval.as_nanos() as u64);
-        }
-
-        let host = self
-            .host
-            .as_mut()
-            .and_then(|h| h.sample().ok())
-            .unwrap_or_default();
+        let host = if mono >= self.next_host {
+            self.next_host =
+                mono + HOST_PERIOD.as_nanos() as u64 - self.config.interval.as_nanos() as u64 / 2;
+            self.host.as_mut().and_then(|h| h.sample().ok())
+        } else {
+            None
+        };
         let interval_ns = self.previous_mono.map_or(0, |p| mono.saturating_sub(p));
         self.previous_mono = Some(mono);
         let total = total(&rows);
@@ -235,15 +251,20 @@ impl Sampler {
         (self.config.interval.max(Duration::from_millis(200))).as_nanos() as u64
     }
 
-    /// Adds processes that joined the tree.
+    /// Adds processes that joined the tree: children of the watched processes' main threads,
+    /// and whatever the slow collectors' full scan found below the root.
     fn grow_tree(
         &mut self,
-        full_scan: bool,
+        scanned: &[i32],
         events: &mut Vec<Event>,
         event: impl Fn(EventKind) -> Event,
     ) {
-        let mut found: Vec<i32> = Vec::new();
         let known: HashSet<i32> = self.processes.keys().copied().collect();
+        let mut found: Vec<i32> = scanned
+            .iter()
+            .copied()
+            .filter(|p| !known.contains(p))
+            .collect();
         for state in self.processes.values() {
             found.extend(
                 state
@@ -252,28 +273,6 @@ impl Sampler {
                     .into_iter()
                     .filter(|c| !known.contains(c)),
             );
-        }
-        if full_scan {
-            if let Some(root) = self.root {
-                let parents = collect::parents(&self.config.root);
-                let mut tree: HashSet<i32> = HashSet::from([root]);
-                // Walk up from each process: in the tree if an ancestor is.
-                for &pid in parents.keys() {
-                    let mut chain = Vec::new();
-                    let mut at = pid;
-                    while let Some(&parent) = parents.get(&at) {
-                        if tree.contains(&at) || parent == 0 || chain.len() > 64 {
-                            break;
-                        }
-                        chain.push(at);
-                        at = parent;
-                    }
-                    if tree.contains(&at) {
-                        tree.extend(chain);
-                    }
-                }
-                found.extend(tree.into_iter().filter(|p| !known.contains(p)));
-            }
         }
         found.sort_unstable();
         found.dedup();
@@ -296,32 +295,29 @@ impl Sampler {
         }
     }
 
-    /// The costly figures, added to `rows`.
-    fn slow_pass(&mut self, rows: &mut [ProcessSample]) {
+    /// Puts a slow pass's figures into this sample's rows; returns the pass's CPU time.
+    fn apply_slow(&mut self, results: SlowResults, rows: &mut [ProcessSample]) -> u64 {
         for row in rows.iter_mut() {
-            let Some(state) = self.processes.get_mut(&row.pid) else {
+            let Some(figures) = results.figures.get(&(row.pid, row.start_ticks)) else {
                 continue;
             };
-            let handle = &state.handle;
-            let (peak, switches) = handle.peak_rss_and_switches(&self.config.root);
-            row.peak_rss_bytes = peak;
-            if let Some((voluntary, involuntary)) = switches {
+            row.peak_rss_bytes = figures.peak_rss_bytes;
+            if let Some((voluntary, involuntary)) = figures.switches {
                 row.voluntary_ctxt_switches = Some(voluntary);
                 row.involuntary_ctxt_switches = Some(involuntary);
             }
-            state.fd_limits = handle.fd_limits();
-            (row.fd_limit_soft, row.fd_limit_hard) = state.fd_limits;
-            if let Some((kinds, sockets)) = handle.fd_kinds() {
-                row.tcp = handle.tcp(&self.config.root, &sockets);
-                row.fd_kinds = Some(kinds);
+            (row.fd_limit_soft, row.fd_limit_hard) = figures.fd_limits;
+            if let Some(state) = self.processes.get_mut(&row.pid) {
+                state.fd_limits = figures.fd_limits;
             }
-            if self.config.pss {
-                if let Some((pss, uss)) = handle.pss_uss() {
-                    row.pss_bytes = Some(pss);
-                    row.uss_bytes = Some(uss);
-                }
+            row.fd_kinds = figures.fd_kinds.clone();
+            row.tcp = figures.tcp.clone();
+            if let Some((pss, uss)) = figures.pss_uss {
+                row.pss_bytes = Some(pss);
+                row.uss_bytes = Some(uss);
             }
         }
+        results.cpu_ns
     }
 
     fn own_cost(&mut self, mono: u64, started_cpu: u64, slow_cpu_ns: u64) -> ProbeCost {
@@ -331,15 +327,13 @@ impl Sampler {
         });
         self.previous_own_cpu = Some((process_cpu, mono));
         let rss_bytes = self
-            .myself_stat
+            .myself_statm
             .as_ref()
-            .and_then(|me| me.fast(&self.facts).ok())
-            .map_or(0, |(f, _)| f.rss_bytes);
+            .and_then(collect::statm_rss_pages)
+            .map_or(0, |pages| pages * self.facts.page_size);
         ProbeCost {
             cpu_pct,
-            sample_cpu_ns: thread_cpu_ns()
-                .saturating_sub(started_cpu)
-                .saturating_sub(slow_cpu_ns),
+            sample_cpu_ns: thread_cpu_ns().saturating_sub(started_cpu),
             slow_cpu_ns,
             rss_bytes,
         }
@@ -519,12 +513,13 @@ pub fn run(mut sampler: Sampler, buffer: SharedBuffer, stop: Arc<AtomicBool>) {
         }
         let (sample, events) = sampler.tick(start + tick * interval, missed);
         missed = 0;
-        for event in events {
-            buffer.push(event.mono_ns, Record::Event(event));
-        }
-        buffer.push(sample.mono_ns, Record::Sample(Box::new(sample)));
+        let wake = !events.is_empty();
+        let events = events.into_iter().map(|e| (e.mono_ns, Record::Event(e)));
+        let sample = (sample.mono_ns, Record::Sample(Box::new(sample)));
+        buffer.push_all(events.chain(std::iter::once(sample)), wake);
         tick += 1;
     }
+    buffer.wake();
 }
 
 fn sleep_until(mono: u64) {
@@ -553,17 +548,20 @@ mod tests {
 
     #[test]
     fn a_missing_target_gives_host_samples_and_no_rows() {
-        let mut s = Sampler::new(config(Selector::Pid(i32::MAX)));
+        let mut s = Sampler::new(config(Selector::Pid(i32::MAX))).unwrap();
         let (sample, events) = s.tick(mono_ns(), 0);
         assert!(events.is_empty());
         assert_eq!(sample.target_pid, None);
         assert!(sample.processes.is_empty() && sample.total.is_none());
-        assert!(sample.host.mem_total_bytes > 0);
+        assert!(sample.host.unwrap().mem_total_bytes > 0);
+        // At 100 Hz, the host is read every tenth sample.
+        let (next, _) = s.tick(mono_ns(), 0);
+        assert!(next.host.is_none());
     }
 
     #[test]
     fn missed_ticks_are_reported() {
-        let mut s = Sampler::new(config(Selector::Pid(i32::MAX)));
+        let mut s = Sampler::new(config(Selector::Pid(i32::MAX))).unwrap();
         let (sample, events) = s.tick(mono_ns(), 3);
         assert_eq!(sample.missed_ticks, 3);
         assert_eq!(events[0].kind, EventKind::MissedTicks { count: 3 });

@@ -191,7 +191,7 @@ async fn session(stream: TcpStream, peer: SocketAddr, shared: &Shared) -> Result
         .await?;
     let mut appended = shared.buffer.subscribe();
     loop {
-        match shared.buffer.with(|b| b.read(cursor, 256)) {
+        match shared.buffer.with(|b| b.read_encoded(cursor, 256)) {
             Read::Gap { from, to } => {
                 framed
                     .send(ProbeMessage::Gap {

@@ -16,6 +16,8 @@ pub struct Screen {
     slow: HashMap<i32, ProcessSample>,
     /// The last few events, newest last.
     events: Vec<String>,
+    /// The host's figures as of their last reading.
+    host: crate::sample::HostSample,
 }
 
 impl Screen {
@@ -70,7 +72,10 @@ impl Screen {
             humantime::format_rfc3339_seconds(wall),
             humantime::format_duration(std::time::Duration::from_nanos(host.interval_ns))
         );
-        let h = &s.host;
+        if let Some(host) = &s.host {
+            self.host = host.clone();
+        }
+        let h = &self.host;
         let _ = writeln!(
             out,
             "host: cpu {} of {}%  mem {} available of {}  load {:.2} {:.2} {:.2}  tcp in use {} time-wait {}",

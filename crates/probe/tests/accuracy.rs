@@ -27,11 +27,12 @@ fn threads_and_fds_are_exact() {
         assert_eq!(root.threads, threads, "threads, as the fixture counts them");
         assert_eq!(root.fds, fds, "FDs, as the fixture lists them");
     }
-    // The slow collector ran once at attach: FD kinds add up, the 100 extra are files.
-    let kinds = samples[0].processes[0]
-        .fd_kinds
-        .clone()
-        .expect("FD kinds at attach");
+    // The slow collectors ran at attach, on their own thread: their figures come in a sample
+    // soon after. FD kinds add up, and the 100 extra are files.
+    let kinds = samples
+        .iter()
+        .find_map(|s| s.processes[0].fd_kinds.clone())
+        .expect("FD kinds soon after attaching");
     let total = kinds.socket
         + kinds.file
         + kinds.pipe
@@ -78,7 +79,7 @@ fn an_rss_step_shows_within_two_intervals() {
     let _cpu = exclusive();
     let mut fixture = Fixture::spawn(&["--rss-step-mb", "120", "--rss-step-after", "0.8"]);
     let background = probe::sampler::Background::start(
-        probe::sampler::Sampler::new(config(Selector::Pid(fixture.pid()), 100)),
+        probe::sampler::Sampler::new(config(Selector::Pid(fixture.pid()), 100)).unwrap(),
         10_000,
         64 << 20,
     )
@@ -159,7 +160,7 @@ fn a_server_restarted_on_the_same_port_is_followed() {
     let port_text = port.to_string();
     let mut first = Fixture::spawn(&["--listen", &port_text]);
     let background = probe::sampler::Background::start(
-        probe::sampler::Sampler::new(config(Selector::Port(port), 50)),
+        probe::sampler::Sampler::new(config(Selector::Port(port), 50)).unwrap(),
         10_000,
         64 << 20,
     )
@@ -210,4 +211,26 @@ fn a_server_restarted_on_the_same_port_is_followed() {
         .all(|s| s.target_pid.is_none() && s.processes.is_empty()));
     let last = samples(&all).last().cloned().unwrap();
     assert_eq!(last.target_pid, Some(second.pid()));
+}
+
+#[test]
+fn slow_collectors_do_not_delay_the_fast_ticks() {
+    let _cpu = exclusive();
+    // Classifying 10,000 FDs takes tens of ms: run on the sampling thread, each pass would make
+    // a 10 ms sampler skip several ticks.
+    let fixture = Fixture::spawn(&["--fds", "10000"]);
+    let mut c = config(Selector::Pid(fixture.pid()), 10);
+    c.slow_interval = Duration::from_millis(300);
+    c.slow_budget = 1.0;
+    let recorded = sample_for(c, Duration::from_secs(2));
+    let samples = samples(&recorded);
+    let passes = samples.iter().filter(|s| s.probe.slow_cpu_ns > 0).count();
+    assert!(passes >= 3, "only {passes} slow passes");
+    let slowest = samples.iter().map(|s| s.probe.slow_cpu_ns).max().unwrap();
+    assert!(
+        slowest > 10_000_000,
+        "a pass took {slowest} ns: too quick to show anything"
+    );
+    let missed: u64 = samples.iter().map(|s| s.missed_ticks).sum();
+    assert!(missed <= 3, "{missed} ticks missed while slow passes ran");
 }

@@ -32,7 +32,8 @@ async fn served(config: ServeConfig, interval_ms: u64, max_records: usize) -> Se
     let sampler = Sampler::new(common::config(
         Selector::Pid(std::process::id() as i32),
         interval_ms,
-    ));
+    ))
+    .unwrap();
     let host = sampler.host_info();
     let background = Background::start(sampler, max_records, 64 << 20).unwrap();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();

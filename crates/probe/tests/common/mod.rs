@@ -97,7 +97,8 @@ pub fn config(selector: Selector, interval_ms: u64) -> SamplerConfig {
 
 /// Every record in `buffer` from sequence number `from`, decoded.
 pub fn records(buffer: &SharedBuffer, from: u64) -> Vec<(u64, Record)> {
-    match buffer.with(|b| b.read(from, usize::MAX)) {
+    // Through the wire format, as a subscriber would see them.
+    match buffer.with(|b| b.read_encoded(from, usize::MAX)) {
         Read::Records(r) => r
             .iter()
             .map(|json| match serde_json::from_slice(json).unwrap() {
@@ -131,7 +132,7 @@ pub fn events(records: &[(u64, Record)]) -> Vec<Event> {
 
 /// Samples with `config` for `duration` and returns what was recorded.
 pub fn sample_for(config: SamplerConfig, duration: Duration) -> Vec<(u64, Record)> {
-    let background = Background::start(Sampler::new(config), 100_000, 256 << 20).unwrap();
+    let background = Background::start(Sampler::new(config).unwrap(), 100_000, 256 << 20).unwrap();
     std::thread::sleep(duration);
     let buffer = background.buffer.clone();
     drop(background);

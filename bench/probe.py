@@ -1,0 +1,213 @@
+#!/usr/bin/env python3
+"""Benchmark the probe against the process monitors users run today, on one target, in one run.
+
+The target is `crates/probe/tests/support/fixture.py` with 100 threads, 10,000 open files and a
+known CPU load (20 % of a core), pinned to the last CPU; each monitor is pinned to CPU 0 and
+watches it for the same time. Every monitor is measured from outside: CPU time (user + system,
+children included) from wait4(2). Its readings are compared with the truth the fixture knows.
+
+  * probe record at 10 Hz and at 100 Hz (`--interval 100ms`, `10ms`);
+  * the write-ups' script: `ps -o %cpu,rss,nlwp` and `ls /proc/PID/fd | wc -l` once a second;
+  * pidstat -r -u -v -p PID 1 (Debian: sysstat), when installed;
+  * psrecord PID --interval 1 (PyPI: psrecord), when installed.
+
+    python3 bench/probe.py [--duration 10]
+
+It also prints the cost of each of the probe's collectors against the same target
+(`cargo bench -p probe --bench collectors -- PID`).
+"""
+
+import argparse
+import json
+import os
+import re
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PROBE = ROOT / "target" / "release" / "probe"
+FIXTURE = ROOT / "crates" / "probe" / "tests" / "support" / "fixture.py"
+THREADS, FDS, CPU = 100, 10_000, 0.2
+
+PS_SCRIPT = r"""
+pid=$1; out=$2; end=$(( $(date +%s) + $3 ))
+echo "time,cpu,rss_kb,threads,fds" > "$out"
+while [ "$(date +%s)" -lt "$end" ]; do
+  stats=$(ps -p "$pid" -o %cpu=,rss=,nlwp= | awk '{print $1","$2","$3}')
+  fds=$(ls /proc/"$pid"/fd | wc -l)
+  echo "$(date +%s.%N),$stats,$fds" >> "$out"
+  sleep 1
+done
+"""
+
+
+def start_target(cpu):
+    def raise_fd_limit():
+        resource.setrlimit(resource.RLIMIT_NOFILE, (FDS + 1024, FDS + 1024))
+    proc = subprocess.Popen(
+        ["taskset", "-c", str(cpu), sys.executable, str(FIXTURE), "--threads", str(THREADS),
+         "--fds", str(FDS), "--cpu", str(CPU), "--duration", "3600"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, preexec_fn=raise_fd_limit)
+    ready = json.loads(proc.stdout.readline())
+    return proc, ready
+
+
+def measured(cmd, cpu, timeout):
+    """Runs cmd pinned to `cpu` until it exits (or SIGINT after `timeout`); returns CPU seconds."""
+    start = time.monotonic()
+    proc = subprocess.Popen(["taskset", "-c", str(cpu)] + cmd, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    while True:
+        pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+        if pid:
+            break
+        if time.monotonic() - start > timeout:
+            proc.send_signal(2)
+        time.sleep(0.05)
+    return usage.ru_utime + usage.ru_stime, time.monotonic() - start
+
+
+def mean(values):
+    values = [v for v in values if v is not None]
+    return sum(values) / len(values) if values else None
+
+
+def read_probe_csv(path, pid):
+    import csv
+    rows = [r for r in csv.DictReader(open(path)) if r["pid"] == str(pid)]
+    cpu = [float(r["cpu_pct"]) for r in rows if r["cpu_pct"]]
+    return {
+        "samples": len(rows),
+        "cpu": mean(cpu[3:]),
+        "threads": int(rows[-1]["threads"]),
+        "fds": int(rows[-1]["fds"]),
+    }
+
+
+def read_ps_script(path):
+    lines = open(path).read().split("\n")[1:]
+    rows = [l.split(",") for l in lines if l.count(",") == 4]
+    times = [float(r[0]) for r in rows]
+    steps = [b - a for a, b in zip(times, times[1:])]
+    return {
+        "samples": len(rows),
+        "cpu": mean([float(r[1]) for r in rows]),
+        "threads": int(rows[-1][3]),
+        "fds": int(rows[-1][4]),
+        "drift_ms": 1000 * (mean(steps) - 1.0) if steps else None,
+    }
+
+
+def read_pidstat(text):
+    cpu, threads, fds = [], None, None
+    header = None
+    for line in text.splitlines():
+        cols = line.split()
+        if not cols or line.startswith("Average") or line.startswith("Linux"):
+            continue
+        if "PID" in cols:
+            header = cols
+            continue
+        if header and len(cols) == len(header):
+            row = dict(zip(header, cols))
+            if "%CPU" in row:
+                cpu.append(float(row["%CPU"]))
+            if "threads" in row:
+                threads = int(row["threads"])
+            if "fd-nr" in row:
+                fds = int(row["fd-nr"])
+    return {"samples": len(cpu), "cpu": mean(cpu[1:]), "threads": threads, "fds": fds}
+
+
+def read_psrecord(path):
+    rows = []
+    for line in open(path):
+        if line.startswith("#") or not line.strip():
+            continue
+        rows.append([float(x) for x in line.split()])
+    return {"samples": len(rows), "cpu": mean([r[1] for r in rows[1:]]), "threads": None, "fds": None}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--duration", type=int, default=10)
+    args = ap.parse_args()
+    cpus = sorted(os.sched_getaffinity(0))
+    mon_cpu, target_cpu = cpus[0], cpus[-1]
+    subprocess.run(["cargo", "build", "--release", "-q", "-p", "probe"], cwd=ROOT, check=True)
+    target, ready = start_target(target_cpu)
+    pid = ready["pid"]
+    tmp = Path(tempfile.mkdtemp(prefix="bench-probe-"))
+    d = args.duration
+    print(f"target: PID {pid}, {ready['threads']} threads, {ready['fds']} FDs, burning "
+          f"{CPU:.0%} of a core on CPU {target_cpu}; monitors on CPU {mon_cpu}, {d}s each\n")
+    rows = []
+    try:
+        for label, interval in [("probe record 10 Hz", "100ms"), ("probe record 100 Hz", "10ms")]:
+            out = tmp / f"probe-{interval}.csv"
+            cpu_s, wall = measured([str(PROBE), "record", "--pid", str(pid), "--interval", interval,
+                                    "--duration", f"{d}s", "--out", str(out)], mon_cpu, d + 10)
+            figures = read_probe_csv(out, pid)
+            rows.append((label, cpu_s, wall, figures))
+        # The deployed mode: a service streaming to one subscriber (whose own cost is not counted).
+        port = 17000 + os.getpid() % 1000
+        serve = subprocess.Popen(["taskset", "-c", str(mon_cpu), str(PROBE), "serve", "--pid", str(pid),
+                                  "--interval", "100ms", "--listen", f"127.0.0.1:{port}"],
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(0.5)
+        start = time.monotonic()
+        viewer = subprocess.Popen([str(PROBE), "top", "--connect", f"127.0.0.1:{port}", "--duration", f"{d}s"],
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        viewer.wait()
+        serve.send_signal(2)
+        _, _, usage = os.wait4(serve.pid, 0)
+        wall = time.monotonic() - start + 0.5
+        rows.append(("probe serve 10 Hz, 1 subscriber", usage.ru_utime + usage.ru_stime, wall,
+                     {"samples": round(wall * 10), "cpu": None, "threads": None, "fds": None}))
+        script = tmp / "monitor.sh"
+        script.write_text(PS_SCRIPT)
+        out = tmp / "ps.csv"
+        cpu_s, wall = measured(["bash", str(script), str(pid), str(out), str(d)], mon_cpu, d + 10)
+        rows.append(("ps + ls script, 1 Hz", cpu_s, wall, read_ps_script(out)))
+        if shutil.which("pidstat"):
+            out = tmp / "pidstat.txt"
+            with open(out, "w") as f:
+                start = time.monotonic()
+                p = subprocess.Popen(["taskset", "-c", str(mon_cpu), "pidstat", "-r", "-u", "-v", "-p",
+                                      str(pid), "1", str(d)], stdout=f, env={**os.environ, "LC_ALL": "C"})
+                _, _, usage = os.wait4(p.pid, 0)
+            rows.append(("pidstat -r -u -v 1", usage.ru_utime + usage.ru_stime, time.monotonic() - start,
+                         read_pidstat(out.read_text())))
+        if shutil.which("psrecord"):
+            out = tmp / "psrecord.txt"
+            cpu_s, wall = measured(["psrecord", str(pid), "--interval", "1", "--duration", str(d),
+                                    "--log", str(out)], mon_cpu, d + 10)
+            rows.append(("psrecord --interval 1", cpu_s, wall, read_psrecord(out)))
+        print("per-collector costs of the probe against this target:")
+        bench = subprocess.run(["cargo", "bench", "-q", "-p", "probe", "--bench", "collectors", "--",
+                                str(pid)], cwd=ROOT, capture_output=True, text=True)
+        print(bench.stdout)
+    finally:
+        target.stdin.close()
+        target.kill()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+    truth_threads = ready["threads"]
+    print(f"| monitor | samples | CPU ms/sample | CPU % of a core | CPU reading (truth {CPU:.0%}) | threads (truth {truth_threads}) | FDs (truth {ready['fds']}) |")
+    print("|---|---:|---:|---:|---:|---:|---:|")
+    for label, cpu_s, wall, f in rows:
+        n = max(f["samples"], 1)
+        reading = "–" if f["cpu"] is None else f"{f['cpu']:.1f} %"
+        drift = f" (interval drifts {f['drift_ms']:.0f} ms/sample)" if f.get("drift_ms") else ""
+        print(f"| {label}{drift} | {f['samples']} | {1000 * cpu_s / n:.3f} | {100 * cpu_s / wall:.2f} | "
+              f"{reading} | {f['threads'] if f['threads'] is not None else '–'} | "
+              f"{f['fds'] if f['fds'] is not None else '–'} |")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,258 @@
+//! The slow collectors, on a thread of their own so that the fast ticks keep their schedule.
+//!
+//! Classifying 10,000 FDs takes about 40 ms, reading `net/tcp` a few ms whatever the number of
+//! sockets (the kernel walks the whole TCP hash table), summing context switches a `status` read
+//! per thread. Run inline, one such pass would make a 10 ms sampler miss several ticks. Here the
+//! sampler tells this thread which processes it watches ([`SlowCollector::watch`]); the thread
+//! measures them at most every `slow_interval`, and less often if a pass would use more than
+//! `slow_budget` of a core (after a pass costing `c`, the next waits at least `c / budget`), and
+//! posts the results, which the sampler attaches to its next sample. It also scans every
+//! process's parent to find members of the tree that the per-tick `children` files miss.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::Duration;
+
+use crate::clock::{mono_ns, thread_cpu_ns};
+use crate::collect::{self, ProcRoot, Watched};
+use crate::sample::{FdKinds, TcpSockets};
+
+/// A process, by PID and start time.
+pub type Identity = (i32, u64);
+
+/// The costly figures of one process.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SlowFigures {
+    pub peak_rss_bytes: Option<u64>,
+    pub switches: Option<(u64, u64)>,
+    pub fd_limits: (Option<u64>, Option<u64>),
+    pub fd_kinds: Option<FdKinds>,
+    pub tcp: Option<TcpSockets>,
+    pub pss_uss: Option<(u64, u64)>,
+}
+
+/// What one slow pass found.
+#[derive(Debug, Default)]
+pub struct SlowResults {
+    pub figures: HashMap<Identity, SlowFigures>,
+    /// Every descendant of the root, from the full scan of parents (when watching a tree).
+    pub tree: Vec<i32>,
+    /// CPU time the pass took.
+    pub cpu_ns: u64,
+}
+
+/// How the slow collectors work.
+#[derive(Debug, Clone)]
+pub struct SlowConfig {
+    pub root: ProcRoot,
+    pub tree: bool,
+    pub pss: bool,
+    pub interval: Duration,
+    /// Share of one core, e.g. 0.005.
+    pub budget: f64,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    root: Option<i32>,
+    targets: Vec<Identity>,
+    /// Measure at once (a new target).
+    now: bool,
+    stop: bool,
+    results: Option<SlowResults>,
+}
+
+#[derive(Debug, Default)]
+struct Shared {
+    state: Mutex<State>,
+    wake: Condvar,
+}
+
+impl Shared {
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// The slow collectors' thread; stopped when dropped.
+#[derive(Debug)]
+pub struct SlowCollector {
+    shared: Arc<Shared>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl SlowCollector {
+    pub fn start(config: SlowConfig) -> std::io::Result<Self> {
+        let shared = Arc::new(Shared::default());
+        let thread = std::thread::Builder::new()
+            .name("slow-collectors".into())
+            .spawn({
+                let shared = shared.clone();
+                move || run(config, &shared)
+            })?;
+        Ok(SlowCollector {
+            shared,
+            thread: Some(thread),
+        })
+    }
+
+    /// The processes to measure from now on; `now` asks for a pass at once.
+    pub fn watch(&self, root: Option<i32>, targets: Vec<Identity>, now: bool) {
+        let mut state = self.shared.lock();
+        if state.root != root || state.targets != targets || now {
+            state.root = root;
+            state.targets = targets;
+            state.now |= now;
+            self.shared.wake.notify_one();
+        }
+    }
+
+    /// The results of the last pass, if one finished since the last call.
+    pub fn take(&self) -> Option<SlowResults> {
+        self.shared.lock().results.take()
+    }
+}
+
+impl Drop for SlowCollector {
+    fn drop(&mut self) {
+        self.shared.lock().stop = true;
+        self.shared.wake.notify_one();
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+fn run(config: SlowConfig, shared: &Shared) {
+    let mut handles: HashMap<Identity, Watched> = HashMap::new();
+    let mut next = 0u64;
+    loop {
+        let (root, targets) = {
+            let mut state = shared.lock();
+            loop {
+                if state.stop {
+                    return;
+                }
+                let due = state.now || (!state.targets.is_empty() && mono_ns() >= next);
+                if due {
+                    break;
+                }
+                let wait = if state.targets.is_empty() {
+                    Duration::from_secs(1)
+                } else {
+                    Duration::from_nanos(next.saturating_sub(mono_ns()))
+                };
+                state = shared
+                    .wake
+                    .wait_timeout(state, wait)
+                    .map(|(s, _)| s)
+                    .unwrap_or_else(|e| e.into_inner().0);
+            }
+            state.now = false;
+            (state.root, state.targets.clone())
+        };
+        let started = thread_cpu_ns();
+        let wanted: HashSet<Identity> = targets.iter().copied().collect();
+        handles.retain(|id, _| wanted.contains(id));
+        let mut results = SlowResults::default();
+        for &(pid, start) in &targets {
+            let handle = match handles.get(&(pid, start)) {
+                Some(h) => h,
+                None => match Watched::open(&config.root, pid) {
+                    Ok(h) if h.start_ticks == start => handles.entry((pid, start)).or_insert(h),
+                    _ => continue,
+                },
+            };
+            results
+                .figures
+                .insert((pid, start), measure(handle, &config));
+        }
+        if config.tree {
+            if let Some(root) = root {
+                results.tree = descendants(&collect::parents(&config.root), root);
+            }
+        }
+        results.cpu_ns = thread_cpu_ns().saturating_sub(started);
+        let wait = (results.cpu_ns as f64 / config.budget.max(1e-6)) as u64;
+        next = mono_ns() + wait.max(config.interval.as_nanos() as u64);
+        shared.lock().results = Some(results);
+    }
+}
+
+fn measure(handle: &Watched, config: &SlowConfig) -> SlowFigures {
+    let (peak_rss_bytes, switches) = handle.peak_rss_and_switches(&config.root);
+    let (fd_kinds, tcp) = match handle.fd_kinds() {
+        Some((kinds, sockets)) => (Some(kinds), handle.tcp(&config.root, &sockets)),
+        None => (None, None),
+    };
+    SlowFigures {
+        peak_rss_bytes,
+        switches,
+        fd_limits: handle.fd_limits(),
+        fd_kinds,
+        tcp,
+        pss_uss: if config.pss { handle.pss_uss() } else { None },
+    }
+}
+
+/// The processes below `root`, given every process's parent.
+fn descendants(parents: &HashMap<i32, i32>, root: i32) -> Vec<i32> {
+    let mut children: HashMap<i32, Vec<i32>> = HashMap::new();
+    for (&pid, &parent) in parents {
+        children.entry(parent).or_default().push(pid);
+    }
+    let mut out = Vec::new();
+    let mut stack = vec![root];
+    while let Some(pid) = stack.pop() {
+        for &child in children.get(&pid).into_iter().flatten() {
+            if child != root && !out.contains(&child) {
+                out.push(child);
+                stack.push(child);
+            }
+        }
+    }
+    out.sort_unstable();
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn descendants_are_found_at_any_depth() {
+        let parents = HashMap::from([(10, 1), (11, 10), (12, 11), (13, 10), (20, 1)]);
+        assert_eq!(descendants(&parents, 10), vec![11, 12, 13]);
+        assert_eq!(descendants(&parents, 20), Vec::<i32>::new());
+    }
+
+    #[test]
+    fn a_pass_measures_the_targets_and_respects_the_schedule() {
+        let me = std::process::id() as i32;
+        let root = ProcRoot::default();
+        let start = Watched::open(&root, me).unwrap().start_ticks;
+        let slow = SlowCollector::start(SlowConfig {
+            root,
+            tree: true,
+            pss: false,
+            interval: Duration::from_secs(3600),
+            budget: 0.005,
+        })
+        .unwrap();
+        slow.watch(Some(me), vec![(me, start)], true);
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        let results = loop {
+            if let Some(r) = slow.take() {
+                break r;
+            }
+            assert!(std::time::Instant::now() < deadline, "no slow pass");
+            std::thread::sleep(Duration::from_millis(5));
+        };
+        let mine = &results.figures[&(me, start)];
+        assert!(mine.fd_kinds.is_some() && mine.peak_rss_bytes.is_some());
+        assert!(results.cpu_ns > 0);
+        // The next pass is an hour away.
+        std::thread::sleep(Duration::from_millis(100));
+        assert!(slow.take().is_none());
+    }
+}
