@@ -21,8 +21,8 @@ use crate::recorder::{Timing, WorkerMessage};
 use crate::request::RequestMix;
 use crate::schedule::Schedule;
 use crate::shutdown::Shutdown;
-use crate::stats::IntervalStats;
 use crate::worker::{self, RunShared, WorkerLoad};
+use store::model::IntervalStats;
 
 /// Open or closed loop, and when it ends.
 #[derive(Debug, Clone)]
@@ -170,6 +170,28 @@ pub struct RunOutcome {
     pub peak_rss_bytes: Option<u64>,
     /// Things that went wrong on the side (a sink that failed, a worker that could not start).
     pub warnings: Vec<String>,
+}
+
+/// The end-of-run summary of `plan`'s run.
+pub fn summarize(plan: &AttackPlan, run: &RunOutcome) -> store::summary::Summary {
+    store::summary::Summary::new(&store::summary::RunFacts {
+        target: plan.describe_target(),
+        load: plan.describe_load(),
+        open_loop: plan.is_open_loop(),
+        h2: plan.h2,
+        threads: plan.threads,
+        max_connections: plan.max_connections,
+        batch: plan.batch,
+        started: run.anchor.wall,
+        interval: run.interval,
+        totals: &run.totals,
+        attack: run.attack_duration(),
+        wait: run.wait_duration(),
+        cpu: run.cpu,
+        peak_rss_bytes: run.peak_rss_bytes,
+        stopped: run.stopped.clone(),
+        notes: run.warnings.clone(),
+    })
 }
 
 impl RunOutcome {
@@ -370,9 +392,9 @@ impl RunState<'_> {
             if stats.sent > 0 && p99 > max {
                 self.shutdown.stop(&format!(
                     "the generator fell behind: p99 send lateness {} in the interval at {}s, over --max-lateness {}",
-                    crate::summary::format_ns(p99),
+                    store::summary::format_ns(p99),
                     span.start.as_secs(),
-                    crate::summary::format_ns(max),
+                    store::summary::format_ns(max),
                 ));
             }
         }

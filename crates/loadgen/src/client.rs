@@ -33,7 +33,7 @@ use tokio_util::either::Either;
 use crate::clock::{self, Nanos};
 use crate::recorder::Exchange;
 use crate::request::Origin;
-use crate::stats::ErrorKind;
+use store::model::ErrorKind;
 
 /// A plain or TLS stream.
 pub type Stream = Either<TcpStream, TlsStream<TcpStream>>;

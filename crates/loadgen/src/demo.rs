@@ -16,9 +16,9 @@ use crate::error::Error;
 use crate::request::{RequestMix, RequestOptions, RequestSpec};
 use crate::schedule::Schedule;
 use crate::shutdown::Shutdown;
-use crate::summary::{format_duration, format_ns, Summary};
 use crate::target::{Stall, TargetConfig, TargetServer};
 use crate::{execute, print_summary, RunEnd};
+use store::summary::{format_duration, format_ns, Summary};
 
 /// Runs the demo: starts the target, attacks it, prints what it shows.
 pub async fn run(args: &DemoArgs, shutdown: &Shutdown) -> Result<RunEnd, Error> {

@@ -11,9 +11,10 @@
 //! - `worker`: one thread's pacer (or closed-loop clients) and connection pool.
 //! - [`timer`]: sleeping to a deadline with microsecond precision (timerfd).
 //! - [`client`]: connections (TCP, TLS, HTTP/1.1, HTTP/2) and one exchange at a time.
-//! - [`recorder`], [`stats`]: per-thread, per-interval counters and HdrHistograms.
-//! - [`summary`]: the end-of-run report, text or JSON; [`hdrlog`]: the HdrHistogram interval
-//!   log; [`progress`]: the live line on a terminal.
+//! - [`recorder`]: per-thread, per-interval counters and HdrHistograms (the model is the
+//!   `store` crate's).
+//! - [`hdrlog`]: the HdrHistogram interval log as the run goes; [`progress`]: the live line on a
+//!   terminal. The end-of-run summary is `store::summary`'s.
 //! - [`shutdown`]: stopping a run early without losing what it recorded.
 //! - [`target`], [`demo`]: the built-in target and `loadgen demo`.
 //! - [`clock`]: the one monotonic clock everything is timed with.
@@ -30,8 +31,6 @@ pub mod recorder;
 pub mod request;
 pub mod schedule;
 pub mod shutdown;
-pub mod stats;
-pub mod summary;
 pub mod target;
 pub mod template;
 pub mod timer;
@@ -43,7 +42,7 @@ pub use attack::{attack, AttackPlan, IntervalSink, Load, RunOutcome, Span};
 pub use cli::{Cli, Command, OutputArgs, OutputFormat};
 pub use error::Error;
 pub use shutdown::Shutdown;
-pub use summary::Summary;
+pub use store::summary::Summary;
 
 use crate::hdrlog::HdrLogSink;
 use crate::progress::Progress;
@@ -136,7 +135,7 @@ pub async fn execute(
     if let Some(p) = &progress {
         p.clear();
     }
-    Ok(Summary::new(plan, &outcome?))
+    Ok(attack::summarize(plan, &outcome?))
 }
 
 /// Prints the summary on standard output.

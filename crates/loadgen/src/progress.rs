@@ -9,8 +9,8 @@ use std::time::Duration;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use crate::attack::{IntervalSink, Span};
-use crate::stats::{ErrorKind, IntervalStats};
-use crate::summary::format_ns;
+use store::model::{ErrorKind, IntervalStats};
+use store::summary::format_ns;
 
 /// The live line. Implements [`IntervalSink`] so the attack feeds it like any other.
 #[derive(Debug)]

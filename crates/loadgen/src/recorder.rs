@@ -12,7 +12,7 @@ use std::time::Duration;
 use tokio::sync::mpsc::UnboundedSender;
 
 use crate::clock::Nanos;
-use crate::stats::{ErrorKind, IntervalStats};
+use store::model::{ErrorKind, IntervalStats};
 
 /// What worker threads tell the aggregator.
 #[derive(Debug)]

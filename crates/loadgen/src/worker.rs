@@ -40,8 +40,8 @@ use crate::recorder::{Recorder, WorkerMessage};
 use crate::request::RequestMix;
 use crate::schedule::Schedule;
 use crate::shutdown::{Shutdown, Stop};
-use crate::stats::ErrorKind;
 use crate::timer::{precise_thread, PreciseTimer};
+use store::model::ErrorKind;
 
 /// The shape of the load, shared by all workers.
 #[derive(Debug)]

@@ -149,7 +149,7 @@ fn ctrl_c_stops_sending_and_still_reports_everything() {
         .requests
         .load(std::sync::atomic::Ordering::Relaxed);
     assert_eq!(served, total, "every request sent is in the summary");
-    let logged = loadgen::hdrlog::read_log(&std::fs::read(&log).unwrap()).unwrap();
+    let logged = store::hdrlog::read_log(&std::fs::read(&log).unwrap()).unwrap();
     let corrected: u64 = logged
         .iter()
         .filter(|h| h.tag.as_deref() == Some("corrected"))

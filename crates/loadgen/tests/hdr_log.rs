@@ -9,9 +9,10 @@ use std::process::Command;
 use common::{exclusive, plan, run_with};
 use hdrhistogram::Histogram;
 use loadgen::attack::IntervalSink;
-use loadgen::hdrlog::{read_log, HdrLogSink};
+use loadgen::hdrlog::HdrLogSink;
 use loadgen::target::{Stall, TargetConfig, TargetServer};
 use loadgen::Shutdown;
+use store::hdrlog::read_log;
 
 /// A run against a freezing target (so percentiles spread out), logged to a file.
 fn logged_run(dir: &std::path::Path) -> (std::path::PathBuf, loadgen::RunOutcome) {
@@ -59,7 +60,7 @@ fn the_log_reads_back_into_the_run_totals() {
         ("service", &outcome.totals.service),
         ("lateness", &outcome.totals.lateness),
     ] {
-        let mut merged: Histogram<u64> = loadgen::stats::new_histogram(1_000_000_000);
+        let mut merged: Histogram<u64> = store::model::new_histogram(1_000_000_000);
         let parts: Vec<_> = logged
             .iter()
             .filter(|h| h.tag.as_deref() == Some(tag))

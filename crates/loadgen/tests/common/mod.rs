@@ -45,7 +45,7 @@ pub fn run_with(
         .build()
         .unwrap();
     let outcome = rt.block_on(attack(plan, shutdown, sinks)).unwrap();
-    (Summary::new(plan, &outcome), outcome)
+    (loadgen::attack::summarize(plan, &outcome), outcome)
 }
 
 /// A port on which nothing listens.

@@ -10,12 +10,44 @@
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use hdrhistogram::Histogram;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
-use crate::attack::{AttackPlan, RunOutcome};
+use crate::model::{ErrorKind, IntervalStats};
+
+/// What a summary is made from: how the run was set up, what it recorded, and how it went.
+/// loadgen fills it in at the end of a run; the report from a stored run.
+#[derive(Debug, Clone)]
+pub struct RunFacts<'a> {
+    /// The request(s), e.g. `POST http://127.0.0.1:8080/users`.
+    pub target: String,
+    /// e.g. `open loop, constant 2000 req/s for 30s`.
+    pub load: String,
+    pub open_loop: bool,
+    pub h2: bool,
+    pub threads: usize,
+    /// Open loop: the connection cap (named in the warning when it held sends back).
+    pub max_connections: usize,
+    /// Open loop: the batching window, if any (lateness within it is intended).
+    pub batch: Duration,
+    /// Wall-clock time of the run's time zero.
+    pub started: SystemTime,
+    pub interval: Duration,
+    pub totals: &'a IntervalStats,
+    /// From time zero to the last request sent.
+    pub attack: Duration,
+    /// From the last request sent to the last response.
+    pub wait: Duration,
+    /// CPU time of the generator.
+    pub cpu: Duration,
+    pub peak_rss_bytes: Option<u64>,
+    /// Why the run stopped early, if it did.
+    pub stopped: Option<String>,
+    /// Other things that went wrong on the side, worded for the user.
+    pub notes: Vec<String>,
+}
 
 /// Identifies this JSON layout; bumped when a field changes meaning or goes away.
 pub const SCHEMA: &str = "showdown.loadgen.summary/1";
@@ -24,7 +56,7 @@ pub const SCHEMA: &str = "showdown.loadgen.summary/1";
 pub const LATENESS_LIMIT_NS: u64 = 1_000_000;
 
 /// Percentiles of one histogram, in nanoseconds.
-#[derive(Debug, Clone, Copy, Serialize, PartialEq)]
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq)]
 pub struct LatencyStats {
     pub count: u64,
     pub min_ns: u64,
@@ -89,7 +121,7 @@ impl LatencyStats {
     }
 }
 
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct RequestFigures {
     /// Requests issued by the schedule (closed loop: started).
     pub total: u64,
@@ -107,7 +139,7 @@ pub struct RequestFigures {
     pub success_ratio: f64,
 }
 
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct DurationFigures {
     /// attack + wait.
     pub total_s: f64,
@@ -117,7 +149,7 @@ pub struct DurationFigures {
     pub wait_s: f64,
 }
 
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Latencies {
     /// Completion − intended send time.
     pub corrected: LatencyStats,
@@ -127,7 +159,7 @@ pub struct Latencies {
     pub first_byte: LatencyStats,
 }
 
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct ByteFigures {
     pub in_total: u64,
     pub in_mean: f64,
@@ -135,7 +167,7 @@ pub struct ByteFigures {
     pub out_mean: f64,
 }
 
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct GeneratorFigures {
     /// Actual − intended send time, over all requests sent.
     pub lateness: LatencyStats,
@@ -158,17 +190,17 @@ pub struct GeneratorFigures {
     pub peak_rss_bytes: Option<u64>,
 }
 
-/// The whole summary. Serialized as is for `--output json`.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+/// The whole summary. Serialized as is for `--output json`, and stored with each run.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Summary {
-    pub schema: &'static str,
+    pub schema: String,
     pub tool: String,
     /// The request(s), e.g. `POST http://127.0.0.1:8080/users`.
     pub target: String,
     /// e.g. `open loop, constant 2000 req/s for 30s`.
     pub load: String,
     pub open_loop: bool,
-    pub protocol: &'static str,
+    pub protocol: String,
     /// Wall-clock time of the first request's intended send time (RFC 3339).
     pub started_at: String,
     pub interval_s: f64,
@@ -194,26 +226,26 @@ fn ratio(a: f64, b: f64) -> f64 {
 }
 
 impl Summary {
-    pub fn new(plan: &AttackPlan, run: &RunOutcome) -> Self {
-        let t = &run.totals;
-        let attack = run.attack_duration().as_secs_f64();
-        let wait = run.wait_duration().as_secs_f64();
+    pub fn new(facts: &RunFacts<'_>) -> Self {
+        let t = facts.totals;
+        let attack = facts.attack.as_secs_f64();
+        let wait = facts.wait.as_secs_f64();
         let lateness = LatencyStats::of(&t.lateness);
-        let open = plan.is_open_loop();
+        let open = facts.open_loop;
         // Batching makes requests up to one window late on purpose: only lateness beyond that
         // is the generator falling behind.
-        let limit = LATENESS_LIMIT_NS + crate::clock::nanos(plan.batch);
+        let limit = LATENESS_LIMIT_NS + nanos(facts.batch);
         let behind = open && (lateness.p99_ns > limit || t.sent_late_beyond_interval > 0);
-        let cpu_s = run.cpu.as_secs_f64();
+        let cpu_s = facts.cpu.as_secs_f64();
         let mut summary = Summary {
-            schema: SCHEMA,
+            schema: SCHEMA.into(),
             tool: concat!("showdown-loadgen ", env!("CARGO_PKG_VERSION")).into(),
-            target: plan.describe_target(),
-            load: plan.describe_load(),
+            target: facts.target.clone(),
+            load: facts.load.clone(),
             open_loop: open,
-            protocol: if plan.h2 { "h2" } else { "http/1.1" },
-            started_at: humantime::format_rfc3339_millis(run.anchor.wall).to_string(),
-            interval_s: run.interval.as_secs_f64(),
+            protocol: if facts.h2 { "h2" } else { "http/1.1" }.into(),
+            started_at: humantime::format_rfc3339_millis(facts.started).to_string(),
+            interval_s: facts.interval.as_secs_f64(),
             requests: RequestFigures {
                 total: t.requests,
                 sent: t.sent,
@@ -258,19 +290,19 @@ impl Summary {
                 connections_opened: t.connections_opened,
                 peak_connections: t.connections_open,
                 peak_in_flight: t.in_flight,
-                threads: plan.threads,
+                threads: facts.threads,
                 cpu_s,
                 cpu_per_request_us: ratio(cpu_s * 1e6, t.requests as f64),
-                peak_rss_bytes: run.peak_rss_bytes,
+                peak_rss_bytes: facts.peak_rss_bytes,
             },
-            stopped: run.stopped.clone(),
+            stopped: facts.stopped.clone(),
             warnings: Vec::new(),
         };
-        summary.warnings = summary.compute_warnings(plan, run);
+        summary.warnings = summary.compute_warnings(facts);
         summary
     }
 
-    fn compute_warnings(&self, plan: &AttackPlan, run: &RunOutcome) -> Vec<String> {
+    fn compute_warnings(&self, facts: &RunFacts<'_>) -> Vec<String> {
         let mut out = Vec::new();
         let g = &self.generator;
         if let Some(reason) = &self.stopped {
@@ -283,14 +315,14 @@ impl Summary {
                 "BEHIND SCHEDULE: p99 send lateness {} (limit {}), {} requests sent after their interval had ended. \
                  Corrected latencies still count from the intended send times, but the server received less load than scheduled.",
                 format_ns(g.lateness.p99_ns),
-                format_ns(LATENESS_LIMIT_NS + crate::clock::nanos(plan.batch)),
+                format_ns(LATENESS_LIMIT_NS + nanos(facts.batch)),
                 g.sent_late_beyond_interval,
             );
             if g.waited_for_connection > 0 {
                 let _ = write!(
                     text,
                     " {} requests waited for a free connection: the pool was held at --max-connections {}; raise it to send on time.",
-                    g.waited_for_connection, plan.max_connections
+                    g.waited_for_connection, facts.max_connections
                 );
             } else {
                 text.push_str(
@@ -307,15 +339,13 @@ impl Summary {
                     .into(),
             );
         }
-        let cancelled = run.totals.errors.get(crate::stats::ErrorKind::Cancelled);
+        let cancelled = facts.totals.errors.get(ErrorKind::Cancelled);
         if cancelled > 0 {
             out.push(format!(
                 "{cancelled} requests were still in flight when the run ended; they are counted as errors of kind cancelled."
             ));
         }
-        for w in &run.warnings {
-            out.push(w.clone());
-        }
+        out.extend(facts.notes.iter().cloned());
         out
     }
 
@@ -486,7 +516,12 @@ fn format_secs(s: f64) -> String {
 
 /// A `Duration` in the same short form.
 pub fn format_duration(d: Duration) -> String {
-    format_ns(crate::clock::nanos(d))
+    format_ns(nanos(d))
+}
+
+/// Whole nanoseconds of a duration, saturating.
+pub fn nanos(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
 }
 
 #[cfg(test)]
@@ -505,7 +540,7 @@ mod tests {
 
     #[test]
     fn latency_stats_read_the_histogram() {
-        let mut h = crate::stats::new_histogram(1_000_000_000);
+        let mut h = crate::model::new_histogram(1_000_000_000);
         for v in 1..=1000u64 {
             h.record(v * 1_000).unwrap();
         }
@@ -515,7 +550,7 @@ mod tests {
         assert!((s.p99_ns as f64 - 990_000.0).abs() < 1_000.0);
         assert!((s.mean_ns as f64 - 500_500.0).abs() < 1_000.0);
         assert_eq!(
-            LatencyStats::of(&crate::stats::new_histogram(1_000)).row(),
+            LatencyStats::of(&crate::model::new_histogram(1_000)).row(),
             "no requests"
         );
     }
