@@ -197,7 +197,10 @@ mod tests {
         assert_eq!(back[1].histogram.len(), 3);
         let line = String::from_utf8(text).unwrap();
         // The max column is the top of the max value's bucket (3 significant digits), in ms.
-        assert!(line.contains("Tag=corrected,0.000,1.000,3001.025,"), "{line}");
+        assert!(
+            line.contains("Tag=corrected,0.000,1.000,3001.025,"),
+            "{line}"
+        );
     }
 
     #[test]

@@ -1,12 +1,31 @@
 //! `store`: Showdown's run model and its storage.
 //!
+//! A run is the load (per-interval counters and HdrHistograms), the probe samples and events
+//! of the hosts it watched, on one timeline, and everything needed to reproduce it. loadgen
+//! writes runs; the report reads them; neither depends on the other.
+//!
 //! Modules:
 //!
-//! - [`model`]: what a run records per interval (counters and HdrHistograms) and how intervals
-//!   add up, across threads, intervals and gun hosts.
+//! - [`model`]: what a run records per interval and how intervals add up, across threads,
+//!   intervals and gun hosts.
+//! - [`run`]: a run's identity and setup, and a run as read back.
+//! - [`db`]: the database (SQLite by default, or Postgres; one schema and one code path), its
+//!   migrations, and reading runs.
+//! - [`writer`]: writing a run as it goes, in batches, off the hot path.
+//! - [`group`]: several gun hosts' shards of one run, merged exactly.
+//! - [`export`]: a run as an HdrHistogram interval log, CSV or JSON.
 //! - [`summary`]: the end-of-run figures (Vegeta-style text, or JSON) from a run's totals.
 //! - [`hdrlog`]: HdrHistogram interval logs, and histograms in HdrHistogram's own format.
 
+pub mod db;
+pub mod export;
+pub mod group;
 pub mod hdrlog;
 pub mod model;
+pub mod run;
 pub mod summary;
+pub mod writer;
+
+pub use db::{Store, StoreError, DEFAULT_URL};
+pub use run::{RunFilter, RunMeta, RunStatus, StoredRun};
+pub use writer::{Finish, RunWriter, WriteReport};

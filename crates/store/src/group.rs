@@ -1,0 +1,151 @@
+//! Several gun hosts, one experiment: shards of a run group, merged.
+//!
+//! Each gun host runs `loadgen attack --run-group NAME --shard i/N --start-at TIME`: the same
+//! schedule from the same wall-clock time zero, shard `i` sending requests `i, i+N, i+2N…`.
+//! Each writes its own run. Reading the group adds the shards' intervals index by index:
+//! counters add and HdrHistograms add exactly, so the merged percentiles are those of all the
+//! requests together. Probe data is kept once per probe (every shard may have subscribed to the
+//! same probe).
+
+use std::collections::BTreeMap;
+use std::time::{Duration, UNIX_EPOCH};
+
+use crate::db::{Store, StoreError};
+use crate::model::IntervalStats;
+use crate::run::{RunStatus, Shard, StoredInterval, StoredRun};
+use crate::summary::{RunFacts, Summary};
+
+/// Reads every shard of `group` and merges them into one run.
+pub async fn load_group(store: &Store, group: &str) -> Result<StoredRun, StoreError> {
+    let mut runs = Vec::new();
+    for id in store.group_members(group).await? {
+        runs.push(store.load_run(&id).await?);
+    }
+    Ok(merge(group, runs))
+}
+
+/// Merges shards (at least one) into one run named after the group.
+pub fn merge(group: &str, runs: Vec<StoredRun>) -> StoredRun {
+    let count = runs.len() as u32;
+    let mut runs = runs.into_iter();
+    let Some(mut merged) = runs.next() else {
+        return empty(group);
+    };
+    let mut shard_summaries: Vec<Option<Summary>> = vec![merged.summary.take()];
+    let mut by_index: BTreeMap<u64, StoredInterval> = merged
+        .intervals
+        .drain(..)
+        .map(|i| (i.stats.index, i))
+        .collect();
+    let timeout = merged.meta.config.timeout_ns;
+    for (n, run) in runs.enumerate() {
+        for interval in run.intervals {
+            match by_index.get_mut(&interval.stats.index) {
+                Some(known) => {
+                    known.stats.merge(&interval.stats);
+                    known.length_ns = known.length_ns.max(interval.length_ns);
+                }
+                None => {
+                    by_index.insert(interval.stats.index, interval);
+                }
+            }
+        }
+        for probe in run.probes {
+            let seen = merged.probes.iter().any(|p| {
+                p.meta.address == probe.meta.address
+                    && p.meta.host.hostname == probe.meta.host.hostname
+            });
+            if !seen {
+                let mut probe = probe;
+                probe.meta.index = merged.probes.len() as u32;
+                merged.probes.push(probe);
+            }
+        }
+        merged.status = worst(merged.status, run.status);
+        merged.stop_reason = merged.stop_reason.or(run.stop_reason);
+        merged.ended_at_ns = merged.ended_at_ns.max(run.ended_at_ns);
+        merged.meta.config.threads += run.meta.config.threads;
+        merged.warnings.extend(
+            run.warnings
+                .into_iter()
+                .map(|w| format!("shard {}: {w}", n + 1)),
+        );
+        shard_summaries.push(run.summary);
+    }
+    merged.intervals = by_index.into_values().collect();
+    merged.meta.name = group.to_string();
+    merged.meta.id = group.to_string();
+    merged.meta.shard = Some(Shard {
+        group: group.to_string(),
+        index: 0,
+        count,
+    });
+    let mut totals = IntervalStats::new(0, timeout);
+    for i in &merged.intervals {
+        totals.accumulate(&i.stats);
+    }
+    let secs = |f: fn(&Summary) -> f64| shard_summaries.iter().flatten().map(f).fold(0.0, f64::max);
+    let summary = Summary::new(&RunFacts {
+        target: merged.meta.config.target.clone(),
+        load: merged.meta.config.load.clone(),
+        open_loop: merged.meta.config.open_loop,
+        h2: merged.meta.config.h2,
+        threads: merged.meta.config.threads,
+        max_connections: merged.meta.config.max_connections,
+        batch: Duration::from_nanos(merged.meta.config.batch_ns),
+        started: UNIX_EPOCH + Duration::from_nanos(merged.meta.started_at_ns.max(0) as u64),
+        interval: Duration::from_nanos(merged.meta.interval_ns),
+        totals: &totals,
+        attack: Duration::from_secs_f64(secs(|s| s.duration.attack_s)),
+        wait: Duration::from_secs_f64(secs(|s| s.duration.wait_s)),
+        cpu: Duration::from_secs_f64(
+            shard_summaries
+                .iter()
+                .flatten()
+                .map(|s| s.generator.cpu_s)
+                .sum(),
+        ),
+        peak_rss_bytes: shard_summaries
+            .iter()
+            .flatten()
+            .filter_map(|s| s.generator.peak_rss_bytes)
+            .max(),
+        stopped: merged.stop_reason.clone(),
+        notes: merged.warnings.clone(),
+    });
+    merged.summary = Some(summary);
+    merged
+}
+
+fn worst(a: RunStatus, b: RunStatus) -> RunStatus {
+    use RunStatus::*;
+    match (a, b) {
+        (Incomplete, _) | (_, Incomplete) => Incomplete,
+        (Running, _) | (_, Running) => Running,
+        _ => Complete,
+    }
+}
+
+fn empty(group: &str) -> StoredRun {
+    StoredRun {
+        meta: crate::run::RunMeta {
+            id: group.to_string(),
+            name: group.to_string(),
+            experiment: None,
+            labels: Default::default(),
+            shard: None,
+            tool_version: String::new(),
+            started_at_ns: 0,
+            interval_ns: 1_000_000_000,
+            config: Default::default(),
+            gun_host: Default::default(),
+        },
+        status: RunStatus::Running,
+        stop_reason: None,
+        ended_at_ns: None,
+        summary: None,
+        warnings: Vec::new(),
+        intervals: Vec::new(),
+        probes: Vec::new(),
+    }
+}

@@ -1,0 +1,196 @@
+//! What identifies a run and how it was set up, and what was read back.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::model::IntervalStats;
+use crate::summary::Summary;
+
+/// How the attack was configured: the fields the report uses, and the rest as loadgen states it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct RunConfig {
+    /// The request(s), e.g. `POST http://10.0.1.5:8080/users`.
+    pub target: String,
+    /// e.g. `open loop, constant 2000 req/s for 30s`.
+    pub load: String,
+    pub open_loop: bool,
+    pub h2: bool,
+    pub threads: usize,
+    pub max_connections: usize,
+    pub batch_ns: u64,
+    pub timeout_ns: u64,
+    /// The command line that ran it.
+    pub command_line: Vec<String>,
+    /// Everything else about the attack (requests, schedule, flags), as loadgen describes it.
+    pub details: serde_json::Value,
+}
+
+/// Facts about a host that matter to a benchmark.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct HostFacts {
+    pub hostname: String,
+    pub kernel: String,
+    pub cpus: u64,
+    pub mem_total_bytes: u64,
+    pub fd_limit_soft: Option<u64>,
+    pub fd_limit_hard: Option<u64>,
+}
+
+/// One of several gun hosts running one experiment together.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Shard {
+    /// The run group: the shards' common name.
+    pub group: String,
+    pub index: u32,
+    pub count: u32,
+}
+
+/// A run's identity and setup, written when it starts.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunMeta {
+    pub id: String,
+    pub name: String,
+    pub experiment: Option<String>,
+    pub labels: BTreeMap<String, String>,
+    pub shard: Option<Shard>,
+    pub tool_version: String,
+    /// Wall-clock time of time zero (request 0's intended send time), Unix nanoseconds.
+    pub started_at_ns: i64,
+    pub interval_ns: u64,
+    pub config: RunConfig,
+    pub gun_host: HostFacts,
+}
+
+impl RunMeta {
+    /// A new run id: a UUID v7, so that ids sort by creation time.
+    pub fn new_id() -> String {
+        uuid::Uuid::now_v7().to_string()
+    }
+}
+
+/// Where a run is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunStatus {
+    /// Started and not finished: still going, or killed before it could say.
+    Running,
+    /// Ran to its end.
+    Complete,
+    /// Stopped early (Ctrl-C, --max-lateness, a failure); everything recorded until then is kept.
+    Incomplete,
+}
+
+impl RunStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RunStatus::Running => "running",
+            RunStatus::Complete => "complete",
+            RunStatus::Incomplete => "incomplete",
+        }
+    }
+
+    pub fn parse(text: &str) -> Self {
+        match text {
+            "complete" => RunStatus::Complete,
+            "incomplete" => RunStatus::Incomplete,
+            _ => RunStatus::Running,
+        }
+    }
+}
+
+/// The alignment of a probe's clock with the gun's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ClockAlignment {
+    /// Probe monotonic clock minus the gun's, ns.
+    pub offset_ns: i64,
+    /// How far off `offset_ns` may be: half the shortest ping round trip, ns.
+    pub uncertainty_ns: u64,
+    /// Probe wall clock minus the gun's, ns.
+    pub wall_offset_ns: i64,
+}
+
+/// A probe a run subscribed to.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ProbeMeta {
+    pub index: u32,
+    pub address: String,
+    pub host: probe::sample::HostInfo,
+    pub clock: Option<ClockAlignment>,
+}
+
+/// One interval as stored.
+#[derive(Debug, Clone)]
+pub struct StoredInterval {
+    /// Offset of the interval's start from time zero, ns.
+    pub start_ns: i64,
+    pub length_ns: i64,
+    pub stats: IntervalStats,
+}
+
+/// A probe record as stored.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoredRecord {
+    pub seq: u64,
+    /// On the run's timeline: ns from time zero on the gun's clock.
+    pub t_ns: i64,
+    pub record: probe::protocol::Record,
+}
+
+/// Records that should be there and are not.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StoredGap {
+    pub from_seq: u64,
+    /// Inclusive; `None` when the end is unknown (the link never came back).
+    pub to_seq: Option<u64>,
+    pub t_ns: i64,
+    pub reason: String,
+}
+
+/// A probe's part of a run.
+#[derive(Debug, Clone)]
+pub struct StoredProbe {
+    pub meta: ProbeMeta,
+    pub records: Vec<StoredRecord>,
+    pub gaps: Vec<StoredGap>,
+}
+
+/// A run read back: everything it recorded.
+#[derive(Debug, Clone)]
+pub struct StoredRun {
+    pub meta: RunMeta,
+    pub status: RunStatus,
+    pub stop_reason: Option<String>,
+    pub ended_at_ns: Option<i64>,
+    pub summary: Option<Summary>,
+    pub warnings: Vec<String>,
+    pub intervals: Vec<StoredInterval>,
+    pub probes: Vec<StoredProbe>,
+}
+
+/// A run in a list: its identity and headline figures.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RunListing {
+    pub id: String,
+    pub name: String,
+    pub experiment: Option<String>,
+    pub labels: BTreeMap<String, String>,
+    pub shard: Option<Shard>,
+    pub status: RunStatus,
+    pub started_at_ns: i64,
+    pub target: String,
+    pub load: String,
+    pub summary: Option<Summary>,
+    /// The highest RSS and FD count the probes saw (the tree's totals), over all probes.
+    pub peak_rss_bytes: Option<u64>,
+    pub peak_fds: Option<u64>,
+}
+
+/// Which runs to list.
+#[derive(Debug, Clone, Default)]
+pub struct RunFilter {
+    pub experiment: Option<String>,
+    /// Every pair must match.
+    pub labels: BTreeMap<String, String>,
+    pub group: Option<String>,
+}
