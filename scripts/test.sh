@@ -29,5 +29,33 @@ if ! command -v systemd-analyze >/dev/null; then
   apt_install systemd
 fi
 
+# PostgreSQL: one throwaway cluster for the whole run, on a free port; the tests make a database
+# each in it. Stopped and removed on exit.
+pg_bin() {
+  command -v "$1" 2>/dev/null && return
+  ls /usr/lib/postgresql/*/bin/"$1" 2>/dev/null | sort -V | tail -n 1
+}
+if [ -z "${SHOWDOWN_TEST_POSTGRES_URL:-}" ]; then
+  if [ -z "$(pg_bin initdb)" ]; then
+    say "installing PostgreSQL"
+    apt_install postgresql
+  fi
+  initdb=$(pg_bin initdb); pg_ctl=$(pg_bin pg_ctl)
+  pgdir=$(mktemp -d)
+  as_pg=()
+  if [ "$(id -u)" = 0 ]; then
+    id postgres >/dev/null 2>&1 || useradd --system --no-create-home postgres
+    chown postgres: "$pgdir"
+    as_pg=(runuser -u postgres --)
+  fi
+  port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+  say "starting a throwaway PostgreSQL on port $port"
+  "${as_pg[@]}" "$initdb" -D "$pgdir/data" -A trust -U postgres --no-sync -E UTF8 >/dev/null
+  "${as_pg[@]}" "$pg_ctl" -D "$pgdir/data" -l "$pgdir/log" -w start \
+    -o "-p $port -k $pgdir -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200" >/dev/null
+  trap '"${as_pg[@]}" "$pg_ctl" -D "$pgdir/data" -m immediate stop >/dev/null 2>&1; rm -rf "$pgdir"' EXIT
+  export SHOWDOWN_TEST_POSTGRES_URL="postgres://postgres@127.0.0.1:$port/postgres"
+fi
+
 say "cargo test --workspace --release"
 cargo test --workspace --release "$@"

@@ -62,6 +62,10 @@ pub struct AttackPlan {
     /// Open loop: release requests in batches on a grid of this length (zero: each at its own
     /// intended time). Each request may be up to one window late; that lateness is recorded.
     pub batch: Duration,
+    /// This gun's share of a run split across several gun hosts: shard `index` of `count`
+    /// sends requests `index, index + count, …` (open loop), or its share of connections and
+    /// requests (closed loop).
+    pub shard: (u32, u32),
 }
 
 impl AttackPlan {
@@ -115,6 +119,23 @@ impl AttackPlan {
     pub fn is_open_loop(&self) -> bool {
         matches!(self.load, Load::Open { .. })
     }
+
+    /// The attack as the store and the summary describe it (the caller adds the command line
+    /// and anything else it knows).
+    pub fn config(&self) -> store::run::RunConfig {
+        store::run::RunConfig {
+            target: self.describe_target(),
+            load: self.describe_load(),
+            open_loop: self.is_open_loop(),
+            h2: self.h2,
+            threads: self.threads,
+            max_connections: self.max_connections,
+            batch_ns: clock::nanos(self.batch),
+            timeout_ns: clock::nanos(self.timeout),
+            command_line: Vec::new(),
+            details: serde_json::Value::Null,
+        }
+    }
 }
 
 /// Where an interval sits on the run's timeline.
@@ -149,6 +170,13 @@ pub enum AttackError {
     Client(#[from] ClientError),
     #[error("cannot start worker threads: {0}")]
     Threads(io::Error),
+    #[error("--start-at {0}: give a time a few seconds ahead, e.g. --start-at $(date -d '+10 seconds' --rfc-3339=seconds)")]
+    StartAt(String),
+}
+
+/// Part `index` of `total` split into `parts` as evenly as possible.
+fn share(total: u64, parts: u64, index: u64) -> u64 {
+    total / parts + u64::from(index < total % parts)
 }
 
 /// What a finished (or stopped) attack recorded.
@@ -175,13 +203,7 @@ pub struct RunOutcome {
 /// The end-of-run summary of `plan`'s run.
 pub fn summarize(plan: &AttackPlan, run: &RunOutcome) -> store::summary::Summary {
     store::summary::Summary::new(&store::summary::RunFacts {
-        target: plan.describe_target(),
-        load: plan.describe_load(),
-        open_loop: plan.is_open_loop(),
-        h2: plan.h2,
-        threads: plan.threads,
-        max_connections: plan.max_connections,
-        batch: plan.batch,
+        config: &plan.config(),
         started: run.anchor.wall,
         interval: run.interval,
         totals: &run.totals,
@@ -211,11 +233,36 @@ impl RunOutcome {
 }
 
 /// How long after setup the first request is due: lets every worker thread start first.
-const START_DELAY: Duration = Duration::from_millis(20);
+pub const START_DELAY: Duration = Duration::from_millis(50);
 
-/// Runs the attack described by `plan` until its end or until `shutdown` stops it.
+/// Time zero of a run (request 0's intended send time): `START_DELAY` from now, or the
+/// wall-clock time `at` (so that several gun hosts start together), which must be ahead.
+pub fn time_zero(at: Option<SystemTime>) -> Result<Anchor, AttackError> {
+    let now = Anchor::now();
+    let delay = match at {
+        None => START_DELAY,
+        Some(at) => match at.duration_since(now.wall) {
+            Ok(ahead) if ahead <= Duration::from_secs(24 * 3600) => ahead,
+            Ok(_) => return Err(AttackError::StartAt("is more than a day ahead".into())),
+            Err(_) => {
+                return Err(AttackError::StartAt(format!(
+                    "is already past (now is {})",
+                    humantime::format_rfc3339_seconds(now.wall)
+                )))
+            }
+        },
+    };
+    Ok(Anchor {
+        mono: now.mono + clock::nanos(delay),
+        wall: now.wall + delay,
+    })
+}
+
+/// Runs the attack described by `plan` from time zero `anchor` until its end or until
+/// `shutdown` stops it.
 pub async fn attack(
     plan: &AttackPlan,
+    anchor: Anchor,
     shutdown: &Shutdown,
     sinks: &mut [&mut dyn IntervalSink],
 ) -> Result<RunOutcome, AttackError> {
@@ -223,14 +270,7 @@ pub async fn attack(
     let threads = plan.threads.max(1);
     let timeout = clock::nanos(plan.timeout).max(1);
     let interval = clock::nanos(plan.interval).max(1_000_000);
-    let anchor = {
-        let now = Anchor::now();
-        let delay = clock::nanos(START_DELAY);
-        Anchor {
-            mono: now.mono + delay,
-            wall: now.wall + START_DELAY,
-        }
-    };
+    let (shard, shards) = (plan.shard.0 as u64, plan.shard.1.max(1) as u64);
     let load = match &plan.load {
         Load::Open { schedule, requests } => WorkerLoad::Open {
             schedule: schedule.clone(),
@@ -242,8 +282,9 @@ pub async fn attack(
             requests,
             duration,
         } => WorkerLoad::Closed {
-            connections: *connections,
-            limit: *requests,
+            // This shard's share of the connections and of the requests.
+            connections: share(*connections as u64, shards, shard) as usize,
+            limit: requests.map(|n| share(n, shards, shard)),
             deadline: duration.map(|d| anchor.mono + clock::nanos(d)),
             next: AtomicU64::new(0),
         },
@@ -259,6 +300,8 @@ pub async fn attack(
         threads,
         grace: plan.grace,
         batch: clock::nanos(plan.batch),
+        shard,
+        shards,
     });
 
     let mut failed_sinks = vec![false; sinks.len()];

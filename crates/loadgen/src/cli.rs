@@ -8,6 +8,8 @@ use clap::{ArgGroup, Args, Parser, Subcommand, ValueEnum};
 
 use crate::attack::{AttackPlan, Load};
 use crate::error::Error;
+use crate::probes::ProbeTarget;
+use crate::recording::Keeping;
 use crate::request::{RequestMix, RequestOptions, RequestSpec};
 use crate::schedule::Schedule;
 
@@ -21,10 +23,156 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Attack a URL (or the requests of a targets file) and print a summary.
+    /// Attack a URL (or the requests of a targets file), keep the run, print a summary.
     Attack(Box<AttackArgs>),
-    /// Attack a built-in target that freezes periodically; nothing to install.
-    Demo(DemoArgs),
+    /// Attack a built-in target that freezes periodically, watched by a probe; nothing to install.
+    Demo(Box<DemoArgs>),
+    /// List, show, export or delete kept runs.
+    Runs(RunsArgs),
+    /// Serve the built-in target on its own (the demo starts it this way).
+    #[command(hide = true)]
+    Target(TargetArgs),
+}
+
+/// Where a run is kept, and under what name.
+#[derive(Debug, Clone, Args)]
+pub struct StoreArgs {
+    /// The store: sqlite://PATH (created on first use) or postgres://USER@HOST/DATABASE.
+    #[arg(long, value_name = "URL", env = "SHOWDOWN_DB", default_value = store::DEFAULT_URL)]
+    pub db: String,
+
+    /// Do not keep the run.
+    #[arg(long)]
+    pub no_store: bool,
+
+    /// A name for the run [default: the target and the load].
+    #[arg(long)]
+    pub name: Option<String>,
+
+    /// A label for comparing runs, KEY=VALUE (repeatable), e.g. --label target=node --label rate=3000.
+    #[arg(long = "label", value_name = "KEY=VALUE", value_parser = parse_label)]
+    pub labels: Vec<(String, String)>,
+
+    /// The experiment this run belongs to.
+    #[arg(long, value_name = "NAME")]
+    pub experiment: Option<String>,
+}
+
+/// The probes that watch the servers during the run.
+#[derive(Debug, Clone, Args)]
+pub struct ProbeArgs {
+    /// A probe to subscribe to, HOST:PORT (repeatable: the API host, the database host).
+    #[arg(long = "probe", value_name = "HOST:PORT")]
+    pub probes: Vec<String>,
+
+    /// The probes' token (required when they listen beyond loopback).
+    #[arg(long, value_name = "FILE")]
+    pub probe_token_file: Option<PathBuf>,
+
+    /// Probe samples to keep from before the first request.
+    #[arg(long, value_name = "DURATION", default_value = "3s", value_parser = parse_duration)]
+    pub pre_roll: Duration,
+
+    /// How long to keep the probes' samples after the last response.
+    #[arg(long, value_name = "DURATION", default_value = "3s", value_parser = parse_duration)]
+    pub post_roll: Duration,
+}
+
+/// One of several gun hosts running one experiment together.
+#[derive(Debug, Clone, Args)]
+pub struct ShardArgs {
+    /// The run group: the same name on every gun host.
+    #[arg(long, value_name = "NAME", requires_all = ["shard", "start_at"])]
+    pub run_group: Option<String>,
+
+    /// This gun host's part, I/N (0-based): it sends requests I, I+N, I+2N… of the schedule.
+    #[arg(long, value_name = "I/N", value_parser = parse_shard, requires = "run_group")]
+    pub shard: Option<(u32, u32)>,
+
+    /// When the attack starts (time zero), the same on every gun host: RFC 3339, e.g.
+    /// 2026-11-21T10:00:00Z.
+    #[arg(long, value_name = "TIME", value_parser = parse_time)]
+    pub start_at: Option<std::time::SystemTime>,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct RunsArgs {
+    #[command(subcommand)]
+    pub command: RunsCommand,
+
+    /// The store.
+    #[arg(long, value_name = "URL", env = "SHOWDOWN_DB", default_value = store::DEFAULT_URL, global = true)]
+    pub db: String,
+}
+
+#[derive(Debug, Clone, Subcommand)]
+pub enum RunsCommand {
+    /// The kept runs, oldest first.
+    List {
+        /// Only this experiment's runs.
+        #[arg(long)]
+        experiment: Option<String>,
+        /// Only runs with this label, KEY=VALUE (repeatable).
+        #[arg(long = "label", value_name = "KEY=VALUE", value_parser = parse_label)]
+        labels: Vec<(String, String)>,
+        /// Only this run group's shards.
+        #[arg(long, value_name = "NAME")]
+        group: Option<String>,
+        #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
+        output: OutputFormat,
+    },
+    /// A run's summary, setup and probes (by id, id prefix or name; or a whole group).
+    Show {
+        /// The run (id, unique id prefix, or unique name).
+        #[arg(required_unless_present = "group")]
+        run: Option<String>,
+        /// A run group: its shards merged.
+        #[arg(long, value_name = "NAME", conflicts_with = "run")]
+        group: Option<String>,
+        #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
+        output: OutputFormat,
+    },
+    /// A run as an HdrHistogram interval log, CSV or JSON.
+    Export {
+        #[arg(required_unless_present = "group")]
+        run: Option<String>,
+        #[arg(long, value_name = "NAME", conflicts_with = "run")]
+        group: Option<String>,
+        #[arg(long, value_enum)]
+        format: ExportFormat,
+        /// Write here instead of standard output.
+        #[arg(long, value_name = "FILE")]
+        out: Option<PathBuf>,
+    },
+    /// Delete a run and everything it recorded.
+    Delete { run: String },
+}
+
+/// What `runs export` writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ExportFormat {
+    /// The load's intervals as an HdrHistogram interval log.
+    Hdrlog,
+    /// The load's intervals as CSV.
+    IntervalsCsv,
+    /// The probes' samples as CSV.
+    SamplesCsv,
+    /// Everything, as one JSON document.
+    Json,
+}
+
+/// The built-in target, alone.
+#[derive(Debug, Clone, Args)]
+pub struct TargetArgs {
+    /// Address to listen on (port 0 for a free one; the address is printed on standard output).
+    #[arg(long, default_value = "127.0.0.1:0")]
+    pub listen: std::net::SocketAddr,
+    #[arg(long, value_name = "DURATION", default_value = "0s", value_parser = parse_duration)]
+    pub stall: Duration,
+    #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = parse_duration)]
+    pub stall_every: Duration,
+    #[arg(long, value_name = "DURATION", default_value = "0s", value_parser = parse_duration)]
+    pub service_time: Duration,
 }
 
 /// How to print the summary.
@@ -145,6 +293,15 @@ pub struct AttackArgs {
 
     #[command(flatten)]
     pub out: OutputArgs,
+
+    #[command(flatten)]
+    pub store: StoreArgs,
+
+    #[command(flatten)]
+    pub probe: ProbeArgs,
+
+    #[command(flatten)]
+    pub shard: ShardArgs,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -179,6 +336,9 @@ pub struct DemoArgs {
 
     #[command(flatten)]
     pub out: OutputArgs,
+
+    #[command(flatten)]
+    pub store: StoreArgs,
 }
 
 fn parse_duration(text: &str) -> Result<Duration, String> {
@@ -231,6 +391,34 @@ fn parse_threads(text: &str) -> Result<usize, String> {
             "expected a number of threads from 1 to 1024, not {text:?}"
         )),
     }
+}
+
+fn parse_label(text: &str) -> Result<(String, String), String> {
+    match text.split_once('=') {
+        Some((k, v)) if !k.trim().is_empty() => Ok((k.trim().to_string(), v.trim().to_string())),
+        _ => Err(format!(
+            "expected KEY=VALUE, such as target=node, not {text:?}"
+        )),
+    }
+}
+
+fn parse_shard(text: &str) -> Result<(u32, u32), String> {
+    let bad = || format!("expected I/N with 0 <= I < N, such as 0/2, not {text:?}");
+    let (i, n) = text.split_once('/').ok_or_else(bad)?;
+    let (i, n): (u32, u32) = (
+        i.trim().parse().map_err(|_| bad())?,
+        n.trim().parse().map_err(|_| bad())?,
+    );
+    if n == 0 || i >= n {
+        return Err(bad());
+    }
+    Ok((i, n))
+}
+
+fn parse_time(text: &str) -> Result<std::time::SystemTime, String> {
+    humantime::parse_rfc3339_weak(text.trim()).map_err(|_| {
+        format!("expected an RFC 3339 time such as 2026-11-21T10:00:00Z, not {text:?}")
+    })
 }
 
 fn parse_count(text: &str) -> Result<u64, String> {
@@ -329,6 +517,59 @@ impl AttackArgs {
             grace: self.grace,
             max_lateness: self.max_lateness,
             batch: self.batch,
+            shard: self.shard.shard.unwrap_or((0, 1)),
+        })
+    }
+
+    /// How the run is kept and watched.
+    pub fn keeping(&self, command_line: &[String]) -> Result<Keeping, Error> {
+        let mut keeping = self.store.keeping(command_line)?;
+        if !self.probe.probes.is_empty() && keeping.store_url.is_none() {
+            return Err(Error::Usage(
+                "--probe keeps the probes' samples with the run: drop --no-store".into(),
+            ));
+        }
+        let token = match &self.probe.probe_token_file {
+            Some(path) => Some(
+                probe::read_token(path)
+                    .map_err(|e| Error::Usage(format!("--probe-token-file: {e}")))?,
+            ),
+            None => None,
+        };
+        keeping.probes = self
+            .probe
+            .probes
+            .iter()
+            .map(|address| ProbeTarget {
+                address: address.clone(),
+                token: token.clone(),
+            })
+            .collect();
+        keeping.pre_roll = self.probe.pre_roll;
+        keeping.post_roll = self.probe.post_roll;
+        keeping.shard = match (&self.shard.run_group, self.shard.shard) {
+            (Some(group), Some((index, count))) => Some(store::run::Shard {
+                group: group.clone(),
+                index,
+                count,
+            }),
+            _ => None,
+        };
+        keeping.start_at = self.shard.start_at;
+        Ok(keeping)
+    }
+}
+
+impl StoreArgs {
+    /// Where and under what name the run is kept.
+    pub fn keeping(&self, command_line: &[String]) -> Result<Keeping, Error> {
+        Ok(Keeping {
+            store_url: (!self.no_store).then(|| self.db.clone()),
+            name: self.name.clone(),
+            experiment: self.experiment.clone(),
+            labels: self.labels.iter().cloned().collect(),
+            command_line: crate::recording::redact_command_line(command_line),
+            ..Default::default()
         })
     }
 }
@@ -364,7 +605,7 @@ mod tests {
         let cli = Cli::try_parse_from(argv).map_err(|e| one_line(&e))?;
         match cli.command {
             Command::Attack(a) => a.plan().map_err(|e| e.to_string()),
-            Command::Demo(_) => Err("demo".into()),
+            _ => Err("not an attack".into()),
         }
     }
 

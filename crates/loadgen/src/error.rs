@@ -32,4 +32,14 @@ pub enum Error {
     Runtime(io::Error),
     #[error("cannot print the summary: {0}")]
     Output(io::Error),
+    #[error(transparent)]
+    Store(#[from] store::StoreError),
+    #[error("the probe at {address}: {message}")]
+    Probe { address: String, message: String },
+    #[error("cannot write {path}: {source}; check --out")]
+    Export {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
 }

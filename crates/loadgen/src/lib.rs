@@ -16,6 +16,8 @@
 //! - [`hdrlog`]: the HdrHistogram interval log as the run goes; [`progress`]: the live line on a
 //!   terminal. The end-of-run summary is `store::summary`'s.
 //! - [`shutdown`]: stopping a run early without losing what it recorded.
+//! - [`recording`]: keeping a run in the store, with the probes' samples ([`probes`]).
+//! - [`runs`]: `loadgen runs list | show | export | delete`.
 //! - [`target`], [`demo`]: the built-in target and `loadgen demo`.
 //! - [`clock`]: the one monotonic clock everything is timed with.
 
@@ -26,9 +28,12 @@ pub mod clock;
 pub mod demo;
 pub mod error;
 pub mod hdrlog;
+pub mod probes;
 pub mod progress;
 pub mod recorder;
+pub mod recording;
 pub mod request;
+pub mod runs;
 pub mod schedule;
 pub mod shutdown;
 pub mod target;
@@ -43,9 +48,6 @@ pub use cli::{Cli, Command, OutputArgs, OutputFormat};
 pub use error::Error;
 pub use shutdown::Shutdown;
 pub use store::summary::Summary;
-
-use crate::hdrlog::HdrLogSink;
-use crate::progress::Progress;
 
 /// How a run ended, for the exit code.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -78,6 +80,7 @@ impl RunEnd {
 /// in flight finish; twice: end them now).
 pub fn run(cli: Cli, shutdown: Shutdown) -> Result<RunEnd, Error> {
     raise_fd_limit();
+    let command_line: Vec<String> = std::env::args().collect();
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -87,55 +90,34 @@ pub fn run(cli: Cli, shutdown: Shutdown) -> Result<RunEnd, Error> {
         match cli.command {
             Command::Attack(args) => {
                 let plan = args.plan()?;
-                let summary = execute(&plan, &args.out, &shutdown).await?;
-                print_summary(&summary, args.out.output)?;
-                Ok(RunEnd::of(&summary))
+                let keeping = args.keeping(&command_line)?;
+                let done = recording::execute(&plan, &args.out, &keeping, &shutdown).await?;
+                print_summary(&done.summary, args.out.output)?;
+                print_kept(&done, &keeping, args.out.output);
+                Ok(RunEnd::of(&done.summary))
             }
-            Command::Demo(args) => demo::run(&args, &shutdown).await,
+            Command::Demo(args) => demo::run(&args, &shutdown, &command_line).await,
+            Command::Runs(args) => runs::run(&args).await.map(|()| RunEnd::Completed),
+            Command::Target(args) => target::serve_until_stdin_closes(&args)
+                .await
+                .map(|()| RunEnd::Completed),
         }
     })
 }
 
-/// Runs `plan` with the sinks the output flags ask for, and summarizes it.
-pub async fn execute(
-    plan: &AttackPlan,
-    out: &OutputArgs,
-    shutdown: &Shutdown,
-) -> Result<Summary, Error> {
-    let mut hdr_log = match &out.hdr_log {
-        Some(path) => {
-            let comment = format!(
-                "showdown-loadgen {}: {} · {}",
-                env!("CARGO_PKG_VERSION"),
-                plan.describe_target(),
-                plan.describe_load()
-            );
-            Some(
-                HdrLogSink::create(path, &comment).map_err(|source| Error::HdrLog {
-                    path: path.clone(),
-                    source,
-                })?,
-            )
-        }
-        None => None,
+/// Says where the run was kept (on standard error with JSON, so that standard output stays JSON).
+pub fn print_kept(done: &recording::Executed, keeping: &recording::Keeping, format: OutputFormat) {
+    let (Some(id), Some(url)) = (&done.run_id, &keeping.store_url) else {
+        return;
     };
-    let expected = match &plan.load {
-        Load::Open { schedule, .. } => schedule.duration(),
-        Load::Closed { duration, .. } => *duration,
-    };
-    let mut progress = Progress::for_terminal(expected);
-    let mut sinks: Vec<&mut dyn IntervalSink> = Vec::new();
-    if let Some(h) = hdr_log.as_mut() {
-        sinks.push(h);
+    let line = format!(
+        "Kept as run {id} in {url}: loadgen runs show {}",
+        &id[..18.min(id.len())]
+    );
+    match format {
+        OutputFormat::Text => println!("\n{line}"),
+        OutputFormat::Json => eprintln!("{line}"),
     }
-    if let Some(p) = progress.as_mut() {
-        sinks.push(p);
-    }
-    let outcome = attack::attack(plan, shutdown, &mut sinks).await;
-    if let Some(p) = &progress {
-        p.clear();
-    }
-    Ok(attack::summarize(plan, &outcome?))
 }
 
 /// Prints the summary on standard output.

@@ -263,6 +263,38 @@ async fn handle(
     Ok(response)
 }
 
+/// `loadgen target`: serves the built-in target until standard input closes (the demo holds
+/// it) or the process is interrupted. The first line on standard output is
+/// `listening on ADDRESS`.
+pub async fn serve_until_stdin_closes(args: &crate::cli::TargetArgs) -> Result<(), crate::Error> {
+    let stall = (!args.stall.is_zero()).then_some(Stall {
+        every: args.stall_every,
+        length: args.stall,
+    });
+    let server = TargetServer::start_on(
+        args.listen,
+        TargetConfig {
+            service_time: args.service_time,
+            stall,
+            record_responses: false,
+        },
+    )
+    .map_err(crate::Error::Target)?;
+    println!("listening on {}", server.addr());
+    use std::io::Write;
+    let _ = std::io::stdout().flush();
+    let stdin_closed = tokio::task::spawn_blocking(|| {
+        let mut sink = Vec::new();
+        let _ = std::io::Read::read_to_end(&mut std::io::stdin(), &mut sink);
+    });
+    tokio::select! {
+        _ = stdin_closed => {}
+        _ = tokio::signal::ctrl_c() => {}
+    }
+    drop(server);
+    Ok(())
+}
+
 fn reply(status: StatusCode, body: Bytes) -> Response<Full<Bytes>> {
     let mut response = Response::new(Full::new(body));
     *response.status_mut() = status;

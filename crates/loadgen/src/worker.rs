@@ -74,6 +74,9 @@ pub(crate) struct RunShared {
     pub timeout: Nanos,
     pub keepalive: bool,
     pub threads: usize,
+    /// This gun's shard of the run, and how many there are.
+    pub shard: u64,
+    pub shards: u64,
     pub grace: Duration,
     /// Release requests on a grid of this many nanoseconds instead of each at its own time
     /// (0: each at its own time). Trades precision (each request up to one window late,
@@ -272,8 +275,10 @@ impl Worker {
             return Ok(());
         };
         let timer = PreciseTimer::new()?;
-        let step = self.shared.threads as u64;
-        let mut seq = self.index as u64;
+        // Shards take requests shard, shard + shards, …; their threads split that in turn.
+        let shards = self.shared.shards;
+        let step = self.shared.threads as u64 * shards;
+        let mut seq = self.shared.shard + shards * self.index as u64;
         // Requests dispatched back to back without giving connections a turn.
         let mut burst = 0u32;
         loop {
@@ -392,11 +397,12 @@ impl Worker {
         if *self.stop.borrow() != Stop::Running || deadline.is_some_and(|d| clock::now() >= d) {
             return None;
         }
-        let seq = next.fetch_add(1, Ordering::Relaxed);
-        if limit.is_some_and(|n| seq >= n) {
+        let local = next.fetch_add(1, Ordering::Relaxed);
+        if limit.is_some_and(|n| local >= n) {
             return None;
         }
-        Some(seq)
+        // Request numbers stay unique across shards.
+        Some(self.shared.shard + self.shared.shards * local)
     }
 
     /// One closed-loop client: sends its next request when the previous one completes.

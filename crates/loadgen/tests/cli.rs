@@ -75,6 +75,107 @@ fn bad_flags_get_one_line_naming_the_fix_and_exit_2() {
             "--hdr-log",
         ),
         (
+            &[
+                "attack",
+                "--rate",
+                "1",
+                "-d",
+                "1s",
+                "--db",
+                "mysql://x",
+                "http://127.0.0.1:1/",
+            ],
+            "sqlite://",
+        ),
+        (
+            &[
+                "attack",
+                "--rate",
+                "1",
+                "-d",
+                "1s",
+                "--no-store",
+                "--probe",
+                "127.0.0.1:1",
+                "http://127.0.0.1:1/",
+            ],
+            "--no-store",
+        ),
+        (
+            &[
+                "attack",
+                "--rate",
+                "1",
+                "-d",
+                "1s",
+                "--no-store",
+                "--shard",
+                "0/2",
+                "http://127.0.0.1:1/",
+            ],
+            "--run-group",
+        ),
+        (
+            &[
+                "attack",
+                "--rate",
+                "1",
+                "-d",
+                "1s",
+                "--no-store",
+                "--label",
+                "novalue",
+                "http://127.0.0.1:1/",
+            ],
+            "KEY=VALUE",
+        ),
+        (
+            &[
+                "attack",
+                "--rate",
+                "1",
+                "-d",
+                "1s",
+                "--no-store",
+                "--run-group",
+                "g",
+                "--shard",
+                "2/2",
+                "--start-at",
+                "2030-01-01T00:00:00Z",
+                "http://127.0.0.1:1/",
+            ],
+            "I/N",
+        ),
+        (
+            &[
+                "attack",
+                "--rate",
+                "1",
+                "-d",
+                "1s",
+                "--no-store",
+                "--run-group",
+                "g",
+                "--shard",
+                "0/2",
+                "--start-at",
+                "2001-01-01T00:00:00Z",
+                "http://127.0.0.1:1/",
+            ],
+            "past",
+        ),
+        (
+            &[
+                "runs",
+                "show",
+                "no-such-run",
+                "--db",
+                "sqlite:///tmp/showdown-cli-test-empty.db",
+            ],
+            "loadgen runs list",
+        ),
+        (
             &["demo", "--stall", "2s", "--stall-every", "1s"],
             "--stall-every",
         ),
@@ -105,6 +206,7 @@ fn ctrl_c_stops_sending_and_still_reports_everything() {
     let target = TargetServer::start(TargetConfig::default()).unwrap();
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("run.hlog");
+    let db = format!("sqlite://{}/showdown.db", dir.path().display());
     let url = target.url("/now");
     let child = Command::new(env!("CARGO_BIN_EXE_loadgen"))
         .args([
@@ -115,6 +217,8 @@ fn ctrl_c_stops_sending_and_still_reports_everything() {
             "60s",
             "--output",
             "json",
+            "--db",
+            &db,
         ])
         .args(["--hdr-log", log.to_str().unwrap(), &url])
         .stdout(Stdio::piped())
@@ -156,19 +260,38 @@ fn ctrl_c_stops_sending_and_still_reports_everything() {
         .map(|h| h.histogram.len())
         .sum();
     assert_eq!(corrected, total, "the HDR log holds every request too");
+    // The store keeps the run, marked incomplete, with all it recorded.
+    let kept = loadgen(&["runs", "list", "--db", &db, "--output", "json"]);
+    let runs: serde_json::Value = serde_json::from_slice(&kept.stdout).unwrap();
+    assert_eq!(runs[0]["status"], "incomplete");
+    assert_eq!(
+        runs[0]["summary"]["requests"]["total"].as_u64(),
+        Some(total)
+    );
+    let id = runs[0]["id"].as_str().unwrap();
+    let shown = loadgen(&["runs", "show", &id[..18], "--db", &db]);
+    let text = String::from_utf8_lossy(&shown.stdout);
+    assert!(text.contains("incomplete: interrupted by Ctrl-C"), "{text}");
 }
 
 #[test]
 fn the_demo_runs_with_nothing_installed() {
-    let out = loadgen(&[
-        "demo",
-        "--duration",
-        "2s",
-        "--stall",
-        "100ms",
-        "--stall-every",
-        "500ms",
-    ]);
+    let dir = tempfile::tempdir().unwrap();
+    // As a new user runs it: from a directory of their own, with the default store.
+    let out = Command::new(env!("CARGO_BIN_EXE_loadgen"))
+        .args([
+            "demo",
+            "--duration",
+            "2s",
+            "--stall",
+            "100ms",
+            "--stall-every",
+            "500ms",
+        ])
+        .current_dir(dir.path())
+        .env_remove("SHOWDOWN_DB")
+        .output()
+        .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
         out.status.success(),
@@ -178,4 +301,13 @@ fn the_demo_runs_with_nothing_installed() {
     assert!(stdout.contains("corrected p99"), "{stdout}");
     assert!(stdout.contains("Latencies"), "{stdout}");
     assert!(stdout.contains("waited for a connection"), "{stdout}");
+    assert!(
+        stdout.contains("The probe sampled the target process"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("Kept as run"), "{stdout}");
+    assert!(
+        dir.path().join("results/showdown.db").exists(),
+        "the default store"
+    );
 }

@@ -97,13 +97,10 @@ fn main() {
         }),
     );
     let mut sampler = Sampler::new(SamplerConfig {
-        selector: Selector::Pid(pid),
-        root: root.clone(),
         interval: Duration::from_millis(10),
         tree: false,
         slow_interval: Duration::from_secs(3600),
-        slow_budget: 0.005,
-        pss: false,
+        ..SamplerConfig::new(Selector::Pid(pid))
     })
     .expect("the sampler starts");
     // The first tick attaches and runs the slow collectors; time the ones after.

@@ -194,6 +194,7 @@ impl TargetArgs {
             slow_interval: self.slow_interval.max(self.interval),
             slow_budget: self.slow_budget / 100.0,
             pss: self.pss,
+            clock_shift_ns: 0,
         })
     }
 }

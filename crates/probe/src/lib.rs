@@ -31,7 +31,6 @@ pub mod slow;
 pub mod top;
 
 use std::io::Write;
-use std::net::SocketAddr;
 use std::path::PathBuf;
 
 use thiserror::Error;
@@ -111,40 +110,39 @@ async fn serve(args: ServeArgs) -> Result<(), Error> {
             args.listen
         )));
     }
-    let config = args.target.sampler_config()?;
+    let mut config = args.target.sampler_config()?;
+    config.clock_shift_ns = args.clock_shift_ns_for_tests;
     let interval = config.interval;
     let sampler = Sampler::new(config)?;
     let host = sampler.host_info();
     let records = (args.buffer.as_nanos() / interval.as_nanos().max(1)) as usize + 1024;
-    let sampling = Background::start(sampler, records, args.buffer_mib.max(1) << 20)?;
     let listener = tokio::net::TcpListener::bind(args.listen)
         .await
         .map_err(io_error(format!(
             "listen on {} (change --listen)",
             args.listen
         )))?;
-    let local: SocketAddr = listener
-        .local_addr()
-        .map_err(io_error("read the listening address"))?;
-    tracing::info!(
-        "probe {} listening on {local}, watching {}",
-        env!("CARGO_PKG_VERSION"),
-        host.selector
-    );
+    let selector = host.selector.clone();
     let serve_config = server::ServeConfig {
         token,
         max_subscribers: args.max_subscribers,
         clock_shift_ns: args.clock_shift_ns_for_tests,
         ..Default::default()
     };
-    server::serve(
+    let running = server::RunningProbe::start(
+        sampler,
         listener,
-        sampling.buffer.clone(),
-        host,
         serve_config,
-        interrupted(),
-    )
-    .await;
+        records,
+        args.buffer_mib.max(1) << 20,
+    )?;
+    tracing::info!(
+        "probe {} listening on {}, watching {selector}",
+        env!("CARGO_PKG_VERSION"),
+        running.addr
+    );
+    interrupted().await;
+    drop(running);
     tracing::info!("probe stopped");
     Ok(())
 }

@@ -45,6 +45,26 @@ pub struct SamplerConfig {
     pub slow_budget: f64,
     /// Also read PSS and USS (`smaps_rollup`, costly).
     pub pss: bool,
+    /// Added to every time the probe reports (tests of clock alignment only: a probe whose
+    /// clock is off, on purpose).
+    pub clock_shift_ns: i64,
+}
+
+impl SamplerConfig {
+    /// Watching `selector`'s process tree in the system's /proc with the command line's defaults:
+    /// every 100 ms, slow collectors at most every second within 0.5 % of a core, no PSS.
+    pub fn new(selector: Selector) -> Self {
+        SamplerConfig {
+            selector,
+            root: ProcRoot::default(),
+            interval: Duration::from_millis(100),
+            tree: true,
+            slow_interval: Duration::from_secs(1),
+            slow_budget: 0.005,
+            pss: false,
+            clock_shift_ns: 0,
+        }
+    }
 }
 
 /// The host's figures are read at most this often.
@@ -231,10 +251,15 @@ impl Sampler {
         self.previous_mono = Some(mono);
         let total = total(&rows);
         let probe = self.own_cost(mono, started_cpu, slow_cpu_ns);
+        let shift = |t: u64| t.saturating_add_signed(self.config.clock_shift_ns);
+        for e in &mut events {
+            e.mono_ns = shift(e.mono_ns);
+            e.wall_ns = shift(e.wall_ns);
+        }
         let sample = Sample {
-            scheduled_mono_ns: scheduled,
-            mono_ns: mono,
-            wall_ns: wall,
+            scheduled_mono_ns: shift(scheduled),
+            mono_ns: shift(mono),
+            wall_ns: shift(wall),
             interval_ns,
             missed_ticks: missed,
             target_pid: self.root,
@@ -535,15 +560,7 @@ mod tests {
     use super::*;
 
     fn config(selector: Selector) -> SamplerConfig {
-        SamplerConfig {
-            selector,
-            root: ProcRoot::default(),
-            interval: Duration::from_millis(100),
-            tree: true,
-            slow_interval: Duration::from_secs(1),
-            slow_budget: 0.005,
-            pss: false,
-        }
+        SamplerConfig::new(selector)
     }
 
     #[test]

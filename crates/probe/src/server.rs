@@ -80,6 +80,56 @@ struct Shared {
     permits: Arc<Semaphore>,
 }
 
+/// A probe sampling in the background and serving subscribers on a listener, until dropped.
+#[derive(Debug)]
+pub struct RunningProbe {
+    pub addr: std::net::SocketAddr,
+    pub sampling: crate::sampler::Background,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+}
+
+impl RunningProbe {
+    /// Starts sampling (a history of at most `max_records` and `max_bytes`) and serving on
+    /// `listener`, on the current tokio runtime.
+    pub fn start(
+        sampler: crate::sampler::Sampler,
+        listener: TcpListener,
+        config: ServeConfig,
+        max_records: usize,
+        max_bytes: usize,
+    ) -> Result<Self, crate::Error> {
+        let addr = listener.local_addr().map_err(|source| crate::Error::Io {
+            what: "read the listening address".into(),
+            source,
+        })?;
+        let host = sampler.host_info();
+        let sampling = crate::sampler::Background::start(sampler, max_records, max_bytes)?;
+        let (stop, stopped) = tokio::sync::oneshot::channel();
+        tokio::spawn(serve(
+            listener,
+            sampling.buffer.clone(),
+            host,
+            config,
+            async {
+                let _ = stopped.await;
+            },
+        ));
+        Ok(RunningProbe {
+            addr,
+            sampling,
+            stop: Some(stop),
+        })
+    }
+}
+
+impl Drop for RunningProbe {
+    fn drop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+    }
+}
+
 /// Serves subscribers until `shutdown` completes.
 pub async fn serve(
     listener: TcpListener,

@@ -47,7 +47,7 @@ fn threads_and_fds_are_exact() {
 #[test]
 fn cpu_share_is_measured_within_a_few_points() {
     let _cpu = exclusive();
-    let fixture = Fixture::spawn(&["--cpu", "0.3"]);
+    let fixture = Fixture::spawn(&["--cpu", "0.25"]);
     let recorded = sample_for(
         config(Selector::Pid(fixture.pid()), 100),
         Duration::from_millis(2600),
@@ -60,17 +60,16 @@ fn cpu_share_is_measured_within_a_few_points() {
     assert!(cpu.len() >= 15, "{cpu:?}");
     let mean = cpu.iter().sum::<f64>() / cpu.len() as f64;
     assert!(
-        (mean - 30.0).abs() < 4.0,
-        "mean CPU {mean:.1}% for a 30% burner: {cpu:?}"
+        (mean - 25.0).abs() < 4.0,
+        "mean CPU {mean:.1}% for a 25% burner: {cpu:?}"
     );
-    // 100 ms samples are not quantised to 10 % steps as clock ticks would make them.
-    let off_grid = cpu
-        .iter()
-        .filter(|v| (*v / 10.0 - (*v / 10.0).round()).abs() > 0.05)
-        .count();
+    // 100 ms samples are not quantised as clock ticks would make them: 25 % of 100 ms is 2.5
+    // ticks of 10 ms, so counted in ticks the load reads 20, 30, 20, 30 %; in nanoseconds it
+    // stays within a point or two of 25.
+    let steady = cpu.iter().filter(|v| (**v - mean).abs() < 4.0).count();
     assert!(
-        off_grid > cpu.len() / 2,
-        "CPU looks quantised to ticks: {cpu:?}"
+        steady * 10 >= cpu.len() * 9,
+        "CPU jumps as if counted in clock ticks: {cpu:?}"
     );
 }
 

@@ -50,6 +50,8 @@ pub enum StoreError {
     Query(#[from] sqlx::Error),
     #[error("no run {0} in the store: see `loadgen runs list`")]
     NoRun(String),
+    #[error("{matches} runs match {given:?}: give more of the id (see `loadgen runs list`)")]
+    Ambiguous { given: String, matches: usize },
     #[error("no run group {0} in the store: see `loadgen runs list`")]
     NoGroup(String),
     #[error("run {id} holds unreadable data ({what}): {message}")]
@@ -302,7 +304,11 @@ impl Store {
             .await?;
         match rows.as_slice() {
             [one] => Ok(one.try_get("id")?),
-            _ => Err(StoreError::NoRun(id_or_name.to_string())),
+            [] => Err(StoreError::NoRun(id_or_name.to_string())),
+            many => Err(StoreError::Ambiguous {
+                given: id_or_name.to_string(),
+                matches: many.len(),
+            }),
         }
     }
 

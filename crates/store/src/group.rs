@@ -86,13 +86,7 @@ pub fn merge(group: &str, runs: Vec<StoredRun>) -> StoredRun {
     }
     let secs = |f: fn(&Summary) -> f64| shard_summaries.iter().flatten().map(f).fold(0.0, f64::max);
     let summary = Summary::new(&RunFacts {
-        target: merged.meta.config.target.clone(),
-        load: merged.meta.config.load.clone(),
-        open_loop: merged.meta.config.open_loop,
-        h2: merged.meta.config.h2,
-        threads: merged.meta.config.threads,
-        max_connections: merged.meta.config.max_connections,
-        batch: Duration::from_nanos(merged.meta.config.batch_ns),
+        config: &merged.meta.config,
         started: UNIX_EPOCH + Duration::from_nanos(merged.meta.started_at_ns.max(0) as u64),
         interval: Duration::from_nanos(merged.meta.interval_ns),
         totals: &totals,

@@ -16,22 +16,14 @@ use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
 use crate::model::{ErrorKind, IntervalStats};
+use crate::run::RunConfig;
 
 /// What a summary is made from: how the run was set up, what it recorded, and how it went.
 /// loadgen fills it in at the end of a run; the report from a stored run.
 #[derive(Debug, Clone)]
 pub struct RunFacts<'a> {
-    /// The request(s), e.g. `POST http://127.0.0.1:8080/users`.
-    pub target: String,
-    /// e.g. `open loop, constant 2000 req/s for 30s`.
-    pub load: String,
-    pub open_loop: bool,
-    pub h2: bool,
-    pub threads: usize,
-    /// Open loop: the connection cap (named in the warning when it held sends back).
-    pub max_connections: usize,
-    /// Open loop: the batching window, if any (lateness within it is intended).
-    pub batch: Duration,
+    /// How the attack was set up (target, load, threads, connection cap, batching window).
+    pub config: &'a RunConfig,
     /// Wall-clock time of the run's time zero.
     pub started: SystemTime,
     pub interval: Duration,
@@ -231,19 +223,20 @@ impl Summary {
         let attack = facts.attack.as_secs_f64();
         let wait = facts.wait.as_secs_f64();
         let lateness = LatencyStats::of(&t.lateness);
-        let open = facts.open_loop;
+        let config = facts.config;
+        let open = config.open_loop;
         // Batching makes requests up to one window late on purpose: only lateness beyond that
         // is the generator falling behind.
-        let limit = LATENESS_LIMIT_NS + nanos(facts.batch);
+        let limit = LATENESS_LIMIT_NS + facts.config.batch_ns;
         let behind = open && (lateness.p99_ns > limit || t.sent_late_beyond_interval > 0);
         let cpu_s = facts.cpu.as_secs_f64();
         let mut summary = Summary {
             schema: SCHEMA.into(),
             tool: concat!("showdown-loadgen ", env!("CARGO_PKG_VERSION")).into(),
-            target: facts.target.clone(),
-            load: facts.load.clone(),
+            target: config.target.clone(),
+            load: config.load.clone(),
             open_loop: open,
-            protocol: if facts.h2 { "h2" } else { "http/1.1" }.into(),
+            protocol: if config.h2 { "h2" } else { "http/1.1" }.into(),
             started_at: humantime::format_rfc3339_millis(facts.started).to_string(),
             interval_s: facts.interval.as_secs_f64(),
             requests: RequestFigures {
@@ -290,7 +283,7 @@ impl Summary {
                 connections_opened: t.connections_opened,
                 peak_connections: t.connections_open,
                 peak_in_flight: t.in_flight,
-                threads: facts.threads,
+                threads: config.threads,
                 cpu_s,
                 cpu_per_request_us: ratio(cpu_s * 1e6, t.requests as f64),
                 peak_rss_bytes: facts.peak_rss_bytes,
@@ -315,14 +308,14 @@ impl Summary {
                 "BEHIND SCHEDULE: p99 send lateness {} (limit {}), {} requests sent after their interval had ended. \
                  Corrected latencies still count from the intended send times, but the server received less load than scheduled.",
                 format_ns(g.lateness.p99_ns),
-                format_ns(LATENESS_LIMIT_NS + nanos(facts.batch)),
+                format_ns(LATENESS_LIMIT_NS + facts.config.batch_ns),
                 g.sent_late_beyond_interval,
             );
             if g.waited_for_connection > 0 {
                 let _ = write!(
                     text,
                     " {} requests waited for a free connection: the pool was held at --max-connections {}; raise it to send on time.",
-                    g.waited_for_connection, facts.max_connections
+                    g.waited_for_connection, facts.config.max_connections
                 );
             } else {
                 text.push_str(

@@ -123,6 +123,10 @@ pub struct WriterHandle {
 }
 
 impl WriterHandle {
+    pub fn interval(&self, interval: StoredInterval) {
+        let _ = self.tx.send(Op::Interval(Box::new(interval)));
+    }
+
     pub fn probe(&self, probe: ProbeMeta) {
         let _ = self.tx.send(Op::Probe(Box::new(probe)));
     }

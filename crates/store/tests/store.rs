@@ -107,14 +107,16 @@ fn sample(mono_ns: u64, rss: u64) -> Record {
 }
 
 fn summary_of(totals: &IntervalStats) -> Summary {
-    Summary::new(&RunFacts {
+    let config = RunConfig {
         target: "t".into(),
         load: "l".into(),
         open_loop: true,
-        h2: false,
         threads: 1,
         max_connections: 1,
-        batch: Default::default(),
+        ..Default::default()
+    };
+    Summary::new(&RunFacts {
+        config: &config,
         started: std::time::UNIX_EPOCH,
         interval: std::time::Duration::from_secs(1),
         totals,

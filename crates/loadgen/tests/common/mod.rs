@@ -26,7 +26,7 @@ pub fn plan(args: &[&str]) -> AttackPlan {
     let cli = Cli::try_parse_from(&argv).unwrap_or_else(|e| panic!("{argv:?}: {e}"));
     match cli.command {
         Command::Attack(a) => a.plan().unwrap_or_else(|e| panic!("{argv:?}: {e}")),
-        Command::Demo(_) => unreachable!(),
+        _ => unreachable!("not an attack"),
     }
 }
 
@@ -44,7 +44,8 @@ pub fn run_with(
         .enable_all()
         .build()
         .unwrap();
-    let outcome = rt.block_on(attack(plan, shutdown, sinks)).unwrap();
+    let zero = loadgen::attack::time_zero(None).unwrap();
+    let outcome = rt.block_on(attack(plan, zero, shutdown, sinks)).unwrap();
     (loadgen::attack::summarize(plan, &outcome), outcome)
 }
 
@@ -160,4 +161,148 @@ pub fn body_recorder() -> BodyRecorder {
         }
     });
     BodyRecorder { addr, bodies }
+}
+
+/// A runtime of its own with a listener on a free loopback port, for servers in tests.
+fn runtime_and_listener() -> (tokio::runtime::Runtime, tokio::net::TcpListener) {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let listener = runtime
+        .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
+        .unwrap();
+    (runtime, listener)
+}
+
+/// A probe serving on a loopback port (optionally with its clock shifted on purpose).
+pub struct LocalProbe {
+    pub addr: SocketAddr,
+    _probe: probe::server::RunningProbe,
+    _runtime: tokio::runtime::Runtime,
+}
+
+pub fn local_probe(
+    selector: probe::selector::Selector,
+    clock_shift_ns: i64,
+    max_records: usize,
+) -> LocalProbe {
+    let config = probe::sampler::SamplerConfig {
+        interval: Duration::from_millis(50),
+        clock_shift_ns,
+        ..probe::sampler::SamplerConfig::new(selector)
+    };
+    let sampler = probe::sampler::Sampler::new(config).unwrap();
+    let (runtime, listener) = runtime_and_listener();
+    let serve_config = probe::server::ServeConfig {
+        clock_shift_ns,
+        ..Default::default()
+    };
+    let probe = {
+        let _in = runtime.enter();
+        probe::server::RunningProbe::start(sampler, listener, serve_config, max_records, 64 << 20)
+            .unwrap()
+    };
+    LocalProbe {
+        addr: probe.addr,
+        _probe: probe,
+        _runtime: runtime,
+    }
+}
+
+/// A TCP proxy to `upstream` whose link can be cut (every connection dropped, new ones
+/// refused) and restored.
+pub struct CuttableLink {
+    pub addr: SocketAddr,
+    up: Arc<std::sync::atomic::AtomicBool>,
+    generation: Arc<std::sync::atomic::AtomicU64>,
+    _runtime: tokio::runtime::Runtime,
+}
+
+impl CuttableLink {
+    pub fn new(upstream: SocketAddr) -> Self {
+        use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+        let (runtime, listener) = runtime_and_listener();
+        let addr = listener.local_addr().unwrap();
+        let up = Arc::new(AtomicBool::new(true));
+        let generation = Arc::new(AtomicU64::new(0));
+        let (up2, gen2) = (up.clone(), generation.clone());
+        runtime.spawn(async move {
+            loop {
+                let Ok((mut client, _)) = listener.accept().await else {
+                    return;
+                };
+                if !up2.load(Ordering::SeqCst) {
+                    continue; // dropped: the connection is refused as good as closed
+                }
+                let born = gen2.load(Ordering::SeqCst);
+                let gen3 = gen2.clone();
+                tokio::spawn(async move {
+                    let Ok(mut server) = tokio::net::TcpStream::connect(upstream).await else {
+                        return;
+                    };
+                    let copy = tokio::io::copy_bidirectional(&mut client, &mut server);
+                    let cut = async {
+                        while gen3.load(Ordering::SeqCst) == born {
+                            tokio::time::sleep(Duration::from_millis(5)).await;
+                        }
+                    };
+                    tokio::select! { _ = copy => {}, _ = cut => {} }
+                });
+            }
+        });
+        CuttableLink {
+            addr,
+            up,
+            generation,
+            _runtime: runtime,
+        }
+    }
+
+    pub fn cut(&self) {
+        self.up.store(false, std::sync::atomic::Ordering::SeqCst);
+        self.generation
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    pub fn restore(&self) {
+        self.up.store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+/// Runs `loadgen attack ARGS…` in-process, keeping the run; returns what it came to.
+pub fn execute(args: &[&str]) -> loadgen::recording::Executed {
+    let mut argv = vec!["loadgen", "attack"];
+    argv.extend_from_slice(args);
+    let cli = Cli::try_parse_from(&argv).unwrap_or_else(|e| panic!("{argv:?}: {e}"));
+    let Command::Attack(a) = cli.command else {
+        unreachable!()
+    };
+    let plan = a.plan().unwrap();
+    let command_line: Vec<String> = argv.iter().map(|s| s.to_string()).collect();
+    let keeping = a.keeping(&command_line).unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(loadgen::recording::execute(
+        &plan,
+        &a.out,
+        &keeping,
+        &Shutdown::new(),
+    ))
+    .unwrap_or_else(|e| panic!("{argv:?}: {e}"))
+}
+
+/// Reads a run back from a store.
+pub fn load_run(url: &str, id: &str) -> store::StoredRun {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let store = store::Store::open(url).await.unwrap();
+        store.load_run(id).await.unwrap()
+    })
 }

@@ -7,7 +7,6 @@ use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use probe::buffer::{Read, SharedBuffer};
-use probe::collect::ProcRoot;
 use probe::protocol::{ProbeMessage, Record};
 use probe::sample::{Event, Sample};
 use probe::sampler::{Background, Sampler, SamplerConfig};
@@ -85,13 +84,10 @@ impl Drop for Fixture {
 
 pub fn config(selector: Selector, interval_ms: u64) -> SamplerConfig {
     SamplerConfig {
-        selector,
-        root: ProcRoot::default(),
         interval: Duration::from_millis(interval_ms),
-        tree: true,
         slow_interval: Duration::from_millis(500),
         slow_budget: 0.05,
-        pss: false,
+        ..SamplerConfig::new(selector)
     }
 }
 

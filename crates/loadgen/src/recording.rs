@@ -1,0 +1,418 @@
+//! Keeping a run: the store, the probes, and the attack between them.
+//!
+//! [`execute`] creates the HDR log, opens the store and subscribes to the probes first (so that
+//! a wrong path, URL or probe is reported before any load is sent), fixes time zero, records that the
+//! run has started, then attacks with the store among the interval sinks, waits out the
+//! post-roll while the probes keep reporting, and records the end: complete, or incomplete with
+//! the reason (Ctrl-C, `--max-lateness`, a failure), keeping all that was recorded either way.
+
+use std::collections::BTreeMap;
+use std::io;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use store::run::{HostFacts, RunConfig, Shard, StoredInterval};
+use store::summary::Summary;
+use store::writer::WriterHandle;
+use store::{Finish, RunMeta, RunStatus, RunWriter, Store};
+
+use crate::attack::{self, AttackPlan, IntervalSink, Load, Span};
+use crate::cli::OutputArgs;
+use crate::hdrlog::HdrLogSink;
+use crate::probes::{Connected, LinkReport, ProbeTarget};
+use crate::progress::Progress;
+use crate::shutdown::{Shutdown, Stop};
+use crate::Error;
+
+/// How a run is kept and what watches it (from the command line).
+#[derive(Debug, Clone, Default)]
+pub struct Keeping {
+    /// The store to keep the run in, or none.
+    pub store_url: Option<String>,
+    pub name: Option<String>,
+    pub experiment: Option<String>,
+    pub labels: BTreeMap<String, String>,
+    pub probes: Vec<ProbeTarget>,
+    pub pre_roll: Duration,
+    pub post_roll: Duration,
+    pub shard: Option<Shard>,
+    /// Wall-clock time zero (for shards starting together).
+    pub start_at: Option<SystemTime>,
+    /// The command line, with secrets already taken out.
+    pub command_line: Vec<String>,
+}
+
+/// What a run came to.
+#[derive(Debug)]
+pub struct Executed {
+    pub summary: Summary,
+    /// The run's id in the store, if it was kept.
+    pub run_id: Option<String>,
+    pub probes: Vec<LinkReport>,
+}
+
+/// Sends each interval to the store's writer.
+struct StoreSink(WriterHandle);
+
+impl IntervalSink for StoreSink {
+    fn name(&self) -> String {
+        "the store".into()
+    }
+
+    fn interval(&mut self, span: Span, stats: &store::model::IntervalStats) -> io::Result<()> {
+        self.0.interval(StoredInterval {
+            start_ns: span.start.as_nanos() as i64,
+            length_ns: span.length.as_nanos() as i64,
+            stats: stats.clone(),
+        });
+        Ok(())
+    }
+}
+
+/// Runs `plan`, keeping it as `keeping` says, with the sinks `out` asks for.
+pub async fn execute(
+    plan: &AttackPlan,
+    out: &OutputArgs,
+    keeping: &Keeping,
+    shutdown: &Shutdown,
+) -> Result<Executed, Error> {
+    let mut hdr_log = match &out.hdr_log {
+        Some(path) => {
+            let comment = format!(
+                "showdown-loadgen {}: {} · {}",
+                env!("CARGO_PKG_VERSION"),
+                plan.describe_target(),
+                plan.describe_load()
+            );
+            Some(
+                HdrLogSink::create(path, &comment).map_err(|source| Error::HdrLog {
+                    path: path.clone(),
+                    source,
+                })?,
+            )
+        }
+        None => None,
+    };
+    let store = match &keeping.store_url {
+        Some(url) => Some(Store::open(url).await?),
+        None => None,
+    };
+
+    let mut connected = Vec::new();
+    for (index, target) in keeping.probes.iter().enumerate() {
+        let link = Connected::connect(index as u32, target.clone(), keeping.pre_roll)
+            .await
+            .map_err(|e| Error::Probe {
+                address: target.address.clone(),
+                message: e.to_string(),
+            })?;
+        connected.push(link);
+    }
+    let anchor = attack::time_zero(keeping.start_at)?;
+    let (writer, run_id) = match &store {
+        Some(store) => {
+            let meta = run_meta(plan, keeping, anchor.wall);
+            store.create_run(&meta).await?;
+            (Some(RunWriter::start(store, &meta.id)), Some(meta.id))
+        }
+        None => (None, None),
+    };
+    let links: Vec<_> = match &writer {
+        Some(w) => connected
+            .into_iter()
+            .map(|c| c.follow(anchor.mono, w.handle()))
+            .collect(),
+        None => Vec::new(),
+    };
+
+    let expected = match &plan.load {
+        Load::Open { schedule, .. } => schedule.duration(),
+        Load::Closed { duration, .. } => *duration,
+    };
+    let mut progress = Progress::for_terminal(expected);
+    let mut store_sink = writer.as_ref().map(|w| StoreSink(w.handle()));
+    let mut sinks: Vec<&mut dyn IntervalSink> = Vec::new();
+    if let Some(h) = hdr_log.as_mut() {
+        sinks.push(h);
+    }
+    if let Some(s) = store_sink.as_mut() {
+        sinks.push(s);
+    }
+    if let Some(p) = progress.as_mut() {
+        sinks.push(p);
+    }
+    let outcome = attack::attack(plan, anchor, shutdown, &mut sinks).await;
+    if let Some(p) = &progress {
+        p.clear();
+    }
+
+    // The post-roll: the probes keep reporting how the server settles (not after an abort).
+    if !links.is_empty() && shutdown.state() != Stop::Abort {
+        let mut stop = shutdown.subscribe();
+        tokio::select! {
+            _ = tokio::time::sleep(keeping.post_roll) => {}
+            _ = stop.wait_for(|s| *s == Stop::Abort) => {}
+        }
+    }
+    let mut probes = Vec::new();
+    for link in links {
+        probes.push(link.stop().await);
+    }
+
+    let outcome = match outcome {
+        Ok(outcome) => outcome,
+        Err(e) => {
+            // The attack could not start: the run is kept as a failed one.
+            if let Some(writer) = writer {
+                writer
+                    .finish(finish(
+                        RunStatus::Incomplete,
+                        Some(e.to_string()),
+                        None,
+                        &probes,
+                        anchor.mono,
+                    ))
+                    .await;
+            }
+            return Err(e.into());
+        }
+    };
+    let mut outcome = outcome;
+    outcome
+        .warnings
+        .extend(probes.iter().filter_map(|p| p.problem.clone()));
+    let mut summary = attack::summarize(plan, &outcome);
+    if let Some(writer) = writer {
+        let status = if outcome.stopped.is_some() {
+            RunStatus::Incomplete
+        } else {
+            RunStatus::Complete
+        };
+        let report = writer
+            .finish(finish(
+                status,
+                outcome.stopped.clone(),
+                Some(summary.clone()),
+                &probes,
+                anchor.mono,
+            ))
+            .await;
+        if let Some(problem) = report.first_error {
+            summary.warnings.push(format!(
+                "THE STORE FAILED: {problem} ({} of {} rows not kept).",
+                report.rows_failed,
+                report.rows_failed + report.rows_written
+            ));
+        }
+    }
+    Ok(Executed {
+        summary,
+        run_id,
+        probes,
+    })
+}
+
+fn finish(
+    status: RunStatus,
+    stop_reason: Option<String>,
+    summary: Option<Summary>,
+    probes: &[LinkReport],
+    zero_mono: u64,
+) -> Finish {
+    Finish {
+        status,
+        stop_reason,
+        ended_at_ns: unix_ns(SystemTime::now()),
+        warnings: summary
+            .as_ref()
+            .map(|s| s.warnings.clone())
+            .unwrap_or_default(),
+        summary,
+        clock_offsets: probes
+            .iter()
+            .filter_map(|p| Some((p.meta.index, p.meta.clock?.offset_ns)))
+            .collect(),
+        zero_mono_ns: zero_mono as i64,
+    }
+}
+
+fn unix_ns(t: SystemTime) -> i64 {
+    t.duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as i64)
+}
+
+/// The run's identity and setup, as stored.
+fn run_meta(plan: &AttackPlan, keeping: &Keeping, zero: SystemTime) -> RunMeta {
+    let name = keeping
+        .name
+        .clone()
+        .unwrap_or_else(|| format!("{} · {}", plan.describe_target(), plan.describe_load()));
+    RunMeta {
+        id: RunMeta::new_id(),
+        name,
+        experiment: keeping.experiment.clone(),
+        labels: keeping.labels.clone(),
+        shard: keeping.shard.clone(),
+        tool_version: env!("CARGO_PKG_VERSION").into(),
+        started_at_ns: unix_ns(zero),
+        interval_ns: crate::clock::nanos(plan.interval),
+        config: run_config(plan, keeping),
+        gun_host: gun_host(),
+    }
+}
+
+/// Header values that are never stored.
+const SECRET_HEADERS: [&str; 5] = [
+    "authorization",
+    "proxy-authorization",
+    "cookie",
+    "x-api-key",
+    "x-auth-token",
+];
+
+/// Whether a header (`Name: value`) carries a secret.
+pub fn is_secret_header(line: &str) -> bool {
+    let name = line
+        .split(':')
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_ascii_lowercase();
+    SECRET_HEADERS.contains(&name.as_str())
+}
+
+/// The command line with the values of secret headers replaced.
+pub fn redact_command_line(args: &[String]) -> Vec<String> {
+    let mut out = Vec::with_capacity(args.len());
+    let mut header_next = false;
+    for arg in args {
+        let (flag, inline) = match arg.split_once('=') {
+            Some((f, v)) if f == "--header" => (Some(f), Some(v)),
+            _ => (None, None),
+        };
+        let redacted =
+            |h: &str| format!("{}: <redacted>", h.split(':').next().unwrap_or("").trim());
+        if header_next {
+            out.push(if is_secret_header(arg) {
+                redacted(arg)
+            } else {
+                arg.clone()
+            });
+            header_next = false;
+        } else if let (Some(flag), Some(value)) = (flag, inline) {
+            out.push(if is_secret_header(value) {
+                format!("{flag}={}", redacted(value))
+            } else {
+                arg.clone()
+            });
+        } else if let Some(value) = arg.strip_prefix("-H").filter(|v| !v.is_empty()) {
+            out.push(if is_secret_header(value) {
+                format!("-H{}", redacted(value))
+            } else {
+                arg.clone()
+            });
+        } else {
+            header_next = arg == "-H" || arg == "--header";
+            out.push(arg.clone());
+        }
+    }
+    out
+}
+
+fn run_config(plan: &AttackPlan, keeping: &Keeping) -> RunConfig {
+    let requests: Vec<serde_json::Value> = plan
+        .mix
+        .entries()
+        .map(|(spec, weight)| {
+            let headers: BTreeMap<String, String> = spec
+                .headers
+                .iter()
+                .map(|(name, value)| {
+                    let line = format!("{name}: {}", value.to_str().unwrap_or(""));
+                    let value = if is_secret_header(&line) {
+                        "<redacted>".to_string()
+                    } else {
+                        value.to_str().unwrap_or("").to_string()
+                    };
+                    (name.to_string(), value)
+                })
+                .collect();
+            serde_json::json!({
+                "method": spec.method.as_str(),
+                "url": format!("{}{}", spec.origin, spec.path_text),
+                "headers": headers,
+                "weight": weight,
+            })
+        })
+        .collect();
+    RunConfig {
+        command_line: keeping.command_line.clone(),
+        details: serde_json::json!({
+            "requests": requests,
+            "keepalive": plan.keepalive,
+            "insecure": plan.insecure,
+            "interval_ns": crate::clock::nanos(plan.interval),
+            "grace_ns": crate::clock::nanos(plan.grace),
+            "max_lateness_ns": plan.max_lateness.map(crate::clock::nanos),
+            "shard": plan.shard,
+            "probes": keeping.probes.iter().map(|p| p.address.clone()).collect::<Vec<_>>(),
+            "pre_roll_ns": crate::clock::nanos(keeping.pre_roll),
+            "post_roll_ns": crate::clock::nanos(keeping.post_roll),
+        }),
+        ..plan.config()
+    }
+}
+
+/// This host's facts.
+pub fn gun_host() -> HostFacts {
+    let read = |path: &str| {
+        std::fs::read_to_string(path)
+            .map(|s| s.trim().to_string())
+            .unwrap_or_default()
+    };
+    let mem_total_bytes = read("/proc/meminfo")
+        .lines()
+        .find_map(|l| l.strip_prefix("MemTotal:"))
+        .and_then(|v| v.split_whitespace().next()?.parse::<u64>().ok())
+        .map_or(0, |kb| kb * 1024);
+    let limit = rustix::process::getrlimit(rustix::process::Resource::Nofile);
+    HostFacts {
+        hostname: read("/proc/sys/kernel/hostname"),
+        kernel: read("/proc/sys/kernel/osrelease"),
+        cpus: std::thread::available_parallelism().map_or(1, |n| n.get() as u64),
+        mem_total_bytes,
+        fd_limit_soft: limit.current,
+        fd_limit_hard: limit.maximum,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn secrets_are_taken_out_of_the_command_line() {
+        let args: Vec<String> = [
+            "loadgen",
+            "attack",
+            "-H",
+            "Authorization: Bearer s3cret",
+            "-H",
+            "Accept: */*",
+            "--header=Cookie: id=7",
+            "-HX-Api-Key: k",
+            "http://x/",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        let out = redact_command_line(&args);
+        let text = out.join(" ");
+        assert!(
+            !text.contains("s3cret") && !text.contains("id=7") && !text.contains(": k"),
+            "{text}"
+        );
+        assert!(text.contains("Authorization: <redacted>"), "{text}");
+        assert!(text.contains("Accept: */*"), "{text}");
+        assert_eq!(out.len(), args.len());
+    }
+}
