@@ -13,21 +13,14 @@ fn main() -> ExitCode {
             return ExitCode::SUCCESS;
         }
         Err(e) => {
-            eprintln!("Error: {}", loadgen::cli::one_line(&e));
+            eprintln!("Error: {}", probe::cli::one_line(&e, "loadgen"));
             return ExitCode::from(2);
         }
     };
     match loadgen::run(cli, loadgen::Shutdown::new()) {
         Ok(end) => ExitCode::from(end.exit_code()),
         Err(e) => {
-            // One line, whatever the error's own formatting.
-            let text = e.to_string();
-            let line: Vec<&str> = text
-                .lines()
-                .map(str::trim)
-                .filter(|l| !l.is_empty())
-                .collect();
-            eprintln!("Error: {}", line.join("; "));
+            eprintln!("Error: {}", probe::cli::flatten(&e.to_string()));
             ExitCode::from(1)
         }
     }

@@ -199,8 +199,9 @@ impl TargetArgs {
     }
 }
 
-/// Turns clap's multi-line error into one line: what is wrong, then where to look.
-pub fn one_line(error: &clap::Error) -> String {
+/// Turns clap's multi-line error into one line: what is wrong, then where to look
+/// (`program --help`). Shared by Showdown's binaries.
+pub fn one_line(error: &clap::Error, program: &str) -> String {
     let rendered = error.render().to_string();
     let mut parts = Vec::new();
     for line in rendered.lines() {
@@ -217,5 +218,15 @@ pub fn one_line(error: &clap::Error) -> String {
     if text.ends_with(':') {
         text.pop();
     }
-    format!("{text} (see probe --help)")
+    format!("{text} (see {program} --help)")
+}
+
+/// Any error's text on one line (some libraries draw theirs over several).
+pub fn flatten(text: &str) -> String {
+    let lines: Vec<&str> = text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect();
+    lines.join("; ")
 }

@@ -12,7 +12,7 @@ fn main() -> ExitCode {
             return ExitCode::SUCCESS;
         }
         Err(e) => {
-            eprintln!("Error: {}", probe::cli::one_line(&e));
+            eprintln!("Error: {}", probe::cli::one_line(&e, "probe"));
             return ExitCode::from(2);
         }
     };
@@ -27,14 +27,7 @@ fn main() -> ExitCode {
     match probe::run(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            // One line, whatever the error's own formatting.
-            let text = e.to_string();
-            let line: Vec<&str> = text
-                .lines()
-                .map(str::trim)
-                .filter(|l| !l.is_empty())
-                .collect();
-            eprintln!("Error: {}", line.join("; "));
+            eprintln!("Error: {}", probe::cli::flatten(&e.to_string()));
             ExitCode::from(1)
         }
     }
