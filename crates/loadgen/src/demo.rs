@@ -191,7 +191,7 @@ pub async fn run(
             }
         }
         let mut out = std::io::stdout().lock();
-        writeln!(out, "\n{text}").map_err(Error::Output)?;
+        write!(out, "\n{text}").map_err(Error::Output)?;
     }
     print_kept(&done, &keeping, args.out.output);
     Ok(RunEnd::of(&done.summary))
@@ -225,8 +225,8 @@ fn process_figures(run: &store::StoredRun, duration: Duration) -> String {
     let max = cpu.iter().copied().fold(0.0, f64::max);
     let near_zero = cpu.iter().filter(|&&c| c < 1.0).count();
     format!(
-        "  The probe sampled the target process {} times during the attack (every 100 ms): CPU mean {mean:.1}% \n  \
-         of a core, max {max:.1}%, {near_zero} samples near 0% (frozen); RSS up to {:.1} MiB, {threads} threads, \n  \
+        "  The probe sampled the target process {} times during the attack (every 100 ms): CPU mean {mean:.1}%\n  \
+         of a core, max {max:.1}%, {near_zero} samples near 0% (frozen); RSS up to {:.1} MiB, {threads} threads,\n  \
          {fds} open FDs ({sockets} sockets).\n",
         cpu.len(),
         rss as f64 / 1048576.0
