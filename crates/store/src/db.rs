@@ -314,6 +314,23 @@ impl Store {
 
     /// Reads a whole run back.
     pub async fn load_run(&self, id: &str) -> Result<StoredRun, StoreError> {
+        let mut intervals = Vec::new();
+        let mut run = self
+            .load_run_streaming(id, |interval| intervals.push(interval))
+            .await?;
+        run.intervals = intervals;
+        Ok(run)
+    }
+
+    /// Reads a run back, handing its intervals one by one to `visit` instead of keeping them
+    /// (`intervals` comes back empty). An interval's four HdrHistograms take up to a megabyte
+    /// in memory (dense counts up to the timeout): an hour of intervals kept at once would
+    /// take gigabytes, while a reader that folds them as they come needs only its own totals.
+    pub async fn load_run_streaming(
+        &self,
+        id: &str,
+        mut visit: impl FnMut(StoredInterval),
+    ) -> Result<StoredRun, StoreError> {
         let row = sqlx::query("SELECT * FROM runs WHERE id = $1")
             .bind(id)
             .fetch_optional(&self.pool)
@@ -345,13 +362,16 @@ impl Store {
         };
         let warnings: Vec<String> =
             parse_json(id, "warnings", &row.try_get::<String, _>("warnings")?)?;
-        let intervals = sqlx::query("SELECT * FROM intervals WHERE run_id = $1 ORDER BY idx")
+        // The rows hold the histograms compressed (a few hundred bytes each); only one is
+        // decoded at a time.
+        let rows = sqlx::query("SELECT * FROM intervals WHERE run_id = $1 ORDER BY idx")
             .bind(id)
             .fetch_all(&self.pool)
-            .await?
-            .iter()
-            .map(|r| interval_of(id, meta.config.timeout_ns, r))
-            .collect::<Result<Vec<_>, _>>()?;
+            .await?;
+        for row in &rows {
+            visit(interval_of(id, row)?);
+        }
+        drop(rows);
         let probes = self.load_probes(id).await?;
         Ok(StoredRun {
             meta,
@@ -360,7 +380,7 @@ impl Store {
             ended_at_ns: row.try_get("ended_at_ns")?,
             summary,
             warnings,
-            intervals,
+            intervals: Vec::new(),
             probes,
         })
     }
@@ -478,7 +498,7 @@ fn parse_json<T: serde::de::DeserializeOwned>(
     })
 }
 
-fn interval_of(id: &str, timeout_ns: u64, row: &AnyRow) -> Result<StoredInterval, StoreError> {
+fn interval_of(id: &str, row: &AnyRow) -> Result<StoredInterval, StoreError> {
     let corrupt = |what: &str, message: String| StoreError::Corrupt {
         id: id.to_string(),
         what: what.to_string(),
@@ -489,7 +509,8 @@ fn interval_of(id: &str, timeout_ns: u64, row: &AnyRow) -> Result<StoredInterval
         hdrlog::from_bytes(&bytes).map_err(|m| corrupt(column, m))
     };
     let count = |column: &str| -> Result<u64, StoreError> { Ok(to_u64(row.try_get(column)?)) };
-    let mut stats = IntervalStats::new(count("idx")?, timeout_ns);
+    // Small placeholders: the stored histograms replace them below.
+    let mut stats = IntervalStats::new(count("idx")?, 0);
     stats.requests = count("requests")?;
     stats.sent = count("sent")?;
     stats.responses = count("responses")?;

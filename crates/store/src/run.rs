@@ -186,6 +186,16 @@ pub struct RunListing {
     pub peak_fds: Option<u64>,
 }
 
+/// A `KEY=VALUE` label from a command line.
+pub fn parse_label(text: &str) -> Result<(String, String), String> {
+    match text.split_once('=') {
+        Some((k, v)) if !k.trim().is_empty() => Ok((k.trim().to_string(), v.trim().to_string())),
+        _ => Err(format!(
+            "expected KEY=VALUE, such as target=node, not {text:?}"
+        )),
+    }
+}
+
 /// Which runs to list.
 #[derive(Debug, Clone, Default)]
 pub struct RunFilter {
