@@ -1,0 +1,337 @@
+//! Which charts a page has, and what each draws: a run's charts, and a comparison's (one line
+//! per run, in the run's colour).
+
+use plotters::style::RGBColor;
+
+use crate::compare::Comparison;
+use crate::figures::{ProbeFigures, RunFigures, Series};
+use crate::plot::{self, color, Line, PlotError, TimeChart};
+
+/// A chart on a page: an SVG, or why there is none.
+#[derive(Debug, Clone)]
+pub struct Chart {
+    /// For the page's anchors: `latency`, `probe-0-cpu`.
+    pub id: String,
+    pub title: String,
+    pub svg: Option<String>,
+    /// One sentence under the chart: what it shows, or why it is empty.
+    pub caption: String,
+}
+
+/// Series colours that read as their meaning: p50 blue, p90 green, p99 orange, max red.
+const BLUE: RGBColor = plot::PALETTE[0];
+const ORANGE: RGBColor = plot::PALETTE[1];
+const GREEN: RGBColor = plot::PALETTE[2];
+const RED: RGBColor = plot::PALETTE[3];
+const PURPLE: RGBColor = plot::PALETTE[4];
+const GREY: RGBColor = plot::PALETTE[7];
+const DARK: RGBColor = RGBColor(0x33, 0x33, 0x33);
+
+fn lines(series: &[Series], colors: &[RGBColor]) -> Vec<Line> {
+    series
+        .iter()
+        .zip(colors.iter().chain(plot::PALETTE[5..].iter()).cycle())
+        .map(|(s, &c)| Line::new(s.name.clone(), c, s.points.clone()))
+        .collect()
+}
+
+fn time(id: &str, spec: TimeChart<'_>, caption: &str, empty: &str) -> Result<Chart, PlotError> {
+    let svg = if plot::has_data(&spec.lines) {
+        Some(plot::time_chart(&spec)?)
+    } else {
+        None
+    };
+    Ok(Chart {
+        id: id.to_string(),
+        title: spec.title.to_string(),
+        caption: if svg.is_some() { caption } else { empty }.to_string(),
+        svg,
+    })
+}
+
+fn distribution(
+    id: &str,
+    title: &str,
+    lines: Vec<Line>,
+    caption: &str,
+) -> Result<Chart, PlotError> {
+    let svg = if plot::has_data(&lines) {
+        Some(plot::distribution_chart(title, &lines)?)
+    } else {
+        None
+    };
+    Ok(Chart {
+        id: id.to_string(),
+        title: title.to_string(),
+        caption: if svg.is_some() {
+            caption
+        } else {
+            "No request completed."
+        }
+        .to_string(),
+        svg,
+    })
+}
+
+const SHADED: &str = "Grey: before and after the attack (the probes' pre- and post-roll).";
+
+/// The load's charts of one run.
+pub fn load_charts(run: &RunFigures) -> Result<Vec<Chart>, PlotError> {
+    let chart = |title, y_label, lines| TimeChart {
+        title,
+        y_label,
+        x_range: run.span,
+        attack: Some(run.attack),
+        lines,
+        markers: Vec::new(),
+    };
+    let no_requests = "No interval recorded a request.";
+    let mut distribution_lines = lines(&run.distribution, &[BLUE, ORANGE]);
+    if let Some(service) = distribution_lines.get_mut(1) {
+        service.dashed = true;
+    }
+    Ok(vec![
+        time(
+            "latency",
+            chart("Latency over time", "corrected latency (ms)", lines(&run.load.latency, &[BLUE, GREEN, ORANGE, RED])),
+            &format!("Per interval, from each request's intended send time. {SHADED}"),
+            no_requests,
+        )?,
+        time(
+            "requests",
+            chart("Requests over time", "requests per second", lines(&run.load.rates, &[BLUE, GREEN, RED])),
+            &format!("Sent, answered with a 2xx/3xx, and failed (any kind), per second of each interval. {SHADED}"),
+            no_requests,
+        )?,
+        distribution(
+            "distribution",
+            "Latency by percentile",
+            distribution_lines,
+            "The whole run. Corrected latency counts from the intended send time; service time (dashed) from the actual send, as tools that ignore coordinated omission report it.",
+        )?,
+        time(
+            "lateness",
+            chart("Generator: send lateness", "p99 lateness (ms)", vec![Line::new(&run.load.lateness.name, PURPLE, run.load.lateness.points.clone())]),
+            "How late the generator sent requests against their schedule. Over 1 ms, the generator, not the server, may be what the figures measure.",
+            "Closed loop: requests have no schedule to be late for.",
+        )?,
+        time(
+            "in-flight",
+            chart(
+                "Requests in flight and connections",
+                "count",
+                vec![
+                    Line::new(&run.load.in_flight.name, BLUE, run.load.in_flight.points.clone()),
+                    Line::new(&run.load.connections.name, GREY, run.load.connections.points.clone()),
+                ],
+            ),
+            "At the end of each interval. An open loop opens connections as the server slows down.",
+            no_requests,
+        )?,
+    ])
+}
+
+/// One probe's charts.
+pub fn probe_charts(
+    run: &RunFigures,
+    index: usize,
+    probe: &ProbeFigures,
+) -> Result<Vec<Chart>, PlotError> {
+    let markers: Vec<f64> = probe
+        .events
+        .iter()
+        .filter(|(_, what)| !what.starts_with("attached"))
+        .map(|(t, _)| *t)
+        .collect();
+    let titles: Vec<String> = [
+        "CPU",
+        "Memory (RSS)",
+        "Threads",
+        "File descriptors",
+        "TCP sockets",
+        "Context switches",
+        "CPU by process",
+    ]
+    .iter()
+    .map(|t| {
+        if run.probes.len() > 1 {
+            format!("{t}: probe {}", index + 1)
+        } else {
+            t.to_string()
+        }
+    })
+    .collect();
+    let chart = |title: usize, y_label, lines| TimeChart {
+        title: &titles[title],
+        y_label,
+        x_range: run.span,
+        attack: Some(run.attack),
+        lines,
+        markers: markers.clone(),
+    };
+    let id = |name: &str| format!("probe-{index}-{name}");
+    let marks = if markers.is_empty() {
+        ""
+    } else {
+        " Thin grey lines: processes starting or exiting (see the events)."
+    };
+    let no_samples = "The probe sent no samples of the target (did it find the process?).";
+    let mut fds = vec![Line::new("all", DARK, probe.fds.points.clone())];
+    fds.extend(lines(
+        &probe.fd_kinds,
+        &[BLUE, GREEN, ORANGE, PURPLE, RED, GREY],
+    ));
+    let mut out = vec![
+        time(
+            &id("cpu"),
+            chart(
+                0,
+                "CPU (%, 100 = one core)",
+                vec![
+                    Line::new("target's process tree", BLUE, probe.cpu.points.clone()),
+                    Line::new(format!("whole host ({} cores; 1 s mean)", probe.host.cpus), GREY, probe.host_cpu.points.clone()),
+                ],
+            ),
+            &format!("The target's CPU comes from its CPU clock; the whole host's from /proc/stat's clock ticks, which miss short bursts on a mostly idle host, and include the load generator when both share a machine. {SHADED}{marks}"),
+            no_samples,
+        )?,
+        time(&id("rss"), chart(1, "RSS (MiB)", vec![Line::new("resident set", BLUE, probe.rss_mib.points.clone())]), &format!("Resident memory of the whole tree.{marks}"), no_samples)?,
+        time(&id("threads"), chart(2, "threads", vec![Line::new("threads", BLUE, probe.threads.points.clone())]), &format!("Threads of the whole tree.{marks}"), no_samples)?,
+        time(
+            &id("fds"),
+            chart(3, "open FDs", fds),
+            &format!(
+                "Open file descriptors, in all and by kind (kinds at the slow collectors' pace).{}{marks}",
+                match probe.fd_limits.0 {
+                    Some(limit) => format!(" Soft limit per process: {limit}."),
+                    None => String::new(),
+                }
+            ),
+            no_samples,
+        )?,
+        time(
+            &id("tcp"),
+            chart(4, "sockets", lines(&probe.tcp, &[BLUE, GREY, RED, ORANGE, PURPLE])),
+            "The tree's TCP sockets by state, and connections waiting in the listen sockets' accept queues.",
+            "No TCP figures: the slow collectors did not run (see the probe's --slow-budget).",
+        )?,
+        time(
+            &id("switches"),
+            chart(5, "context switches per second", lines(&probe.switches, &[BLUE, RED])),
+            "Voluntary switches (waiting on I/O or a lock) and involuntary ones (preempted: more runnable threads than cores).",
+            "No context switch figures: the slow collectors did not run.",
+        )?,
+    ];
+    if !probe.members.is_empty() {
+        out.push(time(
+            &id("members"),
+            chart(
+                6,
+                "CPU (%, 100 = one core)",
+                lines(&probe.members, &plot::PALETTE),
+            ),
+            "Each process of the tree (e.g. the workers of a cluster).",
+            "",
+        )?);
+    }
+    Ok(out)
+}
+
+/// A comparison's charts: one line per run, in the run's colour.
+pub fn comparison_charts(c: &Comparison) -> Result<Vec<Chart>, PlotError> {
+    let names = c.run_names();
+    let span = c.runs.iter().fold((0.0f64, 1.0f64), |s, r| {
+        (s.0.min(r.span.0), s.1.max(r.span.1))
+    });
+    let attack_end = c.runs.iter().map(|r| r.attack.1).fold(0.0, f64::max);
+    let per_run = |pick: &dyn Fn(&RunFigures) -> Option<&Series>| -> Vec<Line> {
+        c.runs
+            .iter()
+            .enumerate()
+            .map(|(i, r)| {
+                Line::new(
+                    format!("#{} {}", i + 1, names[i]),
+                    color(i),
+                    pick(r).map(|s| s.points.clone()).unwrap_or_default(),
+                )
+            })
+            .collect()
+    };
+    let chart = |title, y_label, lines| TimeChart {
+        title,
+        y_label,
+        x_range: span,
+        attack: Some((0.0, attack_end)),
+        lines,
+        markers: Vec::new(),
+    };
+    let no_probe = "None of these runs had a probe.";
+    let first_probe = "From each run's first probe.";
+    let mut out = vec![
+        time(
+            "p99",
+            chart(
+                "p99 latency over time",
+                "corrected latency (ms)",
+                per_run(&|r| r.load.latency.get(2)),
+            ),
+            "Per interval, from intended send times.",
+            "No interval recorded a request.",
+        )?,
+        time(
+            "p50",
+            chart(
+                "Median latency over time",
+                "corrected latency (ms)",
+                per_run(&|r| r.load.latency.first()),
+            ),
+            "Per interval, from intended send times.",
+            "No interval recorded a request.",
+        )?,
+        time(
+            "throughput",
+            chart(
+                "Throughput over time",
+                "successful requests per second",
+                per_run(&|r| r.load.rates.get(1)),
+            ),
+            "Responses with a 2xx/3xx status, per second of each interval.",
+            "No interval recorded a request.",
+        )?,
+        distribution(
+            "distribution",
+            "Latency by percentile",
+            per_run(&|r| r.distribution.first()),
+            "Corrected latency over each whole run.",
+        )?,
+    ];
+    for (id, title, y_label, pick) in [
+        (
+            "cpu",
+            "Target CPU",
+            "CPU (%, 100 = one core)",
+            (|p| &p.cpu) as fn(&ProbeFigures) -> &Series,
+        ),
+        ("rss", "Target memory (RSS)", "RSS (MiB)", |p| &p.rss_mib),
+        ("threads", "Target threads", "threads", |p| &p.threads),
+        ("fds", "Target open FDs", "open FDs", |p| &p.fds),
+    ] {
+        out.push(time(
+            id,
+            chart(title, y_label, per_run(&|r| r.probes.first().map(pick))),
+            first_probe,
+            no_probe,
+        )?);
+    }
+    out.push(time(
+        "established",
+        chart(
+            "Target's established TCP connections",
+            "sockets",
+            per_run(&|r| r.probes.first().and_then(|p| p.tcp.first())),
+        ),
+        first_probe,
+        "No TCP figures in these runs.",
+    )?);
+    Ok(out)
+}

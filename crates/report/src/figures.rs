@@ -1,0 +1,627 @@
+//! What the pages show, computed from a stored run: tables and time series.
+//!
+//! Everything a page draws comes from here, so that the tables the tests check and the figures
+//! in the plots are the same numbers. Times are seconds on the run's timeline (0 = the first
+//! request's intended send time; negative in the probes' pre-roll).
+
+use std::collections::BTreeMap;
+use std::time::{Duration, UNIX_EPOCH};
+
+use probe::protocol::Record;
+use probe::sample::{EventKind, ProcessSample};
+use serde::Serialize;
+use store::model::IntervalStats;
+use store::run::{RunConfig, RunStatus, StoredInterval, StoredRun};
+use store::summary::{RunFacts, Summary};
+
+/// The percentiles of the HDR percentile table: label and quantile.
+pub const PERCENTILES: [(&str, f64); 8] = [
+    ("p50", 0.5),
+    ("p75", 0.75),
+    ("p90", 0.9),
+    ("p95", 0.95),
+    ("p99", 0.99),
+    ("p99.9", 0.999),
+    ("p99.99", 0.9999),
+    ("max", 1.0),
+];
+
+/// One row of the HDR percentile table, nanoseconds.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PercentileRow {
+    pub percentile: &'static str,
+    pub quantile: f64,
+    pub corrected_ns: u64,
+    pub service_ns: u64,
+}
+
+/// A named series of (x, y) points.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Series {
+    pub name: String,
+    pub points: Vec<(f64, f64)>,
+}
+
+impl Series {
+    fn new(name: &str) -> Self {
+        Series {
+            name: name.to_string(),
+            points: Vec::new(),
+        }
+    }
+
+    pub fn max_y(&self) -> Option<f64> {
+        self.points.iter().map(|p| p.1).reduce(f64::max)
+    }
+}
+
+/// The load over time, one point per interval (at its middle).
+#[derive(Debug, Clone, Default)]
+pub struct LoadSeries {
+    /// Corrected latency per interval: p50, p90, p99, max (ms).
+    pub latency: Vec<Series>,
+    /// Requests per second: sent, successful, errors.
+    pub rates: Vec<Series>,
+    /// The generator: p99 send lateness (ms), requests in flight, connections open.
+    pub lateness: Series,
+    pub in_flight: Series,
+    pub connections: Series,
+}
+
+/// What one probe saw, over time.
+#[derive(Debug, Clone, Default)]
+pub struct ProbeFigures {
+    /// e.g. `api on 10.0.0.5:7700 (--port 8080)`.
+    pub label: String,
+    pub host: probe::sample::HostInfo,
+    pub clock: Option<store::run::ClockAlignment>,
+    /// The tree's totals.
+    pub cpu: Series,
+    pub rss_mib: Series,
+    pub threads: Series,
+    pub fds: Series,
+    /// FDs by kind (from the slow collectors' samples).
+    pub fd_kinds: Vec<Series>,
+    /// TCP sockets by state, and the accept queue.
+    pub tcp: Vec<Series>,
+    /// Context switches per second, voluntary and involuntary.
+    pub switches: Vec<Series>,
+    pub host_cpu: Series,
+    /// CPU % of each member of the tree, when there are several.
+    pub members: Vec<Series>,
+    /// Events, with their time and a short description.
+    pub events: Vec<(f64, String)>,
+    /// Stretches of missing records: (time, description).
+    pub gaps: Vec<(f64, String)>,
+    pub samples: usize,
+    pub peak_rss_bytes: Option<u64>,
+    pub peak_fds: Option<u64>,
+    pub fd_limits: (Option<u64>, Option<u64>),
+}
+
+/// Everything the pages say about one run.
+#[derive(Debug, Clone)]
+pub struct RunFigures {
+    pub id: String,
+    pub name: String,
+    pub experiment: Option<String>,
+    pub labels: BTreeMap<String, String>,
+    pub status: RunStatus,
+    pub stop_reason: Option<String>,
+    /// RFC 3339, to the second.
+    pub started: String,
+    /// Wall-clock time of time zero, Unix ns.
+    pub started_at_ns: i64,
+    pub summary: Summary,
+    /// Whether `summary` was computed here, the run having ended without one.
+    pub summary_recomputed: bool,
+    pub percentiles: Vec<PercentileRow>,
+    /// Corrected and service latency by percentile: (1 / (1 − p), ms).
+    pub distribution: Vec<Series>,
+    pub load: LoadSeries,
+    pub probes: Vec<ProbeFigures>,
+    /// The attack window on the timeline (s).
+    pub attack: (f64, f64),
+    /// The whole timeline covered (s), pre-roll and post-roll included.
+    pub span: (f64, f64),
+    pub config: RunConfig,
+    pub gun_host: store::run::HostFacts,
+    pub warnings: Vec<String>,
+    pub shard: Option<store::run::Shard>,
+}
+
+impl RunFigures {
+    /// The highest RSS any probe saw of its tree.
+    pub fn peak_rss_bytes(&self) -> Option<u64> {
+        self.probes.iter().filter_map(|p| p.peak_rss_bytes).max()
+    }
+
+    pub fn peak_fds(&self) -> Option<u64> {
+        self.probes.iter().filter_map(|p| p.peak_fds).max()
+    }
+}
+
+/// Intervals folded as they are read: the run's totals and the load's series. Nothing else
+/// of an interval is kept (its histograms are large; see `Store::load_run_streaming`).
+#[derive(Debug)]
+pub struct IntervalFold {
+    totals: IntervalStats,
+    load: LoadSeries,
+    /// End of the last interval on the timeline (s).
+    last_end: f64,
+}
+
+impl Default for IntervalFold {
+    fn default() -> Self {
+        let named = |names: &[&str]| names.iter().map(|n| Series::new(n)).collect();
+        IntervalFold {
+            totals: IntervalStats::new(0, 0),
+            load: LoadSeries {
+                latency: named(&["p50", "p90", "p99", "max"]),
+                rates: named(&["sent/s", "successful/s", "errors/s"]),
+                lateness: Series::new("p99 send lateness"),
+                in_flight: Series::new("in flight"),
+                connections: Series::new("connections open"),
+            },
+            last_end: 0.0,
+        }
+    }
+}
+
+impl IntervalFold {
+    /// Adds the next interval, one point per series at the interval's middle.
+    pub fn add(&mut self, i: &StoredInterval) {
+        let s = &i.stats;
+        self.totals.accumulate(s);
+        self.last_end = self.last_end.max((i.start_ns + i.length_ns) as f64 / 1e9);
+        let seconds = (i.length_ns as f64 / 1e9).max(1e-9);
+        let t = (i.start_ns as f64 + i.length_ns as f64 / 2.0) / 1e9;
+        let out = &mut self.load;
+        if !s.corrected.is_empty() {
+            for (series, q) in out.latency.iter_mut().zip([0.5, 0.9, 0.99, 1.0]) {
+                series
+                    .points
+                    .push((t, ms(s.corrected.value_at_quantile(q))));
+            }
+        }
+        for (series, v) in out.rates.iter_mut().zip([s.sent, s.ok, s.errors.total()]) {
+            series.points.push((t, v as f64 / seconds));
+        }
+        if !s.lateness.is_empty() {
+            out.lateness
+                .points
+                .push((t, ms(s.lateness.value_at_quantile(0.99))));
+        }
+        out.in_flight.points.push((t, s.in_flight as f64));
+        out.connections.points.push((t, s.connections_open as f64));
+    }
+
+    /// The run's totals so far: every interval added up.
+    pub fn totals(&self) -> &IntervalStats {
+        &self.totals
+    }
+}
+
+/// The figures of a run, read from the store one interval at a time.
+pub async fn load(store: &store::Store, id: &str) -> Result<RunFigures, store::StoreError> {
+    let mut fold = IntervalFold::default();
+    let run = store.load_run_streaming(id, |i| fold.add(&i)).await?;
+    Ok(finish(&run, fold))
+}
+
+fn ms(ns: u64) -> f64 {
+    ns as f64 / 1e6
+}
+
+/// The figures of a stored run with its intervals in memory (e.g. a merged run group).
+pub fn of(run: &StoredRun) -> RunFigures {
+    let mut fold = IntervalFold::default();
+    for i in &run.intervals {
+        fold.add(i);
+    }
+    finish(run, fold)
+}
+
+/// The figures, once every interval is folded in.
+fn finish(run: &StoredRun, fold: IntervalFold) -> RunFigures {
+    let IntervalFold {
+        totals,
+        load,
+        last_end,
+    } = fold;
+    let (summary, recomputed) = match &run.summary {
+        Some(s) => (s.clone(), false),
+        None => (recompute_summary(run, &totals, last_end), true),
+    };
+    let attack_end = summary.duration.attack_s.max(0.0);
+    let percentiles = PERCENTILES
+        .iter()
+        .map(|&(label, q)| PercentileRow {
+            percentile: label,
+            quantile: q,
+            corrected_ns: quantile(&totals.corrected, q),
+            service_ns: quantile(&totals.service, q),
+        })
+        .collect();
+    let distribution = vec![
+        distribution("corrected", &totals.corrected),
+        distribution("service", &totals.service),
+    ];
+    let probes: Vec<ProbeFigures> = run.probes.iter().map(probe_figures).collect();
+    let mut span = (0.0f64, last_end.max(attack_end));
+    for p in &probes {
+        if let (Some(first), Some(last)) = (p.cpu.points.first(), p.cpu.points.last()) {
+            span.0 = span.0.min(first.0);
+            span.1 = span.1.max(last.0);
+        }
+    }
+    let mut warnings = summary.warnings.clone();
+    for w in &run.warnings {
+        if !warnings.contains(w) {
+            warnings.push(w.clone());
+        }
+    }
+    if recomputed {
+        warnings.insert(
+            0,
+            "NO SUMMARY WAS STORED: the run did not finish (killed, or still running). The figures come from the intervals it kept."
+                .into(),
+        );
+    }
+    for p in &probes {
+        for (_, gap) in &p.gaps {
+            warnings.push(format!("{}: {gap}", p.label));
+        }
+    }
+    let started = UNIX_EPOCH + Duration::from_nanos(run.meta.started_at_ns.max(0) as u64);
+    RunFigures {
+        id: run.meta.id.clone(),
+        name: run.meta.name.clone(),
+        experiment: run.meta.experiment.clone(),
+        labels: run.meta.labels.clone(),
+        status: run.status,
+        stop_reason: run.stop_reason.clone(),
+        started: humantime::format_rfc3339_seconds(started).to_string(),
+        started_at_ns: run.meta.started_at_ns,
+        summary,
+        summary_recomputed: recomputed,
+        percentiles,
+        distribution,
+        load,
+        probes,
+        attack: (0.0, attack_end),
+        span,
+        config: run.meta.config.clone(),
+        gun_host: run.meta.gun_host.clone(),
+        warnings,
+        shard: run.meta.shard.clone(),
+    }
+}
+
+fn quantile(h: &hdrhistogram::Histogram<u64>, q: f64) -> u64 {
+    if h.is_empty() {
+        0
+    } else {
+        h.value_at_quantile(q)
+    }
+}
+
+/// A summary for a run that ended without one, from what it kept.
+fn recompute_summary(run: &StoredRun, totals: &IntervalStats, last_end: f64) -> Summary {
+    let started = UNIX_EPOCH + Duration::from_nanos(run.meta.started_at_ns.max(0) as u64);
+    Summary::new(&RunFacts {
+        config: &run.meta.config,
+        started,
+        interval: Duration::from_nanos(run.meta.interval_ns),
+        totals,
+        attack: Duration::from_secs_f64(last_end),
+        wait: Duration::ZERO,
+        cpu: Duration::ZERO,
+        peak_rss_bytes: None,
+        stopped: run.stop_reason.clone(),
+        notes: Vec::new(),
+    })
+}
+
+/// Latency by percentile, on the x axis HdrHistogram's charts use: 1 / (1 − p), so that 90 %,
+/// 99 %, 99.9 % … are evenly spaced on a log scale.
+fn distribution(name: &str, h: &hdrhistogram::Histogram<u64>) -> Series {
+    let mut s = Series::new(name);
+    if h.is_empty() {
+        return s;
+    }
+    // Ten points per decade of 1 / (1 − p), up to the last request's.
+    let limit = (h.len() as f64).max(10.0);
+    let mut x: f64 = 1.0;
+    while x <= limit {
+        let p = 1.0 - 1.0 / x;
+        s.points.push((x, ms(h.value_at_quantile(p))));
+        x *= 10f64.powf(0.1);
+    }
+    s.points.push((limit, ms(h.max())));
+    s
+}
+
+fn probe_figures(probe: &store::run::StoredProbe) -> ProbeFigures {
+    let host = &probe.meta.host;
+    let mut f = ProbeFigures {
+        label: format!(
+            "{} ({} on {})",
+            probe.meta.address, host.selector, host.hostname
+        ),
+        host: host.clone(),
+        clock: probe.meta.clock,
+        cpu: Series::new("CPU"),
+        rss_mib: Series::new("RSS"),
+        threads: Series::new("threads"),
+        fds: Series::new("open FDs"),
+        host_cpu: Series::new("host CPU"),
+        ..Default::default()
+    };
+    let kinds = ["sockets", "files", "pipes", "epoll", "eventfd", "other"];
+    f.fd_kinds = kinds.iter().map(|n| Series::new(n)).collect();
+    let states = [
+        "established",
+        "time_wait",
+        "close_wait",
+        "syn_recv",
+        "accept queue",
+    ];
+    f.tcp = states.iter().map(|n| Series::new(n)).collect();
+    f.switches = ["voluntary/s", "involuntary/s"]
+        .iter()
+        .map(|n| Series::new(n))
+        .collect();
+    let mut members: BTreeMap<i32, Series> = BTreeMap::new();
+    let mut previous_switches: Option<(f64, u64, u64)> = None;
+    for r in &probe.records {
+        let t = r.t_ns as f64 / 1e9;
+        match &r.record {
+            Record::Event(e) => f.events.push((t, describe_event(&e.kind))),
+            Record::Sample(s) => {
+                f.samples += 1;
+                if let Some(host) = &s.host {
+                    if let Some(cpu) = host.cpu_pct {
+                        f.host_cpu.points.push((t, cpu));
+                    }
+                }
+                let Some(total) = &s.total else { continue };
+                add_totals(&mut f, t, total, &mut previous_switches);
+                if s.processes.len() > 1 {
+                    for p in &s.processes {
+                        if let Some(cpu) = p.cpu_pct {
+                            members
+                                .entry(p.pid)
+                                .or_insert_with(|| Series::new(&format!("{} {}", p.pid, p.comm)))
+                                .points
+                                .push((t, cpu));
+                        }
+                    }
+                }
+            }
+        }
+    }
+    f.members = members.into_values().collect();
+    f.host_cpu.points = trailing_mean(&f.host_cpu.points, 1.0);
+    for g in &probe.gaps {
+        let what = match g.to_seq {
+            Some(to) => format!(
+                "{} probe records missing (#{}–#{}): {}",
+                to - g.from_seq + 1,
+                g.from_seq,
+                to,
+                g.reason
+            ),
+            None => format!(
+                "probe records missing from #{} on: {}",
+                g.from_seq, g.reason
+            ),
+        };
+        f.gaps.push((g.t_ns as f64 / 1e9, what));
+    }
+    f
+}
+
+/// Each point replaced by the mean of the points in the `window` seconds up to it. The host's
+/// CPU comes from /proc/stat's clock ticks (100 per second per core): over 100 ms it moves in
+/// steps of 10 % of a core, and a mean over a second shows the load rather than the steps.
+fn trailing_mean(points: &[(f64, f64)], window: f64) -> Vec<(f64, f64)> {
+    let mut out = Vec::with_capacity(points.len());
+    let (mut start, mut sum) = (0, 0.0);
+    for (i, &(t, v)) in points.iter().enumerate() {
+        sum += v;
+        while points[start].0 <= t - window {
+            sum -= points[start].1;
+            start += 1;
+        }
+        out.push((t, sum / (i + 1 - start) as f64));
+    }
+    out
+}
+
+fn add_totals(
+    f: &mut ProbeFigures,
+    t: f64,
+    total: &ProcessSample,
+    previous: &mut Option<(f64, u64, u64)>,
+) {
+    if let Some(cpu) = total.cpu_pct {
+        f.cpu.points.push((t, cpu));
+    }
+    f.rss_mib
+        .points
+        .push((t, total.rss_bytes as f64 / 1048576.0));
+    f.threads.points.push((t, total.threads as f64));
+    f.fds.points.push((t, total.fds as f64));
+    f.peak_rss_bytes = f.peak_rss_bytes.max(Some(total.rss_bytes));
+    f.peak_fds = f.peak_fds.max(Some(total.fds));
+    if total.fd_limit_soft.is_some() {
+        f.fd_limits = (total.fd_limit_soft, total.fd_limit_hard);
+    }
+    if let Some(k) = &total.fd_kinds {
+        for (series, v) in f.fd_kinds.iter_mut().zip([
+            k.socket,
+            k.file,
+            k.pipe,
+            k.epoll,
+            k.eventfd,
+            k.timerfd + k.other,
+        ]) {
+            series.points.push((t, v as f64));
+        }
+    }
+    if let Some(tcp) = &total.tcp {
+        for (series, v) in f.tcp.iter_mut().zip([
+            tcp.established,
+            tcp.time_wait,
+            tcp.close_wait,
+            tcp.syn_recv,
+            tcp.accept_queue,
+        ]) {
+            series.points.push((t, v as f64));
+        }
+    }
+    if let (Some(v), Some(n)) = (
+        total.voluntary_ctxt_switches,
+        total.involuntary_ctxt_switches,
+    ) {
+        if let Some((t0, v0, n0)) = *previous {
+            let dt = t - t0;
+            if dt > 0.0 && v >= v0 && n >= n0 {
+                f.switches[0].points.push((t, (v - v0) as f64 / dt));
+                f.switches[1].points.push((t, (n - n0) as f64 / dt));
+            }
+        }
+        *previous = Some((t, v, n));
+    }
+}
+
+fn describe_event(kind: &EventKind) -> String {
+    match kind {
+        EventKind::Attached { pid, comm, .. } => format!("attached to {comm} ({pid})"),
+        EventKind::TargetExited { pid } => format!("target {pid} exited"),
+        EventKind::ProcessStarted { pid, comm, .. } => format!("{comm} ({pid}) started"),
+        EventKind::ProcessExited { pid } => format!("process {pid} exited"),
+        EventKind::MissedTicks { count } => format!("{count} samples missed"),
+    }
+}
+
+/// A run's headline figures, as the index lists them.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Headline {
+    pub id: String,
+    pub name: String,
+    pub experiment: Option<String>,
+    pub labels: BTreeMap<String, String>,
+    pub status: String,
+    pub started: String,
+    pub target: String,
+    pub load: String,
+    /// The run group when this run is one gun host's shard.
+    pub group: Option<String>,
+    pub rate: f64,
+    pub throughput: f64,
+    pub success_ratio: f64,
+    pub p50_ns: u64,
+    pub p99_ns: u64,
+    pub max_ns: u64,
+    pub peak_rss_bytes: Option<u64>,
+    pub peak_fds: Option<u64>,
+    pub warnings: usize,
+}
+
+impl RunFigures {
+    pub fn headline(&self) -> Headline {
+        let s = &self.summary;
+        Headline {
+            id: self.id.clone(),
+            name: self.name.clone(),
+            experiment: self.experiment.clone(),
+            labels: self.labels.clone(),
+            status: self.status.as_str().to_string(),
+            started: self.started.clone(),
+            target: self.config.target.clone(),
+            load: self.config.load.clone(),
+            group: self.shard.as_ref().map(|s| s.group.clone()),
+            rate: s.requests.rate,
+            throughput: s.requests.throughput,
+            success_ratio: s.requests.success_ratio,
+            p50_ns: s.latency.corrected.p50_ns,
+            p99_ns: s.latency.corrected.p99_ns,
+            max_ns: s.latency.corrected.max_ns,
+            peak_rss_bytes: self.peak_rss_bytes(),
+            peak_fds: self.peak_fds(),
+            warnings: self.warnings.len(),
+        }
+    }
+}
+
+impl ProbeFigures {
+    /// CPU time the tree used within `window` (s): CPU % integrated over the samples in it.
+    /// Each sample's CPU % covers the time since the one before.
+    pub fn cpu_seconds_in(&self, window: (f64, f64)) -> Option<f64> {
+        let mut total = None;
+        for w in self.cpu.points.windows(2) {
+            let ((t0, _), (t1, pct)) = (w[0], w[1]);
+            let from = t0.max(window.0);
+            let to = t1.min(window.1);
+            if to > from {
+                *total.get_or_insert(0.0) += pct / 100.0 * (to - from);
+            }
+        }
+        total
+    }
+
+    /// The mean CPU % of the tree within `window`.
+    pub fn mean_cpu_in(&self, window: (f64, f64)) -> Option<f64> {
+        let length = window.1 - window.0;
+        (length > 0.0)
+            .then(|| self.cpu_seconds_in(window))
+            .flatten()
+            .map(|s| 100.0 * s / length)
+    }
+
+    pub fn peak_threads(&self) -> Option<f64> {
+        self.threads.max_y()
+    }
+
+    /// The most established TCP connections seen.
+    pub fn peak_established(&self) -> Option<f64> {
+        self.tcp.first().and_then(Series::max_y)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cpu_time_integrates_each_sample_over_the_time_before_it() {
+        let probe = ProbeFigures {
+            cpu: Series {
+                name: "CPU".into(),
+                points: vec![(0.0, 50.0), (1.0, 50.0), (2.0, 100.0)],
+            },
+            ..Default::default()
+        };
+        assert_eq!(probe.cpu_seconds_in((0.0, 2.0)), Some(1.5));
+        assert_eq!(probe.cpu_seconds_in((0.5, 2.0)), Some(1.25));
+        assert_eq!(probe.mean_cpu_in((0.0, 2.0)), Some(75.0));
+        assert_eq!(
+            probe.cpu_seconds_in((5.0, 6.0)),
+            None,
+            "no sample in the window"
+        );
+        assert_eq!(ProbeFigures::default().mean_cpu_in((0.0, 1.0)), None);
+    }
+
+    #[test]
+    fn the_trailing_mean_covers_the_second_before_each_point() {
+        let points = [(0.0, 0.0), (0.5, 10.0), (1.0, 20.0), (1.5, 30.0)];
+        assert_eq!(
+            trailing_mean(&points, 1.0),
+            vec![(0.0, 0.0), (0.5, 5.0), (1.0, 15.0), (1.5, 25.0)]
+        );
+        assert!(trailing_mean(&[], 1.0).is_empty());
+    }
+}

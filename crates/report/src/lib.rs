@@ -1,0 +1,116 @@
+//! `report`: Showdown's pages, charts and tables, from the runs in the store.
+//!
+//! Data flows one way through it: stored run → [`figures`] (every number a page shows) →
+//! [`tables`] and [`charts`] → [`pages`] → files written by [`site`].
+//!
+//! Modules:
+//!
+//! - [`figures`]: a stored run's tables and time series, on the run's timeline.
+//! - [`tables`]: the table model, its formats (HTML cells, JSON, CSV, Markdown) and the run tables.
+//! - [`compare`]: choosing runs to set side by side, and the comparison table with its ratios.
+//! - [`charts`]: which charts each page has and what each one draws.
+//! - [`plot`]: drawing a chart as SVG with plotters.
+//! - [`downsample`]: fewer points per line without losing a peak or bridging a gap.
+//! - [`pages`]: the HTML templates (maud) and the site's layout.
+//! - [`site`]: reading the runs and writing every page.
+//! - [`cli`], [`error`]: the command line and what can go wrong.
+
+pub mod charts;
+pub mod cli;
+pub mod compare;
+pub mod downsample;
+pub mod error;
+pub mod figures;
+pub mod pages;
+pub mod plot;
+pub mod site;
+pub mod tables;
+
+use std::io::Write;
+
+pub use cli::Cli;
+pub use error::ReportError;
+pub use site::{Site, SiteOptions};
+use store::run::RunFilter;
+use store::Store;
+use tables::{Format, Table};
+
+/// What a `report` command did.
+#[derive(Debug)]
+pub enum Outcome {
+    /// The pages were written.
+    Site(Site),
+    /// The tables were printed.
+    Tables,
+}
+
+/// Runs one `report` command.
+pub fn run(cli: &Cli) -> Result<Outcome, ReportError> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(ReportError::Output)?;
+    runtime.block_on(run_async(cli))
+}
+
+/// [`run`], on the caller's runtime.
+pub async fn run_async(cli: &Cli) -> Result<Outcome, ReportError> {
+    let store = Store::open(&cli.db).await?;
+    let filter = RunFilter {
+        experiment: cli.experiment.clone(),
+        labels: cli.labels.iter().cloned().collect(),
+        group: None,
+    };
+    if cli.format == Format::Html {
+        let options = SiteOptions {
+            out: cli.out.clone(),
+            filter,
+            only: cli.runs.clone(),
+            comparisons: cli.comparisons.clone(),
+        };
+        return Ok(Outcome::Site(site::write(&store, &options).await?));
+    }
+    let text = print_tables(&store, cli, &filter).await?;
+    std::io::stdout()
+        .lock()
+        .write_all(text.as_bytes())
+        .map_err(ReportError::Output)?;
+    Ok(Outcome::Tables)
+}
+
+/// The tables a `--format` other than html asks for, as text.
+pub async fn print_tables(
+    store: &Store,
+    cli: &Cli,
+    filter: &RunFilter,
+) -> Result<String, ReportError> {
+    let mut named: Vec<(String, Table)> = Vec::new();
+    for id in &cli.runs {
+        let id = store.resolve(id).await?;
+        let run = figures::load(store, &id).await?;
+        named.push((
+            format!("percentiles of {} ({})", run.name, run.id),
+            tables::percentiles(&run),
+        ));
+    }
+    for selection in &cli.comparisons {
+        let runs = compare::load(store, selection, &mut Default::default()).await?;
+        if runs.is_empty() {
+            return Err(ReportError::EmptyComparison(selection.spec.clone()));
+        }
+        let c = compare::Comparison {
+            title: selection.spec.clone(),
+            runs,
+        };
+        named.push((format!("comparison {}", c.title), compare::table(&c)));
+    }
+    if named.is_empty() {
+        let mut headlines = Vec::new();
+        for listing in store.list_runs(filter).await? {
+            headlines.push(figures::load(store, &listing.id).await?.headline());
+        }
+        named.push(("runs".into(), tables::runs(&headlines)));
+    }
+    let refs: Vec<(&str, &Table)> = named.iter().map(|(n, t)| (n.as_str(), t)).collect();
+    Ok(tables::print(&refs, cli.format)?)
+}

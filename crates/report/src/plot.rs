@@ -1,0 +1,423 @@
+//! SVG charts, drawn with plotters' SVG backend.
+//!
+//! Two kinds: a chart over the run's timeline (every time chart of a page shares one x range,
+//! with the time before and after the attack shaded, so that the charts line up when read one
+//! under another) and the HdrHistogram percentile distribution (x = 1 / (1 − p) on a log
+//! scale, labelled 90 %, 99 %, 99.9 % …). The legend is drawn under the plot, never over the
+//! data, and wraps however many runs a comparison has. Text in an SVG is escaped by plotters.
+
+use plotters::coord::Shift;
+use plotters::prelude::*;
+
+use crate::downsample;
+
+/// The drawing's width in SVG units; pages scale it to the screen.
+pub const WIDTH: u32 = 720;
+const PLOT_HEIGHT: u32 = 330;
+const LEGEND_ROW: u32 = 20;
+const FONT: &str = "sans-serif";
+/// Buckets per series when downsampling: about one per two pixels of plot width.
+const BUCKETS: usize = 320;
+
+/// Colours for runs and series: strong ones first, paler ones after; a consistent colour per
+/// run across every chart of a comparison.
+pub const PALETTE: [RGBColor; 20] = [
+    RGBColor(0x1f, 0x77, 0xb4),
+    RGBColor(0xff, 0x7f, 0x0e),
+    RGBColor(0x2c, 0xa0, 0x2c),
+    RGBColor(0xd6, 0x27, 0x28),
+    RGBColor(0x94, 0x67, 0xbd),
+    RGBColor(0x8c, 0x56, 0x4b),
+    RGBColor(0xe3, 0x77, 0xc2),
+    RGBColor(0x7f, 0x7f, 0x7f),
+    RGBColor(0xbc, 0xbd, 0x22),
+    RGBColor(0x17, 0xbe, 0xcf),
+    RGBColor(0xae, 0xc7, 0xe8),
+    RGBColor(0xff, 0xbb, 0x78),
+    RGBColor(0x98, 0xdf, 0x8a),
+    RGBColor(0xff, 0x98, 0x96),
+    RGBColor(0xc5, 0xb0, 0xd5),
+    RGBColor(0xc4, 0x9c, 0x94),
+    RGBColor(0xf7, 0xb6, 0xd2),
+    RGBColor(0xc7, 0xc7, 0xc7),
+    RGBColor(0xdb, 0xdb, 0x8d),
+    RGBColor(0x9e, 0xda, 0xe5),
+];
+
+/// The colour of the `i`th run or series.
+pub fn color(i: usize) -> RGBColor {
+    PALETTE[i % PALETTE.len()]
+}
+
+/// `#rrggbb`, for the pages' legends and tables.
+pub fn css_color(c: RGBColor) -> String {
+    format!("#{:02x}{:02x}{:02x}", c.0, c.1, c.2)
+}
+
+const SHADE: RGBColor = RGBColor(0xee, 0xee, 0xee);
+const GRID: RGBColor = RGBColor(0xdd, 0xdd, 0xdd);
+const MARKER: RGBColor = RGBColor(0x99, 0x99, 0x99);
+
+/// One line of a chart.
+#[derive(Debug, Clone)]
+pub struct Line {
+    pub name: String,
+    pub color: RGBColor,
+    pub points: Vec<(f64, f64)>,
+    /// Dashed, to tell a second family of lines (e.g. service time) from the first.
+    pub dashed: bool,
+}
+
+impl Line {
+    pub fn new(name: impl Into<String>, color: RGBColor, points: Vec<(f64, f64)>) -> Self {
+        Line {
+            name: name.into(),
+            color,
+            points,
+            dashed: false,
+        }
+    }
+}
+
+/// A chart over the run's timeline.
+#[derive(Debug, Clone)]
+pub struct TimeChart<'a> {
+    pub title: &'a str,
+    /// The y axis, with its unit: `latency (ms)`.
+    pub y_label: &'a str,
+    /// Seconds on the run's timeline.
+    pub x_range: (f64, f64),
+    /// The attack window; the rest of the range is shaded.
+    pub attack: Option<(f64, f64)>,
+    pub lines: Vec<Line>,
+    /// Moments to mark with a thin vertical line (probe events).
+    pub markers: Vec<f64>,
+}
+
+/// Why a chart could not be drawn (plotters' own error, as text).
+#[derive(Debug, thiserror::Error)]
+#[error("drawing the chart {title:?} failed: {message}")]
+pub struct PlotError {
+    pub title: String,
+    pub message: String,
+}
+
+fn failed<E: std::fmt::Display>(title: &str) -> impl Fn(E) -> PlotError + '_ {
+    move |e| PlotError {
+        title: title.to_string(),
+        message: e.to_string(),
+    }
+}
+
+/// Whether a chart would have anything to show.
+pub fn has_data(lines: &[Line]) -> bool {
+    lines.iter().any(|l| !l.points.is_empty())
+}
+
+/// The chart as an SVG document.
+pub fn time_chart(chart: &TimeChart<'_>) -> Result<String, PlotError> {
+    let err = failed(chart.title);
+    let (x0, mut x1) = chart.x_range;
+    if x1 <= x0 {
+        x1 = x0 + 1.0;
+    }
+    let lines = &chart.lines;
+    let y1 = y_top(&chart.lines);
+    let mut svg = String::new();
+    {
+        let (root, legend) = canvas(&mut svg, lines);
+        root.fill(&WHITE).map_err(&err)?;
+        let mut c = ChartBuilder::on(&root)
+            .caption(chart.title, (FONT, 17))
+            .margin(8)
+            .margin_right(20)
+            .x_label_area_size(36)
+            .y_label_area_size(64)
+            .build_cartesian_2d(x0..x1, 0f64..y1)
+            .map_err(&err)?;
+        if let Some((a0, a1)) = chart.attack {
+            let shaded = [(x0, a0.max(x0)), (a1.min(x1), x1)];
+            c.draw_series(
+                shaded
+                    .into_iter()
+                    .filter(|(from, to)| to > from)
+                    .map(|(from, to)| Rectangle::new([(from, 0.0), (to, y1)], SHADE.filled())),
+            )
+            .map_err(&err)?;
+        }
+        c.configure_mesh()
+            .x_desc("time since the attack started (s)")
+            .y_desc(chart.y_label)
+            .bold_line_style(GRID)
+            .max_light_lines(0)
+            .x_labels(10)
+            .y_labels(6)
+            .y_label_formatter(&|v| short_number(*v))
+            .x_label_formatter(&|v| short_number(*v))
+            .label_style((FONT, 13))
+            .axis_desc_style((FONT, 14))
+            .draw()
+            .map_err(&err)?;
+        c.draw_series(
+            chart
+                .markers
+                .iter()
+                .filter(|t| (x0..=x1).contains(*t))
+                .map(|&t| PathElement::new(vec![(t, 0.0), (t, y1)], MARKER.stroke_width(1))),
+        )
+        .map_err(&err)?;
+        for line in lines {
+            draw_line(&mut c, line, true).map_err(&err)?;
+        }
+        draw_legend(&legend, lines).map_err(&err)?;
+        root.present().map_err(&err)?;
+    }
+    Ok(svg)
+}
+
+/// The latency distribution: x = 1 / (1 − p) on a log scale up to `x_max`.
+pub fn distribution_chart(title: &str, lines: &[Line]) -> Result<String, PlotError> {
+    let err = failed(title);
+    let x_max = lines
+        .iter()
+        .flat_map(|l| l.points.iter().map(|p| p.0))
+        .fold(10.0f64, f64::max);
+    // Up to the next power of ten, so that the last label is a round percentile.
+    let x_max = 10f64.powf(x_max.log10().ceil());
+    let y1 = y_top(lines);
+    let mut svg = String::new();
+    {
+        let (root, legend) = canvas(&mut svg, lines);
+        root.fill(&WHITE).map_err(&err)?;
+        let mut c = ChartBuilder::on(&root)
+            .caption(title, (FONT, 17))
+            .margin(8)
+            .margin_right(24)
+            .x_label_area_size(36)
+            .y_label_area_size(64)
+            .build_cartesian_2d((1f64..x_max).log_scale(), 0f64..y1)
+            .map_err(&err)?;
+        c.configure_mesh()
+            .x_desc("percentile")
+            .y_desc("latency (ms)")
+            .bold_line_style(GRID)
+            .max_light_lines(0)
+            .x_labels(12)
+            .y_labels(6)
+            .x_label_formatter(&|x| percentile_label(*x))
+            .y_label_formatter(&|v| short_number(*v))
+            .label_style((FONT, 13))
+            .axis_desc_style((FONT, 14))
+            .draw()
+            .map_err(&err)?;
+        for line in lines {
+            draw_line(&mut c, line, false).map_err(&err)?;
+        }
+        draw_legend(&legend, lines).map_err(&err)?;
+        root.present().map_err(&err)?;
+    }
+    Ok(svg)
+}
+
+type Area<'a> = DrawingArea<SVGBackend<'a>, Shift>;
+
+/// The drawing: the plot on top, the legend's rows under it.
+fn canvas<'a>(svg: &'a mut String, lines: &[Line]) -> (Area<'a>, Area<'a>) {
+    let rows = legend_layout(lines).last().map_or(0, |e| e.row + 1);
+    let height = PLOT_HEIGHT + LEGEND_ROW * rows as u32 + 6;
+    let root = SVGBackend::with_string(svg, (WIDTH, height)).into_drawing_area();
+    root.split_vertically(PLOT_HEIGHT)
+}
+
+/// Draws a line; on the timeline (`cut_gaps`) it is cut where data is missing.
+fn draw_line<DB, X>(
+    c: &mut ChartContext<'_, DB, Cartesian2d<X, plotters::coord::types::RangedCoordf64>>,
+    line: &Line,
+    cut_gaps: bool,
+) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>>
+where
+    DB: DrawingBackend,
+    X: Ranged<ValueType = f64>,
+{
+    let style = line.color.stroke_width(2);
+    let pieces = if cut_gaps {
+        downsample::for_drawing(&line.points, BUCKETS)
+    } else {
+        vec![line.points.clone()]
+    };
+    for segment in pieces {
+        if segment.len() == 1 {
+            c.draw_series(
+                segment
+                    .iter()
+                    .map(|&p| Circle::new(p, 2, line.color.filled())),
+            )?;
+        } else if line.dashed {
+            c.draw_series(DashedLineSeries::new(segment.iter().copied(), 6, 4, style))?;
+        } else {
+            c.draw_series(LineSeries::new(segment.iter().copied(), style))?;
+        }
+    }
+    Ok(())
+}
+
+struct LegendEntry {
+    row: usize,
+    x: i32,
+}
+
+/// Where each legend entry goes: left to right, wrapping. Text is not measured (no fonts are
+/// loaded), so widths are estimated generously from the character count.
+fn legend_layout(lines: &[Line]) -> Vec<LegendEntry> {
+    let (start, end) = (64, WIDTH as i32 - 12);
+    let mut x = start;
+    let mut row = 0;
+    let mut out = Vec::new();
+    for line in lines {
+        let width = 34 + 7 * legend_name(&line.name).chars().count() as i32;
+        if x > start && x + width > end {
+            row += 1;
+            x = start;
+        }
+        out.push(LegendEntry { row, x });
+        x += width;
+    }
+    out
+}
+
+/// A legend's text, at most 48 characters: a long name loses its middle, since runs' names
+/// often share a beginning and differ at the end (`… (rate=2000)`).
+fn legend_name(name: &str) -> String {
+    const LIMIT: usize = 48;
+    let chars: Vec<char> = name.chars().collect();
+    if chars.len() <= LIMIT {
+        return name.to_string();
+    }
+    let head = 18;
+    let tail = LIMIT - head - 1;
+    chars[..head]
+        .iter()
+        .chain(['…'].iter())
+        .chain(chars[chars.len() - tail..].iter())
+        .collect()
+}
+
+fn draw_legend(
+    area: &Area<'_>,
+    lines: &[Line],
+) -> Result<(), DrawingAreaErrorKind<std::io::Error>> {
+    for (line, entry) in lines.iter().zip(legend_layout(lines)) {
+        let y = (entry.row as u32 * LEGEND_ROW) as i32 + 10;
+        let style = line.color.stroke_width(3);
+        area.draw(&PathElement::new(
+            vec![(entry.x, y), (entry.x + 22, y)],
+            style,
+        ))?;
+        area.draw(&Text::new(
+            legend_name(&line.name),
+            (entry.x + 28, y - 7),
+            (FONT, 13).into_font().color(&BLACK),
+        ))?;
+    }
+    Ok(())
+}
+
+/// The top of the y axis: a little above the highest point, and never an empty range.
+fn y_top(lines: &[Line]) -> f64 {
+    let max = lines
+        .iter()
+        .flat_map(|l| l.points.iter().map(|p| p.1))
+        .filter(|v| v.is_finite())
+        .fold(0.0f64, f64::max);
+    if max > 0.0 {
+        max * 1.08
+    } else {
+        1.0
+    }
+}
+
+/// An axis label: `0.25`, `12.5`, `1500`, `25k`, `3.2M`.
+pub fn short_number(v: f64) -> String {
+    let a = v.abs();
+    let trim = |s: String| {
+        if s.contains('.') {
+            s.trim_end_matches('0').trim_end_matches('.').to_string()
+        } else {
+            s
+        }
+    };
+    if a >= 1e6 {
+        trim(format!("{:.1}", v / 1e6)) + "M"
+    } else if a >= 1e4 {
+        trim(format!("{:.1}", v / 1e3)) + "k"
+    } else if a >= 100.0 || a == 0.0 {
+        format!("{v:.0}")
+    } else if a >= 1.0 {
+        trim(format!("{v:.1}"))
+    } else {
+        trim(format!("{v:.3}"))
+    }
+}
+
+/// The label of x = 1 / (1 − p) on the distribution chart: `90%`, `99.9%`; only at powers of ten.
+pub fn percentile_label(x: f64) -> String {
+    let decades = x.log10();
+    if (decades - decades.round()).abs() > 1e-6 {
+        return String::new();
+    }
+    let nines = decades.round() as i32;
+    match nines {
+        0 => "0%".into(),
+        1 => "90%".into(),
+        2 => "99%".into(),
+        n => format!("99.{}%", "9".repeat((n - 2) as usize)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn axis_labels_are_short() {
+        assert_eq!(short_number(0.0), "0");
+        assert_eq!(short_number(0.25), "0.25");
+        assert_eq!(short_number(12.5), "12.5");
+        assert_eq!(short_number(12.0), "12");
+        assert_eq!(short_number(1500.0), "1500");
+        assert_eq!(short_number(25_000.0), "25k");
+        assert_eq!(short_number(3_200_000.0), "3.2M");
+        assert_eq!(short_number(-2.0), "-2");
+    }
+
+    #[test]
+    fn percentile_labels_fall_on_decades() {
+        assert_eq!(percentile_label(1.0), "0%");
+        assert_eq!(percentile_label(10.0), "90%");
+        assert_eq!(percentile_label(100.0), "99%");
+        assert_eq!(percentile_label(100_000.0), "99.999%");
+        assert_eq!(percentile_label(20.0), "");
+    }
+
+    #[test]
+    fn legends_wrap() {
+        let lines: Vec<Line> = (0..20)
+            .map(|i| {
+                Line::new(
+                    format!("run number {i} of many"),
+                    color(i),
+                    vec![(0.0, 1.0)],
+                )
+            })
+            .collect();
+        let layout = legend_layout(&lines);
+        assert!(layout.last().map_or(0, |e| e.row) >= 4);
+        assert!(layout.iter().all(|e| e.x < WIDTH as i32));
+        assert_eq!(legend_name(&"x".repeat(100)).chars().count(), 48);
+        let long = "demo: built-in target freezing like a GC pause (rate=2000)";
+        assert_eq!(
+            legend_name(long),
+            "demo: built-in tar…g like a GC pause (rate=2000)"
+        );
+    }
+}

@@ -1,0 +1,238 @@
+//! Writing the site: every page, from the runs in the store.
+//!
+//! Each run is read once and turned into its figures (series and tables, a few MB for an
+//! hour-long run); the figures are kept for the comparisons, the stored run itself is dropped
+//! at once. Comparisons are made for every experiment with more than one run, for every label
+//! shared by 2 to [`AUTO_COMPARISON_LIMIT`] runs, and for each `--compare`. A page that cannot
+//! be drawn is listed on the index with the reason; the other pages are still written.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use maud::Markup;
+use store::run::RunFilter;
+use store::Store;
+
+use crate::charts;
+use crate::compare::{self, Comparison, Selection};
+use crate::error::ReportError;
+use crate::figures::{self, RunFigures};
+use crate::pages::{self, SiteIndex};
+
+/// Above this many runs, a label gets no automatic comparison (its page says how to make one).
+pub const AUTO_COMPARISON_LIMIT: usize = 20;
+
+/// What to draw, and where.
+#[derive(Debug, Clone, Default)]
+pub struct SiteOptions {
+    pub out: PathBuf,
+    /// Which runs get pages.
+    pub filter: RunFilter,
+    /// Only these runs (ids or names), when not empty.
+    pub only: Vec<String>,
+    pub comparisons: Vec<Selection>,
+}
+
+/// What was written.
+#[derive(Debug, Clone, Default)]
+pub struct Site {
+    pub index: PathBuf,
+    /// Each run's page, by run id.
+    pub run_pages: BTreeMap<String, PathBuf>,
+    pub comparison_pages: Vec<PathBuf>,
+    pub pages: usize,
+    pub bytes: u64,
+    /// Pages that could not be drawn: (what, why).
+    pub failures: Vec<(String, String)>,
+}
+
+struct Writer<'a> {
+    out: &'a Path,
+    site: Site,
+    /// Pages written by this run of the site, relative to `out`.
+    written: HashSet<String>,
+}
+
+impl Writer<'_> {
+    fn page(&mut self, relative: &str, markup: Markup) -> Result<PathBuf, ReportError> {
+        let path = self.out.join(relative);
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).map_err(|source| ReportError::Write {
+                path: dir.to_path_buf(),
+                source,
+            })?;
+        }
+        let html = markup.into_string();
+        std::fs::write(&path, &html).map_err(|source| ReportError::Write {
+            path: path.clone(),
+            source,
+        })?;
+        self.site.pages += 1;
+        self.site.bytes += html.len() as u64;
+        self.written.insert(relative.to_string());
+        Ok(path)
+    }
+
+    /// A run's page; a chart that cannot be drawn costs that page, not the site.
+    fn run_page(
+        &mut self,
+        relative: &str,
+        run: &RunFigures,
+    ) -> Result<Option<PathBuf>, ReportError> {
+        let drawn = charts::load_charts(run).and_then(|load| {
+            let probes = run
+                .probes
+                .iter()
+                .enumerate()
+                .map(|(i, p)| charts::probe_charts(run, i, p))
+                .collect::<Result<Vec<_>, _>>()?;
+            Ok((load, probes))
+        });
+        match drawn {
+            Ok((load, probes)) => self
+                .page(relative, pages::run_page(run, &load, &probes))
+                .map(Some),
+            Err(e) => {
+                self.site
+                    .failures
+                    .push((format!("run {} ({})", run.name, run.id), e.to_string()));
+                Ok(None)
+            }
+        }
+    }
+
+    /// A comparison's page, listed on the index once written.
+    fn comparison(&mut self, c: &Comparison, index: &mut SiteIndex) -> Result<(), ReportError> {
+        match charts::comparison_charts(c) {
+            Ok(list) => {
+                let relative = pages::comparison_path(&c.title);
+                let path = self.page(&relative, pages::comparison_page(c, &list))?;
+                self.site.comparison_pages.push(path);
+                index
+                    .comparisons
+                    .push((c.title.clone(), relative, c.runs.len()));
+            }
+            Err(e) => self
+                .site
+                .failures
+                .push((format!("comparison {}", c.title), e.to_string())),
+        }
+        Ok(())
+    }
+}
+
+/// Draws every page into `options.out`.
+pub async fn write(store: &Store, options: &SiteOptions) -> Result<Site, ReportError> {
+    std::fs::create_dir_all(&options.out).map_err(|source| ReportError::Write {
+        path: options.out.clone(),
+        source,
+    })?;
+    let mut only = Vec::new();
+    for id in &options.only {
+        only.push(store.resolve(id).await?);
+    }
+    let mut listings = store.list_runs(&options.filter).await?;
+    if !only.is_empty() {
+        listings.retain(|l| only.contains(&l.id));
+    }
+    let mut w = Writer {
+        out: &options.out,
+        site: Site::default(),
+        written: HashSet::new(),
+    };
+    let mut index = SiteIndex::default();
+    let mut cache: HashMap<String, Arc<RunFigures>> = HashMap::new();
+    for listing in &listings {
+        let run = Arc::new(figures::load(store, &listing.id).await?);
+        if let Some(path) = w.run_page(&pages::run_path(&run.id), &run)? {
+            w.site.run_pages.insert(run.id.clone(), path);
+        }
+        index.runs.push(run.headline());
+        cache.insert(run.id.clone(), run);
+    }
+
+    let mut groups: BTreeMap<String, usize> = BTreeMap::new();
+    for l in &listings {
+        if let Some(shard) = &l.shard {
+            *groups.entry(shard.group.clone()).or_default() += 1;
+        }
+    }
+    for (group, shards) in &groups {
+        let merged = figures::of(&store::group::load_group(store, group).await?);
+        w.run_page(&pages::group_path(group), &merged)?;
+        index.groups.push((group.clone(), *shards));
+    }
+
+    let mut comparisons: Vec<(String, Vec<String>)> = Vec::new();
+    let mut experiments: BTreeMap<&str, Vec<String>> = BTreeMap::new();
+    let mut labels: BTreeMap<(String, String), Vec<String>> = BTreeMap::new();
+    for h in &index.runs {
+        if let Some(e) = &h.experiment {
+            experiments.entry(e).or_default().push(h.id.clone());
+        }
+        for (k, v) in &h.labels {
+            labels
+                .entry((k.clone(), v.clone()))
+                .or_default()
+                .push(h.id.clone());
+        }
+    }
+    for (experiment, ids) in &experiments {
+        if ids.len() > 1 {
+            comparisons.push((pages::experiment_comparison_title(experiment), ids.clone()));
+        }
+    }
+    for ((k, v), ids) in &labels {
+        // A label every run of an experiment carries would only repeat its comparison.
+        let compared = (2..=AUTO_COMPARISON_LIMIT).contains(&ids.len());
+        if compared && !comparisons.iter().any(|(_, same)| same == ids) {
+            comparisons.push((format!("{k}={v}"), ids.clone()));
+        }
+        let runs: Vec<_> = index
+            .runs
+            .iter()
+            .filter(|h| ids.contains(&h.id))
+            .cloned()
+            .collect();
+        let comparison = comparisons
+            .iter()
+            .find(|(_, same)| same == ids)
+            .map(|(title, _)| pages::comparison_path(title));
+        w.page(
+            &pages::label_path(k, v),
+            pages::label_page(k, v, &runs, comparison.as_deref()),
+        )?;
+    }
+    for (title, ids) in &comparisons {
+        let runs = ids.iter().filter_map(|id| cache.get(id)).cloned().collect();
+        let c = Comparison {
+            title: title.clone(),
+            runs,
+        };
+        w.comparison(&c, &mut index)?;
+    }
+    for selection in &options.comparisons {
+        let runs = compare::load(store, selection, &mut cache).await?;
+        if runs.is_empty() {
+            return Err(ReportError::EmptyComparison(selection.spec.clone()));
+        }
+        for run in &runs {
+            // Outside the site's filter, or a merged group: it gets its page too, so that the
+            // comparison's links lead somewhere.
+            let path = pages::page_of(run);
+            if !w.written.contains(&path) {
+                w.run_page(&path, run)?;
+            }
+        }
+        let c = Comparison {
+            title: selection.spec.clone(),
+            runs,
+        };
+        w.comparison(&c, &mut index)?;
+    }
+
+    index.failures = w.site.failures.clone();
+    w.site.index = w.page("index.html", pages::index(&index))?;
+    Ok(w.site)
+}
