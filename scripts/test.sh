@@ -29,6 +29,12 @@ if ! command -v systemd-analyze >/dev/null; then
   apt_install systemd
 fi
 
+# Chromium: the report's pages are opened in a real, headless browser.
+if ! command -v chromium >/dev/null; then
+  say "installing Chromium (Debian's chromium package)"
+  apt_install chromium
+fi
+
 # PostgreSQL: one throwaway cluster for the whole run, on a free port; the tests make a database
 # each in it. Stopped and removed on exit.
 pg_bin() {

@@ -50,12 +50,17 @@ pub struct StoreArgs {
     pub name: Option<String>,
 
     /// A label for comparing runs, KEY=VALUE (repeatable), e.g. --label target=node --label rate=3000.
-    #[arg(long = "label", value_name = "KEY=VALUE", value_parser = parse_label)]
+    #[arg(long = "label", value_name = "KEY=VALUE", value_parser = store::run::parse_label)]
     pub labels: Vec<(String, String)>,
 
     /// The experiment this run belongs to.
     #[arg(long, value_name = "NAME")]
     pub experiment: Option<String>,
+
+    /// After the run, draw the report's pages (all kept runs) into DIR and say where this
+    /// run's page is.
+    #[arg(long, value_name = "DIR", conflicts_with = "no_store")]
+    pub report: Option<PathBuf>,
 }
 
 /// The probes that watch the servers during the run.
@@ -113,7 +118,7 @@ pub enum RunsCommand {
         #[arg(long)]
         experiment: Option<String>,
         /// Only runs with this label, KEY=VALUE (repeatable).
-        #[arg(long = "label", value_name = "KEY=VALUE", value_parser = parse_label)]
+        #[arg(long = "label", value_name = "KEY=VALUE", value_parser = store::run::parse_label)]
         labels: Vec<(String, String)>,
         /// Only this run group's shards.
         #[arg(long, value_name = "NAME")]
@@ -389,15 +394,6 @@ fn parse_threads(text: &str) -> Result<usize, String> {
         Ok(n) if (1..=1024).contains(&n) => Ok(n),
         _ => Err(format!(
             "expected a number of threads from 1 to 1024, not {text:?}"
-        )),
-    }
-}
-
-fn parse_label(text: &str) -> Result<(String, String), String> {
-    match text.split_once('=') {
-        Some((k, v)) if !k.trim().is_empty() => Ok((k.trim().to_string(), v.trim().to_string())),
-        _ => Err(format!(
-            "expected KEY=VALUE, such as target=node, not {text:?}"
         )),
     }
 }

@@ -194,6 +194,9 @@ pub async fn run(
         write!(out, "\n{text}").map_err(Error::Output)?;
     }
     print_kept(&done, &keeping, args.out.output);
+    if let Some(dir) = &args.store.report {
+        crate::draw_report(dir, &done, &keeping, args.out.output).await?;
+    }
     Ok(RunEnd::of(&done.summary))
 }
 

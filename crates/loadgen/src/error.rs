@@ -36,6 +36,8 @@ pub enum Error {
     Store(#[from] store::StoreError),
     #[error("the probe at {address}: {message}")]
     Probe { address: String, message: String },
+    #[error("the run is kept, but drawing its report failed: {0}")]
+    Report(#[from] report::ReportError),
     #[error("cannot write {path}: {source}; check --out")]
     Export {
         path: PathBuf,

@@ -94,6 +94,9 @@ pub fn run(cli: Cli, shutdown: Shutdown) -> Result<RunEnd, Error> {
                 let done = recording::execute(&plan, &args.out, &keeping, &shutdown).await?;
                 print_summary(&done.summary, args.out.output)?;
                 print_kept(&done, &keeping, args.out.output);
+                if let Some(dir) = &args.store.report {
+                    draw_report(dir, &done, &keeping, args.out.output).await?;
+                }
                 Ok(RunEnd::of(&done.summary))
             }
             Command::Demo(args) => demo::run(&args, &shutdown, &command_line).await,
@@ -118,6 +121,34 @@ pub fn print_kept(done: &recording::Executed, keeping: &recording::Keeping, form
         OutputFormat::Text => println!("\n{line}"),
         OutputFormat::Json => eprintln!("{line}"),
     }
+}
+
+/// Draws the report's pages from the store the run was kept in, and says where its page is.
+pub async fn draw_report(
+    dir: &std::path::Path,
+    done: &recording::Executed,
+    keeping: &recording::Keeping,
+    format: OutputFormat,
+) -> Result<(), Error> {
+    let (Some(id), Some(url)) = (&done.run_id, &keeping.store_url) else {
+        return Ok(());
+    };
+    let store = store::Store::open(url).await?;
+    let options = report::SiteOptions {
+        out: dir.to_path_buf(),
+        ..Default::default()
+    };
+    let site = report::site::write(&store, &options).await?;
+    for (what, why) in &site.failures {
+        eprintln!("{what} could not be drawn: {why}");
+    }
+    let page = site.run_pages.get(id).unwrap_or(&site.index);
+    let line = format!("Report: open {}", page.display());
+    match format {
+        OutputFormat::Text => println!("{line}"),
+        OutputFormat::Json => eprintln!("{line}"),
+    }
+    Ok(())
 }
 
 /// Prints the summary on standard output.
