@@ -570,27 +570,6 @@ impl StoreArgs {
     }
 }
 
-/// Turns clap's multi-line error into one line: what is wrong, then where to look.
-pub fn one_line(error: &clap::Error) -> String {
-    let rendered = error.render().to_string();
-    let mut parts = Vec::new();
-    for line in rendered.lines() {
-        let line = line.trim();
-        if line.is_empty() {
-            continue;
-        }
-        if line.starts_with("Usage:") || line.starts_with("For more information") {
-            break;
-        }
-        parts.push(line.trim_start_matches("error:").trim().to_string());
-    }
-    let mut text = parts.join(" ");
-    if text.ends_with(':') {
-        text.pop();
-    }
-    format!("{text} (see loadgen --help)")
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -598,7 +577,7 @@ mod tests {
     fn parse(args: &[&str]) -> Result<AttackPlan, String> {
         let mut argv = vec!["loadgen", "attack"];
         argv.extend_from_slice(args);
-        let cli = Cli::try_parse_from(argv).map_err(|e| one_line(&e))?;
+        let cli = Cli::try_parse_from(argv).map_err(|e| probe::cli::one_line(&e, "loadgen"))?;
         match cli.command {
             Command::Attack(a) => a.plan().map_err(|e| e.to_string()),
             _ => Err("not an attack".into()),

@@ -52,12 +52,21 @@ enum Op {
 const BATCH_ROWS: usize = 1024;
 const BATCH_WAIT: Duration = Duration::from_millis(250);
 
-/// Writes one run in the background.
+/// Writes one run in the background. Rows are sent through its [`WriterHandle`] (it derefs
+/// to one), and [`RunWriter::finish`] ends the run.
 #[derive(Debug)]
 pub struct RunWriter {
     run_id: String,
-    tx: mpsc::UnboundedSender<Op>,
+    handle: WriterHandle,
     task: JoinHandle<WriteReport>,
+}
+
+impl std::ops::Deref for RunWriter {
+    type Target = WriterHandle;
+
+    fn deref(&self) -> &WriterHandle {
+        &self.handle
+    }
 }
 
 impl RunWriter {
@@ -67,7 +76,7 @@ impl RunWriter {
         let task = tokio::spawn(write_loop(store.clone(), run_id.to_string(), rx));
         RunWriter {
             run_id: run_id.to_string(),
-            tx,
+            handle: WriterHandle { tx },
             task,
         }
     }
@@ -76,35 +85,15 @@ impl RunWriter {
         &self.run_id
     }
 
-    // A send fails only once the task has ended, which `finish` then reports.
-
-    pub fn interval(&self, interval: StoredInterval) {
-        let _ = self.tx.send(Op::Interval(Box::new(interval)));
-    }
-
-    pub fn probe(&self, probe: ProbeMeta) {
-        let _ = self.tx.send(Op::Probe(Box::new(probe)));
-    }
-
-    pub fn record(&self, probe: u32, record: StoredRecord) {
-        let _ = self.tx.send(Op::Record(probe, Box::new(record)));
-    }
-
-    pub fn gap(&self, probe: u32, gap: StoredGap) {
-        let _ = self.tx.send(Op::Gap(probe, gap));
-    }
-
     /// A handle that can send records from another task.
     pub fn handle(&self) -> WriterHandle {
-        WriterHandle {
-            tx: self.tx.clone(),
-        }
+        self.handle.clone()
     }
 
     /// Writes what is left and the run's end; returns what was written and what failed.
     pub async fn finish(self, finish: Finish) -> WriteReport {
-        let _ = self.tx.send(Op::Finish(Box::new(finish)));
-        drop(self.tx);
+        let _ = self.handle.tx.send(Op::Finish(Box::new(finish)));
+        drop(self.handle);
         match self.task.await {
             Ok(report) => report,
             Err(e) => WriteReport {
@@ -122,6 +111,7 @@ pub struct WriterHandle {
     tx: mpsc::UnboundedSender<Op>,
 }
 
+// A send fails only once the task has ended, which `finish` then reports.
 impl WriterHandle {
     pub fn interval(&self, interval: StoredInterval) {
         let _ = self.tx.send(Op::Interval(Box::new(interval)));
