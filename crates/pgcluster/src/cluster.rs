@@ -1,0 +1,273 @@
+//! One throwaway cluster's life: `initdb` into a temporary directory, the server on a free
+//! port with its socket in that directory, stop and start again (the tests of a database that
+//! goes away), SQL through `psql`, and removal when dropped.
+
+use std::net::{IpAddr, Ipv4Addr, TcpListener};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use crate::{tools, Error};
+
+/// How to start a cluster.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// The address it listens on (127.0.0.1 unless another host must reach it).
+    pub listen: IpAddr,
+    /// The port; `None` takes a free one.
+    pub port: Option<u16>,
+    /// `max_connections`: a pool of 60 per target, and the tests' own connections.
+    pub max_connections: u32,
+    /// Further `-c NAME=VALUE` settings of the server.
+    pub settings: Vec<(String, String)>,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            listen: IpAddr::V4(Ipv4Addr::LOCALHOST),
+            port: None,
+            max_connections: 300,
+            settings: Vec::new(),
+        }
+    }
+}
+
+/// A running (or stopped) throwaway cluster; dropping it stops the server at once and removes
+/// its directory.
+#[derive(Debug)]
+pub struct Cluster {
+    dir: tempfile::TempDir,
+    data: PathBuf,
+    listen: IpAddr,
+    port: u16,
+    options: String,
+    pg_ctl: PathBuf,
+    psql: PathBuf,
+    running: bool,
+}
+
+impl Cluster {
+    /// Creates a cluster and starts its server, trying another free port if the first one was
+    /// taken meanwhile.
+    pub fn start(options: &Options) -> Result<Cluster, Error> {
+        let initdb = tools::find("initdb")?;
+        let pg_ctl = tools::find("pg_ctl")?;
+        let psql = tools::find("psql")?;
+        let dir = tempfile::Builder::new()
+            .prefix("showdown-pg-")
+            .tempdir()
+            .map_err(|source| Error::Io {
+                what: "create a directory for PostgreSQL".into(),
+                source,
+            })?;
+        if tools::is_root() {
+            let mut chown = Command::new("chown");
+            chown.arg("postgres:").arg(dir.path());
+            tools::command(Path::new("true"))?; // fails early, naming the fix, without the user
+            tools::run(chown, "give the cluster's directory to the postgres user")?;
+        }
+        let data = dir.path().join("data");
+        let mut init = tools::command(&initdb)?;
+        init.arg("-D").arg(&data).args([
+            "-A",
+            "trust",
+            "-U",
+            "postgres",
+            "--no-sync",
+            "-E",
+            "UTF8",
+        ]);
+        tools::run(init, "initdb")?;
+        let mut cluster = Cluster {
+            data,
+            listen: options.listen,
+            port: 0,
+            options: String::new(),
+            pg_ctl,
+            psql,
+            running: false,
+            dir,
+        };
+        let mut attempts = 0;
+        loop {
+            attempts += 1;
+            cluster.port = match options.port {
+                Some(port) => port,
+                None => free_port(options.listen)?,
+            };
+            let mut settings = format!(
+                "-p {} -k {} -c listen_addresses={} -c fsync=off -c max_connections={}",
+                cluster.port,
+                cluster.dir.path().display(),
+                options.listen,
+                options.max_connections
+            );
+            for (name, value) in &options.settings {
+                settings.push_str(&format!(" -c {name}={value}"));
+            }
+            cluster.options = settings;
+            match cluster.start_again() {
+                Ok(()) => return Ok(cluster),
+                // Another process may have taken the free port meanwhile.
+                Err(_) if options.port.is_none() && attempts < 3 => continue,
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// The server's URL for `database`.
+    pub fn url(&self, database: &str) -> String {
+        let host = match self.listen {
+            IpAddr::V6(v6) => format!("[{v6}]"),
+            v4 => v4.to_string(),
+        };
+        format!("postgres://postgres@{host}:{}/{database}", self.port)
+    }
+
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// The directory that holds the data, the socket and the log.
+    pub fn dir(&self) -> &Path {
+        self.dir.path()
+    }
+
+    pub fn is_running(&self) -> bool {
+        self.running
+    }
+
+    /// Stops the server (fast shutdown: open sessions are ended), keeping its data.
+    pub fn stop(&mut self) -> Result<(), Error> {
+        let mut stop = tools::command(&self.pg_ctl)?;
+        stop.arg("-D")
+            .arg(&self.data)
+            .args(["-m", "fast", "-w", "stop"]);
+        tools::run(stop, "stop PostgreSQL")?;
+        self.running = false;
+        Ok(())
+    }
+
+    /// Starts the server again, on the same port, with the same data.
+    pub fn start_again(&mut self) -> Result<(), Error> {
+        let mut start = tools::command(&self.pg_ctl)?;
+        start
+            .arg("-D")
+            .arg(&self.data)
+            .arg("-o")
+            .arg(&self.options)
+            .arg("-l")
+            .arg(self.dir.path().join("log"))
+            .args(["-w", "-t", "30", "start"]);
+        tools::run(start, "start PostgreSQL")
+            .map_err(|e| self.with_log(e))
+            .map(|_| self.running = true)
+    }
+
+    /// The server's processes: the postmaster (from `postmaster.pid`) and its children.
+    pub fn pids(&self) -> Vec<i32> {
+        let Some(postmaster) = std::fs::read_to_string(self.data.join("postmaster.pid"))
+            .ok()
+            .and_then(|s| s.lines().next()?.trim().parse::<i32>().ok())
+        else {
+            return Vec::new();
+        };
+        let mut pids = vec![postmaster];
+        for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+            let Some(pid) = entry
+                .file_name()
+                .to_str()
+                .and_then(|n| n.parse::<i32>().ok())
+            else {
+                continue;
+            };
+            let stat = std::fs::read_to_string(entry.path().join("stat")).unwrap_or_default();
+            // Field 4, after the parenthesised name (which may hold spaces).
+            let ppid = stat
+                .rsplit_once(')')
+                .and_then(|(_, rest)| rest.split_whitespace().nth(1)?.parse::<i32>().ok());
+            if ppid == Some(postmaster) {
+                pids.push(pid);
+            }
+        }
+        pids
+    }
+
+    /// Freezes every process of the server (SIGSTOP): connections stay open and nothing
+    /// answers, the way a database host that hangs looks from its clients.
+    pub fn freeze(&self) {
+        self.signal(rustix::process::Signal::STOP);
+    }
+
+    /// Lets a frozen server go on (SIGCONT).
+    pub fn thaw(&self) {
+        self.signal(rustix::process::Signal::CONT);
+    }
+
+    fn signal(&self, signal: rustix::process::Signal) {
+        for pid in self.pids() {
+            if let Some(pid) = rustix::process::Pid::from_raw(pid) {
+                let _ = rustix::process::kill_process(pid, signal);
+            }
+        }
+    }
+
+    /// Runs SQL in `database` through `psql` (stopping at the first error) and returns what it
+    /// printed, unaligned and without headers.
+    pub fn psql(&self, database: &str, sql: &str) -> Result<String, Error> {
+        let mut psql = Command::new(&self.psql);
+        psql.args(["-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-d"])
+            .arg(self.url(database))
+            .arg("-c")
+            .arg(sql);
+        let out = tools::run(psql, &format!("psql {sql:?}"))?;
+        Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
+    }
+
+    /// Creates an empty database.
+    pub fn create_database(&self, name: &str) -> Result<(), Error> {
+        self.psql("postgres", &format!("CREATE DATABASE \"{name}\""))
+            .map(|_| ())
+    }
+
+    /// The last lines of the server's log, to explain a failure.
+    pub fn log_tail(&self, lines: usize) -> String {
+        let log = std::fs::read_to_string(self.dir.path().join("log")).unwrap_or_default();
+        let all: Vec<&str> = log.lines().collect();
+        all[all.len().saturating_sub(lines)..].join("\n")
+    }
+
+    fn with_log(&self, error: Error) -> Error {
+        match error {
+            Error::Failed { what, output } => Error::Failed {
+                what,
+                output: format!("{output} | log: {}", self.log_tail(5).replace('\n', " | ")),
+            },
+            other => other,
+        }
+    }
+}
+
+fn free_port(listen: IpAddr) -> Result<u16, Error> {
+    TcpListener::bind((listen, 0))
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .map_err(|source| Error::Io {
+            what: format!("find a free port on {listen}"),
+            source,
+        })
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        if self.running {
+            self.thaw();
+            if let Ok(mut stop) = tools::command(&self.pg_ctl) {
+                stop.arg("-D")
+                    .arg(&self.data)
+                    .args(["-m", "immediate", "-w", "stop"]);
+                let _ = stop.output();
+            }
+        }
+    }
+}

@@ -1,0 +1,86 @@
+//! PostgreSQL's programs, found on `PATH` or in Debian's `/usr/lib/postgresql/VERSION/bin`
+//! (the newest version), and run as the `postgres` user when this process is root.
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+use crate::Error;
+
+/// The path of a PostgreSQL program (`initdb`, `pg_ctl`, `psql`).
+pub fn find(name: &'static str) -> Result<PathBuf, Error> {
+    if let Some(path) = std::env::var_os("PATH").and_then(|paths| {
+        std::env::split_paths(&paths)
+            .map(|dir| dir.join(name))
+            .find(|p| p.is_file())
+    }) {
+        return Ok(path);
+    }
+    let mut versions: Vec<(u32, PathBuf)> = std::fs::read_dir("/usr/lib/postgresql")
+        .map(|dir| {
+            dir.flatten()
+                .filter_map(|e| {
+                    let version = e.file_name().to_str()?.parse().ok()?;
+                    let path = e.path().join("bin").join(name);
+                    path.is_file().then_some((version, path))
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    versions.sort();
+    versions
+        .pop()
+        .map(|(_, path)| path)
+        .ok_or(Error::NotInstalled(name))
+}
+
+/// Whether this process runs as root, from `/proc/self/status`.
+pub fn is_root() -> bool {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            let line = s.lines().find(|l| l.starts_with("Uid:"))?;
+            line.split_whitespace().nth(2)?.parse::<u32>().ok()
+        })
+        == Some(0)
+}
+
+/// Whether the `postgres` user exists.
+fn postgres_user_exists() -> bool {
+    std::fs::read_to_string("/etc/passwd")
+        .map(|p| p.lines().any(|l| l.starts_with("postgres:")))
+        .unwrap_or(false)
+}
+
+/// A command for `program`, wrapped in `runuser -u postgres --` when we are root.
+pub fn command(program: &std::path::Path) -> Result<Command, Error> {
+    if is_root() {
+        if !postgres_user_exists() {
+            return Err(Error::NoPostgresUser);
+        }
+        let mut c = Command::new("runuser");
+        c.args(["-u", "postgres", "--"]).arg(program);
+        Ok(c)
+    } else {
+        Ok(Command::new(program))
+    }
+}
+
+/// Runs a command to its end; an exit other than 0 is an error carrying its output.
+pub fn run(mut command: Command, what: &str) -> Result<Output, Error> {
+    let output = command.output().map_err(|source| Error::Io {
+        what: what.to_string(),
+        source,
+    })?;
+    if output.status.success() {
+        return Ok(output);
+    }
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    Err(Error::Failed {
+        what: what.to_string(),
+        output: text.split_whitespace().collect::<Vec<_>>().join(" "),
+    })
+}
