@@ -58,10 +58,17 @@ if [ -z "${SHOWDOWN_TEST_POSTGRES_URL:-}" ]; then
   say "starting a throwaway PostgreSQL on port $port"
   "${as_pg[@]}" "$initdb" -D "$pgdir/data" -A trust -U postgres --no-sync -E UTF8 >/dev/null
   "${as_pg[@]}" "$pg_ctl" -D "$pgdir/data" -l "$pgdir/log" -w start \
-    -o "-p $port -k $pgdir -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200" >/dev/null
+    -o "-p $port -k $pgdir -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=500" >/dev/null
   trap '"${as_pg[@]}" "$pg_ctl" -D "$pgdir/data" -m immediate stop >/dev/null 2>&1; rm -rf "$pgdir"' EXIT
   export SHOWDOWN_TEST_POSTGRES_URL="postgres://postgres@127.0.0.1:$port/postgres"
 fi
+
+# The targets (Node, Go, Rust): npm ci, go build, cargo build; the contract suite and the
+# experiments run them.
+say "building the targets (targets/build)"
+bash targets/build
+say "the Go target's own checks (go vet, go test)"
+(cd targets/go && go vet ./... && go test ./...)
 
 say "cargo test --workspace --release"
 cargo test --workspace --release "$@"

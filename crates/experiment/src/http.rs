@@ -1,0 +1,97 @@
+//! One-off HTTP exchanges for checking targets (not for load: that is loadgen's job): the
+//! status, headers, body and time of one request, bounded in time.
+
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use http::{HeaderMap, Method, Request, StatusCode};
+use http_body_util::{BodyExt, Full};
+use hyper_util::client::legacy::{connect::HttpConnector, Client};
+
+/// What came back.
+#[derive(Debug, Clone)]
+pub struct Exchange {
+    pub status: StatusCode,
+    pub headers: HeaderMap,
+    pub body: Bytes,
+    /// From sending the request to the end of the body.
+    pub elapsed: Duration,
+}
+
+impl Exchange {
+    /// The body as JSON, or why it is not.
+    pub fn json(&self) -> Result<serde_json::Value, String> {
+        serde_json::from_slice(&self.body).map_err(|e| {
+            format!(
+                "the body is not JSON ({e}): {:?}",
+                String::from_utf8_lossy(&self.body[..self.body.len().min(200)])
+            )
+        })
+    }
+
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.get(name).and_then(|v| v.to_str().ok())
+    }
+}
+
+/// A keep-alive HTTP/1.1 client.
+#[derive(Debug, Clone)]
+pub struct Http {
+    client: Client<HttpConnector, Full<Bytes>>,
+    timeout: Duration,
+}
+
+impl Http {
+    pub fn new(timeout: Duration) -> Http {
+        Http {
+            client: Client::builder(hyper_util::rt::TokioExecutor::new()).build_http(),
+            timeout,
+        }
+    }
+
+    /// Sends one request and reads the whole answer.
+    pub async fn call(&self, method: Method, url: &str, body: &[u8]) -> Result<Exchange, String> {
+        let request = Request::builder()
+            .method(method.clone())
+            .uri(url)
+            .header("content-type", "application/json")
+            .body(Full::new(Bytes::copy_from_slice(body)))
+            .map_err(|e| format!("{method} {url}: {e}"))?;
+        let started = Instant::now();
+        let exchange = async {
+            let response = self.client.request(request).await.map_err(|e| {
+                let mut text = e.to_string();
+                let mut source = std::error::Error::source(&e);
+                while let Some(s) = source {
+                    text = format!("{text}: {s}");
+                    source = s.source();
+                }
+                text
+            })?;
+            let (parts, body) = response.into_parts();
+            let body = body
+                .collect()
+                .await
+                .map_err(|e| format!("reading the body: {e}"))?
+                .to_bytes();
+            Ok::<_, String>(Exchange {
+                status: parts.status,
+                headers: parts.headers,
+                body,
+                elapsed: started.elapsed(),
+            })
+        };
+        tokio::time::timeout(self.timeout, exchange)
+            .await
+            .map_err(|_| format!("{method} {url}: no answer within {:?}", self.timeout))?
+            .map_err(|e| format!("{method} {url}: {e}"))
+    }
+
+    pub async fn get(&self, url: &str) -> Result<Exchange, String> {
+        self.call(Method::GET, url, b"").await
+    }
+
+    pub async fn post(&self, url: &str, body: &[u8]) -> Result<Exchange, String> {
+        self.call(Method::POST, url, body).await
+    }
+}

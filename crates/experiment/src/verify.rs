@@ -1,0 +1,403 @@
+//! Holding a running target to `targets/CONTRACT.md` before it is measured, as TechEmpower's
+//! toolset does before it benchmarks a framework: status codes, headers, body shapes, bad input
+//! answered `400`, and the database work really done (rows counted around a burst of inserts).
+//! A target that fails is not measured; the checks say why.
+
+use std::time::{Duration, SystemTime};
+
+use aes::cipher::{block_padding::Pkcs7, BlockDecryptMut, KeyIvInit};
+use bytes::Bytes;
+use http::StatusCode;
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+use crate::http::{Exchange, Http};
+
+/// What the checks can rely on: what the runner gave the target.
+#[derive(Debug, Clone, Default)]
+pub struct Expect {
+    /// The target's database, to count the rows its inserts made.
+    pub database_url: Option<String>,
+    /// The target's `SECRET`, to decrypt what `/encrypt` returns.
+    pub secret: Option<String>,
+    /// What the upstream of `/proxy` serves.
+    pub upstream_body: Option<Bytes>,
+}
+
+/// How one check went.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Outcome {
+    Passed,
+    Failed(String),
+    /// Not checked, and why (e.g. no database was given).
+    Skipped(String),
+}
+
+#[derive(Debug, Clone)]
+pub struct Check {
+    pub name: &'static str,
+    pub outcome: Outcome,
+}
+
+/// Every check's outcome.
+#[derive(Debug, Clone, Default)]
+pub struct Verdict {
+    pub checks: Vec<Check>,
+}
+
+impl Verdict {
+    pub fn passed(&self) -> bool {
+        !self
+            .checks
+            .iter()
+            .any(|c| matches!(c.outcome, Outcome::Failed(_)))
+    }
+
+    /// The failures in one line: `check: why; check: why`.
+    pub fn failures(&self) -> String {
+        self.checks
+            .iter()
+            .filter_map(|c| match &c.outcome {
+                Outcome::Failed(why) => Some(format!("{}: {why}", c.name)),
+                _ => None,
+            })
+            .collect::<Vec<_>>()
+            .join("; ")
+    }
+
+    fn record(&mut self, name: &'static str, result: Result<(), String>) {
+        let outcome = match result {
+            Ok(()) => Outcome::Passed,
+            Err(why) => Outcome::Failed(why),
+        };
+        self.checks.push(Check { name, outcome });
+    }
+
+    fn skip(&mut self, name: &'static str, why: &str) {
+        self.checks.push(Check {
+            name,
+            outcome: Outcome::Skipped(why.to_string()),
+        });
+    }
+}
+
+/// Requests of the burst whose rows are counted.
+const BURST: i64 = 20;
+
+/// Runs every check against the target at `base` (`http://HOST:PORT`).
+pub async fn verify(base: &str, expect: &Expect) -> Verdict {
+    let http = Http::new(Duration::from_secs(10));
+    let url = |path: &str| format!("{base}{path}");
+    let mut verdict = Verdict::default();
+
+    verdict.record(
+        "GET /healthz",
+        async {
+            let x = http.get(&url("/healthz")).await?;
+            status(&x, StatusCode::OK)?;
+            json_headers(&x)?;
+            field_is(&x.json()?, "status", "ok")
+        }
+        .await,
+    );
+    verdict.record(
+        "GET /now",
+        async {
+            let x = http.get(&url("/now")).await?;
+            status(&x, StatusCode::OK)?;
+            json_headers(&x)?;
+            now_body(&x)
+        }
+        .await,
+    );
+    verdict.record(
+        "GET /delay?ms=100",
+        async {
+            let x = http.get(&url("/delay?ms=100")).await?;
+            status(&x, StatusCode::OK)?;
+            json_headers(&x)?;
+            now_body(&x)?;
+            let ms = x.elapsed.as_secs_f64() * 1e3;
+            if !(99.0..600.0).contains(&ms) {
+                return Err(format!("answered after {ms:.1} ms, not about 100"));
+            }
+            Ok(())
+        }
+        .await,
+    );
+    verdict.record(
+        "GET /compute?ms=5",
+        async {
+            let x = http.get(&url("/compute?ms=5")).await?;
+            status(&x, StatusCode::OK)?;
+            json_headers(&x)?;
+            now_body(&x)
+        }
+        .await,
+    );
+    verdict.record(
+        "GET /compute?ms=1&delay_ms=50",
+        async {
+            let x = http.get(&url("/compute?ms=1&delay_ms=50")).await?;
+            status(&x, StatusCode::OK)?;
+            now_body(&x)?;
+            let ms = x.elapsed.as_secs_f64() * 1e3;
+            if !(50.0..600.0).contains(&ms) {
+                return Err(format!("answered after {ms:.1} ms, not 50 or more"));
+            }
+            Ok(())
+        }
+        .await,
+    );
+    verdict.record(
+        "bad ms is 400",
+        async {
+            for path in [
+                "/delay",
+                "/delay?ms=-1",
+                "/delay?ms=abc",
+                "/delay?ms=60001",
+                "/delay?ms=1.5",
+                "/compute?ms=x",
+                "/compute?ms=10001",
+                "/compute?ms=1&delay_ms=-5",
+            ] {
+                let x = http.get(&url(path)).await?;
+                error_body(&x, StatusCode::BAD_REQUEST).map_err(|e| format!("GET {path}: {e}"))?;
+            }
+            Ok(())
+        }
+        .await,
+    );
+    verdict.record(
+        "bad bodies are 400",
+        async {
+            let long = "x".repeat(256);
+            let cases: Vec<(&str, String)> = vec![
+                ("/users", "not json".into()),
+                ("/users", "[1,2]".into()),
+                ("/users", "{}".into()),
+                ("/users", r#"{"email":"a@b.c"}"#.into()),
+                ("/users", r#"{"email":1,"password":"p"}"#.into()),
+                ("/users", r#"{"email":"","password":"p"}"#.into()),
+                ("/users", format!(r#"{{"email":"{long}","password":"p"}}"#)),
+                ("/user", r#"{"password":"p"}"#.into()),
+                ("/encrypt", r#"{"userId":"u"}"#.into()),
+                (
+                    "/encrypt",
+                    format!(r#"{{"userId":"u","password":"{long}"}}"#),
+                ),
+            ];
+            for (path, body) in cases {
+                let x = http.post(&url(path), body.as_bytes()).await?;
+                error_body(&x, StatusCode::BAD_REQUEST)
+                    .map_err(|e| format!("POST {path} {body:.40}: {e}"))?;
+            }
+            // 255 characters of four bytes each is within the limit: characters, not bytes.
+            Ok(())
+        }
+        .await,
+    );
+    verdict.record(
+        "a body over 64 KiB is 413",
+        async {
+            let big = format!(r#"{{"email":"{}","password":"p"}}"#, "x".repeat(70 * 1024));
+            let x = http.post(&url("/users"), big.as_bytes()).await?;
+            error_body(&x, StatusCode::PAYLOAD_TOO_LARGE)
+        }
+        .await,
+    );
+    verdict.record(
+        "unknown path is 404, wrong method 405",
+        async {
+            let x = http.get(&url("/no/such/path")).await?;
+            error_body(&x, StatusCode::NOT_FOUND)?;
+            let x = http.get(&url("/users")).await?;
+            error_body(&x, StatusCode::METHOD_NOT_ALLOWED)?;
+            match x.header("allow") {
+                Some(allow) if allow.contains("POST") => Ok(()),
+                other => Err(format!("GET /users: Allow header {other:?}, not POST")),
+            }
+        }
+        .await,
+    );
+    match &expect.database_url {
+        Some(db) => verdict.record("POST /users inserts a row", inserts(&http, base, db).await),
+        None => verdict.skip("POST /users inserts a row", "no database was given"),
+    }
+    match &expect.secret {
+        Some(secret) => verdict.record(
+            "POST /encrypt decrypts with the key",
+            async {
+                let body = br#"{"userId":"user-42","password":"correct horse"}"#;
+                let x = http.post(&url("/encrypt"), body).await?;
+                status(&x, StatusCode::OK)?;
+                json_headers(&x)?;
+                let v = x.json()?;
+                let (first, second) = (text(&v, "userId")?, text(&v, "password")?);
+                for (sent, got) in [("user-42", first), ("correct horse", second)] {
+                    let plain = decrypt(secret, got)?;
+                    if plain != sent {
+                        return Err(format!("{got} decrypts to {plain:?}, not {sent:?}"));
+                    }
+                }
+                if first.split(':').next() == second.split(':').next() {
+                    return Err("the two values share an IV: each needs a random one".into());
+                }
+                Ok(())
+            }
+            .await,
+        ),
+        None => verdict.skip("POST /encrypt decrypts with the key", "no SECRET was given"),
+    }
+    match &expect.upstream_body {
+        Some(upstream) => verdict.record(
+            "GET /proxy returns the upstream's body",
+            async {
+                let x = http.get(&url("/proxy")).await?;
+                status(&x, StatusCode::OK)?;
+                if x.body != *upstream {
+                    return Err(format!(
+                        "the body ({} bytes) is not the upstream's ({} bytes)",
+                        x.body.len(),
+                        upstream.len()
+                    ));
+                }
+                Ok(())
+            }
+            .await,
+        ),
+        None => verdict.skip(
+            "GET /proxy returns the upstream's body",
+            "no upstream was given",
+        ),
+    }
+    verdict
+}
+
+/// A burst of inserts, and the rows counted around it.
+async fn inserts(http: &Http, base: &str, db: &str) -> Result<(), String> {
+    let before = crate::database::count_users(db).await?;
+    for i in 0..BURST {
+        let path = if i % 2 == 0 { "/users" } else { "/user" };
+        let body = format!(r#"{{"email":"verify{i}@example.com","password":"p{i}"}}"#);
+        let x = http.post(&format!("{base}{path}"), body.as_bytes()).await?;
+        status(&x, StatusCode::CREATED).map_err(|e| format!("POST {path}: {e}"))?;
+        json_headers(&x)?;
+        let v = x.json()?;
+        let id = v
+            .get("id")
+            .and_then(Value::as_i64)
+            .ok_or(format!("POST {path}: no integer id in {v}"))?;
+        let location = x.header("location").unwrap_or_default();
+        if location != format!("/users/{id}") {
+            return Err(format!(
+                "POST {path}: Location {location:?}, not /users/{id}"
+            ));
+        }
+    }
+    let after = crate::database::count_users(db).await?;
+    if after - before != BURST {
+        return Err(format!(
+            "{BURST} requests answered 201 but {} rows were inserted",
+            after - before
+        ));
+    }
+    Ok(())
+}
+
+fn status(x: &Exchange, want: StatusCode) -> Result<(), String> {
+    if x.status == want {
+        return Ok(());
+    }
+    Err(format!(
+        "status {}, not {want}: {}",
+        x.status,
+        String::from_utf8_lossy(&x.body[..x.body.len().min(200)])
+    ))
+}
+
+/// `Content-Type: application/json`, a `Content-Length` equal to the body's, and a `Date`.
+fn json_headers(x: &Exchange) -> Result<(), String> {
+    let content_type = x.header("content-type").unwrap_or_default();
+    if !content_type.starts_with("application/json") {
+        return Err(format!(
+            "Content-Type {content_type:?}, not application/json"
+        ));
+    }
+    match x.header("content-length").map(str::parse::<usize>) {
+        Some(Ok(n)) if n == x.body.len() => {}
+        Some(_) => {
+            return Err(format!(
+                "Content-Length does not match the {}-byte body",
+                x.body.len()
+            ))
+        }
+        None => return Err("no Content-Length (a chunked body?)".into()),
+    }
+    match x.header("date") {
+        Some(date) if date.ends_with(" GMT") && date.len() == 29 => Ok(()),
+        other => Err(format!("Date header {other:?} is not an HTTP date")),
+    }
+}
+
+fn text<'a>(v: &'a Value, name: &str) -> Result<&'a str, String> {
+    v.get(name)
+        .and_then(Value::as_str)
+        .ok_or(format!("no string {name:?} in {v}"))
+}
+
+fn field_is(v: &Value, name: &str, want: &str) -> Result<(), String> {
+    match text(v, name)? {
+        got if got == want => Ok(()),
+        got => Err(format!("{name} is {got:?}, not {want:?}")),
+    }
+}
+
+/// `{"now": "YYYY-MM-DDTHH:MM:SS.mmmZ"}`, within 5 s of this host's clock.
+fn now_body(x: &Exchange) -> Result<(), String> {
+    let v = x.json()?;
+    let now = text(&v, "now")?;
+    let shape = now.len() == 24
+        && now.ends_with('Z')
+        && now.as_bytes()[10] == b'T'
+        && now.as_bytes()[19] == b'.';
+    let when = humantime::parse_rfc3339(now).map_err(|e| format!("now {now:?}: {e}"))?;
+    if !shape {
+        return Err(format!("now {now:?} is not UTC RFC 3339 with milliseconds"));
+    }
+    let off = match SystemTime::now().duration_since(when) {
+        Ok(d) => d,
+        Err(e) => e.duration(),
+    };
+    if off > Duration::from_secs(5) {
+        return Err(format!(
+            "now {now:?} is {off:?} away from this host's clock"
+        ));
+    }
+    Ok(())
+}
+
+/// A JSON `{"error": "…"}` with the status wanted.
+fn error_body(x: &Exchange, want: StatusCode) -> Result<(), String> {
+    status(x, want)?;
+    json_headers(x)?;
+    text(&x.json()?, "error").map(|_| ())
+}
+
+/// `IVHEX:CIPHERHEX` decrypted under `SHA-256(secret)`.
+pub fn decrypt(secret: &str, value: &str) -> Result<String, String> {
+    let (iv, cipher) = value
+        .split_once(':')
+        .ok_or(format!("{value:?} is not IVHEX:CIPHERHEX"))?;
+    let iv: [u8; 16] = hex::decode(iv)
+        .ok()
+        .and_then(|v| v.try_into().ok())
+        .ok_or(format!("{value:?}: the IV is not 16 bytes of hex"))?;
+    let mut cipher = hex::decode(cipher).map_err(|e| format!("{value:?}: {e}"))?;
+    let key: [u8; 32] = Sha256::digest(secret.as_bytes()).into();
+    let plain = cbc::Decryptor::<aes::Aes256>::new(&key.into(), &iv.into())
+        .decrypt_padded_mut::<Pkcs7>(&mut cipher)
+        .map_err(|_| format!("{value:?} does not decrypt under SHA-256(SECRET)"))?;
+    String::from_utf8(plain.to_vec()).map_err(|e| e.to_string())
+}
