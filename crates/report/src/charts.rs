@@ -35,6 +35,14 @@ fn lines(series: &[Series], colors: &[RGBColor]) -> Vec<Line> {
         .collect()
 }
 
+/// Series the slow collectors sample (about once a second): steps with markers.
+fn stepped_lines(series: &[Series], colors: &[RGBColor]) -> Vec<Line> {
+    lines(series, colors)
+        .into_iter()
+        .map(Line::stepped)
+        .collect()
+}
+
 fn time(id: &str, spec: TimeChart<'_>, caption: &str, empty: &str) -> Result<Chart, PlotError> {
     let svg = if plot::has_data(&spec.lines) {
         Some(plot::time_chart(&spec)?)
@@ -177,7 +185,7 @@ pub fn probe_charts(
     };
     let no_samples = "The probe sent no samples of the target (did it find the process?).";
     let mut fds = vec![Line::new("all", DARK, probe.fds.points.clone())];
-    fds.extend(lines(
+    fds.extend(stepped_lines(
         &probe.fd_kinds,
         &[BLUE, GREEN, ORANGE, PURPLE, RED, GREY],
     ));
@@ -201,7 +209,7 @@ pub fn probe_charts(
             &id("fds"),
             chart(3, "open FDs", fds),
             &format!(
-                "Open file descriptors, in all and by kind (kinds at the slow collectors' pace).{}{marks}",
+                "Open file descriptors, in all and by kind (kinds at the slow collectors' pace, about once a second: drawn as steps, a dot per sample).{}{marks}",
                 match probe.fd_limits.0 {
                     Some(limit) => format!(" Soft limit per process: {limit}."),
                     None => String::new(),
@@ -211,14 +219,14 @@ pub fn probe_charts(
         )?,
         time(
             &id("tcp"),
-            chart(4, "sockets", lines(&probe.tcp, &[BLUE, GREY, RED, ORANGE, PURPLE])),
-            "The tree's TCP sockets by state, and connections waiting in the listen sockets' accept queues.",
+            chart(4, "sockets", stepped_lines(&probe.tcp, &[BLUE, GREY, RED, ORANGE, PURPLE])),
+            "The tree's TCP sockets by state, and connections waiting in the listen sockets' accept queues (sampled about once a second: steps, a dot per sample).",
             "No TCP figures: the slow collectors did not run (see the probe's --slow-budget).",
         )?,
         time(
             &id("switches"),
-            chart(5, "context switches per second", lines(&probe.switches, &[BLUE, RED])),
-            "Voluntary switches (waiting on I/O or a lock) and involuntary ones (preempted: more runnable threads than cores).",
+            chart(5, "context switches per second", stepped_lines(&probe.switches, &[BLUE, RED])),
+            "Voluntary switches (waiting on I/O or a lock) and involuntary ones (preempted: more runnable threads than cores), per second between consecutive samples (about once a second; none across a gap).",
             "No context switch figures: the slow collectors did not run.",
         )?,
     ];
@@ -328,9 +336,12 @@ pub fn comparison_charts(c: &Comparison) -> Result<Vec<Chart>, PlotError> {
         chart(
             "Target's established TCP connections",
             "sockets",
-            per_run(&|r| r.probes.first().and_then(|p| p.tcp.first())),
+            per_run(&|r| r.probes.first().and_then(|p| p.tcp.first()))
+                .into_iter()
+                .map(Line::stepped)
+                .collect(),
         ),
-        first_probe,
+        "From each run's first probe, about once a second (steps, a dot per sample).",
         "No TCP figures in these runs.",
     )?);
     Ok(out)

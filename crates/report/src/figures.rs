@@ -374,8 +374,15 @@ fn probe_figures(probe: &store::run::StoredProbe) -> ProbeFigures {
         .collect();
     let mut members: BTreeMap<i32, Series> = BTreeMap::new();
     let mut previous_switches: Option<(f64, u64, u64)> = None;
+    let gap_times: Vec<f64> = probe.gaps.iter().map(|g| g.t_ns as f64 / 1e9).collect();
     for r in &probe.records {
         let t = r.t_ns as f64 / 1e9;
+        // A rate is taken between consecutive samples only, never across lost records.
+        if let Some((t0, _, _)) = previous_switches {
+            if gap_times.iter().any(|&g| g > t0 && g <= t) {
+                previous_switches = None;
+            }
+        }
         match &r.record {
             Record::Event(e) => f.events.push((t, describe_event(&e.kind))),
             Record::Sample(s) => {

@@ -66,6 +66,12 @@ pub struct Line {
     pub points: Vec<(f64, f64)>,
     /// Dashed, to tell a second family of lines (e.g. service time) from the first.
     pub dashed: bool,
+    /// Drawn as steps with a marker at each point: for series sampled seconds apart (the slow
+    /// collectors'), where a straight line between two samples would show a ramp that was
+    /// never measured.
+    pub step: bool,
+    /// The spread over repetitions at each point, (x, low, high), drawn as a vertical bar.
+    pub spread: Vec<(f64, f64, f64)>,
 }
 
 impl Line {
@@ -75,8 +81,34 @@ impl Line {
             color,
             points,
             dashed: false,
+            step: false,
+            spread: Vec::new(),
         }
     }
+
+    /// The same line, drawn as steps with markers.
+    pub fn stepped(mut self) -> Self {
+        self.step = true;
+        self
+    }
+
+    /// The same line, dashed.
+    pub fn dashed(mut self) -> Self {
+        self.dashed = true;
+        self
+    }
+}
+
+/// Step-after: each value holds until the next sample.
+fn steps(points: &[(f64, f64)]) -> Vec<(f64, f64)> {
+    let mut out = Vec::with_capacity(points.len() * 2);
+    for (i, &p) in points.iter().enumerate() {
+        if i > 0 {
+            out.push((p.0, points[i - 1].1));
+        }
+        out.push(p);
+    }
+    out
 }
 
 /// A chart over the run's timeline.
@@ -219,6 +251,156 @@ pub fn distribution_chart(title: &str, lines: &[Line]) -> Result<String, PlotErr
     Ok(svg)
 }
 
+/// The x axis of a chart across settings.
+#[derive(Debug, Clone, PartialEq)]
+pub enum XAxis {
+    /// Numbers; on a log scale when they span more than a decade and a half.
+    Numbers,
+    /// Names in order, evenly spaced (x = 0, 1, 2 …).
+    Names(Vec<String>),
+}
+
+/// A figure against a setting (p99 against rate): one line per target, a marker at each
+/// setting, and a bar for the spread over repetitions.
+#[derive(Debug, Clone)]
+pub struct XyChart<'a> {
+    pub title: &'a str,
+    pub x_label: &'a str,
+    pub y_label: &'a str,
+    pub x: XAxis,
+    pub lines: Vec<Line>,
+}
+
+/// The chart across settings as an SVG document.
+pub fn xy_chart(chart: &XyChart<'_>) -> Result<String, PlotError> {
+    let err = failed(chart.title);
+    let xs = chart
+        .lines
+        .iter()
+        .flat_map(|l| l.points.iter().map(|p| p.0));
+    let (lo, hi) = xs.fold((f64::MAX, f64::MIN), |(a, b), x| (a.min(x), b.max(x)));
+    let (lo, hi) = if lo <= hi { (lo, hi) } else { (0.0, 1.0) };
+    let top = chart
+        .lines
+        .iter()
+        .flat_map(|l| l.spread.iter().map(|s| s.2))
+        .fold(y_top(&chart.lines), |a, b| a.max(b * 1.08));
+    let mut svg = String::new();
+    {
+        let (root, legend) = canvas(&mut svg, &chart.lines);
+        root.fill(&WHITE).map_err(&err)?;
+        match &chart.x {
+            XAxis::Numbers if lo > 0.0 && hi / lo >= 30.0 => {
+                let mut c = xy_builder(&root, chart.title)
+                    .build_cartesian_2d((lo / 1.3..hi * 1.3).log_scale(), 0f64..top)
+                    .map_err(&err)?;
+                mesh(&mut c, chart, &|x| short_number(*x)).map_err(&err)?;
+                draw_xy(&mut c, &chart.lines).map_err(&err)?;
+            }
+            XAxis::Numbers => {
+                let pad = ((hi - lo) * 0.06).max(if hi == lo { 1.0 } else { 0.0 });
+                let mut c = xy_builder(&root, chart.title)
+                    .build_cartesian_2d((lo - pad)..(hi + pad), 0f64..top)
+                    .map_err(&err)?;
+                mesh(&mut c, chart, &|x| short_number(*x)).map_err(&err)?;
+                draw_xy(&mut c, &chart.lines).map_err(&err)?;
+            }
+            XAxis::Names(names) => {
+                let n = names.len().max(1) as f64;
+                let mut c = xy_builder(&root, chart.title)
+                    .build_cartesian_2d(-0.5..(n - 0.5), 0f64..top)
+                    .map_err(&err)?;
+                let label = |x: &f64| {
+                    let i = x.round();
+                    if (x - i).abs() < 1e-6 && i >= 0.0 {
+                        names.get(i as usize).cloned().unwrap_or_default()
+                    } else {
+                        String::new()
+                    }
+                };
+                mesh(&mut c, chart, &label).map_err(&err)?;
+                draw_xy(&mut c, &chart.lines).map_err(&err)?;
+            }
+        }
+        draw_legend(&legend, &chart.lines).map_err(&err)?;
+        root.present().map_err(&err)?;
+    }
+    Ok(svg)
+}
+
+fn xy_builder<'a, 'b>(root: &'a Area<'b>, title: &str) -> ChartBuilder<'a, 'b, SVGBackend<'b>> {
+    let mut b = ChartBuilder::on(root);
+    b.caption(title, (FONT, 17))
+        .margin(8)
+        .margin_right(24)
+        .x_label_area_size(36)
+        .y_label_area_size(64);
+    b
+}
+
+fn mesh<X>(
+    c: &mut ChartContext<
+        '_,
+        SVGBackend<'_>,
+        Cartesian2d<X, plotters::coord::types::RangedCoordf64>,
+    >,
+    chart: &XyChart<'_>,
+    x_label: &dyn Fn(&f64) -> String,
+) -> Result<(), DrawingAreaErrorKind<std::io::Error>>
+where
+    X: Ranged<ValueType = f64> + plotters::coord::ranged1d::ValueFormatter<f64>,
+{
+    let labels = match &chart.x {
+        XAxis::Names(names) => names.len().max(2) * 2 + 1,
+        XAxis::Numbers => 10,
+    };
+    c.configure_mesh()
+        .x_desc(chart.x_label)
+        .y_desc(chart.y_label)
+        .bold_line_style(GRID)
+        .max_light_lines(0)
+        .x_labels(labels)
+        .y_labels(6)
+        .x_label_formatter(x_label)
+        .y_label_formatter(&|v| short_number(*v))
+        .label_style((FONT, 13))
+        .axis_desc_style((FONT, 14))
+        .draw()
+}
+
+/// Lines with a marker at each point and a bar for the spread.
+fn draw_xy<DB, X>(
+    c: &mut ChartContext<'_, DB, Cartesian2d<X, plotters::coord::types::RangedCoordf64>>,
+    lines: &[Line],
+) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>>
+where
+    DB: DrawingBackend,
+    X: Ranged<ValueType = f64>,
+{
+    for line in lines {
+        let style = line.color.stroke_width(2);
+        if line.dashed {
+            c.draw_series(DashedLineSeries::new(
+                line.points.iter().copied(),
+                6,
+                4,
+                style,
+            ))?;
+        } else {
+            c.draw_series(LineSeries::new(line.points.iter().copied(), style))?;
+        }
+        c.draw_series(
+            line.points
+                .iter()
+                .map(|&p| Circle::new(p, 3, line.color.filled())),
+        )?;
+        c.draw_series(line.spread.iter().map(|&(x, low, high)| {
+            PathElement::new(vec![(x, low), (x, high)], line.color.stroke_width(1))
+        }))?;
+    }
+    Ok(())
+}
+
 type Area<'a> = DrawingArea<SVGBackend<'a>, Shift>;
 
 /// The drawing: the plot on top, the legend's rows under it.
@@ -246,6 +428,15 @@ where
         vec![line.points.clone()]
     };
     for segment in pieces {
+        if line.step {
+            c.draw_series(LineSeries::new(steps(&segment), line.color.stroke_width(1)))?;
+            c.draw_series(
+                segment
+                    .iter()
+                    .map(|&p| Circle::new(p, 2, line.color.filled())),
+            )?;
+            continue;
+        }
         if segment.len() == 1 {
             c.draw_series(
                 segment
