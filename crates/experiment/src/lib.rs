@@ -3,17 +3,30 @@
 //!
 //! Modules:
 //!
+//! - [`file`]: the experiment file (TOML) read and checked.
+//! - [`plan`]: the matrix expanded into cells, in the order they run.
+//! - [`gun`]: each attack as a `loadgen attack` process of its own.
+//! - [`limits`]: holding a local target to a host size with a cgroup.
+//! - [`runner`]: the cells run one by one, kept, resumed.
 //! - [`targets`]: the contestants of `targets/`, started by name through `targets/run`, read
 //!   ready, stopped with SIGTERM.
 //! - [`verify`]: a running target held to `targets/CONTRACT.md` before it is measured.
 //! - [`database`]: the targets' schema, emptied and counted.
 //! - [`http`]: one-off HTTP exchanges for those checks.
 //! - [`upstream`]: the local page that `/proxy` fetches.
-//! - [`limits`]: holding a local target to a host size with a cgroup.
 
 pub mod database;
+pub mod file;
+pub mod gun;
 pub mod http;
 pub mod limits;
+pub mod plan;
+pub mod runner;
 pub mod targets;
 pub mod upstream;
 pub mod verify;
+
+/// Several lines made one: what a TOML parser prints spans lines, an error here is one line.
+pub fn flatten(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}

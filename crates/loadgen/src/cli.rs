@@ -29,6 +29,8 @@ pub enum Command {
     Demo(Box<DemoArgs>),
     /// List, show, export or delete kept runs.
     Runs(RunsArgs),
+    /// Run an experiment file: its targets, its matrix of cells, its pages.
+    Experiment(ExperimentArgs),
     /// Serve the built-in target on its own (the demo starts it this way).
     #[command(hide = true)]
     Target(TargetArgs),
@@ -56,6 +58,11 @@ pub struct StoreArgs {
     /// The experiment this run belongs to.
     #[arg(long, value_name = "NAME")]
     pub experiment: Option<String>,
+
+    /// The id to keep the run under (a UUID; the experiment runner names its cells' runs
+    /// this way) [default: a new UUID v7].
+    #[arg(long, value_name = "UUID", value_parser = parse_run_id)]
+    pub run_id: Option<String>,
 
     /// After the run, draw the report's pages (all kept runs) into DIR and say where this
     /// run's page is.
@@ -151,6 +158,59 @@ pub enum RunsCommand {
     },
     /// Delete a run and everything it recorded.
     Delete { run: String },
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct ExperimentArgs {
+    #[command(subcommand)]
+    pub command: ExperimentCommand,
+}
+
+#[derive(Debug, Clone, Subcommand)]
+pub enum ExperimentCommand {
+    /// Run the cells not kept yet (resumes an interrupted run), then draw the pages.
+    Run {
+        #[command(flatten)]
+        cells: CellArgs,
+        /// Redo the cells kept as failed too.
+        #[arg(long)]
+        retry_failed: bool,
+        /// Draw the pages (this experiment's and every kept run's) into DIR at the end.
+        #[arg(long, value_name = "DIR", default_value = "site")]
+        report: PathBuf,
+        /// Draw no pages.
+        #[arg(long, conflicts_with = "report")]
+        no_report: bool,
+    },
+    /// The cells in the order they run, and about how long it takes.
+    Plan {
+        #[command(flatten)]
+        cells: CellArgs,
+    },
+    /// Which cells are kept, failed or still to run.
+    Status {
+        #[command(flatten)]
+        cells: CellArgs,
+    },
+}
+
+/// The experiment file and which of its cells.
+#[derive(Debug, Clone, Args)]
+pub struct CellArgs {
+    /// The experiment file (TOML; see experiments/).
+    pub file: PathBuf,
+    /// Multiply rates, durations and request counts by F, for a quick look (e.g. 0.1).
+    #[arg(long, value_name = "F", default_value = "1")]
+    pub scale: f64,
+    /// Instead of the file's repetitions.
+    #[arg(long, value_name = "N")]
+    pub repetitions: Option<u32>,
+    /// Only the cells with this value, KEY=VALUE (repeatable; KEY an axis, target or repetition).
+    #[arg(long = "only", value_name = "KEY=VALUE", value_parser = store::run::parse_label)]
+    pub only: Vec<(String, String)>,
+    /// The store.
+    #[arg(long, value_name = "URL", env = "SHOWDOWN_DB", default_value = store::DEFAULT_URL)]
+    pub db: String,
 }
 
 /// What `runs export` writes.
@@ -556,6 +616,12 @@ impl AttackArgs {
     }
 }
 
+fn parse_run_id(text: &str) -> Result<String, String> {
+    uuid::Uuid::parse_str(text)
+        .map(|u| u.hyphenated().to_string())
+        .map_err(|_| format!("{text:?} is not a UUID"))
+}
+
 impl StoreArgs {
     /// Where and under what name the run is kept.
     pub fn keeping(&self, command_line: &[String]) -> Result<Keeping, Error> {
@@ -563,6 +629,7 @@ impl StoreArgs {
             store_url: (!self.no_store).then(|| self.db.clone()),
             name: self.name.clone(),
             experiment: self.experiment.clone(),
+            run_id: self.run_id.clone(),
             labels: self.labels.iter().cloned().collect(),
             command_line: crate::recording::redact_command_line(command_line),
             ..Default::default()

@@ -18,6 +18,8 @@
 //! - [`shutdown`]: stopping a run early without losing what it recorded.
 //! - [`recording`]: keeping a run in the store, with the probes' samples ([`probes`]).
 //! - [`runs`]: `loadgen runs list | show | export | delete`.
+//! - [`experiments`]: `loadgen experiment run | plan | status FILE` (the runner is the
+//!   `experiment` crate's).
 //! - [`target`], [`demo`]: the built-in target and `loadgen demo`.
 //! - [`clock`]: the one monotonic clock everything is timed with.
 
@@ -27,6 +29,7 @@ pub mod client;
 pub mod clock;
 pub mod demo;
 pub mod error;
+pub mod experiments;
 pub mod hdrlog;
 pub mod probes;
 pub mod progress;
@@ -101,6 +104,7 @@ pub fn run(cli: Cli, shutdown: Shutdown) -> Result<RunEnd, Error> {
             }
             Command::Demo(args) => demo::run(&args, &shutdown, &command_line).await,
             Command::Runs(args) => runs::run(&args).await.map(|()| RunEnd::Completed),
+            Command::Experiment(args) => experiments::run(&args, &shutdown).await,
             Command::Target(args) => target::serve_until_stdin_closes(&args)
                 .await
                 .map(|()| RunEnd::Completed),
@@ -133,6 +137,19 @@ pub async fn draw_report(
     let (Some(id), Some(url)) = (&done.run_id, &keeping.store_url) else {
         return Ok(());
     };
+    let site = draw_site(url, dir).await?;
+    let page = site.run_pages.get(id).unwrap_or(&site.index);
+    let line = format!("Report: open {}", page.display());
+    match format {
+        OutputFormat::Text => println!("{line}"),
+        OutputFormat::Json => eprintln!("{line}"),
+    }
+    Ok(())
+}
+
+/// Draws every page of the store at `url` into `dir`, saying on standard error which could not
+/// be drawn.
+pub async fn draw_site(url: &str, dir: &std::path::Path) -> Result<report::Site, Error> {
     let store = store::Store::open(url).await?;
     let options = report::SiteOptions {
         out: dir.to_path_buf(),
@@ -142,13 +159,7 @@ pub async fn draw_report(
     for (what, why) in &site.failures {
         eprintln!("{what} could not be drawn: {why}");
     }
-    let page = site.run_pages.get(id).unwrap_or(&site.index);
-    let line = format!("Report: open {}", page.display());
-    match format {
-        OutputFormat::Text => println!("{line}"),
-        OutputFormat::Json => eprintln!("{line}"),
-    }
-    Ok(())
+    Ok(site)
 }
 
 /// Prints the summary on standard output.

@@ -30,6 +30,8 @@ pub struct Keeping {
     pub store_url: Option<String>,
     pub name: Option<String>,
     pub experiment: Option<String>,
+    /// The id to keep the run under, when the caller chose it.
+    pub run_id: Option<String>,
     pub labels: BTreeMap<String, String>,
     pub probes: Vec<ProbeTarget>,
     pub pre_roll: Duration,
@@ -247,7 +249,7 @@ fn run_meta(plan: &AttackPlan, keeping: &Keeping, zero: SystemTime) -> RunMeta {
         .clone()
         .unwrap_or_else(|| format!("{} · {}", plan.describe_target(), plan.describe_load()));
     RunMeta {
-        id: RunMeta::new_id(),
+        id: keeping.run_id.clone().unwrap_or_else(RunMeta::new_id),
         name,
         experiment: keeping.experiment.clone(),
         labels: keeping.labels.clone(),
@@ -364,25 +366,7 @@ fn run_config(plan: &AttackPlan, keeping: &Keeping) -> RunConfig {
 
 /// This host's facts.
 pub fn gun_host() -> HostFacts {
-    let read = |path: &str| {
-        std::fs::read_to_string(path)
-            .map(|s| s.trim().to_string())
-            .unwrap_or_default()
-    };
-    let mem_total_bytes = read("/proc/meminfo")
-        .lines()
-        .find_map(|l| l.strip_prefix("MemTotal:"))
-        .and_then(|v| v.split_whitespace().next()?.parse::<u64>().ok())
-        .map_or(0, |kb| kb * 1024);
-    let limit = rustix::process::getrlimit(rustix::process::Resource::Nofile);
-    HostFacts {
-        hostname: read("/proc/sys/kernel/hostname"),
-        kernel: read("/proc/sys/kernel/osrelease"),
-        cpus: std::thread::available_parallelism().map_or(1, |n| n.get() as u64),
-        mem_total_bytes,
-        fd_limit_soft: limit.current,
-        fd_limit_hard: limit.maximum,
-    }
+    HostFacts::current()
 }
 
 #[cfg(test)]

@@ -5,6 +5,7 @@
 //!
 //! Modules:
 //!
+//! - [`experiment`]: an experiment's cells over their repetitions, its charts and sentences.
 //! - [`figures`]: a stored run's tables and time series, on the run's timeline.
 //! - [`tables`]: the table model, its formats (HTML cells, JSON, CSV, Markdown) and the run tables.
 //! - [`compare`]: choosing runs to set side by side, and the comparison table with its ratios.
@@ -20,6 +21,7 @@ pub mod cli;
 pub mod compare;
 pub mod downsample;
 pub mod error;
+pub mod experiment;
 pub mod figures;
 pub mod pages;
 pub mod plot;

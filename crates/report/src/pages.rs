@@ -12,6 +12,7 @@
 //! groups/<slug>.html          a run group's shards, merged (several gun hosts)
 //! compare/<slug>.html         a comparison (chosen with --compare, or one per experiment)
 //! labels/<slug>.html          the runs carrying one label
+//! experiments/<slug>.html     an experiment: its question answered from its cells
 //! ```
 
 use std::collections::BTreeMap;
@@ -71,6 +72,10 @@ pub fn comparison_path(title: &str) -> String {
     format!("compare/{}.html", slug(title))
 }
 
+pub fn experiment_path(name: &str) -> String {
+    format!("experiments/{}.html", slug(name))
+}
+
 /// The title of an experiment's automatic comparison.
 pub fn experiment_comparison_title(experiment: &str) -> String {
     format!("experiment {experiment}")
@@ -100,7 +105,10 @@ td.better { color: #146c2e; } td.worse { color: var(--warn); }
 .warnings li { margin: .2rem 0; }
 .badge { display: inline-block; padding: 0 .45rem; border-radius: 3px; font-size: .85em; background: #eee; }
 .badge.complete { background: #e3f4e6; color: #146c2e; } .badge.incomplete { background: #fff0d6; color: #8a5300; }
-.badge.running { background: #eee; color: #444; } .badge.warn { background: #fdecea; color: var(--warn); }
+.badge.running { background: #eee; color: #444; } .badge.warn, .badge.failed { background: #fdecea; color: var(--warn); }
+.question { font-size: 1.1rem; margin: .2rem 0 .6rem; }
+ul.answers li { margin: .35rem 0; }
+td.failed { color: var(--warn); }
 .chip { display: inline-block; padding: 0 .45rem; margin: 0 .2rem .2rem 0; border: 1px solid var(--line); border-radius: 10px; font-size: .85em; text-decoration: none; }
 .swatch { display: inline-block; width: 1.6em; height: .6em; border-radius: 2px; margin-right: .4em; vertical-align: middle; }
 .charts { display: grid; grid-template-columns: repeat(auto-fill, minmax(min(100%, 560px), 1fr)); gap: 1rem 1.5rem; }
@@ -243,6 +251,8 @@ pub struct SiteIndex {
     pub comparisons: Vec<(String, String, usize)>,
     /// Run groups: (name, shards).
     pub groups: Vec<(String, usize)>,
+    /// Experiments run from a file: (name, question, page).
+    pub experiments: Vec<(String, String, String)>,
     /// Pages that could not be drawn: (what, why). Shown on the index, never silently dropped.
     pub failures: Vec<(String, String)>,
 }
@@ -257,7 +267,11 @@ pub fn index(site: &SiteIndex) -> Markup {
     }
     let mut labels: BTreeMap<(&str, &str), usize> = BTreeMap::new();
     for h in &site.runs {
-        for (k, v) in &h.labels {
+        for (k, v) in h
+            .labels
+            .iter()
+            .filter(|(k, _)| !crate::site::is_bookkeeping(k))
+        {
             *labels.entry((k.as_str(), v.as_str())).or_default() += 1;
         }
     }
@@ -276,6 +290,10 @@ pub fn index(site: &SiteIndex) -> Markup {
         @if !labels.is_empty() {
             p { "By label: " @for ((k, v), n) in &labels { a.chip href=(label_path(k, v)) { (k) "=" (v) " (" (n) ")" } } }
         }
+        @if !site.experiments.is_empty() {
+            h2 { "Experiments" }
+            ul { @for (name, question, path) in &site.experiments { li { a href=(path) { (name) } " — " (question) } } }
+        }
         @if !site.comparisons.is_empty() {
             h2 { "Comparisons" }
             ul { @for (title, path, n) in &site.comparisons { li { a href=(path) { (title) } " — " (n) " runs" } } }
@@ -288,7 +306,9 @@ pub fn index(site: &SiteIndex) -> Markup {
             @match experiment {
                 Some(name) => {
                     h2 { "Experiment " (name) }
-                    @if runs.len() > 1 {
+                    @if site.experiments.iter().any(|(n, _, _)| n == name) {
+                        p { a href=(experiment_path(name)) { "Its page: the question, answered from these runs" } }
+                    } @else if runs.len() > 1 {
                         p { a href=(comparison_path(&experiment_comparison_title(name))) { "Compare these " (runs.len()) " runs" } }
                     }
                 }
@@ -493,4 +513,199 @@ mod tests {
         );
         assert_eq!(slug("x"), slug("x"));
     }
+}
+
+/// What an experiment's page links to beside its runs.
+#[derive(Debug, Clone, Default)]
+pub struct ExperimentLinks {
+    /// Per setting (by its text), the comparison page of its targets.
+    pub comparisons: BTreeMap<String, String>,
+}
+
+/// `2.10 ms (1.90–2.40)`: a cell's median and its spread over repetitions.
+fn spread_text(metric: crate::experiment::Metric, s: Option<crate::experiment::Spread>) -> String {
+    use crate::experiment::Metric;
+    let Some(s) = s else { return "—".into() };
+    let f = |v: f64| {
+        let v = metric.shown(v);
+        match metric {
+            Metric::Throughput | Metric::PeakThreads | Metric::PeakFds => format!("{v:.0}"),
+            Metric::ErrorRate | Metric::Cpu => format!("{v:.1}"),
+            Metric::PeakRss => format!("{v:.1}"),
+            _ if v >= 100.0 => format!("{v:.0}"),
+            _ if v >= 10.0 => format!("{v:.1}"),
+            _ => format!("{v:.2}"),
+        }
+    };
+    if s.n > 1 && (s.max - s.min).abs() > f64::EPSILON {
+        format!("{} ({}–{})", f(s.median), f(s.min), f(s.max))
+    } else {
+        f(s.median)
+    }
+}
+
+/// An experiment's page.
+pub fn experiment_page(
+    fig: &crate::experiment::ExperimentFigures,
+    across: &[(String, Vec<Chart>)],
+    overlays: &[Vec<Chart>],
+    links: &ExperimentLinks,
+) -> Markup {
+    use crate::experiment::{setting_text, Metric};
+    let r = &fig.record;
+    let d = &r.definition;
+    let done = fig.cells.iter().map(|c| c.runs.len()).sum::<usize>();
+    let failed = fig.cells.iter().map(|c| c.failed.len()).sum::<usize>();
+    let expected = fig.cells.len() * d.repetitions as usize;
+    let failed_targets: Vec<_> = r.verification.iter().filter(|v| !v.passed).collect();
+    let matrix_metrics = [
+        Metric::Throughput,
+        Metric::P50,
+        Metric::P99,
+        Metric::Max,
+        Metric::ErrorRate,
+        Metric::Cpu,
+        Metric::PeakRss,
+    ];
+    let writeup_metrics = [
+        Metric::Throughput,
+        Metric::Mean,
+        Metric::Stdev,
+        Metric::P99,
+        Metric::ErrorRate,
+        Metric::PerThousand,
+    ];
+    let body = html! {
+        h1 { "Experiment " (r.name) }
+        p.question { strong { (r.question) } }
+        p.meta {
+            @if let Some(source) = &d.source { (source) br; }
+            (d.targets.len()) " targets × " (fig.settings.len()) " settings × " (d.repetitions) " repetitions: "
+            (done) " of " (expected) " runs complete"
+            @if failed > 0 { ", " span.badge.failed { (failed) " failed" } }
+            @if done + failed < expected { ", " (expected - done - failed) " not run yet" }
+            ". File " code { (r.file_label) } @if r.scale != 1.0 { ", scaled ×" (r.scale) " (a quick look, not the full experiment)" } "."
+            br; (d.placement) "."
+            @if fig.warmups > 0 { br; (fig.warmups) " warm-up runs are kept apart and left out of every figure." }
+            @if fig.older > 0 { br; (fig.older) " runs of earlier versions of the file (or other scales) are not shown here; the index lists them." }
+        }
+        @if !failed_targets.is_empty() {
+            div.warnings {
+                h2 { "Targets not measured: they failed verification" }
+                ul {
+                    @for v in &failed_targets {
+                        li { strong { (v.target) } ": "
+                            @for (check, outcome) in v.checks.iter().filter(|(_, o)| o.starts_with("failed")) {
+                                (check) " — " (outcome.trim_start_matches("failed: ")) "; "
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        h2 { "Answers" }
+        ul.answers { @for s in &fig.settings { li { (fig.sentence(s)) } } }
+        h2 { "The matrix" }
+        p.meta { "Each cell: the median over repetitions, and (lowest–highest) when they differ. Latencies are corrected (from intended send times), in ms; throughput counts successful responses per second; CPU is the target's process tree (100 = one core)." }
+        div.scroll {
+            table {
+                thead { tr { th { "target" } @for s in &fig.settings { th { (setting_text(s)) } } } }
+                tbody {
+                    @for target in &d.targets {
+                        tr {
+                            th { span.swatch style={ "background:" (css_color(fig.color_of(target))) } {} (target) }
+                            @for s in &fig.settings {
+                                @let cell = fig.cells.iter().find(|c| &c.target == target && &c.setting == s);
+                                @match cell {
+                                    Some(c) if !c.runs.is_empty() => td {
+                                        @for m in matrix_metrics {
+                                            small { (m.title()) } ": " (spread_text(m, c.spread(m))) br;
+                                        }
+                                        @if !c.failed.is_empty() { span.badge.failed { (c.failed.len()) " failed" } }
+                                    },
+                                    Some(c) if !c.failed.is_empty() => td.failed { "FAILED: " (c.failed[0].1) },
+                                    _ => td { "not run yet" },
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        h2 { "As the write-ups tabled it" }
+        p.meta { "RPS (successful responses per second), mean latency and its standard deviation (002's tables), error rate and time per 1,000 requests (003's slides)." }
+        div.scroll {
+            table {
+                thead { tr { th { "setting" } th { "target" } @for m in writeup_metrics { th { (m.title()) } } } }
+                tbody {
+                    @for c in &fig.cells {
+                        tr {
+                            td { (setting_text(&c.setting)) }
+                            td { (c.target) }
+                            @if c.runs.is_empty() {
+                                td.failed colspan=(writeup_metrics.len()) {
+                                    @if let Some((_, why)) = c.failed.first() { "FAILED: " (why) } @else { "not run yet" }
+                                }
+                            } @else {
+                                @for m in writeup_metrics { td.n { (spread_text(m, c.spread(m))) } }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        @for (heading, list) in across {
+            h2 { (heading) }
+            (charts(list))
+        }
+        @for (setting, list) in fig.settings.iter().zip(overlays) {
+            h2 { "At " (setting_text(setting)) }
+            p { (fig.sentence(setting)) }
+            p.meta {
+                @if let Some(path) = links.comparisons.get(&setting_text(setting)) {
+                    a href={ "../" (path) } { "Compare these targets' runs" } " · "
+                }
+                "Runs: "
+                @for c in fig.cells_of(setting) {
+                    @for (i, run) in c.runs.iter().enumerate() {
+                        a.chip href={ "../" (run_path(&run.id)) } { (c.target) " #" (run.labels.get("repetition").cloned().unwrap_or_else(|| (i + 1).to_string())) }
+                    }
+                    @for (run, _) in &c.failed {
+                        a.chip href={ "../" (run_path(&run.id)) } { (c.target) " (" (run.status.as_str()) ")" }
+                    }
+                }
+            }
+            (charts(list))
+        }
+        h2 { "Every run's summary" }
+        details {
+            summary { "Vegeta-style summaries of the " (done) " complete runs (the showdown write-up's shape)" }
+            @for c in &fig.cells {
+                @for run in &c.runs {
+                    h3 { a href={ "../" (run_path(&run.id)) } { (run.name) } }
+                    pre { (run.summary.to_text()) }
+                }
+            }
+        }
+        @if !r.verification.is_empty() {
+            h2 { "Verification against targets/CONTRACT.md" }
+            div.scroll {
+                table {
+                    thead { tr { th { "target" } th { "result" } th { "checks" } } }
+                    tbody {
+                        @for v in &r.verification {
+                            tr {
+                                td { (v.target) }
+                                td { @if v.passed { span.badge.complete { "passed" } } @else { span.badge.failed { "failed" } } }
+                                td { @for (check, outcome) in &v.checks { (check) ": " (outcome) br; } }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        h2 { "The experiment file" }
+        details { summary { "As run" } pre { (d.file) } }
+    };
+    layout(&format!("Experiment {}", r.name), "../", body)
 }

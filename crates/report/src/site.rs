@@ -23,6 +23,18 @@ use crate::pages::{self, SiteIndex};
 /// Above this many runs, a label gets no automatic comparison (its page says how to make one).
 pub const AUTO_COMPARISON_LIMIT: usize = 20;
 
+/// Labels the experiment runner keeps for its own bookkeeping: no label page, no comparison.
+const BOOKKEEPING_LABELS: [&str; 6] = ["file", "scale", "placement", "held", "phase", "repetition"];
+
+/// Whether a label is the experiment runner's bookkeeping rather than a setting.
+pub fn is_bookkeeping(key: &str) -> bool {
+    BOOKKEEPING_LABELS.contains(&key)
+}
+
+fn is_warmup(labels: &BTreeMap<String, String>) -> bool {
+    labels.get("phase").map(String::as_str) == Some("warmup")
+}
+
 /// What to draw, and where.
 #[derive(Debug, Clone, Default)]
 pub struct SiteOptions {
@@ -41,6 +53,8 @@ pub struct Site {
     /// Each run's page, by run id.
     pub run_pages: BTreeMap<String, PathBuf>,
     pub comparison_pages: Vec<PathBuf>,
+    /// Each experiment's page, by experiment name.
+    pub experiment_pages: BTreeMap<String, PathBuf>,
     pub pages: usize,
     pub bytes: u64,
     /// Pages that could not be drawn: (what, why).
@@ -164,11 +178,15 @@ pub async fn write(store: &Store, options: &SiteOptions) -> Result<Site, ReportE
         index.groups.push((group.clone(), *shards));
     }
 
+    let records = store.experiments().await?;
     let mut comparisons: Vec<(String, Vec<String>)> = Vec::new();
     let mut experiments: BTreeMap<&str, Vec<String>> = BTreeMap::new();
     let mut labels: BTreeMap<(String, String), Vec<String>> = BTreeMap::new();
+    let mut warmups: HashSet<&str> = HashSet::new();
     for h in &index.runs {
-        if let Some(e) = &h.experiment {
+        if is_warmup(&h.labels) {
+            warmups.insert(&h.id);
+        } else if let Some(e) = &h.experiment {
             experiments.entry(e).or_default().push(h.id.clone());
         }
         for (k, v) in &h.labels {
@@ -179,15 +197,23 @@ pub async fn write(store: &Store, options: &SiteOptions) -> Result<Site, ReportE
         }
     }
     for (experiment, ids) in &experiments {
-        if ids.len() > 1 {
+        // An experiment run from a file has a page of its own, which compares its cells.
+        let has_page = records.iter().any(|r| r.name == *experiment);
+        if ids.len() > 1 && !has_page {
             comparisons.push((pages::experiment_comparison_title(experiment), ids.clone()));
         }
     }
     for ((k, v), ids) in &labels {
-        // A label every run of an experiment carries would only repeat its comparison.
-        let compared = (2..=AUTO_COMPARISON_LIMIT).contains(&ids.len());
-        if compared && !comparisons.iter().any(|(_, same)| same == ids) {
-            comparisons.push((format!("{k}={v}"), ids.clone()));
+        // Warm-ups and the runner's bookkeeping labels are left out of comparisons; a label
+        // every run of an experiment carries would only repeat its comparison.
+        let measured: Vec<String> = ids
+            .iter()
+            .filter(|id| !warmups.contains(id.as_str()))
+            .cloned()
+            .collect();
+        let compared = !is_bookkeeping(k) && (2..=AUTO_COMPARISON_LIMIT).contains(&measured.len());
+        if compared && !comparisons.iter().any(|(_, same)| *same == measured) {
+            comparisons.push((format!("{k}={v}"), measured.clone()));
         }
         let runs: Vec<_> = index
             .runs
@@ -197,7 +223,7 @@ pub async fn write(store: &Store, options: &SiteOptions) -> Result<Site, ReportE
             .collect();
         let comparison = comparisons
             .iter()
-            .find(|(_, same)| same == ids)
+            .find(|(_, same)| *same == measured)
             .map(|(title, _)| pages::comparison_path(title));
         w.page(
             &pages::label_path(k, v),
@@ -230,6 +256,58 @@ pub async fn write(store: &Store, options: &SiteOptions) -> Result<Site, ReportE
             runs,
         };
         w.comparison(&c, &mut index)?;
+    }
+
+    let all: Vec<Arc<RunFigures>> = cache.values().cloned().collect();
+    for record in &records {
+        let fig = crate::experiment::figures(record, &all);
+        let drawn = fig.across().and_then(|across| {
+            let overlays = fig
+                .settings
+                .iter()
+                .map(|s| fig.overlay(s))
+                .collect::<Result<Vec<_>, _>>()?;
+            Ok((across, overlays))
+        });
+        let (across, overlays) = match drawn {
+            Ok(d) => d,
+            Err(e) => {
+                w.site
+                    .failures
+                    .push((format!("experiment {}", record.name), e.to_string()));
+                continue;
+            }
+        };
+        let mut links = pages::ExperimentLinks::default();
+        for setting in &fig.settings {
+            let runs: Vec<Arc<RunFigures>> = fig
+                .cells_of(setting)
+                .iter()
+                .filter_map(|c| c.representative().cloned())
+                .collect();
+            if runs.len() < 2 {
+                continue;
+            }
+            let title = format!(
+                "{} at {}",
+                record.name,
+                crate::experiment::setting_text(setting)
+            );
+            links.comparisons.insert(
+                crate::experiment::setting_text(setting),
+                pages::comparison_path(&title),
+            );
+            w.comparison(&Comparison { title, runs }, &mut index)?;
+        }
+        let relative = pages::experiment_path(&record.name);
+        let path = w.page(
+            &relative,
+            pages::experiment_page(&fig, &across, &overlays, &links),
+        )?;
+        w.site.experiment_pages.insert(record.name.clone(), path);
+        index
+            .experiments
+            .push((record.name.clone(), record.question.clone(), relative));
     }
 
     index.failures = w.site.failures.clone();

@@ -114,6 +114,7 @@ pub fn merge(group: &str, runs: Vec<StoredRun>) -> StoredRun {
 fn worst(a: RunStatus, b: RunStatus) -> RunStatus {
     use RunStatus::*;
     match (a, b) {
+        (Failed, _) | (_, Failed) => Failed,
         (Incomplete, _) | (_, Incomplete) => Incomplete,
         (Running, _) | (_, Running) => Running,
         _ => Complete,

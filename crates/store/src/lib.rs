@@ -11,6 +11,7 @@
 //! - [`run`]: a run's identity and setup, and a run as read back.
 //! - [`db`]: the database (SQLite by default, or Postgres; one schema and one code path), its
 //!   migrations, and reading runs.
+//! - [`experiment`]: what an experiment's page needs beyond its runs.
 //! - [`writer`]: writing a run as it goes, in batches, off the hot path.
 //! - [`group`]: several gun hosts' shards of one run, merged exactly.
 //! - [`export`]: a run as an HdrHistogram interval log, CSV or JSON.
@@ -18,6 +19,7 @@
 //! - [`hdrlog`]: HdrHistogram interval logs, and histograms in HdrHistogram's own format.
 
 pub mod db;
+pub mod experiment;
 pub mod export;
 pub mod group;
 pub mod hdrlog;

@@ -37,6 +37,31 @@ pub struct HostFacts {
     pub fd_limit_hard: Option<u64>,
 }
 
+impl HostFacts {
+    /// This host's facts, from /proc and the process's own limits.
+    pub fn current() -> HostFacts {
+        let read = |path: &str| {
+            std::fs::read_to_string(path)
+                .map(|s| s.trim().to_string())
+                .unwrap_or_default()
+        };
+        let mem_total_bytes = read("/proc/meminfo")
+            .lines()
+            .find_map(|l| l.strip_prefix("MemTotal:"))
+            .and_then(|v| v.split_whitespace().next()?.parse::<u64>().ok())
+            .map_or(0, |kb| kb * 1024);
+        let limit = rustix::process::getrlimit(rustix::process::Resource::Nofile);
+        HostFacts {
+            hostname: read("/proc/sys/kernel/hostname"),
+            kernel: read("/proc/sys/kernel/osrelease"),
+            cpus: std::thread::available_parallelism().map_or(1, |n| n.get() as u64),
+            mem_total_bytes,
+            fd_limit_soft: limit.current,
+            fd_limit_hard: limit.maximum,
+        }
+    }
+}
+
 /// One of several gun hosts running one experiment together.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Shard {
@@ -79,6 +104,9 @@ pub enum RunStatus {
     Complete,
     /// Stopped early (Ctrl-C, --max-lateness, a failure); everything recorded until then is kept.
     Incomplete,
+    /// An experiment's cell that failed (its target would not start, failed its verification,
+    /// or exited mid-run): the reason is the stop reason; whatever was recorded is kept.
+    Failed,
 }
 
 impl RunStatus {
@@ -87,6 +115,7 @@ impl RunStatus {
             RunStatus::Running => "running",
             RunStatus::Complete => "complete",
             RunStatus::Incomplete => "incomplete",
+            RunStatus::Failed => "failed",
         }
     }
 
@@ -94,6 +123,7 @@ impl RunStatus {
         match text {
             "complete" => RunStatus::Complete,
             "incomplete" => RunStatus::Incomplete,
+            "failed" => RunStatus::Failed,
             _ => RunStatus::Running,
         }
     }

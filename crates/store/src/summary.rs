@@ -165,6 +165,10 @@ pub struct GeneratorFigures {
     pub lateness: LatencyStats,
     /// Whether the generator, not the server, limited the load (see `warnings`).
     pub behind: bool,
+    /// When behind, what held the sends back: `generator` (its own CPU) or `connection cap`
+    /// (`--max-connections`).
+    #[serde(default)]
+    pub limited_by: Option<String>,
     /// Requests sent in a later interval than the one they were due in.
     pub sent_late_beyond_interval: u64,
     /// Requests that found the pool at `--max-connections` and waited for a connection.
@@ -278,6 +282,13 @@ impl Summary {
             generator: GeneratorFigures {
                 lateness,
                 behind,
+                limited_by: behind.then(|| {
+                    if t.waited_for_connection > 0 {
+                        "connection cap".to_string()
+                    } else {
+                        "generator".to_string()
+                    }
+                }),
                 sent_late_beyond_interval: t.sent_late_beyond_interval,
                 waited_for_connection: t.waited_for_connection,
                 connections_opened: t.connections_opened,

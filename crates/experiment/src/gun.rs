@@ -1,0 +1,272 @@
+//! The generator of each cell: the same `loadgen attack` a user would type, built from the
+//! cell's load, run as a process of its own (pinned with `taskset` to the gun's CPUs, and
+//! ended with the runner by `setpriv --pdeathsig`), its JSON summary read back.
+//!
+//! A process of its own, rather than the engine in this process: the generator's CPU and
+//! memory figures are its own, a crash or a kill ends one cell and not the experiment, and the
+//! cell's run is kept by exactly the code that keeps any other run.
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+
+use crate::file::{LoadSpec, Mode};
+
+/// How to start the generator.
+#[derive(Debug, Clone)]
+pub struct Gun {
+    /// The `loadgen` binary.
+    pub loadgen: PathBuf,
+    /// `taskset -c` CPU list, if pinned.
+    pub cpus: Option<String>,
+}
+
+/// One attack of a cell (its warm-up or its measured run).
+#[derive(Debug, Clone)]
+pub struct Attack {
+    pub base_url: String,
+    pub load: LoadSpec,
+    /// Instead of the load's own length (a warm-up).
+    pub only_for: Option<Duration>,
+    pub db: String,
+    pub experiment: String,
+    pub name: String,
+    pub run_id: String,
+    pub labels: Vec<(String, String)>,
+    pub probe: Option<String>,
+    pub probe_token_file: Option<PathBuf>,
+    pub pre_roll: Duration,
+    pub post_roll: Duration,
+    /// Where a mix's targets file is written.
+    pub workdir: PathBuf,
+}
+
+fn secs(d: Duration) -> String {
+    format!("{}ms", d.as_millis().max(1))
+}
+
+fn rate(r: f64) -> String {
+    if r.fract() == 0.0 {
+        format!("{}", r as u64)
+    } else {
+        format!("{r}")
+    }
+}
+
+impl Attack {
+    /// The `loadgen attack` arguments.
+    pub fn args(&self) -> Result<Vec<String>, String> {
+        let load = &self.load;
+        let mut args: Vec<String> = vec!["attack".into()];
+        let mut push = |a: &[&str]| args.extend(a.iter().map(|s| s.to_string()));
+        match (load.mode(), self.only_for) {
+            (Mode::Open, Some(d)) => {
+                let r = load
+                    .rate
+                    .or_else(|| load.steps.as_ref().and_then(|s| s.first().copied()))
+                    .unwrap_or(1.0);
+                push(&["--rate", &rate(r), "--duration", &secs(d)]);
+            }
+            (Mode::Open, None) => {
+                if let Some(steps) = &load.steps {
+                    let list: Vec<String> = steps.iter().map(|r| rate(*r)).collect();
+                    push(&["--steps", &list.join(",")]);
+                    if let Some(d) = load.step_duration {
+                        push(&["--step-duration", &secs(d)]);
+                    }
+                } else if let Some(r) = load.rate {
+                    push(&["--rate", &rate(r)]);
+                    if let Some(d) = load.duration {
+                        push(&["--duration", &secs(d)]);
+                    }
+                }
+                if let Some(n) = load.requests {
+                    push(&["--requests", &n.to_string()]);
+                }
+            }
+            (Mode::Closed, only_for) => {
+                let c = load.connections.unwrap_or(1).to_string();
+                push(&["--connections", &c]);
+                match only_for {
+                    Some(d) => push(&["--duration", &secs(d)]),
+                    None => {
+                        if let Some(d) = load.duration {
+                            push(&["--duration", &secs(d)]);
+                        }
+                        if let Some(n) = load.requests {
+                            push(&["--requests", &n.to_string()]);
+                        }
+                    }
+                }
+            }
+        }
+        if load.mode() == Mode::Open {
+            if let Some(c) = load.connections {
+                push(&["--max-connections", &c.to_string()]);
+            }
+        }
+        if let Some(t) = load.timeout {
+            push(&["--timeout", &secs(t)]);
+        }
+        if let Some(t) = load.threads {
+            push(&["--threads", &t.to_string()]);
+        }
+        match &load.mix {
+            Some(mix) => {
+                let file = self.workdir.join(format!("{}.targets.toml", self.run_id));
+                std::fs::write(&file, self.targets_file(mix))
+                    .map_err(|e| format!("cannot write {}: {e}", file.display()))?;
+                push(&["--targets", &file.display().to_string()]);
+            }
+            None => {
+                if let Some(m) = &load.method {
+                    push(&["-m", m]);
+                }
+                for (k, v) in load.headers.iter().flatten() {
+                    push(&["-H", &format!("{k}: {v}")]);
+                }
+                if let Some(b) = &load.body {
+                    push(&["--body", b]);
+                }
+            }
+        }
+        push(&["--db", &self.db, "--experiment", &self.experiment]);
+        push(&["--name", &self.name, "--run-id", &self.run_id]);
+        for (k, v) in &self.labels {
+            push(&["--label", &format!("{k}={v}")]);
+        }
+        if let Some(p) = &self.probe {
+            push(&["--probe", p, "--pre-roll", &secs(self.pre_roll)]);
+            push(&["--post-roll", &secs(self.post_roll)]);
+            if let Some(t) = &self.probe_token_file {
+                push(&["--probe-token-file", &t.display().to_string()]);
+            }
+        }
+        push(&["--output", "json"]);
+        if load.mix.is_none() {
+            push(&[&format!(
+                "{}{}",
+                self.base_url,
+                load.path.as_deref().unwrap_or("/")
+            )]);
+        }
+        Ok(args)
+    }
+
+    /// A mix as loadgen's targets file (TOML).
+    fn targets_file(&self, mix: &[crate::file::MixEntry]) -> String {
+        let mut requests = Vec::new();
+        for entry in mix {
+            let mut t = toml::Table::new();
+            t.insert(
+                "url".into(),
+                format!("{}{}", self.base_url, entry.path).into(),
+            );
+            t.insert("weight".into(), i64::from(entry.weight).into());
+            let method = entry.method.clone().or_else(|| self.load.method.clone());
+            if let Some(m) = method {
+                t.insert("method".into(), m.into());
+            }
+            if let Some(b) = entry.body.clone().or_else(|| self.load.body.clone()) {
+                t.insert("body".into(), b.into());
+            }
+            if let Some(h) = &self.load.headers {
+                let headers: toml::Table = h
+                    .iter()
+                    .map(|(k, v)| (k.clone(), v.clone().into()))
+                    .collect();
+                t.insert("headers".into(), headers.into());
+            }
+            requests.push(toml::Value::Table(t));
+        }
+        let mut file = toml::Table::new();
+        file.insert("request".into(), requests.into());
+        toml::to_string(&file).unwrap_or_default()
+    }
+}
+
+/// What one attack came to.
+#[derive(Debug, Clone)]
+pub struct Fired {
+    /// The JSON summary, when loadgen printed one.
+    pub summary: Option<serde_json::Value>,
+    /// loadgen's exit code (0 done, 3 stopped early; see the README).
+    pub code: Option<i32>,
+    /// What it said on standard error (its last lines).
+    pub said: String,
+}
+
+impl Gun {
+    /// Runs one attack to its end; when `stop` turns true meanwhile, interrupts it (SIGINT,
+    /// as Ctrl-C would: loadgen keeps what it recorded and exits 3).
+    pub async fn fire(
+        &self,
+        attack: &Attack,
+        mut stop: tokio::sync::watch::Receiver<bool>,
+    ) -> Result<Fired, String> {
+        let args = attack.args()?;
+        let mut command = tokio::process::Command::new("setpriv");
+        command.args(["--pdeathsig", "TERM", "--"]);
+        if let Some(cpus) = &self.cpus {
+            command.args(["taskset", "-c", cpus]);
+        }
+        command
+            .arg(&self.loadgen)
+            .args(&args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true);
+        let child = command
+            .spawn()
+            .map_err(|e| format!("cannot run {}: {e}", self.loadgen.display()))?;
+        let pid = child.id();
+        let output = child.wait_with_output();
+        tokio::pin!(output);
+        let out = loop {
+            tokio::select! {
+                out = &mut output => break out,
+                changed = stop.changed() => {
+                    if changed.is_err() || *stop.borrow() {
+                        if let Some(pid) = pid.and_then(|p| rustix::process::Pid::from_raw(p as i32)) {
+                            let _ = rustix::process::kill_process(pid, rustix::process::Signal::INT);
+                        }
+                        break (&mut output).await;
+                    }
+                }
+            }
+        }
+        .map_err(|e| format!("loadgen: {e}"))?;
+        let said = String::from_utf8_lossy(&out.stderr);
+        let said: Vec<&str> = said.lines().rev().take(10).collect();
+        let said = said.into_iter().rev().collect::<Vec<_>>().join(" | ");
+        Ok(Fired {
+            summary: serde_json::from_slice(&out.stdout).ok(),
+            code: out.status.code(),
+            said,
+        })
+    }
+}
+
+/// The `loadgen` binary: `SHOWDOWN_LOADGEN`, or this executable if it is loadgen, or a
+/// `loadgen` next to it (or one directory up, as from a test binary in `target/…/deps`).
+pub fn find_loadgen() -> Result<PathBuf, String> {
+    if let Some(p) = std::env::var_os("SHOWDOWN_LOADGEN") {
+        return Ok(PathBuf::from(p));
+    }
+    let exe = std::env::current_exe().map_err(|e| format!("cannot find this executable: {e}"))?;
+    if exe.file_name().is_some_and(|n| n == "loadgen") {
+        return Ok(exe);
+    }
+    let candidates = [
+        exe.parent().map(|d| d.join("loadgen")),
+        exe.parent()
+            .and_then(Path::parent)
+            .map(|d| d.join("loadgen")),
+    ];
+    candidates
+        .into_iter()
+        .flatten()
+        .find(|p| p.is_file())
+        .ok_or("no loadgen binary found: build it (cargo build --release -p loadgen) or set SHOWDOWN_LOADGEN".into())
+}

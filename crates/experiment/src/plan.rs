@@ -1,0 +1,394 @@
+//! From an experiment file to its cells: the matrix's settings × its targets × repetitions,
+//! in the order they run, each with its load resolved, scaled and checked.
+//!
+//! Order: repetition by repetition; within one, setting by setting (the last axis changing
+//! fastest) and, for each setting, every target one after another, so that the targets of a
+//! setting run close together in time. Even repetitions run the settings and the targets in
+//! reverse, so that a drift of the machine over time does not always fall on the same one.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use crate::file::{Experiment, LoadSpec, Mode};
+
+/// One axis of the matrix, in the file's order: `rate`, `env.CLUSTER`, `load`, ….
+#[derive(Debug, Clone, PartialEq)]
+pub struct Axis {
+    pub key: String,
+    pub values: Vec<toml::Value>,
+}
+
+/// What one cell runs.
+#[derive(Debug, Clone)]
+pub struct Cell {
+    /// Its place in the plan, from 1.
+    pub number: usize,
+    /// The `[[target]]` name.
+    pub target: String,
+    /// The setting: (axis, value) for every axis but `target`, in axis order.
+    pub setting: Vec<(String, String)>,
+    /// From 1.
+    pub repetition: u32,
+    /// The load, resolved and scaled.
+    pub load: LoadSpec,
+    /// The target's environment beyond the runner's: the target's `env` and `env.NAME` axes.
+    pub env: BTreeMap<String, String>,
+}
+
+impl Cell {
+    /// `target=node rate=2000`: the cell without its repetition, the same in every repetition.
+    pub fn key(&self) -> String {
+        std::iter::once(format!("target={}", self.target))
+            .chain(self.setting.iter().map(|(k, v)| format!("{k}={v}")))
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+
+    /// The setting alone, `rate=2000` (`all` when the matrix has no other axis).
+    pub fn setting_text(&self) -> String {
+        if self.setting.is_empty() {
+            return "all".into();
+        }
+        self.setting
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+
+    /// How long its measured run lasts at most.
+    pub fn load_time(&self) -> Duration {
+        load_time(&self.load)
+    }
+}
+
+fn load_time(load: &LoadSpec) -> Duration {
+    if let (Some(steps), Some(d)) = (&load.steps, load.step_duration) {
+        return d * steps.len() as u32;
+    }
+    match (load.duration, load.requests, load.rate) {
+        (Some(d), _, _) => d,
+        (None, Some(n), Some(rate)) if rate > 0.0 => Duration::from_secs_f64(n as f64 / rate),
+        _ => Duration::ZERO,
+    }
+}
+
+/// How to cut the plan.
+#[derive(Debug, Clone)]
+pub struct PlanOptions {
+    /// Multiplies rates, durations and request counts (a quick look: `0.1`).
+    pub scale: f64,
+    /// Instead of the file's repetitions.
+    pub repetitions: Option<u32>,
+    /// Only the cells with every one of these (axis or `target` or `repetition`, value).
+    pub only: Vec<(String, String)>,
+}
+
+impl Default for PlanOptions {
+    fn default() -> Self {
+        PlanOptions {
+            scale: 1.0,
+            repetitions: None,
+            only: Vec::new(),
+        }
+    }
+}
+
+/// The cells of an experiment, in order.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    pub axes: Vec<Axis>,
+    /// The targets in the matrix, in the file's order.
+    pub targets: Vec<String>,
+    pub repetitions: u32,
+    pub scale: f64,
+    pub cells: Vec<Cell>,
+    /// Warm-up and cool-down, scaled.
+    pub warmup: Duration,
+    pub cooldown: Duration,
+    /// The probes' history before and after each measured run, scaled (at least 0.5 s).
+    pub pre_roll: Duration,
+    pub post_roll: Duration,
+}
+
+impl Plan {
+    /// Labels that tie a run to this plan: the file's content and the scale.
+    pub fn file_label(experiment: &Experiment) -> String {
+        experiment.hash[..12].to_string()
+    }
+
+    /// About how long the plan takes: each cell's load, warm-up, post-roll, cool-down, and a
+    /// few seconds to start and stop its target.
+    pub fn estimate(&self) -> Duration {
+        self.cells
+            .iter()
+            .map(|c| {
+                c.load_time()
+                    + self.warmup
+                    + self.post_roll
+                    + self.cooldown
+                    + Duration::from_secs(2)
+            })
+            .sum()
+    }
+}
+
+/// A value as a label: `2000`, `0.5`, `/now`, `2000,3000`.
+pub fn label_value(value: &toml::Value) -> String {
+    match value {
+        toml::Value::String(s) => s.clone(),
+        toml::Value::Integer(i) => i.to_string(),
+        toml::Value::Float(f) if f.fract() == 0.0 && f.abs() < 1e15 => format!("{}", *f as i64),
+        toml::Value::Float(f) => f.to_string(),
+        toml::Value::Boolean(b) => b.to_string(),
+        toml::Value::Array(a) => a.iter().map(label_value).collect::<Vec<_>>().join(","),
+        other => other.to_string(),
+    }
+}
+
+/// The matrix's axes but `target`, in the file's order (`env.NAME` for environment axes).
+pub fn axes(experiment: &Experiment) -> Vec<Axis> {
+    let mut axes = Vec::new();
+    for (key, values) in &experiment.file.matrix {
+        match (key.as_str(), values) {
+            ("target", _) => {}
+            ("env", toml::Value::Table(vars)) => {
+                for (var, values) in vars {
+                    if let toml::Value::Array(v) = values {
+                        axes.push(Axis {
+                            key: format!("env.{var}"),
+                            values: v.clone(),
+                        });
+                    }
+                }
+            }
+            (_, toml::Value::Array(v)) => axes.push(Axis {
+                key: key.clone(),
+                values: v.clone(),
+            }),
+            _ => {}
+        }
+    }
+    axes
+}
+
+/// Expands the matrix into cells.
+pub fn plan(experiment: &Experiment, options: &PlanOptions) -> Result<Plan, String> {
+    let file = &experiment.file;
+    if !(options.scale > 0.0 && options.scale.is_finite()) {
+        return Err(format!("--scale {} must be above 0", options.scale));
+    }
+    let axes = axes(experiment);
+    let targets: Vec<String> = match file.matrix.get("target") {
+        Some(toml::Value::Array(names)) => names.iter().map(label_value).collect(),
+        _ => file.targets.iter().map(|t| t.name.clone()).collect(),
+    };
+    // Every setting: the odometer over the axes, the last one turning fastest.
+    let mut settings: Vec<Vec<(String, toml::Value)>> = vec![Vec::new()];
+    for axis in &axes {
+        settings = settings
+            .into_iter()
+            .flat_map(|s| {
+                axis.values.iter().map(move |v| {
+                    let mut s = s.clone();
+                    s.push((axis.key.clone(), v.clone()));
+                    s
+                })
+            })
+            .collect();
+    }
+    let repetitions = options.repetitions.unwrap_or(file.repetitions).max(1);
+    let mut cells = Vec::new();
+    for repetition in 1..=repetitions {
+        let reverse = repetition % 2 == 0;
+        let mut settings_order: Vec<&Vec<(String, toml::Value)>> = settings.iter().collect();
+        let mut targets_order: Vec<&String> = targets.iter().collect();
+        if reverse {
+            settings_order.reverse();
+            targets_order.reverse();
+        }
+        for setting in settings_order {
+            for target in &targets_order {
+                let cell = cell(experiment, target, setting, repetition, options.scale)?;
+                let wanted = options.only.iter().all(|(k, v)| match k.as_str() {
+                    "target" => &cell.target == v,
+                    "repetition" => &cell.repetition.to_string() == v,
+                    _ => cell.setting.iter().any(|(ck, cv)| ck == k && cv == v),
+                });
+                if wanted {
+                    cells.push(cell);
+                }
+            }
+        }
+    }
+    for (i, c) in cells.iter_mut().enumerate() {
+        c.number = i + 1;
+    }
+    if cells.is_empty() {
+        return Err("no cell matches --only: see `loadgen experiment plan FILE`".into());
+    }
+    Ok(Plan {
+        axes,
+        targets,
+        repetitions,
+        scale: options.scale,
+        cells,
+        warmup: file.warmup.mul_f64(options.scale),
+        cooldown: file.cooldown.mul_f64(options.scale),
+        pre_roll: roll(file.pre_roll, options.scale),
+        post_roll: roll(file.post_roll, options.scale),
+    })
+}
+
+fn roll(d: Duration, scale: f64) -> Duration {
+    if scale == 1.0 {
+        d
+    } else {
+        d.mul_f64(scale).max(Duration::from_millis(500)).min(d)
+    }
+}
+
+fn cell(
+    experiment: &Experiment,
+    target: &str,
+    setting: &[(String, toml::Value)],
+    repetition: u32,
+    scale: f64,
+) -> Result<Cell, String> {
+    let file = &experiment.file;
+    let spec = file
+        .targets
+        .iter()
+        .find(|t| t.name == target)
+        .ok_or(format!("no target {target:?}"))?;
+    let mut load = file.load.clone();
+    if let Some(own) = &spec.load {
+        load = load.with(own);
+    }
+    let mut env = spec.env.clone();
+    let mut scalars = LoadSpec::default();
+    let mut parameters: Vec<(String, String)> = Vec::new();
+    for (key, value) in setting {
+        let bad = |what: &str| format!("matrix.{key}: {value} is not {what}");
+        match key.as_str() {
+            "load" => {
+                let name = value.as_str().unwrap_or_default();
+                if let Some(named) = file.loads.get(name) {
+                    load = load.with(named);
+                }
+            }
+            "rate" => scalars.rate = Some(number(value).ok_or(bad("a number"))?),
+            "connections" => scalars.connections = Some(count(value).ok_or(bad("a count"))?),
+            "requests" => scalars.requests = Some(count(value).ok_or(bad("a count"))?),
+            "duration" => {
+                let text = value.as_str().ok_or(bad("a duration such as \"30s\""))?;
+                scalars.duration =
+                    Some(humantime::parse_duration(text).map_err(|_| bad("a duration"))?);
+            }
+            "path" => scalars.path = Some(value.as_str().ok_or(bad("a path"))?.to_string()),
+            "method" => scalars.method = Some(value.as_str().ok_or(bad("a method"))?.to_string()),
+            "steps" => {
+                let steps = value.as_array().ok_or(bad("a list of rates"))?;
+                scalars.steps = Some(
+                    steps
+                        .iter()
+                        .map(number)
+                        .collect::<Option<Vec<f64>>>()
+                        .ok_or(bad("a list of rates"))?,
+                );
+            }
+            other => match other.strip_prefix("env.") {
+                Some(var) => {
+                    env.insert(var.to_string(), label_value(value));
+                }
+                None => parameters.push((format!("{{{other}}}"), label_value(value))),
+            },
+        }
+    }
+    let mut load = scaled(&load.with(&scalars), scale);
+    for (placeholder, value) in &parameters {
+        let put = |text: &mut String| *text = text.replace(placeholder, value);
+        load.path.iter_mut().for_each(put);
+        load.body.iter_mut().for_each(put);
+        for entry in load.mix.iter_mut().flatten() {
+            put(&mut entry.path);
+            entry.body.iter_mut().for_each(put);
+        }
+    }
+    let cell = Cell {
+        number: 0,
+        target: target.to_string(),
+        setting: setting
+            .iter()
+            .map(|(k, v)| (k.clone(), label_value(v)))
+            .collect(),
+        repetition,
+        load,
+        env,
+    };
+    check_load(&cell.load).map_err(|e| format!("cell {}: {e}", cell.key()))?;
+    Ok(cell)
+}
+
+fn number(v: &toml::Value) -> Option<f64> {
+    v.as_float().or_else(|| v.as_integer().map(|i| i as f64))
+}
+
+fn count(v: &toml::Value) -> Option<u64> {
+    v.as_integer().and_then(|i| u64::try_from(i).ok())
+}
+
+/// Rates, durations and request counts × `scale` (a rate at least 1/s, a duration at least
+/// 1 s, a count at least 1).
+fn scaled(load: &LoadSpec, scale: f64) -> LoadSpec {
+    if scale == 1.0 {
+        return load.clone();
+    }
+    let time = |d: Option<Duration>| d.map(|d| d.mul_f64(scale).max(Duration::from_secs(1)));
+    LoadSpec {
+        rate: load.rate.map(|r| (r * scale).round().max(1.0)),
+        steps: load
+            .steps
+            .as_ref()
+            .map(|s| s.iter().map(|r| (r * scale).round().max(1.0)).collect()),
+        step_duration: time(load.step_duration),
+        duration: time(load.duration),
+        requests: load
+            .requests
+            .map(|n| ((n as f64 * scale).round() as u64).max(1)),
+        ..load.clone()
+    }
+}
+
+fn check_load(load: &LoadSpec) -> Result<(), String> {
+    if load.path.is_none() && load.mix.is_none() {
+        return Err("the load has no path and no mix".into());
+    }
+    match load.mode() {
+        Mode::Open => match (&load.rate, &load.steps) {
+            (Some(r), None) if *r > 0.0 => {
+                if load.duration.is_none() && load.requests.is_none() {
+                    return Err("an open loop needs a duration or a request count".into());
+                }
+            }
+            (None, Some(steps)) if !steps.is_empty() => {
+                if load.step_duration.is_none() {
+                    return Err("steps need a step_duration".into());
+                }
+            }
+            (Some(_), Some(_)) => return Err("give a rate or steps, not both".into()),
+            _ => return Err("an open loop needs a rate above 0 or steps".into()),
+        },
+        Mode::Closed => {
+            if load.connections.unwrap_or(0) == 0 {
+                return Err("a closed loop needs connections".into());
+            }
+            if load.duration.is_none() {
+                return Err(
+                    "a closed loop needs a duration (with requests, it bounds the run)".into(),
+                );
+            }
+        }
+    }
+    Ok(())
+}

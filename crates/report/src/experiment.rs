@@ -1,0 +1,685 @@
+//! An experiment's page: its cells (a target × a setting), each over its repetitions, the
+//! figures that answer its question with their spread, the charts across settings and per
+//! setting, and one computed sentence per setting.
+//!
+//! The runs are the experiment's measured runs (label `phase=measure`) of the file and scale it
+//! last ran at (labels `file` and `scale`); warm-ups and older files' runs are left out.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use store::experiment::ExperimentRecord;
+use store::run::RunStatus;
+
+use crate::charts::Chart;
+use crate::figures::RunFigures;
+use crate::plot::{self, color, Line, PlotError, TimeChart, XAxis, XyChart};
+
+/// A setting: (axis, value) for every axis, in axis order.
+pub type Setting = Vec<(String, String)>;
+
+/// One target at one setting, over its repetitions.
+#[derive(Debug, Clone)]
+pub struct CellFigures {
+    pub target: String,
+    pub setting: Setting,
+    /// The repetitions that completed.
+    pub runs: Vec<Arc<RunFigures>>,
+    /// Those that failed or did not finish: (run, why).
+    pub failed: Vec<(Arc<RunFigures>, String)>,
+}
+
+/// A figure over a cell's repetitions.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Spread {
+    pub median: f64,
+    pub min: f64,
+    pub max: f64,
+    pub n: usize,
+}
+
+impl Spread {
+    fn of(mut values: Vec<f64>) -> Option<Spread> {
+        values.retain(|v| v.is_finite());
+        if values.is_empty() {
+            return None;
+        }
+        values.sort_by(f64::total_cmp);
+        let n = values.len();
+        let median = if n % 2 == 1 {
+            values[n / 2]
+        } else {
+            (values[n / 2 - 1] + values[n / 2]) / 2.0
+        };
+        Some(Spread {
+            median,
+            min: values[0],
+            max: values[n - 1],
+            n,
+        })
+    }
+
+    /// Whether two spreads do not overlap.
+    pub fn apart(&self, other: &Spread) -> bool {
+        self.max < other.min || other.max < self.min
+    }
+}
+
+/// The figures a cell is judged by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Metric {
+    /// Successful responses per second.
+    Throughput,
+    P50,
+    P99,
+    Max,
+    Mean,
+    Stdev,
+    /// Share of requests that failed, 0–1.
+    ErrorRate,
+    /// The target's mean CPU over the attack (%, 100 = one core).
+    Cpu,
+    PeakRss,
+    PeakThreads,
+    PeakFds,
+    /// Seconds per 1,000 requests (the 003 slides' figure).
+    PerThousand,
+}
+
+impl Metric {
+    /// The value for one run (latencies in ms).
+    pub fn of(self, r: &RunFigures) -> Option<f64> {
+        let s = &r.summary;
+        let ms = |ns: u64| ns as f64 / 1e6;
+        let c = &s.latency.corrected;
+        let probe = r.probes.first();
+        match self {
+            Metric::Throughput => Some(s.requests.throughput),
+            Metric::P50 => (c.count > 0).then(|| ms(c.p50_ns)),
+            Metric::P99 => (c.count > 0).then(|| ms(c.p99_ns)),
+            Metric::Max => (c.count > 0).then(|| ms(c.max_ns)),
+            Metric::Mean => (c.count > 0).then(|| ms(c.mean_ns)),
+            Metric::Stdev => (c.count > 0).then(|| ms(c.stdev_ns)),
+            Metric::ErrorRate => (s.requests.total > 0).then_some(1.0 - s.requests.success_ratio),
+            Metric::Cpu => probe.and_then(|p| p.mean_cpu_in(r.attack)),
+            Metric::PeakRss => r.peak_rss_bytes().map(|b| b as f64),
+            Metric::PeakThreads => probe.and_then(|p| p.peak_threads()),
+            Metric::PeakFds => r.peak_fds().map(|f| f as f64),
+            Metric::PerThousand => (s.requests.total > 0)
+                .then(|| s.duration.total_s / s.requests.total as f64 * 1000.0),
+        }
+    }
+
+    /// Its name and unit, for tables and axes.
+    pub fn title(self) -> &'static str {
+        match self {
+            Metric::Throughput => "throughput (req/s)",
+            Metric::P50 => "p50 latency (ms)",
+            Metric::P99 => "p99 latency (ms)",
+            Metric::Max => "max latency (ms)",
+            Metric::Mean => "mean latency (ms)",
+            Metric::Stdev => "latency std. dev. (ms)",
+            Metric::ErrorRate => "errors (%)",
+            Metric::Cpu => "target CPU, mean (%)",
+            Metric::PeakRss => "target peak RSS (MiB)",
+            Metric::PeakThreads => "target peak threads",
+            Metric::PeakFds => "target peak open FDs",
+            Metric::PerThousand => "time per 1,000 requests (s)",
+        }
+    }
+
+    /// The value as drawn and tabled (errors as a percentage, RSS in MiB).
+    pub fn shown(self, v: f64) -> f64 {
+        match self {
+            Metric::ErrorRate => v * 100.0,
+            Metric::PeakRss => v / 1048576.0,
+            _ => v,
+        }
+    }
+
+    /// Whether less is better.
+    pub fn lower_is_better(self) -> bool {
+        !matches!(self, Metric::Throughput)
+    }
+}
+
+impl CellFigures {
+    /// A figure's median and spread over the completed repetitions.
+    pub fn spread(&self, m: Metric) -> Option<Spread> {
+        Spread::of(self.runs.iter().filter_map(|r| m.of(r)).collect())
+    }
+
+    /// The repetition whose p99 is the median one: the run drawn for the cell.
+    pub fn representative(&self) -> Option<&Arc<RunFigures>> {
+        let mut by_p99: Vec<&Arc<RunFigures>> = self.runs.iter().collect();
+        by_p99.sort_by(|a, b| {
+            let (a, b) = (Metric::P99.of(a), Metric::P99.of(b));
+            a.unwrap_or(f64::MAX).total_cmp(&b.unwrap_or(f64::MAX))
+        });
+        by_p99.get(by_p99.len().saturating_sub(1) / 2).copied()
+    }
+
+    /// Why the target did not hold up here, if it did not: failed repetitions, errors,
+    /// timeouts, or a generator that could not keep the schedule.
+    pub fn fell_over(&self) -> Option<String> {
+        let mut why = Vec::new();
+        if !self.failed.is_empty() {
+            why.push(format!(
+                "{} of {} repetitions failed ({})",
+                self.failed.len(),
+                self.failed.len() + self.runs.len(),
+                self.failed[0].1
+            ));
+        }
+        if let Some(e) = self.spread(Metric::ErrorRate).filter(|e| e.median > 0.01) {
+            let kinds: BTreeMap<&str, u64> = self
+                .runs
+                .iter()
+                .flat_map(|r| r.summary.errors.iter().map(|(k, v)| (k.as_str(), *v)))
+                .fold(BTreeMap::new(), |mut m, (k, v)| {
+                    *m.entry(k).or_default() += v;
+                    m
+                });
+            let kinds: Vec<String> = kinds.iter().map(|(k, v)| format!("{k} {v}")).collect();
+            why.push(format!(
+                "{:.1} % of requests failed ({})",
+                e.median * 100.0,
+                kinds.join(", ")
+            ));
+        }
+        let behind = self
+            .runs
+            .iter()
+            .filter(|r| r.summary.generator.behind)
+            .count();
+        if behind > 0 {
+            why.push(format!(
+                "the generator fell behind its schedule in {behind} of {} repetitions",
+                self.runs.len()
+            ));
+        }
+        (!why.is_empty()).then(|| why.join("; "))
+    }
+}
+
+/// Everything an experiment's page shows.
+#[derive(Debug, Clone)]
+pub struct ExperimentFigures {
+    pub record: ExperimentRecord,
+    /// Every setting, in axis order (one empty setting when the matrix has no axis).
+    pub settings: Vec<Setting>,
+    /// Setting-major, targets in the file's order.
+    pub cells: Vec<CellFigures>,
+    /// Warm-up runs kept apart.
+    pub warmups: usize,
+    /// Runs of earlier files or scales, not shown.
+    pub older: usize,
+}
+
+/// The experiment's figures from the runs read for the site.
+pub fn figures(record: &ExperimentRecord, runs: &[Arc<RunFigures>]) -> ExperimentFigures {
+    let mut settings: Vec<Setting> = vec![Vec::new()];
+    for (axis, values) in &record.definition.axes {
+        settings = settings
+            .into_iter()
+            .flat_map(|s| {
+                values.iter().map(move |v| {
+                    let mut s = s.clone();
+                    s.push((axis.clone(), v.clone()));
+                    s
+                })
+            })
+            .collect();
+    }
+    let scale = record.scale.to_string();
+    let mut warmups = 0;
+    let mut older = 0;
+    let mut mine: Vec<&Arc<RunFigures>> = Vec::new();
+    for r in runs
+        .iter()
+        .filter(|r| r.experiment.as_deref() == Some(&record.name))
+    {
+        let current = r.labels.get("file") == Some(&record.file_label)
+            && r.labels.get("scale") == Some(&scale);
+        if !current {
+            older += 1;
+        } else if r.labels.get("phase").map(String::as_str) == Some("warmup") {
+            warmups += 1;
+        } else {
+            mine.push(r);
+        }
+    }
+    let mut cells = Vec::new();
+    for setting in &settings {
+        for target in &record.definition.targets {
+            let of_cell: Vec<&Arc<RunFigures>> = mine
+                .iter()
+                .copied()
+                .filter(|r| {
+                    r.labels.get("target") == Some(target)
+                        && setting.iter().all(|(k, v)| r.labels.get(k) == Some(v))
+                })
+                .collect();
+            let mut cell = CellFigures {
+                target: target.clone(),
+                setting: setting.clone(),
+                runs: Vec::new(),
+                failed: Vec::new(),
+            };
+            for r in of_cell {
+                match r.status {
+                    RunStatus::Complete => cell.runs.push(r.clone()),
+                    RunStatus::Failed | RunStatus::Incomplete => cell.failed.push((
+                        r.clone(),
+                        r.stop_reason.clone().unwrap_or_else(|| "incomplete".into()),
+                    )),
+                    RunStatus::Running => cell.failed.push((
+                        r.clone(),
+                        "did not finish (killed, or still running)".into(),
+                    )),
+                }
+            }
+            cells.push(cell);
+        }
+    }
+    ExperimentFigures {
+        record: record.clone(),
+        settings,
+        cells,
+        warmups,
+        older,
+    }
+}
+
+/// `rate=2000 connections=100`, or `all settings` for a matrix of targets alone.
+pub fn setting_text(setting: &Setting) -> String {
+    if setting.is_empty() {
+        return "all settings".into();
+    }
+    setting
+        .iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+fn short_ms(ms: f64) -> String {
+    if ms >= 1000.0 {
+        format!("{:.2} s", ms / 1000.0)
+    } else if ms >= 10.0 {
+        format!("{ms:.0} ms")
+    } else {
+        format!("{ms:.2} ms")
+    }
+}
+
+impl ExperimentFigures {
+    /// The cells of one setting, in target order.
+    pub fn cells_of(&self, setting: &Setting) -> Vec<&CellFigures> {
+        self.cells
+            .iter()
+            .filter(|c| &c.setting == setting)
+            .collect()
+    }
+
+    /// One computed sentence per setting: which target had the lower p99 and by how much,
+    /// whether that is more than the spread between repetitions, and who fell over.
+    pub fn sentence(&self, setting: &Setting) -> String {
+        let cells = self.cells_of(setting);
+        let mut ranked: Vec<(&CellFigures, Spread)> = cells
+            .iter()
+            .filter_map(|c| c.spread(Metric::P99).map(|s| (*c, s)))
+            .collect();
+        ranked.sort_by(|a, b| a.1.median.total_cmp(&b.1.median));
+        let mut out = format!("At {}: ", setting_text(setting));
+        match ranked.as_slice() {
+            [] => out.push_str("no target completed a run."),
+            [(only, s)] => out.push_str(&format!(
+                "only {} completed, p99 {}.",
+                only.target,
+                short_ms(s.median)
+            )),
+            [(best, b), rest @ ..] => {
+                let others: Vec<String> = rest
+                    .iter()
+                    .map(|(c, s)| {
+                        let factor = if b.median > 0.0 {
+                            s.median / b.median
+                        } else {
+                            f64::INFINITY
+                        };
+                        format!("{} {} ({:.1}×)", c.target, short_ms(s.median), factor)
+                    })
+                    .collect();
+                out.push_str(&format!(
+                    "{} had the lowest p99, {}, against {}",
+                    best.target,
+                    short_ms(b.median),
+                    others.join(", ")
+                ));
+                let (second, s2) = &rest[0];
+                if b.n < 2 || s2.n < 2 {
+                    out.push_str(
+                        "; one repetition each, so no spread to compare the difference with.",
+                    );
+                } else if b.apart(s2) {
+                    out.push_str(&format!(
+                        "; the difference with {} is larger than the spread between repetitions ({}–{} against {}–{}).",
+                        second.target,
+                        short_ms(b.min),
+                        short_ms(b.max),
+                        short_ms(s2.min),
+                        short_ms(s2.max)
+                    ));
+                } else {
+                    out.push_str(&format!(
+                        "; but the repetitions overlap ({}–{} against {}–{}): the difference with {} is within the spread.",
+                        short_ms(b.min),
+                        short_ms(b.max),
+                        short_ms(s2.min),
+                        short_ms(s2.max),
+                        second.target
+                    ));
+                }
+            }
+        }
+        for c in &cells {
+            if let Some(why) = c.fell_over() {
+                out.push_str(&format!(" {} did not hold up: {why}.", c.target));
+            }
+        }
+        out
+    }
+
+    /// The targets' colours: a target keeps its colour on every chart.
+    pub fn color_of(&self, target: &str) -> plotters::style::RGBColor {
+        let i = self
+            .record
+            .definition
+            .targets
+            .iter()
+            .position(|t| t == target)
+            .unwrap_or(0);
+        color(i)
+    }
+
+    /// The charts across settings: each figure against the first axis, a line per target,
+    /// one set per value of the other axes.
+    pub fn across(&self) -> Result<Vec<(String, Vec<Chart>)>, PlotError> {
+        let Some((axis, values)) = self.record.definition.axes.first() else {
+            return Ok(Vec::new());
+        };
+        if values.len() < 2 {
+            return Ok(Vec::new());
+        }
+        let numbers: Option<Vec<f64>> = values
+            .iter()
+            .map(|v| v.trim_end_matches('%').parse::<f64>().ok())
+            .collect();
+        let (x_axis, xs) = match numbers {
+            Some(xs) => (XAxis::Numbers, xs),
+            None => (
+                XAxis::Names(values.clone()),
+                (0..values.len()).map(|i| i as f64).collect(),
+            ),
+        };
+        // The other axes' combinations.
+        let mut groups: Vec<Setting> = Vec::new();
+        for s in &self.settings {
+            let rest: Setting = s.iter().skip(1).cloned().collect();
+            if !groups.contains(&rest) {
+                groups.push(rest);
+            }
+        }
+        let mut out = Vec::new();
+        for group in groups {
+            let mut list = Vec::new();
+            for metric in [
+                Metric::P99,
+                Metric::Mean,
+                Metric::Throughput,
+                Metric::ErrorRate,
+                Metric::Cpu,
+                Metric::PeakRss,
+            ] {
+                let mut lines = Vec::new();
+                for target in &self.record.definition.targets {
+                    let mut line = Line::new(target.clone(), self.color_of(target), Vec::new());
+                    for (value, x) in values.iter().zip(&xs) {
+                        let mut setting = vec![(axis.clone(), value.clone())];
+                        setting.extend(group.iter().cloned());
+                        let cell = self
+                            .cells
+                            .iter()
+                            .find(|c| &c.target == target && c.setting == setting);
+                        if let Some(s) = cell.and_then(|c| c.spread(metric)) {
+                            line.points.push((*x, metric.shown(s.median)));
+                            if s.n > 1 {
+                                line.spread
+                                    .push((*x, metric.shown(s.min), metric.shown(s.max)));
+                            }
+                        }
+                    }
+                    lines.push(line);
+                }
+                let title = format!("{} against {axis}", metric.title());
+                let svg = if plot::has_data(&lines) {
+                    Some(plot::xy_chart(&XyChart {
+                        title: &title,
+                        x_label: axis,
+                        y_label: metric.title(),
+                        x: x_axis.clone(),
+                        lines,
+                    })?)
+                } else {
+                    None
+                };
+                list.push(Chart {
+                    id: crate::pages::slug(&format!("across {} {}", setting_text(&group), title)),
+                    caption: if svg.is_some() {
+                        "The median over repetitions; a bar spans the lowest to the highest.".into()
+                    } else {
+                        "No completed run has this figure.".into()
+                    },
+                    title,
+                    svg,
+                });
+            }
+            let heading = if group.is_empty() {
+                format!("Against {axis}")
+            } else {
+                format!("Against {axis}, at {}", setting_text(&group))
+            };
+            out.push((heading, list));
+        }
+        Ok(out)
+    }
+
+    /// One setting's charts: every target's representative run on one time axis.
+    pub fn overlay(&self, setting: &Setting) -> Result<Vec<Chart>, PlotError> {
+        let cells = self.cells_of(setting);
+        let runs: Vec<(&str, &Arc<RunFigures>)> = cells
+            .iter()
+            .filter_map(|c| c.representative().map(|r| (c.target.as_str(), r)))
+            .collect();
+        let span = runs.iter().fold((0.0f64, 1.0f64), |s, (_, r)| {
+            (s.0.min(r.span.0), s.1.max(r.span.1))
+        });
+        let attack_end = runs.iter().map(|(_, r)| r.attack.1).fold(0.0, f64::max);
+        let id = |what: &str| crate::pages::slug(&format!("{} {what}", setting_text(setting)));
+        let line = |target: &str, points: Vec<(f64, f64)>| {
+            Line::new(target.to_string(), self.color_of(target), points)
+        };
+        let time = |what: &str, title: String, y: &str, lines: Vec<Line>, caption: String| {
+            let svg = if plot::has_data(&lines) {
+                Some(plot::time_chart(&TimeChart {
+                    title: &title,
+                    y_label: y,
+                    x_range: span,
+                    attack: Some((0.0, attack_end)),
+                    lines,
+                    markers: Vec::new(),
+                })?)
+            } else {
+                None
+            };
+            Ok::<_, PlotError>(Chart {
+                id: id(what),
+                caption: if svg.is_some() {
+                    caption
+                } else {
+                    "Nothing to draw: no run, or no probe.".into()
+                },
+                title,
+                svg,
+            })
+        };
+        let per = |pick: &dyn Fn(&RunFigures) -> Vec<(f64, f64)>| -> Vec<Line> {
+            runs.iter().map(|(t, r)| line(t, pick(r))).collect()
+        };
+        let probe_series = |pick: fn(&crate::figures::ProbeFigures) -> &crate::figures::Series| {
+            per(&|r: &RunFigures| {
+                r.probes
+                    .first()
+                    .map(|p| pick(p).points.clone())
+                    .unwrap_or_default()
+            })
+        };
+        let which = "Each target's median repetition (by p99); grey: before and after the load.";
+        let mut fds = probe_series(|p| &p.fds);
+        let fd_max = fds
+            .iter()
+            .flat_map(|l| l.points.iter().map(|p| p.1))
+            .fold(0.0, f64::max);
+        let mut limits_text = Vec::new();
+        for (target, r) in &runs {
+            let Some(p) = r.probes.first() else { continue };
+            for (name, limit) in [("soft", p.fd_limits.0), ("hard", p.fd_limits.1)] {
+                let Some(limit) = limit else { continue };
+                let limit = limit as f64;
+                if limit <= fd_max.max(1.0) * 4.0 {
+                    fds.push(line(target, vec![(span.0, limit), (span.1, limit)]).dashed());
+                    let last = fds.len() - 1;
+                    fds[last].name = format!("{target} {name} limit");
+                } else {
+                    limits_text.push(format!("{target}'s {name} limit {limit:.0}"));
+                }
+            }
+        }
+        let fd_caption = if limits_text.is_empty() {
+            format!("Open FDs of each target's process tree; dashed: the FD limits. {which}")
+        } else {
+            format!(
+                "Open FDs of each target's process tree; {} far above, not drawn. {which}",
+                limits_text.join(", ")
+            )
+        };
+        let setting_name = setting_text(setting);
+        let mut out = vec![
+            time(
+                "p99",
+                format!("p99 latency over time, {setting_name}"),
+                "corrected latency (ms)",
+                per(&|r| {
+                    r.load
+                        .latency
+                        .get(2)
+                        .map(|s| s.points.clone())
+                        .unwrap_or_default()
+                }),
+                format!("Per interval, from intended send times. {which}"),
+            )?,
+            time(
+                "cpu",
+                format!("Target CPU, {setting_name}"),
+                "CPU (%, 100 = one core)",
+                probe_series(|p| &p.cpu),
+                format!("The whole process tree. {which}"),
+            )?,
+            time(
+                "rss",
+                format!("Target memory (RSS), {setting_name}"),
+                "RSS (MiB)",
+                probe_series(|p| &p.rss_mib),
+                which.to_string(),
+            )?,
+            time(
+                "threads",
+                format!("Target threads, {setting_name}"),
+                "threads",
+                probe_series(|p| &p.threads),
+                which.to_string(),
+            )?,
+            time(
+                "fds",
+                format!("Target open FDs, {setting_name}"),
+                "open FDs",
+                fds,
+                fd_caption,
+            )?,
+        ];
+        let lines: Vec<Line> = runs
+            .iter()
+            .map(|(t, r)| {
+                line(
+                    t,
+                    r.distribution
+                        .first()
+                        .map(|s| s.points.clone())
+                        .unwrap_or_default(),
+                )
+            })
+            .collect();
+        let title = format!("Latency by percentile, {setting_name}");
+        let svg = if plot::has_data(&lines) {
+            Some(plot::distribution_chart(&title, &lines)?)
+        } else {
+            None
+        };
+        out.push(Chart {
+            id: id("distribution"),
+            caption: "Corrected latency over each whole run, on HdrHistogram's axis (1/(1−p), log scale).".into(),
+            title,
+            svg,
+        });
+        Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn spreads_take_the_median_and_the_range() {
+        let s = Spread::of(vec![3.0, 1.0, 2.0]).unwrap_or(Spread {
+            median: 0.0,
+            min: 0.0,
+            max: 0.0,
+            n: 0,
+        });
+        assert_eq!((s.median, s.min, s.max, s.n), (2.0, 1.0, 3.0, 3));
+        let even = Spread::of(vec![1.0, 4.0]).map(|s| s.median);
+        assert_eq!(even, Some(2.5));
+        assert_eq!(Spread::of(vec![f64::NAN]), None);
+        let a = Spread {
+            median: 1.0,
+            min: 0.9,
+            max: 1.1,
+            n: 3,
+        };
+        let b = Spread {
+            median: 2.0,
+            min: 1.8,
+            max: 2.2,
+            n: 3,
+        };
+        let c = Spread {
+            median: 1.05,
+            min: 1.0,
+            max: 1.9,
+            n: 3,
+        };
+        assert!(a.apart(&b) && !a.apart(&c) && !c.apart(&b));
+    }
+}

@@ -1,0 +1,220 @@
+//! An experiment's page, drawn from runs in a real store the way the experiment runner keeps
+//! them: its sentences, its matrix and write-up tables equal the runs' figures over their
+//! repetitions, a failed repetition shows as one, warm-ups and older files' runs stay out, and
+//! its charts carry a line per target.
+#![allow(clippy::unwrap_used)]
+
+#[path = "support/runs.rs"]
+mod runs;
+
+use report::experiment::{Metric, Spread};
+use report::site::{self, SiteOptions};
+use runs::{Spec, HOSTILE};
+use store::experiment::{Definition, ExperimentRecord, Verification};
+use store::Store;
+
+const T0: i64 = 1_795_000_000_000_000_000;
+
+fn cell(target: &'static str, rate: u64, base_us: u64, rep: u32, phase: &str, file: &str) -> Spec {
+    let mut spec = Spec::new("cell", base_us)
+        .label("target", target)
+        .label("rate", &rate.to_string())
+        .label("repetition", &rep.to_string())
+        .label("cell", &format!("target={target} rate={rate}"))
+        .label("phase", phase)
+        .label("file", file)
+        .label("scale", "1");
+    spec.experiment = Some("exp");
+    spec.rate = rate;
+    spec.seconds = 5;
+    spec
+}
+
+struct Drawn {
+    _dir: tempfile::TempDir,
+    page: String,
+    store: Store,
+    ids: Vec<(String, &'static str, u64)>,
+}
+
+/// fast (300 µs) and slow (3 ms) at 100 and 200 req/s, two repetitions each; slow's second
+/// repetition at 200 failed; a warm-up and a run of an older file beside them.
+async fn drawn() -> Drawn {
+    let dir = tempfile::tempdir().unwrap();
+    let db = format!("sqlite://{}/showdown.db", dir.path().display());
+    let store = Store::open(&db).await.unwrap();
+    let mut at = T0;
+    let mut ids = Vec::new();
+    for rep in 1..=2 {
+        for rate in [100, 200] {
+            for (target, base) in [
+                ("fast", 300 + 40 * rep as u64),
+                ("slow", 3000 + 100 * rep as u64),
+            ] {
+                at += 10_000_000_000;
+                let id =
+                    runs::write(&store, &cell(target, rate, base, rep, "measure", "f1"), at).await;
+                if target == "slow" && rate == 200 && rep == 2 {
+                    store
+                        .fail_run(&id, "the target exited with code 1", at)
+                        .await
+                        .unwrap();
+                }
+                ids.push((id, target, rate));
+            }
+        }
+    }
+    runs::write(&store, &cell("fast", 100, 300, 1, "warmup", "f1"), at + 1).await;
+    runs::write(
+        &store,
+        &cell("fast", 100, 50_000, 1, "measure", "f0-older"),
+        at + 2,
+    )
+    .await;
+    store
+        .put_experiment(&ExperimentRecord {
+            name: "exp".into(),
+            question: format!("Which is faster, {HOSTILE}?"),
+            file_label: "f1".into(),
+            scale: 1.0,
+            definition: Definition {
+                source: Some("a test".into()),
+                targets: vec!["fast".into(), "slow".into()],
+                axes: vec![("rate".into(), vec!["100".into(), "200".into()])],
+                repetitions: 2,
+                placement: "generator pinned to CPU 0".into(),
+                file: "name = \"exp\"".into(),
+            },
+            verification: vec![Verification {
+                target: "fast".into(),
+                passed: true,
+                checks: vec![("GET /now".into(), "passed".into())],
+            }],
+            updated_at_ns: at,
+        })
+        .await
+        .unwrap();
+    let out = dir.path().join("site");
+    let site = site::write(
+        &store,
+        &SiteOptions {
+            out,
+            ..Default::default()
+        },
+    )
+    .await
+    .unwrap();
+    let page = std::fs::read_to_string(&site.experiment_pages["exp"]).unwrap();
+    if let Ok(keep) = std::env::var("KEEP_PAGE") {
+        std::fs::write(keep, &page).unwrap();
+    }
+    Drawn {
+        _dir: dir,
+        page,
+        store,
+        ids,
+    }
+}
+
+#[tokio::test]
+async fn the_page_answers_from_every_repetition_and_says_what_failed() {
+    let d = drawn().await;
+    let page = &d.page;
+    assert!(!page.contains(HOSTILE), "the question is escaped");
+    assert!(page.contains("Which is faster, &lt;script&gt;"));
+    // One sentence per setting: fast is lower, beyond the spread.
+    assert!(
+        page.contains("At rate=100: fast had the lowest p99")
+            && page
+                .contains("the difference with slow is larger than the spread between repetitions"),
+        "{}",
+        &page[page.find("Answers").unwrap()..][..800]
+    );
+    // The failed repetition, in the sentence and the matrix.
+    assert!(page.contains(
+        "slow did not hold up: 1 of 2 repetitions failed (the target exited with code 1)"
+    ));
+    assert!(page.contains("1 failed"));
+    // Counts: 8 measured runs, one failed; the warm-up and the older file's run left out.
+    assert!(page.contains("7 of 8 runs complete"), "run counts");
+    assert!(page.contains("1 warm-up runs are kept apart"));
+    assert!(page.contains("1 runs of earlier versions of the file"));
+    // The older file's 50 ms run would put a 50-something ms p99 on the page.
+    assert!(
+        !page.contains("(50."),
+        "the older file's run is not in any figure"
+    );
+}
+
+#[tokio::test]
+async fn the_tables_hold_the_median_and_spread_of_the_stored_runs() {
+    let d = drawn().await;
+    // fast at 100 req/s: the throughput of its two repetitions, as stored.
+    let mut throughputs = Vec::new();
+    let mut p99s = Vec::new();
+    for (id, target, rate) in &d.ids {
+        if *target == "fast" && *rate == 100 {
+            let run = d.store.load_run(id).await.unwrap();
+            let s = run.summary.unwrap();
+            throughputs.push(s.requests.throughput);
+            p99s.push(s.latency.corrected.p99_ns as f64 / 1e6);
+        }
+    }
+    assert_eq!(throughputs.len(), 2);
+    let median = (throughputs[0] + throughputs[1]) / 2.0;
+    let text = format!("{median:.0}");
+    assert!(
+        d.page.contains(&text),
+        "throughput median {text} on the page"
+    );
+    p99s.sort_by(f64::total_cmp);
+    let p99 = Spread {
+        median: (p99s[0] + p99s[1]) / 2.0,
+        min: p99s[0],
+        max: p99s[1],
+        n: 2,
+    };
+    let shown = |v: f64| {
+        if v >= 100.0 {
+            format!("{v:.0}")
+        } else if v >= 10.0 {
+            format!("{v:.1}")
+        } else {
+            format!("{v:.2}")
+        }
+    };
+    let cell = format!(
+        "{} ({}–{})",
+        shown(Metric::P99.shown(p99.median)),
+        shown(p99.min),
+        shown(p99.max)
+    );
+    assert!(d.page.contains(&cell), "fast's p99 at 100: {cell}");
+}
+
+#[tokio::test]
+async fn charts_are_svg_with_a_line_per_target() {
+    let d = drawn().await;
+    let mut rest = d.page.as_str();
+    let mut svgs = 0;
+    while let Some(start) = rest.find("<svg") {
+        let end = start + rest[start..].find("</svg>").unwrap() + 6;
+        let svg = &rest[start..end];
+        roxmltree::Document::parse(svg).unwrap_or_else(|e| panic!("{e}: {svg:.200}"));
+        svgs += 1;
+        rest = &rest[end..];
+    }
+    // 6 figures against rate, and 6 per setting for 2 settings.
+    assert!(svgs >= 18, "{svgs} charts");
+    let across = &d.page[d.page.find("Against rate").unwrap()..];
+    let first = &across[across.find("<svg").unwrap()..across.find("</svg>").unwrap()];
+    let texts: Vec<&str> = first
+        .split("<text")
+        .skip(1)
+        .filter_map(|t| Some(t[t.find('>')? + 1..t.find("</text>")?].trim()))
+        .collect();
+    assert!(
+        texts.contains(&"fast") && texts.contains(&"slow"),
+        "a legend entry per target: {texts:?}"
+    );
+}

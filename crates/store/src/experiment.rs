@@ -1,0 +1,133 @@
+//! Experiments as kept: what an experiment's page needs beyond its runs (the question, the file
+//! and scale it last ran from, the axes, and each target's verification).
+
+use serde::{Deserialize, Serialize};
+use sqlx::Row;
+
+use crate::db::{Store, StoreError};
+
+/// One experiment.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ExperimentRecord {
+    pub name: String,
+    pub question: String,
+    /// The label `file` its current runs carry (a prefix of the file's SHA-256).
+    pub file_label: String,
+    /// The label `scale` its current runs carry.
+    pub scale: f64,
+    pub definition: Definition,
+    pub verification: Vec<Verification>,
+    pub updated_at_ns: i64,
+}
+
+/// The experiment as run, for its page.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Definition {
+    /// Where it comes from (a write-up).
+    pub source: Option<String>,
+    /// The targets, in the file's order.
+    pub targets: Vec<String>,
+    /// The axes other than `target`, in the file's order, with their values as labels.
+    pub axes: Vec<(String, Vec<String>)>,
+    pub repetitions: u32,
+    /// How the targets were placed and held (CPUs, cgroup), in words.
+    pub placement: String,
+    /// The file itself, as TOML text.
+    pub file: String,
+}
+
+/// How one target fared against the contract.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Verification {
+    pub target: String,
+    pub passed: bool,
+    /// (check, outcome): `passed`, `failed: why`, `skipped: why`.
+    pub checks: Vec<(String, String)>,
+}
+
+impl Store {
+    /// Keeps (or replaces) an experiment.
+    pub async fn put_experiment(&self, e: &ExperimentRecord) -> Result<(), StoreError> {
+        let mut tx = self.pool().begin().await?;
+        sqlx::query("DELETE FROM experiments WHERE name = $1")
+            .bind(&e.name)
+            .execute(&mut *tx)
+            .await?;
+        sqlx::query(
+            "INSERT INTO experiments (name, question, file_label, scale, definition, verification, updated_at_ns) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7)",
+        )
+        .bind(&e.name)
+        .bind(&e.question)
+        .bind(&e.file_label)
+        .bind(e.scale)
+        .bind(serde_json::to_string(&e.definition).unwrap_or_default())
+        .bind(serde_json::to_string(&e.verification).unwrap_or_default())
+        .bind(e.updated_at_ns)
+        .execute(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// Every experiment kept, by name.
+    pub async fn experiments(&self) -> Result<Vec<ExperimentRecord>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT name, question, file_label, scale, definition, verification, updated_at_ns \
+             FROM experiments ORDER BY name",
+        )
+        .fetch_all(self.pool())
+        .await?;
+        let mut out = Vec::new();
+        for row in rows {
+            let name: String = row.try_get("name")?;
+            let parse = |column: &str, text: String| StoreError::Corrupt {
+                id: format!("of experiment {name}"),
+                what: column.to_string(),
+                message: text,
+            };
+            let definition: String = row.try_get("definition")?;
+            let verification: String = row.try_get("verification")?;
+            out.push(ExperimentRecord {
+                question: row.try_get("question")?,
+                file_label: row.try_get("file_label")?,
+                scale: row.try_get("scale")?,
+                definition: serde_json::from_str(&definition)
+                    .map_err(|e| parse("definition", e.to_string()))?,
+                verification: serde_json::from_str(&verification)
+                    .map_err(|e| parse("verification", e.to_string()))?,
+                updated_at_ns: row.try_get("updated_at_ns")?,
+                name,
+            });
+        }
+        Ok(out)
+    }
+
+    /// One experiment, if kept.
+    pub async fn experiment(&self, name: &str) -> Result<Option<ExperimentRecord>, StoreError> {
+        Ok(self
+            .experiments()
+            .await?
+            .into_iter()
+            .find(|e| e.name == name))
+    }
+
+    /// Marks a run failed, with why (an experiment's cell whose target failed).
+    pub async fn fail_run(
+        &self,
+        id: &str,
+        reason: &str,
+        ended_at_ns: i64,
+    ) -> Result<(), StoreError> {
+        sqlx::query(
+            "UPDATE runs SET status = $1, stop_reason = $2, ended_at_ns = COALESCE(ended_at_ns, $3) WHERE id = $4",
+        )
+        .bind(crate::RunStatus::Failed.as_str())
+        .bind(reason)
+        .bind(ended_at_ns)
+        .bind(id)
+        .execute(self.pool())
+        .await?;
+        Ok(())
+    }
+}
