@@ -1,46 +1,61 @@
 'use strict';
-// CPU work on the request path: SHA-256 rounds until the process has spent the CPU time asked
-// for, read from its own CPU clock (process.cpuUsage(), every thread, the garbage collector's
-// helpers included, as the probe counts it). Counting CPU time rather than a fixed number of
-// rounds keeps M ms at M ms when the host's other CPU is busy (on a VM, a busy sibling makes
-// every round slower) or the heap has grown.
+// CPU work of a known length on the request path (GET /compute): SHA-256 rounds until the
+// process's CPU clock (process.cpuUsage(): every thread, the garbage collector's helpers
+// included, as the probe counts it) has advanced by the time asked, read every ~50 µs of work.
+// Counting CPU time rather than a fixed number of rounds keeps M ms at M ms when the host's
+// other CPU is busy (on a VM, a busy sibling makes every round slower) or the heap has grown;
+// the calibration at start only sizes the batches between two readings of the clock.
 //
-// The rounds are PBKDF2-HMAC-SHA-256 iterations run inside OpenSSL, in batches of about 50 µs
-// (sized by a calibration at start): a JavaScript loop of createHash() calls would spend much
-// of its time allocating and collecting.
+// The rounds are PBKDF2-HMAC-SHA-256 iterations run inside OpenSSL: a JavaScript loop of
+// createHash() calls would spend much of its time allocating and collecting, not hashing.
 
 const { pbkdf2Sync } = require('node:crypto');
 
-const PASSWORD = Buffer.alloc(32, 7);
+const PASSWORD = Buffer.alloc(32, 0x5a);
 const SALT = Buffer.from('showdown-compute');
+// The time between two readings of the CPU clock.
+const BATCH_US = 50;
 
 function rounds(n) {
-  return n < 1 ? PASSWORD : pbkdf2Sync(PASSWORD, SALT, n, 32, 'sha256');
+  return pbkdf2Sync(PASSWORD, SALT, n, 32, 'sha256');
 }
 
+// The process's CPU time, user and system, in µs.
 function cpuMicros() {
   const { user, system } = process.cpuUsage();
   return user + system;
 }
 
-// Rounds per ms of CPU, to size the batches: a warm-up, then about 50 ms measured.
+// Rounds per ms of CPU: a warm-up, then five windows of about 20 ms of CPU each (about 100 ms
+// in all). The median window's rate is kept, so that one window the host disturbed (a
+// collection, a busy sibling CPU) does not skew every request.
 function calibrate() {
   rounds(20000);
-  const start = cpuMicros();
-  let done = 0;
-  while (cpuMicros() - start < 50000) {
-    rounds(2000);
-    done += 2000;
+  const rates = [];
+  let batch = 1000;
+  for (let i = 0; i < 5; i++) {
+    const start = cpuMicros();
+    let done = 0;
+    let spent = 0;
+    while (spent < 20000) {
+      rounds(batch);
+      done += batch;
+      spent = cpuMicros() - start;
+    }
+    rates.push((done * 1000) / spent);
+    // About a quarter of a millisecond between readings from now on.
+    batch = Math.max(100, Math.round(rates[i] / 4));
   }
-  return Math.max(1, Math.round((done * 1000) / (cpuMicros() - start)));
+  rates.sort((a, b) => a - b);
+  return Math.max(1, Math.round(rates[2]));
 }
 
-// Spends `ms` of CPU, synchronously (blocking the event loop, as CPU work on the request
-// path does).
+// Spends `ms` of CPU, synchronously: the event loop is blocked, as CPU work on the request
+// path blocks it.
 function work(ms, roundsPerMs) {
-  const batch = Math.max(1, Math.round(roundsPerMs / 20));
+  const batch = Math.max(1, Math.round((roundsPerMs * BATCH_US) / 1000));
   const end = cpuMicros() + ms * 1000;
   while (cpuMicros() < end) rounds(batch);
 }
 
-module.exports = { work, calibrate };
+module.exports = { calibrate, work, BATCH_US };
