@@ -797,7 +797,7 @@ impl CellContext<'_> {
 fn generator_fell_behind(summary: &serde_json::Value) -> Option<String> {
     let g = &summary["generator"];
     let limited = g["limited_by"].as_str().unwrap_or_default();
-    (limited == "generator").then(|| {
+    matches!(limited, "generator" | "generator cpus shared").then(|| {
         let warning = summary["warnings"][0].as_str().unwrap_or_default();
         format!("the generator could not keep the schedule: {warning}")
     })

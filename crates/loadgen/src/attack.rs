@@ -198,6 +198,8 @@ pub struct RunOutcome {
     pub peak_rss_bytes: Option<u64>,
     /// Things that went wrong on the side (a sink that failed, a worker that could not start).
     pub warnings: Vec<String>,
+    /// What the generator measured of itself and its connections, to diagnose lateness.
+    pub generator: store::summary::GeneratorFacts,
 }
 
 /// The end-of-run summary of `plan`'s run.
@@ -213,6 +215,7 @@ pub fn summarize(plan: &AttackPlan, run: &RunOutcome) -> store::summary::Summary
         peak_rss_bytes: run.peak_rss_bytes,
         stopped: run.stopped.clone(),
         notes: run.warnings.clone(),
+        generator: run.generator.clone(),
     })
 }
 
@@ -300,6 +303,7 @@ pub async fn attack(
         threads,
         grace: plan.grace,
         batch: clock::nanos(plan.batch),
+        gauges: Default::default(),
         shard,
         shards,
     });
@@ -314,6 +318,8 @@ pub async fn attack(
     }
 
     let cpu_before = thread_cpu();
+    let cpus = crate::cpus::allowed();
+    let ticks_before = crate::cpus::ticks(&cpus);
     let (tx, mut rx) = mpsc::unbounded_channel();
     let mut handles = Vec::with_capacity(threads);
     for index in 0..threads {
@@ -344,10 +350,21 @@ pub async fn attack(
     };
     let mut timing = Timing::default();
     let mut worker_cpu = Duration::ZERO;
+    let mut busiest: Option<f64> = None;
+    let mut connect = store::model::new_histogram(timeout);
     while let Some(message) = rx.recv().await {
-        if let WorkerMessage::Done { timing: t, cpu, .. } = &message {
+        if let WorkerMessage::Done {
+            timing: t,
+            cpu,
+            busy,
+            connect: c,
+            ..
+        } = &message
+        {
             timing = timing.merge(*t);
             worker_cpu += *cpu;
+            busiest = Some(busiest.map_or(*busy, |b: f64| b.max(*busy)));
+            let _ = connect.add(&**c);
         }
         for stats in gather.accept(message) {
             run.complete(stats, None, sinks);
@@ -375,6 +392,10 @@ pub async fn attack(
         }
     }
     let cpu = worker_cpu + thread_cpu().saturating_sub(cpu_before);
+    let cpus_busy = ticks_before
+        .zip(crate::cpus::ticks(&cpus))
+        .and_then(|(before, after)| crate::cpus::busy_between(before, after))
+        .map(|busy| (busy, crate::cpus::list(&cpus)));
     Ok(RunOutcome {
         totals: run.totals,
         anchor,
@@ -385,6 +406,11 @@ pub async fn attack(
         cpu,
         peak_rss_bytes: peak_rss_bytes(),
         warnings: run.warnings,
+        generator: store::summary::GeneratorFacts {
+            busiest_thread: busiest,
+            cpus_busy,
+            connect: (!connect.is_empty()).then_some(connect),
+        },
     })
 }
 
@@ -467,7 +493,7 @@ impl Gather {
             WorkerMessage::Interval { worker, stats } => {
                 self.reported[worker] = Some(stats.index);
                 match self.partial.get_mut(&stats.index) {
-                    Some(merged) => merged.merge(&stats),
+                    Some(merged) => merged.merge_threads(&stats),
                     None => {
                         self.partial.insert(stats.index, *stats);
                     }
@@ -522,6 +548,8 @@ mod tests {
             last_index,
             timing: Timing::default(),
             cpu: Duration::ZERO,
+            busy: 0.0,
+            connect: Box::new(store::model::new_histogram(1_000)),
         }
     }
 

@@ -21,12 +21,14 @@
 //! - [`experiments`]: `loadgen experiment run | plan | status FILE` (the runner is the
 //!   `experiment` crate's).
 //! - [`target`], [`demo`]: the built-in target and `loadgen demo`.
-//! - [`clock`]: the one monotonic clock everything is timed with.
+//! - [`clock`]: the one monotonic clock everything is timed with; [`cpus`]: how busy the
+//!   generator's CPUs were, to tell why sends ran late.
 
 pub mod attack;
 pub mod cli;
 pub mod client;
 pub mod clock;
+pub mod cpus;
 pub mod demo;
 pub mod error;
 pub mod experiments;

@@ -7,12 +7,34 @@
 //! ticker closes intervals in which nothing happened. Memory stays flat: a closed interval leaves
 //! the thread at once.
 
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
+use hdrhistogram::Histogram;
 use tokio::sync::mpsc::UnboundedSender;
 
 use crate::clock::Nanos;
 use store::model::{ErrorKind, IntervalStats};
+
+/// Requests in flight and connections open in the whole process, shared by the workers, so
+/// that each interval's peaks are true peaks: every worker records the process-wide count it
+/// sees when it adds one, and the highest such count is the peak, however many threads.
+#[derive(Debug, Default)]
+pub struct Gauges {
+    in_flight: AtomicU64,
+    connections: AtomicU64,
+}
+
+impl Gauges {
+    fn add(counter: &AtomicU64, n: u64) -> u64 {
+        counter.fetch_add(n, Ordering::Relaxed) + n
+    }
+
+    fn sub(counter: &AtomicU64, n: u64) {
+        counter.fetch_sub(n, Ordering::Relaxed);
+    }
+}
 
 /// What worker threads tell the aggregator.
 #[derive(Debug)]
@@ -29,6 +51,10 @@ pub enum WorkerMessage {
         timing: Timing,
         /// CPU time the worker's thread used.
         cpu: Duration,
+        /// That CPU time as a share of the thread's life (1 = a whole core all along).
+        busy: f64,
+        /// Time to establish each of its new connections, ns.
+        connect: Box<Histogram<u64>>,
     },
 }
 
@@ -80,10 +106,16 @@ pub struct Recorder {
     high_ns: u64,
     current: Box<IntervalStats>,
     out: UnboundedSender<WorkerMessage>,
-    /// Requests dispatched and not yet finished (a gauge, reported with each interval).
+    /// This worker's requests dispatched and not yet finished.
     pub in_flight: u64,
-    /// Connections currently open (a gauge, reported with each interval).
+    /// This worker's connections currently open.
     pub connections_open: u64,
+    gauges: Arc<Gauges>,
+    /// The highest process-wide counts seen in the current interval.
+    peak_in_flight: u64,
+    peak_connections: u64,
+    connect: Box<Histogram<u64>>,
+    born: Nanos,
     timing: Timing,
     finished: bool,
 }
@@ -97,6 +129,7 @@ impl Recorder {
         interval: Nanos,
         high_ns: u64,
         out: UnboundedSender<WorkerMessage>,
+        gauges: Arc<Gauges>,
     ) -> Self {
         Recorder {
             worker,
@@ -107,9 +140,21 @@ impl Recorder {
             out,
             in_flight: 0,
             connections_open: 0,
+            peak_in_flight: 0,
+            peak_connections: 0,
+            gauges,
+            connect: Box::new(store::model::new_histogram(high_ns)),
+            born: crate::clock::now(),
             timing: Timing::default(),
             finished: false,
         }
+    }
+
+    /// Fewer requests in flight, here and in the process.
+    fn ended(&mut self, count: u64) {
+        let n = count.min(self.in_flight);
+        self.in_flight -= n;
+        Gauges::sub(&self.gauges.in_flight, n);
     }
 
     fn index_of(&self, t: Nanos) -> u64 {
@@ -132,8 +177,11 @@ impl Recorder {
             &mut self.current,
             Box::new(IntervalStats::new(next, self.high_ns)),
         );
-        closed.in_flight = self.in_flight;
-        closed.connections_open = self.connections_open;
+        closed.in_flight = self.peak_in_flight;
+        closed.connections_open = self.peak_connections;
+        // The next interval starts at the level this one ends at.
+        self.peak_in_flight = self.gauges.in_flight.load(Ordering::Relaxed);
+        self.peak_connections = self.gauges.connections.load(Ordering::Relaxed);
         // The aggregator only goes away when the run is being torn down: nothing to keep then.
         let _ = self.out.send(WorkerMessage::Interval {
             worker: self.worker,
@@ -146,6 +194,8 @@ impl Recorder {
         self.roll_to(now);
         self.current.requests += 1;
         self.in_flight += 1;
+        let now_in_flight = Gauges::add(&self.gauges.in_flight, 1);
+        self.peak_in_flight = self.peak_in_flight.max(now_in_flight);
     }
 
     /// A request was written to a connection at `sent`; it was due at `intended`.
@@ -166,7 +216,7 @@ impl Recorder {
     /// A request that was sent has ended (response, error or timeout).
     pub fn finished(&mut self, intended: Nanos, exchange: &Exchange) {
         self.roll_to(exchange.completed);
-        self.in_flight = self.in_flight.saturating_sub(1);
+        self.ended(1);
         self.timing.last_completed = self.timing.last_completed.max(Some(exchange.completed));
         let s = &mut self.current;
         s.bytes_in += exchange.bytes_in;
@@ -206,7 +256,7 @@ impl Recorder {
     /// past its timeout). A timeout is recorded at `now − intended`.
     pub fn failed_unsent(&mut self, now: Nanos, intended: Nanos, kind: ErrorKind) {
         self.roll_to(now);
-        self.in_flight = self.in_flight.saturating_sub(1);
+        self.ended(1);
         let s = &mut self.current;
         s.errors.add(kind, 1);
         if kind == ErrorKind::Timeout {
@@ -217,7 +267,7 @@ impl Recorder {
     /// Requests still in flight when the run was cut short.
     pub fn cancelled(&mut self, now: Nanos, count: u64) {
         self.roll_to(now);
-        self.in_flight = self.in_flight.saturating_sub(count);
+        self.ended(count);
         self.current.errors.add(ErrorKind::Cancelled, count);
     }
 
@@ -227,16 +277,22 @@ impl Recorder {
         self.current.waited_for_connection += 1;
     }
 
-    /// A new connection was established.
-    pub fn connection_opened(&mut self, now: Nanos) {
+    /// A new connection was established, `took` after the attempt began.
+    pub fn connection_opened(&mut self, now: Nanos, took: Nanos) {
         self.roll_to(now);
         self.current.connections_opened += 1;
         self.connections_open += 1;
+        let open = Gauges::add(&self.gauges.connections, 1);
+        self.peak_connections = self.peak_connections.max(open);
+        let _ = self.connect.record(took);
     }
 
     /// A connection was closed.
     pub fn connection_closed(&mut self) {
-        self.connections_open = self.connections_open.saturating_sub(1);
+        if self.connections_open > 0 {
+            self.connections_open -= 1;
+            Gauges::sub(&self.gauges.connections, 1);
+        }
     }
 
     /// Sends the last, partial interval and says the worker is done. Nothing is recorded after.
@@ -250,6 +306,8 @@ impl Recorder {
             last_index,
             timing: self.timing,
             cpu,
+            busy: cpu.as_secs_f64() / (now.saturating_sub(self.born).max(1) as f64 / 1e9),
+            connect: std::mem::replace(&mut self.connect, Box::new(store::model::new_histogram(1))),
         });
     }
 }
@@ -276,7 +334,7 @@ mod tests {
     fn events_land_in_the_interval_they_happened_in() {
         let (tx, mut rx) = mpsc::unbounded_channel();
         let start = 1_000 * MS;
-        let mut r = Recorder::new(0, start, 1_000 * MS, 30_000 * MS, tx);
+        let mut r = Recorder::new(0, start, 1_000 * MS, 30_000 * MS, tx, Default::default());
         r.requested(start);
         r.sent(start + 2 * MS, start, 10);
         // Completes 2.5 s later: intervals 0 and 1 are closed on the way.
@@ -302,13 +360,17 @@ mod tests {
         let service = iv[2].service.value_at_quantile(1.0);
         assert!((corrected as f64 - 2.5e9).abs() < 2.5e6, "{corrected}");
         assert!((service as f64 - 2.498e9).abs() < 2.5e6, "{service}");
-        assert_eq!(iv[2].in_flight, 0);
+        // The peak of each interval: the request was in flight in all three.
+        assert_eq!(
+            iv.iter().map(|s| s.in_flight).collect::<Vec<_>>(),
+            [1, 1, 1]
+        );
     }
 
     #[test]
     fn a_send_past_its_interval_is_counted_as_late() {
         let (tx, mut rx) = mpsc::unbounded_channel();
-        let mut r = Recorder::new(0, 0, 1_000 * MS, 30_000 * MS, tx);
+        let mut r = Recorder::new(0, 0, 1_000 * MS, 30_000 * MS, tx, Default::default());
         r.requested(999 * MS);
         r.sent(1_001 * MS, 999 * MS, 0);
         r.finish(1_002 * MS, Duration::ZERO);
@@ -320,7 +382,7 @@ mod tests {
     #[test]
     fn errors_are_counted_by_kind_and_timeouts_recorded_at_the_timeout() {
         let (tx, mut rx) = mpsc::unbounded_channel();
-        let mut r = Recorder::new(0, 0, 1_000 * MS, 100 * MS, tx);
+        let mut r = Recorder::new(0, 0, 1_000 * MS, 100 * MS, tx, Default::default());
         for _ in 0..4 {
             r.requested(0);
         }
@@ -358,6 +420,6 @@ mod tests {
         );
         assert!((s.corrected.max() as f64 - 100e6).abs() < 1e5);
         assert_eq!(s.finished(), 4);
-        assert_eq!(s.in_flight, 0);
+        assert_eq!(s.in_flight, 4, "the peak, not the count at the end");
     }
 }

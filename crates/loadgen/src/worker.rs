@@ -82,6 +82,8 @@ pub(crate) struct RunShared {
     /// (0: each at its own time). Trades precision (each request up to one window late,
     /// recorded as lateness) for fewer wake-ups.
     pub batch: Nanos,
+    /// Requests in flight and connections open across all workers, for true peaks.
+    pub gauges: Arc<crate::recorder::Gauges>,
 }
 
 /// A request the schedule has issued.
@@ -205,7 +207,14 @@ async fn run(
     tx: mpsc::UnboundedSender<WorkerMessage>,
     shutdown: Shutdown,
 ) -> Result<(), String> {
-    let recorder = Recorder::new(index, shared.start, shared.interval, shared.timeout, tx);
+    let recorder = Recorder::new(
+        index,
+        shared.start,
+        shared.interval,
+        shared.timeout,
+        tx,
+        shared.gauges.clone(),
+    );
     let max_connections = match &shared.load {
         WorkerLoad::Open {
             max_connections, ..
@@ -466,9 +475,11 @@ impl Worker {
             None => {
                 let connect = self.shared.connector.connect_h1();
                 let deadline = job.intended + self.shared.timeout;
+                let began = clock::now();
                 match tokio::time::timeout(left_until(deadline), connect).await {
                     Ok(Ok(c)) => {
-                        self.rec.borrow_mut().connection_opened(clock::now());
+                        let now = clock::now();
+                        self.rec.borrow_mut().connection_opened(now, now - began);
                         conn.insert(c)
                     }
                     Ok(Err(kind)) => return self.fail_unsent(job, kind),
@@ -512,13 +523,15 @@ impl Worker {
                 notified.await;
                 continue;
             }
+            let began = clock::now();
             let result = self.shared.connector.connect_h2().await;
             let mut pool = self.h2.borrow_mut();
             pool.connecting = false;
             self.h2_ready.notify_waiters();
             let sender = result?;
             pool.sender = Some(sender.clone());
-            self.rec.borrow_mut().connection_opened(clock::now());
+            let now = clock::now();
+            self.rec.borrow_mut().connection_opened(now, now - began);
             return Ok(sender);
         }
     }

@@ -133,7 +133,7 @@ pub fn load_charts(run: &RunFigures) -> Result<Vec<Chart>, PlotError> {
                     Line::new(&run.load.connections.name, GREY, run.load.connections.points.clone()),
                 ],
             ),
-            "At the end of each interval. An open loop opens connections as the server slows down.",
+            "The most at once during each interval. An open loop opens connections as the server slows down.",
             no_requests,
         )?,
     ])

@@ -187,14 +187,22 @@ impl CellFigures {
                 kinds.join(", ")
             ));
         }
-        let behind = self
+        let behind: Vec<&str> = self
             .runs
             .iter()
             .filter(|r| r.summary.generator.behind)
-            .count();
-        if behind > 0 {
+            .map(|r| {
+                r.summary
+                    .generator
+                    .limited_by
+                    .as_deref()
+                    .unwrap_or("unknown")
+            })
+            .collect();
+        if let Some(cause) = behind.first() {
             why.push(format!(
-                "the generator fell behind its schedule in {behind} of {} repetitions",
+                "sends ran behind schedule in {} of {} repetitions (held back by: {cause})",
+                behind.len(),
                 self.runs.len()
             ));
         }

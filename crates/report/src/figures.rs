@@ -320,6 +320,7 @@ fn recompute_summary(run: &StoredRun, totals: &IntervalStats, last_end: f64) -> 
         peak_rss_bytes: None,
         stopped: run.stop_reason.clone(),
         notes: Vec::new(),
+        generator: Default::default(),
     })
 }
 

@@ -106,6 +106,7 @@ pub fn merge(group: &str, runs: Vec<StoredRun>) -> StoredRun {
             .max(),
         stopped: merged.stop_reason.clone(),
         notes: merged.warnings.clone(),
+        generator: Default::default(),
     });
     merged.summary = Some(summary);
     merged

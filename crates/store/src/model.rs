@@ -195,9 +195,10 @@ pub struct IntervalStats {
     pub waited_for_connection: u64,
     /// New connections established.
     pub connections_opened: u64,
-    /// Requests in flight when the interval closed (summed over threads).
+    /// The most requests in flight at once during the interval, in the whole gun process
+    /// (summed over gun hosts when shards are merged: then at most that).
     pub in_flight: u64,
-    /// Connections open when the interval closed (summed over threads).
+    /// The most connections open at once during the interval, likewise.
     pub connections_open: u64,
 }
 
@@ -226,13 +227,21 @@ impl IntervalStats {
         }
     }
 
-    /// Adds another thread's (or shard's) figures for the same interval, or another interval
-    /// to a running total. Gauges (in flight, connections open) add across threads; for a
-    /// total over time, [`IntervalStats::accumulate`] keeps their peak instead.
+    /// Adds another gun host's (shard's) figures for the same interval: gauges add, since the
+    /// hosts' peaks may coincide. (Threads of one gun use [`IntervalStats::merge_threads`]; a
+    /// total over time, [`IntervalStats::accumulate`].)
     pub fn merge(&mut self, other: &IntervalStats) {
         self.add_counts(other);
         self.in_flight += other.in_flight;
         self.connections_open += other.connections_open;
+    }
+
+    /// Adds another worker thread's figures for the same interval: each thread's gauges are
+    /// already the process-wide peaks it saw, so the highest is the peak.
+    pub fn merge_threads(&mut self, other: &IntervalStats) {
+        self.add_counts(other);
+        self.in_flight = self.in_flight.max(other.in_flight);
+        self.connections_open = self.connections_open.max(other.connections_open);
     }
 
     /// Adds a later interval to a run total: counts and histograms add, gauges keep their peak.

@@ -39,7 +39,30 @@ pub struct RunFacts<'a> {
     pub stopped: Option<String>,
     /// Other things that went wrong on the side, worded for the user.
     pub notes: Vec<String>,
+    /// What the generator measured of itself and its connections (absent for a summary
+    /// recomputed from stored intervals).
+    pub generator: GeneratorFacts,
 }
+
+/// What the generator measured of itself and its connections, to tell why sends were late.
+#[derive(Debug, Clone, Default)]
+pub struct GeneratorFacts {
+    /// The busiest worker thread's CPU time over its life, as a share of one core (0–1).
+    pub busiest_thread: Option<f64>,
+    /// How busy the CPUs the generator may run on were over the attack, every process counted
+    /// (0–1), and which CPUs those are (`0-1`).
+    pub cpus_busy: Option<(f64, String)>,
+    /// Time to establish each new connection (TCP, and TLS when used), ns.
+    pub connect: Option<Histogram<u64>>,
+}
+
+/// Above this share of a core, a generator thread is saturated; above this share of its CPUs'
+/// time, the generator's CPUs are.
+pub const SATURATED: f64 = 0.9;
+
+/// A connection that took this long to establish needed a SYN retransmission (Linux's initial
+/// retransmission timeout is 1 s): the server's accept queue was full.
+pub const SYN_RETRANSMISSION_NS: u64 = 900_000_000;
 
 /// Identifies this JSON layout; bumped when a field changes meaning or goes away.
 pub const SCHEMA: &str = "showdown.loadgen.summary/1";
@@ -163,20 +186,40 @@ pub struct ByteFigures {
 pub struct GeneratorFigures {
     /// Actual − intended send time, over all requests sent.
     pub lateness: LatencyStats,
-    /// Whether the generator, not the server, limited the load (see `warnings`).
+    /// Whether sends were late enough to matter: more than 1 % of the requests sent (and at
+    /// least 20) left over 1 ms (plus any `--batch` window) after their time. The figures then
+    /// describe less load than scheduled (see `warnings` and `limited_by`).
     pub behind: bool,
-    /// When behind, what held the sends back: `generator` (its own CPU) or `connection cap`
-    /// (`--max-connections`).
+    /// Requests sent over 1 ms (plus any `--batch` window) after their time.
+    #[serde(default)]
+    pub late: u64,
+    /// When behind, what held the sends back, from measurements: `generator` (a worker thread
+    /// saturated its core), `generator cpus shared` (the generator's CPUs were busy with other
+    /// processes), `connection cap` (requests waited for `--max-connections`), `server accept`
+    /// (new connections were slow to be accepted), or `unknown`.
     #[serde(default)]
     pub limited_by: Option<String>,
+    /// Time to establish each new connection (TCP, and TLS when used).
+    #[serde(default)]
+    pub connect: Option<LatencyStats>,
+    /// Connections that took over 0.9 s to establish: a SYN retransmission, the server's
+    /// accept queue full.
+    #[serde(default)]
+    pub slow_connects: u64,
+    /// The busiest worker thread's CPU time as a share of one core (0–1).
+    #[serde(default)]
+    pub busiest_thread: Option<f64>,
+    /// How busy the CPUs the generator may run on were during the attack, all processes (0–1).
+    #[serde(default)]
+    pub cpus_busy: Option<f64>,
     /// Requests sent in a later interval than the one they were due in.
     pub sent_late_beyond_interval: u64,
     /// Requests that found the pool at `--max-connections` and waited for a connection.
     pub waited_for_connection: u64,
     pub connections_opened: u64,
-    /// The most connections open at the end of an interval.
+    /// The most connections open at once during the run.
     pub peak_connections: u64,
-    /// The most requests in flight at the end of an interval.
+    /// The most requests in flight at once during the run.
     pub peak_in_flight: u64,
     pub threads: usize,
     /// CPU time of the generator's threads.
@@ -230,9 +273,41 @@ impl Summary {
         let config = facts.config;
         let open = config.open_loop;
         // Batching makes requests up to one window late on purpose: only lateness beyond that
-        // is the generator falling behind.
+        // is the generator falling behind. A handful of late sends out of thousands is a
+        // figure, not a reason to doubt the run.
         let limit = LATENESS_LIMIT_NS + facts.config.batch_ns;
-        let behind = open && (lateness.p99_ns > limit || t.sent_late_beyond_interval > 0);
+        let late = if t.lateness.is_empty() || t.lateness.max() <= limit {
+            0
+        } else {
+            t.lateness.count_between(limit + 1, t.lateness.max())
+        };
+        let behind = open && late > (t.sent / 100).max(20);
+        let connect = facts.generator.connect.as_ref().filter(|h| !h.is_empty());
+        let slow_connects = connect.map_or(0, |h| {
+            if h.max() < SYN_RETRANSMISSION_NS {
+                0
+            } else {
+                h.count_between(SYN_RETRANSMISSION_NS, h.max())
+            }
+        });
+        let busiest_thread = facts.generator.busiest_thread;
+        let cpus_busy = facts.generator.cpus_busy.as_ref().map(|(b, _)| *b);
+        let limited_by = behind.then(|| {
+            if busiest_thread.is_some_and(|b| b >= SATURATED) {
+                "generator"
+            } else if cpus_busy.is_some_and(|b| b >= SATURATED) {
+                "generator cpus shared"
+            } else if t.waited_for_connection > 0 && t.waited_for_connection * 2 >= late {
+                "connection cap"
+            } else if slow_connects > 0
+                || connect.is_some_and(|h| h.value_at_quantile(0.99) > limit)
+            {
+                "server accept"
+            } else {
+                "unknown"
+            }
+            .to_string()
+        });
         let cpu_s = facts.cpu.as_secs_f64();
         let mut summary = Summary {
             schema: SCHEMA.into(),
@@ -282,13 +357,12 @@ impl Summary {
             generator: GeneratorFigures {
                 lateness,
                 behind,
-                limited_by: behind.then(|| {
-                    if t.waited_for_connection > 0 {
-                        "connection cap".to_string()
-                    } else {
-                        "generator".to_string()
-                    }
-                }),
+                late,
+                limited_by,
+                connect: connect.map(LatencyStats::of),
+                slow_connects,
+                busiest_thread,
+                cpus_busy,
                 sent_late_beyond_interval: t.sent_late_beyond_interval,
                 waited_for_connection: t.waited_for_connection,
                 connections_opened: t.connections_opened,
@@ -315,24 +389,50 @@ impl Summary {
             ));
         }
         if g.behind {
+            let share = 100.0 * g.late as f64 / self.requests.sent.max(1) as f64;
             let mut text = format!(
-                "BEHIND SCHEDULE: p99 send lateness {} (limit {}), {} requests sent after their interval had ended. \
+                "BEHIND SCHEDULE: {} requests ({share:.1} %) were sent over {} after their time (p99 lateness {}). \
                  Corrected latencies still count from the intended send times, but the server received less load than scheduled.",
-                format_ns(g.lateness.p99_ns),
+                g.late,
                 format_ns(LATENESS_LIMIT_NS + facts.config.batch_ns),
-                g.sent_late_beyond_interval,
+                format_ns(g.lateness.p99_ns),
             );
-            if g.waited_for_connection > 0 {
-                let _ = write!(
+            let pct = |v: Option<f64>| v.map_or("?".to_string(), |v| format!("{:.0} %", v * 100.0));
+            let cpus = facts
+                .generator
+                .cpus_busy
+                .as_ref()
+                .map_or(String::new(), |(_, list)| list.clone());
+            let connect_p99 = g.connect.map_or("?".into(), |c| format_ns(c.p99_ns));
+            let _ = match g.limited_by.as_deref() {
+                Some("generator") => write!(
                     text,
-                    " {} requests waited for a free connection: the pool was held at --max-connections {}; raise it to send on time.",
+                    " Cause: the generator's CPU: its busiest worker thread was busy {} of the time. Add --threads, a faster gun host, or more gun hosts.",
+                    pct(g.busiest_thread)
+                ),
+                Some("generator cpus shared") => write!(
+                    text,
+                    " Cause: the generator's CPUs ({cpus}) were {} busy while its busiest thread used {} of a core: other processes took the rest. Pin the target and the rest elsewhere (taskset), or stop what shares the gun's CPUs.",
+                    pct(g.cpus_busy),
+                    pct(g.busiest_thread)
+                ),
+                Some("connection cap") => write!(
+                    text,
+                    " Cause: the connection cap: {} requests waited for a free connection, the pool held at --max-connections {}; raise it to send on time.",
                     g.waited_for_connection, facts.config.max_connections
-                );
-            } else {
-                text.push_str(
-                    " The generator's CPU could not keep up: add --threads, a faster gun host, or more gun hosts.",
-                );
-            }
+                ),
+                Some("server accept") => write!(
+                    text,
+                    " Cause: the server was slow to accept new connections: connecting took {connect_p99} at p99, and {} connections took over 0.9 s (a SYN retransmission: its accept queue was full).",
+                    g.slow_connects
+                ),
+                _ => write!(
+                    text,
+                    " Cause not found in the measurements: the busiest generator thread was busy {} of a core, its CPUs ({cpus}) {} busy, no request waited for a connection beyond what explains the lateness, and connections opened in {connect_p99} at p99.",
+                    pct(g.busiest_thread),
+                    pct(g.cpus_busy)
+                ),
+            };
             out.push(text);
         }
         if !self.open_loop {
@@ -474,11 +574,39 @@ impl Summary {
         } else {
             row(&mut s, "Generator", "", String::new());
         }
+        if self.open_loop && g.late > 0 && !g.behind {
+            row(
+                &mut s,
+                "",
+                "",
+                format!(
+                    "{} requests ({:.2} %) sent over {} late: too few to doubt the run",
+                    g.late,
+                    100.0 * g.late as f64 / self.requests.sent.max(1) as f64,
+                    format_ns(LATENESS_LIMIT_NS)
+                ),
+            );
+        }
+        if let Some(c) = &g.connect {
+            let mut line = format!(
+                "{}, {}, {}",
+                format_ns(c.p50_ns),
+                format_ns(c.p99_ns),
+                format_ns(c.max_ns)
+            );
+            if g.slow_connects > 0 {
+                let _ = write!(line, "; {} over 0.9 s (SYN retransmitted)", g.slow_connects);
+            }
+            row(&mut s, "Connect", "[time to connect 50, 99, max]", line);
+        }
         let mut cost = format!(
             "cpu {} = {:.1}µs/request",
             format_secs(g.cpu_s),
             g.cpu_per_request_us
         );
+        if let Some(b) = g.busiest_thread {
+            let _ = write!(cost, " (busiest thread {:.0} % of a core)", b * 100.0);
+        }
         if let Some(rss) = g.peak_rss_bytes {
             let _ = write!(cost, ", peak memory {:.1} MiB", rss as f64 / 1048576.0);
         }
@@ -557,5 +685,83 @@ mod tests {
             LatencyStats::of(&crate::model::new_histogram(1_000)).row(),
             "no requests"
         );
+    }
+
+    /// 30,000 requests at `lateness_us`, `late` of them 5 ms late, with what the generator
+    /// measured of itself.
+    fn summary_of(late: u64, waited: u64, generator: GeneratorFacts) -> Summary {
+        let mut totals = IntervalStats::new(0, 30_000_000_000);
+        for i in 0..30_000u64 {
+            let lateness = if i < late { 5_000_000 } else { 40_000 };
+            totals.lateness.record(lateness).unwrap();
+            totals.corrected.record(1_000_000).unwrap();
+        }
+        totals.requests = 30_000;
+        totals.sent = 30_000;
+        totals.waited_for_connection = waited;
+        let config = RunConfig {
+            open_loop: true,
+            max_connections: 8,
+            ..Default::default()
+        };
+        Summary::new(&RunFacts {
+            config: &config,
+            started: SystemTime::UNIX_EPOCH,
+            interval: Duration::from_secs(1),
+            totals: &totals,
+            attack: Duration::from_secs(30),
+            wait: Duration::ZERO,
+            cpu: Duration::from_secs(1),
+            peak_rss_bytes: None,
+            stopped: None,
+            notes: Vec::new(),
+            generator,
+        })
+    }
+
+    #[test]
+    fn a_handful_of_late_sends_is_a_figure_not_an_alarm() {
+        let s = summary_of(12, 0, GeneratorFacts::default());
+        assert!(!s.generator.behind);
+        assert_eq!(s.generator.late, 12);
+        assert!(s.warnings.is_empty(), "{:?}", s.warnings);
+        assert!(s
+            .to_text()
+            .contains("12 requests (0.04 %) sent over 1.00ms late: too few to doubt the run"));
+    }
+
+    #[test]
+    fn lateness_is_blamed_on_what_the_measurements_show() {
+        let busy = |thread: f64, cpus: f64| GeneratorFacts {
+            busiest_thread: Some(thread),
+            cpus_busy: Some((cpus, "0".into())),
+            connect: None,
+        };
+        let cause = |s: Summary| (s.generator.limited_by.clone(), s.warnings[0].clone());
+        let (by, text) = cause(summary_of(3_000, 0, busy(0.97, 0.98)));
+        assert_eq!(by.as_deref(), Some("generator"));
+        assert!(
+            text.contains("busiest worker thread was busy 97 %"),
+            "{text}"
+        );
+        let (by, text) = cause(summary_of(3_000, 0, busy(0.2, 0.99)));
+        assert_eq!(by.as_deref(), Some("generator cpus shared"));
+        assert!(text.contains("CPUs (0) were 99 % busy"), "{text}");
+        let (by, text) = cause(summary_of(3_000, 2_900, busy(0.2, 0.3)));
+        assert_eq!(by.as_deref(), Some("connection cap"));
+        assert!(text.contains("--max-connections 8"), "{text}");
+        let mut connect = crate::model::new_histogram(30_000_000_000);
+        connect.record(200_000).unwrap();
+        connect.record(1_020_000_000).unwrap();
+        let slow = GeneratorFacts {
+            connect: Some(connect),
+            ..busy(0.2, 0.3)
+        };
+        let (by, text) = cause(summary_of(3_000, 0, slow));
+        assert_eq!(by.as_deref(), Some("server accept"));
+        assert!(text.contains("1 connections took over 0.9 s"), "{text}");
+        let (by, text) = cause(summary_of(3_000, 0, busy(0.2, 0.3)));
+        assert_eq!(by.as_deref(), Some("unknown"));
+        assert!(text.contains("Cause not found"), "{text}");
     }
 }

@@ -126,6 +126,7 @@ fn summary_of(totals: &IntervalStats) -> Summary {
         peak_rss_bytes: None,
         stopped: None,
         notes: vec![],
+        generator: Default::default(),
     })
 }
 

@@ -295,6 +295,7 @@ pub async fn write(store: &Store, spec: &Spec, started_at_ns: i64) -> String {
         peak_rss_bytes: Some(9 << 20),
         stopped: None,
         notes: vec![format!("a note with {HOSTILE}")],
+        generator: Default::default(),
     });
     let finish = Finish {
         status: RunStatus::Complete,
