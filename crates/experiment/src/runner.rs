@@ -194,7 +194,16 @@ fn placement_text(experiment: &Experiment) -> String {
         Some(c) => format!("local targets pinned to CPU {c}"),
         None => "local targets on any CPU".into(),
     };
-    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    // The host's CPUs, not this process's: the runner pins itself to the generator's.
+    let cpus = std::fs::read_to_string("/proc/stat")
+        .map(|s| {
+            s.lines()
+                .filter(|l| {
+                    l.starts_with("cpu") && l.as_bytes().get(3).is_some_and(u8::is_ascii_digit)
+                })
+                .count()
+        })
+        .unwrap_or(0);
     format!("{gun}, {target}, on one {cpus}-CPU host (the probe and the runner share the generator's CPUs)")
 }
 

@@ -558,6 +558,15 @@ pub fn experiment_page(
     let failed = fig.cells.iter().map(|c| c.failed.len()).sum::<usize>();
     let expected = fig.cells.len() * d.repetitions as usize;
     let failed_targets: Vec<_> = r.verification.iter().filter(|v| !v.passed).collect();
+    // How each target was held to a host size (a cgroup, or why not), from its runs' labels.
+    let mut held: BTreeMap<&str, &str> = BTreeMap::new();
+    for c in &fig.cells {
+        for run in &c.runs {
+            if let Some(h) = run.labels.get("held") {
+                held.insert(&c.target, h);
+            }
+        }
+    }
     let matrix_metrics = [
         Metric::Throughput,
         Metric::P50,
@@ -586,6 +595,7 @@ pub fn experiment_page(
             @if done + failed < expected { ", " (expected - done - failed) " not run yet" }
             ". File " code { (r.file_label) } @if r.scale != 1.0 { ", scaled ×" (r.scale) " (a quick look, not the full experiment)" } "."
             br; (d.placement) "."
+            @for (target, held) in &held { br; (target) ": held by " (held) "." }
             @if fig.warmups > 0 { br; (fig.warmups) " warm-up runs are kept apart and left out of every figure." }
             @if fig.older > 0 { br; (fig.older) " runs of earlier versions of the file (or other scales) are not shown here; the index lists them." }
         }

@@ -4,6 +4,8 @@
 //! colours), and the browser logged nothing to the console.
 #![allow(clippy::unwrap_used)]
 
+#[path = "support/experiment_runs.rs"]
+mod experiment_runs;
 #[path = "support/runs.rs"]
 mod runs;
 
@@ -210,6 +212,28 @@ fn pages_render_in_a_browser() {
     assert!(
         shot.count(BLUE) > 300 && shot.count(ORANGE) > 300,
         "both runs' colours are on the screen: {} blue, {} orange",
+        shot.count(BLUE),
+        shot.count(ORANGE)
+    );
+}
+
+#[test]
+fn an_experiment_page_renders_in_a_browser() {
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let drawn = runtime.block_on(experiment_runs::drawn());
+    let work = tempfile::tempdir().unwrap();
+    let (dom, shot) = open(&drawn.page_path, work.path(), "experiment");
+    assert!(
+        dom.contains("At rate=100: fast had the lowest p99"),
+        "the sentences are in the DOM"
+    );
+    assert!(
+        dom.matches("<svg").count() >= 18,
+        "the charts across settings and per setting are in the DOM"
+    );
+    assert!(
+        shot.count(BLUE) > 300 && shot.count(ORANGE) > 300,
+        "both targets' colours are on the screen: {} blue, {} orange",
         shot.count(BLUE),
         shot.count(ORANGE)
     );

@@ -1,0 +1,121 @@
+//! The five seed experiments of `experiments/`, end to end and scaled down (`--scale 0.03`, one
+//! repetition): the real targets built by `targets/build`, a real PostgreSQL, the `loadgen`
+//! binary. Every cell is kept as a complete run with its labels and probe samples, and each
+//! experiment gets a page that answers its question, a sentence per setting.
+#![allow(clippy::unwrap_used)]
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::sync::Mutex;
+use std::time::Instant;
+
+use store::run::{RunFilter, RunStatus};
+use store::Store;
+
+const LOADGEN: &str = env!("CARGO_BIN_EXE_loadgen");
+
+/// One experiment at a time: each uses both CPUs.
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+fn seed(name: &str, settings: usize, targets: usize) {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let file = root.join("experiments").join(format!("{name}.toml"));
+    let work = tempfile::tempdir().unwrap();
+    let db = format!("sqlite://{}/runs.db", work.path().display());
+    let site = work.path().join("site");
+    let pg = pgcluster::Scratch::new().unwrap();
+    let started = Instant::now();
+    let out = Command::new(LOADGEN)
+        .args(["experiment", "run"])
+        .arg(&file)
+        .args([
+            "--scale",
+            "0.03",
+            "--repetitions",
+            "1",
+            "--db",
+            &db,
+            "--report",
+        ])
+        .arg(&site)
+        .env("DATABASE_URL", &pg.url)
+        .current_dir(&root)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    eprintln!("{name} took {:?}\n{said}", started.elapsed());
+    assert!(out.status.success(), "{said}");
+    let cells = settings * targets;
+    assert!(
+        said.contains(&format!("{cells} cells run (0 failed)")),
+        "{said}"
+    );
+
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let runs = rt.block_on(async {
+        let store = Store::open(&db).await.unwrap();
+        let mut filter = RunFilter {
+            experiment: Some(name.into()),
+            ..Default::default()
+        };
+        filter.labels.insert("phase".into(), "measure".into());
+        store.list_runs(&filter).await.unwrap()
+    });
+    assert_eq!(runs.len(), cells, "a measured run per cell");
+    for run in &runs {
+        assert_eq!(run.status, RunStatus::Complete, "{run:?}");
+        for key in ["target", "cell", "repetition", "file", "scale"] {
+            assert!(run.labels.contains_key(key), "{key}: {:?}", run.labels);
+        }
+        assert!(
+            run.peak_rss_bytes.is_some(),
+            "probe samples kept: {}",
+            run.name
+        );
+        let s = run.summary.as_ref().unwrap();
+        assert!(s.requests.ok > 0, "{}", run.name);
+    }
+
+    let mut pages = std::fs::read_dir(site.join("experiments")).unwrap();
+    let page = std::fs::read_to_string(pages.next().unwrap().unwrap().path()).unwrap();
+    assert!(page.contains("<h2>Answers</h2>"));
+    let answers = &page[page.find("<ul class=\"answers\">").unwrap()..];
+    let answers = &answers[..answers.find("</ul>").unwrap()];
+    assert_eq!(
+        answers.matches("<li>").count(),
+        settings,
+        "a sentence per setting"
+    );
+    assert!(answers.contains("had the lowest p99"), "{answers}");
+}
+
+#[test]
+fn showdown_node_go_rust_insert_users() {
+    seed("showdown", 3, 3);
+}
+
+#[test]
+fn connections_10_to_1000_open_and_closed() {
+    seed("connections", 8, 2);
+}
+
+#[test]
+fn delay_0_to_50_ms() {
+    seed("delay", 6, 2);
+}
+
+#[test]
+fn computation_0_to_50_percent() {
+    seed("computation", 5, 2);
+}
+
+#[test]
+fn cluster_encrypt_and_proxy() {
+    seed("cluster", 4, 4);
+}
