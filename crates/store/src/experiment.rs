@@ -36,6 +36,31 @@ pub struct Definition {
     pub file: String,
 }
 
+impl Definition {
+    /// The definition as it may be kept and shown: the file's secrets (a target's `SECRET`, a
+    /// `DATABASE_URL`'s password, an `Authorization` header) out (see [`crate::redact`]).
+    pub fn redacted(&self) -> Definition {
+        use crate::redact::text;
+        Definition {
+            source: self.source.as_deref().map(text),
+            targets: self.targets.iter().map(|t| text(t)).collect(),
+            axes: self
+                .axes
+                .iter()
+                .map(|(name, values)| {
+                    (
+                        name.clone(),
+                        values.iter().map(|v| crate::redact::env(name, v)).collect(),
+                    )
+                })
+                .collect(),
+            repetitions: self.repetitions,
+            placement: text(&self.placement),
+            file: text(&self.file),
+        }
+    }
+}
+
 /// How one target fared against the contract.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Verification {
@@ -61,7 +86,7 @@ impl Store {
         .bind(&e.question)
         .bind(&e.file_label)
         .bind(e.scale)
-        .bind(serde_json::to_string(&e.definition).unwrap_or_default())
+        .bind(serde_json::to_string(&e.definition.redacted()).unwrap_or_default())
         .bind(serde_json::to_string(&e.verification).unwrap_or_default())
         .bind(e.updated_at_ns)
         .execute(&mut *tx)

@@ -26,6 +26,21 @@ pub struct RunConfig {
     pub details: serde_json::Value,
 }
 
+impl RunConfig {
+    /// The configuration as it may be kept and shown: every secret out (see [`crate::redact`]).
+    pub fn redacted(&self) -> RunConfig {
+        let mut details = self.details.clone();
+        crate::redact::json(&mut details);
+        RunConfig {
+            target: crate::redact::text(&self.target),
+            load: crate::redact::text(&self.load),
+            command_line: crate::redact::command_line(&self.command_line),
+            details,
+            ..self.clone()
+        }
+    }
+}
+
 /// Facts about a host that matter to a benchmark.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct HostFacts {

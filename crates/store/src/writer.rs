@@ -4,16 +4,24 @@
 //! never blocks the attack) and writes them from a task of its own, in one transaction per
 //! batch: whatever arrived within 250 ms, up to 1,024 rows. [`RunWriter::finish`] writes what is
 //! left, realigns the probes' records with their final clock offsets, and marks the run
-//! complete or incomplete. A failed batch is counted and reported, never silently dropped; the
-//! rows before and after it are still written.
+//! complete or incomplete.
+//!
+//! A store that goes away (PostgreSQL stopped, the network cut) loses nothing: batches that
+//! could not be written for want of a connection are kept, in order, and retried with the
+//! next batch; at the end the writer keeps trying for [`FINISH_PATIENCE`]. If the store is still
+//! down then, what it did not get (the run's setup, the unwritten rows, the end) is written to
+//! a local SQLite file by the same code, for `loadgen runs import`. A batch the database
+//! refuses for what it holds is counted and reported, never silently dropped; the rows before
+//! and after it are still written.
 
+use std::path::PathBuf;
 use std::time::Duration;
 
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
 use crate::db::{self, Store};
-use crate::run::{ProbeMeta, RunStatus, StoredGap, StoredInterval, StoredRecord};
+use crate::run::{ProbeMeta, RunMeta, RunStatus, StoredGap, StoredInterval, StoredRecord};
 use crate::summary::Summary;
 
 /// How a run ended, for its row.
@@ -38,6 +46,10 @@ pub struct WriteReport {
     pub rows_failed: u64,
     /// The first failure, worded for the user.
     pub first_error: Option<String>,
+    /// Batches retried because the store could not be reached.
+    pub retries: u64,
+    /// Where the run went when the store stayed down (import it with `loadgen runs import`).
+    pub saved_to: Option<PathBuf>,
 }
 
 #[derive(Debug)]
@@ -51,6 +63,10 @@ enum Op {
 
 const BATCH_ROWS: usize = 1024;
 const BATCH_WAIT: Duration = Duration::from_millis(250);
+/// How long one write may wait for the store before it counts as unreachable.
+const WRITE_PATIENCE: Duration = Duration::from_secs(5);
+/// How long the end of a run waits for a store that is down before saving the run locally.
+pub const FINISH_PATIENCE: Duration = Duration::from_secs(15);
 
 /// Writes one run in the background. Rows are sent through its [`WriterHandle`] (it derefs
 /// to one), and [`RunWriter::finish`] ends the run.
@@ -69,11 +85,23 @@ impl std::ops::Deref for RunWriter {
     }
 }
 
+/// Where a run goes when its store stays down: a SQLite file in `dir`, named for the run.
+#[derive(Debug, Clone)]
+pub struct Fallback {
+    pub meta: RunMeta,
+    pub dir: PathBuf,
+}
+
 impl RunWriter {
     /// Starts writing run `run_id` (already created) on the current runtime.
     pub fn start(store: &Store, run_id: &str) -> Self {
+        Self::start_with(store, run_id, None)
+    }
+
+    /// As [`RunWriter::start`], saving the run to a local file if the store stays down.
+    pub fn start_with(store: &Store, run_id: &str, fallback: Option<Fallback>) -> Self {
         let (tx, rx) = mpsc::unbounded_channel();
-        let task = tokio::spawn(write_loop(store.clone(), run_id.to_string(), rx));
+        let task = tokio::spawn(write_loop(store.clone(), run_id.to_string(), rx, fallback));
         RunWriter {
             run_id: run_id.to_string(),
             handle: WriterHandle { tx },
@@ -130,13 +158,29 @@ impl WriterHandle {
     }
 }
 
+/// Whether a failure is the store being out of reach (worth a retry), not the rows.
+fn unreachable(e: &sqlx::Error) -> bool {
+    matches!(
+        e,
+        sqlx::Error::Io(_)
+            | sqlx::Error::Tls(_)
+            | sqlx::Error::PoolTimedOut
+            | sqlx::Error::PoolClosed
+            | sqlx::Error::Protocol(_)
+            | sqlx::Error::WorkerCrashed
+    ) || matches!(e, sqlx::Error::Database(d) if d.code().is_some_and(|c| c.starts_with("57P") || c.starts_with("08")))
+}
+
 async fn write_loop(
     store: Store,
     run_id: String,
     mut rx: mpsc::UnboundedReceiver<Op>,
+    fallback: Option<Fallback>,
 ) -> WriteReport {
     let mut report = WriteReport::default();
     let mut finish = None;
+    // Rows not yet written because the store was out of reach, in order.
+    let mut pending: Vec<Op> = Vec::new();
     while let Some(first) = rx.recv().await {
         let mut batch = vec![first];
         let deadline = tokio::time::Instant::now() + BATCH_WAIT;
@@ -153,31 +197,123 @@ async fn write_loop(
             finish = Some((**f).clone());
             batch.pop();
         }
-        if !batch.is_empty() {
-            let rows = batch.len() as u64;
-            match write_batch(&store, &run_id, &batch).await {
-                Ok(()) => report.rows_written += rows,
-                Err(e) => {
-                    report.rows_failed += rows;
-                    report.first_error.get_or_insert_with(|| {
-                        format!("could not store {rows} rows of the run: {e}")
-                    });
-                }
-            }
-        }
+        pending.extend(batch);
+        flush(&store, &run_id, &mut pending, &mut report).await;
         if finish.is_some() {
             break;
         }
     }
-    if let Some(finish) = finish {
-        if let Err(e) = write_finish(&store, &run_id, &finish).await {
-            report.rows_failed += 1;
-            report
-                .first_error
-                .get_or_insert_with(|| format!("could not record the end of the run: {e}"));
+    let Some(finish) = finish else {
+        return report;
+    };
+    let give_up = tokio::time::Instant::now() + FINISH_PATIENCE;
+    loop {
+        if pending.is_empty() {
+            match write_with_patience(write_finish(&store, &run_id, &finish)).await {
+                Ok(()) => return report,
+                Err(e) if unreachable(&e) => {
+                    report
+                        .first_error
+                        .get_or_insert_with(|| format!("the store is out of reach: {e}"));
+                }
+                Err(e) => {
+                    report.rows_failed += 1;
+                    report
+                        .first_error
+                        .get_or_insert_with(|| format!("could not record the end of the run: {e}"));
+                    return report;
+                }
+            }
         }
+        if tokio::time::Instant::now() >= give_up {
+            break;
+        }
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        report.retries += 1;
+        flush(&store, &run_id, &mut pending, &mut report).await;
+    }
+    // The store stayed down: what it did not get goes to a local file.
+    match &fallback {
+        Some(fallback) => match save_locally(fallback, &pending, &finish).await {
+            Ok(path) => {
+                report.saved_to = Some(path);
+            }
+            Err(e) => {
+                report.rows_failed += pending.len() as u64 + 1;
+                report.first_error = Some(format!(
+                    "{}; saving the run locally failed too: {e}",
+                    report.first_error.take().unwrap_or_default()
+                ));
+            }
+        },
+        None => report.rows_failed += pending.len() as u64 + 1,
     }
     report
+}
+
+/// Writes the pending rows, in batches; keeps them if the store is out of reach, drops (and
+/// counts) a batch the database refuses.
+async fn flush(store: &Store, run_id: &str, pending: &mut Vec<Op>, report: &mut WriteReport) {
+    while !pending.is_empty() {
+        let n = pending.len().min(BATCH_ROWS);
+        match write_with_patience(write_batch(store, run_id, &pending[..n])).await {
+            Ok(()) => {
+                report.rows_written += n as u64;
+                pending.drain(..n);
+            }
+            Err(e) if unreachable(&e) => {
+                report.retries += 1;
+                report
+                    .first_error
+                    .get_or_insert_with(|| format!("the store is out of reach: {e}"));
+                return;
+            }
+            Err(e) => {
+                report.rows_failed += n as u64;
+                report
+                    .first_error
+                    .get_or_insert_with(|| match store.disk_full(&e) {
+                        Some(full) => format!("could not store {n} rows of the run: {full}"),
+                        None => format!("could not store {n} rows of the run: {e}"),
+                    });
+                pending.drain(..n);
+            }
+        }
+    }
+}
+
+async fn write_with_patience(
+    write: impl std::future::Future<Output = Result<(), sqlx::Error>>,
+) -> Result<(), sqlx::Error> {
+    tokio::time::timeout(WRITE_PATIENCE, write)
+        .await
+        .unwrap_or(Err(sqlx::Error::PoolTimedOut))
+}
+
+/// Writes the run's setup, `pending` and its end into `DIR/RUN_ID.db`; returns the file.
+async fn save_locally(
+    fallback: &Fallback,
+    pending: &[Op],
+    finish: &Finish,
+) -> Result<PathBuf, String> {
+    let path = fallback.dir.join(format!("{}.db", fallback.meta.id));
+    let local = Store::open(&format!("sqlite://{}", path.display()))
+        .await
+        .map_err(|e| e.to_string())?;
+    local
+        .create_run(&fallback.meta)
+        .await
+        .map_err(|e| e.to_string())?;
+    for chunk in pending.chunks(BATCH_ROWS) {
+        write_batch(&local, &fallback.meta.id, chunk)
+            .await
+            .map_err(|e| e.to_string())?;
+    }
+    write_finish(&local, &fallback.meta.id, finish)
+        .await
+        .map_err(|e| e.to_string())?;
+    local.close().await;
+    Ok(path)
 }
 
 async fn write_batch(store: &Store, run_id: &str, batch: &[Op]) -> Result<(), sqlx::Error> {
