@@ -81,13 +81,36 @@ pub struct ServeArgs {
     #[command(flatten)]
     pub target: TargetArgs,
 
-    /// Address to listen on. Beyond loopback, --token-file is required.
+    /// Address to listen on. Beyond loopback, TLS and --token-file are required.
     #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:7700")]
     pub listen: SocketAddr,
 
     /// A file holding the token subscribers must present.
     #[arg(long, value_name = "FILE")]
     pub token_file: Option<PathBuf>,
+
+    /// TLS with this certificate (PEM; the chain, the probe's own first).
+    #[arg(
+        long,
+        value_name = "FILE",
+        requires = "tls_key",
+        conflicts_with = "tls_generate"
+    )]
+    pub tls_cert: Option<PathBuf>,
+
+    /// The private key of --tls-cert (PEM).
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
+
+    /// TLS with a self-signed certificate kept in DIR (probe.crt, probe.key): made on first
+    /// start, reused after; its SHA-256 fingerprint is printed for subscribers to pin.
+    #[arg(long, value_name = "DIR")]
+    pub tls_generate: Option<PathBuf>,
+
+    /// A name or address the generated certificate is for, besides localhost, the loopback
+    /// addresses, this host's name and the --listen address (repeatable; for --probe-ca users).
+    #[arg(long = "tls-name", value_name = "NAME", requires = "tls_generate")]
+    pub tls_names: Vec<String>,
 
     /// The most subscribers served at once.
     #[arg(long, value_name = "N", default_value = "16")]
@@ -142,6 +165,14 @@ pub struct TopArgs {
     /// The token of the probe at --connect.
     #[arg(long, value_name = "FILE", requires = "connect")]
     pub token_file: Option<PathBuf>,
+
+    /// The probe at --connect uses TLS with the certificate of this SHA-256 fingerprint.
+    #[arg(long, value_name = "HEX", requires = "connect", conflicts_with = "ca")]
+    pub fingerprint: Option<String>,
+
+    /// The probe at --connect uses TLS with a certificate this CA (PEM file) signed.
+    #[arg(long, value_name = "FILE", requires = "connect")]
+    pub ca: Option<PathBuf>,
 
     /// Stop after this long (else at Ctrl-C).
     #[arg(long, value_name = "DURATION", value_parser = parse_duration)]

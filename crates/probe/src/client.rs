@@ -17,6 +17,7 @@ use std::collections::HashMap;
 
 use futures_util::{SinkExt, StreamExt};
 use thiserror::Error;
+use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::{TcpStream, ToSocketAddrs};
 use tokio_util::codec::Framed;
 
@@ -25,6 +26,7 @@ use crate::protocol::{
     ClientCodec, ClientMessage, FrameError, ProbeMessage, Record, Start, VERSION,
 };
 use crate::sample::HostInfo;
+use crate::tls::ClientTls;
 
 /// Why subscribing failed.
 #[derive(Debug, Error)]
@@ -35,6 +37,8 @@ pub enum ClientError {
         #[source]
         source: std::io::Error,
     },
+    #[error("TLS with the probe at {addr} failed: {reason}")]
+    Tls { addr: String, reason: String },
     #[error("the probe refused the subscription: {0}")]
     Refused(String),
     #[error("the probe broke the protocol: {0}")]
@@ -97,10 +101,14 @@ pub enum Incoming {
     Pong(ClockSample),
 }
 
+/// The connection under a subscription: plain TCP or TLS.
+pub trait Connection: AsyncRead + AsyncWrite + Unpin + Send + std::fmt::Debug {}
+impl<T: AsyncRead + AsyncWrite + Unpin + Send + std::fmt::Debug> Connection for T {}
+
 /// A subscription to a probe.
 #[derive(Debug)]
 pub struct Subscriber {
-    framed: Framed<TcpStream, ClientCodec>,
+    framed: Framed<Box<dyn Connection>, ClientCodec>,
     pub host: HostInfo,
     /// The oldest and next sequence numbers the probe held at connection.
     pub oldest_seq: u64,
@@ -111,10 +119,22 @@ pub struct Subscriber {
 }
 
 impl Subscriber {
-    /// Connects, says hello and waits for the welcome.
+    /// Connects over plain TCP, says hello and waits for the welcome.
     pub async fn connect(
         addr: impl ToSocketAddrs + std::fmt::Display,
         token: Option<&str>,
+        start: Start,
+        client: &str,
+    ) -> Result<Self, ClientError> {
+        Self::connect_with(addr, token, None, start, client).await
+    }
+
+    /// Connects (over TLS when `tls` is given: the handshake first, then the hello and its
+    /// token inside it), says hello and waits for the welcome.
+    pub async fn connect_with(
+        addr: impl ToSocketAddrs + std::fmt::Display,
+        token: Option<&str>,
+        tls: Option<&ClientTls>,
         start: Start,
         client: &str,
     ) -> Result<Self, ClientError> {
@@ -125,6 +145,26 @@ impl Subscriber {
                 source,
             })?;
         let _ = stream.set_nodelay(true);
+        let stream: Box<dyn Connection> = match tls {
+            None => Box::new(stream),
+            Some(tls) => {
+                let text = addr.to_string();
+                let tls_error = |reason: String| ClientError::Tls {
+                    addr: text.clone(),
+                    reason,
+                };
+                let host = text.rsplit_once(':').map_or(text.as_str(), |(h, _)| h);
+                let name = ClientTls::server_name(host).map_err(|e| tls_error(e.to_string()))?;
+                let connector = tokio_rustls::TlsConnector::from(tls.config.clone());
+                let stream = connector.connect(name, stream).await.map_err(|e| {
+                    tls_error(match e.get_ref().map(|inner| inner.to_string()) {
+                        Some(inner) if !inner.is_empty() => inner,
+                        _ => format!("{e}; does the probe run with TLS (probe serve --tls-cert or --tls-generate)?"),
+                    })
+                })?;
+                Box::new(stream)
+            }
+        };
         let mut framed = Framed::new(stream, ClientCodec::default());
         framed
             .send(ClientMessage::Hello {

@@ -14,6 +14,7 @@
 //! - [`server`]: `probe serve`, with tokens, caps and back-off.
 //! - [`client`]: the subscriber side, with clock-offset estimation (used by loadgen).
 //! - [`record`]: `probe record` to CSV or JSON lines; [`top`]: `probe top`.
+//! - [`tls`]: the stream's TLS: certificates, fingerprints, pinning.
 //! - [`clock`]: the host's clocks in nanoseconds.
 
 pub mod buffer;
@@ -28,6 +29,7 @@ pub mod sampler;
 pub mod selector;
 pub mod server;
 pub mod slow;
+pub mod tls;
 pub mod top;
 
 use std::io::Write;
@@ -55,6 +57,8 @@ pub enum Error {
     },
     #[error(transparent)]
     Client(#[from] ClientError),
+    #[error(transparent)]
+    Tls(#[from] tls::TlsError),
 }
 
 fn io_error(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> Error {
@@ -104,9 +108,10 @@ async fn interrupted() {
 
 async fn serve(args: ServeArgs) -> Result<(), Error> {
     let token = args.token_file.as_ref().map(read_token).transpose()?;
-    if !args.listen.ip().is_loopback() && token.is_none() {
+    let tls = server_tls(&args)?;
+    if !args.listen.ip().is_loopback() && (token.is_none() || tls.is_none()) {
         return Err(Error::Usage(format!(
-            "listening on {} exposes the samples beyond this host: add --token-file FILE",
+            "listening on {} exposes the samples beyond this host: add --token-file FILE and TLS (--tls-cert FILE --tls-key FILE, or --tls-generate DIR)",
             args.listen
         )));
     }
@@ -127,6 +132,7 @@ async fn serve(args: ServeArgs) -> Result<(), Error> {
         token,
         max_subscribers: args.max_subscribers,
         clock_shift_ns: args.clock_shift_ns_for_tests,
+        tls: tls.as_ref().map(|t| t.config.clone()),
         ..Default::default()
     };
     let running = server::RunningProbe::start(
@@ -137,14 +143,62 @@ async fn serve(args: ServeArgs) -> Result<(), Error> {
         args.buffer_mib.max(1) << 20,
     )?;
     tracing::info!(
-        "probe {} listening on {}, watching {selector}",
+        "probe {} listening on {}{}, watching {selector}",
         env!("CARGO_PKG_VERSION"),
-        running.addr
+        running.addr,
+        if tls.is_some() { " (TLS)" } else { "" }
     );
     interrupted().await;
     drop(running);
     tracing::info!("probe stopped");
     Ok(())
+}
+
+/// The TLS set-up `probe serve` was asked for; a generated certificate's fingerprint is printed
+/// on standard output (for the operator to pass to loadgen) and logged.
+fn server_tls(args: &ServeArgs) -> Result<Option<tls::ServerTls>, Error> {
+    if let (Some(cert), Some(key)) = (&args.tls_cert, &args.tls_key) {
+        let tls = tls::ServerTls::from_pem_files(cert, key)?;
+        tracing::info!(
+            "TLS certificate {} sha256 fingerprint {}",
+            cert.display(),
+            tls.fingerprint
+        );
+        return Ok(Some(tls));
+    }
+    let Some(dir) = &args.tls_generate else {
+        return Ok(None);
+    };
+    let mut names = vec!["localhost".to_string(), "127.0.0.1".into(), "::1".into()];
+    if let Ok(host) = std::fs::read_to_string("/proc/sys/kernel/hostname") {
+        names.push(host.trim().to_string());
+    }
+    if !args.listen.ip().is_unspecified() {
+        names.push(args.listen.ip().to_string());
+    }
+    names.extend(args.tls_names.iter().cloned());
+    names.retain(|n| !n.is_empty());
+    names.dedup();
+    let (tls, made) = tls::ServerTls::generate_or_load(dir, &names)?;
+    let what = if made { "generated" } else { "kept" };
+    tracing::info!(
+        "TLS certificate {what} in {} (for {}) sha256 fingerprint {}",
+        dir.display(),
+        names.join(", "),
+        tls.fingerprint
+    );
+    println!("probe TLS fingerprint (sha256): {}", tls.fingerprint);
+    Ok(Some(tls))
+}
+
+/// `probe top --connect`'s TLS, from --fingerprint or --ca.
+fn client_tls(args: &TopArgs) -> Result<Option<tls::ClientTls>, Error> {
+    let trust = match (&args.fingerprint, &args.ca) {
+        (Some(fp), _) => tls::Trust::Fingerprint(tls::parse_fingerprint(fp)?),
+        (None, Some(ca)) => tls::Trust::Ca(ca.clone()),
+        (None, None) => return Ok(None),
+    };
+    Ok(Some(tls::ClientTls::new(&trust)?))
 }
 
 async fn record(args: RecordArgs) -> Result<(), Error> {
@@ -227,9 +281,11 @@ async fn top(args: TopArgs) -> Result<(), Error> {
     };
     if let Some(addr) = &args.connect {
         let token = args.token_file.as_ref().map(read_token).transpose()?;
-        let mut sub = Subscriber::connect(
+        let tls = client_tls(&args)?;
+        let mut sub = Subscriber::connect_with(
             addr.as_str(),
             token.as_deref(),
+            tls.as_ref(),
             Start::Back { ns: 5_000_000_000 },
             "probe top",
         )

@@ -6,6 +6,10 @@
 //! `protocol.rs`). A slow subscriber only slows itself. The number of subscribers is capped; a
 //! wrong token is logged and answered only after a delay that doubles with each failure from
 //! the same address (up to 30 s); accept errors (out of FDs) back off instead of spinning.
+//!
+//! With TLS, the handshake comes first and the `hello` (with its token) travels inside it. A
+//! client that speaks plain TCP to a TLS probe is told so in a plain frame (its first byte is a
+//! length prefix, never a TLS handshake record) and disconnected.
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -15,6 +19,7 @@ use std::time::{Duration, Instant};
 
 use futures_util::{SinkExt, StreamExt};
 use subtle::ConstantTimeEq;
+use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::Semaphore;
 use tokio_util::codec::Framed;
@@ -37,6 +42,8 @@ pub struct ServeConfig {
     pub hello_timeout: Duration,
     /// Added to the times in `pong` (tests only: a probe whose clock is off, on purpose).
     pub clock_shift_ns: i64,
+    /// TLS: every subscriber must handshake first.
+    pub tls: Option<Arc<rustls::ServerConfig>>,
 }
 
 impl Default for ServeConfig {
@@ -47,6 +54,7 @@ impl Default for ServeConfig {
             max_frame: crate::protocol::MAX_FRAME,
             hello_timeout: Duration::from_secs(5),
             clock_shift_ns: 0,
+            tls: None,
         }
     }
 }
@@ -173,6 +181,50 @@ pub async fn serve(
 
 async fn session(stream: TcpStream, peer: SocketAddr, shared: &Shared) -> Result<(), FrameError> {
     let _ = stream.set_nodelay(true);
+    let Some(tls) = &shared.config.tls else {
+        return subscription(stream, peer, shared).await;
+    };
+    let mut first = [0u8; 1];
+    let peeked = tokio::time::timeout(shared.config.hello_timeout, stream.peek(&mut first)).await;
+    match peeked {
+        Ok(Ok(1)) if first[0] == TLS_HANDSHAKE_RECORD => {}
+        Ok(Ok(1)) => {
+            tracing::warn!(%peer, "refused a plain-TCP subscriber: this probe requires TLS (anything it sent, a token included, crossed the network in clear)");
+            let mut framed = Framed::new(stream, ProbeCodec::new(shared.config.max_frame));
+            return framed
+                .send(ProbeMessage::Refused {
+                    reason:
+                        "this probe requires TLS: connect with --probe-fingerprint or --probe-ca"
+                            .into(),
+                })
+                .await;
+        }
+        Ok(_) => return Ok(()),
+        Err(_) => return Ok(()),
+    }
+    let acceptor = tokio_rustls::TlsAcceptor::from(tls.clone());
+    match tokio::time::timeout(shared.config.hello_timeout, acceptor.accept(stream)).await {
+        Ok(Ok(stream)) => subscription(stream, peer, shared).await,
+        Ok(Err(e)) => {
+            tracing::info!(%peer, "TLS handshake failed: {e}");
+            Ok(())
+        }
+        Err(_) => {
+            tracing::info!(%peer, "no TLS handshake within the time limit");
+            Ok(())
+        }
+    }
+}
+
+/// The first byte of a TLS connection: a handshake record's content type.
+const TLS_HANDSHAKE_RECORD: u8 = 0x16;
+
+/// One subscriber, from `hello` to the end, over plain TCP or TLS.
+async fn subscription<S: AsyncRead + AsyncWrite + Unpin>(
+    stream: S,
+    peer: SocketAddr,
+    shared: &Shared,
+) -> Result<(), FrameError> {
     let mut framed = Framed::new(stream, ProbeCodec::new(shared.config.max_frame));
     let refuse = |reason: String| ProbeMessage::Refused { reason };
     let Ok(_permit) = shared.permits.clone().try_acquire_owned() else {

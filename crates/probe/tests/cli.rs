@@ -18,6 +18,12 @@ fn mistakes_get_one_line_naming_the_fix() {
     let empty = dir.path().join("empty.token");
     std::fs::write(&empty, "\n").unwrap();
     let empty = empty.to_str().unwrap();
+    let token = dir.path().join("probe.token");
+    std::fs::write(&token, "a token\n").unwrap();
+    let token = token.to_str().unwrap();
+    let not_pem = dir.path().join("not.pem");
+    std::fs::write(&not_pem, "hello").unwrap();
+    let not_pem = not_pem.to_str().unwrap();
     let cases: &[(&[&str], &str)] = &[
         (&["serve"], "--port"),
         (&["serve", "--pid", "1", "--port", "80"], "cannot be used"),
@@ -27,6 +33,35 @@ fn mistakes_get_one_line_naming_the_fix() {
         (
             &["serve", "--pid", "1", "--listen", "0.0.0.0:7700"],
             "--token-file",
+        ),
+        (
+            &[
+                "serve",
+                "--pid",
+                "1",
+                "--listen",
+                "0.0.0.0:7700",
+                "--token-file",
+                token,
+            ],
+            "--tls-generate",
+        ),
+        (
+            &[
+                "serve",
+                "--pid",
+                "1",
+                "--tls-cert",
+                not_pem,
+                "--tls-key",
+                not_pem,
+            ],
+            "not.pem",
+        ),
+        (&["serve", "--pid", "1", "--tls-cert", not_pem], "--tls-key"),
+        (
+            &["top", "--connect", "127.0.0.1:1", "--fingerprint", "AB:CD"],
+            "fingerprint",
         ),
         (
             &["serve", "--pid", "1", "--token-file", "/no/such/token"],

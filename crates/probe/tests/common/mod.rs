@@ -151,3 +151,23 @@ pub fn wait_for<T>(
         std::thread::sleep(Duration::from_millis(20));
     }
 }
+
+/// Whether the peer closes `stream` (or breaks it) within `limit`, reading and discarding
+/// whatever it sends first: a probe must not hold a hostile connection open.
+pub async fn closes_within<S: tokio::io::AsyncRead + Unpin>(
+    stream: &mut S,
+    limit: Duration,
+) -> bool {
+    use tokio::io::AsyncReadExt;
+    let mut buf = vec![0u8; 4096];
+    tokio::time::timeout(limit, async {
+        loop {
+            match stream.read(&mut buf).await {
+                Ok(0) | Err(_) => return,
+                Ok(_) => {}
+            }
+        }
+    })
+    .await
+    .is_ok()
+}
