@@ -91,6 +91,9 @@ pub struct TargetSpec {
     /// The probe watching a remote target, `HOST:PORT`.
     pub probe: Option<String>,
     pub probe_token_file: Option<PathBuf>,
+    /// The remote probe's TLS: its certificate's SHA-256 fingerprint, or a CA file (PEM).
+    pub probe_fingerprint: Option<String>,
+    pub probe_ca: Option<PathBuf>,
     /// Hold a local target to this many CPUs (a cgroup CPU quota where the machine allows).
     pub cpus: Option<f64>,
     /// Hold a local target to this much memory, e.g. `"1GiB"` (a cgroup memory limit).

@@ -35,6 +35,8 @@ pub struct Attack {
     pub labels: Vec<(String, String)>,
     pub probe: Option<String>,
     pub probe_token_file: Option<PathBuf>,
+    pub probe_fingerprint: Option<String>,
+    pub probe_ca: Option<PathBuf>,
     pub pre_roll: Duration,
     pub post_roll: Duration,
     /// Where a mix's targets file is written.
@@ -140,6 +142,12 @@ impl Attack {
             push(&["--post-roll", &secs(self.post_roll)]);
             if let Some(t) = &self.probe_token_file {
                 push(&["--probe-token-file", &t.display().to_string()]);
+            }
+            if let Some(f) = &self.probe_fingerprint {
+                push(&["--probe-fingerprint", f]);
+            }
+            if let Some(ca) = &self.probe_ca {
+                push(&["--probe-ca", &ca.display().to_string()]);
             }
         }
         push(&["--output", "json"]);

@@ -738,6 +738,8 @@ impl CellContext<'_> {
                 None
             },
             probe_token_file: spec.probe_token_file.clone(),
+            probe_fingerprint: spec.probe_fingerprint.clone(),
+            probe_ca: spec.probe_ca.clone(),
             pre_roll: self.plan.pre_roll,
             post_roll: self.plan.post_roll,
             workdir: self.workdir.to_path_buf(),

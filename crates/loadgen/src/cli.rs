@@ -81,6 +81,16 @@ pub struct ProbeArgs {
     #[arg(long, value_name = "FILE")]
     pub probe_token_file: Option<PathBuf>,
 
+    /// The probes use TLS: pin their certificate by its SHA-256 fingerprint (what `probe
+    /// serve --tls-generate` printed).
+    #[arg(long, value_name = "HEX", conflicts_with = "probe_ca")]
+    pub probe_fingerprint: Option<String>,
+
+    /// The probes use TLS: trust certificates this CA signed (PEM; the probe's own certificate
+    /// works too), for the host name or address in --probe.
+    #[arg(long, value_name = "FILE")]
+    pub probe_ca: Option<PathBuf>,
+
     /// Probe samples to keep from before the first request.
     #[arg(long, value_name = "DURATION", default_value = "3s", value_parser = parse_duration)]
     pub pre_roll: Duration,
@@ -158,6 +168,11 @@ pub enum RunsCommand {
     },
     /// Delete a run and everything it recorded.
     Delete { run: String },
+    /// Bring runs saved to a local file (when the store was down) into the store (--db).
+    Import {
+        /// The file loadgen named when it saved the run (results/unsaved/RUN_ID.db).
+        file: PathBuf,
+    },
 }
 
 #[derive(Debug, Clone, Args)]
@@ -592,6 +607,17 @@ impl AttackArgs {
             ),
             None => None,
         };
+        let trust = match (&self.probe.probe_fingerprint, &self.probe.probe_ca) {
+            (Some(fp), _) => Some(probe::tls::Trust::Fingerprint(
+                probe::tls::parse_fingerprint(fp).map_err(|e| Error::Usage(e.to_string()))?,
+            )),
+            (None, Some(ca)) => Some(probe::tls::Trust::Ca(ca.clone())),
+            (None, None) => None,
+        };
+        let tls = trust
+            .map(|t| probe::tls::ClientTls::new(&t))
+            .transpose()
+            .map_err(|e| Error::Usage(format!("--probe-ca: {e}")))?;
         keeping.probes = self
             .probe
             .probes
@@ -599,6 +625,7 @@ impl AttackArgs {
             .map(|address| ProbeTarget {
                 address: address.clone(),
                 token: token.clone(),
+                tls: tls.clone(),
             })
             .collect();
         keeping.pre_roll = self.probe.pre_roll;
@@ -631,7 +658,7 @@ impl StoreArgs {
             experiment: self.experiment.clone(),
             run_id: self.run_id.clone(),
             labels: self.labels.iter().cloned().collect(),
-            command_line: crate::recording::redact_command_line(command_line),
+            command_line: store::redact::command_line(command_line),
             ..Default::default()
         })
     }

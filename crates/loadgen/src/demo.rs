@@ -154,6 +154,7 @@ pub async fn run(
         keeping.probes = vec![ProbeTarget {
             address: p.addr.to_string(),
             token: None,
+            tls: None,
         }];
         keeping.pre_roll = Duration::from_secs(1);
         keeping.post_roll = Duration::from_secs(1);

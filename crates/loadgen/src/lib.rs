@@ -120,7 +120,8 @@ pub fn print_kept(done: &recording::Executed, keeping: &recording::Keeping, form
         return;
     };
     let line = format!(
-        "Kept as run {id} in {url}: loadgen runs show {}",
+        "Kept as run {id} in {}: loadgen runs show {}",
+        store::redact::text(url),
         &id[..18.min(id.len())]
     );
     match format {

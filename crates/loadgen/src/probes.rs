@@ -50,6 +50,8 @@ pub struct LinkReport {
 pub struct ProbeTarget {
     pub address: String,
     pub token: Option<String>,
+    /// TLS, when the probe serves it (`--probe-fingerprint`, `--probe-ca`).
+    pub tls: Option<probe::tls::ClientTls>,
 }
 
 /// A probe subscribed to and clock-aligned, not yet followed.
@@ -72,9 +74,10 @@ impl Connected {
         let start = Start::Back {
             ns: clock::nanos(pre_roll),
         };
-        let mut sub = Subscriber::connect(
+        let mut sub = Subscriber::connect_with(
             target.address.as_str(),
             target.token.as_deref(),
+            target.tls.as_ref(),
             start,
             concat!("showdown-loadgen ", env!("CARGO_PKG_VERSION")),
         )
@@ -260,9 +263,10 @@ impl Follower {
                     Some(seq) => Start::After { seq },
                     None => Start::Oldest,
                 };
-                match Subscriber::connect(
+                match Subscriber::connect_with(
                     self.target.address.as_str(),
                     self.target.token.as_deref(),
+                    self.target.tls.as_ref(),
                     start,
                     "showdown-loadgen",
                 )

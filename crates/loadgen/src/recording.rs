@@ -114,7 +114,14 @@ pub async fn execute(
         Some(store) => {
             let meta = run_meta(plan, keeping, anchor.wall);
             store.create_run(&meta).await?;
-            (Some(RunWriter::start(store, &meta.id)), Some(meta.id))
+            let fallback = store::writer::Fallback {
+                meta: meta.clone(),
+                dir: std::path::PathBuf::from(UNSAVED_DIR),
+            };
+            (
+                Some(RunWriter::start_with(store, &meta.id, Some(fallback))),
+                Some(meta.id),
+            )
         }
         None => (None, None),
     };
@@ -198,12 +205,26 @@ pub async fn execute(
                 anchor.mono,
             ))
             .await;
-        if let Some(problem) = report.first_error {
+        if let Some(path) = &report.saved_to {
             summary.warnings.push(format!(
-                "THE STORE FAILED: {problem} ({} of {} rows not kept).",
-                report.rows_failed,
-                report.rows_failed + report.rows_written
+                "THE STORE WAS DOWN at the end of the run ({}): the run is saved in {}; bring it in with `loadgen runs import {} --db URL` once the store is back.",
+                report.first_error.as_deref().unwrap_or("unreachable"),
+                path.display(),
+                path.display()
             ));
+        } else if report.rows_failed == 0 && report.retries > 0 {
+            summary.warnings.push(format!(
+                "The store was out of reach during the run ({}); every row was written once it came back.",
+                report.first_error.as_deref().unwrap_or("unreachable")
+            ));
+        } else if report.rows_failed > 0 {
+            if let Some(problem) = report.first_error {
+                summary.warnings.push(format!(
+                    "THE STORE FAILED: {problem} ({} of {} rows not kept).",
+                    report.rows_failed,
+                    report.rows_failed + report.rows_written
+                ));
+            }
         }
     }
     Ok(Executed {
@@ -212,6 +233,9 @@ pub async fn execute(
         probes,
     })
 }
+
+/// Where a run goes when its store is down at the end (relative to the working directory).
+pub const UNSAVED_DIR: &str = "results/unsaved";
 
 fn finish(
     status: RunStatus,
@@ -262,64 +286,6 @@ fn run_meta(plan: &AttackPlan, keeping: &Keeping, zero: SystemTime) -> RunMeta {
     }
 }
 
-/// Header values that are never stored.
-const SECRET_HEADERS: [&str; 5] = [
-    "authorization",
-    "proxy-authorization",
-    "cookie",
-    "x-api-key",
-    "x-auth-token",
-];
-
-/// Whether a header (`Name: value`) carries a secret.
-pub fn is_secret_header(line: &str) -> bool {
-    let name = line
-        .split(':')
-        .next()
-        .unwrap_or("")
-        .trim()
-        .to_ascii_lowercase();
-    SECRET_HEADERS.contains(&name.as_str())
-}
-
-/// The command line with the values of secret headers replaced.
-pub fn redact_command_line(args: &[String]) -> Vec<String> {
-    let mut out = Vec::with_capacity(args.len());
-    let mut header_next = false;
-    for arg in args {
-        let (flag, inline) = match arg.split_once('=') {
-            Some((f, v)) if f == "--header" => (Some(f), Some(v)),
-            _ => (None, None),
-        };
-        let redacted =
-            |h: &str| format!("{}: <redacted>", h.split(':').next().unwrap_or("").trim());
-        if header_next {
-            out.push(if is_secret_header(arg) {
-                redacted(arg)
-            } else {
-                arg.clone()
-            });
-            header_next = false;
-        } else if let (Some(flag), Some(value)) = (flag, inline) {
-            out.push(if is_secret_header(value) {
-                format!("{flag}={}", redacted(value))
-            } else {
-                arg.clone()
-            });
-        } else if let Some(value) = arg.strip_prefix("-H").filter(|v| !v.is_empty()) {
-            out.push(if is_secret_header(value) {
-                format!("-H{}", redacted(value))
-            } else {
-                arg.clone()
-            });
-        } else {
-            header_next = arg == "-H" || arg == "--header";
-            out.push(arg.clone());
-        }
-    }
-    out
-}
-
 fn run_config(plan: &AttackPlan, keeping: &Keeping) -> RunConfig {
     let requests: Vec<serde_json::Value> = plan
         .mix
@@ -329,9 +295,8 @@ fn run_config(plan: &AttackPlan, keeping: &Keeping) -> RunConfig {
                 .headers
                 .iter()
                 .map(|(name, value)| {
-                    let line = format!("{name}: {}", value.to_str().unwrap_or(""));
-                    let value = if is_secret_header(&line) {
-                        "<redacted>".to_string()
+                    let value = if store::redact::is_secret_name(name.as_str()) {
+                        store::redact::REDACTED.to_string()
                     } else {
                         value.to_str().unwrap_or("").to_string()
                     };
@@ -367,36 +332,4 @@ fn run_config(plan: &AttackPlan, keeping: &Keeping) -> RunConfig {
 /// This host's facts.
 pub fn gun_host() -> HostFacts {
     HostFacts::current()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn secrets_are_taken_out_of_the_command_line() {
-        let args: Vec<String> = [
-            "loadgen",
-            "attack",
-            "-H",
-            "Authorization: Bearer s3cret",
-            "-H",
-            "Accept: */*",
-            "--header=Cookie: id=7",
-            "-HX-Api-Key: k",
-            "http://x/",
-        ]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
-        let out = redact_command_line(&args);
-        let text = out.join(" ");
-        assert!(
-            !text.contains("s3cret") && !text.contains("id=7") && !text.contains(": k"),
-            "{text}"
-        );
-        assert!(text.contains("Authorization: <redacted>"), "{text}");
-        assert!(text.contains("Accept: */*"), "{text}");
-        assert_eq!(out.len(), args.len());
-    }
 }

@@ -42,6 +42,8 @@ use crate::template::{Template, TemplateError};
 pub enum RequestError {
     #[error("URL {url:?} is not an absolute http:// or https:// URL: write it like http://127.0.0.1:8080/path")]
     BadUrl { url: String },
+    #[error("URL {url:?} carries a user name or password: send credentials as a header instead (-H 'Authorization: Basic …'), which is kept out of the store")]
+    UserInfo { url: String },
     #[error(
         "header {0:?} is not of the form 'Name: value', e.g. -H 'Content-Type: application/json'"
     )]
@@ -117,6 +119,11 @@ pub struct RequestSpec {
     pub path_text: String,
     pub headers: HeaderMap,
     body: Template,
+    /// HTTP/1.1's `Host`, made once rather than per request.
+    host: Option<HeaderValue>,
+    /// The path as a URI when it has no placeholders: cloned (reference counts), not re-parsed,
+    /// per request.
+    fixed_uri: Option<Uri>,
 }
 
 /// What a request needs besides its URL; the command line's `-m`, `-H`, `--body`.
@@ -164,7 +171,7 @@ impl RequestSpec {
         let sample = path.render(0, &mut rand::rng());
         if Uri::from_maybe_shared(sample).is_err() {
             return Err(RequestError::BadUrl {
-                url: url.to_string(),
+                url: store::redact::text(url),
             });
         }
         let mut map = HeaderMap::new();
@@ -187,6 +194,10 @@ impl RequestSpec {
             what: "the body".into(),
             source,
         })?;
+        let host = HeaderValue::from_str(origin.authority.as_str()).ok();
+        let fixed_uri = path
+            .as_static()
+            .and_then(|p| Uri::from_maybe_shared(p).ok());
         Ok(RequestSpec {
             method,
             origin,
@@ -194,6 +205,8 @@ impl RequestSpec {
             path_text,
             headers: map,
             body,
+            host,
+            fixed_uri,
         })
     }
 
@@ -207,10 +220,12 @@ impl RequestSpec {
         keepalive: bool,
         rng: &mut impl Rng,
     ) -> (Request<Full<Bytes>>, u64) {
-        let path = self.path.render(seq, rng);
         let body = self.body.render(seq, rng);
         let body_len = body.len() as u64;
-        let uri = if h2 {
+        let uri = if let (false, Some(fixed)) = (h2, &self.fixed_uri) {
+            fixed.clone()
+        } else if h2 {
+            let path = self.path.render(seq, rng);
             let mut full = String::with_capacity(path.len() + 32);
             full.push_str(self.origin.scheme());
             full.push_str("://");
@@ -218,7 +233,7 @@ impl RequestSpec {
             full.push_str(std::str::from_utf8(&path).unwrap_or("/"));
             Uri::try_from(full).unwrap_or_default()
         } else {
-            Uri::from_maybe_shared(path).unwrap_or_default()
+            Uri::from_maybe_shared(self.path.render(seq, rng)).unwrap_or_default()
         };
         let mut request = Request::new(Full::new(body));
         *request.method_mut() = self.method.clone();
@@ -226,8 +241,8 @@ impl RequestSpec {
         let headers = request.headers_mut();
         *headers = self.headers.clone();
         if !h2 {
-            if let Ok(host) = HeaderValue::from_str(self.origin.authority.as_str()) {
-                headers.insert(HOST, host);
+            if let Some(host) = &self.host {
+                headers.insert(HOST, host.clone());
             }
             if !keepalive {
                 headers.insert(CONNECTION, HeaderValue::from_static("close"));
@@ -265,7 +280,7 @@ fn parse_header_line(line: &str) -> Result<(String, String), RequestError> {
 /// path: they are checked when the template is compiled).
 fn parse_url(url: &str) -> Result<(Origin, String), RequestError> {
     let bad = || RequestError::BadUrl {
-        url: url.to_string(),
+        url: store::redact::text(url),
     };
     let (tls, rest) = if let Some(rest) = url.strip_prefix("http://") {
         (false, rest)
@@ -283,8 +298,13 @@ fn parse_url(url: &str) -> Result<(Origin, String), RequestError> {
     } else {
         path.to_string()
     };
+    if authority.contains('@') {
+        return Err(RequestError::UserInfo {
+            url: store::redact::text(url),
+        });
+    }
     let authority: http::uri::Authority = authority.parse().map_err(|_| bad())?;
-    if authority.as_str().contains('@') || authority.host().is_empty() {
+    if authority.host().is_empty() {
         return Err(bad());
     }
     let port = authority.port_u16().unwrap_or(if tls { 443 } else { 80 });
@@ -498,15 +518,13 @@ mod tests {
     #[test]
     fn bad_urls_headers_and_methods_are_refused() {
         let o = RequestOptions::default();
-        for url in [
-            "127.0.0.1:8080/x",
-            "ftp://host/",
-            "http://",
-            "http://user@host/",
-        ] {
+        for url in ["127.0.0.1:8080/x", "ftp://host/", "http://"] {
             let e = RequestSpec::new(url, &o).unwrap_err();
             assert!(matches!(e, RequestError::BadUrl { .. }), "{url}: {e}");
         }
+        let e = RequestSpec::new("http://user:hunter2@host/", &o).unwrap_err();
+        assert!(matches!(e, RequestError::UserInfo { .. }), "{e}");
+        assert!(!e.to_string().contains("hunter2"), "{e}");
         let o = RequestOptions {
             headers: vec!["NoColon".into()],
             ..Default::default()

@@ -1,4 +1,4 @@
-//! `loadgen runs list | show | export | delete`: the kept runs.
+//! `loadgen runs list | show | export | delete | import`: the kept runs.
 
 use std::io::Write;
 
@@ -73,6 +73,21 @@ pub async fn run(args: &RunsArgs) -> Result<(), Error> {
             let id = store.resolve(run).await?;
             store.delete_run(&id).await?;
             print(&mut out, format!("deleted run {id}\n"))
+        }
+        RunsCommand::Import { file } => {
+            let imported = store::import::import_file(&store, file).await?;
+            let mut text = String::new();
+            for i in &imported {
+                let how = if i.created { "created" } else { "completed" };
+                text.push_str(&format!(
+                    "imported run {} ({how}, {} rows)\n",
+                    i.run_id, i.rows
+                ));
+            }
+            if imported.is_empty() {
+                text.push_str("no run in the file\n");
+            }
+            print(&mut out, text)
         }
     }
 }

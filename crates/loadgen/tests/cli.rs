@@ -6,12 +6,8 @@ use std::time::{Duration, Instant};
 
 use loadgen::target::{TargetConfig, TargetServer};
 
-fn loadgen(args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_loadgen"))
-        .args(args)
-        .output()
-        .unwrap()
-}
+mod common;
+use common::loadgen;
 
 #[test]
 fn bad_flags_get_one_line_naming_the_fix_and_exit_2() {

@@ -188,17 +188,26 @@ pub fn local_probe(
     clock_shift_ns: i64,
     max_records: usize,
 ) -> LocalProbe {
-    let config = probe::sampler::SamplerConfig {
-        interval: Duration::from_millis(50),
-        clock_shift_ns,
-        ..probe::sampler::SamplerConfig::new(selector)
-    };
-    let sampler = probe::sampler::Sampler::new(config).unwrap();
-    let (runtime, listener) = runtime_and_listener();
     let serve_config = probe::server::ServeConfig {
         clock_shift_ns,
         ..Default::default()
     };
+    local_probe_with(selector, serve_config, max_records)
+}
+
+/// A probe serving with `serve_config` (a token, TLS) on a loopback port.
+pub fn local_probe_with(
+    selector: probe::selector::Selector,
+    serve_config: probe::server::ServeConfig,
+    max_records: usize,
+) -> LocalProbe {
+    let config = probe::sampler::SamplerConfig {
+        interval: Duration::from_millis(50),
+        clock_shift_ns: serve_config.clock_shift_ns,
+        ..probe::sampler::SamplerConfig::new(selector)
+    };
+    let sampler = probe::sampler::Sampler::new(config).unwrap();
+    let (runtime, listener) = runtime_and_listener();
     let probe = {
         let _in = runtime.enter();
         probe::server::RunningProbe::start(sampler, listener, serve_config, max_records, 64 << 20)
@@ -305,4 +314,12 @@ pub fn load_run(url: &str, id: &str) -> store::StoredRun {
         let store = store::Store::open(url).await.unwrap();
         store.load_run(id).await.unwrap()
     })
+}
+
+/// The `loadgen` binary run to its end with `args`.
+pub fn loadgen(args: &[&str]) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_loadgen"))
+        .args(args)
+        .output()
+        .unwrap()
 }
