@@ -17,6 +17,17 @@ if ! python3 -c 'import hdrh' 2>/dev/null; then
   python3 -m pip install --quiet --disable-pip-version-check hdrhistogram
 fi
 
+# The lab's offline checks: python-hcl2 parses the Terraform, checkov reviews it, cloud-init
+# validates the rendered user data, pytest runs them.
+pip_missing=()
+python3 -c 'import hcl2' 2>/dev/null || pip_missing+=(python-hcl2==8.1.4)
+python3 -c 'import pytest' 2>/dev/null || pip_missing+=(pytest)
+command -v checkov >/dev/null || pip_missing+=(checkov==3.3.30)
+if [ ${#pip_missing[@]} -gt 0 ]; then
+  say "installing ${pip_missing[*]} (pip)"
+  python3 -m pip install --quiet --disable-pip-version-check "${pip_missing[@]}"
+fi
+
 # systemd-analyze: the probe's unit file is verified by it.
 apt_updated=
 apt_install() {
@@ -27,6 +38,15 @@ apt_install() {
 if ! command -v systemd-analyze >/dev/null; then
   say "installing systemd (for systemd-analyze)"
   apt_install systemd
+fi
+
+if ! command -v cloud-init >/dev/null; then
+  say "installing cloud-init (for cloud-init schema)"
+  apt_install cloud-init
+fi
+if ! command -v terraform >/dev/null; then
+  echo "missing terraform: install it (https://developer.hashicorp.com/terraform/install)" >&2
+  exit 1
 fi
 
 # Chromium: the report's pages are opened in a real, headless browser.
@@ -63,6 +83,19 @@ if [ -z "${SHOWDOWN_TEST_POSTGRES_URL:-}" ]; then
   export SHOWDOWN_TEST_POSTGRES_URL="postgres://postgres@127.0.0.1:$port/postgres"
 fi
 
+# Toxiproxy (Shopify's, a Go module): the fault tests put it between loadgen and the target;
+# curl drives its API.
+if ! command -v toxiproxy-server >/dev/null; then
+  say "installing toxiproxy-server (go install github.com/Shopify/toxiproxy/v2/cmd/server@v2.12.0)"
+  gobin=$(mktemp -d)
+  GOBIN=$gobin GOFLAGS=-mod=mod go install github.com/Shopify/toxiproxy/v2/cmd/server@v2.12.0
+  bindir=/usr/local/bin
+  if [ ! -w "$bindir" ]; then bindir=$HOME/.local/bin; mkdir -p "$bindir"; export PATH=$bindir:$PATH; fi
+  install -m 0755 "$gobin/server" "$bindir/toxiproxy-server"
+  rm -rf "$gobin"
+fi
+command -v curl >/dev/null || apt_install curl
+
 # The targets (Node, Go, Rust): npm ci, go build, cargo build; the contract suite and the
 # experiments run them.
 say "building the targets (targets/build)"
@@ -70,5 +103,14 @@ bash targets/build
 say "the Go target's own checks (go vet, go test)"
 (cd targets/go && go vet ./... && go test ./...)
 
+say "the lab's Terraform, offline (terraform fmt, python-hcl2, checkov, cloud-init schema)"
+terraform fmt -check -recursive terraform
+python3 -m pytest -q terraform/tests
+
 say "cargo test --workspace --release"
 cargo test --workspace --release "$@"
+
+# The lab's twin (network namespaces, as root): uses the release binaries cargo test just built.
+say "the lab's twin on one machine (pytest scripts/tests)"
+command -v ip >/dev/null || apt_install iproute2
+python3 -m pytest -q scripts/tests

@@ -1,0 +1,326 @@
+"""End to end: the lab's twin on one machine (scripts/twin.sh), as root.
+
+The twin comes up once for the module with two guns and the database 5 ms away each way
+(Toxiproxy). One gun attacks POST /users under the probe into the PostgreSQL store in sd-db;
+then both guns run one run group; then `down` must leave nothing behind. Every figure checked
+is read back from the store (`loadgen runs show … --output json`) or from the database.
+
+    python3 -m pytest -q scripts/tests/test_twin.py
+"""
+
+import datetime
+import json
+import math
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+from hdrh.histogram import HdrHistogram
+
+ROOT = Path(__file__).resolve().parents[2]
+TWIN = ROOT / "scripts" / "twin.sh"
+STATE = Path(os.environ.get("TWIN_STATE_DIR", "/run/showdown-twin"))
+DELAY_MS = 5  # each way: a round trip to the database costs at least 10 ms
+ROUND_TRIP_NS = 2 * DELAY_MS * 1_000_000
+PROBE_INTERVAL_NS = 100_000_000
+ROLL = "1s"  # pre- and post-roll of probe history kept with each run
+ROLL_NS = 1_000_000_000
+USER_BODY = '{"email":"twin{{seq}}@example.com","password":"{{hex:40}}"}'
+# Showdown's histograms: nanoseconds, 1 µs resolution, 3 significant digits.
+HDR = (1000, 24 * 3600 * 10**9, 3)
+TWIN_USERS = ("sd-target", "sd-probe")
+USERS_BEFORE = set()  # the twin's users that existed before it came up: down keeps those
+
+
+def skip_reason():
+    if os.geteuid() != 0:
+        return "the twin needs root (network namespaces, users, PostgreSQL as postgres)"
+    if shutil.which("ip") is None:
+        return "no ip command (iproute2): the twin is made of network namespaces"
+    probe = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True)
+    if probe.returncode != 0:
+        return f"ip netns is unavailable here: {probe.stderr.strip()}"
+    return None
+
+
+pytestmark = pytest.mark.skipif(skip_reason() is not None, reason=skip_reason() or "")
+
+
+def twin_logs():
+    """The twin's process logs, for a failure's message."""
+    logs = STATE / "logs"
+    if not logs.is_dir():
+        return "(no twin logs)"
+    out = []
+    for log in sorted(logs.iterdir()):
+        lines = log.read_text(errors="replace").splitlines()[-15:]
+        out.append(f"--- {log} (last {len(lines)} lines)\n" + "\n".join(lines))
+    return "\n".join(out)
+
+
+def twin(*args, timeout=60, check=True):
+    """Runs scripts/twin.sh; a failure names the command, its output and the twin's logs."""
+    cmd = [str(TWIN), *args]
+    started = time.monotonic()
+    try:
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired as e:
+        raise AssertionError(f"{' '.join(cmd)}: no answer within {timeout}s\n{e.stdout}\n{e.stderr}\n{twin_logs()}")
+    if check and done.returncode != 0:
+        raise AssertionError(
+            f"{' '.join(cmd)} exited {done.returncode} after {time.monotonic() - started:.1f}s\n"
+            f"stdout:\n{done.stdout}\nstderr:\n{done.stderr}\n{twin_logs()}"
+        )
+    return done
+
+
+def loadgen_json(*args, timeout=30):
+    return json.loads(twin("run", "--", *args, timeout=timeout).stdout)
+
+
+def rows_in_db():
+    return int(twin("psql", "-tAc", "SELECT count(*) FROM users").stdout.strip())
+
+
+def wait_for_build(timeout=180):
+    """The binaries may be being rebuilt under us (cargo replaces them): wait for them."""
+    release = Path(os.environ.get("CARGO_TARGET_DIR", ROOT / "target")) / "release"
+    deadline = time.monotonic() + timeout
+    for name, variable in (("loadgen", "LOADGEN"), ("probe", "PROBE")):
+        path = Path(os.environ.get(variable, release / name))
+        while not os.access(path, os.X_OK):
+            assert time.monotonic() < deadline, f"{path} missing: cargo build --release -p {name}"
+            time.sleep(1)
+
+
+def probe_flags(env):
+    return [
+        "--probe", env["TWIN_PROBE"],
+        "--probe-token-file", env["TWIN_PROBE_TOKEN_FILE"],
+        "--probe-fingerprint", env["TWIN_PROBE_FINGERPRINT"],
+        "--pre-roll", ROLL, "--post-roll", ROLL,
+    ]
+
+
+def users_load(env, *extra):
+    return [
+        "attack", *extra, "--timeout", "5s", "--output", "json",
+        "-m", "POST", "-H", "Content-Type: application/json", "--body", USER_BODY,
+        *probe_flags(env), env["TWIN_TARGET_URL"] + "/users",
+    ]
+
+
+@pytest.fixture(scope="module")
+def env():
+    status = twin("status", check=False)
+    assert status.returncode == 3, (
+        "a twin is already up on this machine; the test would take it down: "
+        f"scripts/twin.sh down first\n{status.stdout}"
+    )
+    wait_for_build()
+    USERS_BEFORE.update(u for u in TWIN_USERS if subprocess.run(["id", u], capture_output=True).returncode == 0)
+    # The probe's costly figures (FD kinds, TCP states: those that need its capabilities) come
+    # at most every --slow-interval within --slow-budget, 2 s apart with the unit's defaults:
+    # a higher budget puts several passes into a 2 s load.
+    up = twin("up", "--guns", "2", "--db-delay", str(DELAY_MS),
+              "--probe-arg", "--slow-interval=200ms", "--probe-arg", "--slow-budget=10", timeout=120)
+    print(up.stdout)
+    exports = [shlex.split(line) for line in twin("env").stdout.splitlines()]
+    assert all(words[0] == "export" for words in exports), exports
+    yield dict(words[1].split("=", 1) for words in exports)
+    if twin("status", check=False).returncode == 0:
+        twin("down", timeout=60)
+
+
+def samples_of(run):
+    assert len(run["probes"]) == 1, run["probes"]
+    return [r for r in run["probes"][0]["records"] if r["record"] == "sample"]
+
+
+def test_one_gun_through_the_delay(env):
+    again = twin("up", check=False)
+    assert again.returncode == 1 and "already up" in again.stderr, again.stderr
+
+    # The topology: a gun reaches the API host, not the database's link; on its store link the
+    # database admits it to the runs' store only.
+    no_route = twin("exec", "--", "timeout", "3", "bash", "-c", "exec 3<>/dev/tcp/10.77.2.2/5432", check=False)
+    assert no_route.returncode != 0, "sd-gun reached the database over the API host's link"
+    refused = twin("exec", "--", "psql", "-X", "postgres://showdown@10.77.3.1/showdown", "-c", "SELECT 1",
+                   check=False, timeout=15)
+    assert refused.returncode != 0 and "pg_hba.conf" in refused.stderr, refused.stderr
+
+    before = rows_in_db()
+    run_id = str(uuid.uuid4())
+    summary = loadgen_json(*users_load(env, "--run-id", run_id, "--rate", "300", "--duration", "2s"))
+    run = loadgen_json("runs", "show", run_id, "--output", "json")
+
+    # Every request answered 201, every row inserted.
+    assert run["status"] == "complete", run["status"]
+    stored = run["summary"]
+    assert stored["requests"]["total"] == 600 and stored["requests"]["ok"] == 600, stored["requests"]
+    assert stored["status_codes"] == {"201": 600}, stored["status_codes"]
+    assert stored["errors"] == {}, stored["errors"]
+    assert stored["latency"] == summary["latency"], "the stored summary differs from the printed one"
+    assert rows_in_db() - before == 600
+
+    # Through the database's delay: every insert waits at least one round trip through
+    # Toxiproxy, while the gun's own link adds nothing (GET /now touches no database).
+    for kind in ("corrected", "service"):
+        p50 = stored["latency"][kind]["p50_ns"]
+        assert p50 >= ROUND_TRIP_NS, f"POST /users {kind} p50 {p50 / 1e6:.2f} ms < {2 * DELAY_MS} ms"
+    now = loadgen_json("attack", "--no-store", "--rate", "100", "--duration", "1s", "--timeout", "5s",
+                       "--output", "json", env["TWIN_TARGET_URL"] + "/now")
+    assert now["status_codes"] == {"200": 100}, now["status_codes"]
+    assert now["latency"]["service"]["p50_ns"] < ROUND_TRIP_NS, now["latency"]
+
+    # The probe's samples, across the link over TLS, on the run's timeline: from before the
+    # first request to after the last response, with no hole, on the target's PID.
+    probe = run["probes"][0]["meta"]
+    assert probe["address"] == env["TWIN_PROBE"], probe
+    assert probe["host"]["selector"] == "--port 8080", probe["host"]
+    assert abs(probe["clock"]["offset_ns"]) < 1_000_000 and probe["clock"]["uncertainty_ns"] < 1_000_000, probe
+    samples = samples_of(run)
+    started, ended = run["meta"]["started_at_ns"], run["ended_at_ns"]
+    load_end_ns = (stored["duration"]["attack_s"] + stored["duration"]["wait_s"]) * 1e9
+    times = [s["t_ns"] for s in samples]
+    assert times == sorted(times)
+    assert times[0] <= 0 and times[-1] >= load_end_ns, (times[0], times[-1], load_end_ns)
+    assert times[0] >= -ROLL_NS - PROBE_INTERVAL_NS and times[-1] <= ended - started + PROBE_INTERVAL_NS
+    gaps = [b - a for a, b in zip(times, times[1:])]
+    assert max(gaps) <= 3 * PROBE_INTERVAL_NS, f"a hole of {max(gaps) / 1e6:.0f} ms in the samples"
+    for s in samples:
+        # Placed by the probe's wall clock (same machine: the offset is nanoseconds).
+        assert abs(s["wall_ns"] - started - s["t_ns"]) < 1_000_000, s
+    target_pid = int(env["TWIN_TARGET_PID"])
+    watched = {s["target_pid"] for s in samples}
+    assert watched == {target_pid}, (
+        f"the probe watched {watched}, not the target (PID {target_pid}): without CAP_DAC_READ_SEARCH "
+        "and CAP_SYS_PTRACE it cannot see which process of another user holds port 8080"
+    )
+
+    # What only the capabilities give the probe (the target is another user's): its io (0400,
+    # ptrace-read), and each FD's kind and the TCP sockets (readlink of /proc/PID/fd/N).
+    totals = [s["total"] for s in samples]
+    assert all(t["read_bytes"] is not None and t["write_bytes"] is not None for t in totals), \
+        "no /proc/PID/io: the probe lacks CAP_DAC_READ_SEARCH/CAP_SYS_PTRACE"
+    during = [s["total"] for s in samples if 0 <= s["t_ns"] <= load_end_ns]
+    slow = [t for t in during if t["fd_kinds"] is not None and t["tcp"] is not None]
+    assert slow, "no FD kinds or TCP states during the load: the probe could not read the target's FDs"
+    assert max(t["fd_kinds"]["socket"] for t in slow) >= 2
+    assert max(t["tcp"]["established"] for t in slow) >= 1
+    assert max(t["fds"] for t in during) > totals[0]["fds"], "the load's connections never showed as FDs"
+    assert totals[-1]["cpu_ns"] > totals[0]["cpu_ns"], "the target used no CPU under load"
+
+
+def test_two_guns_one_group(env):
+    before = rows_in_db()
+    group = f"twin-{uuid.uuid4().hex[:8]}"
+    zero = datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0) + datetime.timedelta(seconds=4)
+    start_at = zero.strftime("%Y-%m-%dT%H:%M:%SZ")
+    guns = []
+    for gun in (1, 2):
+        cmd = [str(TWIN), "run", "--gun", str(gun), "--",
+               *users_load(env, "--run-group", group, "--shard", f"{gun - 1}/2", "--start-at", start_at,
+                           "--rate", "400", "--duration", "2s")]
+        guns.append((cmd, subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)))
+    for cmd, gun in guns:
+        try:
+            out, err = gun.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            gun.kill()
+            out, err = gun.communicate()
+        assert gun.returncode == 0, f"{' '.join(cmd)} exited {gun.returncode}\n{out}\n{err}\n{twin_logs()}"
+
+    listed = loadgen_json("runs", "list", "--group", group, "--output", "json")
+    assert sorted(r["shard"]["index"] for r in listed) == [0, 1], listed
+    shards = [loadgen_json("runs", "show", r["id"], "--output", "json") for r in listed]
+    merged = loadgen_json("runs", "show", "--group", group, "--output", "json")
+
+    # One schedule from one time zero, split between the guns, all of it answered and kept.
+    zero_ns = int(zero.timestamp()) * 1_000_000_000
+    assert [s["meta"]["started_at_ns"] for s in shards] == [zero_ns, zero_ns]
+    totals = [s["summary"]["requests"]["total"] for s in shards]
+    assert totals == [400, 400], totals
+    assert merged["summary"]["requests"]["total"] == sum(totals) == 800
+    assert merged["summary"]["status_codes"] == {"201": 800}, merged["summary"]["status_codes"]
+    assert rows_in_db() - before == 800
+    assert all(samples_of(s) for s in shards), "a shard kept no probe samples"
+
+    # The merged percentiles are those of the union of both shards' histograms, decoded and
+    # added here by HdrHistogram_py from each shard's stored intervals.
+    # The same reading of each shard's histograms gives its own stored figures first.
+    quantiles = (("p50_ns", 0.5), ("p90_ns", 0.9), ("p99_ns", 0.99), ("p999_ns", 0.999))
+    for kind in ("corrected", "service"):
+        union = HdrHistogram(*HDR)
+        for shard in shards:
+            own = HdrHistogram(*HDR)
+            for interval in shard["intervals"]:
+                own.add(HdrHistogram.decode(interval[kind]))
+            union.add(own)
+            figures = shard["summary"]["latency"][kind]
+            assert own.get_total_count() == figures["count"] == 400, kind
+            assert [value_at_quantile(own, q) for _, q in quantiles] == [figures[k] for k, _ in quantiles], kind
+        figures = merged["summary"]["latency"][kind]
+        assert union.get_total_count() == figures["count"] == 800, kind
+        assert union.get_min_value() == figures["min_ns"], kind
+        assert union.get_max_value() == figures["max_ns"], kind
+        for key, quantile in quantiles:
+            assert value_at_quantile(union, quantile) == figures[key], f"{kind} {key}"
+        assert figures["p50_ns"] >= ROUND_TRIP_NS, f"{kind} p50 {figures['p50_ns'] / 1e6:.2f} ms"
+
+
+def value_at_quantile(histogram, quantile):
+    """HdrHistogram's percentile as the Rust and Java implementations define it (the first
+    value with at least ceil(q × count) values at or below it, as its bucket's highest
+    equivalent value). HdrHistogram_py rounds q × count instead, which differs at the tail."""
+    wanted = max(1, math.ceil(quantile * histogram.get_total_count()))
+    for item in histogram.get_recorded_iterator():
+        if item.total_count_to_this_value >= wanted:
+            return item.value_iterated_to
+    raise AssertionError("an empty histogram")
+
+
+def alive(pid, start):
+    """Whether the process PID started at START (clock ticks) is still running (zombies are not:
+    PID 1 reaps them in its own time)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return False
+    fields = stat.rsplit(")", 1)[1].split()
+    return fields[19] == start and fields[0] != "Z"
+
+
+def test_down_leaves_nothing(env):
+    status = twin("status").stdout
+    pids = {int(p) for p in re.findall(r": PID (\d+),", status)}
+    assert len(pids) == 4, status  # postgres, toxiproxy, target, probe
+    ours = {pid: Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19] for pid in pids}
+    uids = {int(subprocess.run(["id", "-u", user], capture_output=True, text=True, check=True).stdout)
+            for user in TWIN_USERS}
+
+    down = twin("down", timeout=60)
+    assert "The twin is down" in down.stdout, down.stdout
+
+    netns = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, check=True).stdout
+    assert not re.search(r"^sd-", netns, re.M), netns
+    links = subprocess.run(["ip", "-o", "link", "show"], capture_output=True, text=True, check=True).stdout
+    assert not re.search(r"^\d+: sd-", links, re.M), links
+    assert not STATE.exists(), f"{STATE} is still there"
+    deadline = time.monotonic() + 5
+    while any(alive(pid, start) for pid, start in ours.items()) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not [pid for pid, start in ours.items() if alive(pid, start)], "a process of the twin outlived down"
+    left = subprocess.run(["ps", "-eo", "uid=,stat=,pid=,args="], capture_output=True, text=True, check=True).stdout
+    leftover = [line for line in left.splitlines()
+                if int(line.split()[0]) in uids and not line.split()[1].startswith("Z")]
+    assert not leftover, leftover
+    for user in set(TWIN_USERS) - USERS_BEFORE:
+        assert subprocess.run(["id", user], capture_output=True).returncode != 0, f"user {user} is left"
+    assert twin("status", check=False).returncode == 3
