@@ -3,75 +3,14 @@
 
 mod common;
 
-use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use probe::client::{ClientError, Incoming, Subscriber};
 use probe::protocol::{Record, Start};
-use probe::sampler::{Background, Sampler};
-use probe::selector::Selector;
-use probe::server::{serve, ServeConfig};
+use probe::server::ServeConfig;
 use tokio::io::AsyncWriteExt;
 
-/// A probe serving on a free loopback port, sampling this test process.
-struct Served {
-    addr: SocketAddr,
-    _background: Background,
-    stop: Option<tokio::sync::oneshot::Sender<()>>,
-}
-
-impl Drop for Served {
-    fn drop(&mut self) {
-        if let Some(stop) = self.stop.take() {
-            let _ = stop.send(());
-        }
-    }
-}
-
-async fn served(config: ServeConfig, interval_ms: u64, max_records: usize) -> Served {
-    let sampler = Sampler::new(common::config(
-        Selector::Pid(std::process::id() as i32),
-        interval_ms,
-    ))
-    .unwrap();
-    let host = sampler.host_info();
-    let background = Background::start(sampler, max_records, 64 << 20).unwrap();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let (stop, stopped) = tokio::sync::oneshot::channel();
-    tokio::spawn(serve(
-        listener,
-        background.buffer.clone(),
-        host,
-        config,
-        async {
-            let _ = stopped.await;
-        },
-    ));
-    Served {
-        addr,
-        _background: background,
-        stop: Some(stop),
-    }
-}
-
-/// Reads records until `n` have arrived; returns their sequence numbers and any gaps.
-async fn read_records(sub: &mut Subscriber, n: usize) -> (Vec<u64>, Vec<(u64, u64)>) {
-    let (mut seqs, mut gaps) = (Vec::new(), Vec::new());
-    while seqs.len() < n {
-        match tokio::time::timeout(Duration::from_secs(5), sub.next())
-            .await
-            .unwrap()
-            .unwrap()
-        {
-            Some(Incoming::Record { seq, .. }) => seqs.push(seq),
-            Some(Incoming::Gap { from, to }) => gaps.push((from, to)),
-            Some(Incoming::Pong(_)) => {}
-            None => panic!("the probe closed the stream"),
-        }
-    }
-    (seqs, gaps)
-}
+use common::{read_records, served};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_subscriber_that_reconnects_misses_no_sample() {

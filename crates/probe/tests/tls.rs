@@ -8,11 +8,9 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use probe::client::{ClientError, Incoming, Subscriber};
+use probe::client::{ClientError, Subscriber};
 use probe::protocol::Start;
-use probe::sampler::{Background, Sampler};
-use probe::selector::Selector;
-use probe::server::{serve, ServeConfig};
+use probe::server::ServeConfig;
 use probe::tls::{parse_fingerprint, ClientTls, ServerTls, Trust};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
@@ -24,8 +22,7 @@ struct Served {
     addr: SocketAddr,
     tls: ServerTls,
     dir: tempfile::TempDir,
-    _background: Background,
-    _stop: tokio::sync::oneshot::Sender<()>,
+    _probe: common::Served,
 }
 
 async fn served(names: &[&str], hello_timeout: Duration) -> Served {
@@ -33,34 +30,18 @@ async fn served(names: &[&str], hello_timeout: Duration) -> Served {
     let names: Vec<String> = names.iter().map(|n| n.to_string()).collect();
     let (tls, made) = ServerTls::generate_or_load(dir.path(), &names).unwrap();
     assert!(made);
-    let sampler =
-        Sampler::new(common::config(Selector::Pid(std::process::id() as i32), 20)).unwrap();
-    let host = sampler.host_info();
-    let background = Background::start(sampler, 10_000, 64 << 20).unwrap();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let (stop, stopped) = tokio::sync::oneshot::channel();
     let config = ServeConfig {
         token: Some(TOKEN.into()),
         tls: Some(tls.config.clone()),
         hello_timeout,
         ..Default::default()
     };
-    tokio::spawn(serve(
-        listener,
-        background.buffer.clone(),
-        host,
-        config,
-        async {
-            let _ = stopped.await;
-        },
-    ));
+    let probe = common::served(config, 20, 10_000).await;
     Served {
-        addr,
+        addr: probe.addr,
         tls,
         dir,
-        _background: background,
-        _stop: stop,
+        _probe: probe,
     }
 }
 
@@ -68,20 +49,10 @@ fn pinned(fingerprint: &str) -> ClientTls {
     ClientTls::new(&Trust::Fingerprint(parse_fingerprint(fingerprint).unwrap())).unwrap()
 }
 
+/// The next `n` records' sequence numbers; a gap fails the test.
 async fn records(sub: &mut Subscriber, n: usize) -> Vec<u64> {
-    let mut seqs = Vec::new();
-    while seqs.len() < n {
-        match tokio::time::timeout(Duration::from_secs(5), sub.next())
-            .await
-            .unwrap()
-            .unwrap()
-        {
-            Some(Incoming::Record { seq, .. }) => seqs.push(seq),
-            Some(Incoming::Gap { from, to }) => panic!("gap {from}..={to}"),
-            Some(Incoming::Pong(_)) => {}
-            None => panic!("the probe closed the stream"),
-        }
-    }
+    let (seqs, gaps) = common::read_records(sub, n).await;
+    assert!(gaps.is_empty(), "{gaps:?}");
     seqs
 }
 

@@ -2,15 +2,18 @@
 #![allow(dead_code, clippy::unwrap_used)]
 
 use std::io::{BufRead, BufReader};
+use std::net::SocketAddr;
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use probe::buffer::{Read, SharedBuffer};
+use probe::client::{Incoming, Subscriber};
 use probe::protocol::{ProbeMessage, Record};
 use probe::sample::{Event, Sample};
 use probe::sampler::{Background, Sampler, SamplerConfig};
 use probe::selector::Selector;
+use probe::server::{serve, ServeConfig};
 use serde_json::Value;
 
 /// Tests that measure CPU take this lock so that they do not compete with each other.
@@ -170,4 +173,64 @@ pub async fn closes_within<S: tokio::io::AsyncRead + Unpin>(
     })
     .await
     .is_ok()
+}
+
+/// A probe serving on a free loopback port, sampling this test process.
+pub struct Served {
+    pub addr: SocketAddr,
+    _background: Background,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+    }
+}
+
+pub async fn served(serve_config: ServeConfig, interval_ms: u64, max_records: usize) -> Served {
+    let sampler = Sampler::new(config(
+        Selector::Pid(std::process::id() as i32),
+        interval_ms,
+    ))
+    .unwrap();
+    let host = sampler.host_info();
+    let background = Background::start(sampler, max_records, 64 << 20).unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let (stop, stopped) = tokio::sync::oneshot::channel();
+    tokio::spawn(serve(
+        listener,
+        background.buffer.clone(),
+        host,
+        serve_config,
+        async {
+            let _ = stopped.await;
+        },
+    ));
+    Served {
+        addr,
+        _background: background,
+        stop: Some(stop),
+    }
+}
+
+/// Reads records until `n` have arrived; returns their sequence numbers and any gaps.
+pub async fn read_records(sub: &mut Subscriber, n: usize) -> (Vec<u64>, Vec<(u64, u64)>) {
+    let (mut seqs, mut gaps) = (Vec::new(), Vec::new());
+    while seqs.len() < n {
+        match tokio::time::timeout(Duration::from_secs(5), sub.next())
+            .await
+            .unwrap()
+            .unwrap()
+        {
+            Some(Incoming::Record { seq, .. }) => seqs.push(seq),
+            Some(Incoming::Gap { from, to }) => gaps.push((from, to)),
+            Some(Incoming::Pong(_)) => {}
+            None => panic!("the probe closed the stream"),
+        }
+    }
+    (seqs, gaps)
 }
