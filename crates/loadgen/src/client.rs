@@ -102,6 +102,11 @@ impl Connector {
         })
     }
 
+    /// Plain HTTP/1.1 (no TLS, no HTTP/2): the event loop's case.
+    pub fn plain_h1(&self) -> bool {
+        self.tls.is_none() && !self.h2
+    }
+
     /// The address connections go to.
     pub fn addr(&self) -> SocketAddr {
         self.addrs[0]
@@ -417,7 +422,7 @@ pub fn deadline_sleep(deadline: Nanos) -> tokio::time::Sleep {
 }
 
 /// Classifies a failure to connect.
-fn classify_connect(e: &io::Error) -> ErrorKind {
+pub(crate) fn classify_connect(e: &io::Error) -> ErrorKind {
     match e.kind() {
         io::ErrorKind::ConnectionRefused => ErrorKind::Refused,
         io::ErrorKind::TimedOut => ErrorKind::Timeout,

@@ -28,7 +28,7 @@
 use std::path::{Path, PathBuf};
 
 use bytes::Bytes;
-use http::header::{HeaderName, HeaderValue, CONNECTION, HOST, USER_AGENT};
+use http::header::{HeaderName, HeaderValue, CONNECTION, CONTENT_LENGTH, HOST, USER_AGENT};
 use http::{HeaderMap, Method, Request, Uri};
 use http_body_util::Full;
 use rand::Rng;
@@ -251,6 +251,55 @@ impl RequestSpec {
         (request, body_len)
     }
 
+    /// Writes request number `seq` as HTTP/1.1 bytes (the event loop's path), the same request
+    /// that [`build`](Self::build) makes for hyper. Returns the size of its body.
+    pub fn write_h1(
+        &self,
+        seq: u64,
+        keepalive: bool,
+        rng: &mut impl Rng,
+        out: &mut Vec<u8>,
+    ) -> u64 {
+        let body = self.body.render(seq, rng);
+        out.extend_from_slice(self.method.as_str().as_bytes());
+        out.push(b' ');
+        match self.path.as_static() {
+            Some(path) => out.extend_from_slice(&path),
+            None => out.extend_from_slice(&self.path.render(seq, rng)),
+        }
+        out.extend_from_slice(b" HTTP/1.1\r\nhost: ");
+        out.extend_from_slice(self.origin.authority.as_str().as_bytes());
+        out.extend_from_slice(b"\r\n");
+        for (name, value) in &self.headers {
+            if name == HOST || (!keepalive && name == CONNECTION) {
+                continue;
+            }
+            out.extend_from_slice(name.as_str().as_bytes());
+            out.extend_from_slice(b": ");
+            out.extend_from_slice(value.as_bytes());
+            out.extend_from_slice(b"\r\n");
+        }
+        if !keepalive {
+            out.extend_from_slice(b"connection: close\r\n");
+        }
+        // As hyper does: a length for any body, and for an empty one where a body is expected.
+        let expects_body = matches!(self.method, Method::POST | Method::PUT | Method::PATCH);
+        if !self.headers.contains_key(CONTENT_LENGTH) && (!body.is_empty() || expects_body) {
+            out.extend_from_slice(b"content-length: ");
+            out.extend_from_slice(body.len().to_string().as_bytes());
+            out.extend_from_slice(b"\r\n");
+        }
+        out.extend_from_slice(b"\r\n");
+        out.extend_from_slice(&body);
+        body.len() as u64
+    }
+
+    /// Whether every request of this kind is the same bytes (no placeholders): its bytes can
+    /// then be written once per run.
+    pub fn is_fixed(&self) -> bool {
+        self.path.as_static().is_some() && self.body.as_static().is_some()
+    }
+
     /// `GET http://host:port/path`, for display.
     pub fn describe(&self) -> String {
         format!("{} {}{}", self.method, self.origin, self.path_text)
@@ -439,8 +488,17 @@ impl RequestMix {
 
     /// The spec of request number `seq`.
     pub fn pick(&self, seq: u64) -> &RequestSpec {
-        let index = self.cycle[(seq % self.cycle.len() as u64) as usize];
-        &self.specs[index as usize]
+        &self.specs[self.pick_index(seq)]
+    }
+
+    /// Which of the [`specs`](Self::specs) request `seq` is.
+    pub fn pick_index(&self, seq: u64) -> usize {
+        self.cycle[(seq % self.cycle.len() as u64) as usize] as usize
+    }
+
+    /// The kinds of request, in the order of the targets file.
+    pub fn specs(&self) -> &[RequestSpec] {
+        &self.specs
     }
 
     /// The one origin all requests go to.
@@ -567,6 +625,27 @@ mod tests {
         let (req, _) = s.build(7, true, true, &mut SmallRng::seed_from_u64(1));
         assert_eq!(req.uri(), "http://127.0.0.1:8080/users/7");
         assert!(req.headers().get(HOST).is_none());
+        // The event loop's bytes: the same request on the wire.
+        let mut wire = Vec::new();
+        let len = s.write_h1(7, false, &mut SmallRng::seed_from_u64(1), &mut wire);
+        assert_eq!(len, 7);
+        let text = String::from_utf8(wire).unwrap();
+        assert!(text.starts_with("POST /users/7 HTTP/1.1\r\nhost: 127.0.0.1:8080\r\n"));
+        assert!(text.contains("\r\ncontent-type: application/json\r\n"));
+        assert!(text.contains("\r\nconnection: close\r\n"));
+        assert!(
+            text.ends_with("\r\ncontent-length: 7\r\n\r\n{\"n\":7}"),
+            "{text}"
+        );
+        assert!(!s.is_fixed());
+        let get = RequestSpec::new("http://[::1]:81/now", &RequestOptions::default()).unwrap();
+        let mut wire = Vec::new();
+        get.write_h1(0, true, &mut SmallRng::seed_from_u64(1), &mut wire);
+        let text = String::from_utf8(wire).unwrap();
+        assert!(text
+            .starts_with("GET /now HTTP/1.1\r\nhost: [::1]:81\r\nuser-agent: showdown-loadgen/"));
+        assert!(!text.contains("content-length") && !text.contains("connection"));
+        assert!(get.is_fixed());
     }
 
     #[test]

@@ -29,6 +29,20 @@ pub fn precise_thread() {
     let _ = rustix::thread::set_current_timer_slack(NonZeroU64::new(1));
 }
 
+/// A one-shot expiry at the monotonic instant `deadline` (ns), for `TFD_TIMER_ABSTIME`.
+pub fn once_at(deadline: Nanos) -> Itimerspec {
+    Itimerspec {
+        it_interval: Timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        },
+        it_value: Timespec {
+            tv_sec: (deadline / 1_000_000_000) as i64,
+            tv_nsec: (deadline % 1_000_000_000) as i64,
+        },
+    }
+}
+
 /// A one-shot timer on `CLOCK_MONOTONIC`, for use on one runtime thread.
 #[derive(Debug)]
 pub struct PreciseTimer {
@@ -55,16 +69,7 @@ impl PreciseTimer {
         if clock::now() >= deadline {
             return Ok(());
         }
-        let at = Itimerspec {
-            it_interval: Timespec {
-                tv_sec: 0,
-                tv_nsec: 0,
-            },
-            it_value: Timespec {
-                tv_sec: (deadline / 1_000_000_000) as i64,
-                tv_nsec: (deadline % 1_000_000_000) as i64,
-            },
-        };
+        let at = once_at(deadline);
         // Arming resets the expiry count, so the count is never read: one system call less
         // per request. Every expiry wakes epoll again (edge-triggered) whatever the count.
         timerfd_settime(self.fd.get_ref(), TimerfdTimerFlags::ABSTIME, &at)?;

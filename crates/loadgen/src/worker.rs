@@ -1,5 +1,9 @@
 //! One worker thread: its pacer or its closed-loop clients, its connections, its recorder.
 //!
+//! Plain `http://` targets over HTTP/1.1 run the event loop of `eventloop.rs` on this thread
+//! instead (one wake-up per request, responses timed by the kernel); what follows is the path
+//! for TLS and HTTP/2, through hyper.
+//!
 //! Each worker runs a single-threaded tokio runtime, like one of wrk's event loops, so that its
 //! state needs no locks: the recorder, the random generator and the connection pool sit in
 //! `RefCell`s owned by the thread. With `T` threads, worker `k` takes requests `k, k+T, k+2T…` of
@@ -86,11 +90,29 @@ pub(crate) struct RunShared {
     pub gauges: Arc<crate::recorder::Gauges>,
 }
 
+impl RunShared {
+    /// Worker `index`'s recorder.
+    pub(crate) fn recorder(
+        &self,
+        index: usize,
+        tx: mpsc::UnboundedSender<WorkerMessage>,
+    ) -> Recorder {
+        Recorder::new(
+            index,
+            self.start,
+            self.interval,
+            self.timeout,
+            tx,
+            self.gauges.clone(),
+        )
+    }
+}
+
 /// A request the schedule has issued.
 #[derive(Debug, Clone, Copy)]
-struct Job {
-    seq: u64,
-    intended: Nanos,
+pub(crate) struct Job {
+    pub seq: u64,
+    pub intended: Nanos,
 }
 
 /// Where an idle connection task waits for its next job.
@@ -182,6 +204,9 @@ pub(crate) fn spawn(
     std::thread::Builder::new()
         .name(format!("loadgen-{index}"))
         .spawn(move || {
+            if shared.connector.plain_h1() {
+                return crate::eventloop::run(index, shared, tx, shutdown);
+            }
             precise_thread();
             let rt = tokio::runtime::Builder::new_current_thread()
                 .enable_all()
@@ -197,7 +222,7 @@ pub(crate) fn spawn(
 }
 
 /// This worker's share of `total` (connections), spread as evenly as possible.
-fn share(total: usize, threads: usize, index: usize) -> usize {
+pub(crate) fn share(total: usize, threads: usize, index: usize) -> usize {
     total / threads + usize::from(index < total % threads)
 }
 
@@ -207,14 +232,7 @@ async fn run(
     tx: mpsc::UnboundedSender<WorkerMessage>,
     shutdown: Shutdown,
 ) -> Result<(), String> {
-    let recorder = Recorder::new(
-        index,
-        shared.start,
-        shared.interval,
-        shared.timeout,
-        tx,
-        shared.gauges.clone(),
-    );
+    let recorder = shared.recorder(index, tx);
     let max_connections = match &shared.load {
         WorkerLoad::Open {
             max_connections, ..
@@ -392,32 +410,10 @@ impl Worker {
         }
     }
 
-    /// Claims the next request of a closed loop, if the run goes on.
-    fn claim(&self) -> Option<u64> {
-        let WorkerLoad::Closed {
-            limit,
-            deadline,
-            next,
-            ..
-        } = &self.shared.load
-        else {
-            return None;
-        };
-        if *self.stop.borrow() != Stop::Running || deadline.is_some_and(|d| clock::now() >= d) {
-            return None;
-        }
-        let local = next.fetch_add(1, Ordering::Relaxed);
-        if limit.is_some_and(|n| local >= n) {
-            return None;
-        }
-        // Request numbers stay unique across shards.
-        Some(self.shared.shard + self.shared.shards * local)
-    }
-
     /// One closed-loop client: sends its next request when the previous one completes.
     async fn closed_client(self: Rc<Self>) {
         let mut conn = None;
-        while let Some(seq) = self.claim() {
+        while let Some(seq) = claim(&self.shared, *self.stop.borrow()) {
             let now = clock::now();
             self.rec.borrow_mut().requested(now);
             let job = Job { seq, intended: now };
@@ -590,6 +586,28 @@ impl Worker {
             }
         }
     }
+}
+
+/// Claims the next request of a closed loop, if the run goes on.
+pub(crate) fn claim(shared: &RunShared, stop: Stop) -> Option<u64> {
+    let WorkerLoad::Closed {
+        limit,
+        deadline,
+        next,
+        ..
+    } = &shared.load
+    else {
+        return None;
+    };
+    if stop != Stop::Running || deadline.is_some_and(|d| clock::now() >= d) {
+        return None;
+    }
+    let local = next.fetch_add(1, Ordering::Relaxed);
+    if limit.is_some_and(|n| local >= n) {
+        return None;
+    }
+    // Request numbers stay unique across shards.
+    Some(shared.shard + shared.shards * local)
 }
 
 fn left_until(deadline: Nanos) -> Duration {

@@ -1,0 +1,188 @@
+//! The plain HTTP/1.1 event loop: responses collected at the next wake-up are timed at their
+//! arrival (the kernel's receive stamps), and responses of every shape are read right.
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener};
+use std::thread;
+use std::time::Duration;
+
+use common::{exclusive, plan, run};
+
+/// A keep-alive server: answers every request head on a connection with `respond(i)` for the
+/// connection's i-th request, after `delay`; closes after the answer if `close` says so.
+fn keepalive_server(
+    respond: fn(usize) -> Vec<u8>,
+    delay: Duration,
+    close: fn(usize) -> bool,
+) -> SocketAddr {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { return };
+            thread::spawn(move || {
+                let _ = stream.set_nodelay(true);
+                let _ = stream.set_read_timeout(Some(Duration::from_secs(10)));
+                let mut buf = vec![0u8; 16 * 1024];
+                let mut got = Vec::new();
+                for i in 0.. {
+                    let end = loop {
+                        if let Some(p) = got.windows(4).position(|w| w == b"\r\n\r\n") {
+                            break p + 4;
+                        }
+                        match stream.read(&mut buf) {
+                            Ok(0) | Err(_) => return,
+                            Ok(n) => got.extend_from_slice(&buf[..n]),
+                        }
+                    };
+                    got.drain(..end);
+                    if !delay.is_zero() {
+                        thread::sleep(delay);
+                    }
+                    if stream.write_all(&respond(i)).is_err() || close(i) {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    addr
+}
+
+fn ok_13(_: usize) -> Vec<u8> {
+    b"HTTP/1.1 200 OK\r\nContent-Length: 13\r\n\r\nhello, world\n".to_vec()
+}
+
+fn never(_: usize) -> bool {
+    false
+}
+
+#[test]
+fn responses_read_at_the_next_wake_up_are_timed_at_their_arrival() {
+    let _cpu = exclusive();
+    // 2,000 req/s: the next request is 500 µs away, so responses are left for that wake-up
+    // rather than waking the thread. Timed when read, they would take about 500 µs; timed by
+    // the kernel on arrival, a server that answers at once takes far less.
+    let addr = keepalive_server(ok_13, Duration::ZERO, never);
+    let url = format!("http://{addr}/");
+    let p = plan(&["--rate", "2000", "--duration", "2s", "--threads", "1", &url]);
+    let (summary, _) = run(&p);
+    assert_eq!(summary.requests.ok, 4000, "{}", summary.to_text());
+    let service = &summary.latency.service;
+    assert!(
+        service.p50_ns < 250_000,
+        "service p50 {} ns: responses are timed when read, not when they arrived\n{}",
+        service.p50_ns,
+        summary.to_text()
+    );
+    assert_eq!(summary.bytes.in_total, 4000 * 13);
+
+    // And a server that takes 3 ms is measured at 3 ms, not at the next wake-up after it.
+    let slow = keepalive_server(ok_13, Duration::from_millis(3), never);
+    let url = format!("http://{slow}/");
+    let p = plan(&["--rate", "2000", "--duration", "1s", "--threads", "1", &url]);
+    let (summary, _) = run(&p);
+    assert_eq!(summary.requests.ok, 2000, "{}", summary.to_text());
+    let p50 = summary.latency.service.p50_ns;
+    assert!(
+        (3_000_000..3_400_000).contains(&p50),
+        "service p50 {p50} ns for a server that answers after 3 ms\n{}",
+        summary.to_text()
+    );
+}
+
+fn chunked(i: usize) -> Vec<u8> {
+    // A body in three chunks, split across writes as a streaming server would.
+    let mut out = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n".to_vec();
+    out.extend_from_slice(format!("4;n={i}\r\nabcd\r\n10\r\n0123456789abcdef\r\n").as_bytes());
+    out.extend_from_slice(b"0\r\nX-Done: yes\r\n\r\n");
+    out
+}
+
+fn big(_: usize) -> Vec<u8> {
+    // Larger than the read buffer and than a loopback segment.
+    let body = vec![b'x'; 1 << 20];
+    let mut out = format!("HTTP/1.1 200 OK\r\nContent-Length: {}\r\n\r\n", body.len()).into_bytes();
+    out.extend_from_slice(&body);
+    out
+}
+
+fn http10(_: usize) -> Vec<u8> {
+    b"HTTP/1.0 200 OK\r\nContent-Length: 2\r\n\r\nok".to_vec()
+}
+
+fn every_third(i: usize) -> bool {
+    i % 3 == 2
+}
+
+fn always(_: usize) -> bool {
+    true
+}
+
+/// A server's behaviour: its answer, when it closes, the body size, and the load to send.
+type Case = (
+    &'static str,
+    fn(usize) -> Vec<u8>,
+    fn(usize) -> bool,
+    u64,
+    &'static [&'static str],
+);
+
+#[test]
+fn chunked_large_and_closing_responses_are_read_whole_and_counted() {
+    let _cpu = exclusive();
+    let cases: [Case; 4] = [
+        (
+            "chunked",
+            chunked,
+            never,
+            20,
+            &["--rate", "1000", "--requests", "300"],
+        ),
+        (
+            "1 MiB bodies",
+            big,
+            never,
+            1 << 20,
+            &["--rate", "100", "--requests", "50"],
+        ),
+        (
+            "server closes every third",
+            ok_13,
+            every_third,
+            13,
+            &["--rate", "1000", "--requests", "300"],
+        ),
+        (
+            "HTTP/1.0",
+            http10,
+            always,
+            2,
+            &["--connections", "4", "--requests", "200"],
+        ),
+    ];
+    for (name, respond, close, body, load) in cases {
+        let addr = keepalive_server(respond, Duration::ZERO, close);
+        let url = format!("http://{addr}/");
+        let mut args = load.to_vec();
+        args.extend(["--threads", "1", "--duration", "20s", &url]);
+        let (summary, _) = run(&plan(&args));
+        let n = summary.requests.total;
+        let asked: u64 = args[args.iter().position(|a| *a == "--requests").unwrap() + 1]
+            .parse()
+            .unwrap();
+        assert_eq!(n, asked, "{name}: {}", summary.to_text());
+        assert_eq!(summary.requests.ok, n, "{name}: {}", summary.to_text());
+        assert_eq!(summary.bytes.in_total, n * body, "{name}");
+        if name == "server closes every third" {
+            let opened = summary.to_text();
+            assert!(
+                opened.contains("100 connections opened"),
+                "{name}: {opened}"
+            );
+        }
+    }
+}
