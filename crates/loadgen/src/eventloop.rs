@@ -53,6 +53,11 @@ use store::model::ErrorKind;
 /// sockets wake the thread. A response that fills the socket's receive buffer before it is
 /// read would make the server wait: 1 ms bounds that wait.
 pub const LAZY_WINDOW: Nanos = 1_000_000;
+/// Connections being opened at once by one worker. Beyond that, requests wait for the first
+/// of them rather than open more: a generator far behind its schedule would otherwise open
+/// hundreds in a burst, overflow the server's accept queue, and then blame the server for the
+/// SYN retransmissions it caused.
+const MAX_CONNECTING: usize = 32;
 /// The thread looks at the stop signal at least this often.
 const MAX_SLEEP: Nanos = 50_000_000;
 /// Requests released in one go when behind schedule, before responses get a turn.
@@ -116,6 +121,8 @@ struct Engine {
     next_deadline: Nanos,
     /// Connections alive, connecting ones included.
     open: usize,
+    /// Connections being opened.
+    connecting: usize,
     max_connections: usize,
     buf: Box<[u8]>,
     /// Each kind of request's bytes, when they are the same for every request.
@@ -132,6 +139,8 @@ struct Engine {
     grace_ends: Option<Nanos>,
     /// The stop signal as last seen.
     stop: Stop,
+    /// Inside `serve_pending`.
+    serving: bool,
 }
 
 /// Runs worker `index` on the calling thread until its share of the run is done.
@@ -196,6 +205,7 @@ impl Engine {
             pending: VecDeque::new(),
             next_deadline: Nanos::MAX,
             open: 0,
+            connecting: 0,
             max_connections,
             buf: vec![0u8; 64 * 1024].into_boxed_slice(),
             fixed,
@@ -207,6 +217,7 @@ impl Engine {
             released_all: closed_loop,
             grace_ends: None,
             stop: Stop::Running,
+            serving: false,
             shared,
         })
     }
@@ -359,14 +370,56 @@ impl Engine {
     fn dispatch(&mut self, job: Job) {
         let now = clock::now();
         self.rec.requested(now);
-        if let Some(slot) = self.idle.pop() {
+        if !self.pending.is_empty() {
+            // Behind older requests that wait for a connection.
+            self.queue(job, now);
+            self.serve_pending();
+        } else if let Some(slot) = self.idle.pop() {
             self.send(slot, job);
-        } else if self.open < self.max_connections {
+        } else if self.may_open() {
             self.open_for(job);
         } else {
-            self.pending.push_back(job);
+            self.queue(job, now);
+        }
+    }
+
+    /// Whether a new connection may be opened now.
+    fn may_open(&self) -> bool {
+        self.open < self.max_connections && self.connecting < MAX_CONNECTING
+    }
+
+    /// Queues a request for the next free connection; counted as waiting for the connection
+    /// cap only if the pool is at it (else it waits for connections being opened).
+    fn queue(&mut self, job: Job, now: Nanos) {
+        self.pending.push_back(job);
+        if self.open >= self.max_connections {
             self.rec.waited_for_connection(now);
         }
+    }
+
+    /// Gives queued requests the free connections, oldest first: idle ones, then new ones up
+    /// to the cap. Those that waited past their timeout end as timeouts, unsent.
+    fn serve_pending(&mut self) {
+        // A send that fails frees a connection and comes back here: the outer loop goes on.
+        if self.serving {
+            return;
+        }
+        self.serving = true;
+        while let Some(&job) = self.pending.front() {
+            if self.expired(job) {
+                self.pending.pop_front();
+                self.fail_unsent(job, ErrorKind::Timeout);
+            } else if let Some(slot) = self.idle.pop() {
+                self.pending.pop_front();
+                self.send(slot, job);
+            } else if self.may_open() {
+                self.pending.pop_front();
+                self.open_for(job);
+            } else {
+                break;
+            }
+        }
+        self.serving = false;
     }
 
     fn expired(&self, job: Job) -> bool {
@@ -429,6 +482,7 @@ impl Engine {
             peer_closed: false,
         });
         self.open += 1;
+        self.connecting += 1;
         self.next_deadline = self.next_deadline.min(job.intended + self.shared.timeout);
     }
 
@@ -447,8 +501,10 @@ impl Engine {
                     Ok(Ok(())) => {
                         let now = clock::now();
                         conn.phase = Phase::Idle;
+                        self.connecting -= 1;
                         self.rec.connection_opened(now, now - began);
                         self.send(slot, job);
+                        self.serve_pending();
                     }
                     Ok(Err(e)) | Err(e) => {
                         self.close(slot);
@@ -482,7 +538,11 @@ impl Engine {
         let now = clock::now();
         if now.saturating_sub(job.intended) >= self.shared.timeout {
             self.fail_unsent(job, ErrorKind::Timeout);
-            return self.free_conn(slot);
+            if let Some(conn) = self.conns[slot].as_mut() {
+                conn.phase = Phase::Idle;
+            }
+            self.idle.push(slot);
+            return;
         }
         let spec_index = self.shared.mix.pick_index(job.seq);
         let spec = &self.shared.mix.specs()[spec_index];
@@ -749,10 +809,8 @@ impl Engine {
             }
             return;
         }
-        match self.pending.pop_front() {
-            Some(job) => self.send(slot, job),
-            None => self.idle.push(slot),
-        }
+        self.idle.push(slot);
+        self.serve_pending();
     }
 
     /// After a connection closed: a queued request or a closed-loop client gets a new one.
@@ -763,18 +821,16 @@ impl Engine {
             }
             return;
         }
-        if self.open < self.max_connections {
-            if let Some(job) = self.pending.pop_front() {
-                self.open_for(job);
-            }
-        }
+        self.serve_pending();
     }
 
     fn close(&mut self, slot: usize) {
         let Some(conn) = self.conns[slot].take() else {
             return;
         };
-        if !matches!(conn.phase, Phase::Connecting { .. }) {
+        if matches!(conn.phase, Phase::Connecting { .. }) {
+            self.connecting -= 1;
+        } else {
             self.rec.connection_closed();
         }
         if matches!(conn.phase, Phase::Idle) {

@@ -98,14 +98,21 @@ fn a_cpu_hog_on_the_generators_cpu_is_named() {
 fn a_saturated_generator_thread_is_named() {
     let _cpu = exclusive();
     let target = TargetServer::start(TargetConfig::default()).unwrap();
-    // Far more than one thread can send: it is busy all along, and behind.
+    // Far more than one thread can send, and each request costs the generator far more than
+    // the server (32 KiB of random hex to render, which the server only reads past): the
+    // generator is the bottleneck, busy all along, and behind.
+    let body = "{{hex:4096}}".repeat(8);
     let s = attack_pinned(&[
         "--rate",
         "150000",
         "--duration",
-        "1s",
+        "400ms",
         "--threads",
         "1",
+        "-m",
+        "POST",
+        "--body",
+        &body,
         &target.url("/now"),
     ]);
     let g = &s["generator"];
