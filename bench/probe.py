@@ -14,7 +14,10 @@ children included) from wait4(2). Its readings are compared with the truth the f
     python3 bench/probe.py [--duration 10]
 
 It also prints the cost of each of the probe's collectors against the same target
-(`cargo bench -p probe --bench collectors -- PID`).
+(`cargo bench -p probe --bench collectors -- PID`), and where the probe's CPU goes at each rate:
+its ticks (the sampling thread's own CPU per sample), its slow collectors (their passes' CPU),
+the machine's cost of waking a process that often (bench/floor.c, a bare timerfd loop at the
+same rate on the same CPU), and the rest (start-up, writing the file, the history buffer).
 """
 
 import argparse
@@ -28,6 +31,9 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from loadgen import build_floor  # noqa: E402  (bench/loadgen.py: the same floor for both benches)
 
 ROOT = Path(__file__).resolve().parent.parent
 PROBE = ROOT / "target" / "release" / "probe"
@@ -77,15 +83,19 @@ def mean(values):
     return sum(values) / len(values) if values else None
 
 
-def read_probe_csv(path, pid):
-    import csv
-    rows = [r for r in csv.DictReader(open(path)) if r["pid"] == str(pid)]
-    cpu = [float(r["cpu_pct"]) for r in rows if r["cpu_pct"]]
+def read_probe_jsonl(path, pid):
+    """The target's readings and the probe's own costs, from `probe record --out X.jsonl`."""
+    samples = [r for r in map(json.loads, open(path)) if r.get("record") == "sample"]
+    rows = [p for s in samples for p in s["processes"] if p["pid"] == pid]
+    cpu = [p["cpu_pct"] for p in rows if p["cpu_pct"] is not None]
+    costs = [s["probe"] for s in samples if s.get("probe")]
     return {
         "samples": len(rows),
         "cpu": mean(cpu[3:]),
-        "threads": int(rows[-1]["threads"]),
-        "fds": int(rows[-1]["fds"]),
+        "threads": rows[-1]["threads"],
+        "fds": rows[-1]["fds"],
+        "ticks_s": sum(c["sample_cpu_ns"] for c in costs) / 1e9,
+        "slow_s": sum(c["slow_cpu_ns"] for c in costs) / 1e9,
     }
 
 
@@ -147,13 +157,21 @@ def main():
     print(f"target: PID {pid}, {ready['threads']} threads, {ready['fds']} FDs, burning "
           f"{CPU:.0%} of a core on CPU {target_cpu}; monitors on CPU {mon_cpu}, {d}s each\n")
     rows = []
+    splits = []
+    floor = build_floor(tmp)
     try:
-        for label, interval in [("probe record 10 Hz", "100ms"), ("probe record 100 Hz", "10ms")]:
-            out = tmp / f"probe-{interval}.csv"
+        for label, interval, hz in [("probe record 10 Hz", "100ms", 10), ("probe record 100 Hz", "10ms", 100)]:
+            out = tmp / f"probe-{interval}.jsonl"
             cpu_s, wall = measured([str(PROBE), "record", "--pid", str(pid), "--interval", interval,
                                     "--duration", f"{d}s", "--out", str(out)], mon_cpu, d + 10)
-            figures = read_probe_csv(out, pid)
+            figures = read_probe_jsonl(out, pid)
             rows.append((label, cpu_s, wall, figures))
+            wake_s = None
+            if floor:
+                run = subprocess.run(["taskset", "-c", str(mon_cpu), str(floor), str(hz), str(d)],
+                                     capture_output=True, text=True, check=True)
+                wake_s = json.loads(run.stdout)["cpu_us_per_wakeup"] * figures["samples"] / 1e6
+            splits.append((label, cpu_s, wall, figures, wake_s))
         # The deployed mode: a service streaming to one subscriber (whose own cost is not counted).
         port = 17000 + os.getpid() % 1000
         serve = subprocess.Popen(["taskset", "-c", str(mon_cpu), str(PROBE), "serve", "--pid", str(pid),
@@ -196,6 +214,15 @@ def main():
         target.stdin.close()
         target.kill()
         shutil.rmtree(tmp, ignore_errors=True)
+
+    print("Where the probe's CPU went (% of a core over each run):\n")
+    print("| run | total | ticks (sampling thread) | slow collectors | wake-ups (floor.c at that rate) | the rest (start-up, file, buffer) |")
+    print("|---|---:|---:|---:|---:|---:|")
+    for label, cpu_s, wall, f, wake_s in splits:
+        pct = lambda x: "–" if x is None else f"{100 * x / wall:.2f}"
+        rest = None if wake_s is None else cpu_s - f["ticks_s"] - f["slow_s"] - wake_s
+        print(f"| {label} | {pct(cpu_s)} | {pct(f['ticks_s'])} | {pct(f['slow_s'])} | {pct(wake_s)} | {pct(rest)} |")
+    print()
 
     truth_threads = ready["threads"]
     print(f"| monitor | samples | CPU ms/sample | CPU % of a core | CPU reading (truth {CPU:.0%}) | threads (truth {truth_threads}) | FDs (truth {ready['fds']}) |")

@@ -74,10 +74,10 @@ fn main() {
     row(
         "slow: fd kinds (readlink each fd)",
         cost(5, || {
-            let _ = std::hint::black_box(w.fd_kinds());
+            let _ = std::hint::black_box(w.fd_kinds(&root));
         }),
     );
-    let sockets = w.fd_kinds().map(|(_, s)| s).unwrap_or_default();
+    let sockets = w.fd_kinds(&root).map(|(_, s)| s).unwrap_or_default();
     row(
         "slow: tcp sockets by state",
         cost(5, || {

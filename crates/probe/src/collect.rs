@@ -14,7 +14,7 @@ use std::io;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
-use procfs::process::{FDTarget, Process, Stat};
+use procfs::process::{Process, Stat};
 use procfs::FromRead;
 
 use crate::sample::{FdKinds, HostSample, ProcessSample, TcpSockets};
@@ -273,24 +273,34 @@ impl Watched {
     }
 
     /// FDs by kind (a `readlink` per FD) and the inodes of its sockets.
-    pub fn fd_kinds(&self) -> Option<(FdKinds, HashSet<u64>)> {
+    pub fn fd_kinds(&self, root: &ProcRoot) -> Option<(FdKinds, HashSet<u64>)> {
+        use rustix::fs::{Mode, OFlags};
+        // One `readlinkat` per descriptor, relative to the open `fd` directory, into one
+        // buffer: procfs's iterator opens, stats and closes each link too (four calls each).
+        let path = root.path.join(self.pid.to_string()).join("fd");
+        let dir_fd = rustix::fs::open(
+            &path,
+            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+            Mode::empty(),
+        )
+        .ok()?;
+        let dir = rustix::fs::Dir::read_from(&dir_fd).ok()?;
         let mut kinds = FdKinds::default();
         let mut sockets = HashSet::new();
-        for fd in self.proc.fd().ok()?.flatten() {
-            match fd.target {
-                FDTarget::Socket(inode) => {
-                    kinds.socket += 1;
-                    sockets.insert(inode);
+        let mut link = Vec::with_capacity(256);
+        for entry in dir {
+            let Ok(entry) = entry else { break };
+            let name = entry.file_name();
+            if !name.to_bytes().first().is_some_and(u8::is_ascii_digit) {
+                continue;
+            }
+            match rustix::fs::readlinkat(&dir_fd, name, std::mem::take(&mut link)) {
+                Ok(target) => {
+                    link = target.into_bytes();
+                    classify_fd(&link, &mut kinds, &mut sockets);
                 }
-                FDTarget::Pipe(_) => kinds.pipe += 1,
-                FDTarget::Path(_) | FDTarget::MemFD(_) => kinds.file += 1,
-                FDTarget::AnonInode(name) => match name.as_str() {
-                    "[eventpoll]" => kinds.epoll += 1,
-                    "[eventfd]" => kinds.eventfd += 1,
-                    "[timerfd]" => kinds.timerfd += 1,
-                    _ => kinds.other += 1,
-                },
-                FDTarget::Net(_) | FDTarget::Other(..) | FDTarget::Unknown(..) => kinds.other += 1,
+                // Closed since the directory was listed.
+                Err(_) => link = Vec::with_capacity(256),
             }
         }
         Some((kinds, sockets))
@@ -303,9 +313,16 @@ impl Watched {
         let mut out = TcpSockets::default();
         let mut any = false;
         for file in ["tcp", "tcp6"] {
-            let Ok(text) = std::fs::read_to_string(dir.join(file)) else {
+            // In one read: each read of these files walks the kernel's whole TCP hash table
+            // again, so small reads cost a walk each.
+            let mut buf = Vec::with_capacity(256 * 1024);
+            let Ok(file) = File::open(dir.join(file)) else {
                 continue;
             };
+            if pread_all(&file, &mut buf).is_err() {
+                continue;
+            }
+            let text = String::from_utf8_lossy(&buf);
             any = true;
             for entry in tcp_entries(&text) {
                 if !inodes.contains(&entry.inode) {
@@ -378,6 +395,34 @@ pub struct TcpEntry {
     pub state: u8,
     pub rx_queue: u64,
     pub inode: u64,
+}
+
+/// Counts one descriptor by the target its `/proc/PID/fd` link names.
+fn classify_fd(target: &[u8], kinds: &mut FdKinds, sockets: &mut HashSet<u64>) {
+    let inode = |rest: &[u8]| {
+        let digits = rest.strip_suffix(b"]")?;
+        std::str::from_utf8(digits).ok()?.parse::<u64>().ok()
+    };
+    if let Some(rest) = target.strip_prefix(b"socket:[") {
+        kinds.socket += 1;
+        if let Some(n) = inode(rest) {
+            sockets.insert(n);
+        }
+    } else if target.starts_with(b"pipe:[") {
+        kinds.pipe += 1;
+    } else if let Some(name) = target.strip_prefix(b"anon_inode:") {
+        match name {
+            b"[eventpoll]" => kinds.epoll += 1,
+            b"[eventfd]" => kinds.eventfd += 1,
+            b"[timerfd]" => kinds.timerfd += 1,
+            _ => kinds.other += 1,
+        }
+    } else if target.starts_with(b"/") {
+        // Files, directories, devices, and memfds (`/memfd:NAME`).
+        kinds.file += 1;
+    } else {
+        kinds.other += 1;
+    }
 }
 
 /// Parses `net/tcp` lines: `sl local_address rem_address st tx_queue:rx_queue tr:tm->when
@@ -623,11 +668,44 @@ mod tests {
         assert!(fast.rss_bytes > 1 << 20);
         assert!(fast.fds >= 3);
         assert!(fast.cpu_ns > 0);
-        let (kinds, _) = me.fd_kinds().unwrap();
+        let (kinds, _) = me.fd_kinds(&ProcRoot::default()).unwrap();
         let (peak, switches) = me.peak_rss_and_switches(&root);
         assert!(peak.unwrap() >= fast.rss_bytes);
         assert!(switches.unwrap().0 > 0);
         assert!(kinds.file + kinds.pipe + kinds.socket + kinds.other + kinds.epoll >= 3);
+    }
+
+    #[test]
+    fn fd_links_are_counted_by_kind() {
+        let mut kinds = FdKinds::default();
+        let mut sockets = HashSet::new();
+        for link in [
+            &b"socket:[4242]"[..],
+            b"socket:[7]",
+            b"pipe:[99]",
+            b"anon_inode:[eventpoll]",
+            b"anon_inode:[eventfd]",
+            b"anon_inode:[timerfd]",
+            b"anon_inode:inotify",
+            b"/var/log/x.log (deleted)",
+            b"/memfd:buf (deleted)",
+            b"/dev/null",
+            b"net:[4026531840]",
+        ] {
+            classify_fd(link, &mut kinds, &mut sockets);
+        }
+        assert_eq!(
+            (
+                kinds.socket,
+                kinds.pipe,
+                kinds.epoll,
+                kinds.eventfd,
+                kinds.timerfd
+            ),
+            (2, 1, 1, 1, 1)
+        );
+        assert_eq!((kinds.file, kinds.other), (3, 2));
+        assert_eq!(sockets, HashSet::from([4242, 7]));
     }
 
     #[test]

@@ -181,7 +181,7 @@ fn run(config: SlowConfig, shared: &Shared) {
 
 fn measure(handle: &Watched, config: &SlowConfig) -> SlowFigures {
     let (peak_rss_bytes, switches) = handle.peak_rss_and_switches(&config.root);
-    let (fd_kinds, tcp) = match handle.fd_kinds() {
+    let (fd_kinds, tcp) = match handle.fd_kinds(&config.root) {
         Some((kinds, sockets)) => (Some(kinds), handle.tcp(&config.root, &sockets)),
         None => (None, None),
     };
