@@ -768,8 +768,11 @@ impl Engine {
         };
         let status = conn.reader.status;
         let bytes_in = conn.reader.body_bytes;
+        // A response that came before the whole request was written (a 413, say) leaves the
+        // request cut short on the wire: the connection cannot carry another.
+        let cut_short = !conn.unsent.is_empty();
         let (completed, error, close) = match outcome {
-            Ok((at, close)) => (at, None, close || conn.peer_closed),
+            Ok((at, close)) => (at, None, close || conn.peer_closed || cut_short),
             Err((kind, at)) => (at, Some(kind), true),
         };
         let completed = completed.max(busy.sent);

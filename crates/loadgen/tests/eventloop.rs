@@ -9,7 +9,7 @@ use std::net::{SocketAddr, TcpListener};
 use std::thread;
 use std::time::Duration;
 
-use common::{exclusive, plan, run};
+use common::{body_recorder, exclusive, plan, run};
 
 /// A keep-alive server: answers every request head on a connection with `respond(i)` for the
 /// connection's i-th request, after `delay`; closes after the answer if `close` says so.
@@ -185,4 +185,35 @@ fn chunked_large_and_closing_responses_are_read_whole_and_counted() {
             );
         }
     }
+}
+
+#[test]
+fn request_bodies_larger_than_a_socket_buffer_are_sent_whole() {
+    let _cpu = exclusive();
+    // 8 MiB per request, twice loopback's largest send buffer (4 MiB): the first write takes
+    // part of it, the rest goes as the socket drains.
+    let server = body_recorder();
+    let url = format!("http://{}/upload", server.addr);
+    let body = "{{hex:4096}}".repeat(2048);
+    let p = plan(&[
+        "--rate",
+        "20",
+        "--requests",
+        "4",
+        "--threads",
+        "1",
+        "-m",
+        "POST",
+        "--body",
+        &body,
+        &url,
+    ]);
+    let (summary, _) = run(&p);
+    assert_eq!(summary.requests.ok, 4, "{}", summary.to_text());
+    assert_eq!(summary.bytes.out_total, 4 << 23);
+    let bodies = server.bodies.lock().unwrap();
+    assert_eq!(bodies.len(), 4);
+    assert!(bodies
+        .iter()
+        .all(|b| b.len() == 1 << 23 && b.iter().all(u8::is_ascii_hexdigit)));
 }
