@@ -230,6 +230,9 @@ fn slow_collectors_do_not_delay_the_fast_ticks() {
         slowest > 10_000_000,
         "a pass took {slowest} ns: too quick to show anything"
     );
+    // On the sampling thread, each pass (tens of ms) would cost three or more ticks: 15 or more
+    // over the run's five or six passes. A few misses are the host's own stalls (this VM's
+    // timer floor shows pauses of 4–7 ms, at times longer).
     let missed: u64 = samples.iter().map(|s| s.missed_ticks).sum();
-    assert!(missed <= 3, "{missed} ticks missed while slow passes ran");
+    assert!(missed <= 8, "{missed} ticks missed while slow passes ran");
 }
