@@ -244,14 +244,14 @@ impl Engine {
                 Stop::Finish if self.grace_ends.is_none() => self.start_finishing(now),
                 _ => {}
             }
-            let behind = self.release(now);
+            let (behind, next) = self.release(now);
             if self.released_all && self.rec.in_flight == 0 && self.pending.is_empty() {
                 return Ok(());
             }
             if self.grace_ends.is_some_and(|g| now >= g) {
                 return Ok(());
             }
-            let wake = self.plan(now);
+            let wake = self.plan(now, next);
             events.clear();
             let poll_only = behind || wake <= clock::now();
             if !poll_only {
@@ -311,25 +311,26 @@ impl Engine {
         })
     }
 
-    /// Releases every request due by `now`; true if more were due than one go takes.
-    fn release(&mut self, now: Nanos) -> bool {
+    /// Releases every request due by `now`. Returns whether more were due than one go takes,
+    /// and the next request not yet released (worked out once per wake-up, for `plan`).
+    fn release(&mut self, now: Nanos) -> (bool, Option<Job>) {
         for _ in 0..RELEASE_BATCH {
             let Some(job) = self.next_due() else {
                 self.released_all = true;
-                return false;
+                return (false, None);
             };
             if job.intended > now {
-                return false;
+                return (false, Some(job));
             }
             self.seq += self.step;
             self.dispatch(job);
         }
-        true
+        (true, self.next_due())
     }
 
-    /// When to wake next; arms lazy sockets if that is too far off for them.
-    fn plan(&mut self, now: Nanos) -> Nanos {
-        let due = self.next_due().map(|job| match self.shared.batch {
+    /// When to wake next, given the next request; arms lazy sockets if that is too far off.
+    fn plan(&mut self, now: Nanos, next: Option<Job>) -> Nanos {
+        let due = next.map(|job| match self.shared.batch {
             0 => job.intended,
             window => job.intended.div_ceil(window) * window,
         });
