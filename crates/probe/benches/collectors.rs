@@ -32,7 +32,7 @@ fn main() {
     let root = ProcRoot::default();
     let facts = SystemFacts::current();
     let w = Watched::open(&root, pid).expect("the process to measure must exist");
-    let (fast, _) = w.fast(&facts).expect("readable");
+    let fast = w.read(&facts, true).expect("readable").sample;
     println!(
         "process {pid} ({}): {} threads, {} FDs",
         fast.comm, fast.threads, fast.fds
@@ -41,9 +41,15 @@ fn main() {
     let row =
         |name: &str, d: Duration| println!("  {name:<34} {:>9.1} µs", d.as_nanos() as f64 / 1e3);
     row(
-        "fast figures (stat, io, fd count, cpu)",
+        "per tick (cpu, statm, fd and thread count)",
         cost(n, || {
-            let _ = std::hint::black_box(w.fast(&facts));
+            let _ = std::hint::black_box(w.read(&facts, false));
+        }),
+    );
+    row(
+        "full (and stat, io)",
+        cost(n, || {
+            let _ = std::hint::black_box(w.read(&facts, true));
         }),
     );
     row(

@@ -171,8 +171,8 @@ impl RecordBuffer {
     }
 }
 
-/// Readers are woken at most this often: at 100 Hz, a wake-up per sample for every reader would
-/// cost more than the sampling.
+/// Readers are woken at most this often by default: at 100 Hz, a wake-up per sample for every
+/// reader would cost more than the sampling.
 pub const WAKE_GAP_NS: u64 = 50_000_000;
 
 /// The buffer shared by the sampler (writer) and any number of readers, with a signal that
@@ -182,6 +182,7 @@ pub struct SharedBuffer {
     inner: Arc<Mutex<RecordBuffer>>,
     next: Arc<watch::Sender<u64>>,
     last_wake: Arc<std::sync::atomic::AtomicU64>,
+    wake_gap_ns: Arc<std::sync::atomic::AtomicU64>,
 }
 
 impl SharedBuffer {
@@ -191,11 +192,20 @@ impl SharedBuffer {
             inner: Arc::new(Mutex::new(RecordBuffer::new(max_records, max_bytes))),
             next: Arc::new(next),
             last_wake: Arc::default(),
+            wake_gap_ns: Arc::new(WAKE_GAP_NS.into()),
         }
     }
 
+    /// Wakes readers at most every `gap` instead of [`WAKE_GAP_NS`] (a file writer, which no
+    /// one waits for, needs no more than a few wake-ups a second).
+    pub fn set_wake_gap(&self, gap: std::time::Duration) {
+        let gap = gap.as_nanos().min(u64::MAX as u128) as u64;
+        self.wake_gap_ns
+            .store(gap, std::sync::atomic::Ordering::Relaxed);
+    }
+
     /// Appends records taken at the given times. Readers are woken if the last wake-up is at
-    /// least [`WAKE_GAP_NS`] old (or `wake` is set: an event, or the end of sampling).
+    /// least the wake gap old (or `wake` is set: an event, or the end of sampling).
     pub fn push_all(&self, records: impl IntoIterator<Item = (u64, Record)>, wake: bool) {
         use std::sync::atomic::Ordering;
         let (next, last_mono) = self.with(|b| {
@@ -207,7 +217,8 @@ impl SharedBuffer {
             (b.next_seq(), last)
         });
         let previous = self.last_wake.load(Ordering::Relaxed);
-        if wake || last_mono.saturating_sub(previous) >= WAKE_GAP_NS {
+        let gap = self.wake_gap_ns.load(Ordering::Relaxed);
+        if wake || last_mono.saturating_sub(previous) >= gap {
             self.last_wake.store(last_mono, Ordering::Relaxed);
             self.next.send_replace(next);
         }

@@ -2,8 +2,9 @@
 //!
 //! A [`Watched`] process holds an open descriptor of its `/proc/PID` directory (procfs does the
 //! `openat`), so every read goes to that process and fails once it has exited, even if its PID
-//! is reused. Fast collectors (`stat`, `io`, the FD count, the process CPU clock) run at every
-//! tick; slow ones (`status` of every thread, `readlink` of every FD, `net/tcp`, `limits`,
+//! is reused. Per-tick collectors run at every tick: the process CPU clock, `statm`, and the FD
+//! and thread counts from `fstat` of the open `fd` and `task` directories; `stat` and `io`, which
+//! walk every thread of the process, at most every 100 ms ([`Watched::read`]). Slow ones (`status` of every thread, `readlink` of every FD, `net/tcp`, `limits`,
 //! `smaps_rollup`) only when the sampler's budget allows. The root directory is configurable
 //! ([`ProcRoot`]) so that tests can point the probe at a fixture tree.
 
@@ -11,6 +12,7 @@ use std::cell::RefCell;
 use std::collections::{HashMap, HashSet};
 use std::fs::File;
 use std::io;
+use std::os::fd::OwnedFd;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
@@ -95,6 +97,14 @@ pub struct Ticks {
     pub system: u64,
 }
 
+/// One process's figures at one tick.
+#[derive(Debug)]
+pub struct Reading {
+    pub sample: ProcessSample,
+    /// From a full read only.
+    pub ticks: Option<Ticks>,
+}
+
 /// The process has exited (or cannot be read any more).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Gone;
@@ -127,10 +137,18 @@ pub struct Watched {
     /// `stat` field 22: with the PID, the process's identity.
     pub start_ticks: u64,
     cpu_clock: Option<nix::time::ClockId>,
-    /// `stat` and `io`, kept open: re-reading an open file saves an open and a close per tick,
-    /// and reads of a process that has exited fail rather than reach a new owner of the PID.
+    /// `stat`, `io` and `statm`, kept open: re-reading an open file saves an open and a close
+    /// per tick, and reads of a process that has exited fail rather than reach a new owner of
+    /// the PID.
     stat_file: File,
     io_file: Option<File>,
+    statm_file: File,
+    /// `fd` and `task`, opened `O_PATH`: their `fstat` gives the FD count (`st_size`, Linux
+    /// ≥ 6.2) and the thread count (`st_nlink` − 2) without a path lookup, 1 µs where a
+    /// `statat` costs 10 and a `stat` read, which sums faults and CPU over every thread, 20.
+    fd_dir: Option<OwnedFd>,
+    /// Kept only if its count matched `stat`'s when the process was opened.
+    task_dir: Option<OwnedFd>,
     /// `task/PID/children`, if the kernel has it (`CONFIG_PROC_CHILDREN`).
     children_file: Option<File>,
     buf: RefCell<Vec<u8>>,
@@ -143,6 +161,16 @@ impl Watched {
         let proc = Process::new_with_root(dir.clone()).map_err(|_| Gone)?;
         let stat_file = File::open(dir.join("stat")).map_err(|_| Gone)?;
         let io_file = File::open(dir.join("io")).ok();
+        let statm_file = File::open(dir.join("statm")).map_err(|_| Gone)?;
+        let open_path = |name: &str| {
+            use rustix::fs::{Mode, OFlags};
+            rustix::fs::open(
+                dir.join(name),
+                OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
+                Mode::empty(),
+            )
+            .ok()
+        };
         let children_file = File::open(dir.join(format!("task/{pid}/children"))).ok();
         let cpu_clock = if root.is_system() {
             nix::time::clock_getcpuclockid(nix::unistd::Pid::from_raw(pid)).ok()
@@ -156,10 +184,18 @@ impl Watched {
             cpu_clock,
             stat_file,
             io_file,
+            statm_file,
+            fd_dir: open_path("fd"),
+            task_dir: None,
             children_file,
             buf: RefCell::new(Vec::with_capacity(16 * 1024)),
         };
-        watched.start_ticks = watched.stat()?.starttime;
+        let stat = watched.stat()?;
+        watched.start_ticks = stat.starttime;
+        let task_dir = open_path("task");
+        if task_dir.as_ref().and_then(thread_count) == Some(stat.num_threads.max(0) as u64) {
+            watched.task_dir = task_dir;
+        }
         Ok(watched)
     }
 
@@ -180,32 +216,62 @@ impl Watched {
         Some((field(text, "read_bytes:")?, field(text, "write_bytes:")?))
     }
 
-    /// The per-tick figures (the rest of the sample is left at its default); `Gone` once the
-    /// process has exited.
-    pub fn fast(&self, facts: &SystemFacts) -> Result<(ProcessSample, Ticks), Gone> {
+    /// This tick's figures (the rest of the sample is left at its default); `Gone` once the
+    /// process has exited. A `full` read adds what `stat` and `io` give (parent, name, faults,
+    /// bytes read and written, and the user/system ticks), which costs three walks over the
+    /// process's threads instead of one; without the process CPU clock or the thread count
+    /// from `task`, every read is full.
+    pub fn read(&self, facts: &SystemFacts, full: bool) -> Result<Reading, Gone> {
+        let quick = !full && self.cpu_clock.is_some();
+        let threads = match &self.task_dir {
+            Some(dir) if quick => thread_count(dir),
+            _ => None,
+        };
+        let Some(threads) = threads else {
+            return self.read_full(facts);
+        };
+        let (size, resident) = statm_pages(&self.statm_file).ok_or(Gone)?;
+        let sample = ProcessSample {
+            pid: self.pid,
+            start_ticks: self.start_ticks,
+            cpu_ns: self.cpu_clock_ns()?.ok_or(Gone)?,
+            rss_bytes: resident * facts.page_size,
+            vsize_bytes: size * facts.page_size,
+            threads,
+            fds: self.fd_count(),
+            ..Default::default()
+        };
+        Ok(Reading {
+            sample,
+            ticks: None,
+        })
+    }
+
+    fn read_full(&self, facts: &SystemFacts) -> Result<Reading, Gone> {
         let stat = self.stat()?;
         if stat.starttime != self.start_ticks {
             return Err(Gone);
         }
-        let cpu_ns = match self.cpu_clock.map(nix::time::clock_gettime) {
-            Some(Ok(ts)) => ts.tv_sec() as u64 * 1_000_000_000 + ts.tv_nsec() as u64,
-            // A dead process's clock fails: it is gone.
-            Some(Err(_)) => return Err(Gone),
+        let cpu_ns = match self.cpu_clock_ns()? {
+            Some(ns) => ns,
             None => (stat.utime + stat.stime) * 1_000_000_000 / facts.ticks_per_second.max(1),
         };
         let io = self.io();
+        // `statm`, not `stat`: `stat` reads the per-CPU RSS counters (Linux ≥ 6.2) without
+        // summing them, `statm` sums them on recent kernels (168 KiB apart for a `sleep` here).
+        let (size, resident) = statm_pages(&self.statm_file).ok_or(Gone)?;
         let sample = ProcessSample {
             pid: self.pid,
             ppid: stat.ppid,
             start_ticks: self.start_ticks,
             comm: stat.comm,
             cpu_ns,
-            rss_bytes: stat.rss * facts.page_size,
-            vsize_bytes: stat.vsize,
+            rss_bytes: resident * facts.page_size,
+            vsize_bytes: size * facts.page_size,
             threads: stat.num_threads.max(0) as u64,
-            fds: self.proc.fd_count().map(|n| n as u64).unwrap_or(0),
-            minor_faults: stat.minflt,
-            major_faults: stat.majflt,
+            fds: self.fd_count(),
+            minor_faults: Some(stat.minflt),
+            major_faults: Some(stat.majflt),
             read_bytes: io.map(|io| io.0),
             write_bytes: io.map(|io| io.1),
             ..Default::default()
@@ -214,7 +280,31 @@ impl Watched {
             user: stat.utime,
             system: stat.stime,
         };
-        Ok((sample, ticks))
+        Ok(Reading {
+            sample,
+            ticks: Some(ticks),
+        })
+    }
+
+    /// The process CPU clock in ns, if this probe has it; `Gone` if the process has exited.
+    fn cpu_clock_ns(&self) -> Result<Option<u64>, Gone> {
+        match self.cpu_clock.map(nix::time::clock_gettime) {
+            Some(Ok(ts)) => Ok(Some(
+                ts.tv_sec() as u64 * 1_000_000_000 + ts.tv_nsec() as u64,
+            )),
+            // A dead process's clock fails: it is gone.
+            Some(Err(_)) => Err(Gone),
+            None => Ok(None),
+        }
+    }
+
+    /// Open FDs: `st_size` of the `fd` directory, or (before Linux 6.2, where it is 0) its
+    /// entries counted.
+    fn fd_count(&self) -> u64 {
+        match self.fd_dir.as_ref().map(rustix::fs::fstat) {
+            Some(Ok(st)) if st.st_size > 0 => st.st_size as u64,
+            _ => self.proc.fd_count().map(|n| n as u64).unwrap_or(0),
+        }
     }
 
     /// Children forked by the main thread (`task/PID/children`): cheap enough for every tick.
@@ -361,16 +451,19 @@ impl Watched {
     }
 }
 
-/// Resident pages from an open `statm` (second field).
-pub fn statm_rss_pages(file: &File) -> Option<u64> {
+/// Size and resident pages from an open `statm` (its first two fields).
+pub fn statm_pages(file: &File) -> Option<(u64, u64)> {
     let mut buf = [0u8; 256];
     let n = file.read_at(&mut buf, 0).ok()?;
-    std::str::from_utf8(&buf[..n])
-        .ok()?
-        .split_whitespace()
-        .nth(1)?
-        .parse()
-        .ok()
+    let mut fields = std::str::from_utf8(&buf[..n]).ok()?.split_whitespace();
+    Some((fields.next()?.parse().ok()?, fields.next()?.parse().ok()?))
+}
+
+/// Threads of a process from its open `task` directory: the kernel adds them to the
+/// directory's two links (`proc_task_getattr`). `None` once the process has none.
+fn thread_count(task_dir: &OwnedFd) -> Option<u64> {
+    let links = rustix::fs::fstat(task_dir).ok()?.st_nlink as u64;
+    links.checked_sub(2).filter(|&n| n > 0)
 }
 
 /// The number after `key` on its line (`status`, `io`, `meminfo` style: `Key:   123 kB`).
@@ -663,16 +756,41 @@ mod tests {
     fn this_process_reads_as_itself() {
         let root = ProcRoot::default();
         let me = Watched::open(&root, std::process::id() as i32).unwrap();
-        let (fast, _) = me.fast(&SystemFacts::current()).unwrap();
-        assert!(fast.threads >= 1);
-        assert!(fast.rss_bytes > 1 << 20);
-        assert!(fast.fds >= 3);
-        assert!(fast.cpu_ns > 0);
+        let full = me.read(&SystemFacts::current(), true).unwrap().sample;
+        assert!(full.threads >= 1);
+        assert!(full.rss_bytes > 1 << 20);
+        assert!(full.fds >= 3);
+        assert!(full.cpu_ns > 0);
         let (kinds, _) = me.fd_kinds(&ProcRoot::default()).unwrap();
         let (peak, switches) = me.peak_rss_and_switches(&root);
-        assert!(peak.unwrap() >= fast.rss_bytes);
+        assert!(peak.unwrap() >= full.rss_bytes);
         assert!(switches.unwrap().0 > 0);
         assert!(kinds.file + kinds.pipe + kinds.socket + kinds.other + kinds.epoll >= 3);
+    }
+
+    #[test]
+    fn a_quick_read_gives_what_a_full_one_does() {
+        // A process whose figures hold still while both reads are taken.
+        let mut child = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        let facts = SystemFacts::current();
+        let watched = Watched::open(&ProcRoot::default(), child.id() as i32).unwrap();
+        let full = watched.read(&facts, true).unwrap();
+        let quick = watched.read(&facts, false).unwrap();
+        let _ = child.kill();
+        let _ = child.wait();
+        assert!(full.ticks.is_some() && quick.ticks.is_none());
+        let (f, q) = (full.sample, quick.sample);
+        assert_eq!(f.comm, "sleep");
+        assert!(f.minor_faults.is_some() && q.minor_faults.is_none());
+        assert_eq!((q.threads, q.fds), (f.threads, f.fds));
+        assert_eq!((q.rss_bytes, q.vsize_bytes), (f.rss_bytes, f.vsize_bytes));
+        assert!(q.cpu_ns >= f.cpu_ns);
+        // Once it has exited, it is gone.
+        assert_eq!(watched.read(&facts, false).unwrap_err(), Gone);
     }
 
     #[test]

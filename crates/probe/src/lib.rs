@@ -209,7 +209,12 @@ async fn record(args: RecordArgs) -> Result<(), Error> {
         args.out.display()
     )))?;
     let mut writer = RecordWriter::new(std::io::BufWriter::new(file), format);
-    let sampling = Background::start(Sampler::new(config)?, 4096, 64 << 20)?;
+    // The writer drains the buffer twice a second: 1,024 records hold 10 s of samples at
+    // 100 Hz should the disk stall.
+    let sampling = Background::start(Sampler::new(config)?, 1024, 64 << 20)?;
+    sampling
+        .buffer
+        .set_wake_gap(std::time::Duration::from_millis(500));
     let until = async {
         match args.duration {
             Some(d) => tokio::time::sleep(d).await,
@@ -250,7 +255,11 @@ async fn drain(
         };
         let records = match buffer.with(|b| b.read(cursor, usize::MAX)) {
             buffer::Read::Records(r) => r,
-            buffer::Read::Gap { to, .. } => {
+            buffer::Read::Gap { from, to } => {
+                tracing::warn!(
+                    "{} records were dropped before they could be written: the writer fell behind",
+                    to + 1 - from
+                );
                 cursor = to + 1;
                 Vec::new()
             }

@@ -42,7 +42,7 @@ pub struct Sample {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ProcessSample {
     pub pid: i32,
-    /// `stat` field 4.
+    /// `stat` field 4 (at the last full read: see `minor_faults`).
     pub ppid: i32,
     /// `stat` field 22 (clock ticks after boot): with `pid`, the process's identity.
     pub start_ticks: u64,
@@ -57,18 +57,21 @@ pub struct ProcessSample {
     /// (clock ticks are too coarse to split a 100 ms interval on their own).
     pub user_pct: Option<f64>,
     pub system_pct: Option<f64>,
-    /// `stat` field 24 × page size.
+    /// `statm` field 2 × page size (exact, where `stat` field 24 leaves out what the per-CPU
+    /// counters hold).
     pub rss_bytes: u64,
-    /// `stat` field 23.
+    /// `statm` field 1 × page size.
     pub vsize_bytes: u64,
-    /// `stat` field 20.
+    /// `st_nlink` − 2 of `/proc/PID/task` (`stat` field 20).
     pub threads: u64,
     /// Open file descriptors: `st_size` of `/proc/PID/fd` (Linux ≥ 6.2) or its entries.
     pub fds: u64,
-    /// `stat` fields 10 and 12.
-    pub minor_faults: u64,
-    pub major_faults: u64,
-    /// `io`: `read_bytes`, `write_bytes` (storage I/O); `None` without permission.
+    /// `stat` fields 10 and 12. These and `io` sum over every thread, so they are read at
+    /// most every 100 ms (every sample at 10 Hz, every tenth at 100 Hz): `None` in between.
+    pub minor_faults: Option<u64>,
+    pub major_faults: Option<u64>,
+    /// `io`: `read_bytes`, `write_bytes` (storage I/O); `None` without permission, and
+    /// between full reads.
     pub read_bytes: Option<u64>,
     pub write_bytes: Option<u64>,
     /// `status`: `VmHWM` (slow collector).
@@ -145,9 +148,10 @@ pub struct HostSample {
 /// What sampling costs the probe.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ProbeCost {
-    /// The probe process's CPU over the interval, 100 = one core.
+    /// The probe process's CPU since the previous full tick (at most every 100 ms), 100 = one
+    /// core; `None` between full ticks.
     pub cpu_pct: Option<f64>,
-    /// CPU time this sample took (fast collectors, on the sampling thread).
+    /// CPU time this sample took (its reads, on the sampling thread).
     pub sample_cpu_ns: u64,
     /// CPU time of the slow collectors' pass whose figures are in this sample, if any (on
     /// their own thread).

@@ -8,11 +8,14 @@
 //! [`Sampler::tick`] keeps one [`ProcessState`] per watched process, keyed by PID and checked
 //! against the process's start time, so that a PID reused by another process is a new process,
 //! and a process that is gone is dropped (with an event). The tree grows from the target: the
-//! main thread's `children` file at every tick, and the slow collectors' full scan of parents.
+//! main thread's `children` file, and the slow collectors' full scan of parents.
 //!
 //! The slow collectors run on a thread of their own (`slow.rs`) within their CPU budget; their
-//! results go into the first sample after each pass. The host's figures are read at most every
-//! 100 ms. The probe's own CPU use is in every sample.
+//! results go into the first sample after each pass. A full tick, at most every 100 ms (every
+//! tick at 10 Hz), also reads the host's figures, each process's `stat` and `io` (faults,
+//! bytes, the user/system split: sums over every thread) and the main threads' `children`; the
+//! ticks in between read only what changes fast (CPU, memory, threads, FDs). The probe's own
+//! CPU use is in every sample.
 
 use std::collections::{BTreeMap, HashSet, VecDeque};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -25,7 +28,7 @@ use procfs::FromRead;
 
 use crate::buffer::SharedBuffer;
 use crate::clock::{mono_ns, process_cpu_ns, thread_cpu_ns, wall_ns};
-use crate::collect::{self, HostFiles, ProcRoot, SystemFacts, Ticks, Watched};
+use crate::collect::{self, HostFiles, ProcRoot, Reading, SystemFacts, Watched};
 use crate::protocol::Record;
 use crate::sample::{Event, EventKind, HostInfo, ProbeCost, ProcessSample, Sample};
 use crate::selector::Selector;
@@ -67,8 +70,8 @@ impl SamplerConfig {
     }
 }
 
-/// The host's figures are read at most this often.
-pub const HOST_PERIOD: Duration = Duration::from_millis(100);
+/// Full ticks (the host's figures, `stat`, `io`, `children`) come at most this often.
+pub const FULL_PERIOD: Duration = Duration::from_millis(100);
 
 /// The shortest and longest sampling intervals.
 pub const MIN_INTERVAL: Duration = Duration::from_millis(10);
@@ -82,6 +85,9 @@ struct ProcessState {
     previous: Option<(u64, u64)>,
     /// (time, utime, stime) readings of the last second or so, to split CPU into user/system.
     ticks: VecDeque<(u64, u64, u64)>,
+    /// Parent and name at the last full read.
+    ppid: i32,
+    comm: String,
     fd_limits: (Option<u64>, Option<u64>),
 }
 
@@ -97,9 +103,10 @@ pub struct Sampler {
     next_resolve: u64,
     slow: SlowCollector,
     host: Option<HostFiles>,
-    next_host: u64,
+    next_full: u64,
     /// This process's `statm`, for its own memory.
     myself_statm: Option<std::fs::File>,
+    own_rss_bytes: u64,
     previous_mono: Option<u64>,
     previous_own_cpu: Option<(u64, u64)>,
 }
@@ -128,8 +135,9 @@ impl Sampler {
             next_resolve: 0,
             slow,
             host: HostFiles::open(&config.root).ok(),
-            next_host: 0,
+            next_full: 0,
             myself_statm: std::fs::File::open("/proc/self/statm").ok(),
+            own_rss_bytes: 0,
             previous_mono: None,
             previous_own_cpu: None,
             config,
@@ -179,8 +187,8 @@ impl Sampler {
                 if let Ok(handle) = Watched::open(&self.config.root, pid) {
                     let fd_limits = handle.fd_limits();
                     let comm = handle
-                        .fast(&self.facts)
-                        .map(|(f, _)| f.comm)
+                        .read(&self.facts, true)
+                        .map(|r| r.sample.comm)
                         .unwrap_or_default();
                     events.push(event(EventKind::Attached {
                         pid,
@@ -197,18 +205,23 @@ impl Sampler {
             }
         }
 
+        let full = mono >= self.next_full;
+        if full {
+            self.next_full =
+                mono + FULL_PERIOD.as_nanos() as u64 - self.config.interval.as_nanos() as u64 / 2;
+        }
         let slow = self.slow.take();
-        if self.config.tree && self.root.is_some() {
+        if self.config.tree && self.root.is_some() && (full || slow.is_some()) {
             let scanned = slow.as_ref().map(|r| r.tree.as_slice()).unwrap_or_default();
-            self.grow_tree(scanned, &mut events, event);
+            self.grow_tree(scanned, full, &mut events, event);
         }
 
-        // Fast figures of every process; drop those that are gone.
+        // This tick's figures of every process; drop those that are gone.
         let mut rows = Vec::with_capacity(self.processes.len());
         let mut gone = Vec::new();
         for (&pid, state) in self.processes.iter_mut() {
-            match state.handle.fast(&self.facts) {
-                Ok((row, ticks)) => rows.push(state.complete(row, ticks, mono)),
+            match state.handle.read(&self.facts, full) {
+                Ok(reading) => rows.push(state.complete(reading, mono)),
                 Err(_) => gone.push(pid),
             }
         }
@@ -240,9 +253,7 @@ impl Sampler {
             .collect();
         self.slow.watch(self.root, identities, attached);
 
-        let host = if mono >= self.next_host {
-            self.next_host =
-                mono + HOST_PERIOD.as_nanos() as u64 - self.config.interval.as_nanos() as u64 / 2;
+        let host = if full {
             self.host.as_mut().and_then(|h| h.sample().ok())
         } else {
             None
@@ -250,7 +261,7 @@ impl Sampler {
         let interval_ns = self.previous_mono.map_or(0, |p| mono.saturating_sub(p));
         self.previous_mono = Some(mono);
         let total = total(&rows);
-        let probe = self.own_cost(mono, started_cpu, slow_cpu_ns);
+        let probe = self.own_cost(mono, started_cpu, slow_cpu_ns, full);
         let shift = |t: u64| t.saturating_add_signed(self.config.clock_shift_ns);
         for e in &mut events {
             e.mono_ns = shift(e.mono_ns);
@@ -276,11 +287,12 @@ impl Sampler {
         (self.config.interval.max(Duration::from_millis(200))).as_nanos() as u64
     }
 
-    /// Adds processes that joined the tree: children of the watched processes' main threads,
-    /// and whatever the slow collectors' full scan found below the root.
+    /// Adds processes that joined the tree: children of the watched processes' main threads
+    /// (at full ticks), and whatever the slow collectors' full scan found below the root.
     fn grow_tree(
         &mut self,
         scanned: &[i32],
+        full: bool,
         events: &mut Vec<Event>,
         event: impl Fn(EventKind) -> Event,
     ) {
@@ -290,14 +302,11 @@ impl Sampler {
             .copied()
             .filter(|p| !known.contains(p))
             .collect();
-        for state in self.processes.values() {
-            found.extend(
-                state
-                    .handle
-                    .children()
-                    .into_iter()
-                    .filter(|c| !known.contains(c)),
-            );
+        if full {
+            for state in self.processes.values() {
+                let children = state.handle.children();
+                found.extend(children.into_iter().filter(|c| !known.contains(c)));
+            }
         }
         found.sort_unstable();
         found.dedup();
@@ -306,11 +315,11 @@ impl Sampler {
                 continue;
             }
             if let Ok(handle) = Watched::open(&self.config.root, pid) {
-                if let Ok((fast, _)) = handle.fast(&self.facts) {
+                if let Ok(Reading { sample, .. }) = handle.read(&self.facts, true) {
                     events.push(event(EventKind::ProcessStarted {
                         pid,
-                        ppid: fast.ppid,
-                        comm: fast.comm,
+                        ppid: sample.ppid,
+                        comm: sample.comm,
                     }));
                     let limits = handle.fd_limits();
                     self.processes
@@ -345,22 +354,28 @@ impl Sampler {
         results.cpu_ns
     }
 
-    fn own_cost(&mut self, mono: u64, started_cpu: u64, slow_cpu_ns: u64) -> ProbeCost {
-        let process_cpu = process_cpu_ns();
-        let cpu_pct = self.previous_own_cpu.and_then(|(cpu, at)| {
-            (mono > at).then(|| 100.0 * process_cpu.saturating_sub(cpu) as f64 / (mono - at) as f64)
-        });
-        self.previous_own_cpu = Some((process_cpu, mono));
-        let rss_bytes = self
-            .myself_statm
-            .as_ref()
-            .and_then(collect::statm_rss_pages)
-            .map_or(0, |pages| pages * self.facts.page_size);
+    /// The probe's own CPU and RSS, read at full ticks (at 100 Hz, the CPU % of this process
+    /// over the last 100 ms); this tick's CPU at every tick.
+    fn own_cost(&mut self, mono: u64, started_cpu: u64, slow_cpu_ns: u64, full: bool) -> ProbeCost {
+        let mut cpu_pct = None;
+        if full {
+            let process_cpu = process_cpu_ns();
+            cpu_pct = self.previous_own_cpu.and_then(|(cpu, at)| {
+                (mono > at)
+                    .then(|| 100.0 * process_cpu.saturating_sub(cpu) as f64 / (mono - at) as f64)
+            });
+            self.previous_own_cpu = Some((process_cpu, mono));
+            self.own_rss_bytes = self
+                .myself_statm
+                .as_ref()
+                .and_then(collect::statm_pages)
+                .map_or(0, |(_, resident)| resident * self.facts.page_size);
+        }
         ProbeCost {
             cpu_pct,
             sample_cpu_ns: thread_cpu_ns().saturating_sub(started_cpu),
             slow_cpu_ns,
-            rss_bytes,
+            rss_bytes: self.own_rss_bytes,
         }
     }
 }
@@ -371,27 +386,36 @@ impl ProcessState {
             handle,
             previous: None,
             ticks: VecDeque::new(),
+            ppid: 0,
+            comm: String::new(),
             fd_limits,
         }
     }
 
     /// Completes this tick's row for the process: CPU % since the previous tick, split into
-    /// user and system, and the FD limits.
-    fn complete(&mut self, mut row: ProcessSample, ticks: Ticks, mono: u64) -> ProcessSample {
+    /// user and system, parent and name from the last full read, and the FD limits.
+    fn complete(&mut self, reading: Reading, mono: u64) -> ProcessSample {
+        let mut row = reading.sample;
         let cpu_pct = self.previous.and_then(|(cpu, at)| {
             (mono > at).then(|| 100.0 * row.cpu_ns.saturating_sub(cpu) as f64 / (mono - at) as f64)
         });
         self.previous = Some((row.cpu_ns, mono));
-        // Split by the user/system ticks of the last second or so.
-        self.ticks.push_back((mono, ticks.user, ticks.system));
-        while self.ticks.len() > 2 && mono - self.ticks[1].0 >= 1_000_000_000 {
-            self.ticks.pop_front();
+        if let Some(ticks) = reading.ticks {
+            self.ticks.push_back((mono, ticks.user, ticks.system));
+            while self.ticks.len() > 2 && mono - self.ticks[1].0 >= 1_000_000_000 {
+                self.ticks.pop_front();
+            }
+            self.ppid = row.ppid;
+            self.comm.clone_from(&row.comm);
+        } else {
+            row.ppid = self.ppid;
+            row.comm.clone_from(&self.comm);
         }
-        if let (Some(pct), Some(&(_, u0, s0))) = (cpu_pct, self.ticks.front()) {
-            let (du, ds) = (
-                ticks.user.saturating_sub(u0),
-                ticks.system.saturating_sub(s0),
-            );
+        // Split by the user/system ticks of the last second or so.
+        if let (Some(pct), Some(&(_, u0, s0)), Some(&(_, u1, s1))) =
+            (cpu_pct, self.ticks.front(), self.ticks.back())
+        {
+            let (du, ds) = (u1.saturating_sub(u0), s1.saturating_sub(s0));
             if du + ds > 0 {
                 let user = du as f64 / (du + ds) as f64;
                 row.user_pct = Some(pct * user);
@@ -433,8 +457,8 @@ fn total(rows: &[ProcessSample]) -> Option<ProcessSample> {
         t.vsize_bytes += r.vsize_bytes;
         t.threads += r.threads;
         t.fds += r.fds;
-        t.minor_faults += r.minor_faults;
-        t.major_faults += r.major_faults;
+        t.minor_faults = add(t.minor_faults, r.minor_faults);
+        t.major_faults = add(t.major_faults, r.major_faults);
         t.read_bytes = add(t.read_bytes, r.read_bytes);
         t.write_bytes = add(t.write_bytes, r.write_bytes);
         t.peak_rss_bytes = add(t.peak_rss_bytes, r.peak_rss_bytes);

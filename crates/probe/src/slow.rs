@@ -4,9 +4,8 @@
 //! sockets (the kernel walks the whole TCP hash table), summing context switches a `status` read
 //! per thread. Run inline, one such pass would make a 10 ms sampler miss several ticks. Here the
 //! sampler tells this thread which processes it watches ([`SlowCollector::watch`]); the thread
-//! measures them at most every `slow_interval`, and less often if a pass would use more than
-//! `slow_budget` of a core (after a pass costing `c`, the next waits at least `c / budget`), and
-//! posts the results, which the sampler attaches to its next sample. It also scans every
+//! measures them at most every `slow_interval`, and less often if the passes would use more than
+//! `slow_budget` of a core ([`Budget`]: the start-up pass included), and posts the results, which the sampler attaches to its next sample. It also scans every
 //! process's parent to find members of the tree that the per-tick `children` files miss.
 
 use std::collections::{HashMap, HashSet};
@@ -123,8 +122,53 @@ impl Drop for SlowCollector {
     }
 }
 
+/// The passes' CPU budget as a bucket of credit, in ns of CPU: earned at `share` of the time
+/// elapsed, spent by each pass, and a pass is due once the credit covers the last one's cost.
+/// At most one pass's worth is saved, so a target that grows costly after a cheap hour is not
+/// measured in a burst. The start-up pass is taken on credit and paid back before the next:
+/// at the start of every pass after the first, the passes so far have used at most `share`
+/// of the time since the first began.
+#[derive(Debug)]
+struct Budget {
+    share: f64,
+    credit: f64,
+    at: u64,
+    last_cost: f64,
+}
+
+impl Budget {
+    fn new(share: f64, now: u64) -> Self {
+        Budget {
+            share: share.max(1e-6),
+            credit: 0.0,
+            at: now,
+            last_cost: 0.0,
+        }
+    }
+
+    fn earn(&mut self, now: u64) {
+        let earned = self.share * now.saturating_sub(self.at) as f64;
+        self.credit = (self.credit + earned).min(self.last_cost);
+        self.at = self.at.max(now);
+    }
+
+    /// A pass that began at `began` cost `cost` ns of CPU.
+    fn spend(&mut self, began: u64, cost: u64) {
+        self.earn(began);
+        self.credit -= cost as f64;
+        self.last_cost = cost as f64;
+    }
+
+    /// When the credit will cover a pass like the last one.
+    fn next_due(&self) -> u64 {
+        let short = (self.last_cost - self.credit).max(0.0);
+        self.at + (short / self.share) as u64
+    }
+}
+
 fn run(config: SlowConfig, shared: &Shared) {
     let mut handles: HashMap<Identity, Watched> = HashMap::new();
+    let mut budget = Budget::new(config.budget, mono_ns());
     let mut next = 0u64;
     loop {
         let (root, targets) = {
@@ -151,7 +195,7 @@ fn run(config: SlowConfig, shared: &Shared) {
             state.now = false;
             (state.root, state.targets.clone())
         };
-        let started = thread_cpu_ns();
+        let (began, started) = (mono_ns(), thread_cpu_ns());
         let wanted: HashSet<Identity> = targets.iter().copied().collect();
         handles.retain(|id, _| wanted.contains(id));
         let mut results = SlowResults::default();
@@ -173,8 +217,10 @@ fn run(config: SlowConfig, shared: &Shared) {
             }
         }
         results.cpu_ns = thread_cpu_ns().saturating_sub(started);
-        let wait = (results.cpu_ns as f64 / config.budget.max(1e-6)) as u64;
-        next = mono_ns() + wait.max(config.interval.as_nanos() as u64);
+        budget.spend(began, results.cpu_ns);
+        next = budget
+            .next_due()
+            .max(began + config.interval.as_nanos() as u64);
         shared.lock().results = Some(results);
     }
 }
@@ -224,6 +270,23 @@ mod tests {
         let parents = HashMap::from([(10, 1), (11, 10), (12, 11), (13, 10), (20, 1)]);
         assert_eq!(descendants(&parents, 10), vec![11, 12, 13]);
         assert_eq!(descendants(&parents, 20), Vec::<i32>::new());
+    }
+
+    #[test]
+    fn the_budget_pays_for_the_start_up_pass_before_the_next() {
+        let ms = 1_000_000;
+        // 1 % of a core; the start-up pass costs 40 ms of CPU: the next waits 8 s, not 4.
+        let mut budget = Budget::new(0.01, 0);
+        budget.spend(0, 40 * ms);
+        assert_eq!(budget.next_due(), 8_000 * ms);
+        // From then on, a pass every 4 s: over any stretch from the start, at most 1 %.
+        budget.spend(8_000 * ms, 40 * ms);
+        assert_eq!(budget.next_due(), 12_000 * ms);
+        // An idle hour saves at most one pass: a target that turns costly is not measured in
+        // a burst.
+        budget.spend(3_600_000 * ms, 40 * ms);
+        budget.spend(3_600_000 * ms, 400 * ms);
+        assert_eq!(budget.next_due(), 3_600_000 * ms + 80_000 * ms);
     }
 
     #[test]
