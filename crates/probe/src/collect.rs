@@ -136,6 +136,9 @@ pub struct Watched {
     pub pid: i32,
     /// `stat` field 22: with the PID, the process's identity.
     pub start_ticks: u64,
+    /// Parent and name when it was opened (the sampler keeps them up to date from full reads).
+    pub ppid: i32,
+    pub comm: String,
     cpu_clock: Option<nix::time::ClockId>,
     /// `stat`, `io` and `statm`, kept open: re-reading an open file saves an open and a close
     /// per tick, and reads of a process that has exited fail rather than reach a new owner of
@@ -181,6 +184,8 @@ impl Watched {
             proc,
             pid,
             start_ticks: 0,
+            ppid: 0,
+            comm: String::new(),
             cpu_clock,
             stat_file,
             io_file,
@@ -192,6 +197,8 @@ impl Watched {
         };
         let stat = watched.stat()?;
         watched.start_ticks = stat.starttime;
+        watched.ppid = stat.ppid;
+        watched.comm.clone_from(&stat.comm);
         let task_dir = open_path("task");
         if task_dir.as_ref().and_then(thread_count) == Some(stat.num_threads.max(0) as u64) {
             watched.task_dir = task_dir;

@@ -186,13 +186,9 @@ impl Sampler {
             if let Some(pid) = self.config.selector.resolve(&self.config.root, self.myself) {
                 if let Ok(handle) = Watched::open(&self.config.root, pid) {
                     let fd_limits = handle.fd_limits();
-                    let comm = handle
-                        .read(&self.facts, true)
-                        .map(|r| r.sample.comm)
-                        .unwrap_or_default();
                     events.push(event(EventKind::Attached {
                         pid,
-                        comm,
+                        comm: handle.comm.clone(),
                         cmdline: handle.cmdline(),
                         fd_limit_soft: fd_limits.0,
                         fd_limit_hard: fd_limits.1,
@@ -315,16 +311,14 @@ impl Sampler {
                 continue;
             }
             if let Ok(handle) = Watched::open(&self.config.root, pid) {
-                if let Ok(Reading { sample, .. }) = handle.read(&self.facts, true) {
-                    events.push(event(EventKind::ProcessStarted {
-                        pid,
-                        ppid: sample.ppid,
-                        comm: sample.comm,
-                    }));
-                    let limits = handle.fd_limits();
-                    self.processes
-                        .insert(pid, ProcessState::new(handle, limits));
-                }
+                events.push(event(EventKind::ProcessStarted {
+                    pid,
+                    ppid: handle.ppid,
+                    comm: handle.comm.clone(),
+                }));
+                let limits = handle.fd_limits();
+                self.processes
+                    .insert(pid, ProcessState::new(handle, limits));
             }
         }
     }
@@ -383,11 +377,11 @@ impl Sampler {
 impl ProcessState {
     fn new(handle: Watched, fd_limits: (Option<u64>, Option<u64>)) -> Self {
         ProcessState {
-            handle,
             previous: None,
             ticks: VecDeque::new(),
-            ppid: 0,
-            comm: String::new(),
+            ppid: handle.ppid,
+            comm: handle.comm.clone(),
+            handle,
             fd_limits,
         }
     }
@@ -598,6 +592,24 @@ mod tests {
         // At 100 Hz, the host is read every tenth sample.
         let (next, _) = s.tick(mono_ns(), 0);
         assert!(next.host.is_none());
+    }
+
+    #[test]
+    fn a_process_first_read_between_full_ticks_has_its_parent_and_name() {
+        let mut child = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .unwrap();
+        let facts = SystemFacts::current();
+        let handle = Watched::open(&ProcRoot::default(), child.id() as i32).unwrap();
+        let quick = handle.read(&facts, false).unwrap();
+        let mut state = ProcessState::new(handle, (None, None));
+        let row = state.complete(quick, mono_ns());
+        let _ = child.kill();
+        let _ = child.wait();
+        assert_eq!(row.comm, "sleep");
+        assert_eq!(row.ppid, std::process::id() as i32);
+        assert_eq!(row.minor_faults, None);
     }
 
     #[test]
