@@ -9,7 +9,8 @@ from outside:
   * requests the server handled, from nginx's own stub_status counter (not the tool's claim);
   * latency percentiles and, for loadgen, send lateness, from each tool's own output;
   * system calls per request, from one extra short run per tool under `strace -f -c` (strace
-    slows a tool down: that run only counts calls, its timing is not used).
+    slows a tool down: that run only counts calls, its timing is not used);
+  * resident memory of loadgen and oha every 10 s of a minute at --memory-rate (20,000 req/s).
 
 Each measurement is repeated --repeat rounds (the tools take turns within a round) and
 reported as the median with the min–max; ratios between tools are taken from the medians of
@@ -605,6 +606,8 @@ def main():
                     help="seconds of each run under strace (default 3)")
     ap.add_argument("--skip-strace", action="store_true")
     ap.add_argument("--memory-duration", type=int, default=60, help="seconds of the memory run")
+    ap.add_argument("--memory-rate", type=int, default=20000,
+                    help="req/s of the memory run (default 20000, issue 10's)")
     ap.add_argument("--skip-memory", action="store_true")
     ap.add_argument("--loadgen", type=Path,
                     help="the loadgen binary to measure, as it is (default: build "
@@ -641,7 +644,7 @@ def main():
         syscalls = {} if args.skip_strace else count_syscalls(
             setup, nginx, gun_cpu, strace_rate, args.strace_duration, workdir)
         memory = {} if args.skip_memory else memory_over_time(
-            loadgen, nginx, gun_cpu, 5000, args.memory_duration)
+            loadgen, nginx, gun_cpu, args.memory_rate, args.memory_duration)
     finally:
         nginx.stop()
         shutil.rmtree(workdir, ignore_errors=True)
