@@ -18,6 +18,8 @@ It also prints the cost of each of the probe's collectors against the same targe
 its ticks (the sampling thread's own CPU per sample), its slow collectors (their passes' CPU),
 the machine's cost of waking a process that often (bench/floor.c, a bare timerfd loop at the
 same rate on the same CPU), and the rest (start-up, writing the file, the history buffer).
+And what the four reads of a tick between full reads cost from C after the same sleep
+(bench/probe_reads.c): the machine's floor for a tick.
 """
 
 import argparse
@@ -206,6 +208,19 @@ def main():
             cpu_s, wall = measured(["psrecord", str(pid), "--interval", "1", "--duration", str(d),
                                     "--log", str(out)], mon_cpu, d + 10)
             rows.append(("psrecord --interval 1", cpu_s, wall, read_psrecord(out)))
+        if floor:
+            reads = Path(tmp) / "probe_reads"
+            subprocess.run(["cc", "-O2", "-o", str(reads), str(ROOT / "bench" / "probe_reads.c")],
+                           check=True)
+            for ms, rounds in ((10, 300), (100, 50)):
+                run = subprocess.run(["taskset", "-c", str(mon_cpu), str(reads), str(pid), str(ms),
+                                      str(rounds)], capture_output=True, text=True, check=True)
+                r = json.loads(run.stdout)
+                print(f"a tick's reads in C after {ms} ms asleep (bench/probe_reads.c, medians): "
+                      f"fstat task {r['fstat_task_us']} µs, statm {r['statm_us']}, CPU clock "
+                      f"{r['cpu_clock_us']}, fstat fd {r['fstat_fd_us']}; "
+                      f"{r['round_cpu_us']} µs of CPU in all")
+            print()
         print("per-collector costs of the probe against this target:")
         bench = subprocess.run(["cargo", "bench", "-q", "-p", "probe", "--bench", "collectors", "--",
                                 str(pid)], cwd=ROOT, capture_output=True, text=True)
