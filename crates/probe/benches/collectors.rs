@@ -31,7 +31,7 @@ fn main() {
         .unwrap_or(std::process::id() as i32);
     let root = ProcRoot::default();
     let facts = SystemFacts::current();
-    let w = Watched::open(&root, pid).expect("the process to measure must exist");
+    let mut w = Watched::open(&root, pid).expect("the process to measure must exist");
     let fast = w.read(&facts, true).expect("readable").sample;
     println!(
         "process {pid} ({}): {} threads, {} FDs",

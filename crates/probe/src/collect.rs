@@ -4,8 +4,9 @@
 //! `openat`), so every read goes to that process and fails once it has exited, even if its PID
 //! is reused. Per-tick collectors run at every tick: the process CPU clock, `statm`, and the FD
 //! and thread counts from `fstat` of the open `fd` and `task` directories; `stat` and `io`, which
-//! walk every thread of the process, at most every 100 ms ([`Watched::read`]). Slow ones (`status` of every thread, `readlink` of every FD, `net/tcp`, `limits`,
-//! `smaps_rollup`) only when the sampler's budget allows. The root directory is configurable
+//! walk every thread of the process, at most every 100 ms ([`Watched::read`]). Slow ones
+//! (`status` of every thread, `readlink` of every FD, `net/tcp`, `limits`, `smaps_rollup`) only
+//! when the sampler's budget allows. The root directory is configurable
 //! ([`ProcRoot`]) so that tests can point the probe at a fixture tree.
 
 use std::cell::RefCell;
@@ -136,7 +137,7 @@ pub struct Watched {
     pub pid: i32,
     /// `stat` field 22: with the PID, the process's identity.
     pub start_ticks: u64,
-    /// Parent and name when it was opened (the sampler keeps them up to date from full reads).
+    /// Parent and name at the last full read (or the opening one), given by quick reads too.
     pub ppid: i32,
     pub comm: String,
     cpu_clock: Option<nix::time::ClockId>,
@@ -224,11 +225,11 @@ impl Watched {
     }
 
     /// This tick's figures (the rest of the sample is left at its default); `Gone` once the
-    /// process has exited. A `full` read adds what `stat` and `io` give (parent, name, faults,
-    /// bytes read and written, and the user/system ticks), which costs three walks over the
-    /// process's threads instead of one; without the process CPU clock or the thread count
-    /// from `task`, every read is full.
-    pub fn read(&self, facts: &SystemFacts, full: bool) -> Result<Reading, Gone> {
+    /// process has exited. A `full` read adds what `stat` and `io` give (faults, bytes read
+    /// and written, the user/system ticks, and the current parent and name), which costs three
+    /// walks over the process's threads instead of one; without the process CPU clock or the
+    /// thread count from `task`, every read is full.
+    pub fn read(&mut self, facts: &SystemFacts, full: bool) -> Result<Reading, Gone> {
         let quick = !full && self.cpu_clock.is_some();
         let threads = match &self.task_dir {
             Some(dir) if quick => thread_count(dir),
@@ -240,7 +241,9 @@ impl Watched {
         let (size, resident) = statm_pages(&self.statm_file).ok_or(Gone)?;
         let sample = ProcessSample {
             pid: self.pid,
+            ppid: self.ppid,
             start_ticks: self.start_ticks,
+            comm: self.comm.clone(),
             cpu_ns: self.cpu_clock_ns()?.ok_or(Gone)?,
             rss_bytes: resident * facts.page_size,
             vsize_bytes: size * facts.page_size,
@@ -254,11 +257,13 @@ impl Watched {
         })
     }
 
-    fn read_full(&self, facts: &SystemFacts) -> Result<Reading, Gone> {
+    fn read_full(&mut self, facts: &SystemFacts) -> Result<Reading, Gone> {
         let stat = self.stat()?;
         if stat.starttime != self.start_ticks {
             return Err(Gone);
         }
+        self.ppid = stat.ppid;
+        self.comm.clone_from(&stat.comm);
         let cpu_ns = match self.cpu_clock_ns()? {
             Some(ns) => ns,
             None => (stat.utime + stat.stime) * 1_000_000_000 / facts.ticks_per_second.max(1),
@@ -762,7 +767,7 @@ mod tests {
     #[test]
     fn this_process_reads_as_itself() {
         let root = ProcRoot::default();
-        let me = Watched::open(&root, std::process::id() as i32).unwrap();
+        let mut me = Watched::open(&root, std::process::id() as i32).unwrap();
         let full = me.read(&SystemFacts::current(), true).unwrap().sample;
         assert!(full.threads >= 1);
         assert!(full.rss_bytes > 1 << 20);
@@ -784,7 +789,7 @@ mod tests {
             .unwrap();
         std::thread::sleep(std::time::Duration::from_millis(200));
         let facts = SystemFacts::current();
-        let watched = Watched::open(&ProcRoot::default(), child.id() as i32).unwrap();
+        let mut watched = Watched::open(&ProcRoot::default(), child.id() as i32).unwrap();
         let full = watched.read(&facts, true).unwrap();
         let quick = watched.read(&facts, false).unwrap();
         let _ = child.kill();
@@ -793,6 +798,7 @@ mod tests {
         let (f, q) = (full.sample, quick.sample);
         assert_eq!(f.comm, "sleep");
         assert!(f.minor_faults.is_some() && q.minor_faults.is_none());
+        assert_eq!((&q.comm, q.ppid), (&f.comm, f.ppid));
         assert_eq!((q.threads, q.fds), (f.threads, f.fds));
         assert_eq!((q.rss_bytes, q.vsize_bytes), (f.rss_bytes, f.vsize_bytes));
         assert!(q.cpu_ns >= f.cpu_ns);

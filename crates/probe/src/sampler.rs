@@ -85,9 +85,6 @@ struct ProcessState {
     previous: Option<(u64, u64)>,
     /// (time, utime, stime) readings of the last second or so, to split CPU into user/system.
     ticks: VecDeque<(u64, u64, u64)>,
-    /// Parent and name at the last full read.
-    ppid: i32,
-    comm: String,
     fd_limits: (Option<u64>, Option<u64>),
 }
 
@@ -207,6 +204,7 @@ impl Sampler {
                 mono + FULL_PERIOD.as_nanos() as u64 - self.config.interval.as_nanos() as u64 / 2;
         }
         let slow = self.slow.take();
+        let slow_arrived = slow.is_some();
         if self.config.tree && self.root.is_some() && (full || slow.is_some()) {
             let scanned = slow.as_ref().map(|r| r.tree.as_slice()).unwrap_or_default();
             self.grow_tree(scanned, full, &mut events, event);
@@ -221,6 +219,9 @@ impl Sampler {
                 Err(_) => gone.push(pid),
             }
         }
+        // The watched set changes only here, at attaching and in `grow_tree`: tell the slow
+        // collectors then (and at full ticks), not at every tick.
+        let changed = full || slow_arrived || attached || !gone.is_empty();
         if self.root.is_some_and(|root| gone.contains(&root)) {
             // The target is gone: so is the tree under it. Look for the next one at once.
             let root = self.root.take().unwrap_or_default();
@@ -242,12 +243,14 @@ impl Sampler {
             }
         }
         let slow_cpu_ns = slow.map_or(0, |r| self.apply_slow(r, &mut rows));
-        let identities = self
-            .processes
-            .iter()
-            .map(|(&pid, state)| (pid, state.handle.start_ticks))
-            .collect();
-        self.slow.watch(self.root, identities, attached);
+        if changed {
+            let identities = self
+                .processes
+                .iter()
+                .map(|(&pid, state)| (pid, state.handle.start_ticks))
+                .collect();
+            self.slow.watch(self.root, identities, attached);
+        }
 
         let host = if full {
             self.host.as_mut().and_then(|h| h.sample().ok())
@@ -379,15 +382,13 @@ impl ProcessState {
         ProcessState {
             previous: None,
             ticks: VecDeque::new(),
-            ppid: handle.ppid,
-            comm: handle.comm.clone(),
             handle,
             fd_limits,
         }
     }
 
     /// Completes this tick's row for the process: CPU % since the previous tick, split into
-    /// user and system, parent and name from the last full read, and the FD limits.
+    /// user and system, and the FD limits.
     fn complete(&mut self, reading: Reading, mono: u64) -> ProcessSample {
         let mut row = reading.sample;
         let cpu_pct = self.previous.and_then(|(cpu, at)| {
@@ -399,11 +400,6 @@ impl ProcessState {
             while self.ticks.len() > 2 && mono - self.ticks[1].0 >= 1_000_000_000 {
                 self.ticks.pop_front();
             }
-            self.ppid = row.ppid;
-            self.comm.clone_from(&row.comm);
-        } else {
-            row.ppid = self.ppid;
-            row.comm.clone_from(&self.comm);
         }
         // Split by the user/system ticks of the last second or so.
         if let (Some(pct), Some(&(_, u0, s0)), Some(&(_, u1, s1))) =
@@ -601,7 +597,7 @@ mod tests {
             .spawn()
             .unwrap();
         let facts = SystemFacts::current();
-        let handle = Watched::open(&ProcRoot::default(), child.id() as i32).unwrap();
+        let mut handle = Watched::open(&ProcRoot::default(), child.id() as i32).unwrap();
         let quick = handle.read(&facts, false).unwrap();
         let mut state = ProcessState::new(handle, (None, None));
         let row = state.complete(quick, mono_ns());
