@@ -130,6 +130,69 @@ fn pread_all(file: &File, buf: &mut Vec<u8>) -> io::Result<()> {
     }
 }
 
+/// Whether the kernel keeps a running CPU total for a watched process.
+///
+/// Reading another process's CPU clock walks all its threads (about 0.25 µs each here, 25 µs
+/// for 100 threads, half a tick at 100 Hz) unless a process-wide CPU timer is armed on it:
+/// then the kernel keeps the group's total in three atomic counters, added to as each thread
+/// runs, and the read takes those (7 µs here; the same figure, since both sum the threads'
+/// runtime as of their last scheduler update, except that an update landing while the timer
+/// is armed can be missed: at most a tick, 4 ms, once). So a sampler watching a process with many
+/// threads arms a timer on its CPU clock that will not fire (100 years of its CPU time), as
+/// `RLIMIT_CPU` or `setitimer(ITIMER_PROF)` in the target would. The process pays one
+/// atomic add per scheduler update of its threads; the timer is deleted with the handle.
+#[derive(Debug)]
+enum CpuTotal {
+    NotArmed,
+    Armed(#[allow(dead_code)] ArmedTimer),
+    /// No CPU clock, or the kernel refused the timer: the walk it is.
+    Unavailable,
+}
+
+impl CpuTotal {
+    /// From how many threads the timer is worth it: below, the walk costs no more than the
+    /// read of the counters.
+    const THREADS: i64 = 16;
+
+    fn arm(&mut self, clock: Option<nix::time::ClockId>) {
+        use nix::sys::signal::{SigEvent, SigevNotify, Signal};
+        use nix::sys::time::TimeSpec;
+        use nix::sys::timer::{Expiration, Timer, TimerSetTimeFlags};
+        if !matches!(self, CpuTotal::NotArmed) {
+            return;
+        }
+        // A timer that notifies nothing (`SIGEV_NONE`) is not armed, so the kernel keeps no
+        // total; this one would send `SIGURG`, ignored by default, after 100 years of CPU.
+        let armed = clock.and_then(|clock| {
+            let notify = SigEvent::new(SigevNotify::SigevSignal {
+                signal: Signal::SIGURG,
+                si_value: 0,
+            });
+            let mut timer = Timer::new(clock, notify).ok()?;
+            let far = TimeSpec::new(100 * 365 * 86_400, 0);
+            timer
+                .set(Expiration::OneShot(far), TimerSetTimeFlags::empty())
+                .ok()?;
+            Some(timer)
+        });
+        *self = match armed {
+            Some(timer) => CpuTotal::Armed(ArmedTimer(timer)),
+            None => CpuTotal::Unavailable,
+        };
+    }
+}
+
+/// A POSIX timer, held only to be deleted when dropped.
+#[derive(Debug)]
+struct ArmedTimer(#[allow(dead_code)] nix::sys::timer::Timer);
+
+// SAFETY: a POSIX timer belongs to the process, not to the thread that created it
+// (timer_create(2)): for a timer that sends a signal, glibc's `timer_t` is the kernel's timer
+// ID, which any thread may delete. nix leaves `Timer` without `Send` only because `timer_t` is
+// a pointer type; the sampler is built on one thread and runs on another.
+#[allow(unsafe_code)]
+unsafe impl Send for ArmedTimer {}
+
 /// A process being watched.
 #[derive(Debug)]
 pub struct Watched {
@@ -141,6 +204,8 @@ pub struct Watched {
     pub ppid: i32,
     pub comm: String,
     cpu_clock: Option<nix::time::ClockId>,
+    /// A far-off timer on the process CPU clock, armed by the sampler (see [`CpuTotal`]).
+    cpu_total: CpuTotal,
     /// `stat`, `io` and `statm`, kept open: re-reading an open file saves an open and a close
     /// per tick, and reads of a process that has exited fail rather than reach a new owner of
     /// the PID.
@@ -188,6 +253,7 @@ impl Watched {
             ppid: 0,
             comm: String::new(),
             cpu_clock,
+            cpu_total: CpuTotal::NotArmed,
             stat_file,
             io_file,
             statm_file,
@@ -264,6 +330,9 @@ impl Watched {
         }
         self.ppid = stat.ppid;
         self.comm.clone_from(&stat.comm);
+        if stat.num_threads >= CpuTotal::THREADS {
+            self.cpu_total.arm(self.cpu_clock);
+        }
         let cpu_ns = match self.cpu_clock_ns()? {
             Some(ns) => ns,
             None => (stat.utime + stat.stime) * 1_000_000_000 / facts.ticks_per_second.max(1),
@@ -804,6 +873,61 @@ mod tests {
         assert!(q.cpu_ns >= f.cpu_ns);
         // Once it has exited, it is gone.
         assert_eq!(watched.read(&facts, false).unwrap_err(), Gone);
+    }
+
+    #[test]
+    fn a_process_with_many_threads_has_its_cpu_total_kept_while_watched() {
+        // 20 threads sharing a core through the GIL: the total moves on every read.
+        let spin = "import threading, time\n\
+            def spin():\n    end = time.time() + 30\n    while time.time() < end: pass\n\
+            for _ in range(19): threading.Thread(target=spin, daemon=True).start()\n\
+            time.sleep(30)\n";
+        let mut child = std::process::Command::new("python3")
+            .args(["-c", spin])
+            .spawn()
+            .unwrap();
+        let pid = child.id() as i32;
+        let facts = SystemFacts::current();
+        let mut watched = Watched::open(&ProcRoot::default(), pid).unwrap();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while watched.read(&facts, true).unwrap().sample.threads < 20 {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the threads never started"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        // The timer is this process's, on the target's CPU clock (`/proc/PID/timers`).
+        let clock = format!("ClockID: {}", (!(pid as i64) << 3) | 2);
+        let timers = || std::fs::read_to_string("/proc/self/timers").unwrap_or_default();
+        assert!(matches!(watched.cpu_total, CpuTotal::Armed(_)));
+        assert!(timers().contains(&clock), "{}", timers());
+        // The kept total is the threads' runtime summed (`task/*/schedstat`, field 1, ns),
+        // as the walk gives it: read between two readings of the total, it lies between them
+        // (give or take one scheduler update, 4 ms, that can land while the timer is armed).
+        let before = watched.read(&facts, false).unwrap().sample.cpu_ns;
+        let mut threads_ns = 0;
+        for task in std::fs::read_dir(format!("/proc/{pid}/task")).unwrap() {
+            let schedstat = std::fs::read_to_string(task.unwrap().path().join("schedstat"));
+            let first = schedstat
+                .unwrap_or_default()
+                .split(' ')
+                .next()
+                .map(str::to_owned);
+            threads_ns += first.and_then(|f| f.parse::<u64>().ok()).unwrap_or(0);
+        }
+        let after = watched.read(&facts, false).unwrap().sample.cpu_ns;
+        assert!(before <= after && after > 0);
+        let update = 4_000_000;
+        assert!(
+            (before.saturating_sub(update)..=after + update).contains(&threads_ns),
+            "threads {threads_ns} ns, total {before}..{after} ns"
+        );
+        // Dropping the handle deletes the timer.
+        drop(watched);
+        let _ = child.kill();
+        let _ = child.wait();
+        assert!(!timers().contains(&clock), "{}", timers());
     }
 
     #[test]
