@@ -195,8 +195,10 @@ pub struct GeneratorFigures {
     pub late: u64,
     /// When behind, what held the sends back, from measurements: `generator` (a worker thread
     /// saturated its core), `generator cpus shared` (the generator's CPUs were busy with other
-    /// processes), `connection cap` (requests waited for `--max-connections`), `server accept`
-    /// (new connections were slow to be accepted), or `unknown`.
+    /// processes), `connection cap` (requests waited for `--max-connections`, which the rate
+    /// needs even at the server's fastest response), `server responses` (requests waited for
+    /// a cap the rate would not have reached had the server kept its fastest pace: the server
+    /// fell behind), `server accept` (new connections were slow to be accepted), or `unknown`.
     #[serde(default)]
     pub limited_by: Option<String>,
     /// Time to establish each new connection (TCP, and TLS when used).
@@ -264,6 +266,13 @@ fn ratio(a: f64, b: f64) -> f64 {
     }
 }
 
+/// Connections `requests` over `attack_s` seconds need at the fastest service time seen
+/// (Little's law); `None` without a response.
+fn needed_connections(requests: u64, attack_s: f64, service: &Histogram<u64>) -> Option<f64> {
+    (!service.is_empty() && attack_s > 0.0)
+        .then(|| requests as f64 / attack_s * service.min() as f64 / 1e9)
+}
+
 impl Summary {
     pub fn new(facts: &RunFacts<'_>) -> Self {
         let t = facts.totals;
@@ -298,7 +307,16 @@ impl Summary {
             } else if cpus_busy.is_some_and(|b| b >= SATURATED) {
                 "generator cpus shared"
             } else if t.waited_for_connection > 0 && t.waited_for_connection * 2 >= late {
-                "connection cap"
+                // The pool filled. Little's law at the server's fastest response says how many
+                // connections the rate needs if the server kept that pace: if the cap is well
+                // above it, the pool filled because the server slowed down, not because the
+                // cap is small.
+                match needed_connections(t.requests, attack, &t.service) {
+                    Some(needed) if config.max_connections as f64 >= 2.0 * needed.max(1.0) => {
+                        "server responses"
+                    }
+                    _ => "connection cap",
+                }
             } else if slow_connects > 0
                 || connect.is_some_and(|h| h.value_at_quantile(0.99) > limit)
             {
@@ -415,6 +433,17 @@ impl Summary {
                     " Cause: the generator's CPUs ({cpus}) were {} busy while its busiest thread used {} of a core: other processes took the rest. Pin the target and the rest elsewhere (taskset), or stop what shares the gun's CPUs.",
                     pct(g.cpus_busy),
                     pct(g.busiest_thread)
+                ),
+                Some("server responses") => write!(
+                    text,
+                    " Cause: the server fell behind: requests waited for a free connection, the pool full at --max-connections {} with every connection waiting for a response. At the pace of its fastest response ({}) the server would have needed about {:.0} connections for {:.0} req/s; its responses took {} at p50, and it answered {:.0} req/s.",
+                    facts.config.max_connections,
+                    format_ns(self.latency.service.min_ns),
+                    needed_connections(facts.totals.requests, self.duration.attack_s, &facts.totals.service)
+                        .unwrap_or(0.0),
+                    self.requests.rate,
+                    format_ns(self.latency.service.p50_ns),
+                    self.requests.throughput,
                 ),
                 Some("connection cap") => write!(
                     text,
@@ -699,16 +728,25 @@ mod tests {
         totals.requests = 30_000;
         totals.sent = 30_000;
         totals.waited_for_connection = waited;
+        summary_over_30s(&totals, 8, generator)
+    }
+
+    /// The summary of an open loop of 30 s with these totals and connection cap.
+    fn summary_over_30s(
+        totals: &IntervalStats,
+        max_connections: usize,
+        generator: GeneratorFacts,
+    ) -> Summary {
         let config = RunConfig {
             open_loop: true,
-            max_connections: 8,
+            max_connections,
             ..Default::default()
         };
         Summary::new(&RunFacts {
             config: &config,
             started: SystemTime::UNIX_EPOCH,
             interval: Duration::from_secs(1),
-            totals: &totals,
+            totals,
             attack: Duration::from_secs(30),
             wait: Duration::ZERO,
             cpu: Duration::from_secs(1),
@@ -763,5 +801,37 @@ mod tests {
         let (by, text) = cause(summary_of(3_000, 0, busy(0.2, 0.3)));
         assert_eq!(by.as_deref(), Some("unknown"));
         assert!(text.contains("Cause not found"), "{text}");
+    }
+
+    #[test]
+    fn a_full_pool_is_the_servers_doing_when_its_fastest_pace_needed_far_fewer() {
+        // 1,000 req/s whose fastest response took 10 ms need 10 connections at that pace.
+        let waited = |cap: usize| {
+            let mut totals = IntervalStats::new(0, 30_000_000_000);
+            for i in 0..30_000u64 {
+                let late = if i < 3_000 { 5_000_000 } else { 40_000 };
+                totals.lateness.record(late).unwrap();
+                totals.service.record(10_000_000 + i * 100_000).unwrap();
+                totals.corrected.record(10_000_000 + i * 100_000).unwrap();
+            }
+            (totals.requests, totals.sent, totals.ok) = (30_000, 30_000, 30_000);
+            totals.waited_for_connection = 2_900;
+            summary_over_30s(&totals, cap, GeneratorFacts::default())
+        };
+        // A cap of 15 is under twice that: the cap.
+        assert_eq!(
+            waited(15).generator.limited_by.as_deref(),
+            Some("connection cap")
+        );
+        // A cap of 10,000 would have carried the rate fifty times over: the server slowed.
+        let s = waited(10_000);
+        assert_eq!(s.generator.limited_by.as_deref(), Some("server responses"));
+        let text = &s.warnings[0];
+        assert!(text.contains("the server fell behind"), "{text}");
+        assert!(text.contains("--max-connections 10000"), "{text}");
+        assert!(
+            text.contains("about 10 connections for 1000 req/s"),
+            "{text}"
+        );
     }
 }
