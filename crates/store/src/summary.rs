@@ -436,12 +436,12 @@ impl Summary {
                 ),
                 Some("server responses") => write!(
                     text,
-                    " Cause: the server fell behind: requests waited for a free connection, the pool full at --max-connections {} with every connection waiting for a response. At the pace of its fastest response ({}) the server would have needed about {:.0} connections for {:.0} req/s; its responses took {} at p50, and it answered {:.0} req/s.",
+                    " Cause: the server fell behind: requests waited for a free connection, the pool full at --max-connections {} with every connection waiting for a response. At the pace of its fastest response ({}) the {:.0} req/s sent would have needed about {:.0} connections; its responses took {} at p50, and it answered {:.0} req/s.",
                     facts.config.max_connections,
                     format_ns(self.latency.service.min_ns),
+                    self.requests.rate,
                     needed_connections(facts.totals.requests, self.duration.attack_s, &facts.totals.service)
                         .unwrap_or(0.0),
-                    self.requests.rate,
                     format_ns(self.latency.service.p50_ns),
                     self.requests.throughput,
                 ),
@@ -830,7 +830,7 @@ mod tests {
         assert!(text.contains("the server fell behind"), "{text}");
         assert!(text.contains("--max-connections 10000"), "{text}");
         assert!(
-            text.contains("about 10 connections for 1000 req/s"),
+            text.contains("the 1000 req/s sent would have needed about 10 connections"),
             "{text}"
         );
     }
