@@ -135,12 +135,13 @@ fn pread_all(file: &File, buf: &mut Vec<u8>) -> io::Result<()> {
 /// Reading another process's CPU clock walks all its threads (about 0.25 µs each here, 25 µs
 /// for 100 threads, half a tick at 100 Hz) unless a process-wide CPU timer is armed on it:
 /// then the kernel keeps the group's total in three atomic counters, added to as each thread
-/// runs, and the read takes those (7 µs here; the same figure, since both sum the threads'
-/// runtime as of their last scheduler update, except that an update landing while the timer
-/// is armed can be missed: at most a tick, 4 ms, once). So a sampler watching a process with many
-/// threads arms a timer on its CPU clock that will not fire (100 years of its CPU time), as
-/// `RLIMIT_CPU` or `setitimer(ITIMER_PROF)` in the target would. The process pays one
-/// atomic add per scheduler update of its threads; the timer is deleted with the handle.
+/// runs, and the read takes those (3–7 µs here). The figure is the same, since both sum the
+/// threads' runtime as of their last scheduler update, except that an update landing while
+/// the timer is armed can be missed: at most a tick, 4 ms, once. So a sampler watching a
+/// process with many threads arms a timer on its CPU clock that will not fire (100 years of
+/// its CPU time), as `RLIMIT_CPU` or `setitimer(ITIMER_PROF)` in the target would. The
+/// process pays one atomic add per scheduler update of its threads; the timer is deleted
+/// with the handle.
 #[derive(Debug)]
 enum CpuTotal {
     NotArmed,

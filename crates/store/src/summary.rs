@@ -266,11 +266,9 @@ fn ratio(a: f64, b: f64) -> f64 {
     }
 }
 
-/// Connections `requests` over `attack_s` seconds need at the fastest service time seen
-/// (Little's law); `None` without a response.
-fn needed_connections(requests: u64, attack_s: f64, service: &Histogram<u64>) -> Option<f64> {
-    (!service.is_empty() && attack_s > 0.0)
-        .then(|| requests as f64 / attack_s * service.min() as f64 / 1e9)
+/// Connections `rate` req/s needs if every response took `fastest_ns` (Little's law).
+fn needed_connections(rate: f64, fastest_ns: u64) -> f64 {
+    rate * fastest_ns as f64 / 1e9
 }
 
 impl Summary {
@@ -311,11 +309,12 @@ impl Summary {
                 // connections the rate needs if the server kept that pace: if the cap is well
                 // above it, the pool filled because the server slowed down, not because the
                 // cap is small.
-                match needed_connections(t.requests, attack, &t.service) {
-                    Some(needed) if config.max_connections as f64 >= 2.0 * needed.max(1.0) => {
-                        "server responses"
-                    }
-                    _ => "connection cap",
+                let rate = ratio(t.requests as f64, attack);
+                let needed = needed_connections(rate, t.service.min()).max(1.0);
+                if !t.service.is_empty() && config.max_connections as f64 >= 2.0 * needed {
+                    "server responses"
+                } else {
+                    "connection cap"
                 }
             } else if slow_connects > 0
                 || connect.is_some_and(|h| h.value_at_quantile(0.99) > limit)
@@ -440,8 +439,7 @@ impl Summary {
                     facts.config.max_connections,
                     format_ns(self.latency.service.min_ns),
                     self.requests.rate,
-                    needed_connections(facts.totals.requests, self.duration.attack_s, &facts.totals.service)
-                        .unwrap_or(0.0),
+                    needed_connections(self.requests.rate, self.latency.service.min_ns),
                     format_ns(self.latency.service.p50_ns),
                     self.requests.throughput,
                 ),
