@@ -658,7 +658,7 @@ impl StoreArgs {
             experiment: self.experiment.clone(),
             run_id: self.run_id.clone(),
             labels: self.labels.iter().cloned().collect(),
-            command_line: store::redact::command_line(command_line),
+            command_line: redact::command_line(command_line),
             ..Default::default()
         })
     }
@@ -667,6 +667,40 @@ impl StoreArgs {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The redaction reads loadgen's command lines with `redact::LOADGEN`: it must know every
+    /// short flag that takes a value, or `-kX secret` would be read as flags.
+    #[test]
+    fn the_redaction_knows_every_short_flag_that_takes_a_value() {
+        use clap::CommandFactory;
+        fn walk(command: &clap::Command, shorts: &mut Vec<char>, headers: &mut Vec<String>) {
+            for arg in command.get_arguments() {
+                let takes_value = arg.get_num_args().is_some_and(|n| n.takes_values())
+                    || arg.get_action().takes_values();
+                if let (Some(c), true) = (arg.get_short(), takes_value) {
+                    shorts.push(c);
+                }
+                if arg.get_id() == "headers" {
+                    headers.extend(arg.get_long().map(str::to_string));
+                }
+            }
+            for sub in command.get_subcommands() {
+                walk(sub, shorts, headers);
+            }
+        }
+        let (mut shorts, mut headers) = (Vec::new(), Vec::new());
+        walk(&Cli::command(), &mut shorts, &mut headers);
+        shorts.sort_unstable();
+        shorts.dedup();
+        let mut known = redact::LOADGEN.short_values.to_vec();
+        known.sort_unstable();
+        assert_eq!(shorts, known, "redact::LOADGEN.short_values is out of date");
+        assert_eq!(
+            headers,
+            redact::LOADGEN.long_headers,
+            "the header flag's long name"
+        );
+    }
 
     fn parse(args: &[&str]) -> Result<AttackPlan, String> {
         let mut argv = vec!["loadgen", "attack"];

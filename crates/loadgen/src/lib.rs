@@ -123,7 +123,7 @@ pub fn print_kept(done: &recording::Executed, keeping: &recording::Keeping, form
     };
     let line = format!(
         "Kept as run {id} in {}: loadgen runs show {}",
-        store::redact::text(url),
+        redact::text(url),
         &id[..18.min(id.len())]
     );
     match format {

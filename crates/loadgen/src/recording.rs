@@ -295,8 +295,8 @@ fn run_config(plan: &AttackPlan, keeping: &Keeping) -> RunConfig {
                 .headers
                 .iter()
                 .map(|(name, value)| {
-                    let value = if store::redact::is_secret_name(name.as_str()) {
-                        store::redact::REDACTED.to_string()
+                    let value = if redact::is_secret_name(name.as_str()) {
+                        redact::REDACTED.to_string()
                     } else {
                         value.to_str().unwrap_or("").to_string()
                     };

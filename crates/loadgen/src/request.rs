@@ -171,7 +171,7 @@ impl RequestSpec {
         let sample = path.render(0, &mut rand::rng());
         if Uri::from_maybe_shared(sample).is_err() {
             return Err(RequestError::BadUrl {
-                url: store::redact::text(url),
+                url: redact::text(url),
             });
         }
         let mut map = HeaderMap::new();
@@ -329,7 +329,7 @@ fn parse_header_line(line: &str) -> Result<(String, String), RequestError> {
 /// path: they are checked when the template is compiled).
 fn parse_url(url: &str) -> Result<(Origin, String), RequestError> {
     let bad = || RequestError::BadUrl {
-        url: store::redact::text(url),
+        url: redact::text(url),
     };
     let (tls, rest) = if let Some(rest) = url.strip_prefix("http://") {
         (false, rest)
@@ -349,7 +349,7 @@ fn parse_url(url: &str) -> Result<(Origin, String), RequestError> {
     };
     if authority.contains('@') {
         return Err(RequestError::UserInfo {
-            url: store::redact::text(url),
+            url: redact::text(url),
         });
     }
     let authority: http::uri::Authority = authority.parse().map_err(|_| bad())?;

@@ -402,9 +402,14 @@ impl Watched {
         }
     }
 
-    /// The command line, space-separated (empty for kernel threads or without permission).
+    /// The command line, space-separated and redacted (a target started with `--password X`
+    /// or a `DATABASE_URL` on its command line does not stream it); empty for kernel threads
+    /// or without permission.
     pub fn cmdline(&self) -> String {
-        self.proc.cmdline().map(|c| c.join(" ")).unwrap_or_default()
+        self.proc
+            .cmdline()
+            .map(|c| redact::command_line_with(&c, &redact::ANY_PROGRAM).join(" "))
+            .unwrap_or_default()
     }
 
     /// `status`: `VmHWM` of the process, and context switches summed over its threads

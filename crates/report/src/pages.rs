@@ -422,7 +422,7 @@ fn configuration(run: &RunFigures) -> Markup {
             dt { "max connections" } dd { (c.max_connections) }
             dt { "timeout" } dd { (format_ns(c.timeout_ns)) }
             @if c.batch_ns > 0 { dt { "batch" } dd { (format_ns(c.batch_ns)) } }
-            dt { "command" } dd { code { (store::redact::command_line(&c.command_line).join(" ")) } }
+            dt { "command" } dd { code { (redact::command_line(&c.command_line).join(" ")) } }
             dt { "gun host" } dd { (g.hostname) ", " (g.cpus) " cores, " (format_bytes(g.mem_total_bytes as f64)) ", kernel " (g.kernel) }
         }
         details { summary { "Everything else loadgen recorded" } pre { (details) } }

@@ -168,7 +168,7 @@ async fn check_first_connection(
     options: &sqlx::any::AnyConnectOptions,
 ) -> Result<(), StoreError> {
     use sqlx::ConnectOptions;
-    let shown = crate::redact::text(url);
+    let shown = redact::text(url);
     let mut conn = match tokio::time::timeout(OPEN_TIMEOUT, options.connect()).await {
         Err(_) => {
             return Err(StoreError::Unusable(format!(
@@ -248,7 +248,7 @@ impl Store {
         let sqlite = url.starts_with("sqlite:");
         if !sqlite && !url.starts_with("postgres://") && !url.starts_with("postgresql://") {
             return Err(StoreError::BadUrl {
-                url: crate::redact::text(url),
+                url: redact::text(url),
             });
         }
         let mut connect_url = url.to_string();
@@ -256,7 +256,7 @@ impl Store {
             let path = sqlite_path(url).to_string();
             if path.is_empty() {
                 return Err(StoreError::BadUrl {
-                    url: crate::redact::text(url),
+                    url: redact::text(url),
                 });
             }
             if let Some(dir) = Path::new(&path)
@@ -282,7 +282,7 @@ impl Store {
             connect_url.push_str("statement-cache-capacity=0");
         }
         let open_error = |source| StoreError::Open {
-            url: crate::redact::text(url),
+            url: redact::text(url),
             source,
         };
         let options = sqlx::any::AnyConnectOptions::from_str(&connect_url).map_err(open_error)?;
@@ -318,7 +318,7 @@ impl Store {
             .run(&pool)
             .await
             .map_err(|source| StoreError::Migrate {
-                url: crate::redact::text(url),
+                url: redact::text(url),
                 source,
             })?;
         Ok(Store {
@@ -364,7 +364,7 @@ impl Store {
              VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)",
         )
         .bind(&meta.id)
-        .bind(crate::redact::text(&meta.name))
+        .bind(redact::text(&meta.name))
         .bind(meta.experiment.clone())
         .bind(shard.map(|s| s.group.clone()))
         .bind(i64::from(shard.map_or(0, |s| s.index)))
@@ -381,7 +381,7 @@ impl Store {
             sqlx::query("INSERT INTO run_labels (run_id, key, value) VALUES ($1, $2, $3)")
                 .bind(&meta.id)
                 .bind(key)
-                .bind(crate::redact::env(key, value))
+                .bind(redact::env(key, value))
                 .execute(&mut *tx)
                 .await?;
         }
@@ -879,7 +879,7 @@ pub(crate) async fn insert_gap(
     .bind(to_i64(gap.from_seq))
     .bind(gap.to_seq.map(to_i64))
     .bind(gap.t_ns)
-    .bind(&gap.reason)
+    .bind(redact::text(&gap.reason))
     .execute(conn)
     .await?;
     Ok(())
@@ -901,15 +901,17 @@ pub(crate) async fn finish_run(
     )
     .bind(run_id)
     .bind(status.as_str())
-    .bind(stop_reason.map(str::to_string))
+    .bind(stop_reason.map(redact::text))
     .bind(ended_at_ns)
     .bind(summary.map(|s| {
         json(&Summary {
-            target: crate::redact::text(&s.target),
+            target: redact::text(&s.target),
+            stopped: s.stopped.as_deref().map(redact::text),
+            warnings: s.warnings.iter().map(|w| redact::text(w)).collect(),
             ..s.clone()
         })
     }))
-    .bind(json(&warnings.iter().map(|w| crate::redact::text(w)).collect::<Vec<_>>()))
+    .bind(json(&warnings.iter().map(|w| redact::text(w)).collect::<Vec<_>>()))
     .execute(conn)
     .await?;
     Ok(())

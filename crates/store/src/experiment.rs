@@ -38,9 +38,9 @@ pub struct Definition {
 
 impl Definition {
     /// The definition as it may be kept and shown: the file's secrets (a target's `SECRET`, a
-    /// `DATABASE_URL`'s password, an `Authorization` header) out (see [`crate::redact`]).
+    /// `DATABASE_URL`'s password, an `Authorization` header) out (see the `redact` crate).
     pub fn redacted(&self) -> Definition {
-        use crate::redact::text;
+        use redact::text;
         Definition {
             source: self.source.as_deref().map(text),
             targets: self.targets.iter().map(|t| text(t)).collect(),
@@ -50,15 +50,31 @@ impl Definition {
                 .map(|(name, values)| {
                     (
                         name.clone(),
-                        values.iter().map(|v| crate::redact::env(name, v)).collect(),
+                        values.iter().map(|v| redact::env(name, v)).collect(),
                     )
                 })
                 .collect(),
             repetitions: self.repetitions,
             placement: text(&self.placement),
-            file: text(&self.file),
+            file: redact::toml_file(&self.file),
         }
     }
+}
+
+/// The checks as they may be kept: an outcome may quote what a target answered.
+fn redacted_checks(checks: &[Verification]) -> Vec<Verification> {
+    checks
+        .iter()
+        .map(|v| Verification {
+            target: redact::text(&v.target),
+            passed: v.passed,
+            checks: v
+                .checks
+                .iter()
+                .map(|(name, outcome)| (name.clone(), redact::text(outcome)))
+                .collect(),
+        })
+        .collect()
 }
 
 /// How one target fared against the contract.
@@ -87,7 +103,7 @@ impl Store {
         .bind(&e.file_label)
         .bind(e.scale)
         .bind(serde_json::to_string(&e.definition.redacted()).unwrap_or_default())
-        .bind(serde_json::to_string(&e.verification).unwrap_or_default())
+        .bind(serde_json::to_string(&redacted_checks(&e.verification)).unwrap_or_default())
         .bind(e.updated_at_ns)
         .execute(&mut *tx)
         .await?;
@@ -148,7 +164,7 @@ impl Store {
             "UPDATE runs SET status = $1, stop_reason = $2, ended_at_ns = COALESCE(ended_at_ns, $3) WHERE id = $4",
         )
         .bind(crate::RunStatus::Failed.as_str())
-        .bind(reason)
+        .bind(redact::text(reason))
         .bind(ended_at_ns)
         .bind(id)
         .execute(self.pool())

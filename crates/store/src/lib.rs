@@ -18,7 +18,6 @@
 //! - [`summary`]: the end-of-run figures (Vegeta-style text, or JSON) from a run's totals.
 //! - [`hdrlog`]: HdrHistogram interval logs, and histograms in HdrHistogram's own format.
 //! - [`import`]: a run saved locally while its store was down, brought back.
-//! - [`redact`]: secrets out of every command line, configuration and message kept or shown.
 
 pub mod db;
 pub mod experiment;
@@ -27,7 +26,6 @@ pub mod group;
 pub mod hdrlog;
 pub mod import;
 pub mod model;
-pub mod redact;
 pub mod run;
 pub mod summary;
 pub mod writer;

@@ -30,11 +30,11 @@ impl RunConfig {
     /// The configuration as it may be kept and shown: every secret out (see [`crate::redact`]).
     pub fn redacted(&self) -> RunConfig {
         let mut details = self.details.clone();
-        crate::redact::json(&mut details);
+        redact::json(&mut details);
         RunConfig {
-            target: crate::redact::text(&self.target),
-            load: crate::redact::text(&self.load),
-            command_line: crate::redact::command_line(&self.command_line),
+            target: redact::text(&self.target),
+            load: redact::text(&self.load),
+            command_line: redact::command_line(&self.command_line),
             details,
             ..self.clone()
         }

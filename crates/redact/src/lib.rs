@@ -1,0 +1,612 @@
+//! Secrets out of everything Showdown keeps or shows: one set of rules, used by every writer of
+//! a command line, a configuration or an error that names a URL (loadgen's runs, the
+//! experiment runner's definitions, the store's own errors, the report's pages).
+//!
+//! What counts as secret: the user-info of any URL (`postgres://user:PASSWORD@host`, also the
+//! user name, which is half a credential); query and keyword parameters named like a password
+//! or a token (`?password=…`, libpq's `password=…`); the values of `Authorization`,
+//! `Proxy-Authorization`, `Cookie`, `Set-Cookie` and API-key or token headers; flags and
+//! environment values whose names say secret, password, token or key (`--password X`,
+//! `SECRET=…`). Names of files holding secrets (`--token-file`) are kept: they are not secret,
+//! and say where the secret came from.
+//!
+//! A command line is read the way its parser reads it ([`Flags`]): `-kH 'Authorization: …'`,
+//! `-H=…`, `-HAuthorization: …` and `--header=…` are all a header. An experiment file is read
+//! as TOML ([`toml_file`]), so a secret in a multi-line string goes as well as a plain one.
+//! Every function here is total: any text, in any script, gives a redacted text, never a panic.
+
+/// What a secret is replaced by.
+pub const REDACTED: &str = "<redacted>";
+
+/// Whether a name (a header, a flag, an environment variable, a parameter) says its value is
+/// secret.
+pub fn is_secret_name(name: &str) -> bool {
+    let name = name.trim().trim_start_matches('-').to_ascii_lowercase();
+    let name = name.replace('_', "-");
+    if name.ends_with("-file") || name.ends_with("-path") || name.ends_with("-fingerprint") {
+        return false;
+    }
+    const EXACT: [&str; 4] = [
+        "authorization",
+        "proxy-authorization",
+        "cookie",
+        "set-cookie",
+    ];
+    const PARTS: [&str; 9] = [
+        "password",
+        "passwd",
+        "pwd",
+        "secret",
+        "token",
+        "api-key",
+        "apikey",
+        "auth",
+        "credential",
+    ];
+    EXACT.contains(&name.as_str())
+        || PARTS.iter().any(|p| name.contains(p))
+        || name == "key"
+        || name.ends_with("-key")
+}
+
+/// A header line (`Name: value`) with its value replaced when the name says it is secret.
+pub fn header(line: &str) -> String {
+    match line.split_once(':') {
+        Some((name, _)) if is_secret_name(name) => format!("{}: {REDACTED}", name.trim()),
+        _ => text(line),
+    }
+}
+
+/// Any free text (an argument, a URL, an error message, a configuration value): user-info in
+/// URLs, secret `name=value` parameters and the values of secret headers (`Authorization: …`,
+/// to the end of the line) replaced.
+pub fn text(s: &str) -> String {
+    header_lines(&params(&userinfo(s)))
+}
+
+/// Replaces the user-info of every `scheme://user:pass@host` in `s`.
+fn userinfo(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut rest = s;
+    while let Some(at) = rest.find("://") {
+        let (head, tail) = rest.split_at(at + 3);
+        out.push_str(head);
+        let authority_end = tail
+            .find(|c: char| {
+                matches!(c, '/' | '?' | '#') || c.is_whitespace() || c == '"' || c == '\''
+            })
+            .unwrap_or(tail.len());
+        let authority = &tail[..authority_end];
+        match authority.rfind('@') {
+            Some(i) => {
+                out.push_str(REDACTED);
+                out.push_str(&authority[i..]);
+            }
+            None => out.push_str(authority),
+        }
+        rest = &tail[authority_end..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// Whether `c` ends a `name=value` pair's name or value.
+fn is_delimiter(c: char) -> bool {
+    matches!(c, '&' | '?' | ';' | ',' | '{' | '}' | '#') || c.is_whitespace()
+}
+
+/// Replaces the values of `name=value` pairs with secret names, whether separated by `&`, `?`,
+/// `;` or spaces (URL queries, libpq keyword strings, `KEY=value` arguments), and of TOML's
+/// `name = "value"` (quoted names and values too, triple quotes included: the experiment
+/// file's `env` and `headers`).
+fn params(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut copied = 0;
+    let mut from = 0;
+    while let Some(offset) = s[from..].find('=') {
+        let eq = from + offset;
+        from = eq + 1;
+        let name_end = s[..eq].trim_end().len();
+        // After the delimiter, whatever its width (a non-breaking space is two bytes).
+        let name_start = s[..name_end]
+            .char_indices()
+            .rev()
+            .find(|&(_, c)| is_delimiter(c))
+            .map_or(0, |(p, c)| p + c.len_utf8());
+        let name = s[name_start..name_end].trim_matches(|c| c == '"' || c == '\'');
+        if name.is_empty() || !is_secret_name(name) || s[eq + 1..].starts_with('=') {
+            continue;
+        }
+        let value_start = eq + 1 + (s[eq + 1..].len() - s[eq + 1..].trim_start().len());
+        let value = &s[value_start..];
+        let quote = ["\"\"\"", "'''", "\"", "'"]
+            .into_iter()
+            .find(|q| value.starts_with(q));
+        let (value_end, replacement) = match quote {
+            Some(q) => {
+                let body = value_start + q.len();
+                let end = s[body..].find(q).map_or(s.len(), |p| body + p + q.len());
+                (end, format!("{q}{REDACTED}{q}"))
+            }
+            None => {
+                let end = value
+                    .find(|c: char| {
+                        matches!(c, '&' | ';' | ',' | '#' | '}' | '"') || c.is_whitespace()
+                    })
+                    .map_or(s.len(), |p| value_start + p);
+                (end, REDACTED.to_string())
+            }
+        };
+        out.push_str(&s[copied..value_start]);
+        out.push_str(&replacement);
+        copied = value_end;
+        from = value_end.max(from);
+    }
+    out.push_str(&s[copied..]);
+    out
+}
+
+/// Whether a name is a header's whose value is a credential: the ones HTTP defines
+/// (`Authorization`, `Cookie`, …) and secret-named ones spelled like headers (`X-Api-Key`).
+fn is_secret_header(name: &str) -> bool {
+    let lower = name.to_ascii_lowercase();
+    let header_like = !name.is_empty()
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+    header_like
+        && is_secret_name(name)
+        && (lower.contains('-') || matches!(lower.as_str(), "authorization" | "cookie"))
+}
+
+/// Replaces what follows `Name:` to the end of its line (or quote) when `Name` is a secret
+/// header's, wherever it stands: an error that echoes a request's headers, a target's output.
+fn header_lines(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut copied = 0;
+    let mut from = 0;
+    while let Some(offset) = s[from..].find(':') {
+        let colon = from + offset;
+        from = colon + 1;
+        let name_start = s[..colon]
+            .char_indices()
+            .rev()
+            .find(|&(_, c)| !(c.is_ascii_alphanumeric() || c == '-' || c == '_'))
+            .map_or(0, |(p, c)| p + c.len_utf8());
+        let name = &s[name_start..colon];
+        // `scheme://` is a URL, not a header.
+        if s[colon + 1..].starts_with("//") || !is_secret_header(name) {
+            continue;
+        }
+        let value = &s[colon + 1..];
+        let start = colon + 1 + (value.len() - value.trim_start_matches(' ').len());
+        let end = s[start..]
+            .find(['\n', '\r', '"', '\''])
+            .map_or(s.len(), |p| start + p);
+        if end == start || &s[start..end] == REDACTED {
+            continue;
+        }
+        out.push_str(&s[copied..start]);
+        out.push_str(REDACTED);
+        copied = end;
+        from = end;
+    }
+    out.push_str(&s[copied..]);
+    out
+}
+
+/// How a command's flags are spelled, so that its command line is read as its parser (clap)
+/// reads it: which short flags take a value, and which flags give a header.
+#[derive(Debug, Clone, Copy)]
+pub struct Flags<'a> {
+    /// Short flags that take a value: in a cluster (`-kH`), the first of them takes the rest
+    /// of the argument (`-kHvalue`, `-kH=value`) or, if nothing is left, the next argument.
+    pub short_values: &'a [char],
+    /// The short flags whose value is a header line (`Name: value`).
+    pub short_headers: &'a [char],
+    /// The long flags whose value is a header line (`--header`).
+    pub long_headers: &'a [&'a str],
+}
+
+/// loadgen's flags (held to its command-line definition by a test of loadgen's).
+pub const LOADGEN: Flags<'static> = Flags {
+    short_values: &['H', 'm', 'r', 'c', 'd', 'n'],
+    short_headers: &['H'],
+    long_headers: &["header"],
+};
+
+/// Any other program's flags, when its parser is not known (a target's command line as the
+/// probe sees it): no short flag is known to take a value; `--header` gives a header, and
+/// header lines are caught wherever they stand.
+pub const ANY_PROGRAM: Flags<'static> = Flags {
+    short_values: &[],
+    short_headers: &[],
+    long_headers: &["header"],
+};
+
+/// What one argument says about the next.
+#[derive(Debug, Clone, Copy)]
+enum Next {
+    Plain,
+    /// The value of a header flag.
+    Header,
+    /// The value of a flag whose name says it is secret.
+    Secret,
+    /// The value of another flag.
+    Value,
+}
+
+/// A command line as it may be kept and shown, read with loadgen's flags ([`LOADGEN`]).
+pub fn command_line(args: &[String]) -> Vec<String> {
+    command_line_with(args, &LOADGEN)
+}
+
+/// A command line as it may be kept and shown: header values, URL user-info, secret
+/// parameters and the values of secret flags (`--password X`, `--token=X`) replaced, in every
+/// spelling `flags` accept. One argument in gives one argument out.
+pub fn command_line_with(args: &[String], flags: &Flags<'_>) -> Vec<String> {
+    let mut out = Vec::with_capacity(args.len());
+    let mut next = Next::Plain;
+    let mut positional = false;
+    for arg in args {
+        let (kept, then) = match next {
+            Next::Header => (header(arg), Next::Plain),
+            Next::Secret => (REDACTED.to_string(), Next::Plain),
+            Next::Value => (text(arg), Next::Plain),
+            Next::Plain if positional || arg == "-" || !arg.starts_with('-') => {
+                (text(arg), Next::Plain)
+            }
+            Next::Plain if arg == "--" => {
+                positional = true;
+                (arg.clone(), Next::Plain)
+            }
+            Next::Plain => match arg.strip_prefix("--") {
+                Some(long) => long_flag(arg, long, flags),
+                None => short_cluster(arg, flags),
+            },
+        };
+        out.push(kept);
+        next = then;
+    }
+    out
+}
+
+/// `--name=value` or `--name` (whose value, if any, is the next argument).
+fn long_flag(arg: &str, long: &str, flags: &Flags<'_>) -> (String, Next) {
+    match long.split_once('=') {
+        Some((name, v)) if flags.long_headers.contains(&name) => {
+            (format!("--{name}={}", header(v)), Next::Plain)
+        }
+        Some((name, _)) if is_secret_name(name) => (format!("--{name}={REDACTED}"), Next::Plain),
+        Some((name, v)) => (format!("--{name}={}", text(v)), Next::Plain),
+        None if flags.long_headers.contains(&long) => (arg.to_string(), Next::Header),
+        None if is_secret_name(long) => (arg.to_string(), Next::Secret),
+        None => (text(arg), Next::Plain),
+    }
+}
+
+/// A cluster of short flags (`-k`, `-kH…`, `-H=…`): kept as is up to its first flag that takes
+/// a value, whose value (the rest, or the next argument) is redacted as that flag's.
+fn short_cluster(arg: &str, flags: &Flags<'_>) -> (String, Next) {
+    let cluster = &arg[1..];
+    for (at, c) in cluster.char_indices() {
+        if !flags.short_values.contains(&c) {
+            continue;
+        }
+        let is_header = flags.short_headers.contains(&c);
+        let rest = &cluster[at + c.len_utf8()..];
+        if rest.is_empty() {
+            let then = if is_header { Next::Header } else { Next::Value };
+            return (arg.to_string(), then);
+        }
+        let (eq, v) = match rest.strip_prefix('=') {
+            Some(v) => ("=", v),
+            None => ("", rest),
+        };
+        let kept = if is_header { header(v) } else { text(v) };
+        return (format!("-{}{c}{eq}{kept}", &cluster[..at]), Next::Plain);
+    }
+    (text(arg), Next::Plain)
+}
+
+/// An experiment file (TOML) as it may be kept and shown, its layout and comments untouched:
+/// the value of every key whose name says secret (in any table: `env`, `headers`, …) replaced,
+/// and every other string passed through [`text`]. Read as TOML, so a multi-line or escaped
+/// string goes whole; a file that is not TOML is redacted as [`text`].
+pub fn toml_file(file: &str) -> String {
+    use toml_edit::{DocumentMut, Item, Value};
+    fn value(key: &str, v: &mut Value) {
+        match v {
+            Value::String(s) => {
+                let kept = if is_secret_name(key) {
+                    REDACTED.to_string()
+                } else {
+                    text(s.value())
+                };
+                if kept != *s.value() {
+                    let decor = s.decor().clone();
+                    *v = Value::from(kept);
+                    *v.decor_mut() = decor;
+                }
+            }
+            Value::Array(items) => items.iter_mut().for_each(|i| value(key, i)),
+            Value::InlineTable(t) => t.iter_mut().for_each(|(k, i)| value(k.get(), i)),
+            _ => {}
+        }
+    }
+    fn item(key: &str, i: &mut Item) {
+        match i {
+            Item::Value(v) => value(key, v),
+            Item::Table(t) => t.iter_mut().for_each(|(k, i)| item(k.get(), i)),
+            Item::ArrayOfTables(a) => a
+                .iter_mut()
+                .for_each(|t| t.iter_mut().for_each(|(k, i)| item(k.get(), i))),
+            Item::None => {}
+        }
+    }
+    match file.parse::<DocumentMut>() {
+        Ok(mut doc) => {
+            doc.as_table_mut()
+                .iter_mut()
+                .for_each(|(k, i)| item(k.get(), i));
+            doc.to_string()
+        }
+        Err(_) => text(file),
+    }
+}
+
+/// An environment value as it may be kept and shown.
+pub fn env(name: &str, value: &str) -> String {
+    if is_secret_name(name) {
+        REDACTED.to_string()
+    } else {
+        text(value)
+    }
+}
+
+/// A configuration (JSON) as it may be kept and shown: values under secret keys replaced,
+/// every string passed through [`text`], headers under a `headers` object by their names.
+pub fn json(value: &mut serde_json::Value) {
+    use serde_json::Value;
+    match value {
+        Value::String(s) => *s = text(s),
+        Value::Array(items) => items.iter_mut().for_each(json),
+        Value::Object(map) => {
+            for (key, v) in map.iter_mut() {
+                if is_secret_name(key) && !v.is_object() && !v.is_array() {
+                    *v = Value::String(REDACTED.into());
+                } else {
+                    json(v);
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(list: &[&str]) -> Vec<String> {
+        list.iter().map(|s| s.to_string()).collect()
+    }
+
+    const SECRETS: [&str; 9] = [
+        "PGPASSW0RD",
+        "s3cretBearer",
+        "id=7cookie",
+        "apikeyvalue",
+        "tok3n",
+        "proxyp4ss",
+        "envsecret",
+        "flagpass",
+        "querypass",
+    ];
+
+    #[test]
+    fn no_secret_survives_a_command_line() {
+        let line = args(&[
+            "loadgen",
+            "attack",
+            "--db",
+            "postgres://showdown:PGPASSW0RD@db.example:5432/runs",
+            "-H",
+            "Authorization: Bearer s3cretBearer",
+            "--header=Cookie: id=7cookie",
+            "-HX-Api-Key: apikeyvalue",
+            "--header",
+            "X-Auth-Token: tok3n",
+            "-H",
+            "Proxy-Authorization: Basic proxyp4ss",
+            "SECRET=envsecret",
+            "--password",
+            "flagpass",
+            "http://target:8080/users?api_key=querypass&page=2",
+            "--probe-token-file",
+            "/etc/showdown/probe.token",
+            "-H",
+            "Accept: */*",
+        ]);
+        let kept = command_line(&args(&line.iter().map(String::as_str).collect::<Vec<_>>()));
+        let joined = kept.join(" ");
+        for secret in SECRETS {
+            assert!(!joined.contains(secret), "{secret} survived: {joined}");
+        }
+        assert!(
+            !joined.contains("showdown:"),
+            "the user-info goes too: {joined}"
+        );
+        assert_eq!(kept.len(), line.len(), "one argument for one");
+        for kept_as_is in [
+            "db.example:5432/runs",
+            "Authorization: <redacted>",
+            "Accept: */*",
+            "/etc/showdown/probe.token",
+            "page=2",
+            "http://target:8080/users",
+        ] {
+            assert!(joined.contains(kept_as_is), "{kept_as_is} lost: {joined}");
+        }
+    }
+
+    #[test]
+    fn libpq_keyword_strings_and_inline_flags_lose_their_passwords() {
+        assert_eq!(
+            text("host=db user=app password=hunter2 dbname=x"),
+            "host=db user=app password=<redacted> dbname=x"
+        );
+        assert_eq!(
+            command_line(&args(&["--token=abc", "--db=postgresql://u:p@h/d"])),
+            args(&["--token=<redacted>", "--db=postgresql://<redacted>@h/d"])
+        );
+        assert_eq!(
+            text("no secret here: http://h:1/p"),
+            "no secret here: http://h:1/p"
+        );
+        assert_eq!(
+            text("env = { SECRET = \"s3\", CLUSTER = \"2\" }\nheaders = { \"X-Api-Key\" = 'k9' }"),
+            "env = { SECRET = \"<redacted>\", CLUSTER = \"2\" }\nheaders = { \"X-Api-Key\" = '<redacted>' }"
+        );
+    }
+
+    #[test]
+    fn environment_and_configuration_values_are_redacted_by_name() {
+        assert_eq!(env("SECRET", "x"), REDACTED);
+        assert_eq!(env("DB_PASSWORD", "x"), REDACTED);
+        assert_eq!(env("GITHUB_TOKEN", "x"), REDACTED);
+        assert_eq!(env("CLUSTER", "3"), "3");
+        assert_eq!(
+            env("DATABASE_URL", "postgres://u:pw@h/db"),
+            "postgres://<redacted>@h/db"
+        );
+        let mut config = serde_json::json!({
+            "env": {"SECRET": "abc", "DB_POOL": "60", "DATABASE_URL": "postgres://u:pw@h/db"},
+            "headers": {"Authorization": "Bearer xyz", "Accept": "*/*"},
+            "probe_token_file": "probe.token",
+            "list": ["http://u:pw@h/"],
+        });
+        json(&mut config);
+        let text = config.to_string();
+        for secret in ["abc", "pw@", "xyz"] {
+            assert!(!text.contains(secret), "{secret} survived: {text}");
+        }
+        assert!(
+            text.contains("\"DB_POOL\":\"60\"")
+                && text.contains("*/*")
+                && text.contains("probe.token"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn every_spelling_of_a_header_flag_loses_its_value() {
+        let line = args(&[
+            "loadgen",
+            "attack",
+            "-kH",
+            "Authorization: Bearer one1",
+            "-H=Authorization: Bearer two2",
+            "-kHAuthorization: Bearer three3",
+            "-kH=Cookie: four4",
+            "--header=X-Api-Key: five5",
+            "--header",
+            "Proxy-Authorization: six6",
+            "-m",
+            "POST",
+            "-mPOST",
+            "http://h/",
+        ]);
+        let kept = command_line(&line);
+        let joined = kept.join(" ");
+        for secret in ["one1", "two2", "three3", "four4", "five5", "six6"] {
+            assert!(!joined.contains(secret), "{secret} survived: {joined}");
+        }
+        assert_eq!(kept.len(), line.len());
+        assert_eq!(kept[2], "-kH");
+        assert_eq!(kept[3], "Authorization: <redacted>");
+        assert_eq!(kept[4], "-H=Authorization: <redacted>");
+        assert_eq!(kept[5], "-kHAuthorization: <redacted>");
+        assert!(joined.contains("-m POST -mPOST http://h/"), "{joined}");
+        // After `--` everything is an argument, still passed through the text rules.
+        let kept = command_line(&args(&["--", "-H", "http://u:p@h/"]));
+        assert_eq!(kept, args(&["--", "-H", "http://<redacted>@h/"]));
+    }
+
+    #[test]
+    fn text_in_any_script_is_redacted_without_a_panic() {
+        assert_eq!(
+            text("name\u{a0}password=hunter2 x"),
+            "name\u{a0}password=<redacted> x"
+        );
+        assert_eq!(text("\u{a0}=\u{a0}"), "\u{a0}=\u{a0}");
+        assert_eq!(
+            text("curl said: Authorization: Bearer abc\nnext line"),
+            "curl said: Authorization: <redacted>\nnext line"
+        );
+        assert_eq!(
+            text("see http://h:1/ and time 10:20"),
+            "see http://h:1/ and time 10:20"
+        );
+    }
+
+    #[test]
+    fn an_experiment_file_loses_every_secret_string_and_keeps_its_layout() {
+        let file = r#"# the showdown
+name = "x"   # a comment
+[[target]]
+name = "go"
+env = { SECRET = """multi
+line""", CLUSTER = "2", API_TOKEN = 'lit' }
+
+[database]
+url = "postgres://app:pw9@db/app"
+
+[load]
+headers = { "Authorization" = "Bearer tri", "Accept" = "*/*" }
+password = '''raw'''
+"#;
+        let kept = toml_file(file);
+        for secret in ["multi", "line\"", "lit", "pw9", "tri", "raw", "app:"] {
+            assert!(!kept.contains(secret), "{secret} survived: {kept}");
+        }
+        for layout in [
+            "# the showdown",
+            "name = \"x\"   # a comment",
+            "CLUSTER = \"2\"",
+            "\"*/*\"",
+        ] {
+            assert!(kept.contains(layout), "{layout} lost: {kept}");
+        }
+        // The text rules catch a triple-quoted value too, for text that is not TOML.
+        assert_eq!(
+            text("password = \"\"\"a\nb\"\"\" ["),
+            "password = \"\"\"<redacted>\"\"\" ["
+        );
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn no_text_makes_the_rules_panic(s in "\\PC*", t in ".*") {
+            let _ = text(&s);
+            let _ = header(&s);
+            let _ = toml_file(&s);
+            let _ = env(&t, &s);
+            let _ = command_line(&[s.clone(), t.clone(), s.clone()]);
+            let _ = is_secret_name(&s);
+        }
+
+        #[test]
+        fn no_secret_value_survives_a_header_flag(v in "[a-zA-Z0-9]{6,20}", flag in 0usize..5) {
+            let spelled = match flag {
+                0 => vec!["-H".to_string(), format!("Authorization: Bearer {v}")],
+                1 => vec![format!("-H=Authorization: Bearer {v}")],
+                2 => vec![format!("-kHAuthorization: Bearer {v}")],
+                3 => vec!["-kH".to_string(), format!("Cookie: {v}")],
+                _ => vec![format!("--header=X-Api-Key: {v}")],
+            };
+            let kept = command_line(&spelled).join(" ");
+            proptest::prop_assert!(!kept.contains(&v), "{} survived", kept);
+        }
+    }
+}
