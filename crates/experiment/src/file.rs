@@ -9,6 +9,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use probe::cpus::CpuList;
 use serde::{Deserialize, Deserializer, Serialize};
 
 /// An experiment file, as read.
@@ -59,9 +60,9 @@ pub struct ExperimentFile {
 #[serde(deny_unknown_fields)]
 pub struct Placement {
     /// `taskset -c` CPU list for the generator, e.g. `"0"`.
-    pub gun_cpus: Option<String>,
+    pub gun_cpus: Option<CpuList>,
     /// `taskset -c` CPU list for local targets, e.g. `"1"`.
-    pub target_cpus: Option<String>,
+    pub target_cpus: Option<CpuList>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize, Serialize)]
@@ -319,12 +320,21 @@ fn check(file: &ExperimentFile) -> Result<(), String> {
             }
             _ => {}
         }
+        if t.probe_token_file.is_some() && t.probe_fingerprint.is_none() && t.probe_ca.is_none() {
+            return Err(format!(
+                "target {:?}: probe_token_file needs probe_fingerprint or probe_ca: a token is only sent over TLS that checks the probe is the one you mean",
+                t.name
+            ));
+        }
         if let Some(memory) = &t.memory {
             crate::limits::parse_bytes(memory)
                 .map_err(|e| format!("target {:?}: memory: {e}", t.name))?;
         }
-        if t.cpus.is_some_and(|c| c <= 0.0) {
-            return Err(format!("target {:?}: cpus must be above 0", t.name));
+        if t.cpus.is_some_and(|c| !(c > 0.0 && c <= 1024.0)) {
+            return Err(format!(
+                "target {:?}: cpus must be above 0 and at most 1024",
+                t.name
+            ));
         }
     }
     for (axis, values) in &file.matrix {

@@ -64,14 +64,22 @@ impl Cell {
 
 fn load_time(load: &LoadSpec) -> Duration {
     if let (Some(steps), Some(d)) = (&load.steps, load.step_duration) {
-        return d * steps.len() as u32;
+        return d.saturating_mul(u32::try_from(steps.len()).unwrap_or(u32::MAX));
     }
     match (load.duration, load.requests, load.rate) {
         (Some(d), _, _) => d,
-        (None, Some(n), Some(rate)) if rate > 0.0 => Duration::from_secs_f64(n as f64 / rate),
+        (None, Some(n), Some(rate)) if rate > 0.0 => {
+            Duration::try_from_secs_f64(n as f64 / rate).unwrap_or(Duration::MAX)
+        }
         _ => Duration::ZERO,
     }
 }
+
+/// The largest `--scale`: beyond it durations and rates stop meaning anything.
+pub const MAX_SCALE: f64 = 1000.0;
+/// The most repetitions, and cells, a plan may hold.
+pub const MAX_REPETITIONS: u32 = 1000;
+pub const MAX_CELLS: usize = 100_000;
 
 /// How to cut the plan.
 #[derive(Debug, Clone)]
@@ -120,16 +128,15 @@ impl Plan {
     /// About how long the plan takes: each cell's load, warm-up, post-roll, cool-down, and a
     /// few seconds to start and stop its target.
     pub fn estimate(&self) -> Duration {
-        self.cells
-            .iter()
-            .map(|c| {
+        self.cells.iter().fold(Duration::ZERO, |sum, c| {
+            sum.saturating_add(
                 c.load_time()
-                    + self.warmup
-                    + self.post_roll
-                    + self.cooldown
-                    + Duration::from_secs(2)
-            })
-            .sum()
+                    .saturating_add(self.warmup)
+                    .saturating_add(self.post_roll)
+                    .saturating_add(self.cooldown)
+                    .saturating_add(Duration::from_secs(2)),
+            )
+        })
     }
 }
 
@@ -175,8 +182,28 @@ pub fn axes(experiment: &Experiment) -> Vec<Axis> {
 /// Expands the matrix into cells.
 pub fn plan(experiment: &Experiment, options: &PlanOptions) -> Result<Plan, String> {
     let file = &experiment.file;
-    if !(options.scale > 0.0 && options.scale.is_finite()) {
-        return Err(format!("--scale {} must be above 0", options.scale));
+    if !(options.scale > 0.0 && options.scale <= MAX_SCALE) {
+        return Err(format!(
+            "--scale {:?} must be above 0 and at most {MAX_SCALE}",
+            options.scale
+        ));
+    }
+    if options.repetitions.is_some_and(|r| r > MAX_REPETITIONS)
+        || file.repetitions > MAX_REPETITIONS
+    {
+        return Err(format!(
+            "repetitions must be at most {MAX_REPETITIONS} (the file's, or --repetitions)"
+        ));
+    }
+    for (field, cpus) in [
+        ("placement.gun_cpus", &file.placement.gun_cpus),
+        ("placement.target_cpus", &file.placement.target_cpus),
+    ] {
+        if let Some(cpus) = cpus {
+            cpus.clone()
+                .on_this_host()
+                .map_err(|e| format!("{field}: {e}"))?;
+        }
     }
     let axes = axes(experiment);
     let targets: Vec<String> = match file.matrix.get("target") {
@@ -198,6 +225,15 @@ pub fn plan(experiment: &Experiment, options: &PlanOptions) -> Result<Plan, Stri
             .collect();
     }
     let repetitions = options.repetitions.unwrap_or(file.repetitions).max(1);
+    let count = settings
+        .len()
+        .saturating_mul(targets.len())
+        .saturating_mul(repetitions as usize);
+    if count > MAX_CELLS {
+        return Err(format!(
+            "the matrix makes {count} cells, more than the {MAX_CELLS} a plan may hold: fewer axes, values or repetitions"
+        ));
+    }
     let mut cells = Vec::new();
     for repetition in 1..=repetitions {
         let reverse = repetition % 2 == 0;
@@ -233,18 +269,25 @@ pub fn plan(experiment: &Experiment, options: &PlanOptions) -> Result<Plan, Stri
         repetitions,
         scale: options.scale,
         cells,
-        warmup: file.warmup.mul_f64(options.scale),
-        cooldown: file.cooldown.mul_f64(options.scale),
+        warmup: scale_duration(file.warmup, options.scale),
+        cooldown: scale_duration(file.cooldown, options.scale),
         pre_roll: roll(file.pre_roll, options.scale),
         post_roll: roll(file.post_roll, options.scale),
     })
+}
+
+/// `d × scale`, or the longest duration where that overflows (a file's "1000000y").
+fn scale_duration(d: Duration, scale: f64) -> Duration {
+    Duration::try_from_secs_f64(d.as_secs_f64() * scale).unwrap_or(Duration::MAX)
 }
 
 fn roll(d: Duration, scale: f64) -> Duration {
     if scale == 1.0 {
         d
     } else {
-        d.mul_f64(scale).max(Duration::from_millis(500)).min(d)
+        scale_duration(d, scale)
+            .max(Duration::from_millis(500))
+            .min(d)
     }
 }
 
@@ -344,7 +387,8 @@ fn scaled(load: &LoadSpec, scale: f64) -> LoadSpec {
     if scale == 1.0 {
         return load.clone();
     }
-    let time = |d: Option<Duration>| d.map(|d| d.mul_f64(scale).max(Duration::from_secs(1)));
+    let time =
+        |d: Option<Duration>| d.map(|d| scale_duration(d, scale).max(Duration::from_secs(1)));
     LoadSpec {
         rate: load.rate.map(|r| (r * scale).round().max(1.0)),
         steps: load

@@ -266,7 +266,7 @@ fn target_launch(
     for (k, v) in env {
         launch = launch.env(k, v.clone());
     }
-    launch.cpus = file.placement.target_cpus.clone();
+    launch.cpus = file.placement.target_cpus.as_ref().map(ToString::to_string);
     launch.cpu_quota = spec.cpus;
     launch.memory = spec
         .memory

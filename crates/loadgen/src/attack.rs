@@ -320,6 +320,7 @@ pub async fn attack(
     let cpu_before = thread_cpu();
     let cpus = crate::cpus::allowed();
     let ticks_before = crate::cpus::ticks(&cpus);
+    let (process_before, wall_before) = (clock::process_cpu(), clock::now());
     let (tx, mut rx) = mpsc::unbounded_channel();
     let mut handles = Vec::with_capacity(threads);
     for index in 0..threads {
@@ -395,7 +396,16 @@ pub async fn attack(
     let cpus_busy = ticks_before
         .zip(crate::cpus::ticks(&cpus))
         .and_then(|(before, after)| crate::cpus::busy_between(before, after))
-        .map(|busy| (busy, crate::cpus::list(&cpus)));
+        .map(|busy| (busy, cpus.to_string()));
+    // This process's threads (workers, the aggregator, the store's writer) as a share of the
+    // same CPUs' time: what of `cpus_busy` was the generator's own doing.
+    let own_share = {
+        let cpu = clock::process_cpu()
+            .saturating_sub(process_before)
+            .as_secs_f64();
+        let wall = clock::now().saturating_sub(wall_before) as f64 / 1e9;
+        (wall > 0.0 && !cpus.is_empty()).then(|| (cpu / (wall * cpus.len() as f64)).min(1.0))
+    };
     Ok(RunOutcome {
         totals: run.totals,
         anchor,
@@ -409,6 +419,7 @@ pub async fn attack(
         generator: store::summary::GeneratorFacts {
             busiest_thread: busiest,
             cpus_busy,
+            own_share,
             connect: (!connect.is_empty()).then_some(connect),
         },
     })

@@ -600,6 +600,14 @@ impl AttackArgs {
                 "--probe keeps the probes' samples with the run: drop --no-store".into(),
             ));
         }
+        if self.probe.probe_token_file.is_some()
+            && self.probe.probe_fingerprint.is_none()
+            && self.probe.probe_ca.is_none()
+        {
+            return Err(Error::Usage(
+                "--probe-token-file needs --probe-fingerprint or --probe-ca: a token is only sent over TLS that checks the probe is the one you mean".into(),
+            ));
+        }
         let token = match &self.probe.probe_token_file {
             Some(path) => Some(
                 probe::read_token(path)

@@ -24,6 +24,12 @@ pub fn thread_cpu() -> Duration {
     Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
 }
 
+/// CPU time (user + system) consumed so far by every thread of this process.
+pub fn process_cpu() -> Duration {
+    let ts = clock_gettime(ClockId::ProcessCPUTime);
+    Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
+}
+
 /// A pair of readings of the monotonic and the wall clock, taken together, so that monotonic
 /// times can be shown as wall-clock times.
 #[derive(Debug, Clone, Copy)]

@@ -64,9 +64,14 @@ pub async fn run(args: &ExperimentArgs, shutdown: &Shutdown) -> Result<RunEnd, E
             );
             let gun = experiment::gun::Gun {
                 loadgen: experiment::gun::find_loadgen().map_err(Error::Usage)?,
-                cpus: experiment.file.placement.gun_cpus.clone(),
+                cpus: experiment
+                    .file
+                    .placement
+                    .gun_cpus
+                    .as_ref()
+                    .map(ToString::to_string),
             };
-            pin_to(experiment.file.placement.gun_cpus.as_deref())?;
+            pin_to(experiment.file.placement.gun_cpus.as_ref())?;
             let options = RunOptions {
                 plan: plan_options(cells),
                 db: cells.db.clone(),
@@ -122,22 +127,16 @@ pub async fn run(args: &ExperimentArgs, shutdown: &Shutdown) -> Result<RunEnd, E
 
 /// Pins this process (and the threads it starts from now on) to the gun's CPUs, so that the
 /// runner's own probe and upstream stay off the targets' CPUs.
-fn pin_to(cpus: Option<&str>) -> Result<(), Error> {
+fn pin_to(cpus: Option<&probe::cpus::CpuList>) -> Result<(), Error> {
     let Some(list) = cpus else { return Ok(()) };
     let mut set = rustix::thread::CpuSet::new();
-    for part in list.split(',') {
-        let (from, to) = match part.split_once('-') {
-            Some((a, b)) => (a.trim().parse::<usize>(), b.trim().parse::<usize>()),
-            None => (part.trim().parse::<usize>(), part.trim().parse::<usize>()),
-        };
-        match (from, to) {
-            (Ok(a), Ok(b)) if a <= b => (a..=b).for_each(|c| set.set(c)),
-            _ => {
-                return Err(Error::Usage(format!(
-                    "placement.gun_cpus {list:?} is not a CPU list such as \"0\" or \"0-1,3\""
-                )))
-            }
-        }
+    // The list was checked against this host's CPUs, each below `CpuSet::MAX_CPU`.
+    for &cpu in list
+        .cpus()
+        .iter()
+        .filter(|&&c| c < rustix::thread::CpuSet::MAX_CPU)
+    {
+        set.set(cpu);
     }
     rustix::thread::sched_setaffinity(None, &set).map_err(|e| {
         Error::Usage(format!(
@@ -229,12 +228,12 @@ pub fn status_text(experiment: &Experiment, plan: &Plan, states: &[CellState]) -
     for (cell, state) in plan.cells.iter().zip(states) {
         let state = match state {
             CellState::Pending => "to run".to_string(),
-            CellState::Done { run } => format!("done      {}", &run[..18.min(run.len())]),
+            CellState::Done { run } => format!("done      {}", store::run::short_id(run)),
             CellState::Failed { run, reason } => {
-                format!("FAILED    {}  {reason}", &run[..18.min(run.len())])
+                format!("FAILED    {}  {reason}", store::run::short_id(run))
             }
             CellState::Unfinished { run } => {
-                format!("unfinished {} (redone by run)", &run[..18.min(run.len())])
+                format!("unfinished {} (redone by run)", store::run::short_id(run))
             }
         };
         out.push_str(&format!(

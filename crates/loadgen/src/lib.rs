@@ -87,7 +87,10 @@ impl RunEnd {
 /// in flight finish; twice: end them now).
 pub fn run(cli: Cli, shutdown: Shutdown) -> Result<RunEnd, Error> {
     raise_fd_limit();
-    let command_line: Vec<String> = std::env::args().collect();
+    // Lossy: a non-UTF-8 argument that clap accepted (a path) must not panic here.
+    let command_line: Vec<String> = std::env::args_os()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -124,7 +127,7 @@ pub fn print_kept(done: &recording::Executed, keeping: &recording::Keeping, form
     let line = format!(
         "Kept as run {id} in {}: loadgen runs show {}",
         redact::text(url),
-        &id[..18.min(id.len())]
+        store::run::short_id(id)
     );
     match format {
         OutputFormat::Text => println!("\n{line}"),

@@ -116,6 +116,8 @@ pub struct Recorder {
     peak_connections: u64,
     connect: Box<Histogram<u64>>,
     born: Nanos,
+    /// The thread's CPU time when this recorder was made: its busy share counts from then.
+    born_cpu: Duration,
     timing: Timing,
     finished: bool,
 }
@@ -145,6 +147,7 @@ impl Recorder {
             gauges,
             connect: Box::new(store::model::new_histogram(high_ns)),
             born: crate::clock::now(),
+            born_cpu: crate::clock::thread_cpu(),
             timing: Timing::default(),
             finished: false,
         }
@@ -306,7 +309,11 @@ impl Recorder {
             last_index,
             timing: self.timing,
             cpu,
-            busy: cpu.as_secs_f64() / (now.saturating_sub(self.born).max(1) as f64 / 1e9),
+            // A share of one core: CPU time since this recorder was made (on this thread)
+            // over the time since then.
+            busy: (cpu.saturating_sub(self.born_cpu).as_secs_f64()
+                / (now.saturating_sub(self.born).max(1) as f64 / 1e9))
+                .min(1.0),
             connect: std::mem::replace(&mut self.connect, Box::new(store::model::new_histogram(1))),
         });
     }

@@ -473,8 +473,11 @@ impl RequestMix {
             });
         }
         let gcd = weights.iter().copied().fold(0, gcd);
-        let total: u64 = weights.iter().map(|w| w / gcd.max(1)).sum();
-        if weights.contains(&0) || total > MAX_CYCLE {
+        // Added with a check: weights near 2⁶⁴ must not wrap around to a small total.
+        let total = weights
+            .iter()
+            .try_fold(0u64, |sum, w| sum.checked_add(w / gcd.max(1)));
+        if weights.contains(&0) || total.is_none_or(|t| t == 0 || t > MAX_CYCLE) {
             return Err(RequestError::BadWeights { max: MAX_CYCLE });
         }
         let reduced: Vec<i64> = weights.iter().map(|w| (w / gcd) as i64).collect();
@@ -646,6 +649,16 @@ mod tests {
             .starts_with("GET /now HTTP/1.1\r\nhost: [::1]:81\r\nuser-agent: showdown-loadgen/"));
         assert!(!text.contains("content-length") && !text.contains("connection"));
         assert!(get.is_fixed());
+    }
+
+    #[test]
+    fn weights_whose_sum_would_wrap_around_are_refused() {
+        let spec = || RequestSpec::new("http://127.0.0.1:9/", &RequestOptions::default()).unwrap();
+        let huge = [(1u64 << 63) + 1, (1u64 << 63) - 1];
+        assert!(matches!(
+            RequestMix::weighted(vec![spec(), spec()], huge.to_vec()),
+            Err(RequestError::BadWeights { .. })
+        ));
     }
 
     #[test]

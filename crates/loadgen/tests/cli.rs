@@ -307,3 +307,41 @@ fn the_demo_runs_with_nothing_installed() {
         "the default store"
     );
 }
+
+/// A probe token is a secret: without a way to check the probe's certificate it would cross
+/// the network in clear to whoever answers. loadgen refuses before it connects anywhere.
+#[test]
+fn a_probe_token_is_never_sent_without_tls_verification() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let token = dir.path().join("probe.token");
+    std::fs::write(&token, "TokenThatMustNotTravel\n").unwrap();
+    let started = Instant::now();
+    let out = loadgen(&[
+        "attack",
+        "--rate",
+        "10",
+        "-d",
+        "1s",
+        "--probe",
+        &listener.local_addr().unwrap().to_string(),
+        "--probe-token-file",
+        token.to_str().unwrap(),
+        "--db",
+        &format!("sqlite://{}/runs.db", dir.path().display()),
+        "http://127.0.0.1:1/",
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.contains("--probe-fingerprint") && stderr.contains("--probe-ca"),
+        "{stderr}"
+    );
+    assert!(started.elapsed() < Duration::from_secs(5));
+    assert!(
+        listener.accept().is_err(),
+        "loadgen connected to the probe's address before refusing"
+    );
+}

@@ -20,6 +20,7 @@ use std::path::{Path, PathBuf};
 use procfs::process::{Process, Stat};
 use procfs::FromRead;
 
+use crate::cpus::Ticks as CpuTicks;
 use crate::sample::{FdKinds, HostSample, ProcessSample, TcpSockets};
 
 /// Where /proc is: the system's, or a fixture tree for tests.
@@ -651,14 +652,6 @@ fn ppid_of_stat(text: &str) -> Option<i32> {
         .ok()
 }
 
-/// The whole host's CPU counters, for deltas.
-#[derive(Debug, Clone, Default)]
-pub struct CpuTimes {
-    /// (busy, total) clock ticks for all CPUs, then per CPU.
-    all: (u64, u64),
-    per_core: Vec<(u64, u64)>,
-}
-
 /// The host's files, kept open and re-read at each tick.
 #[derive(Debug)]
 pub struct HostFiles {
@@ -666,7 +659,7 @@ pub struct HostFiles {
     meminfo: File,
     loadavg: File,
     sockstat: Option<File>,
-    previous: CpuTimes,
+    previous: CpuTicks,
     buf: Vec<u8>,
 }
 
@@ -677,7 +670,7 @@ impl HostFiles {
             meminfo: File::open(root.file("meminfo"))?,
             loadavg: File::open(root.file("loadavg"))?,
             sockstat: File::open(root.file("net/sockstat")).ok(),
-            previous: CpuTimes::default(),
+            previous: CpuTicks::default(),
             buf: Vec::with_capacity(8192),
         })
     }
@@ -685,21 +678,21 @@ impl HostFiles {
     /// The host's figures; CPU % over the time since the previous call.
     pub fn sample(&mut self) -> io::Result<HostSample> {
         pread_all(&self.stat, &mut self.buf)?;
-        let now = parse_cpu_lines(&String::from_utf8_lossy(&self.buf));
+        let now = CpuTicks::parse(&String::from_utf8_lossy(&self.buf));
         let pct = |(b1, t1): (u64, u64), (b0, t0): (u64, u64)| {
             (t1 > t0).then(|| 100.0 * b1.saturating_sub(b0) as f64 / (t1 - t0) as f64)
         };
-        let cores = now.per_core.len().max(1) as f64;
-        let cpu_pct = if self.previous.per_core.is_empty() {
+        let cores = now.per_cpu.len().max(1) as f64;
+        let cpu_pct = if self.previous.per_cpu.is_empty() {
             None
         } else {
             pct(now.all, self.previous.all).map(|p| p * cores)
         };
         let per_core_pct = now
-            .per_core
+            .per_cpu
             .iter()
-            .zip(self.previous.per_core.iter())
-            .map(|(&n, &p)| pct(n, p).unwrap_or(0.0))
+            .zip(self.previous.per_cpu.iter())
+            .map(|(&(_, b1, t1), &(_, b0, t0))| pct((b1, t1), (b0, t0)).unwrap_or(0.0))
             .collect();
         self.previous = now;
         let mut sample = HostSample {
@@ -726,29 +719,6 @@ impl HostFiles {
         }
         Ok(sample)
     }
-}
-
-/// The `cpu` and `cpuN` lines of `/proc/stat`: `user nice system idle iowait irq softirq steal`
-/// clock ticks; busy is all but idle and iowait (guest time is already in user).
-fn parse_cpu_lines(text: &str) -> CpuTimes {
-    let mut out = CpuTimes::default();
-    for line in text.lines().take_while(|l| l.starts_with("cpu")) {
-        let mut words = line.split_whitespace();
-        let name = words.next().unwrap_or("");
-        let v: Vec<u64> = words.take(8).map(|w| w.parse().unwrap_or(0)).collect();
-        if v.len() < 4 {
-            continue;
-        }
-        let get = |i: usize| v.get(i).copied().unwrap_or(0);
-        let idle = get(3) + get(4);
-        let busy = get(0) + get(1) + get(2) + get(5) + get(6) + get(7);
-        if name == "cpu" {
-            out.all = (busy, busy + idle);
-        } else {
-            out.per_core.push((busy, busy + idle));
-        }
-    }
-    out
 }
 
 /// `net/sockstat`'s TCP line: `TCP: inuse 5 orphan 0 tw 2 alloc 7 mem 1`.
@@ -805,15 +775,6 @@ mod tests {
     #[test]
     fn the_parent_is_read_past_a_name_with_parentheses() {
         assert_eq!(ppid_of_stat("42 (we (ird) name) S 7 42 42 0 -1"), Some(7));
-    }
-
-    #[test]
-    fn cpu_lines_give_busy_and_total_ticks() {
-        let t = parse_cpu_lines(
-            "cpu  100 5 50 800 20 1 2 3 0 0\ncpu0 60 0 30 400 10 1 1 2 0 0\ncpu1 40 5 20 400 10 0 1 1 0 0\nintr 1 2 3\n",
-        );
-        assert_eq!(t.all, (161, 981));
-        assert_eq!(t.per_core, vec![(94, 504), (67, 477)]);
     }
 
     #[test]

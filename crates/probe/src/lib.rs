@@ -15,13 +15,15 @@
 //! - [`client`]: the subscriber side, with clock-offset estimation (used by loadgen).
 //! - [`record`]: `probe record` to CSV or JSON lines; [`top`]: `probe top`.
 //! - [`tls`]: the stream's TLS: certificates, fingerprints, pinning.
-//! - [`clock`]: the host's clocks in nanoseconds.
+//! - [`clock`]: the host's clocks in nanoseconds; [`cpus`]: CPU lists and `/proc/stat`'s ticks,
+//!   read here once for every crate.
 
 pub mod buffer;
 pub mod cli;
 pub mod client;
 pub mod clock;
 pub mod collect;
+pub mod cpus;
 pub mod protocol;
 pub mod record;
 pub mod sample;

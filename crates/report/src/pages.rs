@@ -48,8 +48,18 @@ pub fn slug(text: &str) -> String {
     format!("{trimmed}-{:08x}", hash as u32)
 }
 
+/// A run's page: its id as the file name when the id is one Showdown makes (a UUID), else a
+/// slug of it, so that an id from a foreign store (`../../x`) never leaves `runs/`.
 pub fn run_path(id: &str) -> String {
-    format!("runs/{id}.html")
+    let plain = !id.is_empty()
+        && id.len() <= 64
+        && id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
+        && !id.starts_with('-');
+    if plain {
+        format!("runs/{id}.html")
+    } else {
+        format!("runs/{}.html", slug(id))
+    }
 }
 
 pub fn group_path(group: &str) -> String {

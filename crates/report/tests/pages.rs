@@ -582,3 +582,63 @@ async fn pages_draw_from_postgres_too() {
     );
     assert!(page.contains(&row), "{row}");
 }
+
+/// A store may hold run ids Showdown did not make (an imported or foreign store): the pages of
+/// `../../escaped` and of a non-ASCII id stay inside the site, and the site is drawn.
+#[tokio::test]
+async fn run_ids_from_a_foreign_store_never_leave_the_site() {
+    use store::run::{HostFacts, RunConfig, RunMeta, RunStatus};
+    use store::writer::{Finish, RunWriter};
+    let dir = tempfile::tempdir().unwrap();
+    let db = format!("sqlite://{}/showdown.db", dir.path().display());
+    let store = Store::open(&db).await.unwrap();
+    for (i, id) in ["../../escaped", "ü/../ñ\u{a0}id-that-is-long-and-not-ascii"]
+        .into_iter()
+        .enumerate()
+    {
+        let meta = RunMeta {
+            id: id.into(),
+            name: format!("foreign {i}"),
+            experiment: None,
+            labels: Default::default(),
+            shard: None,
+            tool_version: "test".into(),
+            started_at_ns: T0 + i as i64,
+            interval_ns: 1_000_000_000,
+            config: RunConfig::default(),
+            gun_host: HostFacts::default(),
+        };
+        store.create_run(&meta).await.unwrap();
+        let report = RunWriter::start(&store, id)
+            .finish(Finish {
+                status: RunStatus::Complete,
+                stop_reason: None,
+                ended_at_ns: T0 + 1_000_000_000,
+                summary: None,
+                warnings: Vec::new(),
+                clock_offsets: Vec::new(),
+                zero_mono_ns: 0,
+            })
+            .await;
+        assert!(report.first_error.is_none(), "{report:?}");
+    }
+    let out = dir.path().join("deep").join("site");
+    let options = SiteOptions {
+        out: out.clone(),
+        filter: RunFilter::default(),
+        only: Vec::new(),
+        comparisons: Vec::new(),
+    };
+    let written = site::write(&store, &options).await.unwrap();
+    assert_eq!(written.run_pages.len(), 2, "{:?}", written.failures);
+    for page in written.run_pages.values() {
+        let page = page.canonicalize().unwrap();
+        assert!(
+            page.starts_with(out.join("runs").canonicalize().unwrap()),
+            "{} is outside the site",
+            page.display()
+        );
+    }
+    assert!(!dir.path().join("escaped.html").exists());
+    assert!(!dir.path().join("deep").join("escaped.html").exists());
+}

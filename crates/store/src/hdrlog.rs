@@ -130,7 +130,6 @@ pub struct LoggedHistogram {
 /// Reads an interval log (any implementation's) back into histograms.
 pub fn read_log(text: &[u8]) -> Result<Vec<LoggedHistogram>, String> {
     use hdrhistogram::serialization::interval_log::{IntervalLogIterator, LogEntry};
-    let mut deserializer = Deserializer::new();
     let mut out = Vec::new();
     for entry in IntervalLogIterator::new(text) {
         let entry = entry.map_err(|e| format!("malformed interval log: {e:?}"))?;
@@ -138,9 +137,8 @@ pub fn read_log(text: &[u8]) -> Result<Vec<LoggedHistogram>, String> {
             let bytes = base64::engine::general_purpose::STANDARD
                 .decode(h.encoded_histogram())
                 .map_err(|e| format!("bad base64 in interval log: {e}"))?;
-            let histogram: Histogram<u64> = deserializer
-                .deserialize(&mut &bytes[..])
-                .map_err(|e| format!("bad histogram in interval log: {e:?}"))?;
+            let histogram =
+                from_bytes(&bytes).map_err(|e| format!("bad histogram in interval log: {e}"))?;
             out.push(LoggedHistogram {
                 tag: h.tag().map(|t| t.as_str().to_string()),
                 start: h.start_timestamp(),
@@ -160,11 +158,57 @@ pub fn to_bytes(h: &Histogram<u64>) -> Vec<u8> {
     out
 }
 
-/// A histogram from [`to_bytes`] (or any V2 / V2 + DEFLATE encoding).
+/// V2's cookies: plain, and DEFLATE-compressed (HdrHistogram's encoding spec: the base with
+/// the word size, 8 bytes, in bits 4 to 7).
+const V2_COOKIE: u32 = 0x1c84_9303 | 0x10;
+const V2_DEFLATE_COOKIE: u32 = 0x1c84_9304 | 0x10;
+/// V2's header after the cookie: payload length, normalizing offset, digits, lowest, highest,
+/// integer-to-double ratio.
+const V2_HEADER: usize = 4 + 4 + 4 + 4 + 8 + 8 + 8;
+/// The most a stored histogram may decompress to: a full-range histogram at 5 digits
+/// encodes in a few MB; more is a damaged or hostile blob.
+const MAX_DECODED: u64 = 64 << 20;
+
+/// A histogram from [`to_bytes`] (or any V2 / V2 + DEFLATE encoding). The lengths its header
+/// claims are checked against the bytes there really are before anything is allocated for
+/// them: a 40-byte blob claiming a 4 GiB payload is an error, not a 4 GiB allocation.
 pub fn from_bytes(bytes: &[u8]) -> Result<Histogram<u64>, String> {
+    let bad = |why: &str| format!("bad stored histogram: {why}");
+    let be32 = |b: &[u8], at: usize| {
+        b.get(at..at + 4)
+            .and_then(|w| w.try_into().ok())
+            .map(u32::from_be_bytes)
+    };
+    let plain: std::borrow::Cow<'_, [u8]> = match be32(bytes, 0) {
+        Some(V2_COOKIE) => bytes.into(),
+        Some(V2_DEFLATE_COOKIE) => {
+            use std::io::Read;
+            let claimed = be32(bytes, 4).ok_or_else(|| bad("truncated header"))? as usize;
+            let deflated = bytes
+                .get(8..8usize.saturating_add(claimed))
+                .ok_or_else(|| bad("shorter than its header says"))?;
+            let mut inflated = Vec::new();
+            flate2::read::ZlibDecoder::new(deflated)
+                .take(MAX_DECODED + 1)
+                .read_to_end(&mut inflated)
+                .map_err(|e| bad(&format!("cannot inflate: {e}")))?;
+            if inflated.len() as u64 > MAX_DECODED {
+                return Err(bad("inflates to more than 64 MiB"));
+            }
+            inflated.into()
+        }
+        _ => return Err(bad("not HdrHistogram's V2 encoding")),
+    };
+    if be32(&plain, 0) != Some(V2_COOKIE) {
+        return Err(bad("not HdrHistogram's V2 encoding"));
+    }
+    let payload = be32(&plain, 4).ok_or_else(|| bad("truncated header"))? as usize;
+    if payload > plain.len().saturating_sub(V2_HEADER) {
+        return Err(bad("shorter than its header says"));
+    }
     let mut h: Histogram<u64> = Deserializer::new()
-        .deserialize(&mut &bytes[..])
-        .map_err(|e| format!("bad stored histogram: {e:?}"))?;
+        .deserialize(&mut &plain[..])
+        .map_err(|e| bad(&format!("{e:?}")))?;
     h.auto(true);
     Ok(h)
 }
@@ -212,5 +256,25 @@ mod tests {
         let back = from_bytes(&to_bytes(&h)).unwrap();
         assert_eq!(back, h);
         assert!(from_bytes(b"not a histogram").is_err());
+        // A header claiming 4 GiB of payload over 40 bytes: refused without allocating it.
+        let mut hostile = Vec::new();
+        hostile.extend_from_slice(&V2_COOKIE.to_be_bytes());
+        hostile.extend_from_slice(&u32::MAX.to_be_bytes());
+        hostile.extend_from_slice(&[0; 32]);
+        assert_eq!(hostile.len(), 40);
+        let err = from_bytes(&hostile).unwrap_err();
+        assert!(err.contains("shorter than its header says"), "{err}");
+        // The same inside a DEFLATE wrapper.
+        let mut wrapped = Vec::new();
+        wrapped.extend_from_slice(&V2_DEFLATE_COOKIE.to_be_bytes());
+        let mut z = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::fast());
+        std::io::Write::write_all(&mut z, &hostile).unwrap();
+        let inner = z.finish().unwrap();
+        wrapped.extend_from_slice(&(inner.len() as u32).to_be_bytes());
+        wrapped.extend_from_slice(&inner);
+        assert!(from_bytes(&wrapped).is_err());
+        let mut claims_more = wrapped.clone();
+        claims_more[4..8].copy_from_slice(&u32::MAX.to_be_bytes());
+        assert!(from_bytes(&claims_more).is_err());
     }
 }

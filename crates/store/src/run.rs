@@ -109,6 +109,12 @@ impl RunMeta {
     }
 }
 
+/// The first 18 characters of a run id (`01a1fbf3-93ea-71a6`), enough to name it in `runs show`;
+/// cut at a character, whatever a foreign store holds.
+pub fn short_id(id: &str) -> &str {
+    id.char_indices().nth(18).map_or(id, |(at, _)| &id[..at])
+}
+
 /// Where a run is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

@@ -52,6 +52,9 @@ pub struct GeneratorFacts {
     /// How busy the CPUs the generator may run on were over the attack, every process counted
     /// (0–1), and which CPUs those are (`0-1`).
     pub cpus_busy: Option<(f64, String)>,
+    /// How much of those CPUs' time the generator's own process took (all its threads, 0–1):
+    /// busy CPUs are another process's doing only for the rest.
+    pub own_share: Option<f64>,
     /// Time to establish each new connection (TCP, and TLS when used), ns.
     pub connect: Option<Histogram<u64>>,
 }
@@ -59,6 +62,10 @@ pub struct GeneratorFacts {
 /// Above this share of a core, a generator thread is saturated; above this share of its CPUs'
 /// time, the generator's CPUs are.
 pub const SATURATED: f64 = 0.9;
+
+/// When the generator's CPUs were saturated, the share of their time that other processes
+/// must have taken to be blamed for it (else the generator's own threads are).
+pub const OTHERS_TO_BLAME: f64 = 0.25;
 
 /// A connection that took this long to establish needed a SYN retransmission (Linux's initial
 /// retransmission timeout is 1 s): the server's accept queue was full.
@@ -214,6 +221,9 @@ pub struct GeneratorFigures {
     /// How busy the CPUs the generator may run on were during the attack, all processes (0–1).
     #[serde(default)]
     pub cpus_busy: Option<f64>,
+    /// The generator's own share of those CPUs' time, all its threads (0–1).
+    #[serde(default)]
+    pub own_share: Option<f64>,
     /// Requests sent in a later interval than the one they were due in.
     pub sent_late_beyond_interval: u64,
     /// Requests that found the pool at `--max-connections` and waited for a connection.
@@ -271,6 +281,17 @@ fn needed_connections(rate: f64, fastest_ns: u64) -> f64 {
     rate * fastest_ns as f64 / 1e9
 }
 
+/// A number of connections in words that never round to nonsense: "fewer than one".
+fn connections_text(n: f64) -> String {
+    if n < 1.0 {
+        "fewer than one connection".into()
+    } else if n < 1.5 {
+        "about one connection".into()
+    } else {
+        format!("about {n:.0} connections")
+    }
+}
+
 impl Summary {
     pub fn new(facts: &RunFacts<'_>) -> Self {
         let t = facts.totals;
@@ -299,11 +320,18 @@ impl Summary {
         });
         let busiest_thread = facts.generator.busiest_thread;
         let cpus_busy = facts.generator.cpus_busy.as_ref().map(|(b, _)| *b);
+        let own_share = facts.generator.own_share;
         let limited_by = behind.then(|| {
             if busiest_thread.is_some_and(|b| b >= SATURATED) {
                 "generator"
-            } else if cpus_busy.is_some_and(|b| b >= SATURATED) {
-                "generator cpus shared"
+            } else if let Some(busy) = cpus_busy.filter(|&b| b >= SATURATED) {
+                // The generator's own threads count as the generator: only when other
+                // processes took a fair share of its CPUs are they to blame.
+                if busy - own_share.unwrap_or(0.0) < OTHERS_TO_BLAME {
+                    "generator"
+                } else {
+                    "generator cpus shared"
+                }
             } else if t.waited_for_connection > 0 && t.waited_for_connection * 2 >= late {
                 // The pool filled. Little's law at the server's fastest response says how many
                 // connections the rate needs if the server kept that pace: if the cap is well
@@ -380,6 +408,7 @@ impl Summary {
                 slow_connects,
                 busiest_thread,
                 cpus_busy,
+                own_share,
                 sent_late_beyond_interval: t.sent_late_beyond_interval,
                 waited_for_connection: t.waited_for_connection,
                 connections_opened: t.connections_opened,
@@ -422,24 +451,32 @@ impl Summary {
                 .map_or(String::new(), |(_, list)| list.clone());
             let connect_p99 = g.connect.map_or("?".into(), |c| format_ns(c.p99_ns));
             let _ = match g.limited_by.as_deref() {
+                Some("generator") if g.busiest_thread.is_some_and(|b| b >= SATURATED) => write!(
+                    text,
+                    " Cause: the generator's CPU: its busiest worker thread was busy {} of the time. Pace in batches (--batch 1ms, as wrk2 does), add --threads and CPUs, or use more gun hosts.",
+                    pct(g.busiest_thread)
+                ),
                 Some("generator") => write!(
                     text,
-                    " Cause: the generator's CPU: its busiest worker thread was busy {} of the time. Add --threads, a faster gun host, or more gun hosts.",
+                    " Cause: the generator's CPU: its CPUs ({cpus}) were {} busy, {} of their time taken by the generator's own threads (the busiest {} of a core). Pace in batches (--batch 1ms, as wrk2 does), give it more CPUs, or use more gun hosts.",
+                    pct(g.cpus_busy),
+                    pct(g.own_share),
                     pct(g.busiest_thread)
                 ),
                 Some("generator cpus shared") => write!(
                     text,
-                    " Cause: the generator's CPUs ({cpus}) were {} busy while its busiest thread used {} of a core: other processes took the rest. Pin the target and the rest elsewhere (taskset), or stop what shares the gun's CPUs.",
+                    " Cause: other processes on the generator's CPUs: they were {} busy, of which the generator's own threads took {} (the busiest {} of a core) and other processes the rest. Pin the target and the rest elsewhere (taskset), or stop what shares the gun's CPUs.",
                     pct(g.cpus_busy),
+                    pct(g.own_share),
                     pct(g.busiest_thread)
                 ),
                 Some("server responses") => write!(
                     text,
-                    " Cause: the server fell behind: requests waited for a free connection, the pool full at --max-connections {} with every connection waiting for a response. At the pace of its fastest response ({}) the {:.0} req/s sent would have needed about {:.0} connections; its responses took {} at p50, and it answered {:.0} req/s.",
+                    " Cause: the server fell behind: requests waited for a free connection, the pool full at --max-connections {} with every connection waiting for a response. At the pace of its fastest response ({}) the {:.0} req/s sent would have needed {}; its responses took {} at p50, and it answered {:.0} req/s.",
                     facts.config.max_connections,
                     format_ns(self.latency.service.min_ns),
                     self.requests.rate,
-                    needed_connections(self.requests.rate, self.latency.service.min_ns),
+                    connections_text(needed_connections(self.requests.rate, self.latency.service.min_ns)),
                     format_ns(self.latency.service.p50_ns),
                     self.requests.throughput,
                 ),
@@ -771,6 +808,7 @@ mod tests {
         let busy = |thread: f64, cpus: f64| GeneratorFacts {
             busiest_thread: Some(thread),
             cpus_busy: Some((cpus, "0".into())),
+            own_share: Some(thread),
             connect: None,
         };
         let cause = |s: Summary| (s.generator.limited_by.clone(), s.warnings[0].clone());
@@ -782,7 +820,23 @@ mod tests {
         );
         let (by, text) = cause(summary_of(3_000, 0, busy(0.2, 0.99)));
         assert_eq!(by.as_deref(), Some("generator cpus shared"));
-        assert!(text.contains("CPUs (0) were 99 % busy"), "{text}");
+        assert!(
+            text.contains("they were 99 % busy, of which the generator's own threads took 20 %"),
+            "{text}"
+        );
+        // The generator's other threads (its aggregator, the store's writer) are the
+        // generator: a busy CPU that it kept busy itself is not another process's doing.
+        let own = GeneratorFacts {
+            own_share: Some(0.85),
+            ..busy(0.6, 0.92)
+        };
+        let (by, text) = cause(summary_of(3_000, 0, own));
+        assert_eq!(by.as_deref(), Some("generator"));
+        assert!(
+            text.contains("92 % busy, 85 % of their time taken by the generator's own threads"),
+            "{text}"
+        );
+        assert!(text.contains("--batch 1ms"), "{text}");
         let (by, text) = cause(summary_of(3_000, 2_900, busy(0.2, 0.3)));
         assert_eq!(by.as_deref(), Some("connection cap"));
         assert!(text.contains("--max-connections 8"), "{text}");
