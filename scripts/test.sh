@@ -44,6 +44,11 @@ if ! command -v cloud-init >/dev/null; then
   say "installing cloud-init (for cloud-init schema)"
   apt_install cloud-init
 fi
+# Squid: the lab's download proxy; its rendered rules are run by the lab's tests.
+if ! command -v squid >/dev/null; then
+  say "installing squid (the lab's proxy rules are tested with it)"
+  apt_install squid
+fi
 if ! command -v terraform >/dev/null; then
   echo "missing terraform: install it (https://developer.hashicorp.com/terraform/install)" >&2
   exit 1

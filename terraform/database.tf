@@ -1,7 +1,10 @@
 # RDS PostgreSQL in the private subnets: encrypted, not publicly accessible, its master
-# password made and kept by AWS in Secrets Manager (never in this state or an output). The API
-# host reads that one secret through its instance role to create the schema; the targets use
-# the database `showdown`, the guns' store the database `showdown_runs`.
+# password made and kept by AWS in Secrets Manager (never in this state or an output) and read
+# by the database bootstrap function only (bootstrap.tf). That function gives the targets the
+# role `showdown`, owner of the database `showdown`, and the guns' store the role `runs`, owner
+# of `showdown_runs`; no host logs in as the master user. The roles log in with passwords of
+# their own (an IAM token expires after 15 minutes, and the targets' pools reconnect): IAM
+# authentication stays on but opens nothing, as no role is granted rds_iam.
 
 resource "aws_db_subnet_group" "lab" {
   name       = "${var.name}-db"
@@ -36,8 +39,7 @@ resource "aws_db_instance" "lab" {
   allocated_storage                   = 20
   storage_type                        = "gp3"
   storage_encrypted                   = true
-  db_name                             = "showdown"
-  username                            = "showdown"
+  username                            = "lab_admin"
   manage_master_user_password         = true
   db_subnet_group_name                = aws_db_subnet_group.lab.name
   parameter_group_name                = aws_db_parameter_group.lab.name

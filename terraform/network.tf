@@ -1,6 +1,7 @@
 # A VPC with a public and a private subnet in each of two availability zones. The hosts sit in
-# the public subnets (they install packages, and the operator reaches them by SSH); the
-# database sits in the private ones, with no route to the internet.
+# the public subnets (the operator reaches them by SSH; their security groups let them out only
+# to the lab's proxy, the database and the Secrets Manager endpoint); the database, the
+# bootstrap function and the endpoint sit in the private ones, with no route to the internet.
 
 data "aws_availability_zones" "available" {
   state = "available"
@@ -89,3 +90,36 @@ resource "aws_route_table_association" "public" {
 }
 
 # The private subnets keep the VPC's main route table: local traffic only.
+
+# Secrets Manager inside the VPC: the hosts and the bootstrap function read their secrets
+# without a way to the internet. Its policy admits the lab's three roles reading the lab's
+# secrets only, so that the endpoint cannot carry anything to another account's.
+resource "aws_vpc_endpoint" "secretsmanager" {
+  vpc_id              = aws_vpc.lab.id
+  service_name        = "com.amazonaws.${var.region}.secretsmanager"
+  vpc_endpoint_type   = "Interface"
+  subnet_ids          = [aws_subnet.private[0].id]
+  security_group_ids  = [aws_security_group.secrets.id]
+  private_dns_enabled = true
+  policy              = data.aws_iam_policy_document.secrets_endpoint.json
+
+  tags = { Name = "${var.name}-secretsmanager" }
+}
+
+data "aws_iam_policy_document" "secrets_endpoint" {
+  statement {
+    sid     = "ReadTheLabsSecretsOnly"
+    actions = ["secretsmanager:GetSecretValue"]
+    principals {
+      type        = "AWS"
+      identifiers = [aws_iam_role.api.arn, aws_iam_role.gun.arn, aws_iam_role.db_bootstrap.arn]
+    }
+    resources = [
+      aws_db_instance.lab.master_user_secret[0].secret_arn,
+      aws_secretsmanager_secret.probe_token.arn,
+      aws_secretsmanager_secret.probe_tls_key.arn,
+      aws_secretsmanager_secret.db_targets.arn,
+      aws_secretsmanager_secret.db_runs.arn,
+    ]
+  }
+}

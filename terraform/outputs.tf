@@ -23,9 +23,19 @@ output "probe_endpoint" {
   value       = "${aws_network_interface.api.private_ip}:${var.probe_port}"
 }
 
+output "ssh_proxy" {
+  description = "SSH to the egress proxy (Squid's log of what the hosts fetched or were refused: /var/log/squid/access.log)."
+  value       = "ssh admin@${aws_instance.proxy.public_ip}"
+}
+
 output "probe_certificate_pem" {
   description = "The probe's self-signed certificate (public): loadgen --probe-ca trusts it; `openssl x509 -noout -fingerprint -sha256` gives the fingerprint that --probe-fingerprint pins."
   value       = tls_self_signed_cert.probe.cert_pem
+}
+
+output "probe_certificate_expires" {
+  description = "When the probe's certificate expires; a `terraform apply` in its last 30 days renews it and rebuilds the hosts with it."
+  value       = tls_self_signed_cert.probe.validity_end_time
 }
 
 output "database_address" {
@@ -34,6 +44,19 @@ output "database_address" {
 }
 
 output "database_secret_arn" {
-  description = "The Secrets Manager secret holding the RDS master user's password (managed by AWS; never in this state)."
+  description = "The Secrets Manager secret holding the RDS master user's password (managed by AWS; never in this state; read by the bootstrap function only)."
   value       = aws_db_instance.lab.master_user_secret[0].secret_arn
+}
+
+output "database_role_secret_arns" {
+  description = "The secrets of the database roles: the targets' (`showdown`, read by the API host) and the runs' store's (`runs`, read by the guns)."
+  value = {
+    targets = aws_secretsmanager_secret.db_targets.arn
+    runs    = aws_secretsmanager_secret.db_runs.arn
+  }
+}
+
+output "database_bootstrap" {
+  description = "What the bootstrap function did: the roles it created or updated, and whether PUBLIC can still connect to the postgres database."
+  value       = jsondecode(aws_lambda_invocation.db_bootstrap.result)
 }

@@ -35,10 +35,21 @@ variable "operator_cidr" {
   }
 }
 
-variable "package_egress_cidrs" {
+variable "extra_egress_domains" {
   type        = list(string)
-  description = "Where the hosts may reach on ports 80 and 443 to install packages and the toolchains (Debian, crates.io, npm, the Go proxy). Narrow it to your mirrors if you have them."
-  default     = ["0.0.0.0/0"]
+  description = "More names the lab's proxy lets the hosts fetch from, besides those cloud-init needs (a package mirror, say), as Squid dstdomain entries: .example.com for a domain and its subdomains."
+  default     = []
+
+  validation {
+    condition     = alltrue([for d in var.extra_egress_domains : can(regex("^\\.?[a-z0-9]([a-z0-9-]*[a-z0-9])?(\\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)+$", d))])
+    error_message = "extra_egress_domains: DNS names such as mirror.example.com or .example.com."
+  }
+}
+
+variable "proxy_instance_type" {
+  type        = string
+  description = "The egress proxy's instance type: it only forwards the hosts' downloads at setup."
+  default     = "t3.nano"
 }
 
 variable "vpc_cidr" {
@@ -107,13 +118,18 @@ variable "target" {
 
 variable "showdown_repository" {
   type        = string
-  description = "The Git repository each host builds Showdown from (building takes a few GiB of memory: the API host gets swap for it)."
+  description = "The Git repository each host builds Showdown from, over HTTPS (the proxy lets its host through; building takes a few GiB of memory: the API host gets swap for it)."
   default     = "https://github.com/showdown-bench/showdown.git"
+
+  validation {
+    condition     = can(regex("^https://[^/:@]+/", var.showdown_repository))
+    error_message = "showdown_repository: an https:// URL (the hosts reach the internet through the lab's HTTP proxy only)."
+  }
 }
 
 variable "showdown_revision" {
   type        = string
-  description = "The revision (commit, tag or branch) of the repository to build."
+  description = "The revision (commit, tag or branch) of the repository to build: a full commit id pins the source, which Git verifies by its hashes."
   default     = "main"
 }
 
@@ -132,4 +148,26 @@ variable "ami_owner" {
   type        = string
   description = "The AWS account that publishes the AMI (136693071363: Debian)."
   default     = "136693071363"
+}
+
+variable "probe_certificate_days" {
+  type        = number
+  description = "How long the probe's self-signed certificate is valid. A `terraform apply` in its last 30 days makes a new one and rebuilds the hosts with it; nothing renews it without an apply."
+  default     = 365
+
+  validation {
+    condition     = var.probe_certificate_days >= 60 && var.probe_certificate_days <= 825
+    error_message = "probe_certificate_days must be between 60 (more than the 30 days of early renewal) and 825."
+  }
+}
+
+variable "rds_ca_bundle_sha256" {
+  type        = string
+  description = "The SHA-256 of the RDS CA bundle (https://truststore.pki.rds.amazonaws.com/global/global-bundle.pem) that the hosts and the database bootstrap trust. AWS adds CAs to the bundle now and then: the plan then stops and prints the new digest, to review and pass here."
+  default     = "e5bb2084ccf45087bda1c9bffdea0eb15ee67f0b91646106e466714f9de3c7e3"
+
+  validation {
+    condition     = can(regex("^[0-9a-f]{64}$", var.rds_ca_bundle_sha256))
+    error_message = "rds_ca_bundle_sha256: 64 lowercase hexadecimal digits."
+  }
 }

@@ -17,6 +17,15 @@ terraform {
       source  = "hashicorp/tls"
       version = ">= 4.0, < 5.0"
     }
+    # The database bootstrap function's package, and the RDS CA bundle it trusts.
+    archive = {
+      source  = "hashicorp/archive"
+      version = ">= 2.4, < 3.0"
+    }
+    http = {
+      source  = "hashicorp/http"
+      version = ">= 3.4, < 4.0"
+    }
   }
 }
 
