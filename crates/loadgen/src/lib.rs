@@ -86,7 +86,7 @@ impl RunEnd {
 /// Runs a parsed command line. `shutdown` is triggered by Ctrl-C (once: stop and let requests
 /// in flight finish; twice: end them now).
 pub fn run(cli: Cli, shutdown: Shutdown) -> Result<RunEnd, Error> {
-    raise_fd_limit();
+    probe::raise_fd_limit();
     // Lossy: a non-UTF-8 argument that clap accepted (a path) must not panic here.
     let command_line: Vec<String> = std::env::args_os()
         .map(|a| a.to_string_lossy().into_owned())
@@ -195,15 +195,4 @@ fn stop_on_ctrl_c(shutdown: Shutdown) {
             shutdown.abort("interrupted twice by Ctrl-C");
         }
     });
-}
-
-/// Raises the soft limit on open files to the hard limit: an open loop against a slow server
-/// needs a connection per request in flight, and the usual soft limit is 1,024.
-fn raise_fd_limit() {
-    use rustix::process::{getrlimit, setrlimit, Resource};
-    let mut limit = getrlimit(Resource::Nofile);
-    if limit.current < limit.maximum {
-        limit.current = limit.maximum;
-        let _ = setrlimit(Resource::Nofile, limit);
-    }
 }

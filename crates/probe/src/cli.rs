@@ -116,6 +116,11 @@ pub struct ServeArgs {
     #[arg(long, value_name = "N", default_value = "16")]
     pub max_subscribers: usize,
 
+    /// The most connections waiting to authenticate (TLS handshake, hello, a wrong token's
+    /// delayed refusal); 8 at most from one address. They take no subscriber's slot.
+    #[arg(long, value_name = "N", default_value = "64")]
+    pub max_pending: usize,
+
     /// How much history to keep for subscribers that reconnect.
     #[arg(long, value_name = "DURATION", default_value = "1h", value_parser = parse_duration)]
     pub buffer: Duration,

@@ -70,6 +70,7 @@ fn io_error(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> Error {
 
 /// Runs a parsed command line until it ends or is interrupted (SIGINT or SIGTERM).
 pub fn run(cli: Cli) -> Result<(), Error> {
+    raise_fd_limit();
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -78,6 +79,18 @@ pub fn run(cli: Cli) -> Result<(), Error> {
         Command::Serve(args) => runtime.block_on(serve(*args)),
         Command::Record(args) => runtime.block_on(record(args)),
         Command::Top(args) => runtime.block_on(top(args)),
+    }
+}
+
+/// Raises the soft limit on open files to the hard one. The probe keeps files and directories
+/// open for every process it watches (five each), so a tree of a few hundred processes would
+/// not fit in the usual soft limit of 1,024; loadgen needs a connection per request in flight.
+pub fn raise_fd_limit() {
+    use rustix::process::{getrlimit, setrlimit, Resource};
+    let mut limit = getrlimit(Resource::Nofile);
+    if limit.current < limit.maximum {
+        limit.current = limit.maximum;
+        let _ = setrlimit(Resource::Nofile, limit);
     }
 }
 
@@ -133,6 +146,7 @@ async fn serve(args: ServeArgs) -> Result<(), Error> {
     let serve_config = server::ServeConfig {
         token,
         max_subscribers: args.max_subscribers,
+        max_pending: args.max_pending,
         clock_shift_ns: args.clock_shift_ns_for_tests,
         tls: tls.as_ref().map(|t| t.config.clone()),
         ..Default::default()

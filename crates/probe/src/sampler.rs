@@ -313,7 +313,14 @@ impl Sampler {
             if Some(pid) == self.myself {
                 continue;
             }
-            if let Ok(handle) = Watched::open(&self.config.root, pid) {
+            let Ok(handle) = Watched::open(&self.config.root, pid) else {
+                // Gone already, or this process is out of file descriptors: say which.
+                if let Err(e) = std::fs::File::open("/dev/null") {
+                    tracing::warn!("cannot watch PID {pid}, a member of the tree: {e} (raise the probe's open-file limit, e.g. LimitNOFILE)");
+                }
+                continue;
+            };
+            {
                 events.push(event(EventKind::ProcessStarted {
                     pid,
                     ppid: handle.ppid,

@@ -3,9 +3,13 @@
 //! Each connection is one task: it reads the `hello`, checks version and token, answers
 //! `welcome`, then sends records from the subscriber's cursor as they arrive, a `gap` if the
 //! buffer evicted some before they could be sent, and a `pong` for every `ping` (see
-//! `protocol.rs`). A slow subscriber only slows itself. The number of subscribers is capped; a
-//! wrong token is logged and answered only after a delay that doubles with each failure from
-//! the same address (up to 30 s); accept errors (out of FDs) back off instead of spinning.
+//! `protocol.rs`). A slow subscriber only slows itself. A subscriber slot is taken only once a
+//! client has proved its token, so clients that have not (a TLS handshake, a hello on its way,
+//! a wrong token waiting for its answer) cannot keep loadgen out: they are capped apart
+//! (`max_pending`, and [`PENDING_PER_ADDRESS`] from one address), and a connection beyond the
+//! cap is closed at once. A wrong token is logged and answered only after a delay that doubles
+//! with each failure from the same address (up to 30 s); accept errors (out of FDs) back off
+//! instead of spinning.
 //!
 //! With TLS, the handshake comes first and the `hello` (with its token) travels inside it. A
 //! client that speaks plain TCP to a TLS probe is told so in a plain frame (its first byte is a
@@ -37,6 +41,8 @@ pub struct ServeConfig {
     /// Required in `hello` when set.
     pub token: Option<String>,
     pub max_subscribers: usize,
+    /// Connections not yet authenticated (TLS handshake, hello, a wrong token's delay).
+    pub max_pending: usize,
     pub max_frame: usize,
     /// A subscriber must say `hello` within this time.
     pub hello_timeout: Duration,
@@ -51,6 +57,7 @@ impl Default for ServeConfig {
         ServeConfig {
             token: None,
             max_subscribers: 16,
+            max_pending: 64,
             max_frame: crate::protocol::MAX_FRAME,
             hello_timeout: Duration::from_secs(5),
             clock_shift_ns: 0,
@@ -79,6 +86,61 @@ impl Failures {
     }
 }
 
+/// The most connections one address may have waiting to authenticate.
+pub const PENDING_PER_ADDRESS: usize = 8;
+
+/// Connections that have not authenticated yet, in all and per address.
+#[derive(Debug)]
+struct Pending {
+    all: Arc<Semaphore>,
+    by_address: Arc<Mutex<HashMap<IpAddr, usize>>>,
+}
+
+/// One connection's place among the pending ones, given back when dropped.
+#[derive(Debug)]
+struct PendingSlot {
+    _permit: tokio::sync::OwnedSemaphorePermit,
+    ip: IpAddr,
+    by_address: Arc<Mutex<HashMap<IpAddr, usize>>>,
+}
+
+impl Pending {
+    fn new(max: usize) -> Self {
+        Pending {
+            all: Arc::new(Semaphore::new(max.max(1))),
+            by_address: Arc::default(),
+        }
+    }
+
+    /// A place for a connection from `ip`, if the caps allow it.
+    fn take(&self, ip: IpAddr) -> Option<PendingSlot> {
+        let permit = self.all.clone().try_acquire_owned().ok()?;
+        let mut map = self.by_address.lock().unwrap_or_else(|e| e.into_inner());
+        let count = map.entry(ip).or_insert(0);
+        if *count >= PENDING_PER_ADDRESS {
+            return None;
+        }
+        *count += 1;
+        Some(PendingSlot {
+            _permit: permit,
+            ip,
+            by_address: self.by_address.clone(),
+        })
+    }
+}
+
+impl Drop for PendingSlot {
+    fn drop(&mut self) {
+        let mut map = self.by_address.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(count) = map.get_mut(&self.ip) {
+            *count -= 1;
+            if *count == 0 {
+                map.remove(&self.ip);
+            }
+        }
+    }
+}
+
 #[derive(Debug)]
 struct Shared {
     buffer: SharedBuffer,
@@ -86,6 +148,7 @@ struct Shared {
     config: ServeConfig,
     failures: Failures,
     permits: Arc<Semaphore>,
+    pending: Pending,
 }
 
 /// A probe sampling in the background and serving subscribers on a listener, until dropped.
@@ -150,6 +213,7 @@ pub async fn serve(
         buffer,
         host,
         permits: Arc::new(Semaphore::new(config.max_subscribers.max(1))),
+        pending: Pending::new(config.max_pending),
         config,
         failures: Failures::default(),
     });
@@ -163,9 +227,13 @@ pub async fn serve(
         match accepted {
             Ok((stream, peer)) => {
                 backoff = Duration::from_millis(10);
+                let Some(pending) = shared.pending.take(peer.ip()) else {
+                    tracing::warn!(%peer, "closed a connection: too many are waiting to authenticate");
+                    continue;
+                };
                 let shared = shared.clone();
                 tokio::spawn(async move {
-                    if let Err(e) = session(stream, peer, &shared).await {
+                    if let Err(e) = session(stream, peer, &shared, pending).await {
                         tracing::info!(%peer, "subscriber session ended: {e}");
                     }
                 });
@@ -179,10 +247,15 @@ pub async fn serve(
     }
 }
 
-async fn session(stream: TcpStream, peer: SocketAddr, shared: &Shared) -> Result<(), FrameError> {
+async fn session(
+    stream: TcpStream,
+    peer: SocketAddr,
+    shared: &Shared,
+    pending: PendingSlot,
+) -> Result<(), FrameError> {
     let _ = stream.set_nodelay(true);
     let Some(tls) = &shared.config.tls else {
-        return subscription(stream, peer, shared).await;
+        return subscription(stream, peer, shared, pending).await;
     };
     let mut first = [0u8; 1];
     let peeked = tokio::time::timeout(shared.config.hello_timeout, stream.peek(&mut first)).await;
@@ -204,7 +277,7 @@ async fn session(stream: TcpStream, peer: SocketAddr, shared: &Shared) -> Result
     }
     let acceptor = tokio_rustls::TlsAcceptor::from(tls.clone());
     match tokio::time::timeout(shared.config.hello_timeout, acceptor.accept(stream)).await {
-        Ok(Ok(stream)) => subscription(stream, peer, shared).await,
+        Ok(Ok(stream)) => subscription(stream, peer, shared, pending).await,
         Ok(Err(e)) => {
             tracing::info!(%peer, "TLS handshake failed: {e}");
             Ok(())
@@ -224,16 +297,10 @@ async fn subscription<S: AsyncRead + AsyncWrite + Unpin>(
     stream: S,
     peer: SocketAddr,
     shared: &Shared,
+    pending: PendingSlot,
 ) -> Result<(), FrameError> {
     let mut framed = Framed::new(stream, ProbeCodec::new(shared.config.max_frame));
     let refuse = |reason: String| ProbeMessage::Refused { reason };
-    let Ok(_permit) = shared.permits.clone().try_acquire_owned() else {
-        let reason = format!(
-            "the probe already serves {} subscribers (raise --max-subscribers)",
-            shared.config.max_subscribers
-        );
-        return framed.send(refuse(reason)).await;
-    };
     let hello = match tokio::time::timeout(shared.config.hello_timeout, framed.next()).await {
         Ok(Some(Ok(hello))) => hello,
         Ok(Some(Err(e))) => {
@@ -272,6 +339,15 @@ async fn subscription<S: AsyncRead + AsyncWrite + Unpin>(
             return framed.send(refuse("wrong token".into())).await;
         }
     }
+    // Authenticated: from here on a subscriber slot, not a pending one.
+    drop(pending);
+    let Ok(_permit) = shared.permits.clone().try_acquire_owned() else {
+        let reason = format!(
+            "the probe already serves {} subscribers (raise --max-subscribers)",
+            shared.config.max_subscribers
+        );
+        return framed.send(refuse(reason)).await;
+    };
     tracing::info!(%peer, client, ?start, "subscriber connected");
     let (oldest, next) = shared.buffer.with(|b| (b.oldest_seq(), b.next_seq()));
     let mut cursor = match start {

@@ -4,6 +4,7 @@
 mod common;
 
 use std::process::Command;
+use std::time::{Duration, Instant};
 
 fn probe(args: &[&str]) -> std::process::Output {
     Command::new(env!("CARGO_BIN_EXE_probe"))
@@ -195,4 +196,50 @@ fn the_systemd_unit_verifies() {
     argv.extend(line.split_whitespace());
     argv.push("--help");
     assert!(probe(&argv).status.success(), "{argv:?}");
+}
+
+/// A tree of hundreds of processes needs more open files than the usual soft limit of 1,024:
+/// the unit raises the hard limit and the probe its soft limit to it at start.
+#[test]
+fn the_probe_raises_its_open_file_limit() {
+    let unit = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/systemd/showdown-probe.service"
+    ))
+    .unwrap();
+    assert!(unit.contains("\nLimitNOFILE=65536\n"), "{unit}");
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("samples.csv");
+    let mut child = Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "ulimit -Sn 256 && exec {} record --pid {} --out {}",
+            env!("CARGO_BIN_EXE_probe"),
+            std::process::id(),
+            out.display()
+        ))
+        .spawn()
+        .unwrap();
+    let limits = format!("/proc/{}/limits", child.id());
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let (soft, hard) = loop {
+        let text = std::fs::read_to_string(&limits).unwrap_or_default();
+        let line = text.lines().find(|l| l.starts_with("Max open files"));
+        let fields: Vec<&str> = line
+            .map(|l| l.split_whitespace().collect())
+            .unwrap_or_default();
+        // After the exec: the probe's own limits, not the shell's.
+        let exe = std::fs::read_link(format!("/proc/{}/exe", child.id())).unwrap_or_default();
+        if exe.ends_with("probe") && fields.len() >= 5 && fields[3] != "256" {
+            break (fields[3].to_string(), fields[4].to_string());
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the probe kept a soft limit of 256: {text}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let _ = child.kill();
+    let _ = child.wait();
+    assert_eq!(soft, hard);
 }

@@ -83,6 +83,48 @@ async fn a_wrong_token_is_refused_slowly_and_the_right_one_accepted() {
     read_records(&mut right, 2).await;
 }
 
+/// Clients with a wrong token, waiting out their refusal's delay, hold no subscriber slot and
+/// at most `PENDING_PER_ADDRESS` places from one address: twenty of them do not keep loadgen
+/// out, and the ones beyond the cap are closed at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn clients_that_have_not_authenticated_cannot_lock_the_probe() {
+    let config = ServeConfig {
+        token: Some("right".into()),
+        max_subscribers: 2,
+        ..Default::default()
+    };
+    let probe = served(config, 50, 1000).await;
+    let hello =
+        br#"{"type":"hello","version":1,"client":"guess","token":"wrong","start":{"from":"live"}}"#;
+    let frame = [&(hello.len() as u32).to_be_bytes()[..], &hello[..]].concat();
+    let mut attackers = Vec::new();
+    for _ in 0..20 {
+        // From another loopback address than loadgen's, as from another host.
+        let socket = tokio::net::TcpSocket::new_v4().unwrap();
+        socket.bind("127.0.0.2:0".parse().unwrap()).unwrap();
+        let mut stream = socket.connect(probe.addr).await.unwrap();
+        let _ = stream.write_all(&frame).await;
+        attackers.push(stream);
+    }
+    let started = Instant::now();
+    let mut sub = Subscriber::connect(probe.addr, Some("right"), Start::Live, "loadgen")
+        .await
+        .unwrap();
+    read_records(&mut sub, 2).await;
+    assert!(started.elapsed() < Duration::from_secs(3));
+    let mut closed = 0;
+    for stream in &mut attackers {
+        if common::closes_within(stream, Duration::from_millis(300)).await {
+            closed += 1;
+        }
+    }
+    let limit = probe::server::PENDING_PER_ADDRESS;
+    assert!(
+        closed >= 20 - limit,
+        "{closed} of 20 closed at once: at most {limit} may wait"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn hostile_clients_are_dropped_and_the_probe_serves_on() {
     let config = ServeConfig {
