@@ -6,8 +6,15 @@
 //! run's timeline (`t = probe monotonic − offset − time zero`), pings every few seconds to refine
 //! the offset, and, if the link breaks, reconnects and resumes after the last record it got. If
 //! the probe no longer holds the records in between, the gap is stored as a gap; if the link
-//! cannot be restored before the run ends, that is stored too. After the attack, the links run
-//! on for the post-roll, then stop; the final offset realigns every record of the probe.
+//! cannot be restored before the run ends, that is stored too. A link is dead when connecting
+//! takes over `probe::client::CONNECT_TIMEOUT` or a ping goes unanswered for [`PONG_TIMEOUT`] (a frozen
+//! probe, a half-open connection): it is dropped and restored like a broken one. A probe that
+//! restarted meanwhile (a crash, an OOM kill under its unit's memory cap) numbers its records
+//! afresh: its records are stored after the old ones, with the samples it never took between
+//! them as a gap. After the attack, the links run on for the post-roll; then a last ping, whose
+//! answer comes after every record sent before it, says that nothing is still on the way
+//! (or, unanswered, stores what may be missing as a gap); the final offset realigns every
+//! record of the probe.
 
 use std::time::Duration;
 
@@ -24,6 +31,10 @@ use crate::clock::{self, Nanos};
 const FIRST_PINGS: u32 = 8;
 /// How often to ping during the run.
 const PING_EVERY: Duration = Duration::from_secs(2);
+/// A ping unanswered this long means the link or the probe is dead.
+pub const PONG_TIMEOUT: Duration = Duration::from_secs(5);
+/// At the end, how long the probe may take to answer the last ping.
+const DRAIN_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// A probe being followed.
 #[derive(Debug)]
@@ -84,16 +95,25 @@ impl Connected {
         .await?;
         // Align clocks before the first record is stored (records arriving meanwhile wait).
         let mut held = Vec::new();
-        for _ in 0..FIRST_PINGS {
-            sub.ping().await?;
-            loop {
-                match sub.next().await? {
-                    Some(Incoming::Pong(_)) => break,
-                    Some(other) => held.push(other),
-                    None => return Err(ClientError::Closed),
+        let align = async {
+            for _ in 0..FIRST_PINGS {
+                sub.ping().await?;
+                loop {
+                    match sub.next().await? {
+                        Some(Incoming::Pong(_)) => break,
+                        Some(other) => held.push(other),
+                        None => return Err(ClientError::Closed),
+                    }
                 }
             }
-        }
+            Ok(())
+        };
+        tokio::time::timeout(PONG_TIMEOUT, align)
+            .await
+            .unwrap_or(Err(ClientError::TimedOut {
+                addr: target.address.clone(),
+                secs: PONG_TIMEOUT.as_secs(),
+            }))?;
         let meta = ProbeMeta {
             index,
             address: target.address.clone(),
@@ -121,6 +141,12 @@ impl Connected {
             writer,
             meta: self.meta.clone(),
             clock: self.sub.clock().clone(),
+            instance: self.sub.instance,
+            interval_ns: self.sub.host.interval_ns,
+            offset: 0,
+            restarted: false,
+            last_stored: None,
+            awaiting_pong: None,
             last_seq: None,
             report: LinkReport {
                 meta: self.meta,
@@ -181,6 +207,20 @@ struct Follower {
     writer: WriterHandle,
     meta: ProbeMeta,
     clock: ClockSync,
+    /// The probe's instance the current numbers belong to.
+    instance: u64,
+    /// The probe's sampling interval, to count the samples a restart cost.
+    interval_ns: u64,
+    /// Stored sequence number = the probe's + `offset`: a restarted probe numbers afresh, and
+    /// its records go after the old ones.
+    offset: i64,
+    /// The probe restarted: the next record (or gap) sets `offset`.
+    restarted: bool,
+    /// The last record stored: its stored sequence number and time on the run's timeline.
+    last_stored: Option<(u64, i64)>,
+    /// When the oldest unanswered ping was sent.
+    awaiting_pong: Option<tokio::time::Instant>,
+    /// The last of the probe's own sequence numbers received, in this instance.
     last_seq: Option<u64>,
     report: LinkReport,
 }
@@ -192,6 +232,43 @@ impl Follower {
         probe_mono as i64 - offset - self.zero_mono as i64
     }
 
+    /// The first record of a restarted probe, numbered `seq` and taken at `t_ns`: numbers it
+    /// after the old ones, leaving room for the samples never taken between, stored as a gap.
+    fn after_restart(&mut self, seq: u64, t_ns: Option<i64>) {
+        self.restarted = false;
+        let next = self.last_stored.map_or(0, |(s, _)| s + 1);
+        let last_t = self.last_stored.map(|(_, t)| t);
+        let lost = match (t_ns, last_t) {
+            (Some(t), Some(last)) if self.interval_ns > 0 && t > last => {
+                (((t - last) as f64 / self.interval_ns as f64).round() as u64).saturating_sub(1)
+            }
+            _ => 0,
+        }
+        .max(1);
+        self.offset = (next + lost) as i64 - seq as i64;
+        let t = last_t.map_or_else(|| clock::now() as i64 - self.zero_mono as i64, |t| t + 1);
+        self.writer.gap(
+            self.index,
+            StoredGap {
+                from_seq: next,
+                to_seq: Some(next + lost - 1),
+                t_ns: t,
+                reason: "the probe restarted (a crash or a kill): the samples it would have taken meanwhile were never taken".into(),
+            },
+        );
+        self.report.gaps += 1;
+        self.report.problem.get_or_insert_with(|| {
+            format!(
+                "the probe at {} restarted during the run: about {lost} of its samples were never taken (a gap on its charts)",
+                self.target.address
+            )
+        });
+    }
+
+    fn stored(&self, seq: u64) -> u64 {
+        (seq as i64 + self.offset).max(0) as u64
+    }
+
     fn take(&mut self, incoming: Incoming) {
         match incoming {
             Incoming::Record { seq, record } => {
@@ -200,25 +277,49 @@ impl Follower {
                     Record::Event(e) => e.mono_ns,
                 };
                 let t_ns = self.t_ns(mono);
-                self.writer
-                    .record(self.index, StoredRecord { seq, t_ns, record });
+                if self.restarted {
+                    self.after_restart(seq, Some(t_ns));
+                }
+                let stored = self.stored(seq);
+                self.writer.record(
+                    self.index,
+                    StoredRecord {
+                        seq: stored,
+                        t_ns,
+                        record,
+                    },
+                );
                 self.last_seq = Some(seq);
+                self.last_stored = Some((stored, t_ns));
                 self.report.records += 1;
             }
             Incoming::Gap { from, to } => {
+                if self.restarted {
+                    self.after_restart(from, None);
+                }
                 self.gap(
-                    from,
-                    Some(to),
+                    self.stored(from),
+                    Some(self.stored(to)),
                     "the probe's buffer no longer held these records",
                 );
                 self.last_seq = Some(to);
+                self.last_stored = Some((self.stored(to), self.last_stored.map_or(0, |(_, t)| t)));
             }
-            Incoming::Pong(sample) => self.clock.add(sample),
+            Incoming::Pong(sample) => {
+                self.clock.add(sample);
+                self.awaiting_pong = None;
+            }
         }
     }
 
+    /// A gap noticed now; one whose end is unknown starts right after the last record kept,
+    /// where the charts must be cut.
     fn gap(&mut self, from: u64, to: Option<u64>, reason: &str) {
-        let t_ns = clock::now() as i64 - self.zero_mono as i64;
+        let now = clock::now() as i64 - self.zero_mono as i64;
+        let t_ns = match (to, self.last_stored) {
+            (None, Some((_, last))) => last + 1,
+            _ => now,
+        };
         self.writer.gap(
             self.index,
             StoredGap {
@@ -229,6 +330,53 @@ impl Follower {
             },
         );
         self.report.gaps += 1;
+    }
+
+    /// The next stored number, for a gap that starts after the last record.
+    fn next_stored(&self) -> u64 {
+        self.last_stored.map_or(0, |(s, _)| s + 1)
+    }
+
+    /// Connects again, resuming after the last record of the same instance.
+    async fn reconnect(&mut self) -> Result<Subscriber, ClientError> {
+        let start = match self.last_seq {
+            Some(seq) => Start::After {
+                seq,
+                instance: Some(self.instance),
+            },
+            None => Start::Oldest,
+        };
+        let sub = Subscriber::connect_with(
+            self.target.address.as_str(),
+            self.target.token.as_deref(),
+            self.target.tls.as_ref(),
+            start,
+            "showdown-loadgen",
+        )
+        .await?;
+        if sub.instance != self.instance {
+            // A new run of the probe: its numbers start afresh, and it sent its oldest.
+            self.instance = sub.instance;
+            self.interval_ns = sub.host.interval_ns;
+            self.restarted = true;
+            self.last_seq = None;
+        }
+        Ok(sub)
+    }
+
+    /// At the end: a last ping, answered after every record the probe sent before it.
+    async fn drain(&mut self, sub: &mut Subscriber) -> Result<(), ClientError> {
+        sub.ping().await?;
+        loop {
+            match sub.next().await? {
+                Some(Incoming::Pong(sample)) => {
+                    self.take(Incoming::Pong(sample));
+                    return Ok(());
+                }
+                Some(other) => self.take(other),
+                None => return Err(ClientError::Closed),
+            }
+        }
     }
 
     async fn run(
@@ -249,7 +397,7 @@ impl Follower {
                 // The link is down: reconnect, resuming after the last record.
                 tokio::select! {
                     _ = stopped.changed() => {
-                        let from = self.last_seq.map_or(0, |s| s + 1);
+                        let from = self.next_stored();
                         self.gap(from, None, "the link to the probe was lost and not restored before the run ended");
                         self.report.problem = Some(format!(
                             "lost the link to the probe at {} and could not restore it before the end",
@@ -259,21 +407,10 @@ impl Follower {
                     }
                     _ = tokio::time::sleep(backoff) => {}
                 }
-                let start = match self.last_seq {
-                    Some(seq) => Start::After { seq },
-                    None => Start::Oldest,
-                };
-                match Subscriber::connect_with(
-                    self.target.address.as_str(),
-                    self.target.token.as_deref(),
-                    self.target.tls.as_ref(),
-                    start,
-                    "showdown-loadgen",
-                )
-                .await
-                {
+                match self.reconnect().await {
                     Ok(s) => {
                         self.report.reconnections += 1;
+                        self.awaiting_pong = None;
                         backoff = Duration::from_millis(100);
                         sub = Some(s);
                     }
@@ -281,12 +418,27 @@ impl Follower {
                 }
                 continue;
             };
+            let pong_due = self.awaiting_pong.map(|sent| sent + PONG_TIMEOUT);
             tokio::select! {
-                _ = stopped.changed() => break,
-                _ = ping.tick() => {
-                    if current.ping().await.is_err() {
-                        sub = None;
+                _ = stopped.changed() => {
+                    let drained = tokio::time::timeout(DRAIN_TIMEOUT, self.drain(current)).await;
+                    if !matches!(drained, Ok(Ok(()))) {
+                        let from = self.next_stored();
+                        self.gap(from, None, "the probe did not answer at the end of the run: what it took after this may be missing");
                     }
+                    break;
+                }
+                _ = ping.tick() => {
+                    self.awaiting_pong.get_or_insert_with(tokio::time::Instant::now);
+                    match tokio::time::timeout(PONG_TIMEOUT, current.ping()).await {
+                        Ok(Ok(())) => {}
+                        _ => sub = None,
+                    }
+                }
+                _ = tokio::time::sleep_until(pong_due.unwrap_or_else(tokio::time::Instant::now)), if pong_due.is_some() => {
+                    // A frozen probe or a half-open link: drop it and connect again.
+                    sub = None;
+                    self.awaiting_pong = None;
                 }
                 incoming = current.next() => match incoming {
                     Ok(Some(incoming)) => self.take(incoming),

@@ -337,3 +337,171 @@ fn two_gun_processes_write_one_run_group_into_postgres() {
     assert_eq!(summary.requests.ok, 800);
     assert_eq!(group.meta.shard.as_ref().unwrap().count, 2);
 }
+
+/// `probe serve` as the service runs it: a process of its own on `port`, watching this test,
+/// sampling every 50 ms; ready once it listens. The binary is the one `cargo test --workspace`
+/// builds beside loadgen's.
+fn probe_process(port: u16) -> std::process::Child {
+    let binary = std::path::Path::new(env!("CARGO_BIN_EXE_loadgen")).with_file_name("probe");
+    assert!(
+        binary.exists(),
+        "{} is missing: cargo build --release -p probe",
+        binary.display()
+    );
+    let child = std::process::Command::new(binary)
+        .args(["serve", "--pid", &std::process::id().to_string()])
+        .args([
+            "--interval",
+            "50ms",
+            "--listen",
+            &format!("127.0.0.1:{port}"),
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the probe never listened"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child
+}
+
+fn signal(child: &std::process::Child, signal: rustix::process::Signal) {
+    let pid = rustix::process::Pid::from_raw(child.id() as i32).unwrap();
+    rustix::process::kill_process(pid, signal).unwrap();
+}
+
+/// A probe killed outright (as the OOM killer does under the unit's MemoryMax) and started
+/// again numbers its records afresh: loadgen follows the new one from its first record, keeps
+/// both, and stores the samples never taken between them as a gap.
+#[test]
+fn a_probe_killed_and_started_again_is_followed_across_the_restart() {
+    let _cpu = exclusive();
+    let target = TargetServer::start(TargetConfig::default()).unwrap();
+    let port = common::closed_port().port();
+    let mut first = probe_process(port);
+    let dir = tempfile::tempdir().unwrap();
+    let db = sqlite(&dir);
+    let restarter = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(1500));
+        signal(&first, rustix::process::Signal::KILL);
+        let _ = first.wait();
+        std::thread::sleep(Duration::from_millis(500));
+        probe_process(port)
+    });
+    let probe = format!("127.0.0.1:{port}");
+    let url = target.url("/now");
+    let done = execute(&[
+        "--rate",
+        "100",
+        "--duration",
+        "5s",
+        "--db",
+        &db,
+        "--probe",
+        &probe,
+        "--post-roll",
+        "1s",
+        &url,
+    ]);
+    let mut second = restarter.join().unwrap();
+    signal(&second, rustix::process::Signal::KILL);
+    let _ = second.wait();
+    let run = load_run(&db, done.run_id.as_ref().unwrap());
+    let probe = &run.probes[0];
+    let seqs: Vec<u64> = probe.records.iter().map(|r| r.seq).collect();
+    assert!(
+        seqs.windows(2).all(|w| w[0] < w[1]),
+        "stored numbers only grow, never twice: {seqs:?}"
+    );
+    let restarts: Vec<_> = probe
+        .gaps
+        .iter()
+        .filter(|g| g.reason.contains("restarted"))
+        .collect();
+    assert_eq!(restarts.len(), 1, "{:?}", probe.gaps);
+    let gap = restarts[0];
+    let to = gap.to_seq.unwrap();
+    assert!(seqs.iter().all(|s| !(gap.from_seq..=to).contains(s)));
+    let (before, after): (Vec<_>, Vec<_>) =
+        probe.records.iter().partition(|r| r.seq < gap.from_seq);
+    assert!(
+        before.len() >= 20,
+        "{} records before the kill",
+        before.len()
+    );
+    assert!(
+        after.len() >= 20,
+        "{} records after the restart",
+        after.len()
+    );
+    // The gap is where the probe was down: after the last old sample, before the first new.
+    let last_before = before.iter().map(|r| r.t_ns).max().unwrap();
+    let first_after = after.iter().map(|r| r.t_ns).min().unwrap();
+    assert!(last_before < gap.t_ns && gap.t_ns <= first_after, "{gap:?}");
+    // About half a second at 20 Hz went unsampled.
+    assert!((5..=40).contains(&(to - gap.from_seq + 1)), "{gap:?}");
+    assert!(done.probes[0]
+        .problem
+        .as_deref()
+        .is_some_and(|p| p.contains("restarted")));
+}
+
+/// A probe that freezes (SIGSTOP: a stalled host, a half-open link) neither hangs the run nor
+/// cuts its samples short in silence: the run ends on time and what is missing is a gap.
+#[test]
+fn a_frozen_probe_does_not_hold_the_run_and_ends_as_a_gap() {
+    let _cpu = exclusive();
+    let target = TargetServer::start(TargetConfig::default()).unwrap();
+    let port = common::closed_port().port();
+    let mut child = probe_process(port);
+    let dir = tempfile::tempdir().unwrap();
+    let db = sqlite(&dir);
+    let pid = child.id();
+    let freezer = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(1000));
+        let pid = rustix::process::Pid::from_raw(pid as i32).unwrap();
+        rustix::process::kill_process(pid, rustix::process::Signal::STOP).unwrap();
+    });
+    let probe = format!("127.0.0.1:{port}");
+    let url = target.url("/now");
+    let started = std::time::Instant::now();
+    let done = execute(&[
+        "--rate",
+        "100",
+        "--duration",
+        "3s",
+        "--db",
+        &db,
+        "--probe",
+        &probe,
+        "--post-roll",
+        "1s",
+        &url,
+    ]);
+    let took = started.elapsed();
+    freezer.join().unwrap();
+    signal(&child, rustix::process::Signal::KILL);
+    signal(&child, rustix::process::Signal::CONT);
+    let _ = child.wait();
+    // 3 s of load, 1 s of post-roll, at most 2 s for the last ping: the frozen probe cost no
+    // more than that.
+    assert!(took < Duration::from_secs(8), "the run took {took:?}");
+    let run = load_run(&db, done.run_id.as_ref().unwrap());
+    let probe = &run.probes[0];
+    let last = probe.records.iter().map(|r| r.seq).max().unwrap();
+    let open: Vec<_> = probe.gaps.iter().filter(|g| g.to_seq.is_none()).collect();
+    assert_eq!(open.len(), 1, "{:?}", probe.gaps);
+    assert_eq!(open[0].from_seq, last + 1, "{:?}", open[0]);
+    let last_t = probe.records.iter().map(|r| r.t_ns).max().unwrap();
+    assert!(
+        last_t < 1_500_000_000 && open[0].t_ns == last_t + 1,
+        "the samples end at the freeze ({last_t} ns) and the gap starts there: {:?}",
+        open[0]
+    );
+}

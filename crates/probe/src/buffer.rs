@@ -35,6 +35,20 @@ struct Entry {
     bytes: usize,
 }
 
+/// A random, non-zero instance number (zero is what a probe that predates instances says).
+fn random_instance() -> u64 {
+    use ring::rand::SecureRandom;
+    let mut bytes = [0u8; 8];
+    let drawn = ring::rand::SystemRandom::new().fill(&mut bytes).is_ok();
+    let n = u64::from_le_bytes(bytes);
+    if drawn && n != 0 {
+        n
+    } else {
+        // No randomness: the clock still tells two starts apart.
+        crate::clock::wall_ns() | 1
+    }
+}
+
 /// Memory a record takes, roughly: its rows and strings, or its JSON once encoded.
 fn footprint(record: &Record) -> usize {
     use crate::sample::ProcessSample;
@@ -56,6 +70,8 @@ pub struct RecordBuffer {
     bytes: usize,
     max_records: usize,
     max_bytes: usize,
+    /// Drawn at random when the buffer is made: sequence numbers count within one instance.
+    instance: u64,
 }
 
 impl RecordBuffer {
@@ -66,7 +82,14 @@ impl RecordBuffer {
             bytes: 0,
             max_records: max_records.max(1),
             max_bytes: max_bytes.max(1),
+            instance: random_instance(),
         }
+    }
+
+    /// This buffer's instance: a subscriber that resumes after a sequence number of another
+    /// instance (the probe restarted) must start afresh.
+    pub fn instance(&self) -> u64 {
+        self.instance
     }
 
     /// The sequence number the next record will get.

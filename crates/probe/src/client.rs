@@ -2,8 +2,9 @@
 //!
 //! [`Subscriber::connect`] says `hello` and waits for `welcome`; [`Subscriber::next`] yields
 //! records, gaps and clock estimates. To resume after a lost connection, connect again with
-//! `Start::After { seq: last }`: nothing is missed unless the probe's buffer evicted it, and
-//! then a gap says exactly what.
+//! `Start::After { seq: last, instance }`: nothing is missed unless the probe's buffer evicted
+//! it, and then a gap says exactly what; if the probe restarted meanwhile (another
+//! [`Subscriber::instance`]), the stream starts with the new probe's oldest record.
 //!
 //! # Clock offset
 //!
@@ -47,7 +48,13 @@ pub enum ClientError {
     Frame(#[from] FrameError),
     #[error("the probe closed the connection")]
     Closed,
+    #[error("the probe at {addr} did not answer within {secs} s: is it frozen, or does a firewall drop the packets?")]
+    TimedOut { addr: String, secs: u64 },
 }
+
+/// How long connecting, the TLS handshake and the hello may take before the probe counts as
+/// unreachable: a frozen probe or a link that drops packets must not hang its subscriber.
+pub const CONNECT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// One clock comparison with the probe.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -113,6 +120,8 @@ pub struct Subscriber {
     /// The oldest and next sequence numbers the probe held at connection.
     pub oldest_seq: u64,
     pub next_seq: u64,
+    /// The probe's instance: its records' numbers count within it (see [`Start::After`]).
+    pub instance: u64,
     pings: HashMap<u64, (u64, u64)>,
     next_ping: u64,
     clock: ClockSync,
@@ -132,6 +141,25 @@ impl Subscriber {
     /// Connects (over TLS when `tls` is given: the handshake first, then the hello and its
     /// token inside it), says hello and waits for the welcome.
     pub async fn connect_with(
+        addr: impl ToSocketAddrs + std::fmt::Display,
+        token: Option<&str>,
+        tls: Option<&ClientTls>,
+        start: Start,
+        client: &str,
+    ) -> Result<Self, ClientError> {
+        let shown = addr.to_string();
+        tokio::time::timeout(
+            CONNECT_TIMEOUT,
+            Self::connect_now(addr, token, tls, start, client),
+        )
+        .await
+        .unwrap_or(Err(ClientError::TimedOut {
+            addr: shown,
+            secs: CONNECT_TIMEOUT.as_secs(),
+        }))
+    }
+
+    async fn connect_now(
         addr: impl ToSocketAddrs + std::fmt::Display,
         token: Option<&str>,
         tls: Option<&ClientTls>,
@@ -180,11 +208,13 @@ impl Subscriber {
                 host,
                 oldest_seq,
                 next_seq,
+                instance,
             })) if version == VERSION => Ok(Subscriber {
                 framed,
                 host: *host,
                 oldest_seq,
                 next_seq,
+                instance,
                 pings: HashMap::new(),
                 next_ping: 0,
                 clock: ClockSync::default(),

@@ -17,9 +17,12 @@
 //!    required when the probe has one (always when it listens beyond loopback) and is compared in
 //!    constant time; `start` says where the stream begins: `live` (the next record), `oldest`
 //!    (everything still buffered), `after` with `seq` (resume after the last record received),
-//!    or `back` with `ns` (the records of the last `ns` nanoseconds: a pre-roll).
+//!    or `back` with `ns` (the records of the last `ns` nanoseconds: a pre-roll). `after` may name
+//!    the probe's `instance` (from an earlier `welcome`): a probe that has restarted since, and
+//!    so numbers its records afresh, starts with its oldest record instead.
 //! 2. **`welcome`** (probe → subscriber): `{"type":"welcome","version":1,"host":{…},
-//!    "oldest_seq":…,"next_seq":…}` with the host's facts ([`HostInfo`]); or **`refused`**
+//!    "oldest_seq":…,"next_seq":…,"instance":…}` with the host's facts ([`HostInfo`]) and the
+//!    probe's instance (a random number drawn when it started); or **`refused`**
 //!    `{"type":"refused","reason":"…"}`, after which the probe closes the connection (a wrong
 //!    token is answered only after a delay that grows with repeated failures).
 //! 3. Then the probe streams **`record`** frames, `{"type":"record","seq":N,"record":"sample",…}`
@@ -56,8 +59,14 @@ pub enum Start {
     Live,
     /// With the oldest record still buffered.
     Oldest,
-    /// After record `seq` (to resume after a disconnection).
-    After { seq: u64 },
+    /// After record `seq` (to resume after a disconnection), if the probe is still the
+    /// `instance` the records came from; a probe started since (a crash, an OOM kill, a
+    /// restart) has numbered its records afresh, and starts with its oldest instead.
+    After {
+        seq: u64,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        instance: Option<u64>,
+    },
     /// With the records of the last `ns` nanoseconds.
     Back { ns: u64 },
 }
@@ -96,6 +105,10 @@ pub enum ProbeMessage {
         host: Box<HostInfo>,
         oldest_seq: u64,
         next_seq: u64,
+        /// This run of the probe, a random number drawn at its start: records are numbered
+        /// within one instance.
+        #[serde(default)]
+        instance: u64,
     },
     Refused {
         reason: String,
@@ -220,7 +233,10 @@ mod tests {
             version: VERSION,
             client: "test".into(),
             token: Some("s3cret".into()),
-            start: Start::After { seq: 41 },
+            start: Start::After {
+                seq: 41,
+                instance: None,
+            },
         };
         client.encode(hello.clone(), &mut wire).unwrap();
         assert_eq!(probe.decode(&mut wire).unwrap(), Some(hello));

@@ -349,11 +349,18 @@ async fn subscription<S: AsyncRead + AsyncWrite + Unpin>(
         return framed.send(refuse(reason)).await;
     };
     tracing::info!(%peer, client, ?start, "subscriber connected");
-    let (oldest, next) = shared.buffer.with(|b| (b.oldest_seq(), b.next_seq()));
+    let (oldest, next, instance) = shared
+        .buffer
+        .with(|b| (b.oldest_seq(), b.next_seq(), b.instance()));
     let mut cursor = match start {
         Start::Live => next,
         Start::Oldest => oldest,
-        Start::After { seq } => seq.saturating_add(1),
+        // Numbers of another run of the probe mean nothing here: all it holds is new.
+        Start::After {
+            instance: Some(theirs),
+            ..
+        } if theirs != instance => oldest,
+        Start::After { seq, .. } => seq.saturating_add(1),
         Start::Back { ns } => {
             let since = mono_ns().saturating_sub(ns);
             shared.buffer.with(|b| b.seq_since(since))
@@ -365,6 +372,7 @@ async fn subscription<S: AsyncRead + AsyncWrite + Unpin>(
             host: Box::new(shared.host.clone()),
             oldest_seq: oldest,
             next_seq: next,
+            instance,
         })
         .await?;
     let mut appended = shared.buffer.subscribe();

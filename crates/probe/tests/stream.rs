@@ -25,9 +25,17 @@ async fn a_subscriber_that_reconnects_misses_no_sample() {
     drop(sub);
     tokio::time::sleep(Duration::from_millis(300)).await;
     let last = *first.last().unwrap();
-    let mut sub = Subscriber::connect(probe.addr, None, Start::After { seq: last }, "test")
-        .await
-        .unwrap();
+    let mut sub = Subscriber::connect(
+        probe.addr,
+        None,
+        Start::After {
+            seq: last,
+            instance: None,
+        },
+        "test",
+    )
+    .await
+    .unwrap();
     let (second, gaps) = read_records(&mut sub, 20).await;
     assert!(gaps.is_empty(), "{gaps:?}");
     let all: Vec<u64> = first.into_iter().chain(second).collect();
@@ -42,9 +50,17 @@ async fn a_subscriber_that_reconnects_misses_no_sample() {
 async fn records_evicted_before_a_reconnection_are_reported_as_a_gap() {
     let probe = served(ServeConfig::default(), 10, 20).await;
     tokio::time::sleep(Duration::from_millis(600)).await;
-    let mut sub = Subscriber::connect(probe.addr, None, Start::After { seq: 0 }, "test")
-        .await
-        .unwrap();
+    let mut sub = Subscriber::connect(
+        probe.addr,
+        None,
+        Start::After {
+            seq: 0,
+            instance: None,
+        },
+        "test",
+    )
+    .await
+    .unwrap();
     assert!(sub.oldest_seq > 1);
     let (seqs, gaps) = read_records(&mut sub, 5).await;
     assert_eq!(gaps.len(), 1);

@@ -72,7 +72,10 @@ async fn a_pinned_subscriber_reconnects_over_tls_and_misses_no_sample() {
         probe.addr,
         Some(TOKEN),
         Some(&tls),
-        Start::After { seq: last },
+        Start::After {
+            seq: last,
+            instance: None,
+        },
         "test",
     )
     .await
@@ -217,10 +220,13 @@ async fn neither_the_token_nor_the_samples_can_be_read_on_the_wire() {
 async fn hostile_clients_over_tls_are_dropped_and_the_probe_serves_on() {
     let probe = served(&["localhost"], Duration::from_millis(300)).await;
     let tls = pinned(&probe.tls.fingerprint);
-    // 300 idle sockets that never handshake.
+    // 300 idle sockets that never handshake, from another host (another loopback address):
+    // at most 8 of them wait; the rest are closed at once.
     let mut idle = Vec::new();
     for _ in 0..300 {
-        idle.push(tokio::net::TcpStream::connect(probe.addr).await.unwrap());
+        let socket = tokio::net::TcpSocket::new_v4().unwrap();
+        socket.bind("127.0.0.2:0".parse().unwrap()).unwrap();
+        idle.push(socket.connect(probe.addr).await.unwrap());
     }
     // Random bytes where the handshake should be.
     let mut noise = tokio::net::TcpStream::connect(probe.addr).await.unwrap();
