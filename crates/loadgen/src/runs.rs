@@ -78,9 +78,15 @@ pub async fn run(args: &RunsArgs) -> Result<(), Error> {
             let imported = store::import::import_file(&store, file).await?;
             let mut text = String::new();
             for i in &imported {
-                let how = if i.created { "created" } else { "completed" };
+                let how = match (i.created, i.status) {
+                    (_, store::RunStatus::Running) => {
+                        "its generator stopped before the end: kept as it was, still marked running"
+                    }
+                    (true, _) => "created",
+                    (false, _) => "completed",
+                };
                 text.push_str(&format!(
-                    "imported run {} ({how}, {} rows)\n",
+                    "imported run {} ({how}; {} rows read, those the store had already skipped)\n",
                     i.run_id, i.rows
                 ));
             }

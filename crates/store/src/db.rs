@@ -589,6 +589,21 @@ impl Store {
 
     async fn load_probes(&self, id: &str) -> Result<Vec<StoredProbe>, StoreError> {
         let mut out = Vec::new();
+        for meta in self.probe_metas(id).await? {
+            let records = self.records_after(id, meta.index, None, i64::MAX).await?;
+            let gaps = self.gaps(id, meta.index).await?;
+            out.push(StoredProbe {
+                meta,
+                records,
+                gaps,
+            });
+        }
+        Ok(out)
+    }
+
+    /// A run's probes, by index.
+    pub(crate) async fn probe_metas(&self, id: &str) -> Result<Vec<ProbeMeta>, StoreError> {
+        let mut out = Vec::new();
         for row in sqlx::query("SELECT * FROM probes WHERE run_id = $1 ORDER BY probe_idx")
             .bind(id)
             .fetch_all(&self.pool)
@@ -606,52 +621,82 @@ impl Store {
                 }),
                 _ => None,
             };
-            let meta = ProbeMeta {
-                index: index as u32,
+            out.push(ProbeMeta {
+                index: u32::try_from(index).unwrap_or(u32::MAX),
                 address: row.try_get("address")?,
                 host: parse_json(id, "probe host", &row.try_get::<String, _>("host")?)?,
                 clock,
-            };
-            let records = sqlx::query(
-                "SELECT seq, t_ns, body FROM probe_records WHERE run_id = $1 AND probe_idx = $2 ORDER BY seq",
-            )
-            .bind(id)
-            .bind(index)
-            .fetch_all(&self.pool)
-            .await?
-            .iter()
-            .map(|r| {
-                Ok(StoredRecord {
-                    seq: to_u64(r.try_get("seq")?),
-                    t_ns: r.try_get("t_ns")?,
-                    record: parse_json(id, "probe record", &r.try_get::<String, _>("body")?)?,
-                })
-            })
-            .collect::<Result<Vec<_>, StoreError>>()?;
-            let gaps = sqlx::query(
-                "SELECT from_seq, to_seq, t_ns, reason FROM probe_gaps WHERE run_id = $1 AND probe_idx = $2 ORDER BY from_seq",
-            )
-            .bind(id)
-            .bind(index)
-            .fetch_all(&self.pool)
-            .await?
-            .iter()
-            .map(|r| {
-                Ok(StoredGap {
-                    from_seq: to_u64(r.try_get("from_seq")?),
-                    to_seq: r.try_get::<Option<i64>, _>("to_seq")?.map(to_u64),
-                    t_ns: r.try_get("t_ns")?,
-                    reason: r.try_get("reason")?,
-                })
-            })
-            .collect::<Result<Vec<_>, StoreError>>()?;
-            out.push(StoredProbe {
-                meta,
-                records,
-                gaps,
             });
         }
         Ok(out)
+    }
+
+    /// Up to `limit` records of probe `probe` after sequence number `after`, in order.
+    pub(crate) async fn records_after(
+        &self,
+        id: &str,
+        probe: u32,
+        after: Option<u64>,
+        limit: i64,
+    ) -> Result<Vec<StoredRecord>, StoreError> {
+        sqlx::query(
+            "SELECT seq, t_ns, body FROM probe_records WHERE run_id = $1 AND probe_idx = $2 \
+             AND seq > $3 ORDER BY seq LIMIT $4",
+        )
+        .bind(id)
+        .bind(i64::from(probe))
+        .bind(after.map_or(-1, to_i64))
+        .bind(limit)
+        .fetch_all(&self.pool)
+        .await?
+        .iter()
+        .map(|r| {
+            Ok(StoredRecord {
+                seq: to_u64(r.try_get("seq")?),
+                t_ns: r.try_get("t_ns")?,
+                record: parse_json(id, "probe record", &r.try_get::<String, _>("body")?)?,
+            })
+        })
+        .collect()
+    }
+
+    /// Probe `probe`'s gaps, in order.
+    pub(crate) async fn gaps(&self, id: &str, probe: u32) -> Result<Vec<StoredGap>, StoreError> {
+        sqlx::query(
+            "SELECT from_seq, to_seq, t_ns, reason FROM probe_gaps WHERE run_id = $1 AND probe_idx = $2 ORDER BY from_seq",
+        )
+        .bind(id)
+        .bind(i64::from(probe))
+        .fetch_all(&self.pool)
+        .await?
+        .iter()
+        .map(|r| {
+            Ok(StoredGap {
+                from_seq: to_u64(r.try_get("from_seq")?),
+                to_seq: r.try_get::<Option<i64>, _>("to_seq")?.map(to_u64),
+                t_ns: r.try_get("t_ns")?,
+                reason: r.try_get("reason")?,
+            })
+        })
+        .collect()
+    }
+
+    /// Up to `limit` intervals after index `after`, in order.
+    pub(crate) async fn intervals_after(
+        &self,
+        id: &str,
+        after: Option<u64>,
+        limit: i64,
+    ) -> Result<Vec<StoredInterval>, StoreError> {
+        sqlx::query("SELECT * FROM intervals WHERE run_id = $1 AND idx > $2 ORDER BY idx LIMIT $3")
+            .bind(id)
+            .bind(after.map_or(-1, to_i64))
+            .bind(limit)
+            .fetch_all(&self.pool)
+            .await?
+            .iter()
+            .map(|row| interval_of(id, row))
+            .collect()
     }
 
     /// The ids of a run group's shards, by shard index.
@@ -752,7 +797,8 @@ fn interval_of(id: &str, row: &AnyRow) -> Result<StoredInterval, StoreError> {
     })
 }
 
-/// Inserts one interval.
+/// Inserts one interval, unless the store has it already: a batch retried after its commit
+/// succeeded but its answer was lost adds only what is missing.
 pub(crate) async fn insert_interval(
     conn: &mut sqlx::AnyConnection,
     run_id: &str,
@@ -773,7 +819,7 @@ pub(crate) async fn insert_interval(
          in_flight, connections_open, errors, status_codes, corrected, service, first_byte, lateness, \
          corrected_p50_ns, corrected_p99_ns, corrected_max_ns) \
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, \
-         $19, $20, $21, $22, $23, $24)",
+         $19, $20, $21, $22, $23, $24) ON CONFLICT DO NOTHING",
     )
     .bind(run_id)
     .bind(to_i64(s.index))
@@ -831,7 +877,7 @@ pub(crate) async fn upsert_probe(
     Ok(())
 }
 
-/// Inserts one probe record.
+/// Inserts one probe record, unless the store has it already.
 pub(crate) async fn insert_record(
     conn: &mut sqlx::AnyConnection,
     run_id: &str,
@@ -845,7 +891,8 @@ pub(crate) async fn insert_record(
     };
     sqlx::query(
         "INSERT INTO probe_records (run_id, probe_idx, seq, kind, t_ns, probe_mono_ns, wall_ns, \
-         cpu_pct, rss_bytes, threads, fds, body) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)",
+         cpu_pct, rss_bytes, threads, fds, body) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) \
+         ON CONFLICT DO NOTHING",
     )
     .bind(run_id)
     .bind(i64::from(probe))
@@ -864,7 +911,7 @@ pub(crate) async fn insert_record(
     Ok(())
 }
 
-/// Inserts a gap.
+/// Inserts a gap, unless the store has it already.
 pub(crate) async fn insert_gap(
     conn: &mut sqlx::AnyConnection,
     run_id: &str,
@@ -872,7 +919,9 @@ pub(crate) async fn insert_gap(
     gap: &StoredGap,
 ) -> Result<(), sqlx::Error> {
     sqlx::query(
-        "INSERT INTO probe_gaps (run_id, probe_idx, from_seq, to_seq, t_ns, reason) VALUES ($1, $2, $3, $4, $5, $6)",
+        "INSERT INTO probe_gaps (run_id, probe_idx, from_seq, to_seq, t_ns, reason) \
+         SELECT $1, $2, $3, $4, $5, $6 WHERE NOT EXISTS (SELECT 1 FROM probe_gaps \
+         WHERE run_id = $1 AND probe_idx = $2 AND from_seq = $3 AND t_ns = $5)",
     )
     .bind(run_id)
     .bind(i64::from(probe))

@@ -1,16 +1,18 @@
 //! Moving runs from one store into another: `loadgen runs import FILE`, for a run that was
-//! saved to a local file because its store was down at the end of the run.
+//! spooled to a local file because its store was down, and the writer's own return of a spool
+//! to the store once it answers again.
 //!
-//! Rows already in the store stay; the file holds exactly what the store did not get (the
-//! writer saves only unwritten rows), so the import adds them, then the run's end. A run the
-//! store never saw is created first. Importing the same file twice is refused by the store's
-//! keys, not silently doubled.
+//! Rows are copied page by page (256 intervals, 1,024 records at a time), so a long run moves in
+//! bounded memory. Every insert skips what the store has already: rows written before an outage
+//! stay as they are, a file imported twice adds nothing, and nothing is counted twice. A run the
+//! store never saw is created first; the run's end (status, summary, warnings) is written last,
+//! when the file has one.
 
 use std::path::Path;
 
-use crate::db::{Store, StoreError};
-use crate::run::RunFilter;
-use crate::writer::{Finish, RunWriter};
+use crate::db::{self, Store, StoreError};
+use crate::run::{RunFilter, RunStatus};
+use crate::writer::Finish;
 
 /// What one import did.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -18,7 +20,11 @@ pub struct Imported {
     pub run_id: String,
     /// The store had not seen the run at all.
     pub created: bool,
+    /// Rows read from the file (those the store had already were skipped).
     pub rows: u64,
+    /// How the run stands in the file: a run spooled during an outage and never finished
+    /// (its generator was killed) stays `running`.
+    pub status: RunStatus,
 }
 
 /// Imports every run of the SQLite file at `path` into `into`.
@@ -32,54 +38,84 @@ pub async fn import_file(into: &Store, path: &Path) -> Result<Vec<Imported>, Sto
     let from = Store::open(&format!("sqlite://{}", path.display())).await?;
     let mut done = Vec::new();
     for listing in from.list_runs(&RunFilter::default()).await? {
-        let run = from.load_run(&listing.id).await?;
-        let created = !into.has_run(&run.meta.id).await?;
-        if created {
-            into.create_run(&run.meta).await?;
-        }
-        let writer = RunWriter::start(into, &run.meta.id);
-        let mut rows = 0u64;
-        for interval in run.intervals {
-            writer.interval(interval);
-            rows += 1;
-        }
-        for probe in run.probes {
-            let index = probe.meta.index;
-            writer.probe(probe.meta);
-            for record in probe.records {
-                writer.record(index, record);
-                rows += 1;
-            }
-            for gap in probe.gaps {
-                writer.gap(index, gap);
-                rows += 1;
-            }
-        }
-        let report = writer
-            .finish(Finish {
-                status: run.status,
-                stop_reason: run.stop_reason,
-                ended_at_ns: run.ended_at_ns.unwrap_or(run.meta.started_at_ns),
-                summary: run.summary,
-                warnings: run.warnings,
-                // The file's records are on the run's timeline already.
-                clock_offsets: Vec::new(),
-                zero_mono_ns: 0,
-            })
-            .await;
-        if let Some(problem) = report.first_error {
-            return Err(StoreError::Unusable(format!(
-                "importing run {} from {}: {problem}",
-                run.meta.id,
+        let imported = copy_run(&from, into, &listing.id).await;
+        done.push(imported.map_err(|e| {
+            StoreError::Unusable(format!(
+                "importing run {} from {}: {e}",
+                listing.id,
                 path.display()
-            )));
-        }
-        done.push(Imported {
-            run_id: run.meta.id,
-            created,
-            rows,
-        });
+            ))
+        })?);
     }
     from.close().await;
     Ok(done)
+}
+
+/// Copies run `id` from `from` into `into`: the run (created if missing), its intervals,
+/// probes, records and gaps, then its end if it has one.
+pub(crate) async fn copy_run(from: &Store, into: &Store, id: &str) -> Result<Imported, StoreError> {
+    let run = from.load_run_streaming(id, |_| {}).await?;
+    let created = !into.has_run(id).await?;
+    if created {
+        into.create_run(&run.meta).await?;
+    }
+    let rows = copy_rows(from, into, id).await?;
+    if run.status != RunStatus::Running {
+        let finish = Finish {
+            status: run.status,
+            stop_reason: run.stop_reason,
+            ended_at_ns: run.ended_at_ns.unwrap_or(run.meta.started_at_ns),
+            summary: run.summary,
+            warnings: run.warnings,
+            // The file's records are on the run's timeline already.
+            clock_offsets: Vec::new(),
+            zero_mono_ns: 0,
+        };
+        crate::writer::write_finish(into, id, &finish).await?;
+    }
+    Ok(Imported {
+        run_id: id.to_string(),
+        created,
+        rows,
+        status: run.status,
+    })
+}
+
+/// Copies the rows of run `id` (which `into` holds already), page by page.
+pub(crate) async fn copy_rows(from: &Store, into: &Store, id: &str) -> Result<u64, StoreError> {
+    let mut rows = 0u64;
+    let mut after = None;
+    loop {
+        let page = from.intervals_after(id, after, 256).await?;
+        let Some(last) = page.last() else { break };
+        after = Some(last.stats.index);
+        let mut tx = into.pool().begin().await?;
+        for interval in &page {
+            db::insert_interval(&mut tx, id, interval).await?;
+        }
+        tx.commit().await?;
+        rows += page.len() as u64;
+    }
+    for probe in from.probe_metas(id).await? {
+        let mut tx = into.pool().begin().await?;
+        db::upsert_probe(&mut tx, id, &probe).await?;
+        for gap in from.gaps(id, probe.index).await? {
+            db::insert_gap(&mut tx, id, probe.index, &gap).await?;
+            rows += 1;
+        }
+        tx.commit().await?;
+        let mut after = None;
+        loop {
+            let page = from.records_after(id, probe.index, after, 1024).await?;
+            let Some(last) = page.last() else { break };
+            after = Some(last.seq);
+            let mut tx = into.pool().begin().await?;
+            for record in &page {
+                db::insert_record(&mut tx, id, probe.index, record).await?;
+            }
+            tx.commit().await?;
+            rows += page.len() as u64;
+        }
+    }
+    Ok(rows)
 }

@@ -6,13 +6,19 @@
 //! left, realigns the probes' records with their final clock offsets, and marks the run
 //! complete or incomplete.
 //!
-//! A store that goes away (PostgreSQL stopped, the network cut) loses nothing: batches that
-//! could not be written for want of a connection are kept, in order, and retried with the
-//! next batch; at the end the writer keeps trying for [`FINISH_PATIENCE`]. If the store is still
-//! down then, what it did not get (the run's setup, the unwritten rows, the end) is written to
-//! a local SQLite file by the same code, for `loadgen runs import`. A batch the database
-//! refuses for what it holds is counted and reported, never silently dropped; the rows before
-//! and after it are still written.
+//! Writes are idempotent: a batch whose commit succeeded but whose answer was lost is written
+//! again, and the store keeps the rows it has and adds the rest.
+//!
+//! A store that goes away (PostgreSQL stopped, the network cut) loses nothing, in bounded
+//! memory. With a [`Fallback`] (loadgen's runs), the first batch that cannot be written opens a
+//! spool, a local SQLite file (`results/unsaved/RUN_ID.db`, the run's setup first), and every
+//! batch goes there as it comes, so a generator killed during the outage leaves all it had
+//! spooled. Once a second the writer asks whether the store answers; when it does, the spool is
+//! copied into it page by page and removed. At the end the writer waits up to
+//! [`FINISH_PATIENCE`] for a store that is still down; then the run's end goes into the spool,
+//! for `loadgen runs import`. Without a fallback (an import), unwritten batches wait in memory.
+//! A batch the database refuses for what it holds is counted and reported, never silently
+//! dropped; the rows before and after it are still written.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -171,6 +177,117 @@ fn unreachable(e: &sqlx::Error) -> bool {
     ) || matches!(e, sqlx::Error::Database(d) if d.code().is_some_and(|c| c.starts_with("57P") || c.starts_with("08")))
 }
 
+/// Where batches go while the store is out of reach.
+enum Spool {
+    /// Nowhere yet: the store takes them.
+    Idle,
+    /// Kept in memory, in order (no fallback file).
+    Memory(Vec<Op>),
+    /// A local SQLite file holding the run's setup and every batch since the outage began.
+    File { local: Store, path: PathBuf },
+}
+
+impl Spool {
+    fn active(&self) -> bool {
+        !matches!(self, Spool::Idle)
+    }
+
+    /// Takes `batch` (the store could not), opening the spool file first if need be.
+    async fn push(
+        &mut self,
+        fallback: Option<&Fallback>,
+        run_id: &str,
+        batch: Vec<Op>,
+        report: &mut WriteReport,
+    ) {
+        if let (Spool::Idle, Some(fallback)) = (&*self, fallback) {
+            match open_spool(fallback).await {
+                Ok((local, path)) => *self = Spool::File { local, path },
+                Err(e) => {
+                    report.first_error.get_or_insert_with(|| {
+                        format!("the store is out of reach, and so is its spool: {e}")
+                    });
+                }
+            }
+        }
+        match self {
+            Spool::File { local, .. } => {
+                let n = batch.len() as u64;
+                if let Err(e) = write_batch(local, run_id, &batch).await {
+                    report.rows_failed += n;
+                    report
+                        .first_error
+                        .get_or_insert_with(|| format!("could not spool {n} rows locally: {e}"));
+                }
+            }
+            Spool::Memory(pending) => pending.extend(batch),
+            Spool::Idle => *self = Spool::Memory(batch),
+        }
+    }
+
+    /// Moves what is spooled into `store`, if it answers now; true when the spool is empty.
+    async fn restore(&mut self, store: &Store, run_id: &str, report: &mut WriteReport) -> bool {
+        match self {
+            Spool::Idle => true,
+            Spool::Memory(pending) => {
+                flush(store, run_id, pending, report).await;
+                if pending.is_empty() {
+                    *self = Spool::Idle;
+                }
+                !self.active()
+            }
+            Spool::File { local, path } => {
+                if !answers(store).await {
+                    return false;
+                }
+                match crate::import::copy_rows(local, store, run_id).await {
+                    Ok(rows) => {
+                        report.rows_written += rows;
+                        local.close().await;
+                        let _ = std::fs::remove_file(&*path);
+                        *self = Spool::Idle;
+                        true
+                    }
+                    Err(_) => false,
+                }
+            }
+        }
+    }
+}
+
+/// Opens (or creates) the spool file for the run, with the run's setup in it.
+async fn open_spool(fallback: &Fallback) -> Result<(Store, PathBuf), String> {
+    std::fs::create_dir_all(&fallback.dir)
+        .map_err(|e| format!("cannot make {}: {e}", fallback.dir.display()))?;
+    let path = fallback.dir.join(format!("{}.db", fallback.meta.id));
+    let local = Store::open(&format!("sqlite://{}", path.display()))
+        .await
+        .map_err(|e| e.to_string())?;
+    if !local
+        .has_run(&fallback.meta.id)
+        .await
+        .map_err(|e| e.to_string())?
+    {
+        local
+            .create_run(&fallback.meta)
+            .await
+            .map_err(|e| e.to_string())?;
+    }
+    Ok((local, path))
+}
+
+/// Whether the store answers a trivial query within a second.
+async fn answers(store: &Store) -> bool {
+    let ping = sqlx::query("SELECT 1").execute(store.pool());
+    matches!(
+        tokio::time::timeout(Duration::from_secs(1), ping).await,
+        Ok(Ok(_))
+    )
+}
+
+/// How often a spooling writer asks whether the store is back.
+const RESTORE_EVERY: Duration = Duration::from_secs(1);
+
 async fn write_loop(
     store: Store,
     run_id: String,
@@ -179,8 +296,8 @@ async fn write_loop(
 ) -> WriteReport {
     let mut report = WriteReport::default();
     let mut finish = None;
-    // Rows not yet written because the store was out of reach, in order.
-    let mut pending: Vec<Op> = Vec::new();
+    let mut spool = Spool::Idle;
+    let mut next_restore = tokio::time::Instant::now();
     while let Some(first) = rx.recv().await {
         let mut batch = vec![first];
         let deadline = tokio::time::Instant::now() + BATCH_WAIT;
@@ -197,8 +314,31 @@ async fn write_loop(
             finish = Some((**f).clone());
             batch.pop();
         }
-        pending.extend(batch);
-        flush(&store, &run_id, &mut pending, &mut report).await;
+        if spool.active() && tokio::time::Instant::now() >= next_restore {
+            next_restore = tokio::time::Instant::now() + RESTORE_EVERY;
+            spool.restore(&store, &run_id, &mut report).await;
+        }
+        if spool.active() {
+            spool
+                .push(fallback.as_ref(), &run_id, batch, &mut report)
+                .await;
+        } else if !batch.is_empty() {
+            let n = batch.len() as u64;
+            match write_with_patience(write_batch(&store, &run_id, &batch)).await {
+                Ok(()) => report.rows_written += n,
+                Err(e) if unreachable(&e) => {
+                    report.retries += 1;
+                    report
+                        .first_error
+                        .get_or_insert_with(|| format!("the store is out of reach: {e}"));
+                    next_restore = tokio::time::Instant::now() + RESTORE_EVERY;
+                    spool
+                        .push(fallback.as_ref(), &run_id, batch, &mut report)
+                        .await;
+                }
+                Err(e) => refused(&store, &e, n, &mut report),
+            }
+        }
         if finish.is_some() {
             break;
         }
@@ -208,7 +348,7 @@ async fn write_loop(
     };
     let give_up = tokio::time::Instant::now() + FINISH_PATIENCE;
     loop {
-        if pending.is_empty() {
+        if spool.restore(&store, &run_id, &mut report).await {
             match write_with_patience(write_finish(&store, &run_id, &finish)).await {
                 Ok(()) => return report,
                 Err(e) if unreachable(&e) => {
@@ -228,27 +368,42 @@ async fn write_loop(
         if tokio::time::Instant::now() >= give_up {
             break;
         }
-        tokio::time::sleep(Duration::from_secs(1)).await;
+        tokio::time::sleep(RESTORE_EVERY).await;
         report.retries += 1;
-        flush(&store, &run_id, &mut pending, &mut report).await;
     }
-    // The store stayed down: what it did not get goes to a local file.
-    match &fallback {
-        Some(fallback) => match save_locally(fallback, &pending, &finish).await {
-            Ok(path) => {
-                report.saved_to = Some(path);
+    // The store stayed down: the run's end goes into the spool, for `runs import`.
+    match (&fallback, spool) {
+        (Some(fallback), spool) => {
+            let pending = match spool {
+                Spool::Memory(pending) => pending,
+                _ => Vec::new(),
+            };
+            match save_locally(fallback, &pending, &finish).await {
+                Ok(path) => report.saved_to = Some(path),
+                Err(e) => {
+                    report.rows_failed += pending.len() as u64 + 1;
+                    report.first_error = Some(format!(
+                        "{}; saving the run locally failed too: {e}",
+                        report.first_error.take().unwrap_or_default()
+                    ));
+                }
             }
-            Err(e) => {
-                report.rows_failed += pending.len() as u64 + 1;
-                report.first_error = Some(format!(
-                    "{}; saving the run locally failed too: {e}",
-                    report.first_error.take().unwrap_or_default()
-                ));
-            }
-        },
-        None => report.rows_failed += pending.len() as u64 + 1,
+        }
+        (None, Spool::Memory(pending)) => report.rows_failed += pending.len() as u64 + 1,
+        (None, _) => report.rows_failed += 1,
     }
     report
+}
+
+/// Counts a batch the database refused for what it holds.
+fn refused(store: &Store, e: &sqlx::Error, n: u64, report: &mut WriteReport) {
+    report.rows_failed += n;
+    report
+        .first_error
+        .get_or_insert_with(|| match store.disk_full(e) {
+            Some(full) => format!("could not store {n} rows of the run: {full}"),
+            None => format!("could not store {n} rows of the run: {e}"),
+        });
 }
 
 /// Writes the pending rows, in batches; keeps them if the store is out of reach, drops (and
@@ -269,13 +424,7 @@ async fn flush(store: &Store, run_id: &str, pending: &mut Vec<Op>, report: &mut 
                 return;
             }
             Err(e) => {
-                report.rows_failed += n as u64;
-                report
-                    .first_error
-                    .get_or_insert_with(|| match store.disk_full(&e) {
-                        Some(full) => format!("could not store {n} rows of the run: {full}"),
-                        None => format!("could not store {n} rows of the run: {e}"),
-                    });
+                refused(store, &e, n as u64, report);
                 pending.drain(..n);
             }
         }
@@ -290,20 +439,14 @@ async fn write_with_patience(
         .unwrap_or(Err(sqlx::Error::PoolTimedOut))
 }
 
-/// Writes the run's setup, `pending` and its end into `DIR/RUN_ID.db`; returns the file.
+/// Writes the run's setup (if the spool does not hold it yet), `pending` and its end into the
+/// spool file; returns the file.
 async fn save_locally(
     fallback: &Fallback,
     pending: &[Op],
     finish: &Finish,
 ) -> Result<PathBuf, String> {
-    let path = fallback.dir.join(format!("{}.db", fallback.meta.id));
-    let local = Store::open(&format!("sqlite://{}", path.display()))
-        .await
-        .map_err(|e| e.to_string())?;
-    local
-        .create_run(&fallback.meta)
-        .await
-        .map_err(|e| e.to_string())?;
+    let (local, path) = open_spool(fallback).await?;
     for chunk in pending.chunks(BATCH_ROWS) {
         write_batch(&local, &fallback.meta.id, chunk)
             .await
@@ -330,7 +473,11 @@ async fn write_batch(store: &Store, run_id: &str, batch: &[Op]) -> Result<(), sq
     tx.commit().await
 }
 
-async fn write_finish(store: &Store, run_id: &str, finish: &Finish) -> Result<(), sqlx::Error> {
+pub(crate) async fn write_finish(
+    store: &Store,
+    run_id: &str,
+    finish: &Finish,
+) -> Result<(), sqlx::Error> {
     let mut tx = store.pool().begin().await?;
     for &(probe, offset) in &finish.clock_offsets {
         db::realign_probe(&mut tx, run_id, probe, offset, finish.zero_mono_ns).await?;

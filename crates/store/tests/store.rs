@@ -301,6 +301,72 @@ async fn an_interrupted_run_keeps_what_it_recorded() {
     .await;
 }
 
+/// A batch whose commit succeeded but whose answer was lost is written again: the store keeps
+/// what it has and adds what is new, instead of refusing the whole batch (new rows included).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_batch_written_twice_adds_only_what_is_new() {
+    on_both(|store| async move {
+        let run = meta("retried", &[], None);
+        store.create_run(&run).await.unwrap();
+        let gap = store::run::StoredGap {
+            from_seq: 3,
+            to_seq: Some(4),
+            t_ns: 1_000,
+            reason: "evicted".into(),
+        };
+        for retried in [false, true] {
+            let writer = RunWriter::start(&store, &run.id);
+            writer.probe(ProbeMeta {
+                index: 0,
+                address: "10.0.0.5:7700".into(),
+                host: HostInfo::default(),
+                clock: None,
+            });
+            writer.interval(interval(0, &[1_000_000]));
+            writer.interval(interval(1, &[2_000_000]));
+            writer.record(
+                0,
+                StoredRecord {
+                    seq: 1,
+                    t_ns: 10,
+                    record: sample(10, 1 << 20),
+                },
+            );
+            writer.gap(0, gap.clone());
+            if retried {
+                // The retry carries the rows that followed too.
+                writer.interval(interval(2, &[3_000_000]));
+                writer.record(
+                    0,
+                    StoredRecord {
+                        seq: 2,
+                        t_ns: 20,
+                        record: sample(20, 1 << 20),
+                    },
+                );
+            }
+            let report = writer
+                .finish(Finish {
+                    status: RunStatus::Complete,
+                    stop_reason: None,
+                    ended_at_ns: run.started_at_ns + 3,
+                    summary: None,
+                    warnings: vec![],
+                    clock_offsets: vec![],
+                    zero_mono_ns: 0,
+                })
+                .await;
+            assert_eq!(report.rows_failed, 0, "{report:?}");
+        }
+        let kept = store.load_run(&run.id).await.unwrap();
+        let indexes: Vec<u64> = kept.intervals.iter().map(|i| i.stats.index).collect();
+        assert_eq!(indexes, vec![0, 1, 2]);
+        assert_eq!(kept.probes[0].records.len(), 2);
+        assert_eq!(kept.probes[0].gaps.len(), 1);
+    })
+    .await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn shards_merge_into_the_percentiles_of_all_requests() {
     on_both(|store| async move {
