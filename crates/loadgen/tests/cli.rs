@@ -345,3 +345,68 @@ fn a_probe_token_is_never_sent_without_tls_verification() {
         "loadgen connected to the probe's address before refusing"
     );
 }
+
+/// The demo's slow figures (FD kinds, TCP states, context switches) arrive every second of the
+/// attack, and say what was true: the 8 connections loadgen held open are 8 established
+/// sockets of the target.
+#[test]
+fn the_demo_probe_shows_its_slow_figures_every_second_and_they_are_right() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = format!("sqlite://{}/runs.db", dir.path().display());
+    let out = Command::new(env!("CARGO_BIN_EXE_loadgen"))
+        .args(["demo", "--duration", "4s", "--db", &db, "--output", "json"])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let summary: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(summary["generator"]["peak_connections"], 8, "{summary}");
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let run = rt.block_on(async {
+        let store = store::Store::open(&db).await.unwrap();
+        let id = store
+            .list_runs(&store::RunFilter::default())
+            .await
+            .unwrap()
+            .remove(0)
+            .id;
+        store.load_run(&id).await.unwrap()
+    });
+    let mut slow: Vec<(i64, u64, bool)> = Vec::new();
+    for r in &run.probes[0].records {
+        if let probe::protocol::Record::Sample(s) = &r.record {
+            if let Some(tcp) = s.total.as_ref().and_then(|t| t.tcp.as_ref()) {
+                let switches = s
+                    .total
+                    .as_ref()
+                    .is_some_and(|t| t.voluntary_ctxt_switches.is_some());
+                slow.push((r.t_ns, tcp.established, switches));
+            }
+        }
+    }
+    for second in 0..4 {
+        let window = second * 1_000_000_000..(second + 1) * 1_000_000_000;
+        assert!(
+            slow.iter()
+                .any(|(t, _, switches)| window.contains(t) && *switches),
+            "no slow figures in second {second} of the attack: {slow:?}"
+        );
+    }
+    // Once the pool is open, every sample during the attack counts the 8 connections.
+    let steady: Vec<u64> = slow
+        .iter()
+        .filter(|(t, ..)| (2_000_000_000..4_000_000_000).contains(t))
+        .map(|(_, established, _)| *established)
+        .collect();
+    assert!(
+        !steady.is_empty() && steady.iter().all(|&e| e == 8),
+        "{slow:?}"
+    );
+}

@@ -7,7 +7,8 @@
 //! - [`selector`]: finding the target by PID, PID file, name or listening port.
 //! - [`collect`]: reading /proc, one process or the host, fast and slow collectors.
 //! - [`sampler`]: the fixed-rate schedule, the process tree, deltas.
-//! - [`slow`]: the costly collectors on their own thread, within a CPU budget.
+//! - [`slow`]: the costly collectors on their own thread, within a CPU budget; [`sockets`]: TCP
+//!   states by netlink `sock_diag`.
 //! - [`sample`]: what a sample and an event hold, field by field.
 //! - [`buffer`]: the bounded, sequence-numbered history that subscribers read and resume from.
 //! - [`protocol`]: the versioned wire format, documented message by message.
@@ -31,6 +32,7 @@ pub mod sampler;
 pub mod selector;
 pub mod server;
 pub mod slow;
+pub mod sockets;
 pub mod tls;
 pub mod top;
 

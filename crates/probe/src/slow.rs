@@ -1,12 +1,16 @@
 //! The slow collectors, on a thread of their own so that the fast ticks keep their schedule.
 //!
-//! Classifying 10,000 FDs takes about 40 ms, reading `net/tcp` a few ms whatever the number of
-//! sockets (the kernel walks the whole TCP hash table), summing context switches a `status` read
-//! per thread. Run inline, one such pass would make a 10 ms sampler miss several ticks. Here the
-//! sampler tells this thread which processes it watches ([`SlowCollector::watch`]); the thread
-//! measures them at most every `slow_interval`, and less often if the passes would use more than
-//! `slow_budget` of a core ([`Budget`]: the start-up pass included), and posts the results, which the sampler attaches to its next sample. It also scans every
-//! process's parent to find members of the tree that the per-tick `children` files miss.
+//! Classifying 10,000 FDs takes about 40 ms, summing context switches a `status` read per
+//! thread, the TCP states a netlink dump (`sockets.rs`). Run inline, one such pass would make a
+//! 10 ms sampler miss several ticks. Here the sampler tells this thread which processes it
+//! watches ([`SlowCollector::watch`]); the thread measures them every `slow_interval`, less
+//! often only if the passes would use more than `slow_budget` of a core ([`Budget`]), and posts
+//! the results, which the sampler attaches to its next sample.
+//!
+//! The scan of every process's parent, which finds members of the tree that the per-tick
+//! `children` files miss, costs with the host (a `stat` read per process) and not with the
+//! target: it runs on a schedule and a budget of its own ([`SCAN_INTERVAL`]), so that a busy
+//! host never delays the target's own figures.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Condvar, Mutex};
@@ -15,6 +19,10 @@ use std::time::Duration;
 use crate::clock::{mono_ns, thread_cpu_ns};
 use crate::collect::{self, ProcRoot, Watched};
 use crate::sample::{FdKinds, TcpSockets};
+use crate::sockets::{SockDiag, TcpTable};
+
+/// The scan of every process's parent comes at most this often, within its own budget.
+pub const SCAN_INTERVAL: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// A process, by PID and start time.
 pub type Identity = (i32, u64);
@@ -167,24 +175,35 @@ impl Budget {
 }
 
 fn run(config: SlowConfig, shared: &Shared) {
-    let mut handles: HashMap<Identity, Watched> = HashMap::new();
-    let mut budget = Budget::new(config.budget, mono_ns());
-    let mut next = 0u64;
+    let mut handles: HashMap<Identity, (Watched, bool)> = HashMap::new();
+    let mut diag = SockDiag::open().ok();
+    let start = mono_ns();
+    let mut figures_budget = Budget::new(config.budget, start);
+    let mut scan_budget = Budget::new(config.budget, start);
+    let (mut next_figures, mut next_scan) = (0u64, 0u64);
     loop {
-        let (root, targets) = {
+        let (root, targets, now) = {
             let mut state = shared.lock();
             loop {
                 if state.stop {
                     return;
                 }
-                let due = state.now || (!state.targets.is_empty() && mono_ns() >= next);
+                let t = mono_ns();
+                let due = state.now
+                    || (!state.targets.is_empty()
+                        && (t >= next_figures || (config.tree && t >= next_scan)));
                 if due {
                     break;
                 }
                 let wait = if state.targets.is_empty() {
                     Duration::from_secs(1)
                 } else {
-                    Duration::from_nanos(next.saturating_sub(mono_ns()))
+                    let next = if config.tree {
+                        next_figures.min(next_scan)
+                    } else {
+                        next_figures
+                    };
+                    Duration::from_nanos(next.saturating_sub(t))
                 };
                 state = shared
                     .wake
@@ -192,43 +211,73 @@ fn run(config: SlowConfig, shared: &Shared) {
                     .map(|(s, _)| s)
                     .unwrap_or_else(|e| e.into_inner().0);
             }
-            state.now = false;
-            (state.root, state.targets.clone())
+            let now = std::mem::take(&mut state.now);
+            (state.root, state.targets.clone(), now)
         };
-        let (began, started) = (mono_ns(), thread_cpu_ns());
-        let wanted: HashSet<Identity> = targets.iter().copied().collect();
-        handles.retain(|id, _| wanted.contains(id));
         let mut results = SlowResults::default();
-        for &(pid, start) in &targets {
-            let handle = match handles.get(&(pid, start)) {
-                Some(h) => h,
-                None => match Watched::open(&config.root, pid) {
-                    Ok(h) if h.start_ticks == start => handles.entry((pid, start)).or_insert(h),
-                    _ => continue,
-                },
-            };
-            results
-                .figures
-                .insert((pid, start), measure(handle, &config));
+        let began = mono_ns();
+        if now || began >= next_figures {
+            let started = thread_cpu_ns();
+            let wanted: HashSet<Identity> = targets.iter().copied().collect();
+            handles.retain(|id, _| wanted.contains(id));
+            let mut table: Option<TcpTable> = None;
+            for &(pid, start) in &targets {
+                let (handle, netlink) = match handles.get(&(pid, start)) {
+                    Some(h) => h,
+                    None => match Watched::open(&config.root, pid) {
+                        Ok(h) if h.start_ticks == start => {
+                            let netlink = diag.as_ref().is_some_and(|d| d.sees(&config.root, pid));
+                            handles.entry((pid, start)).or_insert((h, netlink))
+                        }
+                        _ => continue,
+                    },
+                };
+                let table = match (*netlink, &mut diag) {
+                    (true, Some(d)) => {
+                        if table.is_none() {
+                            table = d.dump().ok();
+                        }
+                        table.as_ref()
+                    }
+                    _ => None,
+                };
+                results
+                    .figures
+                    .insert((pid, start), measure(handle, table, &config));
+            }
+            let cost = thread_cpu_ns().saturating_sub(started);
+            results.cpu_ns += cost;
+            figures_budget.spend(began, cost);
+            next_figures = figures_budget
+                .next_due()
+                .max(began + config.interval.as_nanos() as u64);
         }
-        if config.tree {
+        if config.tree && (now || began >= next_scan) {
             if let Some(root) = root {
+                let started = thread_cpu_ns();
                 results.tree = descendants(&collect::parents(&config.root), root);
+                let cost = thread_cpu_ns().saturating_sub(started);
+                results.cpu_ns += cost;
+                scan_budget.spend(began, cost);
+                next_scan = scan_budget
+                    .next_due()
+                    .max(began + SCAN_INTERVAL.as_nanos() as u64);
             }
         }
-        results.cpu_ns = thread_cpu_ns().saturating_sub(started);
-        budget.spend(began, results.cpu_ns);
-        next = budget
-            .next_due()
-            .max(began + config.interval.as_nanos() as u64);
         shared.lock().results = Some(results);
     }
 }
 
-fn measure(handle: &Watched, config: &SlowConfig) -> SlowFigures {
+fn measure(handle: &Watched, table: Option<&TcpTable>, config: &SlowConfig) -> SlowFigures {
     let (peak_rss_bytes, switches) = handle.peak_rss_and_switches(&config.root);
     let (fd_kinds, tcp) = match handle.fd_kinds(&config.root) {
-        Some((kinds, sockets)) => (Some(kinds), handle.tcp(&config.root, &sockets)),
+        Some((kinds, sockets)) => {
+            let tcp: Option<TcpSockets> = match table {
+                Some(table) => Some(crate::sockets::count(table, &sockets)),
+                None => handle.tcp(&config.root, &sockets),
+            };
+            (Some(kinds), tcp)
+        }
         None => (None, None),
     };
     SlowFigures {
