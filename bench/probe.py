@@ -20,11 +20,22 @@ the machine's cost of waking a process that often (bench/floor.c, a bare timerfd
 same rate on the same CPU), and the rest (start-up, writing the file, the history buffer).
 And what the four reads of a tick between full reads cost from C after the same sleep
 (bench/probe_reads.c): the machine's floor for a tick.
+
+Last, the probe against this machine's floor for the same work, in one run: `probe serve` at
+100 Hz with its slow figures every second (`--slow-budget` raised so that the 10,000 FDs are
+classified each second) and one subscriber, against `bench/probe_reads.c --schedule`, a bare C
+loop making the same reads on the same schedule (ticks at 100 Hz, full reads every 100 ms, slow
+reads every second, the scan of parents every 5 s), each pinned to the same CPU, taking turns
+`--repeat` times. The probe's CPU is split into wake-ups (bench/floor.c at 100 Hz), its ticks,
+its slow collectors (both from its samples) and the rest (streaming to the subscriber, the
+buffer, start-up); the C loop's into wake-ups, tick reads, slow reads and the rest.
 """
 
 import argparse
 import json
 import os
+import socket
+import struct
 import re
 import resource
 import shutil
@@ -145,9 +156,92 @@ def read_psrecord(path):
     return {"samples": len(rows), "cpu": mean([r[1] for r in rows[1:]]), "threads": None, "fds": None}
 
 
+def subscribe(port, out, seconds):
+    """A subscriber of `probe serve` on `port` for `seconds`: writes every sample's `probe`
+    costs (one JSON object a line) to `out`. The protocol: 4-byte big-endian lengths, JSON."""
+    deadline = time.monotonic() + seconds
+    conn = socket.create_connection(("127.0.0.1", port), timeout=5)
+    hello = json.dumps({"type": "hello", "version": 1, "client": "bench", "start": {"from": "live"}})
+    conn.sendall(struct.pack(">I", len(hello)) + hello.encode())
+    buf = b""
+    with open(out, "w") as f:
+        while time.monotonic() < deadline:
+            conn.settimeout(max(0.05, deadline - time.monotonic()))
+            try:
+                chunk = conn.recv(1 << 16)
+            except socket.timeout:
+                break
+            if not chunk:
+                break
+            buf += chunk
+            while len(buf) >= 4 and len(buf) >= 4 + struct.unpack(">I", buf[:4])[0]:
+                n = struct.unpack(">I", buf[:4])[0]
+                message = json.loads(buf[4:4 + n])
+                buf = buf[4 + n:]
+                if message.get("record") == "sample" and message.get("probe"):
+                    f.write(json.dumps(message["probe"]) + "\n")
+    conn.close()
+
+
+def against_floor(pid, mon_cpu, sub_cpu, d, repeat, floor, tmp):
+    """`probe serve` at 100 Hz with its slow figures every second against the same reads on the
+    same schedule in C; returns one row per round: (probe CPU s, its split, C CPU s, its split,
+    wall s)."""
+    reads = tmp / "probe_reads"
+    subprocess.run(["cc", "-O2", "-o", str(reads), str(ROOT / "bench" / "probe_reads.c")], check=True)
+    run = subprocess.run(["taskset", "-c", str(mon_cpu), str(floor), "100", str(d)],
+                         capture_output=True, text=True, check=True)
+    wake_us = json.loads(run.stdout)["cpu_us_per_wakeup"]
+    rows = []
+    for i in range(repeat):
+        port = 18000 + (os.getpid() + i) % 1000
+        start = time.monotonic()
+        serve = subprocess.Popen(["taskset", "-c", str(mon_cpu), str(PROBE), "serve", "--pid", str(pid),
+                                  "--interval", "10ms", "--slow-budget", "20",
+                                  "--listen", f"127.0.0.1:{port}"],
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                time.sleep(0.02)
+        costs = tmp / f"costs-{i}.jsonl"
+        os.sched_setaffinity(0, {sub_cpu})
+        try:
+            subscribe(port, costs, d)
+        finally:
+            os.sched_setaffinity(0, set(range(os.cpu_count())))
+        serve.send_signal(2)
+        _, _, usage = os.wait4(serve.pid, 0)
+        wall = time.monotonic() - start
+        probe_s = usage.ru_utime + usage.ru_stime
+        samples = [json.loads(l) for l in open(costs)]
+        ticks_s = sum(c["sample_cpu_ns"] for c in samples) / 1e9
+        slow_s = sum(c["slow_cpu_ns"] for c in samples) / 1e9
+        wakes_s = wake_us * round(wall * 100) / 1e6
+        probe_split = {"wake-ups": wakes_s, "ticks": ticks_s, "slow": slow_s,
+                       "rest": probe_s - wakes_s - ticks_s - slow_s,
+                       "slow passes": sum(1 for c in samples if c["slow_cpu_ns"] > 0), "samples": len(samples)}
+        c_start = time.monotonic()
+        c = subprocess.Popen(["taskset", "-c", str(mon_cpu), str(reads), "--schedule", str(pid), "10",
+                              str(round(wall))], stdout=subprocess.PIPE, text=True)
+        c_out = c.stdout.read()
+        _, _, usage = os.wait4(c.pid, 0)
+        c_wall = time.monotonic() - c_start
+        c_s = usage.ru_utime + usage.ru_stime
+        r = json.loads(c_out)
+        c_wakes = wake_us * r["rounds"] / 1e6
+        c_split = {"wake-ups": c_wakes, "ticks": r["ticks_s"], "slow": r["slow_s"] + r["scan_s"],
+                   "rest": c_s - c_wakes - r["ticks_s"] - r["slow_s"] - r["scan_s"]}
+        rows.append((probe_s, probe_split, wall, c_s, c_split, c_wall))
+    return rows
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--duration", type=int, default=10)
+    ap.add_argument("--repeat", type=int, default=3, help="rounds of the probe against its C floor")
     args = ap.parse_args()
     cpus = sorted(os.sched_getaffinity(0))
     mon_cpu, target_cpu = cpus[0], cpus[-1]
@@ -221,6 +315,7 @@ def main():
                       f"{r['cpu_clock_us']}, fstat fd {r['fstat_fd_us']}; "
                       f"{r['round_cpu_us']} µs of CPU in all")
             print()
+        floor_rows = against_floor(pid, mon_cpu, target_cpu, d, args.repeat, floor, tmp) if floor else []
         print("per-collector costs of the probe against this target:")
         bench = subprocess.run(["cargo", "bench", "-q", "-p", "probe", "--bench", "collectors", "--",
                                 str(pid)], cwd=ROOT, capture_output=True, text=True)
@@ -238,6 +333,20 @@ def main():
         rest = None if wake_s is None else cpu_s - f["ticks_s"] - f["slow_s"] - wake_s
         print(f"| {label} | {pct(cpu_s)} | {pct(f['ticks_s'])} | {pct(f['slow_s'])} | {pct(wake_s)} | {pct(rest)} |")
     print()
+
+    if floor_rows:
+        print("The probe at 100 Hz, slow figures every second, 1 subscriber, against the same reads on "
+              "the same schedule in C (bench/probe_reads.c --schedule); % of a core:\n")
+        print("| round | probe | wake-ups | ticks | slow (and scan) | the rest (streaming, buffer) | slow passes/s "
+              "| C floor | its wake-ups | tick reads | slow reads | the rest | probe ÷ floor |")
+        print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+        for i, (p_s, p, wall, c_s, c, c_wall) in enumerate(floor_rows, 1):
+            pct = lambda x, w: f"{100 * x / w:.2f}"
+            print(f"| {i} | {pct(p_s, wall)} | {pct(p['wake-ups'], wall)} | {pct(p['ticks'], wall)} | "
+                  f"{pct(p['slow'], wall)} | {pct(p['rest'], wall)} | {p['slow passes'] / wall:.2f} | "
+                  f"{pct(c_s, c_wall)} | {pct(c['wake-ups'], c_wall)} | {pct(c['ticks'], c_wall)} | "
+                  f"{pct(c['slow'], c_wall)} | {pct(c['rest'], c_wall)} | {(p_s / wall) / (c_s / c_wall):.2f}× |")
+        print()
 
     truth_threads = ready["threads"]
     print(f"| monitor | samples | CPU ms/sample | CPU % of a core | CPU reading (truth {CPU:.0%}) | threads (truth {truth_threads}) | FDs (truth {ready['fds']}) |")

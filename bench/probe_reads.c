@@ -1,17 +1,37 @@
-/* The machine's floor for one probe tick between full reads: the same four reads the probe makes
- * (fstat of /proc/PID/task, pread of statm, the process CPU clock, fstat of /proc/PID/fd), in the
- * same order, from a bare C loop that sleeps `interval_ms` between rounds as the probe does, so
+/* The machine's floor for what the probe reads, from a bare C loop.
+ *
+ * probe_reads PID INTERVAL_MS ROUNDS: one probe tick between full reads: the same four reads the
+ * probe makes (fstat of /proc/PID/task, pread of statm, the process CPU clock, fstat of
+ * /proc/PID/fd), in the same order, sleeping `interval_ms` between rounds as the probe does, so
  * that each round starts from the caches a real tick finds. Prints one JSON object: the median
  * wall time of each read and the median thread CPU of a round, in microseconds.
+ *
+ * probe_reads --schedule PID INTERVAL_MS SECONDS: the probe's whole schedule on one process, its
+ * reads and nothing else, for SECONDS: a tick every INTERVAL_MS at absolute times (those four
+ * reads; every 100 ms a full read instead: stat, io, statm, the CPU clock, fstat of fd, the main
+ * thread's children, the host's stat, meminfo, loadavg and net/sockstat, and its own statm and
+ * CPU clock); every second the slow figures (status, every thread's status, limits, a readlink
+ * of every FD, a netlink sock_diag dump of TCP sockets, IPv4 and IPv6); every five seconds the
+ * scan of every process's parent (/proc/N/stat). Prints the CPU each kind of read took, in
+ * seconds, as JSON; its whole CPU, wake-ups included, is what wait4 measures from outside.
+ *
  * bench/probe.py compiles it with `cc -O2` and runs it pinned to the probe's CPU.
  *
  *     cc -O2 -o probe_reads bench/probe_reads.c && taskset -c 0 ./probe_reads PID 10 300
+ *     taskset -c 0 ./probe_reads --schedule PID 10 20
  */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <fcntl.h>
+#include <linux/inet_diag.h>
+#include <linux/netlink.h>
+#include <linux/sock_diag.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -32,9 +52,168 @@ static double median_us(long *v, int n) {
     return v[n / 2] / 1e3;
 }
 
+static char big[1 << 16];
+
+static void pread_all(int fd) {
+    if (fd >= 0) pread(fd, big, sizeof big, 0);
+}
+
+static void read_file_at(int dir, const char *name) {
+    int fd = openat(dir, name, O_RDONLY);
+    if (fd >= 0) {
+        read(fd, big, sizeof big);
+        close(fd);
+    }
+}
+
+/* Every thread's status, as the probe sums their context switches. */
+static void thread_statuses(int proc_dir) {
+    int task = openat(proc_dir, "task", O_RDONLY | O_DIRECTORY);
+    DIR *d = task < 0 ? NULL : fdopendir(task);
+    if (!d) return;
+    char name[300];
+    for (struct dirent *e; (e = readdir(d));) {
+        if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
+        snprintf(name, sizeof name, "%s/status", e->d_name);
+        read_file_at(task, name);
+    }
+    closedir(d);
+}
+
+/* A readlink of every FD, as the probe classifies them. */
+static void fd_links(int proc_dir) {
+    int fds = openat(proc_dir, "fd", O_RDONLY | O_DIRECTORY);
+    DIR *d = fds < 0 ? NULL : fdopendir(fds);
+    if (!d) return;
+    char link[256];
+    for (struct dirent *e; (e = readdir(d));) {
+        if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
+        readlinkat(fds, e->d_name, link, sizeof link);
+    }
+    closedir(d);
+}
+
+/* A sock_diag dump of the TCP sockets a process can hold, in one family. */
+static void tcp_dump(int nl, int family) {
+    struct {
+        struct nlmsghdr h;
+        struct inet_diag_req_v2 r;
+    } req = {
+        .h = {.nlmsg_len = sizeof req, .nlmsg_type = SOCK_DIAG_BY_FAMILY,
+              .nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP},
+        .r = {.sdiag_family = family, .sdiag_protocol = IPPROTO_TCP,
+              .idiag_states = 0xfff & ~((1 << 6) | (1 << 3))},
+    };
+    if (send(nl, &req, sizeof req, 0) < 0) return;
+    for (;;) {
+        long n = recv(nl, big, sizeof big, 0);
+        if (n <= 0) return;
+        for (struct nlmsghdr *h = (struct nlmsghdr *)big; NLMSG_OK(h, n); h = NLMSG_NEXT(h, n))
+            if (h->nlmsg_type == NLMSG_DONE || h->nlmsg_type == NLMSG_ERROR) return;
+    }
+}
+
+/* Every process's stat, as the probe scans for members of the tree. */
+static void parents_scan(void) {
+    DIR *d = opendir("/proc");
+    if (!d) return;
+    char name[300];
+    for (struct dirent *e; (e = readdir(d));) {
+        if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
+        snprintf(name, sizeof name, "%s/stat", e->d_name);
+        read_file_at(dirfd(d), name);
+    }
+    closedir(d);
+}
+
+static int schedule(int pid, long interval_ns, int seconds) {
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d", pid);
+    int dir = open(path, O_RDONLY | O_DIRECTORY);
+    if (dir < 0) {
+        fprintf(stderr, "probe_reads: cannot open %s (is PID %d running?)\n", path, pid);
+        return 1;
+    }
+    int statm = openat(dir, "statm", O_RDONLY), stat = openat(dir, "stat", O_RDONLY);
+    int io = openat(dir, "io", O_RDONLY), fds = openat(dir, "fd", O_PATH | O_DIRECTORY);
+    int task = openat(dir, "task", O_PATH | O_DIRECTORY);
+    snprintf(path, sizeof path, "task/%d/children", pid);
+    int children = openat(dir, path, O_RDONLY);
+    int host[4] = {open("/proc/stat", O_RDONLY), open("/proc/meminfo", O_RDONLY),
+                   open("/proc/loadavg", O_RDONLY), open("/proc/net/sockstat", O_RDONLY)};
+    int own_statm = open("/proc/self/statm", O_RDONLY);
+    int nl = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
+    clockid_t cpu_clock = ((~(clockid_t)pid) << 3) | 2;
+    struct sigevent notify = {.sigev_notify = SIGEV_SIGNAL, .sigev_signo = SIGURG};
+    struct itimerspec far = {.it_value = {100L * 365 * 86400, 0}};
+    timer_t timer;
+    signal(SIGURG, SIG_IGN);
+    if (timer_create(cpu_clock, &notify, &timer) != 0 || timer_settime(timer, 0, &far, NULL) != 0)
+        return 1;
+    struct stat st;
+    struct timespec ts;
+    long start = clock_ns(CLOCK_MONOTONIC), end = start + seconds * 1000000000L;
+    long next_full = 0, next_slow = 0, next_scan = 0;
+    long ticks_ns = 0, slow_ns = 0, scan_ns = 0, rounds = 0;
+    for (long due = start; due < end; due += interval_ns) {
+        struct timespec at = {due / 1000000000L, due % 1000000000L};
+        clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &at, NULL);
+        long now = clock_ns(CLOCK_MONOTONIC), cpu0 = clock_ns(CLOCK_THREAD_CPUTIME_ID);
+        if (now >= next_full) {
+            next_full = now + 100000000L - interval_ns / 2;
+            pread_all(stat);
+            clock_gettime(cpu_clock, &ts);
+            pread_all(io);
+            pread_all(statm);
+            fstat(fds, &st);
+            pread_all(children);
+            for (int i = 0; i < 4; i++) pread_all(host[i]);
+            pread_all(own_statm);
+            clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+        } else {
+            fstat(task, &st);
+            pread_all(statm);
+            clock_gettime(cpu_clock, &ts);
+            fstat(fds, &st);
+        }
+        long cpu1 = clock_ns(CLOCK_THREAD_CPUTIME_ID);
+        ticks_ns += cpu1 - cpu0;
+        rounds++;
+        if (now >= next_slow) {
+            next_slow = now + 1000000000L;
+            read_file_at(dir, "status");
+            thread_statuses(dir);
+            read_file_at(dir, "limits");
+            fd_links(dir);
+            tcp_dump(nl, AF_INET);
+            tcp_dump(nl, AF_INET6);
+            long cpu2 = clock_ns(CLOCK_THREAD_CPUTIME_ID);
+            slow_ns += cpu2 - cpu1;
+            cpu1 = cpu2;
+        }
+        if (now >= next_scan) {
+            next_scan = now + 5000000000L;
+            parents_scan();
+            scan_ns += clock_ns(CLOCK_THREAD_CPUTIME_ID) - cpu1;
+        }
+    }
+    printf("{\"rounds\": %ld, \"ticks_s\": %.4f, \"slow_s\": %.4f, \"scan_s\": %.4f}\n", rounds,
+           ticks_ns / 1e9, slow_ns / 1e9, scan_ns / 1e9);
+    return 0;
+}
+
 int main(int argc, char **argv) {
+    if (argc == 5 && strcmp(argv[1], "--schedule") == 0) {
+        int pid = atoi(argv[2]), seconds = atoi(argv[4]);
+        long interval_ns = atol(argv[3]) * 1000000L;
+        if (seconds < 1 || seconds > 3600 || interval_ns <= 0) {
+            fprintf(stderr, "probe_reads: SECONDS must be 1 to 3600 and INTERVAL_MS positive\n");
+            return 2;
+        }
+        return schedule(pid, interval_ns, seconds);
+    }
     if (argc != 4) {
-        fprintf(stderr, "usage: probe_reads PID INTERVAL_MS ROUNDS\n");
+        fprintf(stderr, "usage: probe_reads PID INTERVAL_MS ROUNDS | --schedule PID INTERVAL_MS SECONDS\n");
         return 2;
     }
     int pid = atoi(argv[1]), rounds = atoi(argv[3]);

@@ -84,8 +84,17 @@ fn main() {
         }),
     );
     let sockets = w.fd_kinds(&root).map(|(_, s)| s).unwrap_or_default();
+    if let Ok(mut diag) = probe::sockets::SockDiag::open() {
+        row(
+            "slow: tcp sockets by state (sock_diag)",
+            cost(5, || {
+                let table = diag.dump().unwrap_or_default();
+                let _ = std::hint::black_box(probe::sockets::count(&table, &sockets));
+            }),
+        );
+    }
     row(
-        "slow: tcp sockets by state",
+        "slow: tcp sockets by state (net/tcp)",
         cost(5, || {
             let _ = std::hint::black_box(w.tcp(&root, &sockets));
         }),
