@@ -68,8 +68,16 @@ pub struct Placement {
 #[derive(Debug, Clone, Default, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct Database {
-    /// A server of yours (or `DATABASE_URL`); without either, a throwaway cluster.
+    /// A database of yours for the targets; without it (or `url_env`), a throwaway cluster.
+    /// The runner empties its `users` table before every cell, so it must be one Showdown
+    /// made (`targets/schema.sql` marks it).
     pub url: Option<String>,
+    /// The environment variable holding that URL (`"DATABASE_URL"`), to keep a password out of
+    /// the file. The runner reads no variable the file does not name.
+    pub url_env: Option<String>,
+    /// Where a throwaway cluster runs: a `taskset` CPU list (by default the targets' CPUs, so
+    /// that the database never takes the generator's).
+    pub cpus: Option<CpuList>,
     /// `DB_POOL` for every target (each stack's default, 60, when absent).
     pub pool: Option<u32>,
     /// `DB_TIMEOUT_MS` for every target.
@@ -292,6 +300,14 @@ fn check(file: &ExperimentFile) -> Result<(), String> {
     }
     if file.repetitions == 0 {
         return Err("repetitions must be at least 1".into());
+    }
+    if file.database.url.is_some() && file.database.url_env.is_some() {
+        return Err("[database]: give url or url_env, not both".into());
+    }
+    if file.database.cpus.is_some()
+        && (file.database.url.is_some() || file.database.url_env.is_some())
+    {
+        return Err("[database] cpus places the throwaway PostgreSQL: a database of yours (url, url_env) runs where you put it".into());
     }
     let mut names = std::collections::BTreeSet::new();
     for t in &file.targets {

@@ -195,16 +195,15 @@ fn placement_text(experiment: &Experiment) -> String {
         None => "local targets on any CPU".into(),
     };
     // The host's CPUs, not this process's: the runner pins itself to the generator's.
-    let cpus = std::fs::read_to_string("/proc/stat")
-        .map(|s| {
-            s.lines()
-                .filter(|l| {
-                    l.starts_with("cpu") && l.as_bytes().get(3).is_some_and(u8::is_ascii_digit)
-                })
-                .count()
-        })
-        .unwrap_or(0);
-    format!("{gun}, {target}, on one {cpus}-CPU host (the probe and the runner share the generator's CPUs)")
+    let cpus = probe::cpus::CpuList::online().len();
+    let database = match named_database(experiment) {
+        Ok(Some(_)) => "the targets' database yours".to_string(),
+        _ => match database_cpus(experiment) {
+            Some(c) => format!("a throwaway PostgreSQL on CPU {c}"),
+            None => "a throwaway PostgreSQL on any CPU".into(),
+        },
+    };
+    format!("{gun}, {target}, {database}, on one {cpus}-CPU host (the probe and the runner share the generator's CPUs)")
 }
 
 /// The database the local targets use: the file's, `DATABASE_URL`, or a throwaway cluster.
@@ -213,25 +212,56 @@ struct TargetsDatabase {
     _cluster: Option<pgcluster::Cluster>,
 }
 
+/// The database the file names (`url`, or the variable `url_env` names), if it names one.
+/// No other variable is read: a `DATABASE_URL` exported for something else is never used.
+fn named_database(experiment: &Experiment) -> Result<Option<String>, Error> {
+    let file = &experiment.file.database;
+    match (&file.url, &file.url_env) {
+        (Some(url), _) => Ok(Some(url.clone())),
+        (None, Some(var)) => match std::env::var(var) {
+            Ok(url) if !url.is_empty() => Ok(Some(url)),
+            _ => Err(Error::Setup(format!(
+                "[database] url_env names {var}, which is not set: export it, or drop [database] for a throwaway PostgreSQL"
+            ))),
+        },
+        (None, None) => Ok(None),
+    }
+}
+
+/// Where the throwaway PostgreSQL runs: the file's `[database] cpus`, else beside the targets.
+fn database_cpus(experiment: &Experiment) -> Option<String> {
+    let file = &experiment.file;
+    file.database
+        .cpus
+        .as_ref()
+        .or(file.placement.target_cpus.as_ref())
+        .map(ToString::to_string)
+}
+
 async fn database(experiment: &Experiment) -> Result<TargetsDatabase, Error> {
-    let given = experiment
-        .file
-        .database
-        .url
-        .clone()
-        .or_else(|| std::env::var("DATABASE_URL").ok().filter(|u| !u.is_empty()));
-    let db = match given {
+    let db = match named_database(experiment)? {
         Some(url) => TargetsDatabase {
             url,
             _cluster: None,
         },
         None => {
-            eprintln!("Starting a throwaway PostgreSQL for the targets…");
-            let cluster = tokio::task::spawn_blocking(|| {
-                pgcluster::Cluster::start(&pgcluster::Options::default())
-            })
-            .await
-            .map_err(|e| Error::Setup(e.to_string()))??;
+            if std::env::var_os("DATABASE_URL").is_some() {
+                eprintln!("Note: DATABASE_URL is set but not used: this experiment file names no database (add url_env = \"DATABASE_URL\" under [database] to use it).");
+            }
+            let cpus = database_cpus(experiment);
+            eprintln!(
+                "Starting a throwaway PostgreSQL for the targets{}…",
+                cpus.as_deref()
+                    .map(|c| format!(" on CPU {c}"))
+                    .unwrap_or_default()
+            );
+            let options = pgcluster::Options {
+                cpus,
+                ..pgcluster::Options::default()
+            };
+            let cluster = tokio::task::spawn_blocking(move || pgcluster::Cluster::start(&options))
+                .await
+                .map_err(|e| Error::Setup(e.to_string()))??;
             TargetsDatabase {
                 url: cluster.url("postgres"),
                 _cluster: Some(cluster),

@@ -182,17 +182,39 @@ pub fn print_summary(summary: &Summary, format: OutputFormat) -> Result<(), Erro
     out.write_all(text.as_bytes()).map_err(Error::Output)
 }
 
+/// The next of Ctrl-C, SIGTERM or SIGHUP, named for the user.
+async fn next_signal(
+    term: &mut tokio::signal::unix::Signal,
+    hup: &mut tokio::signal::unix::Signal,
+) -> Option<&'static str> {
+    tokio::select! {
+        r = tokio::signal::ctrl_c() => r.ok().map(|()| "Ctrl-C"),
+        r = term.recv() => r.map(|()| "SIGTERM"),
+        r = hup.recv() => r.map(|()| "SIGHUP (the terminal closed)"),
+    }
+}
+
 fn stop_on_ctrl_c(shutdown: Shutdown) {
+    use tokio::signal::unix::{signal, SignalKind};
     tokio::spawn(async move {
-        if tokio::signal::ctrl_c().await.is_err() {
+        // Ctrl-C, a `kill` (SIGTERM) and a closed terminal or SSH session (SIGHUP) all stop the
+        // same way: what is recorded is kept, and what was started (targets, a throwaway
+        // PostgreSQL, cgroups, temporary directories) is taken down.
+        let (Ok(mut term), Ok(mut hup)) = (
+            signal(SignalKind::terminate()),
+            signal(SignalKind::hangup()),
+        ) else {
             return;
-        }
+        };
+        let Some(first) = next_signal(&mut term, &mut hup).await else {
+            return;
+        };
         eprintln!(
-            "\nInterrupted: sending no more requests, waiting for those in flight (Ctrl-C again to stop now)."
+            "\nInterrupted ({first}): sending no more requests, waiting for those in flight (interrupt again to stop now)."
         );
-        shutdown.stop("interrupted by Ctrl-C");
-        if tokio::signal::ctrl_c().await.is_ok() {
-            shutdown.abort("interrupted twice by Ctrl-C");
+        shutdown.stop(&format!("interrupted by {first}"));
+        if let Some(second) = next_signal(&mut term, &mut hup).await {
+            shutdown.abort(&format!("interrupted twice ({second})"));
         }
     });
 }

@@ -69,6 +69,9 @@ warmup = "1s"
 pre_roll = "500ms"
 post_roll = "500ms"
 
+[database]
+url_env = "DATABASE_URL"
+
 [[target]]
 name = "rust"
 
@@ -245,6 +248,8 @@ name = "resume"
 question = "Does an interrupted experiment go on where it stopped?"
 pre_roll = "500ms"
 post_roll = "500ms"
+[database]
+url_env = "DATABASE_URL"
 [[target]]
 name = "rust"
 [load]
@@ -314,4 +319,177 @@ rate = [100, 200, 300]
         runs.iter().any(|r| r.status == RunStatus::Incomplete),
         "the interrupted cell's run is kept, marked incomplete"
     );
+}
+
+/// Someone's database with a `users` table of their own and rows in it.
+fn someone_elses_database() -> pgcluster::Scratch {
+    let pg = pgcluster::Scratch::new().unwrap();
+    let psql = pgcluster::tools::find("psql").unwrap();
+    let out = Command::new(psql)
+        .args(["-X", "-q", "-v", "ON_ERROR_STOP=1", "-d", &pg.url, "-c"])
+        .arg("CREATE TABLE users (id serial PRIMARY KEY, name text); INSERT INTO users (name) VALUES ('ada'), ('grace'), ('edsger')")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    pg
+}
+
+fn users_in(pg: &pgcluster::Scratch) -> String {
+    let psql = pgcluster::tools::find("psql").unwrap();
+    let out = Command::new(psql)
+        .args([
+            "-X",
+            "-A",
+            "-t",
+            "-d",
+            &pg.url,
+            "-c",
+            "SELECT string_agg(name, ',' ORDER BY id) FROM users",
+        ])
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+const QUICK: &str = r#"
+name = "quick"
+question = "Which database does the runner use?"
+pre_roll = "500ms"
+post_roll = "500ms"
+[[target]]
+name = "rust"
+[load]
+method = "POST"
+path = "/users"
+headers = { "Content-Type" = "application/json" }
+body = '{"email":"u{{seq}}@example.com","password":"p"}'
+rate = 100
+duration = "1s"
+"#;
+
+/// `DATABASE_URL` exported in the shell for something else is never used, let alone emptied:
+/// a file that names no database gets a throwaway PostgreSQL of its own.
+#[test]
+fn a_database_url_in_the_environment_is_never_touched() {
+    let work = tempfile::tempdir().unwrap();
+    let theirs = someone_elses_database();
+    let db = format!("sqlite://{}/runs.db", work.path().display());
+    let file = write(work.path(), "quick.toml", QUICK);
+    let out = experiment(&["run", &file, "--no-report"], &db, &theirs.url);
+    let said = text(&out);
+    assert!(out.status.success(), "{said}");
+    assert!(said.contains("DATABASE_URL is set but not used"), "{said}");
+    assert!(said.contains("1 cells run (0 failed)"), "{said}");
+    assert_eq!(
+        users_in(&theirs),
+        "ada,grace,edsger",
+        "their rows are untouched"
+    );
+}
+
+/// A database the file names, holding a `users` table Showdown did not make, is refused in one
+/// line before anything is applied or emptied.
+#[test]
+fn a_named_database_with_someone_elses_users_table_is_refused() {
+    let work = tempfile::tempdir().unwrap();
+    let theirs = someone_elses_database();
+    let db = format!("sqlite://{}/runs.db", work.path().display());
+    let file = write(
+        work.path(),
+        "named.toml",
+        &QUICK.replace(
+            "[[target]]",
+            "[database]\nurl_env = \"DATABASE_URL\"\n[[target]]",
+        ),
+    );
+    let out = experiment(&["run", &file, "--no-report"], &db, &theirs.url);
+    let said = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(!out.status.success(), "{said}");
+    let error: Vec<&str> = said.lines().filter(|l| l.starts_with("Error:")).collect();
+    assert_eq!(error.len(), 1, "{said}");
+    assert!(
+        error[0].contains("has a table users that Showdown did not make"),
+        "{said}"
+    );
+    assert!(!error[0].contains(&theirs.url), "no URL in clear: {said}");
+    assert_eq!(
+        users_in(&theirs),
+        "ada,grace,edsger",
+        "their rows are untouched"
+    );
+}
+
+/// SIGTERM (a `kill`) and SIGHUP (a closed SSH session) stop an experiment as Ctrl-C does:
+/// the throwaway PostgreSQL is stopped and every temporary directory removed.
+#[test]
+fn sigterm_and_sighup_take_down_what_the_runner_started() {
+    for signal in [rustix::process::Signal::TERM, rustix::process::Signal::HUP] {
+        let work = tempfile::tempdir().unwrap();
+        let tmp = work.path().join("tmp");
+        std::fs::create_dir(&tmp).unwrap();
+        let db = format!("sqlite://{}/runs.db", work.path().display());
+        let file = write(
+            work.path(),
+            "long.toml",
+            &QUICK.replace("duration = \"1s\"", "duration = \"30s\""),
+        );
+        let child = Command::new(LOADGEN)
+            .args(["experiment", "run", &file, "--no-report", "--db", &db])
+            .env("TMPDIR", &tmp)
+            .env_remove("DATABASE_URL")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        // Signalled once the cell's load is under way.
+        let rt = tokio::runtime::Runtime::new().unwrap();
+        let deadline = Instant::now() + Duration::from_secs(120);
+        loop {
+            let running = Path::new(&db[9..]).exists()
+                && rt
+                    .block_on(measured(&db, "quick"))
+                    .iter()
+                    .any(|r| r.status == RunStatus::Running);
+            if running {
+                break;
+            }
+            assert!(Instant::now() < deadline, "the cell never started");
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        std::thread::sleep(Duration::from_millis(1500));
+        let started: Vec<String> = std::fs::read_dir(&tmp)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        assert!(
+            started.iter().any(|n| n.starts_with("showdown-pg-")),
+            "the throwaway PostgreSQL lives in TMPDIR: {started:?}"
+        );
+        let pid = rustix::process::Pid::from_raw(child.id() as i32).unwrap();
+        rustix::process::kill_process(pid, signal).unwrap();
+        let out = child.wait_with_output().unwrap();
+        assert_eq!(out.status.code(), Some(3), "{signal:?}: {}", text(&out));
+        let left: Vec<_> = std::fs::read_dir(&tmp)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .collect();
+        assert!(left.is_empty(), "{signal:?} left {left:?}");
+        let tmp_text = tmp.to_string_lossy().into_owned();
+        let survivors: Vec<String> = std::fs::read_dir("/proc")
+            .unwrap()
+            .flatten()
+            .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
+            .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
+            .filter(|c| c.contains(&tmp_text))
+            .collect();
+        assert!(
+            survivors.is_empty(),
+            "{signal:?}: still running: {survivors:?}"
+        );
+    }
 }

@@ -1,6 +1,12 @@
 //! One throwaway cluster's life: `initdb` into a temporary directory, the server on a free
 //! port with its socket in that directory, stop and start again (the tests of a database that
 //! goes away), SQL through `psql`, and removal when dropped.
+//!
+//! Nobody else on the machine may use it: every connection, over TCP and the Unix socket,
+//! needs the superuser's password (SCRAM-SHA-256), drawn at random for each cluster and given
+//! to `initdb` in a file of mode 0600 that is removed once read. Only its URL carries it (pass
+//! that to children in their environment, never on a command line); `psql` gets it through
+//! `PGPASSWORD`.
 
 use std::net::{IpAddr, Ipv4Addr, TcpListener};
 use std::path::{Path, PathBuf};
@@ -19,6 +25,9 @@ pub struct Options {
     pub max_connections: u32,
     /// Further `-c NAME=VALUE` settings of the server.
     pub settings: Vec<(String, String)>,
+    /// A `taskset` CPU list the server runs on (its processes inherit it); `None` leaves it
+    /// where this process may run.
+    pub cpus: Option<String>,
 }
 
 impl Default for Options {
@@ -28,6 +37,7 @@ impl Default for Options {
             port: None,
             max_connections: 300,
             settings: Vec::new(),
+            cpus: None,
         }
     }
 }
@@ -44,6 +54,9 @@ pub struct Cluster {
     pg_ctl: PathBuf,
     psql: PathBuf,
     running: bool,
+    /// The superuser's password, in the URL only.
+    password: String,
+    cpus: Option<String>,
 }
 
 impl Cluster {
@@ -67,17 +80,25 @@ impl Cluster {
             tools::run(chown, "give the cluster's directory to the postgres user")?;
         }
         let data = dir.path().join("data");
+        let password = random_password()?;
+        let pwfile = dir.path().join("pwfile");
+        write_private(&pwfile, &password)?;
         let mut init = tools::command(&initdb)?;
-        init.arg("-D").arg(&data).args([
-            "-A",
-            "trust",
-            "-U",
-            "postgres",
-            "--no-sync",
-            "-E",
-            "UTF8",
-        ]);
-        tools::run(init, "initdb")?;
+        init.arg("-D")
+            .arg(&data)
+            .args([
+                "-A",
+                "scram-sha-256",
+                "-U",
+                "postgres",
+                "--no-sync",
+                "-E",
+                "UTF8",
+            ])
+            .arg(format!("--pwfile={}", pwfile.display()));
+        let initialized = tools::run(init, "initdb");
+        let _ = std::fs::remove_file(&pwfile);
+        initialized?;
         let mut cluster = Cluster {
             data,
             listen: options.listen,
@@ -86,6 +107,8 @@ impl Cluster {
             pg_ctl,
             psql,
             running: false,
+            password,
+            cpus: options.cpus.clone(),
             dir,
         };
         let mut attempts = 0;
@@ -121,6 +144,18 @@ impl Cluster {
             IpAddr::V6(v6) => format!("[{v6}]"),
             v4 => v4.to_string(),
         };
+        format!(
+            "postgres://postgres:{}@{host}:{}/{database}",
+            self.password, self.port
+        )
+    }
+
+    /// The server's URL for `database` without the password, to show.
+    fn url_without_password(&self, database: &str) -> String {
+        let host = match self.listen {
+            IpAddr::V6(v6) => format!("[{v6}]"),
+            v4 => v4.to_string(),
+        };
         format!("postgres://postgres@{host}:{}/{database}", self.port)
     }
 
@@ -150,7 +185,7 @@ impl Cluster {
 
     /// Starts the server again, on the same port, with the same data.
     pub fn start_again(&mut self) -> Result<(), Error> {
-        let mut start = tools::command(&self.pg_ctl)?;
+        let mut start = tools::command_on(&self.pg_ctl, self.cpus.as_deref())?;
         start
             .arg("-D")
             .arg(&self.data)
@@ -217,9 +252,10 @@ impl Cluster {
     pub fn psql(&self, database: &str, sql: &str) -> Result<String, Error> {
         let mut psql = Command::new(&self.psql);
         psql.args(["-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-d"])
-            .arg(self.url(database))
+            .arg(self.url_without_password(database))
             .arg("-c")
-            .arg(sql);
+            .arg(sql)
+            .env("PGPASSWORD", &self.password);
         let out = tools::run(psql, &format!("psql {sql:?}"))?;
         Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
     }
@@ -246,6 +282,42 @@ impl Cluster {
             other => other,
         }
     }
+}
+
+/// 32 random hexadecimal digits, from the kernel's generator.
+fn random_password() -> Result<String, Error> {
+    let mut bytes = [0u8; 16];
+    rustix::rand::getrandom(&mut bytes, rustix::rand::GetRandomFlags::empty()).map_err(|e| {
+        Error::Io {
+            what: "draw a password for PostgreSQL".into(),
+            source: e.into(),
+        }
+    })?;
+    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
+}
+
+/// Writes `text` to a new file that only its owner may read (the `postgres` user's when we are
+/// root, for `initdb` to read it).
+fn write_private(path: &Path, text: &str) -> Result<(), Error> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let io = |source| Error::Io {
+        what: format!("write {}", path.display()),
+        source,
+    };
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)
+        .map_err(io)?;
+    file.write_all(text.as_bytes()).map_err(io)?;
+    if tools::is_root() {
+        let mut chown = Command::new("chown");
+        chown.arg("postgres:").arg(path);
+        tools::run(chown, "give the password file to the postgres user")?;
+    }
+    Ok(())
 }
 
 fn free_port(listen: IpAddr) -> Result<u16, Error> {

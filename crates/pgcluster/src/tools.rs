@@ -65,6 +65,20 @@ pub fn command(program: &std::path::Path) -> Result<Command, Error> {
     }
 }
 
+/// As [`command`], on the CPUs of `cpus` (a `taskset` list) when given: the processes it
+/// starts inherit them.
+pub fn command_on(program: &std::path::Path, cpus: Option<&str>) -> Result<Command, Error> {
+    let inner = command(program)?;
+    let Some(cpus) = cpus else {
+        return Ok(inner);
+    };
+    let mut c = Command::new("taskset");
+    c.args(["-c", cpus])
+        .arg(inner.get_program())
+        .args(inner.get_args());
+    Ok(c)
+}
+
 /// Runs a command to its end; an exit other than 0 is an error carrying its output.
 pub fn run(mut command: Command, what: &str) -> Result<Output, Error> {
     let output = command.output().map_err(|source| Error::Io {
