@@ -2,6 +2,10 @@
 //! cell's load, run as a process of its own (pinned with `taskset` to the gun's CPUs, and
 //! ended with the runner by `setpriv --pdeathsig`), its JSON summary read back.
 //!
+//! Secrets never go on its command line, which every local user can read in `ps`: the store's
+//! URL (with its password) goes in `SHOWDOWN_DB` and the headers (an `Authorization` among
+//! them) in `SHOWDOWN_HEADERS`, the environment only the runner's user can read.
+//!
 //! A process of its own, rather than the engine in this process: the generator's CPU and
 //! memory figures are its own, a crash or a kill ends one cell and not the experiment, and the
 //! cell's run is kept by exactly the code that keeps any other run.
@@ -56,7 +60,18 @@ fn rate(r: f64) -> String {
 }
 
 impl Attack {
-    /// The `loadgen attack` arguments.
+    /// What goes in the generator's environment: the store (`SHOWDOWN_DB`) and the headers
+    /// (`SHOWDOWN_HEADERS`, one per line; loadgen adds them to every request, of a mix too).
+    pub fn env(&self) -> Vec<(&'static str, String)> {
+        let mut env = vec![("SHOWDOWN_DB", self.db.clone())];
+        if let Some(headers) = self.load.headers.as_ref().filter(|h| !h.is_empty()) {
+            let lines: Vec<String> = headers.iter().map(|(k, v)| format!("{k}: {v}")).collect();
+            env.push(("SHOWDOWN_HEADERS", lines.join("\n")));
+        }
+        env
+    }
+
+    /// The `loadgen attack` arguments: nothing secret (see [`Attack::env`]).
     pub fn args(&self) -> Result<Vec<String>, String> {
         let load = &self.load;
         let mut args: Vec<String> = vec!["attack".into()];
@@ -124,15 +139,12 @@ impl Attack {
                 if let Some(m) = &load.method {
                     push(&["-m", m]);
                 }
-                for (k, v) in load.headers.iter().flatten() {
-                    push(&["-H", &format!("{k}: {v}")]);
-                }
                 if let Some(b) = &load.body {
                     push(&["--body", b]);
                 }
             }
         }
-        push(&["--db", &self.db, "--experiment", &self.experiment]);
+        push(&["--experiment", &self.experiment]);
         push(&["--name", &self.name, "--run-id", &self.run_id]);
         for (k, v) in &self.labels {
             push(&["--label", &format!("{k}={v}")]);
@@ -178,13 +190,6 @@ impl Attack {
             if let Some(b) = entry.body.clone().or_else(|| self.load.body.clone()) {
                 t.insert("body".into(), b.into());
             }
-            if let Some(h) = &self.load.headers {
-                let headers: toml::Table = h
-                    .iter()
-                    .map(|(k, v)| (k.clone(), v.clone().into()))
-                    .collect();
-                t.insert("headers".into(), headers.into());
-            }
             requests.push(toml::Value::Table(t));
         }
         let mut file = toml::Table::new();
@@ -221,6 +226,7 @@ impl Gun {
         command
             .arg(&self.loadgen)
             .args(&args)
+            .envs(attack.env())
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())

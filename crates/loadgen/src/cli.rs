@@ -40,7 +40,7 @@ pub enum Command {
 #[derive(Debug, Clone, Args)]
 pub struct StoreArgs {
     /// The store: sqlite://PATH (created on first use) or postgres://USER@HOST/DATABASE.
-    #[arg(long, value_name = "URL", env = "SHOWDOWN_DB", default_value = store::DEFAULT_URL)]
+    #[arg(long, value_name = "URL", env = "SHOWDOWN_DB", hide_env_values = true, default_value = store::DEFAULT_URL)]
     pub db: String,
 
     /// Do not keep the run.
@@ -123,7 +123,7 @@ pub struct RunsArgs {
     pub command: RunsCommand,
 
     /// The store.
-    #[arg(long, value_name = "URL", env = "SHOWDOWN_DB", default_value = store::DEFAULT_URL, global = true)]
+    #[arg(long, value_name = "URL", env = "SHOWDOWN_DB", hide_env_values = true, default_value = store::DEFAULT_URL, global = true)]
     pub db: String,
 }
 
@@ -224,7 +224,7 @@ pub struct CellArgs {
     #[arg(long = "only", value_name = "KEY=VALUE", value_parser = store::run::parse_label)]
     pub only: Vec<(String, String)>,
     /// The store.
-    #[arg(long, value_name = "URL", env = "SHOWDOWN_DB", default_value = store::DEFAULT_URL)]
+    #[arg(long, value_name = "URL", env = "SHOWDOWN_DB", hide_env_values = true, default_value = store::DEFAULT_URL)]
     pub db: String,
 }
 
@@ -293,8 +293,16 @@ pub struct AttackArgs {
     #[arg(short = 'm', long)]
     pub method: Option<String>,
 
-    /// A request header, 'Name: value' (repeatable).
-    #[arg(short = 'H', long = "header", value_name = "HEADER")]
+    /// A request header, 'Name: value' (repeatable). Or in SHOWDOWN_HEADERS, one per line, to
+    /// keep a token off the command line (which every local user can read).
+    #[arg(
+        short = 'H',
+        long = "header",
+        value_name = "HEADER",
+        env = "SHOWDOWN_HEADERS",
+        value_delimiter = '\n',
+        hide_env_values = true
+    )]
     pub headers: Vec<String>,
 
     /// Request body; {{seq}}, {{uuid}}, {{hex:N}}, {{unix}}, {{unix_ms}} are filled in per request.

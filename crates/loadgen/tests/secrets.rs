@@ -14,8 +14,9 @@ use loadgen::target::{TargetConfig, TargetServer};
 use probe::selector::Selector;
 use sqlx::Row;
 
-const SECRETS: [&str; 8] = [
-    "PgPassw0rdSecret",
+const SECRETS: [&str; 9] = [
+    "KhSecret",
+    "EqSecret",
     "UrlPassw0rdSecret",
     "BearerSecret",
     "CookieSecret",
@@ -51,13 +52,7 @@ fn no_secret_from_the_command_line_reaches_the_store_or_the_pages() {
     let pg = rt.block_on(postgres::TestPostgres::start());
     // The test cluster trusts local connections: a password in the URL is sent and ignored,
     // which is all this test needs.
-    let (scheme, rest) = pg.url.split_once("://").unwrap();
-    let user_end = rest.find(['@', ':']).unwrap();
-    let db = format!(
-        "{scheme}://{}:PgPassw0rdSecret@{}",
-        &rest[..user_end],
-        &rest[rest.find('@').unwrap() + 1..]
-    );
+    let (db, password) = with_password(&pg.url, "PgPassw0rdSecret");
     let url = target.url("/now?access_token=QuerySecret");
     // A password in the target's URL is refused, and the refusal does not print it.
     let refused = std::process::Command::new(env!("CARGO_BIN_EXE_loadgen"))
@@ -80,6 +75,10 @@ fn no_secret_from_the_command_line_reaches_the_store_or_the_pages() {
             "-H",
             "Proxy-Authorization: Basic ProxySecret",
             "-HX-Api-Key: ApiKeySecret",
+            // Every spelling clap accepts: a cluster, and `=`.
+            "-kH",
+            "X-Session-Token: KhSecret",
+            "-H=X-Auth-Token: EqSecret",
         ])
         .args([
             "--probe",
@@ -103,13 +102,37 @@ fn no_secret_from_the_command_line_reaches_the_store_or_the_pages() {
         summary["status_codes"]["200"], 200,
         "every request answered: {summary}"
     );
-    for secret in SECRETS {
+    for secret in SECRETS.iter().copied().chain([password.as_str()]) {
         assert!(!stderr.contains(secret), "{secret} printed: {stderr}");
     }
 
-    // Every row of every table, as text.
+    let stored = stored_text(&rt, &pg.url);
+    assert!(
+        !stored.contains("ProbeTokenSecret") && stored.contains("probe.token"),
+        "the token file's name is kept, its content is not"
+    );
+    assert!(
+        stored.contains("<redacted>"),
+        "the redacted places are marked"
+    );
+    assert!(stored.contains("\"kind\""), "probe samples were stored");
+    for secret in SECRETS.iter().copied().chain([password.as_str()]) {
+        assert!(!stored.contains(secret), "{secret} was stored");
+    }
+
+    let files = site_texts(&site);
+    for (path, text) in &files {
+        for secret in SECRETS.iter().copied().chain([password.as_str()]) {
+            assert!(!text.contains(secret), "{secret} drawn in {path}");
+        }
+    }
+    assert!(files.len() >= 2, "the report wrote its pages");
+}
+
+/// Every row of every table of the store at `url`, as text.
+fn stored_text(rt: &tokio::runtime::Runtime, url: &str) -> String {
     let rows: Vec<String> = rt.block_on(async {
-        let pool = sqlx::PgPool::connect(&pg.url).await.unwrap();
+        let pool = sqlx::PgPool::connect(url).await.unwrap();
         let tables: Vec<String> = sqlx::query(
             "SELECT table_name::text FROM information_schema.tables WHERE table_schema = current_schema()",
         )
@@ -129,23 +152,13 @@ fn no_secret_from_the_command_line_reaches_the_store_or_the_pages() {
         }
         rows
     });
-    let stored = rows.join("\n");
-    assert!(
-        !stored.contains("ProbeTokenSecret") && stored.contains("probe.token"),
-        "the token file's name is kept, its content is not"
-    );
-    assert!(
-        stored.contains("<redacted>"),
-        "the redacted places are marked"
-    );
-    assert!(stored.contains("\"kind\""), "probe samples were stored");
-    for secret in SECRETS {
-        assert!(!stored.contains(secret), "{secret} was stored");
-    }
+    rows.join("\n")
+}
 
-    // Every file of the report.
-    let mut files = 0;
-    let mut stack = vec![site];
+/// Every file under `site`, as (path, text).
+fn site_texts(site: &std::path::Path) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    let mut stack = vec![site.to_path_buf()];
     while let Some(path) = stack.pop() {
         for entry in std::fs::read_dir(&path).unwrap() {
             let path = entry.unwrap().path();
@@ -153,17 +166,118 @@ fn no_secret_from_the_command_line_reaches_the_store_or_the_pages() {
                 stack.push(path);
                 continue;
             }
-            files += 1;
-            let bytes = std::fs::read(&path).unwrap();
-            let text = String::from_utf8_lossy(&bytes);
-            for secret in SECRETS {
-                assert!(
-                    !text.contains(secret),
-                    "{secret} drawn in {}",
-                    path.display()
-                );
-            }
+            let text = String::from_utf8_lossy(&std::fs::read(&path).unwrap()).into_owned();
+            out.push((path.display().to_string(), text));
         }
     }
-    assert!(files >= 2, "the report wrote its pages");
+    out
+}
+
+/// The test server's URL with a password in it, and that password: its own when it has one (a
+/// cluster of the test's own), else `password` (the test script's server trusts local
+/// connections and ignores it: all this needs).
+fn with_password(url: &str, password: &str) -> (String, String) {
+    let (scheme, rest) = url.split_once("://").unwrap();
+    let (userinfo, host) = rest.split_once('@').unwrap();
+    match userinfo.split_once(':') {
+        Some((_, own)) => (url.to_string(), own.to_string()),
+        None => (
+            format!("{scheme}://{userinfo}:{password}@{host}"),
+            password.to_string(),
+        ),
+    }
+}
+
+/// The experiment runner keeps its secrets too: the store's password and the headers reach
+/// each cell's loadgen through its environment, never its command line (which every local user
+/// can read), and neither they nor a triple-quoted secret of the file are kept or drawn.
+#[test]
+fn an_experiments_secrets_stay_off_command_lines_the_store_and_the_pages() {
+    let _cpu = exclusive();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let pg = rt.block_on(postgres::TestPostgres::start());
+    let (db, password) = with_password(&pg.url, "StorePassw0rdSecret");
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("secret.toml");
+    std::fs::write(
+        &file,
+        r#"
+name = "secrets"
+question = "Does any secret leak?"
+pre_roll = "500ms"
+post_roll = "500ms"
+[[target]]
+name = "rust"
+env = { API_TOKEN = """Triple
+QuotedSecret""" }
+[load]
+path = "/now"
+headers = { Authorization = "Bearer HeaderSecret", "X-Api-Key" = 'KeySecret' }
+rate = 100
+duration = "3s"
+"#,
+    )
+    .unwrap();
+    let site = dir.path().join("site");
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_loadgen"))
+        .args(["experiment", "run", file.to_str().unwrap(), "--report"])
+        .arg(&site)
+        .env("SHOWDOWN_DB", &db)
+        .env_remove("DATABASE_URL")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Every loadgen attack seen while the experiment runs: its command line.
+    let mut argvs = Vec::new();
+    while std::fs::metadata(format!("/proc/{}", child.id())).is_ok_and(|_| {
+        std::fs::read_to_string(format!("/proc/{}/stat", child.id()))
+            .is_ok_and(|s| !s.contains(") Z "))
+    }) {
+        for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+            let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
+                continue;
+            };
+            let text = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+            if text.contains(" attack ") && text.contains("--experiment secrets") {
+                argvs.push(text);
+            }
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let out = child.wait_with_output().unwrap();
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "{said}");
+    assert!(!argvs.is_empty(), "the cell's loadgen was seen");
+    let secrets = [
+        password.as_str(),
+        "HeaderSecret",
+        "KeySecret",
+        "QuotedSecret",
+    ];
+    for argv in &argvs {
+        for secret in secrets {
+            assert!(!argv.contains(secret), "{secret} on a command line: {argv}");
+        }
+    }
+    for secret in secrets {
+        assert!(!said.contains(secret), "{secret} printed: {said}");
+    }
+    let stored = stored_text(&rt, &pg.url);
+    assert!(stored.contains("API_TOKEN"), "the file is kept, redacted");
+    for secret in secrets {
+        assert!(!stored.contains(secret), "{secret} was stored");
+    }
+    for (path, text) in site_texts(&site) {
+        for secret in secrets {
+            assert!(!text.contains(secret), "{secret} drawn in {path}");
+        }
+    }
 }

@@ -256,3 +256,39 @@ fn slow_collectors_do_not_delay_the_fast_ticks() {
     let missed: u64 = samples.iter().map(|s| s.missed_ticks).sum();
     assert!(missed <= 8, "{missed} ticks missed while slow passes ran");
 }
+
+/// A target started with a secret on its command line (`--password`, a URL with one) is
+/// attached with that command line redacted: the probe streams what it reads, and the store
+/// keeps it.
+#[test]
+fn the_targets_command_line_is_redacted_where_it_is_read() {
+    let mut child = std::process::Command::new("sh")
+        .args([
+            "-c",
+            "sleep 30",
+            "target",
+            "--password",
+            "Hunter2Secret",
+            "postgres://app:UrlSecret@db/app",
+        ])
+        .spawn()
+        .unwrap();
+    let records = sample_for(
+        config(Selector::Pid(child.id() as i32), 50),
+        Duration::from_millis(300),
+    );
+    let _ = child.kill();
+    let _ = child.wait();
+    let attached = events(&records)
+        .into_iter()
+        .find_map(|e| match e.kind {
+            EventKind::Attached { cmdline, .. } => Some(cmdline),
+            _ => None,
+        })
+        .unwrap();
+    assert!(attached.contains("--password <redacted>"), "{attached}");
+    assert!(
+        !attached.contains("Hunter2Secret") && !attached.contains("UrlSecret"),
+        "{attached}"
+    );
+}
