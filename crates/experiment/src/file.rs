@@ -171,6 +171,11 @@ pub struct LoadSpec {
     #[serde(default, deserialize_with = "some_duration")]
     pub timeout: Option<Duration>,
     pub threads: Option<usize>,
+    /// Open loop: release requests on a grid of this width instead of each at its own time
+    /// (`loadgen attack --batch`, as wrk2 paces in 1 ms batches): a quarter of the CPU a
+    /// request, each up to one window late, recorded.
+    #[serde(default, deserialize_with = "some_duration")]
+    pub batch: Option<Duration>,
 }
 
 impl LoadSpec {
@@ -194,6 +199,7 @@ impl LoadSpec {
             requests: pick(&over.requests, &self.requests),
             timeout: pick(&over.timeout, &self.timeout),
             threads: pick(&over.threads, &self.threads),
+            batch: pick(&over.batch, &self.batch),
         }
     }
 

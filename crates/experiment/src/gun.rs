@@ -121,6 +121,9 @@ impl Attack {
             if let Some(c) = load.connections {
                 push(&["--max-connections", &c.to_string()]);
             }
+            if let Some(b) = load.batch.filter(|b| !b.is_zero()) {
+                push(&["--batch", &format!("{}us", b.as_micros().max(1))]);
+            }
         }
         if let Some(t) = load.timeout {
             push(&["--timeout", &secs(t)]);

@@ -117,6 +117,58 @@ pub struct Plan {
     /// The probes' history before and after each measured run, scaled (at least 0.5 s).
     pub pre_roll: Duration,
     pub post_roll: Duration,
+    /// Cells this host's generator is unlikely to keep up with, and why (see [`capacity`]).
+    pub warnings: Vec<String>,
+}
+
+/// The generator's CPU for one request of an open loop on the 2-vCPU VM Showdown is measured on
+/// (`bench/loadgen.py`): paced one by one, a wake-up per request (30 µs, most of it the
+/// machine's wake-up floor); in 1 ms batches, 9 µs.
+pub const PRECISE_US: f64 = 30.0;
+pub const BATCH_US: f64 = 9.0;
+/// Past this share of its CPUs, the generator is warned about.
+pub const GENERATOR_MARGIN: f64 = 0.8;
+
+/// The open-loop cells whose rate the generator, on its CPUs, would not keep at the costs above:
+/// one line each (once per setting, not per repetition), naming what to change.
+pub fn capacity(experiment: &Experiment, cells: &[Cell]) -> Vec<String> {
+    let cpus = experiment
+        .file
+        .placement
+        .gun_cpus
+        .as_ref()
+        .map_or_else(|| probe::cpus::CpuList::online().len(), |c| c.len())
+        .max(1);
+    let mut out: Vec<String> = Vec::new();
+    let mut seen = std::collections::HashSet::new();
+    for cell in cells {
+        if cell.load.mode() != Mode::Open || !seen.insert(cell.key()) {
+            continue;
+        }
+        let rate = cell
+            .load
+            .rate
+            .into_iter()
+            .chain(cell.load.steps.iter().flatten().copied())
+            .fold(0.0f64, f64::max);
+        let batched = cell.load.batch.is_some_and(|b| !b.is_zero());
+        let per_request = if batched { BATCH_US } else { PRECISE_US };
+        let cores = rate * per_request / 1e6;
+        if cores > GENERATOR_MARGIN * cpus as f64 {
+            let fix = if batched {
+                "give the generator more CPUs (placement.gun_cpus) or lower the rate"
+            } else {
+                "pace in batches (batch = \"1ms\", as wrk2 does) or give the generator more CPUs (placement.gun_cpus)"
+            };
+            out.push(format!(
+                "{}: {rate:.0} req/s {} needs about {cores:.1} of the generator's {cpus} CPU{} (about {per_request:.0} µs a request on a 2-vCPU VM): {fix}",
+                cell.key(),
+                if batched { "in batches" } else { "paced one by one" },
+                if cpus == 1 { "" } else { "s" },
+            ));
+        }
+    }
+    out
 }
 
 impl Plan {
@@ -269,11 +321,12 @@ pub fn plan(experiment: &Experiment, options: &PlanOptions) -> Result<Plan, Stri
         targets,
         repetitions,
         scale: options.scale,
-        cells,
         warmup: scale_duration(file.warmup, options.scale),
         cooldown: scale_duration(file.cooldown, options.scale),
         pre_roll: roll(file.pre_roll, options.scale),
         post_roll: roll(file.post_roll, options.scale),
+        warnings: capacity(experiment, &cells),
+        cells,
     })
 }
 
@@ -425,6 +478,11 @@ fn check_load(load: &LoadSpec) -> Result<(), String> {
             _ => return Err("an open loop needs a rate above 0 or steps".into()),
         },
         Mode::Closed => {
+            if load.batch.is_some() {
+                return Err(
+                    "batch paces an open loop (a rate): a closed loop has no schedule".into(),
+                );
+            }
             if load.connections.unwrap_or(0) == 0 {
                 return Err("a closed loop needs connections".into());
             }
@@ -436,4 +494,51 @@ fn check_load(load: &LoadSpec) -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn experiment(load: &str) -> Experiment {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("e.toml");
+        std::fs::write(
+            &path,
+            format!(
+                "name = \"e\"\nquestion = \"q?\"\n[placement]\ngun_cpus = \"0\"\n[[target]]\nname = \"go\"\n[load]\npath = \"/now\"\nduration = \"30s\"\n{load}\n"
+            ),
+        )
+        .unwrap();
+        Experiment::read(&path).unwrap()
+    }
+
+    #[test]
+    fn the_plan_says_which_rates_the_generator_cannot_keep() {
+        let paced = plan(&experiment("rate = 40000"), &PlanOptions::default()).unwrap();
+        assert_eq!(paced.warnings.len(), 1, "{:?}", paced.warnings);
+        assert!(
+            paced.warnings[0].contains("needs about 1.2 of the generator's 1 CPU")
+                && paced.warnings[0].contains("batch = \"1ms\""),
+            "{:?}",
+            paced.warnings
+        );
+        let batched = plan(
+            &experiment("rate = 40000\nbatch = \"1ms\""),
+            &PlanOptions::default(),
+        )
+        .unwrap();
+        assert!(batched.warnings.is_empty(), "{:?}", batched.warnings);
+        let closed = plan(
+            &experiment("mode = \"closed\"\nconnections = 1000"),
+            &PlanOptions::default(),
+        )
+        .unwrap();
+        assert!(closed.warnings.is_empty());
+        let bad = plan(
+            &experiment("mode = \"closed\"\nconnections = 10\nbatch = \"1ms\""),
+            &PlanOptions::default(),
+        );
+        assert!(bad.unwrap_err().contains("batch paces an open loop"));
+    }
 }

@@ -419,6 +419,9 @@ pub async fn run(
         ..Default::default()
     };
     let placement = placement_text(experiment);
+    for warning in &plan.warnings {
+        eprintln!("Warning: the generator may not keep the schedule of {warning}");
+    }
     if todo.is_empty() {
         eprintln!(
             "All {} cells of {} are kept already (file {}, scale {}): nothing to run.",

@@ -162,6 +162,13 @@ pub fn plan_text(experiment: &Experiment, plan: &Plan) -> String {
         },
         short(plan.estimate())
     );
+    if !plan.warnings.is_empty() {
+        out.push_str("The generator may not keep the schedule of these cells on this host:\n");
+        for w in &plan.warnings {
+            out.push_str(&format!("  ! {w}\n"));
+        }
+        out.push('\n');
+    }
     for cell in &plan.cells {
         out.push_str(&format!(
             "{:>4}  rep {}  {:<40}  {}\n",
@@ -192,9 +199,13 @@ fn load_text(cell: &experiment::plan::Cell) -> String {
         experiment::file::Mode::Open => match (&l.steps, l.rate) {
             (Some(s), _) => format!("open loop, steps {s:?} req/s"),
             (None, Some(r)) => format!(
-                "open loop, {r} req/s{}",
+                "open loop, {r} req/s{}{}",
                 l.connections
                     .map(|c| format!(" over at most {c} connections"))
+                    .unwrap_or_default(),
+                l.batch
+                    .filter(|b| !b.is_zero())
+                    .map(|b| format!(" in {} batches", humantime::format_duration(b)))
                     .unwrap_or_default()
             ),
             _ => "open loop".into(),

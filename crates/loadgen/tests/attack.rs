@@ -396,3 +396,44 @@ fn max_lateness_stops_a_run_the_generator_cannot_keep() {
     assert!(text.starts_with("!! STOPPED EARLY"), "{text}");
     assert!(summary.requests.ok > 0, "what was recorded is kept\n{text}");
 }
+
+/// A closed loop opens all its connections at once, as hey does (`-c 1000`): the server's
+/// accept queue meets the whole storm, not a trickle. Against a listener that never accepts,
+/// every handshake completes into its backlog right away.
+#[test]
+fn a_closed_loop_opens_all_its_connections_at_once() {
+    let _cpu = exclusive();
+    let socket = silent_listener(1024);
+    let url = format!("http://{}/", socket.local_addr().unwrap());
+    let p = plan(&[
+        "--connections",
+        "200",
+        "--duration",
+        "1s",
+        "--timeout",
+        "2s",
+        "--threads",
+        "1",
+        &url,
+    ]);
+    let (summary, _) = run(&p);
+    let g = &summary.generator;
+    assert_eq!(g.peak_connections, 200, "{}", summary.to_text());
+    let connect = g.connect.as_ref().unwrap();
+    assert_eq!(connect.count, 200, "one handshake each, all at the start");
+    assert!(
+        connect.max_ns < 200_000_000,
+        "all 200 connected at once, the last after {} ns",
+        connect.max_ns
+    );
+    drop(socket);
+}
+
+/// A TCP listener with `backlog` that never accepts.
+fn silent_listener(backlog: i32) -> std::net::TcpListener {
+    use rustix::net::{bind, listen, socket, AddressFamily, SocketType};
+    let fd = socket(AddressFamily::INET, SocketType::STREAM, None).unwrap();
+    bind(&fd, &std::net::SocketAddr::from(([127, 0, 0, 1], 0))).unwrap();
+    listen(&fd, backlog).unwrap();
+    std::net::TcpListener::from(fd)
+}
