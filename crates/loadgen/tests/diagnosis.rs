@@ -89,7 +89,8 @@ fn a_cpu_hog_on_the_generators_cpu_is_named() {
     assert_eq!(g["limited_by"], "generator cpus shared", "{s:#}");
     let warning = s["warnings"][0].as_str().unwrap();
     assert!(
-        warning.contains("other processes took the rest"),
+        warning.contains("other processes on the generator's CPUs")
+            && warning.contains("of which the generator's own threads took"),
         "{warning}"
     );
 }
