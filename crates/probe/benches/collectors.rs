@@ -96,7 +96,7 @@ fn main() {
     row(
         "slow: tcp sockets by state (net/tcp)",
         cost(5, || {
-            let _ = std::hint::black_box(w.tcp(&root, &sockets));
+            let _ = std::hint::black_box(probe::sockets::from_files(&root, pid, &sockets));
         }),
     );
     row(

@@ -101,7 +101,7 @@ fn listening_inodes(root: &ProcRoot, port: u16) -> HashSet<u64> {
     for file in ["net/tcp", "net/tcp6"] {
         if let Ok(text) = std::fs::read_to_string(root.file(file)) {
             out.extend(
-                crate::collect::tcp_entries(&text)
+                crate::sockets::tcp_entries(&text)
                     .filter(|e| e.state == LISTEN && e.local_port == port)
                     .map(|e| e.inode),
             );

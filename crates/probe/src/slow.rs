@@ -274,7 +274,7 @@ fn measure(handle: &Watched, table: Option<&TcpTable>, config: &SlowConfig) -> S
         Some((kinds, sockets)) => {
             let tcp: Option<TcpSockets> = match table {
                 Some(table) => Some(crate::sockets::count(table, &sockets)),
-                None => handle.tcp(&config.root, &sockets),
+                None => crate::sockets::from_files(&config.root, handle.pid, &sockets),
             };
             (Some(kinds), tcp)
         }

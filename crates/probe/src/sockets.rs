@@ -163,6 +163,67 @@ impl SockDiag {
     }
 }
 
+/// One line of `net/tcp` or `net/tcp6`, the fields used.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TcpEntry {
+    pub local_port: u16,
+    pub state: u8,
+    pub rx_queue: u64,
+    pub inode: u64,
+}
+
+/// Parses `net/tcp` lines: `sl local_address rem_address st tx_queue:rx_queue tr:tm->when
+/// retrnsmt uid timeout inode …`, all hexadecimal but `uid`, `timeout` and `inode`.
+pub fn tcp_entries(text: &str) -> impl Iterator<Item = TcpEntry> + '_ {
+    text.lines().skip(1).filter_map(|line| {
+        let mut f = line.split_whitespace();
+        let local = f.next().and(f.next())?;
+        let local_port = u16::from_str_radix(local.rsplit(':').next()?, 16).ok()?;
+        let state = u8::from_str_radix(f.nth(1)?, 16).ok()?;
+        let queues = f.next()?;
+        let rx_queue = u64::from_str_radix(queues.split(':').nth(1)?, 16).ok()?;
+        let inode = f.nth(4)?.parse().ok()?;
+        Some(TcpEntry {
+            local_port,
+            state,
+            rx_queue,
+            inode,
+        })
+    })
+}
+
+/// The TCP sockets among `inodes`, by state, from the `net/tcp` and `net/tcp6` files of process
+/// `pid`'s network namespace: for a target in another namespace than the probe's.
+pub fn from_files(root: &ProcRoot, pid: i32, inodes: &HashSet<u64>) -> Option<TcpSockets> {
+    let dir = root.path().join(pid.to_string()).join("net");
+    let mut table = TcpTable::new();
+    let mut any = false;
+    let mut buf = Vec::with_capacity(256 * 1024);
+    for file in ["tcp", "tcp6"] {
+        // In one read: each read of these files walks the kernel's whole TCP hash table
+        // again, so small reads cost a walk each.
+        let Ok(file) = std::fs::File::open(dir.join(file)) else {
+            continue;
+        };
+        if crate::collect::pread_all(&file, &mut buf).is_err() {
+            continue;
+        }
+        any = true;
+        for entry in tcp_entries(&String::from_utf8_lossy(&buf)) {
+            if entry.inode != 0 {
+                table.insert(
+                    entry.inode,
+                    TcpState {
+                        state: entry.state,
+                        queue: entry.rx_queue,
+                    },
+                );
+            }
+        }
+    }
+    any.then(|| count(&table, inodes))
+}
+
 fn namespace_of(path: impl AsRef<std::path::Path>) -> Option<u64> {
     std::fs::metadata(path).ok().map(|m| m.ino())
 }
@@ -170,6 +231,21 @@ fn namespace_of(path: impl AsRef<std::path::Path>) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn tcp_lines_give_port_state_queue_and_inode() {
+        let text = "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n   0: 0100007F:1F90 00000000:0000 0A 00000000:00000005 00:00000000 00000000     0        0 34567 1 0000000000000000 100 0 0 10 0\n";
+        let e: Vec<TcpEntry> = tcp_entries(text).collect();
+        assert_eq!(
+            e,
+            vec![TcpEntry {
+                local_port: 8080,
+                state: 10,
+                rx_queue: 5,
+                inode: 34567
+            }]
+        );
+    }
 
     #[test]
     fn this_process_sees_its_own_sockets_by_state() {

@@ -1,96 +1,17 @@
-//! Reading /proc: one process's figures, the host's figures.
-//!
-//! A [`Watched`] process holds an open descriptor of its `/proc/PID` directory (procfs does the
-//! `openat`), so every read goes to that process and fails once it has exited, even if its PID
-//! is reused. Per-tick collectors run at every tick: the process CPU clock, `statm`, and the FD
-//! and thread counts from `fstat` of the open `fd` and `task` directories; `stat` and `io`, which
-//! walk every thread of the process, at most every 100 ms ([`Watched::read`]). Slow ones
-//! (`status` of every thread, `readlink` of every FD, `net/tcp`, `limits`, `smaps_rollup`) only
-//! when the sampler's budget allows. The root directory is configurable
-//! ([`ProcRoot`]) so that tests can point the probe at a fixture tree.
+//! One process's figures: a [`Watched`] process and its reads, the FDs by kind, the tree's
+//! members from a scan of every process's parent.
 
 use std::cell::RefCell;
 use std::collections::{HashMap, HashSet};
 use std::fs::File;
-use std::io;
 use std::os::fd::OwnedFd;
 use std::os::unix::fs::FileExt;
-use std::path::{Path, PathBuf};
 
 use procfs::process::{Process, Stat};
 use procfs::FromRead;
 
-use crate::cpus::Ticks as CpuTicks;
-use crate::sample::{FdKinds, HostSample, ProcessSample, TcpSockets};
-
-/// Where /proc is: the system's, or a fixture tree for tests.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ProcRoot {
-    path: PathBuf,
-}
-
-impl Default for ProcRoot {
-    fn default() -> Self {
-        ProcRoot {
-            path: PathBuf::from("/proc"),
-        }
-    }
-}
-
-impl ProcRoot {
-    pub fn at(path: impl Into<PathBuf>) -> Self {
-        ProcRoot { path: path.into() }
-    }
-
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
-
-    /// Whether this is the running kernel's /proc (only then do the process CPU clocks and
-    /// this process's own PID mean anything).
-    pub fn is_system(&self) -> bool {
-        self.path == Path::new("/proc")
-    }
-
-    /// The PIDs of all processes.
-    pub fn pids(&self) -> Vec<i32> {
-        let Ok(dir) = std::fs::read_dir(&self.path) else {
-            return Vec::new();
-        };
-        dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
-            .collect()
-    }
-
-    pub fn file(&self, name: &str) -> PathBuf {
-        self.path.join(name)
-    }
-}
-
-/// Page size and clock ticks, read once.
-#[derive(Debug, Clone, Copy)]
-pub struct SystemFacts {
-    pub page_size: u64,
-    pub ticks_per_second: u64,
-}
-
-impl SystemFacts {
-    pub fn current() -> Self {
-        SystemFacts {
-            page_size: procfs::page_size(),
-            ticks_per_second: procfs::ticks_per_second(),
-        }
-    }
-
-    /// What procfs's parsers need to know (only ticks and page size matter here).
-    pub fn info(&self) -> procfs::ExplicitSystemInfo {
-        procfs::ExplicitSystemInfo {
-            boot_time_secs: 0,
-            ticks_per_second: self.ticks_per_second,
-            page_size: self.page_size,
-            is_little_endian: cfg!(target_endian = "little"),
-        }
-    }
-}
+use crate::collect::{field, pread_all, ProcRoot, SystemFacts};
+use crate::sample::{FdKinds, ProcessSample};
 
 /// User and system clock ticks (`stat` fields 14 and 15), to split CPU time.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -110,26 +31,6 @@ pub struct Reading {
 /// The process has exited (or cannot be read any more).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Gone;
-
-/// Reads a whole /proc file from offset 0 into `buf`. The kernel regenerates the content at
-/// each read from the start, so an open file can be read again and again; and these files come
-/// whole in one read when the buffer is large enough, so a short read ends it (one system call
-/// where a read-until-empty loop would need two).
-fn pread_all(file: &File, buf: &mut Vec<u8>) -> io::Result<()> {
-    buf.clear();
-    loop {
-        if buf.capacity() - buf.len() < 4096 {
-            buf.reserve(buf.capacity().max(16 * 1024));
-        }
-        let start = buf.len();
-        buf.resize(buf.capacity(), 0);
-        let n = file.read_at(&mut buf[start..], start as u64)?;
-        buf.truncate(start + n);
-        if start + n < buf.capacity() {
-            return Ok(());
-        }
-    }
-}
 
 /// Whether the kernel keeps a running CPU total for a watched process.
 ///
@@ -484,52 +385,6 @@ impl Watched {
         Some((kinds, sockets))
     }
 
-    /// The TCP sockets among `inodes`, by state, from the process's network namespace
-    /// (`net/tcp` and `net/tcp6`).
-    pub fn tcp(&self, root: &ProcRoot, inodes: &HashSet<u64>) -> Option<TcpSockets> {
-        let dir = root.path.join(self.pid.to_string()).join("net");
-        let mut out = TcpSockets::default();
-        let mut any = false;
-        for file in ["tcp", "tcp6"] {
-            // In one read: each read of these files walks the kernel's whole TCP hash table
-            // again, so small reads cost a walk each.
-            let mut buf = Vec::with_capacity(256 * 1024);
-            let Ok(file) = File::open(dir.join(file)) else {
-                continue;
-            };
-            if pread_all(&file, &mut buf).is_err() {
-                continue;
-            }
-            let text = String::from_utf8_lossy(&buf);
-            any = true;
-            for entry in tcp_entries(&text) {
-                if !inodes.contains(&entry.inode) {
-                    continue;
-                }
-                // States from include/net/tcp_states.h.
-                let slot = match entry.state {
-                    1 => &mut out.established,
-                    2 => &mut out.syn_sent,
-                    3 | 12 => &mut out.syn_recv,
-                    4 => &mut out.fin_wait1,
-                    5 => &mut out.fin_wait2,
-                    6 => &mut out.time_wait,
-                    7 => &mut out.close,
-                    8 => &mut out.close_wait,
-                    9 => &mut out.last_ack,
-                    10 => {
-                        // For a listening socket rx_queue is the accept queue's length.
-                        out.accept_queue += entry.rx_queue;
-                        &mut out.listen
-                    }
-                    _ => &mut out.closing,
-                };
-                *slot += 1;
-            }
-        }
-        any.then_some(out)
-    }
-
     /// `smaps_rollup`: PSS and USS (private clean + private dirty), bytes.
     pub fn pss_uss(&self) -> Option<(u64, u64)> {
         let rollup = self.proc.smaps_rollup().ok()?;
@@ -552,30 +407,6 @@ pub fn statm_pages(file: &File) -> Option<(u64, u64)> {
 fn thread_count(task_dir: &OwnedFd) -> Option<u64> {
     let links = rustix::fs::fstat(task_dir).ok()?.st_nlink as u64;
     links.checked_sub(2).filter(|&n| n > 0)
-}
-
-/// The number after `key` on its line (`status`, `io`, `meminfo` style: `Key:   123 kB`).
-fn field(text: &str, key: &str) -> Option<u64> {
-    let at = text.find(key)?;
-    // The key must start a line.
-    if at > 0 && text.as_bytes()[at - 1] != b'\n' {
-        let rest = &text[at + key.len()..];
-        return field(rest, key);
-    }
-    text[at + key.len()..]
-        .split_whitespace()
-        .next()?
-        .parse()
-        .ok()
-}
-
-/// One line of `net/tcp` or `net/tcp6`, the fields used.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct TcpEntry {
-    pub local_port: u16,
-    pub state: u8,
-    pub rx_queue: u64,
-    pub inode: u64,
 }
 
 /// Counts one descriptor by the target its `/proc/PID/fd` link names.
@@ -606,26 +437,6 @@ fn classify_fd(target: &[u8], kinds: &mut FdKinds, sockets: &mut HashSet<u64>) {
     }
 }
 
-/// Parses `net/tcp` lines: `sl local_address rem_address st tx_queue:rx_queue tr:tm->when
-/// retrnsmt uid timeout inode …`, all hexadecimal but `uid`, `timeout` and `inode`.
-pub fn tcp_entries(text: &str) -> impl Iterator<Item = TcpEntry> + '_ {
-    text.lines().skip(1).filter_map(|line| {
-        let mut f = line.split_whitespace();
-        let local = f.next().and(f.next())?;
-        let local_port = u16::from_str_radix(local.rsplit(':').next()?, 16).ok()?;
-        let state = u8::from_str_radix(f.nth(1)?, 16).ok()?;
-        let queues = f.next()?;
-        let rx_queue = u64::from_str_radix(queues.split(':').nth(1)?, 16).ok()?;
-        let inode = f.nth(4)?.parse().ok()?;
-        Some(TcpEntry {
-            local_port,
-            state,
-            rx_queue,
-            inode,
-        })
-    })
-}
-
 /// Every process's parent, from a scan of `/proc/*/stat` (the slow way to find a tree).
 pub fn parents(root: &ProcRoot) -> HashMap<i32, i32> {
     let mut buf = String::new();
@@ -652,125 +463,10 @@ fn ppid_of_stat(text: &str) -> Option<i32> {
         .ok()
 }
 
-/// The host's files, kept open and re-read at each tick.
-#[derive(Debug)]
-pub struct HostFiles {
-    stat: File,
-    meminfo: File,
-    loadavg: File,
-    sockstat: Option<File>,
-    previous: CpuTicks,
-    buf: Vec<u8>,
-}
-
-impl HostFiles {
-    pub fn open(root: &ProcRoot) -> io::Result<Self> {
-        Ok(HostFiles {
-            stat: File::open(root.file("stat"))?,
-            meminfo: File::open(root.file("meminfo"))?,
-            loadavg: File::open(root.file("loadavg"))?,
-            sockstat: File::open(root.file("net/sockstat")).ok(),
-            previous: CpuTicks::default(),
-            buf: Vec::with_capacity(8192),
-        })
-    }
-
-    /// The host's figures; CPU % over the time since the previous call.
-    pub fn sample(&mut self) -> io::Result<HostSample> {
-        pread_all(&self.stat, &mut self.buf)?;
-        let now = CpuTicks::parse(&String::from_utf8_lossy(&self.buf));
-        let pct = |(b1, t1): (u64, u64), (b0, t0): (u64, u64)| {
-            (t1 > t0).then(|| 100.0 * b1.saturating_sub(b0) as f64 / (t1 - t0) as f64)
-        };
-        let cores = now.per_cpu.len().max(1) as f64;
-        let cpu_pct = if self.previous.per_cpu.is_empty() {
-            None
-        } else {
-            pct(now.all, self.previous.all).map(|p| p * cores)
-        };
-        let per_core_pct = now
-            .per_cpu
-            .iter()
-            .zip(self.previous.per_cpu.iter())
-            .map(|(&(_, b1, t1), &(_, b0, t0))| pct((b1, t1), (b0, t0)).unwrap_or(0.0))
-            .collect();
-        self.previous = now;
-        let mut sample = HostSample {
-            cpu_pct,
-            per_core_pct,
-            ..Default::default()
-        };
-        pread_all(&self.meminfo, &mut self.buf)?;
-        {
-            let text = String::from_utf8_lossy(&self.buf);
-            sample.mem_total_bytes = field(&text, "MemTotal:").unwrap_or(0) * 1024;
-            sample.mem_available_bytes = field(&text, "MemAvailable:").unwrap_or(0) * 1024;
-        }
-        pread_all(&self.loadavg, &mut self.buf)?;
-        {
-            let text = String::from_utf8_lossy(&self.buf);
-            for (slot, word) in sample.load.iter_mut().zip(text.split_whitespace()) {
-                *slot = word.parse().unwrap_or(0.0);
-            }
-        }
-        if let Some(file) = &self.sockstat {
-            pread_all(file, &mut self.buf)?;
-            parse_sockstat(&String::from_utf8_lossy(&self.buf), &mut sample);
-        }
-        Ok(sample)
-    }
-}
-
-/// `net/sockstat`'s TCP line: `TCP: inuse 5 orphan 0 tw 2 alloc 7 mem 1`.
-fn parse_sockstat(text: &str, sample: &mut HostSample) {
-    let Some(line) = text.lines().find(|l| l.starts_with("TCP:")) else {
-        return;
-    };
-    let words: Vec<&str> = line.split_whitespace().collect();
-    for pair in words[1..].chunks(2) {
-        if let [key, value] = pair {
-            let value = value.parse().unwrap_or(0);
-            match *key {
-                "inuse" => sample.tcp_inuse = value,
-                "orphan" => sample.tcp_orphan = value,
-                "tw" => sample.tcp_time_wait = value,
-                "alloc" => sample.tcp_alloc = value,
-                _ => {}
-            }
-        }
-    }
-}
-
-/// The hostname, kernel release and system-wide FD limit.
-pub fn host_facts(root: &ProcRoot) -> (String, String, Option<u64>) {
-    let read = |name: &str| {
-        std::fs::read_to_string(root.file(name))
-            .map(|s| s.trim().to_string())
-            .ok()
-    };
-    (
-        read("sys/kernel/hostname").unwrap_or_default(),
-        read("sys/kernel/osrelease").unwrap_or_default(),
-        read("sys/fs/file-max").and_then(|s| s.parse().ok()),
-    )
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn sockstat_tcp_line_is_read() {
-        let mut s = HostSample::default();
-        parse_sockstat(
-            "sockets: used 12\nTCP: inuse 5 orphan 1 tw 218 alloc 7 mem 0\nUDP: inuse 0 mem 0\n",
-            &mut s,
-        );
-        assert_eq!(
-            (s.tcp_inuse, s.tcp_orphan, s.tcp_time_wait, s.tcp_alloc),
-            (5, 1, 218, 7)
-        );
-    }
+    use crate::collect::field;
 
     #[test]
     fn the_parent_is_read_past_a_name_with_parentheses() {
@@ -783,21 +479,6 @@ mod tests {
         assert_eq!(field(text, "voluntary_ctxt_switches:"), Some(12));
         assert_eq!(field(text, "nonvoluntary_ctxt_switches:"), Some(3));
         assert_eq!(field(text, "VmHWM:"), None);
-    }
-
-    #[test]
-    fn tcp_lines_give_port_state_queue_and_inode() {
-        let text = "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n   0: 0100007F:1F90 00000000:0000 0A 00000000:00000005 00:00000000 00000000     0        0 34567 1 0000000000000000 100 0 0 10 0\n";
-        let e: Vec<TcpEntry> = tcp_entries(text).collect();
-        assert_eq!(
-            e,
-            vec![TcpEntry {
-                local_port: 8080,
-                state: 10,
-                rx_queue: 5,
-                inode: 34567
-            }]
-        );
     }
 
     #[test]

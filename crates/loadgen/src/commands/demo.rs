@@ -1,0 +1,279 @@
+//! `loadgen demo`: coordinated omission, shown on a server that freezes, watched by a probe.
+//!
+//! The built-in target runs as a process of its own (`loadgen target`) and freezes for
+//! `--stall` every `--stall-every` (like a stop-the-world GC pause). A probe, started here on a
+//! loopback port, samples that process; the generator attacks it open-loop with a small fixed
+//! pool of connections, as wrk or hey would use, subscribed to the probe. While the server is
+//! frozen the pool's few connections are stuck, so the requests due meanwhile cannot even be
+//! sent: timed from their actual send (service time) they look fast; timed from when they were
+//! due (corrected) they show the freeze. The demo prints the summary, the two figures side by
+//! side with the value the freezes imply, and what the probe saw of the target process. The run
+//! is kept in the store like any other.
+
+use std::io::{BufRead, Write};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use probe::protocol::Record;
+use store::summary::{format_duration, format_ns, Summary};
+
+use crate::engine::attack::{AttackPlan, Load};
+use crate::cli::{DemoArgs, OutputFormat};
+use crate::error::Error;
+use crate::keep::probes::ProbeTarget;
+use crate::engine::request::{RequestMix, RequestOptions, RequestSpec};
+use crate::engine::schedule::Schedule;
+use crate::engine::shutdown::Shutdown;
+use crate::commands::target::Stall;
+use crate::output::{draw_report, print_kept, print_summary};
+use crate::{keep, RunEnd};
+
+/// The built-in target in a child process; ended when dropped.
+struct TargetProcess {
+    child: Child,
+    addr: String,
+}
+
+impl TargetProcess {
+    fn start(args: &DemoArgs) -> Result<Self, Error> {
+        let exe = std::env::current_exe().map_err(Error::Target)?;
+        let mut child = Command::new(exe)
+            .arg("target")
+            .args([
+                "--stall",
+                &humantime::format_duration(args.stall).to_string(),
+            ])
+            .args([
+                "--stall-every",
+                &humantime::format_duration(args.stall_every).to_string(),
+            ])
+            .args([
+                "--service-time",
+                &humantime::format_duration(args.service_time).to_string(),
+            ])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .map_err(Error::Target)?;
+        let mut line = String::new();
+        if let Some(out) = child.stdout.take() {
+            let _ = std::io::BufReader::new(out).read_line(&mut line);
+        }
+        let Some(addr) = line
+            .trim()
+            .strip_prefix("listening on ")
+            .map(str::to_string)
+        else {
+            let _ = child.kill();
+            return Err(Error::Target(std::io::Error::other(format!(
+                "the built-in target did not start (it said {line:?})"
+            ))));
+        };
+        Ok(TargetProcess { child, addr })
+    }
+}
+
+impl Drop for TargetProcess {
+    fn drop(&mut self) {
+        drop(self.child.stdin.take());
+        let _ = self.child.wait();
+    }
+}
+
+/// A probe on a loopback port watching the target process, as `probe serve --pid` would.
+async fn local_probe(pid: i32) -> Result<probe::server::RunningProbe, Error> {
+    let probe_error = |message: String| Error::Probe {
+        address: "127.0.0.1".into(),
+        message,
+    };
+    let config = probe::sampler::SamplerConfig::new(probe::selector::Selector::Pid(pid));
+    let sampler = probe::sampler::Sampler::new(config).map_err(|e| probe_error(e.to_string()))?;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .map_err(|e| probe_error(e.to_string()))?;
+    probe::server::RunningProbe::start(sampler, listener, Default::default(), 100_000, 64 << 20)
+        .map_err(|e| probe_error(e.to_string()))
+}
+
+/// Runs the demo: starts the target and a probe, attacks, prints what it shows.
+pub async fn run(
+    args: &DemoArgs,
+    shutdown: &Shutdown,
+    command_line: &[String],
+) -> Result<RunEnd, Error> {
+    let stall = if args.stall.is_zero() {
+        None
+    } else if args.stall >= args.stall_every {
+        return Err(Error::Usage(
+            "--stall must be shorter than --stall-every, e.g. --stall 100ms --stall-every 1s"
+                .into(),
+        ));
+    } else {
+        Some(Stall {
+            every: args.stall_every,
+            length: args.stall,
+        })
+    };
+    let target = TargetProcess::start(args)?;
+    let spec = RequestSpec::new(
+        &format!("http://{}/now", target.addr),
+        &RequestOptions::default(),
+    )?;
+    let plan = AttackPlan {
+        mix: RequestMix::single(spec),
+        load: Load::Open {
+            schedule: Schedule::constant(args.rate, Some(args.duration))?,
+            requests: None,
+        },
+        threads: args.threads,
+        max_connections: args.max_connections,
+        h2: false,
+        insecure: false,
+        keepalive: true,
+        timeout: Duration::from_secs(30),
+        interval: args.out.interval,
+        grace: Duration::from_secs(3),
+        max_lateness: None,
+        batch: Duration::ZERO,
+        shard: (0, 1),
+    };
+    let mut keeping = args.store.keeping(command_line)?;
+    keeping.hdr_log = args.out.hdr_log.clone();
+    if keeping.name.is_none() {
+        keeping.name = Some("demo: built-in target freezing like a GC pause".into());
+    }
+    keeping
+        .labels
+        .entry("target".into())
+        .or_insert_with(|| "built-in".into());
+    // Without a store there is nowhere to keep the probe's samples: the demo runs without one.
+    let local_probe = match keeping.store_url {
+        Some(_) => Some(local_probe(target.child.id() as i32).await?),
+        None => None,
+    };
+    if let Some(p) = &local_probe {
+        keeping.probes = vec![ProbeTarget {
+            address: p.addr.to_string(),
+            token: None,
+            tls: None,
+        }];
+        keeping.pre_roll = Duration::from_secs(1);
+        keeping.post_roll = Duration::from_secs(1);
+    }
+    if args.out.output == OutputFormat::Text {
+        let freezes = match stall {
+            Some(s) => format!(
+                "it freezes for {} every {}",
+                format_duration(s.length),
+                format_duration(s.every)
+            ),
+            None => "it does not freeze".into(),
+        };
+        println!(
+            "Attacking the built-in target (PID {}, at {}; {freezes}): {} req/s for {}, at most {} connections{}.\n",
+            target.child.id(),
+            target.addr,
+            args.rate,
+            format_duration(args.duration),
+            args.max_connections,
+            if local_probe.is_some() { ", watched by a probe" } else { "" },
+        );
+    }
+    let done = keep::execute(&plan, &keeping, shutdown).await?;
+    drop(local_probe);
+    drop(target);
+    print_summary(&done.summary, args.out.output)?;
+    if args.out.output == OutputFormat::Text {
+        let mut text = explain(&done.summary, stall, args.max_connections);
+        if let (Some(id), Some(url)) = (&done.run_id, &keeping.store_url) {
+            if let Ok(store) = store::Store::open(url).await {
+                if let Ok(run) = store.load_run(id).await {
+                    text.push_str(&process_figures(&run, args.duration));
+                }
+            }
+        }
+        let mut out = std::io::stdout().lock();
+        write!(out, "\n{text}").map_err(Error::Output)?;
+    }
+    print_kept(&done, &keeping, args.out.output);
+    if let Some(dir) = &args.store.report {
+        draw_report(dir, &done, &keeping, args.out.output).await?;
+    }
+    Ok(RunEnd::of(&done.summary))
+}
+
+/// What the probe saw of the target during the attack.
+fn process_figures(run: &store::StoredRun, duration: Duration) -> String {
+    let end = duration.as_nanos() as i64;
+    let mut cpu = Vec::new();
+    let (mut rss, mut threads, mut fds, mut sockets) = (0u64, 0u64, 0u64, 0u64);
+    for probe in &run.probes {
+        for r in &probe.records {
+            let Record::Sample(s) = &r.record else {
+                continue;
+            };
+            let Some(t) = &s.total else { continue };
+            if r.t_ns < 0 || r.t_ns > end {
+                continue;
+            }
+            cpu.extend(t.cpu_pct);
+            rss = rss.max(t.rss_bytes);
+            threads = threads.max(t.threads);
+            fds = fds.max(t.fds);
+            sockets = sockets.max(t.fd_kinds.as_ref().map_or(0, |k| k.socket));
+        }
+    }
+    if cpu.is_empty() {
+        return String::new();
+    }
+    let mean = cpu.iter().sum::<f64>() / cpu.len() as f64;
+    let max = cpu.iter().copied().fold(0.0, f64::max);
+    let near_zero = cpu.iter().filter(|&&c| c < 1.0).count();
+    format!(
+        "  The probe sampled the target process {} times during the attack (every 100 ms): CPU mean {mean:.1}%\n  \
+         of a core, max {max:.1}%, {near_zero} samples near 0% (frozen); RSS up to {:.1} MiB, {threads} threads,\n  \
+         {fds} open FDs ({sockets} sockets).\n",
+        cpu.len(),
+        rss as f64 / 1048576.0
+    )
+}
+
+/// What the demo shows, in a few lines built from the run's own figures.
+pub fn explain(summary: &Summary, stall: Option<Stall>, max_connections: usize) -> String {
+    let corrected = &summary.latency.corrected;
+    let service = &summary.latency.service;
+    let mut text = String::from("What this shows:\n");
+    text.push_str(&format!(
+        "  corrected p99 {:>9}   latency from the intended send time: what the server's users waited\n",
+        format_ns(corrected.p99_ns)
+    ));
+    text.push_str(&format!(
+        "  service   p99 {:>9}   latency from the actual send time: what wrk, hey or ab would report\n",
+        format_ns(service.p99_ns)
+    ));
+    if let Some(stall) = stall {
+        let share = stall.length.as_secs_f64() / stall.every.as_secs_f64();
+        if share > 0.01 {
+            // Requests due during a freeze of length S wait for its remainder, uniformly 0..S;
+            // they are a share f = S/P of all requests, so the p99 is S·(1 − 0.01/f).
+            let expected = stall.length.as_secs_f64() * (1.0 - 0.01 / share);
+            text.push_str(&format!(
+                "  The target froze for {} every {} ({:.0}% of the time); requests due during a freeze wait for\n  \
+                 the rest of it, so the true p99 is about {} above the normal latency.\n",
+                format_duration(stall.length),
+                format_duration(stall.every),
+                share * 100.0,
+                format_ns((expected * 1e9) as u64),
+            ));
+        }
+        let waited = summary.generator.waited_for_connection;
+        if waited > 0 {
+            text.push_str(&format!(
+                "  With only {max_connections} connections the generator could not send during the freezes ({waited} requests\n  \
+                 waited for a connection): a tool that starts its clock at the send never sees that wait.\n"
+            ));
+        }
+    }
+    text
+}

@@ -1,0 +1,258 @@
+//! `loadgen experiment run | plan | status FILE`: the `experiment` crate's runner with its
+//! words on the terminal, and the pages drawn at the end.
+
+use std::io::IsTerminal;
+use std::time::Duration;
+
+use experiment::file::Experiment;
+use experiment::plan::{Plan, PlanOptions};
+use experiment::runner::{self, CellState, RunOptions};
+
+use crate::cli::{CellArgs, ExperimentArgs, ExperimentCommand};
+use crate::error::Error;
+use crate::engine::shutdown::{Shutdown, Stop};
+use crate::RunEnd;
+
+fn read(cells: &CellArgs) -> Result<(Experiment, Plan), Error> {
+    let experiment = Experiment::read(&cells.file).map_err(|e| Error::Usage(e.to_string()))?;
+    let options = plan_options(cells);
+    let plan = experiment::plan::plan(&experiment, &options)
+        .map_err(|e| Error::Usage(format!("{}: {e}", cells.file.display())))?;
+    Ok((experiment, plan))
+}
+
+fn plan_options(cells: &CellArgs) -> PlanOptions {
+    PlanOptions {
+        scale: cells.scale,
+        repetitions: cells.repetitions,
+        only: cells.only.clone(),
+    }
+}
+
+fn short(d: Duration) -> String {
+    humantime::format_duration(Duration::from_secs(d.as_secs().max(1))).to_string()
+}
+
+/// Runs an `experiment` command.
+pub async fn run(args: &ExperimentArgs, shutdown: &Shutdown) -> Result<RunEnd, Error> {
+    match &args.command {
+        ExperimentCommand::Plan { cells } => {
+            let (experiment, plan) = read(cells)?;
+            print!("{}", plan_text(&experiment, &plan));
+            Ok(RunEnd::Completed)
+        }
+        ExperimentCommand::Status { cells } => {
+            let (experiment, plan) = read(cells)?;
+            let store = store::Store::open(&cells.db).await?;
+            let states = runner::states(&store, &experiment, &plan).await?;
+            print!("{}", status_text(&experiment, &plan, &states));
+            Ok(RunEnd::Completed)
+        }
+        ExperimentCommand::Run {
+            cells,
+            retry_failed,
+            report: pages,
+            no_report,
+        } => {
+            let (experiment, plan) = read(cells)?;
+            eprintln!(
+                "Experiment {}: {} cells, about {}. {}",
+                experiment.file.name,
+                plan.cells.len(),
+                short(plan.estimate()),
+                experiment.file.question
+            );
+            let gun = experiment::gun::Gun {
+                loadgen: experiment::gun::find_loadgen().map_err(Error::Usage)?,
+                cpus: experiment
+                    .file
+                    .placement
+                    .gun_cpus
+                    .as_ref()
+                    .map(ToString::to_string),
+            };
+            pin_to(experiment.file.placement.gun_cpus.as_ref())?;
+            let options = RunOptions {
+                plan: plan_options(cells),
+                db: cells.db.clone(),
+                retry_failed: *retry_failed,
+                gun,
+                live: std::io::stderr().is_terminal(),
+            };
+            let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+            let mut stopping = shutdown.subscribe();
+            tokio::spawn(async move {
+                while stopping.changed().await.is_ok() {
+                    if *stopping.borrow() != Stop::Running {
+                        let _ = stop_tx.send(true);
+                    }
+                }
+            });
+            let report = runner::run(&experiment, &options, stop_rx)
+                .await
+                .map_err(|e| Error::Usage(e.to_string()))?;
+            println!(
+                "{}: {} cells run ({} failed), {} kept already, in {}.",
+                experiment.file.name,
+                report.ran,
+                report.failed.len(),
+                report.skipped,
+                short(report.elapsed)
+            );
+            for (cell, why) in &report.failed {
+                println!("  failed: {cell}: {why}");
+            }
+            if report.interrupted {
+                println!(
+                    "Interrupted: run `loadgen experiment run {}` again to go on where it stopped.",
+                    cells.file.display()
+                );
+            }
+            if !no_report {
+                let site = crate::draw_site(&cells.db, pages).await?;
+                let page = site
+                    .experiment_pages
+                    .get(&experiment.file.name)
+                    .unwrap_or(&site.index);
+                println!("Report: open {}", page.display());
+            }
+            Ok(if report.interrupted {
+                RunEnd::Stopped
+            } else {
+                RunEnd::Completed
+            })
+        }
+    }
+}
+
+/// Pins this process (and the threads it starts from now on) to the gun's CPUs, so that the
+/// runner's own probe and upstream stay off the targets' CPUs.
+fn pin_to(cpus: Option<&probe::cpus::CpuList>) -> Result<(), Error> {
+    let Some(list) = cpus else { return Ok(()) };
+    let mut set = rustix::thread::CpuSet::new();
+    // The list was checked against this host's CPUs, each below `CpuSet::MAX_CPU`.
+    for &cpu in list
+        .cpus()
+        .iter()
+        .filter(|&&c| c < rustix::thread::CpuSet::MAX_CPU)
+    {
+        set.set(cpu);
+    }
+    rustix::thread::sched_setaffinity(None, &set).map_err(|e| {
+        Error::Usage(format!(
+            "cannot pin to CPUs {list} (placement.gun_cpus): {e}"
+        ))
+    })
+}
+
+/// `plan`'s text: every cell in order, and the time it takes.
+pub fn plan_text(experiment: &Experiment, plan: &Plan) -> String {
+    let mut out = format!(
+        "{} — {}\n{} cells ({} targets × {} settings × {} repetitions{}), about {}\n\n",
+        experiment.file.name,
+        experiment.file.question,
+        plan.cells.len(),
+        plan.targets.len(),
+        plan.cells.len() / (plan.targets.len().max(1) * plan.repetitions.max(1) as usize).max(1),
+        plan.repetitions,
+        if plan.scale == 1.0 {
+            String::new()
+        } else {
+            format!(", scaled ×{}", plan.scale)
+        },
+        short(plan.estimate())
+    );
+    if !plan.warnings.is_empty() {
+        out.push_str("The generator may not keep the schedule of these cells on this host:\n");
+        for w in &plan.warnings {
+            out.push_str(&format!("  ! {w}\n"));
+        }
+        out.push('\n');
+    }
+    for cell in &plan.cells {
+        out.push_str(&format!(
+            "{:>4}  rep {}  {:<40}  {}\n",
+            cell.number,
+            cell.repetition,
+            cell.key(),
+            load_text(cell)
+        ));
+    }
+    out
+}
+
+fn load_text(cell: &experiment::plan::Cell) -> String {
+    let l = &cell.load;
+    let what = match &l.mix {
+        Some(mix) => mix
+            .iter()
+            .map(|m| format!("{}×{}", m.weight, m.path))
+            .collect::<Vec<_>>()
+            .join(" + "),
+        None => format!(
+            "{} {}",
+            l.method.as_deref().unwrap_or("GET"),
+            l.path.as_deref().unwrap_or("/")
+        ),
+    };
+    let how = match l.mode() {
+        experiment::file::Mode::Open => match (&l.steps, l.rate) {
+            (Some(s), _) => format!("open loop, steps {s:?} req/s"),
+            (None, Some(r)) => format!(
+                "open loop, {r} req/s{}{}",
+                l.connections
+                    .map(|c| format!(" over at most {c} connections"))
+                    .unwrap_or_default(),
+                l.batch
+                    .filter(|b| !b.is_zero())
+                    .map(|b| format!(" in {} batches", humantime::format_duration(b)))
+                    .unwrap_or_default()
+            ),
+            _ => "open loop".into(),
+        },
+        experiment::file::Mode::Closed => {
+            format!("closed loop, {} connections", l.connections.unwrap_or(0))
+        }
+    };
+    let length = match (l.requests, l.duration) {
+        (Some(n), Some(d)) => format!("{n} requests or {}", short(d)),
+        (Some(n), None) => format!("{n} requests"),
+        (None, Some(d)) => short(d),
+        (None, None) => String::new(),
+    };
+    format!("{what}, {how}, {length}")
+}
+
+/// `status`'s text: each cell's state.
+pub fn status_text(experiment: &Experiment, plan: &Plan, states: &[CellState]) -> String {
+    let count = |f: fn(&CellState) -> bool| states.iter().filter(|s| f(s)).count();
+    let mut out = format!(
+        "{}: {} done, {} failed, {} unfinished, {} to run (file {}, scale {})\n\n",
+        experiment.file.name,
+        count(|s| matches!(s, CellState::Done { .. })),
+        count(|s| matches!(s, CellState::Failed { .. })),
+        count(|s| matches!(s, CellState::Unfinished { .. })),
+        count(|s| matches!(s, CellState::Pending)),
+        Plan::file_label(experiment),
+        plan.scale
+    );
+    for (cell, state) in plan.cells.iter().zip(states) {
+        let state = match state {
+            CellState::Pending => "to run".to_string(),
+            CellState::Done { run } => format!("done      {}", store::run::short_id(run)),
+            CellState::Failed { run, reason } => {
+                format!("FAILED    {}  {reason}", store::run::short_id(run))
+            }
+            CellState::Unfinished { run } => {
+                format!("unfinished {} (redone by run)", store::run::short_id(run))
+            }
+        };
+        out.push_str(&format!(
+            "{:>4}  rep {}  {:<40}  {state}\n",
+            cell.number,
+            cell.repetition,
+            cell.key()
+        ));
+    }
+    out
+}

@@ -1,0 +1,302 @@
+//! The built-in target: a small HTTP server for the demo and for tests, on a loopback port.
+//!
+//! It runs on a thread of its own with a single-threaded runtime, so that a **stall** (the
+//! thread sleeping, as a stop-the-world GC pause does) freezes everything: no accept, no read,
+//! no response, exactly what a frozen server looks like from outside. It speaks HTTP/1.1 and
+//! HTTP/2 (prior knowledge).
+//!
+//! Routes:
+//!
+//! | path            | answer                                                    |
+//! |-----------------|-----------------------------------------------------------|
+//! | `/status/{code}`| that status code                                          |
+//! | `/delay/{ms}`   | 200 after `ms` milliseconds (awaited: other requests go on) |
+//! | anything else   | 200 `{"now":<unix ms>}` after the configured service time   |
+//!
+//! Request bodies are read and discarded.
+
+use std::convert::Infallible;
+use std::io;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use bytes::Bytes;
+use http::{Request, Response, StatusCode};
+use http_body_util::{BodyExt, Full};
+use hyper::body::Incoming;
+use hyper::service::service_fn;
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::server::conn::auto;
+use tokio::sync::oneshot;
+
+use crate::engine::clock::{self, Nanos};
+
+/// A periodic freeze of the whole server.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Stall {
+    /// Time from the start of one freeze to the start of the next.
+    pub every: Duration,
+    /// How long each freeze lasts.
+    pub length: Duration,
+}
+
+/// How the built-in target behaves.
+#[derive(Debug, Clone, Default)]
+pub struct TargetConfig {
+    /// Time each ordinary request takes (awaited, so requests overlap; 1 ms resolution).
+    pub service_time: Duration,
+    pub stall: Option<Stall>,
+    /// Keep, for every request, its path and query and when its response was ready: the
+    /// server-side truth that tests hold the generator's figures against.
+    pub record_responses: bool,
+}
+
+/// What the target observed, for the demo's explanation and for tests.
+#[derive(Debug, Default)]
+pub struct TargetStats {
+    pub requests: AtomicU64,
+    in_flight: AtomicU64,
+    pub peak_in_flight: AtomicU64,
+    /// Arrival of the first and the latest request (monotonic ns; 0 before any).
+    pub first_arrival: AtomicU64,
+    pub last_arrival: AtomicU64,
+    /// Start and end (monotonic ns) of every freeze so far.
+    pub stalls: Mutex<Vec<(Nanos, Nanos)>>,
+    /// With `record_responses`: each request's path and query, and when its response was ready.
+    pub responses: Mutex<Vec<(String, Nanos)>>,
+}
+
+impl TargetStats {
+    fn enter(&self) {
+        let now = clock::now();
+        let _ = self
+            .first_arrival
+            .compare_exchange(0, now, Ordering::Relaxed, Ordering::Relaxed);
+        self.last_arrival.fetch_max(now, Ordering::Relaxed);
+        self.requests.fetch_add(1, Ordering::Relaxed);
+        let now = self.in_flight.fetch_add(1, Ordering::Relaxed) + 1;
+        self.peak_in_flight.fetch_max(now, Ordering::Relaxed);
+    }
+
+    fn leave(&self) {
+        self.in_flight.fetch_sub(1, Ordering::Relaxed);
+    }
+
+    /// Requests being handled right now.
+    pub fn in_flight(&self) -> u64 {
+        self.in_flight.load(Ordering::Relaxed)
+    }
+
+    /// The arrival rate the server saw, from its first request to its latest (requests/s).
+    pub fn arrival_rate(&self) -> f64 {
+        let n = self.requests.load(Ordering::Relaxed);
+        let span = self
+            .last_arrival
+            .load(Ordering::Relaxed)
+            .saturating_sub(self.first_arrival.load(Ordering::Relaxed));
+        if n < 2 || span == 0 {
+            return 0.0;
+        }
+        (n - 1) as f64 / (span as f64 / 1e9)
+    }
+
+    /// The freezes recorded so far.
+    pub fn stall_windows(&self) -> Vec<(Nanos, Nanos)> {
+        self.stalls.lock().map(|s| s.clone()).unwrap_or_default()
+    }
+}
+
+/// A running built-in target; stopped when dropped.
+#[derive(Debug)]
+pub struct TargetServer {
+    addr: SocketAddr,
+    pub stats: Arc<TargetStats>,
+    stop: Option<oneshot::Sender<()>>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl TargetServer {
+    /// Starts the target on `127.0.0.1`, on a free port.
+    pub fn start(config: TargetConfig) -> io::Result<Self> {
+        Self::start_on("127.0.0.1:0".parse().map_err(io::Error::other)?, config)
+    }
+
+    /// Starts the target on `addr` (port 0 for a free one).
+    pub fn start_on(addr: SocketAddr, config: TargetConfig) -> io::Result<Self> {
+        let listener = std::net::TcpListener::bind(addr)?;
+        listener.set_nonblocking(true)?;
+        let addr = listener.local_addr()?;
+        let stats = Arc::new(TargetStats::default());
+        let (stop, stopped) = oneshot::channel();
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?;
+        let thread_stats = stats.clone();
+        let thread = std::thread::Builder::new()
+            .name("target".into())
+            .spawn(move || {
+                runtime.block_on(serve(listener, config, thread_stats, stopped));
+            })?;
+        Ok(TargetServer {
+            addr,
+            stats,
+            stop: Some(stop),
+            thread: Some(thread),
+        })
+    }
+
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// `http://127.0.0.1:PORT` followed by `path`.
+    pub fn url(&self, path: &str) -> String {
+        format!("http://{}{}", self.addr, path)
+    }
+}
+
+impl Drop for TargetServer {
+    fn drop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+async fn serve(
+    listener: std::net::TcpListener,
+    config: TargetConfig,
+    stats: Arc<TargetStats>,
+    mut stopped: oneshot::Receiver<()>,
+) {
+    let Ok(listener) = tokio::net::TcpListener::from_std(listener) else {
+        return;
+    };
+    if let Some(stall) = config.stall {
+        tokio::spawn(stall_periodically(stall, stats.clone()));
+    }
+    let builder = Arc::new(auto::Builder::new(TokioExecutor::new()));
+    loop {
+        let accepted = tokio::select! {
+            _ = &mut stopped => return,
+            accepted = listener.accept() => accepted,
+        };
+        let (stream, _) = match accepted {
+            Ok(conn) => conn,
+            Err(_) => {
+                // Out of descriptors or similar: back off instead of spinning.
+                tokio::time::sleep(Duration::from_millis(10)).await;
+                continue;
+            }
+        };
+        let _ = stream.set_nodelay(true);
+        let (builder, stats) = (builder.clone(), stats.clone());
+        let (service_time, record) = (config.service_time, config.record_responses);
+        tokio::spawn(async move {
+            let service = service_fn(move |req| handle(req, service_time, record, stats.clone()));
+            let _ = builder
+                .serve_connection(TokioIo::new(stream), service)
+                .await;
+        });
+    }
+}
+
+async fn stall_periodically(stall: Stall, stats: Arc<TargetStats>) {
+    let mut ticks =
+        tokio::time::interval_at(tokio::time::Instant::now() + stall.every, stall.every);
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        ticks.tick().await;
+        let start = clock::now();
+        // Blocks the server's only thread: nothing is served until it wakes.
+        std::thread::sleep(stall.length);
+        if let Ok(mut s) = stats.stalls.lock() {
+            s.push((start, clock::now()));
+        }
+    }
+}
+
+async fn handle(
+    req: Request<Incoming>,
+    service_time: Duration,
+    record: bool,
+    stats: Arc<TargetStats>,
+) -> Result<Response<Full<Bytes>>, Infallible> {
+    stats.enter();
+    let target = req.uri().path_and_query().map(|p| p.to_string());
+    let path = req.uri().path().to_string();
+    // Read the body whatever it is; a client that goes away mid-body is its own business.
+    let _ = req.into_body().collect().await;
+    let response = if let Some(code) = path.strip_prefix("/status/") {
+        let status = code
+            .parse::<u16>()
+            .ok()
+            .and_then(|c| StatusCode::from_u16(c).ok())
+            .unwrap_or(StatusCode::BAD_REQUEST);
+        reply(status, Bytes::from(format!("{}\n", status.as_u16())))
+    } else if let Some(ms) = path.strip_prefix("/delay/") {
+        let ms = ms.parse::<u64>().unwrap_or(0);
+        tokio::time::sleep(Duration::from_millis(ms)).await;
+        reply(StatusCode::OK, Bytes::from_static(b"delayed\n"))
+    } else {
+        if !service_time.is_zero() {
+            tokio::time::sleep(service_time).await;
+        }
+        let now = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap_or_default()
+            .as_millis();
+        reply(StatusCode::OK, Bytes::from(format!("{{\"now\":{now}}}")))
+    };
+    stats.leave();
+    if record {
+        if let Ok(mut r) = stats.responses.lock() {
+            r.push((target.unwrap_or_default(), clock::now()));
+        }
+    }
+    Ok(response)
+}
+
+/// `loadgen target`: serves the built-in target until standard input closes (the demo holds
+/// it) or the process is interrupted. The first line on standard output is
+/// `listening on ADDRESS`.
+pub async fn serve_until_stdin_closes(args: &crate::cli::TargetArgs) -> Result<(), crate::Error> {
+    let stall = (!args.stall.is_zero()).then_some(Stall {
+        every: args.stall_every,
+        length: args.stall,
+    });
+    let server = TargetServer::start_on(
+        args.listen,
+        TargetConfig {
+            service_time: args.service_time,
+            stall,
+            record_responses: false,
+        },
+    )
+    .map_err(crate::Error::Target)?;
+    println!("listening on {}", server.addr());
+    use std::io::Write;
+    let _ = std::io::stdout().flush();
+    let stdin_closed = tokio::task::spawn_blocking(|| {
+        let mut sink = Vec::new();
+        let _ = std::io::Read::read_to_end(&mut std::io::stdin(), &mut sink);
+    });
+    tokio::select! {
+        _ = stdin_closed => {}
+        _ = tokio::signal::ctrl_c() => {}
+    }
+    drop(server);
+    Ok(())
+}
+
+fn reply(status: StatusCode, body: Bytes) -> Response<Full<Bytes>> {
+    let mut response = Response::new(Full::new(body));
+    *response.status_mut() = status;
+    response
+}

@@ -1,0 +1,39 @@
+//! The CPUs this process may run on, and how busy they were (every process counted), from
+//! `/proc/stat`: when sends run late while the generator's own threads are far from busy, a
+//! busy CPU means another process took it. Lists and ticks are read by `probe::cpus`.
+
+use probe::cpus::{CpuList, Ticks};
+use rustix::thread::{sched_getaffinity, CpuSet};
+
+/// The CPUs this process may run on (its affinity).
+pub fn allowed() -> CpuList {
+    match sched_getaffinity(None) {
+        Ok(set) => CpuList::new((0..CpuSet::MAX_CPU).filter(|&c| set.is_set(c)).collect()),
+        Err(_) => CpuList::default(),
+    }
+}
+
+/// Busy and total clock ticks of `cpus` now (`None` without /proc/stat).
+pub fn ticks(cpus: &CpuList) -> Option<(u64, u64)> {
+    let stat = std::fs::read_to_string("/proc/stat").ok()?;
+    Some(Ticks::parse(&stat).of(cpus))
+}
+
+/// The busy share (0–1) between two readings of [`ticks`], if time passed.
+pub fn busy_between(before: (u64, u64), after: (u64, u64)) -> Option<f64> {
+    let total = after.1.checked_sub(before.1)?;
+    let busy = after.0.checked_sub(before.0)?;
+    (total > 0).then(|| busy as f64 / total as f64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn busy_is_the_share_of_ticks_between_two_readings() {
+        assert_eq!(busy_between((10, 50), (55, 100)), Some(0.9));
+        assert_eq!(busy_between((55, 100), (55, 100)), None);
+        assert!(!allowed().is_empty());
+    }
+}
