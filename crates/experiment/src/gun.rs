@@ -205,7 +205,7 @@ impl Attack {
 #[derive(Debug, Clone)]
 pub struct Fired {
     /// The JSON summary, when loadgen printed one.
-    pub summary: Option<serde_json::Value>,
+    pub summary: Option<store::summary::Summary>,
     /// loadgen's exit code (0 done, 3 stopped early; see the README).
     pub code: Option<i32>,
     /// What it said on standard error (its last lines).

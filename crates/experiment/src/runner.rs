@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 
 use store::experiment::{Definition, ExperimentRecord, Verification};
 use store::run::{HostFacts, RunConfig, RunFilter, RunMeta, RunStatus};
+use store::vocabulary::{label, Outcome, Phase};
 use store::Store;
 use tokio::sync::watch;
 
@@ -18,7 +19,7 @@ use crate::http::Http;
 use crate::plan::{Cell, Plan, PlanOptions};
 use crate::targets::{Launch, Target};
 use crate::upstream::Upstream;
-use crate::verify::{self, Expect, Outcome};
+use crate::verify::{self, Expect};
 
 /// The SECRET every local target gets (`/encrypt`'s key; not a credential).
 pub const SECRET: &str = "showdown-experiment-secret";
@@ -80,8 +81,8 @@ pub enum Error {
 /// The labels every run of the experiment carries, beside its cell's.
 fn plan_labels(experiment: &Experiment, plan: &Plan) -> Vec<(String, String)> {
     vec![
-        ("file".into(), Plan::file_label(experiment)),
-        ("scale".into(), plan.scale.to_string()),
+        (label::FILE.into(), Plan::file_label(experiment)),
+        (label::SCALE.into(), plan.scale.to_string()),
     ]
 }
 
@@ -98,11 +99,16 @@ pub async fn states(
     for (k, v) in plan_labels(experiment, plan) {
         filter.labels.insert(k, v);
     }
-    filter.labels.insert("phase".into(), "measure".into());
+    filter
+        .labels
+        .insert(label::PHASE.into(), Phase::Measure.as_str().into());
     let runs = store.list_runs(&filter).await?;
     let mut by_cell: BTreeMap<(String, String), CellState> = BTreeMap::new();
     for run in runs {
-        let (Some(cell), Some(rep)) = (run.labels.get("cell"), run.labels.get("repetition")) else {
+        let (Some(cell), Some(rep)) = (
+            run.labels.get(label::CELL),
+            run.labels.get(label::REPETITION),
+        ) else {
             continue;
         };
         let state = match run.status {
@@ -355,20 +361,13 @@ async fn verify_targets(
                 checks: verdict
                     .checks
                     .iter()
-                    .map(|c| {
-                        let outcome = match &c.outcome {
-                            Outcome::Passed => "passed".to_string(),
-                            Outcome::Failed(why) => format!("failed: {why}"),
-                            Outcome::Skipped(why) => format!("skipped: {why}"),
-                        };
-                        (c.name.to_string(), outcome)
-                    })
+                    .map(|c| (c.name.to_string(), c.outcome.clone()))
                     .collect(),
             },
             Err(why) => Verification {
                 target: name.clone(),
                 passed: false,
-                checks: vec![("start".into(), format!("failed: {why}"))],
+                checks: vec![("start".into(), Outcome::Failed(why))],
             },
         };
         eprintln!(
@@ -387,8 +386,10 @@ async fn verify_targets(
 fn failures(v: &Verification) -> String {
     v.checks
         .iter()
-        .filter(|(_, o)| o.starts_with("failed"))
-        .map(|(c, o)| format!("{c}: {}", o.trim_start_matches("failed: ")))
+        .filter_map(|(c, o)| match o {
+            Outcome::Failed(why) => Some(format!("{c}: {why}")),
+            _ => None,
+        })
         .collect::<Vec<_>>()
         .join("; ")
 }
@@ -619,16 +620,16 @@ impl CellContext<'_> {
             .ok_or(Error::Plan(format!("no target {}", cell.target)))
     }
 
-    fn labels(&self, cell: &Cell, phase: &str, held: &str) -> Vec<(String, String)> {
-        let mut labels = vec![("target".to_string(), cell.target.clone())];
+    fn labels(&self, cell: &Cell, phase: Phase, held: &str) -> Vec<(String, String)> {
+        let mut labels = vec![(label::TARGET.to_string(), cell.target.clone())];
         labels.extend(cell.setting.iter().cloned());
         labels.extend(plan_labels(self.experiment, self.plan));
-        labels.push(("cell".into(), cell.key()));
-        labels.push(("repetition".into(), cell.repetition.to_string()));
-        labels.push(("phase".into(), phase.into()));
-        labels.push(("placement".into(), self.placement.to_string()));
+        labels.push((label::CELL.into(), cell.key()));
+        labels.push((label::REPETITION.into(), cell.repetition.to_string()));
+        labels.push((label::PHASE.into(), phase.as_str().into()));
+        labels.push((label::PLACEMENT.into(), self.placement.to_string()));
         if !held.is_empty() {
-            labels.push(("held".into(), held.to_string()));
+            labels.push((label::HELD.into(), held.to_string()));
         }
         labels
     }
@@ -657,7 +658,7 @@ impl CellContext<'_> {
                     id: id.clone(),
                     name: self.run_name(cell),
                     experiment: Some(self.experiment.file.name.clone()),
-                    labels: self.labels(cell, "measure", "").into_iter().collect(),
+                    labels: self.labels(cell, Phase::Measure, "").into_iter().collect(),
                     shard: None,
                     tool_version: env!("CARGO_PKG_VERSION").into(),
                     started_at_ns: now_ns(),
@@ -752,20 +753,20 @@ impl CellContext<'_> {
             self.keep_failed(cell, &reason, None).await?;
             return Ok(CellOutcome::Failed(reason));
         }
-        let attack = |phase: &str, only_for: Option<Duration>, id: String| Attack {
+        let attack = |phase: Phase, only_for: Option<Duration>, id: String| Attack {
             base_url: base.clone(),
             load: cell.load.clone(),
             only_for,
             db: self.options.db.clone(),
             experiment: self.experiment.file.name.clone(),
-            name: if phase == "measure" {
+            name: if phase == Phase::Measure {
                 self.run_name(cell)
             } else {
                 format!("{} ({phase})", self.run_name(cell))
             },
             run_id: id,
             labels: self.labels(cell, phase, &held),
-            probe: if phase == "measure" {
+            probe: if phase == Phase::Measure {
                 probe_addr.clone()
             } else {
                 None
@@ -779,7 +780,7 @@ impl CellContext<'_> {
         };
         let mut outcome = CellOutcome::Done;
         if !self.plan.warmup.is_zero() {
-            let warmup = attack("warmup", Some(self.plan.warmup), RunMeta::new_id());
+            let warmup = attack(Phase::Warmup, Some(self.plan.warmup), RunMeta::new_id());
             match self.fire(&warmup, stop).await {
                 Ok(Some(fired)) if fired.code == Some(0) => {}
                 Ok(Some(fired)) => {
@@ -791,12 +792,16 @@ impl CellContext<'_> {
         }
         let mut measured_id = None;
         if matches!(outcome, CellOutcome::Done) {
-            let measure = attack("measure", None, run_id.clone());
+            let measure = attack(Phase::Measure, None, run_id.clone());
             measured_id = Some(run_id.clone());
             outcome = match self.fire(&measure, stop).await {
                 Ok(None) => CellOutcome::Interrupted,
                 Ok(Some(fired)) => match fired.code {
-                    Some(0) => match fired.summary.as_ref().and_then(generator_fell_behind) {
+                    Some(0) => match fired
+                        .summary
+                        .as_ref()
+                        .and_then(store::diagnosis::generator_fell_behind)
+                    {
                         Some(why) => CellOutcome::Failed(why),
                         None => CellOutcome::Done,
                     },
@@ -835,16 +840,6 @@ impl CellContext<'_> {
         let fired = self.options.gun.fire(attack, stop.clone()).await?;
         Ok((!*stop.borrow()).then_some(fired))
     }
-}
-
-/// Why the generator, not the target, limited the load, if it did.
-fn generator_fell_behind(summary: &serde_json::Value) -> Option<String> {
-    let g = &summary["generator"];
-    let limited = g["limited_by"].as_str().unwrap_or_default();
-    matches!(limited, "generator" | "generator cpus shared").then(|| {
-        let warning = summary["warnings"][0].as_str().unwrap_or_default();
-        format!("the generator could not keep the schedule: {warning}")
-    })
 }
 
 /// Waits until `GET /healthz` answers 200.

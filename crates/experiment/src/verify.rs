@@ -24,14 +24,8 @@ pub struct Expect {
     pub upstream_body: Option<Bytes>,
 }
 
-/// How one check went.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Outcome {
-    Passed,
-    Failed(String),
-    /// Not checked, and why (e.g. no database was given).
-    Skipped(String),
-}
+/// How one check went: the vocabulary's (skipped: not checked, and why, e.g. no database).
+pub use store::vocabulary::Outcome;
 
 #[derive(Debug, Clone)]
 pub struct Check {

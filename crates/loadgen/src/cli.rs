@@ -6,12 +6,12 @@ use std::time::Duration;
 
 use clap::{ArgGroup, Args, Parser, Subcommand, ValueEnum};
 
-use crate::attack::{AttackPlan, Load};
+use crate::engine::attack::{AttackPlan, Load};
+use crate::engine::request::{RequestMix, RequestOptions, RequestSpec};
+use crate::engine::schedule::Schedule;
 use crate::error::Error;
-use crate::probes::ProbeTarget;
-use crate::recording::Keeping;
-use crate::request::{RequestMix, RequestOptions, RequestSpec};
-use crate::schedule::Schedule;
+use crate::keep::probes::ProbeTarget;
+use crate::keep::Keeping;
 
 /// Showdown's load generator: open-loop, coordinated-omission-aware HTTP load.
 #[derive(Debug, Parser)]
@@ -603,6 +603,7 @@ impl AttackArgs {
     /// How the run is kept and watched.
     pub fn keeping(&self, command_line: &[String]) -> Result<Keeping, Error> {
         let mut keeping = self.store.keeping(command_line)?;
+        keeping.hdr_log = self.out.hdr_log.clone();
         if !self.probe.probes.is_empty() && keeping.store_url.is_none() {
             return Err(Error::Usage(
                 "--probe keeps the probes' samples with the run: drop --no-store".into(),

@@ -5,9 +5,9 @@ use std::path::PathBuf;
 
 use thiserror::Error;
 
-use crate::attack::AttackError;
-use crate::request::RequestError;
-use crate::schedule::ScheduleError;
+use crate::engine::attack::AttackError;
+use crate::engine::request::RequestError;
+use crate::engine::schedule::ScheduleError;
 
 #[derive(Debug, Error)]
 pub enum Error {

@@ -7,7 +7,7 @@ use std::collections::HashSet;
 use std::time::Duration;
 
 use common::{exclusive, plan, run};
-use loadgen::target::{Stall, TargetConfig, TargetServer};
+use loadgen::commands::target::{Stall, TargetConfig, TargetServer};
 
 #[test]
 fn constant_rate_is_achieved_within_one_percent() {

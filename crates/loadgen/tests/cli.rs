@@ -4,7 +4,7 @@
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use loadgen::target::{TargetConfig, TargetServer};
+use loadgen::commands::target::{TargetConfig, TargetServer};
 
 mod common;
 use common::loadgen;

@@ -11,7 +11,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use common::{exclusive, plan, run};
-use loadgen::target::{Stall, TargetConfig, TargetServer};
+use loadgen::commands::target::{Stall, TargetConfig, TargetServer};
 
 const LOADGEN: &str = env!("CARGO_BIN_EXE_loadgen");
 
@@ -164,8 +164,8 @@ fn a_connection_cap_is_named() {
     ]);
     let (s, _) = run(&p);
     assert_eq!(
-        s.generator.limited_by.as_deref(),
-        Some("connection cap"),
+        s.generator.limited_by,
+        Some(store::vocabulary::LimitedBy::ConnectionCap),
         "{}",
         s.to_text()
     );
@@ -215,8 +215,8 @@ fn a_server_slow_to_accept_is_named() {
     let (s, _) = run(&p);
     let text = s.to_text();
     assert_eq!(
-        s.generator.limited_by.as_deref(),
-        Some("server accept"),
+        s.generator.limited_by,
+        Some(store::vocabulary::LimitedBy::ServerAccept),
         "{text}"
     );
     assert!(s.generator.slow_connects > 0, "{text}");

@@ -11,7 +11,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use common::{exclusive, loadgen};
-use loadgen::target::{TargetConfig, TargetServer};
+use loadgen::commands::target::{TargetConfig, TargetServer};
 
 /// A small tmpfs, unmounted on drop.
 struct SmallDisk {

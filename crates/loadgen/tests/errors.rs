@@ -7,7 +7,7 @@ mod common;
 use std::sync::Arc;
 
 use common::{closed_port, plan, raw_server, resetting_server, run};
-use loadgen::target::{TargetConfig, TargetServer};
+use loadgen::commands::target::{TargetConfig, TargetServer};
 
 #[test]
 fn refused_connections_are_counted_and_the_run_completes() {

@@ -15,7 +15,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::{exclusive, execute, load_run, local_probe};
-use loadgen::target::{TargetConfig, TargetServer};
+use loadgen::commands::target::{TargetConfig, TargetServer};
 use probe::protocol::Record;
 use probe::sample::EventKind;
 use probe::selector::Selector;

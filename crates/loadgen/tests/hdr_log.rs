@@ -8,14 +8,14 @@ use std::process::Command;
 
 use common::{exclusive, plan, run_with};
 use hdrhistogram::Histogram;
-use loadgen::attack::IntervalSink;
-use loadgen::hdrlog::HdrLogSink;
-use loadgen::target::{Stall, TargetConfig, TargetServer};
+use loadgen::commands::target::{Stall, TargetConfig, TargetServer};
+use loadgen::engine::attack::IntervalSink;
+use loadgen::keep::hdrlog::HdrLogSink;
 use loadgen::Shutdown;
 use store::hdrlog::read_log;
 
 /// A run against a freezing target (so percentiles spread out), logged to a file.
-fn logged_run(dir: &std::path::Path) -> (std::path::PathBuf, loadgen::RunOutcome) {
+fn logged_run(dir: &std::path::Path) -> (std::path::PathBuf, loadgen::engine::RunOutcome) {
     let target = TargetServer::start(TargetConfig {
         stall: Some(Stall {
             every: std::time::Duration::from_millis(400),

@@ -209,7 +209,7 @@ proptest! {
 
     #[test]
     fn templates_compile_or_are_refused(text in word()) {
-        if let Ok(t) = loadgen::template::Template::compile(&text) {
+        if let Ok(t) = loadgen::engine::template::Template::compile(&text) {
             let mut rng = rand::rng();
             let _ = t.render(u64::MAX, &mut rng);
         }
@@ -220,8 +220,8 @@ proptest! {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("targets.toml");
         std::fs::write(&path, &text).unwrap();
-        let options = loadgen::request::RequestOptions::default();
-        if let Ok(mix) = loadgen::request::RequestMix::from_targets_file(&path, &options) {
+        let options = loadgen::engine::request::RequestOptions::default();
+        if let Ok(mix) = loadgen::engine::request::RequestMix::from_targets_file(&path, &options) {
             let _ = mix.pick(u64::MAX);
         }
     }
@@ -241,7 +241,7 @@ proptest! {
             let options = experiment::plan::PlanOptions { scale, ..Default::default() };
             if let Ok(plan) = experiment::plan::plan(&experiment, &options) {
                 let _ = plan.estimate();
-                let _ = loadgen::experiments::plan_text(&experiment, &plan);
+                let _ = loadgen::commands::experiment::plan_text(&experiment, &plan);
             }
         }
     }

@@ -10,7 +10,7 @@ use std::collections::HashSet;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use common::{exclusive, execute, load_run, local_probe, CuttableLink};
-use loadgen::target::{TargetConfig, TargetServer};
+use loadgen::commands::target::{TargetConfig, TargetServer};
 use probe::protocol::Record;
 use probe::sample::EventKind;
 use probe::selector::Selector;
@@ -170,7 +170,7 @@ fn across_a_cut(
     for_ms: u64,
     seconds: u64,
     extra: &[&str],
-) -> (loadgen::recording::Executed, store::StoredRun) {
+) -> (loadgen::keep::Executed, store::StoredRun) {
     let target = TargetServer::start(TargetConfig::default()).unwrap();
     let probe = local_probe(Selector::Pid(std::process::id() as i32), 0, history);
     let link = CuttableLink::new(probe.addr);

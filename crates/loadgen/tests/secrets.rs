@@ -10,7 +10,7 @@ mod common;
 mod postgres;
 
 use common::{exclusive, local_probe_with};
-use loadgen::target::{TargetConfig, TargetServer};
+use loadgen::commands::target::{TargetConfig, TargetServer};
 use probe::selector::Selector;
 use sqlx::Row;
 

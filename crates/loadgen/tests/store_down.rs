@@ -10,7 +10,7 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use common::{exclusive, load_run};
-use loadgen::target::{TargetConfig, TargetServer};
+use loadgen::commands::target::{TargetConfig, TargetServer};
 use store::model::IntervalStats;
 use store::RunStatus;
 

@@ -7,6 +7,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
+use store::vocabulary::{label, LimitedBy, Phase};
 
 use store::experiment::ExperimentRecord;
 use store::run::RunStatus;
@@ -187,17 +188,11 @@ impl CellFigures {
                 kinds.join(", ")
             ));
         }
-        let behind: Vec<&str> = self
+        let behind: Vec<LimitedBy> = self
             .runs
             .iter()
             .filter(|r| r.summary.generator.behind)
-            .map(|r| {
-                r.summary
-                    .generator
-                    .limited_by
-                    .as_deref()
-                    .unwrap_or("unknown")
-            })
+            .map(|r| r.summary.generator.limited_by.unwrap_or(LimitedBy::Unknown))
             .collect();
         if let Some(cause) = behind.first() {
             why.push(format!(
@@ -247,11 +242,11 @@ pub fn figures(record: &ExperimentRecord, runs: &[Arc<RunFigures>]) -> Experimen
         .iter()
         .filter(|r| r.experiment.as_deref() == Some(&record.name))
     {
-        let current = r.labels.get("file") == Some(&record.file_label)
-            && r.labels.get("scale") == Some(&scale);
+        let current = r.labels.get(label::FILE) == Some(&record.file_label)
+            && r.labels.get(label::SCALE) == Some(&scale);
         if !current {
             older += 1;
-        } else if r.labels.get("phase").map(String::as_str) == Some("warmup") {
+        } else if Phase::of(&r.labels) == Some(Phase::Warmup) {
             warmups += 1;
         } else {
             mine.push(r);

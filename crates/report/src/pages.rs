@@ -280,7 +280,7 @@ pub fn index(site: &SiteIndex) -> Markup {
         for (k, v) in h
             .labels
             .iter()
-            .filter(|(k, _)| !crate::site::is_bookkeeping(k))
+            .filter(|(k, _)| !store::vocabulary::label::is_bookkeeping(k))
         {
             *labels.entry((k.as_str(), v.as_str())).or_default() += 1;
         }
@@ -572,7 +572,7 @@ pub fn experiment_page(
     let mut held: BTreeMap<&str, &str> = BTreeMap::new();
     for c in &fig.cells {
         for run in &c.runs {
-            if let Some(h) = run.labels.get("held") {
+            if let Some(h) = run.labels.get(store::vocabulary::label::HELD) {
                 held.insert(&c.target, h);
             }
         }
@@ -615,8 +615,10 @@ pub fn experiment_page(
                 ul {
                     @for v in &failed_targets {
                         li { strong { (v.target) } ": "
-                            @for (check, outcome) in v.checks.iter().filter(|(_, o)| o.starts_with("failed")) {
-                                (check) " — " (outcome.trim_start_matches("failed: ")) "; "
+                            @for (check, outcome) in &v.checks {
+                                @if let store::vocabulary::Outcome::Failed(why) = outcome {
+                                    (check) " — " (why) "; "
+                                }
                             }
                         }
                     }
@@ -688,7 +690,7 @@ pub fn experiment_page(
                 "Runs: "
                 @for c in fig.cells_of(setting) {
                     @for (i, run) in c.runs.iter().enumerate() {
-                        a.chip href={ "../" (run_path(&run.id)) } { (c.target) " #" (run.labels.get("repetition").cloned().unwrap_or_else(|| (i + 1).to_string())) }
+                        a.chip href={ "../" (run_path(&run.id)) } { (c.target) " #" (run.labels.get(store::vocabulary::label::REPETITION).cloned().unwrap_or_else(|| (i + 1).to_string())) }
                     }
                     @for (run, _) in &c.failed {
                         a.chip href={ "../" (run_path(&run.id)) } { (c.target) " (" (run.status.as_str()) ")" }

@@ -9,6 +9,7 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use store::vocabulary::Phase;
 
 use maud::Markup;
 use store::run::RunFilter;
@@ -24,15 +25,9 @@ use crate::pages::{self, SiteIndex};
 pub const AUTO_COMPARISON_LIMIT: usize = 20;
 
 /// Labels the experiment runner keeps for its own bookkeeping: no label page, no comparison.
-const BOOKKEEPING_LABELS: [&str; 6] = ["file", "scale", "placement", "held", "phase", "repetition"];
-
-/// Whether a label is the experiment runner's bookkeeping rather than a setting.
-pub fn is_bookkeeping(key: &str) -> bool {
-    BOOKKEEPING_LABELS.contains(&key)
-}
-
+/// Whether a run is an experiment's warm-up (left out of every figure).
 fn is_warmup(labels: &BTreeMap<String, String>) -> bool {
-    labels.get("phase").map(String::as_str) == Some("warmup")
+    Phase::of(labels) == Some(Phase::Warmup)
 }
 
 /// What to draw, and where.
@@ -211,7 +206,8 @@ pub async fn write(store: &Store, options: &SiteOptions) -> Result<Site, ReportE
             .filter(|id| !warmups.contains(id.as_str()))
             .cloned()
             .collect();
-        let compared = !is_bookkeeping(k) && (2..=AUTO_COMPARISON_LIMIT).contains(&measured.len());
+        let compared = !store::vocabulary::label::is_bookkeeping(k)
+            && (2..=AUTO_COMPARISON_LIMIT).contains(&measured.len());
         if compared && !comparisons.iter().any(|(_, same)| *same == measured) {
             comparisons.push((format!("{k}={v}"), measured.clone()));
         }

@@ -5,6 +5,7 @@ use serde::{Deserialize, Serialize};
 use sqlx::Row;
 
 use crate::db::{Store, StoreError};
+use crate::vocabulary::Outcome;
 
 /// One experiment.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -71,7 +72,14 @@ fn redacted_checks(checks: &[Verification]) -> Vec<Verification> {
             checks: v
                 .checks
                 .iter()
-                .map(|(name, outcome)| (name.clone(), redact::text(outcome)))
+                .map(|(name, outcome)| {
+                    let kept = match outcome {
+                        Outcome::Passed => Outcome::Passed,
+                        Outcome::Failed(why) => Outcome::Failed(redact::text(why)),
+                        Outcome::Skipped(why) => Outcome::Skipped(redact::text(why)),
+                    };
+                    (name.clone(), kept)
+                })
                 .collect(),
         })
         .collect()
@@ -82,8 +90,8 @@ fn redacted_checks(checks: &[Verification]) -> Vec<Verification> {
 pub struct Verification {
     pub target: String,
     pub passed: bool,
-    /// (check, outcome): `passed`, `failed: why`, `skipped: why`.
-    pub checks: Vec<(String, String)>,
+    /// (check, how it came out).
+    pub checks: Vec<(String, Outcome)>,
 }
 
 impl Store {

@@ -16,10 +16,13 @@
 //! - [`group`]: several gun hosts' shards of one run, merged exactly.
 //! - [`export`]: a run as an HdrHistogram interval log, CSV or JSON.
 //! - [`summary`]: the end-of-run figures (Vegeta-style text, or JSON) from a run's totals.
+//! - [`diagnosis`]: what held a run back when it fell behind, and what to change.
+//! - [`vocabulary`]: the words crates exchange: causes, check outcomes, phases, label names.
 //! - [`hdrlog`]: HdrHistogram interval logs, and histograms in HdrHistogram's own format.
 //! - [`import`]: a run saved locally while its store was down, brought back.
 
 pub mod db;
+pub mod diagnosis;
 pub mod experiment;
 pub mod export;
 pub mod group;
@@ -28,6 +31,7 @@ pub mod import;
 pub mod model;
 pub mod run;
 pub mod summary;
+pub mod vocabulary;
 pub mod writer;
 
 pub use db::{Store, StoreError, DEFAULT_URL};

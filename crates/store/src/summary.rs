@@ -15,8 +15,10 @@ use std::time::{Duration, SystemTime};
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
+use crate::diagnosis::SYN_RETRANSMISSION_NS;
 use crate::model::{ErrorKind, IntervalStats};
 use crate::run::RunConfig;
+use crate::vocabulary::LimitedBy;
 
 /// What a summary is made from: how the run was set up, what it recorded, and how it went.
 /// loadgen fills it in at the end of a run; the report from a stored run.
@@ -58,18 +60,6 @@ pub struct GeneratorFacts {
     /// Time to establish each new connection (TCP, and TLS when used), ns.
     pub connect: Option<Histogram<u64>>,
 }
-
-/// Above this share of a core, a generator thread is saturated; above this share of its CPUs'
-/// time, the generator's CPUs are.
-pub const SATURATED: f64 = 0.9;
-
-/// When the generator's CPUs were saturated, the share of their time that other processes
-/// must have taken to be blamed for it (else the generator's own threads are).
-pub const OTHERS_TO_BLAME: f64 = 0.25;
-
-/// A connection that took this long to establish needed a SYN retransmission (Linux's initial
-/// retransmission timeout is 1 s): the server's accept queue was full.
-pub const SYN_RETRANSMISSION_NS: u64 = 900_000_000;
 
 /// Identifies this JSON layout; bumped when a field changes meaning or goes away.
 pub const SCHEMA: &str = "showdown.loadgen.summary/1";
@@ -207,7 +197,7 @@ pub struct GeneratorFigures {
     /// a cap the rate would not have reached had the server kept its fastest pace: the server
     /// fell behind), `server accept` (new connections were slow to be accepted), or `unknown`.
     #[serde(default)]
-    pub limited_by: Option<String>,
+    pub limited_by: Option<LimitedBy>,
     /// Time to establish each new connection (TCP, and TLS when used).
     #[serde(default)]
     pub connect: Option<LatencyStats>,
@@ -276,22 +266,6 @@ fn ratio(a: f64, b: f64) -> f64 {
     }
 }
 
-/// Connections `rate` req/s needs if every response took `fastest_ns` (Little's law).
-fn needed_connections(rate: f64, fastest_ns: u64) -> f64 {
-    rate * fastest_ns as f64 / 1e9
-}
-
-/// A number of connections in words that never round to nonsense: "fewer than one".
-fn connections_text(n: f64) -> String {
-    if n < 1.0 {
-        "fewer than one connection".into()
-    } else if n < 1.5 {
-        "about one connection".into()
-    } else {
-        format!("about {n:.0} connections")
-    }
-}
-
 impl Summary {
     pub fn new(facts: &RunFacts<'_>) -> Self {
         let t = facts.totals;
@@ -322,36 +296,18 @@ impl Summary {
         let cpus_busy = facts.generator.cpus_busy.as_ref().map(|(b, _)| *b);
         let own_share = facts.generator.own_share;
         let limited_by = behind.then(|| {
-            if busiest_thread.is_some_and(|b| b >= SATURATED) {
-                "generator"
-            } else if let Some(busy) = cpus_busy.filter(|&b| b >= SATURATED) {
-                // The generator's own threads count as the generator: only when other
-                // processes took a fair share of its CPUs are they to blame.
-                if busy - own_share.unwrap_or(0.0) < OTHERS_TO_BLAME {
-                    "generator"
-                } else {
-                    "generator cpus shared"
-                }
-            } else if t.waited_for_connection > 0 && t.waited_for_connection * 2 >= late {
-                // The pool filled. Little's law at the server's fastest response says how many
-                // connections the rate needs if the server kept that pace: if the cap is well
-                // above it, the pool filled because the server slowed down, not because the
-                // cap is small.
-                let rate = ratio(t.requests as f64, attack);
-                let needed = needed_connections(rate, t.service.min()).max(1.0);
-                if !t.service.is_empty() && config.max_connections as f64 >= 2.0 * needed {
-                    "server responses"
-                } else {
-                    "connection cap"
-                }
-            } else if slow_connects > 0
-                || connect.is_some_and(|h| h.value_at_quantile(0.99) > limit)
-            {
-                "server accept"
-            } else {
-                "unknown"
-            }
-            .to_string()
+            crate::diagnosis::cause(&crate::diagnosis::Evidence {
+                totals: t,
+                late,
+                attack_s: attack,
+                max_connections: config.max_connections,
+                busiest_thread,
+                cpus_busy,
+                own_share,
+                connect,
+                slow_connects,
+                limit_ns: limit,
+            })
         });
         let cpu_s = facts.cpu.as_secs_f64();
         let mut summary = Summary {
@@ -443,60 +399,17 @@ impl Summary {
                 format_ns(LATENESS_LIMIT_NS + facts.config.batch_ns),
                 format_ns(g.lateness.p99_ns),
             );
-            let pct = |v: Option<f64>| v.map_or("?".to_string(), |v| format!("{:.0} %", v * 100.0));
             let cpus = facts
                 .generator
                 .cpus_busy
                 .as_ref()
                 .map_or(String::new(), |(_, list)| list.clone());
-            let connect_p99 = g.connect.map_or("?".into(), |c| format_ns(c.p99_ns));
-            let _ = match g.limited_by.as_deref() {
-                Some("generator") if g.busiest_thread.is_some_and(|b| b >= SATURATED) => write!(
-                    text,
-                    " Cause: the generator's CPU: its busiest worker thread was busy {} of the time. Pace in batches (--batch 1ms, as wrk2 does), add --threads and CPUs, or use more gun hosts.",
-                    pct(g.busiest_thread)
-                ),
-                Some("generator") => write!(
-                    text,
-                    " Cause: the generator's CPU: its CPUs ({cpus}) were {} busy, {} of their time taken by the generator's own threads (the busiest {} of a core). Pace in batches (--batch 1ms, as wrk2 does), give it more CPUs, or use more gun hosts.",
-                    pct(g.cpus_busy),
-                    pct(g.own_share),
-                    pct(g.busiest_thread)
-                ),
-                Some("generator cpus shared") => write!(
-                    text,
-                    " Cause: other processes on the generator's CPUs: they were {} busy, of which the generator's own threads took {} (the busiest {} of a core) and other processes the rest. Pin the target and the rest elsewhere (taskset), or stop what shares the gun's CPUs.",
-                    pct(g.cpus_busy),
-                    pct(g.own_share),
-                    pct(g.busiest_thread)
-                ),
-                Some("server responses") => write!(
-                    text,
-                    " Cause: the server fell behind: requests waited for a free connection, the pool full at --max-connections {} with every connection waiting for a response. At the pace of its fastest response ({}) the {:.0} req/s sent would have needed {}; its responses took {} at p50, and it answered {:.0} req/s.",
-                    facts.config.max_connections,
-                    format_ns(self.latency.service.min_ns),
-                    self.requests.rate,
-                    connections_text(needed_connections(self.requests.rate, self.latency.service.min_ns)),
-                    format_ns(self.latency.service.p50_ns),
-                    self.requests.throughput,
-                ),
-                Some("connection cap") => write!(
-                    text,
-                    " Cause: the connection cap: {} requests waited for a free connection, the pool held at --max-connections {}; raise it to send on time.",
-                    g.waited_for_connection, facts.config.max_connections
-                ),
-                Some("server accept") => write!(
-                    text,
-                    " Cause: the server was slow to accept new connections: connecting took {connect_p99} at p99, and {} connections took over 0.9 s (a SYN retransmission: its accept queue was full).",
-                    g.slow_connects
-                ),
-                _ => write!(
-                    text,
-                    " Cause not found in the measurements: the busiest generator thread was busy {} of a core, its CPUs ({cpus}) {} busy, no request waited for a connection beyond what explains the lateness, and connections opened in {connect_p99} at p99.",
-                    pct(g.busiest_thread),
-                    pct(g.cpus_busy)
-                ),
-            };
+            text.push(' ');
+            text.push_str(&crate::diagnosis::explain(
+                self,
+                &cpus,
+                facts.config.max_connections,
+            ));
             out.push(text);
         }
         if !self.open_loop {
@@ -811,15 +724,15 @@ mod tests {
             own_share: Some(thread),
             connect: None,
         };
-        let cause = |s: Summary| (s.generator.limited_by.clone(), s.warnings[0].clone());
+        let cause = |s: Summary| (s.generator.limited_by, s.warnings[0].clone());
         let (by, text) = cause(summary_of(3_000, 0, busy(0.97, 0.98)));
-        assert_eq!(by.as_deref(), Some("generator"));
+        assert_eq!(by, Some(LimitedBy::Generator));
         assert!(
             text.contains("busiest worker thread was busy 97 %"),
             "{text}"
         );
         let (by, text) = cause(summary_of(3_000, 0, busy(0.2, 0.99)));
-        assert_eq!(by.as_deref(), Some("generator cpus shared"));
+        assert_eq!(by, Some(LimitedBy::GeneratorCpusShared));
         assert!(
             text.contains("they were 99 % busy, of which the generator's own threads took 20 %"),
             "{text}"
@@ -831,14 +744,14 @@ mod tests {
             ..busy(0.6, 0.92)
         };
         let (by, text) = cause(summary_of(3_000, 0, own));
-        assert_eq!(by.as_deref(), Some("generator"));
+        assert_eq!(by, Some(LimitedBy::Generator));
         assert!(
             text.contains("92 % busy, 85 % of their time taken by the generator's own threads"),
             "{text}"
         );
         assert!(text.contains("--batch 1ms"), "{text}");
         let (by, text) = cause(summary_of(3_000, 2_900, busy(0.2, 0.3)));
-        assert_eq!(by.as_deref(), Some("connection cap"));
+        assert_eq!(by, Some(LimitedBy::ConnectionCap));
         assert!(text.contains("--max-connections 8"), "{text}");
         let mut connect = crate::model::new_histogram(30_000_000_000);
         connect.record(200_000).unwrap();
@@ -848,10 +761,10 @@ mod tests {
             ..busy(0.2, 0.3)
         };
         let (by, text) = cause(summary_of(3_000, 0, slow));
-        assert_eq!(by.as_deref(), Some("server accept"));
+        assert_eq!(by, Some(LimitedBy::ServerAccept));
         assert!(text.contains("1 connections took over 0.9 s"), "{text}");
         let (by, text) = cause(summary_of(3_000, 0, busy(0.2, 0.3)));
-        assert_eq!(by.as_deref(), Some("unknown"));
+        assert_eq!(by, Some(LimitedBy::Unknown));
         assert!(text.contains("Cause not found"), "{text}");
     }
 
@@ -872,12 +785,12 @@ mod tests {
         };
         // A cap of 15 is under twice that: the cap.
         assert_eq!(
-            waited(15).generator.limited_by.as_deref(),
-            Some("connection cap")
+            waited(15).generator.limited_by,
+            Some(LimitedBy::ConnectionCap)
         );
         // A cap of 10,000 would have carried the rate fifty times over: the server slowed.
         let s = waited(10_000);
-        assert_eq!(s.generator.limited_by.as_deref(), Some("server responses"));
+        assert_eq!(s.generator.limited_by, Some(LimitedBy::ServerResponses));
         let text = &s.warnings[0];
         assert!(text.contains("the server fell behind"), "{text}");
         assert!(text.contains("--max-connections 10000"), "{text}");

@@ -17,14 +17,14 @@ use std::time::Duration;
 use probe::protocol::Record;
 use store::summary::{format_duration, format_ns, Summary};
 
-use crate::engine::attack::{AttackPlan, Load};
 use crate::cli::{DemoArgs, OutputFormat};
-use crate::error::Error;
-use crate::keep::probes::ProbeTarget;
+use crate::commands::target::Stall;
+use crate::engine::attack::{AttackPlan, Load};
 use crate::engine::request::{RequestMix, RequestOptions, RequestSpec};
 use crate::engine::schedule::Schedule;
 use crate::engine::shutdown::Shutdown;
-use crate::commands::target::Stall;
+use crate::error::Error;
+use crate::keep::probes::ProbeTarget;
 use crate::output::{draw_report, print_kept, print_summary};
 use crate::{keep, RunEnd};
 

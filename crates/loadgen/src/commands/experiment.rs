@@ -9,8 +9,8 @@ use experiment::plan::{Plan, PlanOptions};
 use experiment::runner::{self, CellState, RunOptions};
 
 use crate::cli::{CellArgs, ExperimentArgs, ExperimentCommand};
-use crate::error::Error;
 use crate::engine::shutdown::{Shutdown, Stop};
+use crate::error::Error;
 use crate::RunEnd;
 
 fn read(cells: &CellArgs) -> Result<(Experiment, Plan), Error> {
@@ -109,7 +109,7 @@ pub async fn run(args: &ExperimentArgs, shutdown: &Shutdown) -> Result<RunEnd, E
                 );
             }
             if !no_report {
-                let site = crate::draw_site(&cells.db, pages).await?;
+                let site = crate::output::draw_site(&cells.db, pages).await?;
                 let page = site
                     .experiment_pages
                     .get(&experiment.file.name)

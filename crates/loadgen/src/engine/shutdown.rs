@@ -94,29 +94,29 @@ impl Shutdown {
     /// Stops on Ctrl-C, SIGTERM or SIGHUP, and aborts on a second.
     pub fn on_signals(&self) {
         let shutdown = self.clone();
-    use tokio::signal::unix::{signal, SignalKind};
-    tokio::spawn(async move {
-        // Ctrl-C, a `kill` (SIGTERM) and a closed terminal or SSH session (SIGHUP) all stop the
-        // same way: what is recorded is kept, and what was started (targets, a throwaway
-        // PostgreSQL, cgroups, temporary directories) is taken down.
-        let (Ok(mut term), Ok(mut hup)) = (
-            signal(SignalKind::terminate()),
-            signal(SignalKind::hangup()),
-        ) else {
-            return;
-        };
-        let Some(first) = next_signal(&mut term, &mut hup).await else {
-            return;
-        };
-        eprintln!(
+        use tokio::signal::unix::{signal, SignalKind};
+        tokio::spawn(async move {
+            // Ctrl-C, a `kill` (SIGTERM) and a closed terminal or SSH session (SIGHUP) all stop the
+            // same way: what is recorded is kept, and what was started (targets, a throwaway
+            // PostgreSQL, cgroups, temporary directories) is taken down.
+            let (Ok(mut term), Ok(mut hup)) = (
+                signal(SignalKind::terminate()),
+                signal(SignalKind::hangup()),
+            ) else {
+                return;
+            };
+            let Some(first) = next_signal(&mut term, &mut hup).await else {
+                return;
+            };
+            eprintln!(
             "\nInterrupted ({first}): sending no more requests, waiting for those in flight (interrupt again to stop now)."
         );
-        shutdown.stop(&format!("interrupted by {first}"));
-        if let Some(second) = next_signal(&mut term, &mut hup).await {
-            shutdown.abort(&format!("interrupted twice ({second})"));
-        }
-    });
-}
+            shutdown.stop(&format!("interrupted by {first}"));
+            if let Some(second) = next_signal(&mut term, &mut hup).await {
+                shutdown.abort(&format!("interrupted twice ({second})"));
+            }
+        });
+    }
 }
 
 #[cfg(test)]

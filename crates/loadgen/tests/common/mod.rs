@@ -8,8 +8,8 @@ use std::thread;
 use std::time::Duration;
 
 use clap::Parser;
-use loadgen::attack::{attack, AttackPlan, IntervalSink, RunOutcome};
 use loadgen::cli::{Cli, Command};
+use loadgen::engine::attack::{attack, AttackPlan, IntervalSink, RunOutcome};
 use loadgen::{Shutdown, Summary};
 
 /// Tests that measure rates or latencies take this lock so that they do not share the two
@@ -44,9 +44,9 @@ pub fn run_with(
         .enable_all()
         .build()
         .unwrap();
-    let zero = loadgen::attack::time_zero(None).unwrap();
+    let zero = loadgen::engine::attack::time_zero(None).unwrap();
     let outcome = rt.block_on(attack(plan, zero, shutdown, sinks)).unwrap();
-    (loadgen::attack::summarize(plan, &outcome), outcome)
+    (loadgen::engine::attack::summarize(plan, &outcome), outcome)
 }
 
 /// A port on which nothing listens.
@@ -281,7 +281,7 @@ impl CuttableLink {
 }
 
 /// Runs `loadgen attack ARGS…` in-process, keeping the run; returns what it came to.
-pub fn execute(args: &[&str]) -> loadgen::recording::Executed {
+pub fn execute(args: &[&str]) -> loadgen::keep::Executed {
     let mut argv = vec!["loadgen", "attack"];
     argv.extend_from_slice(args);
     let cli = Cli::try_parse_from(&argv).unwrap_or_else(|e| panic!("{argv:?}: {e}"));
@@ -295,13 +295,8 @@ pub fn execute(args: &[&str]) -> loadgen::recording::Executed {
         .enable_all()
         .build()
         .unwrap();
-    rt.block_on(loadgen::recording::execute(
-        &plan,
-        &a.out,
-        &keeping,
-        &Shutdown::new(),
-    ))
-    .unwrap_or_else(|e| panic!("{argv:?}: {e}"))
+    rt.block_on(loadgen::keep::execute(&plan, &keeping, &Shutdown::new()))
+        .unwrap_or_else(|e| panic!("{argv:?}: {e}"))
 }
 
 /// Reads a run back from a store.

@@ -82,7 +82,7 @@ pub async fn drawn() -> Drawn {
             verification: vec![Verification {
                 target: "fast".into(),
                 passed: true,
-                checks: vec![("GET /now".into(), "passed".into())],
+                checks: vec![("GET /now".into(), store::vocabulary::Outcome::Passed)],
             }],
             updated_at_ns: at,
         })

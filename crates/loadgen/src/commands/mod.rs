@@ -1,0 +1,29 @@
+//! What `loadgen` does, one module a command: `attack`, `demo`, `experiment` (the runner is the
+//! `experiment` crate's), `runs`, and the built-in `target` (which the demo starts). Each takes
+//! its checked flags (`cli`) and gives back how the run ended.
+
+pub mod attack;
+pub mod demo;
+pub mod experiment;
+pub mod runs;
+pub mod target;
+
+use crate::cli::Command;
+use crate::{Error, RunEnd, Shutdown};
+
+/// Runs one command; `command_line` is what was typed (redacted before it is kept).
+pub async fn run(
+    command: Command,
+    shutdown: &Shutdown,
+    command_line: &[String],
+) -> Result<RunEnd, Error> {
+    match command {
+        Command::Attack(args) => attack::run(&args, shutdown, command_line).await,
+        Command::Demo(args) => demo::run(&args, shutdown, command_line).await,
+        Command::Runs(args) => runs::run(&args).await.map(|()| RunEnd::Completed),
+        Command::Experiment(args) => experiment::run(&args, shutdown).await,
+        Command::Target(args) => target::serve_until_stdin_closes(&args)
+            .await
+            .map(|()| RunEnd::Completed),
+    }
+}

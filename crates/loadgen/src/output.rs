@@ -1,0 +1,70 @@
+//! What a command prints and draws at the end: the summary, where the run was kept, its page.
+
+use std::io::Write;
+
+use crate::cli::OutputFormat;
+use crate::keep::{Executed, Keeping};
+use crate::{Error, Summary};
+
+/// Says where the run was kept (on standard error with JSON, so that standard output stays JSON).
+pub fn print_kept(done: &Executed, keeping: &Keeping, format: OutputFormat) {
+    let (Some(id), Some(url)) = (&done.run_id, &keeping.store_url) else {
+        return;
+    };
+    let line = format!(
+        "Kept as run {id} in {}: loadgen runs show {}",
+        redact::text(url),
+        store::run::short_id(id)
+    );
+    match format {
+        OutputFormat::Text => println!("\n{line}"),
+        OutputFormat::Json => eprintln!("{line}"),
+    }
+}
+
+/// Draws the report's pages from the store the run was kept in, and says where its page is.
+pub async fn draw_report(
+    dir: &std::path::Path,
+    done: &Executed,
+    keeping: &Keeping,
+    format: OutputFormat,
+) -> Result<(), Error> {
+    let (Some(id), Some(url)) = (&done.run_id, &keeping.store_url) else {
+        return Ok(());
+    };
+    let site = draw_site(url, dir).await?;
+    let page = site.run_pages.get(id).unwrap_or(&site.index);
+    let line = format!("Report: open {}", page.display());
+    match format {
+        OutputFormat::Text => println!("{line}"),
+        OutputFormat::Json => eprintln!("{line}"),
+    }
+    Ok(())
+}
+
+/// Draws every page of the store at `url` into `dir`, saying on standard error which could not
+/// be drawn.
+pub async fn draw_site(url: &str, dir: &std::path::Path) -> Result<report::Site, Error> {
+    let store = store::Store::open(url).await?;
+    let options = report::SiteOptions {
+        out: dir.to_path_buf(),
+        ..Default::default()
+    };
+    let site = report::site::write(&store, &options).await?;
+    for (what, why) in &site.failures {
+        eprintln!("{what} could not be drawn: {why}");
+    }
+    Ok(site)
+}
+
+/// Prints the summary on standard output.
+pub fn print_summary(summary: &Summary, format: OutputFormat) -> Result<(), Error> {
+    let mut out = std::io::stdout().lock();
+    let text = match format {
+        OutputFormat::Text => summary.to_text(),
+        OutputFormat::Json => {
+            serde_json::to_string_pretty(summary).map_err(|e| Error::Output(e.into()))? + "\n"
+        }
+    };
+    out.write_all(text.as_bytes()).map_err(Error::Output)
+}

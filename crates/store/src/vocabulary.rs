@@ -1,0 +1,202 @@
+//! The words one crate decides and another reads: why a run's sends were held back, how a
+//! check of a target came out, what an experiment's runs are labelled with. Each is an enum or a
+//! const here, serialized as the same text the JSON summary, the store and the pages have always
+//! carried, and read back typed everywhere: never a string compared in three crates.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+/// What held a run's sends back when it fell behind its schedule, from measurements (see
+/// `diagnosis.rs`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum LimitedBy {
+    /// The generator's own CPU: a worker thread saturated its core, or its threads together
+    /// kept its CPUs busy.
+    #[serde(rename = "generator")]
+    Generator,
+    /// Other processes took the generator's CPUs.
+    #[serde(rename = "generator cpus shared")]
+    GeneratorCpusShared,
+    /// Requests waited for `--max-connections`, which the rate needs even at the server's
+    /// fastest response.
+    #[serde(rename = "connection cap")]
+    ConnectionCap,
+    /// Requests waited for a cap the rate would not have reached had the server kept its
+    /// fastest pace: the server fell behind.
+    #[serde(rename = "server responses")]
+    ServerResponses,
+    /// New connections were slow to be accepted (a full accept queue).
+    #[serde(rename = "server accept")]
+    ServerAccept,
+    /// None of the measurements explains it.
+    #[serde(rename = "unknown")]
+    Unknown,
+}
+
+impl LimitedBy {
+    /// The words the summary, the store and the pages use.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LimitedBy::Generator => "generator",
+            LimitedBy::GeneratorCpusShared => "generator cpus shared",
+            LimitedBy::ConnectionCap => "connection cap",
+            LimitedBy::ServerResponses => "server responses",
+            LimitedBy::ServerAccept => "server accept",
+            LimitedBy::Unknown => "unknown",
+        }
+    }
+
+    /// Whether the generator, not the server, is to blame: such a run says nothing of the
+    /// server, and an experiment's cell is failed rather than kept as the server's result.
+    pub fn is_generator(self) -> bool {
+        matches!(self, LimitedBy::Generator | LimitedBy::GeneratorCpusShared)
+    }
+}
+
+impl fmt::Display for LimitedBy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// How one check of a target came out. Kept as text (`passed`, `failed: why`, `skipped: why`),
+/// as stored experiments have it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    Passed,
+    Failed(String),
+    Skipped(String),
+}
+
+impl Outcome {
+    pub fn failed(&self) -> bool {
+        matches!(self, Outcome::Failed(_))
+    }
+}
+
+impl fmt::Display for Outcome {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Outcome::Passed => f.write_str("passed"),
+            Outcome::Failed(why) => write!(f, "failed: {why}"),
+            Outcome::Skipped(why) => write!(f, "skipped: {why}"),
+        }
+    }
+}
+
+impl Serialize for Outcome {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for Outcome {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(d)?;
+        Ok(if text == "passed" {
+            Outcome::Passed
+        } else if let Some(why) = text.strip_prefix("failed: ") {
+            Outcome::Failed(why.to_string())
+        } else if let Some(why) = text.strip_prefix("skipped: ") {
+            Outcome::Skipped(why.to_string())
+        } else {
+            Outcome::Failed(text)
+        })
+    }
+}
+
+/// What a run of an experiment's cell is: the warm-up before it, or the measured run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Phase {
+    /// Left out of every figure.
+    Warmup,
+    Measure,
+}
+
+impl Phase {
+    /// The phase a run's labels give, if they give one.
+    pub fn of(labels: &std::collections::BTreeMap<String, String>) -> Option<Phase> {
+        match labels.get(label::PHASE).map(String::as_str) {
+            Some("warmup") => Some(Phase::Warmup),
+            Some("measure") => Some(Phase::Measure),
+            _ => None,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Phase::Warmup => "warmup",
+            Phase::Measure => "measure",
+        }
+    }
+}
+
+impl fmt::Display for Phase {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The labels the experiment runner puts on every run of a cell, beside one per axis.
+pub mod label {
+    /// The contestant.
+    pub const TARGET: &str = "target";
+    /// A prefix of the experiment file's SHA-256: runs of another version of the file are
+    /// another experiment's.
+    pub const FILE: &str = "file";
+    /// The `--scale` the cell ran at.
+    pub const SCALE: &str = "scale";
+    /// The cell without its repetition (`target=node rate=2000`).
+    pub const CELL: &str = "cell";
+    pub const REPETITION: &str = "repetition";
+    /// A [`super::Phase`].
+    pub const PHASE: &str = "phase";
+    /// Where the generator, the targets and the database ran, in words.
+    pub const PLACEMENT: &str = "placement";
+    /// What held a local target to a host size (a cgroup), in words.
+    pub const HELD: &str = "held";
+
+    /// Labels that say how a run was made, not what it measured: no page of their own.
+    pub const BOOKKEEPING: [&str; 6] = [FILE, SCALE, PLACEMENT, HELD, PHASE, REPETITION];
+
+    /// Whether a label is the experiment runner's bookkeeping rather than a setting.
+    pub fn is_bookkeeping(key: &str) -> bool {
+        BOOKKEEPING.contains(&key)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn words_read_back_as_they_were_written() {
+        for cause in [
+            LimitedBy::Generator,
+            LimitedBy::GeneratorCpusShared,
+            LimitedBy::ConnectionCap,
+            LimitedBy::ServerResponses,
+            LimitedBy::ServerAccept,
+            LimitedBy::Unknown,
+        ] {
+            let json = serde_json::to_string(&cause).unwrap();
+            assert_eq!(json, format!("\"{}\"", cause.as_str()));
+            assert_eq!(serde_json::from_str::<LimitedBy>(&json).unwrap(), cause);
+        }
+        for outcome in [
+            Outcome::Passed,
+            Outcome::Failed("status 500".into()),
+            Outcome::Skipped("no database".into()),
+        ] {
+            let json = serde_json::to_string(&outcome).unwrap();
+            assert_eq!(serde_json::from_str::<Outcome>(&json).unwrap(), outcome);
+        }
+        assert_eq!(
+            serde_json::to_string(&Outcome::Failed("x".into())).unwrap(),
+            "\"failed: x\""
+        );
+        assert_eq!(serde_json::to_string(&Phase::Warmup).unwrap(), "\"warmup\"");
+    }
+}
