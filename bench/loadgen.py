@@ -16,7 +16,7 @@ Each measurement is repeated --repeat rounds (the tools take turns within a roun
 reported as the median with the min–max; ratios between tools are taken from the medians of
 the same run. Absolute figures depend on the machine; compare the ratios within one run.
 
-Peers are run when they are on PATH: wrk2 (built from github.com/giltene/wrk2, see the README),
+Peers are run when they are on PATH: wrk2 (built from github.com/giltene/wrk2, see docs/benchmarks/loadgen.md),
 wrk (Debian), oha (`cargo install --locked oha`), vegeta (v12.12.0, built with `go build`).
 wrk2 runs open loop with -R at the fixed rates; unthrottled, the wrk2 column is plain wrk when
 it is installed, else wrk2 with -R far above what it can reach. wrk2 spends its first 10 s

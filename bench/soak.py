@@ -9,7 +9,7 @@ on disk. At the end it prints them over time, the growth per hour of each, and t
 figures. Memory that climbs with time is a leak; a store that grows faster than its rows is a
 bug.
 
-    python3 bench/soak.py                       # an hour at 5,000 req/s (the README's figures)
+    python3 bench/soak.py                       # an hour at 5,000 req/s (docs/benchmarks/soak.md)
     python3 bench/soak.py --minutes 5 --every 30
 """
 

@@ -8,7 +8,7 @@
 #   scripts/twin.sh psql [ARGS…]                # psql on the targets' database, in sd-db
 #   scripts/twin.sh status | down
 #
-# Hosts and links (README, "The lab's twin on one machine"), each a network namespace:
+# Hosts and links (docs/lab.md, "The lab's twin on one machine"), each a network namespace:
 #
 #   sd-gun  10.77.1.2 ─┬─ 10.77.1.1 sd-api: target :8080, probe :7700,
 #   sd-gun2 10.77.1.3 ─┘              Toxiproxy 127.0.0.1:15432 ─ 10.77.2.1 ── 10.77.2.2 sd-db :5432

@@ -27,7 +27,7 @@ import pytest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 LAB = os.path.dirname(HERE)
-README = os.path.join(os.path.dirname(LAB), "README.md")
+README = os.path.join(os.path.dirname(LAB), "docs", "lab.md")
 REQUIREMENTS = os.path.join(LAB, "functions", "requirements.txt")
 
 

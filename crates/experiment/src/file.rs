@@ -1,5 +1,5 @@
-//! The experiment file: what to run, as data (TOML). Every field is documented in the README's
-//! "Experiment files"; unknown fields are errors, so that a typo is not silently ignored.
+//! The experiment file: what to run, as data (TOML). Every field is documented in
+//! docs/experiments.md; unknown fields are errors, so that a typo is not silently ignored.
 //!
 //! A cell's load is the file's `[load]`, then the target's own `load` table, then the named
 //! load its `load` axis value picks from `[loads.NAME]`, then the scalar axis values (rate,

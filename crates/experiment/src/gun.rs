@@ -206,7 +206,7 @@ impl Attack {
 pub struct Fired {
     /// The JSON summary, when loadgen printed one.
     pub summary: Option<store::summary::Summary>,
-    /// loadgen's exit code (0 done, 3 stopped early; see the README).
+    /// loadgen's exit code (0 done, 3 stopped early; see docs/loadgen.md).
     pub code: Option<i32>,
     /// What it said on standard error (its last lines).
     pub said: String,

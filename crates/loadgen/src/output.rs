@@ -6,14 +6,40 @@ use crate::cli::OutputFormat;
 use crate::keep::{Executed, Keeping};
 use crate::{Error, Summary};
 
+/// How to run this program again as typed: `loadgen` when that is what `PATH` finds, else this
+/// executable's path (relative to the working directory when it is below it), as after
+/// `cargo run`, which leaves `loadgen` off `PATH`.
+pub fn program() -> String {
+    let Ok(exe) = std::env::current_exe() else {
+        return "loadgen".into();
+    };
+    let on_path = std::env::var_os("PATH").is_some_and(|paths| {
+        std::env::split_paths(&paths).any(|dir| {
+            std::fs::canonicalize(dir.join("loadgen"))
+                .is_ok_and(|found| std::fs::canonicalize(&exe).is_ok_and(|me| me == found))
+        })
+    });
+    if on_path {
+        return "loadgen".into();
+    }
+    let relative = std::env::current_dir()
+        .ok()
+        .and_then(|cwd| exe.strip_prefix(cwd).ok().map(std::path::Path::to_path_buf));
+    match relative {
+        Some(path) => path.display().to_string(),
+        None => exe.display().to_string(),
+    }
+}
+
 /// Says where the run was kept (on standard error with JSON, so that standard output stays JSON).
 pub fn print_kept(done: &Executed, keeping: &Keeping, format: OutputFormat) {
     let (Some(id), Some(url)) = (&done.run_id, &keeping.store_url) else {
         return;
     };
     let line = format!(
-        "Kept as run {id} in {}: loadgen runs show {}",
+        "Kept as run {id} in {}: {} runs show {}",
         redact::text(url),
+        program(),
         store::run::short_id(id)
     );
     match format {

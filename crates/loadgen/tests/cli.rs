@@ -410,3 +410,82 @@ fn the_demo_probe_shows_its_slow_figures_every_second_and_they_are_right() {
         "{slow:?}"
     );
 }
+
+/// The README's transcript of the demo is what the build prints: the same summary rows, in the
+/// same order, and a last hint that runs as typed from where the demo ran (`loadgen` is not on
+/// the PATH after `cargo run`).
+#[test]
+fn the_readme_transcript_is_what_the_demo_prints() {
+    let readme =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../README.md")).unwrap();
+    let after = readme
+        .split("<!-- The transcript of `loadgen demo")
+        .nth(1)
+        .unwrap();
+    let block = after.split("```\n").nth(1).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_loadgen"))
+        .args(["demo", "--report", "site"])
+        .current_dir(dir.path())
+        .env_remove("SHOWDOWN_DB")
+        .env("PATH", "/usr/bin:/bin")
+        .output()
+        .unwrap();
+    let printed = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(out.status.success(), "{printed}");
+    // The summary's rows: their labels, the first 52 columns.
+    let labels = |text: &str| -> Vec<String> {
+        text.lines()
+            .skip_while(|l| !l.starts_with("Target "))
+            .take_while(|l| !l.is_empty())
+            .map(|l| {
+                l.chars()
+                    .take(52)
+                    .collect::<String>()
+                    .trim_end()
+                    .to_string()
+            })
+            .collect()
+    };
+    assert_eq!(labels(block), labels(&printed), "{printed}");
+    for first_words in [
+        "Attacking the built-in target",
+        "!! BEHIND SCHEDULE",
+        "What this shows:",
+        "Kept as run",
+        "Report: open",
+    ] {
+        assert_eq!(
+            block.contains(first_words),
+            printed.contains(first_words),
+            "{first_words}: {printed}"
+        );
+    }
+    // The hint runs as typed, from where the demo ran.
+    let kept = printed
+        .lines()
+        .find(|l| l.starts_with("Kept as run"))
+        .unwrap();
+    let hint: Vec<&str> = kept
+        .rsplit_once(": ")
+        .unwrap()
+        .1
+        .split_whitespace()
+        .collect();
+    let program = std::path::Path::new(hint[0]);
+    let program = if program.is_absolute() {
+        program.to_path_buf()
+    } else {
+        dir.path().join(program)
+    };
+    let shown = Command::new(program)
+        .args(&hint[1..])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert!(
+        shown.status.success(),
+        "{kept}: {}",
+        String::from_utf8_lossy(&shown.stderr)
+    );
+}

@@ -5,8 +5,8 @@
 //! such as wrk, hey or ab report). The generator's own lateness and cost are part of the
 //! summary, and any reason to doubt the figures is printed above them, not hidden.
 //!
-//! The JSON form is [`Summary`] serialized with serde; its fields are documented here and in the
-//! README ("JSON summary"). Times are integer nanoseconds (`_ns`), or seconds (`_s`) as floats.
+//! The JSON form is [`Summary`] serialized with serde; its fields are documented here and in
+//! docs/loadgen.md ("JSON summary"). Times are integer nanoseconds (`_ns`), or seconds (`_s`) as floats.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -442,7 +442,8 @@ impl Summary {
         let r = &self.requests;
         let d = &self.duration;
         let row = |s: &mut String, label: &str, fields: &str, values: String| {
-            let _ = writeln!(s, "{label:<13} {fields:<38} {values}");
+            let line = format!("{label:<13} {fields:<38} {values}");
+            let _ = writeln!(s, "{}", line.trim_end());
         };
         row(&mut s, "Target", "", self.target.clone());
         row(
