@@ -214,8 +214,8 @@ fn a_generator_killed_during_an_outage_leaves_its_rows_in_the_spool() {
     assert!(said.contains("still marked running"), "{said}");
     let (status, after, intervals) = stored_requests(&db, &id);
     assert_eq!(status, RunStatus::Running, "killed: it never ended");
-    // 7.5 s at 200 req/s: every second closed before the kill, but the last (partial) one
-    // and what was on its way to the spool, is kept.
+    // 7.5 s at 200 req/s: every second closed before the kill is kept but the last, at most
+    // a second of rows waiting for a store that no longer answers.
     assert!(intervals >= 6, "{intervals} intervals");
     assert!(
         after >= 1200 && after > before,

@@ -588,7 +588,7 @@ async fn pages_draw_from_postgres_too() {
 #[tokio::test]
 async fn run_ids_from_a_foreign_store_never_leave_the_site() {
     use store::run::{HostFacts, RunConfig, RunMeta, RunStatus};
-    use store::writer::{Finish, RunWriter};
+    use store::{Finish, RunWriter};
     let dir = tempfile::tempdir().unwrap();
     let db = format!("sqlite://{}/showdown.db", dir.path().display());
     let store = Store::open(&db).await.unwrap();

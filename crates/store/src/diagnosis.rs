@@ -14,7 +14,8 @@
 use hdrhistogram::Histogram;
 
 use crate::model::IntervalStats;
-use crate::summary::{format_ns, Summary};
+use crate::summary::figures::Summary;
+use crate::summary::text::format_ns;
 use crate::vocabulary::LimitedBy;
 
 /// Above this share of a core, a generator thread is saturated; above this share of its CPUs'

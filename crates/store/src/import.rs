@@ -11,8 +11,8 @@
 use std::path::Path;
 
 use crate::db::{self, Store, StoreError};
+use crate::run::Finish;
 use crate::run::{RunFilter, RunStatus};
-use crate::writer::Finish;
 
 /// What one import did.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -71,7 +71,7 @@ pub(crate) async fn copy_run(from: &Store, into: &Store, id: &str) -> Result<Imp
             clock_offsets: Vec::new(),
             zero_mono_ns: 0,
         };
-        crate::writer::write_finish(into, id, &finish).await?;
+        db::write_finish(into, id, &finish).await?;
     }
     Ok(Imported {
         run_id: id.to_string(),

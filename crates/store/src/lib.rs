@@ -21,6 +21,7 @@
 //! - [`hdrlog`]: HdrHistogram interval logs, and histograms in HdrHistogram's own format.
 //! - [`import`]: a run saved locally while its store was down, brought back.
 
+pub mod config;
 pub mod db;
 pub mod diagnosis;
 pub mod experiment;
@@ -35,5 +36,6 @@ pub mod vocabulary;
 pub mod writer;
 
 pub use db::{Store, StoreError, DEFAULT_URL};
+pub use run::Finish;
 pub use run::{RunFilter, RunMeta, RunStatus, StoredRun};
-pub use writer::{Finish, RunWriter, WriteReport};
+pub use writer::{RunWriter, WriteReport};

@@ -4,42 +4,9 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+pub use crate::config::RunConfig;
 use crate::model::IntervalStats;
 use crate::summary::Summary;
-
-/// How the attack was configured: the fields the report uses, and the rest as loadgen states it.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct RunConfig {
-    /// The request(s), e.g. `POST http://10.0.1.5:8080/users`.
-    pub target: String,
-    /// e.g. `open loop, constant 2000 req/s for 30s`.
-    pub load: String,
-    pub open_loop: bool,
-    pub h2: bool,
-    pub threads: usize,
-    pub max_connections: usize,
-    pub batch_ns: u64,
-    pub timeout_ns: u64,
-    /// The command line that ran it.
-    pub command_line: Vec<String>,
-    /// Everything else about the attack (requests, schedule, flags), as loadgen describes it.
-    pub details: serde_json::Value,
-}
-
-impl RunConfig {
-    /// The configuration as it may be kept and shown: every secret out (see [`crate::redact`]).
-    pub fn redacted(&self) -> RunConfig {
-        let mut details = self.details.clone();
-        redact::json(&mut details);
-        RunConfig {
-            target: redact::text(&self.target),
-            load: redact::text(&self.load),
-            command_line: redact::command_line(&self.command_line),
-            details,
-            ..self.clone()
-        }
-    }
-}
 
 /// Facts about a host that matter to a benchmark.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -254,4 +221,19 @@ pub struct RunFilter {
     /// Every pair must match.
     pub labels: BTreeMap<String, String>,
     pub group: Option<String>,
+}
+
+/// How a run ended, for its row.
+#[derive(Debug, Clone)]
+pub struct Finish {
+    pub status: RunStatus,
+    pub stop_reason: Option<String>,
+    /// Wall-clock end, Unix ns.
+    pub ended_at_ns: i64,
+    pub summary: Option<Summary>,
+    pub warnings: Vec<String>,
+    /// Final clock offsets (probe monotonic − gun monotonic) per probe, to realign records.
+    pub clock_offsets: Vec<(u32, i64)>,
+    /// The gun's monotonic time of time zero.
+    pub zero_mono_ns: i64,
 }

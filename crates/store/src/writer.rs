@@ -26,24 +26,8 @@ use std::time::Duration;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
-use crate::db::{self, Store};
-use crate::run::{ProbeMeta, RunMeta, RunStatus, StoredGap, StoredInterval, StoredRecord};
-use crate::summary::Summary;
-
-/// How a run ended, for its row.
-#[derive(Debug, Clone)]
-pub struct Finish {
-    pub status: RunStatus,
-    pub stop_reason: Option<String>,
-    /// Wall-clock end, Unix ns.
-    pub ended_at_ns: i64,
-    pub summary: Option<Summary>,
-    pub warnings: Vec<String>,
-    /// Final clock offsets (probe monotonic − gun monotonic) per probe, to realign records.
-    pub clock_offsets: Vec<(u32, i64)>,
-    /// The gun's monotonic time of time zero.
-    pub zero_mono_ns: i64,
-}
+use crate::db::{self, write_finish, Store};
+use crate::run::{Finish, ProbeMeta, RunMeta, StoredGap, StoredInterval, StoredRecord};
 
 /// What the writer managed to do.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -71,6 +55,8 @@ const BATCH_ROWS: usize = 1024;
 const BATCH_WAIT: Duration = Duration::from_millis(250);
 /// How long one write may wait for the store before it counts as unreachable.
 const WRITE_PATIENCE: Duration = Duration::from_secs(5);
+/// The same, when the rows can go to a spool meanwhile.
+const SPOOL_PATIENCE: Duration = Duration::from_secs(1);
 /// How long the end of a run waits for a store that is down before saving the run locally.
 pub const FINISH_PATIENCE: Duration = Duration::from_secs(15);
 
@@ -276,11 +262,11 @@ async fn open_spool(fallback: &Fallback) -> Result<(Store, PathBuf), String> {
     Ok((local, path))
 }
 
-/// Whether the store answers a trivial query within a second.
+/// Whether the store answers a trivial query within a quarter of a second.
 async fn answers(store: &Store) -> bool {
     let ping = sqlx::query("SELECT 1").execute(store.pool());
     matches!(
-        tokio::time::timeout(Duration::from_secs(1), ping).await,
+        tokio::time::timeout(Duration::from_millis(250), ping).await,
         Ok(Ok(_))
     )
 }
@@ -298,6 +284,14 @@ async fn write_loop(
     let mut finish = None;
     let mut spool = Spool::Idle;
     let mut next_restore = tokio::time::Instant::now();
+    // With a spool, a store that does not answer within a second is out of reach for now: the
+    // batch goes to the spool (a store that was only slow gets it again from there, and keeps
+    // one copy), so that at most a second of rows waits in memory.
+    let patience = if fallback.is_some() {
+        SPOOL_PATIENCE
+    } else {
+        WRITE_PATIENCE
+    };
     while let Some(first) = rx.recv().await {
         let mut batch = vec![first];
         let deadline = tokio::time::Instant::now() + BATCH_WAIT;
@@ -314,17 +308,23 @@ async fn write_loop(
             finish = Some((**f).clone());
             batch.pop();
         }
-        if spool.active() && tokio::time::Instant::now() >= next_restore {
-            next_restore = tokio::time::Instant::now() + RESTORE_EVERY;
-            spool.restore(&store, &run_id, &mut report).await;
-        }
         if spool.active() {
+            // Rows first, then (once a second) whether the store is back: a check waits for an
+            // answer, and rows must not wait in memory meanwhile.
             spool
                 .push(fallback.as_ref(), &run_id, batch, &mut report)
                 .await;
+            if tokio::time::Instant::now() >= next_restore {
+                spool.restore(&store, &run_id, &mut report).await;
+                next_restore = tokio::time::Instant::now() + RESTORE_EVERY;
+            }
         } else if !batch.is_empty() {
             let n = batch.len() as u64;
-            match write_with_patience(write_batch(&store, &run_id, &batch)).await {
+            let write = write_batch(&store, &run_id, &batch);
+            match tokio::time::timeout(patience, write)
+                .await
+                .unwrap_or(Err(sqlx::Error::PoolTimedOut))
+            {
                 Ok(()) => report.rows_written += n,
                 Err(e) if unreachable(&e) => {
                     report.retries += 1;
@@ -470,27 +470,5 @@ async fn write_batch(store: &Store, run_id: &str, batch: &[Op]) -> Result<(), sq
             Op::Finish(_) => {}
         }
     }
-    tx.commit().await
-}
-
-pub(crate) async fn write_finish(
-    store: &Store,
-    run_id: &str,
-    finish: &Finish,
-) -> Result<(), sqlx::Error> {
-    let mut tx = store.pool().begin().await?;
-    for &(probe, offset) in &finish.clock_offsets {
-        db::realign_probe(&mut tx, run_id, probe, offset, finish.zero_mono_ns).await?;
-    }
-    db::finish_run(
-        &mut tx,
-        run_id,
-        finish.status,
-        finish.stop_reason.as_deref(),
-        finish.ended_at_ns,
-        finish.summary.as_ref(),
-        &finish.warnings,
-    )
-    .await?;
     tx.commit().await
 }

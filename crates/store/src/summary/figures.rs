@@ -1,0 +1,188 @@
+//! The summary's figures, as the JSON summary holds them (`"schema":
+//! "showdown.loadgen.summary/1"`): what was sent and answered, the latencies corrected and
+//! not, the bytes, the statuses and errors, the generator's own lateness and cost, and why to
+//! doubt them. Built by `Summary::new`, diagnosed by `diagnosis`, printed by `text`.
+
+use std::collections::BTreeMap;
+
+use hdrhistogram::Histogram;
+use serde::{Deserialize, Serialize};
+
+use crate::vocabulary::LimitedBy;
+
+/// Identifies this JSON layout; bumped when a field changes meaning or goes away.
+pub const SCHEMA: &str = "showdown.loadgen.summary/1";
+
+/// p99 send lateness beyond which the generator, not the server, is the bottleneck.
+pub const LATENESS_LIMIT_NS: u64 = 1_000_000;
+
+/// Percentiles of one histogram, in nanoseconds.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq)]
+pub struct LatencyStats {
+    pub count: u64,
+    pub min_ns: u64,
+    pub mean_ns: u64,
+    pub stdev_ns: u64,
+    pub p50_ns: u64,
+    pub p90_ns: u64,
+    pub p95_ns: u64,
+    pub p99_ns: u64,
+    pub p999_ns: u64,
+    pub max_ns: u64,
+}
+
+impl LatencyStats {
+    pub fn of(h: &Histogram<u64>) -> Self {
+        if h.is_empty() {
+            return LatencyStats {
+                count: 0,
+                min_ns: 0,
+                mean_ns: 0,
+                stdev_ns: 0,
+                p50_ns: 0,
+                p90_ns: 0,
+                p95_ns: 0,
+                p99_ns: 0,
+                p999_ns: 0,
+                max_ns: 0,
+            };
+        }
+        LatencyStats {
+            count: h.len(),
+            min_ns: h.min(),
+            mean_ns: h.mean().round() as u64,
+            stdev_ns: h.stdev().round() as u64,
+            p50_ns: h.value_at_quantile(0.50),
+            p90_ns: h.value_at_quantile(0.90),
+            p95_ns: h.value_at_quantile(0.95),
+            p99_ns: h.value_at_quantile(0.99),
+            p999_ns: h.value_at_quantile(0.999),
+            max_ns: h.max(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct RequestFigures {
+    /// Requests issued by the schedule (closed loop: started).
+    pub total: u64,
+    /// Requests written to a connection.
+    pub sent: u64,
+    /// Requests answered with an HTTP response (any status).
+    pub responses: u64,
+    /// Responses with a 2xx or 3xx status.
+    pub ok: u64,
+    /// `total` / attack duration.
+    pub rate: f64,
+    /// `ok` / total duration.
+    pub throughput: f64,
+    /// `ok` / `total`.
+    pub success_ratio: f64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct DurationFigures {
+    /// attack + wait.
+    pub total_s: f64,
+    /// From the first request's intended send time to the last request sent.
+    pub attack_s: f64,
+    /// From the last request sent to the last response.
+    pub wait_s: f64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Latencies {
+    /// Completion − intended send time.
+    pub corrected: LatencyStats,
+    /// Completion − actual send time.
+    pub service: LatencyStats,
+    /// Response headers − actual send time.
+    pub first_byte: LatencyStats,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct ByteFigures {
+    pub in_total: u64,
+    pub in_mean: f64,
+    pub out_total: u64,
+    pub out_mean: f64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct GeneratorFigures {
+    /// Actual − intended send time, over all requests sent.
+    pub lateness: LatencyStats,
+    /// Whether sends were late enough to matter: more than 1 % of the requests sent (and at
+    /// least 20) left over 1 ms (plus any `--batch` window) after their time. The figures then
+    /// describe less load than scheduled (see `warnings` and `limited_by`).
+    pub behind: bool,
+    /// Requests sent over 1 ms (plus any `--batch` window) after their time.
+    #[serde(default)]
+    pub late: u64,
+    /// When behind, what held the sends back, from measurements: `generator` (a worker thread
+    /// saturated its core), `generator cpus shared` (the generator's CPUs were busy with other
+    /// processes), `connection cap` (requests waited for `--max-connections`, which the rate
+    /// needs even at the server's fastest response), `server responses` (requests waited for
+    /// a cap the rate would not have reached had the server kept its fastest pace: the server
+    /// fell behind), `server accept` (new connections were slow to be accepted), or `unknown`.
+    #[serde(default)]
+    pub limited_by: Option<LimitedBy>,
+    /// Time to establish each new connection (TCP, and TLS when used).
+    #[serde(default)]
+    pub connect: Option<LatencyStats>,
+    /// Connections that took over 0.9 s to establish: a SYN retransmission, the server's
+    /// accept queue full.
+    #[serde(default)]
+    pub slow_connects: u64,
+    /// The busiest worker thread's CPU time as a share of one core (0–1).
+    #[serde(default)]
+    pub busiest_thread: Option<f64>,
+    /// How busy the CPUs the generator may run on were during the attack, all processes (0–1).
+    #[serde(default)]
+    pub cpus_busy: Option<f64>,
+    /// The generator's own share of those CPUs' time, all its threads (0–1).
+    #[serde(default)]
+    pub own_share: Option<f64>,
+    /// Requests sent in a later interval than the one they were due in.
+    pub sent_late_beyond_interval: u64,
+    /// Requests that found the pool at `--max-connections` and waited for a connection.
+    pub waited_for_connection: u64,
+    pub connections_opened: u64,
+    /// The most connections open at once during the run.
+    pub peak_connections: u64,
+    /// The most requests in flight at once during the run.
+    pub peak_in_flight: u64,
+    pub threads: usize,
+    /// CPU time of the generator's threads.
+    pub cpu_s: f64,
+    pub cpu_per_request_us: f64,
+    /// Peak resident memory of the process.
+    pub peak_rss_bytes: Option<u64>,
+}
+
+/// The whole summary. Serialized as is for `--output json`, and stored with each run.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Summary {
+    pub schema: String,
+    pub tool: String,
+    /// The request(s), e.g. `POST http://127.0.0.1:8080/users`.
+    pub target: String,
+    /// e.g. `open loop, constant 2000 req/s for 30s`.
+    pub load: String,
+    pub open_loop: bool,
+    pub protocol: String,
+    /// Wall-clock time of the first request's intended send time (RFC 3339).
+    pub started_at: String,
+    pub interval_s: f64,
+    pub requests: RequestFigures,
+    pub duration: DurationFigures,
+    pub latency: Latencies,
+    pub bytes: ByteFigures,
+    pub status_codes: BTreeMap<String, u64>,
+    pub errors: BTreeMap<String, u64>,
+    pub generator: GeneratorFigures,
+    /// Why the run ended before its schedule did, if it did.
+    pub stopped: Option<String>,
+    /// Reasons to read the figures with care, most important first.
+    pub warnings: Vec<String>,
+}
