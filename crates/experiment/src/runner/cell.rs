@@ -1,0 +1,297 @@
+//! One cell: its target started (or a remote one found healthy) and watched by a probe, the
+//! warm-up and the measured run fired as `loadgen attack` processes, the target stopped; a cell
+//! that could not be measured is kept as failed with its reason.
+
+use std::time::{Duration, Instant};
+
+use store::run::{HostFacts, RunConfig, RunMeta};
+use store::vocabulary::{label, Phase};
+use store::Store;
+use tokio::sync::watch;
+
+use super::options::{Error, RunOptions};
+use super::resume::plan_labels;
+use super::setup::target_launch;
+use crate::file::{Experiment, TargetSpec};
+use crate::gun::Attack;
+use crate::http::Http;
+use crate::plan::{Cell, Plan};
+use crate::targets::Target;
+use crate::upstream::Upstream;
+
+pub(super) fn cell_time(cell: &Cell, plan: &Plan) -> Duration {
+    cell.load_time() + plan.warmup + plan.post_roll + plan.cooldown + Duration::from_secs(2)
+}
+
+pub(super) enum CellOutcome {
+    Done,
+    Failed(String),
+    Interrupted,
+}
+
+pub(super) struct CellContext<'a> {
+    pub(super) experiment: &'a Experiment,
+    pub(super) plan: &'a Plan,
+    pub(super) options: &'a RunOptions,
+    pub(super) store: &'a Store,
+    pub(super) dir: Option<&'a std::path::Path>,
+    pub(super) db: Option<&'a str>,
+    pub(super) upstream: &'a Upstream,
+    pub(super) workdir: &'a std::path::Path,
+    pub(super) placement: &'a str,
+}
+
+impl CellContext<'_> {
+    fn spec(&self, cell: &Cell) -> Result<&TargetSpec, Error> {
+        self.experiment
+            .file
+            .targets
+            .iter()
+            .find(|t| t.name == cell.target)
+            .ok_or(Error::Plan(format!("no target {}", cell.target)))
+    }
+
+    fn labels(&self, cell: &Cell, phase: Phase, held: &str) -> Vec<(String, String)> {
+        let mut labels = vec![(label::TARGET.to_string(), cell.target.clone())];
+        labels.extend(cell.setting.iter().cloned());
+        labels.extend(plan_labels(self.experiment, self.plan));
+        labels.push((label::CELL.into(), cell.key()));
+        labels.push((label::REPETITION.into(), cell.repetition.to_string()));
+        labels.push((label::PHASE.into(), phase.as_str().into()));
+        labels.push((label::PLACEMENT.into(), self.placement.to_string()));
+        if !held.is_empty() {
+            labels.push((label::HELD.into(), held.to_string()));
+        }
+        labels
+    }
+
+    fn run_name(&self, cell: &Cell) -> String {
+        format!(
+            "{} {} #{}",
+            self.experiment.file.name,
+            cell.key(),
+            cell.repetition
+        )
+    }
+
+    /// Keeps a cell that could not be measured as a failed run, with its reason.
+    pub(super) async fn keep_failed(
+        &self,
+        cell: &Cell,
+        reason: &str,
+        id: Option<String>,
+    ) -> Result<(), Error> {
+        let id = match id {
+            Some(id) if self.store.load_run_streaming(&id, |_| {}).await.is_ok() => id,
+            _ => {
+                let id = RunMeta::new_id();
+                let meta = RunMeta {
+                    id: id.clone(),
+                    name: self.run_name(cell),
+                    experiment: Some(self.experiment.file.name.clone()),
+                    labels: self.labels(cell, Phase::Measure, "").into_iter().collect(),
+                    shard: None,
+                    tool_version: env!("CARGO_PKG_VERSION").into(),
+                    started_at_ns: now_ns(),
+                    interval_ns: 1_000_000_000,
+                    config: RunConfig {
+                        target: cell.target.clone(),
+                        load: format!("{:?}", cell.load.mode()).to_lowercase() + " loop (not run)",
+                        open_loop: cell.load.mode() == crate::file::Mode::Open,
+                        h2: false,
+                        threads: 0,
+                        max_connections: 0,
+                        batch_ns: 0,
+                        timeout_ns: 0,
+                        command_line: Vec::new(),
+                        details: serde_json::to_value(&cell.load).unwrap_or_default(),
+                    },
+                    gun_host: HostFacts::current(),
+                };
+                self.store.create_run(&meta).await?;
+                id
+            }
+        };
+        self.store.fail_run(&id, reason, now_ns()).await?;
+        Ok(())
+    }
+
+    pub(super) async fn run_cell(
+        &self,
+        cell: &Cell,
+        stop: &mut watch::Receiver<bool>,
+    ) -> Result<CellOutcome, Error> {
+        let spec = self.spec(cell)?;
+        let run_id = RunMeta::new_id();
+        // Start the target (or find the remote one healthy), watched by a probe.
+        let mut target = None;
+        let mut probe = None;
+        let (base, probe_addr) = match (&spec.url, self.dir, self.db) {
+            (Some(url), _, _) => (url.trim_end_matches('/').to_string(), spec.probe.clone()),
+            (None, Some(dir), Some(db)) => {
+                let launch = target_launch(self.experiment, spec, &cell.env, db, self.upstream);
+                let t = match Target::start(dir, &launch).await {
+                    Ok(t) => t,
+                    Err(e) => {
+                        let reason = format!("the target did not start: {e}");
+                        self.keep_failed(cell, &reason, None).await?;
+                        return Ok(CellOutcome::Failed(reason));
+                    }
+                };
+                crate::database::empty_users(db)
+                    .await
+                    .map_err(Error::Setup)?;
+                let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+                    .await
+                    .map_err(|e| Error::Setup(format!("probe: {e}")))?;
+                let mut config =
+                    probe::sampler::SamplerConfig::new(probe::selector::Selector::Pid(t.pid()));
+                config.interval = self.experiment.file.probe_interval;
+                let running = probe::sampler::Sampler::new(config)
+                    .and_then(|s| {
+                        probe::server::RunningProbe::start(
+                            s,
+                            listener,
+                            probe::server::ServeConfig::default(),
+                            64 * 1024,
+                            64 << 20,
+                        )
+                    })
+                    .map_err(|e| Error::Setup(format!("probe: {e}")))?;
+                let addr = running.addr.to_string();
+                probe = Some(running);
+                let base = t.base_url();
+                target = Some(t);
+                (base, Some(addr))
+            }
+            _ => {
+                return Err(Error::Setup(
+                    "local targets need targets/ and a database".into(),
+                ))
+            }
+        };
+        let held = target
+            .as_ref()
+            .map(|t| t.held.description.clone())
+            .unwrap_or_default();
+        if let Err(why) = healthy(&base, Duration::from_secs(30)).await {
+            let output = target.as_ref().map(|t| t.output()).unwrap_or_default();
+            let reason =
+                format!("{base}/healthz never answered 200: {why}; its last output: {output}");
+            if let Some(t) = target {
+                let _ = t.stop(Duration::from_secs(15)).await;
+            }
+            self.keep_failed(cell, &reason, None).await?;
+            return Ok(CellOutcome::Failed(reason));
+        }
+        let attack = |phase: Phase, only_for: Option<Duration>, id: String| Attack {
+            base_url: base.clone(),
+            load: cell.load.clone(),
+            only_for,
+            db: self.options.db.clone(),
+            experiment: self.experiment.file.name.clone(),
+            name: if phase == Phase::Measure {
+                self.run_name(cell)
+            } else {
+                format!("{} ({phase})", self.run_name(cell))
+            },
+            run_id: id,
+            labels: self.labels(cell, phase, &held),
+            probe: if phase == Phase::Measure {
+                probe_addr.clone()
+            } else {
+                None
+            },
+            probe_token_file: spec.probe_token_file.clone(),
+            probe_fingerprint: spec.probe_fingerprint.clone(),
+            probe_ca: spec.probe_ca.clone(),
+            pre_roll: self.plan.pre_roll,
+            post_roll: self.plan.post_roll,
+            workdir: self.workdir.to_path_buf(),
+        };
+        let mut outcome = CellOutcome::Done;
+        if !self.plan.warmup.is_zero() {
+            let warmup = attack(Phase::Warmup, Some(self.plan.warmup), RunMeta::new_id());
+            match self.fire(&warmup, stop).await {
+                Ok(Some(fired)) if fired.code == Some(0) => {}
+                Ok(Some(fired)) => {
+                    outcome = CellOutcome::Failed(format!("the warm-up failed: {}", fired.said))
+                }
+                Ok(None) => outcome = CellOutcome::Interrupted,
+                Err(e) => outcome = CellOutcome::Failed(e),
+            }
+        }
+        let mut measured_id = None;
+        if matches!(outcome, CellOutcome::Done) {
+            let measure = attack(Phase::Measure, None, run_id.clone());
+            measured_id = Some(run_id.clone());
+            outcome = match self.fire(&measure, stop).await {
+                Ok(None) => CellOutcome::Interrupted,
+                Ok(Some(fired)) => match fired.code {
+                    Some(0) => match fired
+                        .summary
+                        .as_ref()
+                        .and_then(store::diagnosis::generator_fell_behind)
+                    {
+                        Some(why) => CellOutcome::Failed(why),
+                        None => CellOutcome::Done,
+                    },
+                    Some(3) => CellOutcome::Interrupted,
+                    _ => CellOutcome::Failed(format!("loadgen could not run: {}", fired.said)),
+                },
+                Err(e) => CellOutcome::Failed(e),
+            };
+        }
+        drop(probe);
+        if let Some(mut t) = target {
+            if let Some(how) = t.exited() {
+                outcome = CellOutcome::Failed(format!(
+                    "the target {how} during the run; its last output: {}",
+                    t.output()
+                ));
+            } else if let Err(how) = t.stop(Duration::from_secs(15)).await {
+                eprintln!("  note: stopping {}: {how}", cell.target);
+            }
+        }
+        if let CellOutcome::Failed(reason) = &outcome {
+            self.keep_failed(cell, reason, measured_id).await?;
+        }
+        Ok(outcome)
+    }
+
+    /// Fires one attack; `None` when the experiment was interrupted meanwhile.
+    async fn fire(
+        &self,
+        attack: &Attack,
+        stop: &mut watch::Receiver<bool>,
+    ) -> Result<Option<crate::gun::Fired>, String> {
+        if *stop.borrow() {
+            return Ok(None);
+        }
+        let fired = self.options.gun.fire(attack, stop.clone()).await?;
+        Ok((!*stop.borrow()).then_some(fired))
+    }
+}
+
+/// Waits until `GET /healthz` answers 200.
+pub(super) async fn healthy(base: &str, within: Duration) -> Result<(), String> {
+    let http = Http::new(Duration::from_secs(5));
+    let deadline = Instant::now() + within;
+    let mut last = String::new();
+    while Instant::now() < deadline {
+        match http.get(&format!("{base}/healthz")).await {
+            Ok(x) if x.status == 200 => return Ok(()),
+            Ok(x) => last = format!("status {}", x.status),
+            Err(e) => last = e,
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    Err(last)
+}
+
+pub(super) fn now_ns() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as i64)
+        .unwrap_or(0)
+}

@@ -1,0 +1,281 @@
+//! Running an experiment: its targets verified, then cell by cell (start the target, empty
+//! `users`, watch it with a probe, wait for health, warm up, measure, stop it, cool down),
+//! every run kept with the labels of its cell; a failed cell kept as failed with its reason,
+//! and the matrix goes on. Run again, it resumes: the cells already kept for this file's
+//! content and scale are skipped.
+//!
+//! - `resume`: which cells are kept already, from the store.
+//! - `setup`: what the cells share: the targets' database, their environment, their
+//!   verification.
+//! - `cell`: one cell, from starting its target to keeping its run.
+
+use std::time::{Duration, Instant};
+
+use store::experiment::{Definition, ExperimentRecord, Verification};
+use store::Store;
+use tokio::sync::watch;
+
+use crate::file::{Experiment, TargetSpec};
+use crate::plan::{Cell, Plan};
+use crate::upstream::Upstream;
+mod cell;
+mod resume;
+mod setup;
+
+use cell::{cell_time, now_ns, CellContext, CellOutcome};
+mod options;
+
+pub use options::{Error, RunOptions, RunReport, SECRET};
+pub use resume::{states, CellState};
+use setup::{database, database_cpus, failures, named_database, verify_targets};
+
+/// The experiment's page record: its question, its axes, how its targets fared.
+fn record(
+    experiment: &Experiment,
+    plan: &Plan,
+    placement: &str,
+    verification: Vec<Verification>,
+) -> ExperimentRecord {
+    ExperimentRecord {
+        name: experiment.file.name.clone(),
+        question: experiment.file.question.clone(),
+        file_label: Plan::file_label(experiment),
+        scale: plan.scale,
+        definition: Definition {
+            source: experiment.file.source.clone(),
+            targets: plan.targets.clone(),
+            axes: plan
+                .axes
+                .iter()
+                .map(|a| {
+                    (
+                        a.key.clone(),
+                        a.values.iter().map(crate::plan::label_value).collect(),
+                    )
+                })
+                .collect(),
+            repetitions: plan.repetitions,
+            placement: placement.to_string(),
+            file: std::fs::read_to_string(&experiment.path).unwrap_or_default(),
+        },
+        verification,
+        updated_at_ns: now_ns(),
+    }
+}
+
+/// Where things run, in words, for every run's labels and the page.
+fn placement_text(experiment: &Experiment) -> String {
+    let p = &experiment.file.placement;
+    let gun = match &p.gun_cpus {
+        Some(c) => format!("generator pinned to CPU {c}"),
+        None => "generator on any CPU".into(),
+    };
+    let target = match &p.target_cpus {
+        Some(c) => format!("local targets pinned to CPU {c}"),
+        None => "local targets on any CPU".into(),
+    };
+    // The host's CPUs, not this process's: the runner pins itself to the generator's.
+    let cpus = probe::cpus::CpuList::online().len();
+    let database = match named_database(experiment) {
+        Ok(Some(_)) => "the targets' database yours".to_string(),
+        _ => match database_cpus(experiment) {
+            Some(c) => format!("a throwaway PostgreSQL on CPU {c}"),
+            None => "a throwaway PostgreSQL on any CPU".into(),
+        },
+    };
+    format!("{gun}, {target}, {database}, on one {cpus}-CPU host (the probe and the runner share the generator's CPUs)")
+}
+
+/// Runs the experiment's remaining cells.
+pub async fn run(
+    experiment: &Experiment,
+    options: &RunOptions,
+    mut stop: watch::Receiver<bool>,
+) -> Result<RunReport, Error> {
+    let started = Instant::now();
+    let plan = crate::plan::plan(experiment, &options.plan).map_err(Error::Plan)?;
+    let store = Store::open(&options.db).await?;
+    let states = states(&store, experiment, &plan).await?;
+    let todo: Vec<&Cell> = plan
+        .cells
+        .iter()
+        .zip(&states)
+        .filter(|(_, s)| match s {
+            CellState::Done { .. } => false,
+            CellState::Failed { .. } => options.retry_failed,
+            _ => true,
+        })
+        .map(|(c, _)| c)
+        .collect();
+    let mut report = RunReport {
+        skipped: plan.cells.len() - todo.len(),
+        ..Default::default()
+    };
+    let placement = placement_text(experiment);
+    for warning in &plan.warnings {
+        eprintln!("Warning: the generator may not keep the schedule of {warning}");
+    }
+    if todo.is_empty() {
+        eprintln!(
+            "All {} cells of {} are kept already (file {}, scale {}): nothing to run.",
+            plan.cells.len(),
+            experiment.file.name,
+            Plan::file_label(experiment),
+            plan.scale
+        );
+        if store.experiment(&experiment.file.name).await?.is_none() {
+            store
+                .put_experiment(&record(experiment, &plan, &placement, Vec::new()))
+                .await?;
+        }
+        return Ok(report);
+    }
+    if report.skipped > 0 {
+        eprintln!(
+            "Resuming {}: {} of {} cells are kept already and skipped.",
+            experiment.file.name,
+            report.skipped,
+            plan.cells.len()
+        );
+    }
+
+    // What the targets of the cells to run need: verified; local ones built, a database,
+    // an upstream.
+    let needed: Vec<String> = plan
+        .targets
+        .iter()
+        .filter(|t| todo.iter().any(|c| &c.target == *t))
+        .cloned()
+        .collect();
+    let local: Vec<&TargetSpec> = experiment
+        .file
+        .targets
+        .iter()
+        .filter(|t| !t.is_remote() && needed.contains(&t.name))
+        .collect();
+    let dir = if local.is_empty() {
+        None
+    } else {
+        Some(crate::targets::directory()?)
+    };
+    if let Some(dir) = &dir {
+        let mut names: Vec<&str> = local.iter().map(|t| t.run_name()).collect();
+        names.dedup();
+        let built = tokio::process::Command::new(dir.join("build"))
+            .args(&names)
+            .status()
+            .await
+            .map_err(|e| Error::Setup(format!("cannot run targets/build: {e}")))?;
+        if !built.success() {
+            return Err(Error::Setup(
+                "targets/build failed (its output above says why)".into(),
+            ));
+        }
+    }
+    let db = if local.is_empty() {
+        None
+    } else {
+        Some(database(experiment).await?)
+    };
+    let upstream = Upstream::start().map_err(|e| Error::Setup(format!("upstream: {e}")))?;
+    let mut verification = verify_targets(
+        experiment,
+        &needed,
+        db.as_ref().map(|d| d.url.as_str()),
+        &upstream,
+    )
+    .await;
+    // Keep what earlier runs found of the targets not verified this time.
+    if let Some(kept) = store.experiment(&experiment.file.name).await? {
+        if kept.file_label == Plan::file_label(experiment) {
+            for v in kept.verification {
+                if !verification.iter().any(|n| n.target == v.target) {
+                    verification.push(v);
+                }
+            }
+        }
+    }
+    store
+        .put_experiment(&record(experiment, &plan, &placement, verification.clone()))
+        .await?;
+    let workdir = tempfile_dir()?;
+
+    let total = todo.len();
+    let mut left_time: Duration = todo.iter().map(|c| cell_time(c, &plan)).sum();
+    for (done, cell) in todo.into_iter().enumerate() {
+        if *stop.borrow() {
+            report.interrupted = true;
+            break;
+        }
+        let line = format!(
+            "[{}/{total}] {} (repetition {}) · {} left, about {} to go",
+            done + 1,
+            cell.key(),
+            cell.repetition,
+            total - done - 1,
+            humantime::format_duration(Duration::from_secs(left_time.as_secs()))
+        );
+        if options.live {
+            eprint!("\r\x1b[2K{line}");
+        } else {
+            eprintln!("{line}");
+        }
+        let verified = verification
+            .iter()
+            .find(|v| v.target == cell.target)
+            .cloned();
+        let context = CellContext {
+            experiment,
+            plan: &plan,
+            options,
+            store: &store,
+            dir: dir.as_deref(),
+            db: db.as_ref().map(|d| d.url.as_str()),
+            upstream: &upstream,
+            workdir: workdir.path(),
+            placement: &placement,
+        };
+        let outcome = match verified {
+            Some(v) if !v.passed => {
+                let reason = format!("{} failed verification: {}", cell.target, failures(&v));
+                context.keep_failed(cell, &reason, None).await?;
+                CellOutcome::Failed(reason)
+            }
+            _ => context.run_cell(cell, &mut stop).await?,
+        };
+        match outcome {
+            CellOutcome::Done => report.ran += 1,
+            CellOutcome::Failed(reason) => {
+                report.ran += 1;
+                if options.live {
+                    eprintln!();
+                }
+                eprintln!("  cell failed: {reason}");
+                report.failed.push((cell.key(), reason));
+            }
+            CellOutcome::Interrupted => {
+                report.interrupted = true;
+                break;
+            }
+        }
+        left_time = left_time.saturating_sub(cell_time(cell, &plan));
+        if done + 1 < total && !plan.cooldown.is_zero() {
+            tokio::select! {
+                _ = tokio::time::sleep(plan.cooldown) => {}
+                _ = stop.changed() => {}
+            }
+        }
+    }
+    if options.live {
+        eprintln!();
+    }
+    report.elapsed = started.elapsed();
+    Ok(report)
+}
+
+fn tempfile_dir() -> Result<tempfile::TempDir, Error> {
+    tempfile::Builder::new()
+        .prefix("showdown-experiment-")
+        .tempdir()
+        .map_err(|e| Error::Setup(format!("cannot make a temporary directory: {e}")))
+}

@@ -1,0 +1,46 @@
+//! What a run of an experiment is given, and what can stop it.
+
+use std::time::Duration;
+
+use crate::gun::Gun;
+use crate::plan::PlanOptions;
+
+/// The SECRET every local target gets (`/encrypt`'s key; not a credential).
+pub const SECRET: &str = "showdown-experiment-secret";
+
+/// How to run.
+#[derive(Debug, Clone)]
+pub struct RunOptions {
+    pub plan: PlanOptions,
+    /// The store the runs go to.
+    pub db: String,
+    /// Redo the cells kept as failed.
+    pub retry_failed: bool,
+    pub gun: Gun,
+    /// Show a live line (on a terminal).
+    pub live: bool,
+}
+
+/// What a `run` did.
+#[derive(Debug, Clone, Default)]
+pub struct RunReport {
+    pub ran: usize,
+    pub skipped: usize,
+    pub failed: Vec<(String, String)>,
+    pub interrupted: bool,
+    pub elapsed: Duration,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("{0}")]
+    Plan(String),
+    #[error(transparent)]
+    Store(#[from] store::StoreError),
+    #[error(transparent)]
+    Targets(#[from] crate::targets::Error),
+    #[error(transparent)]
+    Database(#[from] pgcluster::Error),
+    #[error("{0}")]
+    Setup(String),
+}

@@ -1,0 +1,99 @@
+//! Where each cell of a plan stands, from the store: done, failed (with its reason), started
+//! and not finished, or still to run. A cell is found again by the file's content, the scale,
+//! its key and its repetition, so a changed file starts afresh.
+
+use std::collections::BTreeMap;
+
+use store::run::{RunFilter, RunStatus};
+use store::vocabulary::{label, Phase};
+use store::Store;
+
+use crate::file::Experiment;
+use crate::plan::Plan;
+
+/// The labels every run of the experiment carries, beside its cell's.
+pub(super) fn plan_labels(experiment: &Experiment, plan: &Plan) -> Vec<(String, String)> {
+    vec![
+        (label::FILE.into(), Plan::file_label(experiment)),
+        (label::SCALE.into(), plan.scale.to_string()),
+    ]
+}
+
+/// Where each cell stands.
+#[derive(Debug, Clone, PartialEq)]
+pub enum CellState {
+    Pending,
+    Done {
+        run: String,
+    },
+    Failed {
+        run: String,
+        reason: String,
+    },
+    /// Started and not finished (interrupted, or killed): redone by the next `run`.
+    Unfinished {
+        run: String,
+    },
+}
+
+/// Each cell's state, from the store.
+pub async fn states(
+    store: &Store,
+    experiment: &Experiment,
+    plan: &Plan,
+) -> Result<Vec<CellState>, store::StoreError> {
+    let mut filter = RunFilter {
+        experiment: Some(experiment.file.name.clone()),
+        ..Default::default()
+    };
+    for (k, v) in plan_labels(experiment, plan) {
+        filter.labels.insert(k, v);
+    }
+    filter
+        .labels
+        .insert(label::PHASE.into(), Phase::Measure.as_str().into());
+    let runs = store.list_runs(&filter).await?;
+    let mut by_cell: BTreeMap<(String, String), CellState> = BTreeMap::new();
+    for run in runs {
+        let (Some(cell), Some(rep)) = (
+            run.labels.get(label::CELL),
+            run.labels.get(label::REPETITION),
+        ) else {
+            continue;
+        };
+        let state = match run.status {
+            RunStatus::Complete => CellState::Done { run: run.id },
+            RunStatus::Failed => CellState::Failed {
+                reason: String::new(),
+                run: run.id,
+            },
+            _ => CellState::Unfinished { run: run.id },
+        };
+        let key = (cell.clone(), rep.clone());
+        // The best a cell came to: done over failed over unfinished.
+        let rank = |s: &CellState| match s {
+            CellState::Done { .. } => 3,
+            CellState::Failed { .. } => 2,
+            CellState::Unfinished { .. } => 1,
+            CellState::Pending => 0,
+        };
+        if by_cell
+            .get(&key)
+            .is_none_or(|old| rank(&state) >= rank(old))
+        {
+            by_cell.insert(key, state);
+        }
+    }
+    let mut out = Vec::new();
+    for cell in &plan.cells {
+        let key = (cell.key(), cell.repetition.to_string());
+        let mut state = by_cell.remove(&key).unwrap_or(CellState::Pending);
+        if let CellState::Failed { run, reason } = &mut state {
+            if let Ok(r) = store.load_run_streaming(run, |_| {}).await {
+                *reason = r.stop_reason.unwrap_or_default();
+            }
+        }
+        out.push(state);
+    }
+    Ok(out)
+}

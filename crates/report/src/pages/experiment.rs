@@ -1,0 +1,218 @@
+//! An experiment's page: its question answered setting by setting, the matrix, the write-ups'
+//! own tables, the charts across settings and per setting, and its runs.
+
+use maud::{html, Markup};
+
+use super::layout::{charts, layout};
+use super::paths::run_path;
+use std::collections::BTreeMap;
+
+use crate::charts::Chart;
+use crate::plot::css_color;
+
+/// What an experiment's page links to beside its runs.
+#[derive(Debug, Clone, Default)]
+pub struct ExperimentLinks {
+    /// Per setting (by its text), the comparison page of its targets.
+    pub comparisons: BTreeMap<String, String>,
+}
+
+/// `2.10 ms (1.90–2.40)`: a cell's median and its spread over repetitions.
+fn spread_text(metric: crate::experiment::Metric, s: Option<crate::experiment::Spread>) -> String {
+    use crate::experiment::Metric;
+    let Some(s) = s else { return "—".into() };
+    let f = |v: f64| {
+        let v = metric.shown(v);
+        match metric {
+            Metric::Throughput | Metric::PeakThreads | Metric::PeakFds => format!("{v:.0}"),
+            Metric::ErrorRate | Metric::Cpu => format!("{v:.1}"),
+            Metric::PeakRss => format!("{v:.1}"),
+            _ if v >= 100.0 => format!("{v:.0}"),
+            _ if v >= 10.0 => format!("{v:.1}"),
+            _ => format!("{v:.2}"),
+        }
+    };
+    if s.n > 1 && (s.max - s.min).abs() > f64::EPSILON {
+        format!("{} ({}–{})", f(s.median), f(s.min), f(s.max))
+    } else {
+        f(s.median)
+    }
+}
+
+/// An experiment's page.
+pub fn experiment_page(
+    fig: &crate::experiment::ExperimentFigures,
+    across: &[(String, Vec<Chart>)],
+    overlays: &[Vec<Chart>],
+    links: &ExperimentLinks,
+) -> Markup {
+    use crate::experiment::{setting_text, Metric};
+    let r = &fig.record;
+    let d = &r.definition;
+    let done = fig.cells.iter().map(|c| c.runs.len()).sum::<usize>();
+    let failed = fig.cells.iter().map(|c| c.failed.len()).sum::<usize>();
+    let expected = fig.cells.len() * d.repetitions as usize;
+    let failed_targets: Vec<_> = r.verification.iter().filter(|v| !v.passed).collect();
+    // How each target was held to a host size (a cgroup, or why not), from its runs' labels.
+    let mut held: BTreeMap<&str, &str> = BTreeMap::new();
+    for c in &fig.cells {
+        for run in &c.runs {
+            if let Some(h) = run.labels.get(store::vocabulary::label::HELD) {
+                held.insert(&c.target, h);
+            }
+        }
+    }
+    let matrix_metrics = [
+        Metric::Throughput,
+        Metric::P50,
+        Metric::P99,
+        Metric::Max,
+        Metric::ErrorRate,
+        Metric::Cpu,
+        Metric::PeakRss,
+    ];
+    let writeup_metrics = [
+        Metric::Throughput,
+        Metric::Mean,
+        Metric::Stdev,
+        Metric::P99,
+        Metric::ErrorRate,
+        Metric::PerThousand,
+    ];
+    let body = html! {
+        h1 { "Experiment " (r.name) }
+        p.question { strong { (r.question) } }
+        p.meta {
+            @if let Some(source) = &d.source { (source) br; }
+            (d.targets.len()) " targets × " (fig.settings.len()) " settings × " (d.repetitions) " repetitions: "
+            (done) " of " (expected) " runs complete"
+            @if failed > 0 { ", " span.badge.failed { (failed) " failed" } }
+            @if done + failed < expected { ", " (expected - done - failed) " not run yet" }
+            ". File " code { (r.file_label) } @if r.scale != 1.0 { ", scaled ×" (r.scale) " (a quick look, not the full experiment)" } "."
+            br; (d.placement) "."
+            @for (target, held) in &held { br; (target) ": held by " (held) "." }
+            @if fig.warmups > 0 { br; (fig.warmups) " warm-up runs are kept apart and left out of every figure." }
+            @if fig.older > 0 { br; (fig.older) " runs of earlier versions of the file (or other scales) are not shown here; the index lists them." }
+        }
+        @if !failed_targets.is_empty() {
+            div.warnings {
+                h2 { "Targets not measured: they failed verification" }
+                ul {
+                    @for v in &failed_targets {
+                        li { strong { (v.target) } ": "
+                            @for (check, outcome) in &v.checks {
+                                @if let store::vocabulary::Outcome::Failed(why) = outcome {
+                                    (check) " — " (why) "; "
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        h2 { "Answers" }
+        ul.answers { @for s in &fig.settings { li { (fig.sentence(s)) } } }
+        h2 { "The matrix" }
+        p.meta { "Each cell: the median over repetitions, and (lowest–highest) when they differ. Latencies are corrected (from intended send times), in ms; throughput counts successful responses per second; CPU is the target's process tree (100 = one core)." }
+        div.scroll {
+            table {
+                thead { tr { th { "target" } @for s in &fig.settings { th { (setting_text(s)) } } } }
+                tbody {
+                    @for target in &d.targets {
+                        tr {
+                            th { span.swatch style={ "background:" (css_color(fig.color_of(target))) } {} (target) }
+                            @for s in &fig.settings {
+                                @let cell = fig.cells.iter().find(|c| &c.target == target && &c.setting == s);
+                                @match cell {
+                                    Some(c) if !c.runs.is_empty() => td {
+                                        @for m in matrix_metrics {
+                                            small { (m.title()) } ": " (spread_text(m, c.spread(m))) br;
+                                        }
+                                        @if !c.failed.is_empty() { span.badge.failed { (c.failed.len()) " failed" } }
+                                    },
+                                    Some(c) if !c.failed.is_empty() => td.failed { "FAILED: " (c.failed[0].1) },
+                                    _ => td { "not run yet" },
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        h2 { "As the write-ups tabled it" }
+        p.meta { "RPS (successful responses per second), mean latency and its standard deviation (002's tables), error rate and time per 1,000 requests (003's slides)." }
+        div.scroll {
+            table {
+                thead { tr { th { "setting" } th { "target" } @for m in writeup_metrics { th { (m.title()) } } } }
+                tbody {
+                    @for c in &fig.cells {
+                        tr {
+                            td { (setting_text(&c.setting)) }
+                            td { (c.target) }
+                            @if c.runs.is_empty() {
+                                td.failed colspan=(writeup_metrics.len()) {
+                                    @if let Some((_, why)) = c.failed.first() { "FAILED: " (why) } @else { "not run yet" }
+                                }
+                            } @else {
+                                @for m in writeup_metrics { td.n { (spread_text(m, c.spread(m))) } }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        @for (heading, list) in across {
+            h2 { (heading) }
+            (charts(list))
+        }
+        @for (setting, list) in fig.settings.iter().zip(overlays) {
+            h2 { "At " (setting_text(setting)) }
+            p { (fig.sentence(setting)) }
+            p.meta {
+                @if let Some(path) = links.comparisons.get(&setting_text(setting)) {
+                    a href={ "../" (path) } { "Compare these targets' runs" } " · "
+                }
+                "Runs: "
+                @for c in fig.cells_of(setting) {
+                    @for (i, run) in c.runs.iter().enumerate() {
+                        a.chip href={ "../" (run_path(&run.id)) } { (c.target) " #" (run.labels.get(store::vocabulary::label::REPETITION).cloned().unwrap_or_else(|| (i + 1).to_string())) }
+                    }
+                    @for (run, _) in &c.failed {
+                        a.chip href={ "../" (run_path(&run.id)) } { (c.target) " (" (run.status.as_str()) ")" }
+                    }
+                }
+            }
+            (charts(list))
+        }
+        h2 { "Every run's summary" }
+        details {
+            summary { "Vegeta-style summaries of the " (done) " complete runs (the showdown write-up's shape)" }
+            @for c in &fig.cells {
+                @for run in &c.runs {
+                    h3 { a href={ "../" (run_path(&run.id)) } { (run.name) } }
+                    pre { (run.summary.to_text()) }
+                }
+            }
+        }
+        @if !r.verification.is_empty() {
+            h2 { "Verification against targets/CONTRACT.md" }
+            div.scroll {
+                table {
+                    thead { tr { th { "target" } th { "result" } th { "checks" } } }
+                    tbody {
+                        @for v in &r.verification {
+                            tr {
+                                td { (v.target) }
+                                td { @if v.passed { span.badge.complete { "passed" } } @else { span.badge.failed { "failed" } } }
+                                td { @for (check, outcome) in &v.checks { (check) ": " (outcome) br; } }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        h2 { "The experiment file" }
+        details { summary { "As run" } pre { (d.file) } }
+    };
+    layout(&format!("Experiment {}", r.name), "../", body)
+}

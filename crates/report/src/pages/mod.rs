@@ -1,0 +1,311 @@
+//! The HTML pages, from maud templates (every piece of text from a run is escaped).
+//!
+//! Pages are static and self-contained: one HTML file each, its CSS and its SVG charts inline,
+//! no script and nothing fetched from the network, so that a page opens from disk, from any
+//! static host, or from an e-mail attachment. Links between pages are relative.
+//!
+//! The site's layout:
+//!
+//! ```text
+//! index.html                  every run, grouped by experiment
+//! runs/<id>.html              one run
+//! groups/<slug>.html          a run group's shards, merged (several gun hosts)
+//! compare/<slug>.html         a comparison (chosen with --compare, or one per experiment)
+//! labels/<slug>.html          the runs carrying one label
+//! experiments/<slug>.html     an experiment: its question answered from its cells
+//! ```
+
+use std::collections::BTreeMap;
+
+use maud::{html, Markup};
+use store::summary::format_ns;
+
+use crate::charts::Chart;
+use crate::compare::Comparison;
+use crate::figures::{Headline, ProbeFigures, RunFigures};
+use crate::plot::{color, css_color};
+use crate::tables::{self, format_bytes, Cell, Table};
+
+mod experiment;
+mod layout;
+mod paths;
+
+pub use experiment::{experiment_page, ExperimentLinks};
+pub use paths::{
+    comparison_path, experiment_comparison_title, experiment_path, group_path, label_path, page_of,
+    run_path, slug,
+};
+
+use layout::{charts, label_chips, layout, runs_table, status, table};
+
+/// What the index lists.
+#[derive(Debug, Clone, Default)]
+pub struct SiteIndex {
+    pub runs: Vec<Headline>,
+    /// Comparisons and their pages: (title, path, number of runs).
+    pub comparisons: Vec<(String, String, usize)>,
+    /// Run groups: (name, shards).
+    pub groups: Vec<(String, usize)>,
+    /// Experiments run from a file: (name, question, page).
+    pub experiments: Vec<(String, String, String)>,
+    /// Pages that could not be drawn: (what, why). Shown on the index, never silently dropped.
+    pub failures: Vec<(String, String)>,
+}
+
+pub fn index(site: &SiteIndex) -> Markup {
+    let mut experiments: BTreeMap<Option<&str>, Vec<Headline>> = BTreeMap::new();
+    for h in &site.runs {
+        experiments
+            .entry(h.experiment.as_deref())
+            .or_default()
+            .push(h.clone());
+    }
+    let mut labels: BTreeMap<(&str, &str), usize> = BTreeMap::new();
+    for h in &site.runs {
+        for (k, v) in h
+            .labels
+            .iter()
+            .filter(|(k, _)| !store::vocabulary::label::is_bookkeeping(k))
+        {
+            *labels.entry((k.as_str(), v.as_str())).or_default() += 1;
+        }
+    }
+    let body = html! {
+        h1 { "Runs" }
+        p.meta { (site.runs.len()) " runs kept in the store, newest last in each experiment." }
+        @if !site.failures.is_empty() {
+            div.warnings {
+                h2 { "Pages that could not be drawn" }
+                ul { @for (what, why) in &site.failures { li { (what) ": " (why) } } }
+            }
+        }
+        @if site.runs.is_empty() {
+            p { "No runs yet: run " code { "cargo run -p loadgen -- demo" } " or " code { "loadgen attack" } ", then draw the pages again." }
+        }
+        @if !labels.is_empty() {
+            p { "By label: " @for ((k, v), n) in &labels { a.chip href=(label_path(k, v)) { (k) "=" (v) " (" (n) ")" } } }
+        }
+        @if !site.experiments.is_empty() {
+            h2 { "Experiments" }
+            ul { @for (name, question, path) in &site.experiments { li { a href=(path) { (name) } " — " (question) } } }
+        }
+        @if !site.comparisons.is_empty() {
+            h2 { "Comparisons" }
+            ul { @for (title, path, n) in &site.comparisons { li { a href=(path) { (title) } " — " (n) " runs" } } }
+        }
+        @if !site.groups.is_empty() {
+            h2 { "Run groups (several gun hosts)" }
+            ul { @for (name, n) in &site.groups { li { a href=(group_path(name)) { (name) } " — " (n) " shards, merged" } } }
+        }
+        @for (experiment, runs) in &experiments {
+            @match experiment {
+                Some(name) => {
+                    h2 { "Experiment " (name) }
+                    @if site.experiments.iter().any(|(n, _, _)| n == name) {
+                        p { a href=(experiment_path(name)) { "Its page: the question, answered from these runs" } }
+                    } @else if runs.len() > 1 {
+                        p { a href=(comparison_path(&experiment_comparison_title(name))) { "Compare these " (runs.len()) " runs" } }
+                    }
+                }
+                None => h2 { "Runs without an experiment" },
+            }
+            (runs_table(runs, ""))
+        }
+    };
+    layout("Runs", "", body)
+}
+
+/// The runs carrying one label, with the path of the comparison of exactly these runs.
+pub fn label_page(key: &str, value: &str, runs: &[Headline], comparison: Option<&str>) -> Markup {
+    let title = format!("Runs labelled {key}={value}");
+    let body = html! {
+        h1 { (title) }
+        p.meta {
+            (runs.len()) " runs. "
+            @if let Some(path) = comparison {
+                a href={ "../" (path) } { "Compare them" }
+            } @else if runs.len() > 1 {
+                "Too many to compare at once: pick some with " code { "report --compare ID,ID,…" } "."
+            }
+        }
+        (runs_table(runs, "../"))
+    };
+    layout(&title, "../", body)
+}
+
+/// A run's page (or a run group's, merged).
+pub fn run_page(run: &RunFigures, load: &[Chart], probes: &[Vec<Chart>]) -> Markup {
+    let body = html! {
+        h1 { (run.name) }
+        p.meta {
+            "run " code { (run.id) } " · started " (run.started) " · " (status(run.status.as_str()))
+            @if let Some(e) = &run.experiment { " · experiment " (e) }
+            @if let Some(s) = &run.shard {
+                @if s.group == run.id {
+                    " · " (s.count) " gun hosts' shards, merged"
+                } @else {
+                    " · shard " (s.index + 1) "/" (s.count) " of " a href={ "../" (group_path(&s.group)) } { "group " (s.group) }
+                }
+            }
+            @if let Some(why) = &run.stop_reason { " · stopped: " (why) }
+            br;
+            (label_chips(&run.labels, "../"))
+        }
+        @if !run.warnings.is_empty() {
+            div.warnings {
+                h2 { "⚠ Warnings" }
+                ul { @for w in &run.warnings { li { (w) } } }
+            }
+        }
+        h2 { "Summary" }
+        pre { (run.summary.to_text()) }
+        h2 { "Latency percentiles" }
+        p.meta {
+            (run.summary.latency.corrected.count) " requests completed. Corrected latency counts from each request's intended send time (what users of an open system see); service time from its actual send (what wrk and hey show). HdrHistogram, 3 significant digits."
+        }
+        (table(&tables::percentiles(run)))
+        h2 { "Load" }
+        (charts(load))
+        @for (i, (probe, charts_of_probe)) in run.probes.iter().zip(probes).enumerate() {
+            h2 { "Target, as probe " (i + 1) " saw it: " (probe.label) }
+            (probe_facts(probe))
+            (charts(charts_of_probe))
+            @if !probe.events.is_empty() {
+                details {
+                    summary { (probe.events.len()) @if probe.events.len() == 1 { " event" } @else { " events" } }
+                    table { @for (t, what) in &probe.events { tr { td.n { (format!("{t:.3}")) " s" } td { (what) } } } }
+                }
+            }
+        }
+        @if run.probes.is_empty() {
+            h2 { "Target" }
+            p { "No probe watched the target in this run: add " code { "--probe HOST:PORT" } " to see its CPU, memory, threads, FDs and sockets on the same timeline." }
+        }
+        h2 { "Configuration" }
+        (configuration(run))
+    };
+    layout(&run.name, "../", body)
+}
+
+fn probe_facts(p: &ProbeFigures) -> Markup {
+    html! {
+        dl.facts {
+            dt { "host" } dd { (p.host.hostname) ", " (p.host.cpus) " cores, " (format_bytes(p.host.mem_total_bytes as f64)) ", kernel " (p.host.kernel) }
+            dt { "watching" } dd { (p.host.selector) }
+            dt { "samples" } dd { (p.samples) ", every " (format_ns(p.host.interval_ns)) " (probe " (p.host.probe_version) ")" }
+            @if let Some(c) = &p.clock {
+                dt { "clock" } dd { "aligned with the gun's to ±" (format_ns(c.uncertainty_ns)) " (offset " (format!("{:+.3}", c.offset_ns as f64 / 1e6)) " ms)" }
+            }
+            @if let (Some(rss), Some(fds)) = (p.peak_rss_bytes, p.peak_fds) {
+                dt { "peaks" } dd { "RSS " (format_bytes(rss as f64)) ", " (fds) " FDs" }
+            }
+        }
+    }
+}
+
+fn configuration(run: &RunFigures) -> Markup {
+    let c = &run.config;
+    let g = &run.gun_host;
+    let details = serde_json::to_string_pretty(&c.details).unwrap_or_default();
+    html! {
+        dl.facts {
+            dt { "target" } dd { (c.target) }
+            dt { "load" } dd { (c.load) }
+            dt { "loop" } dd { @if c.open_loop { "open (latency from intended send times)" } @else { "closed (latencies hide queueing)" } }
+            dt { "protocol" } dd { @if c.h2 { "HTTP/2" } @else { "HTTP/1.1" } }
+            dt { "threads" } dd { (c.threads) }
+            dt { "max connections" } dd { (c.max_connections) }
+            dt { "timeout" } dd { (format_ns(c.timeout_ns)) }
+            @if c.batch_ns > 0 { dt { "batch" } dd { (format_ns(c.batch_ns)) } }
+            dt { "command" } dd { code { (redact::command_line(&c.command_line).join(" ")) } }
+            dt { "gun host" } dd { (g.hostname) ", " (g.cpus) " cores, " (format_bytes(g.mem_total_bytes as f64)) ", kernel " (g.kernel) }
+        }
+        details { summary { "Everything else loadgen recorded" } pre { (details) } }
+    }
+}
+
+pub fn comparison_page(c: &Comparison, list: &[Chart]) -> Markup {
+    let names = c.run_names();
+    let t = crate::compare::table(c);
+    let body = html! {
+        h1 { "Comparison: " (c.title) }
+        p.meta { (c.runs.len()) " runs. Ratios are against the first run, " (names.first().map(String::as_str).unwrap_or("")) "; green is better, red worse." }
+        div.scroll {
+            table {
+                thead { tr { th { "run" } th { "load" } th { "labels" } th { "status" } } }
+                tbody {
+                    @for (i, r) in c.runs.iter().enumerate() {
+                        tr {
+                            td { span.swatch style={ "background:" (css_color(color(i))) } {} "#" (i + 1) " " a href={ "../" (page_of(r)) } { (names[i]) } }
+                            td { (r.config.load) }
+                            td { (label_chips(&r.labels, "../")) }
+                            td { (status(r.status.as_str())) @if !r.warnings.is_empty() { " " span.badge.warn { "⚠ " (r.warnings.len()) } } }
+                        }
+                    }
+                }
+            }
+        }
+        (comparison_table(c, &t))
+        (charts(list))
+    };
+    layout(&format!("Comparison: {}", c.title), "../", body)
+}
+
+/// The comparison table as a page shows it: a column per run, headed by its number and colour
+/// (the list above names them), each value with its ratio to the first run's under it.
+fn comparison_table(c: &Comparison, t: &Table) -> Markup {
+    // Columns: figure, unit, run 1, then value and ratio for each further run.
+    let value = |i: usize| if i == 0 { 2 } else { 2 * i + 1 };
+    html! {
+        div.scroll {
+            table {
+                thead {
+                    tr {
+                        th { "figure" }
+                        @for i in 0..c.runs.len() {
+                            th { span.swatch style={ "background:" (css_color(color(i))) } {} "#" (i + 1) }
+                        }
+                    }
+                }
+                tbody {
+                    @for row in &t.rows {
+                        tr {
+                            td { (row[0].display()) }
+                            @for i in 0..c.runs.len() {
+                                @let ratio = if i > 0 { row.get(value(i) + 1) } else { None };
+                                @let class = match ratio.and_then(Cell::verdict) {
+                                    Some(true) => "n better",
+                                    Some(false) => "n worse",
+                                    None => "n",
+                                };
+                                td class=(class) {
+                                    (row.get(value(i)).map(Cell::display).unwrap_or_default())
+                                    @if let Some(r) = ratio.filter(|r| !matches!(r, Cell::Missing)) {
+                                        br; small { (r.display()) }
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slugs_are_safe_and_distinct() {
+        assert!(slug("Node vs Go @ 2000/s").starts_with("node-vs-go-2000-s-"));
+        assert_ne!(slug("a b"), slug("a-b"));
+        let s = slug("../../etc/passwd<script>");
+        assert!(
+            s.chars().all(|c| c.is_ascii_alphanumeric() || c == '-'),
+            "{s}"
+        );
+        assert_eq!(slug("x"), slug("x"));
+    }
+}
