@@ -107,6 +107,8 @@ say "building the targets (targets/build)"
 bash targets/build
 say "the Go target's own checks (go vet, go test)"
 (cd targets/go && go vet ./... && go test ./...)
+say "the Node target's own checks (prettier --check, node --test)"
+(cd targets/node && npm run format:check && npm test)
 
 say "the lab's Terraform, offline (terraform fmt, python-hcl2, checkov, cloud-init schema)"
 terraform fmt -check -recursive terraform

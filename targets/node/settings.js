@@ -33,7 +33,8 @@ function parseUrl(text) {
 function databaseUrl(env) {
   const text = env.DATABASE_URL;
   if (!text) return null;
-  const fix = 'DATABASE_URL is not a PostgreSQL URL (postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE): fix DATABASE_URL';
+  const fix =
+    'DATABASE_URL is not a PostgreSQL URL (postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE): fix DATABASE_URL';
   const url = parseUrl(text);
   if (!url || !['postgres:', 'postgresql:'].includes(url.protocol) || !url.hostname) {
     throw new SettingsError(fix);
@@ -67,7 +68,9 @@ function clusterWorkers(env) {
   try {
     return integer(env, 'CLUSTER', 0, 1, 1024);
   } catch {
-    throw new SettingsError(`CLUSTER=${JSON.stringify(text)} is neither "auto" nor an integer in 1..=1024: fix CLUSTER (or unset it)`);
+    throw new SettingsError(
+      `CLUSTER=${JSON.stringify(text)} is neither "auto" nor an integer in 1..=1024: fix CLUSTER (or unset it)`,
+    );
   }
 }
 
