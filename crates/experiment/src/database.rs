@@ -11,36 +11,56 @@ use sqlx::{Connection, PgConnection};
 /// `targets/schema.sql`, compiled in so that a runner away from the checkout still has it.
 pub const SCHEMA: &str = include_str!("../../../targets/schema.sql");
 
-async fn connect(url: &str) -> Result<PgConnection, String> {
+/// What went wrong with the targets' database; every message names the step and the fix.
+#[derive(Debug, thiserror::Error)]
+pub enum DatabaseError {
+    /// Redacted: the driver's message may quote the URL.
+    #[error("cannot reach the targets' database: {0}")]
+    Unreachable(String),
+    #[error("cannot {step}: {error}")]
+    Query {
+        step: &'static str,
+        error: sqlx::Error,
+    },
+    #[error("the database {url} has a table users that Showdown did not make: the runner empties users before every cell, so it will not touch this one; name an empty database of Showdown's own in [database] url, or drop [database] for a throwaway PostgreSQL")]
+    NotOurs { url: String },
+}
+
+impl DatabaseError {
+    fn query(step: &'static str) -> impl FnOnce(sqlx::Error) -> DatabaseError {
+        move |error| DatabaseError::Query { step, error }
+    }
+}
+
+async fn connect(url: &str) -> Result<PgConnection, DatabaseError> {
     PgConnection::connect(url)
         .await
-        .map_err(|e| redact::text(&format!("cannot reach the targets' database: {e}")))
+        .map_err(|e| DatabaseError::Unreachable(redact::text(&e.to_string())))
 }
 
 /// How `targets/schema.sql` marks the table it made (the start of its comment).
 pub const MARK: &str = "showdown:";
 
 /// Whether `users` exists, and whether it carries Showdown's mark.
-async fn users_table(conn: &mut PgConnection) -> Result<Option<bool>, String> {
+async fn users_table(conn: &mut PgConnection) -> Result<Option<bool>, DatabaseError> {
     let comment: Option<(Option<String>,)> = sqlx::query_as(
         "SELECT obj_description(c.oid, 'pg_class') FROM pg_class c \
          WHERE c.relname = 'users' AND c.relkind = 'r' AND pg_table_is_visible(c.oid)",
     )
     .fetch_optional(&mut *conn)
     .await
-    .map_err(|e| format!("cannot look for the users table: {e}"))?;
+    .map_err(DatabaseError::query("look for the users table"))?;
     Ok(comment.map(|(c,)| c.is_some_and(|c| c.starts_with(MARK))))
 }
 
-fn not_ours(url: &str) -> String {
-    format!(
-        "the database {} has a table users that Showdown did not make: the runner empties users before every cell, so it will not touch this one; name an empty database of Showdown's own in [database] url, or drop [database] for a throwaway PostgreSQL",
-        redact::text(url)
-    )
+fn not_ours(url: &str) -> DatabaseError {
+    DatabaseError::NotOurs {
+        url: redact::text(url),
+    }
 }
 
 /// Applies the schema, unless the database holds a `users` table Showdown did not make.
-pub async fn apply_schema(url: &str) -> Result<(), String> {
+pub async fn apply_schema(url: &str) -> Result<(), DatabaseError> {
     let mut conn = connect(url).await?;
     if users_table(&mut conn).await? == Some(false) {
         let _ = conn.close().await;
@@ -50,14 +70,14 @@ pub async fn apply_schema(url: &str) -> Result<(), String> {
         .execute(&mut conn)
         .await
         .map(|_| ())
-        .map_err(|e| format!("cannot apply targets/schema.sql: {e}"));
+        .map_err(DatabaseError::query("apply targets/schema.sql"));
     let _ = conn.close().await;
     applied
 }
 
 /// Empties `users` (and restarts its ids), so that each cell starts from the same table; only
 /// a `users` that carries Showdown's mark.
-pub async fn empty_users(url: &str) -> Result<(), String> {
+pub async fn empty_users(url: &str) -> Result<(), DatabaseError> {
     let mut conn = connect(url).await?;
     if users_table(&mut conn).await? != Some(true) {
         let _ = conn.close().await;
@@ -67,18 +87,18 @@ pub async fn empty_users(url: &str) -> Result<(), String> {
         .execute(&mut conn)
         .await
         .map(|_| ())
-        .map_err(|e| format!("cannot empty users: {e}"));
+        .map_err(DatabaseError::query("empty users"));
     let _ = conn.close().await;
     done
 }
 
 /// `SELECT count(*) FROM users`.
-pub async fn count_users(url: &str) -> Result<i64, String> {
+pub async fn count_users(url: &str) -> Result<i64, DatabaseError> {
     let mut conn = connect(url).await?;
     let count = sqlx::query_scalar::<_, i64>("SELECT count(*) FROM users")
         .fetch_one(&mut conn)
         .await
-        .map_err(|e| format!("cannot count the rows of users: {e}"));
+        .map_err(DatabaseError::query("count the rows of users"));
     let _ = conn.close().await;
     count
 }

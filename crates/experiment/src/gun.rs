@@ -72,7 +72,7 @@ impl Attack {
     }
 
     /// The `loadgen attack` arguments: nothing secret (see [`Attack::env`]).
-    pub fn args(&self) -> Result<Vec<String>, String> {
+    pub fn args(&self) -> Result<Vec<String>, GunError> {
         let load = &self.load;
         let mut args: Vec<String> = vec!["attack".into()];
         let mut push = |a: &[&str]| args.extend(a.iter().map(|s| s.to_string()));
@@ -134,8 +134,10 @@ impl Attack {
         match &load.mix {
             Some(mix) => {
                 let file = self.workdir.join(format!("{}.targets.toml", self.run_id));
-                std::fs::write(&file, self.targets_file(mix))
-                    .map_err(|e| format!("cannot write {}: {e}", file.display()))?;
+                std::fs::write(&file, self.targets_file(mix)).map_err(|error| GunError::Write {
+                    path: file.clone(),
+                    error,
+                })?;
                 push(&["--targets", &file.display().to_string()]);
             }
             None => {
@@ -201,6 +203,27 @@ impl Attack {
     }
 }
 
+/// Why an attack could not be fired (not why it failed: that is [`Fired`]).
+#[derive(Debug, thiserror::Error)]
+pub enum GunError {
+    #[error("cannot write {path}: {error}")]
+    Write {
+        path: PathBuf,
+        error: std::io::Error,
+    },
+    #[error("cannot run {path}: {error}")]
+    Spawn {
+        path: PathBuf,
+        error: std::io::Error,
+    },
+    #[error("loadgen: {0}")]
+    Wait(std::io::Error),
+    #[error("cannot find this executable: {0}")]
+    NoExe(std::io::Error),
+    #[error("no loadgen binary found: build it (cargo build --release -p loadgen) or set SHOWDOWN_LOADGEN")]
+    NoLoadgen,
+}
+
 /// What one attack came to.
 #[derive(Debug, Clone)]
 pub struct Fired {
@@ -219,7 +242,7 @@ impl Gun {
         &self,
         attack: &Attack,
         mut stop: tokio::sync::watch::Receiver<bool>,
-    ) -> Result<Fired, String> {
+    ) -> Result<Fired, GunError> {
         let args = attack.args()?;
         let mut command = tokio::process::Command::new("setpriv");
         command.args(["--pdeathsig", "TERM", "--"]);
@@ -234,9 +257,10 @@ impl Gun {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .kill_on_drop(true);
-        let child = command
-            .spawn()
-            .map_err(|e| format!("cannot run {}: {e}", self.loadgen.display()))?;
+        let child = command.spawn().map_err(|error| GunError::Spawn {
+            path: self.loadgen.clone(),
+            error,
+        })?;
         let pid = child.id();
         let output = child.wait_with_output();
         tokio::pin!(output);
@@ -253,7 +277,7 @@ impl Gun {
                 }
             }
         }
-        .map_err(|e| format!("loadgen: {e}"))?;
+        .map_err(GunError::Wait)?;
         let said = String::from_utf8_lossy(&out.stderr);
         let said: Vec<&str> = said.lines().rev().take(10).collect();
         let said = said.into_iter().rev().collect::<Vec<_>>().join(" | ");
@@ -267,11 +291,11 @@ impl Gun {
 
 /// The `loadgen` binary: `SHOWDOWN_LOADGEN`, or this executable if it is loadgen, or a
 /// `loadgen` next to it (or one directory up, as from a test binary in `target/…/deps`).
-pub fn find_loadgen() -> Result<PathBuf, String> {
+pub fn find_loadgen() -> Result<PathBuf, GunError> {
     if let Some(p) = std::env::var_os("SHOWDOWN_LOADGEN") {
         return Ok(PathBuf::from(p));
     }
-    let exe = std::env::current_exe().map_err(|e| format!("cannot find this executable: {e}"))?;
+    let exe = std::env::current_exe().map_err(GunError::NoExe)?;
     if exe.file_name().is_some_and(|n| n == "loadgen") {
         return Ok(exe);
     }
@@ -285,5 +309,5 @@ pub fn find_loadgen() -> Result<PathBuf, String> {
         .into_iter()
         .flatten()
         .find(|p| p.is_file())
-        .ok_or("no loadgen binary found: build it (cargo build --release -p loadgen) or set SHOWDOWN_LOADGEN".into())
+        .ok_or(GunError::NoLoadgen)
 }

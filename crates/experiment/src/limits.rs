@@ -7,8 +7,17 @@ use std::path::PathBuf;
 /// The CFS period the quota is a share of.
 const PERIOD_US: u64 = 100_000;
 
+/// A memory size that is not one.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SizeError {
+    #[error("{0:?} is not a size: write e.g. \"1GiB\" or \"512MiB\"")]
+    NotANumber(String),
+    #[error("{text:?}: unknown unit {unit:?} (use KiB, MiB or GiB)")]
+    Unit { text: String, unit: String },
+}
+
 /// `"1GiB"`, `"512MiB"`, `"1G"`, `"1000000"` → bytes.
-pub fn parse_bytes(text: &str) -> Result<u64, String> {
+pub fn parse_bytes(text: &str) -> Result<u64, SizeError> {
     let t = text.trim();
     let split = t
         .find(|c: char| !c.is_ascii_digit() && c != '.')
@@ -16,7 +25,7 @@ pub fn parse_bytes(text: &str) -> Result<u64, String> {
     let (number, unit) = t.split_at(split);
     let number: f64 = number
         .parse()
-        .map_err(|_| format!("{text:?} is not a size: write e.g. \"1GiB\" or \"512MiB\""))?;
+        .map_err(|_| SizeError::NotANumber(text.to_string()))?;
     let factor: u64 = match unit.trim() {
         "" | "B" => 1,
         "K" | "KiB" | "k" => 1 << 10,
@@ -26,9 +35,10 @@ pub fn parse_bytes(text: &str) -> Result<u64, String> {
         "MB" => 1_000_000,
         "GB" => 1_000_000_000,
         other => {
-            return Err(format!(
-                "{text:?}: unknown unit {other:?} (use KiB, MiB or GiB)"
-            ))
+            return Err(SizeError::Unit {
+                text: text.to_string(),
+                unit: other.to_string(),
+            })
         }
     };
     Ok((number * factor as f64) as u64)

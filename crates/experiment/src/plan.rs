@@ -75,6 +75,55 @@ fn load_time(load: &LoadSpec) -> Duration {
     }
 }
 
+/// Why a plan cannot be made from a file and its options, in words that name the fix.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum PlanError {
+    #[error("--scale {0:?} must be above 0 and at most {MAX_SCALE}")]
+    Scale(f64),
+    #[error("repetitions must be at most {MAX_REPETITIONS} (the file's, or --repetitions)")]
+    Repetitions,
+    #[error("{field}: {error}")]
+    Cpus {
+        field: &'static str,
+        error: probe::cpus::CpuListError,
+    },
+    #[error("the matrix makes {0} cells, more than the {MAX_CELLS} a plan may hold: fewer axes, values or repetitions")]
+    TooManyCells(usize),
+    #[error("no cell matches --only: see `loadgen experiment plan FILE`")]
+    NoCellMatches,
+    #[error("no target {0:?}")]
+    NoTarget(String),
+    #[error("matrix.{key}: {value} is not {what}")]
+    AxisValue {
+        key: String,
+        value: String,
+        what: &'static str,
+    },
+    #[error("cell {cell}: {why}")]
+    Cell { cell: String, why: LoadError },
+}
+
+/// What is missing or contradictory in a cell's load.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum LoadError {
+    #[error("the load has no path and no mix")]
+    NoPath,
+    #[error("an open loop needs a duration or a request count")]
+    OpenWithoutBound,
+    #[error("steps need a step_duration")]
+    StepsWithoutDuration,
+    #[error("give a rate or steps, not both")]
+    RateAndSteps,
+    #[error("an open loop needs a rate above 0 or steps")]
+    NoRate,
+    #[error("batch paces an open loop (a rate): a closed loop has no schedule")]
+    BatchInClosedLoop,
+    #[error("a closed loop needs connections")]
+    NoConnections,
+    #[error("a closed loop needs a duration (with requests, it bounds the run)")]
+    ClosedWithoutDuration,
+}
+
 /// The largest `--scale`: beyond it durations and rates stop meaning anything.
 pub const MAX_SCALE: f64 = 1000.0;
 /// The most repetitions, and cells, a plan may hold.
@@ -232,20 +281,15 @@ pub fn axes(experiment: &Experiment) -> Vec<Axis> {
 }
 
 /// Expands the matrix into cells.
-pub fn plan(experiment: &Experiment, options: &PlanOptions) -> Result<Plan, String> {
+pub fn plan(experiment: &Experiment, options: &PlanOptions) -> Result<Plan, PlanError> {
     let file = &experiment.file;
     if !(options.scale > 0.0 && options.scale <= MAX_SCALE) {
-        return Err(format!(
-            "--scale {:?} must be above 0 and at most {MAX_SCALE}",
-            options.scale
-        ));
+        return Err(PlanError::Scale(options.scale));
     }
     if options.repetitions.is_some_and(|r| r > MAX_REPETITIONS)
         || file.repetitions > MAX_REPETITIONS
     {
-        return Err(format!(
-            "repetitions must be at most {MAX_REPETITIONS} (the file's, or --repetitions)"
-        ));
+        return Err(PlanError::Repetitions);
     }
     for (field, cpus) in [
         ("placement.gun_cpus", &file.placement.gun_cpus),
@@ -255,7 +299,7 @@ pub fn plan(experiment: &Experiment, options: &PlanOptions) -> Result<Plan, Stri
         if let Some(cpus) = cpus {
             cpus.clone()
                 .on_this_host()
-                .map_err(|e| format!("{field}: {e}"))?;
+                .map_err(|error| PlanError::Cpus { field, error })?;
         }
     }
     let axes = axes(experiment);
@@ -283,9 +327,7 @@ pub fn plan(experiment: &Experiment, options: &PlanOptions) -> Result<Plan, Stri
         .saturating_mul(targets.len())
         .saturating_mul(repetitions as usize);
     if count > MAX_CELLS {
-        return Err(format!(
-            "the matrix makes {count} cells, more than the {MAX_CELLS} a plan may hold: fewer axes, values or repetitions"
-        ));
+        return Err(PlanError::TooManyCells(count));
     }
     let mut cells = Vec::new();
     for repetition in 1..=repetitions {
@@ -314,7 +356,7 @@ pub fn plan(experiment: &Experiment, options: &PlanOptions) -> Result<Plan, Stri
         c.number = i + 1;
     }
     if cells.is_empty() {
-        return Err("no cell matches --only: see `loadgen experiment plan FILE`".into());
+        return Err(PlanError::NoCellMatches);
     }
     Ok(Plan {
         axes,
@@ -351,13 +393,13 @@ fn cell(
     setting: &[(String, toml::Value)],
     repetition: u32,
     scale: f64,
-) -> Result<Cell, String> {
+) -> Result<Cell, PlanError> {
     let file = &experiment.file;
     let spec = file
         .targets
         .iter()
         .find(|t| t.name == target)
-        .ok_or(format!("no target {target:?}"))?;
+        .ok_or_else(|| PlanError::NoTarget(target.to_string()))?;
     let mut load = file.load.clone();
     if let Some(own) = &spec.load {
         load = load.with(own);
@@ -366,7 +408,11 @@ fn cell(
     let mut scalars = LoadSpec::default();
     let mut parameters: Vec<(String, String)> = Vec::new();
     for (key, value) in setting {
-        let bad = |what: &str| format!("matrix.{key}: {value} is not {what}");
+        let bad = |what: &'static str| PlanError::AxisValue {
+            key: key.clone(),
+            value: value.to_string(),
+            what,
+        };
         match key.as_str() {
             "load" => {
                 let name = value.as_str().unwrap_or_default();
@@ -423,7 +469,10 @@ fn cell(
         load,
         env,
     };
-    check_load(&cell.load).map_err(|e| format!("cell {}: {e}", cell.key()))?;
+    check_load(&cell.load).map_err(|why| PlanError::Cell {
+        cell: cell.key(),
+        why,
+    })?;
     Ok(cell)
 }
 
@@ -458,38 +507,34 @@ fn scaled(load: &LoadSpec, scale: f64) -> LoadSpec {
     }
 }
 
-fn check_load(load: &LoadSpec) -> Result<(), String> {
+fn check_load(load: &LoadSpec) -> Result<(), LoadError> {
     if load.path.is_none() && load.mix.is_none() {
-        return Err("the load has no path and no mix".into());
+        return Err(LoadError::NoPath);
     }
     match load.mode() {
         Mode::Open => match (&load.rate, &load.steps) {
             (Some(r), None) if *r > 0.0 => {
                 if load.duration.is_none() && load.requests.is_none() {
-                    return Err("an open loop needs a duration or a request count".into());
+                    return Err(LoadError::OpenWithoutBound);
                 }
             }
             (None, Some(steps)) if !steps.is_empty() => {
                 if load.step_duration.is_none() {
-                    return Err("steps need a step_duration".into());
+                    return Err(LoadError::StepsWithoutDuration);
                 }
             }
-            (Some(_), Some(_)) => return Err("give a rate or steps, not both".into()),
-            _ => return Err("an open loop needs a rate above 0 or steps".into()),
+            (Some(_), Some(_)) => return Err(LoadError::RateAndSteps),
+            _ => return Err(LoadError::NoRate),
         },
         Mode::Closed => {
             if load.batch.is_some() {
-                return Err(
-                    "batch paces an open loop (a rate): a closed loop has no schedule".into(),
-                );
+                return Err(LoadError::BatchInClosedLoop);
             }
             if load.connections.unwrap_or(0) == 0 {
-                return Err("a closed loop needs connections".into());
+                return Err(LoadError::NoConnections);
             }
             if load.duration.is_none() {
-                return Err(
-                    "a closed loop needs a duration (with requests, it bounds the run)".into(),
-                );
+                return Err(LoadError::ClosedWithoutDuration);
             }
         }
     }
@@ -539,6 +584,12 @@ mod tests {
             &experiment("mode = \"closed\"\nconnections = 10\nbatch = \"1ms\""),
             &PlanOptions::default(),
         );
-        assert!(bad.unwrap_err().contains("batch paces an open loop"));
+        assert!(matches!(
+            bad,
+            Err(PlanError::Cell {
+                why: LoadError::BatchInClosedLoop,
+                ..
+            })
+        ));
     }
 }

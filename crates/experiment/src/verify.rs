@@ -271,7 +271,9 @@ pub async fn verify(base: &str, expect: &Expect) -> Verdict {
 
 /// A burst of inserts, and the rows counted around it.
 async fn inserts(http: &Http, base: &str, db: &str) -> Result<(), String> {
-    let before = crate::database::count_users(db).await?;
+    let before = crate::database::count_users(db)
+        .await
+        .map_err(|e| e.to_string())?;
     for i in 0..BURST {
         let path = if i % 2 == 0 { "/users" } else { "/user" };
         let body = format!(r#"{{"email":"verify{i}@example.com","password":"p{i}"}}"#);
@@ -290,7 +292,9 @@ async fn inserts(http: &Http, base: &str, db: &str) -> Result<(), String> {
             ));
         }
     }
-    let after = crate::database::count_users(db).await?;
+    let after = crate::database::count_users(db)
+        .await
+        .map_err(|e| e.to_string())?;
     if after - before != BURST {
         return Err(format!(
             "{BURST} requests answered 201 but {} rows were inserted",

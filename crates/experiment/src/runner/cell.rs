@@ -48,7 +48,9 @@ impl CellContext<'_> {
             .targets
             .iter()
             .find(|t| t.name == cell.target)
-            .ok_or(Error::Plan(format!("no target {}", cell.target)))
+            .ok_or(Error::Plan(crate::plan::PlanError::NoTarget(
+                cell.target.clone(),
+            )))
     }
 
     fn labels(&self, cell: &Cell, phase: Phase, held: &str) -> Vec<(String, String)> {
@@ -138,9 +140,7 @@ impl CellContext<'_> {
                         return Ok(CellOutcome::Failed(reason));
                     }
                 };
-                crate::database::empty_users(db)
-                    .await
-                    .map_err(Error::Setup)?;
+                crate::database::empty_users(db).await?;
                 let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
                     .await
                     .map_err(|e| Error::Setup(format!("probe: {e}")))?;
@@ -218,7 +218,7 @@ impl CellContext<'_> {
                     outcome = CellOutcome::Failed(format!("the warm-up failed: {}", fired.said))
                 }
                 Ok(None) => outcome = CellOutcome::Interrupted,
-                Err(e) => outcome = CellOutcome::Failed(e),
+                Err(e) => outcome = CellOutcome::Failed(e.to_string()),
             }
         }
         let mut measured_id = None;
@@ -239,7 +239,7 @@ impl CellContext<'_> {
                     Some(3) => CellOutcome::Interrupted,
                     _ => CellOutcome::Failed(format!("loadgen could not run: {}", fired.said)),
                 },
-                Err(e) => CellOutcome::Failed(e),
+                Err(e) => CellOutcome::Failed(e.to_string()),
             };
         }
         drop(probe);
@@ -264,7 +264,7 @@ impl CellContext<'_> {
         &self,
         attack: &Attack,
         stop: &mut watch::Receiver<bool>,
-    ) -> Result<Option<crate::gun::Fired>, String> {
+    ) -> Result<Option<crate::gun::Fired>, crate::gun::GunError> {
         if *stop.borrow() {
             return Ok(None);
         }

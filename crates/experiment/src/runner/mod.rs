@@ -93,7 +93,7 @@ pub async fn run(
     mut stop: watch::Receiver<bool>,
 ) -> Result<RunReport, Error> {
     let started = Instant::now();
-    let plan = crate::plan::plan(experiment, &options.plan).map_err(Error::Plan)?;
+    let plan = crate::plan::plan(experiment, &options.plan)?;
     let store = Store::open(&options.db).await?;
     let states = states(&store, experiment, &plan).await?;
     let todo: Vec<&Cell> = plan

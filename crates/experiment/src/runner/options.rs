@@ -33,14 +33,16 @@ pub struct RunReport {
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    #[error("{0}")]
-    Plan(String),
+    #[error(transparent)]
+    Plan(#[from] crate::plan::PlanError),
     #[error(transparent)]
     Store(#[from] store::StoreError),
     #[error(transparent)]
     Targets(#[from] crate::targets::Error),
     #[error(transparent)]
     Database(#[from] pgcluster::Error),
+    #[error(transparent)]
+    TargetsDatabase(#[from] crate::database::DatabaseError),
     #[error("{0}")]
     Setup(String),
 }

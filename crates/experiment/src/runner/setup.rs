@@ -75,9 +75,7 @@ pub(super) async fn database(experiment: &Experiment) -> Result<TargetsDatabase,
             }
         }
     };
-    crate::database::apply_schema(&db.url)
-        .await
-        .map_err(Error::Setup)?;
+    crate::database::apply_schema(&db.url).await?;
     Ok(db)
 }
 

@@ -63,7 +63,8 @@ pub async fn run(args: &ExperimentArgs, shutdown: &Shutdown) -> Result<RunEnd, E
                 experiment.file.question
             );
             let gun = experiment::gun::Gun {
-                loadgen: experiment::gun::find_loadgen().map_err(Error::Usage)?,
+                loadgen: experiment::gun::find_loadgen()
+                    .map_err(|e| Error::Usage(e.to_string()))?,
                 cpus: experiment
                     .file
                     .placement
