@@ -156,6 +156,23 @@ fn probe_samples_land_on_the_run_timeline_even_with_a_shifted_clock() {
     );
     // Pre-roll and post-roll: samples before time zero and after the last request.
     assert!(probe.records.first().unwrap().t_ns < 0);
+    // The export's samples CSV has `probe record`'s columns, and its times are the timeline's.
+    let mut exported = Vec::new();
+    store::export::samples_csv(&run, &mut exported).unwrap();
+    let mut exported = csv::Reader::from_reader(exported.as_slice());
+    let mut recorded = probe::record::RecordWriter::new(Vec::new(), probe::record::Format::Csv);
+    let sample = probe
+        .records
+        .iter()
+        .find(|r| matches!(r.record, Record::Sample(_)))
+        .unwrap();
+    recorded.write(&sample.record).unwrap();
+    let recorded = recorded.into_inner().unwrap();
+    let mut recorded = csv::Reader::from_reader(recorded.as_slice());
+    assert_eq!(exported.headers().unwrap(), recorded.headers().unwrap());
+    let first = exported.records().next().unwrap().unwrap();
+    let t_s: f64 = first[0].parse().unwrap();
+    assert!(t_s < 0.0, "the first sample is in the pre-roll: {t_s} s");
     assert!(
         done.summary.errors.contains_key("refused"),
         "requests after the kill were refused"

@@ -2,7 +2,9 @@
 //!
 //! The successor to the shell script of the write-ups (`ps` and `ls` once a second into a CSV).
 //! CSV has one row per process per sample plus a `total` row (the tree summed); empty cells are
-//! figures not measured in that sample (the slow collectors') or not available. Events go to
+//! figures not measured in that sample (the slow collectors') or not available. The same
+//! schema ([`SampleRow`]) is what `loadgen runs export --format samples-csv` writes, so a script
+//! written for one reads the other. Events go to
 //! the log on standard error. JSON lines has one object per line: every record as the probe
 //! streams it (`{"record":"sample",…}` or `{"record":"event",…}`).
 
@@ -30,13 +32,18 @@ impl Format {
     }
 }
 
-/// One CSV row.
+/// One process in one sample as one CSV row: the one schema of a sample in a file.
 #[derive(Debug, Serialize)]
-struct Row<'a> {
-    /// RFC 3339 wall-clock time of the sample.
+pub struct SampleRow<'a> {
+    /// Seconds on the timeline: since the first sample (`probe record`), or from the run's
+    /// time zero, negative in the pre-roll (a stored run's export).
+    t_s: f64,
+    /// RFC 3339 wall-clock time of the sample, on the probe host's clock.
     time: String,
-    /// Seconds since the first sample.
-    elapsed_s: f64,
+    /// The probe's index in its run (0 for `probe record`).
+    probe: u32,
+    /// The host the probe ran on.
+    host: &'a str,
     /// A PID, or `total` for the tree summed.
     pid: String,
     comm: &'a str,
@@ -75,17 +82,25 @@ struct Row<'a> {
 }
 
 /// Writes records as they come.
-pub struct RecordWriter<W: Write> {
-    format: Format,
-    csv: Option<csv::Writer<W>>,
-    out: Option<W>,
-    first_wall_ns: Option<u64>,
+pub enum RecordWriter<W: Write> {
+    Csv {
+        csv: Box<csv::Writer<W>>,
+        /// The first sample's wall clock: `t_s` counts from it.
+        first_wall_ns: Option<u64>,
+        /// This host's name, for the `host` column.
+        host: String,
+    },
+    Jsonl(W),
 }
 
 impl<W: Write> std::fmt::Debug for RecordWriter<W> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let format = match self {
+            RecordWriter::Csv { .. } => Format::Csv,
+            RecordWriter::Jsonl(_) => Format::Jsonl,
+        };
         f.debug_struct("RecordWriter")
-            .field("format", &self.format)
+            .field("format", &format)
             .finish()
     }
 }
@@ -93,54 +108,88 @@ impl<W: Write> std::fmt::Debug for RecordWriter<W> {
 impl<W: Write> RecordWriter<W> {
     pub fn new(out: W, format: Format) -> Self {
         match format {
-            Format::Csv => RecordWriter {
-                format,
-                csv: Some(csv::Writer::from_writer(out)),
-                out: None,
+            Format::Csv => RecordWriter::Csv {
+                csv: Box::new(csv::Writer::from_writer(out)),
                 first_wall_ns: None,
+                host: crate::collect::host_facts(&crate::collect::ProcRoot::default()).0,
             },
-            Format::Jsonl => RecordWriter {
-                format,
-                csv: None,
-                out: Some(out),
-                first_wall_ns: None,
-            },
+            Format::Jsonl => RecordWriter::Jsonl(out),
         }
     }
 
     /// Writes one record (events are not written in CSV).
     pub fn write(&mut self, record: &Record) -> std::io::Result<()> {
-        if let Some(out) = self.out.as_mut() {
-            serde_json::to_writer(&mut *out, record)?;
-            return out.write_all(b"\n");
-        }
-        if let (Some(csv), Record::Sample(sample)) = (self.csv.as_mut(), record) {
-            let first = *self.first_wall_ns.get_or_insert(sample.wall_ns);
-            let elapsed = sample.wall_ns.saturating_sub(first) as f64 / 1e9;
-            if let Some(total) = &sample.total {
-                csv.serialize(row(sample, total, "total".into(), elapsed))?;
+        match self {
+            RecordWriter::Jsonl(out) => {
+                serde_json::to_writer(&mut *out, record)?;
+                out.write_all(b"\n")
             }
-            for p in &sample.processes {
-                csv.serialize(row(sample, p, p.pid.to_string(), elapsed))?;
+            RecordWriter::Csv {
+                csv,
+                first_wall_ns,
+                host,
+            } => {
+                let Record::Sample(sample) = record else {
+                    return Ok(());
+                };
+                let first = *first_wall_ns.get_or_insert(sample.wall_ns);
+                let of = RowsOf {
+                    t_s: sample.wall_ns.saturating_sub(first) as f64 / 1e9,
+                    probe: 0,
+                    host,
+                };
+                for row in sample_rows(sample, of) {
+                    csv.serialize(row)?;
+                }
+                Ok(())
             }
         }
-        Ok(())
+    }
+
+    /// The output, flushed (for writing into memory).
+    pub fn into_inner(self) -> std::io::Result<W> {
+        match self {
+            RecordWriter::Csv { csv, .. } => csv.into_inner().map_err(|e| e.into_error()),
+            RecordWriter::Jsonl(mut out) => out.flush().map(|()| out),
+        }
     }
 
     pub fn flush(&mut self) -> std::io::Result<()> {
-        match (self.csv.as_mut(), self.out.as_mut()) {
-            (Some(csv), _) => csv.flush(),
-            (_, Some(out)) => out.flush(),
-            _ => Ok(()),
+        match self {
+            RecordWriter::Csv { csv, .. } => csv.flush(),
+            RecordWriter::Jsonl(out) => out.flush(),
         }
     }
 }
 
-fn row<'a>(sample: &Sample, p: &'a ProcessSample, pid: String, elapsed: f64) -> Row<'a> {
+/// Where a sample's rows come from and where they sit on the timeline.
+#[derive(Debug, Clone, Copy)]
+pub struct RowsOf<'a> {
+    pub t_s: f64,
+    pub probe: u32,
+    pub host: &'a str,
+}
+
+/// A sample's rows: the `total` row first, then one per process.
+pub fn sample_rows<'a>(
+    sample: &'a Sample,
+    of: RowsOf<'a>,
+) -> impl Iterator<Item = SampleRow<'a>> + 'a {
+    sample
+        .total
+        .iter()
+        .map(|t| ("total".to_string(), t))
+        .chain(sample.processes.iter().map(|p| (p.pid.to_string(), p)))
+        .map(move |(pid, p)| row(sample, p, pid, of))
+}
+
+fn row<'a>(sample: &Sample, p: &'a ProcessSample, pid: String, of: RowsOf<'a>) -> SampleRow<'a> {
     let wall = std::time::UNIX_EPOCH + std::time::Duration::from_nanos(sample.wall_ns);
-    Row {
+    SampleRow {
+        t_s: (of.t_s * 1000.0).round() / 1000.0,
         time: humantime::format_rfc3339_millis(wall).to_string(),
-        elapsed_s: (elapsed * 1000.0).round() / 1000.0,
+        probe: of.probe,
+        host: of.host,
         pid,
         comm: &p.comm,
         cpu_pct: p.cpu_pct.map(round2),

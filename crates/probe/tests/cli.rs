@@ -119,7 +119,10 @@ fn record_writes_a_csv_row_per_process_and_sample() {
     let mut reader = csv::Reader::from_reader(text.as_bytes());
     let headers = reader.headers().unwrap().clone();
     for column in [
+        "t_s",
         "time",
+        "probe",
+        "host",
         "pid",
         "cpu_pct",
         "rss_bytes",

@@ -81,31 +81,8 @@ pub fn intervals_csv(run: &StoredRun, out: impl Write) -> io::Result<()> {
     csv.flush()
 }
 
-#[derive(Serialize)]
-struct SampleRow<'a> {
-    /// On the run's timeline: seconds from time zero (negative in the pre-roll).
-    t_s: f64,
-    probe: u32,
-    host: &'a str,
-    /// A PID, or `total` for the tree summed.
-    pid: String,
-    comm: &'a str,
-    cpu_pct: Option<f64>,
-    user_pct: Option<f64>,
-    system_pct: Option<f64>,
-    rss_bytes: u64,
-    threads: u64,
-    fds: u64,
-    fd_sockets: Option<u64>,
-    tcp_established: Option<u64>,
-    tcp_time_wait: Option<u64>,
-    accept_queue: Option<u64>,
-    voluntary_ctxt_switches: Option<u64>,
-    involuntary_ctxt_switches: Option<u64>,
-    host_cpu_pct: Option<f64>,
-}
-
-/// The probes' samples as CSV: one row per process (and a `total` row) per sample.
+/// The probes' samples as CSV: one row per process (and a `total` row) per sample, in the
+/// schema `probe record` writes ([`probe::record::SampleRow`]).
 pub fn samples_csv(run: &StoredRun, out: impl Write) -> io::Result<()> {
     use probe::protocol::Record;
     let mut csv = csv::Writer::from_writer(out);
@@ -114,32 +91,13 @@ pub fn samples_csv(run: &StoredRun, out: impl Write) -> io::Result<()> {
             let Record::Sample(sample) = &stored.record else {
                 continue;
             };
-            let rows = sample
-                .total
-                .iter()
-                .map(|t| ("total".to_string(), t))
-                .chain(sample.processes.iter().map(|p| (p.pid.to_string(), p)));
-            for (pid, p) in rows {
-                csv.serialize(SampleRow {
-                    t_s: stored.t_ns as f64 / 1e9,
-                    probe: probe.meta.index,
-                    host: &probe.meta.host.hostname,
-                    pid,
-                    comm: &p.comm,
-                    cpu_pct: p.cpu_pct,
-                    user_pct: p.user_pct,
-                    system_pct: p.system_pct,
-                    rss_bytes: p.rss_bytes,
-                    threads: p.threads,
-                    fds: p.fds,
-                    fd_sockets: p.fd_kinds.as_ref().map(|k| k.socket),
-                    tcp_established: p.tcp.as_ref().map(|t| t.established),
-                    tcp_time_wait: p.tcp.as_ref().map(|t| t.time_wait),
-                    accept_queue: p.tcp.as_ref().map(|t| t.accept_queue),
-                    voluntary_ctxt_switches: p.voluntary_ctxt_switches,
-                    involuntary_ctxt_switches: p.involuntary_ctxt_switches,
-                    host_cpu_pct: sample.host.as_ref().and_then(|h| h.cpu_pct),
-                })?;
+            let of = probe::record::RowsOf {
+                t_s: stored.t_ns as f64 / 1e9,
+                probe: probe.meta.index,
+                host: &probe.meta.host.hostname,
+            };
+            for row in probe::record::sample_rows(sample, of) {
+                csv.serialize(row)?;
             }
         }
     }
