@@ -120,6 +120,21 @@ pub async fn verify(base: &str, expect: &Expect) -> Verdict {
         .await,
     );
     verdict.record(
+        "GET /delay?ms=%35%30 (percent-encoded)",
+        async {
+            let x = http.get(&url("/delay?ms=%35%30")).await?;
+            status(&x, StatusCode::OK)?;
+            let ms = x.elapsed.as_secs_f64() * 1e3;
+            if !(49.0..550.0).contains(&ms) {
+                return Err(format!(
+                    "answered after {ms:.1} ms, not about 50: is the query percent-decoded?"
+                ));
+            }
+            Ok(())
+        }
+        .await,
+    );
+    verdict.record(
         "GET /compute?ms=5",
         async {
             let x = http.get(&url("/compute?ms=5")).await?;

@@ -7,6 +7,19 @@ use sqlx::pool::PoolConnection;
 use sqlx::postgres::{PgPool, PgPoolOptions};
 use sqlx::Postgres;
 
+/// Why a statement did not run; every one is answered `503`.
+#[derive(Debug, thiserror::Error)]
+pub enum DbError {
+    /// No pooled connection within the timeout, or the connection failed.
+    #[error("database unavailable: {0}")]
+    Unavailable(sqlx::Error),
+    /// The database ran the statement and refused it.
+    #[error("database error: {0}")]
+    Refused(Box<dyn sqlx::error::DatabaseError>),
+    #[error("database unavailable: no answer within {0:?}")]
+    Timeout(Duration),
+}
+
 /// The pool: `size` connections at most; waiting for one ends after `timeout`. Connections are
 /// not pinged before each use (Node's `pg` and Go's `pgx` do not either): one that failed is
 /// dropped instead.
@@ -25,23 +38,18 @@ async fn with_connection<T>(
     pool: &PgPool,
     timeout: Duration,
     run: impl AsyncFnOnce(&mut PoolConnection<Postgres>) -> Result<T, sqlx::Error>,
-) -> Result<T, String> {
-    let mut conn = pool
-        .acquire()
-        .await
-        .map_err(|e| format!("database unavailable: {e}"))?;
+) -> Result<T, DbError> {
+    let mut conn = pool.acquire().await.map_err(DbError::Unavailable)?;
     match tokio::time::timeout(timeout, run(&mut conn)).await {
         Ok(Ok(value)) => Ok(value),
-        Ok(Err(sqlx::Error::Database(e))) => Err(format!("database error: {e}")),
+        Ok(Err(sqlx::Error::Database(e))) => Err(DbError::Refused(e)),
         Ok(Err(e)) => {
             drop(conn.detach());
-            Err(format!("database unavailable: {e}"))
+            Err(DbError::Unavailable(e))
         }
         Err(_) => {
             drop(conn.detach());
-            Err(format!(
-                "database unavailable: no answer within {timeout:?}"
-            ))
+            Err(DbError::Timeout(timeout))
         }
     }
 }
@@ -52,7 +60,7 @@ pub async fn insert_user(
     timeout: Duration,
     email: &str,
     password: &str,
-) -> Result<i32, String> {
+) -> Result<i32, DbError> {
     with_connection(pool, timeout, async |conn| {
         sqlx::query_scalar("INSERT INTO users (email, password) VALUES ($1, $2) RETURNING id")
             .bind(email)
@@ -64,7 +72,7 @@ pub async fn insert_user(
 }
 
 /// `SELECT 1`, for `/healthz`.
-pub async fn ping(pool: &PgPool, timeout: Duration) -> Result<(), String> {
+pub async fn ping(pool: &PgPool, timeout: Duration) -> Result<(), DbError> {
     with_connection(pool, timeout, async |conn| {
         sqlx::query_scalar::<_, i32>("SELECT 1")
             .fetch_one(&mut **conn)

@@ -4,6 +4,8 @@
 //! - `settings`: the environment, checked at start.
 //! - `routes`: one function per endpoint, and the dispatch by method and path.
 //! - `db`: the pool and the one insert, each bounded by `DB_TIMEOUT_MS`.
+//! - `query`: the query string, percent-decoded; `failure`: why a request was not served, and
+//!   the status it is answered with.
 //! - `compute`: calibrated CPU work; `encrypt`: AES-256-CBC; `reply`: JSON responses.
 //!
 //! `main` binds, prints the ready line, serves each connection on its own task, and on SIGTERM
@@ -12,6 +14,8 @@
 mod compute;
 mod db;
 mod encrypt;
+mod failure;
+mod query;
 mod reply;
 mod routes;
 mod settings;
@@ -55,19 +59,36 @@ fn main() -> std::process::ExitCode {
     }
 }
 
-async fn serve(settings: settings::Settings) -> Result<(), String> {
+/// Why the server could not start.
+#[derive(Debug, thiserror::Error)]
+enum StartError {
+    #[error("cannot listen on {host}:{port}: {error} (change PORT or HOST)")]
+    Listen {
+        host: std::net::IpAddr,
+        port: u16,
+        error: std::io::Error,
+    },
+    #[error("cannot make the pool from DATABASE_URL: {0}: fix DATABASE_URL")]
+    Pool(sqlx::Error),
+    #[error("cannot {0}: {1}")]
+    Io(&'static str, std::io::Error),
+}
+
+async fn serve(settings: settings::Settings) -> Result<(), StartError> {
     let listener = tokio::net::TcpListener::bind((settings.host, settings.port))
         .await
-        .map_err(|e| {
-            format!(
-                "cannot listen on {}:{}: {e} (change PORT or HOST)",
-                settings.host, settings.port
-            )
+        .map_err(|error| StartError::Listen {
+            host: settings.host,
+            port: settings.port,
+            error,
         })?;
-    let port = listener.local_addr().map_err(|e| e.to_string())?.port();
+    let port = listener
+        .local_addr()
+        .map_err(|e| StartError::Io("read the listening address", e))?
+        .port();
     let rounds = compute::calibrate();
     eprintln!("compute: {rounds} SHA-256 rounds per ms of CPU");
-    let app = Arc::new(routes::App::new(settings, rounds));
+    let app = Arc::new(routes::App::new(settings, rounds).map_err(StartError::Pool)?);
     println!(
         "listening pid={} port={port} stack=rust workers=1",
         std::process::id()
@@ -75,8 +96,9 @@ async fn serve(settings: settings::Settings) -> Result<(), String> {
     use std::io::Write;
     let _ = std::io::stdout().flush();
 
-    let mut term = signal(SignalKind::terminate()).map_err(|e| e.to_string())?;
-    let mut int = signal(SignalKind::interrupt()).map_err(|e| e.to_string())?;
+    let mut term =
+        signal(SignalKind::terminate()).map_err(|e| StartError::Io("catch SIGTERM", e))?;
+    let mut int = signal(SignalKind::interrupt()).map_err(|e| StartError::Io("catch SIGINT", e))?;
     let graceful = GracefulShutdown::new();
     loop {
         let (stream, _) = tokio::select! {

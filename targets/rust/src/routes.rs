@@ -11,12 +11,11 @@ use hyper_util::client::legacy::{connect::HttpConnector, Client};
 use serde_json::{json, Map, Value};
 use sqlx::postgres::PgPool;
 
+use crate::failure::{Failure, MAX_BODY};
+use crate::query::Query;
 use crate::reply::{self, Reply};
 use crate::settings::Settings;
 use crate::{compute, db, encrypt};
-
-/// Request bodies over this are answered `413`.
-const MAX_BODY: usize = 64 * 1024;
 /// `/proxy` gives the upstream this long.
 const UPSTREAM_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -30,24 +29,26 @@ pub struct App {
 }
 
 impl App {
-    pub fn new(settings: Settings, rounds_per_ms: u64) -> App {
-        let pool = settings.database_url.as_deref().and_then(|url| {
-            // The URL was checked when the settings were read.
-            db::pool(url, settings.db_pool, settings.db_timeout).ok()
-        });
+    /// Fails only if the pool cannot be made from `DATABASE_URL` (it connects lazily: a
+    /// database that is down at start is not an error).
+    pub fn new(settings: Settings, rounds_per_ms: u64) -> Result<App, sqlx::Error> {
+        let pool = match settings.database_url.as_deref() {
+            Some(url) => Some(db::pool(url, settings.db_pool, settings.db_timeout)?),
+            None => None,
+        };
         let key = settings.secret.as_deref().map(encrypt::key);
         let mut connector = HttpConnector::new();
         connector.set_nodelay(true);
         let client = Client::builder(hyper_util::rt::TokioExecutor::new())
             .pool_max_idle_per_host(1024)
             .build(connector);
-        App {
+        Ok(App {
             settings,
             rounds_per_ms,
             pool,
             key,
             client,
-        }
+        })
     }
 
     pub async fn handle(&self, request: Request<Incoming>) -> Reply {
@@ -76,20 +77,18 @@ impl App {
             Route::Proxy => self.proxy().await,
             Route::Health => self.health().await,
         };
-        result.unwrap_or_else(|(status, message)| reply::error(status, message))
+        result.unwrap_or_else(|failure| failure.reply())
     }
 
     async fn create_user(&self, request: Request<Incoming>) -> Result<Reply, Failure> {
         let body = json_object(request).await?;
         let email = text_field(&body, "email")?;
         let password = text_field(&body, "password")?;
-        let pool = self.pool.as_ref().ok_or((
-            StatusCode::SERVICE_UNAVAILABLE,
-            "no database configured (set DATABASE_URL)".to_string(),
-        ))?;
-        let id = db::insert_user(pool, self.settings.db_timeout, email, password)
-            .await
-            .map_err(|e| (StatusCode::SERVICE_UNAVAILABLE, e))?;
+        let pool = self.pool.as_ref().ok_or(Failure::NotConfigured {
+            what: "database",
+            variable: "DATABASE_URL",
+        })?;
+        let id = db::insert_user(pool, self.settings.db_timeout, email, password).await?;
         let mut reply = reply::json(StatusCode::CREATED, &json!({ "id": id }));
         if let Ok(location) = header::HeaderValue::from_str(&format!("/users/{id}")) {
             reply.headers_mut().insert(header::LOCATION, location);
@@ -98,7 +97,7 @@ impl App {
     }
 
     async fn delay(&self, request: &Request<Incoming>) -> Result<Reply, Failure> {
-        let ms = ms_parameter(request, "ms", 60_000)?;
+        let ms = Query::of(request.uri()).ms("ms", 60_000)?;
         tokio::time::sleep(Duration::from_millis(ms)).await;
         Ok(reply::now())
     }
@@ -106,11 +105,9 @@ impl App {
     /// The work runs on this worker thread, as a handler's own code does; `block_in_place`
     /// lets the runtime move this thread's other tasks to another while it does.
     async fn compute(&self, request: &Request<Incoming>) -> Result<Reply, Failure> {
-        let ms = ms_parameter(request, "ms", 10_000)?;
-        let wait = match ms_parameter(request, "delay_ms", 60_000) {
-            Err((_, message)) if message.contains("missing") => 0,
-            other => other?,
-        };
+        let query = Query::of(request.uri());
+        let ms = query.ms("ms", 10_000)?;
+        let wait = query.optional_ms("delay_ms", 60_000)?.unwrap_or(0);
         if wait > 0 {
             tokio::time::sleep(Duration::from_millis(wait)).await;
         }
@@ -123,10 +120,10 @@ impl App {
         let body = json_object(request).await?;
         let user_id = text_field(&body, "userId")?;
         let password = text_field(&body, "password")?;
-        let key = self.key.as_ref().ok_or((
-            StatusCode::SERVICE_UNAVAILABLE,
-            "no key configured (set SECRET)".to_string(),
-        ))?;
+        let key = self.key.as_ref().ok_or(Failure::NotConfigured {
+            what: "key",
+            variable: "SECRET",
+        })?;
         Ok(reply::json(
             StatusCode::OK,
             &json!({
@@ -137,26 +134,29 @@ impl App {
     }
 
     async fn proxy(&self) -> Result<Reply, Failure> {
-        let uri = self.settings.upstream_url.clone().ok_or((
-            StatusCode::SERVICE_UNAVAILABLE,
-            "no upstream configured (set UPSTREAM_URL)".to_string(),
-        ))?;
-        let bad_gateway = |e: String| (StatusCode::BAD_GATEWAY, format!("upstream: {e}"));
+        let uri = self
+            .settings
+            .upstream_url
+            .clone()
+            .ok_or(Failure::NotConfigured {
+                what: "upstream",
+                variable: "UPSTREAM_URL",
+            })?;
         let fetch = async {
             let response = self
                 .client
                 .get(uri)
                 .await
-                .map_err(|e| bad_gateway(e.to_string()))?;
+                .map_err(|e| Failure::Upstream(e.to_string()))?;
             if !response.status().is_success() {
-                return Err(bad_gateway(format!("answered {}", response.status())));
+                return Err(Failure::UpstreamStatus(response.status()));
             }
             let content_type = response.headers().get(header::CONTENT_TYPE).cloned();
             let body = response
                 .into_body()
                 .collect()
                 .await
-                .map_err(|e| bad_gateway(e.to_string()))?
+                .map_err(|e| Failure::Upstream(e.to_string()))?
                 .to_bytes();
             let mut reply = hyper::Response::new(http_body_util::Full::new(body));
             if let Some(content_type) = content_type {
@@ -168,18 +168,12 @@ impl App {
         };
         tokio::time::timeout(UPSTREAM_TIMEOUT, fetch)
             .await
-            .unwrap_or_else(|_| {
-                Err(bad_gateway(format!(
-                    "no answer within {UPSTREAM_TIMEOUT:?}"
-                )))
-            })
+            .unwrap_or(Err(Failure::UpstreamTimeout(UPSTREAM_TIMEOUT)))
     }
 
     async fn health(&self) -> Result<Reply, Failure> {
         if let Some(pool) = &self.pool {
-            db::ping(pool, self.settings.db_timeout)
-                .await
-                .map_err(|e| (StatusCode::SERVICE_UNAVAILABLE, e))?;
+            db::ping(pool, self.settings.db_timeout).await?;
         }
         Ok(reply::json(StatusCode::OK, &json!({ "status": "ok" })))
     }
@@ -195,13 +189,6 @@ enum Route {
     Health,
 }
 
-/// A status and the message of its `{"error": …}`.
-type Failure = (StatusCode, String);
-
-fn bad_request(message: impl Into<String>) -> Failure {
-    (StatusCode::BAD_REQUEST, message.into())
-}
-
 /// The body, at most 64 KiB, as a JSON object.
 async fn json_object(request: Request<Incoming>) -> Result<Map<String, Value>, Failure> {
     let body = Limited::new(request.into_body(), MAX_BODY)
@@ -209,50 +196,26 @@ async fn json_object(request: Request<Incoming>) -> Result<Map<String, Value>, F
         .await
         .map_err(|e| {
             if e.is::<http_body_util::LengthLimitError>() {
-                (
-                    StatusCode::PAYLOAD_TOO_LARGE,
-                    format!("body over {MAX_BODY} bytes"),
-                )
+                Failure::BodyTooLarge
             } else {
-                bad_request(format!("cannot read the body: {e}"))
+                Failure::Body(e.to_string())
             }
         })?
         .to_bytes();
     match serde_json::from_slice(&body) {
         Ok(Value::Object(map)) => Ok(map),
-        Ok(_) => Err(bad_request("the body must be a JSON object")),
-        Err(e) => Err(bad_request(format!("the body is not JSON: {e}"))),
+        Ok(_) => Err(Failure::NotAnObject),
+        Err(e) => Err(Failure::NotJson(e)),
     }
 }
 
 /// A required string field of 1 to 255 characters.
-fn text_field<'a>(body: &'a Map<String, Value>, name: &str) -> Result<&'a str, Failure> {
+fn text_field<'a>(body: &'a Map<String, Value>, name: &'static str) -> Result<&'a str, Failure> {
     match body.get(name) {
-        None | Some(Value::Null) => Err(bad_request(format!("{name} is missing"))),
-        Some(Value::String(s)) if s.is_empty() => Err(bad_request(format!("{name} is empty"))),
-        Some(Value::String(s)) if s.chars().count() > 255 => {
-            Err(bad_request(format!("{name} is over 255 characters")))
-        }
+        None | Some(Value::Null) => Err(Failure::MissingField(name)),
+        Some(Value::String(s)) if s.is_empty() => Err(Failure::EmptyField(name)),
+        Some(Value::String(s)) if s.chars().count() > 255 => Err(Failure::LongField(name)),
         Some(Value::String(s)) => Ok(s),
-        Some(_) => Err(bad_request(format!("{name} must be a string"))),
-    }
-}
-
-/// A query parameter that is an integer in `0..=max`.
-fn ms_parameter(request: &Request<Incoming>, name: &str, max: u64) -> Result<u64, Failure> {
-    let query = request.uri().query().unwrap_or("");
-    let value = query
-        .split('&')
-        .filter_map(|pair| pair.split_once('=').or(Some((pair, ""))))
-        .find(|(key, _)| *key == name)
-        .map(|(_, value)| value);
-    match value.map(str::parse::<u64>) {
-        Some(Ok(ms)) if ms <= max => Ok(ms),
-        Some(_) => Err(bad_request(format!(
-            "{name} must be an integer in 0..={max}"
-        ))),
-        None => Err(bad_request(format!(
-            "{name} is missing: ask for ?{name}=N with N in 0..={max}"
-        ))),
+        Some(_) => Err(Failure::NotAString(name)),
     }
 }

@@ -4,6 +4,26 @@
 use std::net::IpAddr;
 use std::time::Duration;
 
+/// A variable that cannot be used; each message ends with the variable to fix.
+#[derive(Debug, thiserror::Error)]
+pub enum SettingsError {
+    #[error("{name}={value:?} is not an integer in {min}..={max}: fix {name}")]
+    Number {
+        name: &'static str,
+        value: String,
+        min: u64,
+        max: u64,
+    },
+    #[error("HOST={0:?} is not an IP address: fix HOST")]
+    Host(String),
+    #[error("DATABASE_URL is not a PostgreSQL URL (postgres://USER@HOST:PORT/DATABASE): fix DATABASE_URL")]
+    DatabaseUrl,
+    #[error("UPSTREAM_URL={0:?} is not a URL: fix UPSTREAM_URL")]
+    UpstreamUrl(String),
+    #[error("UPSTREAM_URL={0:?} must be an http:// URL with a host: fix UPSTREAM_URL")]
+    UpstreamNotHttp(String),
+}
+
 #[derive(Debug, Clone)]
 pub struct Settings {
     pub host: IpAddr,
@@ -16,38 +36,34 @@ pub struct Settings {
 }
 
 impl Settings {
-    pub fn from_env() -> Result<Settings, String> {
+    pub fn from_env() -> Result<Settings, SettingsError> {
         Self::from_lookup(|name| std::env::var(name).ok().filter(|v| !v.is_empty()))
     }
 
-    pub fn from_lookup(var: impl Fn(&str) -> Option<String>) -> Result<Settings, String> {
-        let number = |name: &str, default: u64, min: u64, max: u64| -> Result<u64, String> {
-            match var(name) {
-                None => Ok(default),
-                Some(v) => v
-                    .trim()
-                    .parse::<u64>()
-                    .ok()
-                    .filter(|n| (min..=max).contains(n))
-                    .ok_or(format!(
-                        "{name}={v:?} is not an integer in {min}..={max}: fix {name}"
-                    )),
-            }
+    pub fn from_lookup(var: impl Fn(&str) -> Option<String>) -> Result<Settings, SettingsError> {
+        let number = |name: &'static str, default: u64, min: u64, max: u64| match var(name) {
+            None => Ok(default),
+            Some(v) => v
+                .trim()
+                .parse::<u64>()
+                .ok()
+                .filter(|n| (min..=max).contains(n))
+                .ok_or(SettingsError::Number {
+                    name,
+                    value: v,
+                    min,
+                    max,
+                }),
         };
         let host = match var("HOST") {
             None => IpAddr::from([127, 0, 0, 1]),
-            Some(h) => h
-                .parse()
-                .map_err(|_| format!("HOST={h:?} is not an IP address: fix HOST"))?,
+            Some(h) => h.parse().map_err(|_| SettingsError::Host(h))?,
         };
         let database_url = var("DATABASE_URL");
         if let Some(url) = &database_url {
             let scheme_ok = url.starts_with("postgres://") || url.starts_with("postgresql://");
             if !scheme_ok || url.parse::<sqlx::postgres::PgConnectOptions>().is_err() {
-                return Err(
-                    "DATABASE_URL is not a PostgreSQL URL (postgres://USER@HOST:PORT/DATABASE): fix DATABASE_URL"
-                        .into(),
-                );
+                return Err(SettingsError::DatabaseUrl);
             }
         }
         let upstream_url = match var("UPSTREAM_URL") {
@@ -55,11 +71,9 @@ impl Settings {
             Some(u) => {
                 let uri: hyper::Uri = u
                     .parse()
-                    .map_err(|_| format!("UPSTREAM_URL={u:?} is not a URL: fix UPSTREAM_URL"))?;
+                    .map_err(|_| SettingsError::UpstreamUrl(u.clone()))?;
                 if uri.scheme_str() != Some("http") || uri.host().is_none() {
-                    return Err(format!(
-                        "UPSTREAM_URL={u:?} must be an http:// URL with a host: fix UPSTREAM_URL"
-                    ));
+                    return Err(SettingsError::UpstreamNotHttp(u));
                 }
                 Some(uri)
             }
@@ -80,7 +94,7 @@ impl Settings {
 mod tests {
     use super::*;
 
-    fn with(pairs: &[(&str, &str)]) -> Result<Settings, String> {
+    fn with(pairs: &[(&str, &str)]) -> Result<Settings, SettingsError> {
         let pairs: Vec<(String, String)> = pairs
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
@@ -111,7 +125,10 @@ mod tests {
             ("UPSTREAM_URL", "https://example.com"),
             ("HOST", "localhost:1"),
         ] {
-            let error = with(&[(name, value)]).err().unwrap_or_default();
+            let error = with(&[(name, value)])
+                .err()
+                .map(|e| e.to_string())
+                .unwrap_or_default();
             assert!(error.contains(&format!("fix {name}")), "{name}: {error}");
         }
     }
