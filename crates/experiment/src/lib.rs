@@ -3,10 +3,10 @@
 //!
 //! Modules:
 //!
-//! - [`file`]: the experiment file (TOML) read and checked.
+//! - [`file`](mod@file): the experiment file (TOML) read and checked.
 //! - [`plan`]: the matrix expanded into cells, in the order they run.
 //! - [`gun`]: each attack as a `loadgen attack` process of its own.
-//! - [`limits`]: holding a local target to a host size with a cgroup.
+//! - `limits`: holding a local target to a host size with a cgroup.
 //! - [`runner`]: the cells run one by one, kept, resumed.
 //! - [`targets`]: the contestants of `targets/`, started by name through `targets/run`, read
 //!   ready, stopped with SIGTERM.
@@ -19,7 +19,7 @@ pub mod database;
 pub mod file;
 pub mod gun;
 pub mod http;
-pub mod limits;
+mod limits;
 pub mod plan;
 pub mod runner;
 pub mod targets;

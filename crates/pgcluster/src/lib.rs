@@ -7,11 +7,11 @@
 //!
 //! - [`tools`]: finding PostgreSQL's programs, and running them as the `postgres` user when we
 //!   are root (the server refuses to run as root).
-//! - [`cluster`]: one cluster's life: start, stop, start again, SQL through `psql`, removal.
-//! - [`scratch`]: a fresh database of one's own, on a shared server or a cluster of its own.
+//! - `cluster`: one cluster's life: start, stop, start again, SQL through `psql`, removal.
+//! - `scratch`: a fresh database of one's own, on a shared server or a cluster of its own.
 
-pub mod cluster;
-pub mod scratch;
+mod cluster;
+mod scratch;
 pub mod tools;
 
 pub use cluster::{Cluster, Options};

@@ -7,14 +7,14 @@
 //! - [`selector`]: finding the target by PID, PID file, name or listening port.
 //! - [`collect`]: reading /proc, one process or the host, fast and slow collectors.
 //! - [`sampler`]: the fixed-rate schedule, the process tree, deltas.
-//! - [`slow`]: the costly collectors on their own thread, within a CPU budget; [`sockets`]: TCP
+//! - `slow`: the costly collectors on their own thread, within a CPU budget; [`sockets`]: TCP
 //!   states by netlink `sock_diag`.
 //! - [`sample`]: what a sample and an event hold, field by field.
 //! - [`buffer`]: the bounded, sequence-numbered history that subscribers read and resume from.
 //! - [`protocol`]: the versioned wire format, documented message by message.
 //! - [`server`]: `probe serve`, with tokens, caps and back-off.
 //! - [`client`]: the subscriber side, with clock-offset estimation (used by loadgen).
-//! - [`record`]: `probe record` to CSV or JSON lines; [`top`]: `probe top`.
+//! - [`record`]: `probe record` to CSV or JSON lines; `top`: `probe top`.
 //! - [`tls`]: the stream's TLS: certificates, fingerprints, pinning.
 //! - [`clock`]: the host's clocks in nanoseconds; [`cpus`]: CPU lists and `/proc/stat`'s ticks,
 //!   read here once for every crate.
@@ -31,10 +31,10 @@ pub mod sample;
 pub mod sampler;
 pub mod selector;
 pub mod server;
-pub mod slow;
+mod slow;
 pub mod sockets;
 pub mod tls;
-pub mod top;
+mod top;
 
 use std::io::Write;
 use std::path::PathBuf;

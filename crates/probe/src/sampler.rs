@@ -5,7 +5,7 @@
 //! with `clock_nanosleep` to the absolute time. A tick that cannot be taken on time is skipped
 //! and counted: the next sample says how many were missed, and an event records it.
 //!
-//! [`Sampler::tick`] keeps one [`ProcessState`] per watched process, keyed by PID and checked
+//! [`Sampler::tick`] keeps one `ProcessState` per watched process, keyed by PID and checked
 //! against the process's start time, so that a PID reused by another process is a new process,
 //! and a process that is gone is dropped (with an event). The tree grows from the target: the
 //! main thread's `children` file, and the slow collectors' full scan of parents.

@@ -10,21 +10,21 @@
 //! - [`tables`]: the table model, its formats (HTML cells, JSON, CSV, Markdown) and the run tables.
 //! - [`compare`]: choosing runs to set side by side, and the comparison table with its ratios.
 //! - [`charts`]: which charts each page has and what each one draws.
-//! - [`plot`]: drawing a chart as SVG with plotters.
-//! - [`downsample`]: fewer points per line without losing a peak or bridging a gap.
+//! - `plot`: drawing a chart as SVG with plotters.
+//! - `downsample`: fewer points per line without losing a peak or bridging a gap.
 //! - [`pages`]: the HTML templates (maud) and the site's layout.
 //! - [`site`]: reading the runs and writing every page.
-//! - [`cli`], [`error`]: the command line and what can go wrong.
+//! - `cli`, `error`: the command line and what can go wrong.
 
 pub mod charts;
-pub mod cli;
+mod cli;
 pub mod compare;
-pub mod downsample;
-pub mod error;
+mod downsample;
+mod error;
 pub mod experiment;
 pub mod figures;
 pub mod pages;
-pub mod plot;
+mod plot;
 pub mod site;
 pub mod tables;
 

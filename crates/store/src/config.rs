@@ -24,7 +24,7 @@ pub struct RunConfig {
 }
 
 impl RunConfig {
-    /// The configuration as it may be kept and shown: every secret out (see [`crate::redact`]).
+    /// The configuration as it may be kept and shown: every secret out (see [`redact`]).
     pub fn redacted(&self) -> RunConfig {
         let mut details = self.details.clone();
         redact::json(&mut details);

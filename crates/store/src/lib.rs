@@ -9,7 +9,7 @@
 //! - [`model`]: what a run records per interval and how intervals add up, across threads,
 //!   intervals and gun hosts.
 //! - [`run`]: a run's identity and setup, and a run as read back.
-//! - [`db`]: the database (SQLite by default, or Postgres; one schema and one code path), its
+//! - `db`: the database (SQLite by default, or Postgres; one schema and one code path), its
 //!   migrations, and reading runs.
 //! - [`experiment`]: what an experiment's page needs beyond its runs.
 //! - [`writer`]: writing a run as it goes, in batches, off the hot path.
@@ -21,8 +21,8 @@
 //! - [`hdrlog`]: HdrHistogram interval logs, and histograms in HdrHistogram's own format.
 //! - [`import`]: a run saved locally while its store was down, brought back.
 
-pub mod config;
-pub mod db;
+mod config;
+mod db;
 pub mod diagnosis;
 pub mod experiment;
 pub mod export;

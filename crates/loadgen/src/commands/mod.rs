@@ -2,10 +2,10 @@
 //! `experiment` crate's), `runs`, and the built-in `target` (which the demo starts). Each takes
 //! its checked flags (`cli`) and gives back how the run ended.
 
-pub mod attack;
-pub mod demo;
+mod attack;
+mod demo;
 pub mod experiment;
-pub mod runs;
+mod runs;
 pub mod target;
 
 use crate::cli::Command;

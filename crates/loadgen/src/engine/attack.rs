@@ -568,10 +568,9 @@ mod tests {
         }
     }
 
-    fn done(worker: usize, last_index: u64) -> WorkerMessage {
+    fn done(worker: usize) -> WorkerMessage {
         WorkerMessage::Done {
             worker,
-            last_index,
             timing: Timing::default(),
             cpu: Duration::ZERO,
             busy: 0.0,
@@ -594,7 +593,7 @@ mod tests {
         );
         // Worker 1 finishes: interval 1 needs nobody else.
         assert!(g.accept(interval(1, 1, 20)).len() == 1);
-        assert!(g.accept(done(1, 1)).is_empty());
+        assert!(g.accept(done(1)).is_empty());
         let ready = g.accept(interval(0, 2, 3));
         assert_eq!(
             ready

@@ -4,32 +4,32 @@
 //!
 //! - [`schedule`]: when request *i* is due (pure maths); [`request`], [`template`]: what to
 //!   send, a URL or a weighted mix, with per-request values.
-//! - [`attack`]: the [`AttackPlan`] (validated values), the worker threads started, their
+//! - [`attack`](mod@attack): the [`AttackPlan`] (validated values), the worker threads started, their
 //!   intervals gathered into one [`RunOutcome`] and handed to the [`IntervalSink`]s.
 //! - `workload`: what every worker of a run shares, and the rules both engines follow: each
 //!   thread's share of the rate and of the connections, the stride of its requests, the batch
 //!   window, the grid intervals close on, a closed loop's next request.
 //! - `eventloop`: a worker for plain HTTP/1.1, its own epoll set and timerfd, one wake-up per
 //!   request; `h1response` reads its responses. `hyper`: a worker for TLS and HTTP/2, a
-//!   single-threaded tokio runtime with hyper's client ([`client`]).
-//! - [`recorder`]: each worker's per-interval counters and HdrHistograms.
-//! - [`timer`]: sleeping to a deadline with microsecond precision; [`clock`]: the one
-//!   monotonic clock; [`cpus`]: how busy the generator's CPUs were; [`shutdown`]: stopping a
+//!   single-threaded tokio runtime with hyper's client (`client`).
+//! - `recorder`: each worker's per-interval counters and HdrHistograms.
+//! - `timer`: sleeping to a deadline with microsecond precision; [`clock`]: the one
+//!   monotonic clock; `cpus`: how busy the generator's CPUs were; [`shutdown`]: stopping a
 //!   run early without losing what it recorded.
 
 pub mod attack;
-pub mod client;
+mod client;
 pub mod clock;
-pub mod cpus;
+mod cpus;
 mod eventloop;
 mod h1response;
 mod hyper;
-pub mod recorder;
+mod recorder;
 pub mod request;
 pub mod schedule;
 pub mod shutdown;
 pub mod template;
-pub mod timer;
+mod timer;
 mod workload;
 
 pub use attack::{attack, summarize, time_zero, AttackPlan, IntervalSink, Load, RunOutcome, Span};

@@ -44,10 +44,9 @@ pub enum WorkerMessage {
         worker: usize,
         stats: Box<IntervalStats>,
     },
-    /// The worker has finished; it sent every interval up to and including `last_index`.
+    /// The worker has finished; every interval it recorded was sent before this.
     Done {
         worker: usize,
-        last_index: u64,
         timing: Timing,
         /// CPU time the worker's thread used.
         cpu: Duration,
@@ -301,12 +300,10 @@ impl Recorder {
     /// Sends the last, partial interval and says the worker is done. Nothing is recorded after.
     pub fn finish(&mut self, now: Nanos, cpu: Duration) {
         self.roll_to(now);
-        let last_index = self.current.index;
-        self.emit(last_index + 1);
+        self.emit(self.current.index + 1);
         self.finished = true;
         let _ = self.out.send(WorkerMessage::Done {
             worker: self.worker,
-            last_index,
             timing: self.timing,
             cpu,
             // A share of one core: CPU time since this recorder was made (on this thread)

@@ -8,11 +8,11 @@
 //!
 //! - [`probes`]: following probes through a run and storing what they send.
 //! - [`hdrlog`]: the per-interval histograms as an HdrHistogram interval log.
-//! - [`progress`]: the live line on a terminal.
+//! - `progress`: the live line on a terminal.
 
 pub mod hdrlog;
 pub mod probes;
-pub mod progress;
+mod progress;
 
 use std::collections::BTreeMap;
 use std::io;

@@ -1,4 +1,4 @@
-//! Reading /proc: one process's figures ([`process`]), the host's ([`host`]). The TCP states
+//! Reading /proc: one process's figures (`process`), the host's (`host`). The TCP states
 //! of a process's sockets are the `sockets` module's.
 //!
 //! A [`Watched`] process holds an open descriptor of its `/proc/PID` directory (procfs does the
@@ -10,8 +10,8 @@
 //! `smaps_rollup`) only when the sampler's budget allows. The root directory is configurable
 //! ([`ProcRoot`]) so that tests can point the probe at a fixture tree.
 
-pub mod host;
-pub mod process;
+mod host;
+mod process;
 
 use std::fs::File;
 use std::io;
