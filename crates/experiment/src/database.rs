@@ -102,3 +102,26 @@ pub async fn count_users(url: &str) -> Result<i64, DatabaseError> {
     let _ = conn.close().await;
     count
 }
+
+/// Runs SQL of the experiment file's (its `schema`, its `reset`) as it is written.
+pub async fn execute(url: &str, sql: &str, step: &'static str) -> Result<(), DatabaseError> {
+    let mut conn = connect(url).await?;
+    let done = sqlx::raw_sql(sqlx::AssertSqlSafe(sql.to_string()))
+        .execute(&mut conn)
+        .await
+        .map(|_| ())
+        .map_err(DatabaseError::query(step));
+    let _ = conn.close().await;
+    done
+}
+
+/// The number a counting query of the file's returns (`SELECT count(*) FROM items`).
+pub async fn count(url: &str, sql: &str) -> Result<i64, DatabaseError> {
+    let mut conn = connect(url).await?;
+    let count = sqlx::query_scalar::<_, i64>(sqlx::AssertSqlSafe(sql.to_string()))
+        .fetch_one(&mut conn)
+        .await
+        .map_err(DatabaseError::query("run rows_added's query"));
+    let _ = conn.close().await;
+    count
+}

@@ -41,10 +41,16 @@ pub struct ExperimentFile {
     pub post_roll: Duration,
     #[serde(default)]
     pub placement: Placement,
+    /// The targets' database. The built-in targets always get one; targets started by command
+    /// get one only when the file has this table.
     #[serde(default)]
-    pub database: Database,
+    pub database: Option<Database>,
     #[serde(rename = "target")]
     pub targets: Vec<TargetSpec>,
+    /// Checks every target started by command or reached by URL must pass before it is
+    /// measured (besides its own `[[target.check]]`).
+    #[serde(default, rename = "check")]
+    pub checks: Vec<CheckSpec>,
     pub load: LoadSpec,
     #[serde(default)]
     pub loads: BTreeMap<String, LoadSpec>,
@@ -65,6 +71,23 @@ pub struct Placement {
     pub target_cpus: Option<CpuList>,
 }
 
+impl ExperimentFile {
+    /// `[database]`, or its defaults when the file has none.
+    pub fn database(&self) -> &Database {
+        const DEFAULT: Database = Database {
+            url: None,
+            url_env: None,
+            cpus: None,
+            pool: None,
+            timeout_ms: None,
+            env: None,
+            schema: None,
+            reset: None,
+        };
+        self.database.as_ref().unwrap_or(&DEFAULT)
+    }
+}
+
 #[derive(Debug, Clone, Default, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct Database {
@@ -82,9 +105,19 @@ pub struct Database {
     pub pool: Option<u32>,
     /// `DB_TIMEOUT_MS` for every target.
     pub timeout_ms: Option<u64>,
+    /// The variable a target started by command finds the database's URL in
+    /// (`DATABASE_URL` when absent).
+    pub env: Option<String>,
+    /// SQL applied once before the matrix (relative to the file), for targets started by
+    /// command; the built-in targets get `targets/schema.sql`.
+    pub schema: Option<PathBuf>,
+    /// SQL run before every cell of a target started by command (e.g. `TRUNCATE items`), so
+    /// that each starts from the same tables.
+    pub reset: Option<String>,
 }
 
-/// A contestant: local (a name from `targets/`) or remote (`url` and `probe`).
+/// A contestant: one of `targets/` (by name), a server of yours started by `command`, or a
+/// remote one (`url` and `probe`).
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct TargetSpec {
@@ -92,7 +125,33 @@ pub struct TargetSpec {
     pub name: String,
     /// The `targets/run` name, when it differs from `name`.
     pub run: Option<String>,
-    /// Environment values for a local target (`CLUSTER`, `GOROUTINE`, …).
+    /// Your server's command line, run without a shell: `["node", "server.js"]`. `{port}` in
+    /// it (or in `env`) is the port the runner chose for it.
+    pub command: Option<Vec<String>>,
+    /// Where `command` and `build` run, relative to the experiment file (its directory when
+    /// absent).
+    pub cwd: Option<PathBuf>,
+    /// Run once before the matrix, in `cwd` (e.g. `["npm", "ci"]`); a failure is the target's.
+    pub build: Option<Vec<String>>,
+    /// The port `command` listens on, when it is fixed; else write `{port}` where it goes.
+    pub port: Option<u16>,
+    /// A path that answers 2xx once the server is ready (`"/health"`); without it, ready is
+    /// the port accepting connections.
+    pub ready: Option<String>,
+    /// How long a server may take to be ready (30 s when absent).
+    #[serde(default, deserialize_with = "some_duration")]
+    pub ready_timeout: Option<Duration>,
+    /// After SIGTERM, how long before SIGKILL (10 s when absent).
+    #[serde(default, deserialize_with = "some_duration")]
+    pub stop_grace: Option<Duration>,
+    /// What it is verified against: `"showdown"` (targets/CONTRACT.md, the built-in targets'
+    /// default) or `"declared"` (the file's checks only, the default of the others).
+    pub contract: Option<Contract>,
+    /// Checks for this target only.
+    #[serde(default, rename = "check")]
+    pub checks: Vec<CheckSpec>,
+    /// Environment values (`CLUSTER`, `GOROUTINE`, … for the built-ins; anything for a
+    /// command).
     #[serde(default)]
     pub env: BTreeMap<String, String>,
     /// A remote target's base URL, e.g. `http://10.0.1.5:8080`.
@@ -111,9 +170,103 @@ pub struct TargetSpec {
     pub load: Option<LoadSpec>,
 }
 
+/// What a target is held to before it is measured.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Contract {
+    /// `targets/CONTRACT.md`, every endpoint.
+    Showdown,
+    /// The file's `[[check]]` and `[[target.check]]` only.
+    Declared,
+}
+
+/// Where a target comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TargetKind {
+    /// One of `targets/`, started by `targets/run`.
+    Builtin,
+    /// A server of the user's, started by its command line.
+    Command,
+    /// Running elsewhere, reached by URL and watched by its own probe.
+    Remote,
+}
+
+/// One declared check: a request and what must come back.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct CheckSpec {
+    /// `GET` when absent.
+    pub method: Option<String>,
+    pub path: String,
+    pub body: Option<String>,
+    #[serde(default)]
+    pub headers: BTreeMap<String, String>,
+    /// The status expected (any 2xx when absent).
+    pub status: Option<u16>,
+    /// JSON fields the body must have (`"id"`, or `"user.id"` for a nested one).
+    #[serde(default)]
+    pub json_has: Vec<String>,
+    /// JSON fields the body must have with these values.
+    #[serde(default)]
+    pub json_equals: BTreeMap<String, toml::Value>,
+    /// A query whose count must grow by `burst` when the request is sent `burst` times
+    /// (`"SELECT count(*) FROM items"`): the writes really happened. Needs `[database]`.
+    pub rows_added: Option<String>,
+    /// How many times the request is sent for `rows_added` (20 when absent).
+    pub burst: Option<u32>,
+}
+
+impl CheckSpec {
+    /// `GET /path → 200`, as the page lists it.
+    pub fn title(&self) -> String {
+        let status = self
+            .status
+            .map(|s| s.to_string())
+            .unwrap_or_else(|| "2xx".into());
+        let rows = match (&self.rows_added, self.burst) {
+            (Some(_), b) => format!(", ×{} adds rows", b.unwrap_or(DEFAULT_BURST)),
+            _ => String::new(),
+        };
+        format!(
+            "{} {} → {status}{rows}",
+            self.method.as_deref().unwrap_or("GET"),
+            self.path
+        )
+    }
+}
+
+/// Requests of a `rows_added` burst when the check names none.
+pub const DEFAULT_BURST: u32 = 20;
+
 impl TargetSpec {
+    pub fn kind(&self) -> TargetKind {
+        match (&self.url, &self.command) {
+            (Some(_), _) => TargetKind::Remote,
+            (None, Some(_)) => TargetKind::Command,
+            (None, None) => TargetKind::Builtin,
+        }
+    }
+
     pub fn is_remote(&self) -> bool {
-        self.url.is_some()
+        self.kind() == TargetKind::Remote
+    }
+
+    /// What it is held to: the file's word, else the full contract for a built-in target and
+    /// the declared checks for the others.
+    pub fn contract(&self) -> Contract {
+        self.contract.unwrap_or(match self.kind() {
+            TargetKind::Builtin => Contract::Showdown,
+            _ => Contract::Declared,
+        })
+    }
+
+    /// Whether `{port}` appears in its command line or environment.
+    pub fn wants_a_port(&self) -> bool {
+        self.command
+            .iter()
+            .flatten()
+            .chain(self.env.values())
+            .any(|a| a.contains(PORT_PLACEHOLDER))
     }
 
     /// The `targets/run` name of a local target.
@@ -239,6 +392,9 @@ fn some_duration<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D:
     duration(d).map(Some)
 }
 
+/// Where the runner writes the port it chose for a target started by command.
+pub const PORT_PLACEHOLDER: &str = "{port}";
+
 /// Why a file cannot be used.
 #[derive(Debug, thiserror::Error)]
 pub enum FileError {
@@ -307,12 +463,18 @@ fn check(file: &ExperimentFile) -> Result<(), String> {
     if file.repetitions == 0 {
         return Err("repetitions must be at least 1".into());
     }
-    if file.database.url.is_some() && file.database.url_env.is_some() {
+    let database = file.database();
+    if database.url.is_some() && database.url_env.is_some() {
         return Err("[database]: give url or url_env, not both".into());
     }
-    if file.database.cpus.is_some()
-        && (file.database.url.is_some() || file.database.url_env.is_some())
+    if database
+        .env
+        .as_deref()
+        .is_some_and(|v| !is_variable_name(v))
     {
+        return Err("[database] env must be a variable name, e.g. \"DATABASE_URL\"".into());
+    }
+    if database.cpus.is_some() && (database.url.is_some() || database.url_env.is_some()) {
         return Err("[database] cpus places the throwaway PostgreSQL: a database of yours (url, url_env) runs where you put it".into());
     }
     let mut names = std::collections::BTreeSet::new();
@@ -320,6 +482,7 @@ fn check(file: &ExperimentFile) -> Result<(), String> {
         if !names.insert(t.name.as_str()) {
             return Err(format!("two targets are named {:?}", t.name));
         }
+        check_kind(t, file.database.is_some())?;
         match (&t.url, &t.probe) {
             (Some(_), None) => {
                 return Err(format!(
@@ -333,9 +496,12 @@ fn check(file: &ExperimentFile) -> Result<(), String> {
                     t.name
                 ))
             }
-            (None, None) if !crate::targets::NAMES.contains(&t.run_name()) => {
+            (None, None)
+                if t.kind() == TargetKind::Builtin
+                    && !crate::targets::NAMES.contains(&t.run_name()) =>
+            {
                 return Err(format!(
-                    "target {:?}: no such target in targets/ (use one of {}, or run = \"…\", or url and probe for a remote one)",
+                    "target {:?}: no such target in targets/ (use one of {}, or run = \"…\", or command = [\"…\"] for a server of yours, or url and probe for a remote one)",
                     t.name,
                     crate::targets::NAMES.join(", ")
                 ))
@@ -358,6 +524,9 @@ fn check(file: &ExperimentFile) -> Result<(), String> {
                 t.name
             ));
         }
+    }
+    for c in &file.checks {
+        check_check(c, file.database.is_some()).map_err(|e| format!("[[check]] {e}"))?;
     }
     for (axis, values) in &file.matrix {
         if axis == "env" {
@@ -423,4 +592,177 @@ fn check(file: &ExperimentFile) -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+fn is_variable_name(name: &str) -> bool {
+    !name.is_empty()
+        && !name.starts_with(|c: char| c.is_ascii_digit())
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+/// What each kind of target may and must say.
+fn check_kind(t: &TargetSpec, has_database: bool) -> Result<(), String> {
+    let name = &t.name;
+    let only_command = [
+        ("cwd", t.cwd.is_some()),
+        ("build", t.build.is_some()),
+        ("port", t.port.is_some()),
+        ("ready_timeout", t.ready_timeout.is_some()),
+        ("stop_grace", t.stop_grace.is_some()),
+    ];
+    match t.kind() {
+        TargetKind::Command => {
+            let Some(command) = &t.command else {
+                return Ok(());
+            };
+            if command.first().is_none_or(|p| p.trim().is_empty()) {
+                return Err(format!(
+                    "target {name:?}: command is empty: write the program and its arguments, e.g. [\"node\", \"server.js\"]"
+                ));
+            }
+            if t.run.is_some() {
+                return Err(format!(
+                    "target {name:?}: run names a built-in target, command starts your own: give one"
+                ));
+            }
+            if t.build
+                .as_ref()
+                .is_some_and(|b| b.first().is_none_or(|p| p.trim().is_empty()))
+            {
+                return Err(format!("target {name:?}: build is empty: drop it, or write the program and its arguments"));
+            }
+            if t.port.is_none() && !t.wants_a_port() {
+                return Err(format!(
+                    "target {name:?}: say where it listens: port = N, or {PORT_PLACEHOLDER} in its command or env for a port the runner chooses"
+                ));
+            }
+            if t.port == Some(0) {
+                return Err(format!(
+                    "target {name:?}: port 0 is not a port to reach: write {PORT_PLACEHOLDER} where the port goes for one the runner chooses"
+                ));
+            }
+            if t.contract == Some(Contract::Showdown) {
+                return Err(format!(
+                    "target {name:?}: contract = \"showdown\" is for the built-in targets and remote ones; a command's server is held to its checks"
+                ));
+            }
+        }
+        TargetKind::Remote | TargetKind::Builtin => {
+            if let Some((field, _)) = only_command.iter().find(|(_, given)| *given) {
+                return Err(format!(
+                    "target {name:?}: {field} is for a server started by command (command = [\"…\"])"
+                ));
+            }
+        }
+    }
+    if t.kind() == TargetKind::Builtin && t.ready.is_some() {
+        return Err(format!(
+            "target {name:?}: ready is for a server started by command or a remote one; a built-in target says when it is ready"
+        ));
+    }
+    if let Some(ready) = &t.ready {
+        if !ready.starts_with('/') {
+            return Err(format!(
+                "target {name:?}: ready must be a path, e.g. \"/health\""
+            ));
+        }
+    }
+    for c in &t.checks {
+        check_check(c, has_database)
+            .map_err(|e| format!("target {name:?}: [[target.check]] {e}"))?;
+    }
+    Ok(())
+}
+
+fn check_check(c: &CheckSpec, has_database: bool) -> Result<(), String> {
+    let what = c.title();
+    if !c.path.starts_with('/') {
+        return Err(format!("{what}: path must start with /"));
+    }
+    if let Some(m) = &c.method {
+        if m.parse::<http::Method>().is_err() || m.is_empty() {
+            return Err(format!("{what}: {m:?} is not an HTTP method"));
+        }
+    }
+    if c.status.is_some_and(|s| !(100..=599).contains(&s)) {
+        return Err(format!("{what}: status must be in 100..=599"));
+    }
+    if c.rows_added.is_some() && !has_database {
+        return Err(format!(
+            "{what}: rows_added counts rows in the targets' database: add a [database] table (empty for a throwaway PostgreSQL)"
+        ));
+    }
+    if c.burst.is_some() && c.rows_added.is_none() {
+        return Err(format!(
+            "{what}: burst is the number of requests of rows_added: add rows_added or drop burst"
+        ));
+    }
+    if c.burst.is_some_and(|b| b == 0 || b > 10_000) {
+        return Err(format!("{what}: burst must be in 1..=10000"));
+    }
+    for (header, value) in &c.headers {
+        if http::HeaderName::try_from(header.as_str()).is_err()
+            || http::HeaderValue::try_from(value.as_str()).is_err()
+        {
+            return Err(format!(
+                "{what}: header {header:?} is not a valid HTTP header"
+            ));
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read(toml: &str) -> Result<ExperimentFile, String> {
+        let file: ExperimentFile = toml::from_str(toml).map_err(|e| e.to_string())?;
+        check(&file).map(|()| file)
+    }
+
+    fn with_target(target: &str) -> String {
+        format!(
+            "name = \"x\"\nquestion = \"q\"\n[load]\npath = \"/\"\nrate = 1\nduration = \"1s\"\n[[target]]\nname = \"mine\"\n{target}"
+        )
+    }
+
+    #[test]
+    fn a_server_started_by_command_reads_and_defaults_to_its_checks() {
+        let file = read(&with_target(
+            "command = [\"python3\", \"-m\", \"http.server\", \"{port}\"]\nready = \"/\"\n[[target.check]]\npath = \"/\"\n",
+        ))
+        .unwrap();
+        let t = &file.targets[0];
+        assert_eq!(t.kind(), TargetKind::Command);
+        assert_eq!(t.contract(), Contract::Declared);
+        assert!(t.wants_a_port());
+        assert_eq!(t.checks[0].title(), "GET / → 2xx");
+        let builtin = read(&with_target("run = \"go\"\n")).unwrap();
+        assert_eq!(builtin.targets[0].contract(), Contract::Showdown);
+    }
+
+    #[test]
+    fn bad_targets_and_checks_are_one_line_naming_the_fix() {
+        for (target, says) in [
+            ("command = []", "command is empty"),
+            ("command = [\"srv\"]", "say where it listens"),
+            ("command = [\"srv\"]\nport = 0", "port 0 is not a port to reach"),
+            ("command = [\"srv\", \"{port}\"]\nrun = \"go\"", "give one"),
+            ("command = [\"srv\", \"{port}\"]\ncontract = \"showdown\"", "held to its checks"),
+            ("command = [\"srv\", \"{port}\"]\nready = \"health\"", "ready must be a path"),
+            ("run = \"go\"\nport = 80", "port is for a server started by command"),
+            ("url = \"http://h:1\"\nprobe = \"h:2\"\nbuild = [\"make\"]", "build is for a server started by command"),
+            ("command = [\"srv\", \"{port}\"]\n[[target.check]]\npath = \"x\"", "path must start with /"),
+            ("command = [\"srv\", \"{port}\"]\n[[target.check]]\npath = \"/\"\nstatus = 99", "status must be in"),
+            ("command = [\"srv\", \"{port}\"]\n[[target.check]]\npath = \"/\"\nrows_added = \"SELECT 1\"", "add a [database] table"),
+            ("command = [\"srv\", \"{port}\"]\n[[target.check]]\npath = \"/\"\nburst = 3", "burst is the number"),
+            ("command = [\"srv\", \"{port}\"]\n[[target.check]]\npath = \"/\"\nmethod = \"GE T\"", "not an HTTP method"),
+            ("command = [\"srv\", \"{port}\"]\n[[target.check]]\npath = \"/\"\nheaders = { \"a b\" = \"c\" }", "not a valid HTTP header"),
+        ] {
+            let error = read(&with_target(target)).err().unwrap_or_default();
+            assert!(error.contains(says), "{target:?}: {error}");
+            assert!(!error.contains('\n'), "one line: {error}");
+        }
+    }
 }

@@ -49,14 +49,32 @@ impl Http {
         }
     }
 
-    /// Sends one request and reads the whole answer.
+    /// Sends one request (JSON by content type) and reads the whole answer.
     pub async fn call(&self, method: Method, url: &str, body: &[u8]) -> Result<Exchange, String> {
         let request = Request::builder()
-            .method(method.clone())
+            .method(method)
             .uri(url)
-            .header("content-type", "application/json")
+            .header("content-type", "application/json");
+        self.send(request, body).await
+    }
+
+    /// Sends a request as built (its headers as given) and reads the whole answer.
+    pub async fn send(
+        &self,
+        request: http::request::Builder,
+        body: &[u8],
+    ) -> Result<Exchange, String> {
+        let what = format!(
+            "{} {}",
+            request.method_ref().cloned().unwrap_or_default(),
+            request
+                .uri_ref()
+                .map(ToString::to_string)
+                .unwrap_or_default()
+        );
+        let request = request
             .body(Full::new(Bytes::copy_from_slice(body)))
-            .map_err(|e| format!("{method} {url}: {e}"))?;
+            .map_err(|e| format!("{what}: {e}"))?;
         let started = Instant::now();
         let exchange = async {
             let response = self.client.request(request).await.map_err(|e| {
@@ -83,8 +101,8 @@ impl Http {
         };
         tokio::time::timeout(self.timeout, exchange)
             .await
-            .map_err(|_| format!("{method} {url}: no answer within {:?}", self.timeout))?
-            .map_err(|e| format!("{method} {url}: {e}"))
+            .map_err(|_| format!("{what}: no answer within {:?}", self.timeout))?
+            .map_err(|e| format!("{what}: {e}"))
     }
 
     pub async fn get(&self, url: &str) -> Result<Exchange, String> {

@@ -8,14 +8,16 @@
 //! - [`gun`]: each attack as a `loadgen attack` process of its own.
 //! - `limits`: holding a local target to a host size with a cgroup.
 //! - [`runner`]: the cells run one by one, kept, resumed.
-//! - [`targets`]: the contestants of `targets/`, started by name through `targets/run`, read
-//!   ready, stopped with SIGTERM.
-//! - [`verify`]: a running target held to `targets/CONTRACT.md` before it is measured.
+//! - [`targets`]: a contestant started (one of `targets/` by name, or a server by its command
+//!   line), read ready, stopped with SIGTERM.
+//! - [`verify`]: a running target held to `targets/CONTRACT.md` before it is measured;
+//!   [`declared`]: the checks a file declares, for servers Showdown did not write.
 //! - [`database`]: the targets' schema, emptied and counted.
 //! - [`http`]: one-off HTTP exchanges for those checks.
 //! - [`upstream`]: the local page that `/proxy` fetches.
 
 pub mod database;
+pub mod declared;
 pub mod file;
 pub mod gun;
 pub mod http;

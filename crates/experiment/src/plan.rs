@@ -294,7 +294,7 @@ pub fn plan(experiment: &Experiment, options: &PlanOptions) -> Result<Plan, Plan
     for (field, cpus) in [
         ("placement.gun_cpus", &file.placement.gun_cpus),
         ("placement.target_cpus", &file.placement.target_cpus),
-        ("database.cpus", &file.database.cpus),
+        ("database.cpus", &file.database().cpus),
     ] {
         if let Some(cpus) = cpus {
             cpus.clone()

@@ -1,6 +1,7 @@
-//! The contestants of `targets/`: finding them, starting one by name through `targets/run`
-//! (pinned to CPUs with `taskset` when asked), reading its ready line, keeping its last output
-//! to explain a failure, and stopping it with SIGTERM as the contract says.
+//! Starting a contestant: one of `targets/` by name through `targets/run` (read ready by its
+//! ready line), or a server of the user's by its command line (ready when a path answers 2xx or
+//! its port accepts); pinned to CPUs with `taskset` and held in a cgroup when asked, its last
+//! output kept to explain a failure, stopped with SIGTERM and, after a grace, SIGKILL.
 
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
@@ -51,12 +52,26 @@ pub enum Error {
         status: String,
         output: String,
     },
-    #[error("target {name} printed no ready line within {timeout:?}; its last output: {output}")]
+    #[error(
+        "target {name} was not ready within {timeout:?} ({waiting}); its last output: {output}"
+    )]
     NotReady {
         name: String,
         timeout: Duration,
+        /// What the runner waited for, and what it last saw.
+        waiting: String,
         output: String,
     },
+    #[error("target {name}: port {port} is taken by another process: stop it, or give the target another port (or {{port}} for one the runner chooses)")]
+    PortTaken { name: String, port: u16 },
+    #[error("target {name}: {program:?} was not found{where_}: install it, or fix command in the experiment file")]
+    NoProgram {
+        name: String,
+        program: String,
+        where_: String,
+    },
+    #[error("target {name}: the directory {cwd} does not exist: fix cwd in the experiment file")]
+    NoDirectory { name: String, cwd: PathBuf },
 }
 
 /// The `targets/` directory: `SHOWDOWN_TARGETS`, or the first `targets/` holding a `run` script
@@ -84,28 +99,65 @@ pub fn directory() -> Result<PathBuf, Error> {
         .ok_or(Error::NotFound)
 }
 
+/// What to run.
+#[derive(Debug, Clone)]
+pub enum Program {
+    /// A target of `targets/` (the directory given), by its `targets/run` name.
+    Builtin { dir: PathBuf, name: String },
+    /// A command line, run without a shell, in `cwd`, serving on `port`.
+    Command {
+        argv: Vec<String>,
+        cwd: PathBuf,
+        port: u16,
+        /// A path that answers 2xx when it is ready; else the port accepting is ready.
+        ready: Option<String>,
+    },
+}
+
 /// How to start a target.
 #[derive(Debug, Clone)]
 pub struct Launch {
     pub name: String,
+    pub program: Program,
     /// Contract settings and any other environment values (`PORT=0` unless given).
     pub env: Vec<(String, String)>,
     /// A `taskset -c` CPU list to pin the target (and every process it forks) to.
     pub cpus: Option<String>,
-    /// How long to wait for the ready line (a first start may build the target).
+    /// How long to wait until it is ready (a first start of a built-in may build it).
     pub ready_timeout: Duration,
+    /// After SIGTERM, how long before SIGKILL.
+    pub stop_grace: Duration,
     /// Hold it to this many CPUs and this much memory (a cgroup, where the machine allows).
     pub cpu_quota: Option<f64>,
     pub memory: Option<u64>,
 }
 
 impl Launch {
-    pub fn new(name: &str) -> Launch {
+    /// A target of `dir` (the `targets/` directory), by name.
+    pub fn builtin(dir: &Path, name: &str) -> Launch {
+        Launch::of(
+            name,
+            Program::Builtin {
+                dir: dir.to_path_buf(),
+                name: name.to_string(),
+            },
+            Duration::from_secs(120),
+        )
+    }
+
+    /// A server of the user's, by its command line.
+    pub fn command(name: &str, program: Program, ready_timeout: Duration) -> Launch {
+        Launch::of(name, program, ready_timeout)
+    }
+
+    fn of(name: &str, program: Program, ready_timeout: Duration) -> Launch {
         Launch {
             name: name.to_string(),
+            program,
             env: Vec::new(),
             cpus: None,
-            ready_timeout: Duration::from_secs(120),
+            ready_timeout,
+            stop_grace: Duration::from_secs(15),
             cpu_quota: None,
             memory: None,
         }
@@ -149,7 +201,7 @@ impl Ready {
 pub struct Tail(Arc<Mutex<VecDeque<String>>>);
 
 impl Tail {
-    fn push(&self, line: String) {
+    pub fn push(&self, line: String) {
         if let Ok(mut lines) = self.0.lock() {
             if lines.len() == TAIL_LINES {
                 lines.pop_front();
@@ -176,14 +228,16 @@ pub struct Target {
     tail: Tail,
     /// The cgroup holding it, if any (removed after it stops).
     pub held: Held,
+    /// After SIGTERM, how long before SIGKILL.
+    pub stop_grace: Duration,
+    /// Whether dying of the SIGTERM is a clean stop (a command's server: most do not catch it);
+    /// a built-in target must exit 0, as the contract says.
+    term_is_clean: bool,
 }
 
 impl Target {
-    /// Starts `launch` from `dir` (the `targets/` directory) and waits for its ready line.
-    pub async fn start(dir: &Path, launch: &Launch) -> Result<Target, Error> {
-        if !NAMES.contains(&launch.name.as_str()) {
-            return Err(Error::UnknownName(launch.name.clone()));
-        }
+    /// Starts `launch` and waits until it is ready.
+    pub async fn start(launch: &Launch) -> Result<Target, Error> {
         // setpriv: the target is ended with the process that started it, even one killed
         // outright; taskset pins it and everything it forks. Both exec, so the PID stays the
         // target's own.
@@ -192,13 +246,31 @@ impl Target {
         if let Some(cpus) = &launch.cpus {
             command.args(["taskset", "-c", cpus]);
         }
-        command.arg(dir.join("run")).arg(&launch.name);
+        match &launch.program {
+            Program::Builtin { dir, name } => {
+                if !NAMES.contains(&name.as_str()) {
+                    return Err(Error::UnknownName(name.clone()));
+                }
+                command.arg(dir.join("run")).arg(name);
+            }
+            Program::Command {
+                argv, cwd, port, ..
+            } => {
+                let program = find_program(&launch.name, argv, cwd, &launch.env)?;
+                port_is_free(&launch.name, *port)?;
+                command
+                    .arg(program)
+                    .args(argv.iter().skip(1))
+                    .current_dir(cwd);
+            }
+        }
         for name in SETTINGS {
             if !launch.env.iter().any(|(n, _)| n == name) {
                 command.env_remove(name);
             }
         }
-        if !launch.env.iter().any(|(n, _)| n == "PORT") {
+        let builtin = matches!(launch.program, Program::Builtin { .. });
+        if builtin && !launch.env.iter().any(|(n, _)| n == "PORT") {
             command.env("PORT", "0");
         }
         command
@@ -219,7 +291,7 @@ impl Target {
                 pid as i32,
                 launch.cpu_quota,
                 launch.memory,
-                &format!("showdown-{}-{pid}", launch.name),
+                &format!("showdown-{}-{pid}", slug(&launch.name)),
             ),
             _ => Held::default(),
         };
@@ -230,36 +302,41 @@ impl Target {
         let Some(stdout) = child.stdout.take() else {
             return Err(spawn_error(std::io::Error::other("no standard output")));
         };
-        let mut lines = BufReader::new(stdout).lines();
-        let wait_ready = async {
-            while let Ok(Some(line)) = lines.next_line().await {
-                if let Some(ready) = Ready::parse(&line) {
-                    return Some(ready);
-                }
-                tail.push(line);
+        let waited = match &launch.program {
+            Program::Builtin { .. } => {
+                tokio::time::timeout(launch.ready_timeout, ready_line(stdout, tail.clone()))
+                    .await
+                    .map_err(|_| "its ready line".to_string())
             }
-            None
+            Program::Command { port, ready, .. } => {
+                tokio::spawn(keep_lines(stdout, tail.clone()));
+                let pid = child.id().map(|p| p as i32).unwrap_or_default();
+                let stack = launch.name.clone();
+                wait_ready(&mut child, *port, ready.as_deref(), launch.ready_timeout)
+                    .await
+                    .map(|answered| {
+                        answered.then_some(Ready {
+                            pid,
+                            port: *port,
+                            stack,
+                            workers: 1,
+                        })
+                    })
+            }
         };
-        let ready = tokio::time::timeout(launch.ready_timeout, wait_ready).await;
-        match ready {
-            Ok(Some(ready)) => {
-                let rest = tail.clone();
-                tokio::spawn(async move {
-                    while let Ok(Some(line)) = lines.next_line().await {
-                        rest.push(line);
-                    }
-                });
-                Ok(Target {
-                    name: launch.name.clone(),
-                    ready,
-                    child,
-                    tail,
-                    held,
-                })
-            }
+        match waited {
+            Ok(Some(ready)) => Ok(Target {
+                name: launch.name.clone(),
+                ready,
+                child,
+                tail,
+                held,
+                stop_grace: launch.stop_grace,
+                term_is_clean: matches!(launch.program, Program::Command { .. }),
+            }),
             Ok(None) => {
                 let status = child.wait().await.map_err(spawn_error)?;
-                // Let the standard error reader catch up with what was printed last.
+                // Let the output readers catch up with what was printed last.
                 tokio::time::sleep(Duration::from_millis(50)).await;
                 Err(Error::Exited {
                     name: launch.name.clone(),
@@ -267,11 +344,13 @@ impl Target {
                     output: tail.text(),
                 })
             }
-            Err(_) => {
+            Err(waiting) => {
                 kill_group(&child);
+                tokio::time::sleep(Duration::from_millis(50)).await;
                 Err(Error::NotReady {
                     name: launch.name.clone(),
                     timeout: launch.ready_timeout,
+                    waiting,
                     output: tail.text(),
                 })
             }
@@ -307,7 +386,7 @@ impl Target {
             let _ = rustix::process::kill_process(pid, rustix::process::Signal::TERM);
         }
         match tokio::time::timeout(grace, self.child.wait()).await {
-            Ok(Ok(status)) if status.success() => {
+            Ok(Ok(status)) if status.success() || (self.term_is_clean && by_term(status)) => {
                 kill_group(&self.child);
                 Ok(())
             }
@@ -336,13 +415,152 @@ fn kill_group(child: &Child) {
     }
 }
 
-fn describe(status: ExitStatus) -> String {
+fn by_term(status: ExitStatus) -> bool {
+    use std::os::unix::process::ExitStatusExt;
+    status.signal() == Some(rustix::process::Signal::TERM.as_raw())
+}
+
+/// How a process ended, in words.
+pub fn describe(status: ExitStatus) -> String {
     use std::os::unix::process::ExitStatusExt;
     match (status.code(), status.signal()) {
         (Some(code), _) => format!("exited with code {code}"),
         (None, Some(signal)) => format!("was killed by signal {signal}"),
         _ => status.to_string(),
     }
+}
+
+/// Reads a built-in target's standard output up to its ready line, keeping the lines before
+/// it, and the rest after it; `None` when the output ended first (it exited).
+async fn ready_line(stdout: impl AsyncRead + Unpin + Send + 'static, tail: Tail) -> Option<Ready> {
+    let mut lines = BufReader::new(stdout).lines();
+    while let Ok(Some(line)) = lines.next_line().await {
+        if let Some(ready) = Ready::parse(&line) {
+            tokio::spawn(async move {
+                while let Ok(Some(line)) = lines.next_line().await {
+                    tail.push(line);
+                }
+            });
+            return Some(ready);
+        }
+        tail.push(line);
+    }
+    None
+}
+
+/// Waits until a command's server is ready: `GET ready` answers 2xx, or without `ready`, its
+/// port accepts a connection. `Ok(false)` when it exited first; `Err` (what it waited for and
+/// what it last saw) when the time ran out.
+async fn wait_ready(
+    child: &mut Child,
+    port: u16,
+    ready: Option<&str>,
+    within: Duration,
+) -> Result<bool, String> {
+    let deadline = tokio::time::Instant::now() + within;
+    let http = crate::http::Http::new(Duration::from_secs(2));
+    loop {
+        if child.try_wait().ok().flatten().is_some() {
+            return Ok(false);
+        }
+        let seen = match ready {
+            Some(path) => match http.get(&format!("http://127.0.0.1:{port}{path}")).await {
+                Ok(x) if x.status.is_success() => return Ok(true),
+                Ok(x) => format!("status {}", x.status),
+                Err(e) => e,
+            },
+            None => {
+                let connect = tokio::net::TcpStream::connect(("127.0.0.1", port));
+                match tokio::time::timeout(Duration::from_secs(1), connect).await {
+                    Ok(Ok(_)) => return Ok(true),
+                    Ok(Err(e)) => e.to_string(),
+                    Err(_) => "no answer to a connection within 1s".into(),
+                }
+            }
+        };
+        if tokio::time::Instant::now() >= deadline {
+            let what = match ready {
+                Some(path) => format!("GET {path} on port {port} to answer 2xx; last: {seen}"),
+                None => format!("port {port} to accept connections; last: {seen}"),
+            };
+            return Err(what);
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// The program of a command line, as the kernel will find it: a path (relative to `cwd`), or
+/// a name on `PATH` (the launch's own, else the runner's).
+fn find_program(
+    name: &str,
+    argv: &[String],
+    cwd: &Path,
+    env: &[(String, String)],
+) -> Result<PathBuf, Error> {
+    if !cwd.is_dir() {
+        return Err(Error::NoDirectory {
+            name: name.to_string(),
+            cwd: cwd.to_path_buf(),
+        });
+    }
+    let program = argv.first().map(String::as_str).unwrap_or_default();
+    let runnable = |p: &Path| {
+        use std::os::unix::fs::PermissionsExt;
+        p.metadata()
+            .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    };
+    let missing = |where_: String| Error::NoProgram {
+        name: name.to_string(),
+        program: program.to_string(),
+        where_,
+    };
+    if program.contains('/') {
+        let path = cwd.join(program);
+        return if runnable(&path) {
+            Ok(path)
+        } else {
+            Err(missing(format!(
+                " (or is not executable) in {}",
+                cwd.display()
+            )))
+        };
+    }
+    let path = env
+        .iter()
+        .find(|(k, _)| k == "PATH")
+        .map(|(_, v)| std::ffi::OsString::from(v))
+        .or_else(|| std::env::var_os("PATH"))
+        .unwrap_or_default();
+    std::env::split_paths(&path)
+        .map(|dir| dir.join(program))
+        .find(|p| runnable(p))
+        .ok_or_else(|| missing(" on PATH".into()))
+}
+
+/// Fails when something already listens on `port` (a server left from elsewhere would be
+/// measured in the target's place).
+fn port_is_free(name: &str, port: u16) -> Result<(), Error> {
+    match std::net::TcpListener::bind(("127.0.0.1", port)) {
+        Ok(_) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::AddrInUse => Err(Error::PortTaken {
+            name: name.to_string(),
+            port,
+        }),
+        Err(_) => Ok(()),
+    }
+}
+
+/// A name as it may appear in a cgroup's name.
+fn slug(name: &str) -> String {
+    name.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
 }
 
 async fn keep_lines(stream: impl AsyncRead + Unpin, tail: Tail) {

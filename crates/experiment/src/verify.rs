@@ -29,7 +29,7 @@ pub use store::vocabulary::Outcome;
 
 #[derive(Debug, Clone)]
 pub struct Check {
-    pub name: &'static str,
+    pub name: String,
     pub outcome: Outcome,
 }
 
@@ -59,17 +59,20 @@ impl Verdict {
             .join("; ")
     }
 
-    fn record(&mut self, name: &'static str, result: Result<(), String>) {
+    pub(crate) fn record(&mut self, name: impl Into<String>, result: Result<(), String>) {
         let outcome = match result {
             Ok(()) => Outcome::Passed,
             Err(why) => Outcome::Failed(why),
         };
-        self.checks.push(Check { name, outcome });
+        self.checks.push(Check {
+            name: name.into(),
+            outcome,
+        });
     }
 
     fn skip(&mut self, name: &'static str, why: &str) {
         self.checks.push(Check {
-            name,
+            name: name.into(),
             outcome: Outcome::Skipped(why.to_string()),
         });
     }

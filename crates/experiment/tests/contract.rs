@@ -37,7 +37,7 @@ impl Fixture {
     }
 
     fn launch(&self, name: &str) -> Launch {
-        Launch::new(name)
+        Launch::builtin(&dir(), name)
             .env("DATABASE_URL", self.db.url.clone())
             .env("UPSTREAM_URL", self.upstream.url())
             .env("SECRET", SECRET)
@@ -67,7 +67,7 @@ fn dir() -> PathBuf {
 }
 
 async fn start(launch: &Launch) -> Target {
-    match Target::start(&dir(), launch).await {
+    match Target::start(launch).await {
         Ok(t) => t,
         Err(e) => panic!("{e}"),
     }
@@ -272,7 +272,8 @@ fn node_cluster_has_its_workers() {
     runtime().block_on(async {
         let cpus = std::thread::available_parallelism().unwrap().get();
         for (cluster, workers) in [("auto", cpus), ("3", 3)] {
-            let target = start(&Launch::new("node-cluster").env("CLUSTER", cluster)).await;
+            let target =
+                start(&Launch::builtin(&dir(), "node-cluster").env("CLUSTER", cluster)).await;
             assert_eq!(target.ready.workers as usize, workers, "CLUSTER={cluster}");
             let mut sampler = sampler_for(target.pid());
             let (_, sample) = tree_cpu_ns(&mut sampler);
@@ -301,7 +302,7 @@ fn database_outage(name: &str) {
         let url = cluster.url("postgres");
         database::apply_schema(&url).await.unwrap();
         let target = start(
-            &Launch::new(name)
+            &Launch::builtin(&dir(), name)
                 .env("DATABASE_URL", url.clone())
                 .env("DB_TIMEOUT_MS", "1000"),
         )
@@ -401,7 +402,7 @@ fn bad_settings_stop_every_target_at_start() {
                 ("DB_POOL", "0"),
                 ("DATABASE_URL", "mysql://x"),
             ] {
-                let error = Target::start(&dir(), &Launch::new(name).env(var, value))
+                let error = Target::start(&Launch::builtin(&dir(), name).env(var, value))
                     .await
                     .err()
                     .unwrap_or_else(|| panic!("{name} started with {var}={value}"));

@@ -210,6 +210,7 @@ question = "Is a server that is not the contract measured?"
 name = "impostor"
 url = "http://{addr}"
 probe = "127.0.0.1:9"
+contract = "showdown"
 [load]
 path = "/now"
 rate = 100
@@ -492,4 +493,267 @@ fn sigterm_and_sighup_take_down_what_the_runner_started() {
             "{signal:?}: still running: {survivors:?}"
         );
     }
+}
+
+/// The example of docs/experiments.md ("Your own servers"): two servers Showdown did not
+/// write, started by their command lines (one built by `npm ci` from its lock file), checked
+/// as the file declares, measured with their process trees probed, and the page drawn.
+#[test]
+fn the_example_of_two_foreign_servers_runs_end_to_end() {
+    let work = tempfile::tempdir().unwrap();
+    let db = format!("sqlite://{}/runs.db", work.path().display());
+    let site = work.path().join("site");
+    let file = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../experiments/examples/static-files/static-files.toml"
+    );
+    let out = experiment(
+        &[
+            "run",
+            file,
+            "--scale",
+            "0.1",
+            "--report",
+            site.to_str().unwrap(),
+        ],
+        &db,
+        "",
+    );
+    let said = text(&out);
+    assert!(out.status.success(), "{said}");
+    for target in ["python-http.server", "node-http-server"] {
+        assert!(
+            said.contains(&format!(
+                "Verified {target} against the file's checks: passed"
+            )),
+            "{said}"
+        );
+    }
+    assert!(said.contains("8 cells run (0 failed)"), "{said}");
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let runs = rt.block_on(measured(&db, "static-files"));
+    assert_eq!(runs.len(), 8);
+    let store = rt.block_on(Store::open(&db)).unwrap();
+    for run in &runs {
+        assert_eq!(run.status, RunStatus::Complete, "{run:?}");
+        assert!(run.summary.as_ref().unwrap().requests.ok > 0);
+        // The probe watched the server's own process: python3, or node under the title
+        // http-server gives itself.
+        let kept = rt.block_on(store.load_run(&run.id)).unwrap();
+        let want = match run.labels["target"].as_str() {
+            "python-http.server" => "python3",
+            _ => "http-server",
+        };
+        let seen = kept.probes.iter().flat_map(|p| &p.records).any(|r| {
+            matches!(&r.record, probe::protocol::Record::Sample(s)
+                if s.processes.iter().any(|p| p.comm == want))
+        });
+        assert!(seen, "{want} sampled in {}", run.name);
+    }
+    let page = experiment_page(&site);
+    assert!(page.contains("the file&#39;s checks") || page.contains("the file's checks"));
+    assert!(
+        page.contains("GET /hello.json → 200"),
+        "the checks are listed"
+    );
+}
+
+/// Servers started by command that cannot be measured, each kept as failed with one line that
+/// says why, while the others are measured; two servers asking for `{port}` get a port each.
+#[test]
+fn servers_started_by_command_fail_in_one_line_each_and_never_share_a_port() {
+    let work = tempfile::tempdir().unwrap();
+    let db = format!("sqlite://{}/runs.db", work.path().display());
+    let site = work.path().join("site");
+    std::fs::write(work.path().join("hello.json"), r#"{"greeting":"hello"}"#).unwrap();
+    // A port something else holds, and one that nothing will ever answer on.
+    let holder = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let taken = holder.local_addr().unwrap().port();
+    let idle = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let python = r#"["python3", "-m", "http.server", "{port}", "--bind", "127.0.0.1"]"#;
+    let file = write(
+        work.path(),
+        "own.toml",
+        &format!(
+            r#"
+name = "own"
+question = "Are servers started by command measured, or told why not?"
+pre_roll = "200ms"
+post_roll = "200ms"
+
+[[target]]
+name = "a"
+command = {python}
+ready = "/hello.json"
+
+[[target]]
+name = "b"
+command = {python}
+
+[[target]]
+name = "missing"
+command = ["no-such-server-anywhere", "--port", "{{port}}"]
+
+[[target]]
+name = "never-ready"
+command = ["sh", "-c", "echo warming up forever; sleep 60"]
+port = {idle}
+ready_timeout = "2s"
+
+[[target]]
+name = "taken"
+command = ["python3", "-m", "http.server", "{taken}", "--bind", "127.0.0.1"]
+port = {taken}
+
+[[target]]
+name = "wrong"
+command = {python}
+[[target.check]]
+path = "/hello.json"
+json_equals = {{ greeting = "bonjour" }}
+
+[[check]]
+path = "/hello.json"
+status = 200
+
+[load]
+path = "/hello.json"
+rate = 50
+duration = "1s"
+"#
+        ),
+    );
+    let started = Instant::now();
+    let out = experiment(&["run", &file, "--report", site.to_str().unwrap()], &db, "");
+    let said = text(&out);
+    assert!(out.status.success(), "{said}");
+    assert!(started.elapsed() < Duration::from_secs(90), "{said}");
+    for (target, why) in [
+        (
+            "missing",
+            "\"no-such-server-anywhere\" was not found on PATH",
+        ),
+        ("never-ready", "was not ready within 2s"),
+        ("never-ready", "warming up forever"),
+        (
+            "taken",
+            &format!("port {taken} is taken by another process"),
+        ),
+        ("wrong", "greeting is \"hello\", not \"bonjour\""),
+    ] {
+        let line = said
+            .lines()
+            .find(|l| l.starts_with(&format!("Verified {target} ")))
+            .unwrap_or_else(|| panic!("no verdict for {target}: {said}"));
+        assert!(
+            line.contains("FAILED") && line.contains(why),
+            "{target}: {line}"
+        );
+    }
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let runs = rt.block_on(measured(&db, "own"));
+    assert_eq!(runs.len(), 6, "a cell per target");
+    let store = rt.block_on(Store::open(&db)).unwrap();
+    let mut urls = Vec::new();
+    for run in &runs {
+        let target = run.labels["target"].as_str();
+        if ["a", "b"].contains(&target) {
+            assert_eq!(run.status, RunStatus::Complete, "{run:?}");
+            assert_eq!(run.summary.as_ref().unwrap().requests.ok, 50);
+            urls.push(
+                rt.block_on(store.load_run(&run.id))
+                    .unwrap()
+                    .meta
+                    .config
+                    .target,
+            );
+        } else {
+            assert_eq!(run.status, RunStatus::Failed, "{target}");
+            assert!(run.summary.is_none(), "{target} was not sent load");
+        }
+    }
+    assert_eq!(urls.len(), 2);
+    assert_ne!(
+        urls[0], urls[1],
+        "each {{port}} target had a port of its own"
+    );
+    let page = experiment_page(&site);
+    assert!(page.contains("Targets not measured: they failed verification"));
+    assert!(page.contains("not found on PATH"), "the page says why");
+    drop(holder);
+}
+
+/// A server of the user's with a database: the throwaway PostgreSQL offered in the variable
+/// the file names, the file's schema applied, `reset` before each cell, and a declared check
+/// that counts the rows a burst of requests adds.
+#[test]
+fn a_server_started_by_command_gets_a_database_and_its_writes_are_counted() {
+    let work = tempfile::tempdir().unwrap();
+    let db = format!("sqlite://{}/runs.db", work.path().display());
+    let schema = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../targets/schema.sql"
+    ))
+    .unwrap();
+    std::fs::write(work.path().join("schema.sql"), schema).unwrap();
+    let run = concat!(env!("CARGO_MANIFEST_DIR"), "/../../targets/run");
+    let file = write(
+        work.path(),
+        "db.toml",
+        &format!(
+            r#"
+name = "own-db"
+question = "Does a server of mine get a database, and are its writes counted?"
+pre_roll = "200ms"
+post_roll = "200ms"
+
+[database]
+env = "MY_DB"
+schema = "schema.sql"
+reset = "TRUNCATE users RESTART IDENTITY"
+
+# The Rust contestant, started as any server would be: it reads DATABASE_URL, so the file
+# hands it MY_DB's value.
+[[target]]
+name = "writer"
+command = ["sh", "-c", "DATABASE_URL=$MY_DB exec {run} rust"]
+env = {{ PORT = "{{port}}" }}
+ready = "/healthz"
+ready_timeout = "120s"
+[[target.check]]
+method = "POST"
+path = "/users"
+body = '{{"email":"a@example.com","password":"p"}}'
+headers = {{ "content-type" = "application/json" }}
+status = 201
+json_has = ["id"]
+rows_added = "SELECT count(*) FROM users"
+burst = 5
+
+[load]
+method = "POST"
+path = "/users"
+headers = {{ "Content-Type" = "application/json" }}
+body = '{{"email":"u{{{{seq}}}}@example.com","password":"x"}}'
+rate = 100
+duration = "1s"
+"#
+        ),
+    );
+    let out = experiment(&["run", &file, "--no-report"], &db, "");
+    let said = text(&out);
+    assert!(out.status.success(), "{said}");
+    assert!(
+        said.contains("Verified writer against the file's checks: passed"),
+        "{said}"
+    );
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let runs = rt.block_on(measured(&db, "own-db"));
+    assert_eq!(runs.len(), 1);
+    assert_eq!(runs[0].status, RunStatus::Complete, "{:?}", runs[0]);
+    assert_eq!(runs[0].summary.as_ref().unwrap().requests.ok, 100);
 }

@@ -69,6 +69,7 @@ fn redacted_checks(checks: &[Verification]) -> Vec<Verification> {
         .map(|v| Verification {
             target: redact::text(&v.target),
             passed: v.passed,
+            against: v.against,
             checks: v
                 .checks
                 .iter()
@@ -85,11 +86,35 @@ fn redacted_checks(checks: &[Verification]) -> Vec<Verification> {
         .collect()
 }
 
-/// How one target fared against the contract.
+/// What a target was held to before it was measured.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Against {
+    /// `targets/CONTRACT.md` (the built-in targets).
+    #[default]
+    Contract,
+    /// The checks its experiment file declares (a server Showdown did not write).
+    Declared,
+}
+
+impl Against {
+    /// In words, for the page.
+    pub fn text(self) -> &'static str {
+        match self {
+            Against::Contract => "targets/CONTRACT.md",
+            Against::Declared => "the file's checks",
+        }
+    }
+}
+
+/// How one target fared against what it was held to.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Verification {
     pub target: String,
     pub passed: bool,
+    /// Kept runs from before this field read as `Contract`, which is what they were held to.
+    #[serde(default)]
+    pub against: Against,
     /// (check, how it came out).
     pub checks: Vec<(String, Outcome)>,
 }

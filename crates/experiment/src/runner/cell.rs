@@ -11,13 +11,12 @@ use tokio::sync::watch;
 
 use super::options::{Error, RunOptions};
 use super::resume::plan_labels;
-use super::setup::target_launch;
-use crate::file::{Experiment, TargetSpec};
+use super::setup::Launcher;
+use crate::file::{Contract, Experiment, TargetKind, TargetSpec};
 use crate::gun::Attack;
 use crate::http::Http;
 use crate::plan::{Cell, Plan};
 use crate::targets::Target;
-use crate::upstream::Upstream;
 
 pub(super) fn cell_time(cell: &Cell, plan: &Plan) -> Duration {
     cell.load_time() + plan.warmup + plan.post_roll + plan.cooldown + Duration::from_secs(2)
@@ -34,9 +33,7 @@ pub(super) struct CellContext<'a> {
     pub(super) plan: &'a Plan,
     pub(super) options: &'a RunOptions,
     pub(super) store: &'a Store,
-    pub(super) dir: Option<&'a std::path::Path>,
-    pub(super) db: Option<&'a str>,
-    pub(super) upstream: &'a Upstream,
+    pub(super) launcher: &'a Launcher<'a>,
     pub(super) workdir: &'a std::path::Path,
     pub(super) placement: &'a str,
 }
@@ -125,14 +122,34 @@ impl CellContext<'_> {
     ) -> Result<CellOutcome, Error> {
         let spec = self.spec(cell)?;
         let run_id = RunMeta::new_id();
-        // Start the target (or find the remote one healthy), watched by a probe.
+        // Start the target (or find the remote one ready), watched by a probe.
         let mut target = None;
         let mut probe = None;
-        let (base, probe_addr) = match (&spec.url, self.dir, self.db) {
-            (Some(url), _, _) => (url.trim_end_matches('/').to_string(), spec.probe.clone()),
-            (None, Some(dir), Some(db)) => {
-                let launch = target_launch(self.experiment, spec, &cell.env, db, self.upstream);
-                let t = match Target::start(dir, &launch).await {
+        let (base, probe_addr) = match spec.kind() {
+            TargetKind::Remote => (
+                spec.url
+                    .as_deref()
+                    .unwrap_or_default()
+                    .trim_end_matches('/')
+                    .to_string(),
+                spec.probe.clone(),
+            ),
+            kind => {
+                let db = self.launcher.db;
+                // Each cell starts from the same tables: the built-ins' `users` emptied, the
+                // file's `reset` run for the others.
+                match (kind, db, &self.experiment.file.database().reset) {
+                    (TargetKind::Builtin, Some(db), _) => crate::database::empty_users(db).await?,
+                    (TargetKind::Command, Some(db), Some(reset)) => {
+                        crate::database::execute(db, reset, "run [database] reset").await?
+                    }
+                    _ => {}
+                }
+                let started = match self.launcher.launch(spec, &cell.env) {
+                    Ok(launch) => Target::start(&launch).await.map_err(|e| e.to_string()),
+                    Err(why) => Err(why),
+                };
+                let t = match started {
                     Ok(t) => t,
                     Err(e) => {
                         let reason = format!("the target did not start: {e}");
@@ -140,7 +157,6 @@ impl CellContext<'_> {
                         return Ok(CellOutcome::Failed(reason));
                     }
                 };
-                crate::database::empty_users(db).await?;
                 let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
                     .await
                     .map_err(|e| Error::Setup(format!("probe: {e}")))?;
@@ -164,22 +180,28 @@ impl CellContext<'_> {
                 target = Some(t);
                 (base, Some(addr))
             }
-            _ => {
-                return Err(Error::Setup(
-                    "local targets need targets/ and a database".into(),
-                ))
-            }
         };
         let held = target
             .as_ref()
             .map(|t| t.held.description.clone())
             .unwrap_or_default();
-        if let Err(why) = healthy(&base, Duration::from_secs(30)).await {
+        // A built-in (or one held to the contract) answers /healthz; a server started by
+        // command was ready when it started; a remote one is asked as the file says.
+        let ready = match (spec.kind(), spec.contract()) {
+            (TargetKind::Command, _) => Ok(()),
+            (_, Contract::Showdown) => {
+                reachable(&base, Some("/healthz"), Duration::from_secs(30)).await
+            }
+            (_, Contract::Declared) => {
+                reachable(&base, spec.ready.as_deref(), Duration::from_secs(30)).await
+            }
+        };
+        if let Err(why) = ready {
             let output = target.as_ref().map(|t| t.output()).unwrap_or_default();
-            let reason =
-                format!("{base}/healthz never answered 200: {why}; its last output: {output}");
+            let reason = format!("{base} was not ready: {why}; its last output: {output}");
             if let Some(t) = target {
-                let _ = t.stop(Duration::from_secs(15)).await;
+                let grace = t.stop_grace;
+                let _ = t.stop(grace).await;
             }
             self.keep_failed(cell, &reason, None).await?;
             return Ok(CellOutcome::Failed(reason));
@@ -249,7 +271,10 @@ impl CellContext<'_> {
                     "the target {how} during the run; its last output: {}",
                     t.output()
                 ));
-            } else if let Err(how) = t.stop(Duration::from_secs(15)).await {
+            } else if let Err(how) = {
+                let grace = t.stop_grace;
+                t.stop(grace).await
+            } {
                 eprintln!("  note: stopping {}: {how}", cell.target);
             }
         }
@@ -273,16 +298,47 @@ impl CellContext<'_> {
     }
 }
 
-/// Waits until `GET /healthz` answers 200.
-pub(super) async fn healthy(base: &str, within: Duration) -> Result<(), String> {
+/// Waits until `GET ready` answers 2xx (200 for `/healthz`, the contract's), or without a
+/// path, until the URL's port accepts a connection.
+pub(super) async fn reachable(
+    base: &str,
+    ready: Option<&str>,
+    within: Duration,
+) -> Result<(), String> {
     let http = Http::new(Duration::from_secs(5));
     let deadline = Instant::now() + within;
     let mut last = String::new();
     while Instant::now() < deadline {
-        match http.get(&format!("{base}/healthz")).await {
-            Ok(x) if x.status == 200 => return Ok(()),
-            Ok(x) => last = format!("status {}", x.status),
-            Err(e) => last = e,
+        match ready {
+            Some(path) => match http.get(&format!("{base}{path}")).await {
+                Ok(x) if x.status.is_success() => return Ok(()),
+                Ok(x) => last = format!("GET {path}: status {}", x.status),
+                Err(e) => last = e,
+            },
+            None => {
+                let authority = base
+                    .parse::<http::Uri>()
+                    .ok()
+                    .and_then(|u| {
+                        let port = u.port_u16().unwrap_or(match u.scheme_str() {
+                            Some("https") => 443,
+                            _ => 80,
+                        });
+                        u.host()
+                            .map(|h| (h.trim_matches(['[', ']']).to_string(), port))
+                    })
+                    .ok_or(format!("{base} is not a URL with a host"))?;
+                match tokio::time::timeout(
+                    Duration::from_secs(2),
+                    tokio::net::TcpStream::connect((authority.0.as_str(), authority.1)),
+                )
+                .await
+                {
+                    Ok(Ok(_)) => return Ok(()),
+                    Ok(Err(e)) => last = format!("connecting: {e}"),
+                    Err(_) => last = "connecting: no answer within 2s".into(),
+                }
+            }
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
     }

@@ -1,5 +1,6 @@
-//! Running an experiment: its targets verified, then cell by cell (start the target, empty
-//! `users`, watch it with a probe, wait for health, warm up, measure, stop it, cool down),
+//! Running an experiment: its targets built and verified, then cell by cell (reset the
+//! database, start the target, watch it with a probe, wait until it is ready, warm up,
+//! measure, stop it, cool down),
 //! every run kept with the labels of its cell; a failed cell kept as failed with its reason,
 //! and the matrix goes on. Run again, it resumes: the cells already kept for this file's
 //! content and scale are skipped.
@@ -15,7 +16,7 @@ use store::experiment::{Definition, ExperimentRecord, Verification};
 use store::Store;
 use tokio::sync::watch;
 
-use crate::file::{Experiment, TargetSpec};
+use crate::file::{Experiment, TargetKind, TargetSpec};
 use crate::plan::{Cell, Plan};
 use crate::upstream::Upstream;
 mod cell;
@@ -27,7 +28,9 @@ mod options;
 
 pub use options::{Error, RunOptions, RunReport, SECRET};
 pub use resume::{states, CellState};
-use setup::{database, database_cpus, failures, named_database, verify_targets};
+use setup::{
+    builds, database, database_cpus, failures, named_database, ports, verify_targets, Launcher,
+};
 
 /// The experiment's page record: its question, its axes, how its targets fared.
 fn record(
@@ -147,19 +150,23 @@ pub async fn run(
         .filter(|t| todo.iter().any(|c| &c.target == *t))
         .cloned()
         .collect();
-    let local: Vec<&TargetSpec> = experiment
-        .file
-        .targets
-        .iter()
-        .filter(|t| !t.is_remote() && needed.contains(&t.name))
-        .collect();
-    let dir = if local.is_empty() {
+    let needed_ref = &needed;
+    let needs = |kind: TargetKind| {
+        experiment
+            .file
+            .targets
+            .iter()
+            .filter(move |t| t.kind() == kind && needed_ref.contains(&t.name))
+    };
+    let builtins: Vec<&TargetSpec> = needs(TargetKind::Builtin).collect();
+    let dir = if builtins.is_empty() {
         None
     } else {
         Some(crate::targets::directory()?)
     };
     if let Some(dir) = &dir {
-        let mut names: Vec<&str> = local.iter().map(|t| t.run_name()).collect();
+        let mut names: Vec<&str> = builtins.iter().map(|t| t.run_name()).collect();
+        names.sort_unstable();
         names.dedup();
         let built = tokio::process::Command::new(dir.join("build"))
             .args(&names)
@@ -172,19 +179,28 @@ pub async fn run(
             ));
         }
     }
-    let db = if local.is_empty() {
-        None
+    // A database when a built-in target is measured, or when the file has [database] and a
+    // target of its own (started by command, or remote with rows to count) is.
+    let wants_db = !builtins.is_empty()
+        || (experiment.file.database.is_some()
+            && (needs(TargetKind::Command).next().is_some()
+                || needs(TargetKind::Remote).next().is_some()));
+    let db = if wants_db {
+        Some(database(experiment, !builtins.is_empty()).await?)
     } else {
-        Some(database(experiment).await?)
+        None
     };
+    let ports = ports(experiment, &needed)?;
+    let built = builds(experiment, &needed).await;
     let upstream = Upstream::start().map_err(|e| Error::Setup(format!("upstream: {e}")))?;
-    let mut verification = verify_targets(
+    let launcher = Launcher {
         experiment,
-        &needed,
-        db.as_ref().map(|d| d.url.as_str()),
-        &upstream,
-    )
-    .await;
+        dir: dir.as_deref(),
+        db: db.as_ref().map(|d| d.url.as_str()),
+        upstream: &upstream,
+        ports: &ports,
+    };
+    let mut verification = verify_targets(&launcher, &needed, &built).await;
     // Keep what earlier runs found of the targets not verified this time.
     if let Some(kept) = store.experiment(&experiment.file.name).await? {
         if kept.file_label == Plan::file_label(experiment) {
@@ -229,9 +245,7 @@ pub async fn run(
             plan: &plan,
             options,
             store: &store,
-            dir: dir.as_deref(),
-            db: db.as_ref().map(|d| d.url.as_str()),
-            upstream: &upstream,
+            launcher: &launcher,
             workdir: workdir.path(),
             placement: &placement,
         };

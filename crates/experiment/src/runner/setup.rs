@@ -1,17 +1,21 @@
 //! What the cells of a run share: the targets' database (named by the file, or a throwaway
-//! cluster), the environment every local target gets, and each target held to the contract.
+//! cluster), the builds and ports of the servers started by command, how each local target is
+//! launched, and each target verified (the contract, or the file's checks) before it is
+//! measured.
 
 use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use store::experiment::Verification;
+use store::experiment::{Against, Verification};
 use store::vocabulary::Outcome;
 
 use super::options::{Error, SECRET};
-use crate::file::{Experiment, TargetSpec};
-use crate::targets::{Launch, Target};
+use crate::declared;
+use crate::file::{CheckSpec, Contract, Experiment, TargetKind, TargetSpec, PORT_PLACEHOLDER};
+use crate::targets::{Launch, Program, Target};
 use crate::upstream::Upstream;
-use crate::verify::{self, Expect};
+use crate::verify::{self, Expect, Verdict};
 
 /// The database the local targets use: the file's, `DATABASE_URL`, or a throwaway cluster.
 pub(super) struct TargetsDatabase {
@@ -22,7 +26,7 @@ pub(super) struct TargetsDatabase {
 /// The database the file names (`url`, or the variable `url_env` names), if it names one.
 /// No other variable is read: a `DATABASE_URL` exported for something else is never used.
 pub(super) fn named_database(experiment: &Experiment) -> Result<Option<String>, Error> {
-    let file = &experiment.file.database;
+    let file = experiment.file.database();
     match (&file.url, &file.url_env) {
         (Some(url), _) => Ok(Some(url.clone())),
         (None, Some(var)) => match std::env::var(var) {
@@ -38,14 +42,19 @@ pub(super) fn named_database(experiment: &Experiment) -> Result<Option<String>, 
 /// Where the throwaway PostgreSQL runs: the file's `[database] cpus`, else beside the targets.
 pub(super) fn database_cpus(experiment: &Experiment) -> Option<String> {
     let file = &experiment.file;
-    file.database
+    file.database()
         .cpus
         .as_ref()
         .or(file.placement.target_cpus.as_ref())
         .map(ToString::to_string)
 }
 
-pub(super) async fn database(experiment: &Experiment) -> Result<TargetsDatabase, Error> {
+/// Makes (or names) the targets' database and applies the schemas the targets need:
+/// `targets/schema.sql` for the built-in ones, the file's `schema` for the others.
+pub(super) async fn database(
+    experiment: &Experiment,
+    builtins: bool,
+) -> Result<TargetsDatabase, Error> {
     let db = match named_database(experiment)? {
         Some(url) => TargetsDatabase {
             url,
@@ -75,102 +84,268 @@ pub(super) async fn database(experiment: &Experiment) -> Result<TargetsDatabase,
             }
         }
     };
-    crate::database::apply_schema(&db.url).await?;
+    if builtins {
+        crate::database::apply_schema(&db.url).await?;
+    }
+    if let Some(schema) = &experiment.file.database().schema {
+        let path = file_dir(experiment).join(schema);
+        let sql = std::fs::read_to_string(&path).map_err(|e| {
+            Error::Setup(format!(
+                "[database] schema: cannot read {}: {e}: fix schema in {}",
+                path.display(),
+                experiment.path.display()
+            ))
+        })?;
+        crate::database::execute(&db.url, &sql, "apply [database] schema").await?;
+    }
     Ok(db)
 }
 
-/// The environment every local target gets.
-pub(super) fn target_launch(
-    experiment: &Experiment,
-    spec: &TargetSpec,
-    env: &BTreeMap<String, String>,
-    db: &str,
-    upstream: &Upstream,
-) -> Launch {
-    let file = &experiment.file;
-    let mut launch = Launch::new(spec.run_name())
-        .env("DATABASE_URL", db)
-        .env("UPSTREAM_URL", upstream.url())
-        .env("SECRET", SECRET);
-    if let Some(pool) = file.database.pool {
-        launch = launch.env("DB_POOL", pool.to_string());
+/// The directory the file's relative paths (`cwd`, `schema`) start from.
+pub(super) fn file_dir(experiment: &Experiment) -> PathBuf {
+    match experiment.path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir.to_path_buf(),
+        _ => PathBuf::from("."),
     }
-    if let Some(t) = file.database.timeout_ms {
-        launch = launch.env("DB_TIMEOUT_MS", t.to_string());
-    }
-    for (k, v) in env {
-        launch = launch.env(k, v.clone());
-    }
-    launch.cpus = file.placement.target_cpus.as_ref().map(ToString::to_string);
-    launch.cpu_quota = spec.cpus;
-    launch.memory = spec
-        .memory
-        .as_deref()
-        .and_then(|m| crate::limits::parse_bytes(m).ok());
-    launch
 }
 
-/// Checks every target of the plan against the contract; a local one is started for it.
-pub(super) async fn verify_targets(
+/// The port each target started by command serves on: its own `port`, or one the runner chose
+/// (free now, and none given twice), for `{port}`.
+pub(super) fn ports(
     experiment: &Experiment,
     names: &[String],
-    db: Option<&str>,
-    upstream: &Upstream,
+) -> Result<BTreeMap<String, u16>, Error> {
+    let mut ports = BTreeMap::new();
+    let commands = experiment
+        .file
+        .targets
+        .iter()
+        .filter(|t| t.kind() == TargetKind::Command && names.contains(&t.name));
+    let fixed: Vec<u16> = commands.clone().filter_map(|t| t.port).collect();
+    for t in commands {
+        let port = match t.port {
+            Some(p) => p,
+            None => free_port(|p| fixed.contains(&p) || ports.values().any(|&q| q == p))?,
+        };
+        ports.insert(t.name.clone(), port);
+    }
+    Ok(ports)
+}
+
+/// A port nothing listens on now, and that `taken` does not claim.
+fn free_port(taken: impl Fn(u16) -> bool) -> Result<u16, Error> {
+    for _ in 0..100 {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .map_err(|e| Error::Setup(format!("cannot find a free port: {e}")))?
+            .port();
+        if !taken(port) {
+            return Ok(port);
+        }
+    }
+    Err(Error::Setup("cannot find a free port".into()))
+}
+
+/// Runs each `build` of the targets started by command, once, in its `cwd`; its output goes to
+/// standard error as it comes, and the last lines are kept for the page when it fails.
+pub(super) async fn builds(
+    experiment: &Experiment,
+    names: &[String],
+) -> BTreeMap<String, Result<(), String>> {
+    let mut out = BTreeMap::new();
+    for t in &experiment.file.targets {
+        let (Some(argv), true) = (&t.build, names.contains(&t.name)) else {
+            continue;
+        };
+        let cwd = file_dir(experiment).join(t.cwd.as_deref().unwrap_or(Path::new(".")));
+        eprintln!("Building {}: {}", t.name, argv.join(" "));
+        out.insert(t.name.clone(), build(&t.name, argv, &cwd).await);
+    }
+    out
+}
+
+async fn build(name: &str, argv: &[String], cwd: &Path) -> Result<(), String> {
+    use tokio::io::AsyncBufReadExt;
+    let Some((program, args)) = argv.split_first() else {
+        return Err("build is empty".into());
+    };
+    let mut child = tokio::process::Command::new(program)
+        .args(args)
+        .current_dir(cwd)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .map_err(|e| format!("cannot run {program:?} in {}: {e}", cwd.display()))?;
+    let tail = crate::targets::Tail::default();
+    let mut readers = Vec::new();
+    if let Some(out) = child.stdout.take() {
+        readers.push(tokio::spawn(echo(name.to_string(), out, tail.clone())));
+    }
+    if let Some(err) = child.stderr.take() {
+        readers.push(tokio::spawn(echo(name.to_string(), err, tail.clone())));
+    }
+    let status = child
+        .wait()
+        .await
+        .map_err(|e| format!("cannot wait for {program:?}: {e}"))?;
+    for r in readers {
+        let _ = r.await;
+    }
+    async fn echo(
+        name: String,
+        stream: impl tokio::io::AsyncRead + Unpin,
+        tail: crate::targets::Tail,
+    ) {
+        let mut lines = tokio::io::BufReader::new(stream).lines();
+        while let Ok(Some(line)) = lines.next_line().await {
+            eprintln!("  [{name} build] {line}");
+            tail.push(line);
+        }
+    }
+    if status.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "{} {}; its last output: {}",
+            argv.join(" "),
+            crate::targets::describe(status),
+            tail.text()
+        ))
+    }
+}
+
+/// What starting a local target takes: `targets/` for the built-in ones, the database, the
+/// upstream of `/proxy`, and the ports of those started by command.
+pub(super) struct Launcher<'a> {
+    pub(super) experiment: &'a Experiment,
+    pub(super) dir: Option<&'a Path>,
+    pub(super) db: Option<&'a str>,
+    pub(super) upstream: &'a Upstream,
+    pub(super) ports: &'a BTreeMap<String, u16>,
+}
+
+impl Launcher<'_> {
+    /// How to start `spec` with `env` (its own, or a cell's).
+    pub(super) fn launch(
+        &self,
+        spec: &TargetSpec,
+        env: &BTreeMap<String, String>,
+    ) -> Result<Launch, String> {
+        let file = &self.experiment.file;
+        let mut launch = match spec.kind() {
+            TargetKind::Builtin => {
+                let dir = self.dir.ok_or("the built-in targets need targets/")?;
+                let db = self.db.ok_or("the built-in targets need a database")?;
+                let mut launch = Launch::builtin(dir, spec.run_name())
+                    .env("DATABASE_URL", db)
+                    .env("UPSTREAM_URL", self.upstream.url())
+                    .env("SECRET", SECRET);
+                if let Some(pool) = file.database().pool {
+                    launch = launch.env("DB_POOL", pool.to_string());
+                }
+                if let Some(t) = file.database().timeout_ms {
+                    launch = launch.env("DB_TIMEOUT_MS", t.to_string());
+                }
+                for (k, v) in env {
+                    launch = launch.env(k, v.clone());
+                }
+                launch
+            }
+            TargetKind::Command => {
+                let port = *self
+                    .ports
+                    .get(&spec.name)
+                    .ok_or(format!("no port for {}", spec.name))?;
+                let place = |text: &str| text.replace(PORT_PLACEHOLDER, &port.to_string());
+                let argv: Vec<String> = spec.command.iter().flatten().map(|a| place(a)).collect();
+                let cwd =
+                    file_dir(self.experiment).join(spec.cwd.as_deref().unwrap_or(Path::new(".")));
+                let program = Program::Command {
+                    argv,
+                    cwd,
+                    port,
+                    ready: spec.ready.clone(),
+                };
+                let mut launch = Launch::command(
+                    &spec.name,
+                    program,
+                    spec.ready_timeout.unwrap_or(Duration::from_secs(30)),
+                );
+                if let (Some(db), Some(_)) = (self.db, &file.database) {
+                    let var = file.database().env.as_deref().unwrap_or("DATABASE_URL");
+                    launch = launch.env(var, db);
+                }
+                for (k, v) in env {
+                    launch = launch.env(k, place(v));
+                }
+                if let Some(grace) = spec.stop_grace {
+                    launch.stop_grace = grace;
+                }
+                launch
+            }
+            TargetKind::Remote => return Err(format!("{} is remote: nothing to start", spec.name)),
+        };
+        launch.cpus = file.placement.target_cpus.as_ref().map(ToString::to_string);
+        launch.cpu_quota = spec.cpus;
+        launch.memory = spec
+            .memory
+            .as_deref()
+            .and_then(|m| crate::limits::parse_bytes(m).ok());
+        Ok(launch)
+    }
+}
+
+/// The checks a target is held to beside the contract: the file's shared `[[check]]` (for the
+/// targets not held to the contract) and its own.
+fn declared_checks(experiment: &Experiment, spec: &TargetSpec) -> Vec<CheckSpec> {
+    let shared = match spec.contract() {
+        Contract::Declared => experiment.file.checks.clone(),
+        Contract::Showdown => Vec::new(),
+    };
+    shared
+        .into_iter()
+        .chain(spec.checks.iter().cloned())
+        .collect()
+}
+
+/// Verifies every target of the plan: a local one is started for it (after its build).
+pub(super) async fn verify_targets(
+    launcher: &Launcher<'_>,
+    names: &[String],
+    builds: &BTreeMap<String, Result<(), String>>,
 ) -> Vec<Verification> {
-    let dir = crate::targets::directory();
+    let experiment = launcher.experiment;
     let mut out = Vec::new();
     for name in names {
         let Some(spec) = experiment.file.targets.iter().find(|t| &t.name == name) else {
             continue;
         };
-        let checks = match &spec.url {
-            Some(url) => {
-                let expect = Expect {
-                    database_url: None,
-                    secret: None,
-                    upstream_body: None,
-                };
-                Ok(verify::verify(url.trim_end_matches('/'), &expect).await)
-            }
-            None => match (&dir, db) {
-                (Ok(dir), Some(db)) => {
-                    let launch = target_launch(experiment, spec, &spec.env, db, upstream);
-                    match Target::start(dir, &launch).await {
-                        Ok(target) => {
-                            let expect = Expect {
-                                database_url: Some(db.to_string()),
-                                secret: Some(SECRET.into()),
-                                upstream_body: Some(upstream.body.clone()),
-                            };
-                            let verdict = verify::verify(&target.base_url(), &expect).await;
-                            let _ = target.stop(Duration::from_secs(15)).await;
-                            Ok(verdict)
-                        }
-                        Err(e) => Err(e.to_string()),
-                    }
-                }
-                (Err(e), _) => Err(e.to_string()),
-                (_, None) => Err("no database".into()),
-            },
+        let against = match spec.contract() {
+            Contract::Showdown => Against::Contract,
+            Contract::Declared => Against::Declared,
         };
-        let v = match checks {
-            Ok(verdict) => Verification {
-                target: name.clone(),
-                passed: verdict.passed(),
-                checks: verdict
-                    .checks
-                    .iter()
-                    .map(|c| (c.name.to_string(), c.outcome.clone()))
-                    .collect(),
-            },
-            Err(why) => Verification {
-                target: name.clone(),
-                passed: false,
-                checks: vec![("start".into(), Outcome::Failed(why))],
-            },
+        let mut verdict = Verdict::default();
+        if let Some(built) = builds.get(name) {
+            verdict.record("build", built.clone());
+        }
+        if verdict.passed() {
+            verify_one(launcher, spec, &mut verdict).await;
+        }
+        let v = Verification {
+            target: name.clone(),
+            passed: verdict.passed(),
+            against,
+            checks: verdict
+                .checks
+                .iter()
+                .map(|c| (c.name.clone(), c.outcome.clone()))
+                .collect(),
         };
         eprintln!(
-            "Verified {name} against targets/CONTRACT.md: {}",
+            "Verified {name} against {}: {}",
+            against.text(),
             if v.passed {
                 "passed".to_string()
             } else {
@@ -180,6 +355,67 @@ pub(super) async fn verify_targets(
         out.push(v);
     }
     out
+}
+
+/// Starts (or reaches) one target and adds its checks to `verdict`.
+async fn verify_one(launcher: &Launcher<'_>, spec: &TargetSpec, verdict: &mut Verdict) {
+    let experiment = launcher.experiment;
+    let declared = declared_checks(experiment, spec);
+    let contract = spec.contract() == Contract::Showdown;
+    if spec.kind() == TargetKind::Remote {
+        let base = spec
+            .url
+            .as_deref()
+            .unwrap_or_default()
+            .trim_end_matches('/');
+        if contract {
+            verdict
+                .checks
+                .extend(verify::verify(base, &Expect::default()).await.checks);
+        } else {
+            verdict.record(
+                "ready",
+                super::cell::reachable(base, spec.ready.as_deref(), Duration::from_secs(10)).await,
+            );
+        }
+        if verdict.passed() {
+            verdict
+                .checks
+                .extend(declared::check(base, &declared, launcher.db).await.checks);
+        }
+        return;
+    }
+    let started = match launcher.launch(spec, &spec.env) {
+        Ok(launch) => Target::start(&launch).await.map_err(|e| e.to_string()),
+        Err(why) => Err(why),
+    };
+    let target = match started {
+        Ok(t) => t,
+        Err(why) => return verdict.record("start", Err(why)),
+    };
+    verdict.record("start", Ok(()));
+    let base = target.base_url();
+    if contract {
+        let expect = Expect {
+            database_url: launcher.db.map(str::to_string),
+            secret: Some(SECRET.into()),
+            upstream_body: Some(launcher.upstream.body.clone()),
+        };
+        verdict
+            .checks
+            .extend(verify::verify(&base, &expect).await.checks);
+    }
+    verdict
+        .checks
+        .extend(declared::check(&base, &declared, launcher.db).await.checks);
+    if !verdict.passed() {
+        let output = target.output();
+        if !output.is_empty() {
+            verdict.record("its last output", Err(output));
+        }
+    }
+    let grace = target.stop_grace;
+    let _ = target.stop(grace).await;
 }
 
 pub(super) fn failures(v: &Verification) -> String {

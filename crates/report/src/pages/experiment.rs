@@ -195,14 +195,16 @@ pub fn experiment_page(
             }
         }
         @if !r.verification.is_empty() {
-            h2 { "Verification against targets/CONTRACT.md" }
+            h2 { "Verification" }
+            p.meta { "Before it is measured, each target is held to targets/CONTRACT.md (the built-in targets) or to the checks its experiment file declares (servers Showdown did not write). A target that fails is not measured." }
             div.scroll {
                 table {
-                    thead { tr { th { "target" } th { "result" } th { "checks" } } }
+                    thead { tr { th { "target" } th { "held to" } th { "result" } th { "checks" } } }
                     tbody {
                         @for v in &r.verification {
                             tr {
                                 td { (v.target) }
+                                td { (v.against.text()) }
                                 td { @if v.passed { span.badge.complete { "passed" } } @else { span.badge.failed { "failed" } } }
                                 td { @for (check, outcome) in &v.checks { (check) ": " (outcome) br; } }
                             }

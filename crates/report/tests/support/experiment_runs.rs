@@ -80,6 +80,7 @@ pub async fn drawn() -> Drawn {
                 file: "name = \"exp\"".into(),
             },
             verification: vec![Verification {
+                against: store::experiment::Against::Contract,
                 target: "fast".into(),
                 passed: true,
                 checks: vec![("GET /now".into(), store::vocabulary::Outcome::Passed)],
