@@ -29,6 +29,8 @@ pub enum Command {
     Demo(Box<DemoArgs>),
     /// List, show, export or delete kept runs.
     Runs(RunsArgs),
+    /// Find the highest constant rate a server sustains within an SLO (p99, errors, …).
+    Capacity(Box<CapacityArgs>),
     /// Run an experiment file: its targets, its matrix of cells, its pages.
     Experiment(ExperimentArgs),
     /// Serve the built-in target on its own (the demo starts it this way).
@@ -253,6 +255,10 @@ pub struct TargetArgs {
     pub stall_every: Duration,
     #[arg(long, value_name = "DURATION", default_value = "0s", value_parser = parse_duration)]
     pub service_time: Duration,
+    /// CPU spent per request on the target's only thread (one request at a time): a server
+    /// whose capacity is 1 / DURATION requests a second.
+    #[arg(long, value_name = "DURATION", default_value = "0s", value_parser = parse_duration)]
+    pub work: Duration,
 }
 
 /// How to print the summary.
@@ -278,10 +284,10 @@ pub struct OutputArgs {
     pub interval: Duration,
 }
 
+/// What to send, and how: the request and the connections, shared by `attack` and `capacity`.
 #[derive(Debug, Clone, Args)]
-#[command(group(ArgGroup::new("load").required(true).args(["rate", "steps", "ramp", "connections"])))]
 #[command(group(ArgGroup::new("what").required(true).args(["url", "targets"])))]
-pub struct AttackArgs {
+pub struct RequestArgs {
     /// The URL to attack, e.g. http://127.0.0.1:8080/users.
     pub url: Option<String>,
 
@@ -313,42 +319,14 @@ pub struct AttackArgs {
     #[arg(long, value_name = "FILE")]
     pub body_file: Option<PathBuf>,
 
-    /// Open loop at a constant rate (requests per second), with --duration or --requests.
-    #[arg(short = 'r', long, value_name = "REQ/S", value_parser = parse_rate)]
-    pub rate: Option<f64>,
-
-    /// Open loop in steps: rates one after another on one connection pool, e.g. 2000,3000,5000.
-    #[arg(long, value_name = "REQ/S,…", value_delimiter = ',', value_parser = parse_step_rate, requires = "step_duration")]
-    pub steps: Vec<f64>,
-
-    /// How long each of --steps lasts.
-    #[arg(long, value_name = "DURATION", value_parser = parse_duration, requires = "steps")]
-    pub step_duration: Option<Duration>,
-
-    /// Open loop with a rate ramping linearly over --duration, e.g. 100:5000.
-    #[arg(long, value_name = "FROM:TO", value_parser = parse_ramp, requires = "duration")]
-    pub ramp: Option<(f64, f64)>,
-
-    /// Closed loop: this many connections, each sending when its previous request completes.
-    #[arg(short = 'c', long, value_name = "N", value_parser = parse_connections)]
-    pub connections: Option<usize>,
-
-    /// How long to attack.
-    #[arg(short = 'd', long, value_name = "DURATION", value_parser = parse_duration, conflicts_with = "steps")]
-    pub duration: Option<Duration>,
-
-    /// How many requests to send (the run ends at this count or --duration, whichever is first).
-    #[arg(short = 'n', long, value_name = "N", value_parser = parse_count)]
-    pub requests: Option<u64>,
-
     /// Open loop: the most connections to open, over all threads [default: 10000].
-    #[arg(long, value_name = "N", value_parser = parse_connections, conflicts_with = "connections")]
+    #[arg(long, value_name = "N", value_parser = parse_connections)]
     pub max_connections: Option<usize>,
 
     /// Open loop: release requests in batches every WINDOW instead of each at its own
     /// microsecond; fewer wake-ups, less CPU, each request up to WINDOW late (recorded as
     /// lateness and counted in corrected latency). wrk2 paces this way with 1ms.
-    #[arg(long, value_name = "WINDOW", default_value = "0s", value_parser = parse_duration, conflicts_with = "connections")]
+    #[arg(long, value_name = "WINDOW", default_value = "0s", value_parser = parse_duration)]
     pub batch: Duration,
 
     /// Close each connection after one request.
@@ -370,6 +348,41 @@ pub struct AttackArgs {
     /// Give up on a request this long after sending it; it counts as an error of kind timeout.
     #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = parse_duration)]
     pub timeout: Duration,
+}
+
+#[derive(Debug, Clone, Args)]
+#[command(group(ArgGroup::new("load").required(true).args(["rate", "steps", "ramp", "connections"])))]
+pub struct AttackArgs {
+    #[command(flatten)]
+    pub request: RequestArgs,
+
+    /// Open loop at a constant rate (requests per second), with --duration or --requests.
+    #[arg(short = 'r', long, value_name = "REQ/S", value_parser = parse_rate)]
+    pub rate: Option<f64>,
+
+    /// Open loop in steps: rates one after another on one connection pool, e.g. 2000,3000,5000.
+    #[arg(long, value_name = "REQ/S,…", value_delimiter = ',', value_parser = parse_step_rate, requires = "step_duration")]
+    pub steps: Vec<f64>,
+
+    /// How long each of --steps lasts.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, requires = "steps")]
+    pub step_duration: Option<Duration>,
+
+    /// Open loop with a rate ramping linearly over --duration, e.g. 100:5000.
+    #[arg(long, value_name = "FROM:TO", value_parser = parse_ramp, requires = "duration")]
+    pub ramp: Option<(f64, f64)>,
+
+    /// Closed loop: this many connections, each sending when its previous request completes.
+    #[arg(short = 'c', long, value_name = "N", value_parser = parse_connections, conflicts_with_all = ["max_connections", "batch"])]
+    pub connections: Option<usize>,
+
+    /// How long to attack.
+    #[arg(short = 'd', long, value_name = "DURATION", value_parser = parse_duration, conflicts_with = "steps")]
+    pub duration: Option<Duration>,
+
+    /// How many requests to send (the run ends at this count or --duration, whichever is first).
+    #[arg(short = 'n', long, value_name = "N", value_parser = parse_count)]
+    pub requests: Option<u64>,
 
     /// Stop the run when an interval's p99 send lateness exceeds this.
     #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
@@ -390,6 +403,56 @@ pub struct AttackArgs {
 
     #[command(flatten)]
     pub shard: ShardArgs,
+}
+
+/// `loadgen capacity`: the highest constant rate served within an SLO.
+#[derive(Debug, Clone, Args)]
+pub struct CapacityArgs {
+    #[command(flatten)]
+    pub request: RequestArgs,
+
+    /// A term of the SLO every step must meet (repeatable): p99<=10ms, p99.9<=50ms, mean<=5ms,
+    /// errors<=0.1% (latencies are corrected: from each request's intended send time).
+    #[arg(long = "slo", value_name = "TERM", required = true, value_parser = parse_slo_term)]
+    pub slo: Vec<store::capacity::Term>,
+
+    /// The first rate tried [default: half of what a short closed loop of 16 connections served].
+    #[arg(long, value_name = "REQ/S", value_parser = parse_rate)]
+    pub start: Option<f64>,
+
+    /// Stop when the bracket (last pass, first fail) is this narrow, as a share of its low end.
+    #[arg(long, value_name = "PERCENT", default_value = "5%", value_parser = parse_percent)]
+    pub resolution: f64,
+
+    /// The measured window of each step.
+    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_duration)]
+    pub step: Duration,
+
+    /// The load before each step's window, left out of its verdict.
+    #[arg(long, value_name = "DURATION", default_value = "2s", value_parser = parse_duration)]
+    pub warmup: Duration,
+
+    /// The lowest rate to try.
+    #[arg(long, value_name = "REQ/S", default_value = "1", value_parser = parse_rate)]
+    pub min_rate: f64,
+
+    /// The highest rate to try.
+    #[arg(long, value_name = "REQ/S", default_value = "1000000", value_parser = parse_rate)]
+    pub max_rate: f64,
+
+    /// The most steps to run.
+    #[arg(long, value_name = "N", default_value = "30", value_parser = parse_count)]
+    pub max_steps: u64,
+
+    /// Summary format.
+    #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
+    pub output: OutputFormat,
+
+    #[command(flatten)]
+    pub store: StoreArgs,
+
+    #[command(flatten)]
+    pub probe: ProbeArgs,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -517,24 +580,57 @@ pub fn default_threads() -> usize {
 /// The open loop's default connection cap.
 pub const DEFAULT_MAX_CONNECTIONS: usize = 10_000;
 
-impl AttackArgs {
-    /// Checks the flags together and builds the plan.
-    pub fn plan(&self) -> Result<AttackPlan, Error> {
+impl RequestArgs {
+    /// The requests to send.
+    pub fn mix(&self) -> Result<RequestMix, Error> {
         let options = RequestOptions {
             method: self.method.clone(),
             headers: self.headers.clone(),
             body: self.body.clone(),
             body_file: self.body_file.clone(),
         };
-        let mix = match (&self.url, &self.targets) {
-            (_, Some(file)) => RequestMix::from_targets_file(file, &options)?,
-            (Some(url), None) => RequestMix::single(RequestSpec::new(url, &options)?),
-            (None, None) => {
-                return Err(Error::Usage(
-                    "give a URL to attack, or --targets FILE".into(),
-                ))
-            }
-        };
+        match (&self.url, &self.targets) {
+            (_, Some(file)) => Ok(RequestMix::from_targets_file(file, &options)?),
+            (Some(url), None) => Ok(RequestMix::single(RequestSpec::new(url, &options)?)),
+            (None, None) => Err(Error::Usage(
+                "give a URL to attack, or --targets FILE".into(),
+            )),
+        }
+    }
+
+    /// A plan of `load` with these requests and connections.
+    pub fn plan(
+        &self,
+        load: Load,
+        interval: Duration,
+        grace: Duration,
+    ) -> Result<AttackPlan, Error> {
+        if self.timeout.is_zero() {
+            return Err(Error::Usage(
+                "--timeout must be above 0, e.g. --timeout 30s".into(),
+            ));
+        }
+        Ok(AttackPlan {
+            mix: self.mix()?,
+            load,
+            threads: self.threads.unwrap_or_else(default_threads),
+            max_connections: self.max_connections.unwrap_or(DEFAULT_MAX_CONNECTIONS),
+            h2: self.h2,
+            insecure: self.insecure,
+            keepalive: !self.no_keepalive,
+            timeout: self.timeout,
+            interval,
+            grace,
+            max_lateness: None,
+            batch: self.batch,
+            shard: (0, 1),
+        })
+    }
+}
+
+impl AttackArgs {
+    /// Checks the flags together and builds the plan.
+    pub fn plan(&self) -> Result<AttackPlan, Error> {
         let load = if let Some(connections) = self.connections {
             if self.requests.is_none() && self.duration.is_none() {
                 return Err(Error::Usage(
@@ -573,80 +669,21 @@ impl AttackArgs {
                 requests: self.requests,
             }
         };
-        if self.timeout.is_zero() {
-            return Err(Error::Usage(
-                "--timeout must be above 0, e.g. --timeout 30s".into(),
-            ));
-        }
         if self.out.interval < Duration::from_millis(10) {
             return Err(Error::Usage(
                 "--interval must be at least 10ms, e.g. --interval 1s".into(),
             ));
         }
-        Ok(AttackPlan {
-            mix,
-            load,
-            threads: self.threads.unwrap_or_else(default_threads),
-            max_connections: self.max_connections.unwrap_or(DEFAULT_MAX_CONNECTIONS),
-            h2: self.h2,
-            insecure: self.insecure,
-            keepalive: !self.no_keepalive,
-            timeout: self.timeout,
-            interval: self.out.interval,
-            grace: self.grace,
-            max_lateness: self.max_lateness,
-            batch: self.batch,
-            shard: self.shard.shard.unwrap_or((0, 1)),
-        })
+        let mut plan = self.request.plan(load, self.out.interval, self.grace)?;
+        plan.max_lateness = self.max_lateness;
+        plan.shard = self.shard.shard.unwrap_or((0, 1));
+        Ok(plan)
     }
 
     /// How the run is kept and watched.
     pub fn keeping(&self, command_line: &[String]) -> Result<Keeping, Error> {
-        let mut keeping = self.store.keeping(command_line)?;
+        let mut keeping = self.probe.keeping(self.store.keeping(command_line)?)?;
         keeping.hdr_log = self.out.hdr_log.clone();
-        if !self.probe.probes.is_empty() && keeping.store_url.is_none() {
-            return Err(Error::Usage(
-                "--probe keeps the probes' samples with the run: drop --no-store".into(),
-            ));
-        }
-        if self.probe.probe_token_file.is_some()
-            && self.probe.probe_fingerprint.is_none()
-            && self.probe.probe_ca.is_none()
-        {
-            return Err(Error::Usage(
-                "--probe-token-file needs --probe-fingerprint or --probe-ca: a token is only sent over TLS that checks the probe is the one you mean".into(),
-            ));
-        }
-        let token = match &self.probe.probe_token_file {
-            Some(path) => Some(
-                probe::read_token(path)
-                    .map_err(|e| Error::Usage(format!("--probe-token-file: {e}")))?,
-            ),
-            None => None,
-        };
-        let trust = match (&self.probe.probe_fingerprint, &self.probe.probe_ca) {
-            (Some(fp), _) => Some(probe::tls::Trust::Fingerprint(
-                probe::tls::parse_fingerprint(fp).map_err(|e| Error::Usage(e.to_string()))?,
-            )),
-            (None, Some(ca)) => Some(probe::tls::Trust::Ca(ca.clone())),
-            (None, None) => None,
-        };
-        let tls = trust
-            .map(|t| probe::tls::ClientTls::new(&t))
-            .transpose()
-            .map_err(|e| Error::Usage(format!("--probe-ca: {e}")))?;
-        keeping.probes = self
-            .probe
-            .probes
-            .iter()
-            .map(|address| ProbeTarget {
-                address: address.clone(),
-                token: token.clone(),
-                tls: tls.clone(),
-            })
-            .collect();
-        keeping.pre_roll = self.probe.pre_roll;
-        keeping.post_roll = self.probe.post_roll;
         keeping.shard = match (&self.shard.run_group, self.shard.shard) {
             (Some(group), Some((index, count))) => Some(store::run::Shard {
                 group: group.clone(),
@@ -658,6 +695,76 @@ impl AttackArgs {
         keeping.start_at = self.shard.start_at;
         Ok(keeping)
     }
+}
+
+impl ProbeArgs {
+    /// `keeping` with these probes following the run.
+    pub fn keeping(&self, mut keeping: Keeping) -> Result<Keeping, Error> {
+        let this = self;
+        if !this.probes.is_empty() && keeping.store_url.is_none() {
+            return Err(Error::Usage(
+                "--probe keeps the probes' samples with the run: drop --no-store".into(),
+            ));
+        }
+        if this.probe_token_file.is_some()
+            && this.probe_fingerprint.is_none()
+            && this.probe_ca.is_none()
+        {
+            return Err(Error::Usage(
+                "--probe-token-file needs --probe-fingerprint or --probe-ca: a token is only sent over TLS that checks the probe is the one you mean".into(),
+            ));
+        }
+        let token = match &this.probe_token_file {
+            Some(path) => Some(
+                probe::read_token(path)
+                    .map_err(|e| Error::Usage(format!("--probe-token-file: {e}")))?,
+            ),
+            None => None,
+        };
+        let trust = match (&this.probe_fingerprint, &this.probe_ca) {
+            (Some(fp), _) => Some(probe::tls::Trust::Fingerprint(
+                probe::tls::parse_fingerprint(fp).map_err(|e| Error::Usage(e.to_string()))?,
+            )),
+            (None, Some(ca)) => Some(probe::tls::Trust::Ca(ca.clone())),
+            (None, None) => None,
+        };
+        let tls = trust
+            .map(|t| probe::tls::ClientTls::new(&t))
+            .transpose()
+            .map_err(|e| Error::Usage(format!("--probe-ca: {e}")))?;
+        keeping.probes = this
+            .probes
+            .iter()
+            .map(|address| ProbeTarget {
+                address: address.clone(),
+                token: token.clone(),
+                tls: tls.clone(),
+            })
+            .collect();
+        keeping.pre_roll = this.pre_roll;
+        keeping.post_roll = this.post_roll;
+        Ok(keeping)
+    }
+}
+
+fn parse_slo_term(text: &str) -> Result<store::capacity::Term, String> {
+    text.parse().map_err(|e: store::capacity::slo::SloError| {
+        format!(
+            "{}; write FIGURE<=BOUND: p99<=10ms, p99.9<=50ms, mean<=5ms, errors<=0.1%",
+            e.why
+        )
+    })
+}
+
+fn parse_percent(text: &str) -> Result<f64, String> {
+    text.trim()
+        .strip_suffix('%')
+        .and_then(|p| p.trim().parse::<f64>().ok())
+        .filter(|p| *p > 0.0 && *p < 100.0)
+        .map(|p| p / 100.0)
+        .ok_or(format!(
+            "{text:?} is not a percentage between 0% and 100%, e.g. 5%"
+        ))
 }
 
 fn parse_run_id(text: &str) -> Result<String, String> {

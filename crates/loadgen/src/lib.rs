@@ -14,6 +14,7 @@
 //! - [`cli`]: the flags, checked and turned into the plain values the others take;
 //!   `output` prints summaries and draws pages; `error` is what goes wrong, in words.
 
+pub mod capacity;
 pub mod cli;
 pub mod commands;
 pub mod engine;

@@ -74,6 +74,7 @@ fn a_stall_shows_in_corrected_latency_and_hides_in_service_time() {
     };
     let target = TargetServer::start(TargetConfig {
         service_time: Duration::ZERO,
+        work: Duration::ZERO,
         stall: Some(stall),
         record_responses: true,
     })

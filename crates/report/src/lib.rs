@@ -25,6 +25,7 @@ pub mod experiment;
 pub mod figures;
 pub mod pages;
 mod plot;
+pub mod search;
 pub mod site;
 pub mod tables;
 

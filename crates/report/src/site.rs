@@ -306,6 +306,23 @@ pub async fn write(store: &Store, options: &SiteOptions) -> Result<Site, ReportE
             .push((record.name.clone(), record.question.clone(), relative));
     }
 
+    for search in store.searches().await? {
+        let drawn = crate::search::charts(&search, &cache);
+        match drawn {
+            Ok(charts) => {
+                let relative = pages::search_path(&search.id);
+                w.page(&relative, pages::search_page(&search, &charts, &cache))?;
+                index
+                    .searches
+                    .push((search.name.clone(), pages::finding(&search), relative));
+            }
+            Err(e) => w
+                .site
+                .failures
+                .push((format!("search {}", search.name), e.to_string())),
+        }
+    }
+
     index.failures = w.site.failures.clone();
     w.site.index = w.page("index.html", pages::index(&index))?;
     Ok(w.site)

@@ -21,6 +21,7 @@
 //! - [`hdrlog`]: HdrHistogram interval logs, and histograms in HdrHistogram's own format.
 //! - [`import`]: a run saved locally while its store was down, brought back.
 
+pub mod capacity;
 mod config;
 mod db;
 pub mod diagnosis;

@@ -3,6 +3,7 @@
 //! its checked flags (`cli`) and gives back how the run ended.
 
 mod attack;
+mod capacity;
 mod demo;
 pub mod experiment;
 mod runs;
@@ -19,6 +20,7 @@ pub async fn run(
 ) -> Result<RunEnd, Error> {
     match command {
         Command::Attack(args) => attack::run(&args, shutdown, command_line).await,
+        Command::Capacity(args) => capacity::run(&args, shutdown, command_line).await,
         Command::Demo(args) => demo::run(&args, shutdown, command_line).await,
         Command::Runs(args) => runs::run(&args).await.map(|()| RunEnd::Completed),
         Command::Experiment(args) => experiment::run(&args, shutdown).await,

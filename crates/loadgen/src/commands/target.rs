@@ -11,7 +11,8 @@
 //! |-----------------|-----------------------------------------------------------|
 //! | `/status/{code}`| that status code                                          |
 //! | `/delay/{ms}`   | 200 after `ms` milliseconds (awaited: other requests go on) |
-//! | anything else   | 200 `{"now":<unix ms>}` after the configured service time   |
+//! | anything else   | 200 `{"now":<unix ms>}` after the configured service time, and the
+//! |                 | configured work (CPU spent on the only thread: one request at a time) |
 //!
 //! Request bodies are read and discarded.
 
@@ -48,6 +49,9 @@ pub struct Stall {
 pub struct TargetConfig {
     /// Time each ordinary request takes (awaited, so requests overlap; 1 ms resolution).
     pub service_time: Duration,
+    /// CPU each ordinary request spends on the server's only thread, which serves nothing
+    /// else meanwhile: a server whose capacity is known, 1 / `work` requests a second.
+    pub work: Duration,
     pub stall: Option<Stall>,
     /// Keep, for every request, its path and query and when its response was ready: the
     /// server-side truth that tests hold the generator's figures against.
@@ -197,9 +201,11 @@ async fn serve(
         };
         let _ = stream.set_nodelay(true);
         let (builder, stats) = (builder.clone(), stats.clone());
-        let (service_time, record) = (config.service_time, config.record_responses);
+        let (service_time, work, record) =
+            (config.service_time, config.work, config.record_responses);
         tokio::spawn(async move {
-            let service = service_fn(move |req| handle(req, service_time, record, stats.clone()));
+            let service =
+                service_fn(move |req| handle(req, service_time, work, record, stats.clone()));
             let _ = builder
                 .serve_connection(TokioIo::new(stream), service)
                 .await;
@@ -225,6 +231,7 @@ async fn stall_periodically(stall: Stall, stats: Arc<TargetStats>) {
 async fn handle(
     req: Request<Incoming>,
     service_time: Duration,
+    work: Duration,
     record: bool,
     stats: Arc<TargetStats>,
 ) -> Result<Response<Full<Bytes>>, Infallible> {
@@ -247,6 +254,12 @@ async fn handle(
     } else {
         if !service_time.is_zero() {
             tokio::time::sleep(service_time).await;
+        }
+        if !work.is_zero() {
+            let until = std::time::Instant::now() + work;
+            while std::time::Instant::now() < until {
+                std::hint::spin_loop();
+            }
         }
         let now = SystemTime::now()
             .duration_since(UNIX_EPOCH)
@@ -275,6 +288,7 @@ pub async fn serve_until_stdin_closes(args: &crate::cli::TargetArgs) -> Result<(
         args.listen,
         TargetConfig {
             service_time: args.service_time,
+            work: args.work,
             stall,
             record_responses: false,
         },

@@ -85,6 +85,16 @@ pub async fn execute(
     keeping: &Keeping,
     shutdown: &Shutdown,
 ) -> Result<Executed, Error> {
+    execute_with(plan, keeping, shutdown, &mut []).await
+}
+
+/// [`execute`], with more sinks for the intervals (a capacity step judges its own).
+pub async fn execute_with(
+    plan: &AttackPlan,
+    keeping: &Keeping,
+    shutdown: &Shutdown,
+    extra: &mut [&mut dyn IntervalSink],
+) -> Result<Executed, Error> {
     let mut hdr_log = match &keeping.hdr_log {
         Some(path) => {
             let comment = format!(
@@ -156,6 +166,9 @@ pub async fn execute(
     }
     if let Some(p) = progress.as_mut() {
         sinks.push(p);
+    }
+    for sink in extra.iter_mut() {
+        sinks.push(&mut **sink);
     }
     let outcome = attack::attack(plan, anchor, shutdown, &mut sinks).await;
     if let Some(p) = &progress {

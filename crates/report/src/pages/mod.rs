@@ -13,6 +13,7 @@
 //! compare/<slug>.html         a comparison (chosen with --compare, or one per experiment)
 //! labels/<slug>.html          the runs carrying one label
 //! experiments/<slug>.html     an experiment: its question answered from its cells
+//! searches/<id>.html          a capacity search: what it found, its steps
 //! ```
 
 use std::collections::BTreeMap;
@@ -29,12 +30,14 @@ use crate::tables::{self, format_bytes, Cell, Table};
 mod experiment;
 mod layout;
 mod paths;
+mod search;
 
 pub use experiment::{experiment_page, ExperimentLinks};
 pub use paths::{
     comparison_path, experiment_comparison_title, experiment_path, group_path, label_path, page_of,
-    run_path, slug,
+    run_path, search_path, slug,
 };
+pub use search::{finding, search_page};
 
 use layout::{charts, label_chips, layout, runs_table, status, table};
 
@@ -48,6 +51,8 @@ pub struct SiteIndex {
     pub groups: Vec<(String, usize)>,
     /// Experiments run from a file: (name, question, page).
     pub experiments: Vec<(String, String, String)>,
+    /// Capacity searches: (name, what they found, page).
+    pub searches: Vec<(String, String, String)>,
     /// Pages that could not be drawn: (what, why). Shown on the index, never silently dropped.
     pub failures: Vec<(String, String)>,
 }
@@ -88,6 +93,10 @@ pub fn index(site: &SiteIndex) -> Markup {
         @if !site.experiments.is_empty() {
             h2 { "Experiments" }
             ul { @for (name, question, path) in &site.experiments { li { a href=(path) { (name) } " — " (question) } } }
+        }
+        @if !site.searches.is_empty() {
+            h2 { "Capacity searches" }
+            ul { @for (name, found, path) in &site.searches { li { a href=(path) { (name) } " — " (found) } } }
         }
         @if !site.comparisons.is_empty() {
             h2 { "Comparisons" }

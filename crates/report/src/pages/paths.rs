@@ -60,6 +60,11 @@ pub fn comparison_path(title: &str) -> String {
     format!("compare/{}.html", slug(title))
 }
 
+/// A capacity search's page.
+pub fn search_path(id: &str) -> String {
+    format!("searches/{}.html", slug(id))
+}
+
 pub fn experiment_path(name: &str) -> String {
     format!("experiments/{}.html", slug(name))
 }

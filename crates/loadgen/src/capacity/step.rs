@@ -1,0 +1,166 @@
+//! One step of a search: a constant rate for the warm-up and the window, kept as an ordinary
+//! run (labelled with the search and the step), its window's intervals judged against the SLO.
+//! Also what lies between steps: the server's recovery, and the first rate's estimate.
+
+use std::io;
+use std::time::Duration;
+
+use store::capacity::{judge, Judgement, Slo};
+use store::model::IntervalStats;
+use store::summary::Summary;
+
+use crate::cli::RequestArgs;
+use crate::engine::attack::{IntervalSink, Load, Span};
+use crate::engine::schedule::Schedule;
+use crate::engine::shutdown::{Shutdown, Stop};
+use crate::keep::{self, Keeping};
+use crate::Error;
+
+/// Keeps every interval of a step in memory, with its place on the timeline, for its verdict.
+#[derive(Default)]
+struct Collect(Vec<(Span, IntervalStats)>);
+
+impl IntervalSink for Collect {
+    fn name(&self) -> String {
+        "the step's verdict".into()
+    }
+
+    fn interval(&mut self, span: Span, stats: &IntervalStats) -> io::Result<()> {
+        self.0.push((span, stats.clone()));
+        Ok(())
+    }
+}
+
+/// What steps share.
+pub struct Stepper<'a> {
+    pub request: &'a RequestArgs,
+    /// How each step is kept: the store, the probes, the search's labels.
+    pub keeping: Keeping,
+    pub slo: &'a Slo,
+    pub warmup: Duration,
+    pub shutdown: &'a Shutdown,
+}
+
+/// A step run and judged.
+pub struct Stepped {
+    pub judgement: Judgement,
+    pub summary: Summary,
+    pub run_id: Option<String>,
+    /// The window it was judged over.
+    pub window: Duration,
+}
+
+/// The intervals a step is recorded in: ten to a window, at most a second, at least 100 ms.
+pub fn interval_for(window: Duration) -> Duration {
+    (window / 10).clamp(Duration::from_millis(100), Duration::from_secs(1))
+}
+
+impl Stepper<'_> {
+    /// Runs step `number` at `rate` for the warm-up and `window`; `None` when stopped meanwhile.
+    pub async fn run(
+        &self,
+        number: u32,
+        rate: f64,
+        window: Duration,
+    ) -> Result<Option<Stepped>, Error> {
+        let interval = interval_for(window);
+        let load = Load::Open {
+            schedule: Schedule::constant(rate, Some(self.warmup + window))?,
+            requests: None,
+        };
+        let plan = self.request.plan(load, interval, Duration::from_secs(3))?;
+        let mut keeping = self.keeping.clone();
+        keeping.name = Some(format!(
+            "{} step {number}: {rate} req/s",
+            keeping.name.as_deref().unwrap_or("capacity")
+        ));
+        keeping
+            .labels
+            .insert(store::capacity::label::STEP.into(), number.to_string());
+        keeping.labels.insert("rate".into(), rate.to_string());
+        let mut collect = Collect::default();
+        let done = keep::execute_with(&plan, &keeping, self.shutdown, &mut [&mut collect]).await?;
+        if self.shutdown.state() != Stop::Running {
+            return Ok(None);
+        }
+        // The steady window: the whole intervals after the warm-up and before the end.
+        let (from, to) = (self.warmup, self.warmup + window);
+        let slack = interval / 100;
+        let steady: Vec<IntervalStats> = collect
+            .0
+            .into_iter()
+            .filter(|(span, _)| {
+                span.start + slack >= from && span.start + span.length <= to + slack
+            })
+            .map(|(_, stats)| stats)
+            .collect();
+        let judgement = judge::judge(
+            self.slo,
+            &steady,
+            interval.as_secs_f64(),
+            rate,
+            judge::generator_limit(&done.summary),
+        );
+        Ok(Some(Stepped {
+            judgement,
+            summary: done.summary,
+            run_id: done.run_id,
+            window,
+        }))
+    }
+
+    /// A short run that is not kept: its median corrected latency, or `None` without answers.
+    async fn sample(&self, load: Load) -> Result<Option<(u64, Summary)>, Error> {
+        let closed = matches!(load, Load::Closed { .. });
+        let mut plan =
+            self.request
+                .plan(load, Duration::from_millis(500), Duration::from_secs(1))?;
+        if closed {
+            plan.batch = Duration::ZERO;
+        }
+        let done = keep::execute(&plan, &Keeping::default(), self.shutdown).await?;
+        let s = done.summary;
+        Ok((s.requests.ok > 0).then_some((s.latency.corrected.p50_ns, s)))
+    }
+
+    /// Waits until the server has drained what an overloaded step left: a trickle of requests
+    /// answers within twice `baseline_ns` (the first step's median) and a millisecond, or 30 s
+    /// pass. Returns how long it took, or `None` if it never recovered.
+    pub async fn recover(&self, baseline_ns: Option<u64>) -> Result<Option<Duration>, Error> {
+        let started = std::time::Instant::now();
+        for _ in 0..30 {
+            if self.shutdown.state() != Stop::Running {
+                return Ok(None);
+            }
+            tokio::time::sleep(Duration::from_millis(500)).await;
+            let trickle = Load::Open {
+                schedule: Schedule::constant(20.0, Some(Duration::from_millis(500)))?,
+                requests: None,
+            };
+            let Some((p50, _)) = self.sample(trickle).await? else {
+                continue;
+            };
+            let Some(baseline) = baseline_ns else {
+                return Ok(Some(started.elapsed()));
+            };
+            if p50 <= 2 * baseline + 1_000_000 {
+                return Ok(Some(started.elapsed()));
+            }
+        }
+        Ok(None)
+    }
+
+    /// The first rate to try: half of what 16 connections of a closed loop served in 2 s.
+    pub async fn estimate(&self) -> Result<Option<f64>, Error> {
+        let closed = Load::Closed {
+            connections: 16,
+            requests: None,
+            duration: Some(Duration::from_secs(2)),
+        };
+        Ok(self
+            .sample(closed)
+            .await?
+            .map(|(_, s)| s.requests.throughput / 2.0)
+            .filter(|r| *r >= 1.0))
+    }
+}

@@ -1,0 +1,235 @@
+//! `loadgen capacity` against servers whose capacity is known by construction: the built-in
+//! target spending a fixed CPU time per request on its only thread (one request at a time, so
+//! it serves at most 1 / work a second), pinned to a CPU of its own while the generator has the
+//! other. The search must land within 10 % of the truth; a hog on the generator's CPU must make
+//! the steps invalid, never a lower capacity; a step above capacity whose queue builds slowly
+//! must fail as unstable even when its p99 is inside the SLO.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::io::BufRead;
+use std::process::{Child, Command, Stdio};
+
+use common::exclusive;
+use store::capacity::{Search, Status, Verdict};
+
+const LOADGEN: &str = env!("CARGO_BIN_EXE_loadgen");
+
+/// The built-in target, pinned to CPU 1, spending `work` per request; killed when dropped.
+struct Target {
+    child: Child,
+    url: String,
+}
+
+impl Target {
+    fn start(work: &str) -> Target {
+        let mut child = Command::new("taskset")
+            .args(["-c", "1", LOADGEN, "target", "--work", work])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        std::io::BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let addr = line
+            .trim()
+            .strip_prefix("listening on ")
+            .unwrap()
+            .to_string();
+        Target {
+            child,
+            url: format!("http://{addr}/"),
+        }
+    }
+}
+
+impl Drop for Target {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// `loadgen ARGS` on CPU 0.
+fn on_cpu0(args: &[&str]) -> std::process::Output {
+    let out = Command::new("taskset")
+        .args(["-c", "0", LOADGEN])
+        .args(args)
+        .output()
+        .unwrap();
+    eprintln!(
+        "loadgen {args:?}\n--- stdout\n{}--- stderr\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+/// The search `loadgen capacity URL ARGS` finds, from its JSON.
+fn capacity(url: &str, args: &[&str]) -> Search {
+    let mut all = vec!["capacity", url, "--no-store", "--output", "json"];
+    all.extend_from_slice(args);
+    let out = on_cpu0(&all);
+    serde_json::from_slice(&out.stdout).expect("the search as JSON")
+}
+
+/// The most the target serves: what 16 connections of a closed loop get from it.
+fn truth(url: &str) -> f64 {
+    let out = on_cpu0(&[
+        "attack",
+        url,
+        "-c",
+        "16",
+        "-d",
+        "3s",
+        "--no-store",
+        "--output",
+        "json",
+    ]);
+    let summary: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    summary["requests"]["throughput"].as_f64().unwrap()
+}
+
+#[test]
+fn the_capacity_found_is_within_ten_percent_of_the_truth() {
+    let _cpu = exclusive();
+    let target = Target::start("1ms");
+    let truth = truth(&target.url);
+    assert!(
+        (700.0..1_050.0).contains(&truth),
+        "1 ms a request: {truth} req/s at most"
+    );
+    let search = capacity(
+        &target.url,
+        &[
+            "--slo",
+            "p99<=20ms",
+            "--slo",
+            "errors<=0.1%",
+            "--step",
+            "2s",
+            "--warmup",
+            "500ms",
+        ],
+    );
+    assert_eq!(search.status, Status::Found, "{}", search.reason);
+    let found = search.capacity.unwrap();
+    let failed_at = search.failed_at.unwrap();
+    assert!(
+        (found - truth).abs() / truth <= 0.10,
+        "found {found} req/s, truly {truth}"
+    );
+    assert!(
+        truth <= failed_at * 1.05 && found <= truth * 1.05,
+        "the truth {truth} is inside or next to the bracket {found}–{failed_at}"
+    );
+    assert!(search.width().unwrap() <= 0.05 + 1e-9);
+    for step in &search.steps {
+        let (verdict, rate) = (step.judgement.verdict, step.rate);
+        if rate > truth * 1.05 {
+            assert_ne!(
+                verdict,
+                Verdict::Pass,
+                "{rate} req/s is past the truth {truth}"
+            );
+        }
+    }
+}
+
+#[test]
+fn a_step_whose_queue_builds_slowly_fails_as_unstable_though_its_p99_is_inside_the_slo() {
+    let _cpu = exclusive();
+    // 2 ms a request: at most 500 req/s. At 5 % more, the queue grows by 25 requests a second,
+    // 50 ms of latency a second: over 3 s, well inside a 2 s SLO.
+    let target = Target::start("2ms");
+    let truth = truth(&target.url);
+    let rate = format!("{:.0}", truth * 1.05);
+    let search = capacity(
+        &target.url,
+        &[
+            "--slo",
+            "p99<=2s",
+            "--step",
+            "3s",
+            "--warmup",
+            "500ms",
+            "--start",
+            &rate,
+            "--min-rate",
+            &rate,
+            "--max-rate",
+            &rate,
+        ],
+    );
+    let first = &search.steps[0].judgement;
+    assert_eq!(first.verdict, Verdict::Unstable, "{}", first.reason);
+    assert!(
+        first.terms[0].value < 2e9,
+        "its p99 alone would have passed: {first:?}"
+    );
+    assert_eq!(search.status, Status::BelowMinimum);
+    assert!(
+        search.capacity.is_none(),
+        "never a capacity from a step above it"
+    );
+}
+
+#[test]
+fn a_hog_on_the_generators_cpu_makes_the_search_invalid_not_the_server_slower() {
+    let _cpu = exclusive();
+    let target = Target::start("0s");
+    // Two busy loops on the generator's CPU: it gets a third of it.
+    let hogs: Vec<Child> = (0..2)
+        .map(|_| {
+            Command::new("taskset")
+                .args(["-c", "0", "sh", "-c", "while :; do :; done"])
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    let search = capacity(
+        &target.url,
+        &[
+            "--slo",
+            "p99<=10ms",
+            "--step",
+            "2s",
+            "--warmup",
+            "500ms",
+            "--start",
+            "40000",
+            "--threads",
+            "1",
+        ],
+    );
+    for mut h in hogs {
+        let _ = h.kill();
+        let _ = h.wait();
+    }
+    assert_eq!(search.status, Status::GeneratorLimited, "{}", search.reason);
+    assert!(
+        search.reason.contains("the generator is the limit"),
+        "{}",
+        search.reason
+    );
+    let last = search.steps.last().unwrap();
+    assert_eq!(last.judgement.verdict, Verdict::Invalid);
+    assert!(
+        search.capacity.is_none_or(|c| c < last.rate),
+        "no capacity at or above the rate the generator could not send"
+    );
+}
+
+#[test]
+fn a_bad_slo_is_one_line_that_gives_the_grammar() {
+    let out = std::process::Command::new(LOADGEN)
+        .args(["capacity", "http://127.0.0.1:9/", "--slo", "p99<10ms"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(said.contains("write FIGURE<=BOUND: p99<=10ms"), "{said}");
+}

@@ -1,0 +1,320 @@
+//! A step's verdict, from its measurements. The steady window only (after the warm-up): each
+//! SLO term's 95 % interval against its bound (pass when the whole interval is within it, fail
+//! when the whole of it is beyond, uncertain otherwise); the window failed as unstable when the
+//! queue grows within it, whatever its percentiles say (a step above capacity that is too short
+//! to show it must not pass); and invalid when the generator, not the server, was the limit.
+
+use serde::{Deserialize, Serialize};
+
+use super::interval::{self, Estimate};
+use super::slo::{Figure, Slo, Term};
+use crate::model::IntervalStats;
+use crate::summary::figures::Summary;
+use crate::vocabulary::LimitedBy;
+
+/// Below this share of the offered rate finished within the window, the server did not keep up.
+pub const KEPT_UP: f64 = 0.99;
+
+/// Latency grew across the window when its last third's median is this many times its first
+/// third's (and at least [`GROWTH_FLOOR_NS`] more).
+pub const GROWTH: f64 = 1.5;
+pub const GROWTH_FLOOR_NS: f64 = 1_000_000.0;
+
+/// How one step came out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Verdict {
+    /// Every term's interval within its bound, and the queue steady.
+    Pass,
+    /// A term's interval wholly beyond its bound.
+    Fail,
+    /// The queue grew within the window, or less than 99 % of the offered rate was served.
+    Unstable,
+    /// A term's interval straddles its bound: run again longer; still so, it counts as failed.
+    Uncertain,
+    /// The generator was the limit: the step says nothing of the server.
+    Invalid,
+}
+
+impl Verdict {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Verdict::Pass => "pass",
+            Verdict::Fail => "fail",
+            Verdict::Unstable => "fail (unstable)",
+            Verdict::Uncertain => "uncertain",
+            Verdict::Invalid => "invalid",
+        }
+    }
+
+    /// Whether the rate was served within the SLO.
+    pub fn passed(self) -> bool {
+        self == Verdict::Pass
+    }
+}
+
+/// One term as measured: the estimate with its interval, and how it compares with the bound.
+/// An unbounded end (too few samples) is kept as `null`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TermResult {
+    pub term: Term,
+    #[serde(with = "unbounded")]
+    pub value: f64,
+    #[serde(with = "unbounded")]
+    pub low: f64,
+    #[serde(with = "unbounded")]
+    pub high: f64,
+    pub verdict: Verdict,
+}
+
+/// An f64 that may be infinite (JSON has no infinity): `null` for it.
+mod unbounded {
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(v: &f64, s: S) -> Result<S::Ok, S::Error> {
+        if v.is_finite() {
+            s.serialize_f64(*v)
+        } else {
+            s.serialize_none()
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+        Ok(Option::<f64>::deserialize(d)?.unwrap_or(f64::INFINITY))
+    }
+}
+
+/// A step judged.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Judgement {
+    pub verdict: Verdict,
+    /// Why, in one sentence with the figures.
+    pub reason: String,
+    pub terms: Vec<TermResult>,
+    /// Requests finished per second within the window.
+    pub achieved: f64,
+    /// Requests in the window.
+    pub requests: u64,
+}
+
+/// Why the generator, not the server, limited a step's run, if it did: its own CPU, other
+/// processes on its CPUs, or the connection cap.
+pub fn generator_limit(summary: &Summary) -> Option<String> {
+    let limit = summary.generator.limited_by?;
+    (limit.is_generator() || limit == LimitedBy::ConnectionCap).then(|| {
+        crate::diagnosis::generator_fell_behind(summary)
+            .unwrap_or_else(|| format!("requests were held back by the {limit}"))
+    })
+}
+
+/// Judges the window `intervals` (each `interval_s` long) of a step offered `offered` req/s;
+/// `generator_limit` is why the generator limited the step's run, if it did
+/// ([`generator_limit`]).
+pub fn judge(
+    slo: &Slo,
+    intervals: &[IntervalStats],
+    interval_s: f64,
+    offered: f64,
+    generator_limit: Option<String>,
+) -> Judgement {
+    let mut total = IntervalStats::new(0, 1_000_000_000);
+    for i in intervals {
+        total.accumulate(i);
+    }
+    let seconds = intervals.len() as f64 * interval_s;
+    let finished = total.finished();
+    let achieved = if seconds > 0.0 {
+        finished as f64 / seconds
+    } else {
+        0.0
+    };
+    let terms: Vec<TermResult> = slo.terms.iter().map(|t| term(t, &total)).collect();
+    let judged = |verdict, reason: String| Judgement {
+        verdict,
+        reason,
+        terms: terms.clone(),
+        achieved,
+        requests: total.requests,
+    };
+    if let Some(why) = generator_limit {
+        return judged(Verdict::Invalid, why);
+    }
+    if finished == 0 {
+        return judged(
+            Verdict::Fail,
+            "no request finished within the window".into(),
+        );
+    }
+    if achieved < KEPT_UP * offered {
+        return judged(
+            Verdict::Unstable,
+            format!(
+                "served {achieved:.0} req/s of the {offered:.0} offered ({:.1} %): the server did not keep up",
+                100.0 * achieved / offered
+            ),
+        );
+    }
+    if let Some(growth) = growth(intervals) {
+        return judged(Verdict::Unstable, growth);
+    }
+    for (verdict, relation) in [
+        (Verdict::Fail, "wholly beyond"),
+        (Verdict::Uncertain, "straddling"),
+    ] {
+        if let Some(t) = terms.iter().find(|t| t.verdict == verdict) {
+            return judged(
+                verdict,
+                format!(
+                    "{} was {} (95 % interval {}–{}), {relation} {}",
+                    t.term.figure,
+                    t.term.value_text(t.value),
+                    t.term.value_text(t.low),
+                    t.term.value_text(t.high),
+                    t.term
+                ),
+            );
+        }
+    }
+    judged(Verdict::Pass, format!("{} held", slo))
+}
+
+fn term(t: &Term, total: &IntervalStats) -> TermResult {
+    let estimate = match t.figure {
+        Figure::Percentile(q) => interval::quantile(&total.corrected, q / 100.0),
+        Figure::Mean => interval::mean(&total.corrected),
+        Figure::Errors => {
+            let failed = total.finished().saturating_sub(total.ok);
+            interval::ratio(failed, total.finished())
+        }
+    };
+    let Estimate { value, low, high } = estimate.unwrap_or(Estimate {
+        value: f64::INFINITY,
+        low: f64::INFINITY,
+        high: f64::INFINITY,
+    });
+    // Errors bounded by 0 % pass only with none at all: no interval can show a zero rate.
+    let verdict = if t.figure == Figure::Errors && t.bound == 0.0 {
+        if value == 0.0 {
+            Verdict::Pass
+        } else {
+            Verdict::Fail
+        }
+    } else if high <= t.bound {
+        Verdict::Pass
+    } else if low > t.bound {
+        Verdict::Fail
+    } else {
+        Verdict::Uncertain
+    };
+    TermResult {
+        term: *t,
+        value,
+        low,
+        high,
+        verdict,
+    }
+}
+
+/// Whether the queue grew across the window: the median latency of its last third well above
+/// its first third's, rising through the middle, or the requests in flight doing the same.
+fn growth(intervals: &[IntervalStats]) -> Option<String> {
+    if intervals.len() < 3 {
+        return None;
+    }
+    let third = intervals.len() / 3;
+    let parts = [
+        &intervals[..third],
+        &intervals[third..intervals.len() - third],
+        &intervals[intervals.len() - third..],
+    ];
+    let median = |part: &[IntervalStats]| {
+        let mut h = crate::model::new_histogram(1_000_000_000);
+        for i in part {
+            let _ = h.add(&i.corrected);
+        }
+        h.value_at_quantile(0.5) as f64
+    };
+    let [first, middle, last] = parts.map(median);
+    if last > GROWTH * first + GROWTH_FLOOR_NS && middle >= first {
+        return Some(format!(
+            "latency grew within the window (median {} in its first third, {} in its last): a queue was building",
+            crate::summary::text::format_ns(first as u64),
+            crate::summary::text::format_ns(last as u64)
+        ));
+    }
+    let flight = |part: &[IntervalStats]| {
+        part.iter().map(|i| i.in_flight as f64).sum::<f64>() / part.len().max(1) as f64
+    };
+    let [first, middle, last] = parts.map(flight);
+    if last > 2.0 * first + 2.0 && middle >= first {
+        return Some(format!(
+            "requests in flight grew within the window ({first:.0} on average in its first third, {last:.0} in its last): a queue was building"
+        ));
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn window(latencies_ms: &[&[u64]], requests: u64) -> Vec<IntervalStats> {
+        latencies_ms
+            .iter()
+            .enumerate()
+            .map(|(i, lat)| {
+                let mut s = IntervalStats::new(i as u64, 10_000_000_000);
+                for &ms in *lat {
+                    s.corrected.record(ms * 1_000_000).unwrap();
+                }
+                s.requests = requests;
+                s.responses = lat.len() as u64;
+                s.ok = lat.len() as u64;
+                s
+            })
+            .collect()
+    }
+
+    fn slo(text: &str) -> Slo {
+        Slo {
+            terms: vec![text.parse().unwrap()],
+        }
+    }
+
+    #[test]
+    fn a_term_is_passed_failed_or_uncertain_by_its_interval() {
+        let steady: Vec<u64> = (1..=1000).map(|i| 1 + i % 10).collect();
+        let w = window(&[&steady, &steady, &steady], 1000);
+        let pass = judge(&slo("p99<=20ms"), &w, 1.0, 1000.0, None);
+        assert_eq!(pass.verdict, Verdict::Pass, "{}", pass.reason);
+        let fail = judge(&slo("p99<=5ms"), &w, 1.0, 1000.0, None);
+        assert_eq!(fail.verdict, Verdict::Fail, "{}", fail.reason);
+        // p99 of 1..=10 ms is 10 ms, and its interval reaches both sides of 10 ms.
+        let near = judge(&slo("p99<=10ms"), &w, 1.0, 1000.0, None);
+        assert_eq!(near.verdict, Verdict::Uncertain, "{}", near.reason);
+        assert!(near.reason.contains("straddling"), "{}", near.reason);
+    }
+
+    #[test]
+    fn a_growing_queue_or_a_short_fall_is_unstable_whatever_the_percentiles() {
+        let rising: Vec<Vec<u64>> = (0..9).map(|i| vec![1 + 3 * i; 100]).collect();
+        let parts: Vec<&[u64]> = rising.iter().map(Vec::as_slice).collect();
+        let w = window(&parts, 100);
+        let j = judge(&slo("p99<=1s"), &w, 1.0, 100.0, None);
+        assert_eq!(j.verdict, Verdict::Unstable, "{}", j.reason);
+        assert!(j.reason.contains("latency grew"), "{}", j.reason);
+        let short = vec![2u64; 95];
+        let w = window(&[&short, &short, &short], 100);
+        let j = judge(&slo("p99<=1s"), &w, 1.0, 100.0, None);
+        assert_eq!(j.verdict, Verdict::Unstable);
+        assert!(j.reason.contains("did not keep up"), "{}", j.reason);
+    }
+
+    #[test]
+    fn a_step_the_generator_limited_is_invalid() {
+        let steady = vec![1u64; 100];
+        let w = window(&[&steady, &steady, &steady], 100);
+        let j = judge(&slo("p99<=1s"), &w, 1.0, 100.0, Some("its CPU".into()));
+        assert_eq!(j.verdict, Verdict::Invalid);
+    }
+}

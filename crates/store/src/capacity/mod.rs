@@ -1,0 +1,173 @@
+//! Capacity searches: the highest constant rate a server sustains within an SLO. Each step of a
+//! search is an ordinary run (labelled with the search's id and its step); this module holds
+//! the SLO ([`slo`]), the confidence intervals a step is judged with ([`interval`]), the
+//! judging ([`judge`]), and the search as kept, for its page.
+
+pub mod interval;
+pub mod judge;
+pub mod slo;
+
+use serde::{Deserialize, Serialize};
+use sqlx::Row;
+
+use crate::db::{Store, StoreError};
+pub use judge::{Judgement, Verdict};
+pub use slo::{Slo, Term};
+
+/// Labels a search's runs carry.
+pub mod label {
+    /// The search's id.
+    pub const SEARCH: &str = "search";
+    /// The step's number, from 1.
+    pub const STEP: &str = "step";
+}
+
+/// How a search is run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Settings {
+    pub start: f64,
+    /// The bracket's width at which the search stops, as a share of its low end.
+    pub resolution: f64,
+    /// The measured window of a step, s.
+    pub step_s: f64,
+    /// The warm-up before each window, s.
+    pub warmup_s: f64,
+    pub min_rate: f64,
+    pub max_rate: f64,
+}
+
+/// One step as kept.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Step {
+    /// From 1.
+    pub number: u32,
+    pub rate: f64,
+    /// The run it is kept as.
+    pub run_id: Option<String>,
+    /// The window it was judged over, s (longer when an uncertain step was run again).
+    pub window_s: f64,
+    pub judgement: Judgement,
+}
+
+/// How a search ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Status {
+    Running,
+    /// The bracket reached the resolution.
+    Found,
+    /// The server missed the SLO at the lowest rate tried.
+    BelowMinimum,
+    /// The server passed at the highest rate allowed: its capacity is at least that.
+    AboveMaximum,
+    /// The generator was the limit: nothing is said of the server beyond the last pass.
+    GeneratorLimited,
+    /// Stopped by the user, or by a failure (the server went away); the bracket so far kept.
+    Interrupted,
+    /// Out of steps before the bracket was narrow enough.
+    OutOfSteps,
+}
+
+impl Status {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Running => "running",
+            Status::Found => "found",
+            Status::BelowMinimum => "below the lowest rate",
+            Status::AboveMaximum => "above the highest rate",
+            Status::GeneratorLimited => "generator-limited",
+            Status::Interrupted => "interrupted",
+            Status::OutOfSteps => "out of steps",
+        }
+    }
+}
+
+/// A search as kept: what it looked for, every step, and what it found.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Search {
+    pub id: String,
+    pub name: String,
+    /// The experiment it is a cell of, if any.
+    pub experiment: Option<String>,
+    /// What was searched (the URL or the targets file), redacted.
+    pub target: String,
+    pub slo: Slo,
+    pub settings: Settings,
+    pub steps: Vec<Step>,
+    pub status: Status,
+    /// The highest rate that passed.
+    pub capacity: Option<f64>,
+    /// The lowest rate that did not (after the highest pass).
+    pub failed_at: Option<f64>,
+    /// Why the search ended where it did, in one sentence.
+    pub reason: String,
+    /// The labels its runs carry beside `search` and `step` (an experiment's cell).
+    pub labels: std::collections::BTreeMap<String, String>,
+    pub started_at_ns: i64,
+    pub updated_at_ns: i64,
+}
+
+impl Search {
+    /// The bracket `[capacity, failed_at]` as a share of its low end.
+    pub fn width(&self) -> Option<f64> {
+        match (self.capacity, self.failed_at) {
+            (Some(low), Some(high)) if low > 0.0 => Some((high - low) / low),
+            _ => None,
+        }
+    }
+}
+
+impl Store {
+    /// Keeps (or replaces) a search.
+    pub async fn put_search(&self, s: &Search) -> Result<(), StoreError> {
+        let mut kept = s.clone();
+        kept.target = redact::text(&s.target);
+        kept.name = redact::text(&s.name);
+        let body = serde_json::to_string(&kept).unwrap_or_default();
+        let mut tx = self.pool().begin().await?;
+        sqlx::query("DELETE FROM searches WHERE id = $1")
+            .bind(&s.id)
+            .execute(&mut *tx)
+            .await?;
+        sqlx::query(
+            "INSERT INTO searches (id, name, experiment, status, started_at_ns, updated_at_ns, body) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7)",
+        )
+        .bind(&kept.id)
+        .bind(&kept.name)
+        .bind(&kept.experiment)
+        .bind(kept.status.as_str())
+        .bind(kept.started_at_ns)
+        .bind(kept.updated_at_ns)
+        .bind(body)
+        .execute(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// Every search kept, oldest first.
+    pub async fn searches(&self) -> Result<Vec<Search>, StoreError> {
+        let rows = sqlx::query("SELECT id, body FROM searches ORDER BY started_at_ns, id")
+            .fetch_all(self.pool())
+            .await?;
+        let mut out = Vec::new();
+        for row in rows {
+            let id: String = row.try_get("id")?;
+            let body: String = row.try_get("body")?;
+            out.push(
+                serde_json::from_str(&body).map_err(|e| StoreError::Corrupt {
+                    id: format!("of search {id}"),
+                    what: "body".into(),
+                    message: e.to_string(),
+                })?,
+            );
+        }
+        Ok(out)
+    }
+
+    /// One search, if kept.
+    pub async fn search(&self, id: &str) -> Result<Option<Search>, StoreError> {
+        Ok(self.searches().await?.into_iter().find(|s| s.id == id))
+    }
+}

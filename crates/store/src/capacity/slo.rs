@@ -1,0 +1,199 @@
+//! A service-level objective: terms such as `p99<=10ms`, `mean<=5ms`, `errors<=0.1%`, every one
+//! of which a step must meet to pass.
+
+use std::fmt;
+use std::str::FromStr;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+/// What a term bounds.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Figure {
+    /// A percentile of the corrected latency (from each request's intended send time), 0–100.
+    Percentile(f64),
+    /// The mean corrected latency.
+    Mean,
+    /// The share of requests that failed (an error, or a status other than 2xx/3xx).
+    Errors,
+}
+
+/// One term: a figure at most a bound.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Term {
+    pub figure: Figure,
+    /// Nanoseconds for a latency, a ratio (0–1) for errors.
+    pub bound: f64,
+}
+
+/// Every term, all of which must hold.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Slo {
+    pub terms: Vec<Term>,
+}
+
+/// An SLO term that does not parse: the message gives the grammar.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "--slo {text:?}: {why}; write FIGURE<=BOUND: p99<=10ms, p99.9<=50ms, mean<=5ms, errors<=0.1%"
+)]
+pub struct SloError {
+    pub text: String,
+    pub why: String,
+}
+
+impl FromStr for Term {
+    type Err = SloError;
+
+    fn from_str(text: &str) -> Result<Term, SloError> {
+        let error = |why: &str| SloError {
+            text: text.to_string(),
+            why: why.to_string(),
+        };
+        let compact: String = text.chars().filter(|c| !c.is_whitespace()).collect();
+        let (figure, bound) = compact.split_once("<=").ok_or_else(|| error("no <="))?;
+        let figure = match figure.to_ascii_lowercase().as_str() {
+            "mean" | "avg" => Figure::Mean,
+            "errors" | "error" | "error_rate" => Figure::Errors,
+            p => {
+                let q: f64 = p
+                    .strip_prefix('p')
+                    .and_then(|q| q.parse().ok())
+                    .ok_or_else(|| {
+                        error(&format!(
+                            "{figure:?} is not p50, p99, p99.9, mean or errors"
+                        ))
+                    })?;
+                if !(q > 0.0 && q < 100.0) {
+                    return Err(error("a percentile is above 0 and below 100"));
+                }
+                Figure::Percentile(q)
+            }
+        };
+        let bound = match figure {
+            Figure::Errors => {
+                let pct = bound
+                    .strip_suffix('%')
+                    .ok_or_else(|| error("an error bound is a percentage, e.g. 0.1%"))?;
+                let pct: f64 = pct
+                    .parse()
+                    .ok()
+                    .filter(|p: &f64| (0.0..=100.0).contains(p))
+                    .ok_or_else(|| error("an error bound is a percentage from 0% to 100%"))?;
+                pct / 100.0
+            }
+            _ => {
+                let d = humantime::parse_duration(bound)
+                    .map_err(|_| error(&format!("{bound:?} is not a duration such as 10ms")))?;
+                if d.is_zero() {
+                    return Err(error("a latency bound is above 0"));
+                }
+                d.as_nanos() as f64
+            }
+        };
+        Ok(Term { figure, bound })
+    }
+}
+
+impl fmt::Display for Figure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Figure::Percentile(q) => write!(f, "p{q}"),
+            Figure::Mean => f.write_str("mean"),
+            Figure::Errors => f.write_str("errors"),
+        }
+    }
+}
+
+impl Slo {
+    /// The fewest requests a window needs for every term to be decidable: enough to bound each
+    /// percentile from above, and to show an error ratio below its bound with none observed
+    /// (twice over, for a margin).
+    pub fn samples_needed(&self) -> u64 {
+        self.terms
+            .iter()
+            .map(|t| match t.figure {
+                Figure::Percentile(q) => 2 * super::interval::samples_to_bound(q / 100.0),
+                Figure::Errors if t.bound > 0.0 => (2.0 * 3.84 / t.bound).ceil() as u64,
+                _ => 30,
+            })
+            .max()
+            .unwrap_or(30)
+    }
+}
+
+impl Term {
+    /// A value of this term's figure in words (`9.8 ms`, `0.05 %`).
+    pub fn value_text(&self, value: f64) -> String {
+        match self.figure {
+            Figure::Errors => format!("{} %", trim(value * 100.0)),
+            _ if value.is_infinite() => "unbounded".into(),
+            _ => crate::summary::text::format_ns(value.max(0.0) as u64),
+        }
+    }
+}
+
+impl fmt::Display for Term {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.figure {
+            Figure::Errors => write!(f, "errors<={}%", trim(self.bound * 100.0)),
+            _ => write!(
+                f,
+                "{}<={}",
+                self.figure,
+                humantime::format_duration(Duration::from_nanos(self.bound as u64))
+            ),
+        }
+    }
+}
+
+impl fmt::Display for Slo {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let terms: Vec<String> = self.terms.iter().map(ToString::to_string).collect();
+        f.write_str(&terms.join(" and "))
+    }
+}
+
+/// A number without trailing zeros: 0.1, 1, 2.5.
+fn trim(v: f64) -> String {
+    let s = format!("{v:.4}");
+    s.trim_end_matches('0').trim_end_matches('.').to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn terms_read_and_print_as_written() {
+        for (text, shown) in [
+            ("p99<=10ms", "p99<=10ms"),
+            ("p99.9 <= 50ms", "p99.9<=50ms"),
+            ("mean<=5ms", "mean<=5ms"),
+            ("errors<=0.1%", "errors<=0.1%"),
+            ("errors<=0%", "errors<=0%"),
+        ] {
+            let term: Term = text.parse().unwrap();
+            assert_eq!(term.to_string(), shown);
+        }
+        let t: Term = "p99<=10ms".parse().unwrap();
+        assert_eq!((t.figure, t.bound), (Figure::Percentile(99.0), 1e7));
+    }
+
+    #[test]
+    fn bad_terms_name_the_grammar() {
+        for bad in [
+            "p99<10ms",
+            "p100<=1ms",
+            "q99<=1ms",
+            "p99<=fast",
+            "errors<=1",
+            "errors<=200%",
+            "p99<=0ms",
+        ] {
+            let e = bad.parse::<Term>().unwrap_err().to_string();
+            assert!(e.contains("write FIGURE<=BOUND"), "{bad}: {e}");
+        }
+    }
+}
