@@ -54,6 +54,9 @@ pub struct ExperimentFile {
     pub load: LoadSpec,
     #[serde(default)]
     pub loads: BTreeMap<String, LoadSpec>,
+    /// Every cell a capacity search instead of a fixed load: the highest rate each target
+    /// sustains within the SLO (`loadgen capacity`).
+    pub search: Option<SearchSpec>,
     /// Axis name → values, in the file's order (the first axis other than `target` is the
     /// x-axis of the page's charts across settings). An axis that is not one of the known ones
     /// is a parameter: its value replaces `{NAME}` in the load's path, body and mix.
@@ -273,6 +276,27 @@ impl TargetSpec {
     pub fn run_name(&self) -> &str {
         self.run.as_deref().unwrap_or(&self.name)
     }
+}
+
+/// `[search]`: what `loadgen capacity` looks for in every cell.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct SearchSpec {
+    /// The SLO's terms: `["p99<=10ms", "errors<=0.1%"]`.
+    pub slo: Vec<String>,
+    /// The first rate (by default, half what a short closed loop served).
+    pub start: Option<f64>,
+    /// The bracket's width at which a search stops, `"5%"`.
+    pub resolution: Option<String>,
+    /// Each step's measured window (`10s` when absent).
+    #[serde(default, deserialize_with = "some_duration")]
+    pub step: Option<Duration>,
+    /// The load before each step's window (`2s` when absent).
+    #[serde(default, deserialize_with = "some_duration")]
+    pub warmup: Option<Duration>,
+    pub min_rate: Option<f64>,
+    pub max_rate: Option<f64>,
+    pub max_steps: Option<u64>,
 }
 
 /// Open loop or closed loop.
@@ -528,6 +552,12 @@ fn check(file: &ExperimentFile) -> Result<(), String> {
     for c in &file.checks {
         check_check(c, file.database.is_some()).map_err(|e| format!("[[check]] {e}"))?;
     }
+    if let Some(search) = &file.search {
+        check_search(search)?;
+        if file.matrix.contains_key("rate") || file.matrix.contains_key("steps") {
+            return Err("[search] chooses the rates: drop the rate and steps axes".into());
+        }
+    }
     for (axis, values) in &file.matrix {
         if axis == "env" {
             let toml::Value::Table(vars) = values else {
@@ -707,6 +737,40 @@ fn check_check(c: &CheckSpec, has_database: bool) -> Result<(), String> {
             return Err(format!(
                 "{what}: header {header:?} is not a valid HTTP header"
             ));
+        }
+    }
+    Ok(())
+}
+
+fn check_search(search: &SearchSpec) -> Result<(), String> {
+    if search.slo.is_empty() {
+        return Err(
+            "[search] slo is empty: write e.g. slo = [\"p99<=10ms\", \"errors<=0.1%\"]".into(),
+        );
+    }
+    for term in &search.slo {
+        term.parse::<store::capacity::Term>()
+            .map_err(|e| format!("[search] slo: {:?}: {}; write FIGURE<=BOUND: p99<=10ms, p99.9<=50ms, mean<=5ms, errors<=0.1%", term, e.why))?;
+    }
+    if let Some(r) = &search.resolution {
+        let ok = r
+            .trim()
+            .strip_suffix('%')
+            .and_then(|p| p.trim().parse::<f64>().ok())
+            .is_some_and(|p| p > 0.0 && p < 100.0);
+        if !ok {
+            return Err(format!(
+                "[search] resolution {r:?} is not a percentage, e.g. \"5%\""
+            ));
+        }
+    }
+    let positive = |v: Option<f64>| v.is_none_or(|v| v > 0.0 && v.is_finite());
+    if !positive(search.start) || !positive(search.min_rate) || !positive(search.max_rate) {
+        return Err("[search] start, min_rate and max_rate are rates above 0".into());
+    }
+    if let (Some(lo), Some(hi)) = (search.min_rate, search.max_rate) {
+        if lo > hi {
+            return Err("[search] min_rate is above max_rate".into());
         }
     }
     Ok(())

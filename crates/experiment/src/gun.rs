@@ -45,6 +45,8 @@ pub struct Attack {
     pub post_roll: Duration,
     /// Where a mix's targets file is written.
     pub workdir: PathBuf,
+    /// A capacity search (`loadgen capacity`) instead of a fixed load.
+    pub search: Option<crate::file::SearchSpec>,
 }
 
 fn secs(d: Duration) -> String {
@@ -73,6 +75,9 @@ impl Attack {
 
     /// The `loadgen attack` arguments: nothing secret (see [`Attack::env`]).
     pub fn args(&self) -> Result<Vec<String>, GunError> {
+        if let Some(search) = &self.search {
+            return self.capacity_args(search);
+        }
         let load = &self.load;
         let mut args: Vec<String> = vec!["attack".into()];
         let mut push = |a: &[&str]| args.extend(a.iter().map(|s| s.to_string()));
@@ -118,13 +123,61 @@ impl Attack {
             }
         }
         if load.mode() == Mode::Open {
-            if let Some(c) = load.connections {
-                push(&["--max-connections", &c.to_string()]);
-            }
-            if let Some(b) = load.batch.filter(|b| !b.is_zero()) {
-                push(&["--batch", &format!("{}us", b.as_micros().max(1))]);
-            }
+            self.open_args(&mut args);
         }
+        self.request_args(&mut args)?;
+        Ok(args)
+    }
+
+    /// `loadgen capacity`'s arguments: the search, then the requests as for an attack.
+    fn capacity_args(&self, search: &crate::file::SearchSpec) -> Result<Vec<String>, GunError> {
+        let mut args: Vec<String> = vec!["capacity".into()];
+        let mut push = |a: &[&str]| args.extend(a.iter().map(|s| s.to_string()));
+        for term in &search.slo {
+            push(&["--slo", term]);
+        }
+        if let Some(r) = search.start {
+            push(&["--start", &rate(r)]);
+        }
+        if let Some(r) = &search.resolution {
+            push(&["--resolution", r.trim()]);
+        }
+        if let Some(d) = search.step {
+            push(&["--step", &secs(d)]);
+        }
+        if let Some(d) = search.warmup {
+            push(&["--warmup", &secs(d)]);
+        }
+        if let Some(r) = search.min_rate {
+            push(&["--min-rate", &rate(r)]);
+        }
+        if let Some(r) = search.max_rate {
+            push(&["--max-rate", &rate(r)]);
+        }
+        if let Some(n) = search.max_steps {
+            push(&["--max-steps", &n.to_string()]);
+        }
+        self.open_args(&mut args);
+        self.request_args(&mut args)?;
+        Ok(args)
+    }
+
+    /// An open loop's pool cap and pacing.
+    fn open_args(&self, args: &mut Vec<String>) {
+        let load = &self.load;
+        let mut push = |a: &[&str]| args.extend(a.iter().map(|s| s.to_string()));
+        if let Some(c) = load.connections {
+            push(&["--max-connections", &c.to_string()]);
+        }
+        if let Some(b) = load.batch.filter(|b| !b.is_zero()) {
+            push(&["--batch", &format!("{}us", b.as_micros().max(1))]);
+        }
+    }
+
+    /// What every run of a cell takes: the requests, the store's labels, the probe, the URL.
+    fn request_args(&self, args: &mut Vec<String>) -> Result<(), GunError> {
+        let load = &self.load;
+        let mut push = |a: &[&str]| args.extend(a.iter().map(|s| s.to_string()));
         if let Some(t) = load.timeout {
             push(&["--timeout", &secs(t)]);
         }
@@ -175,7 +228,7 @@ impl Attack {
                 load.path.as_deref().unwrap_or("/")
             )]);
         }
-        Ok(args)
+        Ok(())
     }
 
     /// A mix as loadgen's targets file (TOML).
@@ -229,6 +282,8 @@ pub enum GunError {
 pub struct Fired {
     /// The JSON summary, when loadgen printed one.
     pub summary: Option<store::summary::Summary>,
+    /// The search, when it was one (`loadgen capacity`).
+    pub search: Option<store::capacity::Search>,
     /// loadgen's exit code (0 done, 3 stopped early; see docs/loadgen.md).
     pub code: Option<i32>,
     /// What it said on standard error (its last lines).
@@ -283,6 +338,7 @@ impl Gun {
         let said = said.into_iter().rev().collect::<Vec<_>>().join(" | ");
         Ok(Fired {
             summary: serde_json::from_slice(&out.stdout).ok(),
+            search: serde_json::from_slice(&out.stdout).ok(),
             code: out.status.code(),
             said,
         })

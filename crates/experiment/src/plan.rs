@@ -122,6 +122,8 @@ pub enum LoadError {
     NoConnections,
     #[error("a closed loop needs a duration (with requests, it bounds the run)")]
     ClosedWithoutDuration,
+    #[error("[search] chooses the rates: drop rate, steps and mode = \"closed\" from the load")]
+    RateInSearch,
 }
 
 /// The largest `--scale`: beyond it durations and rates stop meaning anything.
@@ -168,6 +170,26 @@ pub struct Plan {
     pub post_roll: Duration,
     /// Cells this host's generator is unlikely to keep up with, and why (see [`capacity`]).
     pub warnings: Vec<String>,
+    /// The file's `[search]`, its step and warm-up scaled: every cell is a capacity search.
+    pub search: Option<crate::file::SearchSpec>,
+}
+
+/// A search's steps, for estimates: about this many per cell.
+pub const SEARCH_STEPS: u32 = 8;
+
+impl Plan {
+    /// About how long one cell's load lasts: its own, or a search's steps.
+    pub fn cell_load_time(&self, cell: &Cell) -> Duration {
+        match &self.search {
+            Some(s) => {
+                (s.step.unwrap_or(Duration::from_secs(10))
+                    + s.warmup.unwrap_or(Duration::from_secs(2))
+                    + Duration::from_secs(1))
+                    * SEARCH_STEPS
+            }
+            None => cell.load_time(),
+        }
+    }
 }
 
 /// The generator's CPU for one request of an open loop on the 2-vCPU VM Showdown is measured on
@@ -231,7 +253,7 @@ impl Plan {
     pub fn estimate(&self) -> Duration {
         self.cells.iter().fold(Duration::ZERO, |sum, c| {
             sum.saturating_add(
-                c.load_time()
+                self.cell_load_time(c)
                     .saturating_add(self.warmup)
                     .saturating_add(self.post_roll)
                     .saturating_add(self.cooldown)
@@ -368,6 +390,18 @@ pub fn plan(experiment: &Experiment, options: &PlanOptions) -> Result<Plan, Plan
         pre_roll: roll(file.pre_roll, options.scale),
         post_roll: roll(file.post_roll, options.scale),
         warnings: capacity(experiment, &cells),
+        search: experiment.file.search.clone().map(|mut s| {
+            let scaled = |d: Duration, least: Duration| d.mul_f64(options.scale).max(least);
+            s.step = Some(scaled(
+                s.step.unwrap_or(Duration::from_secs(10)),
+                Duration::from_secs(1),
+            ));
+            s.warmup = Some(scaled(
+                s.warmup.unwrap_or(Duration::from_secs(2)),
+                Duration::from_millis(200),
+            ));
+            s
+        }),
         cells,
     })
 }
@@ -469,7 +503,12 @@ fn cell(
         load,
         env,
     };
-    check_load(&cell.load).map_err(|why| PlanError::Cell {
+    let checked = if experiment.file.search.is_some() {
+        check_search_load(&cell.load)
+    } else {
+        check_load(&cell.load)
+    };
+    checked.map_err(|why| PlanError::Cell {
         cell: cell.key(),
         why,
     })?;
@@ -505,6 +544,17 @@ fn scaled(load: &LoadSpec, scale: f64) -> LoadSpec {
             .map(|n| ((n as f64 * scale).round() as u64).max(1)),
         ..load.clone()
     }
+}
+
+/// A search's load: the requests, and no rate (the search picks them).
+fn check_search_load(load: &LoadSpec) -> Result<(), LoadError> {
+    if load.path.is_none() && load.mix.is_none() {
+        return Err(LoadError::NoPath);
+    }
+    if load.rate.is_some() || load.steps.is_some() || load.mode == Some(Mode::Closed) {
+        return Err(LoadError::RateInSearch);
+    }
+    Ok(())
 }
 
 fn check_load(load: &LoadSpec) -> Result<(), LoadError> {

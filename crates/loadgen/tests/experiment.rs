@@ -4,6 +4,7 @@
 //! goes on, a target that fails verification not measured, and an interrupted run resumed.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
@@ -756,4 +757,183 @@ duration = "1s"
     assert_eq!(runs.len(), 1);
     assert_eq!(runs[0].status, RunStatus::Complete, "{:?}", runs[0]);
     assert_eq!(runs[0].summary.as_ref().unwrap().requests.ok, 100);
+}
+
+/// Searches measure capacities: one at a time, not sharing the two CPUs with each other.
+fn one_search_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    LOCK.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// An experiment of capacity searches: two servers of known capacity (the built-in target
+/// spending 1 ms and 2 ms of CPU a request), one search a cell.
+fn search_file(dir: &Path) -> String {
+    let serve = |work: &str| {
+        format!(r#"["{LOADGEN}", "target", "--listen", "127.0.0.1:{{port}}", "--work", "{work}"]"#)
+    };
+    write(
+        dir,
+        "search.toml",
+        &format!(
+            r#"
+name = "search"
+question = "Which sustains more within p99 <= 20 ms?"
+pre_roll = "200ms"
+post_roll = "200ms"
+
+[placement]
+gun_cpus = "0"
+target_cpus = "1"
+
+[search]
+slo = ["p99<=20ms", "errors<=1%"]
+step = "1s"
+warmup = "300ms"
+resolution = "10%"
+
+[[target]]
+name = "slow"
+command = {}
+
+[[target]]
+name = "fast"
+command = {}
+
+[load]
+path = "/"
+"#,
+            serve("2ms"),
+            serve("1ms")
+        ),
+    )
+}
+
+#[test]
+fn an_experiment_of_searches_answers_in_capacity_and_draws_it() {
+    let _cpu = one_search_at_a_time();
+    let work = tempfile::tempdir().unwrap();
+    let db = format!("sqlite://{}/runs.db", work.path().display());
+    let site = work.path().join("site");
+    let file = search_file(work.path());
+    let out = experiment(&["run", &file, "--report", site.to_str().unwrap()], &db, "");
+    let said = text(&out);
+    assert!(out.status.success(), "{said}");
+    assert!(said.contains("2 cells run (0 failed)"), "{said}");
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let store = rt.block_on(Store::open(&db)).unwrap();
+    let searches = rt.block_on(store.searches()).unwrap();
+    assert_eq!(searches.len(), 2);
+    let capacity = |target: &str| {
+        let s = searches
+            .iter()
+            .find(|s| s.labels.get("target").map(String::as_str) == Some(target))
+            .unwrap();
+        assert_eq!(s.status, store::capacity::Status::Found, "{}", s.reason);
+        assert_eq!(s.experiment.as_deref(), Some("search"));
+        s.capacity.unwrap()
+    };
+    // The other tests of this file share the CPUs: the capacities are checked against the
+    // truth in tests/capacity.rs; here, that the order and the ceilings are right.
+    let (slow, fast) = (capacity("slow"), capacity("fast"));
+    assert!(slow <= 520.0, "2 ms a request: {slow}");
+    assert!(
+        fast <= 1_040.0 && fast > 1.4 * slow,
+        "1 ms a request: {fast} against {slow}"
+    );
+    // Every step is a run of the experiment, labelled with its search.
+    let steps = rt
+        .block_on(store.list_runs(&RunFilter {
+            experiment: Some("search".into()),
+            labels: [("phase".to_string(), "step".to_string())].into(),
+            ..Default::default()
+        }))
+        .unwrap();
+    let total: usize = searches.iter().map(|s| s.steps.len()).sum();
+    assert_eq!(steps.len(), total);
+    assert!(steps.iter().all(|r| r.labels.contains_key("search")));
+    let page = experiment_page(&site);
+    assert!(
+        page.contains("Answers: capacity within the SLO"),
+        "the answer is in capacity"
+    );
+    assert!(
+        page.contains("fast sustains"),
+        "the sentence names the winner"
+    );
+    assert!(
+        page.contains("Capacity by target"),
+        "the capacities are drawn"
+    );
+    assert!(
+        page.contains("p99 against the offered rate, every target"),
+        "and the curves"
+    );
+}
+
+#[test]
+fn a_search_killed_mid_experiment_resumes_from_its_last_finished_step() {
+    let _cpu = one_search_at_a_time();
+    let work = tempfile::tempdir().unwrap();
+    let db = format!("sqlite://{}/runs.db", work.path().display());
+    let file = search_file(work.path());
+    let mut runner = Command::new(LOADGEN)
+        .args([
+            "experiment",
+            "run",
+            &file,
+            "--no-report",
+            "--only",
+            "target=slow",
+        ])
+        .args(["--db", &db])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .process_group(0)
+        .spawn()
+        .unwrap();
+    // Wait for two finished steps of the search, then kill the runner's whole group.
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let started = Instant::now();
+    let before = loop {
+        assert!(started.elapsed() < Duration::from_secs(120), "no step kept");
+        std::thread::sleep(Duration::from_millis(300));
+        let Ok(store) = rt.block_on(Store::open(&db)) else {
+            continue;
+        };
+        let searches = rt.block_on(store.searches()).unwrap_or_default();
+        if let Some(s) = searches.first().filter(|s| s.steps.len() >= 2) {
+            break s.clone();
+        }
+    };
+    let group = rustix::process::Pid::from_raw(runner.id() as i32).unwrap();
+    rustix::process::kill_process_group(group, rustix::process::Signal::KILL).unwrap();
+    runner.wait().unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    let out = experiment(
+        &["run", &file, "--no-report", "--only", "target=slow"],
+        &db,
+        "",
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    let store = rt.block_on(Store::open(&db)).unwrap();
+    let searches = rt.block_on(store.searches()).unwrap();
+    assert_eq!(searches.len(), 1, "the same search went on");
+    let after = &searches[0];
+    assert_eq!(after.id, before.id);
+    assert_eq!(
+        after.status,
+        store::capacity::Status::Found,
+        "{}",
+        after.reason
+    );
+    assert!(after.steps.len() > before.steps.len());
+    assert_eq!(
+        after.steps[..before.steps.len()]
+            .iter()
+            .map(|s| s.rate)
+            .collect::<Vec<_>>(),
+        before.steps.iter().map(|s| s.rate).collect::<Vec<_>>(),
+        "the steps before the kill were kept, not run again"
+    );
 }

@@ -248,7 +248,8 @@ pub fn figures(record: &ExperimentRecord, runs: &[Arc<RunFigures>]) -> Experimen
             older += 1;
         } else if Phase::of(&r.labels) == Some(Phase::Warmup) {
             warmups += 1;
-        } else {
+        } else if Phase::of(&r.labels) != Some(Phase::Step) {
+            // A search's steps are the search's figures (its page, and the capacity section).
             mine.push(r);
         }
     }

@@ -72,6 +72,8 @@ pub struct Line {
     pub step: bool,
     /// The spread over repetitions at each point, (x, low, high), drawn as a vertical bar.
     pub spread: Vec<(f64, f64, f64)>,
+    /// Markers only, no line between them: for points of different things (targets).
+    pub markers_only: bool,
 }
 
 impl Line {
@@ -83,6 +85,7 @@ impl Line {
             dashed: false,
             step: false,
             spread: Vec::new(),
+            markers_only: false,
         }
     }
 
@@ -379,7 +382,9 @@ where
 {
     for line in lines {
         let style = line.color.stroke_width(2);
-        if line.dashed {
+        if line.markers_only {
+            // Nothing joins them.
+        } else if line.dashed {
             c.draw_series(DashedLineSeries::new(
                 line.points.iter().copied(),
                 6,
@@ -389,10 +394,11 @@ where
         } else {
             c.draw_series(LineSeries::new(line.points.iter().copied(), style))?;
         }
+        let radius = if line.markers_only { 5 } else { 3 };
         c.draw_series(
             line.points
                 .iter()
-                .map(|&p| Circle::new(p, 3, line.color.filled())),
+                .map(|&p| Circle::new(p, radius, line.color.filled())),
         )?;
         c.draw_series(line.spread.iter().map(|&(x, low, high)| {
             PathElement::new(vec![(x, low), (x, high)], line.color.stroke_width(1))

@@ -176,3 +176,300 @@ pub fn charts(
     )?);
     Ok(out)
 }
+
+/// One target's capacity at one setting of an experiment, over its repetitions.
+#[derive(Debug, Clone)]
+pub struct TargetCapacity {
+    pub target: String,
+    /// Each repetition's search, in order.
+    pub searches: Vec<Search>,
+    /// The capacities found (a search that passed at its highest rate counts that rate).
+    pub found: Vec<f64>,
+    /// Requests per CPU-second and peak RSS of the server at its capacity (the median
+    /// repetition's step at that rate), when a probe watched it.
+    pub per_cpu_second: Option<f64>,
+    pub peak_rss_bytes: Option<u64>,
+}
+
+impl TargetCapacity {
+    pub fn median(&self) -> Option<f64> {
+        let mut v = self.found.clone();
+        v.sort_by(f64::total_cmp);
+        v.get(v.len() / 2).copied().filter(|_| !v.is_empty())
+    }
+
+    pub fn min(&self) -> Option<f64> {
+        self.found.iter().copied().reduce(f64::min)
+    }
+
+    pub fn max(&self) -> Option<f64> {
+        self.found.iter().copied().reduce(f64::max)
+    }
+
+    /// The search of the median repetition.
+    fn median_search(&self) -> Option<&Search> {
+        let m = self.median()?;
+        self.searches.iter().find(|s| s.capacity == Some(m))
+    }
+}
+
+/// An experiment's searches at one setting.
+#[derive(Debug, Clone)]
+pub struct SettingCapacity {
+    /// `rate=…`-free setting text (`all` when the matrix has no other axis).
+    pub setting: String,
+    pub targets: Vec<TargetCapacity>,
+    pub charts: Vec<Chart>,
+}
+
+/// Every search of an experiment's current file and scale, by setting and target.
+pub fn experiment_capacity(
+    record: &store::experiment::ExperimentRecord,
+    searches: &[Search],
+    runs: &HashMap<String, Arc<RunFigures>>,
+) -> Result<Vec<SettingCapacity>, PlotError> {
+    use store::vocabulary::label;
+    let ours: Vec<&Search> = searches
+        .iter()
+        .filter(|s| {
+            s.experiment.as_deref() == Some(record.name.as_str())
+                && s.labels.get(label::FILE) == Some(&record.file_label)
+                && s.labels.get(label::SCALE) == Some(&record.scale.to_string())
+        })
+        .collect();
+    let mut settings: Vec<SettingCapacity> = Vec::new();
+    for s in ours {
+        let target = s.labels.get(label::TARGET).cloned().unwrap_or_default();
+        let setting = s
+            .labels
+            .get(label::CELL)
+            .map(|c| {
+                c.split(' ')
+                    .filter(|kv| !kv.starts_with("target="))
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            })
+            .filter(|t| !t.is_empty())
+            .unwrap_or_else(|| "all".into());
+        let at = match settings.iter().position(|x| x.setting == setting) {
+            Some(i) => i,
+            None => {
+                settings.push(SettingCapacity {
+                    setting,
+                    targets: Vec::new(),
+                    charts: Vec::new(),
+                });
+                settings.len() - 1
+            }
+        };
+        let targets = &mut settings[at].targets;
+        let t = match targets.iter().position(|x| x.target == target) {
+            Some(i) => &mut targets[i],
+            None => {
+                targets.push(TargetCapacity {
+                    target,
+                    searches: Vec::new(),
+                    found: Vec::new(),
+                    per_cpu_second: None,
+                    peak_rss_bytes: None,
+                });
+                targets.last_mut().expect("just pushed")
+            }
+        };
+        if let Some(c) = s.capacity {
+            t.found.push(c);
+        }
+        t.searches.push(s.clone());
+    }
+    for setting in &mut settings {
+        for t in &mut setting.targets {
+            let at_capacity = t.median_search().and_then(|s| {
+                let step = s.steps.iter().find(|st| Some(st.rate) == s.capacity)?;
+                let run = runs.get(step.run_id.as_deref()?)?;
+                Some((step_cpu(s, step, run), run.peak_rss_bytes()))
+            });
+            if let Some((cpu, rss)) = at_capacity {
+                t.per_cpu_second = cpu.and_then(|c| c.per_cpu_second);
+                t.peak_rss_bytes = rss;
+            }
+        }
+        setting.charts = setting_charts(setting)?;
+    }
+    Ok(settings)
+}
+
+/// The capacities side by side (the median, the spread over repetitions as whiskers), and the
+/// first SLO term's curve of each target's median search, overlaid.
+fn setting_charts(setting: &SettingCapacity) -> Result<Vec<Chart>, PlotError> {
+    let names: Vec<String> = setting.targets.iter().map(|t| t.target.clone()).collect();
+    let mut line = Line::new(
+        "capacity",
+        color(0),
+        setting
+            .targets
+            .iter()
+            .enumerate()
+            .filter_map(|(i, t)| Some((i as f64, t.median()?)))
+            .collect(),
+    );
+    line.markers_only = true;
+    line.spread = setting
+        .targets
+        .iter()
+        .enumerate()
+        .filter_map(|(i, t)| Some((i as f64, t.min()?, t.max()?)))
+        .collect();
+    let bars = if plot::has_data(std::slice::from_ref(&line)) {
+        Some(plot::xy_chart(&XyChart {
+            title: "Capacity by target",
+            x_label: "target",
+            y_label: "capacity (req/s)",
+            x: XAxis::Names(names),
+            lines: vec![line],
+        })?)
+    } else {
+        None
+    };
+    let mut curves = Vec::new();
+    for (i, t) in setting.targets.iter().enumerate() {
+        let Some(s) = t.median_search().or(t.searches.first()) else {
+            continue;
+        };
+        let mut steps: Vec<&Step> = s.steps.iter().collect();
+        steps.sort_by(|a, b| a.rate.total_cmp(&b.rate));
+        let points: Vec<(f64, f64)> = steps
+            .iter()
+            .filter_map(|st| {
+                let term = st.judgement.terms.first()?;
+                let scale = if term.term.figure == Figure::Errors {
+                    100.0
+                } else {
+                    1e-6
+                };
+                term.value
+                    .is_finite()
+                    .then_some((st.rate, term.value * scale))
+            })
+            .collect();
+        curves.push(Line::new(t.target.clone(), color(i), points));
+    }
+    let first = setting
+        .targets
+        .iter()
+        .flat_map(|t| t.searches.first())
+        .next()
+        .and_then(|s| s.slo.terms.first().copied());
+    let mut out = vec![Chart {
+        id: format!("capacity-{}", crate::pages::slug(&setting.setting)),
+        title: format!("Capacity by target at {}", setting.setting),
+        caption: if bars.is_some() {
+            "The median capacity over repetitions, with the lowest and highest as whiskers.".into()
+        } else {
+            "No search found a capacity yet.".into()
+        },
+        svg: bars,
+    }];
+    if let Some(term) = first {
+        let scale = if term.figure == Figure::Errors {
+            100.0
+        } else {
+            1e-6
+        };
+        let (lo, hi) = curves
+            .iter()
+            .flat_map(|l| l.points.iter().map(|p| p.0))
+            .fold((f64::MAX, 0.0f64), |(a, b), x| (a.min(x), b.max(x)));
+        if lo <= hi {
+            curves.push(
+                Line::new(
+                    format!("SLO {term}"),
+                    plot::PALETTE[3],
+                    vec![(lo, term.bound * scale), (hi, term.bound * scale)],
+                )
+                .dashed(),
+            );
+        }
+        out.push(xy(
+            &format!("curves-{}", crate::pages::slug(&setting.setting)),
+            &format!("{} against the offered rate, every target", term.figure),
+            "offered rate (req/s)",
+            &format!(
+                "{} ({})",
+                term.figure,
+                if term.figure == Figure::Errors {
+                    "%"
+                } else {
+                    "ms"
+                }
+            ),
+            curves,
+            "Each target's median search, step by step; the dashed line is the SLO's bound.",
+            "No step finished.",
+        )?);
+    }
+    Ok(out)
+}
+
+/// The answer at one setting, in the question's own figure: who sustains most within the SLO,
+/// by how much, and whether the difference is beyond the spread over repetitions.
+pub fn capacity_sentence(setting: &SettingCapacity, held: &str) -> String {
+    let mut ranked: Vec<&TargetCapacity> = setting
+        .targets
+        .iter()
+        .filter(|t| t.median().is_some())
+        .collect();
+    ranked.sort_by(|a, b| {
+        b.median()
+            .unwrap_or(0.0)
+            .total_cmp(&a.median().unwrap_or(0.0))
+    });
+    let Some(best) = ranked.first() else {
+        return format!("At {}: no search found a capacity yet.", setting.setting);
+    };
+    let slo = best
+        .searches
+        .first()
+        .map(|s| s.slo.to_string())
+        .unwrap_or_default();
+    let m = best.median().unwrap_or(0.0);
+    let bracket = best
+        .median_search()
+        .and_then(|s| Some(format!("bracket {}–{}", s.capacity?, s.failed_at?)))
+        .unwrap_or_else(|| "no bracket".into());
+    let spread = match (best.min(), best.max()) {
+        (Some(lo), Some(hi)) if best.found.len() > 1 && lo > 0.0 => {
+            format!(", repetitions within {:.0} %", 100.0 * (hi - lo) / lo)
+        }
+        _ => String::new(),
+    };
+    let mut text = format!(
+        "At {}: {} sustains {m:.0} req/s within {slo}{held} ({bracket}{spread})",
+        setting.setting, best.target
+    );
+    for other in ranked.iter().skip(1) {
+        let o = other.median().unwrap_or(0.0);
+        if o <= 0.0 {
+            continue;
+        }
+        let beyond = match (best.min(), other.max()) {
+            (Some(lo), Some(hi)) if lo > hi => "the difference is beyond the spread",
+            _ => "within the spread of repetitions",
+        };
+        text.push_str(&format!(
+            ": {:.1}× {}'s {o:.0} ({beyond})",
+            m / o,
+            other.target
+        ));
+    }
+    let missing: Vec<&str> = setting
+        .targets
+        .iter()
+        .filter(|t| t.median().is_none())
+        .map(|t| t.target.as_str())
+        .collect();
+    if !missing.is_empty() {
+        text.push_str(&format!("; no capacity found for {}", missing.join(", ")));
+    }
+    text.push('.');
+    text
+}

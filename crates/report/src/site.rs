@@ -255,6 +255,7 @@ pub async fn write(store: &Store, options: &SiteOptions) -> Result<Site, ReportE
     }
 
     let all: Vec<Arc<RunFigures>> = cache.values().cloned().collect();
+    let searches = store.searches().await?;
     for record in &records {
         let fig = crate::experiment::figures(record, &all);
         let drawn = fig.across().and_then(|across| {
@@ -295,10 +296,19 @@ pub async fn write(store: &Store, options: &SiteOptions) -> Result<Site, ReportE
             );
             w.comparison(&Comparison { title, runs }, &mut index)?;
         }
+        let capacity = match crate::search::experiment_capacity(record, &searches, &cache) {
+            Ok(c) => c,
+            Err(e) => {
+                w.site
+                    .failures
+                    .push((format!("experiment {}", record.name), e.to_string()));
+                continue;
+            }
+        };
         let relative = pages::experiment_path(&record.name);
         let path = w.page(
             &relative,
-            pages::experiment_page(&fig, &across, &overlays, &links),
+            pages::experiment_page(&fig, &across, &overlays, &links, &capacity),
         )?;
         w.site.experiment_pages.insert(record.name.clone(), path);
         index
@@ -306,7 +316,7 @@ pub async fn write(store: &Store, options: &SiteOptions) -> Result<Site, ReportE
             .push((record.name.clone(), record.question.clone(), relative));
     }
 
-    for search in store.searches().await? {
+    for search in searches {
         let drawn = crate::search::charts(&search, &cache);
         match drawn {
             Ok(charts) => {

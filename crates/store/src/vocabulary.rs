@@ -113,6 +113,8 @@ pub enum Phase {
     /// Left out of every figure.
     Warmup,
     Measure,
+    /// A step of a capacity search: its figures are the search's, not a cell's.
+    Step,
 }
 
 impl Phase {
@@ -121,6 +123,7 @@ impl Phase {
         match labels.get(label::PHASE).map(String::as_str) {
             Some("warmup") => Some(Phase::Warmup),
             Some("measure") => Some(Phase::Measure),
+            Some("step") => Some(Phase::Step),
             _ => None,
         }
     }
@@ -129,6 +132,7 @@ impl Phase {
         match self {
             Phase::Warmup => "warmup",
             Phase::Measure => "measure",
+            Phase::Step => "step",
         }
     }
 }

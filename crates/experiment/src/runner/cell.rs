@@ -19,7 +19,11 @@ use crate::plan::{Cell, Plan};
 use crate::targets::Target;
 
 pub(super) fn cell_time(cell: &Cell, plan: &Plan) -> Duration {
-    cell.load_time() + plan.warmup + plan.post_roll + plan.cooldown + Duration::from_secs(2)
+    plan.cell_load_time(cell)
+        + plan.warmup
+        + plan.post_roll
+        + plan.cooldown
+        + Duration::from_secs(2)
 }
 
 pub(super) enum CellOutcome {
@@ -115,13 +119,15 @@ impl CellContext<'_> {
         Ok(())
     }
 
+    /// Runs one cell; `resume` is the id of its search left unfinished, to go on with.
     pub(super) async fn run_cell(
         &self,
         cell: &Cell,
+        resume: Option<String>,
         stop: &mut watch::Receiver<bool>,
     ) -> Result<CellOutcome, Error> {
         let spec = self.spec(cell)?;
-        let run_id = RunMeta::new_id();
+        let run_id = resume.unwrap_or_else(RunMeta::new_id);
         // Start the target (or find the remote one ready), watched by a probe.
         let mut target = None;
         let mut probe = None;
@@ -212,14 +218,14 @@ impl CellContext<'_> {
             only_for,
             db: self.options.db.clone(),
             experiment: self.experiment.file.name.clone(),
-            name: if phase == Phase::Measure {
-                self.run_name(cell)
-            } else {
+            name: if phase == Phase::Warmup {
                 format!("{} ({phase})", self.run_name(cell))
+            } else {
+                self.run_name(cell)
             },
             run_id: id,
             labels: self.labels(cell, phase, &held),
-            probe: if phase == Phase::Measure {
+            probe: if phase != Phase::Warmup {
                 probe_addr.clone()
             } else {
                 None
@@ -230,8 +236,38 @@ impl CellContext<'_> {
             pre_roll: self.plan.pre_roll,
             post_roll: self.plan.post_roll,
             workdir: self.workdir.to_path_buf(),
+            search: (phase == Phase::Step)
+                .then(|| self.plan.search.clone())
+                .flatten(),
         };
         let mut outcome = CellOutcome::Done;
+        if self.plan.search.is_some() {
+            // A search: its steps warm up on their own, and the cell is the search.
+            let searched = attack(Phase::Step, None, run_id.clone());
+            let outcome = match self.fire(&searched, stop).await {
+                Ok(None) => CellOutcome::Interrupted,
+                Ok(Some(fired)) => match (fired.code, &fired.search) {
+                    (Some(0), Some(s)) => match s.status {
+                        store::capacity::Status::GeneratorLimited => {
+                            CellOutcome::Failed(s.reason.clone())
+                        }
+                        _ => CellOutcome::Done,
+                    },
+                    (Some(3), _) => CellOutcome::Interrupted,
+                    _ => CellOutcome::Failed(format!("loadgen could not run: {}", fired.said)),
+                },
+                Err(e) => CellOutcome::Failed(e.to_string()),
+            };
+            drop(probe);
+            let outcome = self
+                .stop_target(cell, target, &outcome)
+                .await
+                .unwrap_or(outcome);
+            if let CellOutcome::Failed(reason) = &outcome {
+                self.keep_failed(cell, reason, None).await?;
+            }
+            return Ok(outcome);
+        }
         if !self.plan.warmup.is_zero() {
             let warmup = attack(Phase::Warmup, Some(self.plan.warmup), RunMeta::new_id());
             match self.fire(&warmup, stop).await {
@@ -265,23 +301,36 @@ impl CellContext<'_> {
             };
         }
         drop(probe);
-        if let Some(mut t) = target {
-            if let Some(how) = t.exited() {
-                outcome = CellOutcome::Failed(format!(
-                    "the target {how} during the run; its last output: {}",
-                    t.output()
-                ));
-            } else if let Err(how) = {
-                let grace = t.stop_grace;
-                t.stop(grace).await
-            } {
-                eprintln!("  note: stopping {}: {how}", cell.target);
-            }
+        if let Some(failed) = self.stop_target(cell, target, &outcome).await {
+            outcome = failed;
         }
         if let CellOutcome::Failed(reason) = &outcome {
             self.keep_failed(cell, reason, measured_id).await?;
         }
         Ok(outcome)
+    }
+
+    /// Stops the cell's target; a target that exited during the run fails the cell (the
+    /// outcome to keep instead is returned).
+    async fn stop_target(
+        &self,
+        cell: &Cell,
+        target: Option<Target>,
+        outcome: &CellOutcome,
+    ) -> Option<CellOutcome> {
+        let mut t = target?;
+        if let Some(how) = t.exited() {
+            let failed = CellOutcome::Failed(format!(
+                "the target {how} during the run; its last output: {}",
+                t.output()
+            ));
+            return (!matches!(outcome, CellOutcome::Failed(_))).then_some(failed);
+        }
+        let grace = t.stop_grace;
+        if let Err(how) = t.stop(grace).await {
+            eprintln!("  note: stopping {}: {how}", cell.target);
+        }
+        None
     }
 
     /// Fires one attack; `None` when the experiment was interrupted meanwhile.

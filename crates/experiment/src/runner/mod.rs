@@ -79,14 +79,22 @@ fn placement_text(experiment: &Experiment) -> String {
     };
     // The host's CPUs, not this process's: the runner pins itself to the generator's.
     let cpus = probe::cpus::CpuList::online().len();
+    // The built-in targets always have a database; the others when the file asks for one.
+    let uses_database = experiment.file.database.is_some()
+        || experiment
+            .file
+            .targets
+            .iter()
+            .any(|t| t.kind() == TargetKind::Builtin);
     let database = match named_database(experiment) {
-        Ok(Some(_)) => "the targets' database yours".to_string(),
+        _ if !uses_database => String::new(),
+        Ok(Some(_)) => ", the targets' database yours".to_string(),
         _ => match database_cpus(experiment) {
-            Some(c) => format!("a throwaway PostgreSQL on CPU {c}"),
-            None => "a throwaway PostgreSQL on any CPU".into(),
+            Some(c) => format!(", a throwaway PostgreSQL on CPU {c}"),
+            None => ", a throwaway PostgreSQL on any CPU".into(),
         },
     };
-    format!("{gun}, {target}, {database}, on one {cpus}-CPU host (the probe and the runner share the generator's CPUs)")
+    format!("{gun}, {target}{database}, on one {cpus}-CPU host (the probe and the runner share the generator's CPUs)")
 }
 
 /// Runs the experiment's remaining cells.
@@ -99,6 +107,18 @@ pub async fn run(
     let plan = crate::plan::plan(experiment, &options.plan)?;
     let store = Store::open(&options.db).await?;
     let states = states(&store, experiment, &plan).await?;
+    // An unfinished search goes on under its own id, from its last finished step.
+    let resume: std::collections::HashMap<(String, u32), String> = plan
+        .cells
+        .iter()
+        .zip(&states)
+        .filter_map(|(c, s)| match s {
+            CellState::Unfinished { run } if experiment.file.search.is_some() => {
+                Some(((c.key(), c.repetition), run.clone()))
+            }
+            _ => None,
+        })
+        .collect();
     let todo: Vec<&Cell> = plan
         .cells
         .iter()
@@ -255,7 +275,10 @@ pub async fn run(
                 context.keep_failed(cell, &reason, None).await?;
                 CellOutcome::Failed(reason)
             }
-            _ => context.run_cell(cell, &mut stop).await?,
+            _ => {
+                let id = resume.get(&(cell.key(), cell.repetition)).cloned();
+                context.run_cell(cell, id, &mut stop).await?
+            }
         };
         match outcome {
             CellOutcome::Done => report.ran += 1,

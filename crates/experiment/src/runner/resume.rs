@@ -52,7 +52,34 @@ pub async fn states(
     filter
         .labels
         .insert(label::PHASE.into(), Phase::Measure.as_str().into());
-    let runs = store.list_runs(&filter).await?;
+    let mut runs = store.list_runs(&filter).await?;
+    // A search's cell stands where its search does: the steps are its runs.
+    filter
+        .labels
+        .insert(label::PHASE.into(), Phase::Step.as_str().into());
+    let steps = store.list_runs(&filter).await?;
+    let searches = if steps.is_empty() {
+        Vec::new()
+    } else {
+        store.searches().await?
+    };
+    for mut run in steps {
+        let Some(search) = run
+            .labels
+            .get(store::capacity::label::SEARCH)
+            .and_then(|id| searches.iter().find(|s| &s.id == id))
+        else {
+            continue;
+        };
+        use store::capacity::Status;
+        run.status = match search.status {
+            Status::Running | Status::Interrupted => RunStatus::Incomplete,
+            Status::GeneratorLimited => RunStatus::Failed,
+            _ => RunStatus::Complete,
+        };
+        run.id = search.id.clone();
+        runs.push(run);
+    }
     let mut by_cell: BTreeMap<(String, String), CellState> = BTreeMap::new();
     for run in runs {
         let (Some(cell), Some(rep)) = (

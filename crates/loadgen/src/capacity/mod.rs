@@ -38,7 +38,10 @@ pub async fn search(
     let slo = Slo {
         terms: args.slo.clone(),
     };
-    let id = store::RunMeta::new_id();
+    // The caller's --run-id names the search (the experiment runner's cell); its steps get
+    // ids of their own.
+    let mut keeping = keeping;
+    let id = keeping.run_id.take().unwrap_or_else(store::RunMeta::new_id);
     let target = match (&args.request.url, &args.request.targets) {
         (Some(url), _) => url.clone(),
         (None, Some(file)) => file.display().to_string(),
@@ -53,7 +56,6 @@ pub async fn search(
         Some(url) => Some(Store::open(url).await?),
         None => None,
     };
-    let mut keeping = keeping;
     keeping
         .labels
         .insert(store::capacity::label::SEARCH.into(), id.clone());
@@ -112,6 +114,31 @@ pub async fn search(
         updated_at_ns: now,
     };
     stepper.keeping.name = Some(search.name.clone());
+    let mut bracket = Bracket::default();
+    let mut rate = start;
+    // A search kept under this id and not finished (killed, interrupted) goes on from its last
+    // finished step, with the bracket its steps made.
+    if let Some(kept) = match &store {
+        Some(store) => store.search(&search.id).await?,
+        None => None,
+    } {
+        if matches!(kept.status, Status::Running | Status::Interrupted) && kept.slo == slo {
+            eprintln!(
+                "Resuming search {} after its step {}",
+                kept.id,
+                kept.steps.len()
+            );
+            search.steps = kept.steps;
+            search.started_at_ns = kept.started_at_ns;
+            for step in &search.steps {
+                if let Next::Try(r) =
+                    bracket.after(step.rate, step.judgement.verdict.passed(), &settings)
+                {
+                    rate = r;
+                }
+            }
+        }
+    }
     eprintln!(
         "Searching the capacity of {} within {slo}: from {start} req/s, steps of {} after {} of warm-up, to {} %",
         search.target,
@@ -119,8 +146,6 @@ pub async fn search(
         humantime::format_duration(args.warmup),
         args.resolution * 100.0
     );
-    let mut bracket = Bracket::default();
-    let mut rate = start;
     let mut baseline_ns: Option<u64> = None;
     let outcome = loop {
         if search.steps.len() as u64 >= args.max_steps {

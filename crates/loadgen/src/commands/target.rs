@@ -276,8 +276,8 @@ async fn handle(
     Ok(response)
 }
 
-/// `loadgen target`: serves the built-in target until standard input closes (the demo holds
-/// it) or the process is interrupted. The first line on standard output is
+/// `loadgen target`: serves the built-in target until standard input closes (when it is a
+/// pipe, as the demo holds it) or SIGTERM or Ctrl-C. The first line on standard output is
 /// `listening on ADDRESS`.
 pub async fn serve_until_stdin_closes(args: &crate::cli::TargetArgs) -> Result<(), crate::Error> {
     let stall = (!args.stall.is_zero()).then_some(Stall {
@@ -297,13 +297,28 @@ pub async fn serve_until_stdin_closes(args: &crate::cli::TargetArgs) -> Result<(
     println!("listening on {}", server.addr());
     use std::io::Write;
     let _ = std::io::stdout().flush();
-    let stdin_closed = tokio::task::spawn_blocking(|| {
-        let mut sink = Vec::new();
-        let _ = std::io::Read::read_to_end(&mut std::io::stdin(), &mut sink);
+    // Held by a pipe (the demo's), it ends when the pipe closes; otherwise (started as a
+    // server of its own, stdin /dev/null or a terminal) at SIGTERM or Ctrl-C.
+    let piped = rustix::fs::fstat(std::io::stdin()).is_ok_and(|st| {
+        rustix::fs::FileType::from_raw_mode(st.st_mode) == rustix::fs::FileType::Fifo
     });
+    let stdin_closed = async {
+        if piped {
+            let _ = tokio::task::spawn_blocking(|| {
+                let mut sink = [0u8; 4096];
+                while std::io::Read::read(&mut std::io::stdin(), &mut sink).is_ok_and(|n| n > 0) {}
+            })
+            .await;
+        } else {
+            std::future::pending::<()>().await;
+        }
+    };
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        .map_err(crate::Error::Target)?;
     tokio::select! {
         _ = stdin_closed => {}
         _ = tokio::signal::ctrl_c() => {}
+        _ = term.recv() => {}
     }
     drop(server);
     Ok(())

@@ -39,18 +39,35 @@ fn spread_text(metric: crate::experiment::Metric, s: Option<crate::experiment::S
     }
 }
 
+/// A failure's first clause, for a table cell (the whole text is one click away).
+fn short(reason: &str) -> String {
+    let first = reason.split([':', ';']).next().unwrap_or(reason).trim();
+    if first.chars().count() > 80 {
+        first.chars().take(77).collect::<String>() + "…"
+    } else {
+        first.to_string()
+    }
+}
+
 /// An experiment's page.
 pub fn experiment_page(
     fig: &crate::experiment::ExperimentFigures,
     across: &[(String, Vec<Chart>)],
     overlays: &[Vec<Chart>],
     links: &ExperimentLinks,
+    capacity: &[crate::search::SettingCapacity],
 ) -> Markup {
     use crate::experiment::{setting_text, Metric};
     let r = &fig.record;
     let d = &r.definition;
     let done = fig.cells.iter().map(|c| c.runs.len()).sum::<usize>();
     let failed = fig.cells.iter().map(|c| c.failed.len()).sum::<usize>();
+    let searched: usize = capacity
+        .iter()
+        .flat_map(|c| &c.targets)
+        .map(|t| t.searches.len())
+        .sum();
+    let done = if capacity.is_empty() { done } else { searched };
     let expected = fig.cells.len() * d.repetitions as usize;
     let failed_targets: Vec<_> = r.verification.iter().filter(|v| !v.passed).collect();
     // How each target was held to a host size (a cgroup, or why not), from its runs' labels.
@@ -62,6 +79,15 @@ pub fn experiment_page(
             }
         }
     }
+    // What the targets ran on, for every answer: the host size they were held to.
+    let held_text = {
+        let mut kinds: Vec<&&str> = held.values().collect();
+        kinds.dedup();
+        match kinds.as_slice() {
+            [one] => format!(", held by {one}"),
+            _ => String::new(),
+        }
+    };
     let matrix_metrics = [
         Metric::Throughput,
         Metric::P50,
@@ -85,7 +111,8 @@ pub fn experiment_page(
         p.meta {
             @if let Some(source) = &d.source { (source) br; }
             (d.targets.len()) " targets × " (fig.settings.len()) " settings × " (d.repetitions) " repetitions: "
-            (done) " of " (expected) " runs complete"
+            @if capacity.is_empty() { (done) " of " (expected) " runs complete" }
+            @else { (searched) " of " (expected) " searches finished" }
             @if failed > 0 { ", " span.badge.failed { (failed) " failed" } }
             @if done + failed < expected { ", " (expected - done - failed) " not run yet" }
             ". File " code { (r.file_label) } @if r.scale != 1.0 { ", scaled ×" (r.scale) " (a quick look, not the full experiment)" } "."
@@ -110,8 +137,37 @@ pub fn experiment_page(
                 }
             }
         }
+        @if !capacity.is_empty() {
+            h2 { "Answers: capacity within the SLO" }
+            ul.answers { @for c in capacity { li { (crate::search::capacity_sentence(c, &held_text)) } } }
+            div.scroll {
+                table {
+                    thead { tr { th { "setting" } th { "target" } th { "capacity (req/s), median" } th { "lowest–highest" } th { "brackets" } th { "requests per CPU-second at capacity" } th { "peak RSS at capacity" } th { "searches" } } }
+                    tbody {
+                        @for c in capacity {
+                            @for t in &c.targets {
+                                tr {
+                                    td { (c.setting) }
+                                    th { (t.target) }
+                                    td.num { @if let Some(m) = t.median() { (format!("{m:.0}")) } @else { "—" } }
+                                    td.num { @if let (Some(lo), Some(hi)) = (t.min(), t.max()) { (format!("{lo:.0}–{hi:.0}")) } @else { "—" } }
+                                    td { @for s in &t.searches { @if let (Some(lo), Some(hi)) = (s.capacity, s.failed_at) { (format!("{lo:.0}–{hi:.0}")) } @else { (s.status.as_str()) } br; } }
+                                    td.num { @if let Some(v) = t.per_cpu_second { (format!("{v:.0}")) } @else { "—" } }
+                                    td.num { @if let Some(b) = t.peak_rss_bytes { (crate::tables::format_bytes(b as f64)) } @else { "—" } }
+                                    td { @for s in &t.searches { a href={ "../" (crate::pages::search_path(&s.id)) } { (s.status.as_str()) } " " } }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+            @for c in capacity { (charts(&c.charts)) }
+        }
+        @if capacity.is_empty() {
         h2 { "Answers" }
         ul.answers { @for s in &fig.settings { li { (fig.sentence(s)) } } }
+        }
+        @if capacity.is_empty() {
         h2 { "The matrix" }
         p.meta { "Each cell: the median over repetitions, and (lowest–highest) when they differ. Latencies are corrected (from intended send times), in ms; throughput counts successful responses per second; CPU is the target's process tree (100 = one core)." }
         div.scroll {
@@ -130,7 +186,7 @@ pub fn experiment_page(
                                         }
                                         @if !c.failed.is_empty() { span.badge.failed { (c.failed.len()) " failed" } }
                                     },
-                                    Some(c) if !c.failed.is_empty() => td.failed { "FAILED: " (c.failed[0].1) },
+                                    Some(c) if !c.failed.is_empty() => td.failed { details { summary { "FAILED: " (short(&c.failed[0].1)) } (c.failed[0].1) } },
                                     _ => td { "not run yet" },
                                 }
                             }
@@ -139,6 +195,8 @@ pub fn experiment_page(
                 }
             }
         }
+        }
+        @if capacity.is_empty() {
         h2 { "As the write-ups tabled it" }
         p.meta { "RPS (successful responses per second), mean latency and its standard deviation (002's tables), error rate and time per 1,000 requests (003's slides)." }
         div.scroll {
@@ -151,7 +209,7 @@ pub fn experiment_page(
                             td { (c.target) }
                             @if c.runs.is_empty() {
                                 td.failed colspan=(writeup_metrics.len()) {
-                                    @if let Some((_, why)) = c.failed.first() { "FAILED: " (why) } @else { "not run yet" }
+                                    @if let Some((_, why)) = c.failed.first() { details { summary { "FAILED: " (short(why)) } (why) } } @else { "not run yet" }
                                 }
                             } @else {
                                 @for m in writeup_metrics { td.n { (spread_text(m, c.spread(m))) } }
@@ -183,6 +241,7 @@ pub fn experiment_page(
                 }
             }
             (charts(list))
+        }
         }
         h2 { "Every run's summary" }
         details {
