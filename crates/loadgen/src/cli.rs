@@ -816,6 +816,8 @@ mod tests {
         walk(&Cli::command(), &mut shorts, &mut headers);
         shorts.sort_unstable();
         shorts.dedup();
+        headers.sort_unstable();
+        headers.dedup();
         let mut known = redact::LOADGEN.short_values.to_vec();
         known.sort_unstable();
         assert_eq!(shorts, known, "redact::LOADGEN.short_values is out of date");
