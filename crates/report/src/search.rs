@@ -192,6 +192,23 @@ pub struct TargetCapacity {
 }
 
 impl TargetCapacity {
+    /// Why a capacity is only a lower bound: a search that ended at the generator's limit or
+    /// at its highest rate, not at a failing step of the server's.
+    pub fn only_at_least(&self) -> Option<String> {
+        use store::capacity::Status;
+        self.searches.iter().find_map(|s| match s.status {
+            Status::GeneratorLimited => Some(format!(
+                "the generator is the limit at {} req/s",
+                s.steps.last().map_or(0.0, |st| st.rate)
+            )),
+            Status::AboveMaximum => Some(format!(
+                "it passed at the highest rate tried, {}",
+                s.settings.max_rate
+            )),
+            _ => None,
+        })
+    }
+
     pub fn median(&self) -> Option<f64> {
         let mut v = self.found.clone();
         v.sort_by(f64::total_cmp);
@@ -431,6 +448,13 @@ pub fn capacity_sentence(setting: &SettingCapacity, held: &str) -> String {
         .first()
         .map(|s| s.slo.to_string())
         .unwrap_or_default();
+    // What the targets ran on: the host size their searches' runs were held to.
+    let held_by = best
+        .searches
+        .first()
+        .and_then(|s| s.labels.get(store::vocabulary::label::HELD))
+        .map(|h| format!(", held by {h}"));
+    let held = held_by.as_deref().unwrap_or(held);
     let m = best.median().unwrap_or(0.0);
     let bracket = best
         .median_search()
@@ -442,21 +466,35 @@ pub fn capacity_sentence(setting: &SettingCapacity, held: &str) -> String {
         }
         _ => String::new(),
     };
-    let mut text = format!(
-        "At {}: {} sustains {m:.0} req/s within {slo}{held} ({bracket}{spread})",
-        setting.setting, best.target
-    );
+    let at_least = best.only_at_least();
+    let mut text = match &at_least {
+        Some(why) => format!(
+            "At {}: {} sustains at least {m:.0} req/s within {slo}{held} ({why}, so its capacity is beyond what this generator measures{spread})",
+            setting.setting, best.target
+        ),
+        None => format!(
+            "At {}: {} sustains {m:.0} req/s within {slo}{held} ({bracket}{spread})",
+            setting.setting, best.target
+        ),
+    };
     for other in ranked.iter().skip(1) {
         let o = other.median().unwrap_or(0.0);
         if o <= 0.0 {
             continue;
         }
+        let repeated = best.found.len() > 1 && other.found.len() > 1;
         let beyond = match (best.min(), other.max()) {
+            _ if !repeated => "one repetition: no spread to weigh it against",
             (Some(lo), Some(hi)) if lo > hi => "the difference is beyond the spread",
             _ => "within the spread of repetitions",
         };
+        let (at, own) = match (&at_least, other.only_at_least()) {
+            (_, Some(_)) => ("", " (at least)"),
+            (Some(_), None) => ("at least ", ""),
+            (None, None) => ("", ""),
+        };
         text.push_str(&format!(
-            ": {:.1}× {}'s {o:.0} ({beyond})",
+            ": {at}{:.1}× {}'s {o:.0}{own} ({beyond})",
             m / o,
             other.target
         ));

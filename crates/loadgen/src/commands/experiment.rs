@@ -176,13 +176,16 @@ pub fn plan_text(experiment: &Experiment, plan: &Plan) -> String {
             cell.number,
             cell.repetition,
             cell.key(),
-            load_text(cell)
+            load_text(cell, plan.search.as_ref())
         ));
     }
     out
 }
 
-fn load_text(cell: &experiment::plan::Cell) -> String {
+fn load_text(
+    cell: &experiment::plan::Cell,
+    search: Option<&experiment::file::SearchSpec>,
+) -> String {
     let l = &cell.load;
     let what = match &l.mix {
         Some(mix) => mix
@@ -196,6 +199,16 @@ fn load_text(cell: &experiment::plan::Cell) -> String {
             l.path.as_deref().unwrap_or("/")
         ),
     };
+    if let Some(search) = search {
+        return format!(
+            "{what}, a capacity search within {}{}",
+            search.slo.join(" and "),
+            l.batch
+                .filter(|b| !b.is_zero())
+                .map(|b| format!(", in {} batches", humantime::format_duration(b)))
+                .unwrap_or_default()
+        );
+    }
     let how = match l.mode() {
         experiment::file::Mode::Open => match (&l.steps, l.rate) {
             (Some(s), _) => format!("open loop, steps {s:?} req/s"),
