@@ -321,7 +321,8 @@ start_target() {
 }
 
 # The probe with the systemd unit's privileges and no more: a user of its own, only
-# CAP_DAC_READ_SEARCH and CAP_SYS_PTRACE (bounding, inheritable and ambient), no new privileges,
+# CAP_DAC_READ_SEARCH, CAP_SYS_PTRACE, CAP_PERFMON and CAP_SYSLOG (bounding, inheritable and
+# ambient: profiles with --probe-arg --profile), no new privileges,
 # umask 077; TLS with a generated certificate and a token, as it listens beyond loopback.
 start_probe() {
   local probe
@@ -329,7 +330,7 @@ start_probe() {
   install -d -m 0700 -o "$probe_user" -g "$probe_user" "$state/probe"
   (umask 077; head -c 32 /dev/urandom | base64 >"$state/probe/token")
   chown "$probe_user:" "$state/probe/token"
-  local caps=-all,+dac_read_search,+sys_ptrace
+  local caps=-all,+dac_read_search,+sys_ptrace,+perfmon,+syslog
   start_process probe sd-api setpriv --reuid="$probe_user" --regid="$probe_user" --clear-groups \
     --inh-caps="$caps" --ambient-caps="$caps" --bounding-set="$caps" --no-new-privs \
     bash -c 'umask 077 && exec "$@"' probe "$probe" serve --port "$target_port" --interval 100ms \

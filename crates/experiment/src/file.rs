@@ -34,6 +34,10 @@ pub struct ExperimentFile {
     pub cooldown: Duration,
     #[serde(default = "probe_interval", deserialize_with = "duration")]
     pub probe_interval: Duration,
+    /// The probe of each local target also samples its on-CPU call stacks (`probe --profile`):
+    /// every run gets a flame graph, every comparison differential ones.
+    #[serde(default)]
+    pub profile: bool,
     /// Probe history kept before and after each measured run.
     #[serde(default = "pre_roll", deserialize_with = "duration")]
     pub pre_roll: Duration,

@@ -100,6 +100,11 @@ pub struct ProbeArgs {
     /// How long to keep the probes' samples after the last response.
     #[arg(long, value_name = "DURATION", default_value = "3s", value_parser = parse_duration)]
     pub post_roll: Duration,
+
+    /// Require the probes' profiles (on-CPU call stacks: a flame graph on the run's page): a
+    /// probe not started with `probe serve --profile` is refused in one line before the attack.
+    #[arg(long, requires = "probes")]
+    pub profile: bool,
 }
 
 /// One of several gun hosts running one experiment together.
@@ -461,6 +466,11 @@ pub struct DemoArgs {
     #[arg(short = 'r', long, value_name = "REQ/S", default_value = "2000", value_parser = parse_rate)]
     pub rate: f64,
 
+    /// The probe also samples the target's on-CPU call stacks: the run's page gets a flame
+    /// graph (needs root, CAP_PERFMON or kernel.perf_event_paranoid <= 0).
+    #[arg(long)]
+    pub profile: bool,
+
     /// How long to attack.
     #[arg(short = 'd', long, value_name = "DURATION", default_value = "5s", value_parser = parse_duration)]
     pub duration: Duration,
@@ -743,6 +753,7 @@ impl ProbeArgs {
             .collect();
         keeping.pre_roll = this.pre_roll;
         keeping.post_roll = this.post_roll;
+        keeping.profile = this.profile;
         Ok(keeping)
     }
 }

@@ -14,7 +14,7 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{exclusive, execute, load_run, local_probe};
+use common::{exclusive, execute, load_run, local_probe, local_probe_profiling};
 use loadgen::commands::target::{TargetConfig, TargetServer};
 use probe::protocol::Record;
 use probe::sample::EventKind;
@@ -246,10 +246,15 @@ fn faults_between_loadgen_and_the_target_show_as_what_they_are() {
 }
 
 #[test]
-fn faults_on_the_probe_link_lose_no_sample() {
+fn faults_on_the_probe_link_lose_no_sample_and_no_profile() {
     let _cpu = exclusive();
     let target = TargetServer::start(TargetConfig::default()).unwrap();
-    let probe = local_probe(Selector::Pid(std::process::id() as i32), 0, 100_000);
+    let probe = local_probe_profiling(
+        Selector::Pid(std::process::id() as i32),
+        Default::default(),
+        100_000,
+        true,
+    );
     let toxi = Toxiproxy::start();
     let link = toxi.api.proxy("probe", probe.addr).to_string();
     let api = toxi.api.clone();
@@ -283,6 +288,7 @@ fn faults_on_the_probe_link_lose_no_sample() {
         &link,
         "--post-roll",
         "1s",
+        "--profile",
         &url,
     ]);
     faults.join().unwrap();
@@ -300,6 +306,50 @@ fn faults_on_the_probe_link_lose_no_sample() {
         .filter(|r| matches!(r.record, Record::Sample(_)) && (0..4_000_000_000).contains(&r.t_ns))
         .count();
     assert!(during >= 75, "{during} samples (20 Hz) during a 4 s attack");
+    // The profiles came through the same faults: one a second, each second once.
+    let profiles: Vec<(u64, u64)> = probe
+        .records
+        .iter()
+        .filter_map(|r| match &r.record {
+            Record::Profile(p) => Some((p.mono_ns - p.interval_ns, p.mono_ns)),
+            _ => None,
+        })
+        .collect();
+    assert!(profiles.len() >= 4, "{} profiles in 5 s", profiles.len());
+    assert!(
+        profiles.windows(2).all(|w| w[1].0 >= w[0].1),
+        "profiles tile the time, none doubled: {profiles:?}"
+    );
+}
+
+#[test]
+fn profiles_asked_of_a_probe_that_does_not_profile_are_one_line() {
+    let target = TargetServer::start(TargetConfig::default()).unwrap();
+    let probe = local_probe(Selector::Pid(std::process::id() as i32), 0, 1_000);
+    let dir = tempfile::tempdir().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_loadgen"))
+        .args([
+            "attack",
+            "--rate",
+            "10",
+            "--duration",
+            "1s",
+            "--profile",
+            "--probe",
+        ])
+        .arg(probe.addr.to_string())
+        .arg("--db")
+        .arg(format!("sqlite://{}/s.db", dir.path().display()))
+        .arg(target.url("/now"))
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert_eq!(said.trim().lines().count(), 1, "{said}");
+    assert!(
+        said.contains("does not profile") && said.contains("probe serve --profile"),
+        "{said}"
+    );
 }
 
 /// `loadgen target` as a process of its own on `port`, once it listens.

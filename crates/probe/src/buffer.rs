@@ -58,6 +58,10 @@ fn footprint(record: &Record) -> usize {
                 + (s.processes.len() + 1) * (std::mem::size_of::<ProcessSample>() + 64)
         }
         Record::Event(_) => 256,
+        Record::Profile(p) => {
+            std::mem::size_of::<crate::sample::Profile>()
+                + p.stacks.iter().map(|(s, _)| s.len() + 48).sum::<usize>()
+        }
     }
 }
 

@@ -71,6 +71,17 @@ pub struct TargetArgs {
     #[arg(long)]
     pub pss: bool,
 
+    /// Also sample the tree's on-CPU call stacks (perf_event_open's cpu-clock event, kernel and
+    /// user frames), named here and sent as a profile a second. Needs CAP_PERFMON or
+    /// kernel.perf_event_paranoid <= 0; without them, one line and the samples go on.
+    #[arg(long)]
+    pub profile: bool,
+
+    /// Stacks sampled a second on each CPU with --profile, from 1 to 1000.
+    #[arg(long, value_name = "HZ", default_value_t = crate::profile::DEFAULT_HZ,
+          value_parser = clap::value_parser!(u32).range(1..=1000), requires = "profile")]
+    pub profile_hz: u32,
+
     /// Where /proc is (tests point this at fixture trees).
     #[arg(long, value_name = "DIR", default_value = "/proc", hide = true)]
     pub proc_root: PathBuf,
@@ -231,6 +242,10 @@ impl TargetArgs {
             slow_budget: self.slow_budget / 100.0,
             pss: self.pss,
             clock_shift_ns: 0,
+            profile: self.profile.then(|| crate::profile::ProfileConfig {
+                hz: self.profile_hz,
+                ..Default::default()
+            }),
         })
     }
 }

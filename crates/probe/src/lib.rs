@@ -9,7 +9,9 @@
 //! - [`sampler`]: the fixed-rate schedule, the process tree, deltas.
 //! - `slow`: the costly collectors on their own thread, within a CPU budget; [`sockets`]: TCP
 //!   states by netlink `sock_diag`.
-//! - [`sample`]: what a sample and an event hold, field by field.
+//! - [`profile`]: on-CPU call stacks of the tree (`perf_event_open`'s `cpu-clock`), named and
+//!   folded a second at a time.
+//! - [`sample`]: what a sample, an event and a profile hold, field by field.
 //! - [`buffer`]: the bounded, sequence-numbered history that subscribers read and resume from.
 //! - [`protocol`]: the versioned wire format, documented message by message.
 //! - [`server`]: `probe serve`, with tokens, caps and back-off.
@@ -25,6 +27,7 @@ pub mod client;
 pub mod clock;
 pub mod collect;
 pub mod cpus;
+pub mod profile;
 pub mod protocol;
 pub mod record;
 pub mod sample;

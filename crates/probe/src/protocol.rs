@@ -26,8 +26,9 @@
 //!    `{"type":"refused","reason":"…"}`, after which the probe closes the connection (a wrong
 //!    token is answered only after a delay that grows with repeated failures).
 //! 3. Then the probe streams **`record`** frames, `{"type":"record","seq":N,"record":"sample",…}`
-//!    (a [`Sample`]) or `…,"record":"event",…}` (an [`Event`]), with one sequence number for
-//!    both, increasing by one. If records the subscriber asked for are no longer buffered, a
+//!    (a [`Sample`]), `…,"record":"event",…}` (an [`Event`]) or `…,"record":"profile",…}` (a
+//!    [`Profile`]: folded call stacks of about a second, from a probe started with `--profile`),
+//!    with one sequence number for all, increasing by one. If records the subscriber asked for are no longer buffered, a
 //!    **`gap`** `{"type":"gap","from_seq":A,"to_seq":B}` says so (records A to B inclusive are
 //!    lost) before the stream goes on from B + 1. Nothing is dropped silently.
 //! 4. At any time the subscriber may send **`ping`** `{"type":"ping","id":N}`; the probe answers
@@ -43,7 +44,7 @@ use serde::{Deserialize, Serialize};
 use thiserror::Error;
 use tokio_util::codec::{Decoder, Encoder, LengthDelimitedCodec};
 
-use crate::sample::{Event, HostInfo, Sample};
+use crate::sample::{Event, HostInfo, Profile, Sample};
 
 /// The protocol version this build speaks.
 pub const VERSION: u32 = 1;
@@ -88,12 +89,33 @@ pub enum ClientMessage {
     Bye,
 }
 
-/// A sample or an event.
+/// A sample, an event, or a profile.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "record", rename_all = "snake_case")]
 pub enum Record {
     Sample(Box<Sample>),
     Event(Event),
+    Profile(Box<Profile>),
+}
+
+impl Record {
+    /// When the record was taken, on the probe's monotonic clock.
+    pub fn mono_ns(&self) -> u64 {
+        match self {
+            Record::Sample(s) => s.mono_ns,
+            Record::Event(e) => e.mono_ns,
+            Record::Profile(p) => p.mono_ns,
+        }
+    }
+
+    /// When the record was taken, on the probe's wall clock.
+    pub fn wall_ns(&self) -> u64 {
+        match self {
+            Record::Sample(s) => s.wall_ns,
+            Record::Event(e) => e.wall_ns,
+            Record::Profile(p) => p.wall_ns,
+        }
+    }
 }
 
 /// Probe → subscriber.

@@ -117,7 +117,7 @@ impl<W: Write> RecordWriter<W> {
         }
     }
 
-    /// Writes one record (events are not written in CSV).
+    /// Writes one record (events and profiles are not written in CSV).
     pub fn write(&mut self, record: &Record) -> std::io::Result<()> {
         match self {
             RecordWriter::Jsonl(out) => {

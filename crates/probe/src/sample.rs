@@ -179,6 +179,35 @@ pub enum EventKind {
     ProcessExited { pid: i32 },
     /// The sampler fell behind and skipped ticks.
     MissedTicks { count: u64 },
+    /// Profiling was asked for and the kernel refused it (or stopped it): why, and the fix.
+    /// Everything else is sampled as before.
+    ProfileUnavailable { reason: String },
+}
+
+/// Where the watched tree spent its CPU over one interval (about a second): on-CPU call stacks
+/// sampled by the kernel's `cpu-clock` event, symbolized on the probe host and folded.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Profile {
+    /// The end of the interval, on the monotonic clock (ns).
+    pub mono_ns: u64,
+    pub wall_ns: u64,
+    /// How long the interval was (ns): its stacks were sampled in `[mono_ns - interval_ns,
+    /// mono_ns)`.
+    pub interval_ns: u64,
+    /// Samples a second asked of each CPU.
+    pub hz: u32,
+    /// The tree's samples in the interval (the stacks' counts summed).
+    pub samples: u64,
+    /// The CPU time those samples stand for (their periods summed, ns): the tree's CPU time as
+    /// the profile sees it, to set against the sampler's `cpu_ns`.
+    pub cpu_ns: u64,
+    /// Samples the kernel dropped because the probe read its ring buffer too late (of every
+    /// process on the CPU, not only the tree's): the profile is short by about that much.
+    pub lost: u64,
+    /// Folded stacks, most samples first: `process;thread;outermost frame;…;innermost frame`
+    /// and how many samples ended in it. Kernel frames end in `_[k]`; an address without a
+    /// symbol is its hex value.
+    pub stacks: Vec<(String, u64)>,
 }
 
 /// An event with its time.
@@ -207,4 +236,7 @@ pub struct HostInfo {
     /// How the probe picks its target, e.g. `--port 8080`.
     pub selector: String,
     pub interval_ns: u64,
+    /// Samples a second of on-CPU stacks when the probe profiles (`--profile`), else `None`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile_hz: Option<u32>,
 }

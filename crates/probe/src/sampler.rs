@@ -29,6 +29,7 @@ use procfs::FromRead;
 use crate::buffer::SharedBuffer;
 use crate::clock::{mono_ns, process_cpu_ns, thread_cpu_ns, wall_ns};
 use crate::collect::{self, HostFiles, ProcRoot, Reading, SystemFacts, Watched};
+use crate::profile::{ProfileConfig, Profiler, Tree};
 use crate::protocol::Record;
 use crate::sample::{Event, EventKind, HostInfo, ProbeCost, ProcessSample, Sample};
 use crate::selector::Selector;
@@ -51,6 +52,8 @@ pub struct SamplerConfig {
     /// Added to every time the probe reports (tests of clock alignment only: a probe whose
     /// clock is off, on purpose).
     pub clock_shift_ns: i64,
+    /// Also sample the tree's on-CPU call stacks (`--profile`).
+    pub profile: Option<ProfileConfig>,
 }
 
 impl SamplerConfig {
@@ -66,6 +69,7 @@ impl SamplerConfig {
             slow_budget: 0.005,
             pss: false,
             clock_shift_ns: 0,
+            profile: None,
         }
     }
 }
@@ -106,6 +110,8 @@ pub struct Sampler {
     own_rss_bytes: u64,
     previous_mono: Option<u64>,
     previous_own_cpu: Option<(u64, u64)>,
+    /// The tree as the profiler should see it.
+    profiled: Tree,
 }
 
 impl Sampler {
@@ -137,6 +143,7 @@ impl Sampler {
             own_rss_bytes: 0,
             previous_mono: None,
             previous_own_cpu: None,
+            profiled: Tree::default(),
             config,
         })
     }
@@ -158,6 +165,7 @@ impl Sampler {
             probe_version: env!("CARGO_PKG_VERSION").into(),
             selector: self.config.selector.to_string(),
             interval_ns: self.config.interval.as_nanos() as u64,
+            profile_hz: self.config.profile.as_ref().map(|p| p.hz),
         }
     }
 
@@ -250,6 +258,7 @@ impl Sampler {
                 .map(|(&pid, state)| (pid, state.handle.start_ticks))
                 .collect();
             self.slow.watch(self.root, identities, attached);
+            self.profiled.set(self.root, self.processes.keys().copied());
         }
 
         let host = if full {
@@ -498,6 +507,7 @@ pub struct Background {
     pub buffer: SharedBuffer,
     stop: Arc<AtomicBool>,
     thread: Option<std::thread::JoinHandle<()>>,
+    profiler: Option<Profiler>,
 }
 
 impl Background {
@@ -508,6 +518,21 @@ impl Background {
         max_bytes: usize,
     ) -> Result<Self, crate::Error> {
         let buffer = SharedBuffer::new(max_records, max_bytes);
+        let profiler = match &sampler.config.profile {
+            Some(config) => Some(
+                Profiler::start(
+                    config.clone(),
+                    sampler.profiled.clone(),
+                    buffer.clone(),
+                    sampler.config.clock_shift_ns,
+                )
+                .map_err(|source| crate::Error::Io {
+                    what: "start the profiling thread".into(),
+                    source,
+                })?,
+            ),
+            None => None,
+        };
         let stop = Arc::new(AtomicBool::new(false));
         let thread = std::thread::Builder::new()
             .name("sampler".into())
@@ -523,12 +548,14 @@ impl Background {
             buffer,
             stop,
             thread: Some(thread),
+            profiler,
         })
     }
 }
 
 impl Drop for Background {
     fn drop(&mut self) {
+        self.profiler.take();
         self.stop.store(true, Ordering::Relaxed);
         if let Some(t) = self.thread.take() {
             let _ = t.join();

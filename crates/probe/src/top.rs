@@ -36,6 +36,7 @@ impl Screen {
                 None
             }
             Record::Sample(s) => Some(self.render(s, host)),
+            Record::Profile(_) => None,
         }
     }
 

@@ -159,7 +159,7 @@ fn render(db: &str) {
                 let started = Instant::now();
                 let load = charts::load_charts(&figures).unwrap();
                 let probes = vec![charts::probe_charts(&figures, 0, &figures.probes[0]).unwrap()];
-                let html = pages::run_page(&figures, &load, &probes).into_string();
+                let html = pages::run_page(&figures, &load, &probes, &[]).into_string();
                 let drawn = started.elapsed().as_secs_f64();
                 println!(
                     "long run page: read and figures {loaded:.2} s, charts and HTML {drawn:.3} s, peak RSS {:.0} MiB; page {}, {} charts, largest SVG {}",
@@ -181,7 +181,7 @@ fn render(db: &str) {
                 let comparison = Comparison { title: "wide".into(), runs: wide };
                 let started = Instant::now();
                 let list = charts::comparison_charts(&comparison).unwrap();
-                let html = pages::comparison_page(&comparison, &list).into_string();
+                let html = pages::comparison_page(&comparison, &list, &[]).into_string();
                 let drawn = started.elapsed().as_secs_f64();
                 println!(
                     "comparison of {} runs: read and figures {read:.2} s, charts and HTML {drawn:.3} s, peak RSS {:.0} MiB; page {}, largest SVG {}",

@@ -159,6 +159,7 @@ pub fn probe_charts(
         "TCP sockets",
         "Context switches",
         "CPU by process",
+        "CPU by function",
     ]
     .iter()
     .map(|t| {
@@ -240,6 +241,21 @@ pub fn probe_charts(
             ),
             "Each process of the tree (e.g. the workers of a cluster).",
             "",
+        )?);
+    }
+    if let Some(profile) = &probe.profile {
+        out.push(time(
+            &id("functions"),
+            chart(
+                7,
+                "CPU (%, 100 = one core)",
+                lines(&profile.over_time, &plot::PALETTE),
+            ),
+            &format!(
+                "The five functions with the most samples of their own in the attack window: each second, its samples × the CPU one sample stands for ({} Hz per CPU), on the CPU chart's scale.",
+                profile.hz
+            ),
+            "The profile has no samples of the target in the attack window.",
         )?);
     }
     Ok(out)

@@ -20,4 +20,6 @@ pub enum ReportError {
     Output(io::Error),
     #[error("{0}")]
     Plot(#[from] crate::plot::PlotError),
+    #[error("cannot draw {0}")]
+    Draw(String),
 }

@@ -97,6 +97,8 @@ pub struct ProbeFigures {
     pub peak_rss_bytes: Option<u64>,
     pub peak_fds: Option<u64>,
     pub fd_limits: (Option<u64>, Option<u64>),
+    /// Where the tree's CPU went in the attack window, when the probe profiled.
+    pub profile: Option<crate::profile::ProfileFigures>,
 }
 
 /// Everything the pages say about one run.
@@ -247,7 +249,11 @@ fn finish(run: &StoredRun, fold: IntervalFold) -> RunFigures {
         distribution("corrected", &totals.corrected),
         distribution("service", &totals.service),
     ];
-    let probes: Vec<ProbeFigures> = run.probes.iter().map(probe_figures).collect();
+    let probes: Vec<ProbeFigures> = run
+        .probes
+        .iter()
+        .map(|p| probe_figures(p, (0.0, last_end.max(attack_end))))
+        .collect();
     let mut span = (0.0f64, last_end.max(attack_end));
     for p in &probes {
         if let (Some(first), Some(last)) = (p.cpu.points.first(), p.cpu.points.last()) {
@@ -343,8 +349,10 @@ fn distribution(name: &str, h: &hdrhistogram::Histogram<u64>) -> Series {
     s
 }
 
-fn probe_figures(probe: &store::run::StoredProbe) -> ProbeFigures {
+/// A probe's figures; its profile is of `window`, the attack (s on the run's timeline).
+fn probe_figures(probe: &store::run::StoredProbe, window: (f64, f64)) -> ProbeFigures {
     let host = &probe.meta.host;
+    let mut profile = crate::profile::Accumulator::new(window);
     let mut f = ProbeFigures {
         label: format!(
             "{} ({} on {})",
@@ -386,6 +394,7 @@ fn probe_figures(probe: &store::run::StoredProbe) -> ProbeFigures {
         }
         match &r.record {
             Record::Event(e) => f.events.push((t, describe_event(&e.kind))),
+            Record::Profile(p) => profile.add(t, p),
             Record::Sample(s) => {
                 f.samples += 1;
                 if let Some(host) = &s.host {
@@ -410,6 +419,7 @@ fn probe_figures(probe: &store::run::StoredProbe) -> ProbeFigures {
         }
     }
     f.members = members.into_values().collect();
+    f.profile = profile.finish();
     f.host_cpu.points = trailing_mean(&f.host_cpu.points, 1.0);
     for g in &probe.gaps {
         let what = match g.to_seq {
@@ -511,6 +521,7 @@ fn describe_event(kind: &EventKind) -> String {
         EventKind::ProcessStarted { pid, comm, .. } => format!("{comm} ({pid}) started"),
         EventKind::ProcessExited { pid } => format!("process {pid} exited"),
         EventKind::MissedTicks { count } => format!("{count} samples missed"),
+        EventKind::ProfileUnavailable { reason } => format!("no profile: {reason}"),
     }
 }
 

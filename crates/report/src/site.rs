@@ -24,6 +24,9 @@ use crate::pages::{self, SiteIndex};
 /// Above this many runs, a label gets no automatic comparison (its page says how to make one).
 pub const AUTO_COMPARISON_LIMIT: usize = 20;
 
+/// Differential flame graphs drawn for one comparison.
+const MAX_DIFFERENTIALS: usize = 8;
+
 /// Labels the experiment runner keeps for its own bookkeeping: no label page, no comparison.
 /// Whether a run is an experiment's warm-up (left out of every figure).
 fn is_warmup(labels: &BTreeMap<String, String>) -> bool {
@@ -65,22 +68,9 @@ struct Writer<'a> {
 
 impl Writer<'_> {
     fn page(&mut self, relative: &str, markup: Markup) -> Result<PathBuf, ReportError> {
-        let path = self.out.join(relative);
-        if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir).map_err(|source| ReportError::Write {
-                path: dir.to_path_buf(),
-                source,
-            })?;
-        }
-        let html = markup.into_string();
-        std::fs::write(&path, &html).map_err(|source| ReportError::Write {
-            path: path.clone(),
-            source,
-        })?;
+        self.file(relative, markup.into_string().as_bytes())?;
         self.site.pages += 1;
-        self.site.bytes += html.len() as u64;
-        self.written.insert(relative.to_string());
-        Ok(path)
+        Ok(self.out.join(relative))
     }
 
     /// A run's page; a chart that cannot be drawn costs that page, not the site.
@@ -99,9 +89,11 @@ impl Writer<'_> {
             Ok((load, probes))
         });
         match drawn {
-            Ok((load, probes)) => self
-                .page(relative, pages::run_page(run, &load, &probes))
-                .map(Some),
+            Ok((load, probes)) => {
+                let flames = self.flame_graphs(relative, run)?;
+                self.page(relative, pages::run_page(run, &load, &probes, &flames))
+                    .map(Some)
+            }
             Err(e) => {
                 self.site
                     .failures
@@ -111,12 +103,105 @@ impl Writer<'_> {
         }
     }
 
+    /// A file beside `page` (a flame graph), `PAGE.SUFFIX`; its name relative to the page.
+    fn beside(&mut self, page: &str, suffix: &str, bytes: &[u8]) -> Result<String, ReportError> {
+        let relative = format!("{}.{suffix}", page.trim_end_matches(".html"));
+        let name = relative.rsplit('/').next().unwrap_or(&relative).to_string();
+        self.file(&relative, bytes)?;
+        Ok(name)
+    }
+
+    /// A file of the site that is not a page.
+    fn file(&mut self, relative: &str, bytes: &[u8]) -> Result<(), ReportError> {
+        let path = self.out.join(relative);
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).map_err(|source| ReportError::Write {
+                path: dir.to_path_buf(),
+                source,
+            })?;
+        }
+        std::fs::write(&path, bytes).map_err(|source| ReportError::Write { path, source })?;
+        self.site.bytes += bytes.len() as u64;
+        self.written.insert(relative.to_string());
+        Ok(())
+    }
+
+    /// Each profiled probe's flame graph beside the run's page (`page`), named relative to it.
+    fn flame_graphs(
+        &mut self,
+        page: &str,
+        run: &RunFigures,
+    ) -> Result<Vec<Option<String>>, ReportError> {
+        let mut names = Vec::new();
+        for (i, probe) in run.probes.iter().enumerate() {
+            let Some(profile) = &probe.profile else {
+                names.push(None);
+                continue;
+            };
+            let subtitle = format!(
+                "{}: {} samples of {} in the attack window",
+                run.name, profile.samples, probe.host.selector
+            );
+            let svg = crate::flame::flame_graph(
+                &format!("Where the CPU went: {}", run.name),
+                subtitle,
+                &profile.folded,
+            )?;
+            names.push(Some(self.beside(
+                page,
+                &format!("flame-{}.svg", i + 1),
+                &svg,
+            )?));
+        }
+        Ok(names)
+    }
+
+    /// Differential flame graphs beside a comparison's page: the first profiled run against
+    /// each other profiled run (at most [`MAX_DIFFERENTIALS`]), as (that run's index, file
+    /// name relative to the page).
+    fn differentials(
+        &mut self,
+        page: &str,
+        c: &Comparison,
+    ) -> Result<Vec<(usize, String)>, ReportError> {
+        let profile = |i: usize| c.runs[i].probes.first().and_then(|p| p.profile.as_ref());
+        let profiled: Vec<usize> = (0..c.runs.len())
+            .filter(|&i| profile(i).is_some())
+            .collect();
+        let Some((&base, others)) = profiled.split_first() else {
+            return Ok(Vec::new());
+        };
+        let names = c.run_names();
+        let mut out = Vec::new();
+        for &i in others.iter().take(MAX_DIFFERENTIALS) {
+            let (Some(before), Some(after)) = (profile(base), profile(i)) else {
+                continue;
+            };
+            let svg = crate::flame::differential(
+                &format!(
+                    "#{} {} against #{} {}",
+                    i + 1,
+                    names[i],
+                    base + 1,
+                    names[base]
+                ),
+                "red: a larger share of the samples than in the first run, blue: a smaller one"
+                    .into(),
+                &before.folded,
+                &after.folded,
+            )?;
+            out.push((i, self.beside(page, &format!("diff-{}.svg", i + 1), &svg)?));
+        }
+        Ok(out)
+    }
+
     /// A comparison's page, listed on the index once written.
     fn comparison(&mut self, c: &Comparison, index: &mut SiteIndex) -> Result<(), ReportError> {
         match charts::comparison_charts(c) {
             Ok(list) => {
                 let relative = pages::comparison_path(&c.title);
-                let path = self.page(&relative, pages::comparison_page(c, &list))?;
+                let diffs = self.differentials(&relative, c)?;
+                let path = self.page(&relative, pages::comparison_page(c, &list, &diffs))?;
                 self.site.comparison_pages.push(path);
                 index
                     .comparisons

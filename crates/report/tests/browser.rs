@@ -162,13 +162,17 @@ fn pages_render_in_a_browser() {
         let store = Store::open(&db).await.unwrap();
         let node = runs::write(
             &store,
-            &Spec::new("node 2000", 800).label("target", "node"),
+            &Spec::new("node 2000", 800)
+                .label("target", "node")
+                .profiled(NODE_STACKS),
             1_795_000_000_000_000_000,
         )
         .await;
         runs::write(
             &store,
-            &Spec::new("go 2000", 300).label("target", "go"),
+            &Spec::new("go 2000", 300)
+                .label("target", "go")
+                .profiled(GO_STACKS),
             1_795_000_060_000_000_000,
         )
         .await;
@@ -204,7 +208,26 @@ fn pages_render_in_a_browser() {
         shot.count(BLUE)
     );
 
+    // The flame graph beside the run page, in the browser with its script: the functions
+    // named (a hostile name escaped), coloured boxes on the screen, nothing on the console.
+    assert!(
+        dom.contains("<object class=\"flame\""),
+        "the run page embeds its flame graph"
+    );
+    let flame = site_dir.join(pages::run_path(&node).replace(".html", ".flame-1.svg"));
+    let (dom, shot) = open(&flame, work.path(), "flame");
+    assert!(
+        dom.contains("hashSync") && dom.contains("uv__io_poll"),
+        "{dom}"
+    );
+    assert!(
+        !dom.contains("<img src=x"),
+        "a frame's name is text, not markup"
+    );
+    assert!(shot.share_not_white() > 0.05, "the boxes are drawn");
+
     let (dom, shot) = open(&written.comparison_pages[0], work.path(), "comparison");
+    assert!(dom.contains("Where their CPU went") && dom.contains("<object class=\"flame\""));
     assert!(
         dom.matches("<svg").count() >= 9,
         "the comparison's charts are in the DOM"
@@ -215,7 +238,33 @@ fn pages_render_in_a_browser() {
         shot.count(BLUE),
         shot.count(ORANGE)
     );
+    let diff = written.comparison_pages[0].with_extension("diff-2.svg");
+    let (dom, _) = open(&diff, work.path(), "differential");
+    assert!(
+        dom.contains("crypto/sha256.block") && dom.contains("against #1 node 2000"),
+        "the second run's code paths, coloured against the first's: {dom}"
+    );
 }
+
+/// What the fixture's node spends its CPU on, each second (a hostile frame name among them).
+const NODE_STACKS: &[(&str, u64)] = &[
+    ("node;node;main;uv_run;uv__io_poll;JS:*handle /srv/server.js:10;JS:*hashSync /srv/server.js:3", 60),
+    ("node;node;main;uv_run;uv__io_poll;JS:*handle /srv/server.js:10", 15),
+    ("node;node;main;uv_run;uv__io_poll;epoll_wait;do_epoll_wait_[k]", 10),
+    ("node;V8 Worker;<img src=x onerror=alert(1)>", 5),
+];
+/// And the fixture's go.
+const GO_STACKS: &[(&str, u64)] = &[
+    (
+        "server;server;runtime.goexit;main.handle;crypto/sha256.block",
+        40,
+    ),
+    ("server;server;runtime.goexit;main.handle", 10),
+    (
+        "server;server;runtime.mcall;runtime.schedule;runtime.findRunnable",
+        20,
+    ),
+];
 
 #[test]
 fn an_experiment_page_renders_in_a_browser() {

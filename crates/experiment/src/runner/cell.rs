@@ -169,6 +169,11 @@ impl CellContext<'_> {
                 let mut config =
                     probe::sampler::SamplerConfig::new(probe::selector::Selector::Pid(t.pid()));
                 config.interval = self.experiment.file.probe_interval;
+                config.profile = self
+                    .experiment
+                    .file
+                    .profile
+                    .then(probe::profile::ProfileConfig::default);
                 let running = probe::sampler::Sampler::new(config)
                     .and_then(|s| {
                         probe::server::RunningProbe::start(

@@ -82,12 +82,13 @@ impl Drop for TargetProcess {
 }
 
 /// A probe on a loopback port watching the target process, as `probe serve --pid` would.
-async fn local_probe(pid: i32) -> Result<probe::server::RunningProbe, Error> {
+async fn local_probe(pid: i32, profile: bool) -> Result<probe::server::RunningProbe, Error> {
     let probe_error = |message: String| Error::Probe {
         address: "127.0.0.1".into(),
         message,
     };
-    let config = probe::sampler::SamplerConfig::new(probe::selector::Selector::Pid(pid));
+    let mut config = probe::sampler::SamplerConfig::new(probe::selector::Selector::Pid(pid));
+    config.profile = profile.then(probe::profile::ProfileConfig::default);
     let sampler = probe::sampler::Sampler::new(config).map_err(|e| probe_error(e.to_string()))?;
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
@@ -149,7 +150,7 @@ pub async fn run(
         .or_insert_with(|| "built-in".into());
     // Without a store there is nowhere to keep the probe's samples: the demo runs without one.
     let local_probe = match keeping.store_url {
-        Some(_) => Some(local_probe(target.child.id() as i32).await?),
+        Some(_) => Some(local_probe(target.child.id() as i32, args.profile).await?),
         None => None,
     };
     if let Some(p) = &local_probe {

@@ -43,6 +43,8 @@ pub struct Keeping {
     pub probes: Vec<ProbeTarget>,
     pub pre_roll: Duration,
     pub post_roll: Duration,
+    /// Every probe must profile (`--profile`).
+    pub profile: bool,
     pub shard: Option<Shard>,
     /// Wall-clock time zero (for shards starting together).
     pub start_at: Option<SystemTime>,
@@ -125,6 +127,12 @@ pub async fn execute_with(
                 address: target.address.clone(),
                 message: e.to_string(),
             })?;
+        if keeping.profile && link.meta.host.profile_hz.is_none() {
+            return Err(Error::Probe {
+                address: target.address.clone(),
+                message: "it does not profile: restart it with `probe serve --profile …` (CAP_PERFMON or root), or drop --profile".into(),
+            });
+        }
         connected.push(link);
     }
     let anchor = attack::time_zero(keeping.start_at)?;

@@ -19,7 +19,7 @@
 use std::time::Duration;
 
 use probe::client::{ClientError, ClockSync, Incoming, Subscriber};
-use probe::protocol::{Record, Start};
+use probe::protocol::Start;
 use store::run::{ClockAlignment, ProbeMeta, StoredGap, StoredRecord};
 use store::writer::WriterHandle;
 use tokio::sync::watch;
@@ -272,11 +272,7 @@ impl Follower {
     fn take(&mut self, incoming: Incoming) {
         match incoming {
             Incoming::Record { seq, record } => {
-                let mono = match &record {
-                    Record::Sample(s) => s.mono_ns,
-                    Record::Event(e) => e.mono_ns,
-                };
-                let t_ns = self.t_ns(mono);
+                let t_ns = self.t_ns(record.mono_ns());
                 if self.restarted {
                     self.after_restart(seq, Some(t_ns));
                 }

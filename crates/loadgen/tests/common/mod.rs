@@ -201,9 +201,20 @@ pub fn local_probe_with(
     serve_config: probe::server::ServeConfig,
     max_records: usize,
 ) -> LocalProbe {
+    local_probe_profiling(selector, serve_config, max_records, false)
+}
+
+/// A probe on a loopback port, profiling its target's stacks if `profile`.
+pub fn local_probe_profiling(
+    selector: probe::selector::Selector,
+    serve_config: probe::server::ServeConfig,
+    max_records: usize,
+    profile: bool,
+) -> LocalProbe {
     let config = probe::sampler::SamplerConfig {
         interval: Duration::from_millis(50),
         clock_shift_ns: serve_config.clock_shift_ns,
+        profile: profile.then(probe::profile::ProfileConfig::default),
         ..probe::sampler::SamplerConfig::new(selector)
     };
     let sampler = probe::sampler::Sampler::new(config).unwrap();

@@ -114,7 +114,7 @@ pub fn samples(records: &[(u64, Record)]) -> Vec<Sample> {
         .iter()
         .filter_map(|(_, r)| match r {
             Record::Sample(s) => Some((**s).clone()),
-            Record::Event(_) => None,
+            _ => None,
         })
         .collect()
 }
@@ -124,7 +124,7 @@ pub fn events(records: &[(u64, Record)]) -> Vec<Event> {
         .iter()
         .filter_map(|(_, r)| match r {
             Record::Event(e) => Some(e.clone()),
-            Record::Sample(_) => None,
+            _ => None,
         })
         .collect()
 }

@@ -143,7 +143,12 @@ pub fn label_page(key: &str, value: &str, runs: &[Headline], comparison: Option<
 }
 
 /// A run's page (or a run group's, merged).
-pub fn run_page(run: &RunFigures, load: &[Chart], probes: &[Vec<Chart>]) -> Markup {
+pub fn run_page(
+    run: &RunFigures,
+    load: &[Chart],
+    probes: &[Vec<Chart>],
+    flames: &[Option<String>],
+) -> Markup {
     let body = html! {
         h1 { (run.name) }
         p.meta {
@@ -179,6 +184,7 @@ pub fn run_page(run: &RunFigures, load: &[Chart], probes: &[Vec<Chart>]) -> Mark
             h2 { "Target, as probe " (i + 1) " saw it: " (probe.label) }
             (probe_facts(probe))
             (charts(charts_of_probe))
+            (profile_section(probe, flames.get(i).and_then(Option::as_deref)))
             @if !probe.events.is_empty() {
                 details {
                     summary { (probe.events.len()) @if probe.events.len() == 1 { " event" } @else { " events" } }
@@ -194,6 +200,117 @@ pub fn run_page(run: &RunFigures, load: &[Chart], probes: &[Vec<Chart>]) -> Mark
         (configuration(run))
     };
     layout(&run.name, "../", body)
+}
+
+/// Where the tree's CPU went: the flame graph (`flame`, a file beside the page), the top
+/// functions, and how the profile's CPU compares with the sampler's; or why there is none.
+fn profile_section(p: &ProbeFigures, flame: Option<&str>) -> Markup {
+    let unavailable = p.events.iter().find(|(_, e)| e.starts_with("no profile: "));
+    let Some(f) = &p.profile else {
+        return html! {
+            h3 { "Where its CPU went" }
+            @if let Some((_, why)) = unavailable {
+                p { (why) }
+            } @else if p.host.profile_hz.is_some() {
+                p { "The probe profiled, but none of its profiles fell in the attack window." }
+            } @else {
+                p.meta { "No profile: start the probe with " code { "--profile" } " (or " code { "profile = true" } " in an experiment file) to see the target's on-CPU call stacks here, as a flame graph, beside these charts." }
+            }
+        };
+    };
+    let sampled_cpu_s = cpu_seconds(&p.cpu.points);
+    html! {
+        h3 { "Where its CPU went" }
+        p.meta {
+            (f.samples) " stacks sampled in the attack window (" (f.hz) " Hz per CPU, kernel and user frames), standing for "
+            (format!("{:.2}", f.cpu_s)) " s of CPU"
+            @if let Some(s) = sampled_cpu_s { " (the CPU clock says " (format!("{s:.2}")) " s)" }
+            "."
+            @if f.lost > 0 { " " strong { (f.lost) " samples were lost" } " (the probe read the kernel's ring late): shares are of what was kept." }
+            " Frames come from frame pointers: a function built without them hides its caller; an address without a symbol is shown as hex."
+        }
+        @if let Some(file) = flame {
+            object.flame type="image/svg+xml" data=(file) { a href=(file) { "the flame graph" } }
+            p.meta { "Each box is a function, as wide as its share of the samples; above it, what it called. Process and thread at the bottom, kernel frames end in " code { "_[k]" } ". Click to zoom, Ctrl-F to search; " a href=(file) { "open it alone" } "." }
+        }
+        @if !f.top.is_empty() {
+            div.scroll { table {
+                thead { tr { th { "function" } th { "self" } th { "total" } } }
+                tbody { @for t in &f.top { tr {
+                    td { code { (t.name) } }
+                    td.n { (format!("{:.1} %", f.percent(t.self_samples))) }
+                    td.n { (format!("{:.1} %", f.percent(t.total_samples))) }
+                } } }
+            } }
+            p.meta { "Self: samples in the function's own code; total: with what it called. Shares of the tree's samples in the attack window." }
+        }
+    }
+}
+
+/// Where the runs' CPU went, side by side: the top functions' own shares in each profiled run,
+/// and the differential flame graphs against the first.
+fn profile_comparison(c: &Comparison, names: &[String], diffs: &[(usize, String)]) -> Markup {
+    let profiles: Vec<(usize, &crate::profile::ProfileFigures)> = c
+        .runs
+        .iter()
+        .enumerate()
+        .filter_map(|(i, r)| {
+            r.probes
+                .first()
+                .and_then(|p| p.profile.as_ref())
+                .map(|p| (i, p))
+        })
+        .collect();
+    if profiles.is_empty() {
+        return html! {};
+    }
+    // The functions that are in any run's top ten, by their largest share.
+    let mut functions: Vec<(String, f64)> = Vec::new();
+    for (_, p) in &profiles {
+        for t in p.top.iter().take(10) {
+            let share = p.percent(t.self_samples);
+            match functions.iter_mut().find(|(n, _)| *n == t.name) {
+                Some(f) => f.1 = f.1.max(share),
+                None => functions.push((t.name.clone(), share)),
+            }
+        }
+    }
+    functions.sort_by(|a, b| b.1.total_cmp(&a.1));
+    let own = |p: &crate::profile::ProfileFigures, name: &str| {
+        let n: u64 = p
+            .folded
+            .iter()
+            .filter(|(s, _)| crate::profile::function_frames(s).last() == Some(&name))
+            .map(|(_, n)| n)
+            .sum();
+        p.percent(n)
+    };
+    html! {
+        h2 { "Where their CPU went" }
+        p.meta { "Each function's own share of the target's sampled stacks in the attack window (its first probe's profile). A function that takes a larger share in one run is where that run spends what the other does not." }
+        div.scroll { table {
+            thead { tr { th { "function" } @for (i, _) in &profiles { th { "#" (i + 1) } } } }
+            tbody { @for (name, _) in &functions { tr {
+                td { code { (name) } }
+                @for (_, p) in &profiles { td.n { (format!("{:.1} %", own(p, name))) } }
+            } } }
+        } }
+        @for (i, file) in diffs {
+            h3 { "#" (i + 1) " " (names[*i]) " against #" (profiles[0].0 + 1) " " (names[profiles[0].0]) }
+            object.flame type="image/svg+xml" data=(file) { a href=(file) { "the differential flame graph" } }
+            p.meta { "The second run's stacks, by code path (all processes and threads together), both runs scaled to the same number of samples: red where its share grew, blue where it shrank. " a href=(file) { "Open it alone" } "." }
+        }
+    }
+}
+
+/// CPU seconds under a CPU % series (100 = one core), from each point's interval.
+fn cpu_seconds(points: &[(f64, f64)]) -> Option<f64> {
+    let s: f64 = points
+        .windows(2)
+        .filter(|w| w[1].0 > 0.0)
+        .map(|w| (w[1].0 - w[0].0) * w[1].1 / 100.0)
+        .sum();
+    (points.len() > 1).then_some(s)
 }
 
 fn probe_facts(p: &ProbeFigures) -> Markup {
@@ -233,7 +350,7 @@ fn configuration(run: &RunFigures) -> Markup {
     }
 }
 
-pub fn comparison_page(c: &Comparison, list: &[Chart]) -> Markup {
+pub fn comparison_page(c: &Comparison, list: &[Chart], diffs: &[(usize, String)]) -> Markup {
     let names = c.run_names();
     let t = crate::compare::table(c);
     let body = html! {
@@ -256,6 +373,7 @@ pub fn comparison_page(c: &Comparison, list: &[Chart]) -> Markup {
         }
         (comparison_table(c, &t))
         (charts(list))
+        (profile_comparison(c, &names, diffs))
     };
     layout(&format!("Comparison: {}", c.title), "../", body)
 }

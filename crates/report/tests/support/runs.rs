@@ -32,6 +32,8 @@ pub struct Spec {
     pub probe: bool,
     /// Length of the attack (one interval per second).
     pub seconds: u64,
+    /// Folded stacks the probe's profile finds every second, when it profiles.
+    pub profile: Option<&'static [(&'static str, u64)]>,
 }
 
 impl Spec {
@@ -46,7 +48,13 @@ impl Spec {
             shard: None,
             probe: true,
             seconds: SECONDS,
+            profile: None,
         }
+    }
+
+    pub fn profiled(mut self, stacks: &'static [(&'static str, u64)]) -> Self {
+        self.profile = Some(stacks);
+        self
     }
 
     pub fn label(mut self, k: &'static str, v: &str) -> Self {
@@ -232,6 +240,7 @@ pub async fn write(store: &Store, spec: &Spec, started_at_ns: i64) -> String {
                 probe_version: "test".into(),
                 selector: "--port 8080".into(),
                 interval_ns: 1_000_000_000 / HZ,
+                profile_hz: spec.profile.map(|_| 99),
                 ..Default::default()
             },
             clock: Some(ClockAlignment {
@@ -274,6 +283,28 @@ pub async fn write(store: &Store, spec: &Spec, started_at_ns: i64) -> String {
                 }),
             },
         );
+        for k in 1..=spec.seconds {
+            let Some(stacks) = spec.profile else { break };
+            seq += 1;
+            let samples = stacks.iter().map(|(_, n)| n).sum();
+            writer.record(
+                0,
+                StoredRecord {
+                    seq,
+                    t_ns: (k * 1_000_000_000) as i64,
+                    record: Record::Profile(Box::new(probe::sample::Profile {
+                        mono_ns: zero_mono + k * 1_000_000_000,
+                        wall_ns: 0,
+                        interval_ns: 1_000_000_000,
+                        hz: 99,
+                        samples,
+                        cpu_ns: samples * 10_101_010,
+                        lost: 0,
+                        stacks: stacks.iter().map(|(s, n)| (s.to_string(), *n)).collect(),
+                    })),
+                },
+            );
+        }
         writer.gap(
             0,
             StoredGap {

@@ -168,6 +168,7 @@ pub(crate) async fn insert_record(
     let (kind, mono, wall, total) = match &record.record {
         Record::Sample(s) => ("sample", s.mono_ns, s.wall_ns, s.total.as_ref()),
         Record::Event(e) => ("event", e.mono_ns, e.wall_ns, None),
+        Record::Profile(p) => ("profile", p.mono_ns, p.wall_ns, None),
     };
     sqlx::query(
         "INSERT INTO probe_records (run_id, probe_idx, seq, kind, t_ns, probe_mono_ns, wall_ns, \

@@ -1,0 +1,201 @@
+//! Where the target's CPU went in a run: the probe's profiles of the attack window folded into
+//! one set of stacks (for the flame graph), the functions that took most, and the share of the
+//! top few over time, in the CPU chart's unit (100 = one core).
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+use probe::sample::Profile;
+
+use crate::figures::Series;
+
+/// Functions listed in the table.
+const TOP: usize = 15;
+/// Functions drawn over time.
+const OVER_TIME: usize = 5;
+
+/// One function's part of the window's samples.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FunctionShare {
+    pub name: String,
+    /// Samples with the function innermost (its own code).
+    pub self_samples: u64,
+    /// Samples with the function anywhere on the stack (it or what it called).
+    pub total_samples: u64,
+}
+
+/// A probe's profile of one run's attack window.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ProfileFigures {
+    pub hz: u32,
+    /// Profile records in the window.
+    pub records: usize,
+    pub samples: u64,
+    /// The tree's CPU as the profile saw it (s).
+    pub cpu_s: f64,
+    /// Samples the kernel dropped in the window (of every process).
+    pub lost: u64,
+    /// Every stack of the window and its samples (`process;thread;frame;…`).
+    pub folded: BTreeMap<String, u64>,
+    /// The functions with the most samples of their own, most first.
+    pub top: Vec<FunctionShare>,
+    /// The top functions' own CPU per record (100 = one core).
+    pub over_time: Vec<Series>,
+}
+
+impl ProfileFigures {
+    /// The share of the window's samples, in percent.
+    pub fn percent(&self, samples: u64) -> f64 {
+        if self.samples == 0 {
+            0.0
+        } else {
+            samples as f64 * 100.0 / self.samples as f64
+        }
+    }
+}
+
+/// Collects profile records as they come; [`Accumulator::finish`] makes the figures.
+#[derive(Debug, Default)]
+pub struct Accumulator {
+    window: (f64, f64),
+    figures: ProfileFigures,
+    /// Per record: its time, the CPU one sample stands for in percent of a core, and its
+    /// samples by innermost function.
+    timeline: Vec<(f64, f64, HashMap<String, u64>)>,
+}
+
+impl Accumulator {
+    /// Keeps the records that end within `window` (s on the run's timeline).
+    pub fn new(window: (f64, f64)) -> Self {
+        Accumulator {
+            window,
+            ..Default::default()
+        }
+    }
+
+    pub fn add(&mut self, t: f64, p: &Profile) {
+        // A record covers the second before its time.
+        if t <= self.window.0 || t > self.window.1 + 0.5 {
+            return;
+        }
+        let f = &mut self.figures;
+        f.hz = p.hz;
+        f.records += 1;
+        f.samples += p.samples;
+        f.cpu_s += p.cpu_ns as f64 / 1e9;
+        f.lost += p.lost;
+        let mut leaves: HashMap<String, u64> = HashMap::new();
+        for (stack, n) in &p.stacks {
+            *f.folded.entry(stack.clone()).or_default() += n;
+            if let Some(leaf) = function_frames(stack).last() {
+                *leaves.entry(leaf.to_string()).or_default() += n;
+            }
+        }
+        let seconds = p.interval_ns as f64 / 1e9;
+        let pct_per_sample = if p.hz > 0 && seconds > 0.0 {
+            100.0 / (f64::from(p.hz) * seconds)
+        } else {
+            0.0
+        };
+        self.timeline.push((t, pct_per_sample, leaves));
+    }
+
+    /// The figures, or `None` when no profile record fell in the window.
+    pub fn finish(self) -> Option<ProfileFigures> {
+        let mut f = self.figures;
+        if f.records == 0 {
+            return None;
+        }
+        let mut own: HashMap<&str, u64> = HashMap::new();
+        let mut total: HashMap<&str, u64> = HashMap::new();
+        for (stack, &n) in &f.folded {
+            let frames = function_frames(stack);
+            if let Some(leaf) = frames.last() {
+                *own.entry(leaf).or_default() += n;
+            }
+            // Once per stack, however often a recursive function appears in it.
+            let distinct: HashSet<&str> = frames.iter().copied().collect();
+            for frame in distinct {
+                *total.entry(frame).or_default() += n;
+            }
+        }
+        let mut top: Vec<FunctionShare> = own
+            .iter()
+            .map(|(name, &n)| FunctionShare {
+                name: name.to_string(),
+                self_samples: n,
+                total_samples: total.get(name).copied().unwrap_or(n),
+            })
+            .collect();
+        top.sort_by(|a, b| {
+            b.self_samples
+                .cmp(&a.self_samples)
+                .then_with(|| a.name.cmp(&b.name))
+        });
+        top.truncate(TOP);
+        f.over_time = top
+            .iter()
+            .take(OVER_TIME)
+            .map(|share| Series {
+                name: share.name.clone(),
+                points: self
+                    .timeline
+                    .iter()
+                    .map(|(t, pct, leaves)| {
+                        (
+                            *t,
+                            leaves.get(&share.name).copied().unwrap_or(0) as f64 * pct,
+                        )
+                    })
+                    .collect(),
+            })
+            .collect();
+        f.top = top;
+        Some(f)
+    }
+}
+
+/// A folded stack's function frames: without the process and the thread that open it.
+pub fn function_frames(stack: &str) -> Vec<&str> {
+    stack.split(';').skip(2).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn profile(stacks: &[(&str, u64)]) -> Profile {
+        Profile {
+            hz: 100,
+            interval_ns: 1_000_000_000,
+            samples: stacks.iter().map(|s| s.1).sum(),
+            stacks: stacks.iter().map(|(s, n)| (s.to_string(), *n)).collect(),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn self_and_total_shares_and_the_window() {
+        let mut acc = Accumulator::new((0.0, 2.0));
+        let p = profile(&[
+            ("srv;main;main;handle;hash", 60),
+            ("srv;main;main;handle;hash;hash", 10),
+            ("srv;main;main;handle", 20),
+            ("srv;gc;gc_mark", 10),
+        ]);
+        acc.add(-0.5, &p); // the pre-roll: left out
+        acc.add(1.0, &p);
+        acc.add(2.0, &p);
+        acc.add(4.0, &p); // the post-roll: left out
+        let f = acc.finish().unwrap();
+        assert_eq!((f.records, f.samples), (2, 200));
+        let hash = f.top.iter().find(|s| s.name == "hash").unwrap();
+        assert_eq!((hash.self_samples, hash.total_samples), (140, 140));
+        let handle = f.top.iter().find(|s| s.name == "handle").unwrap();
+        assert_eq!((handle.self_samples, handle.total_samples), (40, 180));
+        assert_eq!(f.top[0].name, "hash");
+        assert!((f.percent(hash.self_samples) - 70.0).abs() < 1e-9);
+        // 70 samples of hash a second at 100 Hz: 70 % of a core.
+        assert_eq!(f.over_time[0].points, vec![(1.0, 70.0), (2.0, 70.0)]);
+        assert!(Accumulator::new((0.0, 1.0)).finish().is_none());
+    }
+}
