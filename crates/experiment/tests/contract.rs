@@ -415,3 +415,95 @@ fn bad_settings_stop_every_target_at_start() {
         }
     });
 }
+
+/// Each stack's `/compute` under load, profiled as `profile = true` starts it (`PROFILE=1`):
+/// most of the tree's samples are in stacks through the function that does the work, named:
+/// for Node a JIT frame named through V8's perf map, in a cluster's workers; for Go and Rust
+/// their own functions, walked by frame pointers.
+#[test]
+fn compute_is_named_in_each_stacks_profile() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    // (target, CLUSTER, a frame every working stack passes through, where the samples are)
+    let cases = [
+        ("node", None, "JS:*work /", "node;"),
+        ("node-cluster", Some("2"), "JS:*work /", "node (child);"),
+        ("go", None, "main.spend", "showdown-target"),
+        (
+            "rust",
+            None,
+            "showdown_target_rust::routes::App::compute",
+            "showdown-target",
+        ),
+    ];
+    runtime().block_on(async {
+        for (name, cluster, frame, root) in cases {
+            let mut launch = Launch::builtin(&dir(), name).env("PROFILE", "1");
+            if let Some(n) = cluster {
+                launch = launch.env("CLUSTER", n);
+            }
+            let target = start(&launch).await;
+            let base = target.base_url();
+            let http = Http::new(Duration::from_secs(10));
+            // Past the JIT's first tiers, then sampled.
+            for _ in 0..50 {
+                http.get(&format!("{base}/compute?ms=2")).await.unwrap();
+            }
+            let mut config =
+                probe::sampler::SamplerConfig::new(probe::selector::Selector::Pid(target.pid()));
+            config.profile = Some(probe::profile::ProfileConfig::default());
+            let sampling = probe::sampler::Background::start(
+                probe::sampler::Sampler::new(config).unwrap(),
+                4096,
+                64 << 20,
+            )
+            .unwrap();
+            // Two clients, 3 s, at most 1,500 requests each.
+            let until = Instant::now() + Duration::from_secs(3);
+            let clients: Vec<_> = (0..2)
+                .map(|_| {
+                    let (http, url) = (http.clone(), format!("{base}/compute?ms=2"));
+                    tokio::spawn(async move {
+                        for _ in 0..1500 {
+                            if Instant::now() > until {
+                                break;
+                            }
+                            http.get(&url).await.unwrap();
+                        }
+                    })
+                })
+                .collect();
+            for c in clients {
+                c.await.unwrap();
+            }
+            tokio::time::sleep(Duration::from_millis(1200)).await;
+            let buffer = sampling.buffer.clone();
+            drop(sampling);
+            target.stop(Duration::from_secs(15)).await.unwrap();
+            let records = match buffer.with(|b| b.read(0, usize::MAX)) {
+                probe::buffer::Read::Records(r) => r,
+                probe::buffer::Read::Gap { .. } => panic!("{name}: records lost"),
+            };
+            let stacks: Vec<(String, u64)> = records
+                .iter()
+                .filter_map(|(_, r)| match &**r {
+                    probe::protocol::Record::Profile(p) => Some(p.folded().collect::<Vec<_>>()),
+                    _ => None,
+                })
+                .flatten()
+                .collect();
+            let total: u64 = stacks.iter().map(|(_, n)| n).sum();
+            let through: u64 = stacks
+                .iter()
+                .filter(|(s, _)| s.contains(frame) && s.starts_with(root))
+                .map(|(_, n)| n)
+                .sum();
+            let mut top = stacks.clone();
+            top.sort_by_key(|s| std::cmp::Reverse(s.1));
+            assert!(
+                total >= 100 && through * 2 >= total,
+                "{name}: {through} of {total} samples through {frame:?} in {root:?}; most: {:#?}",
+                &top[..top.len().min(3)]
+            );
+        }
+    });
+}

@@ -60,7 +60,11 @@ fn footprint(record: &Record) -> usize {
         Record::Event(_) => 256,
         Record::Profile(p) => {
             std::mem::size_of::<crate::sample::Profile>()
-                + p.stacks.iter().map(|(s, _)| s.len() + 48).sum::<usize>()
+                + p.frames.iter().map(|f| f.len() + 24).sum::<usize>()
+                + p.stacks
+                    .iter()
+                    .map(|(s, _)| s.len() * 4 + 48)
+                    .sum::<usize>()
         }
     }
 }

@@ -204,10 +204,49 @@ pub struct Profile {
     /// Samples the kernel dropped because the probe read its ring buffer too late (of every
     /// process on the CPU, not only the tree's): the profile is short by about that much.
     pub lost: u64,
-    /// Folded stacks, most samples first: `process;thread;outermost frame;…;innermost frame`
-    /// and how many samples ended in it. Kernel frames end in `_[k]`; an address without a
-    /// symbol is its hex value.
-    pub stacks: Vec<(String, u64)>,
+    /// The frames the stacks name, each once: processes, threads and functions. Kernel frames
+    /// end in `_[k]`; an address without a symbol is `[file+0xoffset]` or its hex value.
+    pub frames: Vec<String>,
+    /// Each stack as indices into `frames`, outermost first (`process;thread;outermost
+    /// function;…;innermost`), and how many samples ended in it; most samples first. A deep
+    /// stack shares most of its frames with its neighbours: indices keep a second of a JIT's
+    /// long names to a few kilobytes.
+    pub stacks: Vec<(Vec<u32>, u64)>,
+}
+
+impl Profile {
+    /// Each stack folded (`process;thread;frame;…`, the format flame graph tools read) with
+    /// its samples; an index with no frame reads `?`.
+    pub fn folded(&self) -> impl Iterator<Item = (String, u64)> + '_ {
+        self.stacks.iter().map(|(indices, n)| {
+            let names: Vec<&str> = indices
+                .iter()
+                .map(|&i| self.frames.get(i as usize).map_or("?", String::as_str))
+                .collect();
+            (names.join(";"), *n)
+        })
+    }
+
+    /// Sets the stacks from folded lines (`process;thread;frame;…`), naming each frame once.
+    pub fn set_folded(&mut self, folded: impl IntoIterator<Item = (String, u64)>) {
+        let mut index: std::collections::HashMap<String, u32> = Default::default();
+        self.frames.clear();
+        self.stacks = folded
+            .into_iter()
+            .map(|(line, n)| {
+                let indices = line
+                    .split(';')
+                    .map(|frame| {
+                        *index.entry(frame.to_string()).or_insert_with(|| {
+                            self.frames.push(frame.to_string());
+                            (self.frames.len() - 1) as u32
+                        })
+                    })
+                    .collect();
+                (indices, n)
+            })
+            .collect();
+    }
 }
 
 /// An event with its time.

@@ -84,11 +84,11 @@ impl Accumulator {
         f.cpu_s += p.cpu_ns as f64 / 1e9;
         f.lost += p.lost;
         let mut leaves: HashMap<String, u64> = HashMap::new();
-        for (stack, n) in &p.stacks {
-            *f.folded.entry(stack.clone()).or_default() += n;
-            if let Some(leaf) = function_frames(stack).last() {
+        for (stack, n) in p.folded() {
+            if let Some(leaf) = function_frames(&stack).last() {
                 *leaves.entry(leaf.to_string()).or_default() += n;
             }
+            *f.folded.entry(stack).or_default() += n;
         }
         let seconds = p.interval_ns as f64 / 1e9;
         let pct_per_sample = if p.hz > 0 && seconds > 0.0 {
@@ -164,13 +164,14 @@ mod tests {
     use super::*;
 
     fn profile(stacks: &[(&str, u64)]) -> Profile {
-        Profile {
+        let mut p = Profile {
             hz: 100,
             interval_ns: 1_000_000_000,
             samples: stacks.iter().map(|s| s.1).sum(),
-            stacks: stacks.iter().map(|(s, n)| (s.to_string(), *n)).collect(),
             ..Default::default()
-        }
+        };
+        p.set_folded(stacks.iter().map(|(s, n)| (s.to_string(), *n)));
+        p
     }
 
     #[test]

@@ -248,6 +248,10 @@ impl Launcher<'_> {
                 if let Some(t) = file.database().timeout_ms {
                     launch = launch.env("DB_TIMEOUT_MS", t.to_string());
                 }
+                if file.profile {
+                    // Node then writes the perf map that names its JIT frames.
+                    launch = launch.env("PROFILE", "1");
+                }
                 for (k, v) in env {
                     launch = launch.env(k, v.clone());
                 }

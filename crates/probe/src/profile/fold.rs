@@ -11,8 +11,9 @@ const CONTEXT_MAX: u64 = -4095i64 as u64;
 const CONTEXT_KERNEL: u64 = -128i64 as u64;
 const CONTEXT_USER: u64 = -512i64 as u64;
 
-/// The folded stacks of one record stay within this many bytes of JSON, well inside the
-/// protocol's 1 MiB frame; the rarest stacks beyond it are counted together, by name.
+/// One record's stacks stay within about this many bytes of JSON (each frame once, the stacks
+/// as indices), well inside the protocol's 1 MiB frame; the rarest stacks beyond it are
+/// counted together, by name.
 const MAX_STACK_BYTES: usize = 512 << 10;
 /// The frame that stands for the stacks left out by [`MAX_STACK_BYTES`].
 pub const OTHER_STACKS: &str = "[rarer stacks, left out of this record]";
@@ -114,8 +115,15 @@ impl Folder {
         let mut stacks: Vec<(String, u64)> = merged.into_iter().collect();
         stacks.sort_unstable_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
         let mut bytes = 0;
+        let mut named = std::collections::HashSet::new();
         if let Some(cut) = stacks.iter().position(|(s, _)| {
-            bytes += s.len() + 24;
+            for frame in s.split(';') {
+                // An index, and the frame's name the first time.
+                bytes += 6;
+                if named.insert(frame) {
+                    bytes += frame.len() + 4;
+                }
+            }
             bytes > MAX_STACK_BYTES
         }) {
             let rest: u64 = stacks.drain(cut..).map(|(_, n)| n).sum();
@@ -173,5 +181,18 @@ mod tests {
                 .samples,
             0
         );
+    }
+
+    #[test]
+    fn a_record_names_each_frame_once_and_folds_back_the_same() {
+        let lines = vec![
+            ("srv;main;main;handle;hash".to_string(), 7),
+            ("srv;main;main;handle".to_string(), 2),
+        ];
+        let mut profile = crate::sample::Profile::default();
+        profile.set_folded(lines.clone());
+        assert_eq!(profile.frames, ["srv", "main", "handle", "hash"]);
+        assert_eq!(profile.stacks[0].0, [0, 1, 1, 2, 3]);
+        assert_eq!(profile.folded().collect::<Vec<_>>(), lines);
     }
 }

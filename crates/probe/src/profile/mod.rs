@@ -158,7 +158,7 @@ fn run(config: &ProfileConfig, tree: &Tree, buffer: &SharedBuffer, stop: &Atomic
         let folded = folder.finish(&mut symbols, |pid, tid| {
             (names.process(pid, root), names.thread(pid, tid))
         });
-        let profile = Profile {
+        let mut profile = Profile {
             mono_ns: shifted(now),
             wall_ns: shifted(wall_ns()),
             interval_ns: now - started,
@@ -166,8 +166,9 @@ fn run(config: &ProfileConfig, tree: &Tree, buffer: &SharedBuffer, stop: &Atomic
             samples: folded.samples,
             cpu_ns: folded.cpu_ns,
             lost: std::mem::take(&mut lost),
-            stacks: folded.stacks,
+            ..Default::default()
         };
+        profile.set_folded(folded.stacks);
         buffer.push_all(
             [(profile.mono_ns, Record::Profile(Box::new(profile)))],
             false,

@@ -228,7 +228,12 @@ pub fn experiment_page(
             p { (fig.sentence(setting)) }
             p.meta {
                 @if let Some(path) = links.comparisons.get(&setting_text(setting)) {
-                    a href={ "../" (path) } { "Compare these targets' runs" } " · "
+                    a href={ "../" (path) } {
+                        "Compare these targets' runs"
+                        @if fig.cells_of(setting).iter().any(|c| c.runs.iter().any(|r| r.probes.iter().any(|p| p.profile.is_some()))) {
+                            ", and where their CPU went (flame graphs)"
+                        }
+                    } " · "
                 }
                 "Runs: "
                 @for c in fig.cells_of(setting) {

@@ -227,7 +227,7 @@ fn profile_section(p: &ProbeFigures, flame: Option<&str>) -> Markup {
             @if let Some(s) = sampled_cpu_s { " (the CPU clock says " (format!("{s:.2}")) " s)" }
             "."
             @if f.lost > 0 { " " strong { (f.lost) " samples were lost" } " (the probe read the kernel's ring late): shares are of what was kept." }
-            " Frames come from frame pointers: a function built without them hides its caller; an address without a symbol is shown as hex."
+            " Frames come from frame pointers: a function built without them hides its caller; an address without a symbol is shown as its file and offset, or hex. The " code { "cpu-clock" } " event is a timer: time the kernel spends with interrupts off is charged where it turns them on again (" code { "_raw_spin_unlock_irqrestore_[k]" } " and the like)."
         }
         @if let Some(file) = flame {
             object.flame type="image/svg+xml" data=(file) { a href=(file) { "the flame graph" } }

@@ -292,15 +292,19 @@ pub async fn write(store: &Store, spec: &Spec, started_at_ns: i64) -> String {
                 StoredRecord {
                     seq,
                     t_ns: (k * 1_000_000_000) as i64,
-                    record: Record::Profile(Box::new(probe::sample::Profile {
-                        mono_ns: zero_mono + k * 1_000_000_000,
-                        wall_ns: 0,
-                        interval_ns: 1_000_000_000,
-                        hz: 99,
-                        samples,
-                        cpu_ns: samples * 10_101_010,
-                        lost: 0,
-                        stacks: stacks.iter().map(|(s, n)| (s.to_string(), *n)).collect(),
+                    record: Record::Profile(Box::new({
+                        let mut p = probe::sample::Profile {
+                            mono_ns: zero_mono + k * 1_000_000_000,
+                            wall_ns: 0,
+                            interval_ns: 1_000_000_000,
+                            hz: 99,
+                            samples,
+                            cpu_ns: samples * 10_101_010,
+                            lost: 0,
+                            ..Default::default()
+                        };
+                        p.set_folded(stacks.iter().map(|(s, n)| (s.to_string(), *n)));
+                        p
                     })),
                 },
             );
