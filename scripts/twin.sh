@@ -298,7 +298,7 @@ target_built() {
   case "$1" in
     node | node-cluster) [ -d "$root/targets/node/node_modules" ] ;;
     go | go-goroutine) [ -x "$root/targets/go/showdown-target-go" ] ;;
-    rust) [ -x "${CARGO_TARGET_DIR:-$root/target}/release/showdown-target-rust" ] ;;
+    rust) [ -x "${CARGO_TARGET_DIR:-$root/target}/frame-pointers/release/showdown-target-rust" ] ;;
     *) die "no target named '$1': use node, node-cluster, go, go-goroutine or rust" ;;
   esac
 }

@@ -121,9 +121,9 @@ function serve(settings, workers) {
   return stop;
 }
 
-// Started with V8's --perf-basic-prof (PROFILE=1 in targets/run), each process writes
-// /tmp/perf-PID.map, the names of its JIT code for profilers; it goes with the process.
-if (process.execArgv.includes('--perf-basic-prof')) {
+// Started with V8's --perf-basic-prof-only-functions (PROFILE=1 in targets/run), each process
+// writes /tmp/perf-PID.map, the names of its JIT code for profilers; it goes with the process.
+if (process.execArgv.some((a) => a.startsWith('--perf-basic-prof'))) {
   process.on('exit', () => {
     try {
       require('node:fs').unlinkSync(`/tmp/perf-${process.pid}.map`);

@@ -1,6 +1,6 @@
 //! Names for addresses, read on the probe host where the binaries are: ELF symbols of the
 //! process's mappings, the `/tmp/perf-PID.map` files that JITs write (V8 with
-//! `--perf-basic-prof`), and `/proc/kallsyms` for the kernel, all by `blazesym`.
+//! `--perf-basic-prof-only-functions`), and `/proc/kallsyms` for the kernel, all by `blazesym`.
 //!
 //! An address without a symbol is named by its file and offset (`[libc.so.6+0x9a270]`), the
 //! same in every run, so that differential flame graphs line up.
