@@ -160,8 +160,9 @@ impl CellFigures {
         by_p99.get(by_p99.len().saturating_sub(1) / 2).copied()
     }
 
-    /// Why the target did not hold up here, if it did not: failed repetitions, errors,
-    /// timeouts, or a generator that could not keep the schedule.
+    /// Why the target did not hold up here, if it did not: failed repetitions, errors, or
+    /// the offered rate not served because the server fell behind. Late sends the server is
+    /// not to blame for are a [`CellFigures::note`], not a failure.
     pub fn fell_over(&self) -> Option<String> {
         let mut why = Vec::new();
         if !self.failed.is_empty() {
@@ -172,7 +173,7 @@ impl CellFigures {
                 self.failed[0].1
             ));
         }
-        if let Some(e) = self.spread(Metric::ErrorRate).filter(|e| e.median > 0.01) {
+        if let Some(e) = self.spread(Metric::ErrorRate).filter(|e| e.median > 0.001) {
             let kinds: BTreeMap<&str, u64> = self
                 .runs
                 .iter()
@@ -183,25 +184,72 @@ impl CellFigures {
                 });
             let kinds: Vec<String> = kinds.iter().map(|(k, v)| format!("{k} {v}")).collect();
             why.push(format!(
-                "{:.1} % of requests failed ({})",
-                e.median * 100.0,
+                "{} of requests failed ({})",
+                percent(e.median),
                 kinds.join(", ")
             ));
         }
-        let behind: Vec<LimitedBy> = self
+        // The server fell behind the rate offered: its responses or its accepts held the sends.
+        let unserved: Vec<&Arc<RunFigures>> = self
             .runs
             .iter()
-            .filter(|r| r.summary.generator.behind)
-            .map(|r| r.summary.generator.limited_by.unwrap_or(LimitedBy::Unknown))
+            .filter(|r| r.config.open_loop && r.summary.generator.behind)
+            .filter(|r| {
+                matches!(
+                    r.summary.generator.limited_by,
+                    Some(LimitedBy::ServerResponses | LimitedBy::ServerAccept)
+                )
+            })
             .collect();
-        if let Some(cause) = behind.first() {
+        if let Some(r) = unserved.first() {
             why.push(format!(
-                "sends ran behind schedule in {} of {} repetitions (held back by: {cause})",
-                behind.len(),
-                self.runs.len()
+                "the rate offered was not kept in {} of {} repetitions: {} of its sends left over 1 ms late, held back by {}",
+                unserved.len(),
+                self.runs.len(),
+                r.summary.generator.late,
+                r.summary.generator.limited_by.unwrap_or(LimitedBy::Unknown)
             ));
         }
         (!why.is_empty()).then(|| why.join("; "))
+    }
+
+    /// Late sends that are not the server's doing (the generator, its CPUs, the connection
+    /// cap), or whose cause the run could not tell: a figure, not a failure.
+    pub fn note(&self) -> Option<String> {
+        let late: Vec<&Arc<RunFigures>> = self
+            .runs
+            .iter()
+            .filter(|r| r.summary.generator.behind)
+            .filter(|r| {
+                !matches!(
+                    r.summary.generator.limited_by,
+                    Some(LimitedBy::ServerResponses | LimitedBy::ServerAccept)
+                ) || !r.config.open_loop
+            })
+            .collect();
+        let first = late.first()?;
+        let sends: u64 = late.iter().map(|r| r.summary.generator.late).sum();
+        let cause = match first.summary.generator.limited_by {
+            Some(LimitedBy::Unknown) | None => String::new(),
+            Some(cause) => format!(", held back by {cause}"),
+        };
+        Some(format!(
+            "{sends} sends left over 1 ms late in {} of {} repetitions{cause}",
+            late.len(),
+            self.runs.len()
+        ))
+    }
+}
+
+/// A share (0–1) as a percentage a reader can use: never "0.0 %" for something that was there.
+fn percent(share: f64) -> String {
+    let p = share * 100.0;
+    if p >= 10.0 {
+        format!("{p:.0} %")
+    } else if p >= 0.1 {
+        format!("{p:.1} %")
+    } else {
+        format!("{p:.2} %")
     }
 }
 
@@ -307,6 +355,20 @@ pub fn setting_text(setting: &Setting) -> String {
         .join(" ")
 }
 
+/// A rate with thousands separated: 12,200.
+fn thousands(v: f64) -> String {
+    let n = v.round() as u64;
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
 fn short_ms(ms: f64) -> String {
     if ms >= 1000.0 {
         format!("{:.2} s", ms / 1000.0)
@@ -326,73 +388,143 @@ impl ExperimentFigures {
             .collect()
     }
 
-    /// One computed sentence per setting: which target had the lower p99 and by how much,
-    /// whether that is more than the spread between repetitions, and who fell over.
+    /// The figure a setting's question is answered in: throughput when its cells ran closed
+    /// loops (how much each served), latency at a fixed rate otherwise.
+    pub fn answer_metric(&self, setting: &Setting) -> Metric {
+        let closed = self
+            .cells_of(setting)
+            .iter()
+            .flat_map(|c| &c.runs)
+            .any(|r| !r.config.open_loop);
+        if closed {
+            Metric::Throughput
+        } else {
+            Metric::P99
+        }
+    }
+
+    /// One computed sentence per setting, in the question's own figure: which target had the
+    /// lowest p99 at a fixed rate, or served the most in a closed loop, by how much, whether
+    /// that is more than the spread between repetitions, what the targets ran on, and who did
+    /// not hold up.
     pub fn sentence(&self, setting: &Setting) -> String {
         let cells = self.cells_of(setting);
+        let metric = self.answer_metric(setting);
         let mut ranked: Vec<(&CellFigures, Spread)> = cells
             .iter()
-            .filter_map(|c| c.spread(Metric::P99).map(|s| (*c, s)))
+            .filter_map(|c| c.spread(metric).map(|s| (*c, s)))
             .collect();
         ranked.sort_by(|a, b| a.1.median.total_cmp(&b.1.median));
+        if !metric.lower_is_better() {
+            ranked.reverse();
+        }
+        let show = |v: f64| match metric {
+            Metric::Throughput => format!("{} req/s", thousands(v)),
+            _ => short_ms(v),
+        };
+        // With the throughput, the latency it came with.
+        let with_p99 = |c: &CellFigures| match (metric, c.spread(Metric::P99)) {
+            (Metric::Throughput, Some(p)) => format!(" at p99 {}", short_ms(p.median)),
+            _ => String::new(),
+        };
         let mut out = format!("At {}: ", setting_text(setting));
         match ranked.as_slice() {
             [] => out.push_str("no target completed a run."),
             [(only, s)] => out.push_str(&format!(
-                "only {} completed, p99 {}.",
+                "only {} completed: {}{}.",
                 only.target,
-                short_ms(s.median)
+                show(s.median),
+                with_p99(only)
             )),
             [(best, b), rest @ ..] => {
                 let others: Vec<String> = rest
                     .iter()
                     .map(|(c, s)| {
-                        let factor = if b.median > 0.0 {
-                            s.median / b.median
-                        } else {
-                            f64::INFINITY
+                        let factor = match metric {
+                            Metric::Throughput if s.median > 0.0 => {
+                                format!("{:.1}× fewer", b.median / s.median)
+                            }
+                            Metric::Throughput => "none served".into(),
+                            _ if b.median > 0.0 => format!("{:.1}×", s.median / b.median),
+                            _ => "∞×".into(),
                         };
-                        format!("{} {} ({:.1}×)", c.target, short_ms(s.median), factor)
+                        format!("{} {} ({factor}){}", c.target, show(s.median), with_p99(c))
                     })
                     .collect();
+                let verb = match metric {
+                    Metric::Throughput => "served the most",
+                    _ => "had the lowest p99",
+                };
                 out.push_str(&format!(
-                    "{} had the lowest p99, {}, against {}",
+                    "{} {verb}, {}{}, against {}",
                     best.target,
-                    short_ms(b.median),
+                    show(b.median),
+                    with_p99(best),
                     others.join(", ")
                 ));
                 let (second, s2) = &rest[0];
                 if b.n < 2 || s2.n < 2 {
                     out.push_str(
-                        "; one repetition each, so no spread to compare the difference with.",
+                        "; one repetition each, so no spread to compare the difference with",
                     );
                 } else if b.apart(s2) {
                     out.push_str(&format!(
-                        "; the difference with {} is larger than the spread between repetitions ({}–{} against {}–{}).",
+                        "; the difference with {} is larger than the spread between repetitions ({}–{} against {}–{})",
                         second.target,
-                        short_ms(b.min),
-                        short_ms(b.max),
-                        short_ms(s2.min),
-                        short_ms(s2.max)
+                        show(b.min),
+                        show(b.max),
+                        show(s2.min),
+                        show(s2.max)
                     ));
                 } else {
                     out.push_str(&format!(
-                        "; but the repetitions overlap ({}–{} against {}–{}): the difference with {} is within the spread.",
-                        short_ms(b.min),
-                        short_ms(b.max),
-                        short_ms(s2.min),
-                        short_ms(s2.max),
+                        "; but the repetitions overlap ({}–{} against {}–{}): the difference with {} is within the spread",
+                        show(b.min),
+                        show(b.max),
+                        show(s2.min),
+                        show(s2.max),
                         second.target
                     ));
                 }
+                out.push('.');
             }
+        }
+        if let Some(on) = self.ran_on(&cells) {
+            out.push_str(&format!(" Each target {on}."));
         }
         for c in &cells {
             if let Some(why) = c.fell_over() {
                 out.push_str(&format!(" {} did not hold up: {why}.", c.target));
+            } else if let Some(note) = c.note() {
+                out.push_str(&format!(" {}: {note}.", c.target));
             }
         }
         out
+    }
+
+    /// What the targets of these cells ran on, from their runs' labels: the CPUs they were
+    /// pinned to and what they were held to.
+    fn ran_on(&self, cells: &[&CellFigures]) -> Option<String> {
+        use store::vocabulary::label;
+        let run = cells.iter().flat_map(|c| c.runs.first()).next()?;
+        let pinned = run
+            .labels
+            .get(label::PLACEMENT)
+            .and_then(|p| p.split(", ").find(|part| part.starts_with("local targets")))
+            .map(|p| p.trim_start_matches("local targets ").to_string());
+        let held = run
+            .labels
+            .get(label::HELD)
+            .map(|h| match h.split_once(": ") {
+                Some((kind, limits)) if kind.starts_with("cgroup") => format!("held to {limits}"),
+                _ => h.clone(),
+            });
+        match (pinned, held) {
+            (Some(p), Some(h)) => Some(format!("{p}, {h}")),
+            (Some(p), None) => Some(p),
+            (None, Some(h)) => Some(h),
+            (None, None) => None,
+        }
     }
 
     /// The targets' colours: a target keeps its colour on every chart.

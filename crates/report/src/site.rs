@@ -134,7 +134,9 @@ impl Writer<'_> {
     ) -> Result<Vec<Option<String>>, ReportError> {
         let mut names = Vec::new();
         for (i, probe) in run.probes.iter().enumerate() {
-            let Some(profile) = &probe.profile else {
+            // No stacks (the target never on a CPU when sampled): nothing to draw, the page
+            // says so.
+            let Some(profile) = probe.profile.as_ref().filter(|p| !p.folded.is_empty()) else {
                 names.push(None);
                 continue;
             };
@@ -142,16 +144,25 @@ impl Writer<'_> {
                 "{}: {} samples of {} in the attack window",
                 run.name, profile.samples, probe.host.selector
             );
-            let svg = crate::flame::flame_graph(
+            match crate::flame::flame_graph(
                 &format!("Where the CPU went: {}", run.name),
                 subtitle,
                 &profile.folded,
-            )?;
-            names.push(Some(self.beside(
-                page,
-                &format!("flame-{}.svg", i + 1),
-                &svg,
-            )?));
+            ) {
+                Ok(svg) => names.push(Some(self.beside(
+                    page,
+                    &format!("flame-{}.svg", i + 1),
+                    &svg,
+                )?)),
+                // A graph that cannot be drawn costs the graph, not the page.
+                Err(e) => {
+                    self.site.failures.push((
+                        format!("flame graph of run {} ({})", run.name, run.id),
+                        e.to_string(),
+                    ));
+                    names.push(None);
+                }
+            }
         }
         Ok(names)
     }
@@ -164,7 +175,13 @@ impl Writer<'_> {
         page: &str,
         c: &Comparison,
     ) -> Result<Vec<(usize, String)>, ReportError> {
-        let profile = |i: usize| c.runs[i].probes.first().and_then(|p| p.profile.as_ref());
+        let profile = |i: usize| {
+            c.runs[i]
+                .probes
+                .first()
+                .and_then(|p| p.profile.as_ref())
+                .filter(|p| !p.folded.is_empty())
+        };
         let profiled: Vec<usize> = (0..c.runs.len())
             .filter(|&i| profile(i).is_some())
             .collect();
@@ -177,20 +194,26 @@ impl Writer<'_> {
             let (Some(before), Some(after)) = (profile(base), profile(i)) else {
                 continue;
             };
-            let svg = crate::flame::differential(
-                &format!(
-                    "#{} {} against #{} {}",
-                    i + 1,
-                    names[i],
-                    base + 1,
-                    names[base]
-                ),
+            let title = format!(
+                "#{} {} against #{} {}",
+                i + 1,
+                names[i],
+                base + 1,
+                names[base]
+            );
+            match crate::flame::differential(
+                &title,
                 "red: a larger share of the samples than in the first run, blue: a smaller one"
                     .into(),
                 &before.folded,
                 &after.folded,
-            )?;
-            out.push((i, self.beside(page, &format!("diff-{}.svg", i + 1), &svg)?));
+            ) {
+                Ok(svg) => out.push((i, self.beside(page, &format!("diff-{}.svg", i + 1), &svg)?)),
+                Err(e) => self.site.failures.push((
+                    format!("differential flame graph {title} in comparison {}", c.title),
+                    e.to_string(),
+                )),
+            }
         }
         Ok(out)
     }

@@ -9,7 +9,7 @@ mod experiment_runs;
 #[path = "support/runs.rs"]
 mod runs;
 
-use experiment_runs::drawn;
+use experiment_runs::{drawn, drawn_closed};
 use report::experiment::{Metric, Spread};
 use runs::HOSTILE;
 
@@ -114,4 +114,21 @@ async fn charts_are_svg_with_a_line_per_target() {
         texts.contains(&"fast") && texts.contains(&"slow"),
         "a legend entry per target: {texts:?}"
     );
+}
+
+/// A closed loop's question is how much each target serves: the sentence answers in
+/// throughput, with the latency at that throughput and what the targets ran on.
+#[tokio::test]
+async fn a_closed_loop_is_answered_in_throughput() {
+    let d = drawn_closed().await;
+    let page = &d.page;
+    let answers = &page[page.find("<ul class=\"answers\">").unwrap()..];
+    let answer = &answers[..answers.find("</ul>").unwrap()];
+    assert!(
+        answer.contains("At connections=10: fast served the most, 400 req/s at p99 ")
+            && answer.contains("against slow 100 req/s (4.0× fewer) at p99 ")
+            && answer.contains("Each target pinned to CPU 1, held to 1 CPU quota, memory 1.0 GiB."),
+        "{answer}"
+    );
+    assert!(!answer.contains("had the lowest p99"), "{answer}");
 }

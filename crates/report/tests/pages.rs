@@ -642,3 +642,38 @@ async fn run_ids_from_a_foreign_store_never_leave_the_site() {
     assert!(!dir.path().join("escaped.html").exists());
     assert!(!dir.path().join("deep").join("escaped.html").exists());
 }
+
+/// A profiled run whose target was on no CPU when sampled (an idle target, a run shorter than a
+/// profile's second): the site is drawn, the page says there were no stacks, no empty graph.
+#[tokio::test]
+async fn a_profile_without_stacks_is_said_not_drawn() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = format!("sqlite://{}/showdown.db", dir.path().display());
+    let store = Store::open(&db).await.unwrap();
+    let idle = runs::write(&store, &Spec::new("idle", 500).profiled(&[]), T0).await;
+    let busy = runs::write(
+        &store,
+        &Spec::new("busy", 500).profiled(&[("srv;main;main;work", 50)]),
+        T0 + 60_000_000_000,
+    )
+    .await;
+    let out = dir.path().join("site");
+    let site = site::write(
+        &store,
+        &SiteOptions {
+            out: out.clone(),
+            ..Default::default()
+        },
+    )
+    .await
+    .unwrap();
+    assert!(site.failures.is_empty(), "{:?}", site.failures);
+    let page = std::fs::read_to_string(out.join(pages::run_path(&idle))).unwrap();
+    assert!(page.contains("no stacks to draw"), "the page says why");
+    assert!(!out
+        .join(pages::run_path(&idle).replace(".html", ".flame-1.svg"))
+        .exists());
+    assert!(out
+        .join(pages::run_path(&busy).replace(".html", ".flame-1.svg"))
+        .exists());
+}

@@ -170,7 +170,7 @@ pub fn experiment_page(
         @if capacity.is_empty() {
         h2 { "The matrix" }
         p.meta { "Each cell: the median over repetitions, and (lowest–highest) when they differ. Latencies are corrected (from intended send times), in ms; throughput counts successful responses per second; CPU is the target's process tree (100 = one core)." }
-        div.scroll {
+        div.scroll.matrix {
             table {
                 thead { tr { th { "target" } @for s in &fig.settings { th { (setting_text(s)) } } } }
                 tbody {

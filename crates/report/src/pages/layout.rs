@@ -40,6 +40,10 @@ td.failed { color: var(--warn); }
 .chip { display: inline-block; padding: 0 .45rem; margin: 0 .2rem .2rem 0; border: 1px solid var(--line); border-radius: 10px; font-size: .85em; text-decoration: none; }
 .swatch { display: inline-block; width: 1.6em; height: .6em; border-radius: 2px; margin-right: .4em; vertical-align: middle; }
 .flame { width: 100%; min-height: 24rem; border: 1px solid #ddd; }
+.matrix { max-height: 80vh; overflow: auto; }
+.matrix th:first-child { position: sticky; left: 0; z-index: 1; background: #f6f6f6; }
+.matrix thead th { position: sticky; top: 0; z-index: 2; }
+.matrix thead th:first-child { z-index: 3; }
 .charts { display: grid; grid-template-columns: repeat(auto-fill, minmax(min(100%, 560px), 1fr)); gap: 1rem 1.5rem; }
 figure { margin: 0; min-width: 0; }
 figure .plot { overflow-x: auto; }

@@ -219,6 +219,12 @@ fn profile_section(p: &ProbeFigures, flame: Option<&str>) -> Markup {
         };
     };
     let sampled_cpu_s = cpu_seconds(&p.cpu.points);
+    if f.samples == 0 {
+        return html! {
+            h3 { "Where its CPU went" }
+            p { "The probe profiled (" (f.records) " profiles in the attack window), but the target was on no CPU when the kernel sampled: no stacks to draw." }
+        };
+    }
     html! {
         h3 { "Where its CPU went" }
         p.meta {

@@ -89,6 +89,16 @@ pub async fn drawn() -> Drawn {
         })
         .await
         .unwrap();
+    draw(dir, store, ids, "exp").await
+}
+
+/// The site drawn from `store`, and experiment `name`'s page.
+async fn draw(
+    dir: tempfile::TempDir,
+    store: Store,
+    ids: Vec<(String, &'static str, u64)>,
+    name: &str,
+) -> Drawn {
     let out = dir.path().join("site");
     let site = site::write(
         &store,
@@ -99,7 +109,7 @@ pub async fn drawn() -> Drawn {
     )
     .await
     .unwrap();
-    let page_path = site.experiment_pages["exp"].clone();
+    let page_path = site.experiment_pages[name].clone();
     let page = std::fs::read_to_string(&page_path).unwrap();
     Drawn {
         dir,
@@ -108,4 +118,57 @@ pub async fn drawn() -> Drawn {
         store,
         ids,
     }
+}
+
+/// A closed-loop experiment: fast answers four times as many requests as slow over 10
+/// connections, two repetitions each, each held to one CPU.
+pub async fn drawn_closed() -> Drawn {
+    let dir = tempfile::tempdir().unwrap();
+    let db = format!("sqlite://{}/showdown.db", dir.path().display());
+    let store = Store::open(&db).await.unwrap();
+    let mut at = T0;
+    let mut ids = Vec::new();
+    for rep in 1..=2u32 {
+        for (target, base, served) in [("fast", 300, 400), ("slow", 3000, 100)] {
+            at += 10_000_000_000;
+            let mut spec = Spec::new("closed cell", base + 20 * rep as u64)
+                .label("target", target)
+                .label("connections", "10")
+                .label("repetition", &rep.to_string())
+                .label("cell", &format!("target={target} connections=10"))
+                .label("phase", "measure")
+                .label("file", "c1")
+                .label("scale", "1")
+                .label(
+                    "placement",
+                    "generator pinned to CPU 0, local targets pinned to CPU 1, on one 2-CPU host",
+                )
+                .label("held", "cgroup v2: 1 CPU quota, memory 1.0 GiB");
+            spec.experiment = Some("closed");
+            spec.rate = served;
+            spec.seconds = 5;
+            spec.open_loop = false;
+            ids.push((runs::write(&store, &spec, at).await, target, 10));
+        }
+    }
+    store
+        .put_experiment(&ExperimentRecord {
+            name: "closed".into(),
+            question: "Which serves more over 10 connections?".into(),
+            file_label: "c1".into(),
+            scale: 1.0,
+            definition: Definition {
+                source: None,
+                targets: vec!["fast".into(), "slow".into()],
+                axes: vec![("connections".into(), vec!["10".into()])],
+                repetitions: 2,
+                placement: "generator pinned to CPU 0".into(),
+                file: "name = \"closed\"".into(),
+            },
+            verification: Vec::new(),
+            updated_at_ns: at,
+        })
+        .await
+        .unwrap();
+    draw(dir, store, ids, "closed").await
 }

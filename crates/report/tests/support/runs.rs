@@ -34,6 +34,8 @@ pub struct Spec {
     pub seconds: u64,
     /// Folded stacks the probe's profile finds every second, when it profiles.
     pub profile: Option<&'static [(&'static str, u64)]>,
+    /// An open loop (a fixed rate) or a closed one (as fast as answers come).
+    pub open_loop: bool,
 }
 
 impl Spec {
@@ -49,6 +51,7 @@ impl Spec {
             probe: true,
             seconds: SECONDS,
             profile: None,
+            open_loop: true,
         }
     }
 
@@ -201,7 +204,7 @@ pub async fn write(store: &Store, spec: &Spec, started_at_ns: i64) -> String {
                 "open loop, constant {} req/s for {}s",
                 spec.rate, spec.seconds
             ),
-            open_loop: true,
+            open_loop: spec.open_loop,
             threads: 1,
             max_connections: 100,
             timeout_ns: 30_000_000_000,
