@@ -13,6 +13,11 @@ counted from the search's own bracket, and its time is that many steps at the se
 per step.
 
     python3 bench/capacity.py [--work 1ms] [--url URL] [--repeat 3] [--step 5s] [--slo p99<=20ms]
+                              [--arg=--batch=1ms ...]
+
+Against the targets, each on CPU 1 with a cgroup of its own is what `experiments/capacity.toml`
+does; by hand, `PORT=8080 taskset -c 1 targets/run go` and `--url http://127.0.0.1:8080/now`,
+with `--arg=--batch=1ms --arg=--max-connections=2000` so that the generator outruns the server.
 """
 
 import argparse
@@ -37,6 +42,8 @@ def main():
     ap.add_argument("--warmup", default="1s")
     ap.add_argument("--slo", action="append", default=None)
     ap.add_argument("--resolution", default="5%")
+    ap.add_argument("--arg", action="append", default=[],
+                    help="a flag for loadgen capacity, e.g. --arg=--batch=1ms")
     args = ap.parse_args()
     slo = args.slo or ["p99<=20ms", "errors<=0.1%"]
     if not os.path.exists(LOADGEN):
@@ -56,6 +63,7 @@ def main():
                    "--step", args.step, "--warmup", args.warmup, "--resolution", args.resolution]
             for term in slo:
                 cmd += ["--slo", term]
+            cmd += args.arg
             started = time.monotonic()
             out = subprocess.run(cmd, capture_output=True, text=True)
             took = time.monotonic() - started
