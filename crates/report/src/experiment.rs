@@ -241,6 +241,49 @@ impl CellFigures {
     }
 }
 
+/// Where the last-ranked target's CPU went that a better-ranked one's of the same kind did not:
+/// the function whose own share of the profile's samples is most above the other's. Only
+/// between profiles of the same program (the same process name, a cluster's workers counted as
+/// their primary: node against node-cluster, go against go-goroutine), where the same function
+/// means the same code; with enough samples (200 each) for a difference of 5 points or more to
+/// mean something; and never a kernel frame or an address without a name, whose share says
+/// more about the sampling than about the server.
+fn where_the_last_lost(ranked: &[(&CellFigures, Spread)]) -> Option<String> {
+    let profile = |c: &CellFigures| {
+        c.representative()
+            .and_then(|r| r.probes.first())
+            .and_then(|p| p.profile.clone())
+            .filter(|p| p.samples >= 200)
+    };
+    let program = |p: &crate::profile::ProfileFigures| {
+        p.folded
+            .keys()
+            .next()
+            .and_then(|s| s.split(';').next())
+            .map(|s| s.trim_end_matches(" (child)").to_string())
+    };
+    let ((last, _), better) = ranked.split_last()?;
+    let l = profile(last)?;
+    let (other, o) = better.iter().find_map(|(c, _)| {
+        let p = profile(c)?;
+        (program(&p) == program(&l)).then_some((*c, p))
+    })?;
+    let (os, ls) = (o.own_shares(), l.own_shares());
+    let named = |f: &str| !f.ends_with("_[k]") && !f.starts_with("0x") && !f.starts_with('[');
+    let gain = |f: &str, share: f64| share - os.get(f).copied().unwrap_or(0.0);
+    let (function, share) = ls
+        .iter()
+        .filter(|(f, _)| named(f))
+        .max_by(|x, y| gain(x.0, *x.1).total_cmp(&gain(y.0, *y.1)))?;
+    let against = os.get(function).copied().unwrap_or(0.0);
+    (share - against >= 5.0).then(|| {
+        format!(
+            "Where their CPU went: {} spent {share:.0} % of its samples in {function} itself, {} {against:.0} %.",
+            last.target, other.target
+        )
+    })
+}
+
 /// A share (0–1) as a percentage a reader can use: never "0.0 %" for something that was there.
 fn percent(share: f64) -> String {
     let p = share * 100.0;
@@ -488,6 +531,10 @@ impl ExperimentFigures {
                 }
                 out.push('.');
             }
+        }
+        if let Some(why) = where_the_last_lost(&ranked) {
+            out.push(' ');
+            out.push_str(&why);
         }
         if let Some(on) = self.ran_on(&cells) {
             out.push_str(&format!(" Each target {on}."));

@@ -43,6 +43,17 @@ pub struct ProfileFigures {
 }
 
 impl ProfileFigures {
+    /// Each function's own samples (innermost) as a percentage of the window's.
+    pub fn own_shares(&self) -> HashMap<&str, f64> {
+        let mut own: HashMap<&str, u64> = HashMap::new();
+        for (stack, &n) in &self.folded {
+            if let Some(leaf) = function_frames(stack).last() {
+                *own.entry(leaf).or_default() += n;
+            }
+        }
+        own.into_iter().map(|(f, n)| (f, self.percent(n))).collect()
+    }
+
     /// The share of the window's samples, in percent.
     pub fn percent(&self, samples: u64) -> f64 {
         if self.samples == 0 {

@@ -131,4 +131,9 @@ async fn a_closed_loop_is_answered_in_throughput() {
         "{answer}"
     );
     assert!(!answer.contains("had the lowest p99"), "{answer}");
+    // The profiles say where slow's CPU went that fast's did not.
+    assert!(
+        answer.contains("Where their CPU went: slow spent 72 % of its samples in json_encode_slowly itself, fast 0 %."),
+        "{answer}"
+    );
 }

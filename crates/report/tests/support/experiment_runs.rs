@@ -120,8 +120,19 @@ async fn draw(
     }
 }
 
+/// Where fast and slow spend their CPU: slow in a function of its own.
+const FAST_STACKS: &[(&str, u64)] = &[
+    ("srv;main;main;handle", 200),
+    ("srv;main;main;handle;parse", 50),
+];
+const SLOW_STACKS: &[(&str, u64)] = &[
+    ("srv;main;main;handle", 60),
+    ("srv;main;main;handle;parse", 10),
+    ("srv;main;main;handle;json_encode_slowly", 180),
+];
+
 /// A closed-loop experiment: fast answers four times as many requests as slow over 10
-/// connections, two repetitions each, each held to one CPU.
+/// connections, two repetitions each, each held to one CPU and profiled.
 pub async fn drawn_closed() -> Drawn {
     let dir = tempfile::tempdir().unwrap();
     let db = format!("sqlite://{}/showdown.db", dir.path().display());
@@ -129,7 +140,10 @@ pub async fn drawn_closed() -> Drawn {
     let mut at = T0;
     let mut ids = Vec::new();
     for rep in 1..=2u32 {
-        for (target, base, served) in [("fast", 300, 400), ("slow", 3000, 100)] {
+        for (target, base, served, stacks) in [
+            ("fast", 300, 400, FAST_STACKS),
+            ("slow", 3000, 100, SLOW_STACKS),
+        ] {
             at += 10_000_000_000;
             let mut spec = Spec::new("closed cell", base + 20 * rep as u64)
                 .label("target", target)
@@ -148,6 +162,7 @@ pub async fn drawn_closed() -> Drawn {
             spec.rate = served;
             spec.seconds = 5;
             spec.open_loop = false;
+            spec.profile = Some(stacks);
             ids.push((runs::write(&store, &spec, at).await, target, 10));
         }
     }
