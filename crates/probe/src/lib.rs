@@ -264,7 +264,9 @@ async fn drain(
     mut each: impl FnMut(&Record) -> std::io::Result<()>,
 ) -> std::io::Result<()> {
     let mut appended = buffer.subscribe();
-    let mut cursor = buffer.with(|b| b.next_seq());
+    // From the first record: the buffer is this command's own, and what its threads pushed
+    // before this ran (the target attached, the profiler refused) belongs in the output too.
+    let mut cursor = buffer.with(|b| b.oldest_seq());
     tokio::pin!(until);
     let interrupt = interrupted();
     tokio::pin!(interrupt);
