@@ -8,8 +8,7 @@
 
 mod common;
 
-use std::io::BufRead;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command};
 
 use common::exclusive;
 use store::capacity::{Search, Status, Verdict};
@@ -24,21 +23,9 @@ struct Target {
 
 impl Target {
     fn start(work: &str) -> Target {
-        let mut child = Command::new("taskset")
-            .args(["-c", "1", LOADGEN, "target", "--work", work])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let mut line = String::new();
-        std::io::BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        let addr = line
-            .trim()
-            .strip_prefix("listening on ")
-            .unwrap()
-            .to_string();
+        let mut taskset = Command::new("taskset");
+        taskset.args(["-c", "1", LOADGEN]);
+        let (child, addr) = common::loadgen_target(taskset, &["--work", work]);
         Target {
             child,
             url: format!("http://{addr}/"),

@@ -8,7 +8,6 @@
 
 mod common;
 
-use std::io::BufRead;
 use std::net::{SocketAddr, TcpListener};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
@@ -354,19 +353,12 @@ fn profiles_asked_of_a_probe_that_does_not_profile_are_one_line() {
 
 /// `loadgen target` as a process of its own on `port`, once it listens.
 fn own_target(port: u16) -> Child {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_loadgen"))
-        .args(["target", "--listen", &format!("127.0.0.1:{port}")])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    std::io::BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    assert!(line.starts_with("listening on "), "{line:?}");
-    child
+    let listen = format!("127.0.0.1:{port}");
+    common::loadgen_target(
+        Command::new(env!("CARGO_BIN_EXE_loadgen")),
+        &["--listen", &listen],
+    )
+    .0
 }
 
 /// Whether any page under `dir` holds every one of `needles`.

@@ -45,13 +45,10 @@ pub struct ProfileFigures {
 impl ProfileFigures {
     /// Each function's own samples (innermost) as a percentage of the window's.
     pub fn own_shares(&self) -> HashMap<&str, f64> {
-        let mut own: HashMap<&str, u64> = HashMap::new();
-        for (stack, &n) in &self.folded {
-            if let Some(leaf) = function_frames(stack).last() {
-                *own.entry(leaf).or_default() += n;
-            }
-        }
-        own.into_iter().map(|(f, n)| (f, self.percent(n))).collect()
+        own_samples(&self.folded)
+            .into_iter()
+            .map(|(f, n)| (f, self.percent(n)))
+            .collect()
     }
 
     /// The share of the window's samples, in percent.
@@ -116,13 +113,10 @@ impl Accumulator {
         if f.records == 0 {
             return None;
         }
-        let mut own: HashMap<&str, u64> = HashMap::new();
+        let own = own_samples(&f.folded);
         let mut total: HashMap<&str, u64> = HashMap::new();
         for (stack, &n) in &f.folded {
             let frames = function_frames(stack);
-            if let Some(leaf) = frames.last() {
-                *own.entry(leaf).or_default() += n;
-            }
             // Once per stack, however often a recursive function appears in it.
             let distinct: HashSet<&str> = frames.iter().copied().collect();
             for frame in distinct {
@@ -163,6 +157,17 @@ impl Accumulator {
         f.top = top;
         Some(f)
     }
+}
+
+/// Each function's own samples: the stacks it is innermost in.
+fn own_samples(folded: &BTreeMap<String, u64>) -> HashMap<&str, u64> {
+    let mut own: HashMap<&str, u64> = HashMap::new();
+    for (stack, &n) in folded {
+        if let Some(leaf) = function_frames(stack).last() {
+            *own.entry(leaf).or_default() += n;
+        }
+    }
+    own
 }
 
 /// A folded stack's function frames: without the process and the thread that open it.

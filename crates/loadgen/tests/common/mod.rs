@@ -329,3 +329,32 @@ pub fn loadgen(args: &[&str]) -> std::process::Output {
         .output()
         .unwrap()
 }
+
+/// `loadgen target ARGS` as a process of its own (its stdin a pipe, so that it ends with the
+/// test), started by `command` (`loadgen` itself, or `taskset -c N loadgen`); the process and
+/// the address it printed, once it listens.
+pub fn loadgen_target(
+    mut command: std::process::Command,
+    args: &[&str],
+) -> (std::process::Child, String) {
+    use std::io::BufRead;
+    use std::process::Stdio;
+    let mut child = command
+        .arg("target")
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let Some(addr) = line.trim().strip_prefix("listening on ") else {
+        let _ = child.kill();
+        let _ = child.wait();
+        panic!("loadgen target said {line:?}");
+    };
+    (child, addr.to_string())
+}

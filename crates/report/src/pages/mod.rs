@@ -282,15 +282,9 @@ fn profile_comparison(c: &Comparison, names: &[String], diffs: &[(usize, String)
         }
     }
     functions.sort_by(|a, b| b.1.total_cmp(&a.1));
-    let own = |p: &crate::profile::ProfileFigures, name: &str| {
-        let n: u64 = p
-            .folded
-            .iter()
-            .filter(|(s, _)| crate::profile::function_frames(s).last() == Some(&name))
-            .map(|(_, n)| n)
-            .sum();
-        p.percent(n)
-    };
+    // Each run's own shares, worked out once for the whole table.
+    let own: Vec<std::collections::HashMap<&str, f64>> =
+        profiles.iter().map(|(_, p)| p.own_shares()).collect();
     html! {
         h2 { "Where their CPU went" }
         p.meta { "Each function's own share of the target's sampled stacks in the attack window (its first probe's profile). A function that takes a larger share in one run is where that run spends what the other does not." }
@@ -298,7 +292,7 @@ fn profile_comparison(c: &Comparison, names: &[String], diffs: &[(usize, String)
             thead { tr { th { "function" } @for (i, _) in &profiles { th { "#" (i + 1) } } } }
             tbody { @for (name, _) in &functions { tr {
                 td { code { (name) } }
-                @for (_, p) in &profiles { td.n { (format!("{:.1} %", own(p, name))) } }
+                @for shares in &own { td.n { (format!("{:.1} %", shares.get(name.as_str()).copied().unwrap_or(0.0))) } }
             } } }
         } }
         @for (i, file) in diffs {
