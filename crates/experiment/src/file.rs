@@ -336,8 +336,9 @@ pub struct LoadSpec {
     pub body: Option<String>,
     /// Weighted requests instead of one `path`.
     pub mix: Option<Vec<MixEntry>>,
-    /// Requests per second (open loop).
-    pub rate: Option<f64>,
+    /// Requests per second (open loop), or with `[search]` a share of the capacity the
+    /// experiment's search of the same target and requests finds (`"80%"`).
+    pub rate: Option<Rate>,
     /// Rates one after another, each for `step_duration` (open loop).
     pub steps: Option<Vec<f64>>,
     #[serde(default, deserialize_with = "some_duration")]
@@ -384,6 +385,28 @@ impl LoadSpec {
         }
     }
 
+    /// The rate in requests a second, when it is one (not a share still to resolve).
+    pub fn per_second(&self) -> Option<f64> {
+        match self.rate {
+            Some(Rate::PerSecond(r)) => Some(r),
+            _ => None,
+        }
+    }
+
+    /// The share of a capacity the rate is, when it is one.
+    pub fn share(&self) -> Option<f64> {
+        match self.rate {
+            Some(Rate::Share(s)) => Some(s),
+            _ => None,
+        }
+    }
+
+    /// What the server is asked, whatever the rate: two cells with the same requests (and the
+    /// same target and environment) have the same capacity.
+    pub fn requests(&self) -> String {
+        serde_json::json!([self.method, self.path, self.headers, self.body, self.mix]).to_string()
+    }
+
     /// Open or closed, as given or as implied.
     pub fn mode(&self) -> Mode {
         match self.mode {
@@ -391,6 +414,94 @@ impl LoadSpec {
             None if self.rate.is_some() || self.steps.is_some() => Mode::Open,
             None => Mode::Closed,
         }
+    }
+}
+
+/// A load's rate: requests a second, or a share of a measured capacity (`"80%"`), so that
+/// "near each server's maximum" means the same on any host.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Rate {
+    PerSecond(f64),
+    /// A fraction: `"80%"` is 0.8.
+    Share(f64),
+}
+
+/// The largest share of a capacity a rate may be: beyond it, the cell only measures overload.
+pub const MAX_SHARE: f64 = 5.0;
+
+impl std::str::FromStr for Rate {
+    type Err = String;
+
+    /// `"80%"`, or a number of requests a second.
+    fn from_str(text: &str) -> Result<Rate, String> {
+        let t = text.trim();
+        let why = || {
+            format!(
+                "rate {text:?} is neither requests a second nor a share of the capacity: write e.g. 2000 or \"80%\" (above 0 %, at most {:.0} %)",
+                MAX_SHARE * 100.0
+            )
+        };
+        match t.strip_suffix('%') {
+            Some(p) => {
+                let share = p.trim().parse::<f64>().map_err(|_| why())? / 100.0;
+                if share > 0.0 && share <= MAX_SHARE {
+                    Ok(Rate::Share(share))
+                } else {
+                    Err(why())
+                }
+            }
+            None => match t.parse::<f64>() {
+                Ok(r) if r.is_finite() => Ok(Rate::PerSecond(r)),
+                _ => Err(why()),
+            },
+        }
+    }
+}
+
+impl std::fmt::Display for Rate {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Rate::PerSecond(r) => write!(f, "{r}"),
+            Rate::Share(s) => {
+                // 57 % is 0.57, which × 100 is 56.99999999999999: two decimals at most.
+                let p = format!("{:.2}", s * 100.0);
+                write!(f, "{}%", p.trim_end_matches('0').trim_end_matches('.'))
+            }
+        }
+    }
+}
+
+impl Serialize for Rate {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Rate::PerSecond(r) => s.serialize_f64(*r),
+            Rate::Share(_) => s.serialize_str(&self.to_string()),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Rate {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Rate, D::Error> {
+        struct Visitor;
+        impl serde::de::Visitor<'_> for Visitor {
+            type Value = Rate;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("requests a second (2000) or a share of the capacity (\"80%\")")
+            }
+            fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<Rate, E> {
+                Ok(Rate::PerSecond(v))
+            }
+            fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<Rate, E> {
+                Ok(Rate::PerSecond(v as f64))
+            }
+            fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<Rate, E> {
+                Ok(Rate::PerSecond(v as f64))
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Rate, E> {
+                v.parse().map_err(E::custom)
+            }
+        }
+        d.deserialize_any(Visitor)
     }
 }
 
@@ -558,8 +669,19 @@ fn check(file: &ExperimentFile) -> Result<(), String> {
     }
     if let Some(search) = &file.search {
         check_search(search)?;
-        if file.matrix.contains_key("rate") || file.matrix.contains_key("steps") {
-            return Err("[search] chooses the rates: drop the rate and steps axes".into());
+        if file.matrix.contains_key("steps") {
+            return Err("[search] chooses the rates: drop the steps axis".into());
+        }
+        // The rate axis may name the search and shares of what it finds, not rates.
+        if let Some(toml::Value::Array(rates)) = file.matrix.get("rate") {
+            for v in rates {
+                let fits = v.as_str().is_some_and(|t| {
+                    t == crate::plan::SEARCH_RATE || matches!(t.parse(), Ok(Rate::Share(_)))
+                });
+                if !fits {
+                    return Err(format!("matrix.rate: {v} with [search]: the search chooses the rates; the axis may hold \"search\" (the cell that searches) and shares of the capacity it finds, such as \"80%\""));
+                }
+            }
         }
     }
     for (axis, values) in &file.matrix {

@@ -79,12 +79,15 @@ impl Attack {
             return self.capacity_args(search);
         }
         let load = &self.load;
+        if let Some(share @ crate::file::Rate::Share(_)) = load.rate {
+            return Err(GunError::Share(share));
+        }
         let mut args: Vec<String> = vec!["attack".into()];
         let mut push = |a: &[&str]| args.extend(a.iter().map(|s| s.to_string()));
         match (load.mode(), self.only_for) {
             (Mode::Open, Some(d)) => {
                 let r = load
-                    .rate
+                    .per_second()
                     .or_else(|| load.steps.as_ref().and_then(|s| s.first().copied()))
                     .unwrap_or(1.0);
                 push(&["--rate", &rate(r), "--duration", &secs(d)]);
@@ -96,7 +99,7 @@ impl Attack {
                     if let Some(d) = load.step_duration {
                         push(&["--step-duration", &secs(d)]);
                     }
-                } else if let Some(r) = load.rate {
+                } else if let Some(r) = load.per_second() {
                     push(&["--rate", &rate(r)]);
                     if let Some(d) = load.duration {
                         push(&["--duration", &secs(d)]);
@@ -275,6 +278,8 @@ pub enum GunError {
     NoExe(std::io::Error),
     #[error("no loadgen binary found: build it (cargo build --release -p loadgen) or set SHOWDOWN_LOADGEN")]
     NoLoadgen,
+    #[error("the rate {0} is a share of a capacity not yet resolved to requests a second")]
+    Share(crate::file::Rate),
 }
 
 /// What one attack came to.

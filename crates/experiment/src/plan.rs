@@ -5,11 +5,14 @@
 //! fastest) and, for each setting, every target one after another, so that the targets of a
 //! setting run close together in time. Even repetitions run the settings and the targets in
 //! reverse, so that a drift of the machine over time does not always fall on the same one.
+//! When a cell's rate is a share of a capacity (`rate = "80%"`), every search of every
+//! repetition runs first, so that each repetition of a share runs at the same rate: that share
+//! of the median capacity its searches found.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use crate::file::{Experiment, LoadSpec, Mode};
+use crate::file::{Experiment, LoadSpec, Mode, Rate};
 
 /// One axis of the matrix, in the file's order: `rate`, `env.CLUSTER`, `load`, ….
 #[derive(Debug, Clone, PartialEq)]
@@ -33,7 +36,22 @@ pub struct Cell {
     pub load: LoadSpec,
     /// The target's environment beyond the runner's: the target's `env` and `env.NAME` axes.
     pub env: BTreeMap<String, String>,
+    pub kind: CellKind,
 }
+
+/// What a cell runs.
+#[derive(Debug, Clone, PartialEq)]
+pub enum CellKind {
+    /// Its load as given: a rate, steps, or a closed loop.
+    Fixed,
+    /// A capacity search (`[search]`): the highest rate within the SLO.
+    Search,
+    /// A fixed rate that is a share of the capacity found by the search cells keyed here (the
+    /// same target, environment and requests; in every repetition).
+    Share { searches: Vec<String> },
+}
+
+pub use store::capacity::SEARCH_RATE;
 
 impl Cell {
     /// `target=node rate=2000`: the cell without its repetition, the same in every repetition.
@@ -66,7 +84,7 @@ fn load_time(load: &LoadSpec) -> Duration {
     if let (Some(steps), Some(d)) = (&load.steps, load.step_duration) {
         return d.saturating_mul(u32::try_from(steps.len()).unwrap_or(u32::MAX));
     }
-    match (load.duration, load.requests, load.rate) {
+    match (load.duration, load.requests, load.per_second()) {
         (Some(d), _, _) => d,
         (None, Some(n), Some(rate)) if rate > 0.0 => {
             Duration::try_from_secs_f64(n as f64 / rate).unwrap_or(Duration::MAX)
@@ -101,6 +119,8 @@ pub enum PlanError {
     },
     #[error("cell {cell}: {why}")]
     Cell { cell: String, why: LoadError },
+    #[error("cell {0}: its rate is a share of a capacity, but no cell searches that target with the same requests, environment and other axes: add one whose load has no rate (or \"search\" to the rate axis)")]
+    NoSearchForShare(String),
 }
 
 /// What is missing or contradictory in a cell's load.
@@ -122,8 +142,12 @@ pub enum LoadError {
     NoConnections,
     #[error("a closed loop needs a duration (with requests, it bounds the run)")]
     ClosedWithoutDuration,
-    #[error("[search] chooses the rates: drop rate, steps and mode = \"closed\" from the load")]
+    #[error("[search] chooses the rates: drop rate, steps and mode = \"closed\" from the load, or give the rate as a share of the capacity found (rate = \"80%\")")]
     RateInSearch,
+    #[error("its rate is a share of a capacity, which a search measures: add a [search] table, or give the rate in requests a second")]
+    ShareWithoutSearch,
+    #[error("a rate given as a share of a capacity needs a duration (how long the requests last is known only once the capacity is)")]
+    ShareWithoutDuration,
 }
 
 /// The largest `--scale`: beyond it durations and rates stop meaning anything.
@@ -170,8 +194,10 @@ pub struct Plan {
     pub post_roll: Duration,
     /// Cells this host's generator is unlikely to keep up with, and why (see [`capacity`]).
     pub warnings: Vec<String>,
-    /// The file's `[search]`, its step and warm-up scaled: every cell is a capacity search.
+    /// The file's `[search]`, its step and warm-up scaled, for the cells that search.
     pub search: Option<crate::file::SearchSpec>,
+    /// The settings whose cells search (of the whole matrix, before `--only`).
+    pub searched: Vec<Vec<(String, String)>>,
 }
 
 /// A search's steps, for estimates: about this many per cell.
@@ -180,7 +206,11 @@ pub const SEARCH_STEPS: u32 = 8;
 impl Plan {
     /// About how long one cell's load lasts: its own, or a search's steps.
     pub fn cell_load_time(&self, cell: &Cell) -> Duration {
-        match &self.search {
+        match self
+            .search
+            .as_ref()
+            .filter(|_| cell.kind == CellKind::Search)
+        {
             Some(s) => {
                 (s.step.unwrap_or(Duration::from_secs(10))
                     + s.warmup.unwrap_or(Duration::from_secs(2))
@@ -218,7 +248,7 @@ pub fn capacity(experiment: &Experiment, cells: &[Cell]) -> Vec<String> {
         }
         let rate = cell
             .load
-            .rate
+            .per_second()
             .into_iter()
             .chain(cell.load.steps.iter().flatten().copied())
             .fold(0.0f64, f64::max);
@@ -351,7 +381,7 @@ pub fn plan(experiment: &Experiment, options: &PlanOptions) -> Result<Plan, Plan
     if count > MAX_CELLS {
         return Err(PlanError::TooManyCells(count));
     }
-    let mut cells = Vec::new();
+    let mut all = Vec::new();
     for repetition in 1..=repetitions {
         let reverse = repetition % 2 == 0;
         let mut settings_order: Vec<&Vec<(String, toml::Value)>> = settings.iter().collect();
@@ -362,18 +392,33 @@ pub fn plan(experiment: &Experiment, options: &PlanOptions) -> Result<Plan, Plan
         }
         for setting in settings_order {
             for target in &targets_order {
-                let cell = cell(experiment, target, setting, repetition, options.scale)?;
-                let wanted = options.only.iter().all(|(k, v)| match k.as_str() {
-                    "target" => &cell.target == v,
-                    "repetition" => &cell.repetition.to_string() == v,
-                    _ => cell.setting.iter().any(|(ck, cv)| ck == k && cv == v),
-                });
-                if wanted {
-                    cells.push(cell);
-                }
+                all.push(cell(
+                    experiment,
+                    target,
+                    setting,
+                    repetition,
+                    options.scale,
+                )?);
             }
         }
     }
+    let all = shares(all)?;
+    let mut searched: Vec<Vec<(String, String)>> = Vec::new();
+    for c in all.iter().filter(|c| c.kind == CellKind::Search) {
+        if !searched.contains(&c.setting) {
+            searched.push(c.setting.clone());
+        }
+    }
+    let mut cells: Vec<Cell> = all
+        .into_iter()
+        .filter(|cell| {
+            options.only.iter().all(|(k, v)| match k.as_str() {
+                "target" => &cell.target == v,
+                "repetition" => &cell.repetition.to_string() == v,
+                _ => cell.setting.iter().any(|(ck, cv)| ck == k && cv == v),
+            })
+        })
+        .collect();
     for (i, c) in cells.iter_mut().enumerate() {
         c.number = i + 1;
     }
@@ -402,8 +447,50 @@ pub fn plan(experiment: &Experiment, options: &PlanOptions) -> Result<Plan, Plan
             ));
             s
         }),
+        searched,
         cells,
     })
+}
+
+/// Ties each share to its searches (the whole matrix's, before `--only` cuts it: a search kept
+/// from an earlier run counts) and runs every search first. A share's searches are those of the
+/// same target, environment and requests, at the same values of every axis but `rate` and
+/// `load` (at 10 connections, the capacity found over 10 connections).
+fn shares(mut cells: Vec<Cell>) -> Result<Vec<Cell>, PlanError> {
+    /// What a cell's capacity depends on, as one comparable text.
+    fn same(c: &Cell) -> String {
+        let axes: Vec<&(String, String)> = c
+            .setting
+            .iter()
+            .filter(|(k, _)| k != "rate" && k != "load")
+            .collect();
+        format!("{}\n{:?}\n{}\n{axes:?}", c.target, c.env, c.load.requests())
+    }
+    let searched: Vec<(String, String)> = cells
+        .iter()
+        .filter(|c| c.kind == CellKind::Search)
+        .map(|c| (c.key(), same(c)))
+        .collect();
+    let mut any = false;
+    for cell in &mut cells {
+        let mine = same(cell);
+        if let CellKind::Share { searches } = &mut cell.kind {
+            any = true;
+            for (key, theirs) in &searched {
+                if theirs == &mine && !searches.contains(key) {
+                    searches.push(key.clone());
+                }
+            }
+            if searches.is_empty() {
+                return Err(PlanError::NoSearchForShare(cell.key()));
+            }
+        }
+    }
+    if any {
+        // A stable sort: the searches in their order, then the shares in theirs.
+        cells.sort_by_key(|c| c.kind != CellKind::Search);
+    }
+    Ok(cells)
 }
 
 /// `d × scale`, or the longest duration where that overflows (a file's "1000000y").
@@ -440,6 +527,7 @@ fn cell(
     }
     let mut env = spec.env.clone();
     let mut scalars = LoadSpec::default();
+    let mut searches_here = false;
     let mut parameters: Vec<(String, String)> = Vec::new();
     for (key, value) in setting {
         let bad = |what: &'static str| PlanError::AxisValue {
@@ -454,7 +542,16 @@ fn cell(
                     load = load.with(named);
                 }
             }
-            "rate" => scalars.rate = Some(number(value).ok_or(bad("a number"))?),
+            "rate" => match value.as_str() {
+                Some(SEARCH_RATE) if file.search.is_some() => searches_here = true,
+                Some(text) => {
+                    let rate = text.parse::<Rate>().map_err(|_| {
+                        bad("a rate: a number, a share of the capacity (\"80%\"), or \"search\" with [search]")
+                    })?;
+                    scalars.rate = Some(rate);
+                }
+                None => scalars.rate = Some(Rate::PerSecond(number(value).ok_or(bad("a number"))?)),
+            },
             "connections" => scalars.connections = Some(count(value).ok_or(bad("a count"))?),
             "requests" => scalars.requests = Some(count(value).ok_or(bad("a count"))?),
             "duration" => {
@@ -483,6 +580,9 @@ fn cell(
         }
     }
     let mut load = scaled(&load.with(&scalars), scale);
+    if searches_here {
+        load.rate = None;
+    }
     for (placeholder, value) in &parameters {
         let put = |text: &mut String| *text = text.replace(placeholder, value);
         load.path.iter_mut().for_each(put);
@@ -500,13 +600,20 @@ fn cell(
             .map(|(k, v)| (k.clone(), label_value(v)))
             .collect(),
         repetition,
+        kind: match (&experiment.file.search, load.share()) {
+            (None, _) => CellKind::Fixed,
+            (Some(_), None) => CellKind::Search,
+            (Some(_), Some(_)) => CellKind::Share {
+                searches: Vec::new(),
+            },
+        },
         load,
         env,
     };
-    let checked = if experiment.file.search.is_some() {
-        check_search_load(&cell.load)
-    } else {
-        check_load(&cell.load)
+    let checked = match cell.kind {
+        CellKind::Search => check_search_load(&cell.load),
+        CellKind::Fixed if cell.load.share().is_some() => Err(LoadError::ShareWithoutSearch),
+        _ => check_load(&cell.load),
     };
     checked.map_err(|why| PlanError::Cell {
         cell: cell.key(),
@@ -524,7 +631,7 @@ fn count(v: &toml::Value) -> Option<u64> {
 }
 
 /// Rates, durations and request counts × `scale` (a rate at least 1/s, a duration at least
-/// 1 s, a count at least 1).
+/// 1 s, a count at least 1). A share of a capacity stays: the capacity is measured.
 fn scaled(load: &LoadSpec, scale: f64) -> LoadSpec {
     if scale == 1.0 {
         return load.clone();
@@ -532,7 +639,10 @@ fn scaled(load: &LoadSpec, scale: f64) -> LoadSpec {
     let time =
         |d: Option<Duration>| d.map(|d| scale_duration(d, scale).max(Duration::from_secs(1)));
     LoadSpec {
-        rate: load.rate.map(|r| (r * scale).round().max(1.0)),
+        rate: load.rate.map(|r| match r {
+            Rate::PerSecond(r) => Rate::PerSecond((r * scale).round().max(1.0)),
+            share => share,
+        }),
         steps: load
             .steps
             .as_ref()
@@ -563,7 +673,12 @@ fn check_load(load: &LoadSpec) -> Result<(), LoadError> {
     }
     match load.mode() {
         Mode::Open => match (&load.rate, &load.steps) {
-            (Some(r), None) if *r > 0.0 => {
+            (Some(Rate::Share(_)), None) => {
+                if load.duration.is_none() {
+                    return Err(LoadError::ShareWithoutDuration);
+                }
+            }
+            (Some(Rate::PerSecond(r)), None) if *r > 0.0 => {
                 if load.duration.is_none() && load.requests.is_none() {
                     return Err(LoadError::OpenWithoutBound);
                 }
@@ -606,6 +721,117 @@ mod tests {
         )
         .unwrap();
         Experiment::read(&path).unwrap()
+    }
+
+    const SEARCH: &str = "[search]\nslo = [\"p99<=10ms\"]\n";
+
+    #[test]
+    fn a_share_of_capacity_runs_after_every_search_at_an_unscaled_share() {
+        let e = experiment(&format!(
+            "batch = \"1ms\"\n{SEARCH}[[target]]\nname = \"node\"\n[matrix]\nrate = [\"search\", \"80%\"]\nconnections = [10, 100]\n"
+        ));
+        let options = PlanOptions {
+            scale: 0.5,
+            repetitions: Some(2),
+            ..Default::default()
+        };
+        let p = plan(&e, &options).unwrap();
+        let kinds: Vec<String> = p
+            .cells
+            .iter()
+            .map(|c| format!("{} #{}", c.key(), c.repetition))
+            .collect();
+        // Every search of both repetitions first, each repetition in its own order.
+        assert_eq!(
+            kinds,
+            [
+                "target=go rate=search connections=10 #1",
+                "target=node rate=search connections=10 #1",
+                "target=go rate=search connections=100 #1",
+                "target=node rate=search connections=100 #1",
+                "target=node rate=search connections=100 #2",
+                "target=go rate=search connections=100 #2",
+                "target=node rate=search connections=10 #2",
+                "target=go rate=search connections=10 #2",
+                "target=go rate=80% connections=10 #1",
+                "target=node rate=80% connections=10 #1",
+                "target=go rate=80% connections=100 #1",
+                "target=node rate=80% connections=100 #1",
+                "target=node rate=80% connections=100 #2",
+                "target=go rate=80% connections=100 #2",
+                "target=node rate=80% connections=10 #2",
+                "target=go rate=80% connections=10 #2",
+            ]
+        );
+        let share = &p.cells[8];
+        assert_eq!(
+            share.kind,
+            CellKind::Share {
+                searches: vec!["target=go rate=search connections=10".into()]
+            },
+            "the capacity found over the same connections"
+        );
+        assert_eq!(share.load.share(), Some(0.8), "a share is not scaled");
+        assert_eq!(share.load.duration, Some(Duration::from_secs(15)));
+        assert_eq!(p.searched.len(), 2);
+        // --only a share still finds its searches in the whole matrix.
+        let only = plan(
+            &e,
+            &PlanOptions {
+                only: vec![("rate".into(), "80%".into())],
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        assert!(only
+            .cells
+            .iter()
+            .all(|c| matches!(c.kind, CellKind::Share { .. })));
+    }
+
+    #[test]
+    fn a_share_needs_a_search_of_the_same_requests() {
+        let without = plan(&experiment("rate = \"80%\""), &PlanOptions::default());
+        assert!(matches!(
+            without,
+            Err(PlanError::Cell {
+                why: LoadError::ShareWithoutSearch,
+                ..
+            })
+        ));
+        let other = plan(
+            &experiment(&format!(
+                "{SEARCH}[loads.search]\npath = \"/users\"\n[loads.near]\nrate = \"80%\"\n[matrix]\nload = [\"search\", \"near\"]\n"
+            )),
+            &PlanOptions::default(),
+        );
+        assert_eq!(
+            other.err(),
+            Some(PlanError::NoSearchForShare("target=go load=near".into()))
+        );
+        let error = PlanError::NoSearchForShare("target=go load=near".into()).to_string();
+        assert!(error.contains("add one whose load has no rate"), "{error}");
+    }
+
+    #[test]
+    fn rates_read_as_requests_a_second_or_shares() {
+        assert_eq!("80%".parse::<Rate>(), Ok(Rate::Share(0.8)));
+        assert_eq!(" 2000 ".parse::<Rate>(), Ok(Rate::PerSecond(2000.0)));
+        assert_eq!(Rate::Share(0.57).to_string(), "57%");
+        assert_eq!(Rate::Share(0.125).to_string(), "12.5%");
+        for bad in ["0%", "-5%", "600%", "fast", "80 %%", "inf"] {
+            let why = bad.parse::<Rate>().unwrap_err();
+            assert!(why.contains("write e.g. 2000 or \"80%\""), "{bad}: {why}");
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("e.toml");
+        std::fs::write(
+            &path,
+            format!("name = \"e\"\nquestion = \"q?\"\n[[target]]\nname = \"go\"\n[load]\npath = \"/\"\n{SEARCH}[matrix]\nrate = [\"search\", 2000]\n"),
+        )
+        .unwrap();
+        let error = Experiment::read(&path).err().unwrap().to_string();
+        assert!(error.contains("the axis may hold \"search\""), "{error}");
     }
 
     #[test]

@@ -766,7 +766,8 @@ fn one_search_at_a_time() -> std::sync::MutexGuard<'static, ()> {
 }
 
 /// An experiment of capacity searches: two servers of known capacity (the built-in target
-/// spending 1 ms and 2 ms of CPU a request), one search a cell.
+/// spending 1 ms and 2 ms of CPU a request), one search a cell, then a second at 80 % of what
+/// each target's search found.
 fn search_file(dir: &Path) -> String {
     let serve = |work: &str| {
         format!(r#"["{LOADGEN}", "target", "--listen", "127.0.0.1:{{port}}", "--work", "{work}"]"#)
@@ -801,6 +802,10 @@ command = {}
 
 [load]
 path = "/"
+duration = "1s"
+
+[matrix]
+rate = ["search", "80%"]
 "#,
             serve("2ms"),
             serve("1ms")
@@ -818,7 +823,7 @@ fn an_experiment_of_searches_answers_in_capacity_and_draws_it() {
     let out = experiment(&["run", &file, "--report", site.to_str().unwrap()], &db, "");
     let said = text(&out);
     assert!(out.status.success(), "{said}");
-    assert!(said.contains("2 cells run (0 failed)"), "{said}");
+    assert!(said.contains("4 cells run (0 failed)"), "{said}");
     let rt = tokio::runtime::Runtime::new().unwrap();
     let store = rt.block_on(Store::open(&db)).unwrap();
     let searches = rt.block_on(store.searches()).unwrap();
@@ -867,6 +872,38 @@ fn an_experiment_of_searches_answers_in_capacity_and_draws_it() {
     assert!(
         page.contains("p99 against the offered rate, every target"),
         "and the curves"
+    );
+    // The share ran at 80 % of each target's own capacity, and the page says which rate.
+    let shares = rt.block_on(measured(&db, "search"));
+    assert_eq!(shares.len(), 2, "{shares:?}");
+    for run in &shares {
+        let target = run.labels["target"].clone();
+        let found = capacity(&target);
+        assert_eq!(run.status, RunStatus::Complete, "{run:?}");
+        assert_eq!(run.labels["share"], "80%");
+        assert_eq!(run.labels["capacity"], format!("{found:.0}"));
+        let sent = run.summary.as_ref().unwrap().requests.total as f64;
+        let intended = (0.8 * found).round();
+        assert!(
+            (sent - intended).abs() <= 0.02 * intended + 2.0,
+            "{target}: {sent} requests in 1 s at 80 % of {found}"
+        );
+        assert!(
+            page.contains(&format!(
+                "{target} {} req/s (of {})",
+                report::experiment::thousands(intended),
+                report::experiment::thousands(found)
+            )),
+            "the page names the rate {target}'s share became"
+        );
+    }
+    assert!(
+        page.contains("Each ran at 80% of its own capacity"),
+        "the sentence says so"
+    );
+    assert!(
+        page.contains("Answers: at fixed rates"),
+        "the fixed rates are answered apart"
     );
 }
 

@@ -128,3 +128,40 @@ fn computation_0_to_50_percent() {
 fn cluster_encrypt_and_proxy() {
     seed("cluster", 4, 4);
 }
+
+/// Every file of `experiments/` (the searches too, too long to run here) reads and plans as
+/// shipped: a user's first `loadgen experiment plan` never meets a refusal.
+#[test]
+fn every_experiment_file_reads_and_plans() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../experiments");
+    let mut files: Vec<std::path::PathBuf> = std::fs::read_dir(&root)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "toml"))
+        .collect();
+    files.push(root.join("examples/static-files/static-files.toml"));
+    assert!(files.len() >= 8, "{files:?}");
+    for path in files {
+        let experiment = experiment::file::Experiment::read(&path)
+            .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let plan = experiment::plan::plan(&experiment, &Default::default())
+            .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        assert!(!plan.cells.is_empty(), "{}", path.display());
+        if experiment.file.name == "near-maximum" {
+            // Each share after every search, and of the search over its own connections.
+            let first_share = plan
+                .cells
+                .iter()
+                .position(|c| matches!(c.kind, experiment::plan::CellKind::Share { .. }))
+                .unwrap();
+            assert!(plan.cells[first_share..]
+                .iter()
+                .all(|c| c.kind != experiment::plan::CellKind::Search));
+            assert_eq!(
+                first_share,
+                2 * 3 * 3,
+                "two targets × three connection counts × three repetitions"
+            );
+        }
+    }
+}

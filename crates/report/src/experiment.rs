@@ -190,17 +190,7 @@ impl CellFigures {
             ));
         }
         // The server fell behind the rate offered: its responses or its accepts held the sends.
-        let unserved: Vec<&Arc<RunFigures>> = self
-            .runs
-            .iter()
-            .filter(|r| r.config.open_loop && r.summary.generator.behind)
-            .filter(|r| {
-                matches!(
-                    r.summary.generator.limited_by,
-                    Some(LimitedBy::ServerResponses | LimitedBy::ServerAccept)
-                )
-            })
-            .collect();
+        let unserved: Vec<&Arc<RunFigures>> = self.runs.iter().filter(|r| fell_behind(r)).collect();
         if let Some(r) = unserved.first() {
             why.push(format!(
                 "the rate offered was not kept in {} of {} repetitions: {} of its sends left over 1 ms late, held back by {}",
@@ -219,13 +209,7 @@ impl CellFigures {
         let late: Vec<&Arc<RunFigures>> = self
             .runs
             .iter()
-            .filter(|r| r.summary.generator.behind)
-            .filter(|r| {
-                !matches!(
-                    r.summary.generator.limited_by,
-                    Some(LimitedBy::ServerResponses | LimitedBy::ServerAccept)
-                ) || !r.config.open_loop
-            })
+            .filter(|r| r.summary.generator.behind && !fell_behind(r))
             .collect();
         let first = late.first()?;
         let sends: u64 = late.iter().map(|r| r.summary.generator.late).sum();
@@ -239,6 +223,12 @@ impl CellFigures {
             self.runs.len()
         ))
     }
+}
+
+/// Whether the server fell behind the rate this run offered (see
+/// [`store::summary::Summary::server_fell_behind`]).
+fn fell_behind(r: &RunFigures) -> bool {
+    r.config.open_loop && r.summary.server_fell_behind()
 }
 
 /// Where the last-ranked target's CPU went that a better-ranked one's of the same kind did not:
@@ -325,6 +315,8 @@ pub fn figures(record: &ExperimentRecord, runs: &[Arc<RunFigures>]) -> Experimen
             })
             .collect();
     }
+    // The searches' settings are answered in capacity (crate::search), not here.
+    settings.retain(|s| !record.definition.searched.contains(s));
     let scale = record.scale.to_string();
     let mut warmups = 0;
     let mut older = 0;
@@ -398,8 +390,40 @@ pub fn setting_text(setting: &Setting) -> String {
         .join(" ")
 }
 
-/// A rate with thousands separated: 12,200.
-fn thousands(v: f64) -> String {
+/// The rates a setting's shares of capacity became: "Each ran at 80% of its own capacity: go
+/// 47,520 req/s (of 59,400), node 35,040 (of 43,800)."
+fn shares(cells: &[&CellFigures]) -> Option<String> {
+    use store::vocabulary::label;
+    let mut share = None;
+    let mut rates = Vec::new();
+    for c in cells {
+        let Some(run) = c.runs.first() else { continue };
+        let (Some(s), Some(capacity)) = (
+            run.labels.get(label::SHARE),
+            run.labels
+                .get(label::CAPACITY)
+                .and_then(|v| v.parse::<f64>().ok()),
+        ) else {
+            continue;
+        };
+        let fraction = s.trim_end_matches('%').parse::<f64>().ok()? / 100.0;
+        share = Some(s.clone());
+        rates.push(format!(
+            "{} {} req/s (of {})",
+            c.target,
+            thousands((capacity * fraction).round().max(1.0)),
+            thousands(capacity)
+        ));
+    }
+    Some(format!(
+        "Each ran at {} of its own capacity within the SLO, as this experiment's searches measured it (the median over repetitions): {}.",
+        share?,
+        rates.join(", ")
+    ))
+}
+
+/// A rate with thousands separated, as every page writes one: 12,200.
+pub fn thousands(v: f64) -> String {
     let n = v.round() as u64;
     let digits = n.to_string();
     let mut out = String::new();
@@ -536,6 +560,10 @@ impl ExperimentFigures {
             out.push(' ');
             out.push_str(&why);
         }
+        if let Some(shares) = shares(&cells) {
+            out.push(' ');
+            out.push_str(&shares);
+        }
         if let Some(on) = self.ran_on(&cells) {
             out.push_str(&format!(" Each target {on}."));
         }
@@ -592,6 +620,16 @@ impl ExperimentFigures {
         let Some((axis, values)) = self.record.definition.axes.first() else {
             return Ok(Vec::new());
         };
+        // The values answered here (a search's are answered in capacity).
+        let values: Vec<String> = values
+            .iter()
+            .filter(|v| {
+                self.settings
+                    .iter()
+                    .any(|s| s.first().map(|(_, x)| x) == Some(*v))
+            })
+            .cloned()
+            .collect();
         if values.len() < 2 {
             return Ok(Vec::new());
         }
@@ -599,6 +637,12 @@ impl ExperimentFigures {
             .iter()
             .map(|v| v.trim_end_matches('%').parse::<f64>().ok())
             .collect();
+        // Shares of a capacity (`rate = "80%"`): each target's own.
+        let x_label = if axis == "rate" && values.iter().all(|v| v.ends_with('%')) {
+            "rate (% of each target's capacity)".to_string()
+        } else {
+            axis.clone()
+        };
         let (x_axis, xs) = match numbers {
             Some(xs) => (XAxis::Numbers, xs),
             None => (
@@ -649,7 +693,7 @@ impl ExperimentFigures {
                 let svg = if plot::has_data(&lines) {
                     Some(plot::xy_chart(&XyChart {
                         title: &title,
-                        x_label: axis,
+                        x_label: &x_label,
                         y_label: metric.title(),
                         x: x_axis.clone(),
                         lines,

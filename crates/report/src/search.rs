@@ -195,24 +195,11 @@ impl TargetCapacity {
     /// Why a capacity is only a lower bound: a search that ended at the generator's limit or
     /// at its highest rate, not at a failing step of the server's.
     pub fn only_at_least(&self) -> Option<String> {
-        use store::capacity::Status;
-        self.searches.iter().find_map(|s| match s.status {
-            Status::GeneratorLimited => Some(format!(
-                "the generator is the limit at {} req/s",
-                s.steps.last().map_or(0.0, |st| st.rate)
-            )),
-            Status::AboveMaximum => Some(format!(
-                "it passed at the highest rate tried, {}",
-                s.settings.max_rate
-            )),
-            _ => None,
-        })
+        self.searches.iter().find_map(Search::only_at_least)
     }
 
     pub fn median(&self) -> Option<f64> {
-        let mut v = self.found.clone();
-        v.sort_by(f64::total_cmp);
-        v.get(v.len() / 2).copied().filter(|_| !v.is_empty())
+        store::capacity::median(&self.found)
     }
 
     pub fn min(&self) -> Option<f64> {
@@ -254,6 +241,7 @@ pub fn experiment_capacity(
                 && s.labels.get(label::SCALE) == Some(&record.scale.to_string())
         })
         .collect();
+    let search_rate = Some(format!("rate={}", store::capacity::SEARCH_RATE));
     let mut settings: Vec<SettingCapacity> = Vec::new();
     for s in ours {
         let target = s.labels.get(label::TARGET).cloned().unwrap_or_default();
@@ -262,7 +250,7 @@ pub fn experiment_capacity(
             .get(label::CELL)
             .map(|c| {
                 c.split(' ')
-                    .filter(|kv| !kv.starts_with("target="))
+                    .filter(|kv| !kv.starts_with("target=") && Some(*kv) != search_rate.as_deref())
                     .collect::<Vec<_>>()
                     .join(" ")
             })
@@ -440,8 +428,13 @@ pub fn capacity_sentence(setting: &SettingCapacity, held: &str) -> String {
             .unwrap_or(0.0)
             .total_cmp(&a.median().unwrap_or(0.0))
     });
+    // "all" is the one setting of a matrix of targets alone: no "At all:".
+    let at = match setting.setting.as_str() {
+        "all" => String::new(),
+        s => format!("At {s}: "),
+    };
     let Some(best) = ranked.first() else {
-        return format!("At {}: no search found a capacity yet.", setting.setting);
+        return format!("{at}No search found a capacity yet.");
     };
     let slo = best
         .searches
@@ -469,12 +462,12 @@ pub fn capacity_sentence(setting: &SettingCapacity, held: &str) -> String {
     let at_least = best.only_at_least();
     let mut text = match &at_least {
         Some(why) => format!(
-            "At {}: {} sustains at least {m:.0} req/s within {slo}{held} ({why}, so its capacity is beyond what this generator measures{spread})",
-            setting.setting, best.target
+            "{at}{} sustains at least {m:.0} req/s within {slo}{held} ({why}, so its capacity is beyond what this generator measures{spread})",
+            best.target
         ),
         None => format!(
-            "At {}: {} sustains {m:.0} req/s within {slo}{held} ({bracket}{spread})",
-            setting.setting, best.target
+            "{at}{} sustains {m:.0} req/s within {slo}{held} ({bracket}{spread})",
+            best.target
         ),
     };
     for other in ranked.iter().skip(1) {

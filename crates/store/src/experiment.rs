@@ -35,6 +35,10 @@ pub struct Definition {
     pub placement: String,
     /// The file itself, as TOML text.
     pub file: String,
+    /// The settings (axis, value) whose cells are capacity searches: answered in capacity,
+    /// apart from the fixed loads (a share of a capacity among them).
+    #[serde(default)]
+    pub searched: Vec<Vec<(String, String)>>,
 }
 
 impl Definition {
@@ -58,6 +62,16 @@ impl Definition {
             repetitions: self.repetitions,
             placement: text(&self.placement),
             file: redact::toml_file(&self.file),
+            searched: self
+                .searched
+                .iter()
+                .map(|setting| {
+                    setting
+                        .iter()
+                        .map(|(name, v)| (name.clone(), redact::env(name, v)))
+                        .collect()
+                })
+                .collect(),
         }
     }
 }

@@ -162,8 +162,15 @@ pub mod label {
     /// What held a local target to a host size (a cgroup), in words.
     pub const HELD: &str = "held";
 
+    /// A cell whose rate is a share of a capacity: the share (`80%`), and the capacity in
+    /// requests a second it was taken of (the median of its searches').
+    pub const SHARE: &str = "share";
+    pub const CAPACITY: &str = "capacity";
+
     /// Labels that say how a run was made, not what it measured: no page of their own.
-    pub const BOOKKEEPING: [&str; 6] = [FILE, SCALE, PLACEMENT, HELD, PHASE, REPETITION];
+    pub const BOOKKEEPING: [&str; 8] = [
+        FILE, SCALE, PLACEMENT, HELD, PHASE, REPETITION, SHARE, CAPACITY,
+    ];
 
     /// Whether a label is the experiment runner's bookkeeping rather than a setting.
     pub fn is_bookkeeping(key: &str) -> bool {

@@ -15,7 +15,7 @@ use super::setup::Launcher;
 use crate::file::{Contract, Experiment, TargetKind, TargetSpec};
 use crate::gun::Attack;
 use crate::http::Http;
-use crate::plan::{Cell, Plan};
+use crate::plan::{Cell, CellKind, Plan};
 use crate::targets::Target;
 
 pub(super) fn cell_time(cell: &Cell, plan: &Plan) -> Duration {
@@ -40,6 +40,8 @@ pub(super) struct CellContext<'a> {
     pub(super) launcher: &'a Launcher<'a>,
     pub(super) workdir: &'a std::path::Path,
     pub(super) placement: &'a str,
+    /// A share cell's share (`80%`) and the capacity (req/s) its rate was taken of.
+    pub(super) share: Option<(String, f64)>,
 }
 
 impl CellContext<'_> {
@@ -64,6 +66,10 @@ impl CellContext<'_> {
         labels.push((label::PLACEMENT.into(), self.placement.to_string()));
         if !held.is_empty() {
             labels.push((label::HELD.into(), held.to_string()));
+        }
+        if let Some((share, capacity)) = &self.share {
+            labels.push((label::SHARE.into(), share.clone()));
+            labels.push((label::CAPACITY.into(), format!("{capacity:.0}")));
         }
         labels
     }
@@ -246,7 +252,7 @@ impl CellContext<'_> {
                 .flatten(),
         };
         let mut outcome = CellOutcome::Done;
-        if self.plan.search.is_some() {
+        if cell.kind == CellKind::Search {
             // A search: its steps warm up on their own, and the cell is the search.
             let searched = attack(Phase::Step, None, run_id.clone());
             let outcome = match self.fire(&searched, stop).await {

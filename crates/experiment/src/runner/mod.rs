@@ -9,6 +9,7 @@
 //! - `setup`: what the cells share: the targets' database, their environment, their
 //!   verification.
 //! - `cell`: one cell, from starting its target to keeping its run.
+//! - `share`: a cell's rate given as a share of the capacity its searches found.
 
 use std::time::{Duration, Instant};
 
@@ -17,11 +18,12 @@ use store::Store;
 use tokio::sync::watch;
 
 use crate::file::{Experiment, TargetKind, TargetSpec};
-use crate::plan::{Cell, Plan};
+use crate::plan::{Cell, CellKind, Plan};
 use crate::upstream::Upstream;
 mod cell;
 mod resume;
 mod setup;
+mod share;
 
 use cell::{cell_time, now_ns, CellContext, CellOutcome};
 mod options;
@@ -60,6 +62,7 @@ fn record(
             repetitions: plan.repetitions,
             placement: placement.to_string(),
             file: std::fs::read_to_string(&experiment.path).unwrap_or_default(),
+            searched: plan.searched.clone(),
         },
         verification,
         updated_at_ns: now_ns(),
@@ -113,7 +116,7 @@ pub async fn run(
         .iter()
         .zip(&states)
         .filter_map(|(c, s)| match s {
-            CellState::Unfinished { run } if experiment.file.search.is_some() => {
+            CellState::Unfinished { run } if c.kind == CellKind::Search => {
                 Some(((c.key(), c.repetition), run.clone()))
             }
             _ => None,
@@ -260,7 +263,7 @@ pub async fn run(
             .iter()
             .find(|v| v.target == cell.target)
             .cloned();
-        let context = CellContext {
+        let mut context = CellContext {
             experiment,
             plan: &plan,
             options,
@@ -268,12 +271,39 @@ pub async fn run(
             launcher: &launcher,
             workdir: workdir.path(),
             placement: &placement,
+            share: None,
         };
-        let outcome = match verified {
-            Some(v) if !v.passed => {
+        // A share's rate, from the searches kept by now (every search runs before any share).
+        let resolved = match cell.kind {
+            CellKind::Share { .. } => Some(share::resolve(&store, experiment, &plan, cell).await?),
+            _ => None,
+        };
+        let outcome = match (verified, &resolved) {
+            (Some(v), _) if !v.passed => {
                 let reason = format!("{} failed verification: {}", cell.target, failures(&v));
                 context.keep_failed(cell, &reason, None).await?;
                 CellOutcome::Failed(reason)
+            }
+            (_, Some(Err(why))) => {
+                let reason = format!("no rate for this cell: {why}");
+                context.keep_failed(cell, &reason, None).await?;
+                CellOutcome::Failed(reason)
+            }
+            (_, Some(Ok(resolved))) => {
+                eprintln!(
+                    "  {} of {}'s capacity ({:.0} req/s, the median of {} search{}): {:.0} req/s",
+                    cell.load.rate.map(|r| r.to_string()).unwrap_or_default(),
+                    cell.target,
+                    resolved.capacity,
+                    resolved.searches,
+                    if resolved.searches == 1 { "" } else { "es" },
+                    resolved.cell.load.per_second().unwrap_or(0.0),
+                );
+                context.share = Some((
+                    cell.load.rate.map(|r| r.to_string()).unwrap_or_default(),
+                    resolved.capacity,
+                ));
+                context.run_cell(&resolved.cell, None, &mut stop).await?
             }
             _ => {
                 let id = resume.get(&(cell.key(), cell.repetition)).cloned();

@@ -199,7 +199,7 @@ fn load_text(
             l.path.as_deref().unwrap_or("/")
         ),
     };
-    if let Some(search) = search {
+    if let Some(search) = search.filter(|_| cell.kind == experiment::plan::CellKind::Search) {
         return format!(
             "{what}, a capacity search within {}{}",
             search.slo.join(" and "),
@@ -213,7 +213,11 @@ fn load_text(
         experiment::file::Mode::Open => match (&l.steps, l.rate) {
             (Some(s), _) => format!("open loop, steps {s:?} req/s"),
             (None, Some(r)) => format!(
-                "open loop, {r} req/s{}{}",
+                "open loop, {}{}{}",
+                match r {
+                    experiment::file::Rate::PerSecond(r) => format!("{r} req/s"),
+                    share => format!("{share} of the capacity its search finds"),
+                },
                 l.connections
                     .map(|c| format!(" over at most {c} connections"))
                     .unwrap_or_default(),

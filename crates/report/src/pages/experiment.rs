@@ -67,8 +67,21 @@ pub fn experiment_page(
         .flat_map(|c| &c.targets)
         .map(|t| t.searches.len())
         .sum();
-    let done = if capacity.is_empty() { done } else { searched };
+    // Searches are counted apart from the fixed loads' runs (shares of a capacity among them).
     let expected = fig.cells.len() * d.repetitions as usize;
+    let to_search = d.searched.len() * d.targets.len() * d.repetitions as usize;
+    let to_search = if capacity.is_empty() {
+        0
+    } else {
+        to_search.max(searched)
+    };
+    // Fixed loads beside the searches: shown once one of them has a run.
+    let fixed = capacity.is_empty()
+        || fig
+            .cells
+            .iter()
+            .any(|c| !c.runs.is_empty() || !c.failed.is_empty());
+    let expected = if fixed { expected } else { 0 };
     let failed_targets: Vec<_> = r.verification.iter().filter(|v| !v.passed).collect();
     // How each target was held to a host size (a cgroup, or why not), from its runs' labels.
     let mut held: BTreeMap<&str, &str> = BTreeMap::new();
@@ -110,11 +123,11 @@ pub fn experiment_page(
         p.question { strong { (r.question) } }
         p.meta {
             @if let Some(source) = &d.source { (source) br; }
-            (d.targets.len()) " targets × " (fig.settings.len()) " settings × " (d.repetitions) " repetitions: "
-            @if capacity.is_empty() { (done) " of " (expected) " runs complete" }
-            @else { (searched) " of " (expected) " searches finished" }
+            (d.targets.len()) " targets × " (fig.settings.len() + if capacity.is_empty() { 0 } else { d.searched.len() }) " settings × " (d.repetitions) " repetitions: "
+            @if to_search > 0 { (searched) " of " (to_search) " searches finished" @if expected > 0 { ", " } }
+            @if expected > 0 { (done) " of " (expected) " runs complete" }
             @if failed > 0 { ", " span.badge.failed { (failed) " failed" } }
-            @if done + failed < expected { ", " (expected - done - failed) " not run yet" }
+            @if done + failed < expected || searched < to_search { ", " ((expected.saturating_sub(done + failed)) + (to_search - searched)) " not run yet" }
             ". File " code { (r.file_label) } @if r.scale != 1.0 { ", scaled ×" (r.scale) " (a quick look, not the full experiment)" } "."
             br; (d.placement) "."
             @for (target, held) in &held { br; (target) ": held by " (held) "." }
@@ -163,11 +176,11 @@ pub fn experiment_page(
             }
             @for c in capacity { (charts(&c.charts)) }
         }
-        @if capacity.is_empty() {
-        h2 { "Answers" }
+        @if fixed {
+        h2 { @if capacity.is_empty() { "Answers" } @else { "Answers: at fixed rates" } }
         ul.answers { @for s in &fig.settings { li { (fig.sentence(s)) } } }
         }
-        @if capacity.is_empty() {
+        @if fixed {
         h2 { "The matrix" }
         p.meta { "Each cell: the median over repetitions, and (lowest–highest) when they differ. Latencies are corrected (from intended send times), in ms; throughput counts successful responses per second; CPU is the target's process tree (100 = one core)." }
         div.scroll.matrix {
@@ -196,7 +209,7 @@ pub fn experiment_page(
             }
         }
         }
-        @if capacity.is_empty() {
+        @if fixed {
         h2 { "As the write-ups tabled it" }
         p.meta { "RPS (successful responses per second), mean latency and its standard deviation (002's tables), error rate and time per 1,000 requests (003's slides)." }
         div.scroll {

@@ -72,6 +72,7 @@ pub async fn drawn() -> Drawn {
             file_label: "f1".into(),
             scale: 1.0,
             definition: Definition {
+                searched: Vec::new(),
                 source: Some("a test".into()),
                 targets: vec!["fast".into(), "slow".into()],
                 axes: vec![("rate".into(), vec!["100".into(), "200".into()])],
@@ -173,6 +174,7 @@ pub async fn drawn_closed() -> Drawn {
             file_label: "c1".into(),
             scale: 1.0,
             definition: Definition {
+                searched: Vec::new(),
                 source: None,
                 targets: vec!["fast".into(), "slow".into()],
                 axes: vec![("connections".into(), vec!["10".into()])],

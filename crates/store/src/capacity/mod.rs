@@ -107,7 +107,35 @@ pub struct Search {
     pub updated_at_ns: i64,
 }
 
+/// The value of an experiment's `rate` axis that makes its cells the searches that shares of a
+/// capacity (`"80%"`) are taken of.
+pub const SEARCH_RATE: &str = "search";
+
+/// The capacity repeated searches agree on: the median of those they found (the upper of the
+/// two middle ones of an even count), as an experiment's page shows it.
+pub fn median(found: &[f64]) -> Option<f64> {
+    let mut v = found.to_vec();
+    v.sort_by(f64::total_cmp);
+    v.get(v.len() / 2).copied()
+}
+
 impl Search {
+    /// Why its capacity is only a lower bound: it ended at the generator's limit or at its
+    /// highest rate, not at a failing step of the server's.
+    pub fn only_at_least(&self) -> Option<String> {
+        match self.status {
+            Status::GeneratorLimited => Some(format!(
+                "the generator is the limit at {} req/s",
+                self.steps.last().map_or(0.0, |st| st.rate)
+            )),
+            Status::AboveMaximum => Some(format!(
+                "it passed at the highest rate tried, {}",
+                self.settings.max_rate
+            )),
+            _ => None,
+        }
+    }
+
     /// The bracket `[capacity, failed_at]` as a share of its low end.
     pub fn width(&self) -> Option<f64> {
         match (self.capacity, self.failed_at) {

@@ -75,6 +75,31 @@ fn ratio(a: f64, b: f64) -> f64 {
 }
 
 impl Summary {
+    /// Whether an open loop's server fell behind the rate offered: sends held back by its
+    /// responses or its accepts, and under 99 % of the offered rate answered (as a capacity
+    /// search asks). The offered rate is the requests the schedule issued over its own length
+    /// (the attack's, less the lateness of its last send, at most the largest). Sends held up a
+    /// little by a full pool while every request is answered are late, not unserved.
+    pub fn server_fell_behind(&self) -> bool {
+        let g = &self.generator;
+        let held_by_server = matches!(
+            g.limited_by,
+            Some(
+                crate::vocabulary::LimitedBy::ServerResponses
+                    | crate::vocabulary::LimitedBy::ServerAccept
+            )
+        );
+        if !(g.behind && held_by_server) {
+            return false;
+        }
+        let scheduled = self.duration.attack_s - g.lateness.max_ns as f64 / 1e9;
+        if scheduled <= 0.0 {
+            return true;
+        }
+        let offered = self.requests.total as f64 / scheduled;
+        self.requests.throughput < crate::capacity::judge::KEPT_UP * offered
+    }
+
     pub fn new(facts: &RunFacts<'_>) -> Self {
         let t = facts.totals;
         let attack = facts.attack.as_secs_f64();
@@ -405,5 +430,53 @@ mod tests {
             text.contains("the 1000 req/s sent would have needed about 10 connections"),
             "{text}"
         );
+    }
+
+    #[test]
+    fn a_server_falls_behind_only_when_it_leaves_the_offered_rate_unanswered() {
+        // Sends held back by a full pool of slow responses, every request answered within the
+        // run: late, not unserved.
+        let run = |ok: u64, attack_s: u64, lateness_ns: u64| {
+            let mut totals = IntervalStats::new(0, 30_000_000_000);
+            for i in 0..30_000u64 {
+                let late = if i < 3_000 { lateness_ns } else { 40_000 };
+                totals.lateness.record(late).unwrap();
+                totals.service.record(10_000_000 + i * 100_000).unwrap();
+                totals.corrected.record(10_000_000 + i * 100_000).unwrap();
+            }
+            (totals.requests, totals.sent, totals.ok) = (30_000, 30_000, ok);
+            totals.waited_for_connection = 2_900;
+            let config = RunConfig {
+                open_loop: true,
+                max_connections: 10_000,
+                ..Default::default()
+            };
+            Summary::new(&RunFacts {
+                config: &config,
+                started: SystemTime::UNIX_EPOCH,
+                interval: Duration::from_secs(1),
+                totals: &totals,
+                attack: Duration::from_secs(attack_s),
+                wait: Duration::ZERO,
+                cpu: Duration::from_secs(1),
+                peak_rss_bytes: None,
+                stopped: None,
+                notes: Vec::new(),
+                generator: GeneratorFacts::default(),
+            })
+        };
+        let served = run(30_000, 30, 5_000_000);
+        assert_eq!(
+            served.generator.limited_by,
+            Some(LimitedBy::ServerResponses)
+        );
+        assert!(!served.server_fell_behind());
+        // 1,000 req/s offered for 30 s, the last sends 15 s late: 667 answered a second.
+        let behind = run(30_000, 45, 15_000_000_000);
+        assert_eq!(
+            behind.generator.limited_by,
+            Some(LimitedBy::ServerResponses)
+        );
+        assert!(behind.server_fell_behind());
     }
 }
