@@ -767,7 +767,7 @@ fn one_search_at_a_time() -> std::sync::MutexGuard<'static, ()> {
 
 /// An experiment of capacity searches: two servers of known capacity (the built-in target
 /// spending 1 ms and 2 ms of CPU a request), one search a cell, then a second at 80 % of what
-/// each target's search found.
+/// each target's search found, and a second at three times it.
 fn search_file(dir: &Path) -> String {
     let serve = |work: &str| {
         format!(r#"["{LOADGEN}", "target", "--listen", "127.0.0.1:{{port}}", "--work", "{work}"]"#)
@@ -805,7 +805,7 @@ path = "/"
 duration = "1s"
 
 [matrix]
-rate = ["search", "80%"]
+rate = ["search", "80%", "300%"]
 "#,
             serve("2ms"),
             serve("1ms")
@@ -823,7 +823,7 @@ fn an_experiment_of_searches_answers_in_capacity_and_draws_it() {
     let out = experiment(&["run", &file, "--report", site.to_str().unwrap()], &db, "");
     let said = text(&out);
     assert!(out.status.success(), "{said}");
-    assert!(said.contains("4 cells run (0 failed)"), "{said}");
+    assert!(said.contains("6 cells run (0 failed)"), "{said}");
     let rt = tokio::runtime::Runtime::new().unwrap();
     let store = rt.block_on(Store::open(&db)).unwrap();
     let searches = rt.block_on(store.searches()).unwrap();
@@ -875,8 +875,8 @@ fn an_experiment_of_searches_answers_in_capacity_and_draws_it() {
     );
     // The share ran at 80 % of each target's own capacity, and the page says which rate.
     let shares = rt.block_on(measured(&db, "search"));
-    assert_eq!(shares.len(), 2, "{shares:?}");
-    for run in &shares {
+    assert_eq!(shares.len(), 4, "{shares:?}");
+    for run in shares.iter().filter(|r| r.labels["share"] == "80%") {
         let target = run.labels["target"].clone();
         let found = capacity(&target);
         assert_eq!(run.status, RunStatus::Complete, "{run:?}");
@@ -901,6 +901,15 @@ fn an_experiment_of_searches_answers_in_capacity_and_draws_it() {
         page.contains("Each ran at 80% of its own capacity"),
         "the sentence says so"
     );
+    // Three times its capacity, neither keeps up: each is said not to hold up, the SLO named.
+    for target in ["slow", "fast"] {
+        assert!(
+            page.contains(&format!("{target} did not hold up: p99 "))
+                && page.contains("broke the SLO's p99&lt;=20ms"),
+            "{target} at 300 %: {}",
+            &page[page.find("At rate=300%").unwrap_or(0)..][..1500]
+        );
+    }
     assert!(
         page.contains("Answers: at fixed rates"),
         "the fixed rates are answered apart"

@@ -160,10 +160,11 @@ impl CellFigures {
         by_p99.get(by_p99.len().saturating_sub(1) / 2).copied()
     }
 
-    /// Why the target did not hold up here, if it did not: failed repetitions, errors, or
-    /// the offered rate not served because the server fell behind. Late sends the server is
-    /// not to blame for are a [`CellFigures::note`], not a failure.
-    pub fn fell_over(&self) -> Option<String> {
+    /// Why the target did not hold up here, if it did not: failed repetitions, errors, the
+    /// offered rate not served because the server fell behind, or the file's SLO broken (the
+    /// median over repetitions beyond a term's bound). Late sends the server is not to blame
+    /// for are a [`CellFigures::note`], not a failure.
+    pub fn fell_over(&self, slo: Option<&store::capacity::Slo>) -> Option<String> {
         let mut why = Vec::new();
         if !self.failed.is_empty() {
             why.push(format!(
@@ -188,6 +189,34 @@ impl CellFigures {
                 percent(e.median),
                 kinds.join(", ")
             ));
+        }
+        let errors_said = !why.is_empty()
+            && self
+                .spread(Metric::ErrorRate)
+                .is_some_and(|e| e.median > 0.001);
+        for term in slo.iter().flat_map(|s| &s.terms) {
+            if errors_said && term.figure == store::capacity::slo::Figure::Errors {
+                continue;
+            }
+            let broken = Spread::of(
+                self.runs
+                    .iter()
+                    .filter_map(|r| term.of(&r.summary))
+                    .collect(),
+            )
+            .filter(|v| v.median > term.bound);
+            if let Some(v) = broken {
+                why.push(format!(
+                    "{} {} broke the SLO's {term}{}",
+                    term.figure,
+                    term.value_text(v.median),
+                    if v.n > 1 {
+                        format!(" (the median of {} repetitions)", v.n)
+                    } else {
+                        String::new()
+                    }
+                ));
+            }
         }
         // The server fell behind the rate offered: its responses or its accepts held the sends.
         let unserved: Vec<&Arc<RunFigures>> = self.runs.iter().filter(|r| fell_behind(r)).collect();
@@ -298,6 +327,9 @@ pub struct ExperimentFigures {
     pub warmups: usize,
     /// Runs of earlier files or scales, not shown.
     pub older: usize,
+    /// The SLO the experiment's searches judged by: its fixed-rate cells (shares of a capacity)
+    /// are held to it too.
+    pub slo: Option<store::capacity::Slo>,
 }
 
 /// The experiment's figures from the runs read for the site.
@@ -375,6 +407,7 @@ pub fn figures(record: &ExperimentRecord, runs: &[Arc<RunFigures>]) -> Experimen
         cells,
         warmups,
         older,
+        slo: None,
     }
 }
 
@@ -568,7 +601,7 @@ impl ExperimentFigures {
             out.push_str(&format!(" Each target {on}."));
         }
         for c in &cells {
-            if let Some(why) = c.fell_over() {
+            if let Some(why) = c.fell_over(self.slo.as_ref()) {
                 out.push_str(&format!(" {} did not hold up: {why}.", c.target));
             } else if let Some(note) = c.note() {
                 out.push_str(&format!(" {}: {note}.", c.target));

@@ -365,7 +365,7 @@ pub async fn write(store: &Store, options: &SiteOptions) -> Result<Site, ReportE
     let all: Vec<Arc<RunFigures>> = cache.values().cloned().collect();
     let searches = store.searches().await?;
     for record in &records {
-        let fig = crate::experiment::figures(record, &all);
+        let mut fig = crate::experiment::figures(record, &all);
         let drawn = fig.across().and_then(|across| {
             let overlays = fig
                 .settings
@@ -413,6 +413,12 @@ pub async fn write(store: &Store, options: &SiteOptions) -> Result<Site, ReportE
                 continue;
             }
         };
+        fig.slo = capacity
+            .iter()
+            .flat_map(|c| &c.targets)
+            .flat_map(|t| &t.searches)
+            .map(|s| s.slo.clone())
+            .next();
         let relative = pages::experiment_path(&record.name);
         let path = w.page(
             &relative,

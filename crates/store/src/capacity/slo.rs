@@ -124,6 +124,29 @@ impl Slo {
 }
 
 impl Term {
+    /// This term's figure in a run's summary: the mean, the error ratio, or a percentile the
+    /// summary keeps (50, 90, 95, 99, 99.9; another needs the run's histogram: `None`).
+    pub fn of(&self, s: &crate::summary::Summary) -> Option<f64> {
+        let l = &s.latency.corrected;
+        let ns = match self.figure {
+            Figure::Errors => return Some(1.0 - s.requests.success_ratio),
+            Figure::Mean => l.mean_ns,
+            Figure::Percentile(q) => {
+                [
+                    (50.0, l.p50_ns),
+                    (90.0, l.p90_ns),
+                    (95.0, l.p95_ns),
+                    (99.0, l.p99_ns),
+                    (99.9, l.p999_ns),
+                ]
+                .into_iter()
+                .find(|(at, _)| (at - q).abs() < 1e-9)?
+                .1
+            }
+        };
+        Some(ns as f64)
+    }
+
     /// A value of this term's figure in words (`9.8 ms`, `0.05 %`).
     pub fn value_text(&self, value: f64) -> String {
         match self.figure {
