@@ -110,18 +110,24 @@ fn connections_text(n: f64) -> String {
 }
 
 /// The cause of a run's lateness in a sentence, with the figures that show it and what to
-/// change (`cpus` is the generator's CPU list, `max_connections` the pool's cap).
-pub fn explain(summary: &Summary, cpus: &str, max_connections: usize) -> String {
+/// change (`cpus` is the generator's CPU list, `max_connections` the pool's cap, `batch_ns`
+/// the pacing window: an attack paced in batches already is not told to pace in batches).
+pub fn explain(summary: &Summary, cpus: &str, max_connections: usize, batch_ns: u64) -> String {
     let g = &summary.generator;
+    let batch = if batch_ns == 0 {
+        "Pace in batches (--batch 1ms, as wrk2 does), "
+    } else {
+        "Already paced in batches: "
+    };
     let pct = |v: Option<f64>| v.map_or("?".to_string(), |v| format!("{:.0} %", v * 100.0));
     let connect_p99 = g.connect.map_or("?".into(), |c| format_ns(c.p99_ns));
     match g.limited_by {
         Some(LimitedBy::Generator) if g.busiest_thread.is_some_and(|b| b >= SATURATED) => format!(
-            "Cause: the generator's CPU: its busiest worker thread was busy {} of the time. Pace in batches (--batch 1ms, as wrk2 does), add --threads and CPUs, or use more gun hosts.",
+            "Cause: the generator's CPU: its busiest worker thread was busy {} of the time. {batch}add --threads and CPUs, or use more gun hosts.",
             pct(g.busiest_thread)
         ),
         Some(LimitedBy::Generator) => format!(
-            "Cause: the generator's CPU: its CPUs ({cpus}) were {} busy, {} of their time taken by the generator's own threads (the busiest {} of a core). Pace in batches (--batch 1ms, as wrk2 does), give it more CPUs, or use more gun hosts.",
+            "Cause: the generator's CPU: its CPUs ({cpus}) were {} busy, {} of their time taken by the generator's own threads (the busiest {} of a core). {batch}give it more CPUs, or use more gun hosts.",
             pct(g.cpus_busy),
             pct(g.own_share),
             pct(g.busiest_thread)

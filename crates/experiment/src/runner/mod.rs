@@ -290,6 +290,9 @@ pub async fn run(
                 CellOutcome::Failed(reason)
             }
             (_, Some(Ok(resolved))) => {
+                if options.live {
+                    eprintln!();
+                }
                 eprintln!(
                     "  {} of {}'s capacity ({:.0} req/s, the median of {} search{}): {:.0} req/s",
                     cell.load.rate.map(|r| r.to_string()).unwrap_or_default(),

@@ -61,7 +61,7 @@ fn of(cell: &Cell, searches: &[Search]) -> Result<Resolved, String> {
         .collect();
     if finished.is_empty() {
         return Err(format!(
-            "no search of {what} has finished: run its cells first (it is {})",
+            "no search of {what} has finished: run its cells first ({}), then this one again with --retry-failed",
             match &cell.kind {
                 CellKind::Share { searches } => searches.join(", "),
                 _ => String::new(),

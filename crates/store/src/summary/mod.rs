@@ -242,6 +242,7 @@ impl Summary {
                 self,
                 &cpus,
                 facts.config.max_connections,
+                facts.config.batch_ns,
             ));
             out.push(text);
         }
@@ -338,6 +339,21 @@ mod tests {
     }
 
     #[test]
+    fn an_slo_term_reads_its_figure_from_a_summary() {
+        let s = summary_of(0, 0, GeneratorFacts::default());
+        let of = |t: &str| t.parse::<crate::capacity::Term>().unwrap().of(&s);
+        let p99 = of("p99<=1ms").unwrap();
+        assert!((p99 - 1_000_000.0).abs() < 1_000.0, "{p99}");
+        assert_eq!(of("mean<=1ms"), Some(s.latency.corrected.mean_ns as f64));
+        assert_eq!(of("errors<=1%"), Some(1.0 - s.requests.success_ratio));
+        assert_eq!(
+            of("p99.5<=1ms"),
+            None,
+            "a percentile the summary does not keep"
+        );
+    }
+
+    #[test]
     fn a_handful_of_late_sends_is_a_figure_not_an_alarm() {
         let s = summary_of(12, 0, GeneratorFacts::default());
         assert!(!s.generator.behind);
@@ -382,6 +398,14 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("--batch 1ms"), "{text}");
+        // An attack paced in batches already is not told to pace in batches.
+        let batched =
+            crate::diagnosis::explain(&summary_of(3_000, 0, busy(0.97, 0.98)), "0", 8, 1_000_000);
+        assert!(
+            batched.contains("Already paced in batches: add --threads")
+                && !batched.contains("--batch"),
+            "{batched}"
+        );
         let (by, text) = cause(summary_of(3_000, 2_900, busy(0.2, 0.3)));
         assert_eq!(by, Some(LimitedBy::ConnectionCap));
         assert!(text.contains("--max-connections 8"), "{text}");
