@@ -174,7 +174,8 @@ impl CellFigures {
                 self.failed[0].1
             ));
         }
-        if let Some(e) = self.spread(Metric::ErrorRate).filter(|e| e.median > 0.001) {
+        let errors = self.spread(Metric::ErrorRate).filter(|e| e.median > 0.001);
+        if let Some(e) = errors {
             let kinds: BTreeMap<&str, u64> = self
                 .runs
                 .iter()
@@ -190,12 +191,9 @@ impl CellFigures {
                 kinds.join(", ")
             ));
         }
-        let errors_said = !why.is_empty()
-            && self
-                .spread(Metric::ErrorRate)
-                .is_some_and(|e| e.median > 0.001);
         for term in slo.iter().flat_map(|s| &s.terms) {
-            if errors_said && term.figure == store::capacity::slo::Figure::Errors {
+            // Errors over the bound are said above already.
+            if errors.is_some() && term.figure == store::capacity::slo::Figure::Errors {
                 continue;
             }
             let broken = Spread::of(
@@ -444,7 +442,7 @@ fn shares(cells: &[&CellFigures]) -> Option<String> {
         rates.push(format!(
             "{} {} req/s (of {})",
             c.target,
-            thousands((capacity * fraction).round().max(1.0)),
+            thousands(store::capacity::share_of(capacity, fraction)),
             thousands(capacity)
         ));
     }

@@ -241,7 +241,7 @@ pub fn experiment_capacity(
                 && s.labels.get(label::SCALE) == Some(&record.scale.to_string())
         })
         .collect();
-    let search_rate = Some(format!("rate={}", store::capacity::SEARCH_RATE));
+    let search_rate = format!("rate={}", store::capacity::SEARCH_RATE);
     let mut settings: Vec<SettingCapacity> = Vec::new();
     for s in ours {
         let target = s.labels.get(label::TARGET).cloned().unwrap_or_default();
@@ -250,7 +250,7 @@ pub fn experiment_capacity(
             .get(label::CELL)
             .map(|c| {
                 c.split(' ')
-                    .filter(|kv| !kv.starts_with("target=") && Some(*kv) != search_rate.as_deref())
+                    .filter(|kv| !kv.starts_with("target=") && *kv != search_rate)
                     .collect::<Vec<_>>()
                     .join(" ")
             })

@@ -69,7 +69,7 @@ impl CellContext<'_> {
         }
         if let Some((share, capacity)) = &self.share {
             labels.push((label::SHARE.into(), share.clone()));
-            labels.push((label::CAPACITY.into(), format!("{capacity:.0}")));
+            labels.push((label::CAPACITY.into(), capacity.to_string()));
         }
         labels
     }

@@ -293,19 +293,16 @@ pub async fn run(
                 if options.live {
                     eprintln!();
                 }
+                let share = cell.load.rate.map(|r| r.to_string()).unwrap_or_default();
                 eprintln!(
-                    "  {} of {}'s capacity ({:.0} req/s, the median of {} search{}): {:.0} req/s",
-                    cell.load.rate.map(|r| r.to_string()).unwrap_or_default(),
+                    "  {share} of {}'s capacity ({:.0} req/s, the median of {} search{}): {:.0} req/s",
                     cell.target,
                     resolved.capacity,
                     resolved.searches,
                     if resolved.searches == 1 { "" } else { "es" },
                     resolved.cell.load.per_second().unwrap_or(0.0),
                 );
-                context.share = Some((
-                    cell.load.rate.map(|r| r.to_string()).unwrap_or_default(),
-                    resolved.capacity,
-                ));
+                context.share = Some((share, resolved.capacity));
                 context.run_cell(&resolved.cell, None, &mut stop).await?
             }
             _ => {

@@ -85,7 +85,7 @@ fn of(cell: &Cell, searches: &[Search]) -> Result<Resolved, String> {
         return Err(format!("no search of {what} found a capacity"));
     };
     let mut resolved = cell.clone();
-    resolved.load.rate = Some(Rate::PerSecond((capacity * share).round().max(1.0)));
+    resolved.load.rate = Some(Rate::PerSecond(store::capacity::share_of(capacity, share)));
     Ok(Resolved {
         cell: resolved,
         capacity,

@@ -111,6 +111,12 @@ pub struct Search {
 /// capacity (`"80%"`) are taken of.
 pub const SEARCH_RATE: &str = "search";
 
+/// The rate a share of a capacity is (0.8 of 66,300 req/s: 53,040), to a request a second and
+/// at least one: what a share's cell is run at, and what its page says it was run at.
+pub fn share_of(capacity: f64, share: f64) -> f64 {
+    (capacity * share).round().max(1.0)
+}
+
 /// The capacity repeated searches agree on: the median of those they found (the upper of the
 /// two middle ones of an even count), as an experiment's page shows it.
 pub fn median(found: &[f64]) -> Option<f64> {
