@@ -156,11 +156,15 @@ pub async fn search(
         let needed = Duration::from_secs_f64(slo.samples_needed() as f64 / rate);
         let mut window = needed.clamp(args.step, args.step * 4);
         let mut stepped = None;
+        let mut retried = Vec::new();
         for attempt in 0..=RETRIES {
             match stepper.run(number, rate, window).await {
                 Ok(Some(s)) => {
                     let again = s.judgement.verdict == Verdict::Uncertain && attempt < RETRIES;
                     report(number, rate, &s.judgement, again);
+                    if again {
+                        retried.extend(s.run_id.clone());
+                    }
                     stepped = Some(s);
                     if !again {
                         break;
@@ -192,6 +196,7 @@ pub async fn search(
             run_id: s.run_id.clone(),
             window_s: s.window.as_secs_f64(),
             judgement: s.judgement.clone(),
+            retried,
         });
         if verdict == Verdict::Invalid {
             break Ok(Status::GeneratorLimited);

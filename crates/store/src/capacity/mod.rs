@@ -47,6 +47,9 @@ pub struct Step {
     /// The window it was judged over, s (longer when an uncertain step was run again).
     pub window_s: f64,
     pub judgement: Judgement,
+    /// The runs of its earlier attempts, each uncertain and run again longer: kept, not judged.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub retried: Vec<String>,
 }
 
 /// How a search ended.
