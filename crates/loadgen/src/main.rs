@@ -13,14 +13,21 @@ fn main() -> ExitCode {
             return ExitCode::SUCCESS;
         }
         Err(e) => {
-            eprintln!("Error: {}", probe::cli::one_line(&e, "loadgen"));
+            // A refused value may be a secret: the message is redacted as anything kept is.
+            eprintln!(
+                "Error: {}",
+                redact::text(&probe::cli::one_line(&e, "loadgen"))
+            );
             return ExitCode::from(2);
         }
     };
     match loadgen::run(cli, loadgen::Shutdown::new()) {
         Ok(end) => ExitCode::from(end.exit_code()),
         Err(e) => {
-            eprintln!("Error: {}", probe::cli::flatten(&e.to_string()));
+            eprintln!(
+                "Error: {}",
+                redact::text(&probe::cli::flatten(&e.to_string()))
+            );
             ExitCode::from(1)
         }
     }

@@ -12,7 +12,10 @@ fn main() -> ExitCode {
             return ExitCode::SUCCESS;
         }
         Err(e) => {
-            eprintln!("Error: {}", probe::cli::one_line(&e, "probe"));
+            eprintln!(
+                "Error: {}",
+                redact::text(&probe::cli::one_line(&e, "probe"))
+            );
             return ExitCode::from(2);
         }
     };
@@ -27,7 +30,10 @@ fn main() -> ExitCode {
     match probe::run(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("Error: {}", probe::cli::flatten(&e.to_string()));
+            eprintln!(
+                "Error: {}",
+                redact::text(&probe::cli::flatten(&e.to_string()))
+            );
             ExitCode::from(1)
         }
     }

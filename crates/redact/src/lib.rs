@@ -18,11 +18,12 @@
 /// What a secret is replaced by.
 pub const REDACTED: &str = "<redacted>";
 
-/// Whether a name (a header, a flag, an environment variable, a parameter) says its value is
-/// secret.
+/// Whether a name (a header, a flag, an environment variable, a parameter, a JSON key) says
+/// its value is secret. Read in segments (`-`, `_` and `.` separate them), so that `requirepass`,
+/// `X-Session-Id` and `sig` are caught and `bypass-cache` is not.
 pub fn is_secret_name(name: &str) -> bool {
     let name = name.trim().trim_start_matches('-').to_ascii_lowercase();
-    let name = name.replace('_', "-");
+    let name = name.replace(['_', '.'], "-");
     if name.ends_with("-file") || name.ends_with("-path") || name.ends_with("-fingerprint") {
         return false;
     }
@@ -32,9 +33,12 @@ pub fn is_secret_name(name: &str) -> bool {
         "cookie",
         "set-cookie",
     ];
-    const PARTS: [&str; 9] = [
+    /// Anywhere in the name.
+    const PARTS: [&str; 17] = [
         "password",
         "passwd",
+        "passphrase",
+        "passcode",
         "pwd",
         "secret",
         "token",
@@ -42,9 +46,22 @@ pub fn is_secret_name(name: &str) -> bool {
         "apikey",
         "auth",
         "credential",
+        "jwt",
+        "session",
+        "sessid",
+        "signature",
+        "private-key",
+        "privatekey",
     ];
+    /// A whole segment of the name.
+    const SEGMENTS: [&str; 3] = ["pass", "sig", "otp"];
+    /// Segments that end like a password's name and are not one.
+    const NOT_PASS: [&str; 4] = ["bypass", "compass", "overpass", "underpass"];
+    let segments = || name.split('-').filter(|s| !s.is_empty());
     EXACT.contains(&name.as_str())
         || PARTS.iter().any(|p| name.contains(p))
+        || segments()
+            .any(|s| SEGMENTS.contains(&s) || (s.ends_with("pass") && !NOT_PASS.contains(&s)))
         || name == "key"
         || name.ends_with("-key")
 }
@@ -58,35 +75,125 @@ pub fn header(line: &str) -> String {
 }
 
 /// Any free text (an argument, a URL, an error message, a configuration value): user-info in
-/// URLs, secret `name=value` parameters and the values of secret headers (`Authorization: …`,
-/// to the end of the line) replaced.
+/// URLs, secret `name=value` parameters, the values of secret JSON keys (`"password":"x"`) and
+/// of secret headers (`Authorization: …`, to the end of the line) replaced.
 pub fn text(s: &str) -> String {
-    header_lines(&params(&userinfo(s)))
+    header_lines(&quoted_keys(&params(&userinfo(s))))
 }
 
-/// Replaces the user-info of every `scheme://user:pass@host` in `s`.
+/// Replaces the user-info of every `scheme://user:pass@host` in `s`, a password written with
+/// an unescaped `/`, `?` or `#` in it included (`postgres://app:pa/ss@db/x`).
 fn userinfo(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     let mut rest = s;
     while let Some(at) = rest.find("://") {
         let (head, tail) = rest.split_at(at + 3);
         out.push_str(head);
-        let authority_end = tail
-            .find(|c: char| {
-                matches!(c, '/' | '?' | '#') || c.is_whitespace() || c == '"' || c == '\''
-            })
+        let url_end = tail
+            .find(|c: char| c.is_whitespace() || c == '"' || c == '\'' || c == '<' || c == '>')
             .unwrap_or(tail.len());
-        let authority = &tail[..authority_end];
-        match authority.rfind('@') {
+        let url = &tail[..url_end];
+        let authority_end = url.find(['/', '?', '#']).unwrap_or(url.len());
+        let authority = &url[..authority_end];
+        let user_end = authority
+            .rfind('@')
+            .or_else(|| unescaped_password_end(url, authority_end));
+        let consumed = match user_end {
             Some(i) => {
                 out.push_str(REDACTED);
-                out.push_str(&authority[i..]);
+                i
             }
-            None => out.push_str(authority),
+            None => 0,
+        };
+        // What follows the user-info is looked at again: a URL may hold another.
+        rest = &tail[consumed..];
+        if user_end.is_none() {
+            out.push_str(authority);
+            rest = &tail[authority_end..];
         }
-        rest = &tail[authority_end..];
     }
     out.push_str(rest);
+    out
+}
+
+/// Where the user-info ends when a password holds a `/`, `?` or `#` (so the authority seemed to
+/// end early): the authority so far has a `:` that no port explains (`app:pa`, not `host:8080`)
+/// and an `@` comes later in the URL (the last one: hiding too much beats hiding too little).
+fn unescaped_password_end(url: &str, authority_end: usize) -> Option<usize> {
+    let authority = &url[..authority_end];
+    let (_, after_colon) = authority.split_once(':')?;
+    let is_port = !after_colon.is_empty() && after_colon.bytes().all(|b| b.is_ascii_digit());
+    if is_port {
+        return None;
+    }
+    url[authority_end..].rfind('@').map(|i| authority_end + i)
+}
+
+/// Replaces the values of quoted keys that say secret, as JSON, Python or JavaScript write
+/// them: `"password":"x"`, `'token': 'y'`, `"pin_code": 1234`.
+fn quoted_keys(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut copied = 0;
+    let mut from = 0;
+    while let Some(offset) = s[from..].find(['"', '\'']) {
+        let open = from + offset;
+        let quote = &s[open..open + 1];
+        let name_start = open + 1;
+        let Some(len) = s[name_start..].find(quote) else {
+            // A lone quote (an apostrophe in prose): look on after it.
+            from = name_start;
+            continue;
+        };
+        let name_end = name_start + len;
+        let name = &s[name_start..name_end];
+        from = name_end + 1;
+        let after = &s[from..];
+        let Some(value) = after.trim_start().strip_prefix(':') else {
+            continue;
+        };
+        if name.is_empty() || name.contains(['\n', '\r']) || !is_secret_name(name) {
+            continue;
+        }
+        let value_start = s.len() - value.trim_start().len();
+        let rest = &s[value_start..];
+        let value_end = match rest.chars().next() {
+            Some(q @ ('"' | '\'')) => {
+                // To the closing quote that no backslash escapes.
+                let body = value_start + 1;
+                let mut end = s.len();
+                let mut escaped = false;
+                for (i, c) in s[body..].char_indices() {
+                    match c {
+                        _ if escaped => escaped = false,
+                        '\\' => escaped = true,
+                        c if c == q => {
+                            end = body + i;
+                            break;
+                        }
+                        _ => {}
+                    }
+                }
+                out.push_str(&s[copied..body]);
+                out.push_str(REDACTED);
+                copied = end;
+                end
+            }
+            Some(c) if !matches!(c, '{' | '[') => {
+                let end = rest
+                    .find(|c: char| matches!(c, ',' | '}' | ']') || c.is_whitespace())
+                    .map_or(s.len(), |p| value_start + p);
+                if end > value_start {
+                    out.push_str(&s[copied..value_start]);
+                    out.push_str(REDACTED);
+                    copied = end;
+                }
+                end
+            }
+            _ => continue,
+        };
+        from = value_end.max(from);
+    }
+    out.push_str(&s[copied..]);
     out
 }
 
@@ -329,7 +436,27 @@ pub fn toml_file(file: &str) -> String {
                     *v.decor_mut() = decor;
                 }
             }
-            Value::Array(items) => items.iter_mut().for_each(|i| value(key, i)),
+            Value::Array(items) => {
+                // A list of strings may be a command line (`command = ["srv", "--token",
+                // "x"]`): read as one, so that a flag's value goes with its flag.
+                let strings: Option<Vec<String>> = items
+                    .iter()
+                    .map(|i| i.as_str().map(str::to_string))
+                    .collect();
+                match strings {
+                    Some(args) if !is_secret_name(key) => {
+                        let kept = command_line_with(&args, &ANY_PROGRAM);
+                        for (item, (arg, kept)) in items.iter_mut().zip(args.iter().zip(kept)) {
+                            if *arg != kept {
+                                let decor = item.decor().clone();
+                                *item = Value::from(kept);
+                                *item.decor_mut() = decor;
+                            }
+                        }
+                    }
+                    _ => items.iter_mut().for_each(|i| value(key, i)),
+                }
+            }
             Value::InlineTable(t) => t.iter_mut().for_each(|(k, i)| value(k.get(), i)),
             _ => {}
         }
@@ -370,6 +497,16 @@ pub fn json(value: &mut serde_json::Value) {
     use serde_json::Value;
     match value {
         Value::String(s) => *s = text(s),
+        Value::Array(items) if items.iter().all(Value::is_string) => {
+            // A command line: a flag's value goes with its flag.
+            let args: Vec<String> = items
+                .iter()
+                .map(|i| i.as_str().unwrap_or_default().to_string())
+                .collect();
+            for (item, kept) in items.iter_mut().zip(command_line_with(&args, &ANY_PROGRAM)) {
+                *item = Value::String(kept);
+            }
+        }
         Value::Array(items) => items.iter_mut().for_each(json),
         Value::Object(map) => {
             for (key, v) in map.iter_mut() {
@@ -585,7 +722,172 @@ password = '''raw'''
         );
     }
 
+    /// The names a secret goes by beyond `password` and `token`: a Redis `requirepass`, a
+    /// signed URL's `sig`, a `jwt`, a `session`; and names that only look like them.
+    #[test]
+    fn secret_names_are_read_by_segment() {
+        for name in [
+            "pass",
+            "DB_PASS",
+            "passphrase",
+            "requirepass",
+            "--requirepass",
+            "sig",
+            "X-Amz-Signature",
+            "jwt",
+            "id_jwt",
+            "session",
+            "X-Session-Id",
+            "PHPSESSID",
+            "otp",
+            "private_key",
+        ] {
+            assert!(is_secret_name(name), "{name} is a secret's name");
+        }
+        for name in [
+            "bypass",
+            "--bypass-cache",
+            "compass",
+            "signal",
+            "design",
+            "passenger",
+            "CLUSTER",
+            "DB_POOL",
+            "key_id_file",
+        ] {
+            assert!(!is_secret_name(name), "{name} is not a secret's name");
+        }
+    }
+
+    #[test]
+    fn json_keys_in_free_text_lose_their_values() {
+        assert_eq!(
+            text(r#"answered {"user":"ann","password":"hunter2","age":3}"#),
+            r#"answered {"user":"ann","password":"<redacted>","age":3}"#
+        );
+        assert_eq!(
+            text(r#"{'token': 'a\'b', "pin": 1} and "pass" : 12345, done"#),
+            r#"{'token': '<redacted>', "pin": 1} and "pass" : <redacted>, done"#
+        );
+        // An apostrophe in prose does not hide what follows it.
+        assert_eq!(
+            text(r#"don't: {"jwt":"eyJx"}"#),
+            r#"don't: {"jwt":"<redacted>"}"#
+        );
+        assert_eq!(
+            text(r#"{"session": {"id": 1}}"#),
+            r#"{"session": {"id": 1}}"#
+        );
+    }
+
+    #[test]
+    fn a_password_with_a_slash_loses_all_of_it() {
+        assert_eq!(
+            text("postgres://app:pa/ss?w#rd@db:5432/runs"),
+            "postgres://<redacted>@db:5432/runs"
+        );
+        assert_eq!(text("http://h:8080/users/@me"), "http://h:8080/users/@me");
+        assert_eq!(text("http://h/a@b"), "http://h/a@b");
+        assert_eq!(
+            text("see postgres://u:p@h/d and http://x:y/z@w/"),
+            "see postgres://<redacted>@h/d and http://<redacted>@w/"
+        );
+    }
+
+    #[test]
+    fn a_command_line_in_a_file_loses_its_flags_values() {
+        let kept =
+            toml_file("[[target]]\ncommand = [\"srv\", \"--token\", \"abc1\", \"-p\", \"80\"]\n");
+        assert!(!kept.contains("abc1"), "{kept}");
+        assert!(
+            kept.contains("\"--token\", \"<redacted>\", \"-p\", \"80\""),
+            "{kept}"
+        );
+        let mut config = serde_json::json!({"command": ["srv", "--requirepass", "abc2", "x"]});
+        json(&mut config);
+        assert_eq!(
+            config,
+            serde_json::json!({"command": ["srv", "--requirepass", "<redacted>", "x"]})
+        );
+    }
+
+    /// Every form a secret was seen to escape in, fed through every writer that may meet it.
+    fn forms(v: &str) -> Vec<(&'static str, Vec<String>)> {
+        let argv = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let mut out = vec![
+            ("a check's name", vec![text(&format!("GET /x?api_key={v}"))]),
+            (
+                "a target's command line",
+                vec![
+                    command_line_with(&argv(&["srv", "--token", v]), &ANY_PROGRAM).join(" "),
+                    toml_file(&format!("command = [\"srv\", \"--token\", \"{v}\"]")),
+                    {
+                        let mut j = serde_json::json!({"command": ["srv", "--token", v]});
+                        json(&mut j);
+                        j.to_string()
+                    },
+                ],
+            ),
+            (
+                "JSON in free text",
+                vec![
+                    text(&format!(r#"{{"password":"{v}"}}"#)),
+                    text(&format!(r#"{{"password": {v}}}"#)),
+                ],
+            ),
+            (
+                "loadgen's --body and a query",
+                vec![command_line(&argv(&[
+                    "attack",
+                    "--body",
+                    &format!(r#"{{"password":"{v}"}}"#),
+                    &format!("http://h/x?token={v}"),
+                ]))
+                .join(" ")],
+            ),
+            (
+                "a password with a slash",
+                vec![
+                    text(&format!("postgres://app:{v}/{v}@db/x")),
+                    command_line(&argv(&["--db", &format!("postgres://app:a/{v}@db/x")])).join(" "),
+                ],
+            ),
+        ];
+        for name in ["pass", "passphrase", "requirepass", "sig", "jwt", "session"] {
+            out.push((
+                "a secret's name",
+                vec![
+                    text(&format!("{name}={v}")),
+                    text(&format!("/x?{name}={v}&a=1")),
+                    env(name, v),
+                    env(&name.to_uppercase(), v),
+                    header(&format!("X-{name}: {v}")),
+                    text(&format!("X-{name}: {v}")),
+                    command_line(&argv(&[&format!("--{name}"), v])).join(" "),
+                    command_line_with(&argv(&[&format!("--{name}={v}")]), &ANY_PROGRAM).join(" "),
+                    toml_file(&format!("[env]\n{name} = \"{v}\"\n")),
+                    text(&format!(r#"{{"{name}":"{v}"}}"#)),
+                    {
+                        let mut j = serde_json::json!({ name: v });
+                        json(&mut j);
+                        j.to_string()
+                    },
+                ],
+            ));
+        }
+        out
+    }
+
     proptest::proptest! {
+        #[test]
+        fn no_secret_form_survives_any_writer(v in "[A-Za-z0-9]{8,16}") {
+            for (form, outputs) in forms(&v) {
+                for out in outputs {
+                    proptest::prop_assert!(!out.contains(&v), "{}: {} survived in {}", form, v, out);
+                }
+            }
+        }
+
         #[test]
         fn no_text_makes_the_rules_panic(s in "\\PC*", t in ".*") {
             let _ = text(&s);

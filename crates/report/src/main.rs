@@ -13,7 +13,10 @@ fn main() -> ExitCode {
             return ExitCode::SUCCESS;
         }
         Err(e) => {
-            eprintln!("Error: {}", probe::cli::one_line(&e, "report"));
+            eprintln!(
+                "Error: {}",
+                redact::text(&probe::cli::one_line(&e, "report"))
+            );
             return ExitCode::from(2);
         }
     };
@@ -39,7 +42,10 @@ fn main() -> ExitCode {
         }
         Ok(report::Outcome::Tables) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("Error: {}", probe::cli::flatten(&e.to_string()));
+            eprintln!(
+                "Error: {}",
+                redact::text(&probe::cli::flatten(&e.to_string()))
+            );
             ExitCode::from(1)
         }
     }

@@ -422,13 +422,17 @@ async fn verify_one(launcher: &Launcher<'_>, spec: &TargetSpec, verdict: &mut Ve
     let _ = target.stop(grace).await;
 }
 
+/// The failed checks of `v`, as they may be printed or kept (a check's name or answer may
+/// carry a key).
 pub(super) fn failures(v: &Verification) -> String {
-    v.checks
+    let text = v
+        .checks
         .iter()
         .filter_map(|(c, o)| match o {
             Outcome::Failed(why) => Some(format!("{c}: {why}")),
             _ => None,
         })
         .collect::<Vec<_>>()
-        .join("; ")
+        .join("; ");
+    redact::text(&text)
 }
