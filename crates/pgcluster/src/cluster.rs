@@ -57,6 +57,8 @@ pub struct Cluster {
     /// The superuser's password, in the URL only.
     password: String,
     cpus: Option<String>,
+    /// Its processes (the postmaster starts a session of its own) and its directory.
+    group: custody::Group,
 }
 
 impl Cluster {
@@ -79,6 +81,8 @@ impl Cluster {
             tools::command(Path::new("true"))?; // fails early, naming the fix, without the user
             tools::run(chown, "give the cluster's directory to the postgres user")?;
         }
+        let mut group = custody::Group::new("postgres");
+        group.remove_with(dir.path().to_path_buf());
         let data = dir.path().join("data");
         let password = random_password()?;
         let pwfile = dir.path().join("pwfile");
@@ -96,6 +100,7 @@ impl Cluster {
                 "UTF8",
             ])
             .arg(format!("--pwfile={}", pwfile.display()));
+        group.hold(&mut init);
         let initialized = tools::run(init, "initdb");
         let _ = std::fs::remove_file(&pwfile);
         initialized?;
@@ -110,6 +115,7 @@ impl Cluster {
             password,
             cpus: options.cpus.clone(),
             dir,
+            group,
         };
         let mut attempts = 0;
         loop {
@@ -194,17 +200,27 @@ impl Cluster {
             .arg("-l")
             .arg(self.dir.path().join("log"))
             .args(["-w", "-t", "30", "start"]);
-        tools::run(start, "start PostgreSQL")
-            .map_err(|e| self.with_log(e))
-            .map(|_| self.running = true)
+        self.group.hold(&mut start);
+        tools::run(start, "start PostgreSQL").map_err(|e| self.with_log(e))?;
+        self.running = true;
+        // The postmaster leaves pg_ctl's process group: named, so that it is ended with the
+        // group even where no cgroup holds it.
+        if let Some(postmaster) = self.postmaster() {
+            self.group.also(postmaster);
+        }
+        Ok(())
+    }
+
+    /// The postmaster's PID, from `postmaster.pid`.
+    fn postmaster(&self) -> Option<i32> {
+        std::fs::read_to_string(self.data.join("postmaster.pid"))
+            .ok()
+            .and_then(|s| s.lines().next()?.trim().parse::<i32>().ok())
     }
 
     /// The server's processes: the postmaster (from `postmaster.pid`) and its children.
     pub fn pids(&self) -> Vec<i32> {
-        let Some(postmaster) = std::fs::read_to_string(self.data.join("postmaster.pid"))
-            .ok()
-            .and_then(|s| s.lines().next()?.trim().parse::<i32>().ok())
-        else {
+        let Some(postmaster) = self.postmaster() else {
             return Vec::new();
         };
         let mut pids = vec![postmaster];
@@ -341,5 +357,7 @@ impl Drop for Cluster {
                 let _ = stop.output();
             }
         }
+        // Whatever is left of it (a server that would not stop), and its directory.
+        self.group.end();
     }
 }
