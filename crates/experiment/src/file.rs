@@ -140,6 +140,15 @@ pub struct TargetSpec {
     pub cwd: Option<PathBuf>,
     /// Run once before the matrix, in `cwd` (e.g. `["npm", "ci"]`); a failure is the target's.
     pub build: Option<Vec<String>>,
+    /// How long `build` may take before it is stopped and the target fails (10 min when
+    /// absent).
+    #[serde(default, deserialize_with = "some_duration")]
+    pub build_timeout: Option<Duration>,
+    /// Variables of your environment this target (and its build) is given, by name
+    /// (`["NODE_OPTIONS"]`): besides a small base (`PATH`, `HOME`, the locale, …) and its
+    /// `env`, a started process gets nothing of the runner's environment.
+    #[serde(default)]
+    pub pass_env: Vec<String>,
     /// The port `command` listens on, when it is fixed; else write `{port}` where it goes.
     pub port: Option<u16>,
     /// A path that answers 2xx once the server is ready (`"/health"`); without it, ready is
@@ -332,6 +341,10 @@ pub struct LoadSpec {
     pub method: Option<String>,
     pub path: Option<String>,
     pub headers: Option<BTreeMap<String, String>>,
+    /// A variable of your environment holding more headers, one `Name: value` a line (e.g.
+    /// `"SHOWDOWN_HEADERS"`, to keep a token out of the file): only the variable named here is
+    /// read, so an exported `SHOWDOWN_HEADERS` reaches no target unless the file asks.
+    pub headers_env: Option<String>,
     /// A body template (`{{seq}}`, `{{hex:N}}`, … as in `loadgen attack --body`).
     pub body: Option<String>,
     /// Weighted requests instead of one `path`.
@@ -371,6 +384,7 @@ impl LoadSpec {
             method: pick(&over.method, &self.method),
             path: pick(&over.path, &self.path),
             headers: pick(&over.headers, &self.headers),
+            headers_env: pick(&over.headers_env, &self.headers_env),
             body: pick(&over.body, &self.body),
             mix: pick(&over.mix, &self.mix),
             rate: pick(&over.rate, &self.rate),
@@ -404,7 +418,15 @@ impl LoadSpec {
     /// What the server is asked, whatever the rate: two cells with the same requests (and the
     /// same target and environment) have the same capacity.
     pub fn requests(&self) -> String {
-        serde_json::json!([self.method, self.path, self.headers, self.body, self.mix]).to_string()
+        serde_json::json!([
+            self.method,
+            self.path,
+            self.headers,
+            self.headers_env,
+            self.body,
+            self.mix
+        ])
+        .to_string()
     }
 
     /// Open or closed, as given or as implied.
@@ -653,6 +675,26 @@ fn check(file: &ExperimentFile) -> Result<(), String> {
                 t.name
             ));
         }
+        if t.is_remote() && !t.pass_env.is_empty() {
+            return Err(format!(
+                "target {:?}: pass_env is for a target the runner starts; a remote one has its own environment",
+                t.name
+            ));
+        }
+        for name in &t.pass_env {
+            if !is_variable_name(name) {
+                return Err(format!(
+                    "target {:?}: pass_env: {name:?} is not a variable name",
+                    t.name
+                ));
+            }
+            if crate::environment::NEVER.contains(&name.as_str()) {
+                return Err(format!(
+                    "target {:?}: pass_env names {name}, which Showdown never gives a target (it holds the store's URL or your headers)",
+                    t.name
+                ));
+            }
+        }
         if let Some(memory) = &t.memory {
             crate::limits::parse_bytes(memory)
                 .map_err(|e| format!("target {:?}: memory: {e}", t.name))?;
@@ -762,6 +804,7 @@ fn check_kind(t: &TargetSpec, has_database: bool) -> Result<(), String> {
     let only_command = [
         ("cwd", t.cwd.is_some()),
         ("build", t.build.is_some()),
+        ("build_timeout", t.build_timeout.is_some()),
         ("port", t.port.is_some()),
         ("ready_timeout", t.ready_timeout.is_some()),
         ("stop_grace", t.stop_grace.is_some()),
@@ -889,6 +932,16 @@ fn check_search(search: &SearchSpec) -> Result<(), String> {
                 "[search] resolution {r:?} is not a percentage, e.g. \"5%\""
             ));
         }
+    }
+    let hour = Duration::from_secs(3600);
+    if search
+        .step
+        .is_some_and(|s| s < Duration::from_millis(100) || s > hour)
+    {
+        return Err("[search] step lasts from 100ms to 1h".into());
+    }
+    if search.warmup.is_some_and(|w| w > hour) {
+        return Err("[search] warmup lasts at most 1h".into());
     }
     let positive = |v: Option<f64>| v.is_none_or(|v| v > 0.0 && v.is_finite());
     if !positive(search.start) || !positive(search.min_rate) || !positive(search.max_rate) {

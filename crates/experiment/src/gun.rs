@@ -4,7 +4,11 @@
 //!
 //! Secrets never go on its command line, which every local user can read in `ps`: the store's
 //! URL (with its password) goes in `SHOWDOWN_DB` and the headers (an `Authorization` among
-//! them) in `SHOWDOWN_HEADERS`, the environment only the runner's user can read.
+//! them) in `SHOWDOWN_HEADERS`, the environment only the runner's user can read; the requests
+//! (their URLs, with any query, and bodies) in a targets file in the runner's private working
+//! directory. Its environment is built from nothing ([`crate::environment`]): an exported
+//! `SHOWDOWN_HEADERS` of the user's never reaches it, only the headers the file gives or names
+//! with `headers_env`.
 //!
 //! A process of its own, rather than the engine in this process: the generator's CPU and
 //! memory figures are its own, a crash or a kill ends one cell and not the experiment, and the
@@ -63,14 +67,31 @@ fn rate(r: f64) -> String {
 
 impl Attack {
     /// What goes in the generator's environment: the store (`SHOWDOWN_DB`) and the headers
-    /// (`SHOWDOWN_HEADERS`, one per line; loadgen adds them to every request, of a mix too).
-    pub fn env(&self) -> Vec<(&'static str, String)> {
-        let mut env = vec![("SHOWDOWN_DB", self.db.clone())];
-        if let Some(headers) = self.load.headers.as_ref().filter(|h| !h.is_empty()) {
-            let lines: Vec<String> = headers.iter().map(|(k, v)| format!("{k}: {v}")).collect();
-            env.push(("SHOWDOWN_HEADERS", lines.join("\n")));
+    /// (`SHOWDOWN_HEADERS`, one per line; loadgen adds them to every request, of a mix too):
+    /// the load's own, and those of the variable its `headers_env` names.
+    pub fn env(&self) -> Result<Vec<(String, String)>, GunError> {
+        let mut env = vec![("SHOWDOWN_DB".to_string(), self.db.clone())];
+        let mut lines: Vec<String> = self
+            .load
+            .headers
+            .iter()
+            .flatten()
+            .map(|(k, v)| format!("{k}: {v}"))
+            .collect();
+        if let Some(var) = &self.load.headers_env {
+            let value = std::env::var(var).map_err(|_| GunError::HeadersEnv(var.clone()))?;
+            lines.extend(
+                value
+                    .lines()
+                    .map(str::trim)
+                    .filter(|l| !l.is_empty())
+                    .map(str::to_string),
+            );
         }
-        env
+        if !lines.is_empty() {
+            env.push(("SHOWDOWN_HEADERS".to_string(), lines.join("\n")));
+        }
+        Ok(env)
     }
 
     /// The `loadgen attack` arguments: nothing secret (see [`Attack::env`]).
@@ -187,24 +208,11 @@ impl Attack {
         if let Some(t) = load.threads {
             push(&["--threads", &t.to_string()]);
         }
-        match &load.mix {
-            Some(mix) => {
-                let file = self.workdir.join(format!("{}.targets.toml", self.run_id));
-                std::fs::write(&file, self.targets_file(mix)).map_err(|error| GunError::Write {
-                    path: file.clone(),
-                    error,
-                })?;
-                push(&["--targets", &file.display().to_string()]);
-            }
-            None => {
-                if let Some(m) = &load.method {
-                    push(&["-m", m]);
-                }
-                if let Some(b) = &load.body {
-                    push(&["--body", b]);
-                }
-            }
-        }
+        // The requests go in a file of the runner's private directory: a URL's query and a
+        // body may hold a key, and a command line is anyone's to read.
+        let file = self.workdir.join(format!("{}.targets.toml", self.run_id));
+        write_private(&file, &self.targets_file())?;
+        push(&["--targets", &file.display().to_string()]);
         push(&["--experiment", &self.experiment]);
         push(&["--name", &self.name, "--run-id", &self.run_id]);
         for (k, v) in &self.labels {
@@ -224,20 +232,20 @@ impl Attack {
             }
         }
         push(&["--output", "json"]);
-        if load.mix.is_none() {
-            push(&[&format!(
-                "{}{}",
-                self.base_url,
-                load.path.as_deref().unwrap_or("/")
-            )]);
-        }
         Ok(())
     }
 
-    /// A mix as loadgen's targets file (TOML).
-    fn targets_file(&self, mix: &[crate::file::MixEntry]) -> String {
+    /// The load's requests (its mix, or its one path) as loadgen's targets file (TOML).
+    fn targets_file(&self) -> String {
+        let one = [crate::file::MixEntry {
+            path: self.load.path.clone().unwrap_or_else(|| "/".into()),
+            weight: 1,
+            method: None,
+            body: None,
+        }];
+        let entries = self.load.mix.as_deref().unwrap_or(&one);
         let mut requests = Vec::new();
-        for entry in mix {
+        for entry in entries {
             let mut t = toml::Table::new();
             t.insert(
                 "url".into(),
@@ -257,6 +265,24 @@ impl Attack {
         file.insert("request".into(), requests.into());
         toml::to_string(&file).unwrap_or_default()
     }
+}
+
+/// Writes a file only its owner may read.
+fn write_private(path: &Path, text: &str) -> Result<(), GunError> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let error = |error| GunError::Write {
+        path: path.to_path_buf(),
+        error,
+    };
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(path)
+        .map_err(error)?;
+    file.write_all(text.as_bytes()).map_err(error)
 }
 
 /// Why an attack could not be fired (not why it failed: that is [`Fired`]).
@@ -280,6 +306,8 @@ pub enum GunError {
     NoLoadgen,
     #[error("the rate {0} is a share of a capacity not yet resolved to requests a second")]
     Share(crate::file::Rate),
+    #[error("headers_env names {0}, which is not set: export it (one 'Name: value' a line), or drop headers_env")]
+    HeadersEnv(String),
 }
 
 /// What one attack came to.
@@ -304,23 +332,29 @@ impl Gun {
         mut stop: tokio::sync::watch::Receiver<bool>,
     ) -> Result<Fired, GunError> {
         let args = attack.args()?;
+        let env = attack.env()?;
         let mut command = tokio::process::Command::new("setpriv");
         command.args(["--pdeathsig", "TERM", "--"]);
         if let Some(cpus) = &self.cpus {
             command.args(["taskset", "-c", cpus]);
         }
+        command.arg(&self.loadgen).args(&args);
+        let base = crate::environment::Base::current();
+        crate::environment::apply(&mut command, &crate::environment::build(&base, &env, &[]));
         command
-            .arg(&self.loadgen)
-            .args(&args)
-            .envs(attack.env())
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .kill_on_drop(true);
+        let mut group = custody::Group::new(&format!("generator of {}", attack.name));
+        group.hold(command.as_std_mut());
         let child = command.spawn().map_err(|error| GunError::Spawn {
             path: self.loadgen.clone(),
             error,
         })?;
+        if let Some(pid) = child.id() {
+            group.started(pid);
+        }
         let pid = child.id();
         let output = child.wait_with_output();
         tokio::pin!(output);

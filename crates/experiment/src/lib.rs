@@ -6,7 +6,9 @@
 //! - [`file`](mod@file): the experiment file (TOML) read and checked.
 //! - [`plan`]: the matrix expanded into cells, in the order they run.
 //! - [`gun`]: each attack as a `loadgen attack` process of its own.
+//! - [`environment`]: what every process the runner starts is given, built from nothing.
 //! - `limits`: holding a local target to a host size with a cgroup.
+//! - [`ports`]: who listens on a target's port (its own processes, or someone else).
 //! - [`runner`]: the cells run one by one, kept, resumed.
 //! - [`targets`]: a contestant started (one of `targets/` by name, or a server by its command
 //!   line), read ready, stopped with SIGTERM.
@@ -18,11 +20,13 @@
 
 pub mod database;
 pub mod declared;
+pub mod environment;
 pub mod file;
 pub mod gun;
 pub mod http;
 mod limits;
 pub mod plan;
+pub mod ports;
 pub mod runner;
 pub mod targets;
 pub mod upstream;

@@ -44,48 +44,65 @@ pub fn parse_bytes(text: &str) -> Result<u64, SizeError> {
     Ok((number * factor as f64) as u64)
 }
 
-/// The cgroup a target was put in, removed when dropped (once its processes are gone).
+/// The cgroups holding a target to its size: removed when dropped (the target stopped and its
+/// group ended before).
 #[derive(Debug, Default)]
 pub struct Held {
     /// What holds the target, for the run's labels and the page: e.g. `cgroup v1: 1 CPU quota,
     /// memory 1.0 GiB`, or why nothing does.
     pub description: String,
+    /// v1 cgroups made for it (a v2 one is its group's own, removed with the group).
     dirs: Vec<PathBuf>,
+    held: bool,
 }
 
 impl Held {
-    /// Puts `pid` (just started, before it forks) in a new cgroup with the limits asked for.
-    pub fn apply(pid: i32, cpus: Option<f64>, memory: Option<u64>, name: &str) -> Held {
+    /// Sets the limits asked for on `group`, before its first process starts, so that it and
+    /// every process it forks are held from the start: in the group's own cgroup v2 where that
+    /// hierarchy has the `cpu` and `memory` controllers, else in cgroups of the v1 `cpu` and
+    /// `memory` hierarchies that the process joins with the group's.
+    pub fn prepare(group: &mut custody::Group, cpus: Option<f64>, memory: Option<u64>) -> Held {
         if cpus.is_none() && memory.is_none() {
             return Held::default();
         }
         let asked = describe(cpus, memory);
-        let v2 = PathBuf::from("/sys/fs/cgroup");
-        let result =
-            if controllers_v2(&v2).is_some_and(|c| c.contains("cpu") && c.contains("memory")) {
-                apply_v2(&v2.join(name), pid, cpus, memory).map(|dirs| ("cgroup v2", dirs))
-            } else if PathBuf::from("/sys/fs/cgroup/cpu").is_dir()
-                && PathBuf::from("/sys/fs/cgroup/memory").is_dir()
+        let v2 = group
+            .with_controllers(&["cpu", "memory"])
+            .and_then(|dir| apply_v2(&dir, cpus, memory).map(|()| ("cgroup v2", Vec::new())));
+        let result = match v2 {
+            Ok(done) => Ok(done),
+            Err(v2_why)
+                if PathBuf::from("/sys/fs/cgroup/cpu").is_dir()
+                    && PathBuf::from("/sys/fs/cgroup/memory").is_dir() =>
             {
-                apply_v1(name, pid, cpus, memory).map(|dirs| ("cgroup v1", dirs))
-            } else {
-                Err("no cgroup with cpu and memory controllers here".into())
-            };
+                apply_v1(&group.unique_name(), cpus, memory)
+                    .map(|dirs| ("cgroup v1", dirs))
+                    .map_err(|v1_why| format!("{v2_why}; {v1_why}"))
+            }
+            Err(v2_why) => Err(v2_why),
+        };
         match result {
-            Ok((kind, dirs)) => Held {
-                description: format!("{kind}: {asked}"),
-                dirs,
-            },
+            Ok((kind, dirs)) => {
+                for dir in &dirs {
+                    group.join_also(dir.clone());
+                }
+                Held {
+                    description: format!("{kind}: {asked}"),
+                    dirs,
+                    held: true,
+                }
+            }
             Err(why) => Held {
                 description: format!("not held to {asked} ({why}): CPU pinning only"),
                 dirs: Vec::new(),
+                held: false,
             },
         }
     }
 
     /// Whether a cgroup holds the target.
     pub fn is_held(&self) -> bool {
-        !self.dirs.is_empty()
+        self.held
     }
 }
 
@@ -100,31 +117,12 @@ fn describe(cpus: Option<f64>, memory: Option<u64>) -> String {
     parts.join(", ")
 }
 
-fn controllers_v2(root: &std::path::Path) -> Option<String> {
-    let controllers = std::fs::read_to_string(root.join("cgroup.controllers")).ok()?;
-    let subtree = std::fs::read_to_string(root.join("cgroup.subtree_control")).unwrap_or_default();
-    // Enable what is available but not yet delegated to children.
-    for c in ["cpu", "memory"] {
-        if controllers.contains(c) && !subtree.contains(c) {
-            let _ = std::fs::write(root.join("cgroup.subtree_control"), format!("+{c}"));
-        }
-    }
-    std::fs::read_to_string(root.join("cgroup.subtree_control")).ok()
-}
-
 fn write(path: PathBuf, value: String) -> Result<(), String> {
     std::fs::write(&path, &value)
         .map_err(|e| format!("cannot write {value} to {}: {e}", path.display()))
 }
 
-fn apply_v2(
-    dir: &std::path::Path,
-    pid: i32,
-    cpus: Option<f64>,
-    memory: Option<u64>,
-) -> Result<Vec<PathBuf>, String> {
-    std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-    let dirs = vec![dir.to_path_buf()];
+fn apply_v2(dir: &std::path::Path, cpus: Option<f64>, memory: Option<u64>) -> Result<(), String> {
     if let Some(c) = cpus {
         write(
             dir.join("cpu.max"),
@@ -134,43 +132,47 @@ fn apply_v2(
     if let Some(m) = memory {
         write(dir.join("memory.max"), m.to_string())?;
     }
-    write(dir.join("cgroup.procs"), pid.to_string())?;
-    Ok(dirs)
+    Ok(())
 }
 
-fn apply_v1(
-    name: &str,
-    pid: i32,
-    cpus: Option<f64>,
-    memory: Option<u64>,
-) -> Result<Vec<PathBuf>, String> {
+fn apply_v1(name: &str, cpus: Option<f64>, memory: Option<u64>) -> Result<Vec<PathBuf>, String> {
     let mut dirs = Vec::new();
-    if let Some(c) = cpus {
-        let dir = PathBuf::from("/sys/fs/cgroup/cpu").join(name);
-        std::fs::create_dir_all(&dir)
-            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-        write(dir.join("cpu.cfs_period_us"), PERIOD_US.to_string())?;
-        write(
-            dir.join("cpu.cfs_quota_us"),
-            ((c * PERIOD_US as f64) as u64).to_string(),
-        )?;
-        write(dir.join("cgroup.procs"), pid.to_string())?;
-        dirs.push(dir);
+    let made = |dir: &PathBuf, dirs: &mut Vec<PathBuf>| {
+        std::fs::create_dir_all(dir)
+            .map(|()| dirs.push(dir.clone()))
+            .map_err(|e| format!("cannot create {}: {e}", dir.display()))
+    };
+    let result = (|| {
+        if let Some(c) = cpus {
+            let dir = PathBuf::from("/sys/fs/cgroup/cpu").join(name);
+            made(&dir, &mut dirs)?;
+            write(dir.join("cpu.cfs_period_us"), PERIOD_US.to_string())?;
+            write(
+                dir.join("cpu.cfs_quota_us"),
+                ((c * PERIOD_US as f64) as u64).to_string(),
+            )?;
+        }
+        if let Some(m) = memory {
+            let dir = PathBuf::from("/sys/fs/cgroup/memory").join(name);
+            made(&dir, &mut dirs)?;
+            write(dir.join("memory.limit_in_bytes"), m.to_string())?;
+        }
+        Ok(())
+    })();
+    match result {
+        Ok(()) => Ok(dirs),
+        Err(why) => {
+            for dir in &dirs {
+                let _ = std::fs::remove_dir(dir);
+            }
+            Err(why)
+        }
     }
-    if let Some(m) = memory {
-        let dir = PathBuf::from("/sys/fs/cgroup/memory").join(name);
-        std::fs::create_dir_all(&dir)
-            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-        write(dir.join("memory.limit_in_bytes"), m.to_string())?;
-        write(dir.join("cgroup.procs"), pid.to_string())?;
-        dirs.push(dir);
-    }
-    Ok(dirs)
 }
 
 impl Drop for Held {
     fn drop(&mut self) {
-        // A cgroup can be removed once empty; the target was stopped before this.
+        // A cgroup can be removed once empty; the target's group was ended before this.
         for dir in &self.dirs {
             for _ in 0..50 {
                 if std::fs::remove_dir(dir).is_ok() || !dir.exists() {

@@ -1,7 +1,11 @@
 //! Starting a contestant: one of `targets/` by name through `targets/run` (read ready by its
-//! ready line), or a server of the user's by its command line (ready when a path answers 2xx or
-//! its port accepts); pinned to CPUs with `taskset` and held in a cgroup when asked, its last
-//! output kept to explain a failure, stopped with SIGTERM and, after a grace, SIGKILL.
+//! ready line), or a server of the user's by its command line (ready when its port is listened
+//! on by its own processes and, if given, a path answers 2xx); in a group of its own that holds
+//! every process it forks (`custody`), with an environment built from nothing
+//! (`environment`), pinned to CPUs with `taskset` and held to a CPU quota and memory when
+//! asked, its last output kept to explain a failure, stopped with SIGTERM and, after a grace,
+//! its whole group killed. A server that daemonizes (its first process exits 0 while its
+//! daemon listens) is followed to its daemon.
 
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
@@ -13,23 +17,13 @@ use tokio::io::{AsyncBufReadExt, AsyncRead, BufReader};
 use tokio::process::{Child, Command};
 
 use crate::limits::Held;
+use crate::ports::Listener;
 
 /// The names `targets/run` takes.
 pub const NAMES: [&str; 5] = ["node", "node-cluster", "go", "go-goroutine", "rust"];
 
-/// The settings of the contract; those a launch does not give are removed from the target's
-/// environment, so that the runner's own environment cannot leak into a measurement.
-pub const SETTINGS: [&str; 9] = [
-    "PORT",
-    "HOST",
-    "DATABASE_URL",
-    "DB_POOL",
-    "DB_TIMEOUT_MS",
-    "UPSTREAM_URL",
-    "SECRET",
-    "CLUSTER",
-    "GOROUTINE",
-];
+/// After SIGTERM, how long a target may take to exit before its group is killed.
+pub const DEFAULT_STOP_GRACE: Duration = Duration::from_secs(10);
 
 /// Lines of a target's output kept to explain a failure.
 const TAIL_LINES: usize = 40;
@@ -64,6 +58,12 @@ pub enum Error {
     },
     #[error("target {name}: port {port} is taken by another process: stop it, or give the target another port (or {{port}} for one the runner chooses)")]
     PortTaken { name: String, port: u16 },
+    #[error("target {name}: port {port} is listened on by {who}, not by the target's own processes: nothing was sent to it; stop that process, or give the target another port")]
+    PortNotOurs {
+        name: String,
+        port: u16,
+        who: String,
+    },
     #[error("target {name}: {program:?} was not found{where_}: install it, or fix command in the experiment file")]
     NoProgram {
         name: String,
@@ -119,8 +119,11 @@ pub enum Program {
 pub struct Launch {
     pub name: String,
     pub program: Program,
-    /// Contract settings and any other environment values (`PORT=0` unless given).
+    /// Contract settings and any other environment values (`PORT=0` unless given), on top of
+    /// the base every started process gets (`crate::environment`).
     pub env: Vec<(String, String)>,
+    /// Variables of the runner's environment passed on by name (the file's `pass_env`).
+    pub pass_env: Vec<String>,
     /// A `taskset -c` CPU list to pin the target (and every process it forks) to.
     pub cpus: Option<String>,
     /// How long to wait until it is ready (a first start of a built-in may build it).
@@ -155,9 +158,10 @@ impl Launch {
             name: name.to_string(),
             program,
             env: Vec::new(),
+            pass_env: Vec::new(),
             cpus: None,
             ready_timeout,
-            stop_grace: Duration::from_secs(15),
+            stop_grace: DEFAULT_STOP_GRACE,
             cpu_quota: None,
             memory: None,
         }
@@ -226,13 +230,26 @@ pub struct Target {
     pub ready: Ready,
     child: Child,
     tail: Tail,
-    /// The cgroup holding it, if any (removed after it stops).
+    /// Every process it started, killed whole when it stops (or is dropped).
+    group: custody::Group,
+    /// The limits holding it, if any (removed after it stops).
     pub held: Held,
     /// After SIGTERM, how long before SIGKILL.
     pub stop_grace: Duration,
     /// Whether dying of the SIGTERM is a clean stop (a command's server: most do not catch it);
     /// a built-in target must exit 0, as the contract says.
     term_is_clean: bool,
+    /// Its first process exited 0 before it was ready, leaving a daemon that serves.
+    daemonized: bool,
+}
+
+/// How waiting for a target ended, short of its time running out.
+enum Waited {
+    Ready(Ready),
+    /// Its first process exited, and nothing of the group serves.
+    Exited,
+    /// Someone else listens on its port.
+    Foreign(String),
 }
 
 impl Target {
@@ -246,12 +263,16 @@ impl Target {
         if let Some(cpus) = &launch.cpus {
             command.args(["taskset", "-c", cpus]);
         }
+        let mut env = launch.env.clone();
         match &launch.program {
             Program::Builtin { dir, name } => {
                 if !NAMES.contains(&name.as_str()) {
                     return Err(Error::UnknownName(name.clone()));
                 }
                 command.arg(dir.join("run")).arg(name);
+                if !env.iter().any(|(n, _)| n == "PORT") {
+                    env.push(("PORT".into(), "0".into()));
+                }
             }
             Program::Command {
                 argv, cwd, port, ..
@@ -264,37 +285,29 @@ impl Target {
                     .current_dir(cwd);
             }
         }
-        for name in SETTINGS {
-            if !launch.env.iter().any(|(n, _)| n == name) {
-                command.env_remove(name);
-            }
-        }
-        let builtin = matches!(launch.program, Program::Builtin { .. });
-        if builtin && !launch.env.iter().any(|(n, _)| n == "PORT") {
-            command.env("PORT", "0");
-        }
+        let base = crate::environment::Base::current();
+        crate::environment::apply(
+            &mut command,
+            &crate::environment::build(&base, &env, &launch.pass_env),
+        );
         command
-            .envs(launch.env.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
-            .process_group(0)
             .kill_on_drop(true);
+        // Its group, and the limits on it, before it starts: it and everything it forks are
+        // held from its first instruction.
+        let mut group = custody::Group::new(&launch.name);
+        let held = Held::prepare(&mut group, launch.cpu_quota, launch.memory);
+        group.hold(command.as_std_mut());
         let spawn_error = |source| Error::Spawn {
             name: launch.name.clone(),
             source,
         };
         let mut child = command.spawn().map_err(spawn_error)?;
-        // Into its cgroup at once, before it forks workers, so that they are held too.
-        let held = match child.id() {
-            Some(pid) if launch.cpu_quota.is_some() || launch.memory.is_some() => Held::apply(
-                pid as i32,
-                launch.cpu_quota,
-                launch.memory,
-                &format!("showdown-{}-{pid}", slug(&launch.name)),
-            ),
-            _ => Held::default(),
-        };
+        if let Some(pid) = child.id() {
+            group.started(pid);
+        }
         let tail = Tail::default();
         if let Some(stderr) = child.stderr.take() {
             tokio::spawn(keep_lines(stderr, tail.clone()));
@@ -304,57 +317,101 @@ impl Target {
         };
         let waited = match &launch.program {
             Program::Builtin { .. } => {
-                tokio::time::timeout(launch.ready_timeout, ready_line(stdout, tail.clone()))
-                    .await
-                    .map_err(|_| "its ready line".to_string())
+                let line = ready_line(stdout, tail.clone());
+                match tokio::time::timeout(launch.ready_timeout, line).await {
+                    Ok(Some(ready)) => match crate::ports::listener(ready.port, &group.members()) {
+                        Listener::Ours(_) => Ok(Waited::Ready(ready)),
+                        Listener::Foreign(who) => Ok(Waited::Foreign(who)),
+                        Listener::Nobody => Err(format!(
+                            "a listening socket on port {} (its ready line names it)",
+                            ready.port
+                        )),
+                    },
+                    Ok(None) => Ok(Waited::Exited),
+                    Err(_) => Err("its ready line".to_string()),
+                }
             }
             Program::Command { port, ready, .. } => {
                 tokio::spawn(keep_lines(stdout, tail.clone()));
-                let pid = child.id().map(|p| p as i32).unwrap_or_default();
-                let stack = launch.name.clone();
-                wait_ready(&mut child, *port, ready.as_deref(), launch.ready_timeout)
-                    .await
-                    .map(|answered| {
-                        answered.then_some(Ready {
-                            pid,
-                            port: *port,
-                            stack,
-                            workers: 1,
-                        })
-                    })
+                wait_ready(
+                    &mut child,
+                    &group,
+                    *port,
+                    ready.as_deref(),
+                    launch.ready_timeout,
+                )
+                .await
+                .map(|waited| match waited {
+                    Waited::Ready(ready) => Waited::Ready(Ready {
+                        stack: launch.name.clone(),
+                        ..ready
+                    }),
+                    other => other,
+                })
             }
         };
-        match waited {
-            Ok(Some(ready)) => Ok(Target {
-                name: launch.name.clone(),
-                ready,
-                child,
-                tail,
-                held,
-                stop_grace: launch.stop_grace,
-                term_is_clean: matches!(launch.program, Program::Command { .. }),
-            }),
-            Ok(None) => {
+        let port = match &launch.program {
+            Program::Command { port, .. } => *port,
+            Program::Builtin { .. } => 0,
+        };
+        let failed = match waited {
+            Ok(Waited::Ready(ready)) => {
+                let daemonized = child.try_wait().ok().flatten().is_some();
+                return Ok(Target {
+                    name: launch.name.clone(),
+                    ready,
+                    child,
+                    tail,
+                    group,
+                    held,
+                    stop_grace: launch.stop_grace,
+                    term_is_clean: matches!(launch.program, Program::Command { .. }),
+                    daemonized,
+                });
+            }
+            Ok(Waited::Exited) => {
                 let status = child.wait().await.map_err(spawn_error)?;
-                // Let the output readers catch up with what was printed last.
-                tokio::time::sleep(Duration::from_millis(50)).await;
-                Err(Error::Exited {
+                Error::Exited {
                     name: launch.name.clone(),
                     status: describe(status),
-                    output: tail.text(),
-                })
+                    output: String::new(),
+                }
             }
-            Err(waiting) => {
-                kill_group(&child);
-                tokio::time::sleep(Duration::from_millis(50)).await;
-                Err(Error::NotReady {
-                    name: launch.name.clone(),
-                    timeout: launch.ready_timeout,
-                    waiting,
-                    output: tail.text(),
-                })
-            }
-        }
+            Ok(Waited::Foreign(who)) => Error::PortNotOurs {
+                name: launch.name.clone(),
+                port,
+                who,
+            },
+            Err(waiting) => Error::NotReady {
+                name: launch.name.clone(),
+                timeout: launch.ready_timeout,
+                waiting,
+                output: String::new(),
+            },
+        };
+        // Whatever it had started goes with it (workers, a daemon, a half-started cluster).
+        group.end();
+        // Let the output readers catch up with what was printed last.
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        Err(match failed {
+            Error::Exited { name, status, .. } => Error::Exited {
+                name,
+                status,
+                output: tail.text(),
+            },
+            Error::NotReady {
+                name,
+                timeout,
+                waiting,
+                ..
+            } => Error::NotReady {
+                name,
+                timeout,
+                waiting,
+                output: tail.text(),
+            },
+            other => other,
+        })
     }
 
     /// `http://127.0.0.1:PORT`.
@@ -371,47 +428,63 @@ impl Target {
         self.tail.text()
     }
 
-    /// Its exit status, if it has exited.
+    /// How it ended, if it has: its first process's exit, or (a daemon's) its last process gone.
     pub fn exited(&mut self) -> Option<String> {
-        self.child.try_wait().ok().flatten().map(describe)
+        let status = self.child.try_wait().ok().flatten()?;
+        if !self.daemonized {
+            return Some(describe(status));
+        }
+        self.group
+            .members()
+            .is_empty()
+            .then(|| "its daemon's processes all exited".to_string())
     }
 
-    /// Sends SIGTERM and waits up to `grace` for the target to exit; past that, kills its
-    /// process group. Returns how it exited: `Ok` for exit 0 after SIGTERM, else what happened.
+    /// Sends SIGTERM (to its first process, or to the daemon it left) and waits up to `grace`
+    /// for it to exit; then kills whatever is left of its group. Returns how it exited: `Ok`
+    /// for exit 0 after SIGTERM (or a daemon gone within the grace), else what happened.
     pub async fn stop(mut self, grace: Duration) -> Result<(), String> {
-        if let Some(status) = self.child.try_wait().ok().flatten() {
-            return Err(format!("it had already exited ({})", describe(status)));
+        use rustix::process::{kill_process, Pid, Signal};
+        let first_running = self.child.try_wait().ok().flatten().is_none();
+        if !first_running && (!self.daemonized || self.group.members().is_empty()) {
+            let status = self.child.try_wait().ok().flatten();
+            self.group.end();
+            return Err(format!(
+                "it had already exited ({})",
+                status.map(describe).unwrap_or_default()
+            ));
         }
-        if let Some(pid) = rustix::process::Pid::from_raw(self.ready.pid) {
-            let _ = rustix::process::kill_process(pid, rustix::process::Signal::TERM);
+        if let Some(pid) = Pid::from_raw(self.ready.pid) {
+            let _ = kill_process(pid, Signal::TERM);
         }
-        match tokio::time::timeout(grace, self.child.wait()).await {
-            Ok(Ok(status)) if status.success() || (self.term_is_clean && by_term(status)) => {
-                kill_group(&self.child);
-                Ok(())
-            }
-            Ok(Ok(status)) => {
-                kill_group(&self.child);
-                Err(format!("after SIGTERM it {}", describe(status)))
-            }
-            Ok(Err(e)) => Err(format!("cannot wait for it: {e}")),
-            Err(_) => {
-                kill_group(&self.child);
-                Err(format!(
+        let outcome = if first_running {
+            match tokio::time::timeout(grace, self.child.wait()).await {
+                Ok(Ok(status)) if status.success() || (self.term_is_clean && by_term(status)) => {
+                    Ok(())
+                }
+                Ok(Ok(status)) => Err(format!("after SIGTERM it {}", describe(status))),
+                Ok(Err(e)) => Err(format!("cannot wait for it: {e}")),
+                Err(_) => Err(format!(
                     "it did not exit within {grace:?} of SIGTERM: killed"
-                ))
+                )),
             }
-        }
-    }
-}
-
-/// Kills what is left of the target's process group (a cluster's workers, a wrapper).
-fn kill_group(child: &Child) {
-    if let Some(pid) = child
-        .id()
-        .and_then(|id| rustix::process::Pid::from_raw(id as i32))
-    {
-        let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
+        } else {
+            let deadline = tokio::time::Instant::now() + grace;
+            loop {
+                if self.group.members().is_empty() {
+                    break Ok(());
+                }
+                if tokio::time::Instant::now() >= deadline {
+                    break Err(format!(
+                        "its daemon did not exit within {grace:?} of SIGTERM: killed"
+                    ));
+                }
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        };
+        // Workers, helpers, a daemon's children: nothing of it outlives the stop.
+        self.group.end();
+        outcome
     }
 }
 
@@ -448,40 +521,58 @@ async fn ready_line(stdout: impl AsyncRead + Unpin + Send + 'static, tail: Tail)
     None
 }
 
-/// Waits until a command's server is ready: `GET ready` answers 2xx, or without `ready`, its
-/// port accepts a connection. `Ok(false)` when it exited first; `Err` (what it waited for and
-/// what it last saw) when the time ran out.
+/// Waits until a command's server is ready: its port is listened on by processes of its group
+/// (and by no one else), then, with `ready`, `GET ready` answers 2xx. Its first process may
+/// exit 0 meanwhile if it leaves a daemon in the group. `Err` (what it waited for and what it
+/// last saw) when the time ran out.
 async fn wait_ready(
     child: &mut Child,
+    group: &custody::Group,
     port: u16,
     ready: Option<&str>,
     within: Duration,
-) -> Result<bool, String> {
+) -> Result<Waited, String> {
     let deadline = tokio::time::Instant::now() + within;
     let http = crate::http::Http::new(Duration::from_secs(2));
     loop {
-        if child.try_wait().ok().flatten().is_some() {
-            return Ok(false);
+        let first_running = match child.try_wait() {
+            Ok(Some(status)) => status.success().then_some(false),
+            _ => Some(true),
+        };
+        let members = group.members();
+        if first_running.is_none() || members.is_empty() {
+            return Ok(Waited::Exited);
         }
-        let seen = match ready {
-            Some(path) => match http.get(&format!("http://127.0.0.1:{port}{path}")).await {
-                Ok(x) if x.status.is_success() => return Ok(true),
-                Ok(x) => format!("status {}", x.status),
-                Err(e) => e,
-            },
-            None => {
-                let connect = tokio::net::TcpStream::connect(("127.0.0.1", port));
-                match tokio::time::timeout(Duration::from_secs(1), connect).await {
-                    Ok(Ok(_)) => return Ok(true),
-                    Ok(Err(e)) => e.to_string(),
-                    Err(_) => "no answer to a connection within 1s".into(),
+        let seen = match crate::ports::listener(port, &members) {
+            Listener::Foreign(who) => return Ok(Waited::Foreign(who)),
+            Listener::Nobody => format!("nothing listens on port {port} yet"),
+            Listener::Ours(listening) => {
+                // The target's PID for the probe: its first process while it runs (the root
+                // of its tree), else the daemon that listens.
+                let pid = match (first_running, child.id()) {
+                    (Some(true), Some(first)) => first as i32,
+                    _ => listening,
+                };
+                let done = Waited::Ready(Ready {
+                    pid,
+                    port,
+                    stack: String::new(),
+                    workers: 1,
+                });
+                match ready {
+                    None => return Ok(done),
+                    Some(path) => match http.get(&format!("http://127.0.0.1:{port}{path}")).await {
+                        Ok(x) if x.status.is_success() => return Ok(done),
+                        Ok(x) => format!("status {}", x.status),
+                        Err(e) => e,
+                    },
                 }
             }
         };
         if tokio::time::Instant::now() >= deadline {
             let what = match ready {
                 Some(path) => format!("GET {path} on port {port} to answer 2xx; last: {seen}"),
-                None => format!("port {port} to accept connections; last: {seen}"),
+                None => format!("port {port} to be listened on; last: {seen}"),
             };
             return Err(what);
         }
@@ -548,19 +639,6 @@ fn port_is_free(name: &str, port: u16) -> Result<(), Error> {
         }),
         Err(_) => Ok(()),
     }
-}
-
-/// A name as it may appear in a cgroup's name.
-fn slug(name: &str) -> String {
-    name.chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '-' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect()
 }
 
 async fn keep_lines(stream: impl AsyncRead + Unpin, tail: Tail) {

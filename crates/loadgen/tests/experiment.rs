@@ -427,6 +427,62 @@ fn a_named_database_with_someone_elses_users_table_is_refused() {
 
 /// SIGTERM (a `kill`) and SIGHUP (a closed SSH session) stop an experiment as Ctrl-C does:
 /// the throwaway PostgreSQL is stopped and every temporary directory removed.
+/// `loadgen experiment run` of QUICK for 30 s with TMPDIR `tmp`, once its cell's load is under
+/// way (and its throwaway PostgreSQL lives in `tmp`).
+fn measuring(work: &Path, tmp: &Path, db: &str) -> std::process::Child {
+    let file = write(
+        work,
+        "long.toml",
+        &QUICK.replace("duration = \"1s\"", "duration = \"30s\""),
+    );
+    let child = Command::new(LOADGEN)
+        .args(["experiment", "run", &file, "--no-report", "--db", db])
+        .env("TMPDIR", tmp)
+        .env_remove("XDG_RUNTIME_DIR")
+        .env_remove("DATABASE_URL")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        let running = Path::new(&db[9..]).exists()
+            && rt
+                .block_on(measured(db, "quick"))
+                .iter()
+                .any(|r| r.status == RunStatus::Running);
+        if running {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the cell never started");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    std::thread::sleep(Duration::from_millis(1500));
+    let started: Vec<String> = std::fs::read_dir(tmp)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(
+        started.iter().any(|n| n.starts_with("showdown-pg-")),
+        "the throwaway PostgreSQL lives in TMPDIR: {started:?}"
+    );
+    child
+}
+
+/// The command lines of running processes that name `dir`.
+fn running_in(dir: &Path) -> Vec<String> {
+    let dir = dir.to_string_lossy().into_owned();
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
+        .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
+        .filter(|c| c.contains(&dir))
+        .collect()
+}
+
 #[test]
 fn sigterm_and_sighup_take_down_what_the_runner_started() {
     for signal in [rustix::process::Signal::TERM, rustix::process::Signal::HUP] {
@@ -434,44 +490,7 @@ fn sigterm_and_sighup_take_down_what_the_runner_started() {
         let tmp = work.path().join("tmp");
         std::fs::create_dir(&tmp).unwrap();
         let db = format!("sqlite://{}/runs.db", work.path().display());
-        let file = write(
-            work.path(),
-            "long.toml",
-            &QUICK.replace("duration = \"1s\"", "duration = \"30s\""),
-        );
-        let child = Command::new(LOADGEN)
-            .args(["experiment", "run", &file, "--no-report", "--db", &db])
-            .env("TMPDIR", &tmp)
-            .env_remove("DATABASE_URL")
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        // Signalled once the cell's load is under way.
-        let rt = tokio::runtime::Runtime::new().unwrap();
-        let deadline = Instant::now() + Duration::from_secs(120);
-        loop {
-            let running = Path::new(&db[9..]).exists()
-                && rt
-                    .block_on(measured(&db, "quick"))
-                    .iter()
-                    .any(|r| r.status == RunStatus::Running);
-            if running {
-                break;
-            }
-            assert!(Instant::now() < deadline, "the cell never started");
-            std::thread::sleep(Duration::from_millis(200));
-        }
-        std::thread::sleep(Duration::from_millis(1500));
-        let started: Vec<String> = std::fs::read_dir(&tmp)
-            .unwrap()
-            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-            .collect();
-        assert!(
-            started.iter().any(|n| n.starts_with("showdown-pg-")),
-            "the throwaway PostgreSQL lives in TMPDIR: {started:?}"
-        );
+        let child = measuring(work.path(), &tmp, &db);
         let pid = rustix::process::Pid::from_raw(child.id() as i32).unwrap();
         rustix::process::kill_process(pid, signal).unwrap();
         let out = child.wait_with_output().unwrap();
@@ -481,19 +500,59 @@ fn sigterm_and_sighup_take_down_what_the_runner_started() {
             .map(|e| e.unwrap().path())
             .collect();
         assert!(left.is_empty(), "{signal:?} left {left:?}");
-        let tmp_text = tmp.to_string_lossy().into_owned();
-        let survivors: Vec<String> = std::fs::read_dir("/proc")
-            .unwrap()
-            .flatten()
-            .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
-            .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
-            .filter(|c| c.contains(&tmp_text))
-            .collect();
+        let survivors = running_in(&tmp);
         assert!(
             survivors.is_empty(),
             "{signal:?}: still running: {survivors:?}"
         );
     }
+}
+
+/// A runner killed outright (SIGKILL, the OOM killer) cannot end what it started: the next
+/// runner finds its lease, ends its target and PostgreSQL, removes their files, and says so.
+#[test]
+fn what_a_runner_killed_outright_left_is_ended_by_the_next_and_said() {
+    let work = tempfile::tempdir().unwrap();
+    let tmp = work.path().join("tmp");
+    std::fs::create_dir(&tmp).unwrap();
+    let db = format!("sqlite://{}/runs.db", work.path().display());
+    let mut child = measuring(work.path(), &tmp, &db);
+    let killed = child.id();
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let left = running_in(&tmp);
+    assert!(
+        left.iter().any(|c| c.contains("showdown-pg-")),
+        "SIGKILL cannot be caught: its PostgreSQL is left until the next runner: {left:?}"
+    );
+    let file = write(
+        work.path(),
+        "next.toml",
+        &QUICK.replace("\"quick\"", "\"next\""),
+    );
+    let out = Command::new(LOADGEN)
+        .args(["experiment", "run", &file, "--no-report", "--db", &db])
+        .env("TMPDIR", &tmp)
+        .env_remove("XDG_RUNTIME_DIR")
+        .env_remove("DATABASE_URL")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let said = text(&out);
+    assert!(out.status.success(), "{said}");
+    assert!(
+        said.contains(&format!(
+            "Note: a runner that was killed (PID {killed}) had left "
+        )),
+        "{said}"
+    );
+    assert!(said.contains("postgres ("), "{said}");
+    let left: Vec<_> = std::fs::read_dir(&tmp)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert!(left.is_empty(), "left in TMPDIR: {left:?}");
+    assert!(running_in(&tmp).is_empty(), "{:?}", running_in(&tmp));
 }
 
 /// The example of docs/experiments.md ("Your own servers"): two servers Showdown did not

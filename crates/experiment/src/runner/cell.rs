@@ -42,6 +42,48 @@ pub(super) struct CellContext<'a> {
     pub(super) placement: &'a str,
     /// A share cell's share (`80%`) and the capacity (req/s) its rate was taken of.
     pub(super) share: Option<(String, f64)>,
+    /// What the probes of local targets ask of their subscribers.
+    pub(super) keys: &'a ProbeKeys,
+}
+
+/// The token and TLS certificate of the probes the runner starts for local targets: made
+/// once a run, in its private working directory, so that no other local user can read the
+/// probe's stream (a target's command lines, its process tree) or take its subscriber slots.
+pub(super) struct ProbeKeys {
+    token: String,
+    token_file: std::path::PathBuf,
+    tls: probe::tls::ServerTls,
+}
+
+impl ProbeKeys {
+    pub(super) fn make(workdir: &std::path::Path) -> Result<ProbeKeys, Error> {
+        let mut bytes = [0u8; 24];
+        rustix::rand::getrandom(&mut bytes, rustix::rand::GetRandomFlags::empty())
+            .map_err(|e| Error::Setup(format!("cannot draw a token for the probes: {e}")))?;
+        let token = hex::encode(bytes);
+        let token_file = workdir.join("probe.token");
+        {
+            use std::io::Write;
+            use std::os::unix::fs::OpenOptionsExt;
+            std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(0o600)
+                .open(&token_file)
+                .and_then(|mut f| f.write_all(token.as_bytes()))
+                .map_err(|e| Error::Setup(format!("cannot write {}: {e}", token_file.display())))?;
+        }
+        let (tls, _) = probe::tls::ServerTls::generate_or_load(
+            &workdir.join("probe-tls"),
+            &["localhost".into(), "127.0.0.1".into()],
+        )
+        .map_err(|e| Error::Setup(format!("probe TLS: {e}")))?;
+        Ok(ProbeKeys {
+            token,
+            token_file,
+            tls,
+        })
+    }
 }
 
 impl CellContext<'_> {
@@ -185,7 +227,11 @@ impl CellContext<'_> {
                         probe::server::RunningProbe::start(
                             s,
                             listener,
-                            probe::server::ServeConfig::default(),
+                            probe::server::ServeConfig {
+                                token: Some(self.keys.token.clone()),
+                                tls: Some(self.keys.tls.config.clone()),
+                                ..Default::default()
+                            },
                             64 * 1024,
                             64 << 20,
                         )
@@ -241,8 +287,14 @@ impl CellContext<'_> {
             } else {
                 None
             },
-            probe_token_file: spec.probe_token_file.clone(),
-            probe_fingerprint: spec.probe_fingerprint.clone(),
+            probe_token_file: match spec.kind() {
+                TargetKind::Remote => spec.probe_token_file.clone(),
+                _ => Some(self.keys.token_file.clone()),
+            },
+            probe_fingerprint: match spec.kind() {
+                TargetKind::Remote => spec.probe_fingerprint.clone(),
+                _ => Some(self.keys.tls.fingerprint.clone()),
+            },
             probe_ca: spec.probe_ca.clone(),
             pre_roll: self.plan.pre_roll,
             post_roll: self.plan.post_roll,

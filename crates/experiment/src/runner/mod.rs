@@ -108,6 +108,16 @@ pub async fn run(
 ) -> Result<RunReport, Error> {
     let started = Instant::now();
     let plan = crate::plan::plan(experiment, &options.plan)?;
+    // What an earlier runner killed outright left (its targets, its PostgreSQL) goes first.
+    let swept = tokio::task::spawn_blocking(custody::sweep)
+        .await
+        .unwrap_or_default();
+    for left in &swept.left {
+        eprintln!("Note: {left}.");
+    }
+    for problem in &swept.problems {
+        eprintln!("Warning: {problem}.");
+    }
     let store = Store::open(&options.db).await?;
     let states = states(&store, experiment, &plan).await?;
     // An unfinished search goes on under its own id, from its last finished step.
@@ -187,19 +197,35 @@ pub async fn run(
     } else {
         Some(crate::targets::directory()?)
     };
+    let base = crate::environment::Base::current();
+    if !base.withheld.is_empty() {
+        eprintln!(
+            "Note: {} not given to the builds and targets: a password is in it (name it in a target's pass_env to give it).",
+            base.withheld.join(", ")
+        );
+    }
     if let Some(dir) = &dir {
-        let mut names: Vec<&str> = builtins.iter().map(|t| t.run_name()).collect();
+        let mut names: Vec<String> = builtins.iter().map(|t| t.run_name().to_string()).collect();
         names.sort_unstable();
         names.dedup();
-        let built = tokio::process::Command::new(dir.join("build"))
-            .args(&names)
-            .status()
-            .await
-            .map_err(|e| Error::Setup(format!("cannot run targets/build: {e}")))?;
-        if !built.success() {
-            return Err(Error::Setup(
-                "targets/build failed (its output above says why)".into(),
-            ));
+        let argv: Vec<String> = std::iter::once(dir.join("build").display().to_string())
+            .chain(names)
+            .collect();
+        let building = setup::Building {
+            name: "targets",
+            argv: &argv,
+            cwd: dir,
+            env: crate::environment::build(&base, &[], &[]),
+            // A first build of the Rust target, or Go's modules from the network.
+            timeout: Duration::from_secs(1800),
+        };
+        if let Err(why) = setup::build(&building, stop.clone()).await {
+            if *stop.borrow() {
+                report.interrupted = true;
+                report.elapsed = started.elapsed();
+                return Ok(report);
+            }
+            return Err(Error::Setup(format!("targets/build failed: {why}")));
         }
     }
     // A database when a built-in target is measured, or when the file has [database] and a
@@ -214,7 +240,12 @@ pub async fn run(
         None
     };
     let ports = ports(experiment, &needed)?;
-    let built = builds(experiment, &needed).await;
+    let built = builds(experiment, &needed, &ports, &stop).await;
+    if *stop.borrow() {
+        report.interrupted = true;
+        report.elapsed = started.elapsed();
+        return Ok(report);
+    }
     let upstream = Upstream::start().map_err(|e| Error::Setup(format!("upstream: {e}")))?;
     let launcher = Launcher {
         experiment,
@@ -238,6 +269,10 @@ pub async fn run(
         .put_experiment(&record(experiment, &plan, &placement, verification.clone()))
         .await?;
     let workdir = tempfile_dir()?;
+    // Its files (a cell's requests, the probes' token) go with it, even after a SIGKILL.
+    let mut files = custody::Group::new("experiment files");
+    files.remove_with(workdir.path().to_path_buf());
+    let keys = cell::ProbeKeys::make(workdir.path())?;
 
     let total = todo.len();
     let mut left_time: Duration = todo.iter().map(|c| cell_time(c, &plan)).sum();
@@ -272,6 +307,7 @@ pub async fn run(
             workdir: workdir.path(),
             placement: &placement,
             share: None,
+            keys: &keys,
         };
         // A share's rate, from the searches kept by now (every search runs before any share).
         let resolved = match cell.kind {

@@ -146,11 +146,19 @@ fn free_port(taken: impl Fn(u16) -> bool) -> Result<u16, Error> {
     Err(Error::Setup("cannot find a free port".into()))
 }
 
-/// Runs each `build` of the targets started by command, once, in its `cwd`; its output goes to
-/// standard error as it comes, and the last lines are kept for the page when it fails.
+/// How long a `build` may run when the file sets no `build_timeout`.
+const BUILD_TIMEOUT: Duration = Duration::from_secs(600);
+
+/// Runs each `build` of the targets started by command, once, in its `cwd`, with the target's
+/// environment (the base, its `env` with `{port}` placed, its `pass_env`); its output goes to
+/// standard error as it comes, and the last lines are kept for the page when it fails. A build
+/// past its `build_timeout`, or when the run is stopped (Ctrl-C, SIGTERM, SIGHUP), is ended
+/// with every process it started.
 pub(super) async fn builds(
     experiment: &Experiment,
     names: &[String],
+    ports: &BTreeMap<String, u16>,
+    stop: &tokio::sync::watch::Receiver<bool>,
 ) -> BTreeMap<String, Result<(), String>> {
     let mut out = BTreeMap::new();
     for t in &experiment.file.targets {
@@ -158,40 +166,74 @@ pub(super) async fn builds(
             continue;
         };
         let cwd = file_dir(experiment).join(t.cwd.as_deref().unwrap_or(Path::new(".")));
-        eprintln!("Building {}: {}", t.name, argv.join(" "));
-        out.insert(t.name.clone(), build(&t.name, argv, &cwd).await);
+        let port = ports.get(&t.name).map(u16::to_string).unwrap_or_default();
+        let env: Vec<(String, String)> = t
+            .env
+            .iter()
+            .map(|(k, v)| (k.clone(), v.replace(PORT_PLACEHOLDER, &port)))
+            .collect();
+        let what = Building {
+            name: &t.name,
+            argv,
+            cwd: &cwd,
+            env: crate::environment::build(&crate::environment::Base::current(), &env, &t.pass_env),
+            timeout: t.build_timeout.unwrap_or(BUILD_TIMEOUT),
+        };
+        eprintln!(
+            "Building {}: {}",
+            t.name,
+            redact::command_line_with(argv, &redact::ANY_PROGRAM).join(" ")
+        );
+        out.insert(t.name.clone(), build(&what, stop.clone()).await);
+        if *stop.borrow() {
+            break;
+        }
     }
     out
 }
 
-async fn build(name: &str, argv: &[String], cwd: &Path) -> Result<(), String> {
+/// One build to run.
+pub(super) struct Building<'a> {
+    pub(super) name: &'a str,
+    pub(super) argv: &'a [String],
+    pub(super) cwd: &'a Path,
+    pub(super) env: Vec<(std::ffi::OsString, std::ffi::OsString)>,
+    pub(super) timeout: Duration,
+}
+
+/// Runs one build in a group of its own, ended whole on a timeout or a stop.
+pub(super) async fn build(
+    what: &Building<'_>,
+    mut stop: tokio::sync::watch::Receiver<bool>,
+) -> Result<(), String> {
     use tokio::io::AsyncBufReadExt;
-    let Some((program, args)) = argv.split_first() else {
+    let shown = || redact::command_line_with(what.argv, &redact::ANY_PROGRAM).join(" ");
+    let Some((program, args)) = what.argv.split_first() else {
         return Err("build is empty".into());
     };
-    let mut child = tokio::process::Command::new(program)
-        .args(args)
-        .current_dir(cwd)
+    let mut command = tokio::process::Command::new(program);
+    command.args(args).current_dir(what.cwd);
+    crate::environment::apply(&mut command, &what.env);
+    command
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
-        .kill_on_drop(true)
+        .kill_on_drop(true);
+    let mut group = custody::Group::new(&format!("build of {}", what.name));
+    group.hold(command.as_std_mut());
+    let mut child = command
         .spawn()
-        .map_err(|e| format!("cannot run {program:?} in {}: {e}", cwd.display()))?;
+        .map_err(|e| format!("cannot run {program:?} in {}: {e}", what.cwd.display()))?;
+    if let Some(pid) = child.id() {
+        group.started(pid);
+    }
     let tail = crate::targets::Tail::default();
     let mut readers = Vec::new();
     if let Some(out) = child.stdout.take() {
-        readers.push(tokio::spawn(echo(name.to_string(), out, tail.clone())));
+        readers.push(tokio::spawn(echo(what.name.to_string(), out, tail.clone())));
     }
     if let Some(err) = child.stderr.take() {
-        readers.push(tokio::spawn(echo(name.to_string(), err, tail.clone())));
-    }
-    let status = child
-        .wait()
-        .await
-        .map_err(|e| format!("cannot wait for {program:?}: {e}"))?;
-    for r in readers {
-        let _ = r.await;
+        readers.push(tokio::spawn(echo(what.name.to_string(), err, tail.clone())));
     }
     async fn echo(
         name: String,
@@ -200,19 +242,48 @@ async fn build(name: &str, argv: &[String], cwd: &Path) -> Result<(), String> {
     ) {
         let mut lines = tokio::io::BufReader::new(stream).lines();
         while let Ok(Some(line)) = lines.next_line().await {
+            let line = redact::text(&line);
             eprintln!("  [{name} build] {line}");
             tail.push(line);
         }
     }
-    if status.success() {
-        Ok(())
-    } else {
-        Err(format!(
+    let stopped = async {
+        while !*stop.borrow() {
+            if stop.changed().await.is_err() {
+                std::future::pending::<()>().await;
+            }
+        }
+    };
+    let ended = tokio::select! {
+        status = child.wait() => Some(status.map_err(|e| format!("cannot wait for {program:?}: {e}"))?),
+        _ = tokio::time::sleep(what.timeout) => None,
+        _ = stopped => {
+            group.end();
+            for r in readers {
+                r.abort();
+            }
+            return Err(format!("{} was interrupted (the run was stopped)", shown()));
+        }
+    };
+    // Nothing it started outlives it: a daemon it left, a hung child after a timeout.
+    group.end();
+    for r in readers {
+        let _ = tokio::time::timeout(Duration::from_secs(2), r).await;
+    }
+    match ended {
+        Some(status) if status.success() => Ok(()),
+        Some(status) => Err(format!(
             "{} {}; its last output: {}",
-            argv.join(" "),
+            shown(),
             crate::targets::describe(status),
             tail.text()
-        ))
+        )),
+        None => Err(format!(
+            "{} did not finish within its build_timeout of {}: stopped; its last output: {}",
+            shown(),
+            humantime::format_duration(what.timeout),
+            tail.text()
+        )),
     }
 }
 
@@ -291,6 +362,7 @@ impl Launcher<'_> {
             }
             TargetKind::Remote => return Err(format!("{} is remote: nothing to start", spec.name)),
         };
+        launch.pass_env.clone_from(&spec.pass_env);
         launch.cpus = file.placement.target_cpus.as_ref().map(ToString::to_string);
         launch.cpu_quota = spec.cpus;
         launch.memory = spec
