@@ -429,12 +429,12 @@ pub struct CapacityArgs {
     #[arg(long, value_name = "PERCENT", default_value = "5%", value_parser = parse_percent)]
     pub resolution: f64,
 
-    /// The measured window of each step.
-    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_duration)]
+    /// The measured window of each step (100ms to 1h).
+    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_step)]
     pub step: Duration,
 
-    /// The load before each step's window, left out of its verdict.
-    #[arg(long, value_name = "DURATION", default_value = "2s", value_parser = parse_duration)]
+    /// The load before each step's window, left out of its verdict (at most 1h).
+    #[arg(long, value_name = "DURATION", default_value = "2s", value_parser = parse_warmup)]
     pub warmup: Duration,
 
     /// The lowest rate to try.
@@ -505,6 +505,26 @@ pub struct DemoArgs {
 fn parse_duration(text: &str) -> Result<Duration, String> {
     humantime::parse_duration(text)
         .map_err(|_| format!("expected a duration such as 30s, 500ms or 2m, not {text:?}"))
+}
+
+/// The longest step or warm-up of a capacity search: longer ones are a typo (and a step is
+/// doubled when uncertain, which must not overflow).
+pub const MAX_STEP: Duration = Duration::from_secs(3600);
+
+fn parse_step(text: &str) -> Result<Duration, String> {
+    let d = parse_duration(text)?;
+    if d < Duration::from_millis(100) || d > MAX_STEP {
+        return Err(format!("a step lasts from 100ms to 1h, not {text:?}"));
+    }
+    Ok(d)
+}
+
+fn parse_warmup(text: &str) -> Result<Duration, String> {
+    let d = parse_duration(text)?;
+    if d > MAX_STEP {
+        return Err(format!("a warm-up lasts at most 1h, not {text:?}"));
+    }
+    Ok(d)
 }
 
 fn parse_rate(text: &str) -> Result<f64, String> {

@@ -489,3 +489,41 @@ fn the_readme_transcript_is_what_the_demo_prints() {
         String::from_utf8_lossy(&shown.stderr)
     );
 }
+
+/// `loadgen target` whose standard input is a pipe that stays open (`sleep 30 | loadgen target`)
+/// stops on SIGTERM and on Ctrl-C (SIGINT) at once, not when the pipe's writer ends.
+#[test]
+fn the_target_with_an_open_pipe_on_stdin_stops_on_sigterm_and_sigint() {
+    use std::io::BufRead;
+    for signal in [rustix::process::Signal::TERM, rustix::process::Signal::INT] {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_loadgen"))
+            .args(["target", "--listen", "127.0.0.1:0"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        // Kept open, never written: the pipe of `sleep 30 | …`.
+        let _writer = child.stdin.take();
+        let mut line = String::new();
+        std::io::BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        assert!(line.contains("127.0.0.1:"), "{line}");
+        let pid = rustix::process::Pid::from_raw(child.id() as i32).unwrap();
+        let signalled = Instant::now();
+        rustix::process::kill_process(pid, signal).unwrap();
+        let status = loop {
+            if let Some(status) = child.try_wait().unwrap() {
+                break Some(status);
+            }
+            if signalled.elapsed() > Duration::from_secs(5) {
+                let _ = child.kill();
+                let _ = child.wait();
+                break None;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        assert!(status.is_some(), "{signal:?}: still serving 5 s later");
+    }
+}

@@ -276,3 +276,44 @@ fn non_utf8_arguments_are_one_line_errors() {
         assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
     }
 }
+
+/// Durations too long to mean anything (which once overflowed into a panic) are refused in one
+/// line that names the range, on the command line and in an experiment's `[search]`.
+#[test]
+fn absurd_durations_are_one_line_errors() {
+    for (args, needle) in [
+        (
+            &["capacity", "--step", "100000000h"][..],
+            "from 100ms to 1h",
+        ),
+        (&["capacity", "--step", "1ms"][..], "from 100ms to 1h"),
+        (&["capacity", "--warmup", "99999999999h"][..], "at most 1h"),
+    ] {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_loadgen"))
+            .args(args)
+            .arg("http://127.0.0.1:9/")
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{args:?}: {stderr}");
+        assert!(!stderr.contains("panicked"), "{stderr}");
+        assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
+        assert!(stderr.contains(needle), "{args:?}: {stderr}");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("search.toml");
+    std::fs::write(
+        &file,
+        "name = \"s\"\nquestion = \"q\"\n[[target]]\nname = \"rust\"\n[load]\npath = \"/\"\n[search]\nslo = [\"p99<=10ms\"]\nstep = \"100000000h\"\n",
+    )
+    .unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_loadgen"))
+        .args(["experiment", "plan"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert!(stderr.contains("step"), "{stderr}");
+}

@@ -153,8 +153,9 @@ pub async fn search(
         }
         let number = search.steps.len() as u32 + 1;
         // Long enough for every term to be decided at this rate, within four times --step.
-        let needed = Duration::from_secs_f64(slo.samples_needed() as f64 / rate);
-        let mut window = needed.clamp(args.step, args.step * 4);
+        let needed = Duration::try_from_secs_f64(slo.samples_needed() as f64 / rate)
+            .unwrap_or(Duration::MAX);
+        let mut window = needed.clamp(args.step, args.step.saturating_mul(4));
         let mut stepped = None;
         let mut retried = Vec::new();
         for attempt in 0..=RETRIES {
@@ -169,7 +170,7 @@ pub async fn search(
                     if !again {
                         break;
                     }
-                    window *= 2;
+                    window = window.saturating_mul(2);
                 }
                 Ok(None) => break,
                 Err(e) => {
@@ -368,5 +369,5 @@ pub fn text(search: &Search) -> String {
 
 /// How long a search at these settings takes at most per step (for the experiment runner).
 pub fn step_time(settings: &Settings) -> Duration {
-    Duration::from_secs_f64(settings.warmup_s + settings.step_s)
+    Duration::try_from_secs_f64(settings.warmup_s + settings.step_s).unwrap_or(Duration::MAX)
 }

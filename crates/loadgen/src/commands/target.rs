@@ -302,16 +302,26 @@ pub async fn serve_until_stdin_closes(args: &crate::cli::TargetArgs) -> Result<(
     let piped = rustix::fs::fstat(std::io::stdin()).is_ok_and(|st| {
         rustix::fs::FileType::from_raw_mode(st.st_mode) == rustix::fs::FileType::Fifo
     });
-    let stdin_closed = async {
-        if piped {
-            let _ = tokio::task::spawn_blocking(|| {
+    // The pipe is read on a thread of its own, not the runtime's blocking pool: the runtime
+    // waits for its blocking tasks when it shuts down, and a read that never returns would
+    // hold a SIGTERM or a Ctrl-C up until the writer closes the pipe.
+    let (closed_tx, closed_rx) = tokio::sync::oneshot::channel::<()>();
+    // Without a pipe, the sender is kept here, unsent, until the server stops.
+    let _not_piped = if piped {
+        std::thread::Builder::new()
+            .name("stdin".into())
+            .spawn(move || {
                 let mut sink = [0u8; 4096];
                 while std::io::Read::read(&mut std::io::stdin(), &mut sink).is_ok_and(|n| n > 0) {}
+                let _ = closed_tx.send(());
             })
-            .await;
-        } else {
-            std::future::pending::<()>().await;
-        }
+            .map_err(crate::Error::Target)?;
+        None
+    } else {
+        Some(closed_tx)
+    };
+    let stdin_closed = async {
+        let _ = closed_rx.await;
     };
     let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
         .map_err(crate::Error::Target)?;
