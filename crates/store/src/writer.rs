@@ -16,7 +16,10 @@
 //! spooled. Once a second the writer asks whether the store answers; when it does, the spool is
 //! copied into it page by page and removed. At the end the writer waits up to
 //! [`FINISH_PATIENCE`] for a store that is still down; then the run's end goes into the spool,
-//! for `loadgen runs import`. Without a fallback (an import), unwritten batches wait in memory.
+//! for `loadgen runs import`. Without a fallback (an import), or when the spool file cannot be
+//! opened either, unwritten batches wait in memory, at most [`MEMORY_ROWS`] of them (the rest
+//! counted as lost and said). A store that is only slow (a write past a second, but a ping
+//! answered) is waited for, not spooled around.
 //! A batch the database refuses for what it holds is counted and reported, never silently
 //! dropped; the rows before and after it are still written.
 
@@ -59,6 +62,10 @@ const WRITE_PATIENCE: Duration = Duration::from_secs(5);
 const SPOOL_PATIENCE: Duration = Duration::from_secs(1);
 /// How long the end of a run waits for a store that is down before saving the run locally.
 pub const FINISH_PATIENCE: Duration = Duration::from_secs(15);
+/// The most rows kept in memory while neither the store nor a spool file takes them (a few
+/// minutes of a run's intervals and probe records): past it, rows are counted as lost, so that
+/// an outage cannot grow the generator's memory without bound.
+pub const MEMORY_ROWS: usize = 20_000;
 
 /// Writes one run in the background. Rows are sent through its [`WriterHandle`] (it derefs
 /// to one), and [`RunWriter::finish`] ends the run.
@@ -186,9 +193,22 @@ impl Spool {
         batch: Vec<Op>,
         report: &mut WriteReport,
     ) {
-        if let (Spool::Idle, Some(fallback)) = (&*self, fallback) {
+        // No spool file yet (or none could be opened before): try to open one, and move what
+        // waits in memory into it.
+        if let (Spool::Idle | Spool::Memory(_), Some(fallback)) = (&*self, fallback) {
             match open_spool(fallback).await {
-                Ok((local, path)) => *self = Spool::File { local, path },
+                Ok((local, path)) => {
+                    if let Spool::Memory(pending) = std::mem::replace(self, Spool::Idle) {
+                        let n = pending.len() as u64;
+                        if let Err(e) = write_batch(&local, run_id, &pending).await {
+                            report.rows_failed += n;
+                            report.first_error.get_or_insert_with(|| {
+                                format!("could not spool {n} rows locally: {e}")
+                            });
+                        }
+                    }
+                    *self = Spool::File { local, path };
+                }
                 Err(e) => {
                     report.first_error.get_or_insert_with(|| {
                         format!("the store is out of reach, and so is its spool: {e}")
@@ -206,8 +226,12 @@ impl Spool {
                         .get_or_insert_with(|| format!("could not spool {n} rows locally: {e}"));
                 }
             }
-            Spool::Memory(pending) => pending.extend(batch),
-            Spool::Idle => *self = Spool::Memory(batch),
+            Spool::Memory(pending) => keep_in_memory(pending, batch, report),
+            Spool::Idle => {
+                let mut pending = Vec::new();
+                keep_in_memory(&mut pending, batch, report);
+                *self = Spool::Memory(pending);
+            }
         }
     }
 
@@ -241,6 +265,27 @@ impl Spool {
     }
 }
 
+/// Keeps `batch` in memory, up to [`MEMORY_ROWS`]; what does not fit is counted as lost,
+/// except a probe's description and the run's end, which are always kept (a handful per run).
+fn keep_in_memory(pending: &mut Vec<Op>, batch: Vec<Op>, report: &mut WriteReport) {
+    let mut lost = 0;
+    for op in batch {
+        if pending.len() < MEMORY_ROWS || matches!(op, Op::Probe(_) | Op::Finish(_)) {
+            pending.push(op);
+        } else {
+            lost += 1;
+        }
+    }
+    if lost > 0 {
+        report.rows_failed += lost as u64;
+        report.first_error = Some(format!(
+            "{}; with no spool file either, at most {MEMORY_ROWS} rows wait in memory, and {} rows past them were lost",
+            report.first_error.take().unwrap_or_else(|| "the store is out of reach".into()),
+            report.rows_failed
+        ));
+    }
+}
+
 /// Opens (or creates) the spool file for the run, with the run's setup in it.
 async fn open_spool(fallback: &Fallback) -> Result<(Store, PathBuf), String> {
     std::fs::create_dir_all(&fallback.dir)
@@ -264,11 +309,12 @@ async fn open_spool(fallback: &Fallback) -> Result<(Store, PathBuf), String> {
 
 /// Whether the store answers a trivial query within a quarter of a second.
 async fn answers(store: &Store) -> bool {
+    answers_within(store, Duration::from_millis(250)).await
+}
+
+async fn answers_within(store: &Store, within: Duration) -> bool {
     let ping = sqlx::query("SELECT 1").execute(store.pool());
-    matches!(
-        tokio::time::timeout(Duration::from_millis(250), ping).await,
-        Ok(Ok(_))
-    )
+    matches!(tokio::time::timeout(within, ping).await, Ok(Ok(_)))
 }
 
 /// How often a spooling writer asks whether the store is back.
@@ -321,10 +367,18 @@ async fn write_loop(
         } else if !batch.is_empty() {
             let n = batch.len() as u64;
             let write = write_batch(&store, &run_id, &batch);
-            match tokio::time::timeout(patience, write)
+            let mut written = tokio::time::timeout(patience, write)
                 .await
-                .unwrap_or(Err(sqlx::Error::PoolTimedOut))
+                .unwrap_or(Err(sqlx::Error::PoolTimedOut));
+            // Slow is not gone: a store that answers a ping gets the batch again, with the
+            // patience of a store that cannot be spooled around.
+            if matches!(written, Err(sqlx::Error::PoolTimedOut))
+                && patience < WRITE_PATIENCE
+                && answers_within(&store, SPOOL_PATIENCE).await
             {
+                written = write_with_patience(write_batch(&store, &run_id, &batch)).await;
+            }
+            match written {
                 Ok(()) => report.rows_written += n,
                 Err(e) if unreachable(&e) => {
                     report.retries += 1;
@@ -471,4 +525,52 @@ async fn write_batch(store: &Store, run_id: &str, batch: &[Op]) -> Result<(), sq
         }
     }
     tx.commit().await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::run::RunStatus;
+
+    fn gap(n: u64) -> Op {
+        Op::Gap(
+            0,
+            StoredGap {
+                from_seq: n,
+                to_seq: Some(n),
+                t_ns: 0,
+                reason: "test".into(),
+            },
+        )
+    }
+
+    /// With neither the store nor a spool file, memory holds at most MEMORY_ROWS rows; the
+    /// rest are counted and said lost, and the run's end is never one of them.
+    #[test]
+    fn rows_waiting_in_memory_are_capped_and_the_end_is_kept() {
+        let mut pending = Vec::new();
+        let mut report = WriteReport::default();
+        keep_in_memory(
+            &mut pending,
+            (0..MEMORY_ROWS as u64 - 5).map(gap).collect(),
+            &mut report,
+        );
+        assert_eq!((pending.len(), report.rows_failed), (MEMORY_ROWS - 5, 0));
+        let mut batch: Vec<Op> = (0..20).map(gap).collect();
+        batch.push(Op::Finish(Box::new(Finish {
+            status: RunStatus::Complete,
+            stop_reason: None,
+            ended_at_ns: 0,
+            summary: None,
+            warnings: Vec::new(),
+            clock_offsets: Vec::new(),
+            zero_mono_ns: 0,
+        })));
+        keep_in_memory(&mut pending, batch, &mut report);
+        assert_eq!(pending.len(), MEMORY_ROWS + 1);
+        assert!(matches!(pending.last(), Some(Op::Finish(_))));
+        assert_eq!(report.rows_failed, 15);
+        let said = report.first_error.unwrap_or_default();
+        assert!(said.contains("15 rows past them were lost"), "{said}");
+    }
 }

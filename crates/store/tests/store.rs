@@ -89,7 +89,7 @@ fn sample(mono_ns: u64, rss: u64) -> Record {
         cpu_pct: Some(37.5),
         rss_bytes: rss,
         threads: 11,
-        fds: 120,
+        fds: Some(120),
         ..Default::default()
     };
     Record::Sample(Box::new(Sample {

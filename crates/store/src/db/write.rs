@@ -185,7 +185,7 @@ pub(crate) async fn insert_record(
     .bind(total.and_then(|t| t.cpu_pct))
     .bind(total.map(|t| to_i64(t.rss_bytes)))
     .bind(total.map(|t| to_i64(t.threads)))
-    .bind(total.map(|t| to_i64(t.fds)))
+    .bind(total.and_then(|t| t.fds.map(to_i64)))
     .bind(json(&record.record))
     .execute(conn)
     .await?;
