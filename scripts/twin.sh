@@ -37,7 +37,9 @@ proxy_listen=127.0.0.1:15432
 proxy_api=127.0.0.1:8474
 toxiproxy_version=v2.12.0
 target_user=sd-target
-probe_user=sd-probe
+# The probe runs as the target's user (the unit's user.conf): it reads all it measures of the
+# target with no capability.
+probe_user=$target_user
 
 say() { printf '%s\n' "$*"; }
 die() { printf 'twin: %s\n' "$*" >&2; exit 1; }
@@ -320,9 +322,9 @@ start_target() {
     ip netns exec sd-gun curl -fsS --max-time 2 "http://$api_addr:$target_port/healthz"
 }
 
-# The probe with the systemd unit's privileges and no more: a user of its own, only
-# CAP_DAC_READ_SEARCH, CAP_SYS_PTRACE, CAP_PERFMON and CAP_SYSLOG (bounding, inheritable and
-# ambient: profiles with --probe-arg --profile), no new privileges,
+# The probe with the systemd unit's privileges and no more: as the target's user (user.conf),
+# no capability unless it profiles (--probe-arg --profile: CAP_PERFMON and CAP_SYSLOG, as
+# profile.conf grants, in the bounding, inheritable and ambient sets), no new privileges,
 # umask 077; TLS with a generated certificate and a token, as it listens beyond loopback.
 start_probe() {
   local probe
@@ -330,7 +332,8 @@ start_probe() {
   install -d -m 0700 -o "$probe_user" -g "$probe_user" "$state/probe"
   (umask 077; head -c 32 /dev/urandom | base64 >"$state/probe/token")
   chown "$probe_user:" "$state/probe/token"
-  local caps=-all,+dac_read_search,+sys_ptrace,+perfmon,+syslog
+  local caps=-all arg
+  for arg in "$@"; do [ "$arg" = --profile ] && caps=-all,+perfmon,+syslog; done
   start_process probe sd-api setpriv --reuid="$probe_user" --regid="$probe_user" --clear-groups \
     --inh-caps="$caps" --ambient-caps="$caps" --bounding-set="$caps" --no-new-privs \
     bash -c 'umask 077 && exec "$@"' probe "$probe" serve --port "$target_port" --interval 100ms \
@@ -412,7 +415,6 @@ cmd_up() {
   started=$SECONDS
 
   ensure_user "$target_user"
-  ensure_user "$probe_user"
   # The target and the probe run from this checkout as users of their own: a checkout under a
   # private home (/root) cannot serve them.
   setpriv --reuid="$target_user" --regid="$target_user" --clear-groups test -r "$root/targets/run" \

@@ -34,7 +34,7 @@ fn main() {
     let mut w = Watched::open(&root, pid).expect("the process to measure must exist");
     let fast = w.read(&facts, true).expect("readable").sample;
     println!(
-        "process {pid} ({}): {} threads, {} FDs",
+        "process {pid} ({}): {} threads, {:?} FDs",
         fast.comm, fast.threads, fast.fds
     );
     let n = 200;

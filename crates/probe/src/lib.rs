@@ -312,8 +312,13 @@ async fn top(args: TopArgs) -> Result<(), Error> {
         }
     };
     if let Some(addr) = &args.connect {
-        let token = args.token_file.as_ref().map(read_token).transpose()?;
         let tls = client_tls(&args)?;
+        if args.token_file.is_some() && tls.is_none() {
+            return Err(Error::Usage(
+                "--token-file needs --fingerprint or --ca: a token is only sent over TLS that checks the probe is the one you mean".into(),
+            ));
+        }
+        let token = args.token_file.as_ref().map(read_token).transpose()?;
         let mut sub = Subscriber::connect_with(
             addr.as_str(),
             token.as_deref(),

@@ -54,7 +54,7 @@ pub struct SampleRow<'a> {
     peak_rss_bytes: Option<u64>,
     vsize_bytes: u64,
     threads: u64,
-    fds: u64,
+    fds: Option<u64>,
     fd_limit_soft: Option<u64>,
     fd_limit_hard: Option<u64>,
     fd_sockets: Option<u64>,

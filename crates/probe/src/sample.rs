@@ -64,8 +64,9 @@ pub struct ProcessSample {
     pub vsize_bytes: u64,
     /// `st_nlink` − 2 of `/proc/PID/task` (`stat` field 20).
     pub threads: u64,
-    /// Open file descriptors: `st_size` of `/proc/PID/fd` (Linux ≥ 6.2) or its entries.
-    pub fds: u64,
+    /// Open file descriptors: `st_size` of `/proc/PID/fd` (Linux ≥ 6.2) or its entries;
+    /// `None` where the probe may read neither (another user's process, an older kernel).
+    pub fds: Option<u64>,
     /// `stat` fields 10 and 12. These and `io` sum over every thread, so they are read at
     /// most every 100 ms (every sample at 10 Hz, every tenth at 100 Hz): `None` in between.
     pub minor_faults: Option<u64>,
@@ -182,6 +183,13 @@ pub enum EventKind {
     /// Profiling was asked for and the kernel refused it (or stopped it): why, and the fix.
     /// Everything else is sampled as before.
     ProfileUnavailable { reason: String },
+    /// Figures of a process that the probe may not read, and why: they are missing from its
+    /// samples (never zero), and the fix.
+    Unreadable {
+        pid: i32,
+        figures: Vec<String>,
+        reason: String,
+    },
 }
 
 /// Where the watched tree spent its CPU over one interval (about a second): on-CPU call stacks
@@ -205,7 +213,8 @@ pub struct Profile {
     /// process on the CPU, not only the tree's): the profile is short by about that much.
     pub lost: u64,
     /// The frames the stacks name, each once: processes, threads and functions. Kernel frames
-    /// end in `_[k]`; an address without a symbol is `[file+0xoffset]` or its hex value.
+    /// end in `_[k]`; an address without a symbol is `[file+0xoffset]`, else `[unknown]` (or
+    /// `[kernel]`): never the address itself.
     pub frames: Vec<String>,
     /// Each stack as indices into `frames`, outermost first (`process;thread;outermost
     /// function;…;innermost`), and how many samples ended in it; most samples first. A deep

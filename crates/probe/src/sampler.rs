@@ -198,6 +198,9 @@ impl Sampler {
                         fd_limit_soft: fd_limits.0,
                         fd_limit_hard: fd_limits.1,
                     }));
+                    if let Some(kind) = unreadable(&handle, &[]) {
+                        events.push(event(kind));
+                    }
                     self.root = Some(pid);
                     self.processes
                         .insert(pid, ProcessState::new(handle, fd_limits));
@@ -335,6 +338,15 @@ impl Sampler {
                     ppid: handle.ppid,
                     comm: handle.comm.clone(),
                 }));
+                // Said again only when it differs from the root's (a worker of another user).
+                let root = self
+                    .root
+                    .and_then(|r| self.processes.get(&r))
+                    .map(|p| p.handle.unreadable().to_vec())
+                    .unwrap_or_default();
+                if let Some(kind) = unreadable(&handle, &root) {
+                    events.push(event(kind));
+                }
                 let limits = handle.fd_limits();
                 self.processes
                     .insert(pid, ProcessState::new(handle, limits));
@@ -442,6 +454,25 @@ fn add<T: std::ops::Add<Output = T>>(a: Option<T>, b: Option<T>) -> Option<T> {
     }
 }
 
+/// The event saying what of `handle`'s process may not be read, unless nothing or as `said`.
+fn unreadable(handle: &Watched, said: &[&'static str]) -> Option<EventKind> {
+    let figures = handle.unreadable();
+    if figures.is_empty() || figures == said {
+        return None;
+    }
+    let me = rustix::process::geteuid().as_raw();
+    let owner = std::fs::metadata(format!("/proc/{}", handle.pid))
+        .map(|m| std::os::unix::fs::MetadataExt::uid(&m).to_string())
+        .unwrap_or_else(|_| "?".into());
+    Some(EventKind::Unreadable {
+        pid: handle.pid,
+        figures: figures.iter().map(|f| f.to_string()).collect(),
+        reason: format!(
+            "the probe (UID {me}) may not trace this process (UID {owner}): run the probe as the target's user (the unit's user.conf) or grant it CAP_SYS_PTRACE (ptrace.conf)"
+        ),
+    })
+}
+
 /// The tree's rows summed (limits are the root's).
 fn total(rows: &[ProcessSample]) -> Option<ProcessSample> {
     let first = rows.first()?;
@@ -454,6 +485,8 @@ fn total(rows: &[ProcessSample]) -> Option<ProcessSample> {
         fd_limit_hard: first.fd_limit_hard,
         ..Default::default()
     };
+    // A total of the readable FDs alone would be a figure too small: none, if one is missing.
+    t.fds = rows.iter().map(|r| r.fds).sum();
     for r in rows {
         t.cpu_ns += r.cpu_ns;
         t.cpu_pct = add(t.cpu_pct, r.cpu_pct);
@@ -462,7 +495,6 @@ fn total(rows: &[ProcessSample]) -> Option<ProcessSample> {
         t.rss_bytes += r.rss_bytes;
         t.vsize_bytes += r.vsize_bytes;
         t.threads += r.threads;
-        t.fds += r.fds;
         t.minor_faults = add(t.minor_faults, r.minor_faults);
         t.major_faults = add(t.major_faults, r.major_faults);
         t.read_bytes = add(t.read_bytes, r.read_bytes);

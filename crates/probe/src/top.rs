@@ -121,7 +121,7 @@ impl Screen {
                 bytes(p.rss_bytes),
                 slow.peak_rss_bytes.map(bytes).unwrap_or_default(),
                 p.threads,
-                p.fds,
+                p.fds.map(|n| n.to_string()).unwrap_or_default(),
                 slow.fd_kinds.as_ref().map(|k| k.socket.to_string()).unwrap_or_default(),
                 slow.tcp.as_ref().map(|t| t.established.to_string()).unwrap_or_default(),
                 slow.tcp.as_ref().map(|t| t.time_wait.to_string()).unwrap_or_default(),

@@ -27,7 +27,7 @@ fn threads_and_fds_are_exact() {
         let root = &s.processes[0];
         assert_eq!(root.pid, fixture.pid());
         assert_eq!(root.threads, threads, "threads, as the fixture counts them");
-        assert_eq!(root.fds, fds, "FDs, as the fixture lists them");
+        assert_eq!(root.fds, Some(fds), "FDs, as the fixture lists them");
         assert_eq!(
             root.ppid,
             std::process::id() as i32,

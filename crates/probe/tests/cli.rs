@@ -79,6 +79,11 @@ fn mistakes_get_one_line_naming_the_fix() {
             &["top", "--connect", "127.0.0.1:1", "--duration", "1s"],
             "127.0.0.1:1",
         ),
+        // A token is never sent over a connection that does not check the probe's identity.
+        (
+            &["top", "--connect", "127.0.0.1:1", "--token-file", token],
+            "--fingerprint or --ca",
+        ),
     ];
     for (args, needle) in cases {
         let out = probe(args);
@@ -173,22 +178,63 @@ fn the_systemd_unit_verifies() {
         &env,
     )
     .unwrap();
-    // The same unit, pointing at this build and at the example environment file.
+    // The network-facing base grants nothing; each privilege comes from a drop-in of its own.
+    let granted = |text: &str| -> Vec<String> {
+        text.lines()
+            .filter(|l| l.starts_with("AmbientCapabilities=") || l.starts_with("SystemCallFilter="))
+            .flat_map(|l| l.split_once('=').map(|(_, v)| v.to_string()))
+            .flat_map(|v| v.split_whitespace().map(str::to_string).collect::<Vec<_>>())
+            .filter(|v| v.starts_with("CAP_") || v == "perf_event_open")
+            .collect()
+    };
+    assert!(
+        granted(&unit).is_empty(),
+        "the base unit grants {:?}",
+        granted(&unit)
+    );
+    assert!(unit.contains("\nCapabilityBoundingSet=\n"), "{unit}");
+    let drop_in = |name: &str| {
+        std::fs::read_to_string(format!("{}/systemd/{name}", env!("CARGO_MANIFEST_DIR"))).unwrap()
+    };
+    assert_eq!(
+        granted(&drop_in("profile.conf")),
+        ["CAP_PERFMON", "CAP_SYSLOG", "perf_event_open"]
+    );
+    assert_eq!(
+        granted(&drop_in("ptrace.conf")),
+        ["CAP_DAC_READ_SEARCH", "CAP_SYS_PTRACE"]
+    );
+    assert!(granted(&drop_in("user.conf")).is_empty());
+    // The same unit, pointing at this build and at the example environment file, alone and
+    // with its drop-ins (a drop-in's lines are read after the unit's, as appended here).
     let unit = unit
         .replace("/usr/local/bin/probe", env!("CARGO_BIN_EXE_probe"))
         .replace("/etc/default/showdown-probe", env.to_str().unwrap());
-    let path = dir.path().join("showdown-probe.service");
-    std::fs::write(&path, unit).unwrap();
-    let out = Command::new("systemd-analyze")
-        .arg("verify")
-        .arg(&path)
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        out.status.success() && stderr.trim().is_empty(),
-        "systemd-analyze verify: {stderr}"
-    );
+    for drop_ins in [
+        &[][..],
+        &["user.conf"],
+        &["profile.conf"],
+        &["ptrace.conf"],
+        &["user.conf", "profile.conf"],
+    ] {
+        let mut text = unit.clone();
+        for name in drop_ins {
+            text.push('\n');
+            text.push_str(&drop_in(name));
+        }
+        let path = dir.path().join("showdown-probe.service");
+        std::fs::write(&path, text).unwrap();
+        let out = Command::new("systemd-analyze")
+            .arg("verify")
+            .arg(&path)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            out.status.success() && stderr.trim().is_empty(),
+            "systemd-analyze verify with {drop_ins:?}: {stderr}"
+        );
+    }
     // The example options are ones the probe accepts.
     let args = std::fs::read_to_string(&env).unwrap();
     let line = args

@@ -1,8 +1,9 @@
 //! Profiles: a process that burns its CPU in one known function (`fixtures/burn.c`, built here
 //! with frame pointers) is watched with profiling on; its profile must name the function and
-//! agree with the sampler's CPU figure. Run as another user with the systemd unit's
-//! capabilities, the probe profiles a root process; without CAP_PERFMON it says so in one event
-//! and samples as before.
+//! agree with the sampler's CPU figure. Run as the target's user with the profiling drop-in's
+//! capabilities (`user.conf` + `profile.conf`), the probe profiles it; as another user with the
+//! base unit's none, it says in one event that it cannot profile and in another which figures
+//! it may not read, and samples the rest as before.
 #![allow(clippy::unwrap_used)]
 
 mod common;
@@ -16,6 +17,11 @@ use probe::profile::ProfileConfig;
 use probe::protocol::Record;
 use probe::sample::{EventKind, Profile};
 use probe::selector::Selector;
+
+/// The target's user in the test with users.
+const NOBODY: u32 = 65534;
+/// A user that owns nothing here.
+const STRANGER: u32 = 65533;
 
 /// `burn.c` built into `dir`.
 fn build_burn(dir: &Path) -> PathBuf {
@@ -33,7 +39,23 @@ fn build_burn(dir: &Path) -> PathBuf {
 
 /// The burner running for `seconds`, once it has started burning.
 fn burning(binary: &Path, seconds: u32) -> Child {
-    let mut child = Command::new(binary)
+    burning_as(binary, seconds, None)
+}
+
+/// The burner running for `seconds` as user `uid` (setpriv), once it has started burning.
+fn burning_as(binary: &Path, seconds: u32, uid: Option<u32>) -> Child {
+    let mut command = match uid {
+        Some(uid) => {
+            let mut c = Command::new("setpriv");
+            c.arg(format!("--reuid={uid}"))
+                .arg(format!("--regid={uid}"))
+                .arg("--clear-groups")
+                .arg(binary);
+            c
+        }
+        None => Command::new(binary),
+    };
+    let mut child = command
         .arg(seconds.to_string())
         .stdout(Stdio::piped())
         .spawn()
@@ -119,14 +141,16 @@ fn a_process_burning_in_one_function_is_named_in_its_profile_and_its_cpu_agrees(
     );
 }
 
-/// `probe record --profile` of the burner as user `nobody` with `caps` (setpriv's spelling);
-/// what it recorded.
-fn record_as_nobody(burn: &Child, caps: &str, dir: &Path) -> Vec<Record> {
-    let out = dir.join(format!("as-nobody{}.jsonl", caps.len()));
+/// `probe record --profile` of the burner as user `uid` with `caps` (setpriv's spelling, after
+/// `-all`); what it recorded.
+fn record_as(uid: u32, burn: &Child, caps: &str, dir: &Path) -> Vec<Record> {
+    let out = dir.join(format!("as-{uid}-{}.jsonl", caps.len()));
     let status = Command::new("setpriv")
-        .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
-        .arg(format!("--inh-caps=-all,{caps}"))
-        .arg(format!("--ambient-caps=-all,{caps}"))
+        .arg(format!("--reuid={uid}"))
+        .arg(format!("--regid={uid}"))
+        .arg("--clear-groups")
+        .arg(format!("--inh-caps=-all{caps}"))
+        .arg(format!("--ambient-caps=-all{caps}"))
         .arg(env!("CARGO_BIN_EXE_probe"))
         .args([
             "record",
@@ -153,27 +177,23 @@ fn record_as_nobody(burn: &Child, caps: &str, dir: &Path) -> Vec<Record> {
 }
 
 #[test]
-fn another_users_process_is_profiled_with_the_units_capabilities_and_without_them_sampling_goes_on()
-{
+fn the_targets_user_profiles_it_with_the_drop_ins_capabilities_and_a_stranger_without_says_what_it_misses(
+) {
     if !rustix::process::geteuid().is_root() {
         eprintln!("skipped: needs root to become another user");
         return;
     }
     let dir = tempfile::tempdir().unwrap();
     let binary = build_burn(dir.path());
-    let mut burn = burning(&binary, 12);
     std::fs::set_permissions(
         dir.path(),
         std::os::unix::fs::PermissionsExt::from_mode(0o777),
     )
     .unwrap();
+    let mut burn = burning_as(&binary, 12, Some(NOBODY));
 
-    // The unit's capabilities (crates/probe/systemd/showdown-probe.service).
-    let records = record_as_nobody(
-        &burn,
-        "+dac_read_search,+sys_ptrace,+perfmon,+syslog",
-        dir.path(),
-    );
+    // The target's user with profile.conf's capabilities (crates/probe/systemd/).
+    let records = record_as(NOBODY, &burn, ",+perfmon,+syslog", dir.path());
     let all: Vec<Profile> = records
         .iter()
         .filter_map(|r| match r {
@@ -185,13 +205,14 @@ fn another_users_process_is_profiled_with_the_units_capabilities_and_without_the
     let share = share_in(&all[1..], "burn_sha256");
     assert!(share >= 0.7, "{:.0} % in burn_sha256", share * 100.0);
 
-    // Without CAP_PERFMON (and with the kernel's default paranoia): one event, samples go on.
+    // Another user with the base unit's nothing (and the kernel's default paranoia): one event
+    // for the profile, one naming the figures it may not read; samples go on, FDs counted.
     let paranoid: i32 = std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid")
         .unwrap()
         .trim()
         .parse()
         .unwrap();
-    let records = record_as_nobody(&burn, "+dac_read_search,+sys_ptrace", dir.path());
+    let records = record_as(STRANGER, &burn, "", dir.path());
     let _ = burn.kill();
     let _ = burn.wait();
     let samples = records
@@ -199,6 +220,39 @@ fn another_users_process_is_profiled_with_the_units_capabilities_and_without_the
         .filter(|r| matches!(r, Record::Sample(_)))
         .count();
     assert!(samples >= 20, "{samples} samples in 3 s");
+    let unreadable: Vec<&Vec<String>> = records
+        .iter()
+        .filter_map(|r| match r {
+            Record::Event(e) => match &e.kind {
+                EventKind::Unreadable {
+                    figures, reason, ..
+                } => {
+                    assert!(reason.contains("user.conf"), "{reason}");
+                    Some(figures)
+                }
+                _ => None,
+            },
+            _ => None,
+        })
+        .collect();
+    assert_eq!(unreadable.len(), 1, "{records:?}");
+    assert!(
+        unreadable[0].iter().any(|f| f.contains("io")),
+        "{unreadable:?}"
+    );
+    for r in &records {
+        if let Record::Sample(s) = r {
+            let root = &s.processes[0];
+            assert_eq!(
+                root.read_bytes, None,
+                "io is not readable: no figure, not 0"
+            );
+            assert!(
+                root.fds.is_some(),
+                "the FD count needs no privilege: {root:?}"
+            );
+        }
+    }
     let refused: Vec<&String> = records
         .iter()
         .filter_map(|r| match r {

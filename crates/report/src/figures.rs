@@ -470,9 +470,11 @@ fn add_totals(
         .points
         .push((t, total.rss_bytes as f64 / 1048576.0));
     f.threads.points.push((t, total.threads as f64));
-    f.fds.points.push((t, total.fds as f64));
+    if let Some(fds) = total.fds {
+        f.fds.points.push((t, fds as f64));
+        f.peak_fds = f.peak_fds.max(Some(fds));
+    }
     f.peak_rss_bytes = f.peak_rss_bytes.max(Some(total.rss_bytes));
-    f.peak_fds = f.peak_fds.max(Some(total.fds));
     if total.fd_limit_soft.is_some() {
         f.fd_limits = (total.fd_limit_soft, total.fd_limit_hard);
     }
@@ -522,6 +524,11 @@ fn describe_event(kind: &EventKind) -> String {
         EventKind::ProcessExited { pid } => format!("process {pid} exited"),
         EventKind::MissedTicks { count } => format!("{count} samples missed"),
         EventKind::ProfileUnavailable { reason } => format!("no profile: {reason}"),
+        EventKind::Unreadable {
+            pid,
+            figures,
+            reason,
+        } => format!("not read of {pid}: {} ({reason})", figures.join(", ")),
     }
 }
 

@@ -208,7 +208,8 @@ pub async fn run(
 fn process_figures(run: &store::StoredRun, duration: Duration) -> String {
     let end = duration.as_nanos() as i64;
     let mut cpu = Vec::new();
-    let (mut rss, mut threads, mut fds, mut sockets) = (0u64, 0u64, 0u64, 0u64);
+    let (mut rss, mut threads, mut sockets) = (0u64, 0u64, 0u64);
+    let mut fds: Option<u64> = None;
     for probe in &run.probes {
         for r in &probe.records {
             let Record::Sample(s) = &r.record else {
@@ -234,9 +235,10 @@ fn process_figures(run: &store::StoredRun, duration: Duration) -> String {
     format!(
         "  The probe sampled the target process {} times during the attack (every 100 ms): CPU mean {mean:.1}%\n  \
          of a core, max {max:.1}%, {near_zero} samples near 0% (frozen); RSS up to {:.1} MiB, {threads} threads,\n  \
-         {fds} open FDs ({sockets} sockets).\n",
+         {} open FDs ({sockets} sockets).\n",
         cpu.len(),
-        rss as f64 / 1048576.0
+        rss as f64 / 1048576.0,
+        fds.map_or("unknown (not readable)".to_string(), |n| n.to_string())
     )
 }
 

@@ -123,6 +123,8 @@ pub struct Watched {
     task_dir: Option<OwnedFd>,
     /// `task/PID/children`, if the kernel has it (`CONFIG_PROC_CHILDREN`).
     children_file: Option<File>,
+    /// The figures that this probe may not read of this process (see [`Watched::unreadable`]).
+    unreadable: Vec<&'static str>,
     buf: RefCell<Vec<u8>>,
 }
 
@@ -163,6 +165,7 @@ impl Watched {
             fd_dir: open_path("fd"),
             task_dir: None,
             children_file,
+            unreadable: Vec::new(),
             buf: RefCell::new(Vec::with_capacity(16 * 1024)),
         };
         let stat = watched.stat()?;
@@ -172,6 +175,20 @@ impl Watched {
         let task_dir = open_path("task");
         if task_dir.as_ref().and_then(thread_count) == Some(stat.num_threads.max(0) as u64) {
             watched.task_dir = task_dir;
+        }
+        // What needs the right to trace the process (its user's, or CAP_SYS_PTRACE).
+        let readable = |name: &str| File::open(dir.join(name)).is_ok();
+        if watched.io_file.is_none() {
+            watched.unreadable.push("storage I/O (io)");
+        }
+        if std::fs::read_dir(dir.join("fd")).is_err() {
+            watched.unreadable.push("FDs by kind and TCP states (fd)");
+        }
+        if watched.fd_count().is_none() {
+            watched.unreadable.push("open FDs");
+        }
+        if !readable("smaps_rollup") {
+            watched.unreadable.push("PSS and USS (smaps_rollup)");
         }
         Ok(watched)
     }
@@ -283,12 +300,19 @@ impl Watched {
     }
 
     /// Open FDs: `st_size` of the `fd` directory, or (before Linux 6.2, where it is 0) its
-    /// entries counted.
-    fn fd_count(&self) -> u64 {
+    /// entries counted; `None` where neither may be read (never a 0 that was not there).
+    fn fd_count(&self) -> Option<u64> {
         match self.fd_dir.as_ref().map(rustix::fs::fstat) {
-            Some(Ok(st)) if st.st_size > 0 => st.st_size as u64,
-            _ => self.proc.fd_count().map(|n| n as u64).unwrap_or(0),
+            Some(Ok(st)) if st.st_size > 0 => Some(st.st_size as u64),
+            _ => self.proc.fd_count().ok().map(|n| n as u64),
         }
+    }
+
+    /// The figures this probe may not read of this process, in words: reading a process's
+    /// `io`, `fd` links and `smaps_rollup` needs the right to trace it (the same user, or
+    /// CAP_SYS_PTRACE); the rest of `/proc` does not.
+    pub fn unreadable(&self) -> &[&'static str] {
+        &self.unreadable
     }
 
     /// Children forked by the main thread (`task/PID/children`): cheap enough for every tick.
@@ -488,7 +512,7 @@ mod tests {
         let full = me.read(&SystemFacts::current(), true).unwrap().sample;
         assert!(full.threads >= 1);
         assert!(full.rss_bytes > 1 << 20);
-        assert!(full.fds >= 3);
+        assert!(full.fds.is_some_and(|n| n >= 3));
         assert!(full.cpu_ns > 0);
         let (kinds, _) = me.fd_kinds(&ProcRoot::default()).unwrap();
         let (peak, switches) = me.peak_rss_and_switches(&root);

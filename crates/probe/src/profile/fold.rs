@@ -3,8 +3,9 @@
 
 use std::collections::HashMap;
 
+use super::frame::clean;
 use super::perf::RawSample;
-use super::symbols::{clean, Space, Symbols};
+use super::symbols::{Space, Symbols};
 
 /// Markers the kernel puts in a call chain: everything from `PERF_CONTEXT_MAX` up.
 const CONTEXT_MAX: u64 = -4095i64 as u64;

@@ -3,12 +3,14 @@
 //!
 //! A thread of its own reads the kernel's per-CPU `cpu-clock` samples ([`perf`]) every 100 ms,
 //! keeps those of the tree's processes, and at the end of each interval (a second) names their
-//! frames ([`symbols`]) and folds them ([`fold`]) into one [`Profile`] record pushed into the
+//! frames ([`symbols`], JITs' through [`perf_map`]) and folds them ([`fold`]) into one [`Profile`] record pushed into the
 //! buffer with the samples: same sequence numbers, resume, gaps and TLS. Where the kernel
 //! refuses, one [`EventKind::ProfileUnavailable`] says why and sampling goes on.
 
 mod fold;
+mod frame;
 mod perf;
+mod perf_map;
 mod symbols;
 
 use std::collections::{HashMap, HashSet};
@@ -158,6 +160,7 @@ fn run(config: &ProfileConfig, tree: &Tree, buffer: &SharedBuffer, stop: &Atomic
         let folded = folder.finish(&mut symbols, |pid, tid| {
             (names.process(pid, root), names.thread(pid, tid))
         });
+        names.keep_seen();
         let mut profile = Profile {
             mono_ns: shifted(now),
             wall_ns: shifted(wall_ns()),
@@ -177,11 +180,13 @@ fn run(config: &ProfileConfig, tree: &Tree, buffer: &SharedBuffer, stop: &Atomic
     }
 }
 
-/// Process and thread names (`comm`), read once each.
+/// Process and thread names (`comm`), read once each; a thread's is kept while it is sampled
+/// (a server's pool that starts and ends threads would otherwise grow it for ever).
 #[derive(Default)]
 struct Names {
     processes: HashMap<u32, String>,
     threads: HashMap<(u32, u32), String>,
+    seen: HashSet<(u32, u32)>,
 }
 
 impl Names {
@@ -201,10 +206,17 @@ impl Names {
     }
 
     fn thread(&mut self, pid: u32, tid: u32) -> String {
+        self.seen.insert((pid, tid));
         self.threads
             .entry((pid, tid))
             .or_insert_with(|| comm(&format!("/proc/{pid}/task/{tid}/comm")))
             .clone()
+    }
+
+    /// Forgets the threads not sampled in the last profile.
+    fn keep_seen(&mut self) {
+        let seen = std::mem::take(&mut self.seen);
+        self.threads.retain(|key, _| seen.contains(key));
     }
 
     fn forget(&mut self, pid: u32) {

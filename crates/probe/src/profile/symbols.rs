@@ -1,13 +1,17 @@
 //! Names for addresses, read on the probe host where the binaries are: ELF symbols of the
-//! process's mappings, the `/tmp/perf-PID.map` files that JITs write (V8 with
-//! `--perf-basic-prof-only-functions`), and `/proc/kallsyms` for the kernel, all by `blazesym`.
+//! process's mappings and `/proc/kallsyms` for the kernel by `blazesym`, and the
+//! `/tmp/perf-PID.map` files that JITs write (V8 with `--perf-basic-prof-only-functions`) by
+//! [`super::perf_map`], which reads the target's file with care.
 //!
 //! An address without a symbol is named by its file and offset (`[libc.so.6+0x9a270]`), the
-//! same in every run, so that differential flame graphs line up.
+//! same in every run, so that differential flame graphs line up; else `[unknown]`, or
+//! `[kernel]` for the kernel: never the address itself (a kernel address would give away
+//! where KASLR put the kernel).
 //!
 //! Names are cached per process and address: a second's stacks repeat the same few hundred
-//! addresses. The cache is emptied every [`FORGET_AFTER`] so that a JIT that moved its code
-//! (the perf map only grows) is read again, and a process's entries go when it does.
+//! addresses. Every [`FORGET_AFTER`] the cache is emptied and the symbolizer made anew (it keeps
+//! every file it opened), so that a JIT that moved its code is read again and what was kept for
+//! binaries no longer mapped goes; the cache is also emptied whenever it holds [`MAX_NAMES`].
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -17,8 +21,17 @@ use blazesym::symbolize::source::{Kernel, Process, Source};
 use blazesym::symbolize::{Input, Symbolized, Symbolizer};
 use blazesym::{MaybeDefault, Pid};
 
+use super::frame::clean;
+use super::perf_map::PerfMaps;
+
 /// How long a name is trusted.
 const FORGET_AFTER: Duration = Duration::from_secs(60);
+/// At most this many names are cached.
+const MAX_NAMES: usize = 100_000;
+/// The name of a user address with no symbol and no file.
+const UNKNOWN: &str = "[unknown]";
+/// The name of a kernel address with no symbol.
+const KERNEL: &str = "[kernel]";
 
 /// The process whose addresses are asked for, or the kernel.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -31,6 +44,7 @@ pub(super) struct Symbols {
     symbolizer: Symbolizer,
     normalizer: blazesym::normalize::Normalizer,
     names: HashMap<(Space, u64), Arc<str>>,
+    perf_maps: PerfMaps,
     since: Instant,
     /// Binaries are opened through `/proc/PID/map_files` (which sees into containers and
     /// deleted files, and needs CAP_CHECKPOINT_RESTORE or CAP_SYS_ADMIN), else by the paths
@@ -42,10 +56,9 @@ impl Symbols {
     pub fn new() -> Self {
         Symbols {
             symbolizer: Symbolizer::new(),
-            normalizer: blazesym::normalize::Normalizer::builder()
-                .enable_build_ids(false)
-                .build(),
+            normalizer: normalizer(),
             names: HashMap::new(),
+            perf_maps: PerfMaps::default(),
             since: Instant::now(),
             map_files: map_files_readable(),
         }
@@ -53,8 +66,10 @@ impl Symbols {
 
     /// Looks up every address of `addrs` not known yet in `space`, in one call.
     pub fn learn(&mut self, space: Space, addrs: &mut Vec<u64>) {
-        if self.since.elapsed() > FORGET_AFTER {
+        if self.since.elapsed() > FORGET_AFTER || self.names.len() >= MAX_NAMES {
             self.names.clear();
+            self.symbolizer = Symbolizer::new();
+            self.normalizer = normalizer();
             self.since = Instant::now();
         }
         addrs.sort_unstable();
@@ -70,6 +85,7 @@ impl Symbols {
                 // inlined frames at many times the cost.
                 process.debug_syms = false;
                 process.map_files = self.map_files;
+                process.perf_map = false;
                 Source::Process(process)
             }
             Space::Kernel => Source::Kernel(Kernel {
@@ -91,19 +107,27 @@ impl Symbols {
                 _ => unnamed.push(addr),
             }
         }
-        // No symbol: the file and the offset in it where there is one (the same in every run,
-        // unlike the address), else the address itself; never a neighbour's name.
-        let placed = match space {
-            Space::User(pid) => self.places(pid, &unnamed),
-            Space::Kernel => Vec::new(),
+        // No symbol: the JIT's name, else the file and the offset in it where there is one
+        // (the same in every run, unlike the address); never a neighbour's name.
+        let (jitted, placed) = match space {
+            Space::User(pid) => (
+                self.perf_maps.names(pid, &unnamed),
+                self.places(pid, &unnamed),
+            ),
+            Space::Kernel => (Vec::new(), Vec::new()),
+        };
+        let unknown: Arc<str> = match space {
+            Space::User(_) => UNKNOWN.into(),
+            Space::Kernel => KERNEL.into(),
         };
         for (i, addr) in unnamed.into_iter().enumerate() {
-            let name = placed
+            let name = jitted
                 .get(i)
                 .cloned()
                 .flatten()
-                .unwrap_or_else(|| format!("{addr:#x}"));
-            self.names.insert((space, addr), name.into());
+                .or_else(|| placed.get(i).cloned().flatten().map(Arc::from))
+                .unwrap_or_else(|| unknown.clone());
+            self.names.insert((space, addr), name);
         }
     }
 
@@ -136,12 +160,15 @@ impl Symbols {
             .collect()
     }
 
-    /// The name learnt for `addr` (its hex value if it was never asked for).
+    /// The name learnt for `addr` (`[unknown]` or `[kernel]` if it was never asked for).
     pub fn name(&self, space: Space, addr: u64) -> Arc<str> {
-        self.names
-            .get(&(space, addr))
-            .cloned()
-            .unwrap_or_else(|| format!("{addr:#x}").into())
+        self.names.get(&(space, addr)).cloned().unwrap_or_else(|| {
+            match space {
+                Space::User(_) => UNKNOWN,
+                Space::Kernel => KERNEL,
+            }
+            .into()
+        })
     }
 
     /// Names an address without asking the binaries (tests).
@@ -154,7 +181,15 @@ impl Symbols {
     pub fn forget(&mut self, pid: u32) {
         self.names
             .retain(|(space, _), _| *space != Space::User(pid));
+        self.perf_maps.forget(pid);
     }
+}
+
+/// Finds files and offsets; made anew with the symbolizer.
+fn normalizer() -> blazesym::normalize::Normalizer {
+    blazesym::normalize::Normalizer::builder()
+        .enable_build_ids(false)
+        .build()
 }
 
 /// Whether this process may open `/proc/PID/map_files` entries (tried on its own).
@@ -164,15 +199,4 @@ fn map_files_readable() -> bool {
         .and_then(|mut entries| entries.next())
         .and_then(Result::ok)
         .is_some_and(|entry| std::fs::File::open(entry.path()).is_ok())
-}
-
-/// A name as a folded frame: `;` separates frames and a line ends a stack.
-pub(super) fn clean(name: &str) -> String {
-    name.chars()
-        .map(|c| match c {
-            ';' => ':',
-            c if c.is_control() => ' ',
-            c => c,
-        })
-        .collect()
 }

@@ -322,8 +322,14 @@ fn probe_facts(p: &ProbeFigures) -> Markup {
             @if let Some(c) = &p.clock {
                 dt { "clock" } dd { "aligned with the gun's to ±" (format_ns(c.uncertainty_ns)) " (offset " (format!("{:+.3}", c.offset_ns as f64 / 1e6)) " ms)" }
             }
-            @if let (Some(rss), Some(fds)) = (p.peak_rss_bytes, p.peak_fds) {
-                dt { "peaks" } dd { "RSS " (format_bytes(rss as f64)) ", " (fds) " FDs" }
+            @if let Some(rss) = p.peak_rss_bytes {
+                dt { "peaks" } dd {
+                    "RSS " (format_bytes(rss as f64)) ", "
+                    @match p.peak_fds {
+                        Some(fds) => { (fds) " FDs" }
+                        None => { "FDs not readable by the probe" }
+                    }
+                }
             }
         }
     }

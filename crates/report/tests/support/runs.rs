@@ -118,7 +118,7 @@ fn process(pid: i32, comm: &str, cpu: f64, rss: u64, slow: bool, n: u64) -> Proc
         cpu_pct: Some(cpu),
         rss_bytes: rss,
         threads: 7,
-        fds: 40 + n % 3,
+        fds: Some(40 + n % 3),
         voluntary_ctxt_switches: slow.then_some(n * 50),
         involuntary_ctxt_switches: slow.then_some(n * 2),
         fd_limit_soft: slow.then_some(1024),
@@ -163,7 +163,7 @@ pub fn probe_sample(n: u64, zero_mono: u64) -> Record {
     for p in &processes[1..] {
         total.cpu_pct = Some(total.cpu_pct.unwrap_or(0.0) + p.cpu_pct.unwrap_or(0.0));
         total.rss_bytes += p.rss_bytes;
-        total.fds += p.fds;
+        total.fds = total.fds.zip(p.fds).map(|(a, b)| a + b);
         total.threads += p.threads;
     }
     Record::Sample(Box::new(Sample {
