@@ -718,7 +718,7 @@ fn check(file: &ExperimentFile) -> Result<(), String> {
         if let Some(toml::Value::Array(rates)) = file.matrix.get("rate") {
             for v in rates {
                 let fits = v.as_str().is_some_and(|t| {
-                    t == crate::plan::SEARCH_RATE || matches!(t.parse(), Ok(Rate::Share(_)))
+                    t == store::capacity::SEARCH_RATE || matches!(t.parse(), Ok(Rate::Share(_)))
                 });
                 if !fits {
                     return Err(format!("matrix.rate: {v} with [search]: the search chooses the rates; the axis may hold \"search\" (the cell that searches) and shares of the capacity it finds, such as \"80%\""));

@@ -14,6 +14,8 @@ use store::model::IntervalStats;
 use store::run::{RunConfig, RunStatus, StoredInterval, StoredRun};
 use store::summary::{RunFacts, Summary};
 
+pub use crate::series::Series;
+
 /// The percentiles of the HDR percentile table: label and quantile.
 pub const PERCENTILES: [(&str, f64); 8] = [
     ("p50", 0.5),
@@ -33,26 +35,6 @@ pub struct PercentileRow {
     pub quantile: f64,
     pub corrected_ns: u64,
     pub service_ns: u64,
-}
-
-/// A named series of (x, y) points.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct Series {
-    pub name: String,
-    pub points: Vec<(f64, f64)>,
-}
-
-impl Series {
-    fn new(name: &str) -> Self {
-        Series {
-            name: name.to_string(),
-            points: Vec::new(),
-        }
-    }
-
-    pub fn max_y(&self) -> Option<f64> {
-        self.points.iter().map(|p| p.1).reduce(f64::max)
-    }
 }
 
 /// The load over time, one point per interval (at its middle).

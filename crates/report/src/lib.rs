@@ -6,7 +6,8 @@
 //! Modules:
 //!
 //! - [`experiment`]: an experiment's cells over their repetitions, its charts and sentences.
-//! - [`figures`]: a stored run's tables and time series, on the run's timeline.
+//! - [`figures`]: a stored run's tables and time series, on the run's timeline; `series`: a
+//!   named series of points, what they and the charts hold.
 //! - [`tables`]: the table model, its formats (HTML cells, JSON, CSV, Markdown) and the run tables.
 //! - [`compare`]: choosing runs to set side by side, and the comparison table with its ratios.
 //! - [`charts`]: which charts each page has and what each one draws.
@@ -28,6 +29,7 @@ pub mod pages;
 mod plot;
 pub mod profile;
 pub mod search;
+mod series;
 pub mod site;
 pub mod tables;
 

@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 
 use probe::sample::Profile;
 
-use crate::figures::Series;
+use crate::series::Series;
 
 /// Functions listed in the table.
 const TOP: usize = 15;

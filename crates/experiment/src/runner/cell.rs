@@ -2,7 +2,7 @@
 //! warm-up and the measured run fired as `loadgen attack` processes, the target stopped; a cell
 //! that could not be measured is kept as failed with its reason.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use store::run::{HostFacts, RunConfig, RunMeta};
 use store::vocabulary::{label, Phase};
@@ -14,7 +14,7 @@ use super::resume::plan_labels;
 use super::setup::Launcher;
 use crate::file::{Contract, Experiment, TargetKind, TargetSpec};
 use crate::gun::Attack;
-use crate::http::Http;
+use crate::http::reachable;
 use crate::plan::{Cell, CellKind, Plan};
 use crate::targets::Target;
 
@@ -408,53 +408,6 @@ impl CellContext<'_> {
         let fired = self.options.gun.fire(attack, stop.clone()).await?;
         Ok((!*stop.borrow()).then_some(fired))
     }
-}
-
-/// Waits until `GET ready` answers 2xx (200 for `/healthz`, the contract's), or without a
-/// path, until the URL's port accepts a connection.
-pub(super) async fn reachable(
-    base: &str,
-    ready: Option<&str>,
-    within: Duration,
-) -> Result<(), String> {
-    let http = Http::new(Duration::from_secs(5));
-    let deadline = Instant::now() + within;
-    let mut last = String::new();
-    while Instant::now() < deadline {
-        match ready {
-            Some(path) => match http.get(&format!("{base}{path}")).await {
-                Ok(x) if x.status.is_success() => return Ok(()),
-                Ok(x) => last = format!("GET {path}: status {}", x.status),
-                Err(e) => last = e,
-            },
-            None => {
-                let authority = base
-                    .parse::<http::Uri>()
-                    .ok()
-                    .and_then(|u| {
-                        let port = u.port_u16().unwrap_or(match u.scheme_str() {
-                            Some("https") => 443,
-                            _ => 80,
-                        });
-                        u.host()
-                            .map(|h| (h.trim_matches(['[', ']']).to_string(), port))
-                    })
-                    .ok_or(format!("{base} is not a URL with a host"))?;
-                match tokio::time::timeout(
-                    Duration::from_secs(2),
-                    tokio::net::TcpStream::connect((authority.0.as_str(), authority.1)),
-                )
-                .await
-                {
-                    Ok(Ok(_)) => return Ok(()),
-                    Ok(Err(e)) => last = format!("connecting: {e}"),
-                    Err(_) => last = "connecting: no answer within 2s".into(),
-                }
-            }
-        }
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
-    Err(last)
 }
 
 pub(super) fn now_ns() -> i64 {

@@ -451,7 +451,7 @@ async fn verify_one(launcher: &Launcher<'_>, spec: &TargetSpec, verdict: &mut Ve
         } else {
             verdict.record(
                 "ready",
-                super::cell::reachable(base, spec.ready.as_deref(), Duration::from_secs(10)).await,
+                crate::http::reachable(base, spec.ready.as_deref(), Duration::from_secs(10)).await,
             );
         }
         if verdict.passed() {

@@ -13,7 +13,7 @@ use crate::summary::figures::Summary;
 use crate::vocabulary::LimitedBy;
 
 /// Below this share of the offered rate finished within the window, the server did not keep up.
-pub const KEPT_UP: f64 = 0.99;
+pub use crate::summary::KEPT_UP;
 
 /// Latency grew across the window when its last third's median is this many times its first
 /// third's (and at least [`GROWTH_FLOOR_NS`] more).

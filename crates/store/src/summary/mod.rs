@@ -74,6 +74,10 @@ fn ratio(a: f64, b: f64) -> f64 {
     }
 }
 
+/// Below this share of the offered rate answered, the server did not keep up (a run's
+/// verdict, and a capacity search step's).
+pub const KEPT_UP: f64 = 0.99;
+
 impl Summary {
     /// Whether an open loop's server fell behind the rate offered: sends held back by its
     /// responses or its accepts, and under 99 % of the offered rate answered (as a capacity
@@ -97,7 +101,7 @@ impl Summary {
             return true;
         }
         let offered = self.requests.total as f64 / scheduled;
-        self.requests.throughput < crate::capacity::judge::KEPT_UP * offered
+        self.requests.throughput < KEPT_UP * offered
     }
 
     pub fn new(facts: &RunFacts<'_>) -> Self {
