@@ -113,6 +113,11 @@ pub fn sweep() -> Swept {
     lease::sweep_in(dir, custody.cgroup_parent.as_deref())
 }
 
+/// Whether groups are cgroups here (a server that daemonizes is held too).
+pub fn by_cgroup() -> bool {
+    custody().cgroup_parent.is_some()
+}
+
 /// How this machine holds groups, in words (for the docs and the run's setup).
 pub fn holding() -> String {
     match &custody().cgroup_parent {

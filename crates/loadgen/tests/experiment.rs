@@ -485,6 +485,7 @@ fn running_in(dir: &Path) -> Vec<String> {
 
 #[test]
 fn sigterm_and_sighup_take_down_what_the_runner_started() {
+    let _cpu = one_search_at_a_time();
     for signal in [rustix::process::Signal::TERM, rustix::process::Signal::HUP] {
         let work = tempfile::tempdir().unwrap();
         let tmp = work.path().join("tmp");
@@ -512,6 +513,7 @@ fn sigterm_and_sighup_take_down_what_the_runner_started() {
 /// runner finds its lease, ends its target and PostgreSQL, removes their files, and says so.
 #[test]
 fn what_a_runner_killed_outright_left_is_ended_by_the_next_and_said() {
+    let _cpu = one_search_at_a_time();
     let work = tempfile::tempdir().unwrap();
     let tmp = work.path().join("tmp");
     std::fs::create_dir(&tmp).unwrap();
@@ -818,7 +820,8 @@ duration = "1s"
     assert_eq!(runs[0].summary.as_ref().unwrap().requests.ok, 100);
 }
 
-/// Searches measure capacities: one at a time, not sharing the two CPUs with each other.
+/// Searches measure capacities: one at a time, not sharing the two CPUs with each other nor
+/// with the tests that start a PostgreSQL and a loaded target only to kill their runner.
 fn one_search_at_a_time() -> std::sync::MutexGuard<'static, ()> {
     static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
     LOCK.lock().unwrap_or_else(|e| e.into_inner())

@@ -210,10 +210,20 @@ impl TargetCapacity {
         self.found.iter().copied().reduce(f64::max)
     }
 
-    /// The search of the median repetition.
+    /// The search whose capacity is nearest the median (the lower of two middle ones).
     fn median_search(&self) -> Option<&Search> {
         let m = self.median()?;
-        self.searches.iter().find(|s| s.capacity == Some(m))
+        self.searches
+            .iter()
+            .filter(|s| s.capacity.is_some())
+            .min_by(|a, b| {
+                let distance = |s: &Search| s.capacity.map_or(f64::INFINITY, |c| (c - m).abs());
+                distance(a).total_cmp(&distance(b)).then(
+                    a.capacity
+                        .unwrap_or(0.0)
+                        .total_cmp(&b.capacity.unwrap_or(0.0)),
+                )
+            })
     }
 }
 

@@ -118,6 +118,17 @@ pub async fn run(
     for problem in &swept.problems {
         eprintln!("Warning: {problem}.");
     }
+    let commands = experiment
+        .file
+        .targets
+        .iter()
+        .any(|t| t.kind() == TargetKind::Command);
+    if commands && !custody::by_cgroup() {
+        eprintln!(
+            "Note: the servers started by command are held by {}.",
+            custody::holding()
+        );
+    }
     let store = Store::open(&options.db).await?;
     let states = states(&store, experiment, &plan).await?;
     // An unfinished search goes on under its own id, from its last finished step.

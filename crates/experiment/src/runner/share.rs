@@ -157,6 +157,17 @@ mod tests {
         assert_eq!(found.capacity, 1000.0);
         assert_eq!(found.searches, 3);
         assert_eq!(found.cell.load.per_second(), Some(800.0));
+        // Of two, their mean: not the better one.
+        let two = of(
+            &share_cell(),
+            &[
+                search(Status::Found, Some(1000.0)),
+                search(Status::Found, Some(1200.0)),
+            ],
+        )
+        .unwrap();
+        assert_eq!(two.capacity, 1100.0);
+        assert_eq!(two.cell.load.per_second(), Some(880.0));
     }
 
     #[test]
