@@ -23,7 +23,7 @@ mod identity;
 pub mod lease;
 
 use std::ffi::CString;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
@@ -311,16 +311,6 @@ impl Group {
         pids
     }
 
-    /// Sends `signal` to every member (a graceful stop of a server that forked workers or
-    /// daemonized). Returns how many it reached.
-    pub fn signal(&self, signal: rustix::process::Signal) -> usize {
-        self.members()
-            .into_iter()
-            .filter_map(rustix::process::Pid::from_raw)
-            .filter(|&pid| rustix::process::kill_process(pid, signal).is_ok())
-            .count()
-    }
-
     /// Kills every member, waits (a few seconds at most) until they are gone, removes the
     /// cgroups and the paths given to [`Group::remove_with`]. Returns how many processes were
     /// still running.
@@ -379,17 +369,4 @@ fn slug(name: &str) -> String {
         })
         .take(40)
         .collect()
-}
-
-/// The leases' directory, for the docs and tests.
-pub fn lease_directory() -> PathBuf {
-    custody().lease_dir.clone()
-}
-
-/// Whether `path` is one of this machine's cgroup v2 directories of ours (tests).
-pub fn is_ours(path: &Path) -> bool {
-    custody()
-        .cgroup_parent
-        .as_ref()
-        .is_some_and(|p| path.starts_with(p))
 }

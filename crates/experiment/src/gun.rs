@@ -211,7 +211,10 @@ impl Attack {
         // The requests go in a file of the runner's private directory: a URL's query and a
         // body may hold a key, and a command line is anyone's to read.
         let file = self.workdir.join(format!("{}.targets.toml", self.run_id));
-        write_private(&file, &self.targets_file())?;
+        write_private(&file, self.targets_file().as_bytes()).map_err(|error| GunError::Write {
+            path: file.clone(),
+            error,
+        })?;
         push(&["--targets", &file.display().to_string()]);
         push(&["--experiment", &self.experiment]);
         push(&["--name", &self.name, "--run-id", &self.run_id]);
@@ -267,22 +270,17 @@ impl Attack {
     }
 }
 
-/// Writes a file only its owner may read.
-fn write_private(path: &Path, text: &str) -> Result<(), GunError> {
+/// Writes a file only its owner may read (a request's query and body, a probe's token).
+pub(crate) fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     use std::io::Write;
     use std::os::unix::fs::OpenOptionsExt;
-    let error = |error| GunError::Write {
-        path: path.to_path_buf(),
-        error,
-    };
-    let mut file = std::fs::OpenOptions::new()
+    std::fs::OpenOptions::new()
         .write(true)
         .create(true)
         .truncate(true)
         .mode(0o600)
-        .open(path)
-        .map_err(error)?;
-    file.write_all(text.as_bytes()).map_err(error)
+        .open(path)?
+        .write_all(bytes)
 }
 
 /// Why an attack could not be fired (not why it failed: that is [`Fired`]).

@@ -354,7 +354,7 @@ impl Target {
             Program::Command { port, .. } => *port,
             Program::Builtin { .. } => 0,
         };
-        let failed = match waited {
+        let mut failed = match waited {
             Ok(Waited::Ready(ready)) => {
                 let daemonized = child.try_wait().ok().flatten().is_some();
                 return Ok(Target {
@@ -393,25 +393,10 @@ impl Target {
         group.end();
         // Let the output readers catch up with what was printed last.
         tokio::time::sleep(Duration::from_millis(50)).await;
-        Err(match failed {
-            Error::Exited { name, status, .. } => Error::Exited {
-                name,
-                status,
-                output: tail.text(),
-            },
-            Error::NotReady {
-                name,
-                timeout,
-                waiting,
-                ..
-            } => Error::NotReady {
-                name,
-                timeout,
-                waiting,
-                output: tail.text(),
-            },
-            other => other,
-        })
+        if let Error::Exited { output, .. } | Error::NotReady { output, .. } = &mut failed {
+            *output = tail.text();
+        }
+        Err(failed)
     }
 
     /// `http://127.0.0.1:PORT`.

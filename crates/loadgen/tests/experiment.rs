@@ -12,6 +12,8 @@ use std::time::{Duration, Instant};
 use store::run::{RunFilter, RunStatus};
 use store::Store;
 
+mod common;
+
 const LOADGEN: &str = env!("CARGO_BIN_EXE_loadgen");
 
 /// The `experiment` command with a store and a database of the test's own.
@@ -473,14 +475,7 @@ fn measuring(work: &Path, tmp: &Path, db: &str) -> std::process::Child {
 
 /// The command lines of running processes that name `dir`.
 fn running_in(dir: &Path) -> Vec<String> {
-    let dir = dir.to_string_lossy().into_owned();
-    std::fs::read_dir("/proc")
-        .unwrap()
-        .flatten()
-        .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
-        .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
-        .filter(|c| c.contains(&dir))
-        .collect()
+    common::command_lines_holding(&[&dir.to_string_lossy()])
 }
 
 #[test]

@@ -237,15 +237,11 @@ duration = "3s"
         std::fs::read_to_string(format!("/proc/{}/stat", child.id()))
             .is_ok_and(|s| !s.contains(") Z "))
     }) {
-        for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-            let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
-                continue;
-            };
-            let text = String::from_utf8_lossy(&cmdline).replace('\0', " ");
-            if text.contains(" attack ") && text.contains("--experiment secrets") {
-                argvs.push(text);
-            }
-        }
+        argvs.extend(
+            common::command_lines_holding(&["--experiment secrets"])
+                .into_iter()
+                .filter(|text| text.contains(" attack ")),
+        );
         std::thread::sleep(std::time::Duration::from_millis(100));
     }
     let out = child.wait_with_output().unwrap();

@@ -11,6 +11,9 @@ use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
+mod common;
+use common::command_lines_holding;
+
 const LOADGEN: &str = env!("CARGO_BIN_EXE_loadgen");
 
 /// A server that dumps its environment at start and each request's headers, optionally
@@ -64,17 +67,6 @@ const SECRETS: [(&str, &str); 9] = [
 const GIVEN_HEADER: &str = "X-Api-Key: APIKEY321";
 const QUERY_SECRET: &str = "QUERYSECRET123";
 const BODY_SECRET: &str = "BODYSECRET456";
-
-/// Every process's command line that holds any of `needles`.
-fn command_lines_holding(needles: &[&str]) -> Vec<String> {
-    std::fs::read_dir("/proc")
-        .unwrap()
-        .flatten()
-        .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
-        .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
-        .filter(|c| needles.iter().any(|n| c.contains(n)))
-        .collect()
-}
 
 /// Every file under `dir` whose bytes hold one of `needles`, with the needle.
 fn files_holding(dir: &Path, needles: &[&str]) -> Vec<String> {

@@ -62,17 +62,8 @@ impl ProbeKeys {
             .map_err(|e| Error::Setup(format!("cannot draw a token for the probes: {e}")))?;
         let token = hex::encode(bytes);
         let token_file = workdir.join("probe.token");
-        {
-            use std::io::Write;
-            use std::os::unix::fs::OpenOptionsExt;
-            std::fs::OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .mode(0o600)
-                .open(&token_file)
-                .and_then(|mut f| f.write_all(token.as_bytes()))
-                .map_err(|e| Error::Setup(format!("cannot write {}: {e}", token_file.display())))?;
-        }
+        crate::gun::write_private(&token_file, token.as_bytes())
+            .map_err(|e| Error::Setup(format!("cannot write {}: {e}", token_file.display())))?;
         let (tls, _) = probe::tls::ServerTls::generate_or_load(
             &workdir.join("probe-tls"),
             &["localhost".into(), "127.0.0.1".into()],

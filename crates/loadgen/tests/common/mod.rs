@@ -358,3 +358,18 @@ pub fn loadgen_target(
     };
     (child, addr.to_string())
 }
+
+/// The command line of every running process that holds one of `needles` (its arguments
+/// joined by spaces): what `ps` shows any local user.
+pub fn command_lines_holding(needles: &[&str]) -> Vec<String> {
+    std::fs::read_dir("/proc")
+        .map(|entries| {
+            entries
+                .flatten()
+                .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
+                .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
+                .filter(|c| needles.iter().any(|n| c.contains(n)))
+                .collect()
+        })
+        .unwrap_or_default()
+}

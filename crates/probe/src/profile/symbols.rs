@@ -109,24 +109,29 @@ impl Symbols {
         }
         // No symbol: the JIT's name, else the file and the offset in it where there is one
         // (the same in every run, unlike the address); never a neighbour's name.
-        let (jitted, placed) = match space {
-            Space::User(pid) => (
-                self.perf_maps.names(pid, &unnamed),
-                self.places(pid, &unnamed),
-            ),
-            Space::Kernel => (Vec::new(), Vec::new()),
+        let Space::User(pid) = space else {
+            for addr in unnamed {
+                self.names.insert((space, addr), KERNEL.into());
+            }
+            return;
         };
-        let unknown: Arc<str> = match space {
-            Space::User(_) => UNKNOWN.into(),
-            Space::Kernel => KERNEL.into(),
-        };
-        for (i, addr) in unnamed.into_iter().enumerate() {
-            let name = jitted
+        let jitted = self.perf_maps.names(pid, &unnamed);
+        let mut left = Vec::new();
+        for (addr, name) in unnamed.into_iter().zip(jitted) {
+            match name {
+                Some(name) => {
+                    self.names.insert((space, addr), name);
+                }
+                None => left.push(addr),
+            }
+        }
+        let placed = self.places(pid, &left);
+        for (i, addr) in left.into_iter().enumerate() {
+            let name = placed
                 .get(i)
                 .cloned()
                 .flatten()
-                .or_else(|| placed.get(i).cloned().flatten().map(Arc::from))
-                .unwrap_or_else(|| unknown.clone());
+                .map_or(UNKNOWN.into(), Arc::from);
             self.names.insert((space, addr), name);
         }
     }
