@@ -478,6 +478,11 @@ fn running_in(dir: &Path) -> Vec<String> {
     common::command_lines_holding(&[&dir.to_string_lossy()])
 }
 
+/// The same, ended once found, so that a failing test leaves nothing running.
+fn ended_in(dir: &Path) -> Vec<String> {
+    common::end_holding(&[&dir.to_string_lossy()])
+}
+
 #[test]
 fn sigterm_and_sighup_take_down_what_the_runner_started() {
     let _cpu = one_search_at_a_time();
@@ -496,7 +501,7 @@ fn sigterm_and_sighup_take_down_what_the_runner_started() {
             .map(|e| e.unwrap().path())
             .collect();
         assert!(left.is_empty(), "{signal:?} left {left:?}");
-        let survivors = running_in(&tmp);
+        let survivors = ended_in(&tmp);
         assert!(
             survivors.is_empty(),
             "{signal:?}: still running: {survivors:?}"
@@ -518,10 +523,6 @@ fn what_a_runner_killed_outright_left_is_ended_by_the_next_and_said() {
     child.kill().unwrap();
     child.wait().unwrap();
     let left = running_in(&tmp);
-    assert!(
-        left.iter().any(|c| c.contains("showdown-pg-")),
-        "SIGKILL cannot be caught: its PostgreSQL is left until the next runner: {left:?}"
-    );
     let file = write(
         work.path(),
         "next.toml",
@@ -536,6 +537,11 @@ fn what_a_runner_killed_outright_left_is_ended_by_the_next_and_said() {
         .output()
         .unwrap();
     let said = text(&out);
+    let survivors = ended_in(&tmp);
+    assert!(
+        left.iter().any(|c| c.contains("showdown-pg-")),
+        "SIGKILL cannot be caught: its PostgreSQL is left until the next runner: {left:?}"
+    );
     assert!(out.status.success(), "{said}");
     assert!(
         said.contains(&format!(
@@ -549,7 +555,7 @@ fn what_a_runner_killed_outright_left_is_ended_by_the_next_and_said() {
         .map(|e| e.unwrap().path())
         .collect();
     assert!(left.is_empty(), "left in TMPDIR: {left:?}");
-    assert!(running_in(&tmp).is_empty(), "{:?}", running_in(&tmp));
+    assert!(survivors.is_empty(), "{survivors:?}");
 }
 
 /// The example of docs/experiments.md ("Your own servers"): two servers Showdown did not

@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 mod common;
-use common::command_lines_holding;
+use common::{command_lines_holding, end_holding};
 
 const LOADGEN: &str = env!("CARGO_BIN_EXE_loadgen");
 
@@ -230,7 +230,7 @@ duration = "3s"
 
     // Nothing of the servers is left, the daemon included.
     std::thread::sleep(std::time::Duration::from_millis(300));
-    let left = command_lines_holding(&[&server]);
+    let left = end_holding(&[&server]);
     assert!(left.is_empty(), "still running: {left:?}");
 
     // No secret, given or not, is kept in the store or drawn in the pages.
@@ -306,6 +306,6 @@ duration = "1s"
         "{said}"
     );
     assert!(said.contains("2 cells run (1 failed)"), "{said}");
-    let left = command_lines_holding(&[&marker]);
+    let left = end_holding(&[&marker]);
     assert!(left.is_empty(), "still running: {left:?}");
 }

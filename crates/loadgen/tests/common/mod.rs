@@ -362,13 +362,35 @@ pub fn loadgen_target(
 /// The command line of every running process that holds one of `needles` (its arguments
 /// joined by spaces): what `ps` shows any local user.
 pub fn command_lines_holding(needles: &[&str]) -> Vec<String> {
+    holding(needles).into_iter().map(|(_, c)| c).collect()
+}
+
+/// The same processes, killed (SIGKILL) once found: a test that finds one left asserts on what
+/// it found without leaving it running.
+pub fn end_holding(needles: &[&str]) -> Vec<String> {
+    holding(needles)
+        .into_iter()
+        .map(|(pid, c)| {
+            if let Some(pid) = rustix::process::Pid::from_raw(pid) {
+                let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
+            }
+            c
+        })
+        .collect()
+}
+
+fn holding(needles: &[&str]) -> Vec<(i32, String)> {
+    let me = std::process::id() as i32;
     std::fs::read_dir("/proc")
         .map(|entries| {
             entries
                 .flatten()
-                .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
-                .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
-                .filter(|c| needles.iter().any(|n| c.contains(n)))
+                .filter_map(|e| {
+                    let pid: i32 = e.file_name().to_str()?.parse().ok()?;
+                    let c = std::fs::read(e.path().join("cmdline")).ok()?;
+                    Some((pid, String::from_utf8_lossy(&c).replace('\0', " ")))
+                })
+                .filter(|(pid, c)| *pid != me && needles.iter().any(|n| c.contains(n)))
                 .collect()
         })
         .unwrap_or_default()
