@@ -1,7 +1,7 @@
 //! `loadgen`, Showdown's gun: open-loop HTTP load that measures latency from the moment each
 //! request was due, and says so when it cannot keep its schedule.
 //!
-//! Three module trees, and the command line above them:
+//! Four module trees, and the command line above them:
 //!
 //! - [`engine`]: the load itself, from plain values (an [`engine::AttackPlan`]): the schedule,
 //!   the requests, the worker threads (an epoll loop for plain HTTP/1.1, hyper for TLS and
@@ -9,6 +9,8 @@
 //!   attack that gathers them into one outcome. It knows nothing of flags, stores or probes.
 //! - [`keep`]: keeping a run: the store, the probes' samples on the run's timeline, the HDR
 //!   log and the live line, around one attack.
+//! - [`capacity`]: the search for the highest rate within an SLO, as a loop over a plan and a
+//!   way to run steps (the generator's, or a simulated server's in its tests).
 //! - [`commands`]: what `loadgen` does: `attack`, `demo`, `experiment`, `runs`, and the
 //!   built-in `target`.
 //! - [`cli`]: the flags, checked and turned into the plain values the others take;

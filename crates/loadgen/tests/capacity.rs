@@ -165,7 +165,7 @@ fn a_step_whose_queue_builds_slowly_fails_as_unstable_though_its_p99_is_inside_t
 }
 
 #[test]
-fn a_hog_on_the_generators_cpu_makes_the_search_invalid_not_the_server_slower() {
+fn a_hog_on_the_generators_cpu_makes_the_search_find_the_generators_limit_not_the_servers() {
     let _cpu = exclusive();
     let target = Target::start("0s");
     // Two busy loops on the generator's CPU: it gets a third of it.
@@ -190,6 +190,9 @@ fn a_hog_on_the_generators_cpu_makes_the_search_invalid_not_the_server_slower() 
             "40000",
             "--threads",
             "1",
+            // The generator's limit to within 20 %: enough to show it measured, in few steps.
+            "--resolution",
+            "20%",
         ],
     );
     for mut h in hogs {
@@ -202,12 +205,22 @@ fn a_hog_on_the_generators_cpu_makes_the_search_invalid_not_the_server_slower() 
         "{}",
         search.reason
     );
-    let last = search.steps.last().unwrap();
-    assert_eq!(last.judgement.verdict, Verdict::Invalid);
-    assert!(
-        search.capacity.is_none_or(|c| c < last.rate),
-        "no capacity at or above the rate the generator could not send"
-    );
+    // The generator's limit is measured: the lowest invalid step, with the capacity (the
+    // server passed there) just below it, within the resolution.
+    let limit = search.generator_limit.expect("the generator's limit");
+    let invalid = search
+        .steps
+        .iter()
+        .find(|st| st.rate == limit)
+        .expect("the step at the limit");
+    assert_eq!(invalid.judgement.verdict, Verdict::Invalid);
+    if let Some(cap) = search.capacity {
+        assert!(
+            cap < limit && (limit - cap) / cap <= 0.20 + 1e-9,
+            "at least {cap}, generator's limit {limit}: {}",
+            search.reason
+        );
+    }
 }
 
 #[test]

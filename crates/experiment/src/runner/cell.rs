@@ -302,7 +302,9 @@ impl CellContext<'_> {
                 Ok(None) => CellOutcome::Interrupted,
                 Ok(Some(fired)) => match (fired.code, &fired.search) {
                     (Some(0), Some(s)) => match s.status {
-                        store::capacity::Status::GeneratorLimited => {
+                        // At the generator's measured limit with a pass below it, the
+                        // search found "at least": a result; with no pass, nothing.
+                        store::capacity::Status::GeneratorLimited if s.capacity.is_none() => {
                             CellOutcome::Failed(s.reason.clone())
                         }
                         _ => CellOutcome::Done,

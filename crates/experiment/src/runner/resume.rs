@@ -74,7 +74,7 @@ pub async fn states(
         use store::capacity::Status;
         run.status = match search.status {
             Status::Running | Status::Interrupted => RunStatus::Incomplete,
-            Status::GeneratorLimited => RunStatus::Failed,
+            Status::GeneratorLimited if search.capacity.is_none() => RunStatus::Failed,
             _ => RunStatus::Complete,
         };
         run.id = search.id.clone();

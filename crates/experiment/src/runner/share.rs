@@ -118,6 +118,7 @@ mod tests {
             status,
             capacity,
             failed_at: capacity.map(|c| c * 1.05),
+            generator_limit: None,
             reason: String::new(),
             labels: Default::default(),
             started_at_ns: 0,

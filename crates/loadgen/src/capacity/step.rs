@@ -5,10 +5,11 @@
 use std::io;
 use std::time::Duration;
 
-use store::capacity::{judge, Judgement, Slo};
+use store::capacity::{judge, Slo};
 use store::model::IntervalStats;
 use store::summary::Summary;
 
+use super::search::Stepped;
 use crate::cli::RequestArgs;
 use crate::engine::attack::{IntervalSink, Load, Span};
 use crate::engine::schedule::Schedule;
@@ -39,15 +40,6 @@ pub struct Stepper<'a> {
     pub slo: &'a Slo,
     pub warmup: Duration,
     pub shutdown: &'a Shutdown,
-}
-
-/// A step run and judged.
-pub struct Stepped {
-    pub judgement: Judgement,
-    pub summary: Summary,
-    pub run_id: Option<String>,
-    /// The window it was judged over.
-    pub window: Duration,
 }
 
 /// The intervals a step is recorded in: ten to a window, at most a second, at least 100 ms.
@@ -103,7 +95,7 @@ impl Stepper<'_> {
         );
         Ok(Some(Stepped {
             judgement,
-            summary: done.summary,
+            p50_ns: done.summary.latency.corrected.p50_ns,
             run_id: done.run_id,
             window,
         }))

@@ -1,7 +1,14 @@
-//! `loadgen capacity`: the search, its summary, where it was kept.
+//! `loadgen capacity`: the plan from the command line, the search run with the generator (its
+//! steps printed and kept as they end), its summary, where it was kept.
 
-use crate::capacity;
+use std::time::Duration;
+
+use store::capacity::{Search, Settings, Slo, Status};
+use store::Store;
+
+use crate::capacity::{self, bracket, step::Stepper, Event, Plan, Stepped, Steps};
 use crate::cli::{CapacityArgs, OutputFormat};
+use crate::engine::shutdown::Stop;
 use crate::{Error, RunEnd, Shutdown};
 
 pub async fn run(
@@ -11,7 +18,7 @@ pub async fn run(
 ) -> Result<RunEnd, Error> {
     let keeping = args.probe.keeping(args.store.keeping(command_line)?)?;
     let store_url = keeping.store_url.clone();
-    let search = capacity::search(args, keeping, shutdown).await?;
+    let search = search(args, keeping, shutdown).await?;
     match args.output {
         OutputFormat::Text => print!("{}", capacity::text(&search)),
         OutputFormat::Json => println!(
@@ -39,7 +46,144 @@ pub async fn run(
         }
     }
     Ok(match search.status {
-        store::capacity::Status::Interrupted => RunEnd::Stopped,
+        Status::Interrupted => RunEnd::Stopped,
         _ => RunEnd::Completed,
     })
+}
+
+/// The generator's steps, printed on standard error and kept in the store as they end.
+struct Live<'a> {
+    stepper: Stepper<'a>,
+    store: Option<Store>,
+}
+
+impl Steps for Live<'_> {
+    async fn run(
+        &mut self,
+        number: u32,
+        rate: f64,
+        window: Duration,
+    ) -> Result<Option<Stepped>, Error> {
+        self.stepper.run(number, rate, window).await
+    }
+
+    async fn recover(&mut self, baseline_ns: Option<u64>) -> Result<bool, Error> {
+        Ok(self.stepper.recover(baseline_ns).await?.is_some())
+    }
+
+    async fn keep(&mut self, search: &Search) -> Result<(), Error> {
+        if let Some(store) = &self.store {
+            store.put_search(search).await?;
+        }
+        Ok(())
+    }
+
+    fn stopped(&self) -> bool {
+        self.stepper.shutdown.state() != Stop::Running
+    }
+
+    fn event(&mut self, event: Event<'_>) {
+        eprintln!("{}", capacity::words::event(event));
+    }
+}
+
+/// Runs the search `args` describe, keeping it (and reporting each step on standard error).
+async fn search(
+    args: &CapacityArgs,
+    keeping: crate::keep::Keeping,
+    shutdown: &Shutdown,
+) -> Result<Search, Error> {
+    let slo = Slo {
+        terms: args.slo.clone(),
+    };
+    // The caller's --run-id names the search (the experiment runner's cell); its steps get
+    // ids of their own.
+    let mut keeping = keeping;
+    let id = keeping.run_id.take().unwrap_or_else(store::RunMeta::new_id);
+    let target = match (&args.request.url, &args.request.targets) {
+        (Some(url), _) => url.clone(),
+        (None, Some(file)) => file.display().to_string(),
+        (None, None) => String::new(),
+    };
+    if args.min_rate > args.max_rate {
+        return Err(Error::Usage(
+            "--min-rate is above --max-rate: give a range that holds rates".into(),
+        ));
+    }
+    let store = match &keeping.store_url {
+        Some(url) => Some(Store::open(url).await?),
+        None => None,
+    };
+    let labels = keeping
+        .labels
+        .iter()
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    keeping
+        .labels
+        .insert(store::capacity::label::SEARCH.into(), id.clone());
+    let name = keeping
+        .name
+        .clone()
+        .unwrap_or_else(|| format!("capacity of {target}"));
+    keeping.name = Some(name.clone());
+    let experiment = keeping.experiment.clone();
+    let stepper = Stepper {
+        request: &args.request,
+        keeping,
+        slo: &slo,
+        warmup: args.warmup,
+        shutdown,
+    };
+    let start = match args.start {
+        Some(rate) => rate,
+        None => {
+            eprintln!("Estimating a first rate: a closed loop of 16 connections for 2 s…");
+            stepper.estimate().await?.ok_or_else(|| {
+                Error::Usage(format!(
+                    "{target} answered nothing to a closed loop of 16 connections in 2 s: is it up? (or give --start)"
+                ))
+            })?
+        }
+    };
+    let start = bracket::round(start.clamp(args.min_rate, args.max_rate));
+    let mut plan = Plan {
+        id,
+        name,
+        experiment,
+        target,
+        labels,
+        slo: slo.clone(),
+        settings: Settings {
+            start,
+            resolution: args.resolution,
+            step_s: args.step.as_secs_f64(),
+            warmup_s: args.warmup.as_secs_f64(),
+            min_rate: args.min_rate,
+            max_rate: args.max_rate,
+        },
+        max_steps: args.max_steps,
+        step: args.step,
+        resumed: Vec::new(),
+        started_at_ns: capacity::now_ns(),
+    };
+    // A search kept under this id and not finished (killed, interrupted) goes on from its last
+    // finished step, with the bracket its steps made.
+    if let Some(kept) = match &store {
+        Some(store) => store.search(&plan.id).await?,
+        None => None,
+    } {
+        if matches!(kept.status, Status::Running | Status::Interrupted) && kept.slo == slo {
+            plan.resumed = kept.steps;
+            plan.started_at_ns = kept.started_at_ns;
+        }
+    }
+    eprintln!(
+        "Searching the capacity of {} within {slo}: from {start} req/s, steps of {} after {} of warm-up, to {} %",
+        plan.target,
+        humantime::format_duration(args.step),
+        humantime::format_duration(args.warmup),
+        args.resolution * 100.0
+    );
+    capacity::search(plan, &mut Live { stepper, store }).await
 }

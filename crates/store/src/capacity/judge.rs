@@ -1,12 +1,14 @@
 //! A step's verdict, from its measurements. The steady window only (after the warm-up): each
-//! SLO term's 95 % interval against its bound (pass when the whole interval is within it, fail
+//! SLO term's 95 % interval (batch means over the window's intervals, [`super::batch`]: it
+//! holds on correlated latencies) against its bound (pass when the whole interval is within it, fail
 //! when the whole of it is beyond, uncertain otherwise); the window failed as unstable when the
 //! queue grows within it, whatever its percentiles say (a step above capacity that is too short
 //! to show it must not pass); and invalid when the generator, not the server, was the limit.
 
 use serde::{Deserialize, Serialize};
 
-use super::interval::{self, Estimate};
+use super::batch;
+use super::interval::Estimate;
 use super::slo::{Figure, Slo, Term};
 use crate::model::IntervalStats;
 use crate::summary::figures::Summary;
@@ -128,7 +130,7 @@ pub fn judge(
     } else {
         0.0
     };
-    let terms: Vec<TermResult> = slo.terms.iter().map(|t| term(t, &total)).collect();
+    let terms: Vec<TermResult> = slo.terms.iter().map(|t| term(t, intervals)).collect();
     let judged = |verdict, reason: String| Judgement {
         verdict,
         reason,
@@ -178,13 +180,18 @@ pub fn judge(
     judged(Verdict::Pass, format!("{} held", slo))
 }
 
-fn term(t: &Term, total: &IntervalStats) -> TermResult {
+fn term(t: &Term, intervals: &[IntervalStats]) -> TermResult {
+    let latencies: Vec<&hdrhistogram::Histogram<u64>> =
+        intervals.iter().map(|i| &i.corrected).collect();
     let estimate = match t.figure {
-        Figure::Percentile(q) => interval::quantile(&total.corrected, q / 100.0),
-        Figure::Mean => interval::mean(&total.corrected),
+        Figure::Percentile(q) => batch::quantile(&latencies, q / 100.0),
+        Figure::Mean => batch::mean(&latencies),
         Figure::Errors => {
-            let failed = total.finished().saturating_sub(total.ok);
-            interval::ratio(failed, total.finished())
+            let parts: Vec<(u64, u64)> = intervals
+                .iter()
+                .map(|i| (i.finished().saturating_sub(i.ok), i.finished()))
+                .collect();
+            batch::ratio(&parts)
         }
     };
     let Estimate { value, low, high } = estimate.unwrap_or(Estimate {
@@ -284,7 +291,7 @@ mod tests {
     #[test]
     fn a_term_is_passed_failed_or_uncertain_by_its_interval() {
         let steady: Vec<u64> = (1..=1000).map(|i| 1 + i % 10).collect();
-        let w = window(&[&steady, &steady, &steady], 1000);
+        let w = window(&[steady.as_slice(); 10], 1000);
         let pass = judge(&slo("p99<=20ms"), &w, 1.0, 1000.0, None);
         assert_eq!(pass.verdict, Verdict::Pass, "{}", pass.reason);
         let fail = judge(&slo("p99<=5ms"), &w, 1.0, 1000.0, None);

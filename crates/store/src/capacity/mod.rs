@@ -1,8 +1,10 @@
 //! Capacity searches: the highest constant rate a server sustains within an SLO. Each step of a
 //! search is an ordinary run (labelled with the search's id and its step); this module holds
-//! the SLO ([`slo`]), the confidence intervals a step is judged with ([`interval`]), the
-//! judging ([`judge`]), and the search as kept, for its page.
+//! the SLO ([`slo`]), the confidence intervals a step is judged with ([`interval`] for
+//! independent samples, [`batch`] for a window's correlated ones), the judging ([`judge`]),
+//! and the search as kept, for its page.
 
+pub mod batch;
 pub mod interval;
 pub mod judge;
 pub mod slo;
@@ -102,6 +104,10 @@ pub struct Search {
     pub capacity: Option<f64>,
     /// The lowest rate that did not (after the highest pass).
     pub failed_at: Option<f64>,
+    /// The lowest rate the generator could not drive validly, when a step found one: with
+    /// `capacity` just below it and no fail between, the generator's limit, measured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub generator_limit: Option<f64>,
     /// Why the search ended where it did, in one sentence.
     pub reason: String,
     /// The labels its runs carry beside `search` and `step` (an experiment's cell).
@@ -139,10 +145,13 @@ impl Search {
     /// highest rate, not at a failing step of the server's.
     pub fn only_at_least(&self) -> Option<String> {
         match self.status {
-            Status::GeneratorLimited => Some(format!(
-                "the generator is the limit at {} req/s",
-                self.steps.last().map_or(0.0, |st| st.rate)
-            )),
+            Status::GeneratorLimited => Some(match self.generator_limit {
+                Some(limit) => format!("the generator drives no more than {limit} req/s validly"),
+                None => format!(
+                    "the generator is the limit at {} req/s",
+                    self.steps.last().map_or(0.0, |st| st.rate)
+                ),
+            }),
             Status::AboveMaximum => Some(format!(
                 "it passed at the highest rate tried, {}",
                 self.settings.max_rate

@@ -114,7 +114,11 @@ impl Slo {
         self.terms
             .iter()
             .map(|t| match t.figure {
-                Figure::Percentile(q) => 2 * super::interval::samples_to_bound(q / 100.0),
+                // Enough for the independent interval's upper end twice over, and for every
+                // batch of the window to hold twice the samples its own quantile needs.
+                Figure::Percentile(q) => (2 * super::interval::samples_to_bound(q / 100.0)).max(
+                    super::batch::MAX_BATCHES as u64 * (2.0 / (1.0 - q / 100.0)).ceil() as u64,
+                ),
                 Figure::Errors if t.bound > 0.0 => (2.0 * 3.84 / t.bound).ceil() as u64,
                 _ => 30,
             })

@@ -1,0 +1,500 @@
+//! The search loop as a value: a [`Plan`] (the SLO, the bounds, what is searched) and a way to
+//! run one step ([`Steps`]) in, the [`Search`] out. It prints nothing and touches no store
+//! itself: it tells its [`Steps`] what happened, so the command line, the experiment runner and
+//! the unit tests' simulated servers drive the same loop.
+
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::time::Duration;
+
+use store::capacity::{Judgement, Search, Settings, Slo, Status, Step, Verdict};
+
+use super::bracket::{Bracket, Next};
+use crate::Error;
+
+/// An uncertain step is run again this many times, each with a window twice as long.
+pub const RETRIES: u32 = 2;
+
+/// What a search looks for, and within what.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    pub id: String,
+    pub name: String,
+    pub experiment: Option<String>,
+    /// What is searched (the URL or the targets file), for the words and the page.
+    pub target: String,
+    /// The labels its runs carry beside `search` and `step`.
+    pub labels: BTreeMap<String, String>,
+    pub slo: Slo,
+    /// Its start, resolution and bounds (the start already chosen).
+    pub settings: Settings,
+    pub max_steps: u64,
+    /// The shortest measured window of a step.
+    pub step: Duration,
+    /// Steps already run by an earlier attempt of the same search (kept, interrupted): the
+    /// search goes on after them, with the bracket they made.
+    pub resumed: Vec<Step>,
+    pub started_at_ns: i64,
+}
+
+/// A step as run: its verdict and what the next ones need from it.
+#[derive(Debug, Clone)]
+pub struct Stepped {
+    pub judgement: Judgement,
+    /// The median corrected latency of its window, ns: a passing step's is the server's
+    /// unloaded pace that recovery is measured against.
+    pub p50_ns: u64,
+    pub run_id: Option<String>,
+    /// The window it was judged over.
+    pub window: Duration,
+}
+
+/// What the loop tells its caller as it goes.
+#[derive(Debug, Clone, Copy)]
+pub enum Event<'a> {
+    Resumed {
+        after: usize,
+    },
+    Stepped {
+        number: u32,
+        rate: f64,
+        judgement: &'a Judgement,
+        again: bool,
+    },
+}
+
+/// A way to run the steps of a search: the real generator, or a simulated server.
+pub trait Steps {
+    /// Runs step `number` at `rate` req/s, judged over `window` after its warm-up; `None`
+    /// when stopped meanwhile.
+    fn run(
+        &mut self,
+        number: u32,
+        rate: f64,
+        window: Duration,
+    ) -> impl Future<Output = Result<Option<Stepped>, Error>>;
+
+    /// Waits until the server has drained what a step that did not pass left it with;
+    /// `false` when it did not within its time, or the search was stopped.
+    fn recover(&mut self, baseline_ns: Option<u64>) -> impl Future<Output = Result<bool, Error>>;
+
+    /// Keeps the search so far (after every step, and at its end).
+    fn keep(&mut self, search: &Search) -> impl Future<Output = Result<(), Error>>;
+
+    /// Whether the user stopped the search.
+    fn stopped(&self) -> bool;
+
+    /// Hears what the loop did.
+    fn event(&mut self, event: Event<'_>);
+}
+
+/// Runs the search `plan` describes with `steps`.
+pub async fn search(plan: Plan, steps: &mut impl Steps) -> Result<Search, Error> {
+    let settings = plan.settings.clone();
+    let mut search = Search {
+        id: plan.id,
+        name: plan.name,
+        experiment: plan.experiment,
+        target: plan.target,
+        slo: plan.slo.clone(),
+        settings: settings.clone(),
+        steps: Vec::new(),
+        status: Status::Running,
+        capacity: None,
+        failed_at: None,
+        generator_limit: None,
+        reason: String::new(),
+        labels: plan.labels,
+        started_at_ns: plan.started_at_ns,
+        updated_at_ns: plan.started_at_ns,
+    };
+    let mut bracket = Bracket::default();
+    let mut rate = settings.start;
+    if !plan.resumed.is_empty() {
+        steps.event(Event::Resumed {
+            after: plan.resumed.len(),
+        });
+        for step in &plan.resumed {
+            if let Next::Try(r) = bracket.after(step.rate, step.judgement.verdict, &settings) {
+                rate = r;
+            }
+        }
+        search.steps = plan.resumed;
+        search.capacity = bracket.pass;
+        search.failed_at = bracket.fail;
+        search.generator_limit = bracket.invalid;
+    }
+    let mut baseline_ns: Option<u64> = None;
+    let samples = plan.slo.samples_needed() as f64;
+    let outcome = loop {
+        if search.steps.len() as u64 >= plan.max_steps {
+            break Ok(Status::OutOfSteps);
+        }
+        let number = search.steps.len() as u32 + 1;
+        // Long enough for every term to be decided at this rate, within four times the step.
+        let needed = Duration::try_from_secs_f64(samples / rate).unwrap_or(Duration::MAX);
+        let mut window = needed.clamp(plan.step, plan.step.saturating_mul(4));
+        let mut stepped = None;
+        let mut retried = Vec::new();
+        for attempt in 0..=RETRIES {
+            match steps.run(number, rate, window).await {
+                Ok(Some(s)) => {
+                    let again = s.judgement.verdict == Verdict::Uncertain && attempt < RETRIES;
+                    steps.event(Event::Stepped {
+                        number,
+                        rate,
+                        judgement: &s.judgement,
+                        again,
+                    });
+                    if again {
+                        retried.extend(s.run_id.clone());
+                    }
+                    stepped = Some(s);
+                    if !again {
+                        break;
+                    }
+                    window = window.saturating_mul(2);
+                }
+                Ok(None) => break,
+                Err(e) => {
+                    stepped = None;
+                    search.reason = format!("step {number} at {rate} req/s could not run: {e}");
+                    break;
+                }
+            }
+        }
+        let Some(s) = stepped else {
+            break Err(if search.reason.is_empty() {
+                "interrupted".to_string()
+            } else {
+                search.reason.clone()
+            });
+        };
+        let verdict = s.judgement.verdict;
+        if verdict == Verdict::Pass && baseline_ns.is_none() {
+            baseline_ns = Some(s.p50_ns);
+        }
+        search.steps.push(Step {
+            number,
+            rate,
+            run_id: s.run_id.clone(),
+            window_s: s.window.as_secs_f64(),
+            judgement: s.judgement.clone(),
+            retried,
+        });
+        let next = bracket.after(rate, verdict, &settings);
+        search.capacity = bracket.pass;
+        search.failed_at = bracket.fail;
+        search.generator_limit = bracket.invalid;
+        search.updated_at_ns = super::now_ns();
+        steps.keep(&search).await?;
+        match next {
+            Next::Done(status) => break Ok(status),
+            Next::Try(r) => rate = r,
+        }
+        if !verdict.passed() && !steps.recover(baseline_ns).await? {
+            break Err(if steps.stopped() {
+                "interrupted".into()
+            } else {
+                "the server did not recover within 30 s of an overloaded step".into()
+            });
+        }
+    };
+    search.status = match &outcome {
+        Ok(status) => *status,
+        Err(_) => Status::Interrupted,
+    };
+    search.reason = reason(&search, outcome.err());
+    search.updated_at_ns = super::now_ns();
+    steps.keep(&search).await?;
+    Ok(search)
+}
+
+/// Why the search ended where it did, in one sentence.
+fn reason(search: &Search, error: Option<String>) -> String {
+    let at = |rate: Option<f64>| {
+        rate.and_then(|r| search.steps.iter().rfind(|s| s.rate == r))
+            .map(|s| {
+                format!(
+                    "at {} req/s, {}: {}",
+                    s.rate,
+                    s.judgement.verdict.as_str(),
+                    s.judgement.reason
+                )
+            })
+    };
+    let last = search.steps.last();
+    match (search.status, error) {
+        (_, Some(e)) => format!("{e}; the bracket so far is kept"),
+        (Status::GeneratorLimited, _) => match (search.capacity, search.generator_limit) {
+            (Some(pass), Some(limit)) => format!(
+                "the generator is the limit, not the server: it drove {pass} req/s validly and the server met the SLO there, but not {limit} req/s ({})",
+                at(Some(limit)).unwrap_or_default()
+            ),
+            _ => format!(
+                "the generator is the limit at {} req/s, not the server: {}",
+                last.map_or(0.0, |s| s.rate),
+                last.map_or(String::new(), |s| s.judgement.reason.clone())
+            ),
+        },
+        (Status::BelowMinimum, _) => format!(
+            "the server missed the SLO already at {} req/s: {}",
+            last.map_or(0.0, |s| s.rate),
+            last.map_or(String::new(), |s| s.judgement.reason.clone())
+        ),
+        (Status::AboveMaximum, _) => format!(
+            "the server met the SLO at --max-rate {} req/s: its capacity is at least that",
+            search.settings.max_rate
+        ),
+        (_, None) => at(search.failed_at).unwrap_or_default(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use store::capacity::judge;
+    use store::model::IntervalStats;
+
+    /// A server simulated as an M/M/1 queue (its sojourn times, in order, so that they are as
+    /// correlated as a real queue's), behind a generator that drives at most `generator`.
+    struct Simulated {
+        /// The rate at which its p99 is 10 ms exactly: its true capacity for the SLO below.
+        truth: f64,
+        generator: f64,
+        /// Each step's service rate is off by up to this share (a noisy host).
+        noise: f64,
+        recovers: bool,
+        rng: u64,
+        kept: usize,
+        said: Vec<String>,
+    }
+
+    impl Simulated {
+        fn new(truth: f64) -> Self {
+            Simulated {
+                truth,
+                generator: f64::INFINITY,
+                noise: 0.0,
+                recovers: true,
+                rng: 0x0123_4567_89ab_cdef,
+                kept: 0,
+                said: Vec::new(),
+            }
+        }
+
+        fn uniform(&mut self) -> f64 {
+            self.rng ^= self.rng >> 12;
+            self.rng ^= self.rng << 25;
+            self.rng ^= self.rng >> 27;
+            let x = self.rng.wrapping_mul(0x2545_f491_4f6c_dd1d);
+            ((x >> 11) as f64 + 0.5) / (1u64 << 53) as f64
+        }
+
+        fn exponential(&mut self, rate: f64) -> f64 {
+            -self.uniform().ln() / rate
+        }
+
+        /// Ten one-second intervals of the queue offered `rate` req/s.
+        fn window(&mut self, rate: f64) -> Vec<IntervalStats> {
+            // Sojourn ~ Exp(μ − λ): p99 = ln 100 / (μ − λ) = 10 ms at λ = truth.
+            let jitter = 1.0 + self.noise * (2.0 * self.uniform() - 1.0);
+            let mu = (self.truth + 100f64.ln() / 0.010) * jitter;
+            let mut wait = if rate < mu && self.uniform() < rate / mu {
+                self.exponential(mu - rate)
+            } else {
+                0.0
+            };
+            (0..10)
+                .map(|i| {
+                    let mut s = IntervalStats::new(i, 60_000_000_000);
+                    let n = rate.round() as u64;
+                    for _ in 0..n {
+                        let sojourn = wait + self.exponential(mu);
+                        wait = (sojourn - self.exponential(rate)).max(0.0);
+                        let _ = s
+                            .corrected
+                            .record(((sojourn * 1e9) as u64).clamp(1, 59_000_000_000));
+                    }
+                    (s.requests, s.sent, s.responses, s.ok) = (n, n, n, n);
+                    s
+                })
+                .collect()
+        }
+    }
+
+    impl Steps for Simulated {
+        async fn run(
+            &mut self,
+            _: u32,
+            rate: f64,
+            window: Duration,
+        ) -> Result<Option<Stepped>, Error> {
+            let intervals = self.window(rate);
+            let limited = (rate > self.generator)
+                .then(|| "its thread's CPU was busy 100 % of the run".to_string());
+            let judgement = judge::judge(&slo(), &intervals, 1.0, rate, limited);
+            Ok(Some(Stepped {
+                judgement,
+                p50_ns: 1_000_000,
+                run_id: None,
+                window,
+            }))
+        }
+
+        async fn recover(&mut self, _: Option<u64>) -> Result<bool, Error> {
+            Ok(self.recovers)
+        }
+
+        async fn keep(&mut self, _: &Search) -> Result<(), Error> {
+            self.kept += 1;
+            Ok(())
+        }
+
+        fn stopped(&self) -> bool {
+            false
+        }
+
+        fn event(&mut self, event: Event<'_>) {
+            self.said.push(super::super::words::event(event));
+        }
+    }
+
+    fn slo() -> Slo {
+        Slo {
+            terms: vec!["p99<=10ms".parse().unwrap()],
+        }
+    }
+
+    fn plan(start: f64) -> Plan {
+        Plan {
+            id: "s".into(),
+            name: "simulated".into(),
+            experiment: None,
+            target: "simulated".into(),
+            labels: BTreeMap::new(),
+            slo: slo(),
+            settings: Settings {
+                start,
+                resolution: 0.05,
+                step_s: 10.0,
+                warmup_s: 0.0,
+                min_rate: 10.0,
+                max_rate: 1_000_000.0,
+            },
+            max_steps: 30,
+            step: Duration::from_secs(10),
+            resumed: Vec::new(),
+            started_at_ns: 0,
+        }
+    }
+
+    fn run(sim: &mut Simulated, start: f64) -> Search {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        rt.block_on(search(plan(start), sim)).unwrap()
+    }
+
+    #[test]
+    fn the_knee_of_a_queue_is_found_within_the_resolution() {
+        let mut sim = Simulated::new(4_000.0);
+        let s = run(&mut sim, 500.0);
+        assert_eq!(s.status, Status::Found, "{}", s.reason);
+        let (cap, fail) = (s.capacity.unwrap(), s.failed_at.unwrap());
+        assert!((4_000.0 / 1.12..=4_000.0 * 1.02).contains(&cap), "{cap}");
+        assert!(fail > 4_000.0 * 0.98, "{fail}");
+        // Every step was said (an uncertain one once per attempt) and kept, and the end too.
+        let again = sim
+            .said
+            .iter()
+            .filter(|l| l.ends_with("twice as long"))
+            .count();
+        assert_eq!(sim.said.len(), s.steps.len() + again);
+        assert_eq!(sim.kept, s.steps.len() + 1);
+    }
+
+    #[test]
+    fn at_the_generators_limit_the_search_bisects_below_it_and_says_at_least() {
+        // The server sustains 16,000; the generator drives 10,000: the capacity is "at least"
+        // what the generator drives (within the resolution), not the last pass before its
+        // first invalid step (8,000 from a start of 500).
+        let mut sim = Simulated::new(16_000.0);
+        sim.generator = 10_000.0;
+        let s = run(&mut sim, 500.0);
+        assert_eq!(s.status, Status::GeneratorLimited, "{}", s.reason);
+        let cap = s.capacity.unwrap();
+        assert!((0.9 * 10_000.0..=10_000.0).contains(&cap), "{cap}");
+        assert!(s.generator_limit.unwrap() > 10_000.0);
+        assert!(
+            s.reason.contains("the generator is the limit"),
+            "{}",
+            s.reason
+        );
+        assert!(s.reason.contains("its thread's CPU"), "{}", s.reason);
+        assert!(s.only_at_least().is_some());
+        assert!(
+            super::super::text(&s).contains(&format!("Capacity: at least {cap} req/s")),
+            "{}",
+            super::super::text(&s)
+        );
+        // Below the generator's limit the server's own knee is found as ever.
+        let mut sim = Simulated::new(6_000.0);
+        sim.generator = 10_000.0;
+        let s = run(&mut sim, 500.0);
+        assert_eq!(s.status, Status::Found, "{}", s.reason);
+    }
+
+    #[test]
+    fn a_noisy_host_moves_the_figure_but_the_search_still_ends_near_the_knee() {
+        for seed in 1..=3u64 {
+            let mut sim = Simulated::new(4_000.0);
+            sim.noise = 0.03;
+            sim.rng ^= seed.wrapping_mul(0x9e37_79b9_7f4a_7c15);
+            let s = run(&mut sim, 500.0);
+            assert_eq!(s.status, Status::Found, "{}", s.reason);
+            let cap = s.capacity.unwrap();
+            assert!((cap / 4_000.0 - 1.0).abs() < 0.15, "seed {seed}: {cap}");
+        }
+    }
+
+    #[test]
+    fn a_server_that_does_not_recover_ends_the_search_with_the_bracket_kept() {
+        let mut sim = Simulated::new(4_000.0);
+        sim.recovers = false;
+        let s = run(&mut sim, 500.0);
+        assert_eq!(s.status, Status::Interrupted);
+        assert!(s.reason.contains("did not recover"), "{}", s.reason);
+        assert!(
+            s.reason.contains("the bracket so far is kept"),
+            "{}",
+            s.reason
+        );
+        // It stopped after its first step that did not pass, with the passes before it.
+        let last = s.steps.last().unwrap();
+        assert!(!last.judgement.verdict.passed());
+        assert!(s.steps[..s.steps.len() - 1]
+            .iter()
+            .all(|st| st.judgement.verdict.passed()));
+        assert_eq!(s.capacity, s.steps.iter().rev().nth(1).map(|st| st.rate));
+    }
+
+    #[test]
+    fn a_resumed_search_goes_on_from_its_bracket() {
+        let mut first = Simulated::new(4_000.0);
+        first.recovers = false;
+        let cut = run(&mut first, 500.0);
+        let mut plan = plan(500.0);
+        plan.resumed = cut.steps.clone();
+        let mut sim = Simulated::new(4_000.0);
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        let s = rt.block_on(search(plan, &mut sim)).unwrap();
+        assert_eq!(s.status, Status::Found, "{}", s.reason);
+        assert_eq!(s.steps[..cut.steps.len()], cut.steps[..]);
+        assert!(sim.said[0].contains("Resuming"), "{:?}", sim.said);
+        // The next step is the bisection the kept ones called for, not the start again.
+        assert_ne!(s.steps[cut.steps.len()].rate, 500.0);
+    }
+}
