@@ -375,7 +375,9 @@ impl Gun {
         let said = said.into_iter().rev().collect::<Vec<_>>().join(" | ");
         Ok(Fired {
             summary: serde_json::from_slice(&out.stdout).ok(),
-            search: serde_json::from_slice(&out.stdout).ok(),
+            search: serde_json::from_slice::<store::capacity::Repeated>(&out.stdout)
+                .ok()
+                .and_then(|r| r.searches.into_iter().next()),
             code: out.status.code(),
             said,
         })

@@ -449,6 +449,20 @@ pub struct CapacityArgs {
     #[arg(long, value_name = "N", default_value = "30", value_parser = parse_count)]
     pub max_steps: u64,
 
+    /// Repeat the search up to N times (each after the first starting near the median so
+    /// far) until the median's 95 % interval is within --until: the capacity is that median.
+    /// Six searches at least give a 95 % interval; one leaves the repeatability unmeasured.
+    #[arg(long, value_name = "N", default_value = "1", value_parser = parse_searches)]
+    pub searches: u32,
+
+    /// With --searches: stop once the median's 95 % interval is within ± this share of it.
+    #[arg(long, value_name = "PERCENT", default_value = "5%", value_parser = parse_percent)]
+    pub until: f64,
+
+    /// With --searches: start no new search after this long (e.g. 10m).
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub budget: Option<Duration>,
+
     /// Summary format.
     #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
     pub output: OutputFormat,
@@ -775,6 +789,15 @@ impl ProbeArgs {
         keeping.post_roll = this.post_roll;
         keeping.profile = this.profile;
         Ok(keeping)
+    }
+}
+
+fn parse_searches(text: &str) -> Result<u32, String> {
+    match text.parse::<u32>() {
+        Ok(n) if (1..=100).contains(&n) => Ok(n),
+        _ => Err(format!(
+            "'{text}' is not a number of searches: give 1 to 100 (6 or more for a 95 % interval of the median)"
+        )),
     }
 }
 

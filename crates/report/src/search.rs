@@ -202,6 +202,11 @@ impl TargetCapacity {
         store::capacity::median(&self.found)
     }
 
+    /// The median with its interval, and what it rests on.
+    pub fn agreed(&self) -> Option<store::capacity::Agreed> {
+        store::capacity::agreed(&self.found)
+    }
+
     pub fn min(&self) -> Option<f64> {
         self.found.iter().copied().reduce(f64::min)
     }
@@ -463,11 +468,18 @@ pub fn capacity_sentence(setting: &SettingCapacity, held: &str) -> String {
         .median_search()
         .and_then(|s| Some(format!("bracket {}–{}", s.capacity?, s.failed_at?)))
         .unwrap_or_else(|| "no bracket".into());
-    let spread = match (best.min(), best.max()) {
-        (Some(lo), Some(hi)) if best.found.len() > 1 && lo > 0.0 => {
-            format!(", repetitions within {:.0} %", 100.0 * (hi - lo) / lo)
-        }
-        _ => String::new(),
+    // What the figure rests on: the repetitions, their median's interval and its confidence.
+    let spread = match best.agreed() {
+        Some(a) if a.searches > 1 => match (a.low, a.high, a.confidence) {
+            (Some(lo), Some(hi), Some(c)) => format!(
+                ", median of {} repetitions, {:.0} % interval {lo:.0}–{hi:.0}, ±{:.1} %",
+                a.searches,
+                c * 100.0,
+                a.half_width.unwrap_or(0.0) * 100.0
+            ),
+            _ => String::new(),
+        },
+        _ => ", one repetition: its repeatability unmeasured".into(),
     };
     let at_least = best.only_at_least();
     let mut text = match &at_least {
@@ -486,10 +498,13 @@ pub fn capacity_sentence(setting: &SettingCapacity, held: &str) -> String {
             continue;
         }
         let repeated = best.found.len() > 1 && other.found.len() > 1;
-        let beyond = match (best.min(), other.max()) {
+        // Real only when the medians' intervals do not overlap.
+        let low = best.agreed().and_then(|a| a.low);
+        let high = other.agreed().and_then(|a| a.high);
+        let beyond = match (low, high) {
             _ if !repeated => "one repetition: no spread to weigh it against",
-            (Some(lo), Some(hi)) if lo > hi => "the difference is beyond the spread",
-            _ => "within the spread of repetitions",
+            (Some(lo), Some(hi)) if lo > hi => "the difference is beyond both medians' intervals",
+            _ => "within the medians' intervals: not shown to differ",
         };
         let (at, own) = match (&at_least, other.only_at_least()) {
             (_, Some(_)) => ("", " (at least)"),

@@ -113,6 +113,7 @@ mod tests {
                 warmup_s: 1.0,
                 min_rate: 10.0,
                 max_rate: 1e6,
+                growth: 2.0,
             },
             steps: Vec::new(),
             status,

@@ -1,5 +1,5 @@
-//! Where the search goes next: ×2 from the start until a step fails (÷2 while the first ones
-//! fail), then bisection between the highest pass and the lowest fail until the bracket is
+//! Where the search goes next: ×2 (the settings' growth) from the start until a step fails (÷2
+//! while the first ones fail), then bisection between the highest pass and the lowest fail until the bracket is
 //! within the resolution. A step the generator could not drive (invalid) is a ceiling too: the
 //! search bisects below it, so that it finds the highest rate the generator drives validly and
 //! goes on judging the server there, instead of stopping at the generator's first wobble.
@@ -62,7 +62,7 @@ impl Bracket {
                 if pass >= settings.max_rate {
                     Next::Done(Status::AboveMaximum)
                 } else {
-                    Next::Try(round((pass * 2.0).min(settings.max_rate)))
+                    Next::Try(round((pass * settings.growth).min(settings.max_rate)))
                 }
             }
             (None, Some((ceiling, status))) => {
@@ -73,7 +73,7 @@ impl Bracket {
                         status
                     })
                 } else {
-                    Next::Try(round((ceiling / 2.0).max(settings.min_rate)))
+                    Next::Try(round((ceiling / settings.growth).max(settings.min_rate)))
                 }
             }
             (None, None) => Next::Try(settings.start),
@@ -103,6 +103,7 @@ mod tests {
             warmup_s: 0.0,
             min_rate: 10.0,
             max_rate: 100_000.0,
+            growth: 2.0,
         }
     }
 

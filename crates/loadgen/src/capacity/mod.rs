@@ -10,16 +10,22 @@
 //! itself after each step, so that Ctrl-C or a failure keeps the bracket so far.
 //!
 //! - [`search`]: the loop, as a value: a plan and a way to run steps in, the search out.
+//! - [`repeat`]: searches repeated until their median's interval is narrow enough, or a
+//!   budget is spent.
 //! - [`bracket`]: where the search goes next, from the verdicts.
 //! - [`step`]: one step run and judged by the generator; the recovery between steps; the
 //!   first rate's estimate.
 //! - [`words`]: the search in words.
 
 pub mod bracket;
+pub mod repeat;
 pub mod search;
+#[cfg(test)]
+mod simulated;
 pub(crate) mod step;
 pub mod words;
 
+pub use repeat::{repeat, Repeat};
 pub use search::{search, Event, Plan, Stepped, Steps};
 pub use words::text;
 

@@ -55,6 +55,12 @@ pub enum Event<'a> {
     Resumed {
         after: usize,
     },
+    /// A search of repeated ones ended: its capacity, and what they agree on so far.
+    Searched {
+        number: usize,
+        capacity: Option<f64>,
+        agreed: Option<&'a store::capacity::Agreed>,
+    },
     Stepped {
         number: u32,
         rate: f64,
@@ -65,10 +71,11 @@ pub enum Event<'a> {
 
 /// A way to run the steps of a search: the real generator, or a simulated server.
 pub trait Steps {
-    /// Runs step `number` at `rate` req/s, judged over `window` after its warm-up; `None`
-    /// when stopped meanwhile.
+    /// Runs step `number` of `search` (its id and name label the step's run) at `rate`
+    /// req/s, judged over `window` after its warm-up; `None` when stopped meanwhile.
     fn run(
         &mut self,
+        search: &Search,
         number: u32,
         rate: f64,
         window: Duration,
@@ -137,7 +144,7 @@ pub async fn search(plan: Plan, steps: &mut impl Steps) -> Result<Search, Error>
         let mut stepped = None;
         let mut retried = Vec::new();
         for attempt in 0..=RETRIES {
-            match steps.run(number, rate, window).await {
+            match steps.run(&search, number, rate, window).await {
                 Ok(Some(s)) => {
                     let again = s.judgement.verdict == Verdict::Uncertain && attempt < RETRIES;
                     steps.event(Event::Stepped {
@@ -252,142 +259,8 @@ fn reason(search: &Search, error: Option<String>) -> String {
 
 #[cfg(test)]
 mod tests {
+    use super::super::simulated::{plan, Simulated};
     use super::*;
-    use store::capacity::judge;
-    use store::model::IntervalStats;
-
-    /// A server simulated as an M/M/1 queue (its sojourn times, in order, so that they are as
-    /// correlated as a real queue's), behind a generator that drives at most `generator`.
-    struct Simulated {
-        /// The rate at which its p99 is 10 ms exactly: its true capacity for the SLO below.
-        truth: f64,
-        generator: f64,
-        /// Each step's service rate is off by up to this share (a noisy host).
-        noise: f64,
-        recovers: bool,
-        rng: u64,
-        kept: usize,
-        said: Vec<String>,
-    }
-
-    impl Simulated {
-        fn new(truth: f64) -> Self {
-            Simulated {
-                truth,
-                generator: f64::INFINITY,
-                noise: 0.0,
-                recovers: true,
-                rng: 0x0123_4567_89ab_cdef,
-                kept: 0,
-                said: Vec::new(),
-            }
-        }
-
-        fn uniform(&mut self) -> f64 {
-            self.rng ^= self.rng >> 12;
-            self.rng ^= self.rng << 25;
-            self.rng ^= self.rng >> 27;
-            let x = self.rng.wrapping_mul(0x2545_f491_4f6c_dd1d);
-            ((x >> 11) as f64 + 0.5) / (1u64 << 53) as f64
-        }
-
-        fn exponential(&mut self, rate: f64) -> f64 {
-            -self.uniform().ln() / rate
-        }
-
-        /// Ten one-second intervals of the queue offered `rate` req/s.
-        fn window(&mut self, rate: f64) -> Vec<IntervalStats> {
-            // Sojourn ~ Exp(μ − λ): p99 = ln 100 / (μ − λ) = 10 ms at λ = truth.
-            let jitter = 1.0 + self.noise * (2.0 * self.uniform() - 1.0);
-            let mu = (self.truth + 100f64.ln() / 0.010) * jitter;
-            let mut wait = if rate < mu && self.uniform() < rate / mu {
-                self.exponential(mu - rate)
-            } else {
-                0.0
-            };
-            (0..10)
-                .map(|i| {
-                    let mut s = IntervalStats::new(i, 60_000_000_000);
-                    let n = rate.round() as u64;
-                    for _ in 0..n {
-                        let sojourn = wait + self.exponential(mu);
-                        wait = (sojourn - self.exponential(rate)).max(0.0);
-                        let _ = s
-                            .corrected
-                            .record(((sojourn * 1e9) as u64).clamp(1, 59_000_000_000));
-                    }
-                    (s.requests, s.sent, s.responses, s.ok) = (n, n, n, n);
-                    s
-                })
-                .collect()
-        }
-    }
-
-    impl Steps for Simulated {
-        async fn run(
-            &mut self,
-            _: u32,
-            rate: f64,
-            window: Duration,
-        ) -> Result<Option<Stepped>, Error> {
-            let intervals = self.window(rate);
-            let limited = (rate > self.generator)
-                .then(|| "its thread's CPU was busy 100 % of the run".to_string());
-            let judgement = judge::judge(&slo(), &intervals, 1.0, rate, limited);
-            Ok(Some(Stepped {
-                judgement,
-                p50_ns: 1_000_000,
-                run_id: None,
-                window,
-            }))
-        }
-
-        async fn recover(&mut self, _: Option<u64>) -> Result<bool, Error> {
-            Ok(self.recovers)
-        }
-
-        async fn keep(&mut self, _: &Search) -> Result<(), Error> {
-            self.kept += 1;
-            Ok(())
-        }
-
-        fn stopped(&self) -> bool {
-            false
-        }
-
-        fn event(&mut self, event: Event<'_>) {
-            self.said.push(super::super::words::event(event));
-        }
-    }
-
-    fn slo() -> Slo {
-        Slo {
-            terms: vec!["p99<=10ms".parse().unwrap()],
-        }
-    }
-
-    fn plan(start: f64) -> Plan {
-        Plan {
-            id: "s".into(),
-            name: "simulated".into(),
-            experiment: None,
-            target: "simulated".into(),
-            labels: BTreeMap::new(),
-            slo: slo(),
-            settings: Settings {
-                start,
-                resolution: 0.05,
-                step_s: 10.0,
-                warmup_s: 0.0,
-                min_rate: 10.0,
-                max_rate: 1_000_000.0,
-            },
-            max_steps: 30,
-            step: Duration::from_secs(10),
-            resumed: Vec::new(),
-            started_at_ns: 0,
-        }
-    }
 
     fn run(sim: &mut Simulated, start: f64) -> Search {
         let rt = tokio::runtime::Builder::new_current_thread()

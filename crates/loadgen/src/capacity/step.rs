@@ -5,7 +5,7 @@
 use std::io;
 use std::time::Duration;
 
-use store::capacity::{judge, Slo};
+use store::capacity::{judge, Search, Slo};
 use store::model::IntervalStats;
 use store::summary::Summary;
 
@@ -48,9 +48,11 @@ pub fn interval_for(window: Duration) -> Duration {
 }
 
 impl Stepper<'_> {
-    /// Runs step `number` at `rate` for the warm-up and `window`; `None` when stopped meanwhile.
+    /// Runs step `number` of `search` at `rate` for the warm-up and `window`, kept as a run
+    /// labelled with the search and the step; `None` when stopped meanwhile.
     pub async fn run(
         &self,
+        search: &Search,
         number: u32,
         rate: f64,
         window: Duration,
@@ -62,10 +64,10 @@ impl Stepper<'_> {
         };
         let plan = self.request.plan(load, interval, Duration::from_secs(3))?;
         let mut keeping = self.keeping.clone();
-        keeping.name = Some(format!(
-            "{} step {number}: {rate} req/s",
-            keeping.name.as_deref().unwrap_or("capacity")
-        ));
+        keeping.name = Some(format!("{} step {number}: {rate} req/s", search.name));
+        keeping
+            .labels
+            .insert(store::capacity::label::SEARCH.into(), search.id.clone());
         keeping
             .labels
             .insert(store::capacity::label::STEP.into(), number.to_string());

@@ -8,6 +8,15 @@ use super::search::Event;
 pub fn event(event: Event<'_>) -> String {
     match event {
         Event::Resumed { after } => format!("Resuming the search after its step {after}"),
+        Event::Searched {
+            number,
+            capacity,
+            agreed,
+        } => format!(
+            "Search {number}: {}; so far {}",
+            capacity.map_or("no capacity".into(), |c| format!("{c} req/s")),
+            agreed.map_or("nothing found".into(), |a| a.text())
+        ),
         Event::Stepped {
             number,
             rate,

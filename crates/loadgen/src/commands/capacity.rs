@@ -3,10 +3,10 @@
 
 use std::time::Duration;
 
-use store::capacity::{Search, Settings, Slo, Status};
+use store::capacity::{Repeated, Search, Settings, Slo, Status};
 use store::Store;
 
-use crate::capacity::{self, bracket, step::Stepper, Event, Plan, Stepped, Steps};
+use crate::capacity::{self, bracket, step::Stepper, Event, Plan, Repeat, Stepped, Steps};
 use crate::cli::{CapacityArgs, OutputFormat};
 use crate::engine::shutdown::Stop;
 use crate::{Error, RunEnd, Shutdown};
@@ -18,20 +18,22 @@ pub async fn run(
 ) -> Result<RunEnd, Error> {
     let keeping = args.probe.keeping(args.store.keeping(command_line)?)?;
     let store_url = keeping.store_url.clone();
-    let search = search(args, keeping, shutdown).await?;
+    let repeated = search(args, keeping, shutdown).await?;
     match args.output {
-        OutputFormat::Text => print!("{}", capacity::text(&search)),
+        OutputFormat::Text => print!("{}", text(&repeated)),
         OutputFormat::Json => println!(
             "{}",
-            serde_json::to_string_pretty(&search).map_err(|e| Error::Usage(e.to_string()))?
+            serde_json::to_string_pretty(&repeated).map_err(|e| Error::Usage(e.to_string()))?
         ),
     }
     if let Some(url) = store_url {
+        let ids: Vec<&str> = repeated.searches.iter().map(|s| s.id.as_str()).collect();
         let line = format!(
-            "Kept as search {} in {}: its steps are runs labelled search={}",
-            search.id,
+            "Kept as search{} {} in {}: {} steps are runs labelled search=ID",
+            if ids.len() == 1 { "" } else { "es" },
+            ids.join(", "),
             redact::text(&url),
-            search.id
+            if ids.len() == 1 { "its" } else { "their" },
         );
         match args.output {
             OutputFormat::Text => println!("\n{line}"),
@@ -39,16 +41,61 @@ pub async fn run(
         }
         if let Some(dir) = &args.store.report {
             crate::output::draw_site(&url, dir).await?;
-            eprintln!(
-                "Report: open {}",
-                dir.join(report::pages::search_path(&search.id)).display()
-            );
+            for id in ids {
+                eprintln!(
+                    "Report: open {}",
+                    dir.join(report::pages::search_path(id)).display()
+                );
+            }
         }
     }
-    Ok(match search.status {
-        Status::Interrupted => RunEnd::Stopped,
+    Ok(match repeated.searches.last().map(|s| s.status) {
+        Some(Status::Interrupted) => RunEnd::Stopped,
         _ => RunEnd::Completed,
     })
+}
+
+/// The searches in words: one alone as ever; several with the median they agree on first.
+fn text(repeated: &Repeated) -> String {
+    let [search] = repeated.searches.as_slice() else {
+        let mut out = match &repeated.capacity {
+            Some(a) => format!(
+                "Capacity: {}{}\n",
+                if repeated.at_least.is_some() {
+                    "at least "
+                } else {
+                    ""
+                },
+                a.text()
+            ),
+            None => "Capacity: not found\n".to_string(),
+        };
+        out.push_str(&format!(
+            "Why the searches end there: {}\n",
+            repeated.stopped
+        ));
+        for (i, s) in repeated.searches.iter().enumerate() {
+            out.push_str(&format!(
+                "\nSearch {} ({}):\n{}",
+                i + 1,
+                s.id,
+                capacity::text(s)
+            ));
+        }
+        return out;
+    };
+    let mut out = capacity::text(search);
+    if let Some(a) = repeated
+        .capacity
+        .as_ref()
+        .filter(|_| repeated.at_least.is_none())
+    {
+        out.push_str(&format!(
+            "\nRepeatability: {} (--searches 6 or more measures it)\n",
+            a.text()
+        ));
+    }
+    out
 }
 
 /// The generator's steps, printed on standard error and kept in the store as they end.
@@ -60,11 +107,12 @@ struct Live<'a> {
 impl Steps for Live<'_> {
     async fn run(
         &mut self,
+        search: &Search,
         number: u32,
         rate: f64,
         window: Duration,
     ) -> Result<Option<Stepped>, Error> {
-        self.stepper.run(number, rate, window).await
+        self.stepper.run(search, number, rate, window).await
     }
 
     async fn recover(&mut self, baseline_ns: Option<u64>) -> Result<bool, Error> {
@@ -87,12 +135,13 @@ impl Steps for Live<'_> {
     }
 }
 
-/// Runs the search `args` describe, keeping it (and reporting each step on standard error).
+/// Runs the searches `args` describe, keeping them (and reporting each step on standard
+/// error).
 async fn search(
     args: &CapacityArgs,
     keeping: crate::keep::Keeping,
     shutdown: &Shutdown,
-) -> Result<Search, Error> {
+) -> Result<Repeated, Error> {
     let slo = Slo {
         terms: args.slo.clone(),
     };
@@ -119,9 +168,6 @@ async fn search(
         .iter()
         .map(|(k, v)| (k.clone(), v.clone()))
         .collect();
-    keeping
-        .labels
-        .insert(store::capacity::label::SEARCH.into(), id.clone());
     let name = keeping
         .name
         .clone()
@@ -161,6 +207,7 @@ async fn search(
             warmup_s: args.warmup.as_secs_f64(),
             min_rate: args.min_rate,
             max_rate: args.max_rate,
+            growth: 2.0,
         },
         max_steps: args.max_steps,
         step: args.step,
@@ -185,5 +232,16 @@ async fn search(
         humantime::format_duration(args.warmup),
         args.resolution * 100.0
     );
-    capacity::search(plan, &mut Live { stepper, store }).await
+    let repeat = Repeat {
+        searches: args.searches,
+        until: args.until,
+        budget: args.budget,
+    };
+    capacity::repeat(
+        plan,
+        repeat,
+        &mut Live { stepper, store },
+        store::RunMeta::new_id,
+    )
+    .await
 }

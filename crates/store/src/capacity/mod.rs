@@ -2,11 +2,13 @@
 //! search is an ordinary run (labelled with the search's id and its step); this module holds
 //! the SLO ([`slo`]), the confidence intervals a step is judged with ([`interval`] for
 //! independent samples, [`batch`] for a window's correlated ones), the judging ([`judge`]),
-//! and the search as kept, for its page.
+//! what repeated searches agree on ([`repeated`]: the median and its interval), and the
+//! search as kept, for its page.
 
 pub mod batch;
 pub mod interval;
 pub mod judge;
+pub mod repeated;
 pub mod slo;
 
 use serde::{Deserialize, Serialize};
@@ -14,6 +16,7 @@ use sqlx::Row;
 
 use crate::db::{Store, StoreError};
 pub use judge::{Judgement, Verdict};
+pub use repeated::{agreed, median, Agreed, Repeated};
 pub use slo::{Slo, Term};
 
 /// Labels a search's runs carry.
@@ -36,6 +39,14 @@ pub struct Settings {
     pub warmup_s: f64,
     pub min_rate: f64,
     pub max_rate: f64,
+    /// The factor the rate grows by (shrinks by) until a step fails (passes): 2 for a search
+    /// from nothing, less for one repeated near a known capacity.
+    #[serde(default = "doubling")]
+    pub growth: f64,
+}
+
+fn doubling() -> f64 {
+    2.0
 }
 
 /// One step as kept.
@@ -126,20 +137,6 @@ pub fn share_of(capacity: f64, share: f64) -> f64 {
     (capacity * share).round().max(1.0)
 }
 
-/// The capacity repeated searches agree on: the median of those they found (the mean of the
-/// two middle ones of an even count: of 16,400 and 19,500, 17,950, not the better of the two),
-/// as an experiment's page shows it.
-pub fn median(found: &[f64]) -> Option<f64> {
-    let mut v = found.to_vec();
-    v.sort_by(f64::total_cmp);
-    let upper = *v.get(v.len() / 2)?;
-    if v.len() % 2 == 1 {
-        return Some(upper);
-    }
-    let lower = *v.get(v.len() / 2 - 1)?;
-    Some((lower + upper) / 2.0)
-}
-
 impl Search {
     /// Why its capacity is only a lower bound: it ended at the generator's limit or at its
     /// highest rate, not at a failing step of the server's.
@@ -221,17 +218,5 @@ impl Store {
     /// One search, if kept.
     pub async fn search(&self, id: &str) -> Result<Option<Search>, StoreError> {
         Ok(self.searches().await?.into_iter().find(|s| s.id == id))
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn the_median_of_an_even_count_is_the_mean_of_the_middle_two() {
-        assert_eq!(super::median(&[]), None);
-        assert_eq!(super::median(&[19_500.0]), Some(19_500.0));
-        assert_eq!(super::median(&[19_500.0, 16_400.0]), Some(17_950.0));
-        assert_eq!(super::median(&[3.0, 1.0, 2.0]), Some(2.0));
-        assert_eq!(super::median(&[4.0, 1.0, 3.0, 2.0]), Some(2.5));
     }
 }

@@ -1,0 +1,216 @@
+//! Searches repeated until their median is known well enough. On a shared host one search
+//! answers for one moment of a knee that moves; the capacity is the median of several, with
+//! the median's own interval ([`store::capacity::repeated`]). After the first, each search
+//! starts a little below the median so far and grows by small factors, so that it takes a few
+//! steps near the knee instead of doubling from far below it. They stop when the interval is
+//! within `until` at 95 %, when the searches allowed have run, when the budget is spent, or at
+//! once when a search can say only "at least" (repeating cannot narrow a lower bound).
+
+use std::time::{Duration, Instant};
+
+use store::capacity::{agreed, Agreed, Repeated, Status};
+
+use super::bracket;
+use super::search::{search, Event, Plan, Steps};
+use crate::Error;
+
+/// How far searches are repeated.
+#[derive(Debug, Clone, Copy)]
+pub struct Repeat {
+    /// The most searches to run (1: a single search, its repeatability unmeasured).
+    pub searches: u32,
+    /// Stop when the median's 95 % interval is within ± this share of it.
+    pub until: f64,
+    /// Start no new search after this long.
+    pub budget: Option<Duration>,
+}
+
+/// Runs `first`, then searches after it as `repeat` says, each with an id `new_id` gives.
+pub async fn repeat(
+    first: Plan,
+    repeat: Repeat,
+    steps: &mut impl Steps,
+    mut new_id: impl FnMut() -> String,
+) -> Result<Repeated, Error> {
+    let started = Instant::now();
+    let mut searches = Vec::new();
+    let mut plan = first.clone();
+    let stopped = loop {
+        let number = searches.len() + 1;
+        let done = search(plan.clone(), steps).await?;
+        let status = done.status;
+        let at_least = done.only_at_least();
+        searches.push(done);
+        let found: Vec<f64> = searches.iter().filter_map(|s| s.capacity).collect();
+        let so_far = agreed(&found);
+        steps.event(Event::Searched {
+            number,
+            capacity: searches.last().and_then(|s| s.capacity),
+            agreed: so_far.as_ref(),
+        });
+        if status == Status::Interrupted {
+            break "interrupted: the searches so far are kept".to_string();
+        }
+        if let Some(why) = at_least {
+            break format!(
+                "{why}: the capacity is only a lower bound, and repeating cannot narrow it"
+            );
+        }
+        let Some(so_far) = so_far else {
+            break "no search found a capacity".to_string();
+        };
+        if repeat.searches <= 1 {
+            break "one search was asked for (--searches 6 or more gives a 95 % interval of the median)".into();
+        }
+        if so_far.within(repeat.until) {
+            break format!(
+                "the median's interval is within ±{:.1} % after {number} searches",
+                repeat.until * 100.0
+            );
+        }
+        if number as u32 >= repeat.searches {
+            break format!(
+                "the {} searches allowed have run{}",
+                repeat.searches,
+                short_of(&so_far, repeat.until)
+            );
+        }
+        if let Some(budget) = repeat.budget {
+            if started.elapsed() >= budget {
+                break format!(
+                    "the budget of {} was spent after {number} searches{}",
+                    humantime::format_duration(budget),
+                    short_of(&so_far, repeat.until)
+                );
+            }
+        }
+        plan = near(&first, &so_far, new_id(), number + 1);
+    };
+    let found: Vec<f64> = searches.iter().filter_map(|s| s.capacity).collect();
+    Ok(Repeated {
+        capacity: agreed(&found),
+        at_least: searches.iter().find_map(|s| s.only_at_least()),
+        stopped,
+        searches,
+    })
+}
+
+/// What the figure reached, when it is short of `until`.
+fn short_of(a: &Agreed, until: f64) -> String {
+    match (a.half_width, a.confidence) {
+        (Some(h), Some(c)) => format!(
+            ": the median's {:.0} % interval is ±{:.1} % (asked: ±{:.1} % at 95 %)",
+            c * 100.0,
+            h * 100.0,
+            until * 100.0
+        ),
+        _ => String::new(),
+    }
+}
+
+/// The next search: from a little below the median so far, growing by small factors.
+fn near(first: &Plan, so_far: &Agreed, id: String, number: usize) -> Plan {
+    let resolution = first.settings.resolution;
+    let mut plan = first.clone();
+    plan.id = id;
+    plan.name = format!("{} (search {number})", first.name);
+    plan.resumed = Vec::new();
+    plan.started_at_ns = super::now_ns();
+    plan.settings.start = bracket::round(
+        (so_far.median * (1.0 - 2.0 * resolution))
+            .clamp(first.settings.min_rate, first.settings.max_rate),
+    );
+    plan.settings.growth = (1.0 + 4.0 * resolution).clamp(1.05, first.settings.growth);
+    plan
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::simulated::{plan, Simulated};
+    use super::*;
+
+    fn run(sim: &mut Simulated, r: Repeat) -> Repeated {
+        let mut n = 1;
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        rt.block_on(repeat(plan(500.0), r, sim, || {
+            n += 1;
+            format!("s{n}")
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn searches_repeat_until_the_medians_interval_is_narrow_and_each_starts_near_it() {
+        let mut sim = Simulated::new(4_000.0);
+        sim.noise = 0.04;
+        let r = run(
+            &mut sim,
+            Repeat {
+                searches: 12,
+                until: 0.05,
+                budget: None,
+            },
+        );
+        let a = r.capacity.clone().unwrap();
+        assert!(a.within(0.05), "{a:?}: {}", r.stopped);
+        assert!(r.stopped.contains("within ±5.0 %"), "{}", r.stopped);
+        assert!(r.searches.len() >= 6, "{}", r.searches.len());
+        assert!((a.median / 4_000.0 - 1.0).abs() < 0.08, "{a:?}");
+        // The searches after the first start near the median and take fewer steps.
+        let first = r.searches[0].steps.len();
+        for s in &r.searches[1..] {
+            assert!(
+                s.settings.start > 3_000.0 && s.settings.growth < 1.5,
+                "{s:?}"
+            );
+            assert!(s.steps.len() < first, "{} ≥ {first}", s.steps.len());
+        }
+        let ids: Vec<&str> = r.searches.iter().map(|s| s.id.as_str()).collect();
+        assert_eq!(ids[..3], ["s1", "s2", "s3"]);
+        assert!(
+            sim.said.iter().any(|l| l.starts_with("Search 6:")),
+            "{:?}",
+            sim.said
+        );
+    }
+
+    #[test]
+    fn too_few_searches_say_the_confidence_they_reach() {
+        let mut sim = Simulated::new(4_000.0);
+        sim.noise = 0.04;
+        let r = run(
+            &mut sim,
+            Repeat {
+                searches: 3,
+                until: 0.05,
+                budget: None,
+            },
+        );
+        assert_eq!(r.searches.len(), 3);
+        assert!(
+            r.stopped.contains("the 3 searches allowed have run"),
+            "{}",
+            r.stopped
+        );
+        assert!(r.stopped.contains("75 % interval"), "{}", r.stopped);
+    }
+
+    #[test]
+    fn a_lower_bound_is_not_repeated() {
+        let mut sim = Simulated::new(16_000.0);
+        sim.generator = 10_000.0;
+        let r = run(
+            &mut sim,
+            Repeat {
+                searches: 6,
+                until: 0.05,
+                budget: None,
+            },
+        );
+        assert_eq!(r.searches.len(), 1);
+        assert!(r.at_least.is_some());
+        assert!(r.stopped.contains("cannot narrow"), "{}", r.stopped);
+    }
+}
