@@ -114,7 +114,10 @@ pub fn quantile(parts: &[&Histogram<u64>], q: f64) -> Option<Estimate> {
         .filter_map(|b| merge(b.into_iter().copied()))
         .map(|h| h.value_at_quantile(q) as f64)
         .collect();
-    Some(widest(independent, spread(independent.value, &estimates)))
+    let mut e = widest(independent, spread(independent.value, &estimates));
+    // No quantile lies below the window's fastest request.
+    e.low = e.low.max(merged.lowest_equivalent(merged.min()) as f64);
+    Some(e)
 }
 
 /// The mean of the union of `parts`, with an interval that holds on correlated samples.
@@ -126,7 +129,9 @@ pub fn mean(parts: &[&Histogram<u64>]) -> Option<Estimate> {
         .filter_map(|b| merge(b.into_iter().copied()))
         .map(|h| h.mean())
         .collect();
-    Some(widest(independent, spread(independent.value, &estimates)))
+    let mut e = widest(independent, spread(independent.value, &estimates));
+    e.low = e.low.max(merged.lowest_equivalent(merged.min()) as f64);
+    Some(e)
 }
 
 /// The ratio of failed to finished requests over `parts` (each a batch's `(failed,
