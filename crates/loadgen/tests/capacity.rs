@@ -103,8 +103,10 @@ fn the_capacity_found_is_within_ten_percent_of_the_truth() {
         &[
             "--slo",
             "p99<=20ms",
+            // 1 %, not 0.1 %: showing 0.1 % takes 7,680 requests a step (8 s windows here),
+            // and the test is about the knee, not the error bound.
             "--slo",
-            "errors<=0.1%",
+            "errors<=1%",
             "--step",
             "2s",
             "--warmup",
