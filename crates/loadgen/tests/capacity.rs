@@ -11,7 +11,7 @@ mod common;
 use std::process::{Child, Command};
 
 use common::exclusive;
-use store::capacity::{Repeated, Search, Status, Verdict};
+use store::capacity::{Arrival, Repeated, Search, Status, Verdict};
 
 const LOADGEN: &str = env!("CARGO_BIN_EXE_loadgen");
 
@@ -141,6 +141,8 @@ fn the_capacity_found_is_within_ten_percent_of_the_truth() {
     );
     let search = repeated.searches.into_iter().next().unwrap();
     assert_eq!(search.status, Status::Found, "{}", search.reason);
+    // How the requests arrived is kept with the search: evenly spaced, without --batch.
+    assert_eq!(search.settings.arrival, Some(Arrival::Uniform));
     let found = search.capacity.unwrap();
     let failed_at = search.failed_at.unwrap();
     assert!(

@@ -934,6 +934,10 @@ fn an_experiment_of_searches_answers_in_capacity_and_draws_it() {
         "the sentence names the winner"
     );
     assert!(
+        page.contains("(arrivals evenly spaced)") || page.contains("(arrivals in "),
+        "and says how requests arrived"
+    );
+    assert!(
         page.contains("Capacity by target"),
         "the capacities are drawn"
     );

@@ -454,7 +454,13 @@ pub fn capacity_sentence(setting: &SettingCapacity, held: &str) -> String {
     let slo = best
         .searches
         .first()
-        .map(|s| s.slo.to_string())
+        .map(|s| {
+            let arrival = s
+                .settings
+                .arrival
+                .map_or(String::new(), |a| format!(" (arrivals {})", a.text()));
+            format!("{}{arrival}", s.slo)
+        })
         .unwrap_or_default();
     // What the targets ran on: the host size their searches' runs were held to.
     let held_by = best

@@ -114,6 +114,7 @@ mod tests {
                 min_rate: 10.0,
                 max_rate: 1e6,
                 growth: 2.0,
+                arrival: None,
             },
             steps: Vec::new(),
             status,

@@ -104,6 +104,7 @@ mod tests {
             min_rate: 10.0,
             max_rate: 100_000.0,
             growth: 2.0,
+            arrival: None,
         }
     }
 

@@ -139,6 +139,7 @@ pub fn plan(start: f64) -> Plan {
             min_rate: 10.0,
             max_rate: 1_000_000.0,
             growth: 2.0,
+            arrival: None,
         },
         max_steps: 30,
         step: Duration::from_secs(10),

@@ -77,7 +77,11 @@ pub fn text(search: &Search) -> String {
             search.status.as_str()
         )),
     }
-    out.push_str(&format!("Why it ends there: {}\n\n", search.reason));
+    out.push_str(&format!("Why it ends there: {}\n", search.reason));
+    if let Some(a) = search.settings.arrival {
+        out.push_str(&format!("Arrivals: {}\n", a.text()));
+    }
+    out.push('\n');
     let headers: Vec<String> = search
         .slo
         .terms

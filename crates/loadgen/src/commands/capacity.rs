@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use store::capacity::{Repeated, Search, Settings, Slo, Status};
+use store::capacity::{Arrival, Repeated, Search, Settings, Slo, Status};
 use store::Store;
 
 use crate::capacity::{self, bracket, step::Stepper, Event, Plan, Repeat, Stepped, Steps};
@@ -208,6 +208,7 @@ async fn search(
             min_rate: args.min_rate,
             max_rate: args.max_rate,
             growth: 2.0,
+            arrival: Some(Arrival::of_batch(args.request.batch)),
         },
         max_steps: args.max_steps,
         step: args.step,
@@ -226,8 +227,9 @@ async fn search(
         }
     }
     eprintln!(
-        "Searching the capacity of {} within {slo}: from {start} req/s, steps of {} after {} of warm-up, to {} %",
+        "Searching the capacity of {} within {slo}: from {start} req/s, arrivals {}, steps of {} after {} of warm-up, to {} %",
         plan.target,
+        Arrival::of_batch(args.request.batch).text(),
         humantime::format_duration(args.step),
         humantime::format_duration(args.warmup),
         args.resolution * 100.0

@@ -23,9 +23,25 @@ pub fn finding(s: &Search) -> String {
         (status, Some(cap)) => format!(
             "at least {cap} req/s within {} ({})",
             s.slo,
-            status.as_str()
+            s.only_at_least()
+                .unwrap_or_else(|| status.as_str().to_string())
         ),
         (status, None) => format!("not found within {} ({})", s.slo, status.as_str()),
+    }
+}
+
+/// How the steps' requests arrived, in a sentence: capacity depends on it.
+fn arrivals(s: &Search) -> String {
+    match s.settings.arrival {
+        Some(a @ store::capacity::Arrival::Batched { .. }) => format!(
+            "Arrivals {} (wrk2's grid: the server may read many requests per wake-up).",
+            a.text()
+        ),
+        Some(a) => format!(
+            "Arrivals {}: each request sent at its own instant.",
+            a.text()
+        ),
+        None => "How requests arrived was not recorded with this search.".into(),
     }
 }
 
@@ -38,12 +54,13 @@ pub fn search_page(
         h1 { "Capacity: " (s.name) }
         p.meta { "Target " code { (s.target) } ". SLO " code { (s.slo.to_string()) } ". From "
             (s.settings.start) " req/s, steps of " (s.settings.step_s) " s after " (s.settings.warmup_s)
-            " s of warm-up, until the bracket is within " (s.settings.resolution * 100.0) " %." }
+            " s of warm-up, until the bracket is within " (s.settings.resolution * 100.0) " %. "
+            (arrivals(s)) }
         p.answer { strong { "Capacity: " (finding(s)) "." } }
         p { "Why it ends there: " (s.reason) }
         (charts(charts_))
         h2 { "Steps" }
-        p.meta { "A step passes when the 95 % interval of every SLO term lies within its bound; it fails when one lies wholly beyond; uncertain steps are run again longer; a step whose queue grew within its window (or that served under 99 % of the rate) fails as unstable; a step where the generator was the limit is invalid and ends the search." }
+        p.meta { "A step passes when the 95 % interval of every SLO term lies within its bound; it fails when one lies wholly beyond; uncertain steps are run again longer; a step whose queue grew within its window (or that served under 99 % of the rate) fails as unstable; a step where the generator was the limit is invalid, and the search bisects below it for the highest rate the generator drives validly. Intervals are batch means over the window's consecutive intervals, so they hold on correlated latencies (a queue, a pause), not only on independent requests." }
         div.scroll {
             table {
                 thead { tr { th { "step" } th { "offered (req/s)" } th { "verdict" } th { "served (req/s)" }
