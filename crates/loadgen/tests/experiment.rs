@@ -934,7 +934,7 @@ fn an_experiment_of_searches_answers_in_capacity_and_draws_it() {
         "the sentence names the winner"
     );
     assert!(
-        page.contains("(arrivals evenly spaced)") || page.contains("(arrivals in "),
+        page.contains(", arrivals evenly spaced (") || page.contains(", arrivals in "),
         "and says how requests arrived"
     );
     assert!(

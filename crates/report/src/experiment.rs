@@ -45,13 +45,9 @@ impl Spread {
         if values.is_empty() {
             return None;
         }
+        let median = store::capacity::median(&values)?;
         values.sort_by(f64::total_cmp);
         let n = values.len();
-        let median = if n % 2 == 1 {
-            values[n / 2]
-        } else {
-            (values[n / 2 - 1] + values[n / 2]) / 2.0
-        };
         Some(Spread {
             median,
             min: values[0],

@@ -116,7 +116,7 @@ pub fn charts(
             "offered rate (req/s)",
             &y_label,
             lines,
-            "Each step's estimate over its steady window, with its 95 % interval as a bar (distribution-free, from the order statistics); the dashed red line is the SLO's bound, the grey one the capacity found.",
+            "Each step's estimate over its steady window, with its 95 % interval as a bar (batch means over the window's intervals: it holds on correlated latencies); the dashed red line is the SLO's bound, the grey one the capacity found.",
             "No step finished.",
         )?);
     }
@@ -458,7 +458,7 @@ pub fn capacity_sentence(setting: &SettingCapacity, held: &str) -> String {
             let arrival = s
                 .settings
                 .arrival
-                .map_or(String::new(), |a| format!(" (arrivals {})", a.text()));
+                .map_or(String::new(), |a| format!(", arrivals {}", a.text()));
             format!("{}{arrival}", s.slo)
         })
         .unwrap_or_default();

@@ -35,28 +35,30 @@ pub async fn repeat(
     let started = Instant::now();
     let mut searches = Vec::new();
     let mut plan = first.clone();
+    let mut capacity: Option<Agreed>;
+    let mut at_least: Option<String>;
     let stopped = loop {
         let number = searches.len() + 1;
         let done = search(plan.clone(), steps).await?;
-        let status = done.status;
-        let at_least = done.only_at_least();
+        let (status, found) = (done.status, done.capacity);
+        at_least = done.only_at_least();
         searches.push(done);
-        let found: Vec<f64> = searches.iter().filter_map(|s| s.capacity).collect();
-        let so_far = agreed(&found);
+        let all: Vec<f64> = searches.iter().filter_map(|s| s.capacity).collect();
+        capacity = agreed(&all);
         steps.event(Event::Searched {
             number,
-            capacity: searches.last().and_then(|s| s.capacity),
-            agreed: so_far.as_ref(),
+            capacity: found,
+            agreed: capacity.as_ref(),
         });
         if status == Status::Interrupted {
             break "interrupted: the searches so far are kept".to_string();
         }
-        if let Some(why) = at_least {
+        if let Some(why) = &at_least {
             break format!(
                 "{why}: the capacity is only a lower bound, and repeating cannot narrow it"
             );
         }
-        let Some(so_far) = so_far else {
+        let Some(so_far) = &capacity else {
             break "no search found a capacity".to_string();
         };
         if repeat.searches <= 1 {
@@ -72,7 +74,7 @@ pub async fn repeat(
             break format!(
                 "the {} searches allowed have run{}",
                 repeat.searches,
-                short_of(&so_far, repeat.until)
+                short_of(so_far, repeat.until)
             );
         }
         if let Some(budget) = repeat.budget {
@@ -80,16 +82,15 @@ pub async fn repeat(
                 break format!(
                     "the budget of {} was spent after {number} searches{}",
                     humantime::format_duration(budget),
-                    short_of(&so_far, repeat.until)
+                    short_of(so_far, repeat.until)
                 );
             }
         }
-        plan = near(&first, &so_far, new_id(), number + 1);
+        plan = near(&first, so_far, new_id(), number + 1);
     };
-    let found: Vec<f64> = searches.iter().filter_map(|s| s.capacity).collect();
     Ok(Repeated {
-        capacity: agreed(&found),
-        at_least: searches.iter().find_map(|s| s.only_at_least()),
+        capacity,
+        at_least,
         stopped,
         searches,
     })
@@ -120,7 +121,9 @@ fn near(first: &Plan, so_far: &Agreed, id: String, number: usize) -> Plan {
         (so_far.median * (1.0 - 2.0 * resolution))
             .clamp(first.settings.min_rate, first.settings.max_rate),
     );
-    plan.settings.growth = (1.0 + 4.0 * resolution).clamp(1.05, first.settings.growth);
+    plan.settings.growth = (1.0 + 4.0 * resolution)
+        .max(1.05)
+        .min(first.settings.growth);
     plan
 }
 

@@ -1,6 +1,8 @@
-//! The search in words: a line per step as it ends, and the whole search as text.
+//! The search in words: a line per step as it ends, the whole search as text, and repeated
+//! searches with the median they agree on.
 
-use store::capacity::{Judgement, Search, Status};
+use store::capacity::judge::TermResult;
+use store::capacity::{Judgement, Repeated, Search, Status};
 
 use super::search::Event;
 
@@ -26,19 +28,21 @@ pub fn event(event: Event<'_>) -> String {
     }
 }
 
+/// A term as measured: "1.15ms [861µs–1.45ms]".
+fn measured(t: &TermResult) -> String {
+    format!(
+        "{} [{}–{}]",
+        t.term.value_text(t.value),
+        t.term.value_text(t.low),
+        t.term.value_text(t.high)
+    )
+}
+
 fn step_line(number: u32, rate: f64, j: &Judgement, again: bool) -> String {
     let terms: Vec<String> = j
         .terms
         .iter()
-        .map(|t| {
-            format!(
-                "{} {} [{}–{}]",
-                t.term.figure,
-                t.term.value_text(t.value),
-                t.term.value_text(t.low),
-                t.term.value_text(t.high)
-            )
-        })
+        .map(|t| format!("{} {}", t.term.figure, measured(t)))
         .collect();
     format!(
         "  step {number}: {rate} req/s: {}{} ({}; served {:.0} req/s){}",
@@ -52,6 +56,44 @@ fn step_line(number: u32, rate: f64, j: &Judgement, again: bool) -> String {
         j.achieved,
         if again { ": again, twice as long" } else { "" }
     )
+}
+
+/// The searches in words: one alone as ever; several with the median they agree on first.
+pub fn repeated(repeated: &Repeated) -> String {
+    let [search] = repeated.searches.as_slice() else {
+        let mut out = match &repeated.capacity {
+            Some(a) => format!(
+                "Capacity: {}{}\n",
+                if repeated.at_least.is_some() {
+                    "at least "
+                } else {
+                    ""
+                },
+                a.text()
+            ),
+            None => "Capacity: not found\n".to_string(),
+        };
+        out.push_str(&format!(
+            "Why the searches end there: {}\n",
+            repeated.stopped
+        ));
+        for (i, s) in repeated.searches.iter().enumerate() {
+            out.push_str(&format!("\nSearch {} ({}):\n{}", i + 1, s.id, text(s)));
+        }
+        return out;
+    };
+    let mut out = text(search);
+    if let Some(a) = repeated
+        .capacity
+        .as_ref()
+        .filter(|_| repeated.at_least.is_none())
+    {
+        out.push_str(&format!(
+            "\nRepeatability: {} (--searches 6 or more measures it)\n",
+            a.text()
+        ));
+    }
+    out
 }
 
 /// The search in words: the capacity with its bracket, why the next step failed, every step.
@@ -97,19 +139,7 @@ pub fn text(search: &Search) -> String {
         headers.join("  ")
     ));
     for s in &search.steps {
-        let terms: Vec<String> = s
-            .judgement
-            .terms
-            .iter()
-            .map(|t| {
-                format!(
-                    "{} [{}–{}]",
-                    t.term.value_text(t.value),
-                    t.term.value_text(t.low),
-                    t.term.value_text(t.high)
-                )
-            })
-            .collect();
+        let terms: Vec<String> = s.judgement.terms.iter().map(measured).collect();
         out.push_str(&format!(
             "{:>4}  {:>10}  {:<16}  {:>10.0}  {}\n",
             s.number,

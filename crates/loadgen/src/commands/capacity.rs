@@ -20,7 +20,7 @@ pub async fn run(
     let store_url = keeping.store_url.clone();
     let repeated = search(args, keeping, shutdown).await?;
     match args.output {
-        OutputFormat::Text => print!("{}", text(&repeated)),
+        OutputFormat::Text => print!("{}", capacity::words::repeated(&repeated)),
         OutputFormat::Json => println!(
             "{}",
             serde_json::to_string_pretty(&repeated).map_err(|e| Error::Usage(e.to_string()))?
@@ -53,49 +53,6 @@ pub async fn run(
         Some(Status::Interrupted) => RunEnd::Stopped,
         _ => RunEnd::Completed,
     })
-}
-
-/// The searches in words: one alone as ever; several with the median they agree on first.
-fn text(repeated: &Repeated) -> String {
-    let [search] = repeated.searches.as_slice() else {
-        let mut out = match &repeated.capacity {
-            Some(a) => format!(
-                "Capacity: {}{}\n",
-                if repeated.at_least.is_some() {
-                    "at least "
-                } else {
-                    ""
-                },
-                a.text()
-            ),
-            None => "Capacity: not found\n".to_string(),
-        };
-        out.push_str(&format!(
-            "Why the searches end there: {}\n",
-            repeated.stopped
-        ));
-        for (i, s) in repeated.searches.iter().enumerate() {
-            out.push_str(&format!(
-                "\nSearch {} ({}):\n{}",
-                i + 1,
-                s.id,
-                capacity::text(s)
-            ));
-        }
-        return out;
-    };
-    let mut out = capacity::text(search);
-    if let Some(a) = repeated
-        .capacity
-        .as_ref()
-        .filter(|_| repeated.at_least.is_none())
-    {
-        out.push_str(&format!(
-            "\nRepeatability: {} (--searches 6 or more measures it)\n",
-            a.text()
-        ));
-    }
-    out
 }
 
 /// The generator's steps, printed on standard error and kept in the store as they end.
@@ -163,11 +120,7 @@ async fn search(
         Some(url) => Some(Store::open(url).await?),
         None => None,
     };
-    let labels = keeping
-        .labels
-        .iter()
-        .map(|(k, v)| (k.clone(), v.clone()))
-        .collect();
+    let labels = keeping.labels.clone();
     let name = keeping
         .name
         .clone()
@@ -229,7 +182,7 @@ async fn search(
     eprintln!(
         "Searching the capacity of {} within {slo}: from {start} req/s, arrivals {}, steps of {} after {} of warm-up, to {} %",
         plan.target,
-        Arrival::of_batch(args.request.batch).text(),
+        plan.settings.arrival.map_or(String::new(), Arrival::text),
         humantime::format_duration(args.step),
         humantime::format_duration(args.warmup),
         args.resolution * 100.0

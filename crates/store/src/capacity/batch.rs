@@ -105,31 +105,38 @@ fn widest(independent: Estimate, batched: Option<(f64, f64)>) -> Estimate {
 /// The `q` quantile (0–1) of the union of `parts` (a window's consecutive histograms), with an
 /// interval that holds on correlated samples; `None` without samples.
 pub fn quantile(parts: &[&Histogram<u64>], q: f64) -> Option<Estimate> {
-    let merged = merge(parts.iter().copied())?;
-    let independent = interval::quantile(&merged, q)?;
     // Each batch holds enough samples for its own quantile to be more than its maximum.
     let least = (2.0 / (1.0 - q).max(1e-9)).ceil() as u64;
-    let estimates: Vec<f64> = batches(parts, least, |h| h.len())
-        .into_iter()
-        .filter_map(|b| merge(b.into_iter().copied()))
-        .map(|h| h.value_at_quantile(q) as f64)
-        .collect();
-    let mut e = widest(independent, spread(independent.value, &estimates));
-    // No quantile lies below the window's fastest request.
-    e.low = e.low.max(merged.lowest_equivalent(merged.min()) as f64);
-    Some(e)
+    latency(
+        parts,
+        least,
+        |h| interval::quantile(h, q),
+        |h| h.value_at_quantile(q) as f64,
+    )
 }
 
 /// The mean of the union of `parts`, with an interval that holds on correlated samples.
 pub fn mean(parts: &[&Histogram<u64>]) -> Option<Estimate> {
+    latency(parts, 1, interval::mean, Histogram::mean)
+}
+
+/// A latency figure of the union of `parts`: `whole` gives it with its independent interval,
+/// `each` the figure of one batch of at least `least` samples.
+fn latency(
+    parts: &[&Histogram<u64>],
+    least: u64,
+    whole: impl Fn(&Histogram<u64>) -> Option<Estimate>,
+    each: impl Fn(&Histogram<u64>) -> f64,
+) -> Option<Estimate> {
     let merged = merge(parts.iter().copied())?;
-    let independent = interval::mean(&merged)?;
-    let estimates: Vec<f64> = batches(parts, 1, |h| h.len())
+    let independent = whole(&merged)?;
+    let estimates: Vec<f64> = batches(parts, least, |h| h.len())
         .into_iter()
         .filter_map(|b| merge(b.into_iter().copied()))
-        .map(|h| h.mean())
+        .map(|h| each(&h))
         .collect();
     let mut e = widest(independent, spread(independent.value, &estimates));
+    // No latency figure lies below the window's fastest request.
     e.low = e.low.max(merged.lowest_equivalent(merged.min()) as f64);
     Some(e)
 }
