@@ -371,6 +371,9 @@ pub struct LoadSpec {
     /// request, each up to one window late, recorded.
     #[serde(default, deserialize_with = "some_duration")]
     pub batch: Option<Duration>,
+    /// Open loop: `"uniform"` (the default) or `"poisson"` arrivals (`loadgen attack
+    /// --arrival`): exponential gaps, each request at its own instant.
+    pub arrival: Option<store::vocabulary::ArrivalProcess>,
 }
 
 impl LoadSpec {
@@ -396,6 +399,7 @@ impl LoadSpec {
             timeout: pick(&over.timeout, &self.timeout),
             threads: pick(&over.threads, &self.threads),
             batch: pick(&over.batch, &self.batch),
+            arrival: pick(&over.arrival, &self.arrival),
         }
     }
 

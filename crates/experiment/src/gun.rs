@@ -196,6 +196,9 @@ impl Attack {
         if let Some(b) = load.batch.filter(|b| !b.is_zero()) {
             push(&["--batch", &format!("{}us", b.as_micros().max(1))]);
         }
+        if load.arrival == Some(store::vocabulary::ArrivalProcess::Poisson) {
+            push(&["--arrival", "poisson"]);
+        }
     }
 
     /// What every run of a cell takes: the requests, the store's labels, the probe, the URL.
@@ -405,4 +408,54 @@ pub fn find_loadgen() -> Result<PathBuf, GunError> {
         .flatten()
         .find(|p| p.is_file())
         .ok_or(GunError::NoLoadgen)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::file::Rate;
+    use store::vocabulary::ArrivalProcess;
+
+    #[test]
+    fn the_files_arrival_process_reaches_the_guns_command_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let load = LoadSpec {
+            path: Some("/now".into()),
+            rate: Some(Rate::PerSecond(100.0)),
+            duration: Some(Duration::from_secs(1)),
+            arrival: Some(ArrivalProcess::Poisson),
+            ..Default::default()
+        };
+        let attack = Attack {
+            base_url: "http://127.0.0.1:8080".into(),
+            load,
+            only_for: None,
+            db: "sqlite:///tmp/unused.db".into(),
+            experiment: "e".into(),
+            name: "n".into(),
+            run_id: "r".into(),
+            labels: Vec::new(),
+            probe: None,
+            probe_token_file: None,
+            probe_fingerprint: None,
+            probe_ca: None,
+            pre_roll: Duration::ZERO,
+            post_roll: Duration::ZERO,
+            workdir: dir.path().to_path_buf(),
+            search: None,
+        };
+        let args = attack.args().unwrap();
+        assert!(
+            args.windows(2).any(|w| w == ["--arrival", "poisson"]),
+            "{args:?}"
+        );
+        let uniform = Attack {
+            load: LoadSpec {
+                arrival: Some(ArrivalProcess::Uniform),
+                ..attack.load.clone()
+            },
+            ..attack
+        };
+        assert!(!uniform.args().unwrap().contains(&"--arrival".to_string()));
+    }
 }

@@ -138,6 +138,10 @@ pub enum LoadError {
     NoRate,
     #[error("batch paces an open loop (a rate): a closed loop has no schedule")]
     BatchInClosedLoop,
+    #[error("arrival = \"poisson\" sends each request at its own instant: remove batch, or the arrival line")]
+    PoissonBatched,
+    #[error("arrival shapes an open loop (a rate): a closed loop has no arrivals to shape")]
+    ArrivalInClosedLoop,
     #[error("a closed loop needs connections")]
     NoConnections,
     #[error("a closed loop needs a duration (with requests, it bounds the run)")]
@@ -412,10 +416,18 @@ pub fn plan(experiment: &Experiment, options: &PlanOptions) -> Result<Plan, Plan
     let mut cells: Vec<Cell> = all
         .into_iter()
         .filter(|cell| {
-            options.only.iter().all(|(k, v)| match k.as_str() {
+            // Every key given must match; values given for the same key are alternatives.
+            let matches = |k: &str, v: &String| match k {
                 "target" => &cell.target == v,
                 "repetition" => &cell.repetition.to_string() == v,
                 _ => cell.setting.iter().any(|(ck, cv)| ck == k && cv == v),
+            };
+            options.only.iter().all(|(k, _)| {
+                options
+                    .only
+                    .iter()
+                    .filter(|(other, _)| other == k)
+                    .any(|(_, v)| matches(k, v))
             })
         })
         .collect();
@@ -671,6 +683,10 @@ fn check_load(load: &LoadSpec) -> Result<(), LoadError> {
     if load.path.is_none() && load.mix.is_none() {
         return Err(LoadError::NoPath);
     }
+    let poisson = load.arrival == Some(store::vocabulary::ArrivalProcess::Poisson);
+    if poisson && load.batch.is_some_and(|b| !b.is_zero()) {
+        return Err(LoadError::PoissonBatched);
+    }
     match load.mode() {
         Mode::Open => match (&load.rate, &load.steps) {
             (Some(Rate::Share(_)), None) => {
@@ -694,6 +710,9 @@ fn check_load(load: &LoadSpec) -> Result<(), LoadError> {
         Mode::Closed => {
             if load.batch.is_some() {
                 return Err(LoadError::BatchInClosedLoop);
+            }
+            if load.arrival.is_some() {
+                return Err(LoadError::ArrivalInClosedLoop);
             }
             if load.connections.unwrap_or(0) == 0 {
                 return Err(LoadError::NoConnections);
@@ -787,6 +806,29 @@ mod tests {
             .cells
             .iter()
             .all(|c| matches!(c.kind, CellKind::Share { .. })));
+        // Two values of one key are either; keys together are both.
+        let only = |pairs: &[(&str, &str)]| {
+            plan(
+                &e,
+                &PlanOptions {
+                    only: pairs
+                        .iter()
+                        .map(|(k, v)| (k.to_string(), v.to_string()))
+                        .collect(),
+                    repetitions: Some(1),
+                    ..Default::default()
+                },
+            )
+            .map(|p| p.cells.len())
+        };
+        let go = only(&[("target", "go")]).unwrap();
+        let node = only(&[("target", "node")]).unwrap();
+        assert_eq!(
+            only(&[("target", "go"), ("target", "node")]).unwrap(),
+            go + node
+        );
+        let go_share = only(&[("target", "go"), ("rate", "80%")]).unwrap();
+        assert!(go_share > 0 && go_share < go);
     }
 
     #[test]
@@ -864,6 +906,28 @@ mod tests {
             bad,
             Err(PlanError::Cell {
                 why: LoadError::BatchInClosedLoop,
+                ..
+            })
+        ));
+        let bad = plan(
+            &experiment("rate = 1000\narrival = \"poisson\"\nbatch = \"1ms\""),
+            &PlanOptions::default(),
+        );
+        assert!(matches!(
+            bad,
+            Err(PlanError::Cell {
+                why: LoadError::PoissonBatched,
+                ..
+            })
+        ));
+        let bad = plan(
+            &experiment("mode = \"closed\"\nconnections = 10\narrival = \"poisson\""),
+            &PlanOptions::default(),
+        );
+        assert!(matches!(
+            bad,
+            Err(PlanError::Cell {
+                why: LoadError::ArrivalInClosedLoop,
                 ..
             })
         ));

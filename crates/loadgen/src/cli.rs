@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use clap::{ArgGroup, Args, Parser, Subcommand, ValueEnum};
 
+use crate::engine::arrivals::Process;
 use crate::engine::attack::{AttackPlan, Load};
 use crate::engine::request::{RequestMix, RequestOptions, RequestSpec};
 use crate::engine::schedule::Schedule;
@@ -227,7 +228,7 @@ pub struct CellArgs {
     /// Instead of the file's repetitions.
     #[arg(long, value_name = "N")]
     pub repetitions: Option<u32>,
-    /// Only the cells with this value, KEY=VALUE (repeatable; KEY an axis, target or repetition).
+    /// Only the cells with this value, KEY=VALUE (repeatable: values of one KEY are alternatives, different KEYs must all match; KEY an axis, target or repetition).
     #[arg(long = "only", value_name = "KEY=VALUE", value_parser = store::run::parse_label)]
     pub only: Vec<(String, String)>,
     /// The store.
@@ -333,6 +334,12 @@ pub struct RequestArgs {
     /// lateness and counted in corrected latency). wrk2 paces this way with 1ms.
     #[arg(long, value_name = "WINDOW", default_value = "0s", value_parser = parse_duration)]
     pub batch: Duration,
+
+    /// Open loop: how requests arrive. uniform: evenly spaced (on the --batch grid when set);
+    /// poisson: exponential gaps, each request at its own instant, as independent users send
+    /// (the achieved gaps are checked against exponential: "Arrivals" in the summary).
+    #[arg(long, value_name = "PROCESS", default_value = "uniform")]
+    pub arrival: Process,
 
     /// Close each connection after one request.
     #[arg(long)]
@@ -654,6 +661,11 @@ impl RequestArgs {
                 "--timeout must be above 0, e.g. --timeout 30s".into(),
             ));
         }
+        if self.arrival == Process::Poisson && !self.batch.is_zero() {
+            return Err(Error::Usage(
+                "--arrival poisson sends each request at its own instant: drop --batch (a grid would release its arrivals together)".into(),
+            ));
+        }
         Ok(AttackPlan {
             mix: self.mix()?,
             load,
@@ -667,6 +679,7 @@ impl RequestArgs {
             grace,
             max_lateness: None,
             batch: self.batch,
+            arrivals: self.arrival,
             shard: (0, 1),
         })
     }
@@ -676,6 +689,12 @@ impl AttackArgs {
     /// Checks the flags together and builds the plan.
     pub fn plan(&self) -> Result<AttackPlan, Error> {
         let load = if let Some(connections) = self.connections {
+            if self.request.arrival == Process::Poisson {
+                return Err(Error::Usage(
+                    "--arrival poisson needs an open loop: give --rate instead of --connections"
+                        .into(),
+                ));
+            }
             if self.requests.is_none() && self.duration.is_none() {
                 return Err(Error::Usage(
                     "a closed loop needs an end: add --requests N or --duration D".into(),

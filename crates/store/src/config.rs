@@ -16,6 +16,9 @@ pub struct RunConfig {
     pub threads: usize,
     pub max_connections: usize,
     pub batch_ns: u64,
+    /// An open loop's arrival process (`None`: a closed loop, or a run kept before it was).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arrival: Option<crate::vocabulary::Arrival>,
     pub timeout_ns: u64,
     /// The command line that ran it.
     pub command_line: Vec<String>,

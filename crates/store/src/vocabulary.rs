@@ -178,6 +178,69 @@ pub mod label {
     }
 }
 
+/// The arrival process asked for (`loadgen --arrival`, an experiment's `[load] arrival`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ArrivalProcess {
+    /// Evenly spaced (on the batch grid when there is one).
+    #[default]
+    Uniform,
+    /// Exponential gaps: independent users.
+    Poisson,
+}
+
+impl std::str::FromStr for ArrivalProcess {
+    type Err = String;
+    fn from_str(text: &str) -> Result<Self, String> {
+        match text.trim().to_ascii_lowercase().as_str() {
+            "uniform" => Ok(ArrivalProcess::Uniform),
+            "poisson" => Ok(ArrivalProcess::Poisson),
+            _ => Err(format!("expected uniform or poisson, not {text:?}")),
+        }
+    }
+}
+
+/// How a step's requests arrive: capacity depends on it (a server reads many requests per
+/// wake-up from a batch, one from an evenly spaced send), so every figure says which.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "process", rename_all = "lowercase")]
+pub enum Arrival {
+    /// Each request sent at its own instant, evenly spaced.
+    Uniform,
+    /// Released together at the end of each window (wrk2's 1 ms grid).
+    Batched { window_s: f64 },
+    /// Exponential gaps, each request at its own instant: independent users.
+    Poisson,
+}
+
+impl Arrival {
+    /// From the generator's arrival process and batch window (zero: each at its own time).
+    pub fn of(process: ArrivalProcess, window: std::time::Duration) -> Self {
+        if process == ArrivalProcess::Poisson {
+            Arrival::Poisson
+        } else if window.is_zero() {
+            Arrival::Uniform
+        } else {
+            Arrival::Batched {
+                window_s: window.as_secs_f64(),
+            }
+        }
+    }
+
+    /// "evenly spaced", "in 1 ms batches" or "Poisson".
+    pub fn text(self) -> String {
+        match self {
+            Arrival::Uniform => "evenly spaced".into(),
+            // As `format_ns` writes it (1.00ms, 500µs), which this module cannot import.
+            Arrival::Batched { window_s } if window_s >= 1e-3 => {
+                format!("in {:.2}ms batches", window_s * 1e3)
+            }
+            Arrival::Batched { window_s } => format!("in {:.0}µs batches", window_s * 1e6),
+            Arrival::Poisson => "Poisson (exponential gaps)".into(),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -144,6 +144,7 @@ impl CellContext<'_> {
                         threads: 0,
                         max_connections: 0,
                         batch_ns: 0,
+                        arrival: None,
                         timeout_ns: 0,
                         command_line: Vec::new(),
                         details: serde_json::to_value(&cell.load).unwrap_or_default(),

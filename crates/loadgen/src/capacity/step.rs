@@ -111,6 +111,7 @@ impl Stepper<'_> {
                 .plan(load, Duration::from_millis(500), Duration::from_secs(1))?;
         if closed {
             plan.batch = Duration::ZERO;
+            plan.arrivals = Default::default();
         }
         let done = keep::execute(&plan, &Keeping::default(), self.shutdown).await?;
         let s = done.summary;

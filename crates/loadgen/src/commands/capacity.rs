@@ -161,7 +161,7 @@ async fn search(
             min_rate: args.min_rate,
             max_rate: args.max_rate,
             growth: 2.0,
-            arrival: Some(Arrival::of_batch(args.request.batch)),
+            arrival: Some(Arrival::of(args.request.arrival, args.request.batch)),
         },
         max_steps: args.max_steps,
         step: args.step,

@@ -137,6 +137,7 @@ pub async fn run(
         grace: Duration::from_secs(3),
         max_lateness: None,
         batch: Duration::ZERO,
+        arrivals: Default::default(),
         shard: (0, 1),
     };
     let mut keeping = args.store.keeping(command_line)?;

@@ -15,6 +15,7 @@ use std::time::{Duration, SystemTime};
 use thiserror::Error;
 use tokio::sync::mpsc;
 
+use crate::engine::arrivals::{GapFit, Process};
 use crate::engine::client::{ClientError, Connector};
 use crate::engine::clock::{self, thread_cpu, Anchor, Nanos};
 use crate::engine::recorder::{Timing, WorkerMessage};
@@ -62,6 +63,8 @@ pub struct AttackPlan {
     /// Open loop: release requests in batches on a grid of this length (zero: each at its own
     /// intended time). Each request may be up to one window late; that lateness is recorded.
     pub batch: Duration,
+    /// Open loop: evenly spaced or Poisson arrivals.
+    pub arrivals: Process,
     /// This gun's share of a run split across several gun hosts: shard `index` of `count`
     /// sends requests `index, index + count, …` (open loop), or its share of connections and
     /// requests (closed loop).
@@ -131,6 +134,9 @@ impl AttackPlan {
             threads: self.threads,
             max_connections: self.max_connections,
             batch_ns: clock::nanos(self.batch),
+            arrival: self
+                .is_open_loop()
+                .then(|| store::vocabulary::Arrival::of(self.arrivals, self.batch)),
             timeout_ns: clock::nanos(self.timeout),
             command_line: Vec::new(),
             details: serde_json::Value::Null,
@@ -318,6 +324,7 @@ pub async fn attack(
         threads,
         grace: plan.grace,
         batch: clock::nanos(plan.batch),
+        arrivals: plan.arrivals,
         gauges: Default::default(),
         shard,
         shards,
@@ -368,12 +375,14 @@ pub async fn attack(
     let mut worker_cpu = Duration::ZERO;
     let mut busiest: Option<f64> = None;
     let mut connect = store::model::new_histogram(timeout);
+    let mut gaps: Option<GapFit> = None;
     while let Some(message) = rx.recv().await {
         if let WorkerMessage::Done {
             timing: t,
             cpu,
             busy,
             connect: c,
+            gaps: g,
             ..
         } = &message
         {
@@ -381,6 +390,12 @@ pub async fn attack(
             worker_cpu += *cpu;
             busiest = Some(busiest.map_or(*busy, |b: f64| b.max(*busy)));
             let _ = connect.add(&**c);
+            if let Some(g) = g {
+                match &mut gaps {
+                    Some(all) => all.merge(g),
+                    None => gaps = Some((**g).clone()),
+                }
+            }
         }
         for stats in gather.accept(message) {
             run.complete(stats, None, sinks);
@@ -436,6 +451,7 @@ pub async fn attack(
             cpus_busy,
             own_share,
             connect: (!connect.is_empty()).then_some(connect),
+            arrivals: gaps.as_ref().and_then(GapFit::fit),
         },
     })
 }
@@ -575,6 +591,7 @@ mod tests {
             cpu: Duration::ZERO,
             busy: 0.0,
             connect: Box::new(store::model::new_histogram(1_000)),
+            gaps: None,
         }
     }
 

@@ -41,6 +41,7 @@ use rustix::time::{
 };
 use tokio::sync::{mpsc, watch};
 
+use crate::engine::arrivals::Arrivals;
 use crate::engine::client::classify_connect;
 use crate::engine::clock::{self, Nanos};
 use crate::engine::h1response::{Progress, ResponseReader};
@@ -138,9 +139,8 @@ struct Engine {
     /// CLOCK_REALTIME − CLOCK_MONOTONIC, ns: turns the kernel's receive stamps into our clock.
     offset: i128,
     closed_loop: bool,
-    /// The open loop's next request number.
-    seq: u64,
-    step: u64,
+    /// The open loop's next request.
+    arrivals: Arrivals,
     /// No more requests will be released.
     released_all: bool,
     grace_ends: Option<Nanos>,
@@ -190,7 +190,7 @@ impl Engine {
                 })
             })
             .collect();
-        let (seq, step) = shared.stride(index);
+        let arrivals = shared.arrivals(index);
         Ok(Engine {
             rec,
             rng,
@@ -212,8 +212,7 @@ impl Engine {
             wire: Vec::with_capacity(1024),
             offset: clock_offset(),
             closed_loop,
-            seq,
-            step,
+            arrivals,
             released_all: closed_loop,
             grace_ends: None,
             stop: Stop::Running,
@@ -301,12 +300,13 @@ impl Engine {
         else {
             return None;
         };
-        if limit.is_some_and(|n| self.seq >= n) {
+        let seq = self.arrivals.seq();
+        if limit.is_some_and(|n| seq >= n) {
             return None;
         }
-        let due = schedule.due(self.seq)?;
+        let due = self.arrivals.due(schedule)?;
         Some(Job {
-            seq: self.seq,
+            seq,
             intended: self.shared.start + clock::nanos(due),
         })
     }
@@ -322,7 +322,7 @@ impl Engine {
             if job.intended > now {
                 return (false, Some(job));
             }
-            self.seq += self.step;
+            self.arrivals.advance();
             self.dispatch(job);
         }
         (true, self.next_due())
@@ -330,7 +330,13 @@ impl Engine {
 
     /// When to wake next, given the next request; arms lazy sockets if that is too far off.
     fn plan(&mut self, now: Nanos, next: Option<Job>) -> Nanos {
-        let due = next.map(|job| self.shared.release_at(job.intended));
+        // Poisson arrivals wake early: the loop then polls without sleeping (reading
+        // responses meanwhile) until the request is due.
+        let due = next.map(|job| {
+            self.shared
+                .release_at(job.intended)
+                .saturating_sub(self.shared.lead())
+        });
         if due.is_none_or(|d| d > now + LAZY_WINDOW) {
             self.wake_on_data();
         }

@@ -213,22 +213,30 @@ impl Worker {
             return Ok(());
         };
         let timer = PreciseTimer::new()?;
-        let (mut seq, step) = self.shared.stride(self.index);
+        let mut arrivals = self.shared.arrivals(self.index);
         // Requests dispatched back to back without giving connections a turn.
         let mut burst = 0u32;
         loop {
+            let seq = arrivals.seq();
             if *stop.borrow() != Stop::Running || limit.is_some_and(|n| seq >= n) {
                 break;
             }
-            let Some(due) = schedule.due(seq) else { break };
+            let Some(due) = arrivals.due(schedule) else {
+                break;
+            };
             let intended = self.shared.start + clock::nanos(due);
             if intended > clock::now() {
                 burst = 0;
-                let wake = self.shared.release_at(intended);
+                let lead = self.shared.lead();
+                let wake = self.shared.release_at(intended).saturating_sub(lead);
                 tokio::select! {
                     biased;
                     _ = stop.changed() => continue,
                     slept = timer.sleep_until(wake) => slept?,
+                }
+                // Poisson: woken early, let the connections run until the instant.
+                while lead > 0 && clock::now() < intended {
+                    tokio::task::yield_now().await;
                 }
             } else if burst >= 16 {
                 // Behind schedule: catch up, but let responses be read meanwhile.
@@ -237,7 +245,7 @@ impl Worker {
             }
             self.dispatch(Job { seq, intended });
             burst += 1;
-            seq += step;
+            arrivals.advance();
         }
         Ok(())
     }

@@ -2,7 +2,9 @@
 //!
 //! In the order a request meets it:
 //!
-//! - [`schedule`]: when request *i* is due (pure maths); [`request`], [`template`]: what to
+//! - [`schedule`]: when request *i* is due (pure maths); [`arrivals`]: each worker's
+//!   requests on the schedule's grid or as a Poisson process, and how Poisson the sends
+//!   were; [`request`], [`template`]: what to
 //!   send, a URL or a weighted mix, with per-request values.
 //! - [`attack`](mod@attack): the [`AttackPlan`] (validated values), the worker threads started, their
 //!   intervals gathered into one [`RunOutcome`] and handed to the [`IntervalSink`]s.
@@ -17,6 +19,7 @@
 //!   monotonic clock; `cpus`: how busy the generator's CPUs were; [`shutdown`]: stopping a
 //!   run early without losing what it recorded.
 
+pub mod arrivals;
 pub mod attack;
 mod client;
 pub mod clock;

@@ -14,6 +14,7 @@ use std::time::Duration;
 use hdrhistogram::Histogram;
 use tokio::sync::mpsc::UnboundedSender;
 
+use crate::engine::arrivals::GapFit;
 use crate::engine::clock::Nanos;
 use store::model::{ErrorKind, IntervalStats};
 
@@ -54,6 +55,8 @@ pub enum WorkerMessage {
         busy: f64,
         /// Time to establish each of its new connections, ns.
         connect: Box<Histogram<u64>>,
+        /// Poisson arrivals: the gaps between its sends.
+        gaps: Option<Box<GapFit>>,
     },
 }
 
@@ -119,6 +122,7 @@ pub struct Recorder {
     born_cpu: Duration,
     timing: Timing,
     finished: bool,
+    gaps: Option<Box<GapFit>>,
 }
 
 impl Recorder {
@@ -149,7 +153,14 @@ impl Recorder {
             born_cpu: crate::engine::clock::thread_cpu(),
             timing: Timing::default(),
             finished: false,
+            gaps: None,
         }
+    }
+
+    /// Also fits the gaps between sends (Poisson arrivals).
+    pub(crate) fn with_gaps(mut self, gaps: GapFit) -> Self {
+        self.gaps = Some(Box::new(gaps));
+        self
     }
 
     /// Fewer requests in flight, here and in the process.
@@ -205,6 +216,9 @@ impl Recorder {
         self.roll_to(sent);
         self.timing.first_sent.get_or_insert(sent);
         self.timing.last_sent = Some(sent);
+        if let Some(gaps) = &mut self.gaps {
+            gaps.sent(sent);
+        }
         let due_index = self.index_of(intended);
         let s = &mut self.current;
         s.sent += 1;
@@ -312,6 +326,7 @@ impl Recorder {
                 / (now.saturating_sub(self.born).max(1) as f64 / 1e9))
                 .min(1.0),
             connect: std::mem::replace(&mut self.connect, Box::new(store::model::new_histogram(1))),
+            gaps: self.gaps.take(),
         });
     }
 }

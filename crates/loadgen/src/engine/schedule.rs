@@ -174,8 +174,16 @@ impl Schedule {
     /// Offset from the start of the attack at which request `i` is due, or `None` if the
     /// schedule ends before it.
     pub fn due(&self, i: u64) -> Option<Duration> {
-        let x = i as f64;
         if self.total_requests().is_some_and(|total| i >= total) {
+            return None;
+        }
+        self.due_at(i as f64)
+    }
+
+    /// Offset at which the count `C(t)` reaches `x` (any point of count space, not only a
+    /// whole request: Poisson arrivals are placed there), or `None` past the schedule's end.
+    pub fn due_at(&self, x: f64) -> Option<Duration> {
+        if x.is_nan() || x < 0.0 || self.total_count().is_some_and(|total| x >= total) {
             return None;
         }
         // Segments are few (a handful of steps): a linear scan beats a binary search here.
@@ -191,6 +199,31 @@ impl Schedule {
             seconds
         };
         Some(Duration::from_nanos((within * 1e9).round() as u64))
+    }
+
+    /// `C(T)`, the count at the schedule's end, or `None` when it is open-ended.
+    fn total_count(&self) -> Option<f64> {
+        let last = self.segments.last()?;
+        last.duration
+            .is_finite()
+            .then(|| last.count_before + last.count())
+    }
+
+    /// `C(t)`: how many requests the schedule has asked for `t` seconds into the attack (its
+    /// total after the end). A send at `t` sits at this point of count space, where the gaps
+    /// of a Poisson process of any rate are exponential with mean 1 (time rescaling).
+    pub fn count_at(&self, t: f64) -> f64 {
+        let t = t.max(0.0);
+        let Some(s) = self.segments.iter().rev().find(|s| s.start <= t) else {
+            return 0.0;
+        };
+        let into = (t - s.start).min(s.duration);
+        let a = if s.duration.is_infinite() {
+            0.0
+        } else {
+            (s.rate_end - s.rate_start) / (2.0 * s.duration)
+        };
+        s.count_before + s.rate_start * into + a * into * into
     }
 
     /// How many requests the whole schedule sends, `⌈C(T)⌉`, or `None` when it is open-ended.

@@ -335,6 +335,18 @@ fn probe_facts(p: &ProbeFigures) -> Markup {
     }
 }
 
+/// How close the sends came to Poisson, when they were meant to be.
+fn arrival_fit(run: &RunFigures) -> String {
+    run.summary.generator.arrivals.map_or(String::new(), |f| {
+        format!(
+            "; the gaps between sends were within {:.1} % of exponential at every length ({}, KS over {} gaps)",
+            f.ks * 100.0,
+            if f.as_intended() { "as intended" } else { "NOT as intended" },
+            f.gaps
+        )
+    })
+}
+
 fn configuration(run: &RunFigures) -> Markup {
     let c = &run.config;
     let g = &run.gun_host;
@@ -349,6 +361,7 @@ fn configuration(run: &RunFigures) -> Markup {
             dt { "max connections" } dd { (c.max_connections) }
             dt { "timeout" } dd { (format_ns(c.timeout_ns)) }
             @if c.batch_ns > 0 { dt { "batch" } dd { (format_ns(c.batch_ns)) } }
+            @if let Some(a) = c.arrival { dt { "arrivals" } dd { (a.text()) (arrival_fit(run)) } }
             dt { "command" } dd { code { (redact::command_line(&c.command_line).join(" ")) } }
             dt { "gun host" } dd { (g.hostname) ", " (g.cpus) " cores, " (format_bytes(g.mem_total_bytes as f64)) ", kernel " (g.kernel) }
         }

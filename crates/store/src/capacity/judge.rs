@@ -21,6 +21,11 @@ pub use crate::summary::KEPT_UP;
 /// third's (and at least [`GROWTH_FLOOR_NS`] more).
 pub const GROWTH: f64 = 1.5;
 pub const GROWTH_FLOOR_NS: f64 = 1_000_000.0;
+/// Requests in flight count as a growing queue only when they grew by at least this much work
+/// at the offered rate (Little's law: 5 ms deep): a window's peaks bounce by tens of requests
+/// with bursty (Poisson) arrivals or a generator reading late, where a real overload of 1 %
+/// piles up hundreds over a window.
+pub const IN_FLIGHT_FLOOR_S: f64 = 0.005;
 
 /// How one step came out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -100,8 +105,18 @@ pub struct Judgement {
 }
 
 /// Why the generator, not the server, limited a step's run, if it did: its own CPU, other
-/// processes on its CPUs, or the connection cap.
+/// processes on its CPUs, the connection cap, or Poisson arrivals it could not send as such.
 pub fn generator_limit(summary: &Summary) -> Option<String> {
+    // Poisson arrivals it could not send as Poisson: the step measured other arrivals.
+    if let Some(f) = summary.generator.arrivals.filter(|f| !f.as_intended()) {
+        return Some(format!(
+            "its sends were not Poisson: {:.1} % {} gaps up to {:.2}× the mean than exponential ones ({:.1} µs of its CPU a request)",
+            f.ks * 100.0,
+            if f.excess < 0.0 { "fewer" } else { "more" },
+            f.at_mean_gaps,
+            summary.generator.cpu_per_request_us
+        ));
+    }
     let limit = summary.generator.limited_by?;
     (limit.is_generator() || limit == LimitedBy::ConnectionCap).then(|| {
         crate::diagnosis::generator_fell_behind(summary)
@@ -156,7 +171,7 @@ pub fn judge(
             ),
         );
     }
-    if let Some(growth) = growth(intervals) {
+    if let Some(growth) = growth(intervals, offered) {
         return judged(Verdict::Unstable, growth);
     }
     for (verdict, relation) in [
@@ -224,7 +239,7 @@ fn term(t: &Term, intervals: &[IntervalStats]) -> TermResult {
 
 /// Whether the queue grew across the window: the median latency of its last third well above
 /// its first third's, rising through the middle, or the requests in flight doing the same.
-fn growth(intervals: &[IntervalStats]) -> Option<String> {
+fn growth(intervals: &[IntervalStats], offered: f64) -> Option<String> {
     if intervals.len() < 3 {
         return None;
     }
@@ -253,7 +268,7 @@ fn growth(intervals: &[IntervalStats]) -> Option<String> {
         part.iter().map(|i| i.in_flight as f64).sum::<f64>() / part.len().max(1) as f64
     };
     let [first, middle, last] = parts.map(flight);
-    if last > 2.0 * first + 2.0 && middle >= first {
+    if last > 2.0 * first + 2.0 && last - first >= offered * IN_FLIGHT_FLOOR_S && middle >= first {
         return Some(format!(
             "requests in flight grew within the window ({first:.0} on average in its first third, {last:.0} in its last): a queue was building"
         ));
@@ -300,6 +315,60 @@ mod tests {
         let near = judge(&slo("p99<=10ms"), &w, 1.0, 1000.0, None);
         assert_eq!(near.verdict, Verdict::Uncertain, "{}", near.reason);
         assert!(near.reason.contains("straddling"), "{}", near.reason);
+    }
+
+    #[test]
+    fn requests_in_flight_grow_into_a_queue_only_by_the_work_of_5_ms() {
+        // 1,000 req/s answered in 2 ms, in flight peaking 18 → 51 over the window (bursty
+        // arrivals, a generator reading late): 33 more is 33 ms of work at 1,000 req/s.
+        let steady = vec![2u64; 1000];
+        // Six intervals, two to each third (five at least give an interval an upper end).
+        let with_peaks = |peaks: [u64; 3]| {
+            let mut w = window(&[steady.as_slice(); 6], 1000);
+            for (n, i) in w.iter_mut().enumerate() {
+                i.in_flight = peaks[n / 2];
+            }
+            w
+        };
+        let j = judge(
+            &slo("p99<=10ms"),
+            &with_peaks([18, 30, 51]),
+            1.0,
+            1000.0,
+            None,
+        );
+        assert_eq!(j.verdict, Verdict::Unstable, "{}", j.reason);
+        assert!(j.reason.contains("requests in flight grew"), "{}", j.reason);
+        // At 10,000 req/s the same 33 requests are 3.3 ms of work: bounce, not a queue.
+        let busy = |w: Vec<IntervalStats>| {
+            w.into_iter()
+                .map(|mut i| {
+                    i.requests *= 10;
+                    for _ in 0..9 {
+                        let _ = i.corrected.record_n(2_000_000, 1000);
+                    }
+                    i.responses *= 10;
+                    i.ok *= 10;
+                    i
+                })
+                .collect::<Vec<_>>()
+        };
+        let j = judge(
+            &slo("p99<=10ms"),
+            &busy(with_peaks([18, 30, 51])),
+            1.0,
+            10_000.0,
+            None,
+        );
+        assert_eq!(j.verdict, Verdict::Pass, "{}", j.reason);
+        let j = judge(
+            &slo("p99<=10ms"),
+            &busy(with_peaks([18, 200, 500])),
+            1.0,
+            10_000.0,
+            None,
+        );
+        assert_eq!(j.verdict, Verdict::Unstable, "{}", j.reason);
     }
 
     #[test]

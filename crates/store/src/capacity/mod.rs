@@ -15,6 +15,8 @@ use serde::{Deserialize, Serialize};
 use sqlx::Row;
 
 use crate::db::{Store, StoreError};
+/// How a step's requests arrived (kept with the search).
+pub use crate::vocabulary::Arrival;
 pub use judge::{Judgement, Verdict};
 pub use repeated::{agreed, median, Agreed, Repeated};
 pub use slo::{Slo, Term};
@@ -46,41 +48,6 @@ pub struct Settings {
     /// How each step's requests arrived; `None` for a search kept before it was recorded.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub arrival: Option<Arrival>,
-}
-
-/// How a step's requests arrive: capacity depends on it (a server reads many requests per
-/// wake-up from a batch, one from an evenly spaced send), so every figure says which.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "process", rename_all = "lowercase")]
-pub enum Arrival {
-    /// Each request sent at its own instant, evenly spaced.
-    Uniform,
-    /// Released together at the end of each window (wrk2's 1 ms grid).
-    Batched { window_s: f64 },
-}
-
-impl Arrival {
-    /// From the generator's batch window (zero: evenly spaced).
-    pub fn of_batch(window: std::time::Duration) -> Self {
-        if window.is_zero() {
-            Arrival::Uniform
-        } else {
-            Arrival::Batched {
-                window_s: window.as_secs_f64(),
-            }
-        }
-    }
-
-    /// "evenly spaced" or "in 1 ms batches".
-    pub fn text(self) -> String {
-        match self {
-            Arrival::Uniform => "evenly spaced".into(),
-            Arrival::Batched { window_s } => format!(
-                "in {} batches",
-                crate::summary::text::format_ns((window_s * 1e9).round() as u64)
-            ),
-        }
-    }
 }
 
 fn doubling() -> f64 {

@@ -108,6 +108,47 @@ pub struct ByteFigures {
     pub out_mean: f64,
 }
 
+/// The achieved gaps between sends against the intended exponential ones (Poisson arrivals):
+/// each worker's gaps, rescaled by the schedule's rate to mean 1, pooled.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq)]
+pub struct ArrivalFit {
+    /// Kolmogorov–Smirnov distance: the largest difference between the share of gaps up to any
+    /// length achieved and intended (0–1; 0.01 is one point of the distribution).
+    pub ks: f64,
+    /// Where it is, in units of the mean gap (0.1: among gaps a tenth of the mean).
+    pub at_mean_gaps: f64,
+    /// Its sign there: achieved − intended share of gaps up to that length (below zero: too
+    /// few short gaps, sends spaced apart; above: too many, sends released together).
+    pub excess: f64,
+    /// How many gaps it rests on.
+    pub gaps: u64,
+    /// The distance exponential gaps of this count exceed with 5 % chance (1.358/√n).
+    pub critical: f64,
+}
+
+/// Beyond this distance the sends are not called Poisson, however many gaps show it: 5 points
+/// of the distribution, what sends released a wake-up late (tens of µs here) move it by.
+pub const ARRIVAL_KS_LIMIT: f64 = 0.05;
+
+impl ArrivalFit {
+    /// From the signed largest difference, where it is (in mean gaps), and the gaps counted.
+    pub fn new(excess: f64, at_mean_gaps: f64, gaps: u64) -> Self {
+        ArrivalFit {
+            ks: excess.abs(),
+            at_mean_gaps,
+            excess,
+            gaps,
+            critical: 1.358 / (gaps.max(1) as f64).sqrt(),
+        }
+    }
+
+    /// Whether the sends were as Poisson as intended: within the test's 5 % distance, or within
+    /// [`ARRIVAL_KS_LIMIT`] when so many gaps make the test see differences of no consequence.
+    pub fn as_intended(&self) -> bool {
+        self.ks <= self.critical.max(ARRIVAL_KS_LIMIT)
+    }
+}
+
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct GeneratorFigures {
     /// Actual − intended send time, over all requests sent.
@@ -143,6 +184,9 @@ pub struct GeneratorFigures {
     /// The generator's own share of those CPUs' time, all its threads (0–1).
     #[serde(default)]
     pub own_share: Option<f64>,
+    /// Poisson arrivals: how far the gaps between the sends were from exponential.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arrivals: Option<ArrivalFit>,
     /// Requests sent in a later interval than the one they were due in.
     pub sent_late_beyond_interval: u64,
     /// Requests that found the pool at `--max-connections` and waited for a connection.

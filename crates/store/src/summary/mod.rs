@@ -16,8 +16,8 @@ use std::time::{Duration, SystemTime};
 use hdrhistogram::Histogram;
 
 pub use figures::{
-    ByteFigures, DurationFigures, GeneratorFigures, Latencies, LatencyStats, RequestFigures,
-    Summary, LATENESS_LIMIT_NS, SCHEMA,
+    ArrivalFit, ByteFigures, DurationFigures, GeneratorFigures, Latencies, LatencyStats,
+    RequestFigures, Summary, ARRIVAL_KS_LIMIT, LATENESS_LIMIT_NS, SCHEMA,
 };
 pub use text::{format_duration, format_ns, nanos};
 
@@ -64,6 +64,8 @@ pub struct GeneratorFacts {
     pub own_share: Option<f64>,
     /// Time to establish each new connection (TCP, and TLS when used), ns.
     pub connect: Option<Histogram<u64>>,
+    /// Poisson arrivals: the achieved gaps against exponential.
+    pub arrivals: Option<ArrivalFit>,
 }
 
 fn ratio(a: f64, b: f64) -> f64 {
@@ -202,6 +204,7 @@ impl Summary {
                 busiest_thread,
                 cpus_busy,
                 own_share,
+                arrivals: facts.generator.arrivals,
                 sent_late_beyond_interval: t.sent_late_beyond_interval,
                 waited_for_connection: t.waited_for_connection,
                 connections_opened: t.connections_opened,
@@ -257,6 +260,28 @@ impl Summary {
                  Use --rate for latencies that count from the intended send time."
                     .into(),
             );
+        }
+        if let Some(f) = g.arrivals.filter(|f| !f.as_intended()) {
+            let (more, why) = if f.excess < 0.0 {
+                ("fewer", "the generator's own time per send (its cpu per request) spaced out requests due closer together: \
+                 the server saw smoother arrivals than a Poisson process")
+            } else {
+                (
+                    "more",
+                    "the generator released requests together (late wake-ups, a full pool): \
+                 the server saw burstier arrivals than a Poisson process",
+                )
+            };
+            out.push(format!(
+                "NOT POISSON: {:.1} % {more} gaps between sends up to {:.2}× the mean gap than exponential gaps have \
+                 (KS distance {:.3} over {} gaps; at most {:.3} is as intended); {why}. Lower the rate each worker thread \
+                 sends (more --threads on more CPUs, or more guns).",
+                f.ks * 100.0,
+                f.at_mean_gaps,
+                f.ks,
+                f.gaps,
+                f.critical.max(ARRIVAL_KS_LIMIT)
+            ));
         }
         let cancelled = facts.totals.errors.get(ErrorKind::Cancelled);
         if cancelled > 0 {
@@ -375,6 +400,7 @@ mod tests {
             cpus_busy: Some((cpus, "0".into())),
             own_share: Some(thread),
             connect: None,
+            arrivals: None,
         };
         let cause = |s: Summary| (s.generator.limited_by, s.warnings[0].clone());
         let (by, text) = cause(summary_of(3_000, 0, busy(0.97, 0.98)));
@@ -506,5 +532,36 @@ mod tests {
             Some(LimitedBy::ServerResponses)
         );
         assert!(behind.server_fell_behind());
+    }
+
+    #[test]
+    fn poisson_sends_that_were_not_poisson_are_said_and_limit_a_step() {
+        let fit = |excess: f64, gaps: u64| GeneratorFacts {
+            arrivals: Some(ArrivalFit::new(excess, 0.09, gaps)),
+            ..Default::default()
+        };
+        let within = summary_of(0, 0, fit(-0.03, 80_000));
+        assert!(within.warnings.is_empty(), "{:?}", within.warnings);
+        assert!(crate::capacity::judge::generator_limit(&within).is_none());
+        let spaced = summary_of(0, 0, fit(-0.08, 80_000));
+        assert!(
+            spaced.warnings[0]
+                .starts_with("NOT POISSON: 8.0 % fewer gaps between sends up to 0.09×")
+                && spaced.warnings[0].contains("smoother arrivals"),
+            "{:?}",
+            spaced.warnings
+        );
+        let why = crate::capacity::judge::generator_limit(&spaced).unwrap();
+        assert!(
+            why.starts_with("its sends were not Poisson: 8.0 % fewer"),
+            "{why}"
+        );
+        // Few gaps: only what the test can tell from chance counts.
+        let few = summary_of(0, 0, fit(0.08, 200));
+        assert!(few.generator.arrivals.unwrap().as_intended());
+        assert!(few.warnings.is_empty());
+        // Kept with the run: the JSON summary carries it.
+        let json = serde_json::to_value(&spaced).unwrap();
+        assert_eq!(json["generator"]["arrivals"]["gaps"], 80_000);
     }
 }

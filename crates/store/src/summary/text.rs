@@ -163,6 +163,25 @@ impl Summary {
                 ),
             );
         }
+        if let Some(f) = &g.arrivals {
+            row(
+                &mut s,
+                "Arrivals",
+                "[Poisson: gaps vs exponential]",
+                format!(
+                    "KS distance {:.4} at {:.2}× the mean gap, over {} gaps ({}; 5 % critical {:.4})",
+                    f.ks,
+                    f.at_mean_gaps,
+                    f.gaps,
+                    if f.as_intended() {
+                        "as intended"
+                    } else {
+                        "NOT as intended"
+                    },
+                    f.critical
+                ),
+            );
+        }
         if let Some(c) = &g.connect {
             let mut line = format!(
                 "{}, {}, {}",
