@@ -60,17 +60,25 @@ fn main() {
     );
     let mut host = HostFiles::open(&root).expect("/proc is readable");
     row(
-        "host (stat, meminfo, loadavg, sockstat)",
+        "host (stat, meminfo, loadavg, sockstat, pressure/cpu)",
         cost(n, || {
             let _ = std::hint::black_box(host.sample());
         }),
     );
     row(
-        "slow: status of every thread",
+        "slow: status, schedstat and stat of every thread",
         cost(20, || {
-            let _ = std::hint::black_box(w.peak_rss_and_switches(&root));
+            let _ = std::hint::black_box(w.peak_rss_and_threads(&root));
         }),
     );
+    if let Some(mut cgroup) = probe::collect::CgroupFiles::open(&root, std::process::id() as i32) {
+        row(
+            "cgroup CPU controller (cpu.stat, quota, pressure)",
+            cost(n, || {
+                let _ = std::hint::black_box(cgroup.read());
+            }),
+        );
+    }
     row(
         "slow: limits",
         cost(20, || {

@@ -158,6 +158,8 @@ impl<'de> serde::Deserialize<'de> for CpuList {
 pub struct Ticks {
     /// (busy, total) of all CPUs.
     pub all: (u64, u64),
+    /// Of all CPUs' busy ticks, those stolen by the hypervisor for other guests.
+    pub steal: u64,
     /// (CPU number, busy, total) per CPU, in the file's order.
     pub per_cpu: Vec<(usize, u64, u64)>,
 }
@@ -176,7 +178,10 @@ impl Ticks {
             let idle = get(3) + get(4);
             let busy = get(0) + get(1) + get(2) + get(5) + get(6) + get(7);
             match name.strip_prefix("cpu") {
-                Some("") => out.all = (busy, busy + idle),
+                Some("") => {
+                    out.all = (busy, busy + idle);
+                    out.steal = get(7);
+                }
                 Some(n) => {
                     if let Ok(cpu) = n.parse() {
                         out.per_cpu.push((cpu, busy, busy + idle));

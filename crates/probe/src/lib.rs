@@ -5,7 +5,8 @@
 //!
 //! - [`cli`]: the command line (`serve`, `record`, `top`) and its checks.
 //! - [`selector`]: finding the target by PID, PID file, name or listening port.
-//! - [`collect`]: reading /proc, one process or the host, fast and slow collectors.
+//! - [`collect`]: reading /proc, one process or the host, and the target's cgroup CPU controller,
+//!   fast and slow collectors.
 //! - [`sampler`]: the fixed-rate schedule, the process tree, deltas.
 //! - `slow`: the costly collectors on their own thread, within a CPU budget; [`sockets`]: TCP
 //!   states by netlink `sock_diag`.

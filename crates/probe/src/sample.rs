@@ -34,6 +34,10 @@ pub struct Sample {
     /// The host's figures, read at most every 100 ms (`None` in the samples in between: at
     /// 100 Hz, generating /proc/stat and /proc/meminfo would cost more than the rest).
     pub host: Option<HostSample>,
+    /// The CPU controller of the root's cgroup, read with the host (`None` in between, and
+    /// where the probe cannot read it).
+    #[serde(default)]
+    pub cgroup: Option<CgroupCpu>,
     /// The probe's own cost.
     pub probe: ProbeCost,
 }
@@ -92,6 +96,59 @@ pub struct ProcessSample {
     /// `smaps_rollup`: `Pss`, and `Private_Clean + Private_Dirty` as USS (only with `--pss`).
     pub pss_bytes: Option<u64>,
     pub uss_bytes: Option<u64>,
+    /// Saturation: time its threads were runnable but waited for a CPU, ns, summed over them
+    /// since each started (`task/TID/schedstat` field 2; slow collector). Its growth over an
+    /// interval next to `cpu_ns`'s says how much more CPU the process wanted than it got.
+    #[serde(default)]
+    pub run_delay_ns: Option<u64>,
+    /// Its threads by state at the slow collector's pass (`task/TID/stat` field 3).
+    #[serde(default)]
+    pub thread_states: Option<ThreadStates>,
+    /// CPUs it may run on (`status`: `Cpus_allowed_list`; slow collector). In the tree's
+    /// total, the most any member may.
+    #[serde(default)]
+    pub cpus_allowed: Option<u64>,
+}
+
+/// Threads by scheduler state: on or waiting for a CPU, asleep, or in uninterruptible sleep.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ThreadStates {
+    /// `R`: running or runnable.
+    pub running: u64,
+    /// `S`, `I`: waiting for an event (a socket, a lock, a timer).
+    pub sleeping: u64,
+    /// `D`: uninterruptible, mostly storage I/O.
+    pub blocked: u64,
+}
+
+impl std::ops::Add for ThreadStates {
+    type Output = ThreadStates;
+    fn add(self, other: ThreadStates) -> ThreadStates {
+        ThreadStates {
+            running: self.running + other.running,
+            sleeping: self.sleeping + other.sleeping,
+            blocked: self.blocked + other.blocked,
+        }
+    }
+}
+
+/// The CPU controller of the target's cgroup (v2 `cpu.stat`, `cpu.max`, `cpu.pressure`; v1
+/// `cpu.stat`, `cpu.cfs_quota_us`), cumulative: a quota's throttling is saturation that the
+/// process's own CPU figure hides (it reads "50 %" while every period ends throttled).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CgroupCpu {
+    /// The cgroup, as `/proc/PID/cgroup` names it.
+    pub path: String,
+    /// Enforcement periods that had runnable tasks, and of those the ones that ran out of quota.
+    pub periods: u64,
+    pub throttled_periods: u64,
+    /// Time throttled, ns.
+    pub throttled_ns: u64,
+    /// The quota in CPUs (`cpu.max` 50000/100000 → 0.5), `None` when unlimited.
+    pub quota_cpus: Option<f64>,
+    /// Time at least one task of the cgroup waited for a CPU, ns (`cpu.pressure` "some
+    /// total", v2 with PSI only).
+    pub pressure_some_ns: Option<u64>,
 }
 
 /// Open FDs by kind.
@@ -144,6 +201,14 @@ pub struct HostSample {
     pub tcp_orphan: u64,
     pub tcp_time_wait: u64,
     pub tcp_alloc: u64,
+    /// `stat`: share of all CPUs' time the hypervisor gave other guests over the interval,
+    /// 0–100 (a VM's lost CPU: its own figures read lower than the work it was asked to do).
+    #[serde(default)]
+    pub steal_pct: Option<f64>,
+    /// `pressure/cpu` "some": share of the interval in which some task waited for a CPU,
+    /// 0–100 (`None` without PSI).
+    #[serde(default)]
+    pub cpu_pressure_pct: Option<f64>,
 }
 
 /// What sampling costs the probe.

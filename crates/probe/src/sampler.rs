@@ -28,7 +28,7 @@ use procfs::FromRead;
 
 use crate::buffer::SharedBuffer;
 use crate::clock::{mono_ns, process_cpu_ns, thread_cpu_ns, wall_ns};
-use crate::collect::{self, HostFiles, ProcRoot, Reading, SystemFacts, Watched};
+use crate::collect::{self, CgroupFiles, HostFiles, ProcRoot, Reading, SystemFacts, Watched};
 use crate::profile::{ProfileConfig, Profiler, Tree};
 use crate::protocol::Record;
 use crate::sample::{Event, EventKind, HostInfo, ProbeCost, ProcessSample, Sample};
@@ -104,6 +104,8 @@ pub struct Sampler {
     next_resolve: u64,
     slow: SlowCollector,
     host: Option<HostFiles>,
+    /// The root's cgroup CPU controller, opened for the root it was found for.
+    cgroup: Option<(i32, Option<CgroupFiles>)>,
     next_full: u64,
     /// This process's `statm`, for its own memory.
     myself_statm: Option<std::fs::File>,
@@ -138,6 +140,7 @@ impl Sampler {
             next_resolve: 0,
             slow,
             host: HostFiles::open(&config.root).ok(),
+            cgroup: None,
             next_full: 0,
             myself_statm: std::fs::File::open("/proc/self/statm").ok(),
             own_rss_bytes: 0,
@@ -157,7 +160,11 @@ impl Sampler {
         HostInfo {
             hostname,
             kernel,
-            cpus: std::thread::available_parallelism().map_or(1, |n| n.get() as u64),
+            // The host's CPUs, not the ones this process may use: a probe pinned beside the
+            // generator still watches a host of all its CPUs.
+            cpus: collect::online_cpus(&self.config.root).unwrap_or_else(|| {
+                std::thread::available_parallelism().map_or(1, |n| n.get() as u64)
+            }),
             mem_total_bytes,
             file_max,
             clock_ticks: self.facts.ticks_per_second,
@@ -269,6 +276,7 @@ impl Sampler {
         } else {
             None
         };
+        let cgroup = if full { self.read_cgroup() } else { None };
         let interval_ns = self.previous_mono.map_or(0, |p| mono.saturating_sub(p));
         self.previous_mono = Some(mono);
         let total = total(&rows);
@@ -288,9 +296,19 @@ impl Sampler {
             processes: rows,
             total,
             host,
+            cgroup,
             probe,
         };
         (sample, events)
+    }
+
+    /// The root's cgroup CPU controller now, opened anew when the root changes.
+    fn read_cgroup(&mut self) -> Option<crate::sample::CgroupCpu> {
+        let root = self.root?;
+        if self.cgroup.as_ref().map(|(pid, _)| *pid) != Some(root) {
+            self.cgroup = Some((root, CgroupFiles::open(&self.config.root, root)));
+        }
+        self.cgroup.as_mut()?.1.as_mut()?.read()
     }
 
     /// How often to look for the target while there is none.
@@ -361,9 +379,12 @@ impl Sampler {
                 continue;
             };
             row.peak_rss_bytes = figures.peak_rss_bytes;
-            if let Some((voluntary, involuntary)) = figures.switches {
-                row.voluntary_ctxt_switches = Some(voluntary);
-                row.involuntary_ctxt_switches = Some(involuntary);
+            if let Some(threads) = figures.threads {
+                row.voluntary_ctxt_switches = Some(threads.switches.0);
+                row.involuntary_ctxt_switches = Some(threads.switches.1);
+                row.run_delay_ns = threads.run_delay_ns;
+                row.thread_states = threads.states;
+                row.cpus_allowed = threads.cpus_allowed;
             }
             (row.fd_limit_soft, row.fd_limit_hard) = figures.fd_limits;
             if let Some(state) = self.processes.get_mut(&row.pid) {
@@ -502,6 +523,9 @@ fn total(rows: &[ProcessSample]) -> Option<ProcessSample> {
         t.peak_rss_bytes = add(t.peak_rss_bytes, r.peak_rss_bytes);
         t.voluntary_ctxt_switches = add(t.voluntary_ctxt_switches, r.voluntary_ctxt_switches);
         t.involuntary_ctxt_switches = add(t.involuntary_ctxt_switches, r.involuntary_ctxt_switches);
+        t.run_delay_ns = add(t.run_delay_ns, r.run_delay_ns);
+        t.cpus_allowed = t.cpus_allowed.max(r.cpus_allowed);
+        t.thread_states = add(t.thread_states, r.thread_states);
         t.pss_bytes = add(t.pss_bytes, r.pss_bytes);
         t.uss_bytes = add(t.uss_bytes, r.uss_bytes);
         if let Some(k) = &r.fd_kinds {

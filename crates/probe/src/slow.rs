@@ -1,7 +1,7 @@
 //! The slow collectors, on a thread of their own so that the fast ticks keep their schedule.
 //!
-//! Classifying 10,000 FDs takes about 40 ms, summing context switches a `status` read per
-//! thread, the TCP states a netlink dump (`sockets.rs`). Run inline, one such pass would make a
+//! Classifying 10,000 FDs takes about 40 ms, summing context switches, run-queue waits and
+//! states a `status`, `schedstat` and `stat` read per thread, the TCP states a netlink dump (`sockets.rs`). Run inline, one such pass would make a
 //! 10 ms sampler miss several ticks. Here the sampler tells this thread which processes it
 //! watches ([`SlowCollector::watch`]); the thread measures them every `slow_interval`, less
 //! often only if the passes would use more than `slow_budget` of a core ([`Budget`]), and posts
@@ -31,7 +31,7 @@ pub type Identity = (i32, u64);
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct SlowFigures {
     pub peak_rss_bytes: Option<u64>,
-    pub switches: Option<(u64, u64)>,
+    pub threads: Option<collect::ThreadFigures>,
     pub fd_limits: (Option<u64>, Option<u64>),
     pub fd_kinds: Option<FdKinds>,
     pub tcp: Option<TcpSockets>,
@@ -269,7 +269,7 @@ fn run(config: SlowConfig, shared: &Shared) {
 }
 
 fn measure(handle: &Watched, table: Option<&TcpTable>, config: &SlowConfig) -> SlowFigures {
-    let (peak_rss_bytes, switches) = handle.peak_rss_and_switches(&config.root);
+    let (peak_rss_bytes, threads) = handle.peak_rss_and_threads(&config.root);
     let (fd_kinds, tcp) = match handle.fd_kinds(&config.root) {
         Some((kinds, sockets)) => {
             let tcp: Option<TcpSockets> = match table {
@@ -282,7 +282,7 @@ fn measure(handle: &Watched, table: Option<&TcpTable>, config: &SlowConfig) -> S
     };
     SlowFigures {
         peak_rss_bytes,
-        switches,
+        threads,
         fd_limits: handle.fd_limits(),
         fd_kinds,
         tcp,

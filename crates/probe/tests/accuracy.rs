@@ -292,3 +292,124 @@ fn the_targets_command_line_is_redacted_where_it_is_read() {
         "{attached}"
     );
 }
+
+/// Saturation from the real kernel: a burner sharing its one CPU with another waits in the run
+/// queue about as long as it runs, and the probe says so (schedstat), with its one allowed CPU
+/// and a running thread; the host's steal and the root cgroup's counters are figures, not
+/// made-up zeros, where the kernel keeps them.
+#[test]
+fn a_process_sharing_its_cpu_waits_in_the_run_queue() {
+    let _cpu = exclusive();
+    let target = Fixture::spawn(&["--cpu", "1.0"]);
+    let rival = Fixture::spawn(&["--cpu", "1.0"]);
+    for pid in [target.pid(), rival.pid()] {
+        let pinned = std::process::Command::new("taskset")
+            .args(["-a", "-p", "-c", "0", &pid.to_string()])
+            .output()
+            .unwrap();
+        assert!(pinned.status.success(), "{pinned:?}");
+    }
+    let recorded = sample_for(
+        config(Selector::Pid(target.pid()), 100),
+        Duration::from_millis(3200),
+    );
+    let all = samples(&recorded);
+    let delays: Vec<(u64, u64, u64)> = all
+        .iter()
+        .filter_map(|s| {
+            let t = s.total.as_ref()?;
+            Some((s.mono_ns, t.run_delay_ns?, t.cpu_ns))
+        })
+        .collect();
+    if std::fs::read_to_string("/proc/self/schedstat").is_err() {
+        assert!(
+            delays.is_empty(),
+            "no schedstats, yet a run delay: {delays:?}"
+        );
+        return;
+    }
+    assert!(delays.len() >= 3, "{delays:?}");
+    let (first, last) = (delays[1], delays[delays.len() - 1]);
+    let seconds = (last.0 - first.0) as f64 / 1e9;
+    let waited = (last.1 - first.1) as f64 / 1e9 / seconds;
+    let ran = (last.2 - first.2) as f64 / 1e9 / seconds;
+    // Two burners on one CPU: each runs about half the time and waits about half.
+    assert!(
+        (0.25..=0.75).contains(&waited) && (0.25..=0.75).contains(&ran),
+        "waited {waited:.2} s/s, ran {ran:.2} s/s"
+    );
+    let last_total = all.iter().rev().find_map(|s| s.total.clone()).unwrap();
+    assert_eq!(last_total.cpus_allowed, Some(1));
+    let states = all
+        .iter()
+        .rev()
+        .find_map(|s| s.total.as_ref()?.thread_states)
+        .unwrap();
+    assert_eq!(
+        states.running + states.sleeping + states.blocked,
+        last_total.threads
+    );
+    // The host's steal and, where there is PSI, its CPU pressure: figures (the rival keeps a
+    // task waiting, so the pressure is well above zero).
+    let hosts: Vec<_> = all.iter().filter_map(|s| s.host.clone()).skip(1).collect();
+    assert!(hosts.iter().all(|h| h.steal_pct.is_some()));
+    if std::fs::metadata("/proc/pressure/cpu").is_ok() {
+        let pressure: Vec<f64> = hosts.iter().filter_map(|h| h.cpu_pressure_pct).collect();
+        let mean = pressure.iter().sum::<f64>() / pressure.len().max(1) as f64;
+        assert!(mean > 20.0, "CPU pressure {pressure:?}");
+    }
+    drop(rival);
+}
+
+/// A cgroup of this test's own with a fifth of a CPU: a burner in it is throttled in most
+/// periods, and the probe reads the quota and the throttling from the cgroup it finds for it.
+#[test]
+fn a_quota_that_runs_out_is_read_from_the_targets_cgroup() {
+    let _cpu = exclusive();
+    let name = format!("showdown-probe-test-{}", std::process::id());
+    let v1 = std::path::Path::new("/sys/fs/cgroup/cpu/cpu.cfs_quota_us").exists();
+    let dir = if v1 {
+        std::path::Path::new("/sys/fs/cgroup/cpu").join(&name)
+    } else {
+        std::path::Path::new("/sys/fs/cgroup").join(&name)
+    };
+    std::fs::create_dir(&dir).unwrap_or_else(|e| {
+        panic!("this test needs root and a writable cgroup file system: {dir:?}: {e}")
+    });
+    struct Remove(std::path::PathBuf);
+    impl Drop for Remove {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir(&self.0);
+        }
+    }
+    let _remove = Remove(dir.clone());
+    if v1 {
+        std::fs::write(dir.join("cpu.cfs_period_us"), "100000").unwrap();
+        std::fs::write(dir.join("cpu.cfs_quota_us"), "20000").unwrap();
+    } else {
+        std::fs::write(dir.join("cpu.max"), "20000 100000").unwrap();
+    }
+    let mut target = Fixture::spawn(&["--cpu", "1.0"]);
+    std::fs::write(dir.join("cgroup.procs"), target.pid().to_string()).unwrap();
+    let recorded = sample_for(
+        config(Selector::Pid(target.pid()), 100),
+        Duration::from_millis(2500),
+    );
+    target.stop();
+    let cgroups: Vec<_> = samples(&recorded)
+        .into_iter()
+        .filter_map(|s| s.cgroup)
+        .collect();
+    assert!(cgroups.len() >= 10, "{cgroups:?}");
+    let (first, last) = (&cgroups[1], &cgroups[cgroups.len() - 1]);
+    assert!(last.path.ends_with(&name), "{last:?}");
+    assert_eq!(last.quota_cpus, Some(0.2));
+    let periods = last.periods - first.periods;
+    let throttled = last.throttled_periods - first.throttled_periods;
+    assert!(periods >= 10, "{first:?} → {last:?}");
+    assert!(
+        throttled * 10 >= periods * 8,
+        "a burner held to a fifth of a CPU was throttled in {throttled} of {periods} periods"
+    );
+    assert!(last.throttled_ns > first.throttled_ns);
+}

@@ -196,12 +196,22 @@ pub fn probe_charts(
             chart(
                 0,
                 "CPU (%, 100 = one core)",
-                vec![
-                    Line::new("target's process tree", BLUE, probe.cpu.points.clone()),
-                    Line::new(format!("whole host ({} cores; 1 s mean)", probe.host.cpus), GREY, probe.host_cpu.points.clone()),
-                ],
+                {
+                    let mut lines = vec![
+                        Line::new("target's process tree", BLUE, probe.cpu.points.clone()),
+                        Line::new(format!("whole host ({} cores; 1 s mean)", probe.host.cpus), GREY, probe.host_cpu.points.clone()),
+                    ];
+                    // Saturation beside utilization, where the probe could read it.
+                    if !probe.run_wait.points.is_empty() {
+                        lines.push(Line::new("its threads waiting for a CPU", ORANGE, probe.run_wait.points.clone()));
+                    }
+                    if !probe.throttled.points.is_empty() {
+                        lines.push(Line::new("quota periods throttled (%)", RED, probe.throttled.points.clone()));
+                    }
+                    lines
+                },
             ),
-            &format!("The target's CPU comes from its CPU clock; the whole host's from /proc/stat's clock ticks, which miss short bursts on a mostly idle host, and include the load generator when both share a machine. {SHADED}{marks}"),
+            &format!("The target's CPU comes from its CPU clock; the whole host's from /proc/stat's clock ticks, which miss short bursts on a mostly idle host, and include the load generator when both share a machine. Saturation, where the kernel shows it: the time the target's threads were runnable but waited for a CPU (schedstat, per second, 100 = one core's worth), and the share of its cgroup quota's periods that ended throttled. {SHADED}{marks}"),
             no_samples,
         )?,
         time(&id("rss"), chart(1, "RSS (MiB)", vec![Line::new("resident set", BLUE, probe.rss_mib.points.clone())]), &format!("Resident memory of the whole tree.{marks}"), no_samples)?,

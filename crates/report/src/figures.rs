@@ -81,6 +81,12 @@ pub struct ProbeFigures {
     pub fd_limits: (Option<u64>, Option<u64>),
     /// Where the tree's CPU went in the attack window, when the probe profiled.
     pub profile: Option<crate::profile::ProfileFigures>,
+    /// Time its threads waited for a CPU, % of a core (from the slow collector's passes).
+    pub run_wait: Series,
+    /// Its cgroup's quota periods that ended throttled, %.
+    pub throttled: Series,
+    /// What limited it over the load's window, from these figures.
+    pub saturation: Option<store::saturation::Saturation>,
 }
 
 /// Everything the pages say about one run.
@@ -234,7 +240,12 @@ fn finish(run: &StoredRun, fold: IntervalFold) -> RunFigures {
     let probes: Vec<ProbeFigures> = run
         .probes
         .iter()
-        .map(|p| probe_figures(p, (0.0, last_end.max(attack_end))))
+        .map(|p| {
+            let mut f = probe_figures(p, (0.0, last_end.max(attack_end)));
+            // What limited the server is asked of the load's window, not the quiet after it.
+            f.saturation = store::saturation::Saturation::of(p, 0, (attack_end * 1e9) as i64);
+            f
+        })
         .collect();
     let mut span = (0.0f64, last_end.max(attack_end));
     for p in &probes {
@@ -347,6 +358,8 @@ fn probe_figures(probe: &store::run::StoredProbe, window: (f64, f64)) -> ProbeFi
         threads: Series::new("threads"),
         fds: Series::new("open FDs"),
         host_cpu: Series::new("host CPU"),
+        run_wait: Series::new("waiting for a CPU"),
+        throttled: Series::new("quota throttled"),
         ..Default::default()
     };
     let kinds = ["sockets", "files", "pipes", "epoll", "eventfd", "other"];
@@ -365,6 +378,9 @@ fn probe_figures(probe: &store::run::StoredProbe, window: (f64, f64)) -> ProbeFi
         .collect();
     let mut members: BTreeMap<i32, Series> = BTreeMap::new();
     let mut previous_switches: Option<(f64, u64, u64)> = None;
+    // (time, run delay ns) and (periods, throttled periods) at the last sample having them.
+    let mut previous_delay: Option<(f64, u64)> = None;
+    let mut previous_periods: Option<(u64, u64)> = None;
     let gap_times: Vec<f64> = probe.gaps.iter().map(|g| g.t_ns as f64 / 1e9).collect();
     for r in &probe.records {
         let t = r.t_ns as f64 / 1e9;
@@ -372,6 +388,12 @@ fn probe_figures(probe: &store::run::StoredProbe, window: (f64, f64)) -> ProbeFi
         if let Some((t0, _, _)) = previous_switches {
             if gap_times.iter().any(|&g| g > t0 && g <= t) {
                 previous_switches = None;
+            }
+        }
+        if let Some((t0, _)) = previous_delay {
+            if gap_times.iter().any(|&g| g > t0 && g <= t) {
+                previous_delay = None;
+                previous_periods = None;
             }
         }
         match &r.record {
@@ -384,7 +406,27 @@ fn probe_figures(probe: &store::run::StoredProbe, window: (f64, f64)) -> ProbeFi
                         f.host_cpu.points.push((t, cpu));
                     }
                 }
+                if let Some(c) = &s.cgroup {
+                    if let Some((p0, t0)) = previous_periods {
+                        let periods = c.periods.saturating_sub(p0);
+                        let throttled = c.throttled_periods.saturating_sub(t0);
+                        let pct = if periods > 0 {
+                            100.0 * throttled as f64 / periods as f64
+                        } else {
+                            0.0
+                        };
+                        f.throttled.points.push((t, pct));
+                    }
+                    previous_periods = Some((c.periods, c.throttled_periods));
+                }
                 let Some(total) = &s.total else { continue };
+                if let Some(delay) = total.run_delay_ns {
+                    if let Some((t0, d0)) = previous_delay.filter(|(t0, _)| t > *t0) {
+                        let cores = delay.saturating_sub(d0) as f64 / 1e9 / (t - t0);
+                        f.run_wait.points.push((t, 100.0 * cores));
+                    }
+                    previous_delay = Some((t, delay));
+                }
                 add_totals(&mut f, t, total, &mut previous_switches);
                 if s.processes.len() > 1 {
                     for p in &s.processes {

@@ -189,6 +189,8 @@ pub struct TargetCapacity {
     /// repetition's step at that rate), when a probe watched it.
     pub per_cpu_second: Option<f64>,
     pub peak_rss_bytes: Option<u64>,
+    /// What limited the server at the median search's failing step (its probe's verdict).
+    pub limit: Option<String>,
 }
 
 impl TargetCapacity {
@@ -292,6 +294,7 @@ pub fn experiment_capacity(
                     found: Vec::new(),
                     per_cpu_second: None,
                     peak_rss_bytes: None,
+                    limit: None,
                 });
                 targets.last_mut().expect("just pushed")
             }
@@ -312,10 +315,32 @@ pub fn experiment_capacity(
                 t.per_cpu_second = cpu.and_then(|c| c.per_cpu_second);
                 t.peak_rss_bytes = rss;
             }
+            t.limit = t
+                .median_search()
+                .and_then(|s| failed_step_limit(s, runs))
+                .map(|(rate, why)| format!("at {rate:.0} req/s: {why}"));
         }
         setting.charts = setting_charts(setting)?;
     }
     Ok(settings)
+}
+
+/// The lowest failed step above the capacity, and what limited the server there (its probe's
+/// figures over the step's load): the resource the capacity ran out of.
+pub fn failed_step_limit(
+    s: &Search,
+    runs: &HashMap<String, Arc<RunFigures>>,
+) -> Option<(f64, String)> {
+    use store::capacity::Verdict;
+    let step = s
+        .steps
+        .iter()
+        .filter(|st| matches!(st.judgement.verdict, Verdict::Fail | Verdict::Unstable))
+        .filter(|st| s.capacity.is_none_or(|c| st.rate > c))
+        .min_by(|a, b| a.rate.total_cmp(&b.rate))?;
+    let run = runs.get(step.run_id.as_ref()?)?;
+    let saturation = run.probes.iter().find_map(|p| p.saturation.as_ref())?;
+    Some((step.rate, saturation.verdict().1))
 }
 
 /// The capacities side by side (the median, the spread over repetitions as whiskers), and the

@@ -169,6 +169,15 @@ async fn tables_equal_the_stored_figures() {
         "the fixture's spike is the maximum"
     );
     assert!(page.contains(&summary.requests.total.to_string()));
+    // Saturation beside utilization: the server kept up, so its figures, not a verdict; the
+    // threads' wait (30 ms a second while one process, 60 with two) drawn on the CPU chart.
+    let saturation = &page[page.find("<dt>saturation</dt>").expect("a saturation row")..];
+    let saturation = &saturation[..saturation.find("</dd>").unwrap()];
+    assert!(saturation.contains("of its cpus: 1.00)"), "{saturation}");
+    assert!(saturation.contains("a second for a CPU"), "{saturation}");
+    assert!(saturation.contains("accept queue up to"), "{saturation}");
+    assert!(!page.contains("<dt>limited by</dt>"));
+    assert!(page.contains("its threads waiting for a CPU"));
 
     // The index's headline figures.
     let index = read(&f.site.join("index.html"));

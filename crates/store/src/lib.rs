@@ -17,6 +17,8 @@
 //! - [`export`]: a run as an HdrHistogram interval log, CSV or JSON.
 //! - [`summary`]: the end-of-run figures (Vegeta-style text, or JSON) from a run's totals.
 //! - [`diagnosis`]: what held a run back when it fell behind, and what to change.
+//! - [`saturation`]: what limited the server, from a probe's figures over a window (its CPU,
+//!   its quota, the run queue, steal, storage, the accept queue, or a wait).
 //! - [`vocabulary`]: the words crates exchange: causes, check outcomes, phases, label names.
 //! - [`hdrlog`]: HdrHistogram interval logs, and histograms in HdrHistogram's own format.
 //! - [`import`]: a run saved locally while its store was down, brought back.
@@ -32,6 +34,7 @@ pub mod hdrlog;
 pub mod import;
 pub mod model;
 pub mod run;
+pub mod saturation;
 pub mod summary;
 pub mod vocabulary;
 pub mod writer;

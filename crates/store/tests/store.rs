@@ -102,6 +102,7 @@ fn sample(mono_ns: u64, rss: u64) -> Record {
         processes: vec![row.clone()],
         total: Some(row),
         host: None,
+        cgroup: None,
         probe: Default::default(),
     }))
 }

@@ -15,7 +15,11 @@ pub struct HostFiles {
     meminfo: File,
     loadavg: File,
     sockstat: Option<File>,
+    /// `pressure/cpu`, where the kernel has PSI.
+    pressure: Option<File>,
     previous: CpuTicks,
+    /// The last `pressure/cpu` "some total" (µs) and when it was read (ns).
+    previous_pressure: Option<(u64, u64)>,
     buf: Vec<u8>,
 }
 
@@ -26,7 +30,9 @@ impl HostFiles {
             meminfo: File::open(root.file("meminfo"))?,
             loadavg: File::open(root.file("loadavg"))?,
             sockstat: File::open(root.file("net/sockstat")).ok(),
+            pressure: File::open(root.file("pressure/cpu")).ok(),
             previous: CpuTicks::default(),
+            previous_pressure: None,
             buf: Vec::with_capacity(8192),
         })
     }
@@ -50,12 +56,37 @@ impl HostFiles {
             .zip(self.previous.per_cpu.iter())
             .map(|(&(_, b1, t1), &(_, b0, t0))| pct((b1, t1), (b0, t0)).unwrap_or(0.0))
             .collect();
+        let steal_pct = if self.previous.per_cpu.is_empty() {
+            None
+        } else {
+            pct(
+                (now.steal, now.all.1),
+                (self.previous.steal, self.previous.all.1),
+            )
+        };
         self.previous = now;
         let mut sample = HostSample {
             cpu_pct,
             per_core_pct,
+            steal_pct,
             ..Default::default()
         };
+        if let Some(file) = &self.pressure {
+            let now_ns = crate::clock::mono_ns();
+            if pread_all(file, &mut self.buf).is_ok() {
+                let total = some_total_us(&String::from_utf8_lossy(&self.buf));
+                if let (Some(total), Some((before, at))) = (total, self.previous_pressure) {
+                    if now_ns > at {
+                        sample.cpu_pressure_pct = Some(
+                            (100.0 * total.saturating_sub(before) as f64 * 1e3
+                                / (now_ns - at) as f64)
+                                .min(100.0),
+                        );
+                    }
+                }
+                self.previous_pressure = total.map(|t| (t, now_ns));
+            }
+        }
         pread_all(&self.meminfo, &mut self.buf)?;
         {
             let text = String::from_utf8_lossy(&self.buf);
@@ -75,6 +106,16 @@ impl HostFiles {
         }
         Ok(sample)
     }
+}
+
+/// A pressure file's "some" line: `some avg10=0.00 avg60=0.00 avg300=0.00 total=12345` (µs).
+pub fn some_total_us(text: &str) -> Option<u64> {
+    text.lines()
+        .find(|l| l.starts_with("some "))?
+        .split_whitespace()
+        .find_map(|w| w.strip_prefix("total="))?
+        .parse()
+        .ok()
 }
 
 /// `net/sockstat`'s TCP line: `TCP: inuse 5 orphan 0 tw 2 alloc 7 mem 1`.

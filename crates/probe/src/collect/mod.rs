@@ -1,5 +1,6 @@
-//! Reading /proc: one process's figures (`process`), the host's (`host`). The TCP states
-//! of a process's sockets are the `sockets` module's.
+//! Reading /proc: one process's figures (`process`), the host's (`host`), the CPU controller
+//! of the target's cgroup (`cgroup`: quota, throttling, pressure). The TCP states of a
+//! process's sockets are the `sockets` module's.
 //!
 //! A [`Watched`] process holds an open descriptor of its `/proc/PID` directory (procfs does the
 //! `openat`), so every read goes to that process and fails once it has exited, even if its PID
@@ -10,6 +11,7 @@
 //! `smaps_rollup`) only when the sampler's budget allows. The root directory is configurable
 //! ([`ProcRoot`]) so that tests can point the probe at a fixture tree.
 
+mod cgroup;
 mod host;
 mod process;
 
@@ -18,8 +20,9 @@ use std::io;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
+pub use cgroup::CgroupFiles;
 pub use host::{host_facts, HostFiles};
-pub use process::{parents, statm_pages, Gone, Reading, Ticks, Watched};
+pub use process::{parents, statm_pages, Gone, Reading, ThreadFigures, Ticks, Watched};
 
 /// Where /proc is: the system's, or a fixture tree for tests.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -94,6 +97,13 @@ impl SystemFacts {
 /// each read from the start, so an open file can be read again and again; and these files come
 /// whole in one read when the buffer is large enough, so a short read ends it (one system call
 /// where a read-until-empty loop would need two).
+/// How many CPUs the host has online: the `cpuN` lines of `stat`.
+pub fn online_cpus(root: &ProcRoot) -> Option<u64> {
+    let stat = std::fs::read_to_string(root.file("stat")).ok()?;
+    let n = crate::cpus::Ticks::parse(&stat).per_cpu.len() as u64;
+    (n > 0).then_some(n)
+}
+
 pub(crate) fn pread_all(file: &File, buf: &mut Vec<u8>) -> io::Result<()> {
     buf.clear();
     loop {

@@ -11,7 +11,7 @@ use procfs::process::{Process, Stat};
 use procfs::FromRead;
 
 use crate::collect::{field, pread_all, ProcRoot, SystemFacts};
-use crate::sample::{FdKinds, ProcessSample};
+use crate::sample::{FdKinds, ProcessSample, ThreadStates};
 
 /// User and system clock ticks (`stat` fields 14 and 15), to split CPU time.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -338,25 +338,49 @@ impl Watched {
             .unwrap_or_default()
     }
 
-    /// `status`: `VmHWM` of the process, and context switches summed over its threads
-    /// (`task/TID/status`: `voluntary_ctxt_switches`, `nonvoluntary_ctxt_switches`).
-    pub fn peak_rss_and_switches(&self, root: &ProcRoot) -> (Option<u64>, Option<(u64, u64)>) {
+    /// `status`: `VmHWM` of the process; and of its threads, summed: context switches
+    /// (`task/TID/status`), time runnable but waiting for a CPU (`task/TID/schedstat` field 2)
+    /// and their states (`task/TID/stat` field 3).
+    pub fn peak_rss_and_threads(&self, root: &ProcRoot) -> (Option<u64>, Option<ThreadFigures>) {
         let dir = root.path.join(self.pid.to_string());
-        let peak = std::fs::read_to_string(dir.join("status"))
-            .ok()
-            .and_then(|text| field(&text, "VmHWM:"))
+        let status = std::fs::read_to_string(dir.join("status")).ok();
+        let peak = status
+            .as_deref()
+            .and_then(|text| field(text, "VmHWM:"))
             .map(|kb| kb * 1024);
         let Ok(tasks) = std::fs::read_dir(dir.join("task")) else {
             return (peak, None);
         };
-        let mut totals = (0, 0);
+        let mut out = ThreadFigures {
+            cpus_allowed: status.as_deref().and_then(cpus_allowed),
+            ..Default::default()
+        };
+        let (mut delays, mut states) = (Some(0u64), Some(ThreadStates::default()));
         for task in tasks.flatten() {
-            if let Ok(text) = std::fs::read_to_string(task.path().join("status")) {
-                totals.0 += field(&text, "voluntary_ctxt_switches:").unwrap_or(0);
-                totals.1 += field(&text, "nonvoluntary_ctxt_switches:").unwrap_or(0);
+            let path = task.path();
+            if let Ok(text) = std::fs::read_to_string(path.join("status")) {
+                out.switches.0 += field(&text, "voluntary_ctxt_switches:").unwrap_or(0);
+                out.switches.1 += field(&text, "nonvoluntary_ctxt_switches:").unwrap_or(0);
             }
+            // A kernel without schedstats, or a thread gone meanwhile: no figure, not 0.
+            delays = delays
+                .zip(
+                    std::fs::read_to_string(path.join("schedstat"))
+                        .ok()
+                        .and_then(|t| t.split_whitespace().nth(1)?.parse::<u64>().ok()),
+                )
+                .map(|(a, b)| a + b);
+            states = states
+                .zip(
+                    std::fs::read_to_string(path.join("stat"))
+                        .ok()
+                        .and_then(|t| state_of(&t)),
+                )
+                .map(|(a, b)| a + b);
         }
-        (peak, Some(totals))
+        out.run_delay_ns = delays;
+        out.states = states;
+        (peak, Some(out))
     }
 
     /// `limits`: "Max open files", soft and hard (`None` for unlimited).
@@ -487,10 +511,74 @@ fn ppid_of_stat(text: &str) -> Option<i32> {
         .ok()
 }
 
+/// What a pass over a process's threads found.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ThreadFigures {
+    /// Voluntary and involuntary context switches.
+    pub switches: (u64, u64),
+    /// Time runnable but waiting for a CPU, ns (`None` when a thread's could not be read).
+    pub run_delay_ns: Option<u64>,
+    pub states: Option<ThreadStates>,
+    /// CPUs the process may run on (`status`: `Cpus_allowed_list`, its affinity and cpuset).
+    pub cpus_allowed: Option<u64>,
+}
+
+/// How many CPUs `Cpus_allowed_list:` names ("0-1,3" is three).
+fn cpus_allowed(status: &str) -> Option<u64> {
+    let list = status
+        .lines()
+        .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))?
+        .trim();
+    let mut n = 0;
+    for part in list.split(',').filter(|p| !p.is_empty()) {
+        n += match part.split_once('-') {
+            Some((a, b)) => b.parse::<u64>().ok()?.checked_sub(a.parse().ok()?)? + 1,
+            None => part.parse::<u64>().map(|_| 1).ok()?,
+        };
+    }
+    (n > 0).then_some(n)
+}
+
+/// One thread's state from its `stat` (the field after the parenthesised name), as a count.
+fn state_of(stat: &str) -> Option<ThreadStates> {
+    let state = stat
+        .get(stat.rfind(')')? + 1..)?
+        .split_whitespace()
+        .next()?;
+    let mut s = ThreadStates::default();
+    match state {
+        "R" => s.running = 1,
+        "D" => s.blocked = 1,
+        // S, I (idle kernel thread), and the stopped or traced: not waiting for a CPU.
+        _ => s.sleeping = 1,
+    }
+    Some(s)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::collect::field;
+
+    #[test]
+    fn allowed_cpus_are_counted_from_their_list() {
+        assert_eq!(
+            cpus_allowed("Name:\tx\nCpus_allowed_list:\t0-1,3\n"),
+            Some(3)
+        );
+        assert_eq!(cpus_allowed("Cpus_allowed_list:\t1\n"), Some(1));
+        assert_eq!(cpus_allowed("Cpus_allowed_list:\t3-1\n"), None);
+        assert_eq!(cpus_allowed("Name:\tx\n"), None);
+    }
+
+    #[test]
+    fn a_threads_state_is_read_past_a_name_with_parentheses() {
+        let running = state_of("42 (we (ird) R name) R 7 42").unwrap();
+        assert_eq!(running.running, 1);
+        assert_eq!(state_of("42 (db) D 7").unwrap().blocked, 1);
+        assert_eq!(state_of("42 (x) S 7").unwrap().sleeping, 1);
+        assert_eq!(state_of("garbage"), None);
+    }
 
     #[test]
     fn the_parent_is_read_past_a_name_with_parentheses() {
@@ -515,9 +603,21 @@ mod tests {
         assert!(full.fds.is_some_and(|n| n >= 3));
         assert!(full.cpu_ns > 0);
         let (kinds, _) = me.fd_kinds(&ProcRoot::default()).unwrap();
-        let (peak, switches) = me.peak_rss_and_switches(&root);
+        let (peak, threads) = me.peak_rss_and_threads(&root);
         assert!(peak.unwrap() >= full.rss_bytes);
-        assert!(switches.unwrap().0 > 0);
+        let threads = threads.unwrap();
+        assert!(threads.switches.0 > 0);
+        // This thread is running as it reads itself.
+        let states = threads.states.unwrap();
+        assert!(states.running >= 1, "{states:?}");
+        assert_eq!(
+            states.running + states.sleeping + states.blocked,
+            std::fs::read_dir("/proc/self/task").unwrap().count() as u64
+        );
+        // Where the kernel keeps schedstats, the delay is a figure (it may be 0 on an idle
+        // host); where it does not, it is missing, never a made-up 0.
+        let kept = std::fs::read_to_string("/proc/self/schedstat").is_ok();
+        assert_eq!(threads.run_delay_ns.is_some(), kept);
         assert!(kinds.file + kinds.pipe + kinds.socket + kinds.other + kinds.epoll >= 3);
     }
 

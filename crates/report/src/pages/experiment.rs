@@ -155,7 +155,7 @@ pub fn experiment_page(
             ul.answers { @for c in capacity { li { (crate::search::capacity_sentence(c, &held_text)) } } }
             div.scroll {
                 table {
-                    thead { tr { th { "setting" } th { "target" } th { "capacity (req/s), median" } th { "lowest–highest" } th { "brackets" } th { "requests per CPU-second at capacity" } th { "peak RSS at capacity" } th { "searches" } } }
+                    thead { tr { th { "setting" } th { "target" } th { "capacity (req/s), median" } th { "lowest–highest" } th { "brackets" } th { "requests per CPU-second at capacity" } th { "peak RSS at capacity" } th { "limited by (the step that failed)" } th { "searches" } } }
                     tbody {
                         @for c in capacity {
                             @for t in &c.targets {
@@ -167,6 +167,7 @@ pub fn experiment_page(
                                     td { @for s in &t.searches { @if let (Some(lo), Some(hi)) = (s.capacity, s.failed_at) { (format!("{lo:.0}–{hi:.0}")) } @else { (s.status.as_str()) } br; } }
                                     td.num { @if let Some(v) = t.per_cpu_second { (format!("{v:.0}")) } @else { "—" } }
                                     td.num { @if let Some(b) = t.peak_rss_bytes { (crate::tables::format_bytes(b as f64)) } @else { "—" } }
+                                    td { @if let Some(l) = &t.limit { (l) } @else { "—" } }
                                     td { @for s in &t.searches { a href={ "../" (crate::pages::search_path(&s.id)) } { (s.status.as_str()) } " " } }
                                 }
                             }

@@ -182,7 +182,7 @@ pub fn run_page(
         (charts(load))
         @for (i, (probe, charts_of_probe)) in run.probes.iter().zip(probes).enumerate() {
             h2 { "Target, as probe " (i + 1) " saw it: " (probe.label) }
-            (probe_facts(probe))
+            (probe_facts(probe, run.summary.server_fell_behind()))
             (charts(charts_of_probe))
             (profile_section(probe, flames.get(i).and_then(Option::as_deref)))
             @if !probe.events.is_empty() {
@@ -313,7 +313,8 @@ fn cpu_seconds(points: &[(f64, f64)]) -> Option<f64> {
     (points.len() > 1).then_some(s)
 }
 
-fn probe_facts(p: &ProbeFigures) -> Markup {
+/// The probe's facts; `limited`: the server fell behind in this run, so what limited it is said.
+fn probe_facts(p: &ProbeFigures, limited: bool) -> Markup {
     html! {
         dl.facts {
             dt { "host" } dd { (p.host.hostname) ", " (p.host.cpus) " cores, " (format_bytes(p.host.mem_total_bytes as f64)) ", kernel " (p.host.kernel) }
@@ -321,6 +322,13 @@ fn probe_facts(p: &ProbeFigures) -> Markup {
             dt { "samples" } dd { (p.samples) ", every " (format_ns(p.host.interval_ns)) " (probe " (p.host.probe_version) ")" }
             @if let Some(c) = &p.clock {
                 dt { "clock" } dd { "aligned with the gun's to ±" (format_ns(c.uncertainty_ns)) " (offset " (format!("{:+.3}", c.offset_ns as f64 / 1e6)) " ms)" }
+            }
+            @if let Some(s) = &p.saturation {
+                @if limited {
+                    dt { "limited by" } dd { (s.verdict().1) }
+                } @else {
+                    dt { "saturation" } dd { (s.figures()) }
+                }
             }
             @if let Some(rss) = p.peak_rss_bytes {
                 dt { "peaks" } dd {

@@ -58,6 +58,9 @@ pub fn search_page(
             (arrivals(s)) }
         p.answer { strong { "Capacity: " (finding(s)) "." } }
         p { "Why it ends there: " (s.reason) }
+        @if let Some((rate, why)) = crate::search::failed_step_limit(s, runs) {
+            p { "What limited the server at " (rate) " req/s, the step that failed, as the probe saw it: " (why) "." }
+        }
         (charts(charts_))
         h2 { "Steps" }
         p.meta { "A step passes when the 95 % interval of every SLO term lies within its bound; it fails when one lies wholly beyond; uncertain steps are run again longer; a step whose queue grew within its window (or that served under 99 % of the rate) fails as unstable; a step where the generator was the limit is invalid, and the search bisects below it for the highest rate the generator drives validly. Intervals are batch means over the window's consecutive intervals, so they hold on correlated latencies (a queue, a pause), not only on independent requests." }

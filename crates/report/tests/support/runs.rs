@@ -138,6 +138,9 @@ fn process(pid: i32, comm: &str, cpu: f64, rss: u64, slow: bool, n: u64) -> Proc
             accept_queue: 2,
             ..Default::default()
         }),
+        // Saturation: 30 ms a second waiting for a CPU, on one allowed CPU.
+        run_delay_ns: slow.then_some(n * 3_000_000),
+        cpus_allowed: slow.then_some(1),
         ..Default::default()
     }
 }
@@ -179,6 +182,7 @@ pub fn probe_sample(n: u64, zero_mono: u64) -> Record {
             cpu_pct: Some(90.0),
             ..Default::default()
         }),
+        cgroup: None,
         probe: Default::default(),
     }))
 }

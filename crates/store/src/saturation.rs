@@ -1,0 +1,493 @@
+//! What limited the server: the USE method's question (for every resource, utilization,
+//! saturation, errors) asked of one probe's records over a window, and answered in one
+//! sentence with its figures.
+//!
+//! From the samples at the window's ends (cumulative counters) and those between (levels):
+//! the watched tree's CPU in cores against what it may use (its cgroup quota, else the CPUs
+//! it may run on); how often the quota ran out (throttled periods); the time its threads were
+//! runnable but waited for a CPU (run-queue delay, from schedstat); the hypervisor's steal; threads in uninterruptible sleep; the accept queue. The verdict is
+//! the first resource found saturated, in that order of evidence, or, with none and the CPU
+//! well below its allowance, a wait inside or beyond the server (a pool, a lock, a database),
+//! which only a watch of those can name.
+
+use probe::protocol::Record;
+use serde::{Deserialize, Serialize};
+
+use crate::run::StoredProbe;
+
+/// Busy at least this share of what it may use: the CPU is the limit.
+pub const CPU_SATURATED: f64 = 0.9;
+/// Throttled in at least this share of the quota's periods: the quota is the limit.
+pub const THROTTLED: f64 = 0.25;
+/// Runnable but waiting for a CPU at least this share of the time it ran: more of its threads
+/// wanted a CPU at once than it had.
+pub const RUN_QUEUE: f64 = 0.2;
+/// Stolen by the hypervisor at least this share of the host's CPU time.
+pub const STEAL: f64 = 0.1;
+/// Below this share of its allowance, with nothing saturated, the server waited on something.
+pub const WAITING: f64 = 0.6;
+
+/// The resource that limited a server, as the probe's figures show it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Limit {
+    /// Its own CPU: busy as much as it may be.
+    Cpu,
+    /// Its cgroup's quota: throttled in many periods.
+    Quota,
+    /// The run queue: its threads waited for a CPU, more of them runnable at once than CPUs to
+    /// run them (its own threads waking together, or other processes').
+    RunQueue,
+    /// The hypervisor took the CPU.
+    Steal,
+    /// Storage: threads in uninterruptible sleep.
+    Io,
+    /// Connections waited to be accepted.
+    AcceptQueue,
+    /// Nothing of its own saturated, its CPU well below what it may use: it waited on
+    /// something (a pool, a lock, a downstream).
+    Wait,
+    /// None of the figures explains it.
+    NotFound,
+}
+
+/// The figures of one probe over a window.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Saturation {
+    /// The window's length, s.
+    pub seconds: f64,
+    /// The tree's CPU, in cores.
+    pub cpu_cores: f64,
+    /// What it may use, in cores, and whence ("quota" or "cpus").
+    pub allowance: Option<(f64, String)>,
+    /// Share of the quota's periods throttled.
+    pub throttled: Option<f64>,
+    /// Time runnable but waiting for a CPU, in cores (seconds waited a second).
+    pub run_delay_cores: Option<f64>,
+    /// The host's CPU time stolen by the hypervisor, mean share 0–1. (Not its busy share:
+    /// /proc/stat's clock ticks miss most of a VM's short bursts, so it reads low.)
+    pub steal: Option<f64>,
+    /// Threads in uninterruptible sleep, mean over the slow collector's passes.
+    pub blocked_threads: Option<f64>,
+    /// Connections waiting to be accepted, the most seen.
+    pub accept_queue: Option<u64>,
+}
+
+/// The change of a cumulative figure between the first and last sample having it.
+fn delta<F: Fn(&probe::sample::Sample) -> Option<u64>>(
+    samples: &[&probe::sample::Sample],
+    get: F,
+) -> Option<(f64, f64)> {
+    let first = samples.iter().find_map(|s| Some((get(s)?, s.mono_ns)))?;
+    let last = samples
+        .iter()
+        .rev()
+        .find_map(|s| Some((get(s)?, s.mono_ns)))?;
+    (last.1 > first.1).then(|| {
+        (
+            last.0.saturating_sub(first.0) as f64,
+            (last.1 - first.1) as f64 / 1e9,
+        )
+    })
+}
+
+fn mean(values: impl Iterator<Item = f64>) -> Option<f64> {
+    let (sum, n) = values.fold((0.0, 0u32), |(s, n), v| (s + v, n + 1));
+    (n > 0).then(|| sum / n as f64)
+}
+
+impl Saturation {
+    /// The figures of `probe`'s samples between `from_ns` and `to_ns` on the run's timeline;
+    /// `None` with fewer than two samples there.
+    pub fn of(probe: &StoredProbe, from_ns: i64, to_ns: i64) -> Option<Saturation> {
+        let samples: Vec<&probe::sample::Sample> = probe
+            .records
+            .iter()
+            .filter(|r| r.t_ns >= from_ns && r.t_ns <= to_ns)
+            .filter_map(|r| match &r.record {
+                Record::Sample(s) => Some(&**s),
+                _ => None,
+            })
+            .collect();
+        let (cpu_ns, seconds) = delta(&samples, |s| s.total.as_ref().map(|t| t.cpu_ns))?;
+        let quota = samples
+            .iter()
+            .rev()
+            .find_map(|s| s.cgroup.as_ref()?.quota_cpus);
+        let cpus = samples
+            .iter()
+            .rev()
+            .find_map(|s| s.total.as_ref()?.cpus_allowed);
+        let allowance = quota
+            .map(|q| (q, "quota".to_string()))
+            .or_else(|| cpus.map(|c| (c as f64, "cpus".to_string())));
+        let throttled = {
+            let periods = delta(&samples, |s| s.cgroup.as_ref().map(|c| c.periods));
+            let throttled = delta(&samples, |s| s.cgroup.as_ref().map(|c| c.throttled_periods));
+            periods
+                .zip(throttled)
+                .filter(|((p, _), _)| *p > 0.0)
+                .map(|((p, _), (t, _))| t / p)
+        };
+        let run_delay_cores =
+            delta(&samples, |s| s.total.as_ref()?.run_delay_ns).map(|(ns, secs)| ns / 1e9 / secs);
+        let hosts: Vec<&probe::sample::HostSample> =
+            samples.iter().filter_map(|s| s.host.as_ref()).collect();
+        Some(Saturation {
+            seconds,
+            cpu_cores: cpu_ns / 1e9 / seconds,
+            allowance,
+            throttled,
+            run_delay_cores,
+            steal: mean(hosts.iter().filter_map(|h| h.steal_pct).map(|p| p / 100.0)),
+            blocked_threads: mean(
+                samples
+                    .iter()
+                    .filter_map(|s| s.total.as_ref()?.thread_states)
+                    .map(|t| t.blocked as f64),
+            ),
+            accept_queue: samples
+                .iter()
+                .filter_map(|s| s.total.as_ref()?.tcp.as_ref().map(|t| t.accept_queue))
+                .max(),
+        })
+    }
+
+    /// The tree's CPU as a share of what it may use.
+    pub fn cpu_share(&self) -> Option<f64> {
+        self.allowance
+            .as_ref()
+            .filter(|(a, _)| *a > 0.0)
+            .map(|(a, _)| self.cpu_cores / a)
+    }
+
+    /// Its figures in one line, each only where the probe could read it.
+    pub fn figures(&self) -> String {
+        let pct = |x: f64| format!("{:.0} %", x * 100.0);
+        let mut parts = vec![match (&self.allowance, self.cpu_share()) {
+            (Some((a, whence)), Some(share)) => format!(
+                "CPU {:.2} cores ({} of its {whence}: {a:.2})",
+                self.cpu_cores,
+                pct(share)
+            ),
+            _ => format!("CPU {:.2} cores", self.cpu_cores),
+        }];
+        if let Some(t) = self.throttled {
+            parts.push(format!("quota throttled in {} of periods", pct(t)));
+        }
+        if let Some(w) = self.run_delay_cores {
+            parts.push(format!("waited {w:.2} s a second for a CPU"));
+        }
+        if let Some(s) = self.steal {
+            parts.push(format!("{} stolen", pct(s)));
+        }
+        if let Some(d) = self.blocked_threads {
+            parts.push(format!("{d:.1} threads in D"));
+        }
+        if let Some(q) = self.accept_queue {
+            parts.push(format!("accept queue up to {q}"));
+        }
+        parts.join("; ")
+    }
+
+    /// Which resource limited the server, and the sentence that says so with its figures.
+    pub fn verdict(&self) -> (Limit, String) {
+        let pct = |x: f64| format!("{:.0} %", x * 100.0);
+        let cpu = match (&self.allowance, self.cpu_share()) {
+            (Some((a, whence)), Some(share)) => format!(
+                "it used {:.2} cores, {} of its {} ({a:.2} {})",
+                self.cpu_cores,
+                pct(share),
+                whence,
+                if whence == "quota" {
+                    "CPUs"
+                } else {
+                    "may run on"
+                }
+            ),
+            _ => format!("it used {:.2} cores", self.cpu_cores),
+        };
+        if let Some(t) = self.throttled.filter(|&t| t >= THROTTLED) {
+            return (
+                Limit::Quota,
+                format!(
+                    "its CPU quota: throttled in {} of the quota's periods; {cpu}",
+                    pct(t)
+                ),
+            );
+        }
+        if let Some(share) = self.cpu_share().filter(|&s| s >= CPU_SATURATED) {
+            let _ = share;
+            return (Limit::Cpu, format!("its CPU: {cpu}"));
+        }
+        if let Some(wait) = self
+            .run_delay_cores
+            .filter(|&w| self.cpu_cores > 0.0 && w >= RUN_QUEUE * self.cpu_cores)
+        {
+            return (
+                Limit::RunQueue,
+                format!(
+                    "the run queue: its threads waited {:.2} s a second for a CPU ({} of the time they ran), more of them runnable at once than CPUs to run them (its own threads waking together, or other processes'); {cpu}",
+                    wait,
+                    pct(wait / self.cpu_cores)
+                ),
+            );
+        }
+        if let Some(steal) = self.steal.filter(|&s| s >= STEAL) {
+            return (
+                Limit::Steal,
+                format!(
+                    "the hypervisor: {} of the host's CPU time stolen; {cpu}",
+                    pct(steal)
+                ),
+            );
+        }
+        if let Some(d) = self.blocked_threads.filter(|&d| d >= 1.0) {
+            return (
+                Limit::Io,
+                format!("storage: {d:.1} threads on average in uninterruptible sleep (D); {cpu}"),
+            );
+        }
+        if let Some(q) = self.accept_queue.filter(|&q| q > 0) {
+            return (
+                Limit::AcceptQueue,
+                format!("accepting connections: up to {q} waited in the accept queue; {cpu}"),
+            );
+        }
+        // Only what was measured is ruled out; what was not is said.
+        let checks = [
+            (self.throttled.is_some(), "quota throttling"),
+            (self.run_delay_cores.is_some(), "run-queue wait"),
+            (self.steal.is_some(), "steal"),
+            (self.blocked_threads.is_some(), "storage wait"),
+            (self.accept_queue.is_some(), "accept queue"),
+        ];
+        let said: Vec<String> = checks
+            .iter()
+            .filter(|(read, _)| *read)
+            .map(|(_, what)| format!("no {what}"))
+            .collect();
+        let unread: Vec<&str> = checks
+            .iter()
+            .filter(|(read, _)| !*read)
+            .map(|(_, what)| *what)
+            .collect();
+        let mut ruled_out = if said.is_empty() {
+            "nothing else measured".to_string()
+        } else {
+            said.join(", ")
+        };
+        if !unread.is_empty() && !said.is_empty() {
+            ruled_out.push_str(&format!(" ({} not measured)", unread.join(", ")));
+        }
+        match self.cpu_share() {
+            // A wait is named only once contention for CPUs was measured and ruled out.
+            Some(share) if share < WAITING && self.run_delay_cores.is_some() => (
+                Limit::Wait,
+                format!(
+                    "a wait inside or beyond the server (a pool, a lock, a database): {cpu}, with {ruled_out}"
+                ),
+            ),
+            _ => (
+                Limit::NotFound,
+                format!("not found: {cpu}, with {ruled_out}"),
+            ),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::run::{ProbeMeta, StoredRecord};
+    use probe::sample::{CgroupCpu, HostSample, ProcessSample, Sample, ThreadStates};
+
+    /// A probe whose tree used `cores` of CPU for 10 s, with these extra figures.
+    fn probe(cores: f64, shape: impl Fn(u64, &mut Sample)) -> StoredProbe {
+        let records = (0..=10u64)
+            .map(|i| {
+                let mut s = Sample {
+                    scheduled_mono_ns: i * 1_000_000_000,
+                    mono_ns: i * 1_000_000_000,
+                    wall_ns: i * 1_000_000_000,
+                    interval_ns: 1_000_000_000,
+                    missed_ticks: 0,
+                    target_pid: Some(1),
+                    processes: Vec::new(),
+                    cgroup: None,
+                    probe: Default::default(),
+                    total: Some(ProcessSample {
+                        cpu_ns: (i as f64 * cores * 1e9) as u64,
+                        cpus_allowed: Some(2),
+                        thread_states: Some(ThreadStates {
+                            running: 1,
+                            sleeping: 5,
+                            blocked: 0,
+                        }),
+                        ..Default::default()
+                    }),
+                    host: Some(HostSample {
+                        cpu_pct: Some(100.0),
+                        steal_pct: Some(0.0),
+                        ..Default::default()
+                    }),
+                };
+                shape(i, &mut s);
+                StoredRecord {
+                    seq: i,
+                    t_ns: (i * 1_000_000_000) as i64,
+                    record: Record::Sample(Box::new(s)),
+                }
+            })
+            .collect();
+        let meta = ProbeMeta {
+            index: 0,
+            address: "in-process".into(),
+            host: probe::sample::HostInfo {
+                cpus: 2,
+                ..Default::default()
+            },
+            clock: None,
+        };
+        StoredProbe {
+            meta,
+            records,
+            gaps: Vec::new(),
+        }
+    }
+
+    fn verdict(p: &StoredProbe) -> (Limit, String) {
+        Saturation::of(p, 0, 10_000_000_000).unwrap().verdict()
+    }
+
+    fn quota(i: u64, s: &mut Sample, throttled_per_s: u64) {
+        s.cgroup = Some(CgroupCpu {
+            periods: i * 10,
+            throttled_periods: i * throttled_per_s,
+            quota_cpus: Some(1.0),
+            ..Default::default()
+        });
+    }
+
+    #[test]
+    fn a_quota_that_runs_out_is_named_before_the_cpu_it_caps() {
+        let (limit, text) = verdict(&probe(0.98, |i, s| quota(i, s, 9)));
+        assert_eq!(limit, Limit::Quota, "{text}");
+        assert!(
+            text.starts_with("its CPU quota: throttled in 90 %"),
+            "{text}"
+        );
+        assert!(
+            text.contains("0.98 cores, 98 % of its quota (1.00 CPUs)"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn a_busy_cpu_within_its_allowance_is_the_limit() {
+        let (limit, text) = verdict(&probe(1.9, |_, _| {}));
+        assert_eq!(limit, Limit::Cpu, "{text}");
+        assert!(
+            text.contains("95 % of its cpus (2.00 may run on)"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn waiting_in_the_run_queue_is_named_with_the_wait() {
+        let (limit, text) = verdict(&probe(0.5, |i, s| {
+            if let Some(t) = &mut s.total {
+                t.run_delay_ns = Some(i * 300_000_000);
+            }
+        }));
+        assert_eq!(limit, Limit::RunQueue, "{text}");
+        assert!(
+            text.contains("waited 0.30 s a second for a CPU (60 %"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn a_half_idle_server_with_nothing_saturated_waited_on_something() {
+        let (limit, text) = verdict(&probe(0.46, |i, s| {
+            quota(i, s, 0);
+            if let Some(t) = &mut s.total {
+                t.run_delay_ns = Some(i * 10_000_000);
+            }
+        }));
+        assert_eq!(limit, Limit::Wait, "{text}");
+        assert!(text.contains("46 % of its quota"), "{text}");
+        assert!(
+            text.contains("no quota throttling, no run-queue wait"),
+            "{text}"
+        );
+        // Busier, but short of saturation: not found, never a guess.
+        let (limit, _) = verdict(&probe(1.4, |_, _| {}));
+        assert_eq!(limit, Limit::NotFound);
+    }
+
+    #[test]
+    fn steal_storage_and_the_accept_queue_are_named_with_their_figures() {
+        let (limit, text) = verdict(&probe(0.5, |_, s| {
+            if let Some(h) = &mut s.host {
+                h.steal_pct = Some(20.0);
+            }
+        }));
+        assert_eq!(
+            (limit, text.contains("20 % of the host's CPU time stolen")),
+            (Limit::Steal, true)
+        );
+        let (limit, _) = verdict(&probe(0.5, |_, s| {
+            if let Some(t) = &mut s.total {
+                t.thread_states = Some(ThreadStates {
+                    running: 0,
+                    sleeping: 3,
+                    blocked: 2,
+                });
+            }
+        }));
+        assert_eq!(limit, Limit::Io);
+        let (limit, text) = verdict(&probe(0.5, |i, s| {
+            if let Some(t) = &mut s.total {
+                t.tcp = Some(probe::sample::TcpSockets {
+                    accept_queue: i,
+                    ..Default::default()
+                });
+            }
+        }));
+        assert_eq!(
+            (limit, text.contains("up to 10 waited")),
+            (Limit::AcceptQueue, true)
+        );
+    }
+
+    #[test]
+    fn the_figures_read_in_one_line_and_leave_out_what_was_not_read() {
+        let s = Saturation::of(&probe(0.46, |i, s| quota(i, s, 0)), 0, 10_000_000_000).unwrap();
+        assert_eq!(
+            s.figures(),
+            "CPU 0.46 cores (46 % of its quota: 1.00); quota throttled in 0 % of periods; 0 % stolen; 0.0 threads in D"
+        );
+    }
+
+    #[test]
+    fn what_was_not_measured_is_not_ruled_out() {
+        let (_, text) = verdict(&probe(0.4, |_, s| {
+            s.host = None;
+            if let Some(t) = &mut s.total {
+                t.thread_states = None;
+            }
+        }));
+        assert!(
+            text.ends_with("with nothing else measured") || text.contains("not measured"),
+            "{text}"
+        );
+        assert!(!text.contains("no steal"), "{text}");
+        assert!(text.starts_with("not found"), "{text}");
+    }
+
+    #[test]
+    fn fewer_than_two_samples_say_nothing() {
+        assert!(Saturation::of(&probe(1.0, |_, _| {}), 0, 500_000_000).is_none());
+    }
+}
