@@ -216,8 +216,7 @@ impl Saturation {
                 ),
             );
         }
-        if let Some(share) = self.cpu_share().filter(|&s| s >= CPU_SATURATED) {
-            let _ = share;
+        if self.cpu_share().is_some_and(|s| s >= CPU_SATURATED) {
             return (Limit::Cpu, format!("its CPU: {cpu}"));
         }
         if let Some(wait) = self

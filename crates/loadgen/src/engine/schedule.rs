@@ -75,16 +75,21 @@ impl Segment {
         }
     }
 
+    /// `a` of the module docs: half the rate's change per second (0 when constant).
+    fn acceleration(&self) -> f64 {
+        if self.duration.is_infinite() {
+            0.0
+        } else {
+            (self.rate_end - self.rate_start) / (2.0 * self.duration)
+        }
+    }
+
     /// Time into the segment at which `x` requests of it have become due (see module docs).
     fn offset_of(&self, x: f64) -> f64 {
         if x <= 0.0 {
             return 0.0;
         }
-        let a = if self.duration.is_infinite() {
-            0.0
-        } else {
-            (self.rate_end - self.rate_start) / (2.0 * self.duration)
-        };
+        let a = self.acceleration();
         if a == 0.0 {
             x / self.rate_start
         } else {
@@ -218,21 +223,12 @@ impl Schedule {
             return 0.0;
         };
         let into = (t - s.start).min(s.duration);
-        let a = if s.duration.is_infinite() {
-            0.0
-        } else {
-            (s.rate_end - s.rate_start) / (2.0 * s.duration)
-        };
-        s.count_before + s.rate_start * into + a * into * into
+        s.count_before + s.rate_start * into + s.acceleration() * into * into
     }
 
     /// How many requests the whole schedule sends, `⌈C(T)⌉`, or `None` when it is open-ended.
     pub fn total_requests(&self) -> Option<u64> {
-        let last = self.segments.last()?;
-        if last.duration.is_infinite() {
-            return None;
-        }
-        let total = last.count_before + last.count();
+        let total = self.total_count()?;
         // Forgive the rounding error of summing rate × duration (2000 × 30 must give 60000,
         // not 60001).
         Some((total - 1e-6).ceil().max(0.0) as u64)

@@ -30,9 +30,9 @@ use crate::engine::shutdown::Stop;
 pub(crate) const ROLL_SLACK: Nanos = 200_000;
 
 /// Poisson arrivals wake this long before a request is due and poll (reading responses) until
-/// its instant: a timer
-/// wakes a thread 20–90 µs late on these VMs (p50 22 µs, p99 88 µs measured), and arrivals
-/// closer together than that would otherwise leave together, burstier than Poisson.
+/// its instant: a timer wakes a thread 20–90 µs late on these VMs (p50 22 µs, p99 88 µs
+/// measured), and arrivals closer together than that would otherwise leave together, burstier
+/// than Poisson.
 /// Evenly spaced sends do not need it: a constant delay keeps their spacing.
 pub(crate) const POISSON_LEAD: Nanos = 50_000;
 
