@@ -325,19 +325,16 @@ pub fn experiment_capacity(
     Ok(settings)
 }
 
-/// The lowest failed step above the capacity, and what limited the server there (its probe's
-/// figures over the step's load): the resource the capacity ran out of.
+/// The step that ended the search (the bracket's high end: failed, or uncertain and counted
+/// as failed), and what limited the server there (its probe's figures over the step's load):
+/// the resource the capacity ran out of.
 pub fn failed_step_limit(
     s: &Search,
     runs: &HashMap<String, Arc<RunFigures>>,
 ) -> Option<(f64, String)> {
-    use store::capacity::Verdict;
-    let step = s
-        .steps
-        .iter()
-        .filter(|st| matches!(st.judgement.verdict, Verdict::Fail | Verdict::Unstable))
-        .filter(|st| s.capacity.is_none_or(|c| st.rate > c))
-        .min_by(|a, b| a.rate.total_cmp(&b.rate))?;
+    let failed_at = s.failed_at?;
+    // Its last run at that rate: an uncertain step ran again longer.
+    let step = s.steps.iter().rev().find(|st| st.rate == failed_at)?;
     let run = runs.get(step.run_id.as_ref()?)?;
     let saturation = run.probes.iter().find_map(|p| p.saturation.as_ref())?;
     Some((step.rate, saturation.verdict().1))

@@ -155,7 +155,7 @@ pub fn experiment_page(
             ul.answers { @for c in capacity { li { (crate::search::capacity_sentence(c, &held_text)) } } }
             div.scroll {
                 table {
-                    thead { tr { th { "setting" } th { "target" } th { "capacity (req/s), median" } th { "lowest–highest" } th { "brackets" } th { "requests per CPU-second at capacity" } th { "peak RSS at capacity" } th { "limited by (the step that failed)" } th { "searches" } } }
+                    thead { tr { th { "setting" } th { "target" } th { "capacity (req/s), median" } th { "lowest–highest" } th { "brackets" } th { "requests per CPU-second at capacity" } th { "peak RSS at capacity" } th { "limited by (the step that ended its search)" } th { "searches" } } }
                     tbody {
                         @for c in capacity {
                             @for t in &c.targets {

@@ -59,7 +59,7 @@ pub fn search_page(
         p.answer { strong { "Capacity: " (finding(s)) "." } }
         p { "Why it ends there: " (s.reason) }
         @if let Some((rate, why)) = crate::search::failed_step_limit(s, runs) {
-            p { "What limited the server at " (rate) " req/s, the step that failed, as the probe saw it: " (why) "." }
+            p { "What limited the server at " (rate) " req/s, the step that ended the search, as the probe saw it: " (why) "." }
         }
         (charts(charts_))
         h2 { "Steps" }
