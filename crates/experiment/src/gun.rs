@@ -41,7 +41,8 @@ pub struct Attack {
     pub name: String,
     pub run_id: String,
     pub labels: Vec<(String, String)>,
-    pub probe: Option<String>,
+    /// The probes to subscribe to: the target's, then its database's.
+    pub probes: Vec<String>,
     pub probe_token_file: Option<PathBuf>,
     pub probe_fingerprint: Option<String>,
     pub probe_ca: Option<PathBuf>,
@@ -224,8 +225,11 @@ impl Attack {
         for (k, v) in &self.labels {
             push(&["--label", &format!("{k}={v}")]);
         }
-        if let Some(p) = &self.probe {
-            push(&["--probe", p, "--pre-roll", &secs(self.pre_roll)]);
+        for p in &self.probes {
+            push(&["--probe", p]);
+        }
+        if !self.probes.is_empty() {
+            push(&["--pre-roll", &secs(self.pre_roll)]);
             push(&["--post-roll", &secs(self.post_roll)]);
             if let Some(t) = &self.probe_token_file {
                 push(&["--probe-token-file", &t.display().to_string()]);
@@ -435,7 +439,7 @@ mod tests {
             name: "n".into(),
             run_id: "r".into(),
             labels: Vec::new(),
-            probe: None,
+            probes: Vec::new(),
             probe_token_file: None,
             probe_fingerprint: None,
             probe_ca: None,

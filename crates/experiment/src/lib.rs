@@ -17,6 +17,8 @@
 //! - [`database`]: the targets' schema, emptied and counted.
 //! - [`http`]: one-off HTTP exchanges for those checks.
 //! - [`upstream`]: the local page that `/proxy` fetches.
+//! - [`watch`]: the target's database watched beside it (its process, and its backends' wait
+//!   events over SQL).
 
 pub mod database;
 pub mod declared;
@@ -31,6 +33,7 @@ pub mod runner;
 pub mod targets;
 pub mod upstream;
 pub mod verify;
+pub mod watch;
 
 /// Several lines made one: what a TOML parser prints spans lines, an error here is one line.
 pub fn flatten(text: &str) -> String {

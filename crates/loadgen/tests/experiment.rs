@@ -134,6 +134,46 @@ fn every_cell_is_kept_a_failed_one_with_its_reason_and_a_second_run_skips_them()
         }
     }
     let store = rt.block_on(Store::open(&db)).unwrap();
+    // Its database was watched beside it, on the same timeline: its server's processes (found
+    // by the URL's port) and what PostgreSQL said of its backends.
+    let good = runs
+        .iter()
+        .find(|r| r.labels["env.DB_POOL"] == "5")
+        .unwrap();
+    let good = rt.block_on(store.load_run(&good.id)).unwrap();
+    let database = good
+        .probes
+        .iter()
+        .find(|p| p.meta.host.role == probe::sample::Role::Database)
+        .expect("a probe of the database");
+    assert_eq!(database.meta.host.name.as_deref(), Some("PostgreSQL"));
+    assert!(
+        database.meta.host.selector.starts_with("--port "),
+        "{}",
+        database.meta.host.selector
+    );
+    let samples: Vec<&probe::sample::Sample> = database
+        .records
+        .iter()
+        .filter_map(|r| match &r.record {
+            probe::protocol::Record::Sample(s) => Some(&**s),
+            _ => None,
+        })
+        .collect();
+    assert!(
+        samples.iter().filter(|s| s.total.is_some()).count() >= 5,
+        "the database's processes were sampled"
+    );
+    let readings: Vec<&probe::sample::DbActivity> =
+        samples.iter().filter_map(|s| s.database.as_ref()).collect();
+    assert!(readings.len() >= 3, "{} readings", readings.len());
+    assert!(
+        readings.iter().any(|a| a.backends >= 1),
+        "the target's pool is connected: {readings:?}"
+    );
+    let system = store::system::System::of(&good.probes, 0, i64::MAX).unwrap();
+    let watched = system.database.unwrap();
+    assert!(watched.saturation.is_some() && watched.activity.is_some());
     let failed = runs.iter().find(|r| r.status == RunStatus::Failed).unwrap();
     let failed = rt.block_on(store.load_run(&failed.id)).unwrap();
     let reason = failed.stop_reason.unwrap();

@@ -211,8 +211,8 @@ impl Cluster {
         Ok(())
     }
 
-    /// The postmaster's PID, from `postmaster.pid`.
-    fn postmaster(&self) -> Option<i32> {
+    /// The postmaster's PID (from `postmaster.pid`), while it runs.
+    pub fn postmaster(&self) -> Option<i32> {
         std::fs::read_to_string(self.data.join("postmaster.pid"))
             .ok()
             .and_then(|s| s.lines().next()?.trim().parse::<i32>().ok())

@@ -82,6 +82,15 @@ pub struct TargetArgs {
           value_parser = clap::value_parser!(u32).range(1..=1000), requires = "profile")]
     pub profile_hz: u32,
 
+    /// Which participant the watched process is: target (the server under test), database,
+    /// or other (a proxy, a cache); pages draw each as its own group.
+    #[arg(long, value_name = "ROLE", default_value = "target")]
+    pub role: crate::sample::Role,
+
+    /// The participant's name on pages (e.g. PostgreSQL), if not the process's own.
+    #[arg(long, value_name = "NAME")]
+    pub called: Option<String>,
+
     /// Where /proc is (tests point this at fixture trees).
     #[arg(long, value_name = "DIR", default_value = "/proc", hide = true)]
     pub proc_root: PathBuf,
@@ -246,6 +255,9 @@ impl TargetArgs {
                 hz: self.profile_hz,
                 ..Default::default()
             }),
+            role: self.role,
+            name: self.called.clone(),
+            activity: None,
         })
     }
 }

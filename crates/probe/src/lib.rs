@@ -12,6 +12,8 @@
 //!   states by netlink `sock_diag`.
 //! - [`profile`]: on-CPU call stacks of the tree (`perf_event_open`'s `cpu-clock`), named and
 //!   folded a second at a time.
+//! - [`activity`]: a database's own account of its backends, read by the runner over SQL and
+//!   carried in the database probe's samples.
 //! - [`sample`]: what a sample, an event and a profile hold, field by field.
 //! - [`buffer`]: the bounded, sequence-numbered history that subscribers read and resume from.
 //! - [`protocol`]: the versioned wire format, documented message by message.
@@ -22,6 +24,7 @@
 //! - [`clock`]: the host's clocks in nanoseconds; [`cpus`]: CPU lists and `/proc/stat`'s ticks,
 //!   read here once for every crate.
 
+pub mod activity;
 pub mod buffer;
 pub mod cli;
 pub mod client;

@@ -38,6 +38,10 @@ pub struct Sample {
     /// where the probe cannot read it).
     #[serde(default)]
     pub cgroup: Option<CgroupCpu>,
+    /// What the watched database said of its backends, for a probe given a reading of it
+    /// ([`crate::activity`]); only in the first full tick after each new reading.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub database: Option<DbActivity>,
     /// The probe's own cost.
     pub probe: ProbeCost,
 }
@@ -108,6 +112,10 @@ pub struct ProcessSample {
     /// total, the most any member may.
     #[serde(default)]
     pub cpus_allowed: Option<u64>,
+    /// Which CPUs those are; in the tree's total, every CPU a member may run on. With the
+    /// database's, it tells whether the two competed for the same CPUs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_list: Option<crate::cpus::CpuList>,
 }
 
 /// Threads by scheduler state: on or waiting for a CPU, asleep, or in uninterruptible sleep.
@@ -129,6 +137,147 @@ impl std::ops::Add for ThreadStates {
             sleeping: self.sleeping + other.sleeping,
             blocked: self.blocked + other.blocked,
         }
+    }
+}
+
+/// Which participant of the system under test a probe watches: a page draws each as its own
+/// group, and a verdict weighs the database's saturation against the server's.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Role {
+    /// The server under test.
+    #[default]
+    Target,
+    /// The server's database.
+    Database,
+    /// Anything else the server relies on (a proxy, a cache).
+    Other,
+}
+
+impl Role {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::Target => "target",
+            Role::Database => "database",
+            Role::Other => "other",
+        }
+    }
+}
+
+impl std::str::FromStr for Role {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "target" => Ok(Role::Target),
+            "database" => Ok(Role::Database),
+            "other" => Ok(Role::Other),
+            _ => Err(format!("unknown role {s:?}: use target, database or other")),
+        }
+    }
+}
+
+/// What a backend waited on, PostgreSQL's `wait_event_type` folded into the classes a
+/// verdict tells apart.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum WaitClass {
+    /// No wait event: running on a CPU (or waiting for one).
+    Cpu,
+    /// A heavyweight lock (a row, a table).
+    Lock,
+    /// A lightweight lock (shared buffers, the WAL's insert locks).
+    LwLock,
+    /// Storage.
+    Io,
+    /// The client: reading its next command or sending it a result.
+    Client,
+    /// Another server process (a parallel worker, the WAL flush of a synchronous commit).
+    Ipc,
+    /// A timed sleep (`pg_sleep`, a vacuum delay).
+    Timeout,
+    /// Anything else (`Activity`, `BufferPin`, `Extension`).
+    Other,
+}
+
+impl WaitClass {
+    pub const ALL: [WaitClass; 8] = [
+        WaitClass::Cpu,
+        WaitClass::Lock,
+        WaitClass::LwLock,
+        WaitClass::Io,
+        WaitClass::Client,
+        WaitClass::Ipc,
+        WaitClass::Timeout,
+        WaitClass::Other,
+    ];
+
+    /// PostgreSQL's `wait_event_type` (null: none) as a class.
+    pub fn of(wait_event_type: Option<&str>) -> WaitClass {
+        match wait_event_type {
+            None => WaitClass::Cpu,
+            Some("Lock") => WaitClass::Lock,
+            Some("LWLock") => WaitClass::LwLock,
+            Some("IO") => WaitClass::Io,
+            Some("Client") => WaitClass::Client,
+            Some("IPC") => WaitClass::Ipc,
+            Some("Timeout") => WaitClass::Timeout,
+            Some(_) => WaitClass::Other,
+        }
+    }
+
+    /// As a page says it.
+    pub fn label(self) -> &'static str {
+        match self {
+            WaitClass::Cpu => "on CPU",
+            WaitClass::Lock => "Lock",
+            WaitClass::LwLock => "LWLock",
+            WaitClass::Io => "IO",
+            WaitClass::Client => "Client",
+            WaitClass::Ipc => "IPC",
+            WaitClass::Timeout => "Timeout",
+            WaitClass::Other => "other",
+        }
+    }
+}
+
+/// What PostgreSQL said of the backends of the watched database at one instant
+/// (`pg_stat_activity`, `pg_stat_database`): its own introspection, readable over SQL where no
+/// probe can run (a managed database).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct DbActivity {
+    /// When it was read (wall clock, ns): the query's time, not the tick's.
+    pub read_wall_ns: u64,
+    /// Client backends connected to the database.
+    pub backends: u32,
+    /// Of those, backends whose state the reading role may not see (other roles' sessions,
+    /// without `pg_read_all_stats`): counted, never guessed.
+    #[serde(default)]
+    pub hidden: u32,
+    /// The server's `max_connections`.
+    pub max_connections: Option<u32>,
+    /// Backends idle, and idle inside a transaction (holding its locks).
+    pub idle: u32,
+    pub idle_in_transaction: u32,
+    /// Active backends, by what each waited on at that instant, in [`WaitClass::ALL`]'s order.
+    pub active: [u32; 8],
+    /// Transactions committed and rolled back in the database, cumulative (PostgreSQL
+    /// publishes these about once a second).
+    pub transactions: Option<u64>,
+}
+
+impl DbActivity {
+    /// Active backends waiting on `class`.
+    pub fn active_in(&self, class: WaitClass) -> u32 {
+        WaitClass::ALL
+            .iter()
+            .position(|&c| c == class)
+            .and_then(|i| self.active.get(i).copied())
+            .unwrap_or(0)
+    }
+
+    /// Active backends in all.
+    pub fn active_total(&self) -> u32 {
+        self.active.iter().sum()
     }
 }
 
@@ -348,6 +497,12 @@ pub struct HostInfo {
     pub probe_version: String,
     /// How the probe picks its target, e.g. `--port 8080`.
     pub selector: String,
+    /// Which participant of the system under test it watches.
+    #[serde(default)]
+    pub role: Role,
+    /// The participant's name as the user knows it (`PostgreSQL`, `nginx`), if given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
     pub interval_ns: u64,
     /// Samples a second of on-CPU stacks when the probe profiles (`--profile`), else `None`.
     #[serde(default, skip_serializing_if = "Option::is_none")]

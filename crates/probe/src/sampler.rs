@@ -26,12 +26,15 @@ use rustix::time::Timespec;
 
 use procfs::FromRead;
 
+use crate::activity::ActivityFeed;
 use crate::buffer::SharedBuffer;
 use crate::clock::{mono_ns, process_cpu_ns, thread_cpu_ns, wall_ns};
 use crate::collect::{self, CgroupFiles, HostFiles, ProcRoot, Reading, SystemFacts, Watched};
 use crate::profile::{ProfileConfig, Profiler, Tree};
 use crate::protocol::Record;
-use crate::sample::{Event, EventKind, HostInfo, ProbeCost, ProcessSample, Sample};
+use crate::sample::{
+    DbActivity, Event, EventKind, HostInfo, ProbeCost, ProcessSample, Role, Sample,
+};
 use crate::selector::Selector;
 use crate::slow::{SlowCollector, SlowConfig, SlowResults};
 
@@ -54,6 +57,11 @@ pub struct SamplerConfig {
     pub clock_shift_ns: i64,
     /// Also sample the tree's on-CPU call stacks (`--profile`).
     pub profile: Option<ProfileConfig>,
+    /// Which participant the tree is, and its name as the user knows it.
+    pub role: Role,
+    pub name: Option<String>,
+    /// The database's own account of its backends, when a reader feeds it.
+    pub activity: Option<ActivityFeed>,
 }
 
 impl SamplerConfig {
@@ -70,6 +78,9 @@ impl SamplerConfig {
             pss: false,
             clock_shift_ns: 0,
             profile: None,
+            role: Role::Target,
+            name: None,
+            activity: None,
         }
     }
 }
@@ -106,6 +117,8 @@ pub struct Sampler {
     host: Option<HostFiles>,
     /// The root's cgroup CPU controller, opened for the root it was found for.
     cgroup: Option<(i32, Option<CgroupFiles>)>,
+    /// When the last database reading sent was read (wall ns).
+    activity_sent: u64,
     next_full: u64,
     /// This process's `statm`, for its own memory.
     myself_statm: Option<std::fs::File>,
@@ -141,6 +154,7 @@ impl Sampler {
             slow,
             host: HostFiles::open(&config.root).ok(),
             cgroup: None,
+            activity_sent: 0,
             next_full: 0,
             myself_statm: std::fs::File::open("/proc/self/statm").ok(),
             own_rss_bytes: 0,
@@ -171,6 +185,8 @@ impl Sampler {
             page_size: self.facts.page_size,
             probe_version: env!("CARGO_PKG_VERSION").into(),
             selector: self.config.selector.to_string(),
+            role: self.config.role,
+            name: self.config.name.clone(),
             interval_ns: self.config.interval.as_nanos() as u64,
             profile_hz: self.config.profile.as_ref().map(|p| p.hz),
         }
@@ -277,6 +293,7 @@ impl Sampler {
             None
         };
         let cgroup = if full { self.read_cgroup() } else { None };
+        let database = if full { self.read_activity(wall) } else { None };
         let interval_ns = self.previous_mono.map_or(0, |p| mono.saturating_sub(p));
         self.previous_mono = Some(mono);
         let total = total(&rows);
@@ -297,6 +314,7 @@ impl Sampler {
             total,
             host,
             cgroup,
+            database,
             probe,
         };
         (sample, events)
@@ -309,6 +327,17 @@ impl Sampler {
             self.cgroup = Some((root, CgroupFiles::open(&self.config.root, root)));
         }
         self.cgroup.as_mut()?.1.as_mut()?.read()
+    }
+
+    /// The database's latest reading, once, while fresh (a second).
+    fn read_activity(&mut self, wall: u64) -> Option<DbActivity> {
+        let read =
+            self.config
+                .activity
+                .as_ref()?
+                .newer_than(self.activity_sent, wall, 1_000_000_000)?;
+        self.activity_sent = read.read_wall_ns;
+        Some(read)
     }
 
     /// How often to look for the target while there is none.
@@ -379,12 +408,13 @@ impl Sampler {
                 continue;
             };
             row.peak_rss_bytes = figures.peak_rss_bytes;
-            if let Some(threads) = figures.threads {
+            if let Some(threads) = &figures.threads {
                 row.voluntary_ctxt_switches = Some(threads.switches.0);
                 row.involuntary_ctxt_switches = Some(threads.switches.1);
                 row.run_delay_ns = threads.run_delay_ns;
                 row.thread_states = threads.states;
-                row.cpus_allowed = threads.cpus_allowed;
+                row.cpus_allowed = threads.cpus_allowed.as_ref().map(|l| l.len() as u64);
+                row.cpu_list = threads.cpus_allowed.clone();
             }
             (row.fd_limit_soft, row.fd_limit_hard) = figures.fd_limits;
             if let Some(state) = self.processes.get_mut(&row.pid) {
@@ -525,6 +555,12 @@ fn total(rows: &[ProcessSample]) -> Option<ProcessSample> {
         t.involuntary_ctxt_switches = add(t.involuntary_ctxt_switches, r.involuntary_ctxt_switches);
         t.run_delay_ns = add(t.run_delay_ns, r.run_delay_ns);
         t.cpus_allowed = t.cpus_allowed.max(r.cpus_allowed);
+        t.cpu_list = match (t.cpu_list.take(), &r.cpu_list) {
+            (Some(a), Some(b)) => Some(crate::cpus::CpuList::new(
+                a.cpus().iter().chain(b.cpus()).copied().collect(),
+            )),
+            (a, b) => a.or_else(|| b.clone()),
+        };
         t.thread_states = add(t.thread_states, r.thread_states);
         t.pss_bytes = add(t.pss_bytes, r.pss_bytes);
         t.uss_bytes = add(t.uss_bytes, r.uss_bytes);

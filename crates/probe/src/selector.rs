@@ -24,6 +24,9 @@ pub enum Selector {
     Name(Regex),
     /// The process listening on this TCP port (IPv4 or IPv6).
     Port(u16),
+    /// No process of this host: a participant elsewhere (a managed database), known only by
+    /// what it says of itself ([`crate::activity`]).
+    Elsewhere,
 }
 
 impl std::fmt::Display for Selector {
@@ -33,6 +36,7 @@ impl std::fmt::Display for Selector {
             Selector::PidFile(path) => write!(f, "--pidfile {}", path.display()),
             Selector::Name(re) => write!(f, "--name {}", re.as_str()),
             Selector::Port(port) => write!(f, "--port {port}"),
+            Selector::Elsewhere => write!(f, "elsewhere"),
         }
     }
 }
@@ -43,6 +47,7 @@ impl Selector {
     pub fn resolve(&self, root: &ProcRoot, exclude: Option<i32>) -> Option<i32> {
         let alive = |pid: i32| root.path().join(pid.to_string()).join("stat").exists();
         match self {
+            Selector::Elsewhere => None,
             Selector::Pid(pid) => alive(*pid).then_some(*pid),
             Selector::PidFile(path) => {
                 let pid: i32 = std::fs::read_to_string(path).ok()?.trim().parse().ok()?;

@@ -164,7 +164,7 @@ pub fn probe_charts(
     .iter()
     .map(|t| {
         if run.probes.len() > 1 {
-            format!("{t}: probe {}", index + 1)
+            format!("{t}: {}", probe.watching())
         } else {
             t.to_string()
         }
@@ -190,6 +190,17 @@ pub fn probe_charts(
         &probe.fd_kinds,
         &[BLUE, GREEN, ORANGE, PURPLE, RED, GREY],
     ));
+    let backends = if probe.connected.points.is_empty() {
+        None
+    } else {
+        Some(backends_chart(run, probe, &id("backends"))?)
+    };
+    // A database elsewhere (a managed one) is known only by what it says of itself.
+    if probe.cpu.points.is_empty() {
+        if let Some(chart) = backends {
+            return Ok(vec![chart]);
+        }
+    }
     let mut out = vec![
         time(
             &id("cpu"),
@@ -198,7 +209,7 @@ pub fn probe_charts(
                 "CPU (%, 100 = one core)",
                 {
                     let mut lines = vec![
-                        Line::new("target's process tree", BLUE, probe.cpu.points.clone()),
+                        Line::new(format!("{}'s process tree", probe.watching()), BLUE, probe.cpu.points.clone()),
                         Line::new(format!("whole host ({} cores; 1 s mean)", probe.host.cpus), GREY, probe.host_cpu.points.clone()),
                     ];
                     // Saturation beside utilization, where the probe could read it.
@@ -268,7 +279,46 @@ pub fn probe_charts(
             "The profile has no samples of the target in the attack window.",
         )?);
     }
+    out.extend(backends);
     Ok(out)
+}
+
+/// What a database said of its backends: the active ones stacked by what they waited on, and
+/// those connected.
+fn backends_chart(run: &RunFigures, probe: &ProbeFigures, id: &str) -> Result<Chart, PlotError> {
+    use probe::sample::WaitClass;
+    let color = |c: WaitClass| match c {
+        WaitClass::Cpu => GREEN,
+        WaitClass::Lock => RED,
+        WaitClass::LwLock => ORANGE,
+        WaitClass::Io => PURPLE,
+        WaitClass::Client => BLUE,
+        WaitClass::Ipc => plot::PALETTE[5],
+        WaitClass::Timeout => GREY,
+        WaitClass::Other => DARK,
+    };
+    let mut lines = plot::stacked(
+        WaitClass::ALL
+            .iter()
+            .zip(&probe.active)
+            .map(|(&c, s)| Line::new(format!("active: {}", c.label()), color(c), s.points.clone()))
+            .collect(),
+    );
+    lines.push(Line::new("connected", DARK, probe.connected.points.clone()).dashed());
+    let title = format!("Backends by wait: {}", probe.watching());
+    time(
+        id,
+        TimeChart {
+            title: &title,
+            y_label: "backends",
+            x_range: run.span,
+            attack: Some(run.attack),
+            lines,
+            markers: Vec::new(),
+        },
+        &format!("What {} said of its backends (pg_stat_activity, every 100 ms): the active ones stacked by what each waited on at that instant (on CPU: no wait event), and those connected (dashed). Backends waiting on Lock, LWLock or IO are the database's own saturation; Client is the server's side being slow to send or read; Timeout a sleep. A reading is a query run by one of its own backends: where the database has one CPU, that backend runs only when the others do not, so it sees active only those preempted mid-query; there its CPU chart's run-queue wait is the better witness. {SHADED}", probe.watching()),
+        "",
+    )
 }
 
 /// A comparison's charts: one line per run, in the run's colour.

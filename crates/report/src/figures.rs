@@ -87,6 +87,23 @@ pub struct ProbeFigures {
     pub throttled: Series,
     /// What limited it over the load's window, from these figures.
     pub saturation: Option<store::saturation::Saturation>,
+    /// A database's backends as it reported them: connected, and active by what they waited
+    /// on (in [`probe::sample::WaitClass::ALL`]'s order); empty for other probes.
+    pub connected: Series,
+    pub active: Vec<Series>,
+    /// Its activity's means over the load's window.
+    pub activity: Option<store::system::Activity>,
+}
+
+impl ProbeFigures {
+    /// What it watches, as a page names it: the target, or the participant's name.
+    pub fn watching(&self) -> String {
+        match (&self.host.name, self.host.role) {
+            (Some(name), _) => name.clone(),
+            (None, probe::sample::Role::Target) => "the target".into(),
+            (None, role) => role.as_str().into(),
+        }
+    }
 }
 
 /// Everything the pages say about one run.
@@ -118,6 +135,8 @@ pub struct RunFigures {
     pub gun_host: store::run::HostFacts,
     pub warnings: Vec<String>,
     pub shard: Option<store::run::Shard>,
+    /// The target and its database over the load's window: what limited the target.
+    pub system: Option<store::system::System>,
 }
 
 impl RunFigures {
@@ -244,9 +263,11 @@ fn finish(run: &StoredRun, fold: IntervalFold) -> RunFigures {
             let mut f = probe_figures(p, (0.0, last_end.max(attack_end)));
             // What limited the server is asked of the load's window, not the quiet after it.
             f.saturation = store::saturation::Saturation::of(p, 0, (attack_end * 1e9) as i64);
+            f.activity = store::system::Activity::of(p, 0, (attack_end * 1e9) as i64);
             f
         })
         .collect();
+    let system = store::system::System::of(&run.probes, 0, (attack_end * 1e9) as i64);
     let mut span = (0.0f64, last_end.max(attack_end));
     for p in &probes {
         if let (Some(first), Some(last)) = (p.cpu.points.first(), p.cpu.points.last()) {
@@ -294,6 +315,7 @@ fn finish(run: &StoredRun, fold: IntervalFold) -> RunFigures {
         gun_host: run.meta.gun_host.clone(),
         warnings,
         shard: run.meta.shard.clone(),
+        system,
     }
 }
 
@@ -360,6 +382,11 @@ fn probe_figures(probe: &store::run::StoredProbe, window: (f64, f64)) -> ProbeFi
         host_cpu: Series::new("host CPU"),
         run_wait: Series::new("waiting for a CPU"),
         throttled: Series::new("quota throttled"),
+        connected: Series::new("connected"),
+        active: probe::sample::WaitClass::ALL
+            .iter()
+            .map(|c| Series::new(c.label()))
+            .collect(),
         ..Default::default()
     };
     let kinds = ["sockets", "files", "pipes", "epoll", "eventfd", "other"];
@@ -410,14 +437,20 @@ fn probe_figures(probe: &store::run::StoredProbe, window: (f64, f64)) -> ProbeFi
                     if let Some((p0, t0)) = previous_periods {
                         let periods = c.periods.saturating_sub(p0);
                         let throttled = c.throttled_periods.saturating_sub(t0);
-                        let pct = if periods > 0 {
-                            100.0 * throttled as f64 / periods as f64
-                        } else {
-                            0.0
-                        };
-                        f.throttled.points.push((t, pct));
+                        // No period passed: no quota (or no runnable thread), nothing to draw.
+                        if periods > 0 {
+                            f.throttled
+                                .points
+                                .push((t, 100.0 * throttled as f64 / periods as f64));
+                        }
                     }
                     previous_periods = Some((c.periods, c.throttled_periods));
+                }
+                if let Some(a) = &s.database {
+                    f.connected.points.push((t, a.backends as f64));
+                    for (series, &n) in f.active.iter_mut().zip(a.active.iter()) {
+                        series.points.push((t, n as f64));
+                    }
                 }
                 let Some(total) = &s.total else { continue };
                 if let Some(delay) = total.run_delay_ns {
@@ -428,7 +461,8 @@ fn probe_figures(probe: &store::run::StoredProbe, window: (f64, f64)) -> ProbeFi
                     previous_delay = Some((t, delay));
                 }
                 add_totals(&mut f, t, total, &mut previous_switches);
-                if s.processes.len() > 1 {
+                // A database's backends come and go by the dozen: its total says enough.
+                if s.processes.len() > 1 && host.role != probe::sample::Role::Database {
                     for p in &s.processes {
                         if let Some(cpu) = p.cpu_pct {
                             members

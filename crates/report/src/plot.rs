@@ -74,6 +74,8 @@ pub struct Line {
     pub spread: Vec<(f64, f64, f64)>,
     /// Markers only, no line between them: for points of different things (targets).
     pub markers_only: bool,
+    /// Filled down to zero: a layer of a stack (see [`stacked`]).
+    pub filled: bool,
 }
 
 impl Line {
@@ -86,6 +88,7 @@ impl Line {
             step: false,
             spread: Vec::new(),
             markers_only: false,
+            filled: false,
         }
     }
 
@@ -100,6 +103,31 @@ impl Line {
         self.dashed = true;
         self
     }
+}
+
+/// Series drawn as a stack: each layer is its series added to those before it, filled down to
+/// zero, and the layers are listed (and painted) top first, so each shows its own band.
+pub fn stacked(layers: Vec<Line>) -> Vec<Line> {
+    let mut sums: Vec<(f64, f64)> = Vec::new();
+    let mut out = Vec::new();
+    for mut line in layers {
+        if line.points.iter().all(|p| p.1 == 0.0) {
+            continue;
+        }
+        sums = if sums.is_empty() {
+            line.points
+        } else {
+            sums.iter()
+                .zip(line.points.iter())
+                .map(|(a, b)| (b.0, a.1 + b.1))
+                .collect()
+        };
+        line.points = sums.clone();
+        line.filled = true;
+        out.push(line);
+    }
+    out.reverse();
+    out
 }
 
 /// Step-after: each value holds until the next sample.
@@ -434,6 +462,13 @@ where
         vec![line.points.clone()]
     };
     for segment in pieces {
+        if line.filled {
+            c.draw_series(
+                AreaSeries::new(segment.iter().copied(), 0.0, line.color.mix(0.75).filled())
+                    .border_style(line.color.stroke_width(1)),
+            )?;
+            continue;
+        }
         if line.step {
             c.draw_series(LineSeries::new(steps(&segment), line.color.stroke_width(1)))?;
             c.draw_series(

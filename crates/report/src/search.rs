@@ -326,7 +326,8 @@ pub fn experiment_capacity(
 }
 
 /// The step that ended the search (the bracket's high end: failed, or uncertain and counted
-/// as failed), and what limited the server there (its probe's figures over the step's load):
+/// as failed), and what limited the server there (its probes' figures, the target's and its
+/// database's, over the step's load):
 /// the resource the capacity ran out of.
 pub fn failed_step_limit(
     s: &Search,
@@ -336,8 +337,7 @@ pub fn failed_step_limit(
     // Its last run at that rate: an uncertain step ran again longer.
     let step = s.steps.iter().rev().find(|st| st.rate == failed_at)?;
     let run = runs.get(step.run_id.as_ref()?)?;
-    let saturation = run.probes.iter().find_map(|p| p.saturation.as_ref())?;
-    Some((step.rate, saturation.verdict().1))
+    Some((step.rate, run.system.as_ref()?.verdict().1))
 }
 
 /// The capacities side by side (the median, the spread over repetitions as whiskers), and the

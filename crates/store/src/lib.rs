@@ -19,6 +19,8 @@
 //! - [`diagnosis`]: what held a run back when it fell behind, and what to change.
 //! - [`saturation`]: what limited the server, from a probe's figures over a window (its CPU,
 //!   its quota, the run queue, steal, storage, the accept queue, or a wait).
+//! - [`system`]: the target and its database together, and the verdict that names which ran
+//!   out (the database's CPU or its backends' locks and storage, beside the target's own).
 //! - [`vocabulary`]: the words crates exchange: causes, check outcomes, phases, label names.
 //! - [`hdrlog`]: HdrHistogram interval logs, and histograms in HdrHistogram's own format.
 //! - [`import`]: a run saved locally while its store was down, brought back.
@@ -36,6 +38,7 @@ pub mod model;
 pub mod run;
 pub mod saturation;
 pub mod summary;
+pub mod system;
 pub mod vocabulary;
 pub mod writer;
 

@@ -44,6 +44,10 @@ pub enum Limit {
     Io,
     /// Connections waited to be accepted.
     AcceptQueue,
+    /// The database's CPU: busy as much as it may be.
+    DatabaseCpu,
+    /// The database's backends waited on its locks or its storage.
+    DatabaseWait,
     /// Nothing of its own saturated, its CPU well below what it may use: it waited on
     /// something (a pool, a lock, a downstream).
     Wait,
@@ -71,10 +75,30 @@ pub struct Saturation {
     pub blocked_threads: Option<f64>,
     /// Connections waiting to be accepted, the most seen.
     pub accept_queue: Option<u64>,
+    /// The CPUs its processes may run on, as last read.
+    #[serde(default)]
+    pub cpus: Option<probe::cpus::CpuList>,
+}
+
+/// `probe`'s samples between `from_ns` and `to_ns` on the run's timeline.
+pub(crate) fn samples_in(
+    probe: &StoredProbe,
+    from_ns: i64,
+    to_ns: i64,
+) -> Vec<&probe::sample::Sample> {
+    probe
+        .records
+        .iter()
+        .filter(|r| r.t_ns >= from_ns && r.t_ns <= to_ns)
+        .filter_map(|r| match &r.record {
+            Record::Sample(s) => Some(&**s),
+            _ => None,
+        })
+        .collect()
 }
 
 /// The change of a cumulative figure between the first and last sample having it.
-fn delta<F: Fn(&probe::sample::Sample) -> Option<u64>>(
+pub(crate) fn delta<F: Fn(&probe::sample::Sample) -> Option<u64>>(
     samples: &[&probe::sample::Sample],
     get: F,
 ) -> Option<(f64, f64)> {
@@ -91,7 +115,7 @@ fn delta<F: Fn(&probe::sample::Sample) -> Option<u64>>(
     })
 }
 
-fn mean(values: impl Iterator<Item = f64>) -> Option<f64> {
+pub(crate) fn mean(values: impl Iterator<Item = f64>) -> Option<f64> {
     let (sum, n) = values.fold((0.0, 0u32), |(s, n), v| (s + v, n + 1));
     (n > 0).then(|| sum / n as f64)
 }
@@ -100,15 +124,7 @@ impl Saturation {
     /// The figures of `probe`'s samples between `from_ns` and `to_ns` on the run's timeline;
     /// `None` with fewer than two samples there.
     pub fn of(probe: &StoredProbe, from_ns: i64, to_ns: i64) -> Option<Saturation> {
-        let samples: Vec<&probe::sample::Sample> = probe
-            .records
-            .iter()
-            .filter(|r| r.t_ns >= from_ns && r.t_ns <= to_ns)
-            .filter_map(|r| match &r.record {
-                Record::Sample(s) => Some(&**s),
-                _ => None,
-            })
-            .collect();
+        let samples = samples_in(probe, from_ns, to_ns);
         let (cpu_ns, seconds) = delta(&samples, |s| s.total.as_ref().map(|t| t.cpu_ns))?;
         let quota = samples
             .iter()
@@ -150,6 +166,10 @@ impl Saturation {
                 .iter()
                 .filter_map(|s| s.total.as_ref()?.tcp.as_ref().map(|t| t.accept_queue))
                 .max(),
+            cpus: samples
+                .iter()
+                .rev()
+                .find_map(|s| s.total.as_ref()?.cpu_list.clone()),
         })
     }
 
@@ -190,14 +210,14 @@ impl Saturation {
         parts.join("; ")
     }
 
-    /// Which resource limited the server, and the sentence that says so with its figures.
-    pub fn verdict(&self) -> (Limit, String) {
-        let pct = |x: f64| format!("{:.0} %", x * 100.0);
-        let cpu = match (&self.allowance, self.cpu_share()) {
+    /// Its CPU against its allowance, as a verdict says it ("it used 0.46 cores, 46 % of its
+    /// quota (1.00 CPUs)").
+    pub fn usage(&self) -> String {
+        match (&self.allowance, self.cpu_share()) {
             (Some((a, whence)), Some(share)) => format!(
-                "it used {:.2} cores, {} of its {} ({a:.2} {})",
+                "it used {:.2} cores, {:.0} % of its {} ({a:.2} {})",
                 self.cpu_cores,
-                pct(share),
+                share * 100.0,
                 whence,
                 if whence == "quota" {
                     "CPUs"
@@ -206,7 +226,13 @@ impl Saturation {
                 }
             ),
             _ => format!("it used {:.2} cores", self.cpu_cores),
-        };
+        }
+    }
+
+    /// Which resource limited the server, and the sentence that says so with its figures.
+    pub fn verdict(&self) -> (Limit, String) {
+        let pct = |x: f64| format!("{:.0} %", x * 100.0);
+        let cpu = self.usage();
         if let Some(t) = self.throttled.filter(|&t| t >= THROTTLED) {
             return (
                 Limit::Quota,
@@ -314,6 +340,7 @@ mod tests {
                     target_pid: Some(1),
                     processes: Vec::new(),
                     cgroup: None,
+                    database: None,
                     probe: Default::default(),
                     total: Some(ProcessSample {
                         cpu_ns: (i as f64 * cores * 1e9) as u64,

@@ -103,6 +103,7 @@ fn sample(mono_ns: u64, rss: u64) -> Record {
         total: Some(row),
         host: None,
         cgroup: None,
+        database: None,
         probe: Default::default(),
     }))
 }

@@ -170,15 +170,19 @@ impl CellContext<'_> {
         let run_id = resume.unwrap_or_else(RunMeta::new_id);
         // Start the target (or find the remote one ready), watched by a probe.
         let mut target = None;
-        let mut probe = None;
-        let (base, probe_addr) = match spec.kind() {
+        // The probes the runner starts (the target's, its database's), their addresses, and
+        // the reader of the database's activity; all live until the cell ends.
+        let mut probes = Vec::new();
+        let mut addrs = Vec::new();
+        let mut reader = None;
+        let (base, probe_addrs) = match spec.kind() {
             TargetKind::Remote => (
                 spec.url
                     .as_deref()
                     .unwrap_or_default()
                     .trim_end_matches('/')
                     .to_string(),
-                spec.probe.clone(),
+                spec.probe.iter().cloned().collect::<Vec<_>>(),
             ),
             kind => {
                 let db = self.launcher.db;
@@ -203,37 +207,39 @@ impl CellContext<'_> {
                         return Ok(CellOutcome::Failed(reason));
                     }
                 };
-                let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-                    .await
-                    .map_err(|e| Error::Setup(format!("probe: {e}")))?;
                 let mut config =
                     probe::sampler::SamplerConfig::new(probe::selector::Selector::Pid(t.pid()));
-                config.interval = self.experiment.file.probe_interval;
                 config.profile = self
                     .experiment
                     .file
                     .profile
                     .then(probe::profile::ProfileConfig::default);
-                let running = probe::sampler::Sampler::new(config)
-                    .and_then(|s| {
-                        probe::server::RunningProbe::start(
-                            s,
-                            listener,
-                            probe::server::ServeConfig {
-                                token: Some(self.keys.token.clone()),
-                                tls: Some(self.keys.tls.config.clone()),
-                                ..Default::default()
-                            },
-                            64 * 1024,
-                            64 << 20,
-                        )
-                    })
-                    .map_err(|e| Error::Setup(format!("probe: {e}")))?;
-                let addr = running.addr.to_string();
-                probe = Some(running);
+                let running = self.start_probe(config).await?;
+                addrs.push(running.addr.to_string());
+                probes.push(running);
+                // Its database beside it: its processes where they run here, and what
+                // PostgreSQL says of its backends wherever it runs.
+                if let Some(url) = self.launcher.db {
+                    let feed = probe::activity::ActivityFeed::new();
+                    reader = crate::watch::ActivityReader::start(url, feed.clone()).await;
+                    let selector = self
+                        .launcher
+                        .db_process
+                        .clone()
+                        .unwrap_or(probe::selector::Selector::Elsewhere);
+                    let mut config = probe::sampler::SamplerConfig::new(selector);
+                    config.role = probe::sample::Role::Database;
+                    config.name = Some("PostgreSQL".into());
+                    config.activity = reader.is_some().then_some(feed);
+                    if self.launcher.db_process.is_some() || reader.is_some() {
+                        let running = self.start_probe(config).await?;
+                        addrs.push(running.addr.to_string());
+                        probes.push(running);
+                    }
+                }
                 let base = t.base_url();
                 target = Some(t);
-                (base, Some(addr))
+                (base, addrs)
             }
         };
         let held = target
@@ -274,10 +280,10 @@ impl CellContext<'_> {
             },
             run_id: id,
             labels: self.labels(cell, phase, &held),
-            probe: if phase != Phase::Warmup {
-                probe_addr.clone()
+            probes: if phase != Phase::Warmup {
+                probe_addrs.clone()
             } else {
-                None
+                Vec::new()
             },
             probe_token_file: match spec.kind() {
                 TargetKind::Remote => spec.probe_token_file.clone(),
@@ -315,7 +321,7 @@ impl CellContext<'_> {
                 },
                 Err(e) => CellOutcome::Failed(e.to_string()),
             };
-            drop(probe);
+            drop((probes, reader));
             let outcome = self
                 .stop_target(cell, target, &outcome)
                 .await
@@ -357,7 +363,7 @@ impl CellContext<'_> {
                 Err(e) => CellOutcome::Failed(e.to_string()),
             };
         }
-        drop(probe);
+        drop((probes, reader));
         if let Some(failed) = self.stop_target(cell, target, &outcome).await {
             outcome = failed;
         }
@@ -388,6 +394,32 @@ impl CellContext<'_> {
             eprintln!("  note: stopping {}: {how}", cell.target);
         }
         None
+    }
+
+    /// Starts a probe of the cell, serving on a loopback port of its own with the run's keys.
+    async fn start_probe(
+        &self,
+        mut config: probe::sampler::SamplerConfig,
+    ) -> Result<probe::server::RunningProbe, Error> {
+        config.interval = self.experiment.file.probe_interval;
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .map_err(|e| Error::Setup(format!("probe: {e}")))?;
+        probe::sampler::Sampler::new(config)
+            .and_then(|s| {
+                probe::server::RunningProbe::start(
+                    s,
+                    listener,
+                    probe::server::ServeConfig {
+                        token: Some(self.keys.token.clone()),
+                        tls: Some(self.keys.tls.config.clone()),
+                        ..Default::default()
+                    },
+                    64 * 1024,
+                    64 << 20,
+                )
+            })
+            .map_err(|e| Error::Setup(format!("probe: {e}")))
     }
 
     /// Fires one attack; `None` when the experiment was interrupted meanwhile.

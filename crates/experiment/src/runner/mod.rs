@@ -158,7 +158,7 @@ pub async fn run(
         skipped: plan.cells.len() - todo.len(),
         ..Default::default()
     };
-    let placement = placement_text(experiment);
+    let mut placement = placement_text(experiment);
     for warning in &plan.warnings {
         eprintln!("Warning: the generator may not keep the schedule of {warning}");
     }
@@ -250,6 +250,13 @@ pub async fn run(
     } else {
         None
     };
+    if let Some(process) = db.as_ref().and_then(|d| d.process.as_ref()) {
+        let gun = experiment.file.placement.gun_cpus.as_ref();
+        if let Some(shared) = crate::watch::shares_generator_cpus(process, gun) {
+            eprintln!("Warning: {shared}.");
+            placement.push_str(&format!("; {shared}"));
+        }
+    }
     let ports = ports(experiment, &needed)?;
     let built = builds(experiment, &needed, &ports, &stop).await;
     if *stop.borrow() {
@@ -262,6 +269,7 @@ pub async fn run(
         experiment,
         dir: dir.as_deref(),
         db: db.as_ref().map(|d| d.url.as_str()),
+        db_process: db.as_ref().and_then(|d| d.process.clone()),
         upstream: &upstream,
         ports: &ports,
     };

@@ -20,6 +20,8 @@ use crate::verify::{self, Expect, Verdict};
 /// The database the local targets use: the file's, `DATABASE_URL`, or a throwaway cluster.
 pub(super) struct TargetsDatabase {
     pub(super) url: String,
+    /// Its server's process where it runs on this host, for a probe of its own.
+    pub(super) process: Option<probe::selector::Selector>,
     _cluster: Option<pgcluster::Cluster>,
 }
 
@@ -57,6 +59,7 @@ pub(super) async fn database(
 ) -> Result<TargetsDatabase, Error> {
     let db = match named_database(experiment)? {
         Some(url) => TargetsDatabase {
+            process: crate::watch::local_process(&url, None),
             url,
             _cluster: None,
         },
@@ -80,6 +83,7 @@ pub(super) async fn database(
                 .map_err(|e| Error::Setup(e.to_string()))??;
             TargetsDatabase {
                 url: cluster.url("postgres"),
+                process: cluster.postmaster().map(probe::selector::Selector::Pid),
                 _cluster: Some(cluster),
             }
         }
@@ -293,6 +297,8 @@ pub(super) struct Launcher<'a> {
     pub(super) experiment: &'a Experiment,
     pub(super) dir: Option<&'a Path>,
     pub(super) db: Option<&'a str>,
+    /// The database's server process, where it runs here.
+    pub(super) db_process: Option<probe::selector::Selector>,
     pub(super) upstream: &'a Upstream,
     pub(super) ports: &'a BTreeMap<String, u16>,
 }

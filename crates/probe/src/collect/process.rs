@@ -11,6 +11,7 @@ use procfs::process::{Process, Stat};
 use procfs::FromRead;
 
 use crate::collect::{field, pread_all, ProcRoot, SystemFacts};
+use crate::cpus::CpuList;
 use crate::sample::{FdKinds, ProcessSample, ThreadStates};
 
 /// User and system clock ticks (`stat` fields 14 and 15), to split CPU time.
@@ -512,7 +513,7 @@ fn ppid_of_stat(text: &str) -> Option<i32> {
 }
 
 /// What a pass over a process's threads found.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ThreadFigures {
     /// Voluntary and involuntary context switches.
     pub switches: (u64, u64),
@@ -520,23 +521,22 @@ pub struct ThreadFigures {
     pub run_delay_ns: Option<u64>,
     pub states: Option<ThreadStates>,
     /// CPUs the process may run on (`status`: `Cpus_allowed_list`, its affinity and cpuset).
-    pub cpus_allowed: Option<u64>,
+    pub cpus_allowed: Option<CpuList>,
 }
 
-/// How many CPUs `Cpus_allowed_list:` names ("0-1,3" is three).
-fn cpus_allowed(status: &str) -> Option<u64> {
+/// The CPUs process `pid` may run on now.
+pub fn cpus_of(root: &ProcRoot, pid: i32) -> Option<CpuList> {
+    let status = std::fs::read_to_string(root.path.join(pid.to_string()).join("status")).ok()?;
+    cpus_allowed(&status)
+}
+
+/// The CPUs `Cpus_allowed_list:` names ("0-1,3").
+fn cpus_allowed(status: &str) -> Option<CpuList> {
     let list = status
         .lines()
         .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))?
         .trim();
-    let mut n = 0;
-    for part in list.split(',').filter(|p| !p.is_empty()) {
-        n += match part.split_once('-') {
-            Some((a, b)) => b.parse::<u64>().ok()?.checked_sub(a.parse().ok()?)? + 1,
-            None => part.parse::<u64>().map(|_| 1).ok()?,
-        };
-    }
-    (n > 0).then_some(n)
+    list.parse::<CpuList>().ok().filter(|l| !l.is_empty())
 }
 
 /// One thread's state from its `stat` (the field after the parenthesised name), as a count.
@@ -563,10 +563,13 @@ mod tests {
     #[test]
     fn allowed_cpus_are_counted_from_their_list() {
         assert_eq!(
-            cpus_allowed("Name:\tx\nCpus_allowed_list:\t0-1,3\n"),
+            cpus_allowed("Name:\tx\nCpus_allowed_list:\t0-1,3\n").map(|l| l.len()),
             Some(3)
         );
-        assert_eq!(cpus_allowed("Cpus_allowed_list:\t1\n"), Some(1));
+        assert_eq!(
+            cpus_allowed("Cpus_allowed_list:\t1\n").map(|l| l.len()),
+            Some(1)
+        );
         assert_eq!(cpus_allowed("Cpus_allowed_list:\t3-1\n"), None);
         assert_eq!(cpus_allowed("Name:\tx\n"), None);
     }

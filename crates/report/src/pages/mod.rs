@@ -181,8 +181,14 @@ pub fn run_page(
         h2 { "Load" }
         (charts(load))
         @for (i, (probe, charts_of_probe)) in run.probes.iter().zip(probes).enumerate() {
-            h2 { "Target, as probe " (i + 1) " saw it: " (probe.label) }
-            (probe_facts(probe, run.summary.server_fell_behind()))
+            h2 {
+                @match probe.host.role {
+                    probe::sample::Role::Target => { "Target" }
+                    _ => { (probe.watching()) }
+                }
+                ", as probe " (i + 1) " saw it: " (probe.label)
+            }
+            (probe_facts(probe, run.system.as_ref().filter(|_| run.summary.server_fell_behind())))
             (charts(charts_of_probe))
             (profile_section(probe, flames.get(i).and_then(Option::as_deref)))
             @if !probe.events.is_empty() {
@@ -313,22 +319,25 @@ fn cpu_seconds(points: &[(f64, f64)]) -> Option<f64> {
     (points.len() > 1).then_some(s)
 }
 
-/// The probe's facts; `limited`: the server fell behind in this run, so what limited it is said.
-fn probe_facts(p: &ProbeFigures, limited: bool) -> Markup {
+/// The probe's facts; `limited`: the target and its database, when the server fell behind in
+/// this run, so what limited it is said (with the target's facts).
+fn probe_facts(p: &ProbeFigures, limited: Option<&store::system::System>) -> Markup {
+    let target = p.host.role == probe::sample::Role::Target;
     html! {
         dl.facts {
             dt { "host" } dd { (p.host.hostname) ", " (p.host.cpus) " cores, " (format_bytes(p.host.mem_total_bytes as f64)) ", kernel " (p.host.kernel) }
-            dt { "watching" } dd { (p.host.selector) }
+            dt { "watching" } dd { (p.watching()) " (" (p.host.selector) ")" }
             dt { "samples" } dd { (p.samples) ", every " (format_ns(p.host.interval_ns)) " (probe " (p.host.probe_version) ")" }
             @if let Some(c) = &p.clock {
                 dt { "clock" } dd { "aligned with the gun's to ±" (format_ns(c.uncertainty_ns)) " (offset " (format!("{:+.3}", c.offset_ns as f64 / 1e6)) " ms)" }
             }
-            @if let Some(s) = &p.saturation {
-                @if limited {
-                    dt { "limited by" } dd { (s.verdict().1) }
-                } @else {
-                    dt { "saturation" } dd { (s.figures()) }
-                }
+            @match (limited.filter(|_| target), &p.saturation) {
+                (Some(system), _) => { dt { "limited by" } dd { (system.verdict().1) } }
+                (None, Some(s)) => { dt { "saturation" } dd { (s.figures()) } }
+                (None, None) => {}
+            }
+            @if let Some(a) = &p.activity {
+                dt { "backends" } dd { (a.figures()) " (means of " (a.readings) " readings of pg_stat_activity)" }
             }
             @if let Some(rss) = p.peak_rss_bytes {
                 dt { "peaks" } dd {

@@ -183,6 +183,7 @@ pub fn probe_sample(n: u64, zero_mono: u64) -> Record {
             ..Default::default()
         }),
         cgroup: None,
+        database: None,
         probe: Default::default(),
     }))
 }

@@ -1,0 +1,193 @@
+//! The system under test beyond the target: its database, watched by a probe of its own (its
+//! processes' CPU, run-queue wait, threads by state) and by what PostgreSQL says of its
+//! backends (`pg_stat_activity`'s wait events, `pg_stat_database`'s transactions). The latter is
+//! read here, over SQL, because only the runner holds the database's URL: the probe is handed
+//! the readings, never the URL.
+
+use std::str::FromStr;
+use std::time::Duration;
+
+use probe::activity::ActivityFeed;
+use probe::cpus::CpuList;
+use probe::sample::{DbActivity, WaitClass};
+use probe::selector::Selector;
+use sqlx::postgres::PgConnectOptions;
+use sqlx::{ConnectOptions, PgConnection, Row};
+
+/// How often PostgreSQL is asked: the probe's full tick, so every full sample can carry one.
+pub const ACTIVITY_PERIOD: Duration = Duration::from_millis(100);
+
+/// The database's server process, where it runs on this host: the throwaway cluster's
+/// postmaster, or whatever listens on the port of a URL that names this host (a socket
+/// directory, `localhost`, a loopback address). `None` for a database elsewhere, which is
+/// known only by what it says of itself.
+pub fn local_process(url: &str, postmaster: Option<i32>) -> Option<Selector> {
+    if let Some(pid) = postmaster {
+        return Some(Selector::Pid(pid));
+    }
+    let options = PgConnectOptions::from_str(url).ok()?;
+    let host = options.get_host();
+    let local = host.starts_with('/')
+        || host == "localhost"
+        || host
+            .trim_start_matches('[')
+            .trim_end_matches(']')
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback());
+    local.then(|| Selector::Port(options.get_port()))
+}
+
+/// Where the database's server ran against the generator's CPUs (`None`: anywhere): a
+/// sentence for the placement when they share any, since the database's work then competes
+/// with the load's and both read slower. `None` when they do not, or where it is not here.
+pub fn shares_generator_cpus(process: &Selector, gun: Option<&CpuList>) -> Option<String> {
+    let root = probe::collect::ProcRoot::default();
+    let pid = process.resolve(&root, None)?;
+    let db = probe::collect::cpus_of(&root, pid)?;
+    let gun = gun.cloned().unwrap_or_else(CpuList::online);
+    let shared: Vec<usize> = db
+        .cpus()
+        .iter()
+        .filter(|c| gun.contains(**c))
+        .copied()
+        .collect();
+    (!shared.is_empty()).then(|| {
+        format!(
+            "the database ran on CPU {db}, sharing the generator's CPU {}: its work competes with the load's (pin it apart with [database] cpus, or taskset for yours)",
+            CpuList::new(shared)
+        )
+    })
+}
+
+/// One reading of the database's backends (its own connection left out).
+const ACTIVITY: &str = "SELECT \
+    count(*)::int8, \
+    count(*) FILTER (WHERE state IS NULL)::int8, \
+    count(*) FILTER (WHERE state = 'idle')::int8, \
+    count(*) FILTER (WHERE state LIKE 'idle in transaction%')::int8, \
+    count(*) FILTER (WHERE state = 'active' AND wait_event_type IS NULL)::int8, \
+    count(*) FILTER (WHERE state = 'active' AND wait_event_type = 'Lock')::int8, \
+    count(*) FILTER (WHERE state = 'active' AND wait_event_type = 'LWLock')::int8, \
+    count(*) FILTER (WHERE state = 'active' AND wait_event_type = 'IO')::int8, \
+    count(*) FILTER (WHERE state = 'active' AND wait_event_type = 'Client')::int8, \
+    count(*) FILTER (WHERE state = 'active' AND wait_event_type = 'IPC')::int8, \
+    count(*) FILTER (WHERE state = 'active' AND wait_event_type = 'Timeout')::int8, \
+    count(*) FILTER (WHERE state = 'active' AND wait_event_type NOT IN \
+        ('Lock', 'LWLock', 'IO', 'Client', 'IPC', 'Timeout'))::int8, \
+    current_setting('max_connections')::int8, \
+    (SELECT (xact_commit + xact_rollback)::int8 FROM pg_stat_database \
+        WHERE datname = current_database()) \
+    FROM pg_stat_activity \
+    WHERE backend_type = 'client backend' AND datname = current_database() \
+    AND pid <> pg_backend_pid()";
+
+/// Asks PostgreSQL once.
+pub async fn read_activity(conn: &mut PgConnection) -> Result<DbActivity, sqlx::Error> {
+    let row = sqlx::query(ACTIVITY).fetch_one(&mut *conn).await?;
+    let n = |i: usize| -> Result<u32, sqlx::Error> {
+        let v: i64 = row.try_get(i)?;
+        Ok(u32::try_from(v.max(0)).unwrap_or(u32::MAX))
+    };
+    // Columns 4 to 11: active backends in `WaitClass::ALL`'s order.
+    let mut active = [0u32; 8];
+    for (i, slot) in active.iter_mut().enumerate() {
+        *slot = n(4 + i)?;
+    }
+    let transactions: Option<i64> = row.try_get(13)?;
+    debug_assert_eq!(WaitClass::ALL[0], WaitClass::Cpu);
+    Ok(DbActivity {
+        read_wall_ns: wall_ns(),
+        backends: n(0)?,
+        hidden: n(1)?,
+        max_connections: Some(n(12)?),
+        idle: n(2)?,
+        idle_in_transaction: n(3)?,
+        active,
+        transactions: transactions.and_then(|t| u64::try_from(t).ok()),
+    })
+}
+
+fn wall_ns() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(0)
+}
+
+/// Reads the database's activity into a feed every [`ACTIVITY_PERIOD`] until dropped.
+#[derive(Debug)]
+pub struct ActivityReader {
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl ActivityReader {
+    /// Connects and starts reading; a database that cannot be asked is said once (redacted)
+    /// and leaves the feed empty: the pages then say the wait events were not read.
+    pub async fn start(url: &str, feed: ActivityFeed) -> Option<ActivityReader> {
+        let options = match PgConnectOptions::from_str(url) {
+            Ok(o) => o.disable_statement_logging(),
+            Err(e) => {
+                eprintln!(
+                    "  note: the database's activity is not read: {}",
+                    redact::text(&e.to_string())
+                );
+                return None;
+            }
+        };
+        let mut conn = match options.connect().await {
+            Ok(c) => c,
+            Err(e) => {
+                eprintln!(
+                    "  note: the database's activity is not read: {}",
+                    redact::text(&e.to_string())
+                );
+                return None;
+            }
+        };
+        let task = tokio::spawn(async move {
+            let mut tick = tokio::time::interval(ACTIVITY_PERIOD);
+            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+            loop {
+                tick.tick().await;
+                match read_activity(&mut conn).await {
+                    Ok(a) => feed.publish(a),
+                    Err(e) => {
+                        eprintln!(
+                            "  note: the database's activity stopped being read: {}",
+                            redact::text(&e.to_string())
+                        );
+                        return;
+                    }
+                }
+            }
+        });
+        Some(ActivityReader { task })
+    }
+}
+
+impl Drop for ActivityReader {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_database_on_this_host_is_watched_by_its_port() {
+        let port = |url: &str| match local_process(url, None) {
+            Some(Selector::Port(p)) => Some(p),
+            _ => None,
+        };
+        assert_eq!(port("postgres://u@localhost/db"), Some(5432));
+        assert_eq!(port("postgres://u@127.0.0.1:6543/db"), Some(6543));
+        assert_eq!(port("postgres://u@[::1]:6000/db"), Some(6000));
+        assert_eq!(port("postgres://u@db.example.com/db"), None);
+        assert!(matches!(
+            local_process("postgres://u@db.example.com/db", Some(42)),
+            Some(Selector::Pid(42))
+        ));
+    }
+}

@@ -1,0 +1,476 @@
+//! The system under test as a whole: the target and its database, each watched by a probe of
+//! its own, and the verdict that names which of them ran out, with both one's figures.
+//!
+//! The database is weighed by its processes (CPU against what it may use, run-queue wait,
+//! where a probe could watch them) and by what PostgreSQL said of its backends
+//! (`pg_stat_activity`: active backends by wait event, read wherever it runs). A server whose
+//! own CPU is not saturated is limited by the database when the database's CPU is, or when
+//! its backends wait on locks or storage; with the database measured and neither, the wait is
+//! inside the server (a pool, a lock, a sleep).
+
+use probe::sample::{Role, WaitClass};
+use serde::{Deserialize, Serialize};
+
+use crate::run::StoredProbe;
+use crate::saturation::{delta, mean, samples_in, Limit, Saturation, CPU_SATURATED};
+
+/// Backends waiting on locks or storage, on average, for the database to be the limit: at
+/// least one, and at least half of those active.
+pub const DB_WAITING: f64 = 1.0;
+
+/// What the database said of its backends over a window, as means of its readings.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Activity {
+    pub readings: usize,
+    /// Client backends connected, and the server's limit.
+    pub backends: f64,
+    pub max_connections: Option<u32>,
+    /// Backends whose state the reading role could not see.
+    pub hidden: f64,
+    pub idle_in_transaction: f64,
+    /// Active backends by what they waited on, in [`WaitClass::ALL`]'s order.
+    pub active: [f64; 8],
+    /// Transactions a second (PostgreSQL publishes its counts about once a second).
+    pub transactions_per_s: Option<f64>,
+}
+
+impl Activity {
+    /// The readings in `probe`'s samples between `from_ns` and `to_ns`; `None` without any.
+    pub fn of(probe: &StoredProbe, from_ns: i64, to_ns: i64) -> Option<Activity> {
+        let samples = samples_in(probe, from_ns, to_ns);
+        let readings: Vec<&probe::sample::DbActivity> =
+            samples.iter().filter_map(|s| s.database.as_ref()).collect();
+        if readings.is_empty() {
+            return None;
+        }
+        let avg = |f: &dyn Fn(&probe::sample::DbActivity) -> f64| {
+            mean(readings.iter().map(|a| f(a))).unwrap_or(0.0)
+        };
+        let mut active = [0.0; 8];
+        for (i, slot) in active.iter_mut().enumerate() {
+            *slot = avg(&|a| a.active.get(i).copied().unwrap_or(0) as f64);
+        }
+        Some(Activity {
+            readings: readings.len(),
+            backends: avg(&|a| a.backends as f64),
+            max_connections: readings.iter().rev().find_map(|a| a.max_connections),
+            hidden: avg(&|a| a.hidden as f64),
+            idle_in_transaction: avg(&|a| a.idle_in_transaction as f64),
+            active,
+            transactions_per_s: delta(&samples, |s| s.database.as_ref()?.transactions)
+                .filter(|(_, secs)| *secs >= 1.0)
+                .map(|(n, secs)| n / secs),
+        })
+    }
+
+    /// Active backends waiting on `class`, on average.
+    pub fn active_in(&self, class: WaitClass) -> f64 {
+        WaitClass::ALL
+            .iter()
+            .position(|&c| c == class)
+            .and_then(|i| self.active.get(i).copied())
+            .unwrap_or(0.0)
+    }
+
+    pub fn active_total(&self) -> f64 {
+        self.active.iter().sum()
+    }
+
+    /// The locks or storage its backends waited on, when that is the most they did: the class
+    /// most waited on of the three, and the three's sum.
+    pub fn contended(&self) -> Option<(WaitClass, f64)> {
+        let classes = [WaitClass::Lock, WaitClass::LwLock, WaitClass::Io];
+        let waiting: f64 = classes.iter().map(|&c| self.active_in(c)).sum();
+        let top = classes
+            .into_iter()
+            .max_by(|a, b| self.active_in(*a).total_cmp(&self.active_in(*b)))?;
+        (waiting >= DB_WAITING && waiting >= 0.5 * self.active_total()).then_some((top, waiting))
+    }
+
+    /// Its figures in one phrase: backends, active ones by wait, transactions.
+    pub fn figures(&self) -> String {
+        let mut by_wait: Vec<(WaitClass, f64)> = WaitClass::ALL
+            .iter()
+            .map(|&c| (c, self.active_in(c)))
+            .filter(|(_, n)| *n >= 0.05)
+            .collect();
+        by_wait.sort_by(|a, b| b.1.total_cmp(&a.1));
+        let waits: Vec<String> = by_wait
+            .iter()
+            .map(|(c, n)| format!("{n:.1} {}", c.label()))
+            .collect();
+        let mut text = format!(
+            "{:.1} backends{}, {:.1} active{}",
+            self.backends,
+            self.max_connections
+                .map(|m| format!(" of its {m}"))
+                .unwrap_or_default(),
+            self.active_total(),
+            if waits.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", waits.join(", "))
+            }
+        );
+        if self.idle_in_transaction >= 0.05 {
+            text.push_str(&format!(
+                ", {:.1} idle in a transaction",
+                self.idle_in_transaction
+            ));
+        }
+        if self.hidden >= 0.05 {
+            text.push_str(&format!(
+                ", {:.1} of other roles not visible (grant pg_read_all_stats)",
+                self.hidden
+            ));
+        }
+        if let Some(t) = self.transactions_per_s {
+            text.push_str(&format!(", {t:.0} transactions a second"));
+        }
+        text
+    }
+}
+
+/// A participant beside the target (its database), as far as it could be measured.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Participant {
+    /// As the user knows it (`PostgreSQL`).
+    pub name: String,
+    /// Its processes' figures, where a probe watched them on their host.
+    pub saturation: Option<Saturation>,
+    /// What it said of itself.
+    pub activity: Option<Activity>,
+}
+
+impl Participant {
+    /// Its figures in one line, each only where it was measured.
+    pub fn figures(&self) -> String {
+        let mut parts = Vec::new();
+        if let Some(s) = &self.saturation {
+            parts.push(s.figures());
+        }
+        if let Some(a) = &self.activity {
+            parts.push(a.figures());
+        }
+        if parts.is_empty() {
+            parts.push("nothing measured".into());
+        }
+        format!("{}: {}", self.name, parts.join("; "))
+    }
+}
+
+/// The target and its database over one window.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct System {
+    pub target: Saturation,
+    pub database: Option<Participant>,
+}
+
+impl System {
+    /// The figures of a run's probes between `from_ns` and `to_ns`: the target's (the first
+    /// probe watching a target), and its database's; `None` without the target's.
+    pub fn of(probes: &[StoredProbe], from_ns: i64, to_ns: i64) -> Option<System> {
+        let target = probes
+            .iter()
+            .filter(|p| p.meta.host.role == Role::Target)
+            .find_map(|p| Saturation::of(p, from_ns, to_ns))?;
+        let database = probes
+            .iter()
+            .find(|p| p.meta.host.role == Role::Database)
+            .map(|p| Participant {
+                name: p
+                    .meta
+                    .host
+                    .name
+                    .clone()
+                    .unwrap_or_else(|| "the database".into()),
+                saturation: Saturation::of(p, from_ns, to_ns),
+                activity: Activity::of(p, from_ns, to_ns),
+            });
+        Some(System { target, database })
+    }
+
+    /// Both one's figures, each where measured.
+    pub fn figures(&self) -> String {
+        match &self.database {
+            Some(d) => format!("{}; {}", self.target.figures(), d.figures()),
+            None => self.target.figures(),
+        }
+    }
+
+    /// Which resource limited the target, and the sentence that says so with the figures of
+    /// the target and of its database.
+    pub fn verdict(&self) -> (Limit, String) {
+        let (limit, sentence) = self.target.verdict();
+        let Some(db) = &self.database else {
+            return (limit, sentence);
+        };
+        let evidence = db.figures();
+        if matches!(limit, Limit::Quota | Limit::Cpu) {
+            return (limit, format!("{sentence}; {evidence}"));
+        }
+        let server = self
+            .target
+            .usage()
+            .replacen("it used", "the server used", 1);
+        if let Some(s) = &db.saturation {
+            if let Some(share) = s.cpu_share().filter(|&x| x >= CPU_SATURATED) {
+                return (
+                    Limit::DatabaseCpu,
+                    format!(
+                        "{}'s CPU: it used {:.2} cores, {:.0} % of what it may use, while {server}; {evidence}",
+                        db.name,
+                        s.cpu_cores,
+                        share * 100.0
+                    ),
+                );
+            }
+        }
+        if let Some((class, waiting)) = db.activity.as_ref().and_then(Activity::contended) {
+            let what = match class {
+                WaitClass::Io => "storage",
+                _ => "locks",
+            };
+            return (
+                Limit::DatabaseWait,
+                format!(
+                    "{}'s {what}: {waiting:.1} of its active backends on average waited on locks or storage, most on {}, while {server}; {evidence}",
+                    db.name,
+                    class.label()
+                ),
+            );
+        }
+        // Its threads waited for CPUs the database's processes also ran on: name the sharing.
+        if let (Limit::RunQueue, Some(s)) = (limit, &db.saturation) {
+            let shared: Vec<usize> = match (&self.target.cpus, &s.cpus) {
+                (Some(a), Some(b)) => a
+                    .cpus()
+                    .iter()
+                    .filter(|c| b.contains(**c))
+                    .copied()
+                    .collect(),
+                _ => Vec::new(),
+            };
+            if let (false, Some(wait)) = (shared.is_empty(), self.target.run_delay_cores) {
+                let shared = probe::cpus::CpuList::new(shared);
+                return (
+                    Limit::RunQueue,
+                    format!(
+                        "CPU {shared}, which it shares with {}: its threads waited {wait:.2} s a second for a CPU ({:.0} % of the time they ran) while {} ran {:.2} cores there; {}; {evidence}",
+                        db.name,
+                        100.0 * wait / self.target.cpu_cores.max(f64::MIN_POSITIVE),
+                        db.name,
+                        s.cpu_cores,
+                        self.target.usage(),
+                    ),
+                );
+            }
+        }
+        match limit {
+            // Measured and not saturated: the wait was the server's own.
+            Limit::Wait => (
+                Limit::Wait,
+                format!(
+                    "{}; {} was not saturated ({evidence})",
+                    sentence.replacen(
+                        "a wait inside or beyond the server (a pool, a lock, a database)",
+                        "a wait inside the server (a pool, a lock, a sleep)",
+                        1
+                    ),
+                    db.name
+                ),
+            ),
+            _ => (limit, format!("{sentence}; {evidence}")),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::run::{ProbeMeta, StoredRecord};
+    use probe::protocol::Record;
+    use probe::sample::{DbActivity, HostInfo, ProcessSample, Sample};
+
+    /// A probe of `role` whose tree used `cores` (of 1 CPU) for 10 s, with run-queue wait
+    /// measured (none), and `activity` in every sample when given.
+    fn probe(role: Role, cores: Option<f64>, activity: Option<DbActivity>) -> StoredProbe {
+        let records = (0..=10u64)
+            .map(|i| StoredRecord {
+                seq: i,
+                t_ns: (i * 1_000_000_000) as i64,
+                record: Record::Sample(Box::new(Sample {
+                    scheduled_mono_ns: i * 1_000_000_000,
+                    mono_ns: i * 1_000_000_000,
+                    wall_ns: i * 1_000_000_000,
+                    interval_ns: 1_000_000_000,
+                    missed_ticks: 0,
+                    target_pid: cores.map(|_| 1),
+                    processes: Vec::new(),
+                    total: cores.map(|c| ProcessSample {
+                        cpu_ns: (i as f64 * c * 1e9) as u64,
+                        cpus_allowed: Some(1),
+                        run_delay_ns: Some(i * 1_000_000),
+                        ..Default::default()
+                    }),
+                    host: None,
+                    cgroup: None,
+                    database: activity.clone().map(|mut a| {
+                        a.read_wall_ns = i * 1_000_000_000;
+                        a.transactions = Some(i * 500);
+                        a
+                    }),
+                    probe: Default::default(),
+                })),
+            })
+            .collect();
+        StoredProbe {
+            meta: ProbeMeta {
+                index: 0,
+                address: "in-process".into(),
+                host: HostInfo {
+                    cpus: 2,
+                    role,
+                    name: (role == Role::Database).then(|| "PostgreSQL".into()),
+                    ..Default::default()
+                },
+                clock: None,
+            },
+            records,
+            gaps: Vec::new(),
+        }
+    }
+
+    fn backends(active: [u32; 8]) -> DbActivity {
+        DbActivity {
+            backends: 60,
+            max_connections: Some(100),
+            active,
+            ..Default::default()
+        }
+    }
+
+    fn verdict(probes: &[StoredProbe]) -> (Limit, String) {
+        System::of(probes, 0, 10_000_000_000).unwrap().verdict()
+    }
+
+    #[test]
+    fn a_database_at_its_cpu_is_named_with_the_servers_figures() {
+        let (limit, text) = verdict(&[
+            probe(Role::Target, Some(0.46), None),
+            probe(
+                Role::Database,
+                Some(0.96),
+                Some(backends([9, 0, 0, 0, 0, 0, 0, 0])),
+            ),
+        ]);
+        assert_eq!(limit, Limit::DatabaseCpu, "{text}");
+        assert!(
+            text.starts_with("PostgreSQL's CPU: it used 0.96 cores, 96 % of what it may use, while the server used 0.46 cores, 46 %"),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "60.0 backends of its 100, 9.0 active (9.0 on CPU), 500 transactions a second"
+            ),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn backends_waiting_on_locks_name_the_database_even_where_no_probe_runs() {
+        // A managed database: no process here, only what it says.
+        let (limit, text) = verdict(&[
+            probe(Role::Target, Some(0.3), None),
+            probe(
+                Role::Database,
+                None,
+                Some(backends([1, 7, 1, 0, 0, 0, 0, 0])),
+            ),
+        ]);
+        assert_eq!(limit, Limit::DatabaseWait, "{text}");
+        assert!(text.starts_with("PostgreSQL's locks: 8.0 of its active backends on average waited on locks or storage, most on Lock"), "{text}");
+    }
+
+    #[test]
+    fn with_the_database_measured_and_idle_the_wait_is_the_servers_own() {
+        // A pool of 2 connections, each held 5 ms a request in a sleep.
+        let (limit, text) = verdict(&[
+            probe(Role::Target, Some(0.2), None),
+            probe(
+                Role::Database,
+                Some(0.05),
+                Some(DbActivity {
+                    backends: 2,
+                    active: [0, 0, 0, 0, 0, 0, 2, 0],
+                    ..Default::default()
+                }),
+            ),
+        ]);
+        assert_eq!(limit, Limit::Wait, "{text}");
+        assert!(
+            text.starts_with("a wait inside the server (a pool, a lock, a sleep)"),
+            "{text}"
+        );
+        assert!(
+            text.contains("PostgreSQL was not saturated (PostgreSQL: CPU 0.05 cores"),
+            "{text}"
+        );
+        assert!(
+            text.contains("2.0 backends, 2.0 active (2.0 Timeout)"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn a_saturated_server_is_named_first_with_its_databases_figures_beside() {
+        let (limit, text) = verdict(&[
+            probe(Role::Target, Some(0.97), None),
+            probe(
+                Role::Database,
+                Some(0.95),
+                Some(backends([3, 0, 0, 0, 0, 0, 0, 0])),
+            ),
+        ]);
+        assert_eq!(limit, Limit::Cpu, "{text}");
+        assert!(text.contains("; PostgreSQL: CPU 0.95 cores"), "{text}");
+    }
+
+    #[test]
+    fn a_run_queue_on_the_cpus_the_database_shares_names_the_sharing() {
+        let with_cpus = |mut p: StoredProbe, list: &str| {
+            for r in &mut p.records {
+                if let Record::Sample(s) = &mut r.record {
+                    if let Some(t) = &mut s.total {
+                        t.cpu_list = list.parse().ok();
+                        // Waiting half the time it runs.
+                        t.run_delay_ns = Some(t.cpu_ns / 2);
+                    }
+                }
+            }
+            p
+        };
+        let (limit, text) = verdict(&[
+            with_cpus(probe(Role::Target, Some(0.36), None), "1"),
+            with_cpus(probe(Role::Database, Some(0.23), None), "1"),
+        ]);
+        assert_eq!(limit, Limit::RunQueue, "{text}");
+        assert!(
+            text.starts_with("CPU 1, which it shares with PostgreSQL: its threads waited 0.18 s a second for a CPU (50 % of the time they ran) while PostgreSQL ran 0.23 cores there; it used 0.36 cores"),
+            "{text}"
+        );
+        // Apart, the run queue is the server's own affair.
+        let (_, text) = verdict(&[
+            with_cpus(probe(Role::Target, Some(0.36), None), "1"),
+            with_cpus(probe(Role::Database, Some(0.23), None), "0"),
+        ]);
+        assert!(text.starts_with("the run queue"), "{text}");
+    }
+
+    #[test]
+    fn without_a_database_probe_the_targets_verdict_stands() {
+        let p = [probe(Role::Target, Some(0.97), None)];
+        let system = System::of(&p, 0, 10_000_000_000).unwrap();
+        assert_eq!(system.verdict(), system.target.verdict());
+    }
+}
