@@ -1,6 +1,6 @@
 //! The system under test beyond the target: its database, watched by a probe of its own (its
 //! processes' CPU, run-queue wait, threads by state) and by what PostgreSQL says of its
-//! backends (`pg_stat_activity`'s wait events, `pg_stat_database`'s transactions). The latter is
+//! backends (`pg_stat_activity`'s wait events, the transaction IDs it assigns). The latter is
 //! read here, over SQL, because only the runner holds the database's URL: the probe is handed
 //! the readings, never the URL.
 
@@ -75,8 +75,7 @@ const ACTIVITY: &str = "SELECT \
     count(*) FILTER (WHERE state = 'active' AND wait_event_type NOT IN \
         ('Lock', 'LWLock', 'IO', 'Client', 'IPC', 'Timeout'))::int8, \
     current_setting('max_connections')::int8, \
-    (SELECT (xact_commit + xact_rollback)::int8 FROM pg_stat_database \
-        WHERE datname = current_database()) \
+    pg_snapshot_xmax(pg_current_snapshot())::text::int8 \
     FROM pg_stat_activity \
     WHERE backend_type = 'client backend' AND datname = current_database() \
     AND pid <> pg_backend_pid()";
@@ -93,7 +92,7 @@ pub async fn read_activity(conn: &mut PgConnection) -> Result<DbActivity, sqlx::
     for (i, slot) in active.iter_mut().enumerate() {
         *slot = n(4 + i)?;
     }
-    let transactions: Option<i64> = row.try_get(13)?;
+    let next_xid: Option<i64> = row.try_get(13)?;
     debug_assert_eq!(WaitClass::ALL[0], WaitClass::Cpu);
     Ok(DbActivity {
         read_wall_ns: wall_ns(),
@@ -103,7 +102,7 @@ pub async fn read_activity(conn: &mut PgConnection) -> Result<DbActivity, sqlx::
         idle: n(2)?,
         idle_in_transaction: n(3)?,
         active,
-        transactions: transactions.and_then(|t| u64::try_from(t).ok()),
+        next_xid: next_xid.and_then(|t| u64::try_from(t).ok()),
     })
 }
 

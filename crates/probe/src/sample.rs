@@ -260,9 +260,11 @@ pub struct DbActivity {
     pub idle_in_transaction: u32,
     /// Active backends, by what each waited on at that instant, in [`WaitClass::ALL`]'s order.
     pub active: [u32; 8],
-    /// Transactions committed and rolled back in the database, cumulative (PostgreSQL
-    /// publishes these about once a second).
-    pub transactions: Option<u64>,
+    /// The next transaction ID the server will assign (`pg_current_snapshot()`'s xmax): its
+    /// rate is write transactions a second, server-wide, exact and at once. (Not
+    /// `pg_stat_database`'s commit counts: busy backends publish those seconds late, so under
+    /// load they read a fraction of the truth.)
+    pub next_xid: Option<u64>,
 }
 
 impl DbActivity {

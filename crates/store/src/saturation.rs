@@ -22,6 +22,9 @@ pub const THROTTLED: f64 = 0.25;
 /// Runnable but waiting for a CPU at least this share of the time it ran: more of its threads
 /// wanted a CPU at once than it had.
 pub const RUN_QUEUE: f64 = 0.2;
+/// ... and at least this long a second (s/s, a tenth of a CPU's time): a nearly idle server's
+/// few milliseconds of wait are a large share of next to nothing, not what limited it.
+pub const RUN_QUEUE_FLOOR: f64 = 0.1;
 /// Stolen by the hypervisor at least this share of the host's CPU time.
 pub const STEAL: f64 = 0.1;
 /// Below this share of its allowance, with nothing saturated, the server waited on something.
@@ -247,7 +250,7 @@ impl Saturation {
         }
         if let Some(wait) = self
             .run_delay_cores
-            .filter(|&w| self.cpu_cores > 0.0 && w >= RUN_QUEUE * self.cpu_cores)
+            .filter(|&w| w >= RUN_QUEUE_FLOOR && w >= RUN_QUEUE * self.cpu_cores)
         {
             return (
                 Limit::RunQueue,

@@ -12,11 +12,16 @@ use probe::sample::{Role, WaitClass};
 use serde::{Deserialize, Serialize};
 
 use crate::run::StoredProbe;
-use crate::saturation::{delta, mean, samples_in, Limit, Saturation, CPU_SATURATED};
+use crate::saturation::{
+    delta, mean, samples_in, Limit, Saturation, CPU_SATURATED, RUN_QUEUE, RUN_QUEUE_FLOOR,
+};
 
 /// Backends waiting on locks or storage, on average, for the database to be the limit: at
 /// least one, and at least half of those active.
 pub const DB_WAITING: f64 = 1.0;
+
+/// Active at least this share of the connected backends, on average: every connection busy.
+pub const POOL_BUSY: f64 = 0.9;
 
 /// What the database said of its backends over a window, as means of its readings.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -30,8 +35,8 @@ pub struct Activity {
     pub idle_in_transaction: f64,
     /// Active backends by what they waited on, in [`WaitClass::ALL`]'s order.
     pub active: [f64; 8],
-    /// Transactions a second (PostgreSQL publishes its counts about once a second).
-    pub transactions_per_s: Option<f64>,
+    /// Write transactions a second, server-wide (transaction IDs assigned).
+    pub writes_per_s: Option<f64>,
 }
 
 impl Activity {
@@ -57,7 +62,7 @@ impl Activity {
             hidden: avg(&|a| a.hidden as f64),
             idle_in_transaction: avg(&|a| a.idle_in_transaction as f64),
             active,
-            transactions_per_s: delta(&samples, |s| s.database.as_ref()?.transactions)
+            writes_per_s: delta(&samples, |s| s.database.as_ref()?.next_xid)
                 .filter(|(_, secs)| *secs >= 1.0)
                 .map(|(n, secs)| n / secs),
         })
@@ -87,7 +92,14 @@ impl Activity {
         (waiting >= DB_WAITING && waiting >= 0.5 * self.active_total()).then_some((top, waiting))
     }
 
-    /// Its figures in one phrase: backends, active ones by wait, transactions.
+    /// The share of its connected backends that were active, when nearly all were: the
+    /// clients' pool (or whatever holds those connections) was the limit.
+    pub fn pool_busy(&self) -> Option<f64> {
+        let busy = self.active_total() / self.backends.max(f64::MIN_POSITIVE);
+        (self.backends >= 1.0 && self.hidden < 0.05 && busy >= POOL_BUSY).then_some(busy)
+    }
+
+    /// Its figures in one phrase: backends, active ones by wait, write transactions.
     pub fn figures(&self) -> String {
         let mut by_wait: Vec<(WaitClass, f64)> = WaitClass::ALL
             .iter()
@@ -124,8 +136,10 @@ impl Activity {
                 self.hidden
             ));
         }
-        if let Some(t) = self.transactions_per_s {
-            text.push_str(&format!(", {t:.0} transactions a second"));
+        if let Some(t) = self.writes_per_s {
+            text.push_str(&format!(
+                ", {t:.0} write transactions a second (server-wide)"
+            ));
         }
         text
     }
@@ -190,6 +204,19 @@ impl System {
         Some(System { target, database })
     }
 
+    /// The CPUs both the target and the database (`s`) may run on, where both lists were read
+    /// and they share any.
+    fn shared_cpus(&self, s: &Saturation) -> Option<probe::cpus::CpuList> {
+        let (a, b) = (self.target.cpus.as_ref()?, s.cpus.as_ref()?);
+        let shared: Vec<usize> = a
+            .cpus()
+            .iter()
+            .filter(|c| b.contains(**c))
+            .copied()
+            .collect();
+        (!shared.is_empty()).then(|| probe::cpus::CpuList::new(shared))
+    }
+
     /// Both one's figures, each where measured.
     pub fn figures(&self) -> String {
         match &self.database {
@@ -199,7 +226,9 @@ impl System {
     }
 
     /// Which resource limited the target, and the sentence that says so with the figures of
-    /// the target and of its database.
+    /// the target and of its database. In order: the target's quota or CPU; the database's
+    /// CPU; its locks or storage; the target's connections to it, every one busy; the
+    /// database's processes queued for its CPUs; CPUs the two share; the target's own verdict.
     pub fn verdict(&self) -> (Limit, String) {
         let (limit, sentence) = self.target.verdict();
         let Some(db) = &self.database else {
@@ -213,53 +242,75 @@ impl System {
             .target
             .usage()
             .replacen("it used", "the server used", 1);
-        if let Some(s) = &db.saturation {
-            if let Some(share) = s.cpu_share().filter(|&x| x >= CPU_SATURATED) {
+        let name = &db.name;
+        let used = db.saturation.as_ref().map(|s| {
+            format!(
+                "it used {:.2} cores, {:.0} % of what it may use",
+                s.cpu_cores,
+                s.cpu_share().unwrap_or(0.0) * 100.0
+            )
+        });
+        if let (Some(s), Some(used)) = (&db.saturation, &used) {
+            if s.cpu_share().is_some_and(|x| x >= CPU_SATURATED) {
                 return (
                     Limit::DatabaseCpu,
+                    format!("{name}'s CPU: {used}, while {server}; {evidence}"),
+                );
+            }
+        }
+        if let Some(a) = &db.activity {
+            if let Some((class, waiting)) = a.contended() {
+                let what = match class {
+                    WaitClass::Io => "storage",
+                    _ => "locks",
+                };
+                return (
+                    Limit::DatabaseWait,
                     format!(
-                        "{}'s CPU: it used {:.2} cores, {:.0} % of what it may use, while {server}; {evidence}",
-                        db.name,
-                        s.cpu_cores,
-                        share * 100.0
+                        "{name}'s {what}: {waiting:.1} of its {:.1} active backends on average waited on locks or storage, most on {}, while {server}; {evidence}",
+                        a.active_total(),
+                        class.label()
+                    ),
+                );
+            }
+            if let Some(busy) = a.pool_busy() {
+                return (
+                    Limit::Wait,
+                    format!(
+                        "a wait inside the server: its connections to {name}, {:.1} of {:.1} busy on average ({:.0} %), while {server}; {evidence}",
+                        a.active_total(),
+                        a.backends,
+                        busy * 100.0
                     ),
                 );
             }
         }
-        if let Some((class, waiting)) = db.activity.as_ref().and_then(Activity::contended) {
-            let what = match class {
-                WaitClass::Io => "storage",
-                _ => "locks",
-            };
-            return (
-                Limit::DatabaseWait,
-                format!(
-                    "{}'s {what}: {waiting:.1} of its active backends on average waited on locks or storage, most on {}, while {server}; {evidence}",
-                    db.name,
-                    class.label()
-                ),
-            );
-        }
-        // Its threads waited for CPUs the database's processes also ran on: name the sharing.
-        if let (Limit::RunQueue, Some(s)) = (limit, &db.saturation) {
-            let shared: Vec<usize> = match (&self.target.cpus, &s.cpus) {
-                (Some(a), Some(b)) => a
-                    .cpus()
-                    .iter()
-                    .filter(|c| b.contains(**c))
-                    .copied()
-                    .collect(),
-                _ => Vec::new(),
-            };
-            if let (false, Some(wait)) = (shared.is_empty(), self.target.run_delay_cores) {
-                let shared = probe::cpus::CpuList::new(shared);
+        if let (Some(s), Some(used)) = (&db.saturation, &used) {
+            // Its own processes queued for its CPUs (not the target's: that is below), longer
+            // than the target's threads did for theirs.
+            if let Some(wait) = s.run_delay_cores.filter(|&w| {
+                w >= RUN_QUEUE_FLOOR
+                    && w >= RUN_QUEUE * s.cpu_cores
+                    && w > self.target.run_delay_cores.unwrap_or(0.0)
+                    && self.shared_cpus(s).is_none()
+            }) {
+                return (
+                    Limit::DatabaseCpu,
+                    format!(
+                        "{name}'s CPU: its processes waited {wait:.2} s a second for a CPU ({:.0} % of the time they ran), more of them runnable at once than CPUs to run them; {used}, while {server}; {evidence}",
+                        100.0 * wait / s.cpu_cores.max(f64::MIN_POSITIVE),
+                    ),
+                );
+            }
+            // The target's threads waited for CPUs the database's processes also ran on.
+            if let (Limit::RunQueue, Some(shared), Some(wait)) =
+                (limit, self.shared_cpus(s), self.target.run_delay_cores)
+            {
                 return (
                     Limit::RunQueue,
                     format!(
-                        "CPU {shared}, which it shares with {}: its threads waited {wait:.2} s a second for a CPU ({:.0} % of the time they ran) while {} ran {:.2} cores there; {}; {evidence}",
-                        db.name,
+                        "CPU {shared}, which it shares with {name}: its threads waited {wait:.2} s a second for a CPU ({:.0} % of the time they ran) while {name} ran {:.2} cores there; {}; {evidence}",
                         100.0 * wait / self.target.cpu_cores.max(f64::MIN_POSITIVE),
-                        db.name,
                         s.cpu_cores,
                         self.target.usage(),
                     ),
@@ -271,13 +322,12 @@ impl System {
             Limit::Wait => (
                 Limit::Wait,
                 format!(
-                    "{}; {} was not saturated ({evidence})",
+                    "{}; {name} was not saturated ({evidence})",
                     sentence.replacen(
                         "a wait inside or beyond the server (a pool, a lock, a database)",
                         "a wait inside the server (a pool, a lock, a sleep)",
                         1
                     ),
-                    db.name
                 ),
             ),
             _ => (limit, format!("{sentence}; {evidence}")),
@@ -317,7 +367,7 @@ mod tests {
                     cgroup: None,
                     database: activity.clone().map(|mut a| {
                         a.read_wall_ns = i * 1_000_000_000;
-                        a.transactions = Some(i * 500);
+                        a.next_xid = Some(i * 500);
                         a
                     }),
                     probe: Default::default(),
@@ -371,7 +421,7 @@ mod tests {
         );
         assert!(
             text.contains(
-                "60.0 backends of its 100, 9.0 active (9.0 on CPU), 500 transactions a second"
+                "60.0 backends of its 100, 9.0 active (9.0 on CPU), 500 write transactions a second (server-wide)"
             ),
             "{text}"
         );
@@ -389,7 +439,7 @@ mod tests {
             ),
         ]);
         assert_eq!(limit, Limit::DatabaseWait, "{text}");
-        assert!(text.starts_with("PostgreSQL's locks: 8.0 of its active backends on average waited on locks or storage, most on Lock"), "{text}");
+        assert!(text.starts_with("PostgreSQL's locks: 8.0 of its 9.0 active backends on average waited on locks or storage, most on Lock"), "{text}");
     }
 
     #[test]
@@ -409,15 +459,33 @@ mod tests {
         ]);
         assert_eq!(limit, Limit::Wait, "{text}");
         assert!(
+            text.starts_with("a wait inside the server: its connections to PostgreSQL, 2.0 of 2.0 busy on average (100 %)"),
+            "{text}"
+        );
+        assert!(
+            text.contains("2.0 backends, 2.0 active (2.0 Timeout)"),
+            "{text}"
+        );
+        // Connections mostly idle, the database idle: the server's own wait, said so.
+        let (limit, text) = verdict(&[
+            probe(Role::Target, Some(0.2), None),
+            probe(
+                Role::Database,
+                Some(0.05),
+                Some(DbActivity {
+                    backends: 20,
+                    active: [1, 0, 0, 0, 0, 0, 0, 0],
+                    ..Default::default()
+                }),
+            ),
+        ]);
+        assert_eq!(limit, Limit::Wait, "{text}");
+        assert!(
             text.starts_with("a wait inside the server (a pool, a lock, a sleep)"),
             "{text}"
         );
         assert!(
             text.contains("PostgreSQL was not saturated (PostgreSQL: CPU 0.05 cores"),
-            "{text}"
-        );
-        assert!(
-            text.contains("2.0 backends, 2.0 active (2.0 Timeout)"),
             "{text}"
         );
     }
@@ -465,6 +533,50 @@ mod tests {
             with_cpus(probe(Role::Database, Some(0.23), None), "0"),
         ]);
         assert!(text.starts_with("the run queue"), "{text}");
+    }
+
+    #[test]
+    fn a_database_whose_processes_queue_for_its_own_cpu_is_its_cpu() {
+        // 0.79 of its CPU by its clock, yet its backends waited 2 s a second for it: the
+        // database ran out of CPU (on CPUs the target does not use).
+        let mut db = probe(Role::Database, Some(0.79), None);
+        for r in &mut db.records {
+            if let Record::Sample(s) = &mut r.record {
+                if let Some(t) = &mut s.total {
+                    t.run_delay_ns = Some(t.cpu_ns * 2);
+                    t.cpu_list = "1".parse().ok();
+                }
+            }
+        }
+        let (limit, text) = verdict(&[probe(Role::Target, Some(0.07), None), db]);
+        assert_eq!(limit, Limit::DatabaseCpu, "{text}");
+        assert!(
+            text.starts_with("PostgreSQL's CPU: its processes waited 1.58 s a second for a CPU (200 % of the time they ran)"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn backends_queued_on_a_lock_are_named_before_their_cpu_wait() {
+        // Waking one another at each release, they also queue for the CPU: the lock is why.
+        let mut db = probe(
+            Role::Database,
+            Some(0.27),
+            Some(backends([0, 17, 2, 0, 0, 0, 1, 0])),
+        );
+        for r in &mut db.records {
+            if let Record::Sample(s) = &mut r.record {
+                if let Some(t) = &mut s.total {
+                    t.run_delay_ns = Some(t.cpu_ns * 3 / 2);
+                }
+            }
+        }
+        let (limit, text) = verdict(&[probe(Role::Target, Some(0.1), None), db]);
+        assert_eq!(limit, Limit::DatabaseWait, "{text}");
+        assert!(
+            text.starts_with("PostgreSQL's locks: 19.0 of its 20.0 active backends on average waited on locks or storage, most on Lock"),
+            "{text}"
+        );
     }
 
     #[test]

@@ -47,6 +47,8 @@ pub struct Stepped {
     pub run_id: Option<String>,
     /// The window it was judged over.
     pub window: Duration,
+    /// What limited the server, when it did not pass and probes watched it.
+    pub limit: Option<store::capacity::StepLimit>,
 }
 
 /// What the loop tells its caller as it goes.
@@ -66,6 +68,8 @@ pub enum Event<'a> {
         rate: f64,
         judgement: &'a Judgement,
         again: bool,
+        /// What limited the server, when it did not pass and probes watched it.
+        limit: Option<&'a store::capacity::StepLimit>,
     },
 }
 
@@ -152,6 +156,7 @@ pub async fn search(plan: Plan, steps: &mut impl Steps) -> Result<Search, Error>
                         rate,
                         judgement: &s.judgement,
                         again,
+                        limit: s.limit.as_ref(),
                     });
                     if again {
                         retried.extend(s.run_id.clone());
@@ -188,6 +193,7 @@ pub async fn search(plan: Plan, steps: &mut impl Steps) -> Result<Search, Error>
             window_s: s.window.as_secs_f64(),
             judgement: s.judgement.clone(),
             retried,
+            limit: s.limit.clone(),
         });
         let next = bracket.after(rate, verdict, &settings);
         search.capacity = bracket.pass;

@@ -95,6 +95,7 @@ impl Steps for Simulated {
             p50_ns: 1_000_000,
             run_id: None,
             window,
+            limit: None,
         }))
     }
 

@@ -100,6 +100,7 @@ impl Stepper<'_> {
             p50_ns: done.summary.latency.corrected.p50_ns,
             run_id: done.run_id,
             window,
+            limit: None,
         }))
     }
 

@@ -24,7 +24,14 @@ pub fn event(event: Event<'_>) -> String {
             rate,
             judgement,
             again,
-        } => step_line(number, rate, judgement, again),
+            limit,
+        } => {
+            let line = step_line(number, rate, judgement, again);
+            match limit {
+                Some(l) => format!("{line}\n    limited by {}", l.why),
+                None => line,
+            }
+        }
     }
 }
 

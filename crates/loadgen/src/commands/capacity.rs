@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use store::capacity::{Arrival, Repeated, Search, Settings, Slo, Status};
+use store::capacity::{Arrival, Repeated, Search, Settings, Slo, Status, Verdict};
 use store::Store;
 
 use crate::capacity::{self, bracket, step::Stepper, Event, Plan, Repeat, Stepped, Steps};
@@ -69,7 +69,14 @@ impl Steps for Live<'_> {
         rate: f64,
         window: Duration,
     ) -> Result<Option<Stepped>, Error> {
-        self.stepper.run(search, number, rate, window).await
+        let mut stepped = self.stepper.run(search, number, rate, window).await?;
+        // A step that did not pass: what the server ran out of, from its probes' records.
+        if let (Some(s), Some(store)) = (&mut stepped, &self.store) {
+            if let (false, Some(id)) = (s.judgement.verdict == Verdict::Pass, &s.run_id) {
+                s.limit = step_limit(store, id).await;
+            }
+        }
+        Ok(stepped)
     }
 
     async fn recover(&mut self, baseline_ns: Option<u64>) -> Result<bool, Error> {
@@ -90,6 +97,15 @@ impl Steps for Live<'_> {
     fn event(&mut self, event: Event<'_>) {
         eprintln!("{}", capacity::words::event(event));
     }
+}
+
+/// What limited the server in the kept run `id`, over its load (the target's and its
+/// database's probes); `None` without probes or a summary.
+async fn step_limit(store: &Store, id: &str) -> Option<store::capacity::StepLimit> {
+    let run = store.load_run(id).await.ok()?;
+    let end = (run.summary.as_ref()?.duration.attack_s * 1e9) as i64;
+    let (limit, why) = store::system::System::of(&run.probes, 0, end)?.verdict();
+    Some(store::capacity::StepLimit { limit, why })
 }
 
 /// Runs the searches `args` describe, keeping them (and reporting each step on standard

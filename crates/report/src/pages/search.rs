@@ -59,7 +59,7 @@ pub fn search_page(
         p.answer { strong { "Capacity: " (finding(s)) "." } }
         p { "Why it ends there: " (s.reason) }
         @if let Some((rate, why)) = crate::search::failed_step_limit(s, runs) {
-            p { "What limited the server at " (rate) " req/s, the step that ended the search, as the probe saw it: " (why) "." }
+            p { "What limited the server at " (rate) " req/s, the step that ended the search, as its probes (the server's, and its database's where one was watched) saw it: " (why) "." }
         }
         (charts(charts_))
         h2 { "Steps" }
@@ -81,7 +81,10 @@ pub fn search_page(
                                 td.num { (t.term.value_text(t.value)) " [" (t.term.value_text(t.low)) "–" (t.term.value_text(t.high)) "]" }
                             }
                             td.num { @if let Some(c) = cpu { (format!("{:.0}", c.cpu_pct)) } @else { "—" } }
-                            td { (step.judgement.reason) }
+                            td {
+                                (step.judgement.reason)
+                                @if let Some(l) = &step.limit { br; "limited by " (l.why) }
+                            }
                         }
                     }
                 }

@@ -68,6 +68,17 @@ pub struct Step {
     /// The runs of its earlier attempts, each uncertain and run again longer: kept, not judged.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub retried: Vec<String>,
+    /// What limited the server in a step that did not pass, from its probes (the target's and
+    /// its database's) over the step's load; `None` where no probe watched it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<StepLimit>,
+}
+
+/// The resource a step ran out of, and the sentence that says so with its figures.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StepLimit {
+    pub limit: crate::saturation::Limit,
+    pub why: String,
 }
 
 /// How a search ended.
