@@ -9,11 +9,13 @@
  * probe_reads --schedule PID INTERVAL_MS SECONDS: the probe's whole schedule on one process, its
  * reads and nothing else, for SECONDS: a tick every INTERVAL_MS at absolute times (those four
  * reads; every 100 ms a full read instead: stat, io, statm, the CPU clock, fstat of fd, the main
- * thread's children, the host's stat, meminfo, loadavg and net/sockstat, and its own statm and
- * CPU clock); every second the slow figures (status, every thread's status, limits, a readlink
- * of every FD, a netlink sock_diag dump of TCP sockets, IPv4 and IPv6); every five seconds the
- * scan of every process's parent (/proc/N/stat). Prints the CPU each kind of read took, in
- * seconds, as JSON; its whole CPU, wake-ups included, is what wait4 measures from outside.
+ * thread's children, the host's stat, pressure/cpu, meminfo, loadavg and net/sockstat, the CPU
+ * controller of the process's cgroup (v2: cpu.stat, cpu.max, cpu.pressure; v1: cpu.stat,
+ * cpu.cfs_quota_us, cpu.cfs_period_us), and its own statm and CPU clock); every second the slow
+ * figures (status, every thread's status, schedstat and stat, limits, a readlink of every FD, a
+ * netlink sock_diag dump of TCP sockets, IPv4 and IPv6); every five seconds the scan of every
+ * process's parent (/proc/N/stat). Prints the CPU each kind of read took, in seconds, as JSON;
+ * its whole CPU, wake-ups included, is what wait4 measures from outside.
  *
  * bench/probe.py compiles it with `cc -O2` and runs it pinned to the probe's CPU.
  *
@@ -23,6 +25,7 @@
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <linux/inet_diag.h>
 #include <linux/netlink.h>
 #include <linux/sock_diag.h>
@@ -66,8 +69,10 @@ static void read_file_at(int dir, const char *name) {
     }
 }
 
-/* Every thread's status, as the probe sums their context switches. */
-static void thread_statuses(int proc_dir) {
+/* Every thread's status, schedstat and stat, each opened and read whole, in that order, as the
+ * probe sums their context switches, run delay (schedstat field 2) and states (stat field 3)
+ * (Watched::peak_rss_and_threads, crates/probe/src/collect/process.rs). */
+static void thread_files(int proc_dir) {
     int task = openat(proc_dir, "task", O_RDONLY | O_DIRECTORY);
     DIR *d = task < 0 ? NULL : fdopendir(task);
     if (!d) return;
@@ -76,8 +81,90 @@ static void thread_statuses(int proc_dir) {
         if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
         snprintf(name, sizeof name, "%s/status", e->d_name);
         read_file_at(task, name);
+        snprintf(name, sizeof name, "%s/schedstat", e->d_name);
+        read_file_at(task, name);
+        snprintf(name, sizeof name, "%s/stat", e->d_name);
+        read_file_at(task, name);
     }
     closedir(d);
+}
+
+/* The directory of the cgroup that holds a process's CPU controller, from the text of its
+ * /proc/PID/cgroup, as the probe finds it (cpu_cgroup, crates/probe/src/collect/cgroup.rs): a
+ * v1 `cpu` controller where there is one (under cpu,cpuacct or cpu), else v2's `0::` line, each
+ * only if its cpu.stat exists. Returns 1 for v1, 0 for v2, -1 for none. */
+static int cpu_cgroup(const char *text, char *dir, size_t size) {
+    static const char *const v1_dirs[] = {"cpu,cpuacct", "cpu"};
+    char file[PATH_MAX + 16];
+    struct stat st;
+    for (const char *line = text; *line;) {
+        const char *end = strchrnul(line, '\n');
+        const char *c1 = memchr(line, ':', end - line);
+        const char *c2 = c1 ? memchr(c1 + 1, ':', end - (c1 + 1)) : NULL;
+        for (const char *c = c2 ? c1 + 1 : end; c2 && c < c2;) {
+            const char *stop = memchr(c, ',', c2 - c);
+            if (!stop) stop = c2;
+            if (stop - c == 3 && memcmp(c, "cpu", 3) == 0) {
+                const char *rel = c2 + 1;
+                while (rel < end && *rel == '/') rel++;
+                for (int i = 0; i < 2; i++) {
+                    snprintf(dir, size, "/sys/fs/cgroup/%s/%.*s", v1_dirs[i], (int)(end - rel),
+                             rel);
+                    snprintf(file, sizeof file, "%s/cpu.stat", dir);
+                    if (stat(file, &st) == 0) return 1;
+                }
+                break;
+            }
+            c = stop + 1;
+        }
+        line = *end ? end + 1 : end;
+    }
+    for (const char *line = text; *line;) {
+        const char *end = strchrnul(line, '\n');
+        if (strncmp(line, "0::", 3) == 0) {
+            const char *rel = line + 3;
+            while (rel < end && *rel == '/') rel++;
+            snprintf(dir, size, "/sys/fs/cgroup/%.*s", (int)(end - rel), rel);
+            snprintf(file, sizeof file, "%s/cpu.stat", dir);
+            return stat(file, &st) == 0 ? 0 : -1;
+        }
+        line = *end ? end + 1 : end;
+    }
+    return -1;
+}
+
+/* The files of a process's cgroup CPU controller, opened once and kept open to be pread at each
+ * full tick in this order, as the probe's CgroupFiles::open and read: cpu.stat; then cpu.max
+ * (v2) or cpu.cfs_quota_us and cpu.cfs_period_us (v1, both or neither); then cpu.pressure (v2).
+ * -1 where a file is not there (and all -1 without cpu.stat). */
+static void cgroup_open(int proc_dir, int cg[4]) {
+    char text[8192], dir[PATH_MAX], file[PATH_MAX + 32];
+    cg[0] = cg[1] = cg[2] = cg[3] = -1;
+    int fd = openat(proc_dir, "cgroup", O_RDONLY);
+    long n = fd < 0 ? -1 : read(fd, text, sizeof text - 1);
+    if (fd >= 0) close(fd);
+    if (n <= 0) return;
+    text[n] = 0;
+    int v1 = cpu_cgroup(text, dir, sizeof dir);
+    if (v1 < 0) return;
+    snprintf(file, sizeof file, "%s/cpu.stat", dir);
+    if ((cg[0] = open(file, O_RDONLY)) < 0) return;
+    if (v1) {
+        snprintf(file, sizeof file, "%s/cpu.cfs_quota_us", dir);
+        cg[1] = open(file, O_RDONLY);
+        snprintf(file, sizeof file, "%s/cpu.cfs_period_us", dir);
+        cg[2] = open(file, O_RDONLY);
+        if (cg[1] < 0 || cg[2] < 0) {
+            if (cg[1] >= 0) close(cg[1]);
+            if (cg[2] >= 0) close(cg[2]);
+            cg[1] = cg[2] = -1;
+        }
+    } else {
+        snprintf(file, sizeof file, "%s/cpu.max", dir);
+        cg[1] = open(file, O_RDONLY);
+        snprintf(file, sizeof file, "%s/cpu.pressure", dir);
+        cg[3] = open(file, O_RDONLY);
+    }
 }
 
 /* A readlink of every FD, as the probe classifies them. */
@@ -139,8 +226,14 @@ static int schedule(int pid, long interval_ns, int seconds) {
     int task = openat(dir, "task", O_PATH | O_DIRECTORY);
     snprintf(path, sizeof path, "task/%d/children", pid);
     int children = openat(dir, path, O_RDONLY);
-    int host[4] = {open("/proc/stat", O_RDONLY), open("/proc/meminfo", O_RDONLY),
-                   open("/proc/loadavg", O_RDONLY), open("/proc/net/sockstat", O_RDONLY)};
+    /* The host's files in the order HostFiles::sample reads them (crates/probe/src/collect/
+     * host.rs): stat (steal is a column of the same read), pressure/cpu (-1 without PSI), meminfo,
+     * loadavg, net/sockstat. */
+    int host[5] = {open("/proc/stat", O_RDONLY), open("/proc/pressure/cpu", O_RDONLY),
+                   open("/proc/meminfo", O_RDONLY), open("/proc/loadavg", O_RDONLY),
+                   open("/proc/net/sockstat", O_RDONLY)};
+    int cgroup[4];
+    cgroup_open(dir, cgroup);
     int own_statm = open("/proc/self/statm", O_RDONLY);
     int nl = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
     clockid_t cpu_clock = ((~(clockid_t)pid) << 3) | 2;
@@ -167,7 +260,10 @@ static int schedule(int pid, long interval_ns, int seconds) {
             pread_all(statm);
             fstat(fds, &st);
             pread_all(children);
-            for (int i = 0; i < 4; i++) pread_all(host[i]);
+            for (int i = 0; i < 5; i++) pread_all(host[i]);
+            /* The target's cgroup CPU controller, after the host's as the sampler reads them
+             * (read_cgroup in crates/probe/src/sampler.rs, CgroupFiles::read). */
+            for (int i = 0; i < 4; i++) pread_all(cgroup[i]);
             pread_all(own_statm);
             clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
         } else {
@@ -181,8 +277,9 @@ static int schedule(int pid, long interval_ns, int seconds) {
         rounds++;
         if (now >= next_slow) {
             next_slow = now + 1000000000L;
+            /* status: VmHWM and Cpus_allowed_list from the one read (peak_rss_and_threads). */
             read_file_at(dir, "status");
-            thread_statuses(dir);
+            thread_files(dir);
             read_file_at(dir, "limits");
             fd_links(dir);
             tcp_dump(nl, AF_INET);

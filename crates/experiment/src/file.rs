@@ -66,6 +66,37 @@ pub struct ExperimentFile {
     /// is a parameter: its value replaces `{NAME}` in the load's path, body and mix.
     #[serde(default)]
     pub matrix: toml::Table,
+    /// Other processes of the system under test (a proxy, a cache), each watched by a probe of
+    /// its own beside every local target and drawn as its own group.
+    #[serde(default, rename = "watch")]
+    pub watches: Vec<WatchSpec>,
+}
+
+/// A process of the system under test beside the target and its database, found on this host
+/// by exactly one of its port, its PID, or its command (a regular expression on its name and
+/// command line).
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct WatchSpec {
+    /// As pages name it.
+    pub name: String,
+    pub port: Option<u16>,
+    pub pid: Option<i32>,
+    pub command: Option<String>,
+}
+
+impl WatchSpec {
+    /// How a probe finds it (the file was checked: exactly one is given and the pattern is
+    /// valid).
+    pub fn selector(&self) -> Option<probe::selector::Selector> {
+        use probe::selector::Selector;
+        match (self.port, self.pid, &self.command) {
+            (Some(port), None, None) => Some(Selector::Port(port)),
+            (None, Some(pid), None) => Some(Selector::Pid(pid)),
+            (None, None, Some(re)) => regex::Regex::new(re).ok().map(Selector::Name),
+            _ => None,
+        }
+    }
 }
 
 /// Where local processes run.
@@ -642,6 +673,29 @@ fn check(file: &ExperimentFile) -> Result<(), String> {
     if database.cpus.is_some() && (database.url.is_some() || database.url_env.is_some()) {
         return Err("[database] cpus places the throwaway PostgreSQL: a database of yours (url, url_env) runs where you put it".into());
     }
+    let mut watched = std::collections::BTreeSet::new();
+    for w in &file.watches {
+        if w.name.trim().is_empty() || !watched.insert(w.name.as_str()) {
+            return Err(format!(
+                "[[watch]] {:?}: give each a name of its own (as pages will say it)",
+                w.name
+            ));
+        }
+        let given = [w.port.is_some(), w.pid.is_some(), w.command.is_some()];
+        if given.iter().filter(|g| **g).count() != 1 {
+            return Err(format!(
+                "[[watch]] {:?}: find it by exactly one of port, pid or command",
+                w.name
+            ));
+        }
+        if let Some(Err(e)) = w.command.as_deref().map(regex::Regex::new) {
+            return Err(format!(
+                "[[watch]] {:?}: command is not a valid regular expression: {}",
+                w.name,
+                crate::flatten(&e.to_string())
+            ));
+        }
+    }
     let mut names = std::collections::BTreeSet::new();
     for t in &file.targets {
         if !names.insert(t.name.as_str()) {
@@ -972,6 +1026,35 @@ mod tests {
         format!(
             "name = \"x\"\nquestion = \"q\"\n[load]\npath = \"/\"\nrate = 1\nduration = \"1s\"\n[[target]]\nname = \"mine\"\n{target}"
         )
+    }
+
+    #[test]
+    fn other_processes_are_watched_by_exactly_one_of_port_pid_or_command() {
+        let watch = |w: &str| {
+            read(&format!(
+                "{}\n[[watch]]\n{w}",
+                with_target("run = \"go\"\n")
+            ))
+        };
+        let file = watch("name = \"cache\"\nport = 6379\n").unwrap();
+        assert!(matches!(
+            file.watches[0].selector(),
+            Some(probe::selector::Selector::Port(6379))
+        ));
+        let file = watch("name = \"proxy\"\ncommand = \"^nginx\"\n").unwrap();
+        assert!(matches!(
+            file.watches[0].selector(),
+            Some(probe::selector::Selector::Name(_))
+        ));
+        let both = watch("name = \"cache\"\nport = 6379\npid = 4\n").unwrap_err();
+        assert!(
+            both.contains("exactly one of port, pid or command"),
+            "{both}"
+        );
+        let bad = watch("name = \"proxy\"\ncommand = \"(\"\n").unwrap_err();
+        assert!(bad.contains("not a valid regular expression"), "{bad}");
+        let unnamed = watch("name = \"\"\npid = 4\n").unwrap_err();
+        assert!(unnamed.contains("a name of its own"), "{unnamed}");
     }
 
     #[test]

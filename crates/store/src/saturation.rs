@@ -118,6 +118,48 @@ pub(crate) fn delta<F: Fn(&probe::sample::Sample) -> Option<u64>>(
     })
 }
 
+/// The rate a second of a cumulative figure of a tree's processes: each process's growth from
+/// its first reading to its last, summed, over the span of the readings. Not the tree's total's
+/// change: a process that exits takes its figure out of the total (a pool closing an idle
+/// connection would read as negative CPU), one that joins brings all it had, and a figure the
+/// slow collectors read for some processes in one pass and others in the next would mix them.
+/// `None` when no process was read twice.
+pub(crate) fn tree_rate<F: Fn(&probe::sample::ProcessSample) -> Option<u64>>(
+    samples: &[&probe::sample::Sample],
+    get: F,
+) -> Option<f64> {
+    // A sample of the total alone (no rows) counts as one process.
+    fn rows(s: &probe::sample::Sample) -> Vec<&probe::sample::ProcessSample> {
+        if s.processes.is_empty() {
+            s.total.iter().collect()
+        } else {
+            s.processes.iter().collect()
+        }
+    }
+    // (first value, its time, last value, its time) by process identity.
+    let mut span: std::collections::HashMap<(i32, u64), (u64, u64, u64, u64)> =
+        std::collections::HashMap::new();
+    for s in samples {
+        for p in rows(s) {
+            if let Some(v) = get(p) {
+                span.entry((p.pid, p.start_ticks))
+                    .and_modify(|e| (e.2, e.3) = (v, s.mono_ns))
+                    .or_insert((v, s.mono_ns, v, s.mono_ns));
+            }
+        }
+    }
+    // Over the span of the readings (every sample's for CPU; the slow passes' for the rest).
+    let from = span.values().map(|e| e.1).min()?;
+    let to = span.values().map(|e| e.3).max()?;
+    (to > from).then(|| {
+        let grown: f64 = span
+            .values()
+            .map(|(v0, _, v1, _)| v1.saturating_sub(*v0) as f64)
+            .sum();
+        grown / ((to - from) as f64 / 1e9)
+    })
+}
+
 pub(crate) fn mean(values: impl Iterator<Item = f64>) -> Option<f64> {
     let (sum, n) = values.fold((0.0, 0u32), |(s, n), v| (s + v, n + 1));
     (n > 0).then(|| sum / n as f64)
@@ -128,7 +170,8 @@ impl Saturation {
     /// `None` with fewer than two samples there.
     pub fn of(probe: &StoredProbe, from_ns: i64, to_ns: i64) -> Option<Saturation> {
         let samples = samples_in(probe, from_ns, to_ns);
-        let (cpu_ns, seconds) = delta(&samples, |s| s.total.as_ref().map(|t| t.cpu_ns))?;
+        let (_, seconds) = delta(&samples, |s| s.total.as_ref().map(|t| t.cpu_ns))?;
+        let cpu_ns_per_s = tree_rate(&samples, |p| Some(p.cpu_ns))?;
         let quota = samples
             .iter()
             .rev()
@@ -148,13 +191,12 @@ impl Saturation {
                 .filter(|((p, _), _)| *p > 0.0)
                 .map(|((p, _), (t, _))| t / p)
         };
-        let run_delay_cores =
-            delta(&samples, |s| s.total.as_ref()?.run_delay_ns).map(|(ns, secs)| ns / 1e9 / secs);
+        let run_delay_cores = tree_rate(&samples, |p| p.run_delay_ns).map(|ns| ns / 1e9);
         let hosts: Vec<&probe::sample::HostSample> =
             samples.iter().filter_map(|s| s.host.as_ref()).collect();
         Some(Saturation {
             seconds,
-            cpu_cores: cpu_ns / 1e9 / seconds,
+            cpu_cores: cpu_ns_per_s / 1e9,
             allowance,
             throttled,
             run_delay_cores,
@@ -513,6 +555,31 @@ mod tests {
         );
         assert!(!text.contains("no steal"), "{text}");
         assert!(text.starts_with("not found"), "{text}");
+    }
+
+    #[test]
+    fn a_process_leaving_the_tree_does_not_take_its_cpu_out_of_the_window() {
+        // Two backends at 0.25 cores each; the second exits halfway: the tree used 0.375 cores
+        // on average, where its total would read 0 (it fell by what the leaver had).
+        let p = probe(0.0, |i, s| {
+            let row = |pid: i32, cpu: u64| ProcessSample {
+                pid,
+                cpu_ns: cpu,
+                cpus_allowed: Some(2),
+                ..Default::default()
+            };
+            s.processes = vec![row(1, 10_000_000_000 + i * 250_000_000)];
+            if i <= 5 {
+                s.processes.push(row(2, 20_000_000_000 + i * 250_000_000));
+            }
+            s.total = Some(ProcessSample {
+                cpu_ns: s.processes.iter().map(|p| p.cpu_ns).sum(),
+                cpus_allowed: Some(2),
+                ..Default::default()
+            });
+        });
+        let s = Saturation::of(&p, 0, 10_000_000_000).unwrap();
+        assert!((s.cpu_cores - 0.375).abs() < 1e-9, "{}", s.cpu_cores);
     }
 
     #[test]

@@ -237,6 +237,18 @@ impl CellContext<'_> {
                         probes.push(running);
                     }
                 }
+                // The other processes the file names, each a group of its own.
+                for w in &self.experiment.file.watches {
+                    let Some(selector) = w.selector() else {
+                        continue;
+                    };
+                    let mut config = probe::sampler::SamplerConfig::new(selector);
+                    config.role = probe::sample::Role::Other;
+                    config.name = Some(w.name.clone());
+                    let running = self.start_probe(config).await?;
+                    addrs.push(running.addr.to_string());
+                    probes.push(running);
+                }
                 let base = t.base_url();
                 target = Some(t);
                 (base, addrs)
