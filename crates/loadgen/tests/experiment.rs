@@ -9,7 +9,9 @@ use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
+use store::capacity::Verdict;
 use store::run::{RunFilter, RunStatus};
+use store::saturation::Limit;
 use store::Store;
 
 mod common;
@@ -174,6 +176,17 @@ fn every_cell_is_kept_a_failed_one_with_its_reason_and_a_second_run_skips_them()
     let system = store::system::System::of(&good.probes, 0, i64::MAX).unwrap();
     let watched = system.database.unwrap();
     assert!(watched.saturation.is_some() && watched.activity.is_some());
+    // Its page draws the database as a group of its own, its backends stacked by wait.
+    let run_page =
+        std::fs::read_to_string(site.join("runs").join(format!("{}.html", good.meta.id))).unwrap();
+    assert!(
+        run_page.contains("Backends by wait: PostgreSQL"),
+        "the chart"
+    );
+    assert!(
+        run_page.contains("readings of pg_stat_activity"),
+        "the figures"
+    );
     let failed = runs.iter().find(|r| r.status == RunStatus::Failed).unwrap();
     let failed = rt.block_on(store.load_run(&failed.id)).unwrap();
     let reason = failed.stop_reason.unwrap();
@@ -964,6 +977,25 @@ fn an_experiment_of_searches_answers_in_capacity_and_draws_it() {
         .sum();
     assert_eq!(steps.len(), total);
     assert!(steps.iter().all(|r| r.labels.contains_key("search")));
+    // Every step that did not pass says what the server ran out of, from its probe; for these
+    // servers spinning on their one thread, a CPU (their own, or one they had to wait for).
+    for s in &searches {
+        for step in s
+            .steps
+            .iter()
+            .filter(|st| st.judgement.verdict != Verdict::Pass)
+        {
+            let limit = step.limit.as_ref().unwrap_or_else(|| panic!("{step:?}"));
+            assert!(!limit.why.is_empty());
+            if Some(step.rate) == s.failed_at {
+                assert!(
+                    matches!(limit.limit, Limit::Cpu | Limit::RunQueue),
+                    "{}",
+                    limit.why
+                );
+            }
+        }
+    }
     let page = experiment_page(&site);
     assert!(
         page.contains("Answers: capacity within the SLO"),

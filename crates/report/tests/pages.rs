@@ -326,7 +326,7 @@ async fn svgs_are_well_formed_and_carry_their_series() {
     }
     for (id, series) in [
         ("requests", "errors/s"),
-        ("probe-0-cpu", "target's process tree"),
+        ("probe-0-cpu", "the target's process tree"),
         ("probe-0-fds", "sockets"),
         ("probe-0-tcp", "accept queue"),
         ("probe-0-switches", "involuntary/s"),
