@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use probe::activity::ActivityFeed;
 use probe::cpus::CpuList;
-use probe::sample::{DbActivity, WaitClass};
+use probe::sample::DbActivity;
 use probe::selector::Selector;
 use sqlx::postgres::PgConnectOptions;
 use sqlx::{ConnectOptions, PgConnection, Row};
@@ -45,16 +45,10 @@ pub fn shares_generator_cpus(process: &Selector, gun: Option<&CpuList>) -> Optio
     let pid = process.resolve(&root, None)?;
     let db = probe::collect::cpus_of(&root, pid)?;
     let gun = gun.cloned().unwrap_or_else(CpuList::online);
-    let shared: Vec<usize> = db
-        .cpus()
-        .iter()
-        .filter(|c| gun.contains(**c))
-        .copied()
-        .collect();
+    let shared = db.intersection(&gun);
     (!shared.is_empty()).then(|| {
         format!(
-            "the database ran on CPU {db}, sharing the generator's CPU {}: its work competes with the load's (pin it apart with [database] cpus, or taskset for yours)",
-            CpuList::new(shared)
+            "the database ran on CPU {db}, sharing the generator's CPU {shared}: its work competes with the load's (pin it apart with [database] cpus, or taskset for yours)"
         )
     })
 }
@@ -87,13 +81,12 @@ pub async fn read_activity(conn: &mut PgConnection) -> Result<DbActivity, sqlx::
         let v: i64 = row.try_get(i)?;
         Ok(u32::try_from(v.max(0)).unwrap_or(u32::MAX))
     };
-    // Columns 4 to 11: active backends in `WaitClass::ALL`'s order.
+    // Columns 4 to 11: active backends in `probe::sample::WaitClass::ALL`'s order.
     let mut active = [0u32; 8];
     for (i, slot) in active.iter_mut().enumerate() {
         *slot = n(4 + i)?;
     }
     let next_xid: Option<i64> = row.try_get(13)?;
-    debug_assert_eq!(WaitClass::ALL[0], WaitClass::Cpu);
     Ok(DbActivity {
         read_wall_ns: wall_ns(),
         backends: n(0)?,

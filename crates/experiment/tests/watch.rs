@@ -76,12 +76,22 @@ async fn backends_blocked_on_a_lock_and_one_idle_in_its_transaction_are_read_as_
 fn a_database_on_the_generators_cpus_is_said() {
     // A process pinned to CPU 0 stands for a database: the generator on CPU 0 shares it; one
     // elsewhere does not.
-    let mut sleeper = Command::new("taskset")
-        .args(["-c", "0", "sleep", "30"])
-        .spawn()
-        .unwrap();
+    /// Ended when dropped, the test failing or not.
+    struct Sleeper(std::process::Child);
+    impl Drop for Sleeper {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let sleeper = Sleeper(
+        Command::new("taskset")
+            .args(["-c", "0", "sleep", "30"])
+            .spawn()
+            .unwrap(),
+    );
     std::thread::sleep(Duration::from_millis(200));
-    let process = Selector::Pid(sleeper.id() as i32);
+    let process = Selector::Pid(sleeper.0.id() as i32);
     let on = |cpus: &str| {
         experiment::watch::shares_generator_cpus(&process, Some(&cpus.parse().unwrap()))
     };
@@ -93,6 +103,5 @@ fn a_database_on_the_generators_cpus_is_said() {
     if probe::cpus::CpuList::online().len() > 1 {
         assert_eq!(on("1"), None);
     }
-    sleeper.kill().unwrap();
-    sleeper.wait().unwrap();
+    drop(sleeper);
 }

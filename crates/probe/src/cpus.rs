@@ -51,6 +51,17 @@ impl CpuList {
         self.0.binary_search(&cpu).is_ok()
     }
 
+    /// The CPUs both lists name.
+    pub fn intersection(&self, other: &CpuList) -> CpuList {
+        CpuList(
+            self.0
+                .iter()
+                .copied()
+                .filter(|&c| other.contains(c))
+                .collect(),
+        )
+    }
+
     /// The host's online CPUs (`/sys/devices/system/cpu/online`, else the `cpuN` lines of
     /// `/proc/stat`).
     pub fn online() -> CpuList {

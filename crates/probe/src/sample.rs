@@ -211,6 +211,11 @@ impl WaitClass {
         WaitClass::Other,
     ];
 
+    /// Its place in [`WaitClass::ALL`], and in every array of counts by class.
+    pub fn index(self) -> usize {
+        self as usize
+    }
+
     /// PostgreSQL's `wait_event_type` (null: none) as a class.
     pub fn of(wait_event_type: Option<&str>) -> WaitClass {
         match wait_event_type {
@@ -270,16 +275,7 @@ pub struct DbActivity {
 impl DbActivity {
     /// Active backends waiting on `class`.
     pub fn active_in(&self, class: WaitClass) -> u32 {
-        WaitClass::ALL
-            .iter()
-            .position(|&c| c == class)
-            .and_then(|i| self.active.get(i).copied())
-            .unwrap_or(0)
-    }
-
-    /// Active backends in all.
-    pub fn active_total(&self) -> u32 {
-        self.active.iter().sum()
+        self.active[class.index()]
     }
 }
 

@@ -267,7 +267,11 @@ fn finish(run: &StoredRun, fold: IntervalFold) -> RunFigures {
             f
         })
         .collect();
-    let system = store::system::System::of(&run.probes, 0, (attack_end * 1e9) as i64);
+    let system = store::system::System::from_parts(
+        probes
+            .iter()
+            .map(|p| (&p.host, p.saturation.clone(), p.activity.clone())),
+    );
     let mut span = (0.0f64, last_end.max(attack_end));
     for p in &probes {
         if let (Some(first), Some(last)) = (p.cpu.points.first(), p.cpu.points.last()) {

@@ -128,19 +128,11 @@ pub(crate) fn tree_rate<F: Fn(&probe::sample::ProcessSample) -> Option<u64>>(
     samples: &[&probe::sample::Sample],
     get: F,
 ) -> Option<f64> {
-    // A sample of the total alone (no rows) counts as one process.
-    fn rows(s: &probe::sample::Sample) -> Vec<&probe::sample::ProcessSample> {
-        if s.processes.is_empty() {
-            s.total.iter().collect()
-        } else {
-            s.processes.iter().collect()
-        }
-    }
     // (first value, its time, last value, its time) by process identity.
     let mut span: std::collections::HashMap<(i32, u64), (u64, u64, u64, u64)> =
         std::collections::HashMap::new();
     for s in samples {
-        for p in rows(s) {
+        for p in &s.processes {
             if let Some(v) = get(p) {
                 span.entry((p.pid, p.start_ticks))
                     .and_modify(|e| (e.2, e.3) = (v, s.mono_ns))
@@ -258,9 +250,14 @@ impl Saturation {
     /// Its CPU against its allowance, as a verdict says it ("it used 0.46 cores, 46 % of its
     /// quota (1.00 CPUs)").
     pub fn usage(&self) -> String {
+        self.usage_by("it")
+    }
+
+    /// The same, said of `who` ("the server used …").
+    pub fn usage_by(&self, who: &str) -> String {
         match (&self.allowance, self.cpu_share()) {
             (Some((a, whence)), Some(share)) => format!(
-                "it used {:.2} cores, {:.0} % of its {} ({a:.2} {})",
+                "{who} used {:.2} cores, {:.0} % of its {} ({a:.2} {})",
                 self.cpu_cores,
                 share * 100.0,
                 whence,
@@ -270,8 +267,38 @@ impl Saturation {
                     "may run on"
                 }
             ),
-            _ => format!("it used {:.2} cores", self.cpu_cores),
+            _ => format!("{who} used {:.2} cores", self.cpu_cores),
         }
+    }
+
+    /// What its figures rule out, and what was not measured: only what was read is ruled out.
+    pub fn ruled_out(&self) -> String {
+        let checks = [
+            (self.throttled.is_some(), "quota throttling"),
+            (self.run_delay_cores.is_some(), "run-queue wait"),
+            (self.steal.is_some(), "steal"),
+            (self.blocked_threads.is_some(), "storage wait"),
+            (self.accept_queue.is_some(), "accept queue"),
+        ];
+        let said: Vec<String> = checks
+            .iter()
+            .filter(|(read, _)| *read)
+            .map(|(_, what)| format!("no {what}"))
+            .collect();
+        let unread: Vec<&str> = checks
+            .iter()
+            .filter(|(read, _)| !*read)
+            .map(|(_, what)| *what)
+            .collect();
+        let mut ruled_out = if said.is_empty() {
+            "nothing else measured".to_string()
+        } else {
+            said.join(", ")
+        };
+        if !unread.is_empty() && !said.is_empty() {
+            ruled_out.push_str(&format!(" ({} not measured)", unread.join(", ")));
+        }
+        ruled_out
     }
 
     /// Which resource limited the server, and the sentence that says so with its figures.
@@ -324,32 +351,7 @@ impl Saturation {
                 format!("accepting connections: up to {q} waited in the accept queue; {cpu}"),
             );
         }
-        // Only what was measured is ruled out; what was not is said.
-        let checks = [
-            (self.throttled.is_some(), "quota throttling"),
-            (self.run_delay_cores.is_some(), "run-queue wait"),
-            (self.steal.is_some(), "steal"),
-            (self.blocked_threads.is_some(), "storage wait"),
-            (self.accept_queue.is_some(), "accept queue"),
-        ];
-        let said: Vec<String> = checks
-            .iter()
-            .filter(|(read, _)| *read)
-            .map(|(_, what)| format!("no {what}"))
-            .collect();
-        let unread: Vec<&str> = checks
-            .iter()
-            .filter(|(read, _)| !*read)
-            .map(|(_, what)| *what)
-            .collect();
-        let mut ruled_out = if said.is_empty() {
-            "nothing else measured".to_string()
-        } else {
-            said.join(", ")
-        };
-        if !unread.is_empty() && !said.is_empty() {
-            ruled_out.push_str(&format!(" ({} not measured)", unread.join(", ")));
-        }
+        let ruled_out = self.ruled_out();
         match self.cpu_share() {
             // A wait is named only once contention for CPUs was measured and ruled out.
             Some(share) if share < WAITING && self.run_delay_cores.is_some() => (
@@ -404,6 +406,10 @@ mod tests {
                     }),
                 };
                 shape(i, &mut s);
+                // A tree of one process, unless the shape made its rows.
+                if s.processes.is_empty() {
+                    s.processes = s.total.iter().cloned().collect();
+                }
                 StoredRecord {
                     seq: i,
                     t_ns: (i * 1_000_000_000) as i64,

@@ -8,7 +8,7 @@
 //! its backends wait on locks or storage; with the database measured and neither, the wait is
 //! inside the server (a pool, a lock, a sleep).
 
-use probe::sample::{Role, WaitClass};
+use probe::sample::{HostInfo, Role, WaitClass};
 use serde::{Deserialize, Serialize};
 
 use crate::run::StoredProbe;
@@ -53,7 +53,7 @@ impl Activity {
         };
         let mut active = [0.0; 8];
         for (i, slot) in active.iter_mut().enumerate() {
-            *slot = avg(&|a| a.active.get(i).copied().unwrap_or(0) as f64);
+            *slot = avg(&|a| a.active[i] as f64);
         }
         Some(Activity {
             readings: readings.len(),
@@ -70,11 +70,7 @@ impl Activity {
 
     /// Active backends waiting on `class`, on average.
     pub fn active_in(&self, class: WaitClass) -> f64 {
-        WaitClass::ALL
-            .iter()
-            .position(|&c| c == class)
-            .and_then(|i| self.active.get(i).copied())
-            .unwrap_or(0.0)
+        self.active[class.index()]
     }
 
     pub fn active_total(&self) -> f64 {
@@ -184,37 +180,45 @@ impl System {
     /// The figures of a run's probes between `from_ns` and `to_ns`: the target's (the first
     /// probe watching a target), and its database's; `None` without the target's.
     pub fn of(probes: &[StoredProbe], from_ns: i64, to_ns: i64) -> Option<System> {
-        let target = probes
-            .iter()
-            .filter(|p| p.meta.host.role == Role::Target)
-            .find_map(|p| Saturation::of(p, from_ns, to_ns))?;
-        let database = probes
-            .iter()
-            .find(|p| p.meta.host.role == Role::Database)
-            .map(|p| Participant {
-                name: p
-                    .meta
-                    .host
-                    .name
-                    .clone()
-                    .unwrap_or_else(|| "the database".into()),
-                saturation: Saturation::of(p, from_ns, to_ns),
-                activity: Activity::of(p, from_ns, to_ns),
-            });
-        Some(System { target, database })
+        System::from_parts(probes.iter().map(|p| {
+            (
+                &p.meta.host,
+                Saturation::of(p, from_ns, to_ns),
+                Activity::of(p, from_ns, to_ns),
+            )
+        }))
+    }
+
+    /// The same from each probe's facts and figures, already read over the window.
+    pub fn from_parts<'a>(
+        parts: impl IntoIterator<Item = (&'a HostInfo, Option<Saturation>, Option<Activity>)>,
+    ) -> Option<System> {
+        let mut target = None;
+        let mut database = None;
+        for (host, saturation, activity) in parts {
+            match host.role {
+                Role::Target if target.is_none() => target = saturation,
+                Role::Database if database.is_none() => {
+                    database = Some(Participant {
+                        name: host.name.clone().unwrap_or_else(|| "the database".into()),
+                        saturation,
+                        activity,
+                    })
+                }
+                _ => {}
+            }
+        }
+        Some(System {
+            target: target?,
+            database,
+        })
     }
 
     /// The CPUs both the target and the database (`s`) may run on, where both lists were read
     /// and they share any.
     fn shared_cpus(&self, s: &Saturation) -> Option<probe::cpus::CpuList> {
-        let (a, b) = (self.target.cpus.as_ref()?, s.cpus.as_ref()?);
-        let shared: Vec<usize> = a
-            .cpus()
-            .iter()
-            .filter(|c| b.contains(**c))
-            .copied()
-            .collect();
-        (!shared.is_empty()).then(|| probe::cpus::CpuList::new(shared))
+        let shared = self.target.cpus.as_ref()?.intersection(s.cpus.as_ref()?);
+        (!shared.is_empty()).then_some(shared)
     }
 
     /// Both one's figures, each where measured.
@@ -238,10 +242,7 @@ impl System {
         if matches!(limit, Limit::Quota | Limit::Cpu) {
             return (limit, format!("{sentence}; {evidence}"));
         }
-        let server = self
-            .target
-            .usage()
-            .replacen("it used", "the server used", 1);
+        let server = self.target.usage_by("the server");
         let name = &db.name;
         let used = db.saturation.as_ref().map(|s| {
             format!(
@@ -322,12 +323,9 @@ impl System {
             Limit::Wait => (
                 Limit::Wait,
                 format!(
-                    "{}; {name} was not saturated ({evidence})",
-                    sentence.replacen(
-                        "a wait inside or beyond the server (a pool, a lock, a database)",
-                        "a wait inside the server (a pool, a lock, a sleep)",
-                        1
-                    ),
+                    "a wait inside the server (a pool, a lock, a sleep): {}, with {}; {name} was not saturated ({evidence})",
+                    self.target.usage(),
+                    self.target.ruled_out()
                 ),
             ),
             _ => (limit, format!("{sentence}; {evidence}")),
@@ -400,8 +398,22 @@ mod tests {
         }
     }
 
+    /// The system these probes saw, each tree one process (its row is its total, as the
+    /// tests shaped it).
+    fn system(probes: &[StoredProbe]) -> System {
+        let mut probes = probes.to_vec();
+        for p in &mut probes {
+            for r in &mut p.records {
+                if let Record::Sample(s) = &mut r.record {
+                    s.processes = s.total.iter().cloned().collect();
+                }
+            }
+        }
+        System::of(&probes, 0, 10_000_000_000).unwrap()
+    }
+
     fn verdict(probes: &[StoredProbe]) -> (Limit, String) {
-        System::of(probes, 0, 10_000_000_000).unwrap().verdict()
+        system(probes).verdict()
     }
 
     #[test]
@@ -582,7 +594,7 @@ mod tests {
     #[test]
     fn without_a_database_probe_the_targets_verdict_stands() {
         let p = [probe(Role::Target, Some(0.97), None)];
-        let system = System::of(&p, 0, 10_000_000_000).unwrap();
+        let system = system(&p);
         assert_eq!(system.verdict(), system.target.verdict());
     }
 }
