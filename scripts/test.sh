@@ -60,6 +60,12 @@ if ! command -v chromium >/dev/null; then
   apt_install chromium
 fi
 
+# OpenSSH: in the lab's twin (as root only), the operator's namespace drives the guns' sshd.
+if [ "$(id -u)" = 0 ] && { [ ! -x /usr/sbin/sshd ] || ! command -v ssh >/dev/null; }; then
+  say "installing OpenSSH (the twin's guns run sshd)"
+  apt_install openssh-server openssh-client
+fi
+
 # PostgreSQL: one throwaway cluster for the whole run, on a free port; the tests make a database
 # each in it. Stopped and removed on exit.
 pg_bin() {

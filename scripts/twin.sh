@@ -1,19 +1,28 @@
 #!/usr/bin/env bash
 # The lab's twin on one machine: the AWS lab's hosts (terraform/) as network namespaces.
 #
-#   scripts/twin.sh up [--guns 1|2] [--target NAME] [--db-delay MS] [--probe-arg ARG]…
-#   scripts/twin.sh run [--gun 1|2] -- ARGS…    # loadgen ARGS… in a gun, with the twin's environment
-#   scripts/twin.sh exec [--gun 1|2] -- CMD…    # any command there (a shell: -- bash)
-#   scripts/twin.sh env [--gun 1|2]             # the environment, as export lines for eval
+#   scripts/twin.sh up [--guns 1|2|3] [--target NAME] [--db-delay MS] [--probe-arg ARG]…
+#   scripts/twin.sh run [--gun N] -- ARGS…      # loadgen ARGS… in a gun, with the twin's environment
+#   scripts/twin.sh exec [--gun N] -- CMD…      # any command there (a shell: -- bash)
+#   scripts/twin.sh env [--gun N]               # the environment, as export lines for eval
+#   scripts/twin.sh op -- ARGS…                 # loadgen ARGS… in sd-op, the operator's machine
+#   scripts/twin.sh op-exec -- CMD…             # any command there (ssh -F "$TWIN_SSH_CONFIG" sd-gun2 …)
 #   scripts/twin.sh psql [ARGS…]                # psql on the targets' database, in sd-db
 #   scripts/twin.sh status | down
 #
 # Hosts and links (docs/lab.md, "The lab's twin on one machine"), each a network namespace:
 #
-#   sd-gun  10.77.1.2 ─┬─ 10.77.1.1 sd-api: target :8080, probe :7700,
-#   sd-gun2 10.77.1.3 ─┘              Toxiproxy 127.0.0.1:15432 ─ 10.77.2.1 ── 10.77.2.2 sd-db :5432
-#   sd-gun  10.77.3.2 ─┬──────────────────────────────────────────────────── 10.77.3.1 sd-db :5432
-#   sd-gun2 10.77.3.3 ─┘  (the store link: database showdown_runs only)
+#   sd-gun  10.77.1.2   ─┬─ 10.77.1.1 sd-api: target :8080, probe :7700,
+#   sd-gun2 10.77.1.3   ─┤              Toxiproxy 127.0.0.1:15432 ─ 10.77.2.1 ── 10.77.2.2 sd-db :5432
+#   sd-gun3 10.77.1.4   ─┤
+#   sd-op   10.77.1.254 ─┘  (the operator: the target's /healthz)
+#   sd-gun  10.77.3.2   ─┬────────────────────────────────────────────────────── 10.77.3.1 sd-db :5432
+#   sd-gun2 10.77.3.3   ─┤  (the store link: database showdown_runs only)
+#   sd-gun3 10.77.3.4   ─┤
+#   sd-op   10.77.3.254 ─┘
+#   sd-gun  10.77.4.2:22 ─┬─ 10.77.4.1 sd-op: the operator's machine (loadgen experiment run)
+#   sd-gun2 10.77.4.3:22 ─┤  (the ssh link: sshd in each gun, root with $state/ssh/id_ed25519)
+#   sd-gun3 10.77.4.4:22 ─┘
 #
 # Run as root. Everything `up` makes is recorded in the state directory ($TWIN_STATE_DIR,
 # default /run/showdown-twin), and `down`, or a failed `up`, removes exactly that.
@@ -24,13 +33,19 @@ root=$(dirname "$here")
 state=${TWIN_STATE_DIR:-/run/showdown-twin}
 
 # Addresses: one /24 for the guns' side of the API host (the lab's public subnet), one /30
-# between the API host and the database, one /24 for the guns' store link to the database.
+# between the API host and the database, one /24 for the guns' store link to the database, one
+# /24 for the operator's ssh link to the guns. The operator also joins the first and the third,
+# as .254: it checks the target's health and writes the same store as the guns.
 front_net=10.77.1
 api_addr=$front_net.1
 db_link_api=10.77.2.1
 db_link_db=10.77.2.2
 store_net=10.77.3
 store_addr=$store_net.1
+ops_net=10.77.4
+ops_addr=$ops_net.1
+op_host=254
+sshd=/usr/sbin/sshd
 target_port=8080
 probe_port=7700
 proxy_listen=127.0.0.1:15432
@@ -43,7 +58,7 @@ probe_user=$target_user
 
 say() { printf '%s\n' "$*"; }
 die() { printf 'twin: %s\n' "$*" >&2; exit 1; }
-usage() { sed -n '3,9p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '3,11p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 
 gun_ns() { if [ "$1" = 1 ]; then echo sd-gun; else echo "sd-gun$1"; fi; }
 
@@ -164,13 +179,17 @@ record() { echo "$2" >>"$state/$1"; }
 recorded() { [ -f "$state/$1" ] && cat "$state/$1"; true; }
 
 teardown() {
-  local failed=0 ns user
-  # The reverse of the start order: nothing watches or calls a process already gone.
+  local failed=0 ns user dir deadline i
+  # The reverse of the start order: nothing watches or calls a process already gone. sshd's
+  # SIGTERM stops its listener; each connection is a session of its own, and ends with its client.
+  for i in 3 2 1; do stop_process "sshd-gun$i" TERM 5 || failed=1; done
   stop_process probe TERM 5 || failed=1
   stop_process target TERM 10 || failed=1
   stop_process toxiproxy TERM 5 || failed=1
   stop_process postgres INT 15 || failed=1 # SIGINT: PostgreSQL's fast shutdown
+  deadline=$((SECONDS + 3)) # an ssh session's server ends a moment after its client
   for ns in $(recorded namespaces | tac); do
+    while [ -n "$(ip netns pids "$ns" 2>/dev/null)" ] && [ "$SECONDS" -lt "$deadline" ]; do sleep 0.1; done
     # Deleting a namespace deletes its veths and bridges; a process still inside would keep
     # it alive unnamed, so say so rather than leave it unseen.
     if [ -n "$(ip netns pids "$ns" 2>/dev/null)" ]; then
@@ -181,6 +200,9 @@ teardown() {
   done
   for user in $(recorded users); do
     userdel "$user" 2>/dev/null || { say "twin: could not remove user $user" >&2; failed=1; }
+  done
+  for dir in $(recorded dirs | tac); do
+    if ! rmdir "$dir" 2>/dev/null && [ -d "$dir" ]; then say "twin: could not remove $dir" >&2; failed=1; fi
   done
   rm -rf "$state"
   return "$failed"
@@ -346,6 +368,77 @@ start_probe() {
   install -m 0644 "$state/probe/tls/probe.crt" "$state/gun/probe.crt"
 }
 
+gun_ssh_addr() { echo "$ops_net.$(($1 + 1))"; }
+
+# The operator's way to the guns, as to the lab's gun hosts: root over OpenSSH with a key of its
+# own, each gun's host key known in advance. Everything in $state/ssh; sshd in the foreground.
+start_sshd() { # start_sshd GUNS
+  local guns=$1 i gun addr dir=$state/ssh
+  install -d -m 0700 "$dir"
+  # Privilege separation's empty directory (Debian's package leaves it to systemd's unit).
+  if [ ! -d /run/sshd ]; then
+    install -d -m 0755 /run/sshd
+    record dirs /run/sshd
+  fi
+  ssh-keygen -q -t ed25519 -N '' -C "showdown-twin operator" -f "$dir/id_ed25519"
+  cp "$dir/id_ed25519.pub" "$dir/authorized_keys"
+  chmod 0600 "$dir/authorized_keys"
+  : >"$dir/known_hosts"
+  : >"$dir/config"
+  : >"$state/guns"
+  for i in $(seq 1 "$guns"); do
+    gun=$(gun_ns "$i"); addr=$(gun_ssh_addr "$i")
+    ssh-keygen -q -t ed25519 -N '' -C "$gun" -f "$dir/$gun.host_key"
+    # A home of its own, as each of the lab's guns has: what a runner copies to one gun's
+    # $HOME is not written over by another's copy. (The working directory stays root's.)
+    install -d -m 0700 "$state/home/$gun"
+    echo "$addr $(cut -d' ' -f1,2 "$dir/$gun.host_key.pub")" >>"$dir/known_hosts"
+    # StrictModes off: $TWIN_STATE_DIR may be anywhere (under /tmp, 1777); its ssh directory
+    # is root's, 0700, made here. No AcceptEnv: a session has sshd's environment (and HOME) only.
+    cat >"$dir/$gun.sshd_config" <<EOF
+ListenAddress $addr
+Port 22
+HostKey $dir/$gun.host_key
+AuthorizedKeysFile $dir/authorized_keys
+AuthenticationMethods publickey
+PasswordAuthentication no
+KbdInteractiveAuthentication no
+PermitRootLogin prohibit-password
+UsePAM no
+StrictModes no
+PidFile none
+PrintMotd no
+PrintLastLog no
+MaxSessions 64
+MaxStartups 64
+SetEnv HOME=$state/home/$gun
+Subsystem sftp /usr/lib/openssh/sftp-server
+EOF
+    "$sshd" -t -f "$dir/$gun.sshd_config" || die "sshd refuses $dir/$gun.sshd_config"
+    # The gun by its namespace's name, or by its address (as a runner may name a lab's gun).
+    cat >>"$dir/config" <<EOF
+Host $gun $addr
+  HostName $addr
+  User root
+  IdentityFile $dir/id_ed25519
+  IdentitiesOnly yes
+  UserKnownHostsFile $dir/known_hosts
+  GlobalKnownHostsFile /dev/null
+  StrictHostKeyChecking yes
+  UpdateHostKeys no
+  BatchMode yes
+  ConnectTimeout 5
+EOF
+    echo "$gun" >>"$state/guns"
+    start_process "sshd-gun$i" "$gun" "$sshd" -D -e -f "$dir/$gun.sshd_config"
+  done
+  for i in $(seq 1 "$guns"); do
+    gun=$(gun_ns "$i")
+    wait_for "ssh from sd-op to $gun" 15 --alive "sshd-gun$i" \
+      ip netns exec sd-op ssh -F "$dir/config" "$gun" true
+  done
+}
+
 write_env() { # the environment of every gun: the same for all but the gun's own name
   local fingerprint
   # The fingerprint the probe printed, computed again from its certificate.
@@ -362,6 +455,8 @@ TWIN_PROBE_CA=$state/gun/probe.crt
 TWIN_DB_DELAY_MS=$2
 TWIN_GUNS=$3
 SHOWDOWN_DB=postgres://runs@$store_addr/showdown_runs
+TWIN_SSH_CONFIG=$state/ssh/config
+TWIN_GUNS_FILE=$state/guns
 EOF
 }
 
@@ -385,7 +480,7 @@ cmd_up() {
       *) usage ;;
     esac
   done
-  case "$guns" in 1 | 2) ;; *) die "--guns must be 1 or 2" ;; esac
+  case "$guns" in 1 | 2 | 3) ;; *) die "--guns must be 1, 2 or 3" ;; esac
   [[ "$delay" =~ ^[0-9]+$ ]] || die "--db-delay is whole milliseconds (Toxiproxy's latency toxic), each way"
   target_built "$target" || true # checks the name now; builds later
   if [ -f "$state/up" ]; then
@@ -397,11 +492,14 @@ cmd_up() {
   for tool in ip setpriv setsid runuser curl openssl useradd; do
     command -v "$tool" >/dev/null || die "$tool is missing"
   done
+  for tool in "$sshd" ssh ssh-keygen; do
+    command -v "$tool" >/dev/null || die "$tool is missing: apt-get install openssh-server openssh-client"
+  done
   binary loadgen LOADGEN >/dev/null
   binary probe PROBE >/dev/null
   pg_bin initdb >/dev/null
   toxiproxy=$(ensure_toxiproxy)
-  for ns in sd-gun sd-gun2 sd-api sd-db; do
+  for ns in sd-gun sd-gun2 sd-gun3 sd-api sd-db sd-op; do
     if ip netns list | grep -qw "^$ns"; then
       die "namespace $ns exists already: another twin is coming up, or one was left behind (scripts/twin.sh down, or ip netns del $ns)"
     fi
@@ -423,21 +521,26 @@ cmd_up() {
     || die "$probe_user cannot run $(binary probe PROBE): put it where other users can (e.g. /usr/local/bin, and set PROBE)"
 
   local i gun
-  for ns in sd-api sd-db; do make_ns "$ns"; done
+  for ns in sd-api sd-db sd-op; do make_ns "$ns"; done
   bridge sd-api sd-br-guns "$api_addr/24"
   bridge sd-db sd-br-store "$store_addr/24"
+  bridge sd-op sd-br-ops "$ops_addr/24"
   link sd-api sd-to-db "$db_link_api/30" sd-db sd-to-api "$db_link_db/30"
+  link sd-op sd-to-api "$front_net.$op_host/24" sd-api sd-to-op master sd-br-guns
+  link sd-op sd-to-store "$store_net.$op_host/24" sd-db sd-to-op master sd-br-store
   for i in $(seq 1 "$guns"); do
     gun=$(gun_ns "$i")
     make_ns "$gun"
     link "$gun" sd-to-api "$front_net.$((i + 1))/24" sd-api "sd-to-${gun#sd-}" master sd-br-guns
     link "$gun" sd-to-store "$store_net.$((i + 1))/24" sd-db "sd-to-${gun#sd-}" master sd-br-store
+    link "$gun" sd-to-ops "$(gun_ssh_addr "$i")/24" sd-op "sd-to-${gun#sd-}" master sd-br-ops
   done
 
   start_postgres
   start_toxiproxy "$toxiproxy" "$delay"
   start_target "$target"
   start_probe "${probe_args[@]}"
+  start_sshd "$guns"
   write_env "$target" "$delay" "$guns"
   date -u +%Y-%m-%dT%H:%M:%SZ >"$state/up"
 
@@ -445,7 +548,8 @@ cmd_up() {
   say ""
   say "  target  $api_addr:$target_port in sd-api, as $target_user (PID $(recorded_pid target))"
   say "  probe   $api_addr:$probe_port in sd-api, as $probe_user, TLS $(sed -n 's/^TWIN_PROBE_FINGERPRINT=//p' "$state/env")"
-  say "  store   $(sed -n 's/^SHOWDOWN_DB=//p' "$state/env") (SHOWDOWN_DB in the guns)"
+  say "  store   $(sed -n 's/^SHOWDOWN_DB=//p' "$state/env") (SHOWDOWN_DB in the guns and sd-op)"
+  say "  ssh     root@$(gun_ssh_addr 1)…$(gun_ssh_addr "$guns") from sd-op: ssh -F $state/ssh/config $(paste -sd' ' "$state/guns")"
   say ""
   say "Attack from a gun (the variables are the guns' environment; eval them to use them here):"
   say "  eval \"\$(scripts/twin.sh env)\""
@@ -453,6 +557,10 @@ cmd_up() {
   say "    --probe-token-file \"\$TWIN_PROBE_TOKEN_FILE\" --probe-fingerprint \"\$TWIN_PROBE_FINGERPRINT\" \\"
   say "    -m POST --body '{\"email\":\"u{{seq}}@example.com\",\"password\":\"{{hex:40}}\"}' \"\$TWIN_TARGET_URL/users\""
   say "  scripts/twin.sh run -- runs list"
+  say ""
+  say "Drive the guns from the operator's machine, sd-op (TWIN_SSH_CONFIG, TWIN_GUNS_FILE):"
+  say "  scripts/twin.sh op-exec -- ssh -F $state/ssh/config $(gun_ns "$guns") hostname -I"
+  say "  scripts/twin.sh op -- experiment run …"
   say "  scripts/twin.sh down"
 }
 
@@ -509,6 +617,33 @@ cmd_env() {
   while IFS= read -r line; do printf 'export %s=%q\n' "${line%%=*}" "${line#*=}"; done < <(gun_env "$gun")
 }
 
+op_rest() { # parses [--] CMD…, leaving it in REST
+  [ "${1:-}" != -- ] || shift
+  [ $# -gt 0 ] || usage
+  rest=("$@")
+}
+
+op_env() { # the environment file's lines, and the operator's own
+  cat "$state/env"
+  echo "TWIN_STATE_DIR=$state"
+}
+
+cmd_op_exec() {
+  need_up
+  local rest=() vars=()
+  op_rest "$@"
+  mapfile -t vars < <(op_env)
+  exec ip netns exec sd-op env "${vars[@]}" "${rest[@]}"
+}
+
+cmd_op() {
+  need_up
+  local rest=() loadgen
+  op_rest "$@"
+  loadgen=$(binary loadgen LOADGEN)
+  cmd_op_exec -- "$loadgen" "${rest[@]}"
+}
+
 cmd_psql() {
   need_up
   pg_admin -d showdown "$@"
@@ -521,8 +656,9 @@ cmd_status() {
     exit 3
   fi
   say "The twin is up since $(cat "$state/up") ($state)."
-  local name pid ns
-  for name in postgres toxiproxy target probe; do
+  local name pid ns i sshds=()
+  for i in $(seq 1 "$(sed -n 's/^TWIN_GUNS=//p' "$state/env")"); do sshds+=("sshd-gun$i"); done
+  for name in postgres toxiproxy target probe "${sshds[@]}"; do
     if pid=$(recorded_pid "$name"); then
       say "  $name: PID $pid, $(ps -o user= -p "$pid") ($(tr '\0' ' ' <"/proc/$pid/cmdline" | cut -c1-100))"
     else
@@ -552,6 +688,8 @@ case "$command" in
   run) cmd_run "$@" ;;
   exec) cmd_exec "$@" ;;
   env) cmd_env "$@" ;;
+  op) cmd_op "$@" ;;
+  op-exec) cmd_op_exec "$@" ;;
   psql) cmd_psql "$@" ;;
   *) usage ;;
 esac
