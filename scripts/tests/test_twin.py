@@ -1,8 +1,9 @@
 """End to end: the lab's twin on one machine (scripts/twin.sh), as root.
 
-The twin comes up once for the module with two guns and the database 5 ms away each way
+The twin comes up once for the module with three guns and the database 5 ms away each way
 (Toxiproxy). One gun attacks POST /users under the probe into the PostgreSQL store in sd-db;
-then both guns run one run group; then `down` must leave nothing behind. Every figure checked
+then two guns run one run group; then the operator's namespace, sd-op, drives each gun over
+OpenSSH and shares their store; then `down` must leave nothing behind. Every figure checked
 is read back from the store (`loadgen runs show … --output json`) or from the database.
 
     python3 -m pytest -q scripts/tests/test_twin.py
@@ -36,6 +37,9 @@ USER_BODY = '{"email":"twin{{seq}}@example.com","password":"{{hex:40}}"}'
 HDR = (1000, 24 * 3600 * 10**9, 3)
 TWIN_USERS = ("sd-target",)
 USERS_BEFORE = set()  # the twin's users that existed before it came up: down keeps those
+GUNS = ("sd-gun", "sd-gun2", "sd-gun3")
+PRIVSEP = Path("/run/sshd")  # sshd's privilege separation directory: down removes it if up made it
+PRIVSEP_BEFORE = []
 
 
 def skip_reason():
@@ -125,10 +129,11 @@ def env():
     )
     wait_for_build()
     USERS_BEFORE.update(u for u in TWIN_USERS if subprocess.run(["id", u], capture_output=True).returncode == 0)
+    PRIVSEP_BEFORE.append(PRIVSEP.is_dir())
     # The probe's costly figures (FD kinds, TCP states: those that need its capabilities) come
     # at most every --slow-interval within --slow-budget, 2 s apart with the unit's defaults:
     # a higher budget puts several passes into a 2 s load.
-    up = twin("up", "--guns", "2", "--db-delay", str(DELAY_MS),
+    up = twin("up", "--guns", str(len(GUNS)), "--db-delay", str(DELAY_MS),
               "--probe-arg", "--slow-interval=200ms", "--probe-arg", "--slow-budget=10", timeout=120)
     print(up.stdout)
     exports = [shlex.split(line) for line in twin("env").stdout.splitlines()]
@@ -275,6 +280,180 @@ def test_two_guns_one_group(env):
         assert figures["p50_ns"] >= ROUND_TRIP_NS, f"{kind} p50 {figures['p50_ns'] / 1e6:.2f} ms"
 
 
+def op(*args, timeout=30, check=True):
+    """A command in sd-op, the operator's machine, with the operator's environment."""
+    return twin("op-exec", "--", *args, timeout=timeout, check=check)
+
+
+def test_the_operator_over_ssh(env):
+    assert Path(env["TWIN_GUNS_FILE"]).read_text().splitlines() == list(GUNS)
+    ssh = ["ssh", "-F", env["TWIN_SSH_CONFIG"]]
+
+    # Each gun by its name, over the operator's TWIN_SSH_CONFIG, as root with its key, the gun's
+    # host key checked: the answer comes from that gun's namespace, with its three addresses and
+    # no other's, and a home of its own, as on separate hosts.
+    for n, gun in enumerate(GUNS, 1):
+        answer = op("sh", "-c", 'exec ssh -F "$TWIN_SSH_CONFIG" "$0" \'hostname -I; echo "$HOME"\'', gun)
+        lines = answer.stdout.splitlines()
+        assert set(lines[0].split()) == {f"10.77.{net}.{n + 1}" for net in (1, 3, 4)}, (gun, lines)
+        assert lines[1] == str(STATE / "home" / gun), (gun, lines)
+    # Each gun has a host key of its own: sd-gun's key is not the one known for sd-gun2.
+    wrong = op(*ssh, "-o", "HostKeyAlias=10.77.4.3", GUNS[0], "true", check=False)
+    assert wrong.returncode == 255 and "Host key verification failed" in wrong.stderr, wrong.stderr
+
+    # The operator reaches the target's /healthz and the guns' store, as its runner does, and
+    # not the database's link with the API host, nor the targets' database on the store link.
+    assert op("curl", "-fsS", "--max-time", "5", env["TWIN_TARGET_URL"] + "/healthz").returncode == 0
+    no_route = op("timeout", "3", "bash", "-c", "exec 3<>/dev/tcp/10.77.2.2/5432", check=False)
+    assert no_route.returncode != 0, "sd-op reached the database over the API host's link"
+    refused = op("psql", "-X", "postgres://showdown@10.77.3.1/showdown", "-c", "SELECT 1", check=False, timeout=15)
+    assert refused.returncode != 0 and "pg_hba.conf" in refused.stderr, refused.stderr
+    run_id = str(uuid.uuid4())
+    twin("op", "--", "attack", "--run-id", run_id, "--rate", "20", "--duration", "1s", "--timeout", "5s",
+         env["TWIN_TARGET_URL"] + "/now", timeout=30)
+    from_op = json.loads(twin("op", "--", "runs", "list", "--output", "json").stdout)
+    from_gun = loadgen_json("runs", "list", "--output", "json")
+    assert sorted(r["id"] for r in from_op) == sorted(r["id"] for r in from_gun), (from_op, from_gun)
+    assert run_id in {r["id"] for r in from_gun}, "the operator's run is not in the guns' store"
+
+
+def gun_attacks(gun):
+    """The `loadgen attack` processes running in a gun's namespace, as (PID, command line)."""
+    pids = subprocess.run(["ip", "netns", "pids", gun], capture_output=True, text=True).stdout.split()
+    found = []
+    for pid in pids:
+        try:
+            argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        except FileNotFoundError:
+            continue
+        words = [a.decode(errors="replace") for a in argv]
+        if "attack" in words and any(w.endswith("loadgen") or "loadgen-" in w for w in words):
+            found.append((int(pid), words))
+    return found
+
+
+def test_an_experiment_across_three_guns(env, tmp_path):
+    """`experiment run` in sd-op with [guns] from = "twin": every cell fired from the three gun
+    namespaces over OpenSSH, one start, merged exactly; a gun killed mid-cell fails that cell
+    alone, with the gun named, and the other guns' shards are kept."""
+    name = f"guns-{uuid.uuid4().hex[:6]}"
+    spec = tmp_path / "guns.toml"
+    spec.write_text(f"""
+name = "{name}"
+question = "Do three guns fire one schedule together?"
+[guns]
+from = "twin"
+threads = 1
+
+[[target]]
+name = "go"
+url = "{env['TWIN_TARGET_URL']}"
+probe = "{env['TWIN_PROBE']}"
+probe_token_file = "{env['TWIN_PROBE_TOKEN_FILE']}"
+probe_fingerprint = "{env['TWIN_PROBE_FINGERPRINT']}"
+contract = "declared"
+ready = "/healthz"
+
+[load]
+path = "/now"
+duration = "6s"
+timeout = "5s"
+
+[matrix]
+rate = [900, 600]
+""")
+    site = tmp_path / "site"
+    cmd = [str(TWIN), "op", "--", "experiment", "run", str(spec), "--report", str(site)]
+    runner = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    # The first cell (rate=900): once sd-gun2's attack has run a while, it is killed.
+    killed = None
+    deadline = time.monotonic() + 60
+    while killed is None and time.monotonic() < deadline and runner.poll() is None:
+        attacks = [(pid, words) for pid, words in gun_attacks(GUNS[1]) if "rate=900" in " ".join(words)]
+        if attacks:
+            time.sleep(4)  # the start is 3 s ahead; then about a second of load
+            os.kill(attacks[0][0], 9)
+            killed = attacks[0][0]
+        time.sleep(0.05)
+    try:
+        out, err = runner.communicate(timeout=120)
+    except subprocess.TimeoutExpired:
+        runner.kill()
+        out, err = runner.communicate()
+    assert killed is not None, f"no attack of the first cell in {GUNS[1]}\n{out}\n{err}"
+    # Every gun was made ready: this build, its clock measured.
+    for gun in GUNS:
+        assert re.search(rf"gun {gun}: loadgen \S+ \(this build(, copied)?\), clock [+-]\d", err), err
+    assert re.search(rf"cell failed: gun {GUNS[1]} \(2/3\)", err), err
+
+    runs = [r for r in loadgen_json("runs", "list", "--output", "json") if r.get("experiment") == name]
+    groups = {}
+    for r in runs:
+        groups.setdefault(r["labels"]["rate"], []).append(r)
+    assert sorted(groups) == ["600", "900"], runs
+    for rate, shards in groups.items():
+        assert sorted(r["shard"]["index"] for r in shards) == [0, 1, 2], shards
+        assert sorted(r["labels"]["gun"] for r in shards) == list(GUNS), shards
+        assert len({r["shard"]["group"] for r in shards}) == 1, shards
+
+    # The failed cell: kept, every shard failed with the reason naming the killed gun; the
+    # other guns' shards still hold all their requests.
+    failed = [loadgen_json("runs", "show", r["id"], "--output", "json") for r in groups["900"]]
+    for shard in failed:
+        assert shard["status"] == "failed", shard["status"]
+        assert GUNS[1] in (shard["stop_reason"] or ""), shard["stop_reason"]
+    whole = [s for s in failed if s["meta"]["labels"]["gun"] != GUNS[1]]
+    assert [s["summary"]["requests"]["total"] for s in whole] == [1800, 1800], [s["summary"] for s in whole]
+
+    # The kept cell: one schedule, one start, merged exactly.
+    shards = [loadgen_json("runs", "show", r["id"], "--output", "json") for r in groups["600"]]
+    group = groups["600"][0]["shard"]["group"]
+    merged = loadgen_json("runs", "show", "--group", group, "--output", "json")
+    # One clock here: the offsets measured are within their uncertainty, so not applied.
+    assert len({s["meta"]["started_at_ns"] for s in shards}) == 1, [s["meta"]["started_at_ns"] for s in shards]
+    assert all(s["status"] == "complete" for s in shards), [s["status"] for s in shards]
+    assert [s["summary"]["requests"]["total"] for s in shards] == [1200, 1200, 1200]
+    assert merged["summary"]["requests"]["total"] == 3600
+    for kind in ("corrected", "service"):
+        union = HdrHistogram(*HDR)
+        for shard in shards:
+            for interval in shard["intervals"]:
+                union.add(HdrHistogram.decode(interval[kind]))
+        figures = merged["summary"]["latency"][kind]
+        assert union.get_total_count() == figures["count"] == 3600, kind
+        for key, quantile in (("p50_ns", 0.5), ("p99_ns", 0.99), ("p999_ns", 0.999)):
+            assert value_at_quantile(union, quantile) == figures[key], f"{kind} {key}"
+    # Only the first gun subscribed to the probe; the group has its samples.
+    assert [len(s["probes"]) for s in sorted(shards, key=lambda s: s["meta"]["shard"]["index"])] == [1, 0, 0]
+
+    # The page: the kept cell is its group's merged run, with each gun's own figures.
+    page = (site / "groups").glob("*.html")
+    texts = [p.read_text() for p in page]
+    mine = [t for t in texts if group in t]
+    assert mine, list((site / "groups").iterdir())
+    assert "<h2>Guns</h2>" in mine[0]
+    for gun in GUNS:
+        assert f">{gun} (clock " in mine[0], gun
+
+
+def test_a_search_across_guns(env):
+    """`loadgen capacity --guns-from twin` in sd-op: each step split across the three guns from
+    one start, kept as a run group, judged on the merged histograms."""
+    out = twin("op", "--", "capacity", "--guns-from", "twin", "--gun-threads", "1",
+               "--slo", "p99<=50ms", "--start", "1000", "--step", "2s", "--warmup", "500ms",
+               "--max-steps", "2", "--output", "json", env["TWIN_TARGET_URL"] + "/now", timeout=120)
+    search = json.loads(out.stdout)["searches"][0]
+    assert [s["rate"] for s in search["steps"]] == [1000, 2000], search["steps"]
+    for step in search["steps"]:
+        assert step["judgement"]["verdict"] == "pass", step
+        shards = loadgen_json("runs", "list", "--group", step["run_id"], "--output", "json")
+        assert sorted(r["labels"]["gun"] for r in shards) == list(GUNS), shards
+        merged = loadgen_json("runs", "show", "--group", step["run_id"], "--output", "json")
+        # 2.5 s at the step's rate, one schedule split three ways.
+        assert merged["summary"]["requests"]["total"] == step["rate"] * 5 // 2, merged["summary"]["requests"]
+    assert search["capacity"] == 2000, search
+
+
 def value_at_quantile(histogram, quantile):
     """HdrHistogram's percentile as the Rust and Java implementations define it (the first
     value with at least ceil(q × count) values at or below it, as its bucket's highest
@@ -300,7 +479,7 @@ def alive(pid, start):
 def test_down_leaves_nothing(env):
     status = twin("status").stdout
     pids = {int(p) for p in re.findall(r": PID (\d+),", status)}
-    assert len(pids) == 4, status  # postgres, toxiproxy, target, probe
+    assert len(pids) == 4 + len(GUNS), status  # postgres, toxiproxy, target, probe, an sshd per gun
     ours = {pid: Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19] for pid in pids}
     uids = {int(subprocess.run(["id", "-u", user], capture_output=True, text=True, check=True).stdout)
             for user in TWIN_USERS}
@@ -321,6 +500,10 @@ def test_down_leaves_nothing(env):
     leftover = [line for line in left.splitlines()
                 if int(line.split()[0]) in uids and not line.split()[1].startswith("Z")]
     assert not leftover, leftover
+    sshd = [line for line in left.splitlines() if "sshd" in line and str(STATE) in line
+            and not line.split()[1].startswith("Z")]
+    assert not sshd, sshd
+    assert PRIVSEP.is_dir() == PRIVSEP_BEFORE[0], f"{PRIVSEP} before up: {PRIVSEP_BEFORE[0]}"
     for user in set(TWIN_USERS) - USERS_BEFORE:
         assert subprocess.run(["id", user], capture_output=True).returncode != 0, f"user {user} is left"
     assert twin("status", check=False).returncode == 3

@@ -70,6 +70,8 @@ pub struct ExperimentFile {
     /// its own beside every local target and drawn as its own group.
     #[serde(default, rename = "watch")]
     pub watches: Vec<WatchSpec>,
+    /// Gun hosts that fire every cell together over SSH, instead of this machine.
+    pub guns: Option<crate::fleet::spec::GunsSpec>,
 }
 
 /// A process of the system under test beside the target and its database, found on this host
@@ -575,7 +577,7 @@ fn post_roll() -> Duration {
     Duration::from_secs(2)
 }
 
-fn duration<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+pub(crate) fn duration<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
     let text = String::deserialize(d)?;
     humantime::parse_duration(&text).map_err(|e| {
         serde::de::Error::custom(format!(
@@ -672,6 +674,15 @@ fn check(file: &ExperimentFile) -> Result<(), String> {
     }
     if database.cpus.is_some() && (database.url.is_some() || database.url_env.is_some()) {
         return Err("[database] cpus places the throwaway PostgreSQL: a database of yours (url, url_env) runs where you put it".into());
+    }
+    if let Some(guns) = &file.guns {
+        guns.check()?;
+        if let Some(t) = file.targets.iter().find(|t| !t.is_remote()) {
+            return Err(format!(
+                "target {:?}: with [guns], every target is remote (url and probe): the guns reach a target and its probe by address, not this machine's loopback",
+                t.name
+            ));
+        }
     }
     let mut watched = std::collections::BTreeSet::new();
     for w in &file.watches {

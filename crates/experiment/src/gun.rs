@@ -52,6 +52,8 @@ pub struct Attack {
     pub workdir: PathBuf,
     /// A capacity search (`loadgen capacity`) instead of a fixed load.
     pub search: Option<crate::file::SearchSpec>,
+    /// A search's gun hosts (`--gun …` flags, [`crate::fleet::Fleet::flags`]).
+    pub guns: Vec<String>,
 }
 
 fn secs(d: Duration) -> String {
@@ -184,6 +186,7 @@ impl Attack {
         }
         self.open_args(&mut args);
         self.request_args(&mut args)?;
+        args.extend(self.guns.iter().cloned());
         Ok(args)
     }
 
@@ -278,7 +281,7 @@ impl Attack {
 }
 
 /// Writes a file only its owner may read (a request's query and body, a probe's token).
-pub(crate) fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+pub fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     use std::io::Write;
     use std::os::unix::fs::OpenOptionsExt;
     std::fs::OpenOptions::new()
@@ -377,17 +380,25 @@ impl Gun {
             }
         }
         .map_err(GunError::Wait)?;
-        let said = String::from_utf8_lossy(&out.stderr);
+        Ok(Fired::of(&out.stdout, &out.stderr, out.status.code()))
+    }
+}
+
+impl Fired {
+    /// What a loadgen's output says: its JSON on standard output, its last lines on standard
+    /// error.
+    pub fn of(stdout: &[u8], stderr: &[u8], code: Option<i32>) -> Fired {
+        let said = String::from_utf8_lossy(stderr);
         let said: Vec<&str> = said.lines().rev().take(10).collect();
         let said = said.into_iter().rev().collect::<Vec<_>>().join(" | ");
-        Ok(Fired {
-            summary: serde_json::from_slice(&out.stdout).ok(),
-            search: serde_json::from_slice::<store::capacity::Repeated>(&out.stdout)
+        Fired {
+            summary: serde_json::from_slice(stdout).ok(),
+            search: serde_json::from_slice::<store::capacity::Repeated>(stdout)
                 .ok()
                 .and_then(|r| r.searches.into_iter().next()),
-            code: out.status.code(),
+            code,
             said,
-        })
+        }
     }
 }
 
@@ -447,6 +458,7 @@ mod tests {
             post_roll: Duration::ZERO,
             workdir: dir.path().to_path_buf(),
             search: None,
+            guns: Vec::new(),
         };
         let args = attack.args().unwrap();
         assert!(

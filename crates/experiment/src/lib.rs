@@ -6,6 +6,8 @@
 //! - [`file`](mod@file): the experiment file (TOML) read and checked.
 //! - [`plan`]: the matrix expanded into cells, in the order they run.
 //! - [`gun`]: each attack as a `loadgen attack` process of its own.
+//! - [`fleet`]: several gun hosts over SSH as one generator (`[guns]`), each cell's run
+//!   group merged exactly.
 //! - [`environment`]: what every process the runner starts is given, built from nothing.
 //! - `limits`: holding a local target to a host size with a cgroup.
 //! - [`ports`]: who listens on a target's port (its own processes, or someone else).
@@ -24,6 +26,7 @@ pub mod database;
 pub mod declared;
 pub mod environment;
 pub mod file;
+pub mod fleet;
 pub mod gun;
 pub mod http;
 mod limits;

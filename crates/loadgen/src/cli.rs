@@ -37,6 +37,23 @@ pub enum Command {
     /// Serve the built-in target on its own (the demo starts it this way).
     #[command(hide = true)]
     Target(TargetArgs),
+    /// A gun host's side of an experiment fired over SSH: its order on standard input.
+    #[command(hide = true)]
+    Gun(GunArgs),
+}
+
+/// `loadgen gun`: what the experiment runner starts on a gun host over SSH (docs/guns.md).
+#[derive(Debug, Clone, Args)]
+pub struct GunArgs {
+    /// Say this build, the CPUs and the clock, as JSON, and end.
+    #[arg(long)]
+    pub check: bool,
+    /// With --check: whether this URL's host and port accept a TCP connection from here.
+    #[arg(long, value_name = "URL", requires = "check")]
+    pub reach: Option<String>,
+    /// Answer every line of standard input with this host's clock (Unix nanoseconds).
+    #[arg(long, conflicts_with = "check")]
+    pub clock: bool,
 }
 
 /// Where a run is kept, and under what name.
@@ -479,6 +496,66 @@ pub struct CapacityArgs {
 
     #[command(flatten)]
     pub probe: ProbeArgs,
+
+    #[command(flatten)]
+    pub guns: GunsArgs,
+}
+
+/// Gun hosts over SSH that fire every step together (docs/guns.md).
+#[derive(Debug, Clone, Default, Args)]
+pub struct GunsArgs {
+    /// A gun host, by SSH destination (user@host, or a Host of your SSH config); repeatable.
+    /// Every step is split across the guns and judged on their merged histograms.
+    #[arg(long = "gun", value_name = "DESTINATION", conflicts_with = "guns_from")]
+    pub guns: Vec<String>,
+    /// The guns of a lab instead: `terraform` (its outputs) or `twin` (scripts/twin.sh).
+    #[arg(long, value_name = "LAB", value_parser = parse_gun_source)]
+    pub guns_from: Option<experiment::fleet::spec::GunSource>,
+    /// With --guns-from terraform: the lab's directory [default: terraform].
+    #[arg(long, value_name = "DIR")]
+    pub terraform_dir: Option<PathBuf>,
+    /// `ssh -F`: an SSH config instead of yours.
+    #[arg(long, value_name = "FILE")]
+    pub ssh_config: Option<PathBuf>,
+    /// The CPUs each gun's generator is held to (taskset on the gun).
+    #[arg(long, value_name = "LIST")]
+    pub gun_cpus: Option<probe::cpus::CpuList>,
+    /// Threads of each gun's generator.
+    #[arg(long, value_name = "N")]
+    pub gun_threads: Option<u32>,
+    /// loadgen on the guns [default: this build, copied when theirs differs].
+    #[arg(long, value_name = "PATH")]
+    pub gun_loadgen: Option<String>,
+    /// A file on each gun that sets SHOWDOWN_DB (the lab's: /etc/showdown/store.env).
+    #[arg(long, value_name = "FILE")]
+    pub gun_store_env: Option<String>,
+}
+
+impl GunsArgs {
+    /// The `[guns]` these flags say, if any.
+    pub fn spec(&self) -> Option<experiment::fleet::spec::GunsSpec> {
+        (!self.guns.is_empty() || self.guns_from.is_some()).then(|| {
+            experiment::fleet::spec::GunsSpec {
+                ssh: self.guns.clone(),
+                from: self.guns_from,
+                terraform_dir: self.terraform_dir.clone(),
+                ssh_config: self.ssh_config.clone(),
+                cpus: self.gun_cpus.clone(),
+                threads: self.gun_threads,
+                loadgen: self.gun_loadgen.clone(),
+                store_env_file: self.gun_store_env.clone(),
+                clock_tolerance: experiment::fleet::spec::CLOCK_TOLERANCE,
+            }
+        })
+    }
+}
+
+fn parse_gun_source(text: &str) -> Result<experiment::fleet::spec::GunSource, String> {
+    match text {
+        "terraform" => Ok(experiment::fleet::spec::GunSource::Terraform),
+        "twin" => Ok(experiment::fleet::spec::GunSource::Twin),
+        _ => Err(format!("expected terraform or twin, not {text:?}")),
+    }
 }
 
 #[derive(Debug, Clone, Args)]

@@ -137,6 +137,9 @@ pub struct RunFigures {
     pub shard: Option<store::run::Shard>,
     /// The target and its database over the load's window: what limited the target.
     pub system: Option<store::system::System>,
+    /// A run group's shards, one a gun host (their own pages and figures), so that a slow gun
+    /// is seen beside the merged figures rather than inside them.
+    pub guns: Vec<std::sync::Arc<RunFigures>>,
 }
 
 impl RunFigures {
@@ -320,6 +323,7 @@ fn finish(run: &StoredRun, fold: IntervalFold) -> RunFigures {
         warnings,
         shard: run.meta.shard.clone(),
         system,
+        guns: Vec::new(),
     }
 }
 

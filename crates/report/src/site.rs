@@ -275,10 +275,21 @@ pub async fn write(store: &Store, options: &SiteOptions) -> Result<Site, ReportE
             *groups.entry(shard.group.clone()).or_default() += 1;
         }
     }
+    // A group's merged run stands for its shards wherever runs are compared (an experiment's
+    // cell is one run, whichever guns fired it).
+    let mut merged_groups: HashMap<String, Arc<RunFigures>> = HashMap::new();
     for (group, shards) in &groups {
-        let merged = figures::of(&store::group::load_group(store, group).await?);
+        let mut merged = figures::of(&store::group::load_group(store, group).await?);
+        let mut guns: Vec<Arc<RunFigures>> = cache
+            .values()
+            .filter(|r| r.shard.as_ref().is_some_and(|s| &s.group == group))
+            .cloned()
+            .collect();
+        guns.sort_by_key(|g| g.shard.as_ref().map(|s| s.index));
+        merged.guns = guns;
         w.run_page(&pages::group_path(group), &merged)?;
         index.groups.push((group.clone(), *shards));
+        merged_groups.insert(group.clone(), Arc::new(merged));
     }
 
     let records = store.experiments().await?;
@@ -362,7 +373,12 @@ pub async fn write(store: &Store, options: &SiteOptions) -> Result<Site, ReportE
         w.comparison(&c, &mut index)?;
     }
 
-    let all: Vec<Arc<RunFigures>> = cache.values().cloned().collect();
+    let mut all: Vec<Arc<RunFigures>> = cache
+        .values()
+        .filter(|r| r.shard.is_none())
+        .cloned()
+        .collect();
+    all.extend(merged_groups.values().cloned());
     let searches = store.searches().await?;
     for record in &records {
         let mut fig = crate::experiment::figures(record, &all);

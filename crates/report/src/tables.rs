@@ -280,6 +280,66 @@ impl Table {
 }
 
 /// The HDR percentile table: corrected latency and service time at p50 … max.
+/// A run group's guns, one row a shard: its share of the requests, its rate, how late its
+/// sends were, its CPU, and whether it kept its schedule.
+pub fn guns(run: &RunFigures) -> Table {
+    let columns = vec![
+        Column::new("gun", "gun"),
+        Column::new("status", "status"),
+        Column::new("share", "share of requests"),
+        Column::new("rate", "rate"),
+        Column::new("lateness_p99_ns", "lateness p99"),
+        Column::new("lateness_max_ns", "lateness max"),
+        Column::new("late", "sent late (> 1 ms)"),
+        Column::new("busiest_thread", "busiest thread (% of a core)"),
+        Column::new("kept_schedule", "kept its schedule"),
+    ];
+    let total: u64 = run.guns.iter().map(|g| g.summary.requests.total).sum();
+    let rows = run
+        .guns
+        .iter()
+        .map(|g| {
+            let s = &g.summary;
+            let name = g
+                .labels
+                .get(store::vocabulary::label::GUN)
+                .cloned()
+                .unwrap_or_else(|| g.gun_host.hostname.clone());
+            let clock = g
+                .labels
+                .get(store::vocabulary::label::GUN_CLOCK)
+                .map(|c| format!(" (clock {c})"))
+                .unwrap_or_default();
+            let behind = store::diagnosis::generator_fell_behind(s);
+            vec![
+                Cell::text(format!("{name}{clock}")),
+                Cell::text(g.status.as_str()),
+                Cell::Number(
+                    if total > 0 {
+                        s.requests.total as f64 / total as f64
+                    } else {
+                        0.0
+                    },
+                    Unit::Ratio,
+                ),
+                Cell::Number(s.requests.rate, Unit::PerSecond),
+                Cell::Number(s.generator.lateness.p99_ns as f64, Unit::Nanos),
+                Cell::Number(s.generator.lateness.max_ns as f64, Unit::Nanos),
+                Cell::Number(s.generator.late as f64, Unit::Count),
+                match s.generator.busiest_thread {
+                    Some(b) => Cell::Number(b * 100.0, Unit::Percent),
+                    None => Cell::text("—"),
+                },
+                Cell::text(match behind {
+                    None => "yes".to_string(),
+                    Some(why) => format!("no: {why}"),
+                }),
+            ]
+        })
+        .collect();
+    Table { columns, rows }
+}
+
 pub fn percentiles(run: &RunFigures) -> Table {
     let columns = vec![
         Column::new("percentile", "percentile"),

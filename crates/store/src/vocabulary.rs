@@ -167,9 +167,14 @@ pub mod label {
     pub const SHARE: &str = "share";
     pub const CAPACITY: &str = "capacity";
 
+    /// A shard fired from a gun host over SSH: the gun (its SSH destination), and its clock's
+    /// offset from the runner's as measured before the experiment (`+0.12 ms ±0.05 ms`).
+    pub const GUN: &str = "gun";
+    pub const GUN_CLOCK: &str = "gun-clock";
+
     /// Labels that say how a run was made, not what it measured: no page of their own.
-    pub const BOOKKEEPING: [&str; 8] = [
-        FILE, SCALE, PLACEMENT, HELD, PHASE, REPETITION, SHARE, CAPACITY,
+    pub const BOOKKEEPING: [&str; 10] = [
+        FILE, SCALE, PLACEMENT, HELD, PHASE, REPETITION, SHARE, CAPACITY, GUN, GUN_CLOCK,
     ];
 
     /// Whether a label is the experiment runner's bookkeeping rather than a setting.

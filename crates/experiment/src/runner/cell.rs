@@ -44,6 +44,8 @@ pub(super) struct CellContext<'a> {
     pub(super) share: Option<(String, f64)>,
     /// What the probes of local targets ask of their subscribers.
     pub(super) keys: &'a ProbeKeys,
+    /// The gun hosts that fire every cell together, when the file names them.
+    pub(super) fleet: Option<&'a crate::fleet::Fleet>,
 }
 
 /// The token and TLS certificate of the probes the runner starts for local targets: made
@@ -123,6 +125,16 @@ impl CellContext<'_> {
         reason: &str,
         id: Option<String>,
     ) -> Result<(), Error> {
+        // A cell fired from several guns is their run group: each shard kept says why.
+        if let Some(group) = &id {
+            let members = self.store.group_members(group).await?;
+            if !members.is_empty() {
+                for member in members {
+                    self.store.fail_run(&member, reason, now_ns()).await?;
+                }
+                return Ok(());
+            }
+        }
         let id = match id {
             Some(id) if self.store.load_run_streaming(&id, |_| {}).await.is_ok() => id,
             _ => {
@@ -312,6 +324,7 @@ impl CellContext<'_> {
             search: (phase == Phase::Step)
                 .then(|| self.plan.search.clone())
                 .flatten(),
+            guns: self.fleet.map(|f| f.flags()).unwrap_or_default(),
         };
         let mut outcome = CellOutcome::Done;
         if cell.kind == CellKind::Search {
@@ -345,34 +358,52 @@ impl CellContext<'_> {
         }
         if !self.plan.warmup.is_zero() {
             let warmup = attack(Phase::Warmup, Some(self.plan.warmup), RunMeta::new_id());
-            match self.fire(&warmup, stop).await {
-                Ok(Some(fired)) if fired.code == Some(0) => {}
-                Ok(Some(fired)) => {
-                    outcome = CellOutcome::Failed(format!("the warm-up failed: {}", fired.said))
+            if let Some(fleet) = self.fleet {
+                match volley(fleet, &warmup, stop).await {
+                    Volley::Done => {}
+                    Volley::Interrupted => outcome = CellOutcome::Interrupted,
+                    Volley::Failed(why) => {
+                        outcome = CellOutcome::Failed(format!("the warm-up failed: {why}"))
+                    }
                 }
-                Ok(None) => outcome = CellOutcome::Interrupted,
-                Err(e) => outcome = CellOutcome::Failed(e.to_string()),
+            } else {
+                match self.fire(&warmup, stop).await {
+                    Ok(Some(fired)) if fired.code == Some(0) => {}
+                    Ok(Some(fired)) => {
+                        outcome = CellOutcome::Failed(format!("the warm-up failed: {}", fired.said))
+                    }
+                    Ok(None) => outcome = CellOutcome::Interrupted,
+                    Err(e) => outcome = CellOutcome::Failed(e.to_string()),
+                }
             }
         }
         let mut measured_id = None;
         if matches!(outcome, CellOutcome::Done) {
             let measure = attack(Phase::Measure, None, run_id.clone());
             measured_id = Some(run_id.clone());
-            outcome = match self.fire(&measure, stop).await {
-                Ok(None) => CellOutcome::Interrupted,
-                Ok(Some(fired)) => match fired.code {
-                    Some(0) => match fired
-                        .summary
-                        .as_ref()
-                        .and_then(store::diagnosis::generator_fell_behind)
-                    {
-                        Some(why) => CellOutcome::Failed(why),
-                        None => CellOutcome::Done,
+            outcome = if let Some(fleet) = self.fleet {
+                match volley(fleet, &measure, stop).await {
+                    Volley::Done => CellOutcome::Done,
+                    Volley::Interrupted => CellOutcome::Interrupted,
+                    Volley::Failed(why) => CellOutcome::Failed(why),
+                }
+            } else {
+                match self.fire(&measure, stop).await {
+                    Ok(None) => CellOutcome::Interrupted,
+                    Ok(Some(fired)) => match fired.code {
+                        Some(0) => match fired
+                            .summary
+                            .as_ref()
+                            .and_then(store::diagnosis::generator_fell_behind)
+                        {
+                            Some(why) => CellOutcome::Failed(why),
+                            None => CellOutcome::Done,
+                        },
+                        Some(3) => CellOutcome::Interrupted,
+                        _ => CellOutcome::Failed(format!("loadgen could not run: {}", fired.said)),
                     },
-                    Some(3) => CellOutcome::Interrupted,
-                    _ => CellOutcome::Failed(format!("loadgen could not run: {}", fired.said)),
-                },
-                Err(e) => CellOutcome::Failed(e.to_string()),
+                    Err(e) => CellOutcome::Failed(e.to_string()),
+                }
             };
         }
         drop((probes, reader));
@@ -445,6 +476,53 @@ impl CellContext<'_> {
         }
         let fired = self.options.gun.fire(attack, stop.clone()).await?;
         Ok((!*stop.borrow()).then_some(fired))
+    }
+}
+
+/// What the guns' shards of one attack came to, together.
+enum Volley {
+    Done,
+    Interrupted,
+    Failed(String),
+}
+
+/// Fires `attack` from every gun and judges the shards: the cell is valid only when every gun
+/// ran its share to the end and kept its schedule; the first gun that did not is named.
+async fn volley(
+    fleet: &crate::fleet::Fleet,
+    attack: &Attack,
+    stop: &mut watch::Receiver<bool>,
+) -> Volley {
+    if *stop.borrow() {
+        return Volley::Interrupted;
+    }
+    let shots = match fleet.fire(attack, stop.clone()).await {
+        Ok(shots) => shots,
+        Err(e) => return Volley::Failed(e.to_string()),
+    };
+    let count = shots.len();
+    for (i, shot) in shots.iter().enumerate() {
+        let gun = format!("gun {} ({}/{count})", shot.gun, i + 1);
+        match &shot.fired {
+            Err(why) => return Volley::Failed(format!("{gun}: {why}")),
+            Ok(fired) if fired.code == Some(3) && *stop.borrow() => return Volley::Interrupted,
+            Ok(fired) if fired.code == Some(3) => {
+                return Volley::Failed(format!("{gun} stopped early: {}", fired.said))
+            }
+            Ok(fired) => match &fired.summary {
+                None => return Volley::Failed(format!("{gun} printed no summary: {}", fired.said)),
+                Some(summary) => {
+                    if let Some(why) = store::diagnosis::generator_fell_behind(summary) {
+                        return Volley::Failed(format!("{gun} fell behind: {why}"));
+                    }
+                }
+            },
+        }
+    }
+    if *stop.borrow() {
+        Volley::Interrupted
+    } else {
+        Volley::Done
     }
 }
 

@@ -129,6 +129,11 @@ pub async fn run(
             custody::holding()
         );
     }
+    if experiment.file.guns.is_some() && !options.db.starts_with("postgres") {
+        return Err(Error::Setup(
+            "[guns] write to one store every gun reaches: a PostgreSQL one (--db postgres://…, or SHOWDOWN_DB); a SQLite file cannot be shared".into(),
+        ));
+    }
     let store = Store::open(&options.db).await?;
     let states = states(&store, experiment, &plan).await?;
     // An unfinished search goes on under its own id, from its last finished step.
@@ -292,6 +297,30 @@ pub async fn run(
     let mut files = custody::Group::new("experiment files");
     files.remove_with(workdir.path().to_path_buf());
     let keys = cell::ProbeKeys::make(workdir.path())?;
+    let fleet = match &experiment.file.guns {
+        None => None,
+        Some(guns) => {
+            let fleet = fleet(experiment, guns, &needed, &options.gun.loadgen).await?;
+            for line in fleet.describe() {
+                eprintln!("  {line}");
+            }
+            placement = format!(
+                "{} gun hosts over SSH ({}){}; the targets remote",
+                fleet.guns.len(),
+                fleet
+                    .guns
+                    .iter()
+                    .map(|g| g.link.destination.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                guns.cpus
+                    .as_ref()
+                    .map(|c| format!(", each generator held to CPU {c}"))
+                    .unwrap_or_default()
+            );
+            Some(fleet)
+        }
+    };
 
     let total = todo.len();
     let mut left_time: Duration = todo.iter().map(|c| cell_time(c, &plan)).sum();
@@ -327,6 +356,7 @@ pub async fn run(
             placement: &placement,
             share: None,
             keys: &keys,
+            fleet: fleet.as_ref(),
         };
         // A share's rate, from the searches kept by now (every search runs before any share).
         let resolved = match cell.kind {
@@ -391,8 +421,49 @@ pub async fn run(
     if options.live {
         eprintln!();
     }
+    if let Some(fleet) = fleet {
+        fleet.close().await;
+    }
     report.elapsed = started.elapsed();
     Ok(report)
+}
+
+/// The file's guns, connected and made ready; the first target they will fire at is reached
+/// from each.
+async fn fleet(
+    experiment: &Experiment,
+    guns: &crate::fleet::spec::GunsSpec,
+    needed: &[String],
+    loadgen: &std::path::Path,
+) -> Result<crate::fleet::Fleet, Error> {
+    let dir = experiment
+        .path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(std::path::Path::new("."));
+    let resolved = guns.resolve(dir).map_err(Error::Setup)?;
+    let reach = experiment
+        .file
+        .targets
+        .iter()
+        .find(|t| needed.contains(&t.name))
+        .and_then(|t| t.url.as_deref());
+    eprintln!(
+        "Preparing {} gun host(s) over SSH: {}",
+        resolved.destinations.len(),
+        resolved.destinations.join(", ")
+    );
+    crate::fleet::Fleet::prepare(
+        &resolved,
+        guns.cpus.as_ref(),
+        guns.threads,
+        guns.loadgen.as_deref(),
+        guns.clock_tolerance,
+        loadgen,
+        reach,
+    )
+    .await
+    .map_err(|e| Error::Setup(e.to_string()))
 }
 
 fn tempfile_dir() -> Result<tempfile::TempDir, Error> {

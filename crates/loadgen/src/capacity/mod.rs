@@ -15,9 +15,11 @@
 //! - [`bracket`]: where the search goes next, from the verdicts.
 //! - [`step`]: one step run and judged by the generator; the recovery between steps; the
 //!   first rate's estimate.
+//! - [`guns`]: the same from gun hosts over SSH, each step a run group judged merged.
 //! - [`words`]: the search in words.
 
 pub mod bracket;
+pub mod guns;
 pub mod repeat;
 pub mod search;
 #[cfg(test)]

@@ -137,12 +137,67 @@ async fn search(
         None => None,
     };
     let labels = keeping.labels.clone();
+    let guns = args.guns.spec();
+    if guns.is_some()
+        && !keeping
+            .store_url
+            .as_deref()
+            .is_some_and(|u| u.starts_with("postgres"))
+    {
+        return Err(Error::Usage(
+            "--gun writes every gun's shard to one store they all reach: a PostgreSQL one (--db postgres://…, or SHOWDOWN_DB); a SQLite file cannot be shared".into(),
+        ));
+    }
     let name = keeping
         .name
         .clone()
         .unwrap_or_else(|| format!("capacity of {target}"));
     keeping.name = Some(name.clone());
     let experiment = keeping.experiment.clone();
+    let mut volleys = match (&guns, &store, &keeping.store_url) {
+        (Some(spec), Some(store), Some(url)) => {
+            spec.check().map_err(Error::Usage)?;
+            let resolved = spec
+                .resolve(std::path::Path::new("."))
+                .map_err(Error::Usage)?;
+            eprintln!(
+                "Preparing {} gun host(s) over SSH: {}",
+                resolved.destinations.len(),
+                resolved.destinations.join(", ")
+            );
+            let local = experiment::gun::find_loadgen().map_err(|e| Error::Usage(e.to_string()))?;
+            let reach = args.request.url.as_deref();
+            let fleet = experiment::fleet::Fleet::prepare(
+                &resolved,
+                spec.cpus.as_ref(),
+                spec.threads,
+                spec.loadgen.as_deref(),
+                spec.clock_tolerance,
+                &local,
+                reach,
+            )
+            .await
+            .map_err(|e| Error::Usage(e.to_string()))?;
+            for line in fleet.describe() {
+                eprintln!("  {line}");
+            }
+            Some(capacity::guns::Volleys {
+                fleet,
+                store: store.clone(),
+                store_url: url.clone(),
+                request: &args.request,
+                probe: &args.probe,
+                slo: &slo,
+                warmup: args.warmup,
+                shutdown,
+                experiment: experiment.clone(),
+                labels: labels.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
+                dir: capacity::guns::private_dir()?,
+                valid: None,
+            })
+        }
+        _ => None,
+    };
     let stepper = Stepper {
         request: &args.request,
         keeping,
@@ -154,7 +209,11 @@ async fn search(
         Some(rate) => rate,
         None => {
             eprintln!("Estimating a first rate: a closed loop of 16 connections for 2 s…");
-            stepper.estimate().await?.ok_or_else(|| {
+            let estimate = match &volleys {
+                Some(v) => v.estimate().await?,
+                None => stepper.estimate().await?,
+            };
+            estimate.ok_or_else(|| {
                 Error::Usage(format!(
                     "{target} answered nothing to a closed loop of 16 connections in 2 s: is it up? (or give --start)"
                 ))
@@ -208,11 +267,24 @@ async fn search(
         until: args.until,
         budget: args.budget,
     };
-    capacity::repeat(
-        plan,
-        repeat,
-        &mut Live { stepper, store },
-        store::RunMeta::new_id,
-    )
-    .await
+    let Some(volleys) = volleys.as_mut() else {
+        return capacity::repeat(
+            plan,
+            repeat,
+            &mut Live { stepper, store },
+            store::RunMeta::new_id,
+        )
+        .await;
+    };
+    let mut repeated = capacity::repeat(plan, repeat, volleys, store::RunMeta::new_id).await?;
+    // A search the guns could not take further says how many guns it would take.
+    for search in &mut repeated.searches {
+        if search.status == Status::GeneratorLimited {
+            if let Some(more) = volleys.more_guns(search) {
+                search.reason = format!("{}; {more}", search.reason);
+                volleys.store.put_search(search).await?;
+            }
+        }
+    }
+    Ok(repeated)
 }

@@ -4,7 +4,7 @@
 use maud::{html, Markup};
 
 use super::layout::{charts, layout};
-use super::paths::run_path;
+use super::paths::page_of;
 use std::collections::BTreeMap;
 
 use crate::charts::Chart;
@@ -252,10 +252,10 @@ pub fn experiment_page(
                 "Runs: "
                 @for c in fig.cells_of(setting) {
                     @for (i, run) in c.runs.iter().enumerate() {
-                        a.chip href={ "../" (run_path(&run.id)) } { (c.target) " #" (run.labels.get(store::vocabulary::label::REPETITION).cloned().unwrap_or_else(|| (i + 1).to_string())) }
+                        a.chip href={ "../" (page_of(run)) } { (c.target) " #" (run.labels.get(store::vocabulary::label::REPETITION).cloned().unwrap_or_else(|| (i + 1).to_string())) }
                     }
                     @for (run, _) in &c.failed {
-                        a.chip href={ "../" (run_path(&run.id)) } { (c.target) " (" (run.status.as_str()) ")" }
+                        a.chip href={ "../" (page_of(run)) } { (c.target) " (" (run.status.as_str()) ")" }
                     }
                 }
             }
@@ -267,7 +267,7 @@ pub fn experiment_page(
             summary { "Vegeta-style summaries of the " (done) " complete runs (the showdown write-up's shape)" }
             @for c in &fig.cells {
                 @for run in &c.runs {
-                    h3 { a href={ "../" (run_path(&run.id)) } { (run.name) } }
+                    h3 { a href={ "../" (page_of(run)) } { (run.name) } }
                     pre { (run.summary.to_text()) }
                 }
             }

@@ -173,6 +173,18 @@ pub fn run_page(
         }
         h2 { "Summary" }
         pre { (run.summary.to_text()) }
+        @if !run.guns.is_empty() {
+            h2 { "Guns" }
+            p.meta {
+                "The run's " (run.guns.len()) " gun hosts each sent one request in " (run.guns.len()) " of one schedule from one start; the figures above are their histograms added, exactly. The cell counts only when every gun kept its schedule. Each gun's own page: "
+                @for (i, g) in run.guns.iter().enumerate() {
+                    @if i > 0 { ", " }
+                    a href={ "../" (run_path(&g.id)) } { (g.labels.get(store::vocabulary::label::GUN).cloned().unwrap_or_else(|| format!("shard {}", i + 1))) }
+                }
+                "."
+            }
+            (table(&tables::guns(run)))
+        }
         h2 { "Latency percentiles" }
         p.meta {
             (run.summary.latency.corrected.count) " requests completed. Corrected latency counts from each request's intended send time (what users of an open system see); service time from its actual send (what wrk and hey show). HdrHistogram, 3 significant digits."

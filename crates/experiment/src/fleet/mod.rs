@@ -1,0 +1,784 @@
+//! Several gun hosts as one generator, over SSH: each cell's rate split across them, every
+//! gun starting at one instant, each writing its shard of the cell's run group to the shared
+//! PostgreSQL store, where the shards merge exactly (`store::group`).
+//!
+//! Modules: [`spec`] (`[guns]` in an experiment file), [`ssh`] (one multiplexed OpenSSH
+//! connection a gun), [`order`] (what the runner sends `loadgen gun` on a gun).
+//!
+//! Before the first cell, [`Fleet::prepare`] makes every gun ready: the same `loadgen` build
+//! (its SHA-256 compared; this machine's copied over when the gun's differs), the gun's clock
+//! measured against this one over its connection (NTP's way: the reply with the shortest
+//! round trip; kept, and corrected for in each shard's start), its CPUs checked, the target
+//! reached from it. A gun that fails any of these is refused, with why, before anything runs.
+
+pub mod order;
+pub mod spec;
+pub mod ssh;
+
+use std::path::Path;
+use std::process::Stdio;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+
+use crate::gun::{Attack, Fired};
+use order::{Check, Order, FILES};
+use spec::Resolved;
+use ssh::Link;
+
+/// How far ahead of now the guns are told to start: a session over the open connection,
+/// `loadgen` started, the store and the probe reached, with room to spare.
+const START_AHEAD: Duration = Duration::from_secs(3);
+
+/// Where a copied `loadgen` goes on a gun.
+const CACHE: &str = "$HOME/.cache/showdown";
+
+/// Why the guns could not be made ready or fired.
+#[derive(Debug, thiserror::Error)]
+pub enum FleetError {
+    #[error("cannot run ssh: {0} (install OpenSSH's client)")]
+    NoSsh(std::io::Error),
+    #[error("gun {gun}: cannot connect over SSH: {why}")]
+    Connect { gun: String, why: String },
+    #[error("gun {gun}: {why}")]
+    Remote { gun: String, why: String },
+    #[error("{0}")]
+    Local(String),
+}
+
+/// One gun, ready.
+#[derive(Debug)]
+pub struct RemoteGun {
+    pub link: Link,
+    /// `loadgen` there (a shell word: a path, `$HOME` allowed).
+    pub loadgen: String,
+    /// Its clock minus this one's, and the half round trip that bounds the measurement.
+    pub offset_ns: i64,
+    pub uncertainty_ns: i64,
+    /// What it said of itself.
+    pub check: Check,
+    /// Whether this machine's build was copied there.
+    pub copied: bool,
+}
+
+impl RemoteGun {
+    /// `loadgen gun` there, its pipes ours: an order in, the attack's output back.
+    fn order_session(&self) -> tokio::process::Command {
+        let mut command = self.link.command(&format!("{} gun", word(&self.loadgen)));
+        command
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true);
+        command
+    }
+}
+
+/// The guns of an experiment, ready.
+#[derive(Debug)]
+pub struct Fleet {
+    pub guns: Vec<RemoteGun>,
+    cpus: Option<String>,
+    threads: Option<u32>,
+    store_env_file: Option<String>,
+    ssh_config: Option<std::path::PathBuf>,
+    /// `[guns] loadgen`, as given.
+    loadgen: Option<String>,
+    /// The control sockets' directory (private, short: a socket path has 108 bytes).
+    _dir: tempfile::TempDir,
+}
+
+/// One gun's part of an attack.
+#[derive(Debug, Clone)]
+pub struct Shot {
+    pub gun: String,
+    /// The shard's run id in the store.
+    pub run_id: String,
+    /// Its loadgen's result, or why there is none (the connection lost, the gun killed).
+    pub fired: Result<Fired, String>,
+}
+
+/// The SHA-256 of a binary: one build, not only one version.
+pub fn build_of(path: &Path) -> std::io::Result<String> {
+    use sha2::Digest;
+    let mut file = std::fs::File::open(path)?;
+    let mut hash = sha2::Sha256::new();
+    std::io::copy(&mut file, &mut hash)?;
+    Ok(hex::encode(hash.finalize()))
+}
+
+fn now_ns() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_nanos() as i64)
+        .unwrap_or(0)
+}
+
+/// A shell word for the gun's shell: the path quoted, `$HOME` left to expand.
+fn word(path: &str) -> String {
+    let quoted = format!("'{}'", path.replace('\'', r"'\''"));
+    match path.strip_prefix("$HOME/") {
+        Some(rest) => format!("\"$HOME\"/'{}'", rest.replace('\'', r"'\''")),
+        None => quoted,
+    }
+}
+
+impl Fleet {
+    /// Connects to every gun and makes it ready (see the module's doc); `reach` is the
+    /// target's URL, to be reached from every gun.
+    pub async fn prepare(
+        guns: &Resolved,
+        cpus: Option<&probe::cpus::CpuList>,
+        threads: Option<u32>,
+        loadgen: Option<&str>,
+        tolerance: Duration,
+        local: &Path,
+        reach: Option<&str>,
+    ) -> Result<Fleet, FleetError> {
+        let store_env_file = guns.store_env_file.clone();
+        let resolved = guns;
+        let dir = tempfile::Builder::new()
+            .prefix("sd-guns-")
+            .tempdir_in("/tmp")
+            .map_err(|e| FleetError::Local(format!("cannot make a directory for SSH: {e}")))?;
+        let build = build_of(local)
+            .map_err(|e| FleetError::Local(format!("cannot read {}: {e}", local.display())))?;
+        let mut tasks = tokio::task::JoinSet::new();
+        for (n, destination) in guns.destinations.iter().enumerate() {
+            let destination = destination.clone();
+            let config = guns.ssh_config.clone();
+            let sockets = dir.path().to_path_buf();
+            let local = local.to_path_buf();
+            let build = build.clone();
+            let loadgen = loadgen.map(str::to_string);
+            let reach = reach.map(str::to_string);
+            let cpus = cpus.cloned();
+            tasks.spawn(async move {
+                let link = Link::open(&destination, config.as_deref(), &sockets, n).await?;
+                let gun = ready(link, &local, &build, loadgen, reach.as_deref()).await?;
+                if let Some(cpus) = &cpus {
+                    let have: probe::cpus::CpuList = gun.check.cpus.parse().unwrap_or_default();
+                    if cpus.intersection(&have).len() != cpus.len() {
+                        return Err(FleetError::Remote {
+                            gun: destination,
+                            why: format!(
+                                "[guns] cpus = {cpus}, but it may run on CPU {} only",
+                                gun.check.cpus
+                            ),
+                        });
+                    }
+                }
+                Ok((n, gun))
+            });
+        }
+        let mut ready_guns = Vec::new();
+        let mut first_error = None;
+        while let Some(joined) = tasks.join_next().await {
+            match joined {
+                Ok(Ok(gun)) => ready_guns.push(gun),
+                Ok(Err(e)) => {
+                    first_error.get_or_insert(e);
+                }
+                Err(e) => {
+                    first_error.get_or_insert(FleetError::Local(e.to_string()));
+                }
+            }
+        }
+        ready_guns.sort_by_key(|(n, _)| *n);
+        let guns: Vec<RemoteGun> = ready_guns.into_iter().map(|(_, g)| g).collect();
+        if let Some(e) = first_error {
+            for g in guns {
+                g.link.close().await;
+            }
+            return Err(e);
+        }
+        for g in &guns {
+            if g.offset_ns.unsigned_abs() as u128 > tolerance.as_nanos() {
+                let why = format!(
+                    "its clock is {} off this machine's (more than clock_tolerance, {}): keep both with NTP (chrony) and run again",
+                    signed_ms(g.offset_ns),
+                    humantime::format_duration(tolerance)
+                );
+                let gun = g.link.destination.clone();
+                for g in guns {
+                    g.link.close().await;
+                }
+                return Err(FleetError::Remote { gun, why });
+            }
+        }
+        Ok(Fleet {
+            guns,
+            cpus: cpus.map(|c| c.to_string()),
+            threads,
+            store_env_file,
+            ssh_config: resolved.ssh_config.clone(),
+            loadgen: loadgen.map(str::to_string),
+            _dir: dir,
+        })
+    }
+
+    /// The same guns as `loadgen capacity` flags (a search cell's generator is the guns too).
+    pub fn flags(&self) -> Vec<String> {
+        let mut flags = Vec::new();
+        for g in &self.guns {
+            flags.extend(["--gun".to_string(), g.link.destination.clone()]);
+        }
+        if let Some(c) = &self.ssh_config {
+            flags.extend(["--ssh-config".into(), c.display().to_string()]);
+        }
+        if let Some(c) = &self.cpus {
+            flags.extend(["--gun-cpus".into(), c.clone()]);
+        }
+        if let Some(t) = self.threads {
+            flags.extend(["--gun-threads".into(), t.to_string()]);
+        }
+        if let Some(l) = &self.loadgen {
+            flags.extend(["--gun-loadgen".into(), l.clone()]);
+        }
+        if let Some(f) = &self.store_env_file {
+            flags.extend(["--gun-store-env".into(), f.clone()]);
+        }
+        flags
+    }
+
+    /// One line a gun: how it was found.
+    pub fn describe(&self) -> Vec<String> {
+        self.guns
+            .iter()
+            .map(|g| {
+                format!(
+                    "gun {}: loadgen {} ({}), clock {} ±{}, CPU {}{}",
+                    g.link.destination,
+                    g.check.version,
+                    if g.copied {
+                        "this build, copied"
+                    } else {
+                        "this build"
+                    },
+                    signed_ms(g.offset_ns),
+                    ms(g.uncertainty_ns),
+                    g.check.cpus,
+                    self.cpus
+                        .as_ref()
+                        .map(|c| format!(", the generator held to CPU {c}"))
+                        .unwrap_or_default()
+                )
+            })
+            .collect()
+    }
+
+    /// Fires `attack` from every gun as shards of the run group `attack.run_id`, all starting
+    /// at one instant; `stop` turning true stops them all (their standard input closed).
+    pub async fn fire(
+        &self,
+        attack: &Attack,
+        stop: tokio::sync::watch::Receiver<bool>,
+    ) -> Result<Vec<Shot>, FleetError> {
+        let args = attack
+            .args()
+            .map_err(|e| FleetError::Local(e.to_string()))?;
+        let env = attack.env().map_err(|e| FleetError::Local(e.to_string()))?;
+        self.volley(&args, env, &attack.run_id, stop).await
+    }
+
+    /// Fires `loadgen ARGS` (`attack …`, with this machine's file paths) from every gun as
+    /// shards of the run group `group`, with `env` (`SHOWDOWN_DB`, `SHOWDOWN_HEADERS`).
+    pub async fn volley(
+        &self,
+        local_args: &[String],
+        mut env: Vec<(String, String)>,
+        group: &str,
+        stop: tokio::sync::watch::Receiver<bool>,
+    ) -> Result<Vec<Shot>, FleetError> {
+        if self.store_env_file.is_some() {
+            env.retain(|(k, _)| k != "SHOWDOWN_DB");
+        }
+        let (args, files) = carry_files(local_args)?;
+        let count = self.guns.len();
+        let start = SystemTime::now() + START_AHEAD;
+        let start_ns = start
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_nanos() as i64)
+            .unwrap_or(0);
+        let mut tasks = tokio::task::JoinSet::new();
+        for (i, gun) in self.guns.iter().enumerate() {
+            let run_id = store::run::RunMeta::new_id();
+            let mut args = shard_args(&args, i);
+            set_flag(&mut args, "--run-id", &run_id);
+            if let Some(t) = self.threads {
+                set_flag(&mut args, "--threads", &t.to_string());
+            }
+            // The gun's clock reads the common instant as this much later or earlier; an
+            // offset within its measurement's uncertainty is no offset known.
+            let offset = if gun.offset_ns.abs() > gun.uncertainty_ns {
+                gun.offset_ns
+            } else {
+                0
+            };
+            let at = UNIX_EPOCH + Duration::from_nanos((start_ns + offset).max(0) as u64);
+            let mut extra = vec![
+                "--run-group".to_string(),
+                group.to_string(),
+                "--shard".into(),
+                format!("{i}/{count}"),
+                "--start-at".into(),
+                humantime::format_rfc3339_nanos(at).to_string(),
+                "--label".into(),
+                format!("{}={}", store::vocabulary::label::GUN, gun.link.destination),
+                "--label".into(),
+                format!(
+                    "{}={} ±{}",
+                    store::vocabulary::label::GUN_CLOCK,
+                    signed_ms(gun.offset_ns),
+                    ms(gun.uncertainty_ns)
+                ),
+            ];
+            // Before `--output` and the URL-less targets file: flags go anywhere in clap.
+            args.splice(1..1, extra.drain(..));
+            let order = Order {
+                args,
+                env: env.clone(),
+                files: if i == 0 {
+                    files.clone()
+                } else {
+                    files
+                        .iter()
+                        .filter(|(n, _)| n == "targets.toml")
+                        .cloned()
+                        .collect()
+                },
+                cpus: self.cpus.clone(),
+                store_env_file: self.store_env_file.clone(),
+            };
+            let command = gun.order_session();
+            let destination = gun.link.destination.clone();
+            let mut stop = stop.clone();
+            tasks.spawn(async move {
+                let fired = shoot(command, &order, &mut stop).await;
+                (
+                    i,
+                    Shot {
+                        gun: destination,
+                        run_id,
+                        fired,
+                    },
+                )
+            });
+        }
+        let mut shots = Vec::new();
+        while let Some(joined) = tasks.join_next().await {
+            match joined {
+                Ok(shot) => shots.push(shot),
+                Err(e) => return Err(FleetError::Local(e.to_string())),
+            }
+        }
+        shots.sort_by_key(|(i, _)| *i);
+        Ok(shots.into_iter().map(|(_, s)| s).collect())
+    }
+
+    /// Fires `loadgen ARGS` from the first gun alone, unsharded (a trickle between a
+    /// search's steps, a first estimate): its result.
+    pub async fn single(
+        &self,
+        local_args: &[String],
+        env: Vec<(String, String)>,
+        stop: tokio::sync::watch::Receiver<bool>,
+    ) -> Result<Fired, FleetError> {
+        let Some(gun) = self.guns.first() else {
+            return Err(FleetError::Local("no guns".into()));
+        };
+        let (mut args, files) = carry_files(local_args)?;
+        if let Some(t) = self.threads {
+            set_flag(&mut args, "--threads", &t.to_string());
+        }
+        let order = Order {
+            args,
+            env,
+            files,
+            cpus: self.cpus.clone(),
+            store_env_file: None,
+        };
+        let mut stop = stop;
+        shoot(gun.order_session(), &order, &mut stop)
+            .await
+            .map_err(|why| FleetError::Remote {
+                gun: gun.link.destination.clone(),
+                why,
+            })
+    }
+
+    /// Ends every connection.
+    pub async fn close(self) {
+        for g in self.guns {
+            g.link.close().await;
+        }
+    }
+}
+
+/// One gun's shard: the order sent, its output read; standard input held open until the
+/// attack ends or `stop` turns true.
+async fn shoot(
+    mut command: tokio::process::Command,
+    order: &Order,
+    stop: &mut tokio::sync::watch::Receiver<bool>,
+) -> Result<Fired, String> {
+    let mut child = command
+        .spawn()
+        .map_err(|e| format!("cannot run ssh: {e}"))?;
+    let mut stdin = child.stdin.take();
+    let mut line = serde_json::to_vec(order).map_err(|e| e.to_string())?;
+    line.push(b'\n');
+    if let Some(s) = stdin.as_mut() {
+        s.write_all(&line)
+            .await
+            .map_err(|e| format!("cannot send the order: {e}"))?;
+        let _ = s.flush().await;
+    }
+    let mut out = child.stdout.take();
+    let mut err = child.stderr.take();
+    let read_out = async {
+        let mut buf = Vec::new();
+        if let Some(o) = out.as_mut() {
+            let _ = o.read_to_end(&mut buf).await;
+        }
+        buf
+    };
+    let read_err = async {
+        let mut buf = Vec::new();
+        if let Some(e) = err.as_mut() {
+            let _ = e.read_to_end(&mut buf).await;
+        }
+        buf
+    };
+    let waiting = async {
+        let (o, e) = tokio::join!(read_out, read_err);
+        (o, e, child.wait().await)
+    };
+    tokio::pin!(waiting);
+    let (stdout, stderr, status) = loop {
+        tokio::select! {
+            done = &mut waiting => break done,
+            changed = stop.changed(), if stdin.is_some() => {
+                if changed.is_err() || *stop.borrow() {
+                    // The gun stops its attack as Ctrl-C would when its input closes.
+                    stdin = None;
+                }
+            }
+        }
+    };
+    drop(stdin);
+    let status = status.map_err(|e| e.to_string())?;
+    let fired = Fired::of(&stdout, &stderr, status.code());
+    match status.code() {
+        Some(0) | Some(3) => Ok(fired),
+        // ssh's own failure: the connection, not the attack.
+        Some(255) => Err(format!(
+            "the SSH connection was lost: {}",
+            if fired.said.is_empty() {
+                "ssh exited 255".to_string()
+            } else {
+                fired.said
+            }
+        )),
+        Some(code) => Err(format!("loadgen exited {code}: {}", fired.said)),
+        None => Err(format!("ssh was killed: {}", fired.said)),
+    }
+}
+
+/// Files an order carries: (name, contents).
+type Files = Vec<(String, String)>;
+
+/// The attack's local files (`--targets`, the probe's token and CA) carried in the order and
+/// named by [`FILES`] in the arguments.
+fn carry_files(args: &[String]) -> Result<(Vec<String>, Files), FleetError> {
+    let carried = [
+        ("--targets", "targets.toml"),
+        ("--probe-token-file", "probe.token"),
+        ("--probe-ca", "probe.crt"),
+        ("--body-file", "body"),
+    ];
+    let mut out = Vec::with_capacity(args.len());
+    let mut files = Vec::new();
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        out.push(a.clone());
+        if let Some((_, name)) = carried.iter().find(|(flag, _)| flag == a) {
+            let Some(path) = it.next() else { break };
+            let text = std::fs::read_to_string(path)
+                .map_err(|e| FleetError::Local(format!("cannot read {path}: {e}")))?;
+            files.push((name.to_string(), text));
+            out.push(format!("{FILES}/{name}"));
+        }
+    }
+    Ok((out, files))
+}
+
+/// Shard `i` of `count`'s arguments: the probes only on the first gun (every shard would
+/// subscribe to the same probe, and the group keeps one copy anyway).
+fn shard_args(args: &[String], i: usize) -> Vec<String> {
+    if i == 0 {
+        return args.to_vec();
+    }
+    let dropped_with_value = [
+        "--probe",
+        "--probe-token-file",
+        "--probe-fingerprint",
+        "--probe-ca",
+        "--pre-roll",
+        "--post-roll",
+    ];
+    let mut out = Vec::new();
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        if dropped_with_value.contains(&a.as_str()) {
+            it.next();
+        } else if a != "--profile" {
+            out.push(a.clone());
+        }
+    }
+    out
+}
+
+/// Sets `flag`'s value, replacing the one there.
+fn set_flag(args: &mut Vec<String>, flag: &str, value: &str) {
+    if let Some(p) = args.iter().position(|a| a == flag) {
+        if let Some(v) = args.get_mut(p + 1) {
+            *v = value.to_string();
+            return;
+        }
+    }
+    args.splice(1..1, [flag.to_string(), value.to_string()]);
+}
+
+fn ms(ns: i64) -> String {
+    format!("{:.2} ms", ns as f64 / 1e6)
+}
+
+fn signed_ms(ns: i64) -> String {
+    format!("{:+.2} ms", ns as f64 / 1e6)
+}
+
+/// The gun's `loadgen`: this build, found or copied; its clock measured.
+async fn ready(
+    link: Link,
+    local: &Path,
+    build: &str,
+    loadgen: Option<String>,
+    reach: Option<&str>,
+) -> Result<RemoteGun, FleetError> {
+    let cached = format!("{CACHE}/loadgen-{}", &build[..16.min(build.len())]);
+    let candidates = [loadgen.unwrap_or_else(|| "loadgen".into()), cached.clone()];
+    let mut seen = None;
+    let mut found = None;
+    for c in &candidates {
+        if let Some(check) = check(&link, c, reach).await? {
+            if check.build == build {
+                found = Some((c.clone(), check, false));
+                break;
+            }
+            seen.get_or_insert(check);
+        }
+    }
+    if found.is_none() {
+        let arch = match &seen {
+            Some(c) => c.arch.clone(),
+            None => {
+                let out = link.run("uname -m", b"", Duration::from_secs(10)).await?;
+                String::from_utf8_lossy(&out.stdout).trim().to_string()
+            }
+        };
+        if arch != std::env::consts::ARCH {
+            return Err(FleetError::Remote {
+                gun: link.destination.clone(),
+                why: format!(
+                    "it is {arch}, this machine's loadgen is {}: build loadgen there and name it in [guns] loadgen",
+                    std::env::consts::ARCH
+                ),
+            });
+        }
+        let bytes = std::fs::read(local)
+            .map_err(|e| FleetError::Local(format!("cannot read {}: {e}", local.display())))?;
+        let tmp = format!("{cached}.part");
+        let copy = format!(
+            "mkdir -p {dir} && cat > {tmp} && chmod 755 {tmp} && mv -f {tmp} {to}",
+            dir = word(CACHE),
+            tmp = word(&tmp),
+            to = word(&cached)
+        );
+        let out = link.run(&copy, &bytes, Duration::from_secs(300)).await?;
+        if !out.status.success() {
+            return Err(FleetError::Remote {
+                gun: link.destination.clone(),
+                why: format!(
+                    "cannot copy loadgen to {cached}: {}",
+                    ssh::last_line(&String::from_utf8_lossy(&out.stderr)).unwrap_or_default()
+                ),
+            });
+        }
+        match check(&link, &cached, reach).await? {
+            Some(c) if c.build == build => found = Some((cached.clone(), c, true)),
+            _ => {
+                return Err(FleetError::Remote {
+                    gun: link.destination.clone(),
+                    why: format!("the loadgen copied to {cached} is not this build"),
+                })
+            }
+        }
+    }
+    let Some((loadgen, check, copied)) = found else {
+        return Err(FleetError::Local("no loadgen".into()));
+    };
+    if let Some(Err(why)) = &check.reach {
+        return Err(FleetError::Remote {
+            gun: link.destination.clone(),
+            why: format!("it cannot reach the target: {why}"),
+        });
+    }
+    let (offset_ns, uncertainty_ns) = clock(&link, &loadgen).await?;
+    Ok(RemoteGun {
+        link,
+        loadgen,
+        offset_ns,
+        uncertainty_ns,
+        check,
+        copied,
+    })
+}
+
+/// `loadgen gun --check` there: `None` when there is no such loadgen (or not one that
+/// knows `gun`).
+async fn check(
+    link: &Link,
+    loadgen: &str,
+    reach: Option<&str>,
+) -> Result<Option<Check>, FleetError> {
+    let mut remote = format!("{} gun --check", word(loadgen));
+    if let Some(url) = reach {
+        remote.push_str(&format!(" --reach {}", word(url)));
+    }
+    let out = link.run(&remote, b"", Duration::from_secs(30)).await?;
+    if out.status.code() == Some(255) {
+        return Err(FleetError::Remote {
+            gun: link.destination.clone(),
+            why: format!(
+                "the SSH connection failed: {}",
+                ssh::last_line(&String::from_utf8_lossy(&out.stderr)).unwrap_or_default()
+            ),
+        });
+    }
+    Ok(serde_json::from_slice(&out.stdout).ok())
+}
+
+/// The gun's clock against this one: `loadgen gun --clock` answers each line with its time;
+/// of 16 exchanges over one session, the one with the shortest round trip, whose midpoint is
+/// nearest the gun's reading.
+async fn clock(link: &Link, loadgen: &str) -> Result<(i64, i64), FleetError> {
+    let failed = |why: String| FleetError::Remote {
+        gun: link.destination.clone(),
+        why: format!("cannot read its clock: {why}"),
+    };
+    let mut child = link
+        .command(&format!("{} gun --clock", word(loadgen)))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .map_err(FleetError::NoSsh)?;
+    let (Some(mut input), Some(output)) = (child.stdin.take(), child.stdout.take()) else {
+        return Err(failed("no pipes".into()));
+    };
+    let mut lines = BufReader::new(output).lines();
+    let mut best: Option<(i64, i64)> = None;
+    let exchange = async {
+        for _ in 0..16 {
+            let t0 = now_ns();
+            input
+                .write_all(b"t\n")
+                .await
+                .map_err(|e| failed(e.to_string()))?;
+            input.flush().await.map_err(|e| failed(e.to_string()))?;
+            let line = lines
+                .next_line()
+                .await
+                .map_err(|e| failed(e.to_string()))?
+                .ok_or_else(|| failed("it closed the session".into()))?;
+            let t1 = now_ns();
+            let theirs: i64 = line
+                .trim()
+                .parse()
+                .map_err(|_| failed(format!("{line:?}")))?;
+            let rtt = t1 - t0;
+            let offset = theirs - (t0 + rtt / 2);
+            if best.is_none_or(|(_, r)| rtt < r) {
+                best = Some((offset, rtt));
+            }
+        }
+        Ok::<(), FleetError>(())
+    };
+    tokio::time::timeout(Duration::from_secs(20), exchange)
+        .await
+        .map_err(|_| failed("no answer within 20 s".into()))??;
+    drop(input);
+    let _ = child.wait().await;
+    let (offset, rtt) = best.ok_or_else(|| failed("no exchange".into()))?;
+    Ok((offset, rtt / 2))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_files_go_in_the_order_and_the_probe_to_the_first_gun_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let targets = dir.path().join("t.toml");
+        std::fs::write(&targets, "[[request]]\nurl = \"http://h/x?key=s3cret\"\n").unwrap();
+        let token = dir.path().join("token");
+        std::fs::write(&token, "T0KEN-42").unwrap();
+        let args: Vec<String> = [
+            "attack",
+            "--targets",
+            targets.to_str().unwrap(),
+            "--probe",
+            "10.0.0.1:7700",
+            "--probe-token-file",
+            token.to_str().unwrap(),
+            "--probe-fingerprint",
+            "AB:CD",
+            "--pre-roll",
+            "1000ms",
+            "--output",
+            "json",
+        ]
+        .map(String::from)
+        .to_vec();
+        let (args, files) = carry_files(&args).unwrap();
+        assert!(!args
+            .iter()
+            .any(|a| a.contains("s3cret") || a.contains("T0KEN-42")));
+        assert!(args.contains(&"{files}/targets.toml".to_string()));
+        assert_eq!(files.len(), 2);
+        let second = shard_args(&args, 1);
+        assert!(!second
+            .iter()
+            .any(|a| a.starts_with("--probe") || a == "--pre-roll"));
+        assert!(second.contains(&"{files}/targets.toml".to_string()));
+        assert_eq!(shard_args(&args, 0), args);
+    }
+
+    #[test]
+    fn a_flags_value_is_replaced_or_added() {
+        let mut args: Vec<String> = ["attack", "--run-id", "a"].map(String::from).to_vec();
+        set_flag(&mut args, "--run-id", "b");
+        set_flag(&mut args, "--threads", "2");
+        assert_eq!(args, ["attack", "--threads", "2", "--run-id", "b"]);
+    }
+
+    #[test]
+    fn a_path_is_one_word_on_the_guns_shell() {
+        assert_eq!(word("/usr/bin/loadgen"), "'/usr/bin/loadgen'");
+        assert_eq!(word("$HOME/.cache/x"), "\"$HOME\"/'.cache/x'");
+        assert_eq!(word("a'b"), "'a'\\''b'");
+    }
+}

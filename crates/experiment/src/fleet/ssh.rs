@@ -1,0 +1,183 @@
+//! One gun host over OpenSSH: one multiplexed connection (a control master) opened once, every
+//! command after it a session over that connection. No agent of ours listens on the gun; the
+//! user's SSH config, keys and agent decide who may log in, as for any `ssh` they type.
+//!
+//! `ssh` is the user's own tool, so it gets the base environment and their agent
+//! (`SSH_AUTH_SOCK`), never the store's URL or the headers ([`crate::environment::NEVER`]).
+
+use std::path::{Path, PathBuf};
+use std::process::{Output, Stdio};
+use std::time::Duration;
+
+use super::FleetError;
+
+/// How long a gun has to accept the connection.
+const CONNECT: Duration = Duration::from_secs(15);
+
+/// The multiplexed connection to one gun.
+#[derive(Debug)]
+pub struct Link {
+    /// As the user gave it (`user@host`, or a `Host` of the SSH config).
+    pub destination: String,
+    config: Option<PathBuf>,
+    control: PathBuf,
+    master: tokio::process::Child,
+}
+
+impl Link {
+    /// Opens the connection; its control socket goes in `dir` (the runner's private one).
+    pub async fn open(
+        destination: &str,
+        config: Option<&Path>,
+        dir: &Path,
+        n: usize,
+    ) -> Result<Link, FleetError> {
+        let control = dir.join(format!("gun{n}.ssh"));
+        let mut command = ssh(config, &control);
+        command.args([
+            "-o",
+            "ControlMaster=yes",
+            "-o",
+            "ControlPersist=no",
+            // A gun that stops answering is noticed within 15 s, and its sessions end.
+            "-o",
+            "ServerAliveInterval=5",
+            "-o",
+            "ServerAliveCountMax=3",
+            "-N",
+            "--",
+            destination,
+        ]);
+        command
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true);
+        let master = command.spawn().map_err(FleetError::NoSsh)?;
+        let mut link = Link {
+            destination: destination.to_string(),
+            config: config.map(Path::to_path_buf),
+            control,
+            master,
+        };
+        let deadline = tokio::time::Instant::now() + CONNECT;
+        loop {
+            if let Some(status) = link.master.try_wait().map_err(FleetError::NoSsh)? {
+                let mut said = String::new();
+                if let Some(mut err) = link.master.stderr.take() {
+                    use tokio::io::AsyncReadExt;
+                    let _ = err.read_to_string(&mut said).await;
+                }
+                return Err(FleetError::Connect {
+                    gun: destination.to_string(),
+                    why: last_line(&said).unwrap_or_else(|| format!("ssh exited ({status})")),
+                });
+            }
+            if link.check().await {
+                return Ok(link);
+            }
+            if tokio::time::Instant::now() > deadline {
+                return Err(FleetError::Connect {
+                    gun: destination.to_string(),
+                    why: format!("no connection within {}s", CONNECT.as_secs()),
+                });
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    /// Whether the connection is up.
+    pub async fn check(&self) -> bool {
+        let mut command = ssh(self.config.as_deref(), &self.control);
+        command.args(["-O", "check", "--", &self.destination]);
+        command
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        matches!(command.status().await, Ok(s) if s.success())
+    }
+
+    /// A command on the gun, over the connection (a shell command line of the gun's: only
+    /// fixed words and paths go in it, never a secret).
+    pub fn command(&self, remote: &str) -> tokio::process::Command {
+        let mut command = ssh(self.config.as_deref(), &self.control);
+        command.args([
+            "-o",
+            "ControlMaster=no",
+            "-T",
+            "--",
+            &self.destination,
+            remote,
+        ]);
+        command
+    }
+
+    /// Runs `remote` to its end with `input` on its standard input, within `limit`.
+    pub async fn run(
+        &self,
+        remote: &str,
+        input: &[u8],
+        limit: Duration,
+    ) -> Result<Output, FleetError> {
+        use tokio::io::AsyncWriteExt;
+        let mut command = self.command(remote);
+        command
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true);
+        let mut child = command.spawn().map_err(FleetError::NoSsh)?;
+        let mut stdin = child.stdin.take();
+        let work = async {
+            if let Some(stdin) = stdin.as_mut() {
+                stdin.write_all(input).await?;
+            }
+            drop(stdin);
+            child.wait_with_output().await
+        };
+        match tokio::time::timeout(limit, work).await {
+            Ok(out) => out.map_err(|e| FleetError::Remote {
+                gun: self.destination.clone(),
+                why: e.to_string(),
+            }),
+            Err(_) => Err(FleetError::Remote {
+                gun: self.destination.clone(),
+                why: format!("{remote} took longer than {}s", limit.as_secs()),
+            }),
+        }
+    }
+
+    /// Ends the connection (its sessions with it).
+    pub async fn close(mut self) {
+        let mut command = ssh(self.config.as_deref(), &self.control);
+        command.args(["-O", "exit", "--", &self.destination]);
+        command
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        let _ = tokio::time::timeout(Duration::from_secs(5), command.status()).await;
+        let _ = self.master.kill().await;
+    }
+}
+
+/// `ssh` with the user's config (or the one named), batch mode, and the control socket.
+fn ssh(config: Option<&Path>, control: &Path) -> tokio::process::Command {
+    let mut command = tokio::process::Command::new("ssh");
+    if let Some(config) = config {
+        command.arg("-F").arg(config);
+    }
+    command.args(["-o", "BatchMode=yes", "-o"]);
+    command.arg(format!("ControlPath={}", control.display()));
+    let base = crate::environment::Base::current();
+    let pass = ["SSH_AUTH_SOCK".to_string()];
+    crate::environment::apply(&mut command, &crate::environment::build(&base, &[], &pass));
+    command
+}
+
+/// The last non-empty line of what a command said.
+pub(super) fn last_line(said: &str) -> Option<String> {
+    said.lines()
+        .map(str::trim)
+        .rfind(|l| !l.is_empty())
+        .map(str::to_string)
+}
