@@ -385,6 +385,8 @@ rate = [900, 600]
     for gun in GUNS:
         assert re.search(rf"gun {gun}: loadgen \S+ \(this build(, copied)?\), clock [+-]\d", err), err
     assert re.search(rf"cell failed: gun {GUNS[1]} \(2/3\)", err), err
+    # The runner checked the target where the guns reach it: through the first gun.
+    assert re.search(rf"go is checked where the guns reach it: through {GUNS[0]} \(http://127\.0\.0\.1:\d+\)", err), err
 
     runs = [r for r in loadgen_json("runs", "list", "--output", "json") if r.get("experiment") == name]
     groups = {}

@@ -954,3 +954,25 @@ def test_checkov_finds_nothing_unexplained():
     assert not failed, failed
     assert report["summary"]["parsing_errors"] == 0
     assert report["summary"]["passed"] > 100, "checkov read the lab"
+
+
+def test_the_guns_runner_finds_what_the_lab_makes():
+    """`[guns] from = "terraform"` (crates/experiment/src/fleet/spec.rs, docs/guns.md) drives the
+    lab's guns from the operator's machine: it reads `ssh_guns` as `ssh USER@IP`, runs `loadgen`
+    from the guns' PATH as the SSH user, and gives each gun's shard the store URL in the file the
+    lab writes for that user. What it expects is what the lab makes."""
+    outputs = {k: v for block in TF["output"] for k, v in block.items()}
+    guns = text(outputs["ssh_guns"]["value"])
+    assert re.search(r"ssh admin@\$\{g\.public_ip\}", guns), guns
+    spec = open(os.path.join(os.path.dirname(LAB), "crates", "experiment", "src", "fleet", "spec.rs")).read()
+    store_env = re.search(r'pub const LAB_STORE_ENV: &str = "([^"]+)";', spec).group(1)
+    gun = open(os.path.join(LAB, "templates", "gun.yaml.tftpl")).read()
+    assert f"> {store_env}" in gun and "SHOWDOWN_DB=postgres://" in gun, "the gun's store file moved"
+    assert re.search(rf"chown admin: .*{re.escape(store_env)}", gun), "the store file is not the SSH user's"
+    install = open(os.path.join(LAB, "templates", "install.sh.tftpl")).read()
+    assert re.search(r"install -m 0755 \S*/loadgen .* /usr/local/bin/", install), "loadgen is not on the guns' PATH"
+    rule = resources("aws_vpc_security_group_ingress_rule")["gun_ssh"]
+    assert text(rule["cidr_ipv4"]) == "${var.operator_cidr}" and (rule["from_port"], rule["to_port"]) == (22, 22)
+    # The runner's checks of the target go through the first gun (an SSH port forward): the
+    # guns' sshd is Debian's, with forwarding left at its default (allowed).
+    assert "AllowTcpForwarding no" not in gun

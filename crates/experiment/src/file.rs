@@ -713,6 +713,13 @@ fn check(file: &ExperimentFile) -> Result<(), String> {
             return Err(format!("two targets are named {:?}", t.name));
         }
         check_kind(t, file.database.is_some())?;
+        let given = |v: &Option<String>| v.as_deref().is_some_and(|v| !v.trim().is_empty());
+        if t.url.is_some() && !given(&t.url) || t.probe.is_some() && !given(&t.probe) {
+            return Err(format!(
+                "target {:?}: url and probe must not be empty: a base URL such as \"http://10.0.1.5:8080\" and a \"HOST:PORT\"",
+                t.name
+            ));
+        }
         match (&t.url, &t.probe) {
             (Some(_), None) => {
                 return Err(format!(
@@ -1037,6 +1044,27 @@ mod tests {
         format!(
             "name = \"x\"\nquestion = \"q\"\n[load]\npath = \"/\"\nrate = 1\nduration = \"1s\"\n[[target]]\nname = \"mine\"\n{target}"
         )
+    }
+
+    #[test]
+    fn guns_fire_at_remote_targets_named_by_ssh_or_a_lab() {
+        let remote = "url = \"http://10.0.1.5:8080\"\nprobe = \"10.0.1.5:7700\"\n";
+        let guns = |g: &str, target: &str| read(&format!("{}\n[guns]\n{g}", with_target(target)));
+        let file = guns("ssh = [\"admin@gun1\", \"gun2\"]\nthreads = 2\n", remote).unwrap();
+        let spec = file.guns.unwrap();
+        assert_eq!(spec.ssh, ["admin@gun1", "gun2"]);
+        assert_eq!(spec.clock_tolerance, crate::fleet::spec::CLOCK_TOLERANCE);
+        assert!(guns("from = \"twin\"\n", remote).is_ok());
+        let local = guns("ssh = [\"gun1\"]\n", "run = \"go\"\n").unwrap_err();
+        assert!(local.contains("every target is remote"), "{local}");
+        let none = guns("threads = 2\n", remote).unwrap_err();
+        assert!(none.contains("name the guns"), "{none}");
+        let both = guns("ssh = [\"g\"]\nfrom = \"twin\"\n", remote).unwrap_err();
+        assert!(both.contains("not both"), "{both}");
+        let option = guns("ssh = [\"-oProxyCommand=x\"]\n", remote).unwrap_err();
+        assert!(option.contains("not an SSH destination"), "{option}");
+        let empty = read(&with_target("url = \"\"\nprobe = \"h:1\"\n")).unwrap_err();
+        assert!(empty.contains("must not be empty"), "{empty}");
     }
 
     #[test]

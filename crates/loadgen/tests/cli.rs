@@ -176,6 +176,19 @@ fn bad_flags_get_one_line_naming_the_fix_and_exit_2() {
             "--stall-every",
         ),
         (&["bombard"], "bombard"),
+        (
+            &[
+                "capacity",
+                "--gun",
+                "gun1",
+                "--slo",
+                "p99<=10ms",
+                "--db",
+                "sqlite:///tmp/showdown-cli-test-guns.db",
+                "http://127.0.0.1:1/",
+            ],
+            "PostgreSQL",
+        ),
     ];
     for (args, needle) in cases {
         let out = loadgen(args);
@@ -195,6 +208,42 @@ fn bad_flags_get_one_line_naming_the_fix_and_exit_2() {
         assert!(out.stdout.is_empty(), "{args:?}");
     }
     assert!(loadgen(&["attack", "--help"]).status.success());
+}
+
+/// Guns share one store: an experiment with `[guns]` and a SQLite store is refused in one line
+/// before anything runs (no gun is contacted, no target checked).
+#[test]
+fn guns_with_a_sqlite_store_are_refused_before_anything_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("guns.toml");
+    std::fs::write(
+        &file,
+        "name = \"g\"\nquestion = \"q\"\n[guns]\nssh = [\"gun1\"]\n[[target]]\nname = \"r\"\nurl = \"http://127.0.0.1:1\"\nprobe = \"127.0.0.1:2\"\n[load]\npath = \"/\"\nrate = 1\nduration = \"1s\"\n",
+    )
+    .unwrap();
+    let db = format!("sqlite://{}", dir.path().join("runs.db").display());
+    let started = std::time::Instant::now();
+    let out = loadgen(&[
+        "experiment",
+        "run",
+        file.to_str().unwrap(),
+        "--db",
+        &db,
+        "--no-report",
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let errors: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.starts_with("Error: "))
+        .collect();
+    assert_eq!(errors.len(), 1, "{stderr}");
+    assert!(
+        errors[0].contains("PostgreSQL") && errors[0].contains("SQLite"),
+        "{stderr}"
+    );
+    assert!(!out.status.success());
+    assert!(!stderr.contains("Preparing"), "{stderr}");
+    assert!(started.elapsed() < std::time::Duration::from_secs(10));
 }
 
 #[test]

@@ -217,6 +217,37 @@ impl Fleet {
         })
     }
 
+    /// `base` (a plain-HTTP URL) as this machine reaches it through the first gun: the runner's
+    /// own checks of a target (its contract, its readiness) go where the guns' requests go, a
+    /// target on the lab's private network included. HTTPS is reached directly (a forwarded
+    /// port would not carry the name its certificate is for).
+    pub async fn reach(&self, base: &str) -> Result<String, FleetError> {
+        let Some(gun) = self.guns.first() else {
+            return Ok(base.to_string());
+        };
+        let Ok(uri) = base.parse::<http::Uri>() else {
+            return Ok(base.to_string());
+        };
+        if uri.scheme_str() != Some("http") {
+            return Ok(base.to_string());
+        }
+        let Some(host) = uri.host() else {
+            return Ok(base.to_string());
+        };
+        let port = uri.port_u16().unwrap_or(80);
+        let local = gun
+            .link
+            .forward(host.trim_matches(['[', ']']), port)
+            .await?;
+        let path = uri.path_and_query().map(|p| p.as_str()).unwrap_or("");
+        let path = if path == "/" && !base.ends_with('/') {
+            ""
+        } else {
+            path
+        };
+        Ok(format!("http://127.0.0.1:{local}{path}"))
+    }
+
     /// The same guns as `loadgen capacity` flags (a search cell's generator is the guns too).
     pub fn flags(&self) -> Vec<String> {
         let mut flags = Vec::new();
@@ -502,10 +533,11 @@ fn carry_files(args: &[String]) -> Result<(Vec<String>, Files), FleetError> {
     let mut it = args.iter();
     while let Some(a) = it.next() {
         out.push(a.clone());
-        if let Some((_, name)) = carried.iter().find(|(flag, _)| flag == a) {
+        if let Some((flag, name)) = carried.iter().find(|(flag, _)| flag == a) {
             let Some(path) = it.next() else { break };
-            let text = std::fs::read_to_string(path)
-                .map_err(|e| FleetError::Local(format!("cannot read {path}: {e}")))?;
+            let text = std::fs::read_to_string(path).map_err(|e| {
+                FleetError::Local(format!("cannot read {path:?} ({flag}, for the guns): {e}"))
+            })?;
             files.push((name.to_string(), text));
             out.push(format!("{FILES}/{name}"));
         }

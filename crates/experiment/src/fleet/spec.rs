@@ -83,6 +83,14 @@ impl GunsSpec {
         for d in &self.ssh {
             check_destination(d)?;
         }
+        if let Some(c) = &self.ssh_config {
+            if !c.is_file() {
+                return Err(format!(
+                    "[guns] ssh_config {:?} is not a file: name your SSH config, or drop it for ~/.ssh/config",
+                    c.display().to_string()
+                ));
+            }
+        }
         if self.threads == Some(0) {
             return Err("[guns] threads must be at least 1".into());
         }

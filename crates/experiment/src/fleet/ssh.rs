@@ -147,6 +147,36 @@ impl Link {
         }
     }
 
+    /// Forwards a port of this machine's loopback to `host:port` as the gun reaches it, over
+    /// the connection (`ssh -O forward -L`); the forward ends with the connection.
+    pub async fn forward(&self, host: &str, port: u16) -> Result<u16, FleetError> {
+        let failed = |why: String| FleetError::Remote {
+            gun: self.destination.clone(),
+            why: format!("cannot forward a port to {host}:{port}: {why}"),
+        };
+        let local = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .map_err(|e| failed(e.to_string()))?
+            .port();
+        let host = if host.contains(':') {
+            format!("[{host}]")
+        } else {
+            host.to_string()
+        };
+        let mut command = ssh(self.config.as_deref(), &self.control);
+        command.args(["-O", "forward", "-L"]);
+        command.arg(format!("127.0.0.1:{local}:{host}:{port}"));
+        command.args(["--", &self.destination]);
+        command.stdin(Stdio::null());
+        let out = command.output().await.map_err(FleetError::NoSsh)?;
+        if !out.status.success() {
+            return Err(failed(
+                last_line(&String::from_utf8_lossy(&out.stderr)).unwrap_or_default(),
+            ));
+        }
+        Ok(local)
+    }
+
     /// Ends the connection (its sessions with it).
     pub async fn close(mut self) {
         let mut command = ssh(self.config.as_deref(), &self.control);

@@ -127,7 +127,12 @@ impl CellContext<'_> {
     ) -> Result<(), Error> {
         // A cell fired from several guns is their run group: each shard kept says why.
         if let Some(group) = &id {
-            let members = self.store.group_members(group).await?;
+            let members = match self.store.group_members(group).await {
+                Ok(members) => members,
+                // No gun kept a shard (none started): the cell is kept as a run of its own.
+                Err(store::StoreError::NoGroup(_)) => Vec::new(),
+                Err(e) => return Err(e.into()),
+            };
             if !members.is_empty() {
                 for member in members {
                     self.store.fail_run(&member, reason, now_ns()).await?;
@@ -275,10 +280,16 @@ impl CellContext<'_> {
         let ready = match (spec.kind(), spec.contract()) {
             (TargetKind::Command, _) => Ok(()),
             (_, Contract::Showdown) => {
-                reachable(&base, Some("/healthz"), Duration::from_secs(30)).await
+                reachable(
+                    &self.checked(spec, &base),
+                    Some("/healthz"),
+                    Duration::from_secs(30),
+                )
+                .await
             }
             (_, Contract::Declared) => {
-                reachable(&base, spec.ready.as_deref(), Duration::from_secs(30)).await
+                let checked = self.checked(spec, &base);
+                reachable(&checked, spec.ready.as_deref(), Duration::from_secs(30)).await
             }
         };
         if let Err(why) = ready {
@@ -437,6 +448,15 @@ impl CellContext<'_> {
             eprintln!("  note: stopping {}: {how}", cell.target);
         }
         None
+    }
+
+    /// Where the runner itself reaches the cell's target: a remote one as the launcher says
+    /// (through the first gun, with `[guns]`), a local one at `base`.
+    fn checked(&self, spec: &TargetSpec, base: &str) -> String {
+        match spec.kind() {
+            TargetKind::Remote => self.launcher.reached(spec),
+            _ => base.to_string(),
+        }
     }
 
     /// Starts a probe of the cell, serving on a loopback port of its own with the run's keys.

@@ -270,33 +270,7 @@ pub async fn run(
         return Ok(report);
     }
     let upstream = Upstream::start().map_err(|e| Error::Setup(format!("upstream: {e}")))?;
-    let launcher = Launcher {
-        experiment,
-        dir: dir.as_deref(),
-        db: db.as_ref().map(|d| d.url.as_str()),
-        db_process: db.as_ref().and_then(|d| d.process.clone()),
-        upstream: &upstream,
-        ports: &ports,
-    };
-    let mut verification = verify_targets(&launcher, &needed, &built).await;
-    // Keep what earlier runs found of the targets not verified this time.
-    if let Some(kept) = store.experiment(&experiment.file.name).await? {
-        if kept.file_label == Plan::file_label(experiment) {
-            for v in kept.verification {
-                if !verification.iter().any(|n| n.target == v.target) {
-                    verification.push(v);
-                }
-            }
-        }
-    }
-    store
-        .put_experiment(&record(experiment, &plan, &placement, verification.clone()))
-        .await?;
-    let workdir = tempfile_dir()?;
-    // Its files (a cell's requests, the probes' token) go with it, even after a SIGKILL.
-    let mut files = custody::Group::new("experiment files");
-    files.remove_with(workdir.path().to_path_buf());
-    let keys = cell::ProbeKeys::make(workdir.path())?;
+    // The guns, before the targets are checked: a remote target is checked through them.
     let fleet = match &experiment.file.guns {
         None => None,
         Some(guns) => {
@@ -321,6 +295,57 @@ pub async fn run(
             Some(fleet)
         }
     };
+    let mut reach = std::collections::BTreeMap::new();
+    if let Some(fleet) = &fleet {
+        for t in needs(TargetKind::Remote) {
+            if let Some(url) = &t.url {
+                let through = fleet
+                    .reach(url)
+                    .await
+                    .map_err(|e| Error::Setup(e.to_string()))?;
+                if &through != url {
+                    eprintln!(
+                        "  {} is checked where the guns reach it: through {} ({through})",
+                        t.name,
+                        fleet
+                            .guns
+                            .first()
+                            .map(|g| g.link.destination.as_str())
+                            .unwrap_or("")
+                    );
+                }
+                reach.insert(t.name.clone(), through);
+            }
+        }
+    }
+    let launcher = Launcher {
+        experiment,
+        dir: dir.as_deref(),
+        db: db.as_ref().map(|d| d.url.as_str()),
+        db_process: db.as_ref().and_then(|d| d.process.clone()),
+        upstream: &upstream,
+        ports: &ports,
+        reach,
+    };
+    let mut verification = verify_targets(&launcher, &needed, &built).await;
+    // Keep what earlier runs found of the targets not verified this time.
+    if let Some(kept) = store.experiment(&experiment.file.name).await? {
+        if kept.file_label == Plan::file_label(experiment) {
+            for v in kept.verification {
+                if !verification.iter().any(|n| n.target == v.target) {
+                    verification.push(v);
+                }
+            }
+        }
+    }
+    store
+        .put_experiment(&record(experiment, &plan, &placement, verification.clone()))
+        .await?;
+    let workdir = tempfile_dir()?;
+    // Its files (a cell's requests, the probes' token) go with it, even after a SIGKILL.
+    let mut files = custody::Group::new("experiment files");
+    files.remove_with(workdir.path().to_path_buf());
+    let keys = cell::ProbeKeys::make(workdir.path())?;
 
     let total = todo.len();
     let mut left_time: Duration = todo.iter().map(|c| cell_time(c, &plan)).sum();

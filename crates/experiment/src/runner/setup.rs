@@ -301,6 +301,21 @@ pub(super) struct Launcher<'a> {
     pub(super) db_process: Option<probe::selector::Selector>,
     pub(super) upstream: &'a Upstream,
     pub(super) ports: &'a BTreeMap<String, u16>,
+    /// A remote target's base URL as the runner reaches it, where not its own (through the
+    /// first gun, with `[guns]`).
+    pub(super) reach: BTreeMap<String, String>,
+}
+
+impl Launcher<'_> {
+    /// Where the runner's own checks reach the remote target `spec`.
+    pub(super) fn reached(&self, spec: &TargetSpec) -> String {
+        self.reach
+            .get(&spec.name)
+            .cloned()
+            .unwrap_or_else(|| spec.url.clone().unwrap_or_default())
+            .trim_end_matches('/')
+            .to_string()
+    }
 }
 
 impl Launcher<'_> {
@@ -445,11 +460,7 @@ async fn verify_one(launcher: &Launcher<'_>, spec: &TargetSpec, verdict: &mut Ve
     let declared = declared_checks(experiment, spec);
     let contract = spec.contract() == Contract::Showdown;
     if spec.kind() == TargetKind::Remote {
-        let base = spec
-            .url
-            .as_deref()
-            .unwrap_or_default()
-            .trim_end_matches('/');
+        let base = &launcher.reached(spec);
         if contract {
             verdict
                 .checks
