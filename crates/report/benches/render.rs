@@ -116,7 +116,7 @@ fn prepare_and_measure() {
         }
         println!("stored {wide_runs} runs of {wide_seconds} s");
     });
-    for phase in ["long", "wide", "site"] {
+    for phase in ["long", "wide", "index", "site"] {
         let status = Command::new(std::env::current_exe().unwrap())
             .env("SHOWDOWN_BENCH_DB", &db)
             .env("SHOWDOWN_BENCH_PHASE", phase)
@@ -131,15 +131,39 @@ fn prepare_and_measure() {
         "<!DOCTYPE html><html><body><p>no chart</p></body></html>",
     )
     .unwrap();
-    let (long_page, wide_page) = (work.path().join("long.html"), work.path().join("wide.html"));
-    match (browser_seconds(&empty, work.path()), browser_seconds(&long_page, work.path()), browser_seconds(&wide_page, work.path())) {
-        (Some(base), Some(long), Some(wide)) => println!(
-            "chromium, open and screenshot (best of 3): page without charts {base:.2} s, long run page {long:.2} s (+{:.2}), comparison {wide:.2} s (+{:.2})",
+    let pages = work.path().join("pages/runs");
+    let (long_page, wide_page, index_page) = (
+        pages.join("long.html"),
+        pages.join("wide.html"),
+        pages.join("index.html"),
+    );
+    match (browser_seconds(&empty, work.path()), browser_seconds(&long_page, work.path()), browser_seconds(&wide_page, work.path()), browser_seconds(&index_page, work.path())) {
+        (Some(base), Some(long), Some(wide), Some(index)) => println!(
+            "chromium, open, draw the interactive charts and screenshot (best of 3): page without charts {base:.2} s, long run page {long:.2} s (+{:.2}), comparison {wide:.2} s (+{:.2}), index of 200 runs {index:.2} s (+{:.2})",
             long - base,
-            wide - base
+            wide - base,
+            index - base
         ),
         _ => println!("chromium not found: the browser's times are not measured"),
     }
+}
+
+/// A page written where a site has it (`runs/`), its assets beside (`assets/`): the browser
+/// times the interactive charts too.
+fn write_page(work: &std::path::Path, name: &str, html: &str) {
+    let root = work.join("pages");
+    std::fs::create_dir_all(root.join("runs")).unwrap();
+    std::fs::create_dir_all(root.join("assets")).unwrap();
+    for (path, bytes) in report::assets::FILES {
+        std::fs::write(root.join(path), bytes).unwrap();
+    }
+    // The index sits at the root: its links and assets are relative to it.
+    let html = if name == "index.html" {
+        html.replace("\"assets/", "\"../assets/")
+    } else {
+        html.to_string()
+    };
+    std::fs::write(root.join("runs").join(name), html).unwrap();
 }
 
 /// One phase of drawing, in this process alone.
@@ -168,7 +192,7 @@ fn render(db: &str) {
                     html.matches("<svg").count(),
                     mb(largest_svg(&html))
                 );
-                std::fs::write(work.join("long.html"), &html).unwrap();
+                write_page(&work, "long.html", &html);
             }
             "wide" => {
                 let listed = store.list_runs(&experiment("wide")).await.unwrap();
@@ -190,7 +214,24 @@ fn render(db: &str) {
                     mb(html.len()),
                     mb(largest_svg(&html))
                 );
-                std::fs::write(work.join("wide.html"), &html).unwrap();
+                write_page(&work, "wide.html", &html);
+            }
+            "index" => {
+                // The index of 200 runs: the stored runs' headlines, repeated.
+                let listed = store.list_runs(&RunFilter::default()).await.unwrap();
+                let mut heads = Vec::new();
+                for l in &listed {
+                    heads.push(figures::load(&store, &l.id).await.unwrap().headline());
+                }
+                let mut index = pages::SiteIndex::default();
+                for i in 0..200 {
+                    let mut h = heads[i % heads.len()].clone();
+                    h.id = format!("{i:04}-{}", h.id);
+                    index.runs.push(h);
+                }
+                let html = pages::index(&index).into_string();
+                println!("index of {} runs: page {}", index.runs.len(), mb(html.len()));
+                write_page(&work, "index.html", &html);
             }
             _ => {
                 let started = Instant::now();

@@ -16,6 +16,8 @@ pub struct Chart {
     pub svg: Option<String>,
     /// One sentence under the chart: what it shows, or why it is empty.
     pub caption: String,
+    /// A time chart's model, for the interactive chart drawn over the SVG.
+    pub data: Option<crate::model::ChartData>,
 }
 
 /// Series colours that read as their meaning: p50 blue, p90 green, p99 orange, max red.
@@ -43,7 +45,13 @@ fn stepped_lines(series: &[Series], colors: &[RGBColor]) -> Vec<Line> {
         .collect()
 }
 
-fn time(id: &str, spec: TimeChart<'_>, caption: &str, empty: &str) -> Result<Chart, PlotError> {
+/// A time chart: its SVG and its model, from one spec.
+pub(crate) fn time(
+    id: &str,
+    spec: TimeChart<'_>,
+    caption: &str,
+    empty: &str,
+) -> Result<Chart, PlotError> {
     let svg = if plot::has_data(&spec.lines) {
         Some(plot::time_chart(&spec)?)
     } else {
@@ -53,6 +61,7 @@ fn time(id: &str, spec: TimeChart<'_>, caption: &str, empty: &str) -> Result<Cha
         id: id.to_string(),
         title: spec.title.to_string(),
         caption: if svg.is_some() { caption } else { empty }.to_string(),
+        data: svg.is_some().then(|| crate::model::ChartData::of(&spec)),
         svg,
     })
 }
@@ -78,6 +87,7 @@ fn distribution(
         }
         .to_string(),
         svg,
+        data: None,
     })
 }
 

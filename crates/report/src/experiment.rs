@@ -737,6 +737,7 @@ impl ExperimentFigures {
                     },
                     title,
                     svg,
+                    data: None,
                 });
             }
             let heading = if group.is_empty() {
@@ -765,28 +766,19 @@ impl ExperimentFigures {
             Line::new(target.to_string(), self.color_of(target), points)
         };
         let time = |what: &str, title: String, y: &str, lines: Vec<Line>, caption: String| {
-            let svg = if plot::has_data(&lines) {
-                Some(plot::time_chart(&TimeChart {
+            crate::charts::time(
+                &id(what),
+                TimeChart {
                     title: &title,
                     y_label: y,
                     x_range: span,
                     attack: Some((0.0, attack_end)),
                     lines,
                     markers: Vec::new(),
-                })?)
-            } else {
-                None
-            };
-            Ok::<_, PlotError>(Chart {
-                id: id(what),
-                caption: if svg.is_some() {
-                    caption
-                } else {
-                    "Nothing to draw: no run, or no probe.".into()
                 },
-                title,
-                svg,
-            })
+                &caption,
+                "Nothing to draw: no run, or no probe.",
+            )
         };
         let per = |pick: &dyn Fn(&RunFigures) -> Vec<(f64, f64)>| -> Vec<Line> {
             runs.iter().map(|(t, r)| line(t, pick(r))).collect()
@@ -895,6 +887,7 @@ impl ExperimentFigures {
             caption: "Corrected latency over each whole run, on HdrHistogram's axis (1/(1−p), log scale).".into(),
             title,
             svg,
+            data: None,
         });
         Ok(out)
     }

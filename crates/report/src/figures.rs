@@ -48,6 +48,8 @@ pub struct LoadSeries {
     pub lateness: Series,
     pub in_flight: Series,
     pub connections: Series,
+    /// Corrected and service latency, a column an interval, counts by log-latency bin.
+    pub heatmaps: [crate::heatmap::Heatmap; 2],
 }
 
 /// What one probe saw, over time.
@@ -174,6 +176,10 @@ impl Default for IntervalFold {
                 lateness: Series::new("p99 send lateness"),
                 in_flight: Series::new("in flight"),
                 connections: Series::new("connections open"),
+                heatmaps: [
+                    crate::heatmap::Heatmap::new("corrected"),
+                    crate::heatmap::Heatmap::new("service"),
+                ],
             },
             last_end: 0.0,
         }
@@ -206,6 +212,12 @@ impl IntervalFold {
         }
         out.in_flight.points.push((t, s.in_flight as f64));
         out.connections.points.push((t, s.connections_open as f64));
+        let span = (
+            i.start_ns as f64 / 1e9,
+            (i.start_ns + i.length_ns) as f64 / 1e9,
+        );
+        out.heatmaps[0].add(span, &s.corrected);
+        out.heatmaps[1].add(span, &s.service);
     }
 
     /// The run's totals so far: every interval added up.

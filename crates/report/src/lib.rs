@@ -11,12 +11,18 @@
 //! - [`tables`]: the table model, its formats (HTML cells, JSON, CSV, Markdown) and the run tables.
 //! - [`compare`]: choosing runs to set side by side, and the comparison table with its ratios.
 //! - [`charts`]: which charts each page has and what each one draws.
+//! - [`model`]: a time chart as data (series, axes, units, marks): the SVG's spec, and the
+//!   JSON the interactive chart draws.
+//! - [`heatmap`]: a run's latency heatmap (time × log latency × count), from its intervals'
+//!   histograms.
+//! - [`assets`]: the files beside the pages (uPlot, vendored and pinned; the pages' script).
 //! - `plot`: drawing a chart as SVG with plotters.
 //! - `downsample`: fewer points per line without losing a peak or bridging a gap.
 //! - [`pages`]: the HTML templates (maud) and the site's layout.
 //! - [`site`]: reading the runs and writing every page.
 //! - `cli`, `error`: the command line and what can go wrong.
 
+pub mod assets;
 pub mod charts;
 mod cli;
 pub mod compare;
@@ -25,6 +31,8 @@ mod error;
 pub mod experiment;
 pub mod figures;
 mod flame;
+pub mod heatmap;
+pub mod model;
 pub mod pages;
 mod plot;
 pub mod profile;

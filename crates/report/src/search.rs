@@ -60,6 +60,7 @@ fn xy(
         title: title.to_string(),
         caption: if svg.is_some() { caption } else { empty }.to_string(),
         svg,
+        data: None,
     })
 }
 
@@ -410,6 +411,7 @@ fn setting_charts(setting: &SettingCapacity) -> Result<Vec<Chart>, PlotError> {
             "No search found a capacity yet.".into()
         },
         svg: bars,
+        data: None,
     }];
     if let Some(term) = first {
         let scale = if term.figure == Figure::Errors {

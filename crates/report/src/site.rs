@@ -258,6 +258,10 @@ pub async fn write(store: &Store, options: &SiteOptions) -> Result<Site, ReportE
         site: Site::default(),
         written: HashSet::new(),
     };
+    // The pages' script and charting library, once for the whole site.
+    for (path, bytes) in crate::assets::FILES {
+        w.file(path, bytes)?;
+    }
     let mut index = SiteIndex::default();
     let mut cache: HashMap<String, Arc<RunFigures>> = HashMap::new();
     for listing in &listings {

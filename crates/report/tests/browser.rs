@@ -38,6 +38,11 @@ fn chromium() -> PathBuf {
 
 /// Runs Chromium on `page` with `mode` (`--screenshot=…` or `--dump-dom`); stdout and stderr.
 fn chromium_run(page: &Path, profile: &Path, mode: &str) -> (String, String) {
+    chromium_with(page, profile, &[mode])
+}
+
+/// Runs Chromium on `page` with `modes`; stdout and stderr.
+fn chromium_with(page: &Path, profile: &Path, modes: &[&str]) -> (String, String) {
     // To files, not pipes: a page's DOM outgrows a pipe's buffer while we wait.
     std::fs::create_dir_all(profile).unwrap();
     let (stdout, stderr) = (profile.join("stdout"), profile.join("stderr"));
@@ -56,7 +61,7 @@ fn chromium_run(page: &Path, profile: &Path, mode: &str) -> (String, String) {
             "--window-size=1280,2400",
         ])
         .arg(format!("--user-data-dir={}", profile.display()))
-        .arg(mode)
+        .args(modes)
         .arg(format!("file://{}", page.display()))
         .stdout(Stdio::from(std::fs::File::create(&stdout).unwrap()))
         .stderr(Stdio::from(std::fs::File::create(&stderr).unwrap()))
@@ -201,7 +206,7 @@ fn pages_render_in_a_browser() {
         charts >= 11,
         "the run page has its load and probe charts in the DOM: {charts}"
     );
-    assert!(dom.contains("<figure id=\"latency\">") && dom.contains("<figure id=\"probe-0-cpu\">"));
+    assert!(dom.contains("<figure id=\"latency\"") && dom.contains("<figure id=\"probe-0-cpu\""));
     assert!(
         shot.count(BLUE) > 500,
         "blue lines are on the screen: {} pixels",
@@ -286,4 +291,291 @@ fn an_experiment_page_renders_in_a_browser() {
         shot.count(BLUE),
         shot.count(ORANGE)
     );
+}
+
+/// What a page's interactive parts do when used, read back from the DOM: `driver` is
+/// JavaScript run after the page's own (`await tick()` lets uPlot commit a zoom) that returns
+/// an object; it is written as JSON into the DOM, which Chromium dumps. The page is a copy
+/// with the driver appended (the page itself has no test code), opened from disk with every
+/// host name unresolvable: nothing is fetched.
+fn explore(page: &Path, work: &Path, name: &str, driver: &str) -> serde_json::Value {
+    let html = std::fs::read_to_string(page).unwrap();
+    let script = format!(
+        r#"<script>
+window.addEventListener('load', function () {{ setTimeout(async function () {{
+  const tick = () => new Promise(r => setTimeout(r, 20));
+  function fire(u, type, x, y, extra) {{
+    const r = u.over.getBoundingClientRect();
+    u.over.dispatchEvent(new MouseEvent(type, Object.assign({{ bubbles: true, cancelable: true, button: 0,
+      clientX: r.left + x, clientY: r.top + y }}, extra || {{}})));
+  }}
+  let out;
+  try {{ out = await (async function () {{ {driver} }})(); }} catch (e) {{ out = {{ error: String(e && e.stack || e) }}; }}
+  const pre = document.createElement('pre');
+  pre.id = 'explored';
+  pre.textContent = JSON.stringify(out);
+  document.body.appendChild(pre);
+}}, 50); }});
+</script>"#
+    );
+    let copy = page.with_file_name(format!("explore-{name}.html"));
+    std::fs::write(&copy, html.replace("</body>", &format!("{script}</body>"))).unwrap();
+    let profile = work.join(format!("profile-explore-{name}"));
+    let (dom, stderr) = chromium_with(
+        &copy,
+        &profile,
+        &[
+            "--dump-dom",
+            "--virtual-time-budget=8000",
+            "--host-resolver-rules=MAP * ~NOTFOUND",
+        ],
+    );
+    let console: Vec<&str> = stderr.lines().filter(|l| l.contains("CONSOLE")).collect();
+    assert!(console.is_empty(), "{name}: the console says: {console:#?}");
+    let start = dom
+        .find("<pre id=\"explored\">")
+        .unwrap_or_else(|| panic!("{name}: the driver wrote nothing: {dom}"));
+    let rest = &dom[start + "<pre id=\"explored\">".len()..];
+    let text = &rest[..rest.find("</pre>").unwrap()];
+    let text = text
+        .replace("&quot;", "\"")
+        .replace("&lt;", "<")
+        .replace("&gt;", ">")
+        .replace("&amp;", "&");
+    let value: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert!(value.get("error").is_none(), "{name}: {value}");
+    value
+}
+
+/// The model a chart's figure embeds (what the interactive chart draws).
+fn model(page: &str, id: &str) -> serde_json::Value {
+    let figure = page.find(&format!("<figure id=\"{id}\"")).unwrap();
+    let rest = &page[figure..];
+    let open = rest.find("<script class=\"chart-data\"").unwrap();
+    let body = &rest[open..];
+    let body = &body[body.find('>').unwrap() + 1..];
+    let json = &body[..body.find("</script>").unwrap()];
+    serde_json::from_str(json).unwrap()
+}
+
+/// Four significant digits, as the page's legend writes a value.
+fn four(v: f64) -> String {
+    if v == 0.0 {
+        return "0".into();
+    }
+    if v.abs() >= 1e4 {
+        let n = v.round() as i64;
+        let digits = n.abs().to_string();
+        let mut grouped = String::new();
+        for (i, c) in digits.chars().enumerate() {
+            if i > 0 && (digits.len() - i) % 3 == 0 {
+                grouped.push(',');
+            }
+            grouped.push(c);
+        }
+        return if n < 0 {
+            format!("-{grouped}")
+        } else {
+            grouped
+        };
+    }
+    let p = format!("{:.*e}", 3, v);
+    let parsed: f64 = p.parse().unwrap();
+    let text = format!("{parsed}");
+    text
+}
+
+#[test]
+fn charts_and_the_index_are_explored_in_a_browser() {
+    let work = tempfile::tempdir().unwrap();
+    let db = format!("sqlite://{}/showdown.db", work.path().display());
+    let site_dir = work.path().join("site");
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let (node, requests) = runtime.block_on(async {
+        let store = Store::open(&db).await.unwrap();
+        let node = runs::write(
+            &store,
+            &Spec::new("node 2000", 800).label("target", "node"),
+            1_795_000_000_000_000_000,
+        )
+        .await;
+        runs::write(
+            &store,
+            &Spec::new("go 2000", 300).label("target", "go"),
+            1_795_000_060_000_000_000,
+        )
+        .await;
+        runs::write(
+            &store,
+            &Spec::new("go warming up", 100)
+                .label("target", "go")
+                .label("phase", "warmup"),
+            1_795_000_120_000_000_000,
+        )
+        .await;
+        let requests = store
+            .load_run(&node)
+            .await
+            .unwrap()
+            .summary
+            .unwrap()
+            .latency
+            .corrected
+            .count;
+        let options = SiteOptions {
+            out: site_dir.clone(),
+            ..Default::default()
+        };
+        site::write(&store, &options).await.unwrap();
+        (node, requests)
+    });
+    let run_page = site_dir.join(pages::run_path(&node));
+    let html = std::fs::read_to_string(&run_page).unwrap();
+    // Everything the page loads is beside it: no address of the network anywhere.
+    for tag in ["<script", "<link"] {
+        for (at, _) in html.match_indices(tag) {
+            let element = &html[at..at + html[at..].find('>').unwrap()];
+            assert!(!element.contains("http"), "{element}");
+        }
+    }
+
+    // Hover, one crosshair, one zoom, and the reset, on the run page's charts.
+    let explored = explore(
+        &run_page,
+        work.path(),
+        "run",
+        r#"
+        const charts = window.showdownCharts;
+        const byId = id => charts.find(c => c.root.getAttribute('data-chart') === id);
+        const u = byId('latency'), cpu = byId('probe-0-cpu');
+        const w = u.over.clientWidth, h = u.over.clientHeight;
+        fire(u, 'mouseenter', w / 2, h / 2);
+        fire(u, 'mousemove', w / 2, h / 2, { movementX: 1 });
+        const idx = u.cursor.idx;
+        const hovered = {
+          x: u.data[0][idx],
+          legend: Array.from(u.root.querySelectorAll('.u-legend .u-value')).map(e => e.textContent),
+          labels: Array.from(u.root.querySelectorAll('.u-legend .u-label')).map(e => e.textContent),
+          cpuX: cpu.data[0][cpu.cursor.idx],
+        };
+        const full = charts.map(c => [c.scales.x.min, c.scales.x.max]);
+        fire(u, 'mousedown', w * 0.25, h / 2);
+        fire(u, 'mousemove', w * 0.75, h / 2, { movementX: w / 2 });
+        fire(u, 'mouseup', w * 0.75, h / 2);
+        await tick();
+        const zoomed = charts.map(c => [c.scales.x.min, c.scales.x.max]);
+        fire(u, 'dblclick', w / 2, h / 2);
+        await tick();
+        const reset = charts.map(c => [c.scales.x.min, c.scales.x.max]);
+        // A series toggled from the legend.
+        u.root.querySelectorAll('.u-legend .u-series')[1].querySelector('th').dispatchEvent(new MouseEvent('click', { bubbles: true }));
+        await tick();
+        return { count: charts.length, hovered, full, zoomed, reset, shown: u.series[1].show,
+                 drawn: document.documentElement.getAttribute('data-charts') };
+        "#,
+    );
+    let count = explored["count"].as_u64().unwrap();
+    assert!(
+        count >= 10,
+        "the run page's time charts are interactive: {explored}"
+    );
+    // The value shown on hover is the one stored for that instant, in every series.
+    let latency = model(&html, "latency");
+    let x = explored["hovered"]["x"].as_f64().unwrap();
+    let legend: Vec<String> = explored["hovered"]["legend"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap().to_string())
+        .collect();
+    for (i, series) in latency["series"].as_array().unwrap().iter().enumerate() {
+        let xs = series["x"].as_array().unwrap();
+        let at = xs.iter().position(|v| v.as_f64() == Some(x)).unwrap();
+        let stored = series["y"][at].as_f64().unwrap();
+        assert_eq!(
+            legend[i + 1],
+            four(stored),
+            "{}: {explored}",
+            series["name"]
+        );
+    }
+    // One crosshair: the CPU chart's cursor is at the same instant (its nearest sample).
+    let cpu_x = explored["hovered"]["cpuX"].as_f64().unwrap();
+    assert!((cpu_x - x).abs() <= 0.6, "{x} against {cpu_x}");
+    // One zoom: every chart shows the same, narrower window; the double-click undoes it.
+    let windows = |key: &str| -> Vec<(f64, f64)> {
+        explored[key]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|w| (w[0].as_f64().unwrap(), w[1].as_f64().unwrap()))
+            .collect()
+    };
+    let (full, zoomed, reset) = (windows("full"), windows("zoomed"), windows("reset"));
+    assert!(zoomed.iter().all(|w| *w == zoomed[0]), "{zoomed:?}");
+    assert!(
+        zoomed[0].1 - zoomed[0].0 < 0.7 * (full[0].1 - full[0].0),
+        "{zoomed:?} within {full:?}"
+    );
+    assert_eq!(reset, full);
+    assert_eq!(
+        explored["shown"], false,
+        "the legend's click hid the series"
+    );
+
+    // The heatmaps' cells add up to the run's completed requests.
+    let doc_start = html
+        .find("<figure class=\"heatmap\" id=\"heatmap-corrected\"")
+        .unwrap();
+    let svg = &html[doc_start..];
+    let svg = &svg[svg.find("<svg").unwrap()..svg.find("</svg>").unwrap() + 6];
+    let doc = roxmltree::Document::parse(svg).unwrap();
+    let cells: u64 = doc
+        .descendants()
+        .filter_map(|n| n.attribute("data-count"))
+        .map(|c| c.parse::<u64>().unwrap())
+        .sum();
+    assert_eq!(cells, requests);
+
+    // The index: the warm-up hidden until asked, a filter, a sort.
+    let index = explore(
+        &site_dir.join("index.html"),
+        work.path(),
+        "index",
+        r#"
+        const shown = () => Array.from(document.querySelectorAll('tr[data-search]'))
+          .filter(tr => getComputedStyle(tr).display !== 'none')
+          .map(tr => tr.querySelector('a').textContent);
+        const before = shown();
+        document.getElementById('show-warmups').click();
+        const withWarmups = shown();
+        const filter = document.getElementById('filter');
+        filter.value = 'target=go';
+        filter.dispatchEvent(new Event('input'));
+        const filtered = shown();
+        filter.value = '';
+        filter.dispatchEvent(new Event('input'));
+        const th = Array.from(document.querySelectorAll('table.sortable th')).find(t => t.textContent.trim() === 'run');
+        th.click();
+        const up = shown();
+        th.click();
+        const down = shown();
+        const bookkeeping = getComputedStyle(document.querySelector('.chip.bk')).display;
+        return { before, withWarmups, filtered, up, down, bookkeeping };
+        "#,
+    );
+    let names = |key: &str| -> Vec<String> {
+        index[key]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_str().unwrap().to_string())
+            .collect()
+    };
+    assert_eq!(names("before"), ["node 2000", "go 2000"], "{index}");
+    assert_eq!(names("withWarmups").len(), 3, "{index}");
+    assert_eq!(names("filtered"), ["go 2000", "go warming up"], "{index}");
+    assert_eq!(names("up"), ["go 2000", "go warming up", "node 2000"]);
+    assert_eq!(names("down"), ["node 2000", "go warming up", "go 2000"]);
+    assert_eq!(index["bookkeeping"], "none", "bookkeeping labels hidden");
 }

@@ -53,6 +53,18 @@ figcaption { color: var(--muted); font-size: .88em; margin-top: .2rem; }
 dl.facts { display: grid; grid-template-columns: max-content 1fr; gap: .2rem 1rem; margin: .4rem 0 1rem; }
 dl.facts dt { color: var(--muted); } dl.facts dd { margin: 0; overflow-wrap: anywhere; }
 footer { color: var(--muted); font-size: .85em; text-align: center; padding: 1rem; border-top: 1px solid var(--line); }
+figure.live > .plot { display: none; }
+.live-chart { min-width: 320px; }
+.live-chart .u-legend { font-size: .8em; }
+@media print { figure.live > .plot { display: block; } .live-chart { display: none; } }
+.index-controls { margin: .6rem 0; }
+.index-controls input[type=search] { padding: .2rem .4rem; min-width: 22rem; margin-right: 1rem; }
+#show-warmups:not(:checked) ~ .listing tr.warmup { display: none; }
+#show-bookkeeping:not(:checked) ~ .listing .chip.bk { display: none; }
+tr.filtered { display: none; }
+table.sortable th { cursor: pointer; }
+th[aria-sort=ascending]::after { content: " ▲"; } th[aria-sort=descending]::after { content: " ▼"; }
+.heatmap svg { min-width: 480px; }
 "#;
 
 /// A page: `root` is the way back to the site's root from the page (`""` or `"../"`).
@@ -65,6 +77,9 @@ pub(super) fn layout(title: &str, root: &str, body: Markup) -> Markup {
                 meta name="viewport" content="width=device-width, initial-scale=1";
                 title { (title) " · Showdown" }
                 style { (PreEscaped(CSS)) }
+                link rel="stylesheet" href={ (root) "assets/uPlot.min.css" };
+                script defer src={ (root) "assets/uPlot.iife.min.js" } {}
+                script defer src={ (root) "assets/showdown.js" } {}
             }
             body {
                 header { a href={ (root) "index.html" } { "Showdown" } " · " (title) }
@@ -77,11 +92,15 @@ pub(super) fn layout(title: &str, root: &str, body: Markup) -> Markup {
 
 pub(super) fn chart(c: &Chart) -> Markup {
     html! {
-        figure id=(c.id) {
+        figure id=(c.id) data-chart=[c.data.as_ref().map(|_| "time")] {
             @match &c.svg {
                 // plotters escapes the text it writes into the SVG.
                 Some(svg) => div.plot { (PreEscaped(svg)) },
                 None => div.empty { (c.title) ": nothing to draw" },
+            }
+            // The model the interactive chart draws (`<` escaped by `ChartData::json`).
+            @if let Some(data) = &c.data {
+                script.chart-data type="application/json" { (PreEscaped(data.json())) }
             }
             figcaption { (c.caption) }
         }
@@ -103,7 +122,9 @@ pub(super) fn status(status: &str) -> Markup {
 pub(super) fn label_chips(labels: &BTreeMap<String, String>, root: &str) -> Markup {
     html! {
         @for (k, v) in labels {
-            a.chip href={ (root) (label_path(k, v)) } { (k) "=" (v) }
+            // The runner's bookkeeping (file, scale, phase…) is hidden on the index until asked.
+            @let class = if store::vocabulary::label::is_bookkeeping(k) { "chip bk" } else { "chip" };
+            a class=(class) href={ (root) (label_path(k, v)) } { (k) "=" (v) }
         }
     }
 }
@@ -134,6 +155,20 @@ pub(super) fn cell_html(cell: &Cell) -> Markup {
     html! { td class=[class] { (cell.display()) } }
 }
 
+/// A cell of a sortable table: with its raw value, for sorting by a click on the header.
+pub(super) fn sortable_cell(cell: &Cell) -> Markup {
+    let raw = match cell {
+        Cell::Number(v, _) if v.is_finite() => Some(format!("{v}")),
+        Cell::Ratio { factor, .. } if factor.is_finite() => Some(format!("{factor}")),
+        _ => None,
+    };
+    let class = match cell {
+        Cell::Text(_) | Cell::Named { .. } => None,
+        _ => Some("n"),
+    };
+    html! { td class=[class] data-v=[raw] { (cell.display()) } }
+}
+
 /// The runs table of the index and the label pages.
 pub(super) fn runs_table(headlines: &[Headline], root: &str) -> Markup {
     let t = tables::runs(headlines);
@@ -141,7 +176,7 @@ pub(super) fn runs_table(headlines: &[Headline], root: &str) -> Markup {
     let shown = [6usize, 7, 8, 9, 10, 11, 12, 13];
     html! {
         div.scroll {
-            table {
+            table.sortable {
                 thead {
                     tr {
                         th { "run" } th { "status" } th { "started" }
@@ -151,7 +186,8 @@ pub(super) fn runs_table(headlines: &[Headline], root: &str) -> Markup {
                 }
                 tbody {
                     @for (h, row) in headlines.iter().zip(&t.rows) {
-                        tr {
+                        @let warmup = store::vocabulary::Phase::of(&h.labels) == Some(store::vocabulary::Phase::Warmup);
+                        tr class=[warmup.then_some("warmup")] data-search=(search_text(h)) {
                             td {
                                 a href={ (root) (run_path(&h.id)) } { (h.name) }
                                 br;
@@ -164,7 +200,7 @@ pub(super) fn runs_table(headlines: &[Headline], root: &str) -> Markup {
                             }
                             td { (status(&h.status)) }
                             td { (h.started) }
-                            @for &i in &shown { (cell_html(&row[i])) }
+                            @for &i in &shown { (sortable_cell(&row[i])) }
                             td.n {
                                 @if h.warnings > 0 { span.badge.warn { "⚠ " (h.warnings) } } @else { "—" }
                             }
@@ -174,4 +210,18 @@ pub(super) fn runs_table(headlines: &[Headline], root: &str) -> Markup {
             }
         }
     }
+}
+
+/// What the index's filter matches a run on: its name, id, experiment and labels.
+fn search_text(h: &Headline) -> String {
+    let mut text = format!(
+        "{} {} {}",
+        h.name,
+        h.id,
+        h.experiment.as_deref().unwrap_or("")
+    );
+    for (k, v) in &h.labels {
+        text.push_str(&format!(" {k}={v}"));
+    }
+    text.to_lowercase()
 }

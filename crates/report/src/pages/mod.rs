@@ -18,7 +18,7 @@
 
 use std::collections::BTreeMap;
 
-use maud::{html, Markup};
+use maud::{html, Markup, PreEscaped};
 use store::summary::format_ns;
 
 use crate::charts::Chart;
@@ -106,6 +106,20 @@ pub fn index(site: &SiteIndex) -> Markup {
             h2 { "Run groups (several gun hosts)" }
             ul { @for (name, n) in &site.groups { li { a href=(group_path(name)) { (name) } " — " (n) " shards, merged" } } }
         }
+        // The runs: warm-ups and the runner's bookkeeping labels hidden until asked (plain
+        // CSS, so it works with JavaScript off); the filter and the sorting need the script.
+        @let warmups = site.runs.iter().filter(|h| store::vocabulary::Phase::of(&h.labels) == Some(store::vocabulary::Phase::Warmup)).count();
+        @if !site.runs.is_empty() {
+            @if warmups > 0 {
+                input #show-warmups type="checkbox";
+                label for="show-warmups" { "show the " (warmups) " warm-ups" }
+                " · "
+            }
+            input #show-bookkeeping type="checkbox";
+            label for="show-bookkeeping" { "show the runner's bookkeeping labels" }
+            div.index-controls { input #filter type="search" hidden placeholder="filter runs: name, experiment, label (rate=3000)…" aria-label="filter runs"; }
+        }
+        div.listing {
         @for (experiment, runs) in &experiments {
             @match experiment {
                 Some(name) => {
@@ -119,6 +133,7 @@ pub fn index(site: &SiteIndex) -> Markup {
                 None => h2 { "Runs without an experiment" },
             }
             (runs_table(runs, ""))
+        }
         }
     };
     layout("Runs", "", body)
@@ -192,6 +207,16 @@ pub fn run_page(
         (table(&tables::percentiles(run)))
         h2 { "Load" }
         (charts(load))
+        @let maps: Vec<(String, String)> = run.load.heatmaps.iter().filter_map(|m| m.svg(&format!("{} latency, count by time and latency", m.kind)).map(|svg| (m.kind.clone(), svg))).collect();
+        @if !maps.is_empty() {
+            h2 { "Latency heatmap" }
+            p.meta { "Every completed request in one cell: its slice of the run (an interval) and its latency (eight bins a decade, log scale); the darker, the more requests. Percentile lines hide what this shows: two modes, a slow tail that comes and goes. Hover a cell for its count. Corrected latency (from the intended send) beside service time (from the actual send)." }
+            div.charts {
+                @for (kind, svg) in &maps {
+                    figure.heatmap id={ "heatmap-" (kind) } { div.plot { (PreEscaped(svg)) } }
+                }
+            }
+        }
         @for (i, (probe, charts_of_probe)) in run.probes.iter().zip(probes).enumerate() {
             h2 {
                 @match probe.host.role {
