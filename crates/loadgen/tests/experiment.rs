@@ -95,6 +95,7 @@ env.DB_POOL = ["5", "0"]
 
 #[test]
 fn every_cell_is_kept_a_failed_one_with_its_reason_and_a_second_run_skips_them() {
+    let _cpus = beside();
     let work = tempfile::tempdir().unwrap();
     let pg = pgcluster::Scratch::new().unwrap();
     let db = format!("sqlite://{}/runs.db", work.path().display());
@@ -240,6 +241,7 @@ fn every_cell_is_kept_a_failed_one_with_its_reason_and_a_second_run_skips_them()
 
 #[test]
 fn a_target_that_fails_verification_is_not_measured_and_the_page_says_why() {
+    let _cpus = beside();
     let work = tempfile::tempdir().unwrap();
     let db = format!("sqlite://{}/runs.db", work.path().display());
     // A server that answers everything 200 "hello": not the contract.
@@ -294,6 +296,7 @@ duration = "1s"
 
 #[test]
 fn an_interrupted_run_resumes_with_the_cell_it_stopped_in() {
+    let _cpus = beside();
     let work = tempfile::tempdir().unwrap();
     let pg = pgcluster::Scratch::new().unwrap();
     let db = format!("sqlite://{}/runs.db", work.path().display());
@@ -432,6 +435,7 @@ duration = "1s"
 /// a file that names no database gets a throwaway PostgreSQL of its own.
 #[test]
 fn a_database_url_in_the_environment_is_never_touched() {
+    let _cpus = beside();
     let work = tempfile::tempdir().unwrap();
     let theirs = someone_elses_database();
     let db = format!("sqlite://{}/runs.db", work.path().display());
@@ -452,6 +456,7 @@ fn a_database_url_in_the_environment_is_never_touched() {
 /// line before anything is applied or emptied.
 #[test]
 fn a_named_database_with_someone_elses_users_table_is_refused() {
+    let _cpus = beside();
     let work = tempfile::tempdir().unwrap();
     let theirs = someone_elses_database();
     let db = format!("sqlite://{}/runs.db", work.path().display());
@@ -616,6 +621,7 @@ fn what_a_runner_killed_outright_left_is_ended_by_the_next_and_said() {
 /// as the file declares, measured with their process trees probed, and the page drawn.
 #[test]
 fn the_example_of_two_foreign_servers_runs_end_to_end() {
+    let _cpus = beside();
     let work = tempfile::tempdir().unwrap();
     let db = format!("sqlite://{}/runs.db", work.path().display());
     let site = work.path().join("site");
@@ -678,6 +684,7 @@ fn the_example_of_two_foreign_servers_runs_end_to_end() {
 /// says why, while the others are measured; two servers asking for `{port}` get a port each.
 #[test]
 fn servers_started_by_command_fail_in_one_line_each_and_never_share_a_port() {
+    let _cpus = beside();
     let work = tempfile::tempdir().unwrap();
     let db = format!("sqlite://{}/runs.db", work.path().display());
     let site = work.path().join("site");
@@ -808,6 +815,7 @@ duration = "1s"
 /// that counts the rows a burst of requests adds.
 #[test]
 fn a_server_started_by_command_gets_a_database_and_its_writes_are_counted() {
+    let _cpus = beside();
     let work = tempfile::tempdir().unwrap();
     let db = format!("sqlite://{}/runs.db", work.path().display());
     let schema = std::fs::read_to_string(concat!(
@@ -874,11 +882,17 @@ duration = "1s"
     assert_eq!(runs[0].summary.as_ref().unwrap().requests.ok, 100);
 }
 
-/// Searches measure capacities: one at a time, not sharing the two CPUs with each other nor
-/// with the tests that start a PostgreSQL and a loaded target only to kill their runner.
-fn one_search_at_a_time() -> std::sync::MutexGuard<'static, ()> {
-    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    LOCK.lock().unwrap_or_else(|e| e.into_inner())
+/// The two CPUs: searches measure capacities, so each runs alone (not beside another search,
+/// nor beside any other test of this file, which all take their share with [`beside`]).
+static CPUS: std::sync::RwLock<()> = std::sync::RwLock::new(());
+
+fn one_search_at_a_time() -> std::sync::RwLockWriteGuard<'static, ()> {
+    CPUS.write().unwrap_or_else(|e| e.into_inner())
+}
+
+/// A test that loads the CPUs but measures no capacity: beside the others like it.
+fn beside() -> std::sync::RwLockReadGuard<'static, ()> {
+    CPUS.read().unwrap_or_else(|e| e.into_inner())
 }
 
 /// An experiment of capacity searches: two servers of known capacity (the built-in target
