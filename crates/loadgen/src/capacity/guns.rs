@@ -192,16 +192,13 @@ impl Volleys<'_> {
     }
 }
 
-/// The steady window's intervals: whole ones after the warm-up and before the end.
+/// The steady window's intervals (as one generator's step has them).
 fn steady(run: &store::run::StoredRun, warmup: Duration, window: Duration) -> Vec<IntervalStats> {
-    let (from, to) = (
-        warmup.as_nanos() as i64,
-        (warmup + window).as_nanos() as i64,
-    );
-    let slack = (run.meta.interval_ns / 100) as i64;
+    let interval = Duration::from_nanos(run.meta.interval_ns);
+    let at = |ns: i64| Duration::from_nanos(ns.max(0) as u64);
     run.intervals
         .iter()
-        .filter(|i| i.start_ns + slack >= from && i.start_ns + i.length_ns <= to + slack)
+        .filter(|i| super::step::steady(at(i.start_ns), at(i.length_ns), warmup, window, interval))
         .map(|i| i.stats.clone())
         .collect()
 }
@@ -285,14 +282,9 @@ impl Steps for Volleys<'_> {
             rate,
             limit,
         );
-        let end = (summary.duration.attack_s * 1e9) as i64;
         let step_limit = (judgement.verdict != store::capacity::Verdict::Pass)
-            .then(|| store::system::System::of(&merged.probes, 0, end))
-            .flatten()
-            .map(|s| {
-                let (limit, why) = s.verdict();
-                store::capacity::StepLimit { limit, why }
-            });
+            .then(|| super::step::limit_of(&merged))
+            .flatten();
         Ok(Some(Stepped {
             judgement,
             p50_ns: summary.latency.corrected.p50_ns,

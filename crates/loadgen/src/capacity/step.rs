@@ -42,6 +42,27 @@ pub struct Stepper<'a> {
     pub shutdown: &'a Shutdown,
 }
 
+/// Whether an interval (its start and length on the step's timeline) is in the step's steady
+/// window: whole, after the warm-up and before the end (a hundredth of an interval's slack).
+pub fn steady(
+    start: Duration,
+    length: Duration,
+    warmup: Duration,
+    window: Duration,
+    interval: Duration,
+) -> bool {
+    let slack = interval / 100;
+    start + slack >= warmup && start + length <= warmup + window + slack
+}
+
+/// What limited the server in a kept step's run, over its load (the target's and its
+/// database's probes); `None` without probes or a summary.
+pub fn limit_of(run: &store::run::StoredRun) -> Option<store::capacity::StepLimit> {
+    let end = (run.summary.as_ref()?.duration.attack_s * 1e9) as i64;
+    let (limit, why) = store::system::System::of(&run.probes, 0, end)?.verdict();
+    Some(store::capacity::StepLimit { limit, why })
+}
+
 /// The intervals a step is recorded in: ten to a window, at most a second, at least 100 ms.
 pub fn interval_for(window: Duration) -> Duration {
     (window / 10).clamp(Duration::from_millis(100), Duration::from_secs(1))
@@ -77,15 +98,10 @@ impl Stepper<'_> {
         if self.shutdown.state() != Stop::Running {
             return Ok(None);
         }
-        // The steady window: the whole intervals after the warm-up and before the end.
-        let (from, to) = (self.warmup, self.warmup + window);
-        let slack = interval / 100;
         let steady: Vec<IntervalStats> = collect
             .0
             .into_iter()
-            .filter(|(span, _)| {
-                span.start + slack >= from && span.start + span.length <= to + slack
-            })
+            .filter(|(span, _)| steady(span.start, span.length, self.warmup, window, interval))
             .map(|(_, stats)| stats)
             .collect();
         let judgement = judge::judge(

@@ -99,13 +99,9 @@ impl Steps for Live<'_> {
     }
 }
 
-/// What limited the server in the kept run `id`, over its load (the target's and its
-/// database's probes); `None` without probes or a summary.
+/// What limited the server in the kept run `id`.
 async fn step_limit(store: &Store, id: &str) -> Option<store::capacity::StepLimit> {
-    let run = store.load_run(id).await.ok()?;
-    let end = (run.summary.as_ref()?.duration.attack_s * 1e9) as i64;
-    let (limit, why) = store::system::System::of(&run.probes, 0, end)?.verdict();
-    Some(store::capacity::StepLimit { limit, why })
+    capacity::step::limit_of(&store.load_run(id).await.ok()?)
 }
 
 /// Runs the searches `args` describe, keeping them (and reporting each step on standard
