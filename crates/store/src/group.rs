@@ -61,6 +61,11 @@ pub fn merge(group: &str, runs: Vec<StoredRun>) -> StoredRun {
                 merged.probes.push(probe);
             }
         }
+        // The group's labels are those all its shards share (not the first gun's name).
+        merged
+            .meta
+            .labels
+            .retain(|k, v| run.meta.labels.get(k) == Some(v));
         merged.status = worst(merged.status, run.status);
         merged.stop_reason = merged.stop_reason.or(run.stop_reason);
         merged.ended_at_ns = merged.ended_at_ns.max(run.ended_at_ns);

@@ -386,7 +386,8 @@ async fn shards_merge_into_the_percentiles_of_all_requests() {
                 index,
                 count: 2,
             };
-            let m = meta("shard", &[], Some(shard));
+            let gun = format!("gun{index}");
+            let m = meta("shard", &[("target", "go"), ("gun", &gun)], Some(shard));
             store.create_run(&m).await.unwrap();
             let writer = RunWriter::start(&store, &m.id);
             let mine: Vec<u64> = values
@@ -433,6 +434,11 @@ async fn shards_merge_into_the_percentiles_of_all_requests() {
             whole.corrected.value_at_quantile(0.99)
         );
         assert_eq!(group.meta.shard.unwrap().count, 2);
+        // What every shard says, the group says; one gun's name is not the group's.
+        assert_eq!(
+            group.meta.labels.into_iter().collect::<Vec<_>>(),
+            [("target".to_string(), "go".to_string())]
+        );
         assert!(store::group::load_group(&store, "no-such-group")
             .await
             .is_err());
