@@ -1,6 +1,7 @@
-// Showdown's pages, made explorable: each time chart's model (the JSON beside its SVG) drawn
-// with uPlot (hover for every series' value, one crosshair and one zoom for all charts of the
-// page, double-click to reset, a series toggled from its legend), and the runs tables filtered
+// Showdown's pages, made explorable: each chart's model (the JSON beside its SVG) drawn with
+// uPlot (hover for every series' value; on time charts one crosshair and one zoom for all
+// charts of the page, double-click to reset; a series toggled from its legend), the flame graph
+// of the charts' window (alone or against the rest of the run), and the runs tables filtered
 // and sorted. Without JavaScript the SVGs and the whole tables stay: nothing here is needed to
 // read a page, only to look closer.
 (function () {
@@ -68,12 +69,177 @@
     };
   }
 
-  var charts = [];
+  var charts = []; // time charts: one crosshair, one zoom
+  var plots = []; // by percentile and across settings
   var syncing = false;
+
+  // --- the flame graph of the charts' window, and that window against the rest of the run ---
+
+  var profiles = window.showdownProfiles = window.showdownProfiles || {};
+  var flames = [];
+  var view = null; // the charts' x window, or null: the whole run
+  var page = null; // every chart's whole x range: the run with its pre- and post-roll
+  var span = null;
+
+  // Every chart back to the whole range (the double-click), the pre- and post-roll included.
+  function whole() {
+    if (!charts.length || !span) return;
+    page = span;
+    charts[0].setScale('x', { min: span[0], max: span[1] });
+  }
+
+  function esc(t) {
+    return String(t).replace(/[&<>"]/g, function (c) {
+      return { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;' }[c];
+    });
+  }
+
+  // The stacks of some slices as a tree of frames: each node's samples, with what it called.
+  function fold(data, slices) {
+    var root = { name: 'all', n: 0, kids: new Map() };
+    slices.forEach(function (s) {
+      for (var i = 0; i + 1 < s.counts.length; i += 2) {
+        var stack = data.stacks[s.counts[i]];
+        var n = s.counts[i + 1];
+        root.n += n;
+        var node = root;
+        for (var j = 0; j < stack.length; j++) {
+          var name = data.frames[stack[j]];
+          var kid = node.kids.get(name);
+          if (!kid) { kid = { name: name, n: 0, kids: new Map() }; node.kids.set(name, kid); }
+          kid.n += n;
+          node = kid;
+        }
+      }
+    });
+    return root;
+  }
+
+  // A warm colour from the name, as flame graphs have it: the same function, the same colour.
+  function warm(name) {
+    var h = 0;
+    for (var i = 0; i < name.length; i++) h = (h * 31 + name.charCodeAt(i)) >>> 0;
+    return 'hsl(' + (h % 50) + ',85%,' + (55 + (h >> 8) % 15) + '%)';
+  }
+
+  function drawFlame(panel) {
+    var data = panel.data;
+    var box = panel.el.querySelector('.flame-live');
+    if (!data || !box) return;
+    var w = view || [-Infinity, Infinity];
+    var inside = [];
+    var rest = [];
+    data.slices.forEach(function (s) {
+      var mid = (s.from + s.to) / 2;
+      (mid >= w[0] && mid <= w[1] ? inside : rest).push(s);
+    });
+    var tree = fold(data, inside);
+    var other = fold(data, rest);
+    var against = panel.mode === 'against' && other.n > 0 && tree.n > 0;
+    var from = inside.length ? inside[0].from : NaN;
+    var to = inside.length ? inside[inside.length - 1].to : NaN;
+    var head = '<p class="flame-head" data-window="' + (view ? view[0] + ',' + view[1] : 'all') +
+      '" data-samples="' + tree.n + '" data-rest="' + other.n + '">' +
+      (inside.length
+        ? 'Stacks of ' + from.toFixed(1) + '–' + to.toFixed(1) + ' s: ' + tree.n.toLocaleString('en-US') +
+          ' samples in ' + inside.length + (inside.length === 1 ? ' slice' : ' slices') +
+          '; the rest of the run: ' + other.n.toLocaleString('en-US') + ' samples.'
+        : 'No profile slice has its middle in the charts\' window: widen it.') +
+      '</p><p class="flame-modes">' +
+      '<label><input type="radio" name="' + panel.name + '" value="window"' + (panel.mode === 'window' ? ' checked' : '') + '> this window</label> ' +
+      '<label><input type="radio" name="' + panel.name + '" value="against"' + (panel.mode === 'against' ? ' checked' : '') + '> this window against the rest of the run</label>' +
+      (panel.mode === 'against' && !against ? ' <span class="meta">(zoom a chart first: the rest of the run has no samples)</span>' : '') +
+      '</p>';
+    // Rows from the root up; a box as wide as its share of the window's samples.
+    var width = 1000;
+    var row = 17;
+    var boxes = [];
+    var depth = 0;
+    var maxDelta = 0;
+    (function walk(node, otherNode, x, level) {
+      var share = node.n / tree.n;
+      var delta = null;
+      if (against) {
+        var before = otherNode ? otherNode.n / other.n : 0;
+        delta = 100 * (share - before);
+        maxDelta = Math.max(maxDelta, Math.abs(delta));
+      }
+      var wpx = share * width;
+      if (wpx < 0.3) return;
+      depth = Math.max(depth, level);
+      boxes.push({ node: node, x: x, w: wpx, level: level, delta: delta, before: otherNode ? otherNode.n : 0 });
+      var kids = Array.from(node.kids.values()).sort(function (a, b) { return a.name < b.name ? -1 : a.name > b.name ? 1 : 0; });
+      kids.forEach(function (k) {
+        walk(k, otherNode ? otherNode.kids.get(k.name) : null, x, level + 1);
+        x += k.n / tree.n * width;
+      });
+    })(tree, other, 0, 0);
+    var height = (depth + 1) * row;
+    var svg = ['<svg viewBox="0 0 ' + width + ' ' + height + '" width="100%" font-size="11" font-family="sans-serif" role="img">'];
+    boxes.forEach(function (b) {
+      var y = height - (b.level + 1) * row;
+      var fill = warm(b.node.name);
+      var title = b.node.name + ' (' + b.node.n.toLocaleString('en-US') + ' samples, ' + (100 * b.node.n / tree.n).toFixed(2) + ' %';
+      var attrs = ' data-frame="' + esc(b.node.name) + '" data-n="' + b.node.n + '"';
+      if (b.delta !== null) {
+        var k = maxDelta > 0 ? Math.round(200 * Math.abs(b.delta) / maxDelta) : 0;
+        fill = b.delta > 0 ? 'rgb(255,' + (255 - k) + ',' + (255 - k) + ')' : 'rgb(' + (255 - k) + ',' + (255 - k) + ',255)';
+        title += '; ' + (100 * b.before / other.n).toFixed(2) + ' % in the rest of the run: ' + (b.delta >= 0 ? '+' : '') + b.delta.toFixed(2) + ' points';
+        attrs += ' data-delta="' + b.delta.toFixed(4) + '"';
+      }
+      title += ')';
+      var chars = Math.floor((b.w - 4) / 6.2);
+      var label = chars >= 3 ? (b.node.name.length > chars ? b.node.name.slice(0, chars - 2) + '..' : b.node.name) : '';
+      svg.push('<g' + attrs + '><title>' + esc(title) + '</title><rect x="' + b.x.toFixed(2) + '" y="' + y + '" width="' + b.w.toFixed(2) +
+        '" height="' + (row - 1) + '" rx="2" fill="' + fill + '"></rect>' +
+        (label ? '<text x="' + (b.x + 3).toFixed(2) + '" y="' + (y + row - 5) + '">' + esc(label) + '</text>' : '') + '</g>');
+    });
+    svg.push('</svg>');
+    box.innerHTML = head + (tree.n ? svg.join('') : '');
+    box.querySelectorAll('input[type=radio]').forEach(function (r) {
+      r.addEventListener('change', function () { panel.mode = r.value; drawFlame(panel); });
+    });
+  }
+
+  function flamePanels() {
+    document.querySelectorAll('details.flame-window').forEach(function (el, i) {
+      var panel = { el: el, key: el.getAttribute('data-key'), name: 'flame-mode-' + i, mode: 'window', data: null };
+      flames.push(panel);
+      function open() {
+        if (!el.open) return;
+        if (panel.data || profiles[panel.key]) {
+          panel.data = profiles[panel.key];
+          drawFlame(panel);
+          return;
+        }
+        if (panel.loading) return;
+        panel.loading = true;
+        var script = document.createElement('script');
+        script.src = el.getAttribute('data-src');
+        script.onload = function () { panel.data = profiles[panel.key] || null; drawFlame(panel); };
+        script.onerror = function () {
+          el.querySelector('.flame-live').textContent = 'Could not load ' + el.getAttribute('data-src') + ': keep it beside the page.';
+        };
+        document.head.appendChild(script);
+      }
+      el.addEventListener('toggle', open);
+      open();
+    });
+  }
+
+  // The window the charts show: the flame graphs follow it.
+  function windowChanged(u) {
+    var min = u.scales.x.min;
+    var max = u.scales.x.max;
+    if (!page) return;
+    view = (min <= page[0] && max >= page[1]) ? null : [min, max];
+    flames.forEach(function (p) { if (p.el.open) drawFlame(p); });
+  }
 
   // Every chart of the page follows a zoom made on any of them, however it was made.
   function follow(u, key) {
     if (key !== 'x' || syncing) return;
+    windowChanged(u);
     syncing = true;
     var min = u.scales.x.min;
     var max = u.scales.x.max;
@@ -85,6 +251,82 @@
     syncing = false;
   }
 
+  // x = 1 / (1 - p) as the percentile it stands for: 90%, 99.9%, 99.95%.
+  function percentile(x) {
+    if (x == null || !isFinite(x) || x < 1) return '--';
+    var digits = Math.max(0, Math.ceil(Math.log10(x) - 1e-9) - 2);
+    return (100 * (1 - 1 / x)).toFixed(digits) + '%';
+  }
+
+  // What each kind of chart's x axis is: its scale, ticks, and how the legend writes a value.
+  function xAxis(model) {
+    var axis = model.x_axis;
+    var lo = model.x_range[0];
+    var hi = model.x_range[1];
+    switch (axis.kind) {
+      case 'percentile':
+        return {
+          scale: { time: false, distr: 3, log: 10, range: function () { return [1, hi]; } },
+          label: 'percentile',
+          value: percentile,
+          ticks: {
+            splits: function () { var out = []; for (var v = 1; v <= hi * 1.0001; v *= 10) out.push(v); return out; },
+            values: function (u, vals) { return vals.map(function (v) { return v === 1 ? '0%' : percentile(v); }); }
+          }
+        };
+      case 'names':
+        return {
+          scale: { time: false, range: function () { return [-0.5, axis.names.length - 0.5]; } },
+          label: model.x_label,
+          value: function (v) { return v == null ? '--' : (axis.names[Math.round(v)] || '--'); },
+          ticks: {
+            splits: function () { return axis.names.map(function (n, i) { return i; }); },
+            values: function (u, vals) { return vals.map(function (v) { return axis.names[v] || ''; }); }
+          }
+        };
+      case 'numbers':
+        if (axis.log) {
+          return {
+            scale: { time: false, distr: 3, log: 10, range: function () { return [lo / 1.3, hi * 1.3]; } },
+            label: model.x_label, value: fmt, ticks: { values: function (u, vals) { return vals.map(fmt); } }
+          };
+        }
+        var pad = Math.max((hi - lo) * 0.06, hi === lo ? 1 : 0);
+        return {
+          scale: { time: false, range: function () { return [lo - pad, hi + pad]; } },
+          label: model.x_label, value: fmt, ticks: { values: function (u, vals) { return vals.map(fmt); } }
+        };
+      default:
+        return {
+          scale: { time: false },
+          label: 't (s)',
+          value: function (v) { return v == null ? '--' : v.toFixed(2) + ' s'; },
+          ticks: {}
+        };
+    }
+  }
+
+  // A bar from the lowest to the highest of the repetitions, at each setting.
+  function spreads(model) {
+    return function (u) {
+      var ctx = u.ctx;
+      ctx.save();
+      ctx.lineWidth = 1.5;
+      model.series.forEach(function (s, i) {
+        if (!s.spread || !u.series[i + 1].show) return;
+        ctx.strokeStyle = s.color;
+        s.spread.forEach(function (b) {
+          var x = Math.round(u.valToPos(b[0], 'x', true)) + 0.5;
+          ctx.beginPath();
+          ctx.moveTo(x, u.valToPos(b[1], 'y', true));
+          ctx.lineTo(x, u.valToPos(b[2], 'y', true));
+          ctx.stroke();
+        });
+      });
+      ctx.restore();
+    };
+  }
+
   function draw(figure) {
     var script = figure.querySelector('script.chart-data');
     var model;
@@ -94,42 +336,95 @@
       return; // the SVG stays
     }
     if (!model.series.length) return;
+    var timeline = model.x_axis.kind === 'time';
+    if (timeline) {
+      span = span ? [Math.min(span[0], model.x_range[0]), Math.max(span[1], model.x_range[1])] : model.x_range.slice();
+    }
+    var x = xAxis(model);
     var box = document.createElement('div');
     box.className = 'live-chart';
     figure.insertBefore(box, figure.querySelector('figcaption'));
     var stepped = uPlot.paths && uPlot.paths.stepped ? uPlot.paths.stepped({ align: 1 }) : null;
-    var series = [{ label: 't (s)', value: function (u, v) { return v == null ? '--' : v.toFixed(2) + ' s'; } }];
+    var series = [{ label: x.label, value: function (u, v) { return x.value(v); } }];
     model.series.forEach(function (s) {
       var opts = {
         label: s.name,
         stroke: s.color,
         width: 1.5,
-        spanGaps: false,
+        spanGaps: !timeline,
         value: function (u, v) { return fmt(v); },
-        points: { show: false }
+        points: s.points || s.markers_only ? { show: true, size: s.markers_only ? 10 : 7, fill: s.color } : { show: false }
       };
+      if (s.markers_only) opts.paths = function () { return null; };
+      if (s.own) {
+        // A stack's layer: the legend reads the layer's own value, not the sum drawn.
+        var own = new Map();
+        s.x.forEach(function (x, i) { if (s.own[i] != null) own.set(x, s.own[i]); });
+        opts.value = function (u, v, si, di) {
+          var o = di == null ? undefined : own.get(u.data[0][di]);
+          return fmt(o === undefined ? v : o);
+        };
+      }
       if (s.dashed) opts.dash = [6, 4];
       if (s.filled) opts.fill = s.color + '55';
       if (s.step && stepped) opts.paths = stepped;
       series.push(opts);
     });
+    // A band is two edges no legend lists, filled between (p50 to p99 of each interval).
+    var edges = [];
+    var bands = [];
+    (model.bands || []).forEach(function (b) {
+      var low = series.length + edges.length;
+      edges.push({ x: b.x, y: b.low }, { x: b.x, y: b.high });
+      bands.push({ series: [low + 1, low], fill: b.color + '2e' });
+    });
+    edges.forEach(function (e, i) {
+      series.push({
+        label: model.bands[i >> 1].name + (i % 2 ? ' (high)' : ' (low)'),
+        stroke: 'transparent',
+        width: 0,
+        spanGaps: false,
+        value: function (u, v) { return fmt(v); },
+        points: { show: false }
+      });
+    });
+    // Across settings, the y axis starts at 0 and reaches the highest bar, as the SVG's does.
+    var top = 0;
+    model.series.forEach(function (s) {
+      s.y.forEach(function (v) { if (v != null && v > top) top = v; });
+      (s.spread || []).forEach(function (b) { if (b[2] > top) top = b[2]; });
+    });
+    var scales = { x: x.scale };
+    if (!timeline) scales.y = { range: function () { return [0, top > 0 ? top * 1.08 : 1]; } };
     var width = Math.max(320, box.clientWidth || figure.clientWidth || 640);
     var u = new uPlot({
       title: model.title,
       width: width,
       height: 260,
-      scales: { x: { time: false } },
-      cursor: { sync: { key: 'showdown', setSeries: true }, drag: { x: true, y: false, setScale: true } },
+      scales: scales,
+      // Time charts share one crosshair and one zoom; the others are read one at a time.
+      cursor: timeline ? {
+        sync: { key: 'showdown', setSeries: true },
+        drag: { x: true, y: false, setScale: true },
+        bind: { dblclick: function () { return function () { whole(); return null; }; } }
+      } : { drag: { x: false, y: false } },
       legend: { live: true },
       series: series,
+      bands: bands,
       axes: [
-        { label: model.x_label, size: 40 },
+        Object.assign({ label: model.x_label, size: 40 }, x.ticks),
         { label: model.y_label, size: 60, values: function (u, vals) { return vals.map(fmt); } }
       ],
-      hooks: { drawClear: [marks(model)], setScale: [follow] }
-    }, align(model.series), box);
+      hooks: timeline
+        ? { drawClear: [marks(model)], setScale: [follow] }
+        : { draw: [spreads(model)] }
+    }, align(model.series.concat(edges)), box);
     u.root.setAttribute('data-chart', figure.id);
-    charts.push(u);
+    var rows = u.root.querySelectorAll('.u-legend .u-series');
+    for (var i = series.length - edges.length; i < series.length; i++) {
+      if (rows[i]) rows[i].style.display = 'none';
+    }
+    (timeline ? charts : plots).push(u);
     figure.classList.add('live');
     if (window.ResizeObserver) {
       new ResizeObserver(function () {
@@ -189,12 +484,15 @@
 
   function start() {
     tables();
+    flamePanels();
     if (typeof uPlot === 'undefined') return;
     document.querySelectorAll('figure[data-chart]').forEach(draw);
-    document.documentElement.setAttribute('data-charts', String(charts.length));
+    whole();
+    document.documentElement.setAttribute('data-charts', String(charts.length + plots.length));
   }
 
   window.showdownCharts = charts;
+  window.showdownPlots = plots;
   if (document.readyState === 'loading') {
     document.addEventListener('DOMContentLoaded', start);
   } else {

@@ -97,7 +97,8 @@ fn prepare_and_measure() {
     let runtime = tokio::runtime::Runtime::new().unwrap();
     runtime.block_on(async {
         let store = Store::open(&db).await.unwrap();
-        let mut long = Spec::new("one hour", 800);
+        // Profiled as a busy server is: 200 stacks a second, 24 frames deep.
+        let mut long = Spec::new("one hour", 800).profiled(bench_stacks());
         long.seconds = long_seconds;
         long.experiment = Some("long");
         let started = Instant::now();
@@ -148,6 +149,19 @@ fn prepare_and_measure() {
     }
 }
 
+/// 200 distinct stacks of 24 frames sharing their outer frames, as a server's handlers do.
+fn bench_stacks() -> &'static [(&'static str, u64)] {
+    let stacks: Vec<(&'static str, u64)> = (0..200)
+        .map(|i| {
+            let mut frames = vec!["node".to_string(), "node".to_string()];
+            frames.extend((0..22).map(|d| format!("handler_{}_{d}", i / (1 + d * 8))));
+            let stack: &'static str = Box::leak(frames.join(";").into_boxed_str());
+            (stack, 1 + (i % 5) as u64)
+        })
+        .collect();
+    Box::leak(stacks.into_boxed_slice())
+}
+
 /// A page written where a site has it (`runs/`), its assets beside (`assets/`): the browser
 /// times the interactive charts too.
 fn write_page(work: &std::path::Path, name: &str, html: &str) {
@@ -193,6 +207,19 @@ fn render(db: &str) {
                     mb(largest_svg(&html))
                 );
                 write_page(&work, "long.html", &html);
+                if let Some(profile) = &figures.probes[0].profile {
+                    let started = Instant::now();
+                    let data = report::flame_data::ProfileData::of(profile).unwrap();
+                    let script = data.script("long");
+                    println!(
+                        "its window flame graph's data (a file beside the page, loaded when opened): {} records of {} stacks in {} slices, {} in {:.3} s",
+                        profile.records,
+                        data.stacks.len(),
+                        data.slices.len(),
+                        mb(script.len()),
+                        started.elapsed().as_secs_f64()
+                    );
+                }
             }
             "wide" => {
                 let listed = store.list_runs(&experiment("wide")).await.unwrap();

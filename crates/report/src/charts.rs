@@ -5,7 +5,7 @@ use plotters::style::RGBColor;
 
 use crate::compare::Comparison;
 use crate::figures::{ProbeFigures, RunFigures, Series};
-use crate::plot::{self, color, Line, PlotError, TimeChart};
+use crate::plot::{self, color, Band, Line, PlotError, TimeChart, XyChart};
 
 /// A chart on a page: an SVG, or why there is none.
 #[derive(Debug, Clone)]
@@ -45,6 +45,82 @@ fn stepped_lines(series: &[Series], colors: &[RGBColor]) -> Vec<Line> {
         .collect()
 }
 
+/// A chart's spec, drawn twice: as an SVG and as the model the page's script draws.
+trait Spec {
+    fn title(&self) -> &str;
+    fn lines(&self) -> &[Line];
+    fn svg(&self) -> Result<String, PlotError>;
+    fn model(&self) -> crate::model::ChartData;
+}
+
+impl Spec for TimeChart<'_> {
+    fn title(&self) -> &str {
+        self.title
+    }
+    fn lines(&self) -> &[Line] {
+        &self.lines
+    }
+    fn svg(&self) -> Result<String, PlotError> {
+        plot::time_chart(self)
+    }
+    fn model(&self) -> crate::model::ChartData {
+        crate::model::ChartData::of(self)
+    }
+}
+
+impl Spec for XyChart<'_> {
+    fn title(&self) -> &str {
+        self.title
+    }
+    fn lines(&self) -> &[Line] {
+        &self.lines
+    }
+    fn svg(&self) -> Result<String, PlotError> {
+        plot::xy_chart(self)
+    }
+    fn model(&self) -> crate::model::ChartData {
+        crate::model::ChartData::xy(self)
+    }
+}
+
+/// A latency distribution: x = 1 / (1 − p).
+struct Distribution<'a> {
+    title: &'a str,
+    lines: Vec<Line>,
+}
+
+impl Spec for Distribution<'_> {
+    fn title(&self) -> &str {
+        self.title
+    }
+    fn lines(&self) -> &[Line] {
+        &self.lines
+    }
+    fn svg(&self) -> Result<String, PlotError> {
+        plot::distribution_chart(self.title, &self.lines)
+    }
+    fn model(&self) -> crate::model::ChartData {
+        crate::model::ChartData::distribution(self.title, &self.lines)
+    }
+}
+
+/// A chart from its spec: the SVG and the model, or, with nothing to draw, neither and the
+/// caption saying why (`empty`).
+fn drawn(id: &str, spec: &impl Spec, caption: &str, empty: &str) -> Result<Chart, PlotError> {
+    let (svg, data, caption) = if plot::has_data(spec.lines()) {
+        (Some(spec.svg()?), Some(spec.model()), caption)
+    } else {
+        (None, None, empty)
+    };
+    Ok(Chart {
+        id: id.to_string(),
+        title: spec.title().to_string(),
+        caption: caption.to_string(),
+        svg,
+        data,
+    })
+}
+
 /// A time chart: its SVG and its model, from one spec.
 pub(crate) fn time(
     id: &str,
@@ -52,43 +128,32 @@ pub(crate) fn time(
     caption: &str,
     empty: &str,
 ) -> Result<Chart, PlotError> {
-    let svg = if plot::has_data(&spec.lines) {
-        Some(plot::time_chart(&spec)?)
-    } else {
-        None
-    };
-    Ok(Chart {
-        id: id.to_string(),
-        title: spec.title.to_string(),
-        caption: if svg.is_some() { caption } else { empty }.to_string(),
-        data: svg.is_some().then(|| crate::model::ChartData::of(&spec)),
-        svg,
-    })
+    drawn(id, &spec, caption, empty)
 }
 
-fn distribution(
+/// A latency distribution (by percentile): its SVG and its model, from the same lines.
+pub(crate) fn distribution(
     id: &str,
     title: &str,
     lines: Vec<Line>,
     caption: &str,
 ) -> Result<Chart, PlotError> {
-    let svg = if plot::has_data(&lines) {
-        Some(plot::distribution_chart(title, &lines)?)
-    } else {
-        None
-    };
-    Ok(Chart {
-        id: id.to_string(),
-        title: title.to_string(),
-        caption: if svg.is_some() {
-            caption
-        } else {
-            "No request completed."
-        }
-        .to_string(),
-        svg,
-        data: None,
-    })
+    drawn(
+        id,
+        &Distribution { title, lines },
+        caption,
+        "No request completed.",
+    )
+}
+
+/// A chart across settings (p99 against rate): its SVG and its model, from one spec.
+pub(crate) fn xy(
+    id: &str,
+    spec: XyChart<'_>,
+    caption: &str,
+    empty: &str,
+) -> Result<Chart, PlotError> {
+    drawn(id, &spec, caption, empty)
 }
 
 const SHADED: &str = "Grey: before and after the attack (the probes' pre- and post-roll).";
@@ -101,6 +166,7 @@ pub fn load_charts(run: &RunFigures) -> Result<Vec<Chart>, PlotError> {
         x_range: run.span,
         attack: Some(run.attack),
         lines,
+        bands: Vec::new(),
         markers: Vec::new(),
     };
     let no_requests = "No interval recorded a request.";
@@ -111,8 +177,19 @@ pub fn load_charts(run: &RunFigures) -> Result<Vec<Chart>, PlotError> {
     Ok(vec![
         time(
             "latency",
-            chart("Latency over time", "corrected latency (ms)", lines(&run.load.latency, &[BLUE, GREEN, ORANGE, RED])),
-            &format!("Per interval, from each request's intended send time. {SHADED}"),
+            {
+                let percentiles = lines(&run.load.latency, &[BLUE, GREEN, ORANGE, RED]);
+                let mut spec = chart("Latency over time", "corrected latency (ms)", percentiles);
+                // p50, p90, p99, max: from the median to the tail, and from the tail to the slowest.
+                if let [p50, _, p99, max] = spec.lines.as_slice() {
+                    spec.bands = vec![
+                        Band::between("p50–p99", ORANGE, p50, p99),
+                        Band::between("p99–max", RED, p99, max),
+                    ];
+                }
+                spec
+            },
+            &format!("Per interval, from each request's intended send time; shaded, each interval's spread from p50 to p99 (orange) and from p99 to its slowest request (red). {SHADED}"),
             no_requests,
         )?,
         time(
@@ -170,6 +247,7 @@ pub fn probe_charts(
         "Context switches",
         "CPU by process",
         "CPU by function",
+        "Memory by process",
     ]
     .iter()
     .map(|t| {
@@ -186,6 +264,7 @@ pub fn probe_charts(
         x_range: run.span,
         attack: Some(run.attack),
         lines,
+        bands: Vec::new(),
         markers: markers.clone(),
     };
     let id = |name: &str| format!("probe-{index}-{name}");
@@ -273,6 +352,12 @@ pub fn probe_charts(
             "Each process of the tree (e.g. the workers of a cluster).",
             "",
         )?);
+        out.push(time(
+            &id("members-rss"),
+            chart(8, "RSS (MiB)", lines(&probe.members_rss, &plot::PALETTE)),
+            "Each process's resident memory, in the CPU chart's colours: a worker that grows alone shows here, where the tree's total hides it.",
+            "",
+        )?);
     }
     if let Some(profile) = &probe.profile {
         out.push(time(
@@ -324,6 +409,7 @@ fn backends_chart(run: &RunFigures, probe: &ProbeFigures, id: &str) -> Result<Ch
             x_range: run.span,
             attack: Some(run.attack),
             lines,
+            bands: Vec::new(),
             markers: Vec::new(),
         },
         &format!("What {} said of its backends (pg_stat_activity, every 100 ms): the active ones stacked by what each waited on at that instant (on CPU: no wait event), and those connected (dashed). Backends waiting on Lock, LWLock or IO are the database's own saturation; Client is the server's side being slow to send or read; Timeout a sleep. A reading is a query run by one of its own backends: where the database has one CPU, that backend runs only when the others do not, so it sees active only those preempted mid-query; there its CPU chart's run-queue wait is the better witness. {SHADED}", probe.watching()),
@@ -357,6 +443,7 @@ pub fn comparison_charts(c: &Comparison) -> Result<Vec<Chart>, PlotError> {
         x_range: span,
         attack: Some((0.0, attack_end)),
         lines,
+        bands: Vec::new(),
         markers: Vec::new(),
     };
     let no_probe = "None of these runs had a probe.";

@@ -69,6 +69,57 @@ pub fn for_drawing(points: &[(f64, f64)], buckets: usize) -> Vec<Vec<(f64, f64)>
         .collect()
 }
 
+/// A band's pieces to draw (x, low, high): cut at its gaps, and where a piece has more than
+/// `2 × buckets` points, each bucket's lowest low and highest high at its first and last x, so
+/// that the drawn band covers every point it stands for.
+pub fn envelope(points: &[(f64, f64, f64)], buckets: usize) -> Vec<Vec<(f64, f64, f64)>> {
+    let (Some(first), Some(last)) = (points.first(), points.last()) else {
+        return Vec::new();
+    };
+    let xs: Vec<(f64, f64)> = points.iter().map(|&(x, lo, _)| (x, lo)).collect();
+    let max_gap = typical_gap(&xs);
+    let width = (last.0 - first.0).max(f64::MIN_POSITIVE);
+    let mut out = Vec::new();
+    let mut start = 0;
+    for i in 1..=points.len() {
+        if i < points.len() && points[i].0 - points[i - 1].0 <= max_gap {
+            continue;
+        }
+        let piece = &points[start..i];
+        start = i;
+        let share = (piece[piece.len() - 1].0 - piece[0].0) / width;
+        let n = ((buckets as f64 * share).ceil() as usize).max(1);
+        if piece.len() <= 2 * n {
+            out.push(piece.to_vec());
+            continue;
+        }
+        let (x0, span) = (
+            piece[0].0,
+            (piece[piece.len() - 1].0 - piece[0].0).max(f64::MIN_POSITIVE),
+        );
+        let bucket_of = |x: f64| (((x - x0) / span * n as f64) as usize).min(n - 1);
+        let mut drawn = Vec::with_capacity(2 * n);
+        let mut j = 0;
+        while j < piece.len() {
+            let b = bucket_of(piece[j].0);
+            let mut k = j;
+            let (mut lo, mut hi) = (f64::INFINITY, f64::NEG_INFINITY);
+            while k < piece.len() && bucket_of(piece[k].0) == b {
+                lo = lo.min(piece[k].1);
+                hi = hi.max(piece[k].2);
+                k += 1;
+            }
+            drawn.push((piece[j].0, lo, hi));
+            if k - 1 > j {
+                drawn.push((piece[k - 1].0, lo, hi));
+            }
+            j = k;
+        }
+        out.push(drawn);
+    }
+    out
+}
+
 /// `points` split into runs with no gap wider than `max_gap` between neighbours.
 pub fn segments(points: &[(f64, f64)], max_gap: f64) -> Vec<&[(f64, f64)]> {
     let mut out = Vec::new();
@@ -136,6 +187,29 @@ mod tests {
         let drawn: usize = pieces.iter().map(Vec::len).sum();
         assert!(drawn <= 2 * 100 + 4, "{drawn} points");
         assert!(for_drawing(&[], 10).is_empty());
+    }
+
+    #[test]
+    fn an_envelope_covers_every_point_and_breaks_at_gaps() {
+        // 10 Hz for 100 s, a 30 s hole, 10 Hz for 100 s; one interval's spread is wide.
+        let mut s: Vec<(f64, f64, f64)> = (0..1000).map(|i| (i as f64 / 10.0, 1.0, 2.0)).collect();
+        s[517] = (51.7, 0.5, 90.0);
+        s.extend((0..1000).map(|i| (130.0 + i as f64 / 10.0, 3.0, 4.0)));
+        let pieces = envelope(&s, 100);
+        assert_eq!(pieces.len(), 2, "one hole, two pieces");
+        assert!(pieces.iter().map(Vec::len).sum::<usize>() <= 2 * 100 + 4);
+        let widest = pieces[0].iter().find(|p| p.2 == 90.0).unwrap();
+        assert_eq!(
+            widest.1, 0.5,
+            "the bucket's lowest low beside its highest high"
+        );
+        for &(x, lo, hi) in &s {
+            let piece = if x < 115.0 { &pieces[0] } else { &pieces[1] };
+            let over = piece.windows(2).find(|w| w[0].0 <= x && x <= w[1].0);
+            let (a, b) = over.map_or((piece[0], piece[0]), |w| (w[0], w[1]));
+            assert!(a.1.min(b.1) <= lo && a.2.max(b.2) >= hi, "{x} not covered");
+        }
+        assert!(envelope(&[], 10).is_empty());
     }
 
     #[test]

@@ -14,7 +14,7 @@ use store::run::RunStatus;
 
 use crate::charts::Chart;
 use crate::figures::RunFigures;
-use crate::plot::{self, color, Line, PlotError, TimeChart, XAxis, XyChart};
+use crate::plot::{color, Line, PlotError, TimeChart, XAxis, XyChart};
 
 /// A setting: (axis, value) for every axis, in axis order.
 pub type Setting = Vec<(String, String)>;
@@ -717,28 +717,18 @@ impl ExperimentFigures {
                     lines.push(line);
                 }
                 let title = format!("{} against {axis}", metric.title());
-                let svg = if plot::has_data(&lines) {
-                    Some(plot::xy_chart(&XyChart {
+                list.push(crate::charts::xy(
+                    &crate::pages::slug(&format!("across {} {}", setting_text(&group), title)),
+                    XyChart {
                         title: &title,
                         x_label: &x_label,
                         y_label: metric.title(),
                         x: x_axis.clone(),
                         lines,
-                    })?)
-                } else {
-                    None
-                };
-                list.push(Chart {
-                    id: crate::pages::slug(&format!("across {} {}", setting_text(&group), title)),
-                    caption: if svg.is_some() {
-                        "The median over repetitions; a bar spans the lowest to the highest.".into()
-                    } else {
-                        "No completed run has this figure.".into()
                     },
-                    title,
-                    svg,
-                    data: None,
-                });
+                    "The median over repetitions; a bar spans the lowest to the highest.",
+                    "No completed run has this figure.",
+                )?);
             }
             let heading = if group.is_empty() {
                 format!("Against {axis}")
@@ -774,6 +764,7 @@ impl ExperimentFigures {
                     x_range: span,
                     attack: Some((0.0, attack_end)),
                     lines,
+                    bands: Vec::new(),
                     markers: Vec::new(),
                 },
                 &caption,
@@ -877,18 +868,12 @@ impl ExperimentFigures {
             })
             .collect();
         let title = format!("Latency by percentile, {setting_name}");
-        let svg = if plot::has_data(&lines) {
-            Some(plot::distribution_chart(&title, &lines)?)
-        } else {
-            None
-        };
-        out.push(Chart {
-            id: id("distribution"),
-            caption: "Corrected latency over each whole run, on HdrHistogram's axis (1/(1−p), log scale).".into(),
-            title,
-            svg,
-            data: None,
-        });
+        out.push(crate::charts::distribution(
+            &id("distribution"),
+            &title,
+            lines,
+            "Corrected latency over each whole run, on HdrHistogram's axis (1/(1−p), log scale).",
+        )?);
         Ok(out)
     }
 }

@@ -14,6 +14,9 @@ use store::model::IntervalStats;
 use store::run::{RunConfig, RunStatus, StoredInterval, StoredRun};
 use store::summary::{RunFacts, Summary};
 
+/// Bytes in a MiB, the unit of every memory chart.
+const MIB: f64 = 1_048_576.0;
+
 pub use crate::series::Series;
 
 /// The percentiles of the HDR percentile table: label and quantile.
@@ -73,6 +76,8 @@ pub struct ProbeFigures {
     pub host_cpu: Series,
     /// CPU % of each member of the tree, when there are several.
     pub members: Vec<Series>,
+    /// RSS (MiB) of each member of the tree, when there are several, in `members`' order.
+    pub members_rss: Vec<Series>,
     /// Events, with their time and a short description.
     pub events: Vec<(f64, String)>,
     /// Stretches of missing records: (time, description).
@@ -424,6 +429,7 @@ fn probe_figures(probe: &store::run::StoredProbe, window: (f64, f64)) -> ProbeFi
         .map(|n| Series::new(n))
         .collect();
     let mut members: BTreeMap<i32, Series> = BTreeMap::new();
+    let mut members_rss: BTreeMap<i32, Series> = BTreeMap::new();
     let mut previous_switches: Option<(f64, u64, u64)> = None;
     // (time, run delay ns) and (periods, throttled periods) at the last sample having them.
     let mut previous_delay: Option<(f64, u64)> = None;
@@ -484,19 +490,26 @@ fn probe_figures(probe: &store::run::StoredProbe, window: (f64, f64)) -> ProbeFi
                 // A database's backends come and go by the dozen: its total says enough.
                 if s.processes.len() > 1 && host.role != probe::sample::Role::Database {
                     for p in &s.processes {
+                        let name = || Series::new(&format!("{} {}", p.pid, p.comm));
                         if let Some(cpu) = p.cpu_pct {
                             members
                                 .entry(p.pid)
-                                .or_insert_with(|| Series::new(&format!("{} {}", p.pid, p.comm)))
+                                .or_insert_with(name)
                                 .points
                                 .push((t, cpu));
                         }
+                        members_rss
+                            .entry(p.pid)
+                            .or_insert_with(name)
+                            .points
+                            .push((t, p.rss_bytes as f64 / MIB));
                     }
                 }
             }
         }
     }
     f.members = members.into_values().collect();
+    f.members_rss = members_rss.into_values().collect();
     f.profile = profile.finish();
     f.host_cpu.points = trailing_mean(&f.host_cpu.points, 1.0);
     for g in &probe.gaps {
@@ -544,9 +557,7 @@ fn add_totals(
     if let Some(cpu) = total.cpu_pct {
         f.cpu.points.push((t, cpu));
     }
-    f.rss_mib
-        .points
-        .push((t, total.rss_bytes as f64 / 1048576.0));
+    f.rss_mib.points.push((t, total.rss_bytes as f64 / MIB));
     f.threads.points.push((t, total.threads as f64));
     if let Some(fds) = total.fds {
         f.fds.points.push((t, fds as f64));

@@ -15,6 +15,8 @@
 //!   JSON the interactive chart draws.
 //! - [`heatmap`]: a run's latency heatmap (time × log latency × count), from its intervals'
 //!   histograms.
+//! - [`flame_data`]: a profile's stacks per slice of the run, the data the page's window
+//!   flame graph draws (the window the charts are zoomed to, and it against the rest).
 //! - [`assets`]: the files beside the pages (uPlot, vendored and pinned; the pages' script).
 //! - `plot`: drawing a chart as SVG with plotters.
 //! - `downsample`: fewer points per line without losing a peak or bridging a gap.
@@ -31,6 +33,7 @@ mod error;
 pub mod experiment;
 pub mod figures;
 mod flame;
+pub mod flame_data;
 pub mod heatmap;
 pub mod model;
 pub mod pages;

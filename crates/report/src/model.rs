@@ -1,11 +1,13 @@
-//! A time chart as data: its series, axes, units and marks, the one model both drawings render.
+//! A chart as data: its series, axes, units and marks, the one model both drawings render.
 //! The SVG (plotters, in `plot`) is the page's picture, for print and with JavaScript off; the
 //! same model, embedded in the page as JSON, is what the interactive chart (uPlot, vendored in
-//! `assets`) draws: hover for values, one crosshair and one zoom for every chart of the page.
+//! `assets`) draws: hover for values, and on time charts one crosshair and one zoom for every
+//! chart of the page. Every chart of the pages has one: over time, by percentile, across
+//! settings.
 
 use serde::Serialize;
 
-use crate::plot::{css_color, Line, TimeChart};
+use crate::plot::{css_color, Band, Line, TimeChart, XAxis, XyChart};
 
 /// Slices a series is cut into for the interactive chart (min/max per slice, so that a peak
 /// survives): at most this many,
@@ -14,19 +16,76 @@ const BUCKETS: usize = 1000;
 /// stays within a few megabytes.
 const CHART_POINTS: usize = 6000;
 
+/// What the x axis is: the kind of chart.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum XAxisData {
+    /// Seconds on the run's timeline: every time chart of a page shares its crosshair and zoom.
+    Time,
+    /// x = 1 / (1 − p) on a log scale, labelled 90 %, 99 % …
+    Percentile,
+    /// A setting's values (a rate), on a log scale when they span more than a decade and a half.
+    Numbers { log: bool },
+    /// Names in order at x = 0, 1, 2 …
+    Names { names: Vec<String> },
+}
+
 /// What the interactive chart draws.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct ChartData {
     pub title: String,
+    pub x_axis: XAxisData,
     pub x_label: String,
     pub y_label: String,
-    /// Seconds on the run's timeline.
+    /// The x range drawn (on a time chart, seconds on the run's timeline).
     pub x_range: (f64, f64),
     /// The attack's window: the rest is shaded.
     pub attack: Option<(f64, f64)>,
     /// Moments marked with a vertical line (probe events).
     pub markers: Vec<f64>,
     pub series: Vec<SeriesData>,
+    /// Spreads shaded under the series (p50–p99).
+    pub bands: Vec<BandData>,
+}
+
+/// A band: its low and high edges at each x (null where it has a gap), as drawn.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct BandData {
+    pub name: String,
+    pub color: String,
+    pub x: Vec<f64>,
+    pub low: Vec<Option<f64>>,
+    pub high: Vec<Option<f64>>,
+}
+
+impl BandData {
+    fn of(band: &Band, buckets: usize) -> BandData {
+        let mut out = BandData {
+            name: band.name.clone(),
+            color: css_color(band.color),
+            x: Vec::new(),
+            low: Vec::new(),
+            high: Vec::new(),
+        };
+        for (i, piece) in crate::downsample::envelope(&band.points, buckets)
+            .into_iter()
+            .enumerate()
+        {
+            if i > 0 {
+                if let Some(&(px, _, _)) = piece.first() {
+                    out.x.push(round(px));
+                    out.low.push(None);
+                    out.high.push(None);
+                }
+            }
+            for (px, lo, hi) in piece {
+                out.x.push(round(px));
+                out.low.push(Some(round(lo)));
+                out.high.push(Some(round(hi)));
+            }
+        }
+        out
+    }
 }
 
 /// One series: its points (`y` null where the series has a gap), as drawn.
@@ -38,8 +97,17 @@ pub struct SeriesData {
     pub dashed: bool,
     pub step: bool,
     pub filled: bool,
+    /// A marker at each point; with `markers_only`, nothing joins them.
+    pub points: bool,
+    pub markers_only: bool,
+    /// The spread over repetitions at some x: (x, lowest, highest), a vertical bar.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub spread: Vec<(f64, f64, f64)>,
     pub x: Vec<f64>,
     pub y: Vec<Option<f64>>,
+    /// A stack's layer: its own value at each x (`y` is the stack's sum up to it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub own: Option<Vec<Option<f64>>>,
 }
 
 /// Six significant digits: what a reader can tell apart, in a fraction of the bytes.
@@ -53,13 +121,23 @@ fn round(v: f64) -> f64 {
 }
 
 impl SeriesData {
+    /// On the timeline: cut at its gaps, at most `2 × buckets` points.
     fn of(line: &Line, buckets: usize) -> SeriesData {
+        SeriesData::from_pieces(line, crate::downsample::for_drawing(&line.points, buckets))
+    }
+
+    /// Across settings or percentiles: every point, none a gap (a distribution's points are
+    /// as many as its histogram's buckets; a setting's one per setting).
+    fn whole(line: &Line) -> SeriesData {
+        let mut points = line.points.clone();
+        points.sort_by(|a, b| a.0.total_cmp(&b.0));
+        SeriesData::from_pieces(line, vec![crate::downsample::min_max(&points, BUCKETS)])
+    }
+
+    fn from_pieces(line: &Line, pieces: Vec<Vec<(f64, f64)>>) -> SeriesData {
         let mut x = Vec::new();
         let mut y = Vec::new();
-        for (i, piece) in crate::downsample::for_drawing(&line.points, buckets)
-            .into_iter()
-            .enumerate()
-        {
+        for (i, piece) in pieces.into_iter().enumerate() {
             // A gap between pieces: the line stops there.
             if i > 0 {
                 if let Some(&(px, _)) = piece.first() {
@@ -72,12 +150,28 @@ impl SeriesData {
                 y.push(Some(round(py)));
             }
         }
+        let own = line.own.as_ref().map(|own| {
+            let at: std::collections::HashMap<u64, f64> =
+                own.iter().map(|&(x, v)| (round(x).to_bits(), v)).collect();
+            x.iter()
+                .zip(&y)
+                .map(|(px, py)| py.and_then(|_| at.get(&px.to_bits()).map(|&v| round(v))))
+                .collect()
+        });
         SeriesData {
+            own,
             name: line.name.clone(),
             color: css_color(line.color),
             dashed: line.dashed,
             step: line.step,
             filled: line.filled,
+            points: false,
+            markers_only: line.markers_only,
+            spread: line
+                .spread
+                .iter()
+                .map(|&(x, lo, hi)| (round(x), round(lo), round(hi)))
+                .collect(),
             x,
             y,
         }
@@ -87,10 +181,12 @@ impl SeriesData {
 impl ChartData {
     /// The model of a time chart.
     pub fn of(spec: &TimeChart<'_>) -> ChartData {
-        let drawn = spec.lines.iter().filter(|l| !l.points.is_empty()).count();
+        let drawn = spec.lines.iter().filter(|l| !l.points.is_empty()).count()
+            + 2 * spec.bands.iter().filter(|b| !b.points.is_empty()).count();
         let buckets = (CHART_POINTS / (2 * drawn.max(1))).clamp(50, BUCKETS);
         ChartData {
             title: spec.title.to_string(),
+            x_axis: XAxisData::Time,
             x_label: "time since the attack started (s)".into(),
             y_label: spec.y_label.to_string(),
             x_range: spec.x_range,
@@ -102,6 +198,76 @@ impl ChartData {
                 .filter(|l| !l.points.is_empty())
                 .map(|l| SeriesData::of(l, buckets))
                 .collect(),
+            bands: spec
+                .bands
+                .iter()
+                .filter(|b| !b.points.is_empty())
+                .map(|b| BandData::of(b, buckets))
+                .collect(),
+        }
+    }
+
+    /// The model of a latency distribution (x = 1 / (1 − p)).
+    pub fn distribution(title: &str, lines: &[Line]) -> ChartData {
+        let series: Vec<SeriesData> = lines
+            .iter()
+            .filter(|l| !l.points.is_empty())
+            .map(SeriesData::whole)
+            .collect();
+        ChartData {
+            title: title.to_string(),
+            x_axis: XAxisData::Percentile,
+            x_label: "percentile".into(),
+            y_label: "latency (ms)".into(),
+            x_range: (1.0, crate::plot::percentile_x_max(lines)),
+            attack: None,
+            markers: Vec::new(),
+            series,
+            bands: Vec::new(),
+        }
+    }
+
+    /// The model of a chart across settings (p99 against rate), a marker at each point.
+    pub fn xy(spec: &XyChart<'_>) -> ChartData {
+        let series: Vec<SeriesData> = spec
+            .lines
+            .iter()
+            .filter(|l| !l.points.is_empty())
+            .map(|l| SeriesData {
+                points: true,
+                ..SeriesData::whole(l)
+            })
+            .collect();
+        let (lo, hi) = crate::plot::x_extent(&spec.lines);
+        let x_axis = match &spec.x {
+            XAxis::Names(names) => XAxisData::Names {
+                names: names.clone(),
+            },
+            XAxis::Numbers => XAxisData::Numbers {
+                log: crate::plot::log_x(lo, hi),
+            },
+        };
+        ChartData {
+            title: spec.title.to_string(),
+            x_axis,
+            x_label: spec.x_label.to_string(),
+            y_label: spec.y_label.to_string(),
+            x_range: (lo, hi),
+            attack: None,
+            markers: Vec::new(),
+            series,
+            bands: Vec::new(),
+        }
+    }
+
+    /// The kind of chart, as the page's markup names it (`time`, `percentile`, `numbers`,
+    /// `names`).
+    pub fn kind(&self) -> &'static str {
+        match self.x_axis {
+            XAxisData::Time => "time",
+            XAxisData::Percentile => "percentile",
+            XAxisData::Numbers { .. } => "numbers",
+            XAxisData::Names { .. } => "names",
         }
     }
 
@@ -134,6 +300,7 @@ mod tests {
             x_range: (0.0, 500.0),
             attack: Some((0.0, 490.0)),
             lines: vec![line],
+            bands: Vec::new(),
             markers: vec![3.0],
         };
         let data = ChartData::of(&spec);
@@ -148,5 +315,89 @@ mod tests {
         assert_eq!(back["series"][0]["name"], "cpu </script>");
         assert_eq!(round(0.123456789), 0.123457);
         assert_eq!(round(123456789.0), 123457000.0);
+    }
+
+    #[test]
+    fn bands_layers_and_every_kind_of_axis_are_in_the_model() {
+        // p50 and p99 of 3,000 intervals, a hole between 1,000 s and 1,500 s.
+        let xs: Vec<f64> = (0..3000)
+            .map(f64::from)
+            .filter(|x| !(1000.0..1500.0).contains(x))
+            .collect();
+        let p50 = Line::new("p50", PALETTE[0], xs.iter().map(|&x| (x, 1.0)).collect());
+        let mut p99_points: Vec<(f64, f64)> = xs.iter().map(|&x| (x, 2.0)).collect();
+        p99_points[2000].1 = 50.0;
+        let p99 = Line::new("p99", PALETTE[1], p99_points);
+        let spec = TimeChart {
+            title: "latency",
+            y_label: "ms",
+            x_range: (0.0, 3000.0),
+            attack: None,
+            bands: vec![Band::between("p50–p99", PALETTE[1], &p50, &p99)],
+            lines: vec![p50, p99],
+            markers: Vec::new(),
+        };
+        let data = ChartData::of(&spec);
+        let band = &data.bands[0];
+        assert_eq!(data.kind(), "time");
+        assert!(band.x.len() <= 2 * BUCKETS + 4, "{}", band.x.len());
+        assert_eq!(
+            band.low.iter().filter(|v| v.is_none()).count(),
+            1,
+            "one gap"
+        );
+        assert!(band.high.contains(&Some(50.0)), "the widest spread kept");
+        assert!(band.low.iter().flatten().all(|&v| v == 1.0));
+
+        // A stack's layer: drawn as the sum, read as its own value.
+        let stacked = crate::plot::stacked(vec![
+            Line::new("cpu", PALETTE[2], vec![(0.0, 2.0), (1.0, 3.0)]),
+            Line::new("lock", PALETTE[3], vec![(0.0, 5.0), (1.0, 1.0)]),
+        ]);
+        let spec = TimeChart {
+            lines: stacked,
+            bands: Vec::new(),
+            ..spec
+        };
+        let data = ChartData::of(&spec);
+        let lock = data.series.iter().find(|s| s.name == "lock").unwrap();
+        assert_eq!(lock.y, [Some(7.0), Some(4.0)]);
+        assert_eq!(lock.own, Some(vec![Some(5.0), Some(1.0)]));
+
+        // By percentile: x up to the next decade.
+        let dist = ChartData::distribution(
+            "by percentile",
+            &[Line::new(
+                "corrected",
+                PALETTE[0],
+                vec![(1.0, 0.1), (2.0, 0.2), (1234.0, 9.0)],
+            )],
+        );
+        assert_eq!((dist.kind(), dist.x_range), ("percentile", (1.0, 10_000.0)));
+        assert_eq!(dist.series[0].x, [1.0, 2.0, 1234.0]);
+
+        // Across settings: names or numbers (a log scale beyond a decade and a half), a marker
+        // at each point, the spread kept.
+        let mut line = Line::new("go", PALETTE[0], vec![(100.0, 1.0), (10_000.0, 3.0)]);
+        line.spread = vec![(100.0, 0.5, 1.5)];
+        let across = |x: XAxis, lines: Vec<Line>| {
+            ChartData::xy(&XyChart {
+                title: "p99 against rate",
+                x_label: "rate",
+                y_label: "ms",
+                x,
+                lines,
+            })
+        };
+        let numbers = across(XAxis::Numbers, vec![line.clone()]);
+        assert_eq!(numbers.x_axis, XAxisData::Numbers { log: true });
+        assert!(numbers.series[0].points && !numbers.series[0].markers_only);
+        assert_eq!(numbers.series[0].spread, [(100.0, 0.5, 1.5)]);
+        let names = across(
+            XAxis::Names(vec!["small".into(), "large".into()]),
+            vec![Line::new("go", PALETTE[0], vec![(0.0, 1.0), (1.0, 2.0)])],
+        );
+        assert_eq!(names.kind(), "names");
+        assert!(names.json().contains("\"names\":[\"small\",\"large\"]"));
     }
 }

@@ -76,6 +76,9 @@ pub struct Line {
     pub markers_only: bool,
     /// Filled down to zero: a layer of a stack (see [`stacked`]).
     pub filled: bool,
+    /// A layer's own values, where `points` are the stack's sums up to it: what a reader
+    /// hovering the layer asks for.
+    pub own: Option<Vec<(f64, f64)>>,
 }
 
 impl Line {
@@ -89,6 +92,7 @@ impl Line {
             spread: Vec::new(),
             markers_only: false,
             filled: false,
+            own: None,
         }
     }
 
@@ -115,19 +119,47 @@ pub fn stacked(layers: Vec<Line>) -> Vec<Line> {
             continue;
         }
         sums = if sums.is_empty() {
-            line.points
+            line.points.clone()
         } else {
             sums.iter()
                 .zip(line.points.iter())
                 .map(|(a, b)| (b.0, a.1 + b.1))
                 .collect()
         };
-        line.points = sums.clone();
+        line.own = Some(std::mem::replace(&mut line.points, sums.clone()));
         line.filled = true;
         out.push(line);
     }
     out.reverse();
     out
+}
+
+/// The spread between two series over time (p50–p99 of each interval), shaded under the lines:
+/// where a line shows one percentile, a band shows how far apart two were.
+#[derive(Debug, Clone)]
+pub struct Band {
+    pub name: String,
+    pub color: RGBColor,
+    /// (x, low, high), sorted by x.
+    pub points: Vec<(f64, f64, f64)>,
+}
+
+impl Band {
+    /// Between two series of the same instants (each interval's percentiles): only the instants
+    /// both have.
+    pub fn between(name: impl Into<String>, color: RGBColor, low: &Line, high: &Line) -> Band {
+        let highs: std::collections::HashMap<u64, f64> =
+            high.points.iter().map(|&(x, y)| (x.to_bits(), y)).collect();
+        Band {
+            name: name.into(),
+            color,
+            points: low
+                .points
+                .iter()
+                .filter_map(|&(x, lo)| highs.get(&x.to_bits()).map(|&hi| (x, lo, hi)))
+                .collect(),
+        }
+    }
 }
 
 /// Step-after: each value holds until the next sample.
@@ -153,6 +185,8 @@ pub struct TimeChart<'a> {
     /// The attack window; the rest of the range is shaded.
     pub attack: Option<(f64, f64)>,
     pub lines: Vec<Line>,
+    /// Spreads shaded under the lines.
+    pub bands: Vec<Band>,
     /// Moments to mark with a thin vertical line (probe events).
     pub markers: Vec<f64>,
 }
@@ -229,6 +263,20 @@ pub fn time_chart(chart: &TimeChart<'_>) -> Result<String, PlotError> {
                 .map(|&t| PathElement::new(vec![(t, 0.0), (t, y1)], MARKER.stroke_width(1))),
         )
         .map_err(&err)?;
+        for band in &chart.bands {
+            for piece in downsample::envelope(&band.points, BUCKETS) {
+                let outline: Vec<(f64, f64)> = piece
+                    .iter()
+                    .map(|&(x, _, hi)| (x, hi))
+                    .chain(piece.iter().rev().map(|&(x, lo, _)| (x, lo)))
+                    .collect();
+                c.draw_series(std::iter::once(Polygon::new(
+                    outline,
+                    band.color.mix(0.18).filled(),
+                )))
+                .map_err(&err)?;
+            }
+        }
         for line in lines {
             draw_line(&mut c, line, true).map_err(&err)?;
         }
@@ -238,15 +286,20 @@ pub fn time_chart(chart: &TimeChart<'_>) -> Result<String, PlotError> {
     Ok(svg)
 }
 
-/// The latency distribution: x = 1 / (1 − p) on a log scale up to `x_max`.
-pub fn distribution_chart(title: &str, lines: &[Line]) -> Result<String, PlotError> {
-    let err = failed(title);
+/// The end of a distribution's x axis: the next power of ten above its last point, so that the
+/// last label is a round percentile.
+pub fn percentile_x_max(lines: &[Line]) -> f64 {
     let x_max = lines
         .iter()
         .flat_map(|l| l.points.iter().map(|p| p.0))
         .fold(10.0f64, f64::max);
-    // Up to the next power of ten, so that the last label is a round percentile.
-    let x_max = 10f64.powf(x_max.log10().ceil());
+    10f64.powf(x_max.log10().ceil())
+}
+
+/// The latency distribution: x = 1 / (1 − p) on a log scale up to [`percentile_x_max`].
+pub fn distribution_chart(title: &str, lines: &[Line]) -> Result<String, PlotError> {
+    let err = failed(title);
+    let x_max = percentile_x_max(lines);
     let y1 = y_top(lines);
     let mut svg = String::new();
     {
@@ -302,15 +355,26 @@ pub struct XyChart<'a> {
     pub lines: Vec<Line>,
 }
 
+/// The lowest and highest x of the lines' points ((0, 1) without a point).
+pub fn x_extent(lines: &[Line]) -> (f64, f64) {
+    let xs = lines.iter().flat_map(|l| l.points.iter().map(|p| p.0));
+    let (lo, hi) = xs.fold((f64::MAX, f64::MIN), |(a, b), x| (a.min(x), b.max(x)));
+    if lo <= hi {
+        (lo, hi)
+    } else {
+        (0.0, 1.0)
+    }
+}
+
+/// Whether settings from `lo` to `hi` read better on a log scale: more than a decade and a half.
+pub fn log_x(lo: f64, hi: f64) -> bool {
+    lo > 0.0 && hi / lo >= 30.0
+}
+
 /// The chart across settings as an SVG document.
 pub fn xy_chart(chart: &XyChart<'_>) -> Result<String, PlotError> {
     let err = failed(chart.title);
-    let xs = chart
-        .lines
-        .iter()
-        .flat_map(|l| l.points.iter().map(|p| p.0));
-    let (lo, hi) = xs.fold((f64::MAX, f64::MIN), |(a, b), x| (a.min(x), b.max(x)));
-    let (lo, hi) = if lo <= hi { (lo, hi) } else { (0.0, 1.0) };
+    let (lo, hi) = x_extent(&chart.lines);
     let top = chart
         .lines
         .iter()
@@ -321,7 +385,7 @@ pub fn xy_chart(chart: &XyChart<'_>) -> Result<String, PlotError> {
         let (root, legend) = canvas(&mut svg, &chart.lines);
         root.fill(&WHITE).map_err(&err)?;
         match &chart.x {
-            XAxis::Numbers if lo > 0.0 && hi / lo >= 30.0 => {
+            XAxis::Numbers if log_x(lo, hi) => {
                 let mut c = xy_builder(&root, chart.title)
                     .build_cartesian_2d((lo / 1.3..hi * 1.3).log_scale(), 0f64..top)
                     .map_err(&err)?;

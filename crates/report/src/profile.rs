@@ -40,6 +40,22 @@ pub struct ProfileFigures {
     pub top: Vec<FunctionShare>,
     /// The top functions' own CPU per record (100 = one core).
     pub over_time: Vec<Series>,
+    /// Every distinct stack of the window once, as `folded` names them: what `slices` index.
+    pub stacks: Vec<String>,
+    /// Each record's stacks on the run's timeline, in time order: what a window of the run
+    /// (a freeze, a step) is drawn from.
+    pub slices: Vec<ProfileSlice>,
+}
+
+/// The stacks one profile record sampled, and the stretch of the run it covers.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ProfileSlice {
+    /// Seconds on the run's timeline: the record covers `(from, to]`.
+    pub from: f64,
+    pub to: f64,
+    /// (index into [`ProfileFigures::stacks`], samples): an hour of records holds each stack's
+    /// name once, not once a second.
+    pub counts: Vec<(u32, u64)>,
 }
 
 impl ProfileFigures {
@@ -69,6 +85,8 @@ pub struct Accumulator {
     /// Per record: its time, the CPU one sample stands for in percent of a core, and its
     /// samples by innermost function.
     timeline: Vec<(f64, f64, HashMap<String, u64>)>,
+    /// Where each stack is in `figures.stacks`.
+    stack_index: HashMap<String, u32>,
 }
 
 impl Accumulator {
@@ -92,13 +110,29 @@ impl Accumulator {
         f.cpu_s += p.cpu_ns as f64 / 1e9;
         f.lost += p.lost;
         let mut leaves: HashMap<String, u64> = HashMap::new();
+        let mut counts = Vec::with_capacity(p.stacks.len());
         for (stack, n) in p.folded() {
             if let Some(leaf) = function_frames(&stack).last() {
                 *leaves.entry(leaf.to_string()).or_default() += n;
             }
+            let index = match self.stack_index.get(&stack) {
+                Some(&i) => i,
+                None => {
+                    let i = f.stacks.len() as u32;
+                    f.stacks.push(stack.clone());
+                    self.stack_index.insert(stack.clone(), i);
+                    i
+                }
+            };
+            counts.push((index, n));
             *f.folded.entry(stack).or_default() += n;
         }
         let seconds = p.interval_ns as f64 / 1e9;
+        f.slices.push(ProfileSlice {
+            from: t - seconds,
+            to: t,
+            counts,
+        });
         let pct_per_sample = if p.hz > 0 && seconds > 0.0 {
             100.0 / (f64::from(p.hz) * seconds)
         } else {
@@ -213,6 +247,12 @@ mod tests {
         assert!((f.percent(hash.self_samples) - 70.0).abs() < 1e-9);
         // 70 samples of hash a second at 100 Hz: 70 % of a core.
         assert_eq!(f.over_time[0].points, vec![(1.0, 70.0), (2.0, 70.0)]);
+        // Each record a slice of the timeline, its stacks named once for the whole window.
+        assert_eq!(f.stacks.len(), 4);
+        assert_eq!(f.slices.len(), 2);
+        assert_eq!((f.slices[1].from, f.slices[1].to), (1.0, 2.0));
+        assert_eq!(f.slices[0].counts, f.slices[1].counts);
+        assert_eq!(f.slices[0].counts.iter().map(|c| c.1).sum::<u64>(), 100);
         assert!(Accumulator::new((0.0, 1.0)).finish().is_none());
     }
 }

@@ -44,24 +44,18 @@ fn xy(
     caption: &str,
     empty: &str,
 ) -> Result<Chart, PlotError> {
-    let svg = if plot::has_data(&lines) {
-        Some(plot::xy_chart(&XyChart {
+    crate::charts::xy(
+        id,
+        XyChart {
             title,
             x_label,
             y_label,
             x: XAxis::Numbers,
             lines,
-        })?)
-    } else {
-        None
-    };
-    Ok(Chart {
-        id: id.to_string(),
-        title: title.to_string(),
-        caption: if svg.is_some() { caption } else { empty }.to_string(),
-        svg,
-        data: None,
-    })
+        },
+        caption,
+        empty,
+    )
 }
 
 /// A vertical dashed line at the capacity, from 0 to `top`.

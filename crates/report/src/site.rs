@@ -126,19 +126,34 @@ impl Writer<'_> {
         Ok(())
     }
 
-    /// Each profiled probe's flame graph beside the run's page (`page`), named relative to it.
+    /// Each profiled probe's flame graph beside the run's page (`page`), and the data of its
+    /// window flame graph, named relative to it.
     fn flame_graphs(
         &mut self,
         page: &str,
         run: &RunFigures,
-    ) -> Result<Vec<Option<String>>, ReportError> {
+    ) -> Result<Vec<pages::Flames>, ReportError> {
         let mut names = Vec::new();
         for (i, probe) in run.probes.iter().enumerate() {
             // No stacks (the target never on a CPU when sampled): nothing to draw, the page
             // says so.
             let Some(profile) = probe.profile.as_ref().filter(|p| !p.folded.is_empty()) else {
-                names.push(None);
+                names.push(pages::Flames::default());
                 continue;
+            };
+            let by_window = match crate::flame_data::ProfileData::of(profile) {
+                Some(data) => {
+                    let file = format!("flame-{}.js", i + 1);
+                    let key = format!(
+                        "{}.{file}",
+                        page.rsplit('/')
+                            .next()
+                            .unwrap_or(page)
+                            .trim_end_matches(".html")
+                    );
+                    Some(self.beside(page, &file, data.script(&key).as_bytes())?)
+                }
+                None => None,
             };
             let subtitle = format!(
                 "{}: {} samples of {} in the attack window",
@@ -149,18 +164,20 @@ impl Writer<'_> {
                 subtitle,
                 &profile.folded,
             ) {
-                Ok(svg) => names.push(Some(self.beside(
-                    page,
-                    &format!("flame-{}.svg", i + 1),
-                    &svg,
-                )?)),
+                Ok(svg) => names.push(pages::Flames {
+                    whole: Some(self.beside(page, &format!("flame-{}.svg", i + 1), &svg)?),
+                    by_window,
+                }),
                 // A graph that cannot be drawn costs the graph, not the page.
                 Err(e) => {
                     self.site.failures.push((
                         format!("flame graph of run {} ({})", run.name, run.id),
                         e.to_string(),
                     ));
-                    names.push(None);
+                    names.push(pages::Flames {
+                        whole: None,
+                        by_window,
+                    });
                 }
             }
         }

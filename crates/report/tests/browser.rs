@@ -258,6 +258,8 @@ const NODE_STACKS: &[(&str, u64)] = &[
     ("node;node;main;uv_run;uv__io_poll;epoll_wait;do_epoll_wait_[k]", 10),
     ("node;V8 Worker;<img src=x onerror=alert(1)>", 5),
 ];
+/// A stack sampled only in seconds 14 to 16 of a run (a collection, a freeze).
+const BURST: &str = "node;node;main;uv_run;v8::internal::Heap::Scavenge";
 /// And the fixture's go.
 const GO_STACKS: &[(&str, u64)] = &[
     (
@@ -291,6 +293,49 @@ fn an_experiment_page_renders_in_a_browser() {
         shot.count(BLUE),
         shot.count(ORANGE)
     );
+
+    // The charts across settings are drawn from their models too: hovering a setting shows
+    // each target's stored median there.
+    let html = std::fs::read_to_string(&drawn.page_path).unwrap();
+    let explored = explore(
+        &drawn.page_path,
+        work.path(),
+        "experiment",
+        r#"
+        const plots = window.showdownPlots;
+        const across = plots.filter(c => c.root.getAttribute('data-chart').startsWith('across'));
+        const u = across[0];
+        const w = u.over.clientWidth, h = u.over.clientHeight;
+        fire(u, 'mouseenter', w - 2, h / 2);
+        fire(u, 'mousemove', w - 2, h / 2, { movementX: 1 });
+        return { id: u.root.getAttribute('data-chart'), across: across.length, x: u.data[0][u.cursor.idx],
+                 legend: Array.from(u.root.querySelectorAll('.u-legend .u-value')).map(e => e.textContent),
+                 kinds: Array.from(document.querySelectorAll('figure[data-chart]')).map(f => f.getAttribute('data-chart')) };
+        "#,
+    );
+    assert!(explored["across"].as_u64().unwrap() >= 2, "{explored}");
+    let kinds = explored["kinds"].as_array().unwrap();
+    assert!(
+        kinds.iter().any(|k| k == "numbers" || k == "names")
+            && kinds.iter().any(|k| k == "percentile")
+            && kinds.iter().any(|k| k == "time"),
+        "every kind of chart has its model: {explored}"
+    );
+    let across = model(&html, explored["id"].as_str().unwrap());
+    let x = explored["x"].as_f64().unwrap();
+    let mut shown = 0;
+    for (i, series) in across["series"].as_array().unwrap().iter().enumerate() {
+        let xs = series["x"].as_array().unwrap();
+        if let Some(at) = xs.iter().position(|v| v.as_f64() == Some(x)) {
+            assert_eq!(
+                explored["legend"][i + 1],
+                four(series["y"][at].as_f64().unwrap()),
+                "{explored}"
+            );
+            shown += 1;
+        }
+    }
+    assert!(shown >= 2, "both targets at the last setting: {explored}");
 }
 
 /// What a page's interactive parts do when used, read back from the DOM: `driver` is
@@ -395,7 +440,10 @@ fn charts_and_the_index_are_explored_in_a_browser() {
         let store = Store::open(&db).await.unwrap();
         let node = runs::write(
             &store,
-            &Spec::new("node 2000", 800).label("target", "node"),
+            &Spec::new("node 2000", 800)
+                .label("target", "node")
+                .profiled(NODE_STACKS)
+                .burst(BURST, 90, 14..=16),
             1_795_000_000_000_000_000,
         )
         .await;
@@ -444,7 +492,7 @@ fn charts_and_the_index_are_explored_in_a_browser() {
         &run_page,
         work.path(),
         "run",
-        r#"
+        &r#"
         const charts = window.showdownCharts;
         const byId = id => charts.find(c => c.root.getAttribute('data-chart') === id);
         const u = byId('latency'), cpu = byId('probe-0-cpu');
@@ -459,20 +507,52 @@ fn charts_and_the_index_are_explored_in_a_browser() {
           cpuX: cpu.data[0][cpu.cursor.idx],
         };
         const full = charts.map(c => [c.scales.x.min, c.scales.x.max]);
+        // The window flame graph: opened, it loads its data and draws the whole run.
+        const details = document.querySelector('details.flame-window');
+        details.open = true;
+        for (let i = 0; i < 200 && !details.querySelector('.flame-head'); i++) await tick();
+        const head = () => {
+          const p = details.querySelector('.flame-head');
+          return { window: p.getAttribute('data-window'), samples: Number(p.getAttribute('data-samples')),
+                   rest: Number(p.getAttribute('data-rest')), text: p.textContent };
+        };
+        const frame = name => {
+          const g = Array.from(details.querySelectorAll('g[data-frame]')).find(g => g.getAttribute('data-frame') === name);
+          return g ? { n: Number(g.getAttribute('data-n')), delta: g.getAttribute('data-delta') } : null;
+        };
+        const flameFull = head();
         fire(u, 'mousedown', w * 0.25, h / 2);
         fire(u, 'mousemove', w * 0.75, h / 2, { movementX: w / 2 });
         fire(u, 'mouseup', w * 0.75, h / 2);
         await tick();
         const zoomed = charts.map(c => [c.scales.x.min, c.scales.x.max]);
+        const flameZoomed = Object.assign(head(), { burst: frame('BURST_FRAME') });
+        details.querySelector('input[value=against]').click();
+        await tick();
+        const against = { burst: frame('BURST_FRAME'), hash: frame('HASH_FRAME') };
         fire(u, 'dblclick', w / 2, h / 2);
         await tick();
         const reset = charts.map(c => [c.scales.x.min, c.scales.x.max]);
+        const flameReset = head();
+        const bands = { count: u.bands.length, series: u.series.length };
+        // The distribution: hover reads a percentile and each series' latency there.
+        const dist = window.showdownPlots.find(c => c.root.getAttribute('data-chart') === 'distribution');
+        const dw = dist.over.clientWidth, dh = dist.over.clientHeight;
+        fire(dist, 'mouseenter', dw * 0.6, dh / 2);
+        fire(dist, 'mousemove', dw * 0.6, dh / 2, { movementX: 1 });
+        const distribution = { x: dist.data[0][dist.cursor.idx],
+          legend: Array.from(dist.root.querySelectorAll('.u-legend .u-value')).map(e => e.textContent) };
+        const rss = byId('probe-0-members-rss');
+        const members = rss ? rss.series.length - 1 : 0;
         // A series toggled from the legend.
         u.root.querySelectorAll('.u-legend .u-series')[1].querySelector('th').dispatchEvent(new MouseEvent('click', { bubbles: true }));
         await tick();
         return { count: charts.length, hovered, full, zoomed, reset, shown: u.series[1].show,
-                 drawn: document.documentElement.getAttribute('data-charts') };
-        "#,
+                 drawn: document.documentElement.getAttribute('data-charts'),
+                 flameFull, flameZoomed, against, flameReset, bands, members, distribution };
+        "#
+        .replace("BURST_FRAME", BURST.rsplit(';').next().unwrap())
+        .replace("HASH_FRAME", "JS:*hashSync /srv/server.js:3"),
     );
     let count = explored["count"].as_u64().unwrap();
     assert!(
@@ -522,6 +602,99 @@ fn charts_and_the_index_are_explored_in_a_browser() {
         explored["shown"], false,
         "the legend's click hid the series"
     );
+
+    // The latency chart's bands (p50–p99, p99–max) are drawn; each process's RSS has a line.
+    assert_eq!(explored["bands"]["count"], 2, "{explored}");
+    assert_eq!(explored["bands"]["series"], 1 + 4 + 4, "{explored}");
+    assert_eq!(explored["members"], 2, "{explored}");
+
+    // By percentile: the legend names the percentile under the cursor and each series' value.
+    let distribution = model(&html, "distribution");
+    let dx = explored["distribution"]["x"].as_f64().unwrap();
+    let digits = ((dx.log10() - 1e-9).ceil() as i64 - 2).max(0) as usize;
+    assert_eq!(
+        explored["distribution"]["legend"][0],
+        format!("{:.*}%", digits, 100.0 * (1.0 - 1.0 / dx)),
+        "{explored}"
+    );
+    for (i, series) in distribution["series"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .enumerate()
+    {
+        let xs = series["x"].as_array().unwrap();
+        let at = xs.iter().position(|v| v.as_f64() == Some(dx)).unwrap();
+        assert_eq!(
+            explored["distribution"]["legend"][i + 1],
+            four(series["y"][at].as_f64().unwrap()),
+            "{explored}"
+        );
+    }
+
+    // The window flame graph follows the zoom: its samples are those of the slices in the
+    // charts' window, read from the data beside the page; against the rest, the burst (in the
+    // window only) gained its whole share, the function sampled every second lost some.
+    let src = {
+        let at = html.find("data-src=\"").unwrap() + "data-src=\"".len();
+        &html[at..at + html[at..].find('"').unwrap()]
+    };
+    let script = std::fs::read_to_string(run_page.with_file_name(src)).unwrap();
+    let json = &script[script.find("= {").unwrap() + 2..script.trim_end().len() - 1];
+    let data: serde_json::Value = serde_json::from_str(json).unwrap();
+    let samples_in = |from: f64, to: f64| -> u64 {
+        data["slices"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|s| {
+                let mid = (s["from"].as_f64().unwrap() + s["to"].as_f64().unwrap()) / 2.0;
+                mid >= from && mid <= to
+            })
+            .flat_map(|s| {
+                s["counts"]
+                    .as_array()
+                    .unwrap()
+                    .chunks(2)
+                    .map(|p| p[1].as_u64().unwrap())
+                    .collect::<Vec<_>>()
+            })
+            .sum()
+    };
+    let every_second: u64 = NODE_STACKS.iter().map(|s| s.1).sum();
+    let whole = every_second * runs::SECONDS + 90 * 3;
+    assert_eq!(samples_in(f64::MIN, f64::MAX), whole);
+    let flame_full = &explored["flameFull"];
+    assert_eq!(flame_full["window"], "all", "{explored}");
+    assert_eq!(flame_full["samples"].as_u64(), Some(whole), "{explored}");
+    assert_eq!(flame_full["rest"].as_u64(), Some(0));
+    let zoomed_window = &explored["zoomed"][0];
+    let (z0, z1) = (
+        zoomed_window[0].as_f64().unwrap(),
+        zoomed_window[1].as_f64().unwrap(),
+    );
+    let flame_zoomed = &explored["flameZoomed"];
+    assert_eq!(flame_zoomed["window"], format!("{z0},{z1}"), "{explored}");
+    let inside = samples_in(z0, z1);
+    assert!(inside > 0 && inside < whole, "{inside} of {whole}");
+    assert_eq!(flame_zoomed["samples"].as_u64(), Some(inside), "{explored}");
+    assert_eq!(flame_zoomed["rest"].as_u64(), Some(whole - inside));
+    assert_eq!(flame_zoomed["burst"]["n"], 270, "{explored}");
+    let delta = |name: &str| -> f64 {
+        explored["against"][name]["delta"]
+            .as_str()
+            .unwrap()
+            .parse()
+            .unwrap()
+    };
+    let expected_burst = 100.0 * 270.0 / inside as f64;
+    assert!(
+        (delta("burst") - expected_burst).abs() < 1e-3,
+        "{} against {expected_burst}",
+        delta("burst")
+    );
+    assert!(delta("hash") < 0.0, "{explored}");
+    assert_eq!(explored["flameReset"]["window"], "all");
 
     // The heatmaps' cells add up to the run's completed requests.
     let doc_start = html

@@ -416,6 +416,15 @@ async fn text_from_runs_is_escaped() {
             );
             assert!(serde_json::from_str::<serde_json::Value>(body).is_ok());
         }
+        // Every chart drawn has its model (the heatmaps draw their own cells).
+        let drawn = html.matches("<div class=\"plot\">").count()
+            - html.matches("<figure class=\"heatmap\"").count();
+        assert_eq!(
+            html.matches("<script class=\"chart-data\"").count(),
+            drawn,
+            "{}: a chart without its model",
+            page.display()
+        );
         assert!(
             !html.contains("<img"),
             "{}: an img tag got through",

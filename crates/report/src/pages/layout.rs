@@ -40,6 +40,11 @@ td.failed { color: var(--warn); }
 .chip { display: inline-block; padding: 0 .45rem; margin: 0 .2rem .2rem 0; border: 1px solid var(--line); border-radius: 10px; font-size: .85em; text-decoration: none; }
 .swatch { display: inline-block; width: 1.6em; height: .6em; border-radius: 2px; margin-right: .4em; vertical-align: middle; }
 .flame { width: 100%; min-height: 24rem; border: 1px solid #ddd; }
+details.flame-window { margin: .8rem 0; }
+details.flame-window > summary { cursor: pointer; font-weight: 600; }
+.flame-live svg { border: 1px solid #ddd; background: #fff; }
+.flame-live g:hover rect { stroke: #333; }
+.flame-modes label { margin-right: 1rem; }
 .matrix { max-height: 80vh; overflow: auto; }
 .matrix th:first-child { position: sticky; left: 0; z-index: 1; background: #f6f6f6; }
 .matrix thead th { position: sticky; top: 0; z-index: 2; }
@@ -92,7 +97,7 @@ pub(super) fn layout(title: &str, root: &str, body: Markup) -> Markup {
 
 pub(super) fn chart(c: &Chart) -> Markup {
     html! {
-        figure id=(c.id) data-chart=[c.data.as_ref().map(|_| "time")] {
+        figure id=(c.id) data-chart=[c.data.as_ref().map(|d| d.kind())] {
             @match &c.svg {
                 // plotters escapes the text it writes into the SVG.
                 Some(svg) => div.plot { (PreEscaped(svg)) },

@@ -157,12 +157,20 @@ pub fn label_page(key: &str, value: &str, runs: &[Headline], comparison: Option<
     layout(&title, "../", body)
 }
 
+/// A probe's flame graphs beside its run's page: the whole attack window's (an SVG), and the
+/// data of the one that follows the charts' window (a script).
+#[derive(Debug, Clone, Default)]
+pub struct Flames {
+    pub whole: Option<String>,
+    pub by_window: Option<String>,
+}
+
 /// A run's page (or a run group's, merged).
 pub fn run_page(
     run: &RunFigures,
     load: &[Chart],
     probes: &[Vec<Chart>],
-    flames: &[Option<String>],
+    flames: &[Flames],
 ) -> Markup {
     let body = html! {
         h1 { (run.name) }
@@ -227,7 +235,7 @@ pub fn run_page(
             }
             (probe_facts(probe, run.system.as_ref().filter(|_| run.summary.server_fell_behind())))
             (charts(charts_of_probe))
-            (profile_section(probe, flames.get(i).and_then(Option::as_deref)))
+            (profile_section(probe, flames.get(i).cloned().unwrap_or_default()))
             @if !probe.events.is_empty() {
                 details {
                     summary { (probe.events.len()) @if probe.events.len() == 1 { " event" } @else { " events" } }
@@ -245,9 +253,9 @@ pub fn run_page(
     layout(&run.name, "../", body)
 }
 
-/// Where the tree's CPU went: the flame graph (`flame`, a file beside the page), the top
-/// functions, and how the profile's CPU compares with the sampler's; or why there is none.
-fn profile_section(p: &ProbeFigures, flame: Option<&str>) -> Markup {
+/// Where the tree's CPU went: the flame graphs (files beside the page), the top functions, and
+/// how the profile's CPU compares with the sampler's; or why there is none.
+fn profile_section(p: &ProbeFigures, flames: Flames) -> Markup {
     let unavailable = p.events.iter().find(|(_, e)| e.starts_with("no profile: "));
     let Some(f) = &p.profile else {
         return html! {
@@ -278,9 +286,16 @@ fn profile_section(p: &ProbeFigures, flame: Option<&str>) -> Markup {
             @if f.lost > 0 { " " strong { (f.lost) " samples were lost" } " (the probe read the kernel's ring late): shares are of what was kept." }
             " Frames come from frame pointers: a function built without them hides its caller; an address without a symbol is shown as its file and offset, or hex. The " code { "cpu-clock" } " event is a timer: time the kernel spends with interrupts off is charged where it turns them on again (" code { "_raw_spin_unlock_irqrestore_[k]" } " and the like)."
         }
-        @if let Some(file) = flame {
+        @if let Some(file) = &flames.whole {
             object.flame type="image/svg+xml" data=(file) { a href=(file) { "the flame graph" } }
             p.meta { "Each box is a function, as wide as its share of the samples; above it, what it called. Process and thread at the bottom, kernel frames end in " code { "_[k]" } ". Click to zoom, Ctrl-F to search; " a href=(file) { "open it alone" } "." }
+        }
+        @if let Some(file) = &flames.by_window {
+            details.flame-window data-src=(file) data-key=(file) {
+                summary { "The stacks of the charts' window, alone or against the rest of the run" }
+                p.meta { "Drag on any chart of the page to pick a window (a freeze, a step); this graph then shows the stacks sampled in it, or, against the rest, each function coloured by how its share of the samples changed: red, a larger share in the window; blue, a smaller one. The profile comes in slices of one record (a second; several merged on a long run): a slice counts when its middle is in the window. Drawn by the page's script from " code { (file) } ", beside the page." }
+                div.flame-live {}
+            }
         }
         @if !f.top.is_empty() {
             div.scroll { table {

@@ -34,6 +34,8 @@ pub struct Spec {
     pub seconds: u64,
     /// Folded stacks the probe's profile finds every second, when it profiles.
     pub profile: Option<&'static [(&'static str, u64)]>,
+    /// One more stack, and its samples, in the profile's records of these seconds only.
+    pub burst: Option<(&'static str, u64, std::ops::RangeInclusive<u64>)>,
     /// An open loop (a fixed rate) or a closed one (as fast as answers come).
     pub open_loop: bool,
 }
@@ -51,12 +53,24 @@ impl Spec {
             probe: true,
             seconds: SECONDS,
             profile: None,
+            burst: None,
             open_loop: true,
         }
     }
 
     pub fn profiled(mut self, stacks: &'static [(&'static str, u64)]) -> Self {
         self.profile = Some(stacks);
+        self
+    }
+
+    /// `stack` sampled `n` times more in the records of `seconds` (a GC, a freeze).
+    pub fn burst(
+        mut self,
+        stack: &'static str,
+        n: u64,
+        seconds: std::ops::RangeInclusive<u64>,
+    ) -> Self {
+        self.burst = Some((stack, n, seconds));
         self
     }
 
@@ -293,6 +307,12 @@ pub async fn write(store: &Store, spec: &Spec, started_at_ns: i64) -> String {
         );
         for k in 1..=spec.seconds {
             let Some(stacks) = spec.profile else { break };
+            let mut stacks = stacks.to_vec();
+            if let Some((stack, n, seconds)) = &spec.burst {
+                if seconds.contains(&k) {
+                    stacks.push((stack, *n));
+                }
+            }
             seq += 1;
             let samples = stacks.iter().map(|(_, n)| n).sum();
             writer.record(
