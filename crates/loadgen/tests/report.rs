@@ -56,12 +56,14 @@ fn the_demo_ends_with_a_page_to_open() {
         "probe-0-rss",
         "probe-0-fds",
     ] {
-        // A time chart carries its model for the interactive chart; the distribution not.
-        let figure = if chart == "distribution" {
-            format!("<figure id=\"{chart}\"><div class=\"plot\"><svg")
+        // Every chart carries its model for the interactive chart, named by its kind.
+        let kind = if chart == "distribution" {
+            "percentile"
         } else {
-            format!("<figure id=\"{chart}\" data-chart=\"time\"><div class=\"plot\"><svg")
+            "time"
         };
+        let figure =
+            format!("<figure id=\"{chart}\" data-chart=\"{kind}\"><div class=\"plot\"><svg");
         assert!(html.contains(&figure), "the page lacks the {chart} chart");
     }
     let index = std::fs::read_to_string(site.join("index.html")).unwrap();
