@@ -258,25 +258,25 @@
     return (100 * (1 - 1 / x)).toFixed(digits) + '%';
   }
 
-  // What each kind of chart's x axis is: its scale, ticks, and how the legend writes a value.
+  // What each kind of chart's x axis is: its scale (the range the SVG draws, from the model),
+  // ticks, and how the legend writes a value.
   function xAxis(model) {
     var axis = model.x_axis;
-    var lo = model.x_range[0];
-    var hi = model.x_range[1];
+    var range = function () { return model.x_range.slice(); };
     switch (axis.kind) {
       case 'percentile':
         return {
-          scale: { time: false, distr: 3, log: 10, range: function () { return [1, hi]; } },
+          scale: { time: false, distr: 3, log: 10, range: range },
           label: 'percentile',
           value: percentile,
           ticks: {
-            splits: function () { var out = []; for (var v = 1; v <= hi * 1.0001; v *= 10) out.push(v); return out; },
+            splits: function () { var out = []; for (var v = 1; v <= model.x_range[1] * 1.0001; v *= 10) out.push(v); return out; },
             values: function (u, vals) { return vals.map(function (v) { return v === 1 ? '0%' : percentile(v); }); }
           }
         };
       case 'names':
         return {
-          scale: { time: false, range: function () { return [-0.5, axis.names.length - 0.5]; } },
+          scale: { time: false, range: range },
           label: model.x_label,
           value: function (v) { return v == null ? '--' : (axis.names[Math.round(v)] || '--'); },
           ticks: {
@@ -285,15 +285,8 @@
           }
         };
       case 'numbers':
-        if (axis.log) {
-          return {
-            scale: { time: false, distr: 3, log: 10, range: function () { return [lo / 1.3, hi * 1.3]; } },
-            label: model.x_label, value: fmt, ticks: { values: function (u, vals) { return vals.map(fmt); } }
-          };
-        }
-        var pad = Math.max((hi - lo) * 0.06, hi === lo ? 1 : 0);
         return {
-          scale: { time: false, range: function () { return [lo - pad, hi + pad]; } },
+          scale: axis.log ? { time: false, distr: 3, log: 10, range: range } : { time: false, range: range },
           label: model.x_label, value: fmt, ticks: { values: function (u, vals) { return vals.map(fmt); } }
         };
       default:
@@ -388,14 +381,9 @@
         points: { show: false }
       });
     });
-    // Across settings, the y axis starts at 0 and reaches the highest bar, as the SVG's does.
-    var top = 0;
-    model.series.forEach(function (s) {
-      s.y.forEach(function (v) { if (v != null && v > top) top = v; });
-      (s.spread || []).forEach(function (b) { if (b[2] > top) top = b[2]; });
-    });
+    // Where the SVG fixes the y axis (from 0, up to the highest bar), so does this chart.
     var scales = { x: x.scale };
-    if (!timeline) scales.y = { range: function () { return [0, top > 0 ? top * 1.08 : 1]; } };
+    if (model.y_range) scales.y = { range: function () { return model.y_range.slice(); } };
     var width = Math.max(320, box.clientWidth || figure.clientWidth || 640);
     var u = new uPlot({
       title: model.title,

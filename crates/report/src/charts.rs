@@ -16,7 +16,7 @@ pub struct Chart {
     pub svg: Option<String>,
     /// One sentence under the chart: what it shows, or why it is empty.
     pub caption: String,
-    /// A time chart's model, for the interactive chart drawn over the SVG.
+    /// The chart's model, for the interactive chart drawn over the SVG.
     pub data: Option<crate::model::ChartData>,
 }
 

@@ -10,26 +10,53 @@
 //! Lines are also cut where data is missing (a probe's lost link, a dead interval), so that a
 //! straight segment never bridges a gap as if it had been measured.
 
+/// Anything drawn along x: a line's point, a band's (x, low, high).
+trait AlongX: Copy {
+    fn x(&self) -> f64;
+}
+
+impl AlongX for (f64, f64) {
+    fn x(&self) -> f64 {
+        self.0
+    }
+}
+
+impl AlongX for (f64, f64, f64) {
+    fn x(&self) -> f64 {
+        self.0
+    }
+}
+
+/// `points` (sorted by x, at least one) in runs falling in the same of `buckets` equal slices
+/// of their x range.
+fn by_bucket<T: AlongX>(points: &[T], buckets: usize) -> Vec<&[T]> {
+    let (Some(first), Some(last)) = (points.first(), points.last()) else {
+        return Vec::new();
+    };
+    let (x0, width) = (first.x(), (last.x() - first.x()).max(f64::MIN_POSITIVE));
+    let bucket_of = |x: f64| (((x - x0) / width * buckets as f64) as usize).min(buckets - 1);
+    let mut out = Vec::with_capacity(buckets);
+    let mut start = 0;
+    while start < points.len() {
+        let bucket = bucket_of(points[start].x());
+        let mut end = start + 1;
+        while end < points.len() && bucket_of(points[end].x()) == bucket {
+            end += 1;
+        }
+        out.push(&points[start..end]);
+        start = end;
+    }
+    out
+}
+
 /// At most `2 × buckets` points of `points` (sorted by x): the minimum and maximum of each bucket.
 pub fn min_max(points: &[(f64, f64)], buckets: usize) -> Vec<(f64, f64)> {
     let buckets = buckets.max(1);
     if points.len() <= 2 * buckets {
         return points.to_vec();
     }
-    let (Some(first), Some(last)) = (points.first(), points.last()) else {
-        return Vec::new();
-    };
-    let (x0, width) = (first.0, (last.0 - first.0).max(f64::MIN_POSITIVE));
-    let bucket_of = |x: f64| (((x - x0) / width * buckets as f64) as usize).min(buckets - 1);
     let mut out = Vec::with_capacity(2 * buckets);
-    let mut start = 0;
-    while start < points.len() {
-        let bucket = bucket_of(points[start].0);
-        let mut end = start + 1;
-        while end < points.len() && bucket_of(points[end].0) == bucket {
-            end += 1;
-        }
-        let slice = &points[start..end];
+    for slice in by_bucket(points, buckets) {
         let (mut low, mut high) = (0, 0);
         for (i, p) in slice.iter().enumerate() {
             if p.1 < slice[low].1 {
@@ -48,84 +75,69 @@ pub fn min_max(points: &[(f64, f64)], buckets: usize) -> Vec<(f64, f64)> {
         if b != a {
             out.push(slice[b]);
         }
-        start = end;
     }
     out
 }
 
-/// The pieces of a line to draw: `points` cut at its gaps (judged on the full series, before
-/// any point is dropped), each piece reduced to its share of `buckets`.
-pub fn for_drawing(points: &[(f64, f64)], buckets: usize) -> Vec<Vec<(f64, f64)>> {
+/// At most `2 × buckets` points of a band (sorted by x): each bucket's lowest low and highest
+/// high at its first and last x, so that the drawn band covers every point it stands for.
+fn low_high(points: &[(f64, f64, f64)], buckets: usize) -> Vec<(f64, f64, f64)> {
+    let buckets = buckets.max(1);
+    if points.len() <= 2 * buckets {
+        return points.to_vec();
+    }
+    let mut out = Vec::with_capacity(2 * buckets);
+    for slice in by_bucket(points, buckets) {
+        let low = slice.iter().map(|p| p.1).fold(f64::INFINITY, f64::min);
+        let high = slice.iter().map(|p| p.2).fold(f64::NEG_INFINITY, f64::max);
+        out.push((slice[0].0, low, high));
+        if slice.len() > 1 {
+            out.push((slice[slice.len() - 1].0, low, high));
+        }
+    }
+    out
+}
+
+/// `points` cut at their gaps (judged on the whole series, before any point is dropped), each
+/// piece with its share of `buckets`.
+fn pieces<T: AlongX>(points: &[T], buckets: usize) -> Vec<(&[T], usize)> {
     let (Some(first), Some(last)) = (points.first(), points.last()) else {
         return Vec::new();
     };
-    let width = (last.0 - first.0).max(f64::MIN_POSITIVE);
+    let width = (last.x() - first.x()).max(f64::MIN_POSITIVE);
     segments(points, typical_gap(points))
         .into_iter()
         .map(|piece| {
-            let share = (piece[piece.len() - 1].0 - piece[0].0) / width;
-            min_max(piece, ((buckets as f64 * share).ceil() as usize).max(1))
+            let share = (piece[piece.len() - 1].x() - piece[0].x()) / width;
+            (piece, ((buckets as f64 * share).ceil() as usize).max(1))
         })
         .collect()
 }
 
-/// A band's pieces to draw (x, low, high): cut at its gaps, and where a piece has more than
-/// `2 × buckets` points, each bucket's lowest low and highest high at its first and last x, so
-/// that the drawn band covers every point it stands for.
+/// The pieces of a line to draw: `points` cut at its gaps, each piece reduced to its share of
+/// `buckets`.
+pub fn for_drawing(points: &[(f64, f64)], buckets: usize) -> Vec<Vec<(f64, f64)>> {
+    pieces(points, buckets)
+        .into_iter()
+        .map(|(piece, n)| min_max(piece, n))
+        .collect()
+}
+
+/// The pieces of a band to draw (x, low, high): cut at its gaps, each piece reduced to its
+/// share of `buckets` without narrowing the band anywhere.
 pub fn envelope(points: &[(f64, f64, f64)], buckets: usize) -> Vec<Vec<(f64, f64, f64)>> {
-    let (Some(first), Some(last)) = (points.first(), points.last()) else {
-        return Vec::new();
-    };
-    let xs: Vec<(f64, f64)> = points.iter().map(|&(x, lo, _)| (x, lo)).collect();
-    let max_gap = typical_gap(&xs);
-    let width = (last.0 - first.0).max(f64::MIN_POSITIVE);
-    let mut out = Vec::new();
-    let mut start = 0;
-    for i in 1..=points.len() {
-        if i < points.len() && points[i].0 - points[i - 1].0 <= max_gap {
-            continue;
-        }
-        let piece = &points[start..i];
-        start = i;
-        let share = (piece[piece.len() - 1].0 - piece[0].0) / width;
-        let n = ((buckets as f64 * share).ceil() as usize).max(1);
-        if piece.len() <= 2 * n {
-            out.push(piece.to_vec());
-            continue;
-        }
-        let (x0, span) = (
-            piece[0].0,
-            (piece[piece.len() - 1].0 - piece[0].0).max(f64::MIN_POSITIVE),
-        );
-        let bucket_of = |x: f64| (((x - x0) / span * n as f64) as usize).min(n - 1);
-        let mut drawn = Vec::with_capacity(2 * n);
-        let mut j = 0;
-        while j < piece.len() {
-            let b = bucket_of(piece[j].0);
-            let mut k = j;
-            let (mut lo, mut hi) = (f64::INFINITY, f64::NEG_INFINITY);
-            while k < piece.len() && bucket_of(piece[k].0) == b {
-                lo = lo.min(piece[k].1);
-                hi = hi.max(piece[k].2);
-                k += 1;
-            }
-            drawn.push((piece[j].0, lo, hi));
-            if k - 1 > j {
-                drawn.push((piece[k - 1].0, lo, hi));
-            }
-            j = k;
-        }
-        out.push(drawn);
-    }
-    out
+    pieces(points, buckets)
+        .into_iter()
+        .map(|(piece, n)| low_high(piece, n))
+        .collect()
 }
 
 /// `points` split into runs with no gap wider than `max_gap` between neighbours.
-pub fn segments(points: &[(f64, f64)], max_gap: f64) -> Vec<&[(f64, f64)]> {
+fn segments<T: AlongX>(points: &[T], max_gap: f64) -> Vec<&[T]> {
     let mut out = Vec::new();
     let mut start = 0;
     for i in 1..=points.len() {
-        if i == points.len() || points[i].0 - points[i - 1].0 > max_gap {
+        if i == points.len() || points[i].x() - points[i - 1].x() > max_gap {
             if i > start {
                 out.push(&points[start..i]);
             }
@@ -137,8 +149,8 @@ pub fn segments(points: &[(f64, f64)], max_gap: f64) -> Vec<&[(f64, f64)]> {
 
 /// The gap beyond which a series counts as broken: three times its median spacing, so that
 /// one lost sample shows while the jitter of a fixed-rate sampler does not.
-pub fn typical_gap(points: &[(f64, f64)]) -> f64 {
-    let mut steps: Vec<f64> = points.windows(2).map(|w| w[1].0 - w[0].0).collect();
+fn typical_gap<T: AlongX>(points: &[T]) -> f64 {
+    let mut steps: Vec<f64> = points.windows(2).map(|w| w[1].x() - w[0].x()).collect();
     if steps.is_empty() {
         return f64::INFINITY;
     }
@@ -221,7 +233,7 @@ mod tests {
         assert_eq!(parts.len(), 2);
         assert_eq!(parts[0].len(), 3);
         assert_eq!(parts[1].len(), 2);
-        assert_eq!(segments(&[], 1.0).len(), 0);
+        assert_eq!(segments::<(f64, f64)>(&[], 1.0).len(), 0);
         assert_eq!(typical_gap(&[(1.0, 1.0)]), f64::INFINITY);
     }
 }

@@ -7,7 +7,7 @@
 
 use serde::Serialize;
 
-use crate::plot::{css_color, Band, Line, TimeChart, XAxis, XyChart};
+use crate::plot::{css_color, Band, Line, TimeChart, XAxis, XyChart, XyFrame};
 
 /// Slices a series is cut into for the interactive chart (min/max per slice, so that a peak
 /// survives): at most this many,
@@ -39,6 +39,9 @@ pub struct ChartData {
     pub y_label: String,
     /// The x range drawn (on a time chart, seconds on the run's timeline).
     pub x_range: (f64, f64),
+    /// The y range drawn, where the SVG fixes it (from 0); on a time chart the page fits it
+    /// to the window shown.
+    pub y_range: Option<(f64, f64)>,
     /// The attack's window: the rest is shaded.
     pub attack: Option<(f64, f64)>,
     /// Moments marked with a vertical line (probe events).
@@ -190,6 +193,7 @@ impl ChartData {
             x_label: "time since the attack started (s)".into(),
             y_label: spec.y_label.to_string(),
             x_range: spec.x_range,
+            y_range: None,
             attack: spec.attack,
             markers: spec.markers.clone(),
             series: spec
@@ -220,6 +224,7 @@ impl ChartData {
             x_label: "percentile".into(),
             y_label: "latency (ms)".into(),
             x_range: (1.0, crate::plot::percentile_x_max(lines)),
+            y_range: Some((0.0, crate::plot::y_top(lines))),
             attack: None,
             markers: Vec::new(),
             series,
@@ -238,21 +243,20 @@ impl ChartData {
                 ..SeriesData::whole(l)
             })
             .collect();
-        let (lo, hi) = crate::plot::x_extent(&spec.lines);
+        let frame = XyFrame::of(spec);
         let x_axis = match &spec.x {
             XAxis::Names(names) => XAxisData::Names {
                 names: names.clone(),
             },
-            XAxis::Numbers => XAxisData::Numbers {
-                log: crate::plot::log_x(lo, hi),
-            },
+            XAxis::Numbers => XAxisData::Numbers { log: frame.log },
         };
         ChartData {
             title: spec.title.to_string(),
             x_axis,
             x_label: spec.x_label.to_string(),
             y_label: spec.y_label.to_string(),
-            x_range: (lo, hi),
+            x_range: frame.x,
+            y_range: Some((0.0, frame.top)),
             attack: None,
             markers: Vec::new(),
             series,
@@ -391,6 +395,9 @@ mod tests {
         };
         let numbers = across(XAxis::Numbers, vec![line.clone()]);
         assert_eq!(numbers.x_axis, XAxisData::Numbers { log: true });
+        // The range the SVG draws: a little wider than the settings, up to the highest bar.
+        assert_eq!(numbers.x_range, (100.0 / 1.3, 10_000.0 * 1.3));
+        assert_eq!(numbers.y_range, Some((0.0, 3.0 * 1.08)));
         assert!(numbers.series[0].points && !numbers.series[0].markers_only);
         assert_eq!(numbers.series[0].spread, [(100.0, 0.5, 1.5)]);
         let names = across(
@@ -398,6 +405,7 @@ mod tests {
             vec![Line::new("go", PALETTE[0], vec![(0.0, 1.0), (1.0, 2.0)])],
         );
         assert_eq!(names.kind(), "names");
+        assert_eq!(names.x_range, (-0.5, 1.5));
         assert!(names.json().contains("\"names\":[\"small\",\"large\"]"));
     }
 }

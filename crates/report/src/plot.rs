@@ -355,55 +355,69 @@ pub struct XyChart<'a> {
     pub lines: Vec<Line>,
 }
 
-/// The lowest and highest x of the lines' points ((0, 1) without a point).
-pub fn x_extent(lines: &[Line]) -> (f64, f64) {
-    let xs = lines.iter().flat_map(|l| l.points.iter().map(|p| p.0));
-    let (lo, hi) = xs.fold((f64::MAX, f64::MIN), |(a, b), x| (a.min(x), b.max(x)));
-    if lo <= hi {
-        (lo, hi)
-    } else {
-        (0.0, 1.0)
-    }
+/// Where a chart across settings is drawn, the same for its SVG and its interactive chart: the
+/// x range (a little wider than the settings, or half a step beyond names), whether on a log
+/// scale (settings spanning more than a decade and a half), and the top of the y axis.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct XyFrame {
+    pub x: (f64, f64),
+    pub log: bool,
+    pub top: f64,
 }
 
-/// Whether settings from `lo` to `hi` read better on a log scale: more than a decade and a half.
-pub fn log_x(lo: f64, hi: f64) -> bool {
-    lo > 0.0 && hi / lo >= 30.0
+impl XyFrame {
+    pub fn of(chart: &XyChart<'_>) -> XyFrame {
+        let xs = chart
+            .lines
+            .iter()
+            .flat_map(|l| l.points.iter().map(|p| p.0));
+        let (lo, hi) = xs.fold((f64::MAX, f64::MIN), |(a, b), x| (a.min(x), b.max(x)));
+        let (lo, hi) = if lo <= hi { (lo, hi) } else { (0.0, 1.0) };
+        let top = chart
+            .lines
+            .iter()
+            .flat_map(|l| l.spread.iter().map(|s| s.2))
+            .fold(y_top(&chart.lines), |a, b| a.max(b * 1.08));
+        let log = matches!(chart.x, XAxis::Numbers) && lo > 0.0 && hi / lo >= 30.0;
+        let x = match &chart.x {
+            XAxis::Names(names) => (-0.5, names.len().max(1) as f64 - 0.5),
+            XAxis::Numbers if log => (lo / 1.3, hi * 1.3),
+            XAxis::Numbers => {
+                let pad = ((hi - lo) * 0.06).max(if hi == lo { 1.0 } else { 0.0 });
+                (lo - pad, hi + pad)
+            }
+        };
+        XyFrame { x, log, top }
+    }
 }
 
 /// The chart across settings as an SVG document.
 pub fn xy_chart(chart: &XyChart<'_>) -> Result<String, PlotError> {
     let err = failed(chart.title);
-    let (lo, hi) = x_extent(&chart.lines);
-    let top = chart
-        .lines
-        .iter()
-        .flat_map(|l| l.spread.iter().map(|s| s.2))
-        .fold(y_top(&chart.lines), |a, b| a.max(b * 1.08));
+    let frame = XyFrame::of(chart);
+    let ((x0, x1), top) = (frame.x, frame.top);
     let mut svg = String::new();
     {
         let (root, legend) = canvas(&mut svg, &chart.lines);
         root.fill(&WHITE).map_err(&err)?;
         match &chart.x {
-            XAxis::Numbers if log_x(lo, hi) => {
+            XAxis::Numbers if frame.log => {
                 let mut c = xy_builder(&root, chart.title)
-                    .build_cartesian_2d((lo / 1.3..hi * 1.3).log_scale(), 0f64..top)
+                    .build_cartesian_2d((x0..x1).log_scale(), 0f64..top)
                     .map_err(&err)?;
                 mesh(&mut c, chart, &|x| short_number(*x)).map_err(&err)?;
                 draw_xy(&mut c, &chart.lines).map_err(&err)?;
             }
             XAxis::Numbers => {
-                let pad = ((hi - lo) * 0.06).max(if hi == lo { 1.0 } else { 0.0 });
                 let mut c = xy_builder(&root, chart.title)
-                    .build_cartesian_2d((lo - pad)..(hi + pad), 0f64..top)
+                    .build_cartesian_2d(x0..x1, 0f64..top)
                     .map_err(&err)?;
                 mesh(&mut c, chart, &|x| short_number(*x)).map_err(&err)?;
                 draw_xy(&mut c, &chart.lines).map_err(&err)?;
             }
             XAxis::Names(names) => {
-                let n = names.len().max(1) as f64;
                 let mut c = xy_builder(&root, chart.title)
-                    .build_cartesian_2d(-0.5..(n - 0.5), 0f64..top)
+                    .build_cartesian_2d(x0..x1, 0f64..top)
                     .map_err(&err)?;
                 let label = |x: &f64| {
                     let i = x.round();
@@ -619,7 +633,7 @@ fn draw_legend(
 }
 
 /// The top of the y axis: a little above the highest point, and never an empty range.
-fn y_top(lines: &[Line]) -> f64 {
+pub fn y_top(lines: &[Line]) -> f64 {
     let max = lines
         .iter()
         .flat_map(|l| l.points.iter().map(|p| p.1))

@@ -85,8 +85,9 @@ pub struct Accumulator {
     /// Per record: its time, the CPU one sample stands for in percent of a core, and its
     /// samples by innermost function.
     timeline: Vec<(f64, f64, HashMap<String, u64>)>,
-    /// Where each stack is in `figures.stacks`.
+    /// Where each stack is in `figures.stacks`, and its samples so far (`folded`, at the end).
     stack_index: HashMap<String, u32>,
+    stack_samples: Vec<u64>,
 }
 
 impl Accumulator {
@@ -120,12 +121,13 @@ impl Accumulator {
                 None => {
                     let i = f.stacks.len() as u32;
                     f.stacks.push(stack.clone());
-                    self.stack_index.insert(stack.clone(), i);
+                    self.stack_index.insert(stack, i);
+                    self.stack_samples.push(0);
                     i
                 }
             };
+            self.stack_samples[index as usize] += n;
             counts.push((index, n));
-            *f.folded.entry(stack).or_default() += n;
         }
         let seconds = p.interval_ns as f64 / 1e9;
         f.slices.push(ProfileSlice {
@@ -147,6 +149,7 @@ impl Accumulator {
         if f.records == 0 {
             return None;
         }
+        f.folded = f.stacks.iter().cloned().zip(self.stack_samples).collect();
         let own = own_samples(&f.folded);
         let mut total: HashMap<&str, u64> = HashMap::new();
         for (stack, &n) in &f.folded {

@@ -106,9 +106,8 @@ impl Writer<'_> {
     /// A file beside `page` (a flame graph), `PAGE.SUFFIX`; its name relative to the page.
     fn beside(&mut self, page: &str, suffix: &str, bytes: &[u8]) -> Result<String, ReportError> {
         let relative = format!("{}.{suffix}", page.trim_end_matches(".html"));
-        let name = relative.rsplit('/').next().unwrap_or(&relative).to_string();
         self.file(&relative, bytes)?;
-        Ok(name)
+        Ok(beside_name(page, suffix))
     }
 
     /// A file of the site that is not a page.
@@ -143,15 +142,10 @@ impl Writer<'_> {
             };
             let by_window = match crate::flame_data::ProfileData::of(profile) {
                 Some(data) => {
+                    // Filed under its own name, which the page's panel names too.
                     let file = format!("flame-{}.js", i + 1);
-                    let key = format!(
-                        "{}.{file}",
-                        page.rsplit('/')
-                            .next()
-                            .unwrap_or(page)
-                            .trim_end_matches(".html")
-                    );
-                    Some(self.beside(page, &file, data.script(&key).as_bytes())?)
+                    let script = data.script(&beside_name(page, &file));
+                    Some(self.beside(page, &file, script.as_bytes())?)
                 }
                 None => None,
             };
@@ -254,6 +248,12 @@ impl Writer<'_> {
         }
         Ok(())
     }
+}
+
+/// The name, relative to `page`, of its file `PAGE.SUFFIX`.
+fn beside_name(page: &str, suffix: &str) -> String {
+    let page = page.rsplit('/').next().unwrap_or(page);
+    format!("{}.{suffix}", page.trim_end_matches(".html"))
 }
 
 /// Draws every page into `options.out`.
