@@ -680,6 +680,17 @@ fn the_example_of_two_foreign_servers_runs_end_to_end() {
     );
 }
 
+/// A port nothing listens on and that no `bind` to port 0 will hand out, here or in a test
+/// running beside this one: below the kernel's ephemeral range. A port freed from that range could
+/// be taken by another test's server before the runner looks at it.
+fn unhanded_port() -> u16 {
+    let range = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range").unwrap();
+    let low: u16 = range.split_whitespace().next().unwrap().parse().unwrap();
+    (low.saturating_sub(2000)..low)
+        .find(|&p| std::net::TcpListener::bind(("127.0.0.1", p)).is_ok())
+        .expect("a free port below the ephemeral range")
+}
+
 /// Servers started by command that cannot be measured, each kept as failed with one line that
 /// says why, while the others are measured; two servers asking for `{port}` get a port each.
 #[test]
@@ -692,11 +703,7 @@ fn servers_started_by_command_fail_in_one_line_each_and_never_share_a_port() {
     // A port something else holds, and one that nothing will ever answer on.
     let holder = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let taken = holder.local_addr().unwrap().port();
-    let idle = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let idle = unhanded_port();
     let python = r#"["python3", "-m", "http.server", "{port}", "--bind", "127.0.0.1"]"#;
     let file = write(
         work.path(),
