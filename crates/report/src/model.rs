@@ -63,32 +63,34 @@ pub struct BandData {
 
 impl BandData {
     fn of(band: &Band, buckets: usize) -> BandData {
-        let mut out = BandData {
+        let (x, edges) = joined(crate::downsample::envelope(&band.points, buckets), |p| p.0);
+        BandData {
             name: band.name.clone(),
             color: css_color(band.color),
-            x: Vec::new(),
-            low: Vec::new(),
-            high: Vec::new(),
-        };
-        for (i, piece) in crate::downsample::envelope(&band.points, buckets)
-            .into_iter()
-            .enumerate()
-        {
-            if i > 0 {
-                if let Some(&(px, _, _)) = piece.first() {
-                    out.x.push(round(px));
-                    out.low.push(None);
-                    out.high.push(None);
-                }
-            }
-            for (px, lo, hi) in piece {
-                out.x.push(round(px));
-                out.low.push(Some(round(lo)));
-                out.high.push(Some(round(hi)));
-            }
+            x,
+            low: edges.iter().map(|e| e.map(|p| round(p.1))).collect(),
+            high: edges.iter().map(|e| e.map(|p| round(p.2))).collect(),
         }
-        out
     }
+}
+
+/// Pieces laid end to end as the page's script draws them: each point's x (rounded) and the
+/// point, with a gap (`None`) at the first x of every piece after the first, where the line or
+/// band stops.
+fn joined<T: Copy>(pieces: Vec<Vec<T>>, x_of: impl Fn(&T) -> f64) -> (Vec<f64>, Vec<Option<T>>) {
+    let mut x = Vec::new();
+    let mut points = Vec::new();
+    for (i, piece) in pieces.into_iter().enumerate() {
+        if let (true, Some(first)) = (i > 0, piece.first()) {
+            x.push(round(x_of(first)));
+            points.push(None);
+        }
+        for p in piece {
+            x.push(round(x_of(&p)));
+            points.push(Some(p));
+        }
+    }
+    (x, points)
 }
 
 /// One series: its points (`y` null where the series has a gap), as drawn.
@@ -138,21 +140,8 @@ impl SeriesData {
     }
 
     fn from_pieces(line: &Line, pieces: Vec<Vec<(f64, f64)>>) -> SeriesData {
-        let mut x = Vec::new();
-        let mut y = Vec::new();
-        for (i, piece) in pieces.into_iter().enumerate() {
-            // A gap between pieces: the line stops there.
-            if i > 0 {
-                if let Some(&(px, _)) = piece.first() {
-                    x.push(round(px));
-                    y.push(None);
-                }
-            }
-            for (px, py) in piece {
-                x.push(round(px));
-                y.push(Some(round(py)));
-            }
-        }
+        let (x, points) = joined(pieces, |p| p.0);
+        let y: Vec<Option<f64>> = points.iter().map(|p| p.map(|p| round(p.1))).collect();
         let own = line.own.as_ref().map(|own| {
             let at: std::collections::HashMap<u64, f64> =
                 own.iter().map(|&(x, v)| (round(x).to_bits(), v)).collect();
