@@ -44,6 +44,9 @@ pub struct SampleRow<'a> {
     probe: u32,
     /// The host the probe ran on.
     host: &'a str,
+    /// Which group of the system under test the probe watched: `target`, the database's name,
+    /// or a watched group's (each group's rows are its own; nothing sums across groups).
+    group: &'a str,
     /// A PID, or `total` for the tree summed.
     pid: String,
     comm: &'a str,
@@ -137,6 +140,7 @@ impl<W: Write> RecordWriter<W> {
                     t_s: sample.wall_ns.saturating_sub(first) as f64 / 1e9,
                     probe: 0,
                     host,
+                    group: "target",
                 };
                 for row in sample_rows(sample, of) {
                     csv.serialize(row)?;
@@ -168,6 +172,7 @@ pub struct RowsOf<'a> {
     pub t_s: f64,
     pub probe: u32,
     pub host: &'a str,
+    pub group: &'a str,
 }
 
 /// A sample's rows: the `total` row first, then one per process.
@@ -190,6 +195,7 @@ fn row<'a>(sample: &Sample, p: &'a ProcessSample, pid: String, of: RowsOf<'a>) -
         time: humantime::format_rfc3339_millis(wall).to_string(),
         probe: of.probe,
         host: of.host,
+        group: of.group,
         pid,
         comm: &p.comm,
         cpu_pct: p.cpu_pct.map(round2),

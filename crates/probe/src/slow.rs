@@ -7,6 +7,14 @@
 //! often only if the passes would use more than `slow_budget` of a core ([`Budget`]), and posts
 //! the results, which the sampler attaches to its next sample.
 //!
+//! A pass reads two tiers. The saturation figures (each thread's `schedstat`, state and
+//! context switches, `VmHWM`, the FD limits) cost with the threads, not the load, and are what a
+//! verdict is made of: they are read every pass, on a budget of their own ([`CORE_BUDGET`]
+//! times `slow_budget`). The FD classification, the TCP states and PSS cost with the
+//! connections and the memory, which grow without bound under overload (10,000 sockets): they
+//! are read only when the `slow_budget` allows, so that an overloaded server's run-queue wait is
+//! still measured when its sockets are too many to classify every second.
+//!
 //! The scan of every process's parent, which finds members of the tree that the per-tick
 //! `children` files miss, costs with the host (a `stat` read per process) and not with the
 //! target: it runs on a schedule and a budget of its own ([`SCAN_INTERVAL`]), so that a busy
@@ -23,6 +31,11 @@ use crate::sockets::{SockDiag, TcpTable};
 
 /// The scan of every process's parent comes at most this often, within its own budget.
 pub const SCAN_INTERVAL: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// The saturation figures' budget, as a multiple of `slow_budget`: a server's threads are few
+/// (a 60-backend PostgreSQL reads 180 small files a pass, about 1 ms), so they are read every
+/// second where the costly figures may wait.
+pub const CORE_BUDGET: f64 = 4.0;
 
 /// A process, by PID and start time.
 pub type Identity = (i32, u64);
@@ -178,9 +191,10 @@ fn run(config: SlowConfig, shared: &Shared) {
     let mut handles: HashMap<Identity, (Watched, bool)> = HashMap::new();
     let mut diag = SockDiag::open().ok();
     let start = mono_ns();
-    let mut figures_budget = Budget::new(config.budget, start);
+    let mut figures_budget = Budget::new(config.budget * CORE_BUDGET, start);
+    let mut costly_budget = Budget::new(config.budget, start);
     let mut scan_budget = Budget::new(config.budget, start);
-    let (mut next_figures, mut next_scan) = (0u64, 0u64);
+    let (mut next_figures, mut next_costly, mut next_scan) = (0u64, 0u64, 0u64);
     loop {
         let (root, targets, now) = {
             let mut state = shared.lock();
@@ -218,6 +232,8 @@ fn run(config: SlowConfig, shared: &Shared) {
         let began = mono_ns();
         if now || began >= next_figures {
             let started = thread_cpu_ns();
+            let costly = now || began >= next_costly;
+            let mut costly_ns = 0;
             let wanted: HashSet<Identity> = targets.iter().copied().collect();
             handles.retain(|id, _| wanted.contains(id));
             let mut table: Option<TcpTable> = None;
@@ -232,25 +248,32 @@ fn run(config: SlowConfig, shared: &Shared) {
                         _ => continue,
                     },
                 };
-                let table = match (*netlink, &mut diag) {
-                    (true, Some(d)) => {
-                        if table.is_none() {
-                            table = d.dump().ok();
+                let mut figures = measure_core(handle, &config);
+                if costly {
+                    let from = thread_cpu_ns();
+                    let table = match (*netlink, &mut diag) {
+                        (true, Some(d)) => {
+                            if table.is_none() {
+                                table = d.dump().ok();
+                            }
+                            table.as_ref()
                         }
-                        table.as_ref()
-                    }
-                    _ => None,
-                };
-                results
-                    .figures
-                    .insert((pid, start), measure(handle, table, &config));
+                        _ => None,
+                    };
+                    measure_costly(handle, table, &config, &mut figures);
+                    costly_ns += thread_cpu_ns().saturating_sub(from);
+                }
+                results.figures.insert((pid, start), figures);
             }
             let cost = thread_cpu_ns().saturating_sub(started);
             results.cpu_ns += cost;
-            figures_budget.spend(began, cost);
-            next_figures = figures_budget
-                .next_due()
-                .max(began + config.interval.as_nanos() as u64);
+            let interval = began + config.interval.as_nanos() as u64;
+            figures_budget.spend(began, cost.saturating_sub(costly_ns));
+            next_figures = figures_budget.next_due().max(interval);
+            if costly {
+                costly_budget.spend(began, costly_ns);
+                next_costly = costly_budget.next_due().max(interval);
+            }
         }
         if config.tree && (now || began >= next_scan) {
             if let Some(root) = root {
@@ -268,25 +291,33 @@ fn run(config: SlowConfig, shared: &Shared) {
     }
 }
 
-fn measure(handle: &Watched, table: Option<&TcpTable>, config: &SlowConfig) -> SlowFigures {
+/// The saturation figures of one process: its threads' and its limits'.
+fn measure_core(handle: &Watched, config: &SlowConfig) -> SlowFigures {
     let (peak_rss_bytes, threads) = handle.peak_rss_and_threads(&config.root);
-    let (fd_kinds, tcp) = match handle.fd_kinds(&config.root) {
-        Some((kinds, sockets)) => {
-            let tcp: Option<TcpSockets> = match table {
-                Some(table) => Some(crate::sockets::count(table, &sockets)),
-                None => crate::sockets::from_files(&config.root, handle.pid, &sockets),
-            };
-            (Some(kinds), tcp)
-        }
-        None => (None, None),
-    };
     SlowFigures {
         peak_rss_bytes,
         threads,
         fd_limits: handle.fd_limits(),
-        fd_kinds,
-        tcp,
-        pss_uss: if config.pss { handle.pss_uss() } else { None },
+        ..Default::default()
+    }
+}
+
+/// The figures that cost with the load: its FDs by kind, its TCP sockets, PSS.
+fn measure_costly(
+    handle: &Watched,
+    table: Option<&TcpTable>,
+    config: &SlowConfig,
+    figures: &mut SlowFigures,
+) {
+    if let Some((kinds, sockets)) = handle.fd_kinds(&config.root) {
+        figures.tcp = match table {
+            Some(table) => Some(crate::sockets::count(table, &sockets)),
+            None => crate::sockets::from_files(&config.root, handle.pid, &sockets),
+        };
+        figures.fd_kinds = Some(kinds);
+    }
+    if config.pss {
+        figures.pss_uss = handle.pss_uss();
     }
 }
 

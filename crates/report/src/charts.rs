@@ -499,7 +499,7 @@ pub fn comparison_charts(c: &Comparison) -> Result<Vec<Chart>, PlotError> {
     ] {
         out.push(time(
             id,
-            chart(title, y_label, per_run(&|r| r.probes.first().map(pick))),
+            chart(title, y_label, per_run(&|r| r.target_probe().map(pick))),
             first_probe,
             no_probe,
         )?);
@@ -509,7 +509,7 @@ pub fn comparison_charts(c: &Comparison) -> Result<Vec<Chart>, PlotError> {
         chart(
             "Target's established TCP connections",
             "sockets",
-            per_run(&|r| r.probes.first().and_then(|p| p.tcp.first()))
+            per_run(&|r| r.target_probe().and_then(|p| p.tcp.first()))
                 .into_iter()
                 .map(Line::stepped)
                 .collect(),

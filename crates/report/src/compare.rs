@@ -275,7 +275,7 @@ const METRICS: &[Metric] = &[
         title: "target CPU, mean over the attack",
         unit: Unit::Percent,
         better: Better::Lower,
-        value: |r| r.probes.first().and_then(|p| p.mean_cpu_in(r.attack)),
+        value: |r| r.target_probe().and_then(|p| p.mean_cpu_in(r.attack)),
     },
     Metric {
         key: "target_cpu_per_request_us",
@@ -286,36 +286,31 @@ const METRICS: &[Metric] = &[
     },
     Metric {
         key: "peak_rss_bytes",
-        title: "peak RSS",
+        title: "target peak memory (RSS; PSS for a tree of several processes)",
         unit: Unit::Bytes,
         better: Better::Lower,
-        value: |r| {
-            r.probes
-                .first()
-                .and_then(|p| p.peak_rss_bytes)
-                .map(|b| b as f64)
-        },
+        value: |r| r.peak_rss_bytes().map(|b| b as f64),
     },
     Metric {
         key: "peak_threads",
         title: "peak threads",
         unit: Unit::Count,
         better: Better::Neither,
-        value: |r| r.probes.first().and_then(|p| p.peak_threads()),
+        value: |r| r.target_probe().and_then(|p| p.peak_threads()),
     },
     Metric {
         key: "peak_fds",
         title: "peak open FDs",
         unit: Unit::Count,
         better: Better::Neither,
-        value: |r| r.probes.first().and_then(|p| p.peak_fds).map(|n| n as f64),
+        value: |r| r.target_probe().and_then(|p| p.peak_fds).map(|n| n as f64),
     },
     Metric {
         key: "peak_established",
         title: "peak established TCP",
         unit: Unit::Count,
         better: Better::Neither,
-        value: |r| r.probes.first().and_then(|p| p.peak_established()),
+        value: |r| r.target_probe().and_then(|p| p.peak_established()),
     },
 ];
 
@@ -324,7 +319,7 @@ fn nonzero(ns: u64) -> Option<f64> {
 }
 
 fn cpu_per_request_us(r: &RunFigures) -> Option<f64> {
-    let seconds = r.probes.first()?.cpu_seconds_in(r.attack)?;
+    let seconds = r.target_probe()?.cpu_seconds_in(r.attack)?;
     let ok = r.summary.requests.ok;
     (ok > 0).then(|| seconds * 1e6 / ok as f64)
 }

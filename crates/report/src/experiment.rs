@@ -7,6 +7,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
+use store::saturation::Finding;
 use store::vocabulary::{label, LimitedBy, Phase};
 
 use store::experiment::ExperimentRecord;
@@ -28,6 +29,18 @@ pub struct CellFigures {
     pub runs: Vec<Arc<RunFigures>>,
     /// Those that failed or did not finish: (run, why).
     pub failed: Vec<(Arc<RunFigures>, String)>,
+}
+
+/// A group of processes beside a target, over a cell's repetitions.
+#[derive(Debug, Clone)]
+pub struct Group {
+    /// As the user knows it (`PostgreSQL`, a `[[watch]]` name).
+    pub name: String,
+    /// Its mean CPU over the load, % of one core.
+    pub cpu: Option<Spread>,
+    /// Its memory at its peak, bytes.
+    pub memory: Option<Spread>,
+    pub counted: Option<crate::figures::Counted>,
 }
 
 /// A figure over a cell's repetitions.
@@ -89,7 +102,7 @@ impl Metric {
         let s = &r.summary;
         let ms = |ns: u64| ns as f64 / 1e6;
         let c = &s.latency.corrected;
-        let probe = r.probes.first();
+        let probe = r.target_probe();
         match self {
             Metric::Throughput => Some(s.requests.throughput),
             Metric::P50 => (c.count > 0).then(|| ms(c.p50_ns)),
@@ -118,7 +131,7 @@ impl Metric {
             Metric::Stdev => "latency std. dev. (ms)",
             Metric::ErrorRate => "errors (%)",
             Metric::Cpu => "target CPU, mean (%)",
-            Metric::PeakRss => "target peak RSS (MiB)",
+            Metric::PeakRss => "target peak memory (MiB)",
             Metric::PeakThreads => "target peak threads",
             Metric::PeakFds => "target peak open FDs",
             Metric::PerThousand => "time per 1,000 requests (s)",
@@ -146,6 +159,51 @@ impl CellFigures {
         Spread::of(self.runs.iter().filter_map(|r| m.of(r)).collect())
     }
 
+    /// What ran beside the target (its database, each watched group), each a group of its
+    /// own, never in the target's figures: its name, its mean CPU over the load (%, 100 = one
+    /// core) and its memory at its peak, each over the repetitions, and how that memory was
+    /// counted.
+    pub fn beside(&self) -> Vec<Group> {
+        let mut names: Vec<String> = Vec::new();
+        for r in &self.runs {
+            for p in r.beside() {
+                if !names.contains(&p.watching()) {
+                    names.push(p.watching());
+                }
+            }
+        }
+        names
+            .into_iter()
+            .map(|name| {
+                let of = |r: &Arc<RunFigures>| r.beside().find(|p| p.watching() == name).cloned();
+                let probes: Vec<crate::figures::ProbeFigures> =
+                    self.runs.iter().filter_map(|r| of(r)).collect();
+                let cpu = Spread::of(
+                    self.runs
+                        .iter()
+                        .filter_map(|r| of(r)?.mean_cpu_in(r.attack))
+                        .collect(),
+                );
+                let memory = Spread::of(
+                    probes
+                        .iter()
+                        .filter_map(|p| p.memory.map(|m| m.bytes as f64))
+                        .collect(),
+                );
+                let counted = probes
+                    .iter()
+                    .rev()
+                    .find_map(|p| p.memory.map(|m| m.counted));
+                Group {
+                    name,
+                    cpu,
+                    memory,
+                    counted,
+                }
+            })
+            .collect()
+    }
+
     /// The repetition whose p99 is the median one: the run drawn for the cell.
     pub fn representative(&self) -> Option<&Arc<RunFigures>> {
         let mut by_p99: Vec<&Arc<RunFigures>> = self.runs.iter().collect();
@@ -156,20 +214,29 @@ impl CellFigures {
         by_p99.get(by_p99.len().saturating_sub(1) / 2).copied()
     }
 
-    /// Why the target did not hold up here, if it did not: failed repetitions, errors, the
-    /// offered rate not served because the server fell behind, or the file's SLO broken (the
-    /// median over repetitions beyond a term's bound). Late sends the server is not to blame
-    /// for are a [`CellFigures::note`], not a failure.
+    /// Why the target did not hold up here, if it did not, as one sentence (see
+    /// [`CellFigures::why_fell`]).
     pub fn fell_over(&self, slo: Option<&store::capacity::Slo>) -> Option<String> {
-        let mut why = Vec::new();
+        self.why_fell(slo).map(|f| f.text())
+    }
+
+    /// Why the target did not hold up here, if it did not: what limited the server first (the
+    /// verdict of its probes over each repetition's load, the one most repetitions share), then
+    /// what showed it: failed repetitions, errors, the file's SLO broken (the median over
+    /// repetitions beyond a term's bound), the offered rate not served. When the generator was
+    /// the limit, that alone: such a cell says nothing of the server. Late sends the server is
+    /// not to blame for are a [`CellFigures::note`], not a failure.
+    pub fn why_fell(&self, slo: Option<&store::capacity::Slo>) -> Option<Fell> {
+        let mut symptoms = Vec::new();
         if !self.failed.is_empty() {
-            why.push(format!(
+            symptoms.push(format!(
                 "{} of {} repetitions failed ({})",
                 self.failed.len(),
                 self.failed.len() + self.runs.len(),
                 self.failed[0].1
             ));
         }
+        let mut server = Vec::new();
         let errors = self.spread(Metric::ErrorRate).filter(|e| e.median > 0.001);
         if let Some(e) = errors {
             let kinds: BTreeMap<&str, u64> = self
@@ -181,13 +248,17 @@ impl CellFigures {
                     m
                 });
             let kinds: Vec<String> = kinds.iter().map(|(k, v)| format!("{k} {v}")).collect();
-            why.push(format!(
+            server.push(format!(
                 "{} of requests failed ({})",
                 percent(e.median),
                 kinds.join(", ")
             ));
         }
+        let mut broke = vec![false; self.runs.len()];
         for term in slo.iter().flat_map(|s| &s.terms) {
+            for (i, r) in self.runs.iter().enumerate() {
+                broke[i] |= term.of(&r.summary).is_some_and(|v| v > term.bound);
+            }
             // Errors over the bound are said above already.
             if errors.is_some() && term.figure == store::capacity::slo::Figure::Errors {
                 continue;
@@ -200,7 +271,7 @@ impl CellFigures {
             )
             .filter(|v| v.median > term.bound);
             if let Some(v) = broken {
-                why.push(format!(
+                server.push(format!(
                     "{} {} broke the SLO's {term}{}",
                     term.figure,
                     term.value_text(v.median),
@@ -212,18 +283,76 @@ impl CellFigures {
                 ));
             }
         }
-        // The server fell behind the rate offered: its responses or its accepts held the sends.
+        // The server fell behind the rate offered: its sends went late because of it.
         let unserved: Vec<&Arc<RunFigures>> = self.runs.iter().filter(|r| fell_behind(r)).collect();
         if let Some(r) = unserved.first() {
-            why.push(format!(
-                "the rate offered was not kept in {} of {} repetitions: {} of its sends left over 1 ms late, held back by {}",
+            server.push(format!(
+                "the rate offered was not kept in {} of {} repetitions: {} of its sends left over 1 ms late, because the server was behind",
                 unserved.len(),
                 self.runs.len(),
-                r.summary.generator.late,
-                r.summary.generator.limited_by.unwrap_or(LimitedBy::Unknown)
+                r.summary.generator.late
             ));
         }
-        (!why.is_empty()).then(|| why.join("; "))
+        if symptoms.is_empty() && server.is_empty() {
+            return None;
+        }
+        // The repetitions that did not hold up, and what limited each.
+        let struggling: Vec<&Arc<RunFigures>> = self
+            .runs
+            .iter()
+            .zip(&broke)
+            .filter(|(r, broke)| {
+                **broke
+                    || r.struggled()
+                    || fell_behind(r)
+                    || (errors.is_some() && Metric::ErrorRate.of(r).is_some_and(|e| e > 0.001))
+            })
+            .map(|(r, _)| r)
+            .collect();
+        let generator: Vec<&&Arc<RunFigures>> = struggling
+            .iter()
+            .filter(|r| {
+                r.summary.generator.behind
+                    && r.summary
+                        .generator
+                        .limited_by
+                        .is_some_and(LimitedBy::is_generator)
+            })
+            .collect();
+        let cause = if !struggling.is_empty() && 2 * generator.len() > struggling.len() {
+            let cause = generator[0]
+                .summary
+                .generator
+                .limited_by
+                .unwrap_or(LimitedBy::Unknown);
+            Some(Cause::Generator(format!(
+                "the generator was the limit, not the server: in {} of {} repetitions its sends fell behind, held back by {cause}, so this cell says nothing of the server (give the generator CPUs of its own, or more threads)",
+                generator.len(),
+                self.runs.len()
+            )))
+        } else {
+            let findings: Vec<Finding> = struggling
+                .iter()
+                .filter_map(|r| r.system.as_ref().map(|s| s.finding()))
+                .collect();
+            modal(&findings).map(|(finding, agreeing)| Cause::Server {
+                finding,
+                agreeing,
+                of: struggling.len(),
+            })
+        };
+        // Repetitions that failed outright say why themselves: a limit is sought only where
+        // the server was loaded past what it held.
+        let overloaded = !server.is_empty() || !struggling.is_empty();
+        if !matches!(cause, Some(Cause::Generator(_))) {
+            symptoms.extend(server);
+        }
+        Some(Fell {
+            cause: cause.filter(|_| overloaded),
+            overloaded,
+            measured: self.runs.iter().any(|r| r.system.is_some()),
+            symptoms,
+        })
     }
 
     /// Late sends that are not the server's doing (the generator, its CPUs, the connection
@@ -248,6 +377,82 @@ impl CellFigures {
     }
 }
 
+/// Why a cell did not hold up: what limited the server (or the generator) first, then what
+/// showed it.
+#[derive(Debug, Clone)]
+pub struct Fell {
+    pub cause: Option<Cause>,
+    /// Whether the server was loaded past what it held (not only repetitions that failed).
+    pub overloaded: bool,
+    /// Whether a probe watched the server in any repetition.
+    pub measured: bool,
+    /// Failed repetitions, errors, the SLO broken, the rate not kept.
+    pub symptoms: Vec<String>,
+}
+
+/// What limited a cell that did not hold up.
+#[derive(Debug, Clone)]
+pub enum Cause {
+    /// The server: the finding most of its struggling repetitions share, and in how many.
+    Server {
+        finding: Finding,
+        agreeing: usize,
+        of: usize,
+    },
+    /// The generator, in words: nothing is said of the server.
+    Generator(String),
+}
+
+impl Fell {
+    /// One sentence: the limit first, then the symptoms.
+    pub fn text(&self) -> String {
+        let mut parts = Vec::new();
+        match &self.cause {
+            Some(Cause::Server {
+                finding,
+                agreeing,
+                of,
+            }) => parts.push(format!(
+                "limited by {}{}",
+                finding.short,
+                if agreeing < of {
+                    format!(" (in {agreeing} of the {of} repetitions that did not hold up)")
+                } else {
+                    String::new()
+                }
+            )),
+            Some(Cause::Generator(words)) => parts.push(words.clone()),
+            None if !self.overloaded => {}
+            None if self.measured => {
+                parts.push("what limited the server was not found by its probes".into())
+            }
+            None => parts.push("what limited it was not measured (no probe watched it)".into()),
+        }
+        parts.extend(self.symptoms.iter().cloned());
+        parts.join("; ")
+    }
+
+    /// The finding behind the sentence, for its evidence.
+    pub fn finding(&self) -> Option<&Finding> {
+        match &self.cause {
+            Some(Cause::Server { finding, .. }) => Some(finding),
+            _ => None,
+        }
+    }
+}
+
+/// The finding most of `findings` share (by the resource named), the first of those, and how
+/// many share it.
+fn modal(findings: &[Finding]) -> Option<(Finding, usize)> {
+    let count = |f: &Finding| findings.iter().filter(|g| g.limit == f.limit).count();
+    let best = findings
+        .iter()
+        .enumerate()
+        .max_by(|(i, a), (j, b)| count(a).cmp(&count(b)).then(j.cmp(i)))?
+        .1;
+    Some((best.clone(), count(best)))
+}
+
 /// Whether the server fell behind the rate this run offered (see
 /// [`store::summary::Summary::server_fell_behind`]).
 fn fell_behind(r: &RunFigures) -> bool {
@@ -264,7 +469,7 @@ fn fell_behind(r: &RunFigures) -> bool {
 fn where_the_last_lost(ranked: &[(&CellFigures, Spread)]) -> Option<String> {
     let profile = |c: &CellFigures| {
         c.representative()
-            .and_then(|r| r.probes.first())
+            .and_then(|r| r.target_probe())
             .and_then(|p| p.profile.clone())
             .filter(|p| p.samples >= 200)
     };
@@ -604,6 +809,18 @@ impl ExperimentFigures {
         out
     }
 
+    /// For each target of a setting that did not hold up, what limited it: the finding behind
+    /// its sentence, whose evidence a page shows one click away.
+    pub fn evidence(&self, setting: &Setting) -> Vec<(String, Finding)> {
+        self.cells_of(setting)
+            .iter()
+            .filter_map(|c| {
+                let fell = c.why_fell(self.slo.as_ref())?;
+                Some((c.target.clone(), fell.finding()?.clone()))
+            })
+            .collect()
+    }
+
     /// What the targets of these cells ran on, from their runs' labels: the CPUs they were
     /// pinned to and what they were held to.
     fn ran_on(&self, cells: &[&CellFigures]) -> Option<String> {
@@ -776,8 +993,7 @@ impl ExperimentFigures {
         };
         let probe_series = |pick: fn(&crate::figures::ProbeFigures) -> &crate::figures::Series| {
             per(&|r: &RunFigures| {
-                r.probes
-                    .first()
+                r.target_probe()
                     .map(|p| pick(p).points.clone())
                     .unwrap_or_default()
             })
@@ -790,7 +1006,7 @@ impl ExperimentFigures {
             .fold(0.0, f64::max);
         let mut limits_text = Vec::new();
         for (target, r) in &runs {
-            let Some(p) = r.probes.first() else { continue };
+            let Some(p) = r.target_probe() else { continue };
             for (name, limit) in [("soft", p.fd_limits.0), ("hard", p.fd_limits.1)] {
                 let Some(limit) = limit else { continue };
                 let limit = limit as f64;

@@ -13,6 +13,7 @@ use serde::Serialize;
 use store::model::IntervalStats;
 use store::run::{RunConfig, RunStatus, StoredInterval, StoredRun};
 use store::summary::{RunFacts, Summary};
+use store::vocabulary::LimitedBy;
 
 /// Bytes in a MiB, the unit of every memory chart.
 const MIB: f64 = 1_048_576.0;
@@ -83,7 +84,11 @@ pub struct ProbeFigures {
     /// Stretches of missing records: (time, description).
     pub gaps: Vec<(f64, String)>,
     pub samples: usize,
+    /// The tree's RSS summed, the most it reached (a figure for its chart; a tree of several
+    /// processes counts the pages they share once in each: see [`ProbeFigures::memory`]).
     pub peak_rss_bytes: Option<u64>,
+    /// The tree's memory, the most it reached, as a page states it beside the group's name.
+    pub memory: Option<Memory>,
     pub peak_fds: Option<u64>,
     pub fd_limits: (Option<u64>, Option<u64>),
     /// Where the tree's CPU went in the attack window, when the probe profiled.
@@ -100,6 +105,105 @@ pub struct ProbeFigures {
     pub active: Vec<Series>,
     /// Its activity's means over the load's window.
     pub activity: Option<store::system::Activity>,
+}
+
+/// A group of processes' memory at its peak, and how it was counted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Memory {
+    pub bytes: u64,
+    pub counted: Counted,
+}
+
+/// How a group's memory was counted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Counted {
+    /// One process: its resident set.
+    Rss,
+    /// Several processes: each one's proportional set size (a page shared by n processes
+    /// counted 1/n in each), summed: what the group holds, its shared pages once.
+    Pss { processes: usize },
+    /// Several processes whose PSS could not be read: their RSS summed, which counts a
+    /// shared page once in each, an upper bound.
+    RssSummed { processes: usize },
+}
+
+impl Counted {
+    /// Its name beside a figure: "RSS", "PSS of 12 processes".
+    pub fn name(&self) -> String {
+        match self {
+            Counted::Rss => "RSS".into(),
+            Counted::Pss { processes } => format!("PSS of {processes} processes"),
+            Counted::RssSummed { processes } => format!("RSS of {processes} processes summed"),
+        }
+    }
+}
+
+impl Memory {
+    /// How it was counted, for a cell's title or a note: "PSS of 12 processes".
+    pub fn how(&self) -> String {
+        match self.counted {
+            Counted::Rss => "RSS of one process".into(),
+            Counted::Pss { processes } => format!(
+                "PSS summed over {processes} processes (each shared page counted once)"
+            ),
+            Counted::RssSummed { processes } => format!(
+                "RSS summed over {processes} processes, PSS not readable: pages they share are counted once in each, so this is an upper bound"
+            ),
+        }
+    }
+}
+
+/// The peak of a tree's memory over its samples: a sample of one process counts its RSS; one of
+/// several, the sum of their PSS where every one was read in that sample, else their RSS
+/// summed (said).
+#[derive(Debug, Default)]
+struct MemoryPeak {
+    single: Option<u64>,
+    pss: Option<(u64, usize)>,
+    rss_summed: Option<(u64, usize)>,
+}
+
+impl MemoryPeak {
+    fn add(&mut self, s: &probe::sample::Sample, total: &ProcessSample) {
+        let n = s.processes.len();
+        if n <= 1 {
+            self.single = self.single.max(Some(total.rss_bytes));
+            return;
+        }
+        let pss: Option<u64> = s.processes.iter().map(|p| p.pss_bytes).sum();
+        if let Some(pss) = pss {
+            if self.pss.is_none_or(|(b, _)| pss > b) {
+                self.pss = Some((pss, n));
+            }
+        }
+        if self.rss_summed.is_none_or(|(b, _)| total.rss_bytes > b) {
+            self.rss_summed = Some((total.rss_bytes, n));
+        }
+    }
+
+    /// The highest of the tree's figures over the samples, and how that one was counted.
+    fn finish(self) -> Option<Memory> {
+        let several = match (self.pss, self.rss_summed) {
+            (Some((bytes, processes)), _) => Some(Memory {
+                bytes,
+                counted: Counted::Pss { processes },
+            }),
+            (None, Some((bytes, processes))) => Some(Memory {
+                bytes,
+                counted: Counted::RssSummed { processes },
+            }),
+            (None, None) => None,
+        };
+        let one = self.single.map(|bytes| Memory {
+            bytes,
+            counted: Counted::Rss,
+        });
+        match (several, one) {
+            (Some(s), Some(o)) if o.bytes > s.bytes => Some(o),
+            (Some(s), _) => Some(s),
+            (None, o) => o,
+        }
+    }
 }
 
 impl ProbeFigures {
@@ -150,13 +254,47 @@ pub struct RunFigures {
 }
 
 impl RunFigures {
-    /// The highest RSS any probe saw of its tree.
-    pub fn peak_rss_bytes(&self) -> Option<u64> {
-        self.probes.iter().filter_map(|p| p.peak_rss_bytes).max()
+    /// The probe watching the target: every figure labelled with the target is its alone,
+    /// never its database's nor a watched group's.
+    pub fn target_probe(&self) -> Option<&ProbeFigures> {
+        self.probes
+            .iter()
+            .find(|p| p.host.role == probe::sample::Role::Target)
     }
 
+    /// The probes watching what ran beside the target (its database, the watched groups),
+    /// each a group of its own.
+    pub fn beside(&self) -> impl Iterator<Item = &ProbeFigures> {
+        self.probes
+            .iter()
+            .filter(|p| p.host.role != probe::sample::Role::Target)
+    }
+
+    /// The target's memory at its peak (see [`Memory`]).
+    pub fn target_memory(&self) -> Option<Memory> {
+        self.target_probe().and_then(|p| p.memory)
+    }
+
+    /// The target's memory at its peak, in bytes.
+    pub fn peak_rss_bytes(&self) -> Option<u64> {
+        self.target_memory().map(|m| m.bytes)
+    }
+
+    /// Whether the server did not hold up in this run: its sends were held back by the server
+    /// (its responses or its accepts). Then a page says what limited it.
+    pub fn struggled(&self) -> bool {
+        let s = &self.summary;
+        let held_by_server = s.generator.behind
+            && matches!(
+                s.generator.limited_by,
+                Some(LimitedBy::ServerResponses | LimitedBy::ServerAccept)
+            );
+        s.server_fell_behind() || held_by_server
+    }
+
+    /// The target's open FDs at their peak.
     pub fn peak_fds(&self) -> Option<u64> {
-        self.probes.iter().filter_map(|p| p.peak_fds).max()
+        self.target_probe().and_then(|p| p.peak_fds)
     }
 }
 
@@ -428,6 +566,7 @@ fn probe_figures(probe: &store::run::StoredProbe, window: (f64, f64)) -> ProbeFi
         .iter()
         .map(|n| Series::new(n))
         .collect();
+    let mut memory = MemoryPeak::default();
     let mut members: BTreeMap<i32, Series> = BTreeMap::new();
     let mut members_rss: BTreeMap<i32, Series> = BTreeMap::new();
     let mut previous_switches: Option<(f64, u64, u64)> = None;
@@ -487,6 +626,7 @@ fn probe_figures(probe: &store::run::StoredProbe, window: (f64, f64)) -> ProbeFi
                     previous_delay = Some((t, delay));
                 }
                 add_totals(&mut f, t, total, &mut previous_switches);
+                memory.add(s, total);
                 // A database's backends come and go by the dozen: its total says enough.
                 if s.processes.len() > 1 && host.role != probe::sample::Role::Database {
                     for p in &s.processes {
@@ -508,6 +648,7 @@ fn probe_figures(probe: &store::run::StoredProbe, window: (f64, f64)) -> ProbeFi
             }
         }
     }
+    f.memory = memory.finish();
     f.members = members.into_values().collect();
     f.members_rss = members_rss.into_values().collect();
     f.profile = profile.finish();
@@ -709,6 +850,81 @@ impl ProbeFigures {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    const MIB_U: u64 = 1 << 20;
+
+    /// A sample of processes with these (RSS, PSS) in MiB, and their total.
+    fn tree(members: &[(u64, Option<u64>)]) -> (probe::sample::Sample, ProcessSample) {
+        let processes: Vec<ProcessSample> = members
+            .iter()
+            .enumerate()
+            .map(|(i, &(rss, pss))| ProcessSample {
+                pid: i as i32 + 1,
+                rss_bytes: rss * MIB_U,
+                pss_bytes: pss.map(|p| p * MIB_U),
+                ..Default::default()
+            })
+            .collect();
+        let total = ProcessSample {
+            rss_bytes: processes.iter().map(|p| p.rss_bytes).sum(),
+            ..Default::default()
+        };
+        let sample = probe::sample::Sample {
+            scheduled_mono_ns: 0,
+            mono_ns: 0,
+            wall_ns: 0,
+            interval_ns: 100_000_000,
+            missed_ticks: 0,
+            target_pid: Some(1),
+            processes,
+            total: Some(total.clone()),
+            host: None,
+            cgroup: None,
+            database: None,
+            probe: Default::default(),
+        };
+        (sample, total)
+    }
+
+    #[test]
+    fn a_group_that_shares_pages_is_counted_by_pss_not_rss_summed() {
+        // 60 backends, each resident on 25 MiB of which 24 are the shared buffers.
+        let mut peak = MemoryPeak::default();
+        let backends = vec![(25, Some(1)); 60];
+        let (s, t) = tree(&backends);
+        peak.add(&s, &t);
+        // A sample between slow passes has no PSS: it does not count as one.
+        let (s, t) = tree(&vec![(25, None); 60]);
+        peak.add(&s, &t);
+        assert_eq!(
+            peak.finish(),
+            Some(Memory {
+                bytes: 60 * MIB_U,
+                counted: Counted::Pss { processes: 60 }
+            })
+        );
+        // Where PSS could never be read, RSS summed, said to be an upper bound.
+        let mut peak = MemoryPeak::default();
+        let (s, t) = tree(&[(25, None), (30, None)]);
+        peak.add(&s, &t);
+        let m = peak.finish().unwrap();
+        assert_eq!(m.bytes, 55 * MIB_U);
+        assert_eq!(m.counted, Counted::RssSummed { processes: 2 });
+        assert!(m.how().contains("upper bound"), "{}", m.how());
+        // One process: its RSS.
+        let mut peak = MemoryPeak::default();
+        for rss in [60, 65, 62] {
+            let (s, t) = tree(&[(rss, Some(rss - 3))]);
+            peak.add(&s, &t);
+        }
+        assert_eq!(
+            peak.finish(),
+            Some(Memory {
+                bytes: 65 * MIB_U,
+                counted: Counted::Rss
+            })
+        );
+    }
 
     #[test]
     fn cpu_time_integrates_each_sample_over_the_time_before_it() {

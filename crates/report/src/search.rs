@@ -26,7 +26,7 @@ pub struct StepCpu {
 pub fn step_cpu(search: &Search, step: &Step, run: &RunFigures) -> Option<StepCpu> {
     let from = search.settings.warmup_s;
     let window = (from, from + step.window_s);
-    let cpu_pct = run.probes.first()?.mean_cpu_in(window)?;
+    let cpu_pct = run.target_probe()?.mean_cpu_in(window)?;
     let cpu_s = cpu_pct / 100.0 * step.window_s;
     let served = step.judgement.achieved * step.window_s;
     Some(StepCpu {
@@ -184,8 +184,9 @@ pub struct TargetCapacity {
     /// repetition's step at that rate), when a probe watched it.
     pub per_cpu_second: Option<f64>,
     pub peak_rss_bytes: Option<u64>,
-    /// What limited the server at the median search's failing step (its probe's verdict).
-    pub limit: Option<String>,
+    /// What limited the server at the median search's failing step (its probes' verdict over
+    /// the step's judged window), and at what rate.
+    pub limit: Option<(f64, store::saturation::Finding)>,
 }
 
 impl TargetCapacity {
@@ -310,10 +311,7 @@ pub fn experiment_capacity(
                 t.per_cpu_second = cpu.and_then(|c| c.per_cpu_second);
                 t.peak_rss_bytes = rss;
             }
-            t.limit = t
-                .median_search()
-                .and_then(|s| failed_step_limit(s, runs))
-                .map(|(rate, why)| format!("at {rate:.0} req/s: {why}"));
+            t.limit = t.median_search().and_then(|s| failed_step_limit(s, runs));
         }
         setting.charts = setting_charts(setting)?;
     }
@@ -327,12 +325,17 @@ pub fn experiment_capacity(
 pub fn failed_step_limit(
     s: &Search,
     runs: &HashMap<String, Arc<RunFigures>>,
-) -> Option<(f64, String)> {
+) -> Option<(f64, store::saturation::Finding)> {
     let failed_at = s.failed_at?;
     // Its last run at that rate: an uncertain step ran again longer.
     let step = s.steps.iter().rev().find(|st| st.rate == failed_at)?;
+    // As the search judged it, over the step's window after its warm-up; a step kept without
+    // it is read from its run's figures over the whole load.
+    if let Some(limit) = &step.limit {
+        return Some((step.rate, limit.finding()));
+    }
     let run = runs.get(step.run_id.as_ref()?)?;
-    Some((step.rate, run.system.as_ref()?.verdict().1))
+    Some((step.rate, run.system.as_ref()?.finding()))
 }
 
 /// The capacities side by side (the median, the spread over repetitions as whiskers), and the

@@ -188,8 +188,7 @@ impl Writer<'_> {
     ) -> Result<Vec<(usize, String)>, ReportError> {
         let profile = |i: usize| {
             c.runs[i]
-                .probes
-                .first()
+                .target_probe()
                 .and_then(|p| p.profile.as_ref())
                 .filter(|p| !p.folded.is_empty())
         };

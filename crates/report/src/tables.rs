@@ -375,8 +375,8 @@ pub fn runs(headlines: &[Headline]) -> Table {
         ("p50_ns", "p50"),
         ("p99_ns", "p99"),
         ("max_ns", "max"),
-        ("peak_rss_bytes", "peak RSS"),
-        ("peak_fds", "peak FDs"),
+        ("peak_rss_bytes", "target peak memory"),
+        ("peak_fds", "target peak FDs"),
         ("warnings", "warnings"),
     ]
     .into_iter()

@@ -87,6 +87,11 @@ pub fn samples_csv(run: &StoredRun, out: impl Write) -> io::Result<()> {
     use probe::protocol::Record;
     let mut csv = csv::Writer::from_writer(out);
     for probe in &run.probes {
+        let host = &probe.meta.host;
+        let group = host
+            .name
+            .clone()
+            .unwrap_or_else(|| host.role.as_str().to_string());
         for stored in &probe.records {
             let Record::Sample(sample) = &stored.record else {
                 continue;
@@ -94,7 +99,8 @@ pub fn samples_csv(run: &StoredRun, out: impl Write) -> io::Result<()> {
             let of = probe::record::RowsOf {
                 t_s: stored.t_ns as f64 / 1e9,
                 probe: probe.meta.index,
-                host: &probe.meta.host.hostname,
+                host: &host.hostname,
+                group: &group,
             };
             for row in probe::record::sample_rows(sample, of) {
                 csv.serialize(row)?;

@@ -199,7 +199,8 @@ pub struct RunListing {
     pub target: String,
     pub load: String,
     pub summary: Option<Summary>,
-    /// The highest RSS and FD count the probes saw (the tree's totals), over all probes.
+    /// The highest RSS and FD count the target's probe saw (its tree's totals); never its
+    /// database's or a watched group's.
     pub peak_rss_bytes: Option<u64>,
     pub peak_fds: Option<u64>,
 }

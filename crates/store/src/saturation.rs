@@ -51,11 +51,38 @@ pub enum Limit {
     DatabaseCpu,
     /// The database's backends waited on its locks or its storage.
     DatabaseWait,
+    /// Every connection of its pool to the database busy (active, or idle inside a
+    /// transaction), the database itself not saturated.
+    Pool,
+    /// Another process of the system under test (a `[[watch]]` group): its CPU busy as much as
+    /// it may be, or its processes queued for a CPU.
+    OtherCpu,
     /// Nothing of its own saturated, its CPU well below what it may use: it waited on
     /// something (a pool, a lock, a downstream).
     Wait,
     /// None of the figures explains it.
     NotFound,
+}
+
+/// What limited a server, said twice: a short sentence with the one or two figures that prove
+/// it (for a table's cell, an answer), and the evidence behind it (every figure read, what was
+/// ruled out and what was not measured), one click away on a page.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Finding {
+    pub limit: Limit,
+    /// "its CPU quota: throttled in 97 % of its periods".
+    pub short: String,
+    pub evidence: String,
+}
+
+impl Finding {
+    pub(crate) fn new(limit: Limit, short: String, evidence: String) -> Finding {
+        Finding {
+            limit,
+            short,
+            evidence,
+        }
+    }
 }
 
 /// The figures of one probe over a window.
@@ -273,23 +300,13 @@ impl Saturation {
 
     /// What its figures rule out, and what was not measured: only what was read is ruled out.
     pub fn ruled_out(&self) -> String {
-        let checks = [
-            (self.throttled.is_some(), "quota throttling"),
-            (self.run_delay_cores.is_some(), "run-queue wait"),
-            (self.steal.is_some(), "steal"),
-            (self.blocked_threads.is_some(), "storage wait"),
-            (self.accept_queue.is_some(), "accept queue"),
-        ];
+        let checks = self.checks();
         let said: Vec<String> = checks
             .iter()
             .filter(|(read, _)| *read)
             .map(|(_, what)| format!("no {what}"))
             .collect();
-        let unread: Vec<&str> = checks
-            .iter()
-            .filter(|(read, _)| !*read)
-            .map(|(_, what)| *what)
-            .collect();
+        let unread = self.unmeasured();
         let mut ruled_out = if said.is_empty() {
             "nothing else measured".to_string()
         } else {
@@ -303,26 +320,50 @@ impl Saturation {
 
     /// Which resource limited the server, and the sentence that says so with its figures.
     pub fn verdict(&self) -> (Limit, String) {
+        let f = self.finding();
+        (f.limit, f.evidence)
+    }
+
+    /// What it used, short: "0.46 of the 1.00 cores it may use".
+    pub fn used_short(&self) -> String {
+        match &self.allowance {
+            Some((a, _)) => format!("{:.2} of the {a:.2} cores it may use", self.cpu_cores),
+            None => format!("{:.2} cores", self.cpu_cores),
+        }
+    }
+
+    /// Which resource limited the server: its short sentence and its evidence.
+    pub fn finding(&self) -> Finding {
         let pct = |x: f64| format!("{:.0} %", x * 100.0);
         let cpu = self.usage();
         if let Some(t) = self.throttled.filter(|&t| t >= THROTTLED) {
-            return (
+            return Finding::new(
                 Limit::Quota,
+                format!(
+                    "its CPU quota: throttled in {} of its periods, {}",
+                    pct(t),
+                    self.used_short()
+                ),
                 format!(
                     "its CPU quota: throttled in {} of the quota's periods; {cpu}",
                     pct(t)
                 ),
             );
         }
-        if self.cpu_share().is_some_and(|s| s >= CPU_SATURATED) {
-            return (Limit::Cpu, format!("its CPU: {cpu}"));
+        if let Some(share) = self.cpu_share().filter(|&s| s >= CPU_SATURATED) {
+            return Finding::new(
+                Limit::Cpu,
+                format!("its CPU: {} ({})", self.used_short(), pct(share)),
+                format!("its CPU: {cpu}"),
+            );
         }
         if let Some(wait) = self
             .run_delay_cores
             .filter(|&w| w >= RUN_QUEUE_FLOOR && w >= RUN_QUEUE * self.cpu_cores)
         {
-            return (
+            return Finding::new(
                 Limit::RunQueue,
+                format!("the run queue: its threads waited {wait:.2} s a second for a CPU"),
                 format!(
                     "the run queue: its threads waited {:.2} s a second for a CPU ({} of the time they ran), more of them runnable at once than CPUs to run them (its own threads waking together, or other processes'); {cpu}",
                     wait,
@@ -331,8 +372,9 @@ impl Saturation {
             );
         }
         if let Some(steal) = self.steal.filter(|&s| s >= STEAL) {
-            return (
+            return Finding::new(
                 Limit::Steal,
+                format!("the hypervisor: {} of the CPU time stolen", pct(steal)),
                 format!(
                     "the hypervisor: {} of the host's CPU time stolen; {cpu}",
                     pct(steal)
@@ -340,31 +382,64 @@ impl Saturation {
             );
         }
         if let Some(d) = self.blocked_threads.filter(|&d| d >= 1.0) {
-            return (
+            return Finding::new(
                 Limit::Io,
+                format!("storage: {d:.1} threads on average in uninterruptible sleep"),
                 format!("storage: {d:.1} threads on average in uninterruptible sleep (D); {cpu}"),
             );
         }
         if let Some(q) = self.accept_queue.filter(|&q| q > 0) {
-            return (
+            return Finding::new(
                 Limit::AcceptQueue,
+                format!("accepting connections: up to {q} waited to be accepted"),
                 format!("accepting connections: up to {q} waited in the accept queue; {cpu}"),
             );
         }
         let ruled_out = self.ruled_out();
         match self.cpu_share() {
             // A wait is named only once contention for CPUs was measured and ruled out.
-            Some(share) if share < WAITING && self.run_delay_cores.is_some() => (
+            Some(share) if share < WAITING && self.run_delay_cores.is_some() => Finding::new(
                 Limit::Wait,
+                format!(
+                    "a wait inside or beyond the server: it used {}, nothing of its own saturated",
+                    self.used_short()
+                ),
                 format!(
                     "a wait inside or beyond the server (a pool, a lock, a database): {cpu}, with {ruled_out}"
                 ),
             ),
-            _ => (
+            _ => Finding::new(
                 Limit::NotFound,
+                format!(
+                    "not found: it used {}{}",
+                    self.used_short(),
+                    match self.unmeasured().as_slice() {
+                        [] => String::new(),
+                        unread => format!(", {} not measured", unread.join(", ")),
+                    }
+                ),
                 format!("not found: {cpu}, with {ruled_out}"),
             ),
         }
+    }
+
+    /// The saturation figures the probe could not read over the window.
+    fn unmeasured(&self) -> Vec<&'static str> {
+        self.checks()
+            .into_iter()
+            .filter(|(read, _)| !*read)
+            .map(|(_, what)| what)
+            .collect()
+    }
+
+    fn checks(&self) -> [(bool, &'static str); 5] {
+        [
+            (self.throttled.is_some(), "quota throttling"),
+            (self.run_delay_cores.is_some(), "run-queue wait"),
+            (self.steal.is_some(), "steal"),
+            (self.blocked_threads.is_some(), "storage wait"),
+            (self.accept_queue.is_some(), "accept queue"),
+        ]
     }
 }
 

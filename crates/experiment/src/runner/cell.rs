@@ -465,6 +465,10 @@ impl CellContext<'_> {
         mut config: probe::sampler::SamplerConfig,
     ) -> Result<probe::server::RunningProbe, Error> {
         config.interval = self.experiment.file.probe_interval;
+        // A group of processes that share pages (a cluster's workers, a database's backends)
+        // is measured by PSS, within the slow collectors' budget: RSS summed counts a shared
+        // page once in each.
+        config.pss = true;
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
             .map_err(|e| Error::Setup(format!("probe: {e}")))?;

@@ -283,7 +283,7 @@ impl Steps for Volleys<'_> {
             limit,
         );
         let step_limit = (judgement.verdict != store::capacity::Verdict::Pass)
-            .then(|| super::step::limit_of(&merged))
+            .then(|| super::step::limit_of(&merged, self.warmup, window))
             .flatten();
         Ok(Some(Stepped {
             judgement,

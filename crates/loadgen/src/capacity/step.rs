@@ -55,12 +55,23 @@ pub fn steady(
     start + slack >= warmup && start + length <= warmup + window + slack
 }
 
-/// What limited the server in a kept step's run, over its load (the target's and its
-/// database's probes); `None` without probes or a summary.
-pub fn limit_of(run: &store::run::StoredRun) -> Option<store::capacity::StepLimit> {
+/// What limited the server in a kept step's run, over the window the step was judged on (after
+/// its warm-up, not the transient before it nor the drain after), from the target's, its
+/// database's and the watched groups' probes; `None` without probes or a summary.
+pub fn limit_of(
+    run: &store::run::StoredRun,
+    warmup: Duration,
+    window: Duration,
+) -> Option<store::capacity::StepLimit> {
     let end = (run.summary.as_ref()?.duration.attack_s * 1e9) as i64;
-    let (limit, why) = store::system::System::of(&run.probes, 0, end)?.verdict();
-    Some(store::capacity::StepLimit { limit, why })
+    let from = (warmup.as_nanos() as i64).min(end);
+    let to = ((warmup + window).as_nanos() as i64).min(end);
+    let f = store::system::System::of(&run.probes, from, to)?.finding();
+    Some(store::capacity::StepLimit {
+        limit: f.limit,
+        short: f.short,
+        why: f.evidence,
+    })
 }
 
 /// The intervals a step is recorded in: ten to a window, at most a second, at least 100 ms.

@@ -73,7 +73,7 @@ impl Steps for Live<'_> {
         // A step that did not pass: what the server ran out of, from its probes' records.
         if let (Some(s), Some(store)) = (&mut stepped, &self.store) {
             if let (false, Some(id)) = (s.judgement.verdict == Verdict::Pass, &s.run_id) {
-                s.limit = step_limit(store, id).await;
+                s.limit = step_limit(store, id, self.stepper.warmup, window).await;
             }
         }
         Ok(stepped)
@@ -99,9 +99,14 @@ impl Steps for Live<'_> {
     }
 }
 
-/// What limited the server in the kept run `id`.
-async fn step_limit(store: &Store, id: &str) -> Option<store::capacity::StepLimit> {
-    capacity::step::limit_of(&store.load_run(id).await.ok()?)
+/// What limited the server in the kept run `id`, over its judged window.
+async fn step_limit(
+    store: &Store,
+    id: &str,
+    warmup: Duration,
+    window: Duration,
+) -> Option<store::capacity::StepLimit> {
+    capacity::step::limit_of(&store.load_run(id).await.ok()?, warmup, window)
 }
 
 /// Runs the searches `args` describe, keeping them (and reporting each step on standard

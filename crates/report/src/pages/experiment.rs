@@ -49,6 +49,21 @@ fn short(reason: &str) -> String {
     }
 }
 
+/// The figures behind each "did not hold up" of a setting's answer, one click away.
+fn evidence(
+    fig: &crate::experiment::ExperimentFigures,
+    setting: &crate::experiment::Setting,
+) -> Markup {
+    html! {
+        @for (target, f) in fig.evidence(setting) {
+            details.finding {
+                summary { "What limited " (target) ": the figures" }
+                p { (f.evidence) }
+            }
+        }
+    }
+}
+
 /// An experiment's page.
 pub fn experiment_page(
     fig: &crate::experiment::ExperimentFigures,
@@ -155,7 +170,7 @@ pub fn experiment_page(
             ul.answers { @for c in capacity { li { (crate::search::capacity_sentence(c, &held_text)) } } }
             div.scroll {
                 table {
-                    thead { tr { th { "setting" } th { "target" } th { "capacity (req/s), median" } th { "lowest–highest" } th { "brackets" } th { "requests per CPU-second at capacity" } th { "peak RSS at capacity" } th { "limited by (the step that ended its search)" } th { "searches" } } }
+                    thead { tr { th { "setting" } th { "target" } th { "capacity (req/s), median" } th { "lowest–highest" } th { "brackets" } th { "requests per CPU-second at capacity" } th { "target peak memory at capacity" } th { "limited by (the step that ended its search)" } th { "searches" } } }
                     tbody {
                         @for c in capacity {
                             @for t in &c.targets {
@@ -167,7 +182,7 @@ pub fn experiment_page(
                                     td { @for s in &t.searches { @if let (Some(lo), Some(hi)) = (s.capacity, s.failed_at) { (format!("{lo:.0}–{hi:.0}")) } @else { (s.status.as_str()) } br; } }
                                     td.num { @if let Some(v) = t.per_cpu_second { (format!("{v:.0}")) } @else { "—" } }
                                     td.num { @if let Some(b) = t.peak_rss_bytes { (crate::tables::format_bytes(b as f64)) } @else { "—" } }
-                                    td { @if let Some(l) = &t.limit { (l) } @else { "—" } }
+                                    td.why { @if let Some((rate, f)) = &t.limit { (super::why_at(*rate, f)) } @else { "—" } }
                                     td { @for s in &t.searches { a href={ "../" (crate::pages::search_path(&s.id)) } { (s.status.as_str()) } " " } }
                                 }
                             }
@@ -179,11 +194,11 @@ pub fn experiment_page(
         }
         @if fixed {
         h2 { @if capacity.is_empty() { "Answers" } @else { "Answers: at fixed rates" } }
-        ul.answers { @for s in &fig.settings { li { (fig.sentence(s)) } } }
+        ul.answers { @for s in &fig.settings { li { (fig.sentence(s)) (evidence(fig, s)) } } }
         }
         @if fixed {
         h2 { "The matrix" }
-        p.meta { "Each cell: the median over repetitions, and (lowest–highest) when they differ. Latencies are corrected (from intended send times), in ms; throughput counts successful responses per second; CPU is the target's process tree (100 = one core)." }
+        p.meta { "Each cell: the median over repetitions, and (lowest–highest) when they differ. Latencies are corrected (from intended send times), in ms; throughput counts successful responses per second; CPU is the target's process tree (100 = one core); memory is its RSS, or its processes' PSS summed where it is a tree of several (a cluster's workers share pages). The database and the watched groups are never counted in a target's figures: they are beside the matrix." }
         div.scroll.matrix {
             table {
                 thead { tr { th { "target" } @for s in &fig.settings { th { (setting_text(s)) } } } }
@@ -203,6 +218,32 @@ pub fn experiment_page(
                                     Some(c) if !c.failed.is_empty() => td.failed { details { summary { "FAILED: " (short(&c.failed[0].1)) } (c.failed[0].1) } },
                                     _ => td { "not run yet" },
                                 }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        }
+        @let beside: Vec<(&crate::experiment::CellFigures, crate::experiment::Group)> = fig.cells.iter().flat_map(|c| c.beside().into_iter().map(move |g| (c, g))).collect();
+        @if fixed && !beside.is_empty() {
+        h2 { "Beside the targets" }
+        p.meta { "What ran beside each target, each a group of its own: its figures are never counted in the target's. CPU is the group's mean over the load (100 = one core); memory its peak, PSS where its processes share pages (a database's backends share its buffers: RSS summed would count them once in each)." }
+        div.scroll {
+            table {
+                thead { tr { th { "setting" } th { "target" } th { "group" } th { "CPU, mean (%)" } th { "peak memory" } } }
+                tbody {
+                    @for (c, g) in &beside {
+                        tr {
+                            td { (setting_text(&c.setting)) }
+                            td { (c.target) }
+                            th { (g.name) }
+                            td.num { (spread_text(Metric::Cpu, g.cpu)) }
+                            td.num {
+                                @if let Some(m) = g.memory {
+                                    (crate::tables::format_bytes(m.median))
+                                    @if let Some(counted) = g.counted { " " small { "(" (counted.name()) ")" } }
+                                } @else { "—" }
                             }
                         }
                     }
@@ -239,7 +280,7 @@ pub fn experiment_page(
         }
         @for (setting, list) in fig.settings.iter().zip(overlays) {
             h2 { "At " (setting_text(setting)) }
-            p { (fig.sentence(setting)) }
+            p { (fig.sentence(setting)) } (evidence(fig, setting))
             p.meta {
                 @if let Some(path) = links.comparisons.get(&setting_text(setting)) {
                     a href={ "../" (path) } {

@@ -233,7 +233,7 @@ pub fn run_page(
                 }
                 ", as probe " (i + 1) " saw it: " (probe.label)
             }
-            (probe_facts(probe, run.system.as_ref().filter(|_| run.summary.server_fell_behind())))
+            (probe_facts(probe, run.system.as_ref().filter(|_| run.struggled())))
             (charts(charts_of_probe))
             (profile_section(probe, flames.get(i).cloned().unwrap_or_default()))
             @if !probe.events.is_empty() {
@@ -371,6 +371,27 @@ fn cpu_seconds(points: &[(f64, f64)]) -> Option<f64> {
     (points.len() > 1).then_some(s)
 }
 
+/// What limited a server: its short sentence, its evidence one click away (a `details` works
+/// without JavaScript and prints open).
+pub(crate) fn why(f: &store::saturation::Finding) -> Markup {
+    html! {
+        details.finding {
+            summary { (f.short) }
+            p { (f.evidence) }
+        }
+    }
+}
+
+/// The same, at the rate of the step it was read at.
+pub(crate) fn why_at(rate: f64, f: &store::saturation::Finding) -> Markup {
+    html! {
+        details.finding {
+            summary { "at " (crate::experiment::thousands(rate)) " req/s: " (f.short) }
+            p { (f.evidence) }
+        }
+    }
+}
+
 /// The probe's facts; `limited`: the target and its database, when the server fell behind in
 /// this run, so what limited it is said (with the target's facts).
 fn probe_facts(p: &ProbeFigures, limited: Option<&store::system::System>) -> Markup {
@@ -384,16 +405,16 @@ fn probe_facts(p: &ProbeFigures, limited: Option<&store::system::System>) -> Mar
                 dt { "clock" } dd { "aligned with the gun's to ±" (format_ns(c.uncertainty_ns)) " (offset " (format!("{:+.3}", c.offset_ns as f64 / 1e6)) " ms)" }
             }
             @match (limited.filter(|_| target), &p.saturation) {
-                (Some(system), _) => { dt { "limited by" } dd { (system.verdict().1) } }
+                (Some(system), _) => { dt { "limited by" } dd { (why(&system.finding())) } }
                 (None, Some(s)) => { dt { "saturation" } dd { (s.figures()) } }
                 (None, None) => {}
             }
             @if let Some(a) = &p.activity {
                 dt { "backends" } dd { (a.figures()) " (means of " (a.readings) " readings of pg_stat_activity)" }
             }
-            @if let Some(rss) = p.peak_rss_bytes {
+            @if let Some(m) = p.memory {
                 dt { "peaks" } dd {
-                    "RSS " (format_bytes(rss as f64)) ", "
+                    span title=(m.how()) { "memory " (format_bytes(m.bytes as f64)) " (" (m.counted.name()) ")" } ", "
                     @match p.peak_fds {
                         Some(fds) => { (fds) " FDs" }
                         None => { "FDs not readable by the probe" }

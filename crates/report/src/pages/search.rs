@@ -59,7 +59,7 @@ pub fn search_page(
         p.answer { strong { "Capacity: " (finding(s)) "." } }
         p { "Why it ends there: " (s.reason) }
         @if let Some((rate, why)) = crate::search::failed_step_limit(s, runs) {
-            p { "What limited the server at " (rate) " req/s, the step that ended the search, as its probes (the server's, and its database's where one was watched) saw it: " (why) "." }
+            p { "What limited the server at " (rate) " req/s, the step that ended the search, as its probes (the server's, its database's and the watched groups', over the step's judged window) saw it: " (super::why(&why)) }
         }
         (charts(charts_))
         h2 { "Steps" }
@@ -83,7 +83,7 @@ pub fn search_page(
                             td.num { @if let Some(c) = cpu { (format!("{:.0}", c.cpu_pct)) } @else { "—" } }
                             td {
                                 (step.judgement.reason)
-                                @if let Some(l) = &step.limit { br; "limited by " (l.why) }
+                                @if let Some(l) = &step.limit { br; "limited by " (super::why(&l.finding())) }
                             }
                         }
                     }

@@ -78,7 +78,25 @@ pub struct Step {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct StepLimit {
     pub limit: crate::saturation::Limit,
+    /// The short sentence: the resource and the one or two figures that prove it (empty in
+    /// searches kept before it was).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub short: String,
+    /// The evidence: every figure read, what was ruled out and what was not measured.
     pub why: String,
+}
+
+impl StepLimit {
+    /// As a finding: its short sentence, or (a step kept before steps kept one) the evidence's
+    /// first clause.
+    pub fn finding(&self) -> crate::saturation::Finding {
+        let short = if self.short.is_empty() {
+            self.why.split(';').next().unwrap_or(&self.why).to_string()
+        } else {
+            self.short.clone()
+        };
+        crate::saturation::Finding::new(self.limit, short, self.why.clone())
+    }
 }
 
 /// How a search ended.

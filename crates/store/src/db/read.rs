@@ -25,14 +25,7 @@ impl Store {
         .fetch_all(&self.pool)
         .await?;
         let labels = self.all_labels().await?;
-        let peaks: BTreeMap<String, (Option<i64>, Option<i64>)> = sqlx::query(
-            "SELECT run_id, MAX(rss_bytes), MAX(fds) FROM probe_records WHERE kind = 'sample' GROUP BY run_id",
-        )
-        .fetch_all(&self.pool)
-        .await?
-        .iter()
-        .map(|r| Ok((r.try_get::<String, _>(0)?, (r.try_get(1)?, r.try_get(2)?))))
-        .collect::<Result<_, sqlx::Error>>()?;
+        let peaks = self.target_peaks().await?;
         let mut out = Vec::new();
         for row in rows {
             let id: String = row.try_get("id")?;
@@ -78,6 +71,43 @@ impl Store {
             });
         }
         Ok(out)
+    }
+
+    /// Each run's target's peak RSS and open FDs: the probes watching the target only, never
+    /// its database's nor a watched group's (every figure labelled with a target is its own).
+    async fn target_peaks(
+        &self,
+    ) -> Result<BTreeMap<String, (Option<i64>, Option<i64>)>, StoreError> {
+        let mut targets = std::collections::BTreeSet::new();
+        for row in sqlx::query("SELECT run_id, probe_idx, host FROM probes")
+            .fetch_all(&self.pool)
+            .await?
+        {
+            let run_id: String = row.try_get(0)?;
+            // A probe whose facts cannot be read is no target's: its run is still listed.
+            let host: Option<probe::sample::HostInfo> =
+                serde_json::from_str(&row.try_get::<String, _>(2)?).ok();
+            if host.is_some_and(|h| h.role == probe::sample::Role::Target) {
+                targets.insert((run_id, row.try_get::<i64, _>(1)?));
+            }
+        }
+        let mut peaks: BTreeMap<String, (Option<i64>, Option<i64>)> = BTreeMap::new();
+        for row in sqlx::query(
+            "SELECT run_id, probe_idx, MAX(rss_bytes), MAX(fds) FROM probe_records \
+             WHERE kind = 'sample' GROUP BY run_id, probe_idx",
+        )
+        .fetch_all(&self.pool)
+        .await?
+        {
+            let key: (String, i64) = (row.try_get(0)?, row.try_get(1)?);
+            if !targets.contains(&key) {
+                continue;
+            }
+            let (rss, fds): (Option<i64>, Option<i64>) = (row.try_get(2)?, row.try_get(3)?);
+            let peak = peaks.entry(key.0).or_default();
+            *peak = (peak.0.max(rss), peak.1.max(fds));
+        }
+        Ok(peaks)
     }
 
     async fn all_labels(&self) -> Result<BTreeMap<String, BTreeMap<String, String>>, StoreError> {
