@@ -15,6 +15,9 @@ use std::process::{Command, Stdio};
 use store::run::RunFilter;
 use store::Store;
 
+#[path = "../../report/tests/support/fits.rs"]
+mod fits;
+
 const LOADGEN: &str = env!("CARGO_BIN_EXE_loadgen");
 
 /// The server of known limits, built from the Go target's module into `dir`.
@@ -126,11 +129,13 @@ fn every_did_not_hold_up_names_what_limited_the_server() {
     );
     eprintln!("{said}");
     assert!(out.status.success(), "{said}");
-    let page = std::fs::read_dir(site.join("experiments"))
+    let page_path = std::fs::read_dir(site.join("experiments"))
         .unwrap()
-        .map(|e| std::fs::read_to_string(e.unwrap().path()).unwrap())
         .next()
-        .unwrap();
+        .unwrap()
+        .unwrap()
+        .path();
+    let page = std::fs::read_to_string(&page_path).unwrap();
     for (target, limit) in [
         ("spin", "limited by its CPU: "),
         ("quota", "limited by its CPU quota: throttled in "),
@@ -176,4 +181,31 @@ fn every_did_not_hold_up_names_what_limited_the_server() {
         .expect("the database beside")..];
     assert!(beside.contains("<th>PostgreSQL</th>"), "{beside}");
     assert!(beside.contains("(PSS of "), "{beside}");
+
+    // The page and each server's run page fit a 1,280-px window: a verdict is a sentence,
+    // its evidence one click away.
+    let mut pages = vec![page_path];
+    for e in std::fs::read_dir(site.join("runs")).unwrap() {
+        pages.push(e.unwrap().path());
+    }
+    for page in &pages {
+        let clipped = fits::clipped(page, 1280, work.path());
+        assert!(
+            clipped.is_empty(),
+            "{} at 1,280 px: {clipped:#?}",
+            page.display()
+        );
+    }
+    let run_pages: Vec<String> = pages[1..]
+        .iter()
+        .map(|p| std::fs::read_to_string(p).unwrap())
+        .collect();
+    assert_eq!(
+        run_pages
+            .iter()
+            .filter(|p| p.contains("<dt>limited by</dt>"))
+            .count(),
+        4,
+        "each run page says what limited its server"
+    );
 }

@@ -189,6 +189,7 @@ impl Budget {
 
 fn run(config: SlowConfig, shared: &Shared) {
     let mut handles: HashMap<Identity, (Watched, bool)> = HashMap::new();
+    let mut pss_read: HashSet<Identity> = HashSet::new();
     let mut diag = SockDiag::open().ok();
     let start = mono_ns();
     let mut figures_budget = Budget::new(config.budget * CORE_BUDGET, start);
@@ -236,6 +237,7 @@ fn run(config: SlowConfig, shared: &Shared) {
             let mut costly_ns = 0;
             let wanted: HashSet<Identity> = targets.iter().copied().collect();
             handles.retain(|id, _| wanted.contains(id));
+            pss_read.retain(|id| wanted.contains(id));
             let mut table: Option<TcpTable> = None;
             for &(pid, start) in &targets {
                 let (handle, netlink) = match handles.get(&(pid, start)) {
@@ -249,6 +251,15 @@ fn run(config: SlowConfig, shared: &Shared) {
                     },
                 };
                 let mut figures = measure_core(handle, &config);
+                // A process never measured for PSS is, at once: a group's memory is a sum
+                // over every member, and one that joined since the last costly pass (a new
+                // backend of a database) would leave the sum incomplete until the next.
+                if config.pss && !costly && !pss_read.contains(&(pid, start)) {
+                    figures.pss_uss = handle.pss_uss();
+                }
+                if figures.pss_uss.is_some() || costly {
+                    pss_read.insert((pid, start));
+                }
                 if costly {
                     let from = thread_cpu_ns();
                     let table = match (*netlink, &mut diag) {

@@ -154,23 +154,35 @@ impl Memory {
 }
 
 /// The peak of a tree's memory over its samples: a sample of one process counts its RSS; one of
-/// several, the sum of their PSS where every one was read in that sample, else their RSS
-/// summed (said).
+/// several, the sum of their PSS where every one's has been read (the probe reads PSS in its
+/// slow passes, each process's last reading standing until its next), else their RSS summed
+/// (said).
 #[derive(Debug, Default)]
 struct MemoryPeak {
     single: Option<u64>,
     pss: Option<(u64, usize)>,
     rss_summed: Option<(u64, usize)>,
+    /// Each process's last PSS read, by PID and start time.
+    last_pss: std::collections::HashMap<(i32, u64), u64>,
 }
 
 impl MemoryPeak {
     fn add(&mut self, s: &probe::sample::Sample, total: &ProcessSample) {
+        for p in &s.processes {
+            if let Some(pss) = p.pss_bytes {
+                self.last_pss.insert((p.pid, p.start_ticks), pss);
+            }
+        }
         let n = s.processes.len();
         if n <= 1 {
             self.single = self.single.max(Some(total.rss_bytes));
             return;
         }
-        let pss: Option<u64> = s.processes.iter().map(|p| p.pss_bytes).sum();
+        let pss: Option<u64> = s
+            .processes
+            .iter()
+            .map(|p| self.last_pss.get(&(p.pid, p.start_ticks)).copied())
+            .sum();
         if let Some(pss) = pss {
             if self.pss.is_none_or(|(b, _)| pss > b) {
                 self.pss = Some((pss, n));
@@ -281,7 +293,9 @@ impl RunFigures {
     }
 
     /// Whether the server did not hold up in this run: its sends were held back by the server
-    /// (its responses or its accepts). Then a page says what limited it.
+    /// (its responses or its accepts), or over 1 % of its requests failed (timeouts under
+    /// overload, where the generator kept its schedule by opening connections). Then a page
+    /// says what limited it.
     pub fn struggled(&self) -> bool {
         let s = &self.summary;
         let held_by_server = s.generator.behind
@@ -289,7 +303,8 @@ impl RunFigures {
                 s.generator.limited_by,
                 Some(LimitedBy::ServerResponses | LimitedBy::ServerAccept)
             );
-        s.server_fell_behind() || held_by_server
+        let failing = s.requests.total > 0 && 1.0 - s.requests.success_ratio > 0.01;
+        s.server_fell_behind() || held_by_server || failing
     }
 
     /// The target's open FDs at their peak.
@@ -893,8 +908,13 @@ mod tests {
         let backends = vec![(25, Some(1)); 60];
         let (s, t) = tree(&backends);
         peak.add(&s, &t);
-        // A sample between slow passes has no PSS: it does not count as one.
+        // Between slow passes each process's last reading stands.
         let (s, t) = tree(&vec![(25, None); 60]);
+        peak.add(&s, &t);
+        // A process that joined and was never read leaves the sum unknown: not counted.
+        let mut joined = vec![(25, None); 60];
+        joined.push((500, None));
+        let (s, t) = tree(&joined);
         peak.add(&s, &t);
         assert_eq!(
             peak.finish(),

@@ -6,6 +6,8 @@
 
 #[path = "support/experiment_runs.rs"]
 mod experiment_runs;
+#[path = "support/fits.rs"]
+mod fits;
 #[path = "support/runs.rs"]
 mod runs;
 
@@ -751,4 +753,78 @@ fn charts_and_the_index_are_explored_in_a_browser() {
     assert_eq!(names("up"), ["go 2000", "go warming up", "node 2000"]);
     assert_eq!(names("down"), ["node 2000", "go warming up", "go 2000"]);
     assert_eq!(index["bookkeeping"], "none", "bookkeeping labels hidden");
+}
+
+/// Every kind of page fits a 1,280-px window with nothing clipped: a run's (with its probe's
+/// facts and a gun group's shards), a comparison's, a group's, the index, and an experiment's
+/// at fixed rates (the experiment of searches is checked in loadgen's tests, which run one).
+#[test]
+fn every_page_fits_a_1280_px_window() {
+    let work = tempfile::tempdir().unwrap();
+    let db = format!("sqlite://{}/showdown.db", work.path().display());
+    let site_dir = work.path().join("site");
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let node = runtime.block_on(async {
+        let store = Store::open(&db).await.unwrap();
+        let node = runs::write(
+            &store,
+            &Spec::new("node 2000", 800)
+                .label("target", "node")
+                .profiled(NODE_STACKS),
+            1_795_000_000_000_000_000,
+        )
+        .await;
+        runs::write(
+            &store,
+            &Spec::new("go 2000", 300).label("target", "go"),
+            1_795_000_060_000_000_000,
+        )
+        .await;
+        for i in 0..2u32 {
+            let mut shard = Spec::new("eu shard", 400).label("target", "rust");
+            shard.experiment = Some("multi-gun");
+            shard.shard = Some(store::run::Shard {
+                group: "eu".into(),
+                index: i,
+                count: 2,
+            });
+            runs::write(&store, &shard, 1_795_000_120_000_000_000).await;
+        }
+        site::write(
+            &store,
+            &SiteOptions {
+                out: site_dir.clone(),
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+        node
+    });
+    let mut pages = vec![
+        site_dir.join("index.html"),
+        site_dir.join(pages::run_path(&node)),
+        site_dir.join(pages::group_path("eu")),
+    ];
+    for dir in ["compare"] {
+        for e in std::fs::read_dir(site_dir.join(dir)).unwrap() {
+            let path = e.unwrap().path();
+            if path.extension().is_some_and(|x| x == "html") {
+                pages.push(path);
+            }
+        }
+    }
+    let drawn = runtime.block_on(experiment_runs::drawn());
+    pages.push(drawn.page_path.clone());
+    let clipped: Vec<(String, Vec<String>)> = pages
+        .iter()
+        .map(|page| {
+            (
+                page.display().to_string(),
+                fits::clipped(page, 1280, work.path()),
+            )
+        })
+        .filter(|(_, clipped)| !clipped.is_empty())
+        .collect();
+    assert!(clipped.is_empty(), "clipped at 1,280 px: {clipped:#?}");
 }

@@ -145,12 +145,15 @@ pub(crate) fn delta<F: Fn(&probe::sample::Sample) -> Option<u64>>(
     })
 }
 
-/// The rate a second of a cumulative figure of a tree's processes: each process's growth from
-/// its first reading to its last, summed, over the span of the readings. Not the tree's total's
-/// change: a process that exits takes its figure out of the total (a pool closing an idle
-/// connection would read as negative CPU), one that joins brings all it had, and a figure the
-/// slow collectors read for some processes in one pass and others in the next would mix them.
-/// `None` when no process was read twice.
+/// The rate a second of a cumulative figure of a tree's processes: each process's growth within
+/// the span of the readings, summed, over that span. A process read before the span began
+/// grew from its first reading to its last; one that started within the span grew all it had
+/// at its last reading (a backend a pool opened under overload, read once before its client
+/// timed out and closed it, still counts what it did). Not the tree's total's change: a
+/// process that exits takes its figure out of the total (a pool closing an idle connection
+/// would read as negative CPU), and a figure the slow collectors read for some processes in
+/// one pass and others in the next would mix them. `None` when nothing grew measurably over a
+/// span (one reading in all).
 pub(crate) fn tree_rate<F: Fn(&probe::sample::ProcessSample) -> Option<u64>>(
     samples: &[&probe::sample::Sample],
     get: F,
@@ -172,12 +175,25 @@ pub(crate) fn tree_rate<F: Fn(&probe::sample::ProcessSample) -> Option<u64>>(
     let to = span.values().map(|e| e.3).max()?;
     (to > from).then(|| {
         let grown: f64 = span
-            .values()
-            .map(|(v0, _, v1, _)| v1.saturating_sub(*v0) as f64)
+            .iter()
+            .map(|(&(_, start_ticks), &(v0, t0, v1, _))| {
+                // `stat`'s start time is in clock ticks after boot (USER_HZ, 100 a second on
+                // every Linux the probe runs on), the readings' times on the monotonic clock.
+                let started_ns = start_ticks.saturating_mul(1_000_000_000 / USER_HZ);
+                let since = if t0 > from && started_ns > from && started_ns <= t0 {
+                    0
+                } else {
+                    v0
+                };
+                v1.saturating_sub(since) as f64
+            })
             .sum();
         grown / ((to - from) as f64 / 1e9)
     })
 }
+
+/// Clock ticks a second in `/proc/PID/stat` (the kernel's fixed USER_HZ).
+const USER_HZ: u64 = 100;
 
 pub(crate) fn mean(values: impl Iterator<Item = f64>) -> Option<f64> {
     let (sum, n) = values.fold((0.0, 0u32), |(s, n), v| (s + v, n + 1));
@@ -661,6 +677,31 @@ mod tests {
         });
         let s = Saturation::of(&p, 0, 10_000_000_000).unwrap();
         assert!((s.cpu_cores - 0.375).abs() < 1e-9, "{}", s.cpu_cores);
+    }
+
+    #[test]
+    fn a_process_born_in_the_window_and_read_once_counts_what_it_did() {
+        // A backend opened at 5 s (after the window began) waited 1.6 s for a CPU before its
+        // only reading at 6 s, then closed: that wait was in the window, and counts. One
+        // there all along waited 0.1 s a second.
+        let p = probe(0.0, |i, s| {
+            let row = |pid: i32, start_ticks: u64, delay: u64| ProcessSample {
+                pid,
+                start_ticks,
+                cpu_ns: i * 100_000_000,
+                run_delay_ns: Some(delay),
+                cpus_allowed: Some(2),
+                ..Default::default()
+            };
+            s.processes = vec![row(1, 0, 50_000_000_000 + i * 100_000_000)];
+            if i == 6 {
+                s.processes.push(row(2, 500, 1_600_000_000));
+            }
+            s.total = Some(s.processes[0].clone());
+        });
+        let s = Saturation::of(&p, 0, 10_000_000_000).unwrap();
+        let wait = s.run_delay_cores.unwrap();
+        assert!((wait - 0.26).abs() < 1e-9, "{wait}");
     }
 
     #[test]

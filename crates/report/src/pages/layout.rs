@@ -26,6 +26,10 @@ pre { background: #f6f6f6; padding: .8rem; overflow-x: auto; border-radius: 4px;
 table { border-collapse: collapse; margin: .4rem 0 1rem; }
 th, td { padding: .25rem .6rem; border-bottom: 1px solid var(--line); text-align: left; vertical-align: top; }
 th { background: #f6f6f6; font-weight: 600; white-space: nowrap; }
+thead th { white-space: normal; min-width: 4rem; }
+td.why { min-width: 16rem; max-width: 28rem; }
+details.finding > summary { cursor: pointer; }
+details.finding > p { color: var(--muted); font-size: .9em; margin: .3rem 0 .4rem 1rem; }
 td.n { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
 td.better { color: #146c2e; } td.worse { color: var(--warn); }
 .warnings { border: 2px solid var(--warn); background: #fdecea; padding: .6rem 1rem; border-radius: 4px; margin: 1rem 0; }
