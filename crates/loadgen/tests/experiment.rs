@@ -15,6 +15,8 @@ use store::saturation::Limit;
 use store::Store;
 
 mod common;
+#[path = "../../report/tests/support/fits.rs"]
+mod fits;
 
 const LOADGEN: &str = env!("CARGO_BIN_EXE_loadgen");
 
@@ -1066,10 +1068,11 @@ fn an_experiment_of_searches_answers_in_capacity_and_draws_it() {
         page.contains("Each ran at 80% of its own capacity"),
         "the sentence says so"
     );
-    // Three times its capacity, neither keeps up: each is said not to hold up, the SLO named.
+    // Three times its capacity, neither keeps up: each is said not to hold up, what limited
+    // it first, then the SLO it broke.
     for target in ["slow", "fast"] {
         assert!(
-            page.contains(&format!("{target} did not hold up: p99 "))
+            page.contains(&format!("{target} did not hold up: limited by "))
                 && page.contains("broke the SLO's p99&lt;=20ms"),
             "{target} at 300 %: {}",
             &page[page.find("At rate=300%").unwrap_or(0)..][..1500]
@@ -1079,6 +1082,22 @@ fn an_experiment_of_searches_answers_in_capacity_and_draws_it() {
         page.contains("Answers: at fixed rates"),
         "the fixed rates are answered apart"
     );
+    // The experiment of searches and each search's page fit a 1,280-px window.
+    let mut pages: Vec<std::path::PathBuf> = std::fs::read_dir(site.join("experiments"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    for e in std::fs::read_dir(site.join("searches")).unwrap() {
+        pages.push(e.unwrap().path());
+    }
+    for page in &pages {
+        let clipped = fits::clipped(page, 1280, work.path());
+        assert!(
+            clipped.is_empty(),
+            "{} at 1,280 px: {clipped:#?}",
+            page.display()
+        );
+    }
 }
 
 #[test]

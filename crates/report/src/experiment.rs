@@ -177,7 +177,7 @@ impl CellFigures {
             .map(|name| {
                 let of = |r: &Arc<RunFigures>| r.beside().find(|p| p.watching() == name).cloned();
                 let probes: Vec<crate::figures::ProbeFigures> =
-                    self.runs.iter().filter_map(|r| of(r)).collect();
+                    self.runs.iter().filter_map(&of).collect();
                 let cpu = Spread::of(
                     self.runs
                         .iter()
