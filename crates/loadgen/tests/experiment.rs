@@ -1090,14 +1090,7 @@ fn an_experiment_of_searches_answers_in_capacity_and_draws_it() {
     for e in std::fs::read_dir(site.join("searches")).unwrap() {
         pages.push(e.unwrap().path());
     }
-    for page in &pages {
-        let clipped = fits::clipped(page, 1280, work.path());
-        assert!(
-            clipped.is_empty(),
-            "{} at 1,280 px: {clipped:#?}",
-            page.display()
-        );
-    }
+    fits::assert_fit(&pages, 1280, work.path());
 }
 
 #[test]

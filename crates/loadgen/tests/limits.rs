@@ -188,14 +188,7 @@ fn every_did_not_hold_up_names_what_limited_the_server() {
     for e in std::fs::read_dir(site.join("runs")).unwrap() {
         pages.push(e.unwrap().path());
     }
-    for page in &pages {
-        let clipped = fits::clipped(page, 1280, work.path());
-        assert!(
-            clipped.is_empty(),
-            "{} at 1,280 px: {clipped:#?}",
-            page.display()
-        );
-    }
+    fits::assert_fit(&pages, 1280, work.path());
     let run_pages: Vec<String> = pages[1..]
         .iter()
         .map(|p| std::fs::read_to_string(p).unwrap())

@@ -816,15 +816,5 @@ fn every_page_fits_a_1280_px_window() {
     }
     let drawn = runtime.block_on(experiment_runs::drawn());
     pages.push(drawn.page_path.clone());
-    let clipped: Vec<(String, Vec<String>)> = pages
-        .iter()
-        .map(|page| {
-            (
-                page.display().to_string(),
-                fits::clipped(page, 1280, work.path()),
-            )
-        })
-        .filter(|(_, clipped)| !clipped.is_empty())
-        .collect();
-    assert!(clipped.is_empty(), "clipped at 1,280 px: {clipped:#?}");
+    fits::assert_fit(&pages, 1280, work.path());
 }

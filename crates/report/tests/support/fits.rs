@@ -85,3 +85,14 @@ pub fn clipped(page: &Path, width: u32, work: &Path) -> Vec<String> {
         .replace("&amp;", "&");
     serde_json::from_str(&text).unwrap()
 }
+
+/// Fails, naming every page and what is clipped on it, unless each of `pages` fits a window
+/// `width` px wide.
+pub fn assert_fit(pages: &[std::path::PathBuf], width: u32, work: &Path) {
+    let clipped: Vec<(String, Vec<String>)> = pages
+        .iter()
+        .map(|page| (page.display().to_string(), clipped(page, width, work)))
+        .filter(|(_, clipped)| !clipped.is_empty())
+        .collect();
+    assert!(clipped.is_empty(), "clipped at {width} px: {clipped:#?}");
+}

@@ -38,7 +38,19 @@ pub struct Spec {
     pub burst: Option<(&'static str, u64, std::ops::RangeInclusive<u64>)>,
     /// An open loop (a fixed rate) or a closed one (as fast as answers come).
     pub open_loop: bool,
+    /// A second probe beside the target's: its database ([`DATABASE`]).
+    pub database: bool,
+    /// The target's cgroup quota (0.5 CPUs) ran out in this share of its periods.
+    pub throttled: Option<f64>,
+    /// The server fell behind: 20 % of the rate unserved, 5,000 sends late, the generator's
+    /// reason "server accept".
+    pub fell_behind: bool,
 }
+
+/// The database beside a target, as a probe of its own sees it: 60 processes, each resident on
+/// 25 MiB of which 24 are the shared buffers (PSS 1 MiB each): 60 MiB in all, where RSS
+/// summed reads 1,500 MiB. Together 0.05 cores.
+pub const DATABASE: (u64, u64, u64) = (60, 25 << 20, 1 << 20);
 
 impl Spec {
     pub fn new(name: &'static str, base_us: u64) -> Self {
@@ -55,6 +67,9 @@ impl Spec {
             profile: None,
             burst: None,
             open_loop: true,
+            database: false,
+            throttled: None,
+            fell_behind: false,
         }
     }
 
@@ -279,14 +294,11 @@ pub async fn write(store: &Store, spec: &Spec, started_at_ns: i64) -> String {
                 continue;
             }
             let t_ns = (n * (1_000_000_000 / HZ)) as i64;
-            writer.record(
-                0,
-                StoredRecord {
-                    seq,
-                    t_ns,
-                    record: probe_sample(n, zero_mono),
-                },
-            );
+            let mut record = probe_sample(n, zero_mono);
+            if let (Some(share), Record::Sample(s)) = (spec.throttled, &mut record) {
+                s.cgroup = Some(quota(n, share));
+            }
+            writer.record(0, StoredRecord { seq, t_ns, record });
             seq += 1;
         }
         writer.record(
@@ -305,6 +317,9 @@ pub async fn write(store: &Store, spec: &Spec, started_at_ns: i64) -> String {
                 }),
             },
         );
+        if spec.database {
+            write_database(&writer, spec, zero_mono);
+        }
         for k in 1..=spec.seconds {
             let Some(stacks) = spec.profile else { break };
             let mut stacks = stacks.to_vec();
@@ -347,7 +362,7 @@ pub async fn write(store: &Store, spec: &Spec, started_at_ns: i64) -> String {
             },
         );
     }
-    let summary = Summary::new(&RunFacts {
+    let mut summary = Summary::new(&RunFacts {
         config: &meta.config,
         started: std::time::UNIX_EPOCH + std::time::Duration::from_nanos(started_at_ns as u64),
         interval: std::time::Duration::from_secs(1),
@@ -360,6 +375,13 @@ pub async fn write(store: &Store, spec: &Spec, started_at_ns: i64) -> String {
         notes: vec![format!("a note with {HOSTILE}")],
         generator: Default::default(),
     });
+    if spec.fell_behind {
+        let g = &mut summary.generator;
+        g.behind = true;
+        g.late = 5_000;
+        g.limited_by = Some(store::vocabulary::LimitedBy::ServerAccept);
+        summary.requests.throughput = 0.8 * summary.requests.rate;
+    }
     let finish = Finish {
         status: RunStatus::Complete,
         stop_reason: None,
@@ -378,4 +400,91 @@ pub async fn write(store: &Store, spec: &Spec, started_at_ns: i64) -> String {
         tokio::time::sleep(std::time::Duration::from_millis(600)).await;
     }
     meta.id
+}
+
+/// The target's cgroup: a quota of 0.5 CPUs that ran out in `share` of its periods (10 a
+/// tick), cumulative at sample `n`.
+fn quota(n: u64, share: f64) -> probe::sample::CgroupCpu {
+    probe::sample::CgroupCpu {
+        path: "/showdown/target".into(),
+        periods: n * 10,
+        throttled_periods: (n as f64 * 10.0 * share) as u64,
+        quota_cpus: Some(0.5),
+        ..Default::default()
+    }
+}
+
+/// The database's probe ([`DATABASE`]), index 1, every tick; every member's PSS read each
+/// second, as the slow collectors would.
+fn write_database(writer: &RunWriter, spec: &Spec, zero_mono: u64) {
+    let (n, rss, pss) = DATABASE;
+    writer.probe(ProbeMeta {
+        index: 1,
+        address: "in-process".into(),
+        host: HostInfo {
+            hostname: "api".into(),
+            kernel: "6.1".into(),
+            cpus: 2,
+            mem_total_bytes: 4 << 30,
+            probe_version: "test".into(),
+            selector: "--pid 4000".into(),
+            interval_ns: 1_000_000_000 / HZ,
+            role: probe::sample::Role::Database,
+            name: Some("PostgreSQL".into()),
+            ..Default::default()
+        },
+        clock: None,
+    });
+    for k in 0..spec.seconds * HZ {
+        let mono = zero_mono + k * (1_000_000_000 / HZ);
+        let slow = k % 10 == 0;
+        let processes: Vec<ProcessSample> = (0..n)
+            .map(|i| ProcessSample {
+                pid: 4000 + i as i32,
+                comm: "postgres".into(),
+                // 0.05 cores among them.
+                cpu_ns: k * 100_000_000 / 20 / n,
+                cpu_pct: Some(5.0 / n as f64),
+                rss_bytes: rss,
+                pss_bytes: slow.then_some(pss),
+                threads: 1,
+                cpus_allowed: Some(2),
+                run_delay_ns: slow.then_some(0),
+                ..Default::default()
+            })
+            .collect();
+        let mut total = ProcessSample {
+            pid: 4000,
+            comm: "postgres".into(),
+            cpus_allowed: Some(2),
+            ..Default::default()
+        };
+        for p in &processes {
+            total.cpu_ns += p.cpu_ns;
+            total.rss_bytes += p.rss_bytes;
+            total.threads += 1;
+        }
+        total.cpu_pct = Some(5.0);
+        writer.record(
+            1,
+            StoredRecord {
+                seq: k,
+                t_ns: (k * (1_000_000_000 / HZ)) as i64,
+                record: Record::Sample(Box::new(Sample {
+                    scheduled_mono_ns: mono,
+                    mono_ns: mono,
+                    wall_ns: mono,
+                    interval_ns: 1_000_000_000 / HZ,
+                    missed_ticks: 0,
+                    target_pid: Some(4000),
+                    processes,
+                    total: Some(total),
+                    host: None,
+                    cgroup: None,
+                    database: None,
+                    probe: Default::default(),
+                })),
+            },
+        );
+    }
 }
