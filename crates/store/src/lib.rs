@@ -19,8 +19,10 @@
 //! - [`diagnosis`]: what held a run back when it fell behind, and what to change.
 //! - [`saturation`]: what limited the server, from a probe's figures over a window (its CPU,
 //!   its quota, the run queue, steal, storage, the accept queue, or a wait).
-//! - [`system`]: the target and its database together, and the verdict that names which ran
-//!   out (the database's CPU or its backends' locks and storage, beside the target's own).
+//! - [`system`]: the target, its database and the watched groups together, and the verdict
+//!   that names which ran out (the database's or a group's CPU, the database's locks and
+//!   storage, the target's pool of connections, beside the target's own), as a finding: a
+//!   short sentence and its evidence.
 //! - [`vocabulary`]: the words crates exchange: causes, check outcomes, phases, label names.
 //! - [`hdrlog`]: HdrHistogram interval logs, and histograms in HdrHistogram's own format.
 //! - [`import`]: a run saved locally while its store was down, brought back.
