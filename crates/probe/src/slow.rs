@@ -204,9 +204,12 @@ fn run(config: SlowConfig, shared: &Shared) {
                     return;
                 }
                 let t = mono_ns();
+                // A pass is due when either tier's budget allows: the costly figures come as
+                // soon as theirs does, not at the next saturation pass after it.
+                let next_pass = next_figures.min(next_costly);
                 let due = state.now
                     || (!state.targets.is_empty()
-                        && (t >= next_figures || (config.tree && t >= next_scan)));
+                        && (t >= next_pass || (config.tree && t >= next_scan)));
                 if due {
                     break;
                 }
@@ -214,9 +217,9 @@ fn run(config: SlowConfig, shared: &Shared) {
                     Duration::from_secs(1)
                 } else {
                     let next = if config.tree {
-                        next_figures.min(next_scan)
+                        next_pass.min(next_scan)
                     } else {
-                        next_figures
+                        next_pass
                     };
                     Duration::from_nanos(next.saturating_sub(t))
                 };
@@ -231,7 +234,7 @@ fn run(config: SlowConfig, shared: &Shared) {
         };
         let mut results = SlowResults::default();
         let began = mono_ns();
-        if now || began >= next_figures {
+        if now || began >= next_figures || began >= next_costly {
             let started = thread_cpu_ns();
             let costly = now || began >= next_costly;
             let mut costly_ns = 0;
