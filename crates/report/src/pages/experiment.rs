@@ -182,7 +182,7 @@ pub fn experiment_page(
                                     td { @for s in &t.searches { @if let (Some(lo), Some(hi)) = (s.capacity, s.failed_at) { (format!("{lo:.0}–{hi:.0}")) } @else { (s.status.as_str()) } br; } }
                                     td.num { @if let Some(v) = t.per_cpu_second { (format!("{v:.0}")) } @else { "—" } }
                                     td.num { @if let Some(b) = t.peak_rss_bytes { (crate::tables::format_bytes(b as f64)) } @else { "—" } }
-                                    td.why { @if let Some((rate, f)) = &t.limit { (super::why_at(*rate, f)) } @else { "—" } }
+                                    td.why { @if let Some((rate, f)) = &t.limit { (super::why_at(&crate::experiment::thousands(*rate), f)) } @else { "—" } }
                                     td { @for s in &t.searches { a href={ "../" (crate::pages::search_path(&s.id)) } { (s.status.as_str()) } " " } }
                                 }
                             }

@@ -382,11 +382,11 @@ pub(crate) fn why(f: &store::saturation::Finding) -> Markup {
     }
 }
 
-/// The same, at the rate of the step it was read at.
-pub(crate) fn why_at(rate: f64, f: &store::saturation::Finding) -> Markup {
+/// The same, at the rate of the step it was read at (as the page writes a rate: "12,200").
+pub(crate) fn why_at(rate: &str, f: &store::saturation::Finding) -> Markup {
     html! {
         details.finding {
-            summary { "at " (crate::experiment::thousands(rate)) " req/s: " (f.short) }
+            summary { "at " (rate) " req/s: " (f.short) }
             p { (f.evidence) }
         }
     }
