@@ -175,13 +175,18 @@ impl CellFigures {
         names
             .into_iter()
             .map(|name| {
-                let of = |r: &Arc<RunFigures>| r.beside().find(|p| p.watching() == name).cloned();
-                let probes: Vec<crate::figures::ProbeFigures> =
-                    self.runs.iter().filter_map(&of).collect();
+                // (run, its probe of this group), for every run that watched it.
+                let watched: Vec<(&Arc<RunFigures>, &crate::figures::ProbeFigures)> = self
+                    .runs
+                    .iter()
+                    .filter_map(|r| Some((r, r.beside().find(|p| p.watching() == name)?)))
+                    .collect();
+                let probes: Vec<&crate::figures::ProbeFigures> =
+                    watched.iter().map(|(_, p)| *p).collect();
                 let cpu = Spread::of(
-                    self.runs
+                    watched
                         .iter()
-                        .filter_map(|r| of(r)?.mean_cpu_in(r.attack))
+                        .filter_map(|(r, p)| p.mean_cpu_in(r.attack))
                         .collect(),
                 );
                 let memory = Spread::of(
@@ -304,7 +309,6 @@ impl CellFigures {
             .filter(|(r, broke)| {
                 **broke
                     || r.struggled()
-                    || fell_behind(r)
                     || (errors.is_some() && Metric::ErrorRate.of(r).is_some_and(|e| e > 0.001))
             })
             .map(|(r, _)| r)

@@ -13,7 +13,6 @@ use serde::Serialize;
 use store::model::IntervalStats;
 use store::run::{RunConfig, RunStatus, StoredInterval, StoredRun};
 use store::summary::{RunFacts, Summary};
-use store::vocabulary::LimitedBy;
 
 /// Bytes in a MiB, the unit of every memory chart.
 const MIB: f64 = 1_048_576.0;
@@ -84,9 +83,6 @@ pub struct ProbeFigures {
     /// Stretches of missing records: (time, description).
     pub gaps: Vec<(f64, String)>,
     pub samples: usize,
-    /// The tree's RSS summed, the most it reached (a figure for its chart; a tree of several
-    /// processes counts the pages they share once in each: see [`ProbeFigures::memory`]).
-    pub peak_rss_bytes: Option<u64>,
     /// The tree's memory, the most it reached, as a page states it beside the group's name.
     pub memory: Option<Memory>,
     pub peak_fds: Option<u64>,
@@ -298,13 +294,8 @@ impl RunFigures {
     /// says what limited it.
     pub fn struggled(&self) -> bool {
         let s = &self.summary;
-        let held_by_server = s.generator.behind
-            && matches!(
-                s.generator.limited_by,
-                Some(LimitedBy::ServerResponses | LimitedBy::ServerAccept)
-            );
         let failing = s.requests.total > 0 && 1.0 - s.requests.success_ratio > 0.01;
-        s.server_fell_behind() || held_by_server || failing
+        s.held_back_by_server() || failing
     }
 
     /// The target's open FDs at their peak.
@@ -719,7 +710,6 @@ fn add_totals(
         f.fds.points.push((t, fds as f64));
         f.peak_fds = f.peak_fds.max(Some(fds));
     }
-    f.peak_rss_bytes = f.peak_rss_bytes.max(Some(total.rss_bytes));
     if total.fd_limit_soft.is_some() {
         f.fd_limits = (total.fd_limit_soft, total.fd_limit_hard);
     }

@@ -88,14 +88,7 @@ impl Summary {
     /// little by a full pool while every request is answered are late, not unserved.
     pub fn server_fell_behind(&self) -> bool {
         let g = &self.generator;
-        let held_by_server = matches!(
-            g.limited_by,
-            Some(
-                crate::vocabulary::LimitedBy::ServerResponses
-                    | crate::vocabulary::LimitedBy::ServerAccept
-            )
-        );
-        if !(g.behind && held_by_server) {
+        if !self.held_back_by_server() {
             return false;
         }
         let scheduled = self.duration.attack_s - g.lateness.max_ns as f64 / 1e9;
@@ -104,6 +97,20 @@ impl Summary {
         }
         let offered = self.requests.total as f64 / scheduled;
         self.requests.throughput < KEPT_UP * offered
+    }
+
+    /// Whether sends ran late, held back by the server (its responses or its accepts), however
+    /// much of the offered rate it still answered.
+    pub fn held_back_by_server(&self) -> bool {
+        let g = &self.generator;
+        g.behind
+            && matches!(
+                g.limited_by,
+                Some(
+                    crate::vocabulary::LimitedBy::ServerResponses
+                        | crate::vocabulary::LimitedBy::ServerAccept
+                )
+            )
     }
 
     pub fn new(facts: &RunFacts<'_>) -> Self {
