@@ -275,9 +275,10 @@ impl System {
 
     /// Which resource limited the target: its short sentence and its evidence. In order: the
     /// target's quota or CPU; the database's CPU, then each watched group's; the database's
-    /// locks or storage; the target's connections to it, every one busy; the database's or a
-    /// group's processes queued for their CPUs; CPUs the target shares with one of them; the
-    /// target's own verdict.
+    /// locks or storage; the database's or a group's processes queued for their CPUs; the
+    /// target's connections to the database, every one busy (only then: connections held by a
+    /// slow database are busy too); CPUs the target shares with one of them; the target's own
+    /// verdict.
     pub fn finding(&self) -> Finding {
         let own = self.target.finding();
         if self.database.is_none() && self.others.is_empty() {
@@ -347,22 +348,6 @@ impl System {
                         ),
                     );
                 }
-                if let Some(busy) = a.pool_busy() {
-                    return Finding::new(
-                        Limit::Pool,
-                        format!(
-                            "its pool of connections to {name}: {:.1} of {:.1} busy on average",
-                            a.busy(),
-                            a.backends
-                        ),
-                        format!(
-                            "a wait inside the server: its connections to {name}, {:.1} of {:.1} busy on average ({:.0} %), while {server}; {evidence}",
-                            a.busy(),
-                            a.backends,
-                            busy * 100.0
-                        ),
-                    );
-                }
             }
         }
         // A participant's own processes queued for its CPUs, longer than the target's threads
@@ -393,6 +378,31 @@ impl System {
                         100.0 * wait / s.cpu_cores.max(f64::MIN_POSITIVE),
                         s.cpu_cores,
                         s.cpu_share().unwrap_or(0.0) * 100.0
+                    ),
+                );
+            }
+        }
+        // Its connections to the database all busy, the database neither saturated nor
+        // queued for its CPUs (then they were busy because it was slow): a pool.
+        if let Some((db, a)) = self
+            .database
+            .as_ref()
+            .and_then(|d| Some((d, d.activity.as_ref()?)))
+        {
+            let name = &db.name;
+            if let Some(busy) = a.pool_busy() {
+                return Finding::new(
+                    Limit::Pool,
+                    format!(
+                        "its pool of connections to {name}: {:.1} of {:.1} busy on average",
+                        a.busy(),
+                        a.backends
+                    ),
+                    format!(
+                        "a wait inside the server: its connections to {name}, {:.1} of {:.1} busy on average ({:.0} %), while {server}; {evidence}",
+                        a.busy(),
+                        a.backends,
+                        busy * 100.0
                     ),
                 );
             }
