@@ -146,15 +146,16 @@ impl Drop for SlowCollector {
 /// The passes' CPU budget as a bucket of credit, in ns of CPU: earned at `share` of the time
 /// elapsed, spent by each pass, and a pass is due once the credit covers the last one's cost.
 /// At most one pass's worth is saved, so a target that grows costly after a cheap hour is not
-/// measured in a burst. The start-up pass is taken on credit and paid back before the next:
-/// at the start of every pass after the first, the passes so far have used at most `share`
-/// of the time since the first began.
+/// measured in a burst. The bucket starts full, as after an idle stretch: the start-up pass
+/// is the one pass's worth saved, and every pass after it is paid for before it begins. Over
+/// any stretch from the start, the passes use at most `share` of the time plus one pass.
 #[derive(Debug)]
 struct Budget {
     share: f64,
     credit: f64,
     at: u64,
     last_cost: f64,
+    started: bool,
 }
 
 impl Budget {
@@ -164,6 +165,7 @@ impl Budget {
             credit: 0.0,
             at: now,
             last_cost: 0.0,
+            started: false,
         }
     }
 
@@ -176,6 +178,9 @@ impl Budget {
     /// A pass that began at `began` cost `cost` ns of CPU.
     fn spend(&mut self, began: u64, cost: u64) {
         self.earn(began);
+        if !std::mem::replace(&mut self.started, true) {
+            self.credit = cost as f64;
+        }
         self.credit -= cost as f64;
         self.last_cost = cost as f64;
     }
@@ -367,14 +372,18 @@ mod tests {
     }
 
     #[test]
-    fn the_budget_pays_for_the_start_up_pass_before_the_next() {
+    fn the_budget_starts_full_and_pays_for_every_pass_after_the_first_in_advance() {
         let ms = 1_000_000;
-        // 1 % of a core; the start-up pass costs 40 ms of CPU: the next waits 8 s, not 4.
+        // 1 % of a core; a pass costs 40 ms of CPU: one every 4 s from the start, so a
+        // figure is due every 4 s from the first second on (the start-up pass is the one
+        // pass's worth a full bucket holds).
         let mut budget = Budget::new(0.01, 0);
         budget.spend(0, 40 * ms);
+        assert_eq!(budget.next_due(), 4_000 * ms);
+        budget.spend(4_000 * ms, 40 * ms);
         assert_eq!(budget.next_due(), 8_000 * ms);
-        // From then on, a pass every 4 s: over any stretch from the start, at most 1 %.
-        budget.spend(8_000 * ms, 40 * ms);
+        // A pass that comes early (a figure asked for now) is paid back before the next.
+        budget.spend(5_000 * ms, 40 * ms);
         assert_eq!(budget.next_due(), 12_000 * ms);
         // An idle hour saves at most one pass: a target that turns costly is not measured in
         // a burst.

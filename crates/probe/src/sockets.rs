@@ -1,11 +1,13 @@
 //! The watched processes' TCP sockets by state, and their listening sockets' accept queues.
 //!
 //! A process's sockets are the inodes its `fd` links name (`socket:[N]`); their states come from
-//! the kernel's table of TCP sockets. Read as text (`/proc/PID/net/tcp`, `tcp6`), that table
-//! costs a walk of the whole established hash, formatted line by line: 2.3 ms per file on this
-//! project's test VM with 262,144 buckets and ten sockets. Asked over netlink's `sock_diag`
-//! (what `ss` uses), the kernel skips empty buckets and answers in binary: about 0.2 ms for both
-//! families. One dump per slow pass serves every process of the tree.
+//! the kernel's table of TCP sockets. Either way that table is read, the kernel walks every
+//! bucket of the established hash, empty or not: as text (`/proc/PID/net/tcp`, `tcp6`), then
+//! formatted line by line, 4.9 ms for both files on this project's test VM (kernel 6.18,
+//! 262,144 buckets, ten sockets); over netlink's `sock_diag` (what `ss` uses), in binary,
+//! 2.3–2.5 ms for IPv4 alone and 2.7–4.5 ms with IPv6 (`cargo bench -p probe --bench
+//! collectors`, medians of three runs each). So a family the namespace holds no TCP socket of
+//! is not asked for, and one dump per slow pass serves every process of the tree.
 //!
 //! TIME_WAIT and SYN_RECV sockets belong to no process (their inode is 0), so they are left out
 //! of the dump. A target in another network namespace than the probe's (a container) is read
@@ -23,6 +25,7 @@ use netlink_packet_sock_diag::inet::{ExtensionFlags, InetRequest, SocketId, Stat
 use netlink_packet_sock_diag::SockDiagMessage;
 use netlink_sys::{protocols::NETLINK_SOCK_DIAG, Socket, SocketAddr};
 
+use crate::collect::host::sockstat_value;
 use crate::collect::ProcRoot;
 use crate::sample::TcpSockets;
 
@@ -96,11 +99,21 @@ impl SockDiag {
             && namespace_of(root.path().join(pid.to_string()).join("ns/net")) == self.namespace
     }
 
-    /// Every TCP socket of this network namespace that a process can hold, by inode.
+    /// Every TCP socket of this network namespace that a process can hold, by inode. A family
+    /// the namespace holds no TCP socket of (`/proc/net/sockstat6` says `TCP6: inuse 0`) is
+    /// not asked for: each dump walks every bucket of the established hash, empty or not.
     pub fn dump(&mut self) -> io::Result<TcpTable> {
         let mut table = TcpTable::new();
-        for family in [AF_INET, AF_INET6] {
-            self.dump_family(family, &mut table)?;
+        for (family, file, key) in [
+            (AF_INET, "/proc/net/sockstat", "TCP:"),
+            (AF_INET6, "/proc/net/sockstat6", "TCP6:"),
+        ] {
+            let in_use = std::fs::read_to_string(file)
+                .ok()
+                .and_then(|text| sockstat_value(&text, key, "inuse"));
+            if in_use != Some(0) {
+                self.dump_family(family, &mut table)?;
+            }
         }
         Ok(table)
     }
@@ -272,5 +285,37 @@ mod tests {
             counted.accept_queue, 2,
             "both connections wait: {counted:?}"
         );
+    }
+
+    #[test]
+    fn sockstat_says_how_many_tcp_sockets_a_family_holds() {
+        let v4 =
+            "sockets: used 8\nTCP: inuse 3 orphan 0 tw 10 alloc 4 mem 88\nUDP: inuse 0 mem 0\n";
+        let v6 = "TCP6: inuse 0\nUDP6: inuse 2\n";
+        assert_eq!(sockstat_value(v4, "TCP:", "inuse"), Some(3));
+        assert_eq!(sockstat_value(v6, "TCP6:", "inuse"), Some(0));
+        assert_eq!(sockstat_value(v6, "TCP:", "inuse"), None, "TCP6 is not TCP");
+        assert_eq!(sockstat_value("TCP: orphan 0", "TCP:", "inuse"), None);
+    }
+
+    #[test]
+    fn an_ipv6_socket_is_in_the_table_beside_the_ipv4_ones() {
+        // Where the machine has no IPv6 loopback there is nothing to look for.
+        let Ok(listener) = std::net::TcpListener::bind("[::1]:0") else {
+            return;
+        };
+        let link = std::fs::read_link(format!(
+            "/proc/self/fd/{}",
+            std::os::fd::AsRawFd::as_raw_fd(&listener)
+        ))
+        .unwrap();
+        let inode: u64 = link
+            .to_string_lossy()
+            .trim_start_matches("socket:[")
+            .trim_end_matches(']')
+            .parse()
+            .unwrap();
+        let table = SockDiag::open().unwrap().dump().unwrap();
+        assert_eq!(table.get(&inode).map(|s| s.state), Some(10), "{table:?}");
     }
 }

@@ -120,22 +120,26 @@ pub fn some_total_us(text: &str) -> Option<u64> {
 
 /// `net/sockstat`'s TCP line: `TCP: inuse 5 orphan 0 tw 2 alloc 7 mem 1`.
 fn parse_sockstat(text: &str, sample: &mut HostSample) {
-    let Some(line) = text.lines().find(|l| l.starts_with("TCP:")) else {
-        return;
-    };
-    let words: Vec<&str> = line.split_whitespace().collect();
-    for pair in words[1..].chunks(2) {
-        if let [key, value] = pair {
-            let value = value.parse().unwrap_or(0);
-            match *key {
-                "inuse" => sample.tcp_inuse = value,
-                "orphan" => sample.tcp_orphan = value,
-                "tw" => sample.tcp_time_wait = value,
-                "alloc" => sample.tcp_alloc = value,
-                _ => {}
-            }
+    let field = |name| sockstat_value(text, "TCP:", name).unwrap_or(0);
+    sample.tcp_inuse = field("inuse");
+    sample.tcp_orphan = field("orphan");
+    sample.tcp_time_wait = field("tw");
+    sample.tcp_alloc = field("alloc");
+}
+
+/// The value after `field` on the line of a `sockstat` file that starts with `key` (`TCP:`,
+/// `TCP6:`).
+pub(crate) fn sockstat_value(text: &str, key: &str, field: &str) -> Option<u64> {
+    let line = text
+        .lines()
+        .find(|l| l.split_whitespace().next() == Some(key))?;
+    let mut words = line.split_whitespace().skip(1);
+    while let (Some(name), Some(value)) = (words.next(), words.next()) {
+        if name == field {
+            return value.parse().ok();
         }
     }
+    None
 }
 
 /// The hostname, kernel release and system-wide FD limit.

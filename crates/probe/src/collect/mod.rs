@@ -12,7 +12,7 @@
 //! ([`ProcRoot`]) so that tests can point the probe at a fixture tree.
 
 mod cgroup;
-mod host;
+pub(crate) mod host;
 mod process;
 
 use std::fs::File;
