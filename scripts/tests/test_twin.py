@@ -363,7 +363,7 @@ timeout = "5s"
 rate = [900, 600]
 """)
     site = tmp_path / "site"
-    cmd = [str(TWIN), "op", "--", "experiment", "run", str(spec), "--report", str(site)]
+    cmd = [str(TWIN), "op", "--", "experiment", "run", str(spec), "--trust-guns", "--report", str(site)]
     runner = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     # The first cell (rate=900): once sd-gun2's attack has run a while, it is killed.
     killed = None

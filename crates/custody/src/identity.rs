@@ -58,11 +58,26 @@ impl Identity {
         stat(self.pid).is_some_and(|s| s.start_ticks == self.start_ticks && s.state != 'Z')
     }
 
-    /// Sends `signal` if the process is still this one.
+    /// Whether the PID is still this process's, ended or not (a zombie still holds its PID
+    /// and its process group's number).
+    pub fn holds_its_pid(&self) -> bool {
+        stat(self.pid).is_some_and(|s| s.start_ticks == self.start_ticks)
+    }
+
+    /// Sends `signal` if the process is still this one. The process is held by a pidfd while
+    /// it is checked, so a PID handed out again between the check and the signal is never hit.
     pub fn signal(&self, signal: rustix::process::Signal) -> bool {
-        match rustix::process::Pid::from_raw(self.pid) {
-            Some(pid) if self.alive() => rustix::process::kill_process(pid, signal).is_ok(),
-            _ => false,
+        use rustix::process::{pidfd_open, pidfd_send_signal, Pid, PidfdFlags};
+        let Some(pid) = Pid::from_raw(self.pid) else {
+            return false;
+        };
+        match pidfd_open(pid, PidfdFlags::empty()) {
+            Ok(fd) => self.alive() && pidfd_send_signal(&fd, signal).is_ok(),
+            // A kernel without pidfds (before 5.3): the check, then the signal.
+            Err(rustix::io::Errno::NOSYS) => {
+                self.alive() && rustix::process::kill_process(pid, signal).is_ok()
+            }
+            Err(_) => false,
         }
     }
 }

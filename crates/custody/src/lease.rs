@@ -100,7 +100,7 @@ impl Lease {
 }
 
 /// What one dead runner had left.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Left {
     /// The runner's PID.
     pub runner: i32,
@@ -108,6 +108,10 @@ pub struct Left {
     pub ended: Vec<(String, usize)>,
     /// Paths removed.
     pub removed: Vec<PathBuf>,
+    /// Processes found in a group's process group that could not be proven the group's (its
+    /// leader gone, so the group's number may be a stranger's now), left running: by group,
+    /// their PIDs.
+    pub unproven: Vec<(String, Vec<i32>)>,
 }
 
 impl std::fmt::Display for Left {
@@ -123,7 +127,16 @@ impl std::fmt::Display for Left {
             "a runner that was killed (PID {}) had left {}: ended and removed",
             self.runner,
             parts.join(", ")
-        )
+        )?;
+        for (name, pids) in &self.unproven {
+            let pids: Vec<String> = pids.iter().map(i32::to_string).collect();
+            write!(
+                f,
+                "; processes {} in the process group of {name} were left running: its leader is gone, so they cannot be told from a stranger's that got its number (end them yourself if they are yours)",
+                pids.join(", ")
+            )?;
+        }
+        Ok(())
     }
 }
 
@@ -167,7 +180,7 @@ pub(crate) fn sweep_in(dir: &Path, cgroup_parent: Option<&Path>) -> Swept {
             continue;
         }
         let left = end(&lease);
-        if !left.ended.is_empty() || !left.removed.is_empty() {
+        if !left.ended.is_empty() || !left.removed.is_empty() || !left.unproven.is_empty() {
             swept.left.push(left);
         }
         let _ = std::fs::remove_file(&path);
@@ -184,7 +197,7 @@ pub(crate) fn sweep_in(dir: &Path, cgroup_parent: Option<&Path>) -> Swept {
                 swept.left.push(Left {
                     runner: runner.pid,
                     ended: vec![(dir.display().to_string(), found)],
-                    removed: Vec::new(),
+                    ..Left::default()
                 });
             }
         }
@@ -215,13 +228,15 @@ fn runner_cgroups(parent: &Path) -> Vec<(Identity, PathBuf)> {
 fn end(lease: &Lease) -> Left {
     let mut left = Left {
         runner: lease.runner.pid,
-        ended: Vec::new(),
-        removed: Vec::new(),
+        ..Left::default()
     };
     for group in lease.groups.values() {
-        let n = end_group(group, Duration::from_secs(5));
-        if n > 0 {
-            left.ended.push((group.name.clone(), n));
+        let ended = end_group(group, Some(lease.runner), Duration::from_secs(5));
+        if ended.found > 0 {
+            left.ended.push((group.name.clone(), ended.found));
+        }
+        if !ended.unproven.is_empty() {
+            left.unproven.push((group.name.clone(), ended.unproven));
         }
         for path in &group.paths {
             if remove_path(path) {
@@ -229,31 +244,73 @@ fn end(lease: &Lease) -> Left {
             }
         }
     }
-    if let Some(dir) = &lease.cgroup_dir {
+    if let Some(dir) = lease
+        .cgroup_dir
+        .as_ref()
+        .filter(|d| names_runner(d, lease.runner))
+    {
         crate::cgroup::kill_and_remove(dir, Duration::from_secs(5));
     }
     left
 }
 
-/// Kills a group's processes (its cgroups', its process group's, the others it recorded, each
-/// only if still the one recorded) and removes its cgroups; returns how many there were.
-pub(crate) fn end_group(group: &GroupRecord, within: Duration) -> usize {
-    let mut found = 0;
+/// What ending a group came to.
+#[derive(Debug, Default)]
+pub(crate) struct Ended {
+    /// Processes killed.
+    pub found: usize,
+    /// Processes of its process group left running, not provably its own.
+    pub unproven: Vec<i32>,
+}
+
+/// Kills a group's processes: its cgroups' (named for its runner: a cgroup is proof), those it
+/// recorded (each only if still the one recorded), and its process group's. A process group's
+/// number cannot be handed out again while any process is in it, so while its leader (the
+/// recorded one, a zombie included) holds it, every member is the group's. Once the leader is
+/// gone, the group may have emptied and its number gone to a stranger's group since: a sweep
+/// of a dead runner's (`runner` given) then leaves the members it cannot prove its own, and
+/// says so. A live runner's own group, ended as it ends, is killed whole.
+pub(crate) fn end_group(group: &GroupRecord, runner: Option<Identity>, within: Duration) -> Ended {
+    let mut ended = Ended::default();
     for dir in &group.cgroups {
-        found += crate::cgroup::kill_and_remove(dir, within);
+        if runner.is_none_or(|r| names_runner(dir, r)) {
+            ended.found += crate::cgroup::kill_and_remove(dir, within);
+        }
     }
     let mut others: Vec<Identity> = group.processes.clone();
     if let Some(leader) = group.leader {
-        others.extend(in_process_group(leader.pid, leader.start_ticks));
+        let members = in_process_group(leader.pid, leader.start_ticks);
+        if runner.is_none() || leader.holds_its_pid() {
+            others.extend(members);
+        } else {
+            others.extend(members.iter().filter(|m| group.processes.contains(m)));
+            ended.unproven = members
+                .iter()
+                .filter(|m| !group.processes.contains(m))
+                .map(|m| m.pid)
+                .collect();
+        }
     }
     others.sort_by_key(|p| p.pid);
     others.dedup();
     for p in &others {
         if p.signal(rustix::process::Signal::KILL) {
-            found += 1;
+            ended.found += 1;
         }
     }
-    found
+    ended
+}
+
+/// Whether a cgroup's path is one a runner makes (`…/runner-PID-START/…`, or a v1 hierarchy's
+/// `showdown-PID-START-…`): a lease names no other cgroup to kill.
+fn names_runner(dir: &Path, runner: Identity) -> bool {
+    let (pid, start) = (runner.pid, runner.start_ticks);
+    dir.iter().any(|part| {
+        part.to_str().is_some_and(|p| {
+            p == format!("runner-{pid}-{start}")
+                || p.starts_with(&format!("showdown-{pid}-{start}-"))
+        })
+    })
 }
 
 /// Removes a file or a directory tree; true if there was one.
@@ -262,5 +319,89 @@ fn remove_path(path: &Path) -> bool {
         Ok(m) if m.is_dir() => std::fs::remove_dir_all(path).is_ok(),
         Ok(_) => std::fs::remove_file(path).is_ok(),
         Err(_) => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::process::CommandExt;
+
+    /// A dead runner's lease naming one group led by `leader`, in a directory of its own.
+    fn lease_of(leader: Identity) -> tempfile::TempDir {
+        let dir = tempfile::tempdir().unwrap();
+        let runner = Identity {
+            pid: i32::MAX - 1,
+            start_ticks: 1,
+        };
+        let lease = Lease {
+            runner,
+            cgroup_dir: None,
+            groups: BTreeMap::from([(
+                0,
+                GroupRecord {
+                    name: "target".into(),
+                    leader: Some(leader),
+                    ..Default::default()
+                },
+            )]),
+        };
+        lease.save(dir.path()).unwrap();
+        dir
+    }
+
+    #[test]
+    fn a_sweep_kills_a_process_group_only_while_its_recorded_leader_holds_the_number() {
+        // A stranger's group, led by a process whose PID a dead runner's lease recorded for an
+        // earlier process (started a tick before it): the number was handed out again.
+        let mut stranger = std::process::Command::new("sleep")
+            .arg("30")
+            .process_group(0)
+            .spawn()
+            .unwrap();
+        let pid = stranger.id() as i32;
+        let now = Identity::of(pid).unwrap();
+        let reused = Identity {
+            pid,
+            start_ticks: now.start_ticks.saturating_sub(1),
+        };
+        let dir = lease_of(reused);
+        let swept = sweep_in(dir.path(), None);
+        assert!(now.alive(), "a stranger's group was killed: {swept:?}");
+        let left = &swept.left;
+        assert!(
+            left.iter()
+                .any(|l| l.unproven == [("target".to_string(), vec![pid])]),
+            "the sweep says what it left: {left:?}"
+        );
+        assert!(left[0].to_string().contains("left running"), "{}", left[0]);
+        // The same group with its leader as recorded is the runner's, and is ended.
+        let dir = lease_of(now);
+        sweep_in(dir.path(), None);
+        let status = stranger.wait().unwrap();
+        assert!(!status.success(), "the recorded leader's group was ended");
+    }
+
+    #[test]
+    fn a_lease_names_no_cgroup_but_its_runners() {
+        let runner = Identity {
+            pid: 42,
+            start_ticks: 7,
+        };
+        assert!(names_runner(
+            Path::new("/sys/fs/cgroup/showdown/runner-42-7/3-target"),
+            runner
+        ));
+        assert!(names_runner(
+            Path::new("/sys/fs/cgroup/cpu/showdown-42-7-3-target"),
+            runner
+        ));
+        for other in [
+            "/sys/fs/cgroup/user.slice",
+            "/sys/fs/cgroup/showdown/runner-42-70/3-target",
+            "/sys/fs/cgroup/cpu/showdown-42-77-3-target",
+        ] {
+            assert!(!names_runner(Path::new(other), runner), "{other}");
+        }
     }
 }

@@ -319,7 +319,7 @@ impl Group {
             return 0;
         }
         self.ended = true;
-        let found = lease::end_group(&self.record, Duration::from_secs(5));
+        let found = lease::end_group(&self.record, None, Duration::from_secs(5)).found;
         for path in &self.record.paths {
             if path.is_dir() {
                 let _ = std::fs::remove_dir_all(path);

@@ -71,7 +71,43 @@ const BASE_PREFIXES: [&str; 1] = ["LC_"];
 
 /// Variables no file may pass to a started process, even by name: the store's URL and the
 /// headers of hand-typed attacks are Showdown's own.
-pub const NEVER: [&str; 2] = ["SHOWDOWN_DB", "SHOWDOWN_HEADERS"];
+pub const NEVER: [&str; 2] = [STORE, "SHOWDOWN_HEADERS"];
+
+/// The store's URL: no file reads it, by any field.
+pub const STORE: &str = "SHOWDOWN_DB";
+
+/// Prefixes of variables that hold credentials by convention: cloud and CI accounts, libpq's
+/// `PGPASSWORD` and its kin, an SSH agent, Showdown's own.
+const SECRET_PREFIXES: [&str; 14] = [
+    "AWS_",
+    "AZURE_",
+    "GOOGLE_",
+    "GCP_",
+    "GCLOUD_",
+    "GITHUB_",
+    "GH_",
+    "GITLAB_",
+    "PG",
+    "SSH_",
+    "VAULT_",
+    "DOCKER_",
+    "NPM_",
+    "SHOWDOWN_",
+];
+
+/// Suffixes of variables that hold a URL or a connection string (often with a password in it).
+const SECRET_SUFFIXES: [&str; 4] = ["_URL", "_URI", "_DSN", "_CONNECTION_STRING"];
+
+/// Whether a variable's name says it may hold a secret: the rules of [`redact::is_secret_name`]
+/// (token, password, key, auth, …), a cloud's or a tool's credentials (`AWS_*`, `PG*`,
+/// `GITHUB_*`, …) and any URL or connection string (`*_URL`, `*_DSN`, …). A file may read such a
+/// variable only when the user names it on the command line too (`--pass-env NAME`).
+pub fn looks_secret(name: &str) -> bool {
+    let upper = name.to_ascii_uppercase();
+    redact::is_secret_name(name)
+        || SECRET_PREFIXES.iter().any(|p| upper.starts_with(p))
+        || SECRET_SUFFIXES.iter().any(|s| upper.ends_with(s))
+}
 
 /// Whether `name` is a base variable.
 pub fn is_base(name: &str) -> bool {
@@ -153,6 +189,39 @@ pub fn apply(command: &mut tokio::process::Command, env: &[(OsString, OsString)]
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn names_that_hold_secrets_by_convention_are_told_apart() {
+        for secret in [
+            "SHOWDOWN_DB",
+            "SHOWDOWN_HEADERS",
+            "DATABASE_URL",
+            "REDIS_URI",
+            "API_TOKEN",
+            "GITHUB_TOKEN",
+            "AWS_SECRET_ACCESS_KEY",
+            "AWS_PROFILE",
+            "PGPASSWORD",
+            "PGSERVICEFILE",
+            "STRIPE_API_KEY",
+            "MY_PASSWORD_2",
+            "SSH_AUTH_SOCK",
+            "SENTRY_DSN",
+            "session_secret",
+        ] {
+            assert!(looks_secret(secret), "{secret}");
+        }
+        for plain in [
+            "API_HEADERS",
+            "WORKERS",
+            "NODE_ENV",
+            "GOMAXPROCS",
+            "PORT",
+            "LOG_LEVEL",
+        ] {
+            assert!(!looks_secret(plain), "{plain}");
+        }
+    }
 
     fn env(pairs: &[(&str, &str)]) -> Vec<(OsString, OsString)> {
         pairs.iter().map(|(k, v)| (k.into(), v.into())).collect()

@@ -74,6 +74,79 @@ pub struct ExperimentFile {
     pub guns: Option<crate::fleet::spec::GunsSpec>,
 }
 
+/// A variable of the user's environment that an experiment file reads, and the field that
+/// reads it (`[database] url_env`, a load's `headers_env`, a target's `pass_env`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Variable {
+    pub name: String,
+    pub field: String,
+}
+
+impl ExperimentFile {
+    /// Every load the file writes, with the table it is written in.
+    fn load_specs(&self) -> Vec<(String, &LoadSpec)> {
+        let mut out = vec![("[load]".to_string(), &self.load)];
+        out.extend(
+            self.loads
+                .iter()
+                .map(|(name, load)| (format!("[loads.{name}]"), load)),
+        );
+        out.extend(self.targets.iter().filter_map(|t| {
+            let load = t.load.as_ref()?;
+            Some((format!("target {:?}: load", t.name), load))
+        }));
+        out
+    }
+
+    /// Every variable of the user's environment the file reads, in the file's order.
+    pub fn variables(&self) -> Vec<Variable> {
+        let mut out = Vec::new();
+        if let Some(name) = &self.database().url_env {
+            out.push(Variable {
+                name: name.clone(),
+                field: "[database] url_env".into(),
+            });
+        }
+        for (table, load) in self.load_specs() {
+            if let Some(name) = &load.headers_env {
+                out.push(Variable {
+                    name: name.clone(),
+                    field: format!("{table} headers_env"),
+                });
+            }
+        }
+        for t in &self.targets {
+            out.extend(t.pass_env.iter().map(|name| Variable {
+                name: name.clone(),
+                field: format!("target {:?}: pass_env", t.name),
+            }));
+        }
+        out
+    }
+
+    /// Refuses a file that reads the store's variable, or one whose name says it may hold a
+    /// secret (`environment::looks_secret`) unless the user confirmed that name on the command
+    /// line (`confirmed`, from `--pass-env NAME`): a file from someone else could otherwise send
+    /// the user's credentials to a server of its choosing, as a header or a database URL.
+    pub fn check_variables(&self, confirmed: &[String]) -> Result<(), String> {
+        for v in self.variables() {
+            if v.name == crate::environment::STORE {
+                return Err(format!(
+                    "{}: names {}, the store's URL, which Showdown never gives a file: name another variable",
+                    v.field, v.name
+                ));
+            }
+            if crate::environment::looks_secret(&v.name) && !confirmed.contains(&v.name) {
+                return Err(format!(
+                    "{}: names {}, which may hold a secret: a file you did not write could send it to a server of its choosing; if you mean it, run again with --pass-env {}",
+                    v.field, v.name, v.name
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
 /// A process of the system under test beside the target and its database, found on this host
 /// by exactly one of its port, its PID, or its command (a regular expression on its name and
 /// command line).
@@ -375,8 +448,9 @@ pub struct LoadSpec {
     pub path: Option<String>,
     pub headers: Option<BTreeMap<String, String>>,
     /// A variable of your environment holding more headers, one `Name: value` a line (e.g.
-    /// `"SHOWDOWN_HEADERS"`, to keep a token out of the file): only the variable named here is
-    /// read, so an exported `SHOWDOWN_HEADERS` reaches no target unless the file asks.
+    /// `"API_HEADERS"`, to keep a token out of the file): only the variable named here is read,
+    /// so an exported `SHOWDOWN_HEADERS` reaches no target unless the file asks (and the user
+    /// confirms it: `--pass-env SHOWDOWN_HEADERS`).
     pub headers_env: Option<String>,
     /// A body template (`{{seq}}`, `{{hex:N}}`, … as in `loadgen attack --body`).
     pub body: Option<String>,
@@ -671,6 +745,23 @@ fn check(file: &ExperimentFile) -> Result<(), String> {
         .is_some_and(|v| !is_variable_name(v))
     {
         return Err("[database] env must be a variable name, e.g. \"DATABASE_URL\"".into());
+    }
+    for (table, load) in file.load_specs() {
+        for (name, value) in load.headers.iter().flatten() {
+            if !is_header(name, value) {
+                return Err(format!(
+                    "{table} headers: {name:?} is not a valid HTTP header (a name of letters, digits and -, a value of visible characters)"
+                ));
+            }
+        }
+    }
+    for variable in file.variables() {
+        if !is_variable_name(&variable.name) {
+            return Err(format!(
+                "{}: {:?} is not a variable name",
+                variable.field, variable.name
+            ));
+        }
     }
     if database.cpus.is_some() && (database.url.is_some() || database.url_env.is_some()) {
         return Err("[database] cpus places the throwaway PostgreSQL: a database of yours (url, url_env) runs where you put it".into());
@@ -976,15 +1067,18 @@ fn check_check(c: &CheckSpec, has_database: bool) -> Result<(), String> {
         return Err(format!("{what}: burst must be in 1..=10000"));
     }
     for (header, value) in &c.headers {
-        if http::HeaderName::try_from(header.as_str()).is_err()
-            || http::HeaderValue::try_from(value.as_str()).is_err()
-        {
+        if !is_header(header, value) {
             return Err(format!(
                 "{what}: header {header:?} is not a valid HTTP header"
             ));
         }
     }
     Ok(())
+}
+
+/// Whether `name: value` is an HTTP header a request can carry.
+pub fn is_header(name: &str, value: &str) -> bool {
+    http::HeaderName::try_from(name).is_ok() && http::HeaderValue::try_from(value).is_ok()
 }
 
 fn check_search(search: &SearchSpec) -> Result<(), String> {

@@ -19,6 +19,7 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use crate::file::{LoadSpec, Mode};
+use serde::{Deserialize, Serialize};
 
 /// How to start the generator.
 #[derive(Debug, Clone)]
@@ -68,6 +69,96 @@ fn rate(r: f64) -> String {
     }
 }
 
+/// The headers in the variable `var` (a load's `headers_env`), one `Name: value` a line. A
+/// line that is not a header is named by its place, never shown: it may be the secret itself,
+/// and the reason a run or a cell failed is kept and published.
+pub fn headers_from(var: &str) -> Result<Vec<String>, GunError> {
+    let value = std::env::var(var).map_err(|_| GunError::HeadersEnv(var.to_string()))?;
+    let mut lines = Vec::new();
+    for (n, line) in value.lines().map(str::trim).enumerate() {
+        if line.is_empty() {
+            continue;
+        }
+        match line.split_once(':') {
+            Some((name, value)) if crate::file::is_header(name.trim(), value.trim()) => {
+                lines.push(line.to_string());
+            }
+            _ => return Err(GunError::HeaderLine(var.to_string(), n + 1)),
+        }
+    }
+    Ok(lines)
+}
+
+/// What a generator is handed on its standard input (`loadgen attack --secrets-stdin`), never
+/// in its environment or on its command line: the store's URL and the headers.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Secrets {
+    #[serde(default)]
+    pub db: Option<String>,
+    #[serde(default)]
+    pub headers: Vec<String>,
+}
+
+impl Secrets {
+    /// The most the line may weigh.
+    const LIMIT: u64 = 1 << 20;
+
+    /// From an attack's variables ([`Attack::env`]): `SHOWDOWN_DB`, `SHOWDOWN_HEADERS` (one
+    /// header a line).
+    pub fn of(env: &[(String, String)]) -> Secrets {
+        let mut secrets = Secrets::default();
+        for (name, value) in env {
+            match name.as_str() {
+                "SHOWDOWN_DB" => secrets.db = Some(value.clone()),
+                "SHOWDOWN_HEADERS" => {
+                    secrets.headers.extend(
+                        value
+                            .lines()
+                            .filter(|l| !l.trim().is_empty())
+                            .map(str::to_string),
+                    );
+                }
+                _ => {}
+            }
+        }
+        secrets
+    }
+
+    /// One JSON line.
+    pub fn line(&self) -> Vec<u8> {
+        let mut line = serde_json::to_vec(self).unwrap_or_else(|_| b"{}".to_vec());
+        line.push(b'\n');
+        line
+    }
+
+    /// Reads the line (up to 1 MiB); its text is never repeated in an error.
+    pub fn read(input: impl std::io::BufRead) -> Result<Secrets, String> {
+        let mut line = String::new();
+        std::io::BufRead::read_line(&mut input.take(Self::LIMIT), &mut line)
+            .map_err(|e| format!("cannot read standard input: {e}"))?;
+        if line.trim().is_empty() {
+            return Err("nothing on standard input: this flag is the experiment runner's".into());
+        }
+        serde_json::from_str(&line).map_err(|e| {
+            format!(
+                "standard input is not the runner's secrets (line {}, column {})",
+                e.line(),
+                e.column()
+            )
+        })
+    }
+}
+
+/// Gives `command` (`[setpriv …] loadgen attack|capacity …`) the flag that makes it read
+/// [`Secrets`] from its standard input, after the subcommand.
+pub fn with_secrets_flag(args: &[String]) -> Vec<String> {
+    let mut out = args.to_vec();
+    let at = usize::from(!out.is_empty());
+    out.insert(at, "--secrets-stdin".into());
+    out
+}
+
 impl Attack {
     /// What goes in the generator's environment: the store (`SHOWDOWN_DB`) and the headers
     /// (`SHOWDOWN_HEADERS`, one per line; loadgen adds them to every request, of a mix too):
@@ -82,14 +173,7 @@ impl Attack {
             .map(|(k, v)| format!("{k}: {v}"))
             .collect();
         if let Some(var) = &self.load.headers_env {
-            let value = std::env::var(var).map_err(|_| GunError::HeadersEnv(var.clone()))?;
-            lines.extend(
-                value
-                    .lines()
-                    .map(str::trim)
-                    .filter(|l| !l.is_empty())
-                    .map(str::to_string),
-            );
+            lines.extend(headers_from(var)?);
         }
         if !lines.is_empty() {
             env.push(("SHOWDOWN_HEADERS".to_string(), lines.join("\n")));
@@ -316,6 +400,8 @@ pub enum GunError {
     Share(crate::file::Rate),
     #[error("headers_env names {0}, which is not set: export it (one 'Name: value' a line), or drop headers_env")]
     HeadersEnv(String),
+    #[error("headers_env {0}: line {1} is not a header 'Name: value' (its text is not shown, it may be a secret): fix that line of {0}")]
+    HeaderLine(String, usize),
 }
 
 /// What one attack came to.
@@ -339,8 +425,8 @@ impl Gun {
         attack: &Attack,
         mut stop: tokio::sync::watch::Receiver<bool>,
     ) -> Result<Fired, GunError> {
-        let args = attack.args()?;
-        let env = attack.env()?;
+        let args = with_secrets_flag(&attack.args()?);
+        let secrets = Secrets::of(&attack.env()?);
         let mut command = tokio::process::Command::new("setpriv");
         command.args(["--pdeathsig", "TERM", "--"]);
         if let Some(cpus) = &self.cpus {
@@ -348,20 +434,25 @@ impl Gun {
         }
         command.arg(&self.loadgen).args(&args);
         let base = crate::environment::Base::current();
-        crate::environment::apply(&mut command, &crate::environment::build(&base, &env, &[]));
+        crate::environment::apply(&mut command, &crate::environment::build(&base, &[], &[]));
         command
-            .stdin(Stdio::null())
+            .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .kill_on_drop(true);
         let mut group = custody::Group::new(&format!("generator of {}", attack.name));
         group.hold(command.as_std_mut());
-        let child = command.spawn().map_err(|error| GunError::Spawn {
+        let mut child = command.spawn().map_err(|error| GunError::Spawn {
             path: self.loadgen.clone(),
             error,
         })?;
         if let Some(pid) = child.id() {
             group.started(pid);
+        }
+        if let Some(mut input) = child.stdin.take() {
+            use tokio::io::AsyncWriteExt;
+            // A generator that ended before reading says why on its standard error.
+            let _ = input.write_all(&secrets.line()).await;
         }
         let pid = child.id();
         let output = child.wait_with_output();

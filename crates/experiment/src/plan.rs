@@ -363,6 +363,16 @@ pub fn plan(experiment: &Experiment, options: &PlanOptions) -> Result<Plan, Plan
         Some(toml::Value::Array(names)) => names.iter().map(label_value).collect(),
         _ => file.targets.iter().map(|t| t.name.clone()).collect(),
     };
+    // The count first: four axes of a hundred values must be refused, not built.
+    let repetitions = options.repetitions.unwrap_or(file.repetitions).max(1);
+    let count = axes
+        .iter()
+        .fold(1usize, |n, a| n.saturating_mul(a.values.len()))
+        .saturating_mul(targets.len())
+        .saturating_mul(repetitions as usize);
+    if count > MAX_CELLS {
+        return Err(PlanError::TooManyCells(count));
+    }
     // Every setting: the odometer over the axes, the last one turning fastest.
     let mut settings: Vec<Vec<(String, toml::Value)>> = vec![Vec::new()];
     for axis in &axes {
@@ -376,14 +386,6 @@ pub fn plan(experiment: &Experiment, options: &PlanOptions) -> Result<Plan, Plan
                 })
             })
             .collect();
-    }
-    let repetitions = options.repetitions.unwrap_or(file.repetitions).max(1);
-    let count = settings
-        .len()
-        .saturating_mul(targets.len())
-        .saturating_mul(repetitions as usize);
-    if count > MAX_CELLS {
-        return Err(PlanError::TooManyCells(count));
     }
     let mut all = Vec::new();
     for repetition in 1..=repetitions {
@@ -829,6 +831,21 @@ mod tests {
         );
         let go_share = only(&[("target", "go"), ("rate", "80%")]).unwrap();
         assert!(go_share > 0 && go_share < go);
+    }
+
+    #[test]
+    fn a_matrix_of_too_many_cells_is_refused_before_it_is_built() {
+        // 100^4 settings: counted, not built (building them would take gigabytes).
+        let values: Vec<String> = (0..100).map(|i| i.to_string()).collect();
+        let list = values.join(", ");
+        let e = experiment(&format!(
+            "rate = 100\nbody = \"{{a}}{{b}}{{c}}{{d}}\"\n[matrix]\na = [{list}]\nb = [{list}]\nc = [{list}]\nd = [{list}]\n"
+        ));
+        let refused = plan(&e, &PlanOptions::default());
+        assert!(
+            matches!(refused, Err(PlanError::TooManyCells(100_000_000))),
+            "{refused:?}"
+        );
     }
 
     #[test]

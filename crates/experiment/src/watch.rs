@@ -107,6 +107,12 @@ fn wall_ns() -> u64 {
 }
 
 /// Reads the database's activity into a feed every [`ACTIVITY_PERIOD`] until dropped.
+/// How long the database has to take the watcher's connection.
+const CONNECT_PATIENCE: std::time::Duration = std::time::Duration::from_secs(5);
+/// How long one read of `pg_stat_activity` may take: a reading late by more says nothing of
+/// the second it was asked for.
+const QUERY_PATIENCE: std::time::Duration = std::time::Duration::from_secs(2);
+
 #[derive(Debug)]
 pub struct ActivityReader {
     task: tokio::task::JoinHandle<()>,
@@ -126,12 +132,20 @@ impl ActivityReader {
                 return None;
             }
         };
-        let mut conn = match options.connect().await {
-            Ok(c) => c,
-            Err(e) => {
+        // A database that takes the connection and never answers must not hold the cell.
+        let mut conn = match tokio::time::timeout(CONNECT_PATIENCE, options.connect()).await {
+            Ok(Ok(c)) => c,
+            Ok(Err(e)) => {
                 eprintln!(
                     "  note: the database's activity is not read: {}",
                     redact::text(&e.to_string())
+                );
+                return None;
+            }
+            Err(_) => {
+                eprintln!(
+                    "  note: the database's activity is not read: no answer within {}s",
+                    CONNECT_PATIENCE.as_secs()
                 );
                 return None;
             }
@@ -141,9 +155,17 @@ impl ActivityReader {
             tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
             loop {
                 tick.tick().await;
-                match read_activity(&mut conn).await {
-                    Ok(a) => feed.publish(a),
-                    Err(e) => {
+                let read = tokio::time::timeout(QUERY_PATIENCE, read_activity(&mut conn)).await;
+                match read {
+                    Ok(Ok(a)) => feed.publish(a),
+                    Err(_) => {
+                        eprintln!(
+                            "  note: the database's activity stopped being read: no answer within {}s",
+                            QUERY_PATIENCE.as_secs()
+                        );
+                        return;
+                    }
+                    Ok(Err(e)) => {
                         eprintln!(
                             "  note: the database's activity stopped being read: {}",
                             redact::text(&e.to_string())
@@ -166,6 +188,24 @@ impl Drop for ActivityReader {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn a_database_that_takes_the_connection_and_never_answers_is_given_up() {
+        // A listener nobody serves: the kernel accepts the connection, nothing answers.
+        let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!(
+            "postgres://app@127.0.0.1:{}/app?sslmode=disable",
+            silent.local_addr().unwrap().port()
+        );
+        let feed = ActivityFeed::default();
+        let reader = tokio::time::timeout(
+            CONNECT_PATIENCE + std::time::Duration::from_secs(5),
+            ActivityReader::start(&url, feed),
+        )
+        .await
+        .expect("the watcher gave up within its patience");
+        assert!(reader.is_none());
+    }
 
     #[test]
     fn a_database_on_this_host_is_watched_by_its_port() {

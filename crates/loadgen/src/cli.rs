@@ -67,6 +67,12 @@ pub struct StoreArgs {
     #[arg(long)]
     pub no_store: bool,
 
+    /// Read the store's URL and the headers from one JSON line on standard input
+    /// ({"db": …, "headers": […]}): how the experiment runner hands them over, never in the
+    /// environment, where a process of the same user could read them.
+    #[arg(long, hide = true)]
+    pub secrets_stdin: bool,
+
     /// A name for the run [default: the target and the load].
     #[arg(long)]
     pub name: Option<String>,
@@ -221,17 +227,37 @@ pub enum ExperimentCommand {
         /// Draw no pages.
         #[arg(long, conflicts_with = "report")]
         no_report: bool,
+        #[command(flatten)]
+        trust: TrustArgs,
     },
-    /// The cells in the order they run, and about how long it takes.
+    /// The cells in the order they run, about how long it takes, and everything the file
+    /// would run, read or send, and to where.
     Plan {
         #[command(flatten)]
         cells: CellArgs,
+        #[command(flatten)]
+        trust: TrustArgs,
     },
     /// Which cells are kept, failed or still to run.
     Status {
         #[command(flatten)]
         cells: CellArgs,
     },
+}
+
+/// What the user confirms of what an experiment file asks for (a file from someone else is
+/// data until then; `experiment plan` shows it all).
+#[derive(Debug, Clone, Default, Args)]
+pub struct TrustArgs {
+    /// Let the file read this variable of your environment although its name says it may hold a secret (its [database] url_env, a load's headers_env, a target's pass_env; repeatable).
+    #[arg(long = "pass-env", value_name = "NAME")]
+    pub pass_env: Vec<String>,
+    /// Use the file's [guns]: every order goes over SSH to the hosts it names, with its ssh_config, signed in by your SSH agent.
+    #[arg(long)]
+    pub trust_guns: bool,
+    /// Send this runner's store URL (its password included) to guns that have no store_env_file of their own.
+    #[arg(long)]
+    pub send_store_url: bool,
 }
 
 /// The experiment file and which of its cells.

@@ -58,8 +58,12 @@ impl RunEnd {
 
 /// Runs a parsed command line. `shutdown` is triggered by Ctrl-C, SIGTERM or SIGHUP (once:
 /// stop and let requests in flight finish; twice: end them now).
-pub fn run(cli: Cli, shutdown: Shutdown) -> Result<RunEnd, Error> {
+pub fn run(mut cli: Cli, shutdown: Shutdown) -> Result<RunEnd, Error> {
     probe::raise_fd_limit();
+    if !matches!(cli.command, cli::Command::Target(_)) {
+        probe::keep_secrets_in();
+    }
+    take_secrets(&mut cli.command)?;
     // Lossy: a non-UTF-8 argument that clap accepted (a path) must not panic here.
     let command_line: Vec<String> = std::env::args_os()
         .map(|a| a.to_string_lossy().into_owned())
@@ -72,4 +76,24 @@ pub fn run(cli: Cli, shutdown: Shutdown) -> Result<RunEnd, Error> {
         shutdown.on_signals();
         commands::run(cli.command, &shutdown, &command_line).await
     })
+}
+
+/// With `--secrets-stdin`, the store's URL and the headers from the line the experiment
+/// runner (or a gun) writes on standard input, in place of the environment's.
+fn take_secrets(command: &mut cli::Command) -> Result<(), Error> {
+    let (store, request) = match command {
+        cli::Command::Attack(args) => (&mut args.store, &mut args.request),
+        cli::Command::Capacity(args) => (&mut args.store, &mut args.request),
+        _ => return Ok(()),
+    };
+    if !store.secrets_stdin {
+        return Ok(());
+    }
+    let secrets = experiment::gun::Secrets::read(std::io::stdin().lock())
+        .map_err(|e| Error::Usage(format!("--secrets-stdin: {e}")))?;
+    if let Some(db) = secrets.db {
+        store.db = db;
+    }
+    request.headers.extend(secrets.headers);
+    Ok(())
 }

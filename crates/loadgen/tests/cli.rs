@@ -230,6 +230,8 @@ fn guns_with_a_sqlite_store_are_refused_before_anything_runs() {
         "--db",
         &db,
         "--no-report",
+        "--trust-guns",
+        "--send-store-url",
     ]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     let errors: Vec<&str> = stderr

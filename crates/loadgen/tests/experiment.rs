@@ -20,11 +20,17 @@ mod fits;
 
 const LOADGEN: &str = env!("CARGO_BIN_EXE_loadgen");
 
-/// The `experiment` command with a store and a database of the test's own.
+/// The `experiment` command with a store and a database of the test's own (`DATABASE_URL`,
+/// confirmed as a variable a file may read: `--pass-env`).
 fn experiment(args: &[&str], db: &str, targets_db: &str) -> Output {
+    let confirm: &[&str] = match args.first() {
+        Some(&"run") | Some(&"plan") => &["--pass-env", "DATABASE_URL"],
+        _ => &[],
+    };
     let out = Command::new(LOADGEN)
         .arg("experiment")
         .args(args)
+        .args(confirm)
         .args(["--db", db])
         .env("DATABASE_URL", targets_db)
         .stdin(Stdio::null())
@@ -323,6 +329,7 @@ rate = [100, 200, 300]
     );
     let child = Command::new(LOADGEN)
         .args(["experiment", "run", &file, "--no-report", "--db", &db])
+        .args(["--pass-env", "DATABASE_URL"])
         .env("DATABASE_URL", &pg.url)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())

@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 mod common;
-use common::{command_lines_holding, end_holding};
+use common::{command_lines_holding, end_holding, environments_holding};
 
 const LOADGEN: &str = env!("CARGO_BIN_EXE_loadgen");
 
@@ -151,26 +151,42 @@ duration = "3s"
     for (name, value) in SECRETS {
         command.env(name, value);
     }
-    // Watch every command line while the experiment runs.
+    // Watch every command line, and every environment but the runner's own (the user's
+    // shell), while the experiment runs: the store's URL and the headers reach the generator
+    // on its standard input.
+    let child = command
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let runner = child.id() as i32;
     let running = Arc::new(AtomicBool::new(true));
     let watcher = std::thread::spawn({
         let running = running.clone();
         move || {
-            let mut seen = Vec::new();
+            let (mut on_lines, mut in_env) = (Vec::new(), Vec::new());
             while running.load(Ordering::Relaxed) {
-                seen.extend(command_lines_holding(&[
+                on_lines.extend(command_lines_holding(&[
                     QUERY_SECRET,
                     BODY_SECRET,
                     "APIKEY321",
                 ]));
+                in_env.extend(environments_holding(
+                    &["APIKEY321", "STOREPASS1"],
+                    &[runner],
+                ));
                 std::thread::sleep(std::time::Duration::from_millis(50));
             }
-            seen
+            (on_lines, in_env)
         }
     });
-    let output = command.output().unwrap();
+    let output = child.wait_with_output().unwrap();
     running.store(false, Ordering::Relaxed);
-    let on_command_lines = watcher.join().unwrap();
+    let (on_command_lines, in_environments) = watcher.join().unwrap();
+    assert!(
+        in_environments.is_empty(),
+        "the store's URL or the headers in an environment: {in_environments:?}"
+    );
     let said = format!(
         "{}{}",
         String::from_utf8_lossy(&output.stdout),
@@ -308,4 +324,274 @@ duration = "1s"
     assert!(said.contains("2 cells run (1 failed)"), "{said}");
     let left = end_holding(&[&marker]);
     assert!(left.is_empty(), "still running: {left:?}");
+}
+
+/// `loadgen experiment ARGS FILE` in `dir` with `env` (and nothing of the test's shell that
+/// names a secret): its exit, standard output and standard error.
+fn experiment_in(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> (bool, String, String) {
+    let mut command = Command::new(LOADGEN);
+    command
+        .arg("experiment")
+        .args(args)
+        .current_dir(dir)
+        .env_remove("SHOWDOWN_DB")
+        .env_remove("DATABASE_URL")
+        .stdin(Stdio::null());
+    for (name, value) in env {
+        command.env(name, value);
+    }
+    let out = command.output().unwrap();
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// A file of one local target that runs nothing harmful, with `extra` TOML at its end.
+fn copied_file(dir: &Path, extra: &str) -> String {
+    let path = dir.join("copied.toml");
+    std::fs::write(
+        &path,
+        format!(
+            "name = \"copied\"\nquestion = \"Is a file from someone else data?\"\n[[target]]\nname = \"t\"\ncommand = [\"true\"]\nport = 9\n{extra}\n"
+        ),
+    )
+    .unwrap();
+    path.display().to_string()
+}
+
+/// A file's extra TOML, the flags given, the environment, and the refusal expected.
+type Case<'a> = (String, &'a [&'a str], &'a [(&'a str, &'a str)], &'a str);
+
+/// A copied file is data: it cannot read the store's variable, nor one whose name says it may
+/// hold a secret unless the user names it too (`--pass-env`), nor use the store as its
+/// targets' database. Each refusal is one line, before anything runs or is stored.
+#[test]
+fn a_copied_file_reads_no_secret_the_user_did_not_confirm() {
+    let work = tempfile::tempdir().unwrap();
+    let store = work.path().join("runs.db");
+    let sqlite = format!("sqlite://{}", store.display());
+    let load = "[load]\npath = \"/\"\nrate = 10\nduration = \"1s\"\n";
+    let cases: [Case; 6] = [
+        (
+            format!("{load}headers_env = \"SHOWDOWN_DB\""),
+            &[],
+            &[("SHOWDOWN_DB", "postgres://runs:STOREPASS1@127.0.0.1:1/runs")],
+            "names SHOWDOWN_DB, the store's URL",
+        ),
+        (
+            format!("[database]\nurl_env = \"SHOWDOWN_DB\"\n{load}"),
+            &["--pass-env", "SHOWDOWN_DB"],
+            &[],
+            "names SHOWDOWN_DB, the store's URL",
+        ),
+        (
+            format!("[database]\nurl_env = \"DATABASE_URL\"\n{load}"),
+            &[],
+            &[("DATABASE_URL", "postgres://app:DBPASS2@127.0.0.1:1/app")],
+            "run again with --pass-env DATABASE_URL",
+        ),
+        (
+            format!("{load}headers_env = \"API_TOKEN\""),
+            &[],
+            &[("API_TOKEN", "Authorization: Bearer TOKEN3")],
+            "run again with --pass-env API_TOKEN",
+        ),
+        (
+            format!("{load}[[target]]\nname = \"u\"\ncommand = [\"true\"]\nport = 9\npass_env = [\"AWS_SECRET_ACCESS_KEY\"]"),
+            &[],
+            &[],
+            "run again with --pass-env AWS_SECRET_ACCESS_KEY",
+        ),
+        // Confirmed, but the variable holds the store itself (spelt otherwise).
+        (
+            format!("[database]\nurl_env = \"DATABASE_URL\"\n{load}"),
+            &["--pass-env", "DATABASE_URL", "--db", "postgres://runs@localhost/showdown_runs"],
+            &[("DATABASE_URL", "postgresql://app:DBPASS2@127.0.0.1:5432/showdown_runs")],
+            "names the store itself",
+        ),
+    ];
+    for (extra, flags, env, refusal) in cases {
+        let file = copied_file(work.path(), &extra);
+        let mut args = vec!["run", file.as_str(), "--no-report"];
+        if !flags.contains(&"--db") {
+            args.extend(["--db", sqlite.as_str()]);
+        }
+        args.extend_from_slice(flags);
+        let (ok, _, err) = experiment_in(work.path(), &args, env);
+        assert!(!ok, "{extra}: ran: {err}");
+        let errors: Vec<&str> = err.lines().filter(|l| l.starts_with("Error:")).collect();
+        assert_eq!(errors.len(), 1, "{extra}: {err}");
+        assert!(errors[0].contains(refusal), "{extra}: {err}");
+        for secret in ["STOREPASS1", "DBPASS2", "TOKEN3"] {
+            assert!(!err.contains(secret), "{extra}: {err}");
+        }
+        assert!(
+            !store.exists(),
+            "{extra}: the store was opened before the refusal"
+        );
+    }
+    // The plan says what the file would read, and what run will ask for.
+    let file = copied_file(work.path(), &format!("{load}headers_env = \"API_TOKEN\""));
+    let (ok, plan, err) = experiment_in(work.path(), &["plan", &file], &[]);
+    assert!(ok, "{err}");
+    assert!(
+        plan.contains("reads   $API_TOKEN ([load] headers_env) (may hold a secret: run needs --pass-env API_TOKEN)"),
+        "{plan}"
+    );
+    assert!(plan.contains("runs    t: `true`"), "{plan}");
+}
+
+/// A header line that cannot be sent is refused without its text: it may be the token itself,
+/// and a cell's failure is kept and published.
+#[test]
+fn a_malformed_header_from_the_environment_is_refused_without_its_value() {
+    let work = tempfile::tempdir().unwrap();
+    let sqlite = format!("sqlite://{}/runs.db", work.path().display());
+    let file = copied_file(
+        work.path(),
+        "[load]\npath = \"/\"\nrate = 10\nduration = \"1s\"\nheaders_env = \"API_HEADERS\"",
+    );
+    let (ok, out, err) = experiment_in(
+        work.path(),
+        &["run", &file, "--no-report", "--db", &sqlite],
+        &[("API_HEADERS", "X-Ok: fine\nBearer NAKEDTOKEN4")],
+    );
+    let said = format!("{out}{err}");
+    assert!(!said.contains("NAKEDTOKEN4"), "{said}");
+    assert!(
+        said.contains("headers_env API_HEADERS: line 2 is not a header"),
+        "{ok}: {said}"
+    );
+}
+
+/// A file's `[guns]` are used only once the user trusts them: its SSH config could run
+/// commands on this machine (a ProxyCommand), and every order goes to its hosts. A destination
+/// with a shell's characters is refused whatever the flags.
+#[test]
+fn a_files_guns_are_used_only_once_the_user_trusts_them() {
+    let work = tempfile::tempdir().unwrap();
+    let marker = work.path().join("proxy-command-ran");
+    let config = work.path().join("lab.ssh");
+    std::fs::write(
+        &config,
+        format!("Host *\n  ProxyCommand touch {}\n", marker.display()),
+    )
+    .unwrap();
+    let remote = "[[target]]\nname = \"r\"\nurl = \"http://127.0.0.1:9\"\nprobe = \"127.0.0.1:9\"\ncontract = \"declared\"\n";
+    let guns = |ssh: &str| {
+        format!(
+            "name = \"guns\"\nquestion = \"Whose guns?\"\n[guns]\nssh = [{ssh}]\nssh_config = \"{}\"\nstore_env_file = \"/etc/showdown/store.env\"\n{remote}[load]\npath = \"/\"\nrate = 10\nduration = \"1s\"\n",
+            config.display()
+        )
+    };
+    let file = work.path().join("guns.toml");
+    std::fs::write(&file, guns("\"gun1\"")).unwrap();
+    let file = file.display().to_string();
+    let db = "postgres://runs@127.0.0.1:1/showdown_runs";
+    let (ok, _, err) = experiment_in(work.path(), &["run", &file, "--no-report", "--db", db], &[]);
+    assert!(!ok, "{err}");
+    assert!(err.contains("run again with --trust-guns"), "{err}");
+    assert!(
+        err.contains("lab.ssh"),
+        "the refusal names the SSH config: {err}"
+    );
+    assert!(!marker.exists(), "the file's ProxyCommand ran");
+    // The plan shows where the orders would go, and with what.
+    let (ok, plan, err) = experiment_in(work.path(), &["plan", &file], &[]);
+    assert!(ok, "{err}");
+    assert!(
+        plan.contains("sends   every order over SSH to gun1, with the SSH config"),
+        "{plan}"
+    );
+    assert!(plan.contains("(run needs --trust-guns)"), "{plan}");
+    assert!(!marker.exists(), "plan ran the file's ProxyCommand");
+    // Guns with no store of their own do not get this runner's URL unless asked.
+    std::fs::write(
+        &file,
+        guns("\"gun1\"").replace("store_env_file = \"/etc/showdown/store.env\"\n", ""),
+    )
+    .unwrap();
+    let (ok, _, err) = experiment_in(
+        work.path(),
+        &["run", &file, "--no-report", "--trust-guns", "--db", db],
+        &[],
+    );
+    assert!(!ok, "{err}");
+    assert!(err.contains("--send-store-url"), "{err}");
+    assert!(!marker.exists());
+    // A destination a shell or an SSH config's %h could read as more than a host.
+    for bad in ["\"gun1;touch x\"", "\"$(id)@gun\"", "\"-oProxyCommand=x\""] {
+        std::fs::write(&file, guns(bad)).unwrap();
+        let (ok, _, err) = experiment_in(
+            work.path(),
+            &["run", &file, "--no-report", "--trust-guns", "--db", db],
+            &[],
+        );
+        assert!(
+            !ok && err.contains("is not an SSH destination"),
+            "{bad}: {err}"
+        );
+    }
+}
+
+/// A loadgen process that holds a secret cannot be read by another process of the same user
+/// (its `/proc/PID/environ`, `mem`): a target or a build runs as that user. The built-in
+/// target, which holds none and whose figures come from those files, can be (the reader works).
+#[test]
+fn a_loadgen_holding_a_secret_cannot_be_read_by_the_same_user() {
+    if !rustix::process::geteuid().is_root() {
+        eprintln!("skipped: needs root to run both processes as another user");
+        return;
+    }
+    let as_nobody = |args: &[&str]| {
+        let mut c = Command::new("setpriv");
+        c.args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
+            .args(args);
+        c
+    };
+    let read_environ = |pid: u32| {
+        as_nobody(&["cat", &format!("/proc/{pid}/environ")])
+            .output()
+            .unwrap()
+    };
+    // `gun --clock` waits on its input: a loadgen that holds the store's URL in a cell.
+    let mut gun = as_nobody(&[LOADGEN, "gun", "--clock"])
+        .env("SHOWDOWN_DB", "postgres://runs:STOREPASS1@127.0.0.1:1/runs")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut target = as_nobody(&[LOADGEN, "target"])
+        .env("CONTROL_VALUE", "READABLE5")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    // Both have started loadgen (setpriv exec'd it) and set themselves up.
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let exe = |pid: u32| std::fs::read_link(format!("/proc/{pid}/exe")).ok();
+    while std::time::Instant::now() < until
+        && !(exe(gun.id()).is_some_and(|e| e.ends_with("loadgen"))
+            && exe(target.id()).is_some_and(|e| e.ends_with("loadgen")))
+    {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let control = read_environ(target.id());
+    let guarded = read_environ(gun.id());
+    drop(gun.stdin.take());
+    drop(target.stdin.take());
+    let _ = gun.wait();
+    let _ = target.wait();
+    assert!(
+        String::from_utf8_lossy(&control.stdout).contains("READABLE5"),
+        "the reader cannot read a same-user process at all: {control:?}"
+    );
+    assert!(!guarded.status.success(), "{guarded:?}");
+    assert!(
+        !String::from_utf8_lossy(&guarded.stdout).contains("STOREPASS1"),
+        "{guarded:?}"
+    );
 }

@@ -51,18 +51,33 @@ fn postgres_user_exists() -> bool {
         .unwrap_or(false)
 }
 
-/// A command for `program`, wrapped in `runuser -u postgres --` when we are root.
+/// A command for `program`, wrapped in `runuser -u postgres --` when we are root, with an
+/// environment of its own: the search path, the locale and the time zone of ours, nothing else
+/// (the caller's store URL, headers or cloud keys would otherwise sit in every backend's
+/// `/proc/PID/environ`).
 pub fn command(program: &std::path::Path) -> Result<Command, Error> {
-    if is_root() {
+    let mut c = if is_root() {
         if !postgres_user_exists() {
             return Err(Error::NoPostgresUser);
         }
         let mut c = Command::new("runuser");
         c.args(["-u", "postgres", "--"]).arg(program);
-        Ok(c)
+        c
     } else {
-        Ok(Command::new(program))
-    }
+        Command::new(program)
+    };
+    clean_env(&mut c);
+    Ok(c)
+}
+
+/// Gives `c` only `PATH`, `TZ`, `TMPDIR`, `LANG` and the `LC_*` of this process.
+fn clean_env(c: &mut Command) {
+    c.env_clear();
+    c.envs(std::env::vars_os().filter(|(name, _)| {
+        name.to_str().is_some_and(|n| {
+            matches!(n, "PATH" | "TZ" | "TMPDIR" | "LANG" | "LANGUAGE") || n.starts_with("LC_")
+        })
+    }));
 }
 
 /// As [`command`], on the CPUs of `cpus` (a `taskset` list) when given: the processes it
@@ -76,6 +91,7 @@ pub fn command_on(program: &std::path::Path, cpus: Option<&str>) -> Result<Comma
     c.args(["-c", cpus])
         .arg(inner.get_program())
         .args(inner.get_args());
+    clean_env(&mut c);
     Ok(c)
 }
 

@@ -159,8 +159,10 @@ impl RecordBuffer {
     }
 
     /// Up to `max` records from `from` on as serialized `record` messages, encoding each the
-    /// first time it is asked for.
-    pub fn read_encoded(&mut self, from: u64, max: usize) -> Read<Bytes> {
+    /// first time it is asked for. A record whose message would exceed `max_frame` bytes (a
+    /// profile of names a target chose, each character escaped) goes as a gap of that one
+    /// record: sent as it is, it would end every connection at the same place.
+    pub fn read_encoded(&mut self, from: u64, max: usize, max_frame: usize) -> Read<Bytes> {
         if let Some((from, to)) = self.gap(from) {
             return Read::Gap { from, to };
         }
@@ -169,14 +171,26 @@ impl RecordBuffer {
         let mut grown = 0;
         for (i, entry) in self.entries.iter_mut().skip(skip).take(max).enumerate() {
             let json = entry.json.get_or_insert_with(|| {
+                let seq = from + i as u64;
                 let message = ProbeMessage::Record {
-                    seq: from + i as u64,
+                    seq,
                     record: (*entry.record).clone(),
                 };
                 // Our own types always serialize; an empty frame would be a bug, not data loss.
-                let json = serde_json::to_vec(&message)
-                    .map(Bytes::from)
-                    .unwrap_or_default();
+                let mut json = serde_json::to_vec(&message).unwrap_or_default();
+                if json.len() > max_frame {
+                    tracing::warn!(
+                        seq,
+                        bytes = json.len(),
+                        "a record too large for one frame is sent as a gap"
+                    );
+                    let gap = ProbeMessage::Gap {
+                        from_seq: seq,
+                        to_seq: seq,
+                    };
+                    json = serde_json::to_vec(&gap).unwrap_or_default();
+                }
+                let json = Bytes::from(json);
                 grown += json.len();
                 entry.bytes += json.len();
                 json
@@ -308,9 +322,12 @@ mod tests {
         for i in 0..10 {
             assert_eq!(b.push(i, event(i as i32)), i);
         }
-        assert_eq!(seqs(b.read_encoded(0, 4)), vec![0, 1, 2, 3]);
-        assert_eq!(seqs(b.read_encoded(4, 100)), vec![4, 5, 6, 7, 8, 9]);
-        assert_eq!(seqs(b.read_encoded(10, 100)), Vec::<u64>::new());
+        assert_eq!(seqs(b.read_encoded(0, 4, usize::MAX)), vec![0, 1, 2, 3]);
+        assert_eq!(
+            seqs(b.read_encoded(4, 100, usize::MAX)),
+            vec![4, 5, 6, 7, 8, 9]
+        );
+        assert_eq!(seqs(b.read_encoded(10, 100, usize::MAX)), Vec::<u64>::new());
         // Local readers get the records themselves, with the same numbers.
         match b.read(3, 2) {
             Read::Records(r) => assert_eq!(
@@ -322,14 +339,56 @@ mod tests {
     }
 
     #[test]
+    fn a_record_too_large_for_a_frame_goes_as_a_gap_of_itself() {
+        let mut b = RecordBuffer::new(100, 1 << 20);
+        for i in 0..3 {
+            b.push(i, event(i as i32));
+        }
+        let small = match b.read_encoded(0, 1, usize::MAX) {
+            Read::Records(r) => r[0].len(),
+            Read::Gap { .. } => panic!("gap"),
+        };
+        b.push(3, event(i32::MAX));
+        // Record 3 is longer than record 0 (its PID has more digits): over the limit.
+        match b.read_encoded(1, 100, small) {
+            Read::Records(r) => {
+                let messages: Vec<ProbeMessage> = r
+                    .iter()
+                    .map(|json| serde_json::from_slice(json).unwrap())
+                    .collect();
+                assert!(matches!(messages[0], ProbeMessage::Record { seq: 1, .. }));
+                assert!(matches!(messages[1], ProbeMessage::Record { seq: 2, .. }));
+                assert!(
+                    matches!(
+                        messages[2],
+                        ProbeMessage::Gap {
+                            from_seq: 3,
+                            to_seq: 3
+                        }
+                    ),
+                    "{:?}",
+                    messages[2]
+                );
+            }
+            Read::Gap { .. } => panic!("gap"),
+        }
+    }
+
+    #[test]
     fn evicted_records_are_reported_as_a_gap() {
         let mut b = RecordBuffer::new(5, 1 << 20);
         for i in 0..12 {
             b.push(i, event(i as i32));
         }
         assert_eq!(b.oldest_seq(), 7);
-        assert_eq!(b.read_encoded(3, 100), Read::Gap { from: 3, to: 6 });
-        assert_eq!(seqs(b.read_encoded(7, 100)), vec![7, 8, 9, 10, 11]);
+        assert_eq!(
+            b.read_encoded(3, 100, usize::MAX),
+            Read::Gap { from: 3, to: 6 }
+        );
+        assert_eq!(
+            seqs(b.read_encoded(7, 100, usize::MAX)),
+            vec![7, 8, 9, 10, 11]
+        );
     }
 
     #[test]
@@ -337,7 +396,7 @@ mod tests {
         let mut b = RecordBuffer::new(1_000_000, 20_000);
         for i in 0..1000 {
             b.push(i, event(i as i32));
-            b.read_encoded(i, 1);
+            b.read_encoded(i, 1, usize::MAX);
             b.evict();
         }
         assert!(b.bytes <= 20_000, "{} bytes held", b.bytes);

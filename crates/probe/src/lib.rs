@@ -91,6 +91,16 @@ pub fn run(cli: Cli) -> Result<(), Error> {
     }
 }
 
+/// Makes this process not dumpable (`PR_SET_DUMPABLE` 0): its `/proc/PID/environ`, `mem`, `fd`
+/// and the like are root's alone, so a target or a build running as the same user cannot read
+/// the store's URL, a header or a probe token from it, and no core dump holds them. A process
+/// that holds a secret calls it first thing; `exec` makes the next program dumpable again, so
+/// every long-lived binary calls it itself. The watched servers do not: their figures come
+/// from those files.
+pub fn keep_secrets_in() {
+    let _ = rustix::process::set_dumpable_behavior(rustix::process::DumpableBehavior::NotDumpable);
+}
+
 /// Raises the soft limit on open files to the hard one. The probe keeps files and directories
 /// open for every process it watches (five each), so a tree of a few hundred processes would
 /// not fit in the usual soft limit of 1,024; loadgen needs a connection per request in flight.

@@ -19,6 +19,7 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    probe::keep_secrets_in();
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))

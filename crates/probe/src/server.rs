@@ -70,10 +70,22 @@ impl Default for ServeConfig {
 #[derive(Debug, Default)]
 struct Failures(Mutex<HashMap<IpAddr, (u32, Instant)>>);
 
+/// The most addresses [`Failures`] remembers: past it, those quiet for ten minutes are
+/// forgotten, and while it is still full a new address waits the longest delay (an attacker
+/// with many addresses fills it; the probe's memory does not grow with them).
+const MAX_FAILING_ADDRESSES: usize = 4096;
+
 impl Failures {
     /// Records a failure and returns how long to wait before answering it.
     fn delay(&self, ip: IpAddr) -> Duration {
+        let longest = Duration::from_secs(30);
         let mut map = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        if map.len() >= MAX_FAILING_ADDRESSES && !map.contains_key(&ip) {
+            map.retain(|_, (_, at)| at.elapsed() <= Duration::from_secs(600));
+            if map.len() >= MAX_FAILING_ADDRESSES {
+                return longest;
+            }
+        }
         let entry = map.entry(ip).or_insert((0, Instant::now()));
         // Forget failures older than ten minutes.
         if entry.1.elapsed() > Duration::from_secs(600) {
@@ -81,8 +93,7 @@ impl Failures {
         }
         entry.0 = entry.0.saturating_add(1);
         entry.1 = Instant::now();
-        Duration::from_millis(250u64.saturating_mul(1 << entry.0.min(7)))
-            .min(Duration::from_secs(30))
+        Duration::from_millis(250u64.saturating_mul(1 << entry.0.min(7))).min(longest)
     }
 }
 
@@ -377,7 +388,10 @@ async fn subscription<S: AsyncRead + AsyncWrite + Unpin>(
         .await?;
     let mut appended = shared.buffer.subscribe();
     loop {
-        match shared.buffer.with(|b| b.read_encoded(cursor, 256)) {
+        match shared
+            .buffer
+            .with(|b| b.read_encoded(cursor, 256, shared.config.max_frame))
+        {
             Read::Gap { from, to } => {
                 framed
                     .send(ProbeMessage::Gap {
@@ -422,6 +436,23 @@ async fn subscription<S: AsyncRead + AsyncWrite + Unpin>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_failure_table_stays_bounded_however_many_addresses_fail() {
+        let failures = Failures::default();
+        for i in 0..(MAX_FAILING_ADDRESSES as u32 + 500) {
+            let ip = IpAddr::from(std::net::Ipv6Addr::from(u128::from(i)));
+            failures.delay(ip);
+        }
+        let held = failures.0.lock().unwrap().len();
+        assert_eq!(held, MAX_FAILING_ADDRESSES);
+        // A new address while the table is full of recent failures waits the longest.
+        let new = IpAddr::from(std::net::Ipv6Addr::from(u128::MAX));
+        assert_eq!(failures.delay(new), Duration::from_secs(30));
+        // One already known goes on as before: its second failure waits 1 s.
+        let known = IpAddr::from(std::net::Ipv6Addr::from(1u128));
+        assert_eq!(failures.delay(known), Duration::from_secs(1));
+    }
 
     #[test]
     fn failures_from_one_address_wait_longer_each_time() {

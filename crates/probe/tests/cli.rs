@@ -200,6 +200,12 @@ fn the_systemd_unit_verifies() {
         granted(&drop_in("profile.conf")),
         ["CAP_PERFMON", "CAP_SYSLOG", "perf_event_open"]
     );
+    // ProtectKernelLogs=yes in the base would take CAP_SYSLOG back out of the bounding set.
+    assert!(unit.contains("\nProtectKernelLogs=yes\n"), "{unit}");
+    assert!(
+        drop_in("profile.conf").contains("\nProtectKernelLogs=no\n"),
+        "profile.conf grants CAP_SYSLOG and must lift ProtectKernelLogs"
+    );
     assert_eq!(
         granted(&drop_in("ptrace.conf")),
         ["CAP_DAC_READ_SEARCH", "CAP_SYS_PTRACE"]

@@ -66,12 +66,38 @@ pub fn is_secret_name(name: &str) -> bool {
         || name.ends_with("-key")
 }
 
-/// A header line (`Name: value`) with its value replaced when the name says it is secret.
+/// A header line (`Name: value`) with its value replaced when the name says it is secret, or
+/// the value looks like a credential whatever the header is called.
 pub fn header(line: &str) -> String {
     match line.split_once(':') {
-        Some((name, _)) if is_secret_name(name) => format!("{}: {REDACTED}", name.trim()),
+        Some((name, value)) if is_secret_name(name) || is_credential(value) => {
+            format!("{}: {REDACTED}", name.trim())
+        }
         _ => text(line),
     }
+}
+
+/// Whether a value looks like a credential whatever names it: an HTTP authorization scheme
+/// and its parameters (`Bearer …`, `Basic …`, `Token …`, `Digest …`, AWS's signature), a JSON
+/// Web Token (`eyJ…` in three dotted parts), or a URL with a user in it.
+pub fn is_credential(value: &str) -> bool {
+    let value = value.trim();
+    let lower = value.to_ascii_lowercase();
+    const SCHEMES: [&str; 7] = [
+        "bearer ",
+        "basic ",
+        "token ",
+        "digest ",
+        "negotiate ",
+        "hoba ",
+        "aws4-hmac-sha256 ",
+    ];
+    let jwt = value.starts_with("eyJ")
+        && value.split('.').count() == 3
+        && value
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | '='));
+    SCHEMES.iter().any(|s| lower.starts_with(s)) || jwt || userinfo(value) != value
 }
 
 /// Any free text (an argument, a URL, an error message, a configuration value): user-info in
@@ -527,6 +553,23 @@ mod tests {
 
     fn args(list: &[&str]) -> Vec<String> {
         list.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn a_credential_is_known_by_its_value_whatever_its_header_is_called() {
+        for line in [
+            "X-Upstream: Bearer abc.def",
+            "X-Api: basic dXNlcjpwYXNz",
+            "X-Forward: eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.c2ln",
+            "X-Db: postgres://app:pw@db/x",
+            "X-Sig: AWS4-HMAC-SHA256 Credential=AKIA/2026",
+        ] {
+            let kept = header(line);
+            assert!(kept.ends_with(REDACTED), "{line} -> {kept}");
+        }
+        for plain in ["X-Tenant: acme", "Accept: application/json", "X-Id: eyJ"] {
+            assert_eq!(header(plain), plain);
+        }
     }
 
     const SECRETS: [&str; 9] = [

@@ -13,6 +13,18 @@ const TOP: usize = 15;
 /// Functions drawn over time.
 const OVER_TIME: usize = 5;
 
+/// Distinct stacks one run's profile keeps, and the bytes of their names: a target that names
+/// new functions all the time (a JIT minting fresh names, a hostile one) would otherwise grow
+/// the report's memory and its pages without end. Samples of the stacks beyond are counted in
+/// one, named for them ([`other_stacks`]).
+pub const MAX_STACKS: usize = 20_000;
+pub const MAX_STACK_TEXT: usize = 16 << 20;
+
+/// The stack that holds the samples of the `n` distinct stacks past [`MAX_STACKS`].
+pub fn other_stacks(n: usize) -> String {
+    format!("[{n} other stacks, past the {MAX_STACKS} distinct stacks a run's profile keeps]")
+}
+
 /// One function's part of the window's samples.
 #[derive(Debug, Clone, PartialEq)]
 pub struct FunctionShare {
@@ -45,6 +57,8 @@ pub struct ProfileFigures {
     /// Each record's stacks on the run's timeline, in time order: what a window of the run
     /// (a freeze, a step) is drawn from.
     pub slices: Vec<ProfileSlice>,
+    /// Distinct stacks past [`MAX_STACKS`] (or [`MAX_STACK_TEXT`]), counted in one.
+    pub stacks_left_out: usize,
 }
 
 /// The stacks one profile record sampled, and the stretch of the run it covers.
@@ -88,6 +102,12 @@ pub struct Accumulator {
     /// Where each stack is in `figures.stacks`, and its samples so far (`folded`, at the end).
     stack_index: HashMap<String, u32>,
     stack_samples: Vec<u64>,
+    /// Bytes of the stacks' names kept.
+    stack_text: usize,
+    /// The stack that counts those past the cap, once there is one.
+    other: Option<u32>,
+    /// The distinct stacks past the cap seen (their names are not kept: a hash each).
+    left_out: HashSet<u64>,
 }
 
 impl Accumulator {
@@ -113,19 +133,36 @@ impl Accumulator {
         let mut leaves: HashMap<String, u64> = HashMap::new();
         let mut counts = Vec::with_capacity(p.stacks.len());
         for (stack, n) in p.folded() {
-            if let Some(leaf) = function_frames(&stack).last() {
-                *leaves.entry(leaf.to_string()).or_default() += n;
-            }
             let index = match self.stack_index.get(&stack) {
                 Some(&i) => i,
-                None => {
+                None if f.stacks.len() < MAX_STACKS
+                    && self.stack_text + stack.len() <= MAX_STACK_TEXT =>
+                {
                     let i = f.stacks.len() as u32;
+                    self.stack_text += stack.len();
                     f.stacks.push(stack.clone());
-                    self.stack_index.insert(stack, i);
+                    self.stack_index.insert(stack.clone(), i);
                     self.stack_samples.push(0);
                     i
                 }
+                None => {
+                    use std::hash::{Hash, Hasher};
+                    let mut hash = std::collections::hash_map::DefaultHasher::new();
+                    stack.hash(&mut hash);
+                    self.left_out.insert(hash.finish());
+                    let i = *self.other.get_or_insert_with(|| {
+                        f.stacks.push(String::new());
+                        self.stack_samples.push(0);
+                        (f.stacks.len() - 1) as u32
+                    });
+                    self.stack_samples[i as usize] += n;
+                    counts.push((i, n));
+                    continue;
+                }
             };
+            if let Some(leaf) = function_frames(&stack).last() {
+                *leaves.entry(leaf.to_string()).or_default() += n;
+            }
             self.stack_samples[index as usize] += n;
             counts.push((index, n));
         }
@@ -148,6 +185,10 @@ impl Accumulator {
         let mut f = self.figures;
         if f.records == 0 {
             return None;
+        }
+        if let Some(i) = self.other {
+            f.stacks_left_out = self.left_out.len();
+            f.stacks[i as usize] = other_stacks(f.stacks_left_out);
         }
         f.folded = f.stacks.iter().cloned().zip(self.stack_samples).collect();
         let own = own_samples(&f.folded);
@@ -257,5 +298,30 @@ mod tests {
         assert_eq!(f.slices[0].counts, f.slices[1].counts);
         assert_eq!(f.slices[0].counts.iter().map(|c| c.1).sum::<u64>(), 100);
         assert!(Accumulator::new((0.0, 1.0)).finish().is_none());
+    }
+
+    #[test]
+    fn a_target_minting_new_names_every_second_is_kept_within_the_cap() {
+        // Every record a thousand stacks never seen before, for longer than the cap holds.
+        let mut acc = Accumulator::new((0.0, 100.0));
+        let records = MAX_STACKS / 1000 + 5;
+        for r in 0..records {
+            let names: Vec<String> = (0..1000)
+                .map(|i| format!("srv;main;jit_{r}_{i}_{}", "x".repeat(40)))
+                .collect();
+            let stacks: Vec<(&str, u64)> = names.iter().map(|s| (s.as_str(), 1)).collect();
+            acc.add(1.0 + r as f64, &profile(&stacks));
+        }
+        let f = acc.finish().unwrap();
+        assert_eq!(
+            f.stacks.len(),
+            MAX_STACKS + 1,
+            "the cap and the one that counts the rest"
+        );
+        assert_eq!(f.stacks_left_out, records * 1000 - MAX_STACKS);
+        // Every sample is still counted, the rest under a name that says what it is.
+        assert_eq!(f.folded.values().sum::<u64>(), (records * 1000) as u64);
+        let other = other_stacks(f.stacks_left_out);
+        assert_eq!(f.folded[&other], (records * 1000 - MAX_STACKS) as u64);
     }
 }

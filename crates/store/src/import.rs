@@ -59,7 +59,7 @@ pub(crate) async fn copy_run(from: &Store, into: &Store, id: &str) -> Result<Imp
     if created {
         into.create_run(&run.meta).await?;
     }
-    let rows = copy_rows(from, into, id).await?;
+    let rows = copy_rows(from, into, id, None).await?;
     if run.status != RunStatus::Running {
         let finish = Finish {
             status: run.status,
@@ -81,41 +81,72 @@ pub(crate) async fn copy_run(from: &Store, into: &Store, id: &str) -> Result<Imp
     })
 }
 
-/// Copies the rows of run `id` (which `into` holds already), page by page.
-pub(crate) async fn copy_rows(from: &Store, into: &Store, id: &str) -> Result<u64, StoreError> {
+/// Copies the rows of run `id` (which `into` holds already), page by page. With `patience`,
+/// each page must be written within it, or the copy ends with an error (a store that takes the
+/// connection and stalls must not hold a run's writer); what was written stays, and a copy
+/// started again writes each row once.
+pub(crate) async fn copy_rows(
+    from: &Store,
+    into: &Store,
+    id: &str,
+    patience: Option<std::time::Duration>,
+) -> Result<u64, StoreError> {
     let mut rows = 0u64;
     let mut after = None;
     loop {
         let page = from.intervals_after(id, after, 256).await?;
         let Some(last) = page.last() else { break };
         after = Some(last.stats.index);
-        let mut tx = into.pool().begin().await?;
-        for interval in &page {
-            db::insert_interval(&mut tx, id, interval).await?;
-        }
-        tx.commit().await?;
+        within(patience, async {
+            let mut tx = into.pool().begin().await?;
+            for interval in &page {
+                db::insert_interval(&mut tx, id, interval).await?;
+            }
+            tx.commit().await
+        })
+        .await?;
         rows += page.len() as u64;
     }
     for probe in from.probe_metas(id).await? {
-        let mut tx = into.pool().begin().await?;
-        db::upsert_probe(&mut tx, id, &probe).await?;
-        for gap in from.gaps(id, probe.index).await? {
-            db::insert_gap(&mut tx, id, probe.index, &gap).await?;
-            rows += 1;
-        }
-        tx.commit().await?;
+        let gaps = from.gaps(id, probe.index).await?;
+        within(patience, async {
+            let mut tx = into.pool().begin().await?;
+            db::upsert_probe(&mut tx, id, &probe).await?;
+            for gap in &gaps {
+                db::insert_gap(&mut tx, id, probe.index, gap).await?;
+            }
+            tx.commit().await
+        })
+        .await?;
+        rows += gaps.len() as u64;
         let mut after = None;
         loop {
             let page = from.records_after(id, probe.index, after, 1024).await?;
             let Some(last) = page.last() else { break };
             after = Some(last.seq);
-            let mut tx = into.pool().begin().await?;
-            for record in &page {
-                db::insert_record(&mut tx, id, probe.index, record).await?;
-            }
-            tx.commit().await?;
+            within(patience, async {
+                let mut tx = into.pool().begin().await?;
+                for record in &page {
+                    db::insert_record(&mut tx, id, probe.index, record).await?;
+                }
+                tx.commit().await
+            })
+            .await?;
             rows += page.len() as u64;
         }
     }
     Ok(rows)
+}
+
+/// `work`, within `patience` when given (a page not written in time is the pool's time-out).
+async fn within(
+    patience: Option<std::time::Duration>,
+    work: impl std::future::Future<Output = Result<(), sqlx::Error>>,
+) -> Result<(), sqlx::Error> {
+    match patience {
+        Some(limit) => tokio::time::timeout(limit, work)
+            .await
+            .unwrap_or(Err(sqlx::Error::PoolTimedOut)),
+        None => work.await,
+    }
 }

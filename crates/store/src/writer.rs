@@ -250,7 +250,7 @@ impl Spool {
                 if !answers(store).await {
                     return false;
                 }
-                match crate::import::copy_rows(local, store, run_id).await {
+                match crate::import::copy_rows(local, store, run_id, Some(WRITE_PATIENCE)).await {
                     Ok(rows) => {
                         report.rows_written += rows;
                         local.close().await;

@@ -29,6 +29,9 @@ use ssh::Link;
 /// How far ahead of now the guns are told to start: a session over the open connection,
 /// `loadgen` started, the store and the probe reached, with room to spare.
 const START_AHEAD: Duration = Duration::from_secs(3);
+/// How long past its end a shard may take to report (its summary, its last writes) before it
+/// is told to stop, and again before its session is ended.
+const SHARD_GRACE: Duration = Duration::from_secs(60);
 
 /// Where a copied `loadgen` goes on a gun.
 const CACHE: &str = "$HOME/.cache/showdown";
@@ -309,7 +312,14 @@ impl Fleet {
             .args()
             .map_err(|e| FleetError::Local(e.to_string()))?;
         let env = attack.env().map_err(|e| FleetError::Local(e.to_string()))?;
-        self.volley(&args, env, &attack.run_id, stop).await
+        // A fixed load's shard is due once its time is up; a search's length is its own.
+        let limit = match (&attack.search, attack.load.duration) {
+            (None, Some(load)) => {
+                Some(START_AHEAD + attack.pre_roll + load + attack.post_roll + SHARD_GRACE)
+            }
+            _ => None,
+        };
+        self.volley(&args, env, &attack.run_id, stop, limit).await
     }
 
     /// Fires `loadgen ARGS` (`attack …`, with this machine's file paths) from every gun as
@@ -320,7 +330,9 @@ impl Fleet {
         mut env: Vec<(String, String)>,
         group: &str,
         stop: tokio::sync::watch::Receiver<bool>,
+        limit: Option<Duration>,
     ) -> Result<Vec<Shot>, FleetError> {
+        let deadline = limit.map(|l| tokio::time::Instant::now() + l);
         if self.store_env_file.is_some() {
             env.retain(|(k, _)| k != "SHOWDOWN_DB");
         }
@@ -385,7 +397,7 @@ impl Fleet {
             let destination = gun.link.destination.clone();
             let mut stop = stop.clone();
             tasks.spawn(async move {
-                let fired = shoot(command, &order, &mut stop).await;
+                let fired = shoot(command, &order, &mut stop, deadline).await;
                 (
                     i,
                     Shot {
@@ -430,7 +442,7 @@ impl Fleet {
             store_env_file: None,
         };
         let mut stop = stop;
-        shoot(gun.order_session(), &order, &mut stop)
+        shoot(gun.order_session(), &order, &mut stop, None)
             .await
             .map_err(|why| FleetError::Remote {
                 gun: gun.link.destination.clone(),
@@ -452,10 +464,14 @@ async fn shoot(
     mut command: tokio::process::Command,
     order: &Order,
     stop: &mut tokio::sync::watch::Receiver<bool>,
+    deadline: Option<tokio::time::Instant>,
 ) -> Result<Fired, String> {
     let mut child = command
         .spawn()
         .map_err(|e| format!("cannot run ssh: {e}"))?;
+    let session = child
+        .id()
+        .and_then(|p| rustix::process::Pid::from_raw(p as i32));
     let mut stdin = child.stdin.take();
     let mut line = serde_json::to_vec(order).map_err(|e| e.to_string())?;
     line.push(b'\n');
@@ -486,6 +502,12 @@ async fn shoot(
         (o, e, child.wait().await)
     };
     tokio::pin!(waiting);
+    // Past the deadline the gun is told to stop (its input closes); if its session has not
+    // ended SHARD_GRACE later, ssh is killed: a gun that hangs does not hold the runner.
+    let far = tokio::time::Instant::now() + Duration::from_secs(365 * 86_400);
+    let timer = tokio::time::sleep_until(deadline.unwrap_or(far));
+    tokio::pin!(timer);
+    let mut overdue = 0;
     let (stdout, stderr, status) = loop {
         tokio::select! {
             done = &mut waiting => break done,
@@ -495,9 +517,29 @@ async fn shoot(
                     stdin = None;
                 }
             }
+            () = &mut timer, if overdue < 2 => {
+                overdue += 1;
+                if overdue == 1 {
+                    stdin = None;
+                    timer.as_mut().reset(tokio::time::Instant::now() + SHARD_GRACE);
+                } else if let Some(pid) = session {
+                    let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
+                }
+            }
         }
     };
     drop(stdin);
+    if overdue > 0 {
+        return Err(format!(
+            "no result by the shard's end and {}s more: {}",
+            SHARD_GRACE.as_secs(),
+            if overdue > 1 {
+                "its session was ended"
+            } else {
+                "it was told to stop"
+            }
+        ));
+    }
     let status = status.map_err(|e| e.to_string())?;
     let fired = Fired::of(&stdout, &stderr, status.code());
     match status.code() {
@@ -630,11 +672,22 @@ async fn ready(
         }
         let bytes = std::fs::read(local)
             .map_err(|e| FleetError::Local(format!("cannot read {}: {e}", local.display())))?;
-        let tmp = format!("{cached}.part");
+        let sent = {
+            use sha2::Digest;
+            hex::encode(sha2::Sha256::digest(&bytes))
+        };
+        if sent != build {
+            return Err(FleetError::Local(format!(
+                "{} changed while the guns were prepared (a build?): run again once it is done",
+                local.display()
+            )));
+        }
+        // A name of its own for each copy (two runners copying at once do not mix), checked
+        // against the hash of what was sent before it takes the build's name: a copy cut
+        // short (the connection lost, the runner stopped) is removed, never installed.
         let copy = format!(
-            "mkdir -p {dir} && cat > {tmp} && chmod 755 {tmp} && mv -f {tmp} {to}",
+            "mkdir -p {dir} && t=$(mktemp {dir}/.loadgen-XXXXXX) && {{ cat > \"$t\" && echo {sent}'  '\"$t\" | sha256sum -c --status && chmod 755 \"$t\" && mv -f \"$t\" {to}; }} || {{ rm -f \"$t\"; exit 1; }}",
             dir = word(CACHE),
-            tmp = word(&tmp),
             to = word(&cached)
         );
         let out = link.run(&copy, &bytes, Duration::from_secs(300)).await?;
@@ -724,6 +777,9 @@ async fn clock(link: &Link, loadgen: &str) -> Result<(i64, i64), FleetError> {
     let mut best: Option<(i64, i64)> = None;
     let exchange = async {
         for _ in 0..16 {
+            // The round trip on the monotonic clock (a wall clock stepped or slewed meanwhile
+            // would bend it), the wall clock read once, for the midpoint.
+            let sent = std::time::Instant::now();
             let t0 = now_ns();
             input
                 .write_all(b"t\n")
@@ -735,13 +791,12 @@ async fn clock(link: &Link, loadgen: &str) -> Result<(i64, i64), FleetError> {
                 .await
                 .map_err(|e| failed(e.to_string()))?
                 .ok_or_else(|| failed("it closed the session".into()))?;
-            let t1 = now_ns();
+            let rtt = i64::try_from(sent.elapsed().as_nanos()).unwrap_or(i64::MAX);
             let theirs: i64 = line
                 .trim()
                 .parse()
                 .map_err(|_| failed(format!("{line:?}")))?;
-            let rtt = t1 - t0;
-            let offset = theirs - (t0 + rtt / 2);
+            let offset = theirs.saturating_sub(t0.saturating_add(rtt / 2));
             if best.is_none_or(|(_, r)| rtt < r) {
                 best = Some((offset, rtt));
             }

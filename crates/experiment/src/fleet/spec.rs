@@ -120,7 +120,13 @@ impl GunsSpec {
                     .filter(|l| !l.is_empty())
                     .map(str::to_string)
                     .collect();
-                (guns, Some(state.join("ssh/config")), None)
+                // The twin's guns are namespaces of this machine: they read its state's
+                // environment file (SHOWDOWN_DB=…) as a lab's guns read theirs.
+                (
+                    guns,
+                    Some(state.join("ssh/config")),
+                    Some(state.join("env").display().to_string()),
+                )
             }
             Some(GunSource::Terraform) => {
                 let tf = match &self.terraform_dir {
@@ -145,12 +151,15 @@ impl GunsSpec {
     }
 }
 
-/// A destination ssh takes as one (not an option, not two words).
+/// A destination ssh takes as one host and nothing else: `user@host`, an address (`[::1]`
+/// too), or a `Host` of the SSH config; not an option, and no character an SSH config's `%h`
+/// or a shell could read as more than a name.
 fn check_destination(d: &str) -> Result<(), String> {
-    if d.is_empty() || d.starts_with('-') || d.chars().any(|c| c.is_whitespace() || c.is_control())
-    {
+    let allowed =
+        |c: char| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '@' | ':' | '[' | ']' | '-');
+    if d.is_empty() || d.starts_with('-') || !d.chars().all(allowed) {
         return Err(format!(
-            "[guns] {d:?} is not an SSH destination: user@host, or a Host of your SSH config"
+            "[guns] {d:?} is not an SSH destination: user@host, or a Host of your SSH config (letters, digits and . _ @ : [ ] -)"
         ));
     }
     Ok(())
@@ -199,8 +208,27 @@ mod tests {
 
     #[test]
     fn a_destination_is_one_word_and_no_option() {
-        assert!(check_destination("admin@gun1").is_ok());
-        for bad in ["-oProxyCommand=x", "a b", "", "a\nb"] {
+        for good in [
+            "admin@gun1",
+            "10.0.1.5",
+            "root@[fd00::2]",
+            "sd-gun1",
+            "gun_2.lab",
+        ] {
+            assert!(check_destination(good).is_ok(), "{good}");
+        }
+        for bad in [
+            "-oProxyCommand=x",
+            "a b",
+            "",
+            "a\nb",
+            "gun;touch /tmp/x",
+            "$(id)@gun",
+            "gun%h",
+            "`id`",
+            "gun'1",
+            "gun|x",
+        ] {
             assert!(check_destination(bad).is_err(), "{bad:?}");
         }
     }

@@ -4,6 +4,15 @@
 //!
 //! `ssh` is the user's own tool, so it gets the base environment and their agent
 //! (`SSH_AUTH_SOCK`), never the store's URL or the headers ([`crate::environment::NEVER`]).
+//! Whatever the SSH config says, a gun's host key must be known (`StrictHostKeyChecking=yes`),
+//! the agent and X11 are not forwarded to it, and no local command runs: options on the command
+//! line win over a config's.
+//!
+//! The master is held like every process Showdown starts ([`custody::Group`]): a process group
+//! of its own (a Ctrl-C on the terminal reaches the runner, which ends the guns' work in order),
+//! ended with its control socket on every exit path, and by the next runner's sweep when this
+//! one was killed outright. What it says goes to a log file beside the socket (`-E`), not to a
+//! pipe nobody reads, which would stall the connection once full.
 
 use std::path::{Path, PathBuf};
 use std::process::{Output, Stdio};
@@ -22,6 +31,8 @@ pub struct Link {
     config: Option<PathBuf>,
     control: PathBuf,
     master: tokio::process::Child,
+    /// The master's process group, its socket and its log, in custody.
+    group: custody::Group,
 }
 
 impl Link {
@@ -33,7 +44,9 @@ impl Link {
         n: usize,
     ) -> Result<Link, FleetError> {
         let control = dir.join(format!("gun{n}.ssh"));
+        let log = dir.join(format!("gun{n}.log"));
         let mut command = ssh(config, &control);
+        command.arg("-E").arg(&log);
         command.args([
             "-o",
             "ControlMaster=yes",
@@ -51,23 +64,27 @@ impl Link {
         command
             .stdin(Stdio::null())
             .stdout(Stdio::null())
-            .stderr(Stdio::piped())
+            .stderr(Stdio::null())
             .kill_on_drop(true);
+        let mut group = custody::Group::new(&format!("ssh to {destination}"));
+        group.hold(command.as_std_mut());
+        group.remove_with(control.clone());
+        group.remove_with(log.clone());
         let master = command.spawn().map_err(FleetError::NoSsh)?;
+        if let Some(pid) = master.id() {
+            group.started(pid);
+        }
         let mut link = Link {
             destination: destination.to_string(),
             config: config.map(Path::to_path_buf),
             control,
             master,
+            group,
         };
         let deadline = tokio::time::Instant::now() + CONNECT;
         loop {
             if let Some(status) = link.master.try_wait().map_err(FleetError::NoSsh)? {
-                let mut said = String::new();
-                if let Some(mut err) = link.master.stderr.take() {
-                    use tokio::io::AsyncReadExt;
-                    let _ = err.read_to_string(&mut said).await;
-                }
+                let said = std::fs::read_to_string(&log).unwrap_or_default();
                 return Err(FleetError::Connect {
                     gun: destination.to_string(),
                     why: last_line(&said).unwrap_or_else(|| format!("ssh exited ({status})")),
@@ -187,17 +204,31 @@ impl Link {
             .stderr(Stdio::null());
         let _ = tokio::time::timeout(Duration::from_secs(5), command.status()).await;
         let _ = self.master.kill().await;
+        self.group.end();
     }
 }
 
-/// `ssh` with the user's config (or the one named), batch mode, and the control socket.
+/// `ssh` with the user's config (or the one named), batch mode, the guns' hardening, and the
+/// control socket, in a process group of its own.
 fn ssh(config: Option<&Path>, control: &Path) -> tokio::process::Command {
     let mut command = tokio::process::Command::new("ssh");
     if let Some(config) = config {
         command.arg("-F").arg(config);
     }
-    command.args(["-o", "BatchMode=yes", "-o"]);
+    for option in [
+        "BatchMode=yes",
+        "StrictHostKeyChecking=yes",
+        "ForwardAgent=no",
+        "ForwardX11=no",
+        "PermitLocalCommand=no",
+        "LogLevel=ERROR",
+    ] {
+        command.args(["-o", option]);
+    }
+    command.arg("-o");
     command.arg(format!("ControlPath={}", control.display()));
+    // Signals from the terminal are the runner's to handle: it ends the guns' work in order.
+    command.process_group(0);
     let base = crate::environment::Base::current();
     let pass = ["SSH_AUTH_SOCK".to_string()];
     crate::environment::apply(&mut command, &crate::environment::build(&base, &[], &pass));

@@ -520,14 +520,18 @@ async fn volley(
     if *stop.borrow() {
         return Volley::Interrupted;
     }
+    // A gun's work cut short because the user stopped the runner is an interrupted cell, to
+    // run again, not a failed one.
     let shots = match fleet.fire(attack, stop.clone()).await {
         Ok(shots) => shots,
+        Err(_) if *stop.borrow() => return Volley::Interrupted,
         Err(e) => return Volley::Failed(e.to_string()),
     };
     let count = shots.len();
     for (i, shot) in shots.iter().enumerate() {
         let gun = format!("gun {} ({}/{count})", shot.gun, i + 1);
         match &shot.fired {
+            Err(_) if *stop.borrow() => return Volley::Interrupted,
             Err(why) => return Volley::Failed(format!("{gun}: {why}")),
             Ok(fired) if fired.code == Some(3) && *stop.borrow() => return Volley::Interrupted,
             Ok(fired) if fired.code == Some(3) => {

@@ -28,7 +28,7 @@ mod share;
 use cell::{cell_time, now_ns, CellContext, CellOutcome};
 mod options;
 
-pub use options::{Error, RunOptions, RunReport, SECRET};
+pub use options::{Error, RunOptions, RunReport, Trust, SECRET};
 pub use resume::{states, CellState};
 use setup::{
     builds, database, database_cpus, failures, named_database, ports, verify_targets, Launcher,
@@ -108,6 +108,7 @@ pub async fn run(
 ) -> Result<RunReport, Error> {
     let started = Instant::now();
     let plan = crate::plan::plan(experiment, &options.plan)?;
+    trusted(experiment, &options.trust, &options.db)?;
     // What an earlier runner killed outright left (its targets, its PostgreSQL) goes first.
     let swept = tokio::task::spawn_blocking(custody::sweep)
         .await
@@ -274,7 +275,18 @@ pub async fn run(
     let fleet = match &experiment.file.guns {
         None => None,
         Some(guns) => {
-            let fleet = fleet(experiment, guns, &needed, &options.gun.loadgen).await?;
+            // Preparing the guns (connecting, copying a build) can take minutes: a stop
+            // ends it at once, its SSH processes with it.
+            let preparing = fleet(experiment, guns, &needed, &options.gun.loadgen);
+            let mut stopping = stop.clone();
+            let fleet = tokio::select! {
+                prepared = preparing => prepared?,
+                Ok(_) = stopping.wait_for(|s| *s) => {
+                    report.interrupted = true;
+                    report.elapsed = started.elapsed();
+                    return Ok(report);
+                }
+            };
             for line in fleet.describe() {
                 eprintln!("  {line}");
             }
@@ -453,6 +465,80 @@ pub async fn run(
     Ok(report)
 }
 
+/// Refuses what a file asks for that the user has not confirmed: a variable whose name says it
+/// may hold a secret, guns (where every order goes, and SSH with the file's config), and a
+/// targets' database that is the store itself (the file's schema and the targets' writes would
+/// land among the user's runs).
+fn trusted(experiment: &Experiment, trust: &Trust, store: &str) -> Result<(), Error> {
+    experiment
+        .file
+        .check_variables(&trust.pass_env)
+        .map_err(Error::Setup)?;
+    // The headers a load reads from the environment, checked before anything runs.
+    for v in experiment.file.variables() {
+        if v.field.ends_with("headers_env") {
+            crate::gun::headers_from(&v.name).map_err(|e| Error::Setup(e.to_string()))?;
+        }
+    }
+    if let Some(guns) = &experiment.file.guns {
+        if !trust.guns {
+            let config = guns
+                .ssh_config
+                .as_ref()
+                .map(|c| format!(" with the SSH config {}", c.display()))
+                .unwrap_or_default();
+            return Err(Error::Setup(format!(
+                "[guns]: this file sends every order over SSH to its own hosts{config}: see them in `loadgen experiment plan {}`, then run again with --trust-guns if they are yours",
+                experiment.path.display()
+            )));
+        }
+        // A lab's guns (terraform's, the twin's) read the store's URL from a file of their own.
+        if guns.store_env_file.is_none() && guns.from.is_none() && !trust.send_store_url {
+            return Err(Error::Setup(
+                "[guns]: the guns need the store, and this runner's URL (with its password) is not sent by default: set store_env_file = \"/path/on/the/guns\" (a file there with SHOWDOWN_DB=…), or run again with --send-store-url".into(),
+            ));
+        }
+    }
+    if let Ok(Some(url)) = named_database(experiment) {
+        if same_database(&url, store) {
+            return Err(Error::Setup(
+                "[database] names the store itself: the file's schema and the targets' writes would land among your runs; name another database".into(),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Whether two PostgreSQL URLs name one database (host, port and name; user and password
+/// aside), however they are spelled.
+fn same_database(a: &str, b: &str) -> bool {
+    fn key(url: &str) -> Option<(String, u16, String)> {
+        let rest = url
+            .strip_prefix("postgres://")
+            .or_else(|| url.strip_prefix("postgresql://"))?;
+        let rest = rest.split(['?', '#']).next().unwrap_or("");
+        let (authority, name) = rest.split_once('/').unwrap_or((rest, ""));
+        let host_port = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+        let (host, port) = match host_port.split_once(']') {
+            Some((h, p)) => (&host_port[..=h.len()], p.strip_prefix(':')),
+            None => match host_port.rsplit_once(':') {
+                Some((h, p)) => (h, Some(p)),
+                None => (host_port, None),
+            },
+        };
+        let port = match port {
+            Some(p) => p.parse().ok()?,
+            None => 5432,
+        };
+        let host = match host.to_ascii_lowercase().as_str() {
+            "" | "localhost" | "127.0.0.1" | "[::1]" => "localhost".to_string(),
+            h => h.to_string(),
+        };
+        Some((host, port, name.to_string()))
+    }
+    matches!((key(a), key(b)), (Some(x), Some(y)) if x == y)
+}
+
 /// The file's guns, connected and made ready; the first target they will fire at is reached
 /// from each.
 async fn fleet(
@@ -496,4 +582,29 @@ fn tempfile_dir() -> Result<tempfile::TempDir, Error> {
         .prefix("showdown-experiment-")
         .tempdir()
         .map_err(|e| Error::Setup(format!("cannot make a temporary directory: {e}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::same_database;
+
+    #[test]
+    fn one_database_is_known_however_its_url_is_spelled() {
+        let store = "postgres://runs:pw@localhost/showdown_runs";
+        for same in [
+            "postgresql://other@127.0.0.1:5432/showdown_runs",
+            "postgres://localhost/showdown_runs?sslmode=disable",
+            "postgres://[::1]:5432/showdown_runs",
+        ] {
+            assert!(same_database(same, store), "{same}");
+        }
+        for other in [
+            "postgres://localhost/app",
+            "postgres://localhost:5433/showdown_runs",
+            "postgres://db.lab/showdown_runs",
+            "sqlite://runs.db",
+        ] {
+            assert!(!same_database(other, store), "{other}");
+        }
+    }
 }

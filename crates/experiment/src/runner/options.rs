@@ -19,6 +19,23 @@ pub struct RunOptions {
     pub gun: Gun,
     /// Show a live line (on a terminal).
     pub live: bool,
+    /// What the user confirmed of what the file asks for.
+    pub trust: Trust,
+}
+
+/// What the user confirmed on the command line of what an experiment file asks for: until
+/// then a file, perhaps someone else's, is data, not a key to the user's machine.
+#[derive(Debug, Clone, Default)]
+pub struct Trust {
+    /// Variables the file may read although their names say they may hold a secret
+    /// (`--pass-env NAME`).
+    pub pass_env: Vec<String>,
+    /// The file's `[guns]`: its hosts get every order, SSH runs with its `ssh_config`, and
+    /// the user's SSH agent signs in to them (`--trust-guns`).
+    pub guns: bool,
+    /// Guns with no `store_env_file` of their own get this runner's store URL, its password
+    /// included (`--send-store-url`).
+    pub send_store_url: bool,
 }
 
 /// What a `run` did.

@@ -244,7 +244,7 @@ impl Steps for Volleys<'_> {
         args.extend(["--output".into(), "json".into()]);
         let shots = self
             .fleet
-            .volley(&args, env, &group, self.stop())
+            .volley(&args, env, &group, self.stop(), None)
             .await
             .map_err(|e| Error::Usage(e.to_string()))?;
         if self.shutdown.state() != Stop::Running {

@@ -250,9 +250,25 @@ async fn search(
         Some(store) => store.search(&plan.id).await?,
         None => None,
     } {
-        if matches!(kept.status, Status::Running | Status::Interrupted) && kept.slo == slo {
-            plan.resumed = kept.steps;
-            plan.started_at_ns = kept.started_at_ns;
+        // Only the same search goes on: the same target, SLO and settings (its start aside,
+        // which the first search chose). Steps measured otherwise are not mixed into it.
+        let same = kept.slo == slo
+            && kept.target == redact::text(&plan.target)
+            && kept.settings
+                == Settings {
+                    start: kept.settings.start,
+                    ..plan.settings.clone()
+                };
+        if matches!(kept.status, Status::Running | Status::Interrupted) {
+            if same {
+                plan.resumed = kept.steps;
+                plan.started_at_ns = kept.started_at_ns;
+            } else {
+                eprintln!(
+                    "Note: the search kept as {} was run with another target, SLO or settings: this one starts afresh under that id.",
+                    plan.id
+                );
+            }
         }
     }
     eprintln!(

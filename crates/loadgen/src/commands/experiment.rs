@@ -6,9 +6,9 @@ use std::time::Duration;
 
 use experiment::file::Experiment;
 use experiment::plan::{Plan, PlanOptions};
-use experiment::runner::{self, CellState, RunOptions};
+use experiment::runner::{self, CellState, RunOptions, Trust};
 
-use crate::cli::{CellArgs, ExperimentArgs, ExperimentCommand};
+use crate::cli::{CellArgs, ExperimentArgs, ExperimentCommand, TrustArgs};
 use crate::engine::shutdown::{Shutdown, Stop};
 use crate::error::Error;
 use crate::RunEnd;
@@ -36,9 +36,10 @@ fn short(d: Duration) -> String {
 /// Runs an `experiment` command.
 pub async fn run(args: &ExperimentArgs, shutdown: &Shutdown) -> Result<RunEnd, Error> {
     match &args.command {
-        ExperimentCommand::Plan { cells } => {
+        ExperimentCommand::Plan { cells, trust } => {
             let (experiment, plan) = read(cells)?;
             print!("{}", plan_text(&experiment, &plan));
+            print!("{}", reach_text(&experiment, &trust_of(trust)));
             Ok(RunEnd::Completed)
         }
         ExperimentCommand::Status { cells } => {
@@ -53,6 +54,7 @@ pub async fn run(args: &ExperimentArgs, shutdown: &Shutdown) -> Result<RunEnd, E
             retry_failed,
             report: pages,
             no_report,
+            trust,
         } => {
             let (experiment, plan) = read(cells)?;
             eprintln!(
@@ -79,6 +81,7 @@ pub async fn run(args: &ExperimentArgs, shutdown: &Shutdown) -> Result<RunEnd, E
                 retry_failed: *retry_failed,
                 gun,
                 live: std::io::stderr().is_terminal(),
+                trust: trust_of(trust),
             };
             let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
             let mut stopping = shutdown.subscribe();
@@ -144,6 +147,117 @@ fn pin_to(cpus: Option<&probe::cpus::CpuList>) -> Result<(), Error> {
             "cannot pin to CPUs {list} (placement.gun_cpus): {e}"
         ))
     })
+}
+
+fn trust_of(args: &TrustArgs) -> Trust {
+    Trust {
+        pass_env: args.pass_env.clone(),
+        guns: args.trust_guns,
+        send_store_url: args.send_store_url,
+    }
+}
+
+/// `plan`'s account of everything the file would run on this machine, read of the user's
+/// environment and send, and to where; and what `run` will ask the user to confirm first.
+pub fn reach_text(experiment: &Experiment, trust: &Trust) -> String {
+    let file = &experiment.file;
+    let mut lines: Vec<String> = Vec::new();
+    let words = |list: &[String]| {
+        list.iter()
+            .map(|w| redact::text(w))
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    for t in &file.targets {
+        let cwd = t
+            .cwd
+            .as_ref()
+            .map(|d| format!(" (in {})", d.display()))
+            .unwrap_or_default();
+        if let Some(build) = &t.build {
+            lines.push(format!("runs    {}: build `{}`{cwd}", t.name, words(build)));
+        }
+        if let Some(command) = &t.command {
+            lines.push(format!("runs    {}: `{}`{cwd}", t.name, words(command)));
+        }
+        if let Some(url) = &t.url {
+            lines.push(format!(
+                "sends   {}: requests to {}",
+                t.name,
+                redact::text(url)
+            ));
+        }
+        if let Some(probe) = &t.probe {
+            let token = t
+                .probe_token_file
+                .as_ref()
+                .map(|f| format!(", with the token in {}", f.display()))
+                .unwrap_or_default();
+            lines.push(format!("reads   {}: its probe at {probe}{token}", t.name));
+        }
+    }
+    let database = file.database();
+    if let Some(url) = &database.url {
+        lines.push(format!("uses    the database {}", redact::text(url)));
+    }
+    if let Some(schema) = &database.schema {
+        lines.push(format!(
+            "runs    the SQL of {} in the targets' database",
+            schema.display()
+        ));
+    }
+    for v in file.variables() {
+        let confirm = if experiment::environment::looks_secret(&v.name) {
+            if trust.pass_env.contains(&v.name) {
+                " (confirmed: --pass-env)".to_string()
+            } else {
+                format!(" (may hold a secret: run needs --pass-env {})", v.name)
+            }
+        } else {
+            String::new()
+        };
+        lines.push(format!("reads   ${} ({}){confirm}", v.name, v.field));
+    }
+    if let Some(guns) = &file.guns {
+        let hosts = match (&guns.from, guns.ssh.is_empty()) {
+            (Some(from), _) => format!("the guns of the lab (from = {from:?})"),
+            (None, _) => guns.ssh.join(", "),
+        };
+        let config = guns
+            .ssh_config
+            .as_ref()
+            .map(|c| format!(", with the SSH config {}", c.display()))
+            .unwrap_or_default();
+        let confirm = if trust.guns {
+            " (confirmed: --trust-guns)"
+        } else {
+            " (run needs --trust-guns)"
+        };
+        lines.push(format!(
+            "sends   every order over SSH to {hosts}{config}, signed in by your SSH agent{confirm}"
+        ));
+        if let Some(loadgen) = &guns.loadgen {
+            lines.push(format!("runs    {loadgen} on the guns"));
+        }
+        match &guns.store_env_file {
+            Some(f) => lines.push(format!("reads   the store's URL on the guns from {f}")),
+            None if trust.send_store_url => lines.push(
+                "sends   this runner's store URL to the guns (confirmed: --send-store-url)".into(),
+            ),
+            None => {}
+        }
+    }
+    if lines.is_empty() {
+        return String::new();
+    }
+    format!(
+        "\nWhat this file runs, reads and sends:\n{}\n",
+        lines
+            .iter()
+            .map(|l| format!("  {l}"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    )
 }
 
 /// `plan`'s text: every cell in order, and the time it takes.

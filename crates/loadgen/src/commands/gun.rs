@@ -20,7 +20,7 @@ use crate::{Error, RunEnd};
 /// The most an order may weigh (its requests file included).
 const ORDER_LIMIT: u64 = 64 << 20;
 
-pub async fn run(args: &GunArgs) -> Result<RunEnd, Error> {
+pub async fn run(args: &GunArgs, shutdown: &crate::Shutdown) -> Result<RunEnd, Error> {
     if args.clock {
         return tokio::task::spawn_blocking(answer_clock)
             .await
@@ -37,7 +37,7 @@ pub async fn run(args: &GunArgs) -> Result<RunEnd, Error> {
     let order: Order = tokio::task::spawn_blocking(read_order)
         .await
         .map_err(|e| Error::Usage(e.to_string()))??;
-    fire(order).await
+    fire(order, shutdown.subscribe()).await
 }
 
 fn now_ns() -> i64 {
@@ -126,7 +126,40 @@ fn env_file(text: &str) -> Vec<(String, String)> {
         .collect()
 }
 
-async fn fire(order: Order) -> Result<RunEnd, Error> {
+/// The subcommands an order may run, and the variables it may set: what the runner sends, no
+/// more (whoever sends an order can already log in, but the gun runs nothing else in its name).
+const ORDER_COMMANDS: [&str; 2] = ["attack", "capacity"];
+const ORDER_VARIABLES: [&str; 2] = ["SHOWDOWN_DB", "SHOWDOWN_HEADERS"];
+
+/// Refuses an order for anything but a generator's run.
+fn check_order(order: &Order) -> Result<(), Error> {
+    match order.args.first() {
+        Some(first) if ORDER_COMMANDS.contains(&first.as_str()) => {}
+        _ => {
+            return Err(Error::Usage(
+                "gun: an order runs `attack` or `capacity`, nothing else (this command is the experiment runner's, over SSH)".into(),
+            ))
+        }
+    }
+    if let Some((name, _)) = order
+        .env
+        .iter()
+        .find(|(name, _)| !ORDER_VARIABLES.contains(&name.as_str()))
+    {
+        return Err(Error::Usage(format!(
+            "gun: an order sets only SHOWDOWN_DB and SHOWDOWN_HEADERS, not {name:?}"
+        )));
+    }
+    Ok(())
+}
+
+/// Runs the order; standard input closing (the runner's stop, the connection lost) or a
+/// signal to this process (SIGTERM, SIGINT, SIGHUP) interrupts it.
+async fn fire(
+    order: Order,
+    mut stopping: tokio::sync::watch::Receiver<crate::engine::shutdown::Stop>,
+) -> Result<RunEnd, Error> {
+    check_order(&order)?;
     let dir = tempfile::Builder::new()
         .prefix("showdown-gun-")
         .tempdir()
@@ -162,20 +195,30 @@ async fn fire(order: Order) -> Result<RunEnd, Error> {
     if let Some(cpus) = &order.cpus {
         command.args(["taskset", "-c", cpus]);
     }
-    command.arg(&exe).args(&args);
+    // The store's URL and the headers go on the generator's standard input, not in its
+    // environment.
+    command
+        .arg(&exe)
+        .args(experiment::gun::with_secrets_flag(&args));
     let base = experiment::environment::Base::current();
     experiment::environment::apply(
         &mut command,
-        &experiment::environment::build(&base, &env, &[]),
+        &experiment::environment::build(&base, &[], &[]),
     );
     command
-        .stdin(Stdio::null())
+        .stdin(Stdio::piped())
         .stdout(Stdio::inherit())
         .stderr(Stdio::inherit())
         .kill_on_drop(true);
     let mut child = command
         .spawn()
         .map_err(|e| Error::Usage(format!("gun: cannot run {}: {e}", exe.display())))?;
+    if let Some(mut input) = child.stdin.take() {
+        use tokio::io::AsyncWriteExt;
+        let _ = input
+            .write_all(&experiment::gun::Secrets::of(&env).line())
+            .await;
+    }
     let pid = child.id();
     // Standard input closing (the runner's stop, or the connection lost) interrupts it.
     let (closed_tx, mut closed) = tokio::sync::oneshot::channel::<()>();
@@ -186,9 +229,15 @@ async fn fire(order: Order) -> Result<RunEnd, Error> {
         while matches!(stdin.read(&mut sink), Ok(n) if n > 0) {}
         let _ = closed_tx.send(());
     });
+    let signalled = stopping.wait_for(|s| *s != crate::engine::shutdown::Stop::Running);
     let status = tokio::select! {
         status = child.wait() => status,
-        _ = &mut closed => {
+        _ = async {
+            tokio::select! {
+                _ = &mut closed => {}
+                Ok(_) = signalled => {}
+            }
+        } => {
             if let Some(pid) = pid.and_then(|p| rustix::process::Pid::from_raw(p as i32)) {
                 let _ = rustix::process::kill_process(pid, rustix::process::Signal::INT);
             }
@@ -215,6 +264,27 @@ async fn fire(order: Order) -> Result<RunEnd, Error> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_order_runs_a_generator_and_nothing_else() {
+        let order = |args: &[&str], env: &[&str]| Order {
+            args: args.iter().map(|a| a.to_string()).collect(),
+            env: env.iter().map(|k| (k.to_string(), "x".into())).collect(),
+            files: Vec::new(),
+            cpus: None,
+            store_env_file: None,
+        };
+        assert!(check_order(&order(&["attack", "--rate", "10"], &["SHOWDOWN_DB"])).is_ok());
+        assert!(check_order(&order(&["capacity"], &["SHOWDOWN_HEADERS"])).is_ok());
+        for (args, env) in [
+            (&["runs", "delete", "--all"][..], &[][..]),
+            (&["experiment", "run", "x.toml"][..], &[][..]),
+            (&[][..], &[][..]),
+            (&["attack"][..], &["LD_PRELOAD"][..]),
+        ] {
+            assert!(check_order(&order(args, env)).is_err(), "{args:?} {env:?}");
+        }
+    }
 
     #[test]
     fn the_labs_store_file_gives_its_url() {

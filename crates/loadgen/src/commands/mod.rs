@@ -26,7 +26,7 @@ pub async fn run(
         Command::Demo(args) => demo::run(&args, shutdown, command_line).await,
         Command::Runs(args) => runs::run(&args).await.map(|()| RunEnd::Completed),
         Command::Experiment(args) => experiment::run(&args, shutdown).await,
-        Command::Gun(args) => gun::run(&args).await,
+        Command::Gun(args) => gun::run(&args, shutdown).await,
         Command::Target(args) => target::serve_until_stdin_closes(&args)
             .await
             .map(|()| RunEnd::Completed),

@@ -44,8 +44,9 @@ pub enum RequestError {
     BadUrl { url: String },
     #[error("URL {url:?} carries a user name or password: send credentials as a header instead (-H 'Authorization: Basic …'), which is kept out of the store")]
     UserInfo { url: String },
+    /// The header as shown: its name, never its value (which may be a secret).
     #[error(
-        "header {0:?} is not of the form 'Name: value', e.g. -H 'Content-Type: application/json'"
+        "header {0} is not a valid 'Name: value' (its value is not shown: it may be a secret), e.g. -H 'Content-Type: application/json'"
     )]
     BadHeader(String),
     #[error("method {0:?} is not an HTTP method: use e.g. GET or POST")]
@@ -181,9 +182,8 @@ impl RequestSpec {
         );
         for (name, value) in headers {
             let line = format!("{name}: {value}");
-            let name = HeaderName::from_bytes(name.as_bytes())
-                .map_err(|_| RequestError::BadHeader(line.clone()))?;
-            let value = HeaderValue::from_str(value).map_err(|_| RequestError::BadHeader(line))?;
+            let name = HeaderName::from_bytes(name.as_bytes()).map_err(|_| bad_header(&line))?;
+            let value = HeaderValue::from_str(value).map_err(|_| bad_header(&line))?;
             if name == USER_AGENT {
                 map.insert(name, value);
             } else {
@@ -313,14 +313,21 @@ fn read_body_file(path: &Path) -> Result<String, RequestError> {
     })
 }
 
+/// A header that cannot be sent, named by what of it is not secret: the name before its `:`
+/// (up to 40 characters), or only its length when it has none.
+fn bad_header(line: &str) -> RequestError {
+    RequestError::BadHeader(match line.split_once(':') {
+        Some((name, _)) => format!("{:?}", name.trim().chars().take(40).collect::<String>()),
+        None => format!("of {} characters with no ':'", line.chars().count()),
+    })
+}
+
 /// Splits `Name: value`.
 fn parse_header_line(line: &str) -> Result<(String, String), RequestError> {
-    let (name, value) = line
-        .split_once(':')
-        .ok_or_else(|| RequestError::BadHeader(line.to_string()))?;
+    let (name, value) = line.split_once(':').ok_or_else(|| bad_header(line))?;
     let name = name.trim();
     if name.is_empty() {
-        return Err(RequestError::BadHeader(line.to_string()));
+        return Err(bad_header(line));
     }
     Ok((name.to_string(), value.trim().to_string()))
 }
@@ -586,14 +593,17 @@ mod tests {
         let e = RequestSpec::new("http://user:hunter2@host/", &o).unwrap_err();
         assert!(matches!(e, RequestError::UserInfo { .. }), "{e}");
         assert!(!e.to_string().contains("hunter2"), "{e}");
-        let o = RequestOptions {
-            headers: vec!["NoColon".into()],
-            ..Default::default()
-        };
-        assert!(matches!(
-            RequestSpec::new("http://h/", &o),
-            Err(RequestError::BadHeader(_))
-        ));
+        // A header that cannot be sent is refused without its value: a token pasted without
+        // its name, or a value with a newline, is not echoed into an error that is kept.
+        for line in ["Bearer s3cr3t-token", "X-Key: s3cr3t\u{7f}", ": s3cr3t"] {
+            let o = RequestOptions {
+                headers: vec![line.into()],
+                ..Default::default()
+            };
+            let e = RequestSpec::new("http://h/", &o).unwrap_err();
+            assert!(matches!(e, RequestError::BadHeader(_)), "{line}: {e}");
+            assert!(!e.to_string().contains("s3cr3t"), "{e}");
+        }
         let o = RequestOptions {
             method: Some("GE T".into()),
             ..Default::default()

@@ -324,12 +324,14 @@ fn run_config(plan: &AttackPlan, keeping: &Keeping) -> RunConfig {
                 .headers
                 .iter()
                 .map(|(name, value)| {
-                    let value = if redact::is_secret_name(name.as_str()) {
-                        redact::REDACTED.to_string()
-                    } else {
-                        value.to_str().unwrap_or("").to_string()
-                    };
-                    (name.to_string(), value)
+                    let value = value.to_str().unwrap_or("");
+                    let value =
+                        if redact::is_secret_name(name.as_str()) || redact::is_credential(value) {
+                            redact::REDACTED
+                        } else {
+                            value
+                        };
+                    (name.to_string(), value.to_string())
                 })
                 .collect();
             serde_json::json!({

@@ -296,7 +296,7 @@ impl Follower {
                 self.gap(
                     self.stored(from),
                     Some(self.stored(to)),
-                    "the probe's buffer no longer held these records",
+                    "the probe no longer held these records (its buffer had moved on), or one was too large to send",
                 );
                 self.last_seq = Some(to);
                 self.last_stored = Some((self.stored(to), self.last_stored.map_or(0, |(_, t)| t)));

@@ -365,6 +365,31 @@ pub fn command_lines_holding(needles: &[&str]) -> Vec<String> {
     holding(needles).into_iter().map(|(_, c)| c).collect()
 }
 
+/// Every process but `except` whose environment holds one of `needles` (as root, any
+/// process's; else this user's dumpable ones), with its command line.
+pub fn environments_holding(needles: &[&str], except: &[i32]) -> Vec<String> {
+    let me = std::process::id() as i32;
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter_map(|e| {
+            let pid: i32 = e.file_name().to_str()?.parse().ok()?;
+            if pid == me || except.contains(&pid) {
+                return None;
+            }
+            let env = String::from_utf8_lossy(&std::fs::read(e.path().join("environ")).ok()?)
+                .into_owned();
+            let c = std::fs::read(e.path().join("cmdline")).ok()?;
+            needles
+                .iter()
+                .any(|n| env.contains(n))
+                .then(|| String::from_utf8_lossy(&c).replace('\0', " "))
+        })
+        .collect()
+}
+
 /// The same processes, killed (SIGKILL) once found: a test that finds one left asserts on what
 /// it found without leaving it running.
 pub fn end_holding(needles: &[&str]) -> Vec<String> {

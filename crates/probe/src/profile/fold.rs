@@ -118,11 +118,14 @@ impl Folder {
         let mut bytes = 0;
         let mut named = std::collections::HashSet::new();
         if let Some(cut) = stacks.iter().position(|(s, _)| {
+            // The stack's own brackets and count.
+            bytes += 24;
             for frame in s.split(';') {
-                // An index, and the frame's name the first time.
+                // An index, and the frame's name the first time, as JSON writes it: a `"`
+                // or a `\` takes two bytes there.
                 bytes += 6;
                 if named.insert(frame) {
-                    bytes += frame.len() + 4;
+                    bytes += frame.len() + json_escapes(frame) + 4;
                 }
             }
             bytes > MAX_STACK_BYTES
@@ -139,6 +142,18 @@ impl Folder {
         self.cpu_ns = 0;
         folded
     }
+}
+
+/// How many bytes JSON adds to `text` by escaping it (`"` and `\` become two; control
+/// characters, which frame names never hold, six).
+fn json_escapes(text: &str) -> usize {
+    text.bytes()
+        .map(|b| match b {
+            b'"' | b'\\' => 1,
+            0..=0x1f => 5,
+            _ => 0,
+        })
+        .sum()
 }
 
 #[cfg(test)]
@@ -181,6 +196,35 @@ mod tests {
                 .finish(&mut symbols, |_, _| ("srv".into(), "main".into()))
                 .samples,
             0
+        );
+    }
+
+    #[test]
+    fn names_full_of_quotes_keep_a_record_inside_one_frame() {
+        // A target that names its functions with `"` (each written `\"` in JSON), a new
+        // name for every stack: the record still fits the protocol's frame, the rest counted.
+        let mut folder = Folder::default();
+        let mut symbols = Symbols::new();
+        for i in 0..4_000u64 {
+            let addr = 0x10_0000 + i * 16;
+            symbols.teach(Space::User(7), addr, &format!("f{i}{}", "\"".repeat(300)));
+            folder.add(&RawSample {
+                pid: 7,
+                tid: 7,
+                period: 1_000_000,
+                chain: &[CONTEXT_USER, addr],
+            });
+        }
+        let folded = folder.finish(&mut symbols, |_, _| ("srv".into(), "main".into()));
+        assert_eq!(folded.stacks.iter().map(|(_, n)| n).sum::<u64>(), 4_000);
+        assert_eq!(folded.stacks.last().unwrap().0, OTHER_STACKS);
+        let mut profile = crate::sample::Profile::default();
+        profile.set_folded(folded.stacks);
+        let json = serde_json::to_vec(&profile).unwrap();
+        assert!(
+            json.len() < crate::protocol::MAX_FRAME - 4096,
+            "{} bytes",
+            json.len()
         );
     }
 

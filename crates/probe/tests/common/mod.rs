@@ -97,7 +97,7 @@ pub fn config(selector: Selector, interval_ms: u64) -> SamplerConfig {
 /// Every record in `buffer` from sequence number `from`, decoded.
 pub fn records(buffer: &SharedBuffer, from: u64) -> Vec<(u64, Record)> {
     // Through the wire format, as a subscriber would see them.
-    match buffer.with(|b| b.read_encoded(from, usize::MAX)) {
+    match buffer.with(|b| b.read_encoded(from, usize::MAX, usize::MAX)) {
         Read::Records(r) => r
             .iter()
             .map(|json| match serde_json::from_slice(json).unwrap() {
