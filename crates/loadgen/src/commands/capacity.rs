@@ -250,10 +250,10 @@ async fn search(
         Some(store) => store.search(&plan.id).await?,
         None => None,
     } {
-        // Only the same search goes on: the same target, SLO and settings (its start aside,
-        // which the first search chose). Steps measured otherwise are not mixed into it.
+        // Only the same search goes on: the same SLO and settings (its start aside, which the
+        // first search chose). Steps measured otherwise are not mixed into it. (The target is
+        // the id's to say: an experiment's requests file is a new path each time.)
         let same = kept.slo == slo
-            && kept.target == redact::text(&plan.target)
             && kept.settings
                 == Settings {
                     start: kept.settings.start,
@@ -265,7 +265,7 @@ async fn search(
                 plan.started_at_ns = kept.started_at_ns;
             } else {
                 eprintln!(
-                    "Note: the search kept as {} was run with another target, SLO or settings: this one starts afresh under that id.",
+                    "Note: the search kept as {} was run with another SLO or settings: this one starts afresh under that id.",
                     plan.id
                 );
             }
