@@ -26,15 +26,36 @@ pub fn local_process(url: &str, postmaster: Option<i32>) -> Option<Selector> {
         return Some(Selector::Pid(pid));
     }
     let options = PgConnectOptions::from_str(url).ok()?;
-    let host = options.get_host();
-    let local = host.starts_with('/')
+    is_this_host(options.get_host()).then(|| Selector::Port(options.get_port()))
+}
+
+/// Whether a PostgreSQL host is this machine: a socket directory, `localhost`, a loopback
+/// address.
+fn is_this_host(host: &str) -> bool {
+    host.starts_with('/')
         || host == "localhost"
         || host
             .trim_start_matches('[')
             .trim_end_matches(']')
             .parse::<std::net::IpAddr>()
-            .is_ok_and(|ip| ip.is_loopback());
-    local.then(|| Selector::Port(options.get_port()))
+            .is_ok_and(|ip| ip.is_loopback())
+}
+
+/// Whether two PostgreSQL URLs name one database (its server and its name; the user and the
+/// password aside), however they are spelt: `postgres://` or `postgresql://`, the port given
+/// or implied, this machine by any of its names.
+pub fn same_database(a: &str, b: &str) -> bool {
+    let key = |url: &str| {
+        let o = PgConnectOptions::from_str(url).ok()?;
+        let host = if is_this_host(o.get_host()) {
+            "this host".to_string()
+        } else {
+            o.get_host().to_ascii_lowercase()
+        };
+        Some((host, o.get_port(), o.get_database().map(str::to_string)))
+    };
+    (a.starts_with("postgres") && b.starts_with("postgres"))
+        && matches!((key(a), key(b)), (Some(x), Some(y)) if x == y)
 }
 
 /// Where the database's server ran against the generator's CPUs (`None`: anywhere): a
@@ -188,6 +209,26 @@ impl Drop for ActivityReader {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn one_database_is_known_however_its_url_is_spelled() {
+        let store = "postgres://runs:pw@localhost/showdown_runs";
+        for same in [
+            "postgresql://other@127.0.0.1:5432/showdown_runs",
+            "postgres://localhost/showdown_runs?sslmode=disable",
+            "postgres://[::1]:5432/showdown_runs",
+        ] {
+            assert!(same_database(same, store), "{same}");
+        }
+        for other in [
+            "postgres://localhost/app",
+            "postgres://localhost:5433/showdown_runs",
+            "postgres://db.lab/showdown_runs",
+            "sqlite://runs.db",
+        ] {
+            assert!(!same_database(other, store), "{other}");
+        }
+    }
 
     #[tokio::test]
     async fn a_database_that_takes_the_connection_and_never_answers_is_given_up() {

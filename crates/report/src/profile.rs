@@ -16,14 +16,13 @@ const OVER_TIME: usize = 5;
 /// Distinct stacks one run's profile keeps, and the bytes of their names: a target that names
 /// new functions all the time (a JIT minting fresh names, a hostile one) would otherwise grow
 /// the report's memory and its pages without end. Samples of the stacks beyond are counted in
-/// one, named for them ([`other_stacks`]).
+/// one, named for them ([`OTHER_STACKS`]).
 pub const MAX_STACKS: usize = 20_000;
 pub const MAX_STACK_TEXT: usize = 16 << 20;
 
-/// The stack that holds the samples of the `n` distinct stacks past [`MAX_STACKS`].
-pub fn other_stacks(n: usize) -> String {
-    format!("[{n} other stacks, past the {MAX_STACKS} distinct stacks a run's profile keeps]")
-}
+/// The stack that holds the samples of the stacks past [`MAX_STACKS`].
+pub const OTHER_STACKS: &str =
+    "[other stacks, past the 20000 distinct stacks a run's profile keeps]";
 
 /// One function's part of the window's samples.
 #[derive(Debug, Clone, PartialEq)]
@@ -57,7 +56,8 @@ pub struct ProfileFigures {
     /// Each record's stacks on the run's timeline, in time order: what a window of the run
     /// (a freeze, a step) is drawn from.
     pub slices: Vec<ProfileSlice>,
-    /// Distinct stacks past [`MAX_STACKS`] (or [`MAX_STACK_TEXT`]), counted in one.
+    /// Stacks of the records past [`MAX_STACKS`] (or [`MAX_STACK_TEXT`]), counted in one: one
+    /// for each record a stack was left out of (their names are not kept, nor counted apart).
     pub stacks_left_out: usize,
 }
 
@@ -106,8 +106,6 @@ pub struct Accumulator {
     stack_text: usize,
     /// The stack that counts those past the cap, once there is one.
     other: Option<u32>,
-    /// The distinct stacks past the cap seen (their names are not kept: a hash each).
-    left_out: HashSet<u64>,
 }
 
 impl Accumulator {
@@ -146,12 +144,9 @@ impl Accumulator {
                     i
                 }
                 None => {
-                    use std::hash::{Hash, Hasher};
-                    let mut hash = std::collections::hash_map::DefaultHasher::new();
-                    stack.hash(&mut hash);
-                    self.left_out.insert(hash.finish());
+                    f.stacks_left_out += 1;
                     let i = *self.other.get_or_insert_with(|| {
-                        f.stacks.push(String::new());
+                        f.stacks.push(OTHER_STACKS.to_string());
                         self.stack_samples.push(0);
                         (f.stacks.len() - 1) as u32
                     });
@@ -185,10 +180,6 @@ impl Accumulator {
         let mut f = self.figures;
         if f.records == 0 {
             return None;
-        }
-        if let Some(i) = self.other {
-            f.stacks_left_out = self.left_out.len();
-            f.stacks[i as usize] = other_stacks(f.stacks_left_out);
         }
         f.folded = f.stacks.iter().cloned().zip(self.stack_samples).collect();
         let own = own_samples(&f.folded);
@@ -321,7 +312,7 @@ mod tests {
         assert_eq!(f.stacks_left_out, records * 1000 - MAX_STACKS);
         // Every sample is still counted, the rest under a name that says what it is.
         assert_eq!(f.folded.values().sum::<u64>(), (records * 1000) as u64);
-        let other = other_stacks(f.stacks_left_out);
-        assert_eq!(f.folded[&other], (records * 1000 - MAX_STACKS) as u64);
+        assert_eq!(f.folded[OTHER_STACKS], (records * 1000 - MAX_STACKS) as u64);
+        assert!(OTHER_STACKS.contains(&MAX_STACKS.to_string()));
     }
 }

@@ -500,43 +500,13 @@ fn trusted(experiment: &Experiment, trust: &Trust, store: &str) -> Result<(), Er
         }
     }
     if let Ok(Some(url)) = named_database(experiment) {
-        if same_database(&url, store) {
+        if crate::watch::same_database(&url, store) {
             return Err(Error::Setup(
                 "[database] names the store itself: the file's schema and the targets' writes would land among your runs; name another database".into(),
             ));
         }
     }
     Ok(())
-}
-
-/// Whether two PostgreSQL URLs name one database (host, port and name; user and password
-/// aside), however they are spelled.
-fn same_database(a: &str, b: &str) -> bool {
-    fn key(url: &str) -> Option<(String, u16, String)> {
-        let rest = url
-            .strip_prefix("postgres://")
-            .or_else(|| url.strip_prefix("postgresql://"))?;
-        let rest = rest.split(['?', '#']).next().unwrap_or("");
-        let (authority, name) = rest.split_once('/').unwrap_or((rest, ""));
-        let host_port = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
-        let (host, port) = match host_port.split_once(']') {
-            Some((h, p)) => (&host_port[..=h.len()], p.strip_prefix(':')),
-            None => match host_port.rsplit_once(':') {
-                Some((h, p)) => (h, Some(p)),
-                None => (host_port, None),
-            },
-        };
-        let port = match port {
-            Some(p) => p.parse().ok()?,
-            None => 5432,
-        };
-        let host = match host.to_ascii_lowercase().as_str() {
-            "" | "localhost" | "127.0.0.1" | "[::1]" => "localhost".to_string(),
-            h => h.to_string(),
-        };
-        Some((host, port, name.to_string()))
-    }
-    matches!((key(a), key(b)), (Some(x), Some(y)) if x == y)
 }
 
 /// The file's guns, connected and made ready; the first target they will fire at is reached
@@ -582,29 +552,4 @@ fn tempfile_dir() -> Result<tempfile::TempDir, Error> {
         .prefix("showdown-experiment-")
         .tempdir()
         .map_err(|e| Error::Setup(format!("cannot make a temporary directory: {e}")))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::same_database;
-
-    #[test]
-    fn one_database_is_known_however_its_url_is_spelled() {
-        let store = "postgres://runs:pw@localhost/showdown_runs";
-        for same in [
-            "postgresql://other@127.0.0.1:5432/showdown_runs",
-            "postgres://localhost/showdown_runs?sslmode=disable",
-            "postgres://[::1]:5432/showdown_runs",
-        ] {
-            assert!(same_database(same, store), "{same}");
-        }
-        for other in [
-            "postgres://localhost/app",
-            "postgres://localhost:5433/showdown_runs",
-            "postgres://db.lab/showdown_runs",
-            "sqlite://runs.db",
-        ] {
-            assert!(!same_database(other, store), "{other}");
-        }
-    }
 }

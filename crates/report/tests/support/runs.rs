@@ -270,15 +270,8 @@ pub async fn write(store: &Store, spec: &Spec, started_at_ns: i64) -> String {
             index: 0,
             address: "10.0.0.5:7700".into(),
             host: HostInfo {
-                hostname: "api".into(),
-                kernel: "6.1".into(),
-                cpus: 2,
-                mem_total_bytes: 4 << 30,
-                probe_version: "test".into(),
-                selector: "--port 8080".into(),
-                interval_ns: 1_000_000_000 / HZ,
                 profile_hz: spec.profile.map(|_| 99),
-                ..Default::default()
+                ..api_host("--port 8080")
             },
             clock: Some(ClockAlignment {
                 offset_ns: 0,
@@ -414,6 +407,20 @@ fn quota(n: u64, share: f64) -> probe::sample::CgroupCpu {
     }
 }
 
+/// The API host of the fixture as a probe there describes it, found by `selector`.
+fn api_host(selector: &str) -> HostInfo {
+    HostInfo {
+        hostname: "api".into(),
+        kernel: "6.1".into(),
+        cpus: 2,
+        mem_total_bytes: 4 << 30,
+        probe_version: "test".into(),
+        selector: selector.into(),
+        interval_ns: 1_000_000_000 / HZ,
+        ..Default::default()
+    }
+}
+
 /// The database's probe ([`DATABASE`]), index 1, every tick; every member's PSS read each
 /// second, as the slow collectors would.
 fn write_database(writer: &RunWriter, spec: &Spec, zero_mono: u64) {
@@ -422,16 +429,9 @@ fn write_database(writer: &RunWriter, spec: &Spec, zero_mono: u64) {
         index: 1,
         address: "in-process".into(),
         host: HostInfo {
-            hostname: "api".into(),
-            kernel: "6.1".into(),
-            cpus: 2,
-            mem_total_bytes: 4 << 30,
-            probe_version: "test".into(),
-            selector: "--pid 4000".into(),
-            interval_ns: 1_000_000_000 / HZ,
             role: probe::sample::Role::Database,
             name: Some("PostgreSQL".into()),
-            ..Default::default()
+            ..api_host("--pid 4000")
         },
         clock: None,
     });
