@@ -318,7 +318,8 @@ def test_the_operator_over_ssh(env):
 
 
 def gun_attacks(gun):
-    """The `loadgen attack` processes running in a gun's namespace, as (PID, command line)."""
+    """The generators (`loadgen order`, told their order on standard input) running in a gun's
+    namespace, as (PID, command line)."""
     pids = subprocess.run(["ip", "netns", "pids", gun], capture_output=True, text=True).stdout.split()
     found = []
     for pid in pids:
@@ -327,7 +328,7 @@ def gun_attacks(gun):
         except FileNotFoundError:
             continue
         words = [a.decode(errors="replace") for a in argv]
-        if "attack" in words and any(w.endswith("loadgen") or "loadgen-" in w for w in words):
+        if "order" in words and any(w.endswith("loadgen") or "loadgen-" in w for w in words):
             found.append((int(pid), words))
     return found
 
@@ -365,11 +366,13 @@ rate = [900, 600]
     site = tmp_path / "site"
     cmd = [str(TWIN), "op", "--", "experiment", "run", str(spec), "--trust-guns", "--report", str(site)]
     runner = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    # The first cell (rate=900): once sd-gun2's attack has run a while, it is killed.
+    # The first cell (rate=900): once sd-gun2's generator has run a while, it is killed. Its
+    # order is on its standard input, not its command line: the first generator seen there is
+    # the first cell's (the next cell's starts only after this one ends).
     killed = None
     deadline = time.monotonic() + 60
     while killed is None and time.monotonic() < deadline and runner.poll() is None:
-        attacks = [(pid, words) for pid, words in gun_attacks(GUNS[1]) if "rate=900" in " ".join(words)]
+        attacks = gun_attacks(GUNS[1])
         if attacks:
             time.sleep(4)  # the start is 3 s ahead; then about a second of load
             os.kill(attacks[0][0], 9)

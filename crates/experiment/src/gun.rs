@@ -1,25 +1,24 @@
-//! The generator of each cell: the same `loadgen attack` a user would type, built from the
-//! cell's load, run as a process of its own (pinned with `taskset` to the gun's CPUs, and
-//! ended with the runner by `setpriv --pdeathsig`), its JSON summary read back.
+//! The generator of each cell: a `loadgen order` process told the cell's load as a typed
+//! [`order::Order`] on its standard input, run as a process of its own (pinned with `taskset`
+//! to the gun's CPUs, and ended with the runner by `setpriv --pdeathsig`), its
+//! [`order::Outcome`] read back from its standard output.
 //!
-//! Secrets never go on its command line, which every local user can read in `ps`: the store's
-//! URL (with its password) goes in `SHOWDOWN_DB` and the headers (an `Authorization` among
-//! them) in `SHOWDOWN_HEADERS`, the environment only the runner's user can read; the requests
-//! (their URLs, with any query, and bodies) in a targets file in the runner's private working
-//! directory. Its environment is built from nothing ([`crate::environment`]): an exported
-//! `SHOWDOWN_HEADERS` of the user's never reaches it, only the headers the file gives or names
-//! with `headers_env`.
+//! Nothing of the order is on its command line, which every local user can read in `ps`, nor in
+//! its environment: the store's URL (with its password), the headers (an `Authorization` among
+//! them), the requests (their URLs, with any query, and bodies) and the probe's token are in the
+//! order, on a pipe only the runner holds. Its environment is built from nothing
+//! ([`crate::environment`]).
 //!
 //! A process of its own, rather than the engine in this process: the generator's CPU and
 //! memory figures are its own, a crash or a kill ends one cell and not the experiment, and the
 //! cell's run is kept by exactly the code that keeps any other run.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
 
 use crate::file::{LoadSpec, Mode};
-use serde::{Deserialize, Serialize};
 
 /// How to start the generator.
 #[derive(Debug, Clone)]
@@ -49,24 +48,14 @@ pub struct Attack {
     pub probe_ca: Option<PathBuf>,
     pub pre_roll: Duration,
     pub post_roll: Duration,
-    /// Where a mix's targets file is written.
-    pub workdir: PathBuf,
-    /// A capacity search (`loadgen capacity`) instead of a fixed load.
+    /// A capacity search instead of a fixed load.
     pub search: Option<crate::file::SearchSpec>,
-    /// A search's gun hosts (`--gun …` flags, [`crate::fleet::Fleet::flags`]).
-    pub guns: Vec<String>,
+    /// A search's gun hosts ([`crate::fleet::Fleet::guns`]).
+    pub guns: Option<order::Guns>,
 }
 
-fn secs(d: Duration) -> String {
-    format!("{}ms", d.as_millis().max(1))
-}
-
-fn rate(r: f64) -> String {
-    if r.fract() == 0.0 {
-        format!("{}", r as u64)
-    } else {
-        format!("{r}")
-    }
+fn ns(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
 }
 
 /// The headers in the variable `var` (a load's `headers_env`), one `Name: value` a line. A
@@ -89,251 +78,136 @@ pub fn headers_from(var: &str) -> Result<Vec<String>, GunError> {
     Ok(lines)
 }
 
-/// What a generator is handed on its standard input (`loadgen attack --secrets-stdin`), never
-/// in its environment or on its command line: the store's URL and the headers.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Secrets {
-    #[serde(default)]
-    pub db: Option<String>,
-    #[serde(default)]
-    pub headers: Vec<String>,
-}
-
-impl Secrets {
-    /// The most the line may weigh.
-    const LIMIT: u64 = 1 << 20;
-
-    /// From an attack's variables ([`Attack::env`]): `SHOWDOWN_DB`, `SHOWDOWN_HEADERS` (one
-    /// header a line).
-    pub fn of(env: &[(String, String)]) -> Secrets {
-        let mut secrets = Secrets::default();
-        for (name, value) in env {
-            match name.as_str() {
-                "SHOWDOWN_DB" => secrets.db = Some(value.clone()),
-                "SHOWDOWN_HEADERS" => {
-                    secrets.headers.extend(
-                        value
-                            .lines()
-                            .filter(|l| !l.trim().is_empty())
-                            .map(str::to_string),
-                    );
-                }
-                _ => {}
-            }
-        }
-        secrets
-    }
-
-    /// One JSON line.
-    pub fn line(&self) -> Vec<u8> {
-        let mut line = serde_json::to_vec(self).unwrap_or_else(|_| b"{}".to_vec());
-        line.push(b'\n');
-        line
-    }
-
-    /// Reads the line (up to 1 MiB); its text is never repeated in an error.
-    pub fn read(input: impl std::io::BufRead) -> Result<Secrets, String> {
-        let mut line = String::new();
-        std::io::BufRead::read_line(&mut input.take(Self::LIMIT), &mut line)
-            .map_err(|e| format!("cannot read standard input: {e}"))?;
-        if line.trim().is_empty() {
-            return Err("nothing on standard input: this flag is the experiment runner's".into());
-        }
-        serde_json::from_str(&line).map_err(|e| {
-            format!(
-                "standard input is not the runner's secrets (line {}, column {})",
-                e.line(),
-                e.column()
-            )
-        })
-    }
-}
-
-/// Gives `command` (`[setpriv …] loadgen attack|capacity …`) the flag that makes it read
-/// [`Secrets`] from its standard input, after the subcommand.
-pub fn with_secrets_flag(args: &[String]) -> Vec<String> {
-    let mut out = args.to_vec();
-    let at = usize::from(!out.is_empty());
-    out.insert(at, "--secrets-stdin".into());
-    out
-}
-
 impl Attack {
-    /// What goes in the generator's environment: the store (`SHOWDOWN_DB`) and the headers
-    /// (`SHOWDOWN_HEADERS`, one per line; loadgen adds them to every request, of a mix too):
-    /// the load's own, and those of the variable its `headers_env` names.
-    pub fn env(&self) -> Result<Vec<(String, String)>, GunError> {
-        let mut env = vec![("SHOWDOWN_DB".to_string(), self.db.clone())];
-        let mut lines: Vec<String> = self
-            .load
+    /// The order for this attack: everything the generator needs, secrets included (it goes
+    /// on a pipe, never on a command line).
+    pub fn order(&self) -> Result<order::Order, GunError> {
+        let load = &self.load;
+        if let Some(share @ crate::file::Rate::Share(_)) = load.rate {
+            return Err(GunError::Share(share));
+        }
+        let work = match &self.search {
+            Some(search) => order::Work::Search(self.search_of(search)?),
+            None => order::Work::Attack(order::Attack::new(self.load_of())),
+        };
+        let mut pacing = order::Pacing {
+            threads: load.threads.map(|t| t as u32),
+            ..order::Pacing::default()
+        };
+        if let Some(t) = load.timeout {
+            pacing.timeout_ns = ns(t);
+        }
+        if load.mode() == Mode::Open {
+            pacing.max_connections = load.connections;
+            pacing.batch_ns = load.batch.map_or(0, ns);
+            pacing.arrival = load.arrival.unwrap_or_default();
+        }
+        let mut headers: Vec<String> = load
             .headers
             .iter()
             .flatten()
             .map(|(k, v)| format!("{k}: {v}"))
             .collect();
-        if let Some(var) = &self.load.headers_env {
-            lines.extend(headers_from(var)?);
+        if let Some(var) = &load.headers_env {
+            headers.extend(headers_from(var)?);
         }
-        if !lines.is_empty() {
-            env.push(("SHOWDOWN_HEADERS".to_string(), lines.join("\n")));
-        }
-        Ok(env)
+        Ok(order::Order {
+            version: order::VERSION,
+            work,
+            requests: order::Requests {
+                entries: self.requests(),
+                headers: headers.into_iter().map(order::Secret).collect(),
+            },
+            pacing,
+            keeping: order::Keeping {
+                store: Some(order::StoreAt::Url {
+                    url: order::Secret(self.db.clone()),
+                }),
+                name: Some(self.name.clone()),
+                experiment: Some(self.experiment.clone()),
+                run_id: Some(self.run_id.clone()),
+                labels: self.labels.iter().cloned().collect(),
+            },
+            probes: self.probes_of()?,
+            shard: None,
+        })
     }
 
-    /// The `loadgen attack` arguments: nothing secret (see [`Attack::env`]).
-    pub fn args(&self) -> Result<Vec<String>, GunError> {
-        if let Some(search) = &self.search {
-            return self.capacity_args(search);
-        }
+    /// The load: a warm-up's constant rate (or closed loop) for its time, or the cell's own.
+    fn load_of(&self) -> order::Load {
         let load = &self.load;
-        if let Some(share @ crate::file::Rate::Share(_)) = load.rate {
-            return Err(GunError::Share(share));
-        }
-        let mut args: Vec<String> = vec!["attack".into()];
-        let mut push = |a: &[&str]| args.extend(a.iter().map(|s| s.to_string()));
         match (load.mode(), self.only_for) {
-            (Mode::Open, Some(d)) => {
-                let r = load
-                    .per_second()
-                    .or_else(|| load.steps.as_ref().and_then(|s| s.first().copied()))
-                    .unwrap_or(1.0);
-                push(&["--rate", &rate(r), "--duration", &secs(d)]);
-            }
-            (Mode::Open, None) => {
-                if let Some(steps) = &load.steps {
-                    let list: Vec<String> = steps.iter().map(|r| rate(*r)).collect();
-                    push(&["--steps", &list.join(",")]);
-                    if let Some(d) = load.step_duration {
-                        push(&["--step-duration", &secs(d)]);
-                    }
-                } else if let Some(r) = load.per_second() {
-                    push(&["--rate", &rate(r)]);
-                    if let Some(d) = load.duration {
-                        push(&["--duration", &secs(d)]);
-                    }
-                }
-                if let Some(n) = load.requests {
-                    push(&["--requests", &n.to_string()]);
-                }
-            }
-            (Mode::Closed, only_for) => {
-                let c = load.connections.unwrap_or(1).to_string();
-                push(&["--connections", &c]);
-                match only_for {
-                    Some(d) => push(&["--duration", &secs(d)]),
-                    None => {
-                        if let Some(d) = load.duration {
-                            push(&["--duration", &secs(d)]);
-                        }
-                        if let Some(n) = load.requests {
-                            push(&["--requests", &n.to_string()]);
-                        }
-                    }
-                }
-            }
-        }
-        if load.mode() == Mode::Open {
-            self.open_args(&mut args);
-        }
-        self.request_args(&mut args)?;
-        Ok(args)
-    }
-
-    /// `loadgen capacity`'s arguments: the search, then the requests as for an attack.
-    fn capacity_args(&self, search: &crate::file::SearchSpec) -> Result<Vec<String>, GunError> {
-        let mut args: Vec<String> = vec!["capacity".into()];
-        let mut push = |a: &[&str]| args.extend(a.iter().map(|s| s.to_string()));
-        for term in &search.slo {
-            push(&["--slo", term]);
-        }
-        if let Some(r) = search.start {
-            push(&["--start", &rate(r)]);
-        }
-        if let Some(r) = &search.resolution {
-            push(&["--resolution", r.trim()]);
-        }
-        if let Some(d) = search.step {
-            push(&["--step", &secs(d)]);
-        }
-        if let Some(d) = search.warmup {
-            push(&["--warmup", &secs(d)]);
-        }
-        if let Some(r) = search.min_rate {
-            push(&["--min-rate", &rate(r)]);
-        }
-        if let Some(r) = search.max_rate {
-            push(&["--max-rate", &rate(r)]);
-        }
-        if let Some(n) = search.max_steps {
-            push(&["--max-steps", &n.to_string()]);
-        }
-        self.open_args(&mut args);
-        self.request_args(&mut args)?;
-        args.extend(self.guns.iter().cloned());
-        Ok(args)
-    }
-
-    /// An open loop's pool cap and pacing.
-    fn open_args(&self, args: &mut Vec<String>) {
-        let load = &self.load;
-        let mut push = |a: &[&str]| args.extend(a.iter().map(|s| s.to_string()));
-        if let Some(c) = load.connections {
-            push(&["--max-connections", &c.to_string()]);
-        }
-        if let Some(b) = load.batch.filter(|b| !b.is_zero()) {
-            push(&["--batch", &format!("{}us", b.as_micros().max(1))]);
-        }
-        if load.arrival == Some(store::vocabulary::ArrivalProcess::Poisson) {
-            push(&["--arrival", "poisson"]);
+            (Mode::Open, Some(d)) => order::Load::Open {
+                schedule: order::Schedule::Constant {
+                    rate: load
+                        .per_second()
+                        .or_else(|| load.steps.as_ref().and_then(|s| s.first().copied()))
+                        .unwrap_or(1.0),
+                    duration_ns: Some(ns(d)),
+                },
+                requests: None,
+            },
+            (Mode::Open, None) => order::Load::Open {
+                schedule: match (&load.steps, load.step_duration) {
+                    (Some(rates), Some(each)) => order::Schedule::Steps {
+                        rates: rates.clone(),
+                        each_ns: ns(each),
+                    },
+                    _ => order::Schedule::Constant {
+                        rate: load.per_second().unwrap_or(1.0),
+                        duration_ns: load.duration.map(ns),
+                    },
+                },
+                requests: load.requests,
+            },
+            (Mode::Closed, only_for) => order::Load::Closed {
+                connections: load.connections.unwrap_or(1),
+                requests: if only_for.is_some() {
+                    None
+                } else {
+                    load.requests
+                },
+                duration_ns: only_for.or(load.duration).map(ns),
+            },
         }
     }
 
-    /// What every run of a cell takes: the requests, the store's labels, the probe, the URL.
-    fn request_args(&self, args: &mut Vec<String>) -> Result<(), GunError> {
-        let load = &self.load;
-        let mut push = |a: &[&str]| args.extend(a.iter().map(|s| s.to_string()));
-        if let Some(t) = load.timeout {
-            push(&["--timeout", &secs(t)]);
+    /// The search: the file's terms and settings over `loadgen capacity`'s defaults.
+    fn search_of(&self, spec: &crate::file::SearchSpec) -> Result<order::Search, GunError> {
+        let slo = spec
+            .slo
+            .iter()
+            .map(|t| {
+                t.parse()
+                    .map_err(|e: store::capacity::slo::SloError| GunError::Search(e.why))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let mut search = order::Search::new(slo);
+        search.start = spec.start;
+        if let Some(r) = &spec.resolution {
+            search.resolution = order::percent(r).map_err(GunError::Search)?;
         }
-        if let Some(t) = load.threads {
-            push(&["--threads", &t.to_string()]);
+        if let Some(d) = spec.step {
+            search.step_ns = ns(d);
         }
-        // The requests go in a file of the runner's private directory: a URL's query and a
-        // body may hold a key, and a command line is anyone's to read.
-        let file = self.workdir.join(format!("{}.targets.toml", self.run_id));
-        write_private(&file, self.targets_file().as_bytes()).map_err(|error| GunError::Write {
-            path: file.clone(),
-            error,
-        })?;
-        push(&["--targets", &file.display().to_string()]);
-        push(&["--experiment", &self.experiment]);
-        push(&["--name", &self.name, "--run-id", &self.run_id]);
-        for (k, v) in &self.labels {
-            push(&["--label", &format!("{k}={v}")]);
+        if let Some(d) = spec.warmup {
+            search.warmup_ns = ns(d);
         }
-        for p in &self.probes {
-            push(&["--probe", p]);
+        if let Some(r) = spec.min_rate {
+            search.min_rate = r;
         }
-        if !self.probes.is_empty() {
-            push(&["--pre-roll", &secs(self.pre_roll)]);
-            push(&["--post-roll", &secs(self.post_roll)]);
-            if let Some(t) = &self.probe_token_file {
-                push(&["--probe-token-file", &t.display().to_string()]);
-            }
-            if let Some(f) = &self.probe_fingerprint {
-                push(&["--probe-fingerprint", f]);
-            }
-            if let Some(ca) = &self.probe_ca {
-                push(&["--probe-ca", &ca.display().to_string()]);
-            }
+        if let Some(r) = spec.max_rate {
+            search.max_rate = r;
         }
-        push(&["--output", "json"]);
-        Ok(())
+        if let Some(n) = spec.max_steps {
+            search.max_steps = n;
+        }
+        search.guns = self.guns.clone();
+        Ok(search)
     }
 
-    /// The load's requests (its mix, or its one path) as loadgen's targets file (TOML).
-    fn targets_file(&self) -> String {
+    /// The load's requests: its mix, or its one path, at the target's base URL.
+    fn requests(&self) -> Vec<order::Request> {
         let one = [crate::file::MixEntry {
             path: self.load.path.clone().unwrap_or_else(|| "/".into()),
             weight: 1,
@@ -341,26 +215,53 @@ impl Attack {
             body: None,
         }];
         let entries = self.load.mix.as_deref().unwrap_or(&one);
-        let mut requests = Vec::new();
-        for entry in entries {
-            let mut t = toml::Table::new();
-            t.insert(
-                "url".into(),
-                format!("{}{}", self.base_url, entry.path).into(),
-            );
-            t.insert("weight".into(), i64::from(entry.weight).into());
-            let method = entry.method.clone().or_else(|| self.load.method.clone());
-            if let Some(m) = method {
-                t.insert("method".into(), m.into());
-            }
-            if let Some(b) = entry.body.clone().or_else(|| self.load.body.clone()) {
-                t.insert("body".into(), b.into());
-            }
-            requests.push(toml::Value::Table(t));
+        entries
+            .iter()
+            .map(|entry| order::Request {
+                url: order::Secret(format!("{}{}", self.base_url, entry.path)),
+                weight: u64::from(entry.weight),
+                method: entry.method.clone().or_else(|| self.load.method.clone()),
+                headers: BTreeMap::new(),
+                body: order::Secret(
+                    entry
+                        .body
+                        .clone()
+                        .or_else(|| self.load.body.clone())
+                        .unwrap_or_default(),
+                ),
+            })
+            .collect()
+    }
+
+    /// The probes, their token and CA certificate read from the runner's files.
+    fn probes_of(&self) -> Result<Option<order::Probes>, GunError> {
+        if self.probes.is_empty() {
+            return Ok(None);
         }
-        let mut file = toml::Table::new();
-        file.insert("request".into(), requests.into());
-        toml::to_string(&file).unwrap_or_default()
+        let read = |path: &PathBuf| {
+            std::fs::read_to_string(path).map_err(|error| GunError::Read {
+                path: path.clone(),
+                error,
+            })
+        };
+        let token = self
+            .probe_token_file
+            .as_ref()
+            .map(|p| read(p).map(|t| order::Secret(t.trim().to_string())))
+            .transpose()?;
+        let trust = match (&self.probe_fingerprint, &self.probe_ca) {
+            (Some(hex), _) => Some(order::ProbeTrust::Fingerprint { hex: hex.clone() }),
+            (None, Some(ca)) => Some(order::ProbeTrust::Ca { pem: read(ca)? }),
+            (None, None) => None,
+        };
+        Ok(Some(order::Probes {
+            addresses: self.probes.clone(),
+            token,
+            trust,
+            pre_roll_ns: ns(self.pre_roll),
+            post_roll_ns: ns(self.post_roll),
+            profile: false,
+        }))
     }
 }
 
@@ -380,11 +281,13 @@ pub fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
 /// Why an attack could not be fired (not why it failed: that is [`Fired`]).
 #[derive(Debug, thiserror::Error)]
 pub enum GunError {
-    #[error("cannot write {path}: {error}")]
-    Write {
+    #[error("cannot read {path}: {error}")]
+    Read {
         path: PathBuf,
         error: std::io::Error,
     },
+    #[error("the search: {0}")]
+    Search(String),
     #[error("cannot run {path}: {error}")]
     Spawn {
         path: PathBuf,
@@ -407,11 +310,10 @@ pub enum GunError {
 /// What one attack came to.
 #[derive(Debug, Clone)]
 pub struct Fired {
-    /// The JSON summary, when loadgen printed one.
-    pub summary: Option<store::summary::Summary>,
-    /// The search, when it was one (`loadgen capacity`).
-    pub search: Option<store::capacity::Search>,
-    /// loadgen's exit code (0 done, 3 stopped early; see docs/loadgen.md).
+    /// What `loadgen order` printed, when it printed one.
+    pub outcome: Option<order::Outcome>,
+    /// loadgen's exit code (0 done, 3 stopped early; see docs/loadgen.md): read only to say
+    /// why there is no outcome.
     pub code: Option<i32>,
     /// What it said on standard error (its last lines).
     pub said: String,
@@ -419,20 +321,19 @@ pub struct Fired {
 
 impl Gun {
     /// Runs one attack to its end; when `stop` turns true meanwhile, interrupts it (SIGINT,
-    /// as Ctrl-C would: loadgen keeps what it recorded and exits 3).
+    /// as Ctrl-C would: loadgen keeps what it recorded and says it stopped).
     pub async fn fire(
         &self,
         attack: &Attack,
         mut stop: tokio::sync::watch::Receiver<bool>,
     ) -> Result<Fired, GunError> {
-        let args = with_secrets_flag(&attack.args()?);
-        let secrets = Secrets::of(&attack.env()?);
+        let order = attack.order()?;
         let mut command = tokio::process::Command::new("setpriv");
         command.args(["--pdeathsig", "TERM", "--"]);
         if let Some(cpus) = &self.cpus {
             command.args(["taskset", "-c", cpus]);
         }
-        command.arg(&self.loadgen).args(&args);
+        command.arg(&self.loadgen).arg("order");
         let base = crate::environment::Base::current();
         crate::environment::apply(&mut command, &crate::environment::build(&base, &[], &[]));
         command
@@ -452,7 +353,7 @@ impl Gun {
         if let Some(mut input) = child.stdin.take() {
             use tokio::io::AsyncWriteExt;
             // A generator that ended before reading says why on its standard error.
-            let _ = input.write_all(&secrets.line()).await;
+            let _ = input.write_all(&order.line()).await;
         }
         let pid = child.id();
         let output = child.wait_with_output();
@@ -476,20 +377,44 @@ impl Gun {
 }
 
 impl Fired {
-    /// What a loadgen's output says: its JSON on standard output, its last lines on standard
-    /// error.
+    /// What a loadgen's output says: its outcome on standard output, its last lines on
+    /// standard error.
     pub fn of(stdout: &[u8], stderr: &[u8], code: Option<i32>) -> Fired {
         let said = String::from_utf8_lossy(stderr);
         let said: Vec<&str> = said.lines().rev().take(10).collect();
         let said = said.into_iter().rev().collect::<Vec<_>>().join(" | ");
         Fired {
-            summary: serde_json::from_slice(stdout).ok(),
-            search: serde_json::from_slice::<store::capacity::Repeated>(stdout)
-                .ok()
-                .and_then(|r| r.searches.into_iter().next()),
+            outcome: order::read_line(stdout).ok(),
             code,
             said,
         }
+    }
+
+    /// An attack's summary.
+    pub fn summary(&self) -> Option<&store::summary::Summary> {
+        self.outcome.as_ref().and_then(|o| o.summary.as_ref())
+    }
+
+    /// A search's result (the first search's).
+    pub fn search(&self) -> Option<&store::capacity::Search> {
+        self.outcome.as_ref().and_then(order::Outcome::first_search)
+    }
+
+    /// Stopped before its end.
+    pub fn stopped(&self) -> bool {
+        self.outcome.as_ref().is_some_and(|o| o.stopped)
+    }
+
+    /// Why there is no outcome: how loadgen ended, and what it said.
+    pub fn why_not(&self) -> String {
+        format!(
+            "loadgen could not run ({}): {}",
+            match self.code {
+                Some(code) => format!("exit {code}"),
+                None => "killed".into(),
+            },
+            self.said
+        )
     }
 }
 
@@ -522,17 +447,8 @@ mod tests {
     use crate::file::Rate;
     use store::vocabulary::ArrivalProcess;
 
-    #[test]
-    fn the_files_arrival_process_reaches_the_guns_command_line() {
-        let dir = tempfile::tempdir().unwrap();
-        let load = LoadSpec {
-            path: Some("/now".into()),
-            rate: Some(Rate::PerSecond(100.0)),
-            duration: Some(Duration::from_secs(1)),
-            arrival: Some(ArrivalProcess::Poisson),
-            ..Default::default()
-        };
-        let attack = Attack {
+    fn attack(load: LoadSpec) -> Attack {
+        Attack {
             base_url: "http://127.0.0.1:8080".into(),
             load,
             only_for: None,
@@ -540,29 +456,106 @@ mod tests {
             experiment: "e".into(),
             name: "n".into(),
             run_id: "r".into(),
-            labels: Vec::new(),
+            labels: vec![("target".into(), "go".into())],
             probes: Vec::new(),
             probe_token_file: None,
             probe_fingerprint: None,
             probe_ca: None,
             pre_roll: Duration::ZERO,
             post_roll: Duration::ZERO,
-            workdir: dir.path().to_path_buf(),
             search: None,
-            guns: Vec::new(),
+            guns: None,
+        }
+    }
+
+    #[test]
+    fn a_cells_load_becomes_the_order_it_says() {
+        let load = LoadSpec {
+            path: Some("/now".into()),
+            rate: Some(Rate::PerSecond(100.0)),
+            duration: Some(Duration::from_millis(1500)),
+            arrival: Some(ArrivalProcess::Poisson),
+            connections: Some(64),
+            headers: Some(BTreeMap::from([("X-Key".into(), "v".into())])),
+            ..Default::default()
         };
-        let args = attack.args().unwrap();
-        assert!(
-            args.windows(2).any(|w| w == ["--arrival", "poisson"]),
-            "{args:?}"
+        let order = attack(load.clone()).order().unwrap();
+        let order::Work::Attack(a) = &order.work else {
+            panic!("an attack")
+        };
+        assert_eq!(
+            a.load,
+            order::Load::Open {
+                schedule: order::Schedule::Constant {
+                    rate: 100.0,
+                    duration_ns: Some(1_500_000_000)
+                },
+                requests: None
+            }
         );
-        let uniform = Attack {
-            load: LoadSpec {
-                arrival: Some(ArrivalProcess::Uniform),
-                ..attack.load.clone()
-            },
-            ..attack
+        assert_eq!(order.pacing.arrival, ArrivalProcess::Poisson);
+        assert_eq!(order.pacing.max_connections, Some(64));
+        assert_eq!(
+            order.requests.entries[0].url.expose(),
+            "http://127.0.0.1:8080/now"
+        );
+        assert_eq!(order.requests.headers[0].expose(), "X-Key: v");
+        assert_eq!(
+            order.keeping.labels.get("target").map(String::as_str),
+            Some("go")
+        );
+        // A warm-up: the rate for its time, the run's own length aside.
+        let warm = Attack {
+            only_for: Some(Duration::from_secs(2)),
+            ..attack(load)
         };
-        assert!(!uniform.args().unwrap().contains(&"--arrival".to_string()));
+        let order::Work::Attack(a) = warm.order().unwrap().work else {
+            panic!("an attack")
+        };
+        assert!(matches!(
+            a.load,
+            order::Load::Open {
+                schedule: order::Schedule::Constant {
+                    duration_ns: Some(2_000_000_000),
+                    ..
+                },
+                ..
+            }
+        ));
+        let share = LoadSpec {
+            rate: Some(Rate::Share(0.8)),
+            ..Default::default()
+        };
+        assert!(matches!(attack(share).order(), Err(GunError::Share(_))));
+    }
+
+    #[test]
+    fn a_search_cell_keeps_loadgens_defaults_where_the_file_is_silent() {
+        let mut a = attack(LoadSpec {
+            path: Some("/now".into()),
+            rate: Some(Rate::PerSecond(1.0)),
+            ..Default::default()
+        });
+        a.search = Some(crate::file::SearchSpec {
+            slo: vec!["p99<=10ms".into()],
+            start: None,
+            resolution: Some("2%".into()),
+            step: None,
+            warmup: None,
+            min_rate: None,
+            max_rate: None,
+            max_steps: None,
+        });
+        let order = a.order().unwrap();
+        let search = order.search().unwrap();
+        let defaults = order::Search::new(search.slo.clone());
+        assert_eq!(search.resolution, 0.02);
+        assert_eq!(
+            order::Search {
+                resolution: defaults.resolution,
+                ..search.clone()
+            },
+            defaults
+        );
     }
 }

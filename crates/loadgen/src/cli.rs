@@ -7,11 +7,9 @@ use std::time::Duration;
 use clap::{ArgGroup, Args, Parser, Subcommand, ValueEnum};
 
 use crate::engine::arrivals::Process;
-use crate::engine::attack::{AttackPlan, Load};
-use crate::engine::request::{RequestMix, RequestOptions, RequestSpec};
-use crate::engine::schedule::Schedule;
+use crate::engine::attack::AttackPlan;
+use crate::engine::request::{self, RequestOptions};
 use crate::error::Error;
-use crate::keep::probes::ProbeTarget;
 use crate::keep::Keeping;
 
 /// Showdown's load generator: open-loop, coordinated-omission-aware HTTP load.
@@ -37,24 +35,19 @@ pub enum Command {
     /// Serve the built-in target on its own (the demo starts it this way).
     #[command(hide = true)]
     Target(TargetArgs),
-    /// A gun host's side of an experiment fired over SSH: its order on standard input.
+    /// A gun host's side of an experiment fired over SSH: its request on standard input.
     #[command(hide = true)]
     Gun(GunArgs),
+    /// Run one order read from standard input (one JSON line: how the experiment runner and
+    /// the guns start a generator), and print its outcome as one JSON line.
+    #[command(hide = true)]
+    Order,
 }
 
-/// `loadgen gun`: what the experiment runner starts on a gun host over SSH (docs/guns.md).
+/// `loadgen gun`: what the experiment runner starts on a gun host over SSH (docs/guns.md); what
+/// to do comes on its standard input (`order::GunRequest`), never as flags.
 #[derive(Debug, Clone, Args)]
-pub struct GunArgs {
-    /// Say this build, the CPUs and the clock, as JSON, and end.
-    #[arg(long)]
-    pub check: bool,
-    /// With --check: whether this URL's host and port accept a TCP connection from here.
-    #[arg(long, value_name = "URL", requires = "check")]
-    pub reach: Option<String>,
-    /// Answer every line of standard input with this host's clock (Unix nanoseconds).
-    #[arg(long, conflicts_with = "check")]
-    pub clock: bool,
-}
+pub struct GunArgs {}
 
 /// Where a run is kept, and under what name.
 #[derive(Debug, Clone, Args)]
@@ -66,12 +59,6 @@ pub struct StoreArgs {
     /// Do not keep the run.
     #[arg(long)]
     pub no_store: bool,
-
-    /// Read the store's URL and the headers from one JSON line on standard input
-    /// ({"db": …, "headers": […]}): how the experiment runner hands them over, never in the
-    /// environment, where a process of the same user could read them.
-    #[arg(long, hide = true)]
-    pub secrets_stdin: bool,
 
     /// A name for the run [default: the target and the load].
     #[arg(long)]
@@ -476,7 +463,7 @@ pub struct CapacityArgs {
     pub start: Option<f64>,
 
     /// Stop when the bracket (last pass, first fail) is this narrow, as a share of its low end.
-    #[arg(long, value_name = "PERCENT", default_value = "5%", value_parser = parse_percent)]
+    #[arg(long, value_name = "PERCENT", default_value = "5%", value_parser = order::percent)]
     pub resolution: f64,
 
     /// The measured window of each step (100ms to 1h).
@@ -506,7 +493,7 @@ pub struct CapacityArgs {
     pub searches: u32,
 
     /// With --searches: stop once the median's 95 % interval is within ± this share of it.
-    #[arg(long, value_name = "PERCENT", default_value = "5%", value_parser = parse_percent)]
+    #[arg(long, value_name = "PERCENT", default_value = "5%", value_parser = order::percent)]
     pub until: f64,
 
     /// With --searches: start no new search after this long (e.g. 10m).
@@ -536,7 +523,7 @@ pub struct GunsArgs {
     pub guns: Vec<String>,
     /// The guns of a lab instead: `terraform` (its outputs) or `twin` (scripts/twin.sh).
     #[arg(long, value_name = "LAB", value_parser = parse_gun_source)]
-    pub guns_from: Option<experiment::fleet::spec::GunSource>,
+    pub guns_from: Option<order::Lab>,
     /// With --guns-from terraform: the lab's directory [default: terraform].
     #[arg(long, value_name = "DIR")]
     pub terraform_dir: Option<PathBuf>,
@@ -558,28 +545,25 @@ pub struct GunsArgs {
 }
 
 impl GunsArgs {
-    /// The `[guns]` these flags say, if any.
-    pub fn spec(&self) -> Option<experiment::fleet::spec::GunsSpec> {
-        (!self.guns.is_empty() || self.guns_from.is_some()).then(|| {
-            experiment::fleet::spec::GunsSpec {
-                ssh: self.guns.clone(),
-                from: self.guns_from,
-                terraform_dir: self.terraform_dir.clone(),
-                ssh_config: self.ssh_config.clone(),
-                cpus: self.gun_cpus.clone(),
-                threads: self.gun_threads,
-                loadgen: self.gun_loadgen.clone(),
-                store_env_file: self.gun_store_env.clone(),
-                clock_tolerance: experiment::fleet::spec::CLOCK_TOLERANCE,
-            }
+    /// The guns these flags name, if any.
+    pub fn guns(&self) -> Option<order::Guns> {
+        (!self.guns.is_empty() || self.guns_from.is_some()).then(|| order::Guns {
+            ssh: self.guns.clone(),
+            from: self.guns_from,
+            terraform_dir: self.terraform_dir.as_ref().map(|p| p.display().to_string()),
+            ssh_config: self.ssh_config.as_ref().map(|p| p.display().to_string()),
+            cpus: self.gun_cpus.as_ref().map(ToString::to_string),
+            threads: self.gun_threads,
+            loadgen: self.gun_loadgen.clone(),
+            store_env_file: self.gun_store_env.clone(),
         })
     }
 }
 
-fn parse_gun_source(text: &str) -> Result<experiment::fleet::spec::GunSource, String> {
+fn parse_gun_source(text: &str) -> Result<order::Lab, String> {
     match text {
-        "terraform" => Ok(experiment::fleet::spec::GunSource::Terraform),
-        "twin" => Ok(experiment::fleet::spec::GunSource::Twin),
+        "terraform" => Ok(order::Lab::Terraform),
+        "twin" => Ok(order::Lab::Twin),
         _ => Err(format!("expected terraform or twin, not {text:?}")),
     }
 }
@@ -726,191 +710,216 @@ fn parse_count(text: &str) -> Result<u64, String> {
     }
 }
 
-/// The number of CPUs this process may run on.
-pub fn default_threads() -> usize {
-    std::thread::available_parallelism().map_or(1, |n| n.get())
+pub use crate::prepare::{default_threads, DEFAULT_MAX_CONNECTIONS};
+
+fn ns(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
 }
 
-/// The open loop's default connection cap.
-pub const DEFAULT_MAX_CONNECTIONS: usize = 10_000;
-
 impl RequestArgs {
-    /// The requests to send.
-    pub fn mix(&self) -> Result<RequestMix, Error> {
+    /// The requests these flags send: a URL's, or a targets file's (read now, bodies too).
+    pub fn requests(&self) -> Result<order::Requests, Error> {
         let options = RequestOptions {
             method: self.method.clone(),
-            headers: self.headers.clone(),
+            headers: Vec::new(),
             body: self.body.clone(),
             body_file: self.body_file.clone(),
         };
-        match (&self.url, &self.targets) {
-            (_, Some(file)) => Ok(RequestMix::from_targets_file(file, &options)?),
-            (Some(url), None) => Ok(RequestMix::single(RequestSpec::new(url, &options)?)),
-            (None, None) => Err(Error::Usage(
-                "give a URL to attack, or --targets FILE".into(),
-            )),
+        let entries = match (&self.url, &self.targets) {
+            (_, Some(file)) => request::read_targets(file, self.method.as_deref())?,
+            (Some(url), None) => vec![request::one_request(url, &options)?],
+            (None, None) => {
+                return Err(Error::Usage(
+                    "give a URL to attack, or --targets FILE".into(),
+                ))
+            }
+        };
+        Ok(order::Requests {
+            entries,
+            headers: self.headers.iter().cloned().map(order::Secret).collect(),
+        })
+    }
+
+    /// How they are sent.
+    pub fn pacing(&self) -> order::Pacing {
+        order::Pacing {
+            threads: self.threads.map(|t| t as u32),
+            max_connections: self.max_connections.map(|c| c as u64),
+            batch_ns: ns(self.batch),
+            arrival: self.arrival,
+            keepalive: !self.no_keepalive,
+            h2: self.h2,
+            insecure: self.insecure,
+            timeout_ns: ns(self.timeout),
         }
     }
 
-    /// A plan of `load` with these requests and connections.
-    pub fn plan(
-        &self,
-        load: Load,
-        interval: Duration,
-        grace: Duration,
-    ) -> Result<AttackPlan, Error> {
-        if self.timeout.is_zero() {
-            return Err(Error::Usage(
-                "--timeout must be above 0, e.g. --timeout 30s".into(),
-            ));
+    /// What the run is called by default: its URL, or its targets file.
+    pub fn target(&self) -> String {
+        match (&self.url, &self.targets) {
+            (Some(url), _) => url.clone(),
+            (None, Some(file)) => file.display().to_string(),
+            (None, None) => String::new(),
         }
-        if self.arrival == Process::Poisson && !self.batch.is_zero() {
-            return Err(Error::Usage(
-                "--arrival poisson sends each request at its own instant: drop --batch (a grid would release its arrivals together)".into(),
-            ));
-        }
-        Ok(AttackPlan {
-            mix: self.mix()?,
-            load,
-            threads: self.threads.unwrap_or_else(default_threads),
-            max_connections: self.max_connections.unwrap_or(DEFAULT_MAX_CONNECTIONS),
-            h2: self.h2,
-            insecure: self.insecure,
-            keepalive: !self.no_keepalive,
-            timeout: self.timeout,
-            interval,
-            grace,
-            max_lateness: None,
-            batch: self.batch,
-            arrivals: self.arrival,
-            shard: (0, 1),
-        })
     }
 }
 
 impl AttackArgs {
-    /// Checks the flags together and builds the plan.
-    pub fn plan(&self) -> Result<AttackPlan, Error> {
+    /// The order these flags give.
+    pub fn order(&self) -> Result<order::Order, Error> {
         let load = if let Some(connections) = self.connections {
-            if self.request.arrival == Process::Poisson {
-                return Err(Error::Usage(
-                    "--arrival poisson needs an open loop: give --rate instead of --connections"
-                        .into(),
-                ));
-            }
-            if self.requests.is_none() && self.duration.is_none() {
-                return Err(Error::Usage(
-                    "a closed loop needs an end: add --requests N or --duration D".into(),
-                ));
-            }
-            Load::Closed {
-                connections,
+            order::Load::Closed {
+                connections: connections as u64,
                 requests: self.requests,
-                duration: self.duration,
+                duration_ns: self.duration.map(ns),
             }
         } else {
             let schedule = if let Some(rate) = self.rate {
-                if self.requests.is_none() && self.duration.is_none() {
-                    return Err(Error::Usage(
-                        "--rate needs an end: add --duration D or --requests N".into(),
-                    ));
+                order::Schedule::Constant {
+                    rate,
+                    duration_ns: self.duration.map(ns),
                 }
-                Schedule::constant(rate, self.duration)?
             } else if let Some((from, to)) = self.ramp {
                 let duration = self.duration.ok_or_else(|| {
                     Error::Usage(
                         "--ramp needs --duration, e.g. --ramp 100:5000 --duration 60s".into(),
                     )
                 })?;
-                Schedule::ramp(from, to, duration)?
+                order::Schedule::Ramp {
+                    from,
+                    to,
+                    duration_ns: ns(duration),
+                }
             } else {
                 let step = self.step_duration.ok_or_else(|| {
                     Error::Usage("--steps needs --step-duration, e.g. --step-duration 30s".into())
                 })?;
-                let steps: Vec<(f64, Duration)> = self.steps.iter().map(|&r| (r, step)).collect();
-                Schedule::steps(&steps)?
+                order::Schedule::Steps {
+                    rates: self.steps.clone(),
+                    each_ns: ns(step),
+                }
             };
-            Load::Open {
+            order::Load::Open {
                 schedule,
                 requests: self.requests,
             }
         };
-        if self.out.interval < Duration::from_millis(10) {
-            return Err(Error::Usage(
-                "--interval must be at least 10ms, e.g. --interval 1s".into(),
-            ));
+        Ok(order::Order {
+            version: order::VERSION,
+            work: order::Work::Attack(order::Attack {
+                load,
+                interval_ns: ns(self.out.interval),
+                grace_ns: ns(self.grace),
+                max_lateness_ns: self.max_lateness.map(ns),
+                start_at_ns: self.shard.start_at.map(crate::prepare::unix_ns),
+            }),
+            requests: self.request.requests()?,
+            pacing: self.request.pacing(),
+            keeping: self.store.order_keeping(),
+            probes: self.probe.probes()?,
+            shard: self.shard.shard(),
+        })
+    }
+
+    /// Checks the flags together and builds the plan.
+    pub fn plan(&self) -> Result<AttackPlan, Error> {
+        let order = self.order()?;
+        match &order.work {
+            order::Work::Attack(attack) => crate::prepare::attack(&order, attack),
+            order::Work::Search(_) => Err(Error::Usage("not an attack".into())),
         }
-        let mut plan = self.request.plan(load, self.out.interval, self.grace)?;
-        plan.max_lateness = self.max_lateness;
-        plan.shard = self.shard.shard.unwrap_or((0, 1));
-        Ok(plan)
     }
 
     /// How the run is kept and watched.
     pub fn keeping(&self, command_line: &[String]) -> Result<Keeping, Error> {
-        let mut keeping = self.probe.keeping(self.store.keeping(command_line)?)?;
+        let mut keeping = crate::prepare::keeping(&self.order()?, command_line)?;
         keeping.hdr_log = self.out.hdr_log.clone();
-        keeping.shard = match (&self.shard.run_group, self.shard.shard) {
-            (Some(group), Some((index, count))) => Some(store::run::Shard {
+        Ok(keeping)
+    }
+}
+
+impl CapacityArgs {
+    /// The order these flags give.
+    pub fn order(&self) -> Result<order::Order, Error> {
+        if self.min_rate > self.max_rate {
+            return Err(Error::Usage(
+                "--min-rate is above --max-rate: give a range that holds rates".into(),
+            ));
+        }
+        Ok(order::Order {
+            version: order::VERSION,
+            work: order::Work::Search(order::Search {
+                slo: self.slo.clone(),
+                start: self.start,
+                resolution: self.resolution,
+                step_ns: ns(self.step),
+                warmup_ns: ns(self.warmup),
+                min_rate: self.min_rate,
+                max_rate: self.max_rate,
+                max_steps: self.max_steps,
+                searches: self.searches,
+                until: self.until,
+                budget_ns: self.budget.map(ns),
+                guns: self.guns.guns(),
+            }),
+            requests: self.request.requests()?,
+            pacing: self.request.pacing(),
+            keeping: self.store.order_keeping(),
+            probes: self.probe.probes()?,
+            shard: None,
+        })
+    }
+}
+
+impl ProbeArgs {
+    /// The probes these flags name, their token and certificate read now; `None` without one.
+    pub fn probes(&self) -> Result<Option<order::Probes>, Error> {
+        crate::prepare::check_probe_trust(
+            self.probe_token_file.is_some(),
+            self.probe_fingerprint.is_some() || self.probe_ca.is_some(),
+        )?;
+        let token = match &self.probe_token_file {
+            Some(path) => {
+                Some(order::Secret(probe::read_token(path).map_err(|e| {
+                    Error::Usage(format!("--probe-token-file: {e}"))
+                })?))
+            }
+            None => None,
+        };
+        let trust = match (&self.probe_fingerprint, &self.probe_ca) {
+            (Some(hex), _) => Some(order::ProbeTrust::Fingerprint { hex: hex.clone() }),
+            (None, Some(ca)) => Some(order::ProbeTrust::Ca {
+                pem: std::fs::read_to_string(ca).map_err(|e| {
+                    Error::Usage(format!(
+                        "--probe-ca: cannot read the CA certificates {}: {e}",
+                        ca.display()
+                    ))
+                })?,
+            }),
+            (None, None) => None,
+        };
+        Ok((!self.probes.is_empty()).then(|| order::Probes {
+            addresses: self.probes.clone(),
+            token,
+            trust,
+            pre_roll_ns: ns(self.pre_roll),
+            post_roll_ns: ns(self.post_roll),
+            profile: self.profile,
+        }))
+    }
+}
+
+impl ShardArgs {
+    /// This gun's part of a run group, when the flags name one.
+    pub fn shard(&self) -> Option<order::Shard> {
+        match (&self.run_group, self.shard) {
+            (Some(group), Some((index, count))) => Some(order::Shard {
                 group: group.clone(),
                 index,
                 count,
             }),
             _ => None,
-        };
-        keeping.start_at = self.shard.start_at;
-        Ok(keeping)
-    }
-}
-
-impl ProbeArgs {
-    /// `keeping` with these probes following the run.
-    pub fn keeping(&self, mut keeping: Keeping) -> Result<Keeping, Error> {
-        let this = self;
-        if !this.probes.is_empty() && keeping.store_url.is_none() {
-            return Err(Error::Usage(
-                "--probe keeps the probes' samples with the run: drop --no-store".into(),
-            ));
         }
-        if this.probe_token_file.is_some()
-            && this.probe_fingerprint.is_none()
-            && this.probe_ca.is_none()
-        {
-            return Err(Error::Usage(
-                "--probe-token-file needs --probe-fingerprint or --probe-ca: a token is only sent over TLS that checks the probe is the one you mean".into(),
-            ));
-        }
-        let token = match &this.probe_token_file {
-            Some(path) => Some(
-                probe::read_token(path)
-                    .map_err(|e| Error::Usage(format!("--probe-token-file: {e}")))?,
-            ),
-            None => None,
-        };
-        let trust = match (&this.probe_fingerprint, &this.probe_ca) {
-            (Some(fp), _) => Some(probe::tls::Trust::Fingerprint(
-                probe::tls::parse_fingerprint(fp).map_err(|e| Error::Usage(e.to_string()))?,
-            )),
-            (None, Some(ca)) => Some(probe::tls::Trust::Ca(ca.clone())),
-            (None, None) => None,
-        };
-        let tls = trust
-            .map(|t| probe::tls::ClientTls::new(&t))
-            .transpose()
-            .map_err(|e| Error::Usage(format!("--probe-ca: {e}")))?;
-        keeping.probes = this
-            .probes
-            .iter()
-            .map(|address| ProbeTarget {
-                address: address.clone(),
-                token: token.clone(),
-                tls: tls.clone(),
-            })
-            .collect();
-        keeping.pre_roll = this.pre_roll;
-        keeping.post_roll = this.post_roll;
-        keeping.profile = this.profile;
-        Ok(keeping)
     }
 }
 
@@ -932,17 +941,6 @@ fn parse_slo_term(text: &str) -> Result<store::capacity::Term, String> {
     })
 }
 
-fn parse_percent(text: &str) -> Result<f64, String> {
-    text.trim()
-        .strip_suffix('%')
-        .and_then(|p| p.trim().parse::<f64>().ok())
-        .filter(|p| *p > 0.0 && *p < 100.0)
-        .map(|p| p / 100.0)
-        .ok_or(format!(
-            "{text:?} is not a percentage between 0% and 100%, e.g. 5%"
-        ))
-}
-
 fn parse_run_id(text: &str) -> Result<String, String> {
     uuid::Uuid::parse_str(text)
         .map(|u| u.hyphenated().to_string())
@@ -950,7 +948,20 @@ fn parse_run_id(text: &str) -> Result<String, String> {
 }
 
 impl StoreArgs {
-    /// Where and under what name the run is kept.
+    /// Where and under what name the run is kept, as an order says it.
+    pub fn order_keeping(&self) -> order::Keeping {
+        order::Keeping {
+            store: (!self.no_store).then(|| order::StoreAt::Url {
+                url: order::Secret(self.db.clone()),
+            }),
+            name: self.name.clone(),
+            experiment: self.experiment.clone(),
+            run_id: self.run_id.clone(),
+            labels: self.labels.iter().cloned().collect(),
+        }
+    }
+
+    /// Where and under what name the run is kept (the demo's, which runs no order).
     pub fn keeping(&self, command_line: &[String]) -> Result<Keeping, Error> {
         Ok(Keeping {
             store_url: (!self.no_store).then(|| self.db.clone()),
@@ -967,6 +978,7 @@ impl StoreArgs {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::engine::attack::Load;
 
     /// The redaction reads loadgen's command lines with `redact::LOADGEN`: it must know every
     /// short flag that takes a value, or `-kX secret` would be read as flags.

@@ -34,6 +34,10 @@ pub enum Error {
     Output(io::Error),
     #[error(transparent)]
     Store(#[from] store::StoreError),
+    #[error("order: {0}")]
+    Order(#[from] order::OrderError),
+    #[error(transparent)]
+    Guns(#[from] experiment::fleet::FleetError),
     #[error("the probe at {address}: {message}")]
     Probe { address: String, message: String },
     #[error("the run is kept, but drawing its report failed: {0}")]

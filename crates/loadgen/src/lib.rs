@@ -1,7 +1,7 @@
 //! `loadgen`, Showdown's gun: open-loop HTTP load that measures latency from the moment each
 //! request was due, and says so when it cannot keep its schedule.
 //!
-//! Four module trees, and the command line above them:
+//! Four module trees, the order that drives them, and the command line above them:
 //!
 //! - [`engine`]: the load itself, from plain values (an [`engine::AttackPlan`]): the schedule,
 //!   the requests, the worker threads (an epoll loop for plain HTTP/1.1, hyper for TLS and
@@ -11,10 +11,13 @@
 //!   log and the live line, around one attack.
 //! - [`capacity`]: the search for the highest rate within an SLO, as a loop over a plan and a
 //!   way to run steps (the generator's, or a simulated server's in its tests).
-//! - [`commands`]: what `loadgen` does: `attack`, `demo`, `experiment`, `runs`, and the
-//!   built-in `target`.
-//! - [`cli`]: the flags, checked and turned into the plain values the others take;
-//!   `output` prints summaries and draws pages; `error` is what goes wrong, in words.
+//! - [`commands`]: what `loadgen` does: `attack`, `capacity`, `demo`, `experiment`, `runs`,
+//!   the built-in `target`, and the hidden `gun` and `order` (a typed order on standard input).
+//! - [`prepare`]: the one place an [`order::Order`] (from the flags, the experiment runner or
+//!   a gun) becomes the engine's plan, a search's sending and the way a run is kept.
+//! - [`cli`]: the flags, checked and turned into an [`order::Order`] (`attack`, `capacity`)
+//!   or the plain values the others take; `output` prints summaries and draws pages; `error`
+//!   is what goes wrong, in words.
 
 pub mod capacity;
 pub mod cli;
@@ -23,6 +26,7 @@ pub mod engine;
 mod error;
 pub mod keep;
 mod output;
+pub mod prepare;
 
 pub use cli::{Cli, Command, OutputArgs, OutputFormat};
 pub use engine::shutdown::Shutdown;
@@ -58,12 +62,11 @@ impl RunEnd {
 
 /// Runs a parsed command line. `shutdown` is triggered by Ctrl-C, SIGTERM or SIGHUP (once:
 /// stop and let requests in flight finish; twice: end them now).
-pub fn run(mut cli: Cli, shutdown: Shutdown) -> Result<RunEnd, Error> {
+pub fn run(cli: Cli, shutdown: Shutdown) -> Result<RunEnd, Error> {
     probe::raise_fd_limit();
     if !matches!(cli.command, cli::Command::Target(_)) {
         probe::keep_secrets_in();
     }
-    take_secrets(&mut cli.command)?;
     // Lossy: a non-UTF-8 argument that clap accepted (a path) must not panic here.
     let command_line: Vec<String> = std::env::args_os()
         .map(|a| a.to_string_lossy().into_owned())
@@ -76,24 +79,4 @@ pub fn run(mut cli: Cli, shutdown: Shutdown) -> Result<RunEnd, Error> {
         shutdown.on_signals();
         commands::run(cli.command, &shutdown, &command_line).await
     })
-}
-
-/// With `--secrets-stdin`, the store's URL and the headers from the line the experiment
-/// runner (or a gun) writes on standard input, in place of the environment's.
-fn take_secrets(command: &mut cli::Command) -> Result<(), Error> {
-    let (store, request) = match command {
-        cli::Command::Attack(args) => (&mut args.store, &mut args.request),
-        cli::Command::Capacity(args) => (&mut args.store, &mut args.request),
-        _ => return Ok(()),
-    };
-    if !store.secrets_stdin {
-        return Ok(());
-    }
-    let secrets = experiment::gun::Secrets::read(std::io::stdin().lock())
-        .map_err(|e| Error::Usage(format!("--secrets-stdin: {e}")))?;
-    if let Some(db) = secrets.db {
-        store.db = db;
-    }
-    request.headers.extend(secrets.headers);
-    Ok(())
 }

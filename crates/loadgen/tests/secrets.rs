@@ -231,17 +231,13 @@ duration = "3s"
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    // Every loadgen attack seen while the experiment runs: its command line.
+    // Every generator seen while the experiment runs (`loadgen order`): its command line.
     let mut argvs = Vec::new();
     while std::fs::metadata(format!("/proc/{}", child.id())).is_ok_and(|_| {
         std::fs::read_to_string(format!("/proc/{}/stat", child.id()))
             .is_ok_and(|s| !s.contains(") Z "))
     }) {
-        argvs.extend(
-            common::command_lines_holding(&["--experiment secrets"])
-                .into_iter()
-                .filter(|text| text.contains(" attack ")),
-        );
+        argvs.extend(common::command_lines_holding(&["loadgen order"]));
         std::thread::sleep(std::time::Duration::from_millis(100));
     }
     let out = child.wait_with_output().unwrap();

@@ -559,8 +559,8 @@ fn a_loadgen_holding_a_secret_cannot_be_read_by_the_same_user() {
             .output()
             .unwrap()
     };
-    // `gun --clock` waits on its input: a loadgen that holds the store's URL in a cell.
-    let mut gun = as_nobody(&[LOADGEN, "gun", "--clock"])
+    // `gun` waits for its request on its input: a loadgen that holds the store's URL in a cell.
+    let mut gun = as_nobody(&[LOADGEN, "gun"])
         .env("SHOWDOWN_DB", "postgres://runs:STOREPASS1@127.0.0.1:1/runs")
         .stdin(Stdio::piped())
         .stdout(Stdio::null())

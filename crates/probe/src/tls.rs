@@ -161,6 +161,20 @@ pub enum Trust {
     Fingerprint([u8; 32]),
     /// `--probe-ca FILE`: a certificate signed by one of these, for the name connected to.
     Ca(PathBuf),
+    /// The same, the certificates given as PEM text (an order carries the file's contents).
+    CaPem(String),
+}
+
+/// The roots to trust: every parsable certificate of `certs`, at least one.
+fn roots(certs: Vec<CertificateDer<'static>>) -> Result<rustls::RootCertStore, String> {
+    let mut roots = rustls::RootCertStore::empty();
+    let (added, _) = roots.add_parsable_certificates(certs);
+    if added == 0 {
+        return Err(
+            "no usable PEM certificate in it (--probe-ca wants the CA's or the probe's certificate, PEM)".into(),
+        );
+    }
+    Ok(roots)
 }
 
 /// The subscriber's side.
@@ -192,14 +206,19 @@ impl ClientTls {
                 let certs = CertificateDer::pem_file_iter(path)
                     .and_then(|certs| certs.collect::<Result<Vec<_>, _>>())
                     .map_err(|e| read(e.to_string()))?;
-                let mut roots = rustls::RootCertStore::empty();
-                let (added, _) = roots.add_parsable_certificates(certs);
-                if added == 0 {
-                    return Err(read(
-                        "no usable PEM certificate in it (--probe-ca wants the CA's or the probe's certificate, PEM)".into(),
-                    ));
-                }
-                builder.with_root_certificates(roots).with_no_client_auth()
+                builder
+                    .with_root_certificates(roots(certs).map_err(read)?)
+                    .with_no_client_auth()
+            }
+            Trust::CaPem(pem) => {
+                let read =
+                    |reason: String| TlsError::Config(format!("the CA certificates: {reason}"));
+                let certs = CertificateDer::pem_slice_iter(pem.as_bytes())
+                    .collect::<Result<Vec<_>, _>>()
+                    .map_err(|e| read(e.to_string()))?;
+                builder
+                    .with_root_certificates(roots(certs).map_err(read)?)
+                    .with_no_client_auth()
             }
         };
         Ok(ClientTls {

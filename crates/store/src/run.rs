@@ -238,3 +238,12 @@ pub struct Finish {
     /// The gun's monotonic time of time zero.
     pub zero_mono_ns: i64,
 }
+
+/// This host's clock, Unix nanoseconds (0 before 1970, `i64::MAX` past 2262): the one clock
+/// reading runs, searches and guns' orders are stamped with.
+pub fn now_ns() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX))
+        .unwrap_or(0)
+}

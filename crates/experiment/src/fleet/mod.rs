@@ -3,7 +3,11 @@
 //! PostgreSQL store, where the shards merge exactly (`store::group`).
 //!
 //! Modules: [`spec`] (`[guns]` in an experiment file), [`ssh`] (one multiplexed OpenSSH
-//! connection a gun), [`order`] (what the runner sends `loadgen gun` on a gun).
+//! connection a gun). What the runner sends `loadgen gun` on a gun is an
+//! [`order::GunRequest`], one JSON line on its standard input: nothing but `loadgen gun` is on
+//! the remote command line, and everything secret travels in the request. Standard input stays
+//! open for the whole attack: when it closes (the runner stopped it, or the SSH connection was
+//! lost) the gun stops its attack as Ctrl-C would.
 //!
 //! Before the first cell, [`Fleet::prepare`] makes every gun ready: the same `loadgen` build
 //! (its SHA-256 compared; this machine's copied over when the gun's differs), the gun's clock
@@ -11,18 +15,19 @@
 //! round trip; kept, and corrected for in each shard's start), its CPUs checked, the target
 //! reached from it. A gun that fails any of these is refused, with why, before anything runs.
 
-pub mod order;
 pub mod spec;
 pub mod ssh;
 
 use std::path::Path;
 use std::process::Stdio;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
+
+use store::run::now_ns;
 
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 
 use crate::gun::{Attack, Fired};
-use order::{Check, Order, FILES};
+use order::{GunCheck as Check, GunRequest, Order};
 use spec::Resolved;
 use ssh::Link;
 
@@ -108,13 +113,6 @@ pub fn build_of(path: &Path) -> std::io::Result<String> {
     let mut hash = sha2::Sha256::new();
     std::io::copy(&mut file, &mut hash)?;
     Ok(hex::encode(hash.finalize()))
-}
-
-fn now_ns() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_nanos() as i64)
-        .unwrap_or(0)
 }
 
 /// A shell word for the gun's shell: the path quoted, `$HOME` left to expand.
@@ -251,28 +249,21 @@ impl Fleet {
         Ok(format!("http://127.0.0.1:{local}{path}"))
     }
 
-    /// The same guns as `loadgen capacity` flags (a search cell's generator is the guns too).
-    pub fn flags(&self) -> Vec<String> {
-        let mut flags = Vec::new();
-        for g in &self.guns {
-            flags.extend(["--gun".to_string(), g.link.destination.clone()]);
+    /// The same guns, for a search order (a search cell's generator is the guns too).
+    pub fn guns(&self) -> order::Guns {
+        order::Guns {
+            ssh: self
+                .guns
+                .iter()
+                .map(|g| g.link.destination.clone())
+                .collect(),
+            ssh_config: self.ssh_config.as_ref().map(|c| c.display().to_string()),
+            cpus: self.cpus.clone(),
+            threads: self.threads,
+            loadgen: self.loadgen.clone(),
+            store_env_file: self.store_env_file.clone(),
+            ..order::Guns::default()
         }
-        if let Some(c) = &self.ssh_config {
-            flags.extend(["--ssh-config".into(), c.display().to_string()]);
-        }
-        if let Some(c) = &self.cpus {
-            flags.extend(["--gun-cpus".into(), c.clone()]);
-        }
-        if let Some(t) = self.threads {
-            flags.extend(["--gun-threads".into(), t.to_string()]);
-        }
-        if let Some(l) = &self.loadgen {
-            flags.extend(["--gun-loadgen".into(), l.clone()]);
-        }
-        if let Some(f) = &self.store_env_file {
-            flags.extend(["--gun-store-env".into(), f.clone()]);
-        }
-        flags
     }
 
     /// One line a gun: how it was found.
@@ -308,10 +299,9 @@ impl Fleet {
         attack: &Attack,
         stop: tokio::sync::watch::Receiver<bool>,
     ) -> Result<Vec<Shot>, FleetError> {
-        let args = attack
-            .args()
+        let order = attack
+            .order()
             .map_err(|e| FleetError::Local(e.to_string()))?;
-        let env = attack.env().map_err(|e| FleetError::Local(e.to_string()))?;
         // A fixed load's shard is due once its time is up; a search's length is its own.
         let limit = match (&attack.search, attack.load.duration) {
             (None, Some(load)) => {
@@ -319,85 +309,62 @@ impl Fleet {
             }
             _ => None,
         };
-        self.volley(&args, env, &attack.run_id, stop, limit).await
+        self.volley(&order, &attack.run_id, stop, limit).await
     }
 
-    /// Fires `loadgen ARGS` (`attack …`, with this machine's file paths) from every gun as
-    /// shards of the run group `group`, with `env` (`SHOWDOWN_DB`, `SHOWDOWN_HEADERS`).
+    /// Gun `i`'s part of `order` in the run group `group` started at `start_ns` (this
+    /// machine's clock), kept under an id of its own.
+    fn shard(&self, order: &Order, i: usize, group: &str, start_ns: i64) -> Order {
+        let gun = &self.guns[i];
+        // The gun's clock reads the common instant as this much later or earlier; an offset
+        // within its measurement's uncertainty is no offset known.
+        let offset = if gun.offset_ns.abs() > gun.uncertainty_ns {
+            gun.offset_ns
+        } else {
+            0
+        };
+        let mut part = order.for_shard(i as u32, self.guns.len() as u32, group, start_ns + offset);
+        part.keeping.run_id = Some(store::run::RunMeta::new_id());
+        if let Some(t) = self.threads {
+            part.pacing.threads = Some(t);
+        }
+        if let (Some(path), Some(_)) = (&self.store_env_file, &part.keeping.store) {
+            part.keeping.store = Some(order::StoreAt::GunFile { path: path.clone() });
+        }
+        part.keeping.labels.insert(
+            store::vocabulary::label::GUN.into(),
+            gun.link.destination.clone(),
+        );
+        part.keeping.labels.insert(
+            store::vocabulary::label::GUN_CLOCK.into(),
+            format!("{} ±{}", signed_ms(gun.offset_ns), ms(gun.uncertainty_ns)),
+        );
+        part
+    }
+
+    /// Fires `order` from every gun as shards of the run group `group`.
     pub async fn volley(
         &self,
-        local_args: &[String],
-        mut env: Vec<(String, String)>,
+        order: &Order,
         group: &str,
         stop: tokio::sync::watch::Receiver<bool>,
         limit: Option<Duration>,
     ) -> Result<Vec<Shot>, FleetError> {
         let deadline = limit.map(|l| tokio::time::Instant::now() + l);
-        if self.store_env_file.is_some() {
-            env.retain(|(k, _)| k != "SHOWDOWN_DB");
-        }
-        let (args, files) = carry_files(local_args)?;
-        let count = self.guns.len();
-        let start = SystemTime::now() + START_AHEAD;
-        let start_ns = start
-            .duration_since(UNIX_EPOCH)
-            .map(|d| d.as_nanos() as i64)
-            .unwrap_or(0);
+        let start_ns = now_ns() + i64::try_from(START_AHEAD.as_nanos()).unwrap_or(0);
         let mut tasks = tokio::task::JoinSet::new();
         for (i, gun) in self.guns.iter().enumerate() {
-            let run_id = store::run::RunMeta::new_id();
-            let mut args = shard_args(&args, i);
-            set_flag(&mut args, "--run-id", &run_id);
-            if let Some(t) = self.threads {
-                set_flag(&mut args, "--threads", &t.to_string());
-            }
-            // The gun's clock reads the common instant as this much later or earlier; an
-            // offset within its measurement's uncertainty is no offset known.
-            let offset = if gun.offset_ns.abs() > gun.uncertainty_ns {
-                gun.offset_ns
-            } else {
-                0
-            };
-            let at = UNIX_EPOCH + Duration::from_nanos((start_ns + offset).max(0) as u64);
-            let mut extra = vec![
-                "--run-group".to_string(),
-                group.to_string(),
-                "--shard".into(),
-                format!("{i}/{count}"),
-                "--start-at".into(),
-                humantime::format_rfc3339_nanos(at).to_string(),
-                "--label".into(),
-                format!("{}={}", store::vocabulary::label::GUN, gun.link.destination),
-                "--label".into(),
-                format!(
-                    "{}={} ±{}",
-                    store::vocabulary::label::GUN_CLOCK,
-                    signed_ms(gun.offset_ns),
-                    ms(gun.uncertainty_ns)
-                ),
-            ];
-            // Before `--output` and the URL-less targets file: flags go anywhere in clap.
-            args.splice(1..1, extra.drain(..));
-            let order = Order {
-                args,
-                env: env.clone(),
-                files: if i == 0 {
-                    files.clone()
-                } else {
-                    files
-                        .iter()
-                        .filter(|(n, _)| n == "targets.toml")
-                        .cloned()
-                        .collect()
-                },
+            let part = self.shard(order, i, group, start_ns);
+            let run_id = part.keeping.run_id.clone().unwrap_or_default();
+            let request = GunRequest::Fire {
+                order: Box::new(part),
                 cpus: self.cpus.clone(),
-                store_env_file: self.store_env_file.clone(),
             };
             let command = gun.order_session();
             let destination = gun.link.destination.clone();
             let mut stop = stop.clone();
             tasks.spawn(async move {
-                let fired = shoot(command, &order, &mut stop, deadline).await;
+                let fired = shoot(command, &request, &mut stop, deadline).await;
                 (
                     i,
                     Shot {
@@ -419,30 +386,26 @@ impl Fleet {
         Ok(shots.into_iter().map(|(_, s)| s).collect())
     }
 
-    /// Fires `loadgen ARGS` from the first gun alone, unsharded (a trickle between a
-    /// search's steps, a first estimate): its result.
+    /// Fires `order` from the first gun alone, unsharded (a trickle between a search's steps,
+    /// a first estimate): its result.
     pub async fn single(
         &self,
-        local_args: &[String],
-        env: Vec<(String, String)>,
+        order: &Order,
         stop: tokio::sync::watch::Receiver<bool>,
     ) -> Result<Fired, FleetError> {
         let Some(gun) = self.guns.first() else {
             return Err(FleetError::Local("no guns".into()));
         };
-        let (mut args, files) = carry_files(local_args)?;
+        let mut order = order.clone();
         if let Some(t) = self.threads {
-            set_flag(&mut args, "--threads", &t.to_string());
+            order.pacing.threads = Some(t);
         }
-        let order = Order {
-            args,
-            env,
-            files,
+        let request = GunRequest::Fire {
+            order: Box::new(order),
             cpus: self.cpus.clone(),
-            store_env_file: None,
         };
         let mut stop = stop;
-        shoot(gun.order_session(), &order, &mut stop, None)
+        shoot(gun.order_session(), &request, &mut stop, None)
             .await
             .map_err(|why| FleetError::Remote {
                 gun: gun.link.destination.clone(),
@@ -462,7 +425,7 @@ impl Fleet {
 /// attack ends or `stop` turns true.
 async fn shoot(
     mut command: tokio::process::Command,
-    order: &Order,
+    request: &GunRequest,
     stop: &mut tokio::sync::watch::Receiver<bool>,
     deadline: Option<tokio::time::Instant>,
 ) -> Result<Fired, String> {
@@ -473,8 +436,7 @@ async fn shoot(
         .id()
         .and_then(|p| rustix::process::Pid::from_raw(p as i32));
     let mut stdin = child.stdin.take();
-    let mut line = serde_json::to_vec(order).map_err(|e| e.to_string())?;
-    line.push(b'\n');
+    let line = order::line(request);
     if let Some(s) = stdin.as_mut() {
         s.write_all(&line)
             .await
@@ -556,72 +518,6 @@ async fn shoot(
         Some(code) => Err(format!("loadgen exited {code}: {}", fired.said)),
         None => Err(format!("ssh was killed: {}", fired.said)),
     }
-}
-
-/// Files an order carries: (name, contents).
-type Files = Vec<(String, String)>;
-
-/// The attack's local files (`--targets`, the probe's token and CA) carried in the order and
-/// named by [`FILES`] in the arguments.
-fn carry_files(args: &[String]) -> Result<(Vec<String>, Files), FleetError> {
-    let carried = [
-        ("--targets", "targets.toml"),
-        ("--probe-token-file", "probe.token"),
-        ("--probe-ca", "probe.crt"),
-        ("--body-file", "body"),
-    ];
-    let mut out = Vec::with_capacity(args.len());
-    let mut files = Vec::new();
-    let mut it = args.iter();
-    while let Some(a) = it.next() {
-        out.push(a.clone());
-        if let Some((flag, name)) = carried.iter().find(|(flag, _)| flag == a) {
-            let Some(path) = it.next() else { break };
-            let text = std::fs::read_to_string(path).map_err(|e| {
-                FleetError::Local(format!("cannot read {path:?} ({flag}, for the guns): {e}"))
-            })?;
-            files.push((name.to_string(), text));
-            out.push(format!("{FILES}/{name}"));
-        }
-    }
-    Ok((out, files))
-}
-
-/// Shard `i` of `count`'s arguments: the probes only on the first gun (every shard would
-/// subscribe to the same probe, and the group keeps one copy anyway).
-fn shard_args(args: &[String], i: usize) -> Vec<String> {
-    if i == 0 {
-        return args.to_vec();
-    }
-    let dropped_with_value = [
-        "--probe",
-        "--probe-token-file",
-        "--probe-fingerprint",
-        "--probe-ca",
-        "--pre-roll",
-        "--post-roll",
-    ];
-    let mut out = Vec::new();
-    let mut it = args.iter();
-    while let Some(a) = it.next() {
-        if dropped_with_value.contains(&a.as_str()) {
-            it.next();
-        } else if a != "--profile" {
-            out.push(a.clone());
-        }
-    }
-    out
-}
-
-/// Sets `flag`'s value, replacing the one there.
-fn set_flag(args: &mut Vec<String>, flag: &str, value: &str) {
-    if let Some(p) = args.iter().position(|a| a == flag) {
-        if let Some(v) = args.get_mut(p + 1) {
-            *v = value.to_string();
-            return;
-        }
-    }
-    args.splice(1..1, [flag.to_string(), value.to_string()]);
 }
 
 fn ms(ns: i64) -> String {
@@ -730,18 +626,23 @@ async fn ready(
     })
 }
 
-/// `loadgen gun --check` there: `None` when there is no such loadgen (or not one that
-/// knows `gun`).
+/// `loadgen gun` asked to check there: `None` when there is no such loadgen (or not one that
+/// knows this request).
 async fn check(
     link: &Link,
     loadgen: &str,
     reach: Option<&str>,
 ) -> Result<Option<Check>, FleetError> {
-    let mut remote = format!("{} gun --check", word(loadgen));
-    if let Some(url) = reach {
-        remote.push_str(&format!(" --reach {}", word(url)));
-    }
-    let out = link.run(&remote, b"", Duration::from_secs(30)).await?;
+    let request = GunRequest::Check {
+        reach: reach.map(str::to_string),
+    };
+    let out = link
+        .run(
+            &format!("{} gun", word(loadgen)),
+            &order::line(&request),
+            Duration::from_secs(30),
+        )
+        .await?;
     if out.status.code() == Some(255) {
         return Err(FleetError::Remote {
             gun: link.destination.clone(),
@@ -754,7 +655,8 @@ async fn check(
     Ok(serde_json::from_slice(&out.stdout).ok())
 }
 
-/// The gun's clock against this one: `loadgen gun --clock` answers each line with its time;
+/// The gun's clock against this one: `loadgen gun` asked for its clock answers each further
+/// line with its time;
 /// of 16 exchanges over one session, the one with the shortest round trip, whose midpoint is
 /// nearest the gun's reading.
 async fn clock(link: &Link, loadgen: &str) -> Result<(i64, i64), FleetError> {
@@ -763,7 +665,7 @@ async fn clock(link: &Link, loadgen: &str) -> Result<(i64, i64), FleetError> {
         why: format!("cannot read its clock: {why}"),
     };
     let mut child = link
-        .command(&format!("{} gun --clock", word(loadgen)))
+        .command(&format!("{} gun", word(loadgen)))
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
@@ -776,6 +678,10 @@ async fn clock(link: &Link, loadgen: &str) -> Result<(i64, i64), FleetError> {
     let mut lines = BufReader::new(output).lines();
     let mut best: Option<(i64, i64)> = None;
     let exchange = async {
+        input
+            .write_all(&order::line(&GunRequest::Clock))
+            .await
+            .map_err(|e| failed(e.to_string()))?;
         for _ in 0..16 {
             // The round trip on the monotonic clock (a wall clock stepped or slewed meanwhile
             // would bend it), the wall clock read once, for the midpoint.
@@ -815,52 +721,6 @@ async fn clock(link: &Link, loadgen: &str) -> Result<(i64, i64), FleetError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn the_files_go_in_the_order_and_the_probe_to_the_first_gun_only() {
-        let dir = tempfile::tempdir().unwrap();
-        let targets = dir.path().join("t.toml");
-        std::fs::write(&targets, "[[request]]\nurl = \"http://h/x?key=s3cret\"\n").unwrap();
-        let token = dir.path().join("token");
-        std::fs::write(&token, "T0KEN-42").unwrap();
-        let args: Vec<String> = [
-            "attack",
-            "--targets",
-            targets.to_str().unwrap(),
-            "--probe",
-            "10.0.0.1:7700",
-            "--probe-token-file",
-            token.to_str().unwrap(),
-            "--probe-fingerprint",
-            "AB:CD",
-            "--pre-roll",
-            "1000ms",
-            "--output",
-            "json",
-        ]
-        .map(String::from)
-        .to_vec();
-        let (args, files) = carry_files(&args).unwrap();
-        assert!(!args
-            .iter()
-            .any(|a| a.contains("s3cret") || a.contains("T0KEN-42")));
-        assert!(args.contains(&"{files}/targets.toml".to_string()));
-        assert_eq!(files.len(), 2);
-        let second = shard_args(&args, 1);
-        assert!(!second
-            .iter()
-            .any(|a| a.starts_with("--probe") || a == "--pre-roll"));
-        assert!(second.contains(&"{files}/targets.toml".to_string()));
-        assert_eq!(shard_args(&args, 0), args);
-    }
-
-    #[test]
-    fn a_flags_value_is_replaced_or_added() {
-        let mut args: Vec<String> = ["attack", "--run-id", "a"].map(String::from).to_vec();
-        set_flag(&mut args, "--run-id", "b");
-        set_flag(&mut args, "--threads", "2");
-        assert_eq!(args, ["attack", "--threads", "2", "--run-id", "b"]);
-    }
 
     #[test]
     fn a_path_is_one_word_on_the_guns_shell() {

@@ -51,14 +51,8 @@ fn clock_tolerance() -> Duration {
     CLOCK_TOLERANCE
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum GunSource {
-    /// `terraform output -json ssh_guns` of the lab (docs/lab.md).
-    Terraform,
-    /// `scripts/twin.sh up --guns N`: its gun namespaces, over its SSH config.
-    Twin,
-}
+/// Where a lab's guns are listed (the order's word for it).
+pub use order::Lab as GunSource;
 
 /// The guns found: who, and how SSH reaches them.
 #[derive(Debug, Clone, PartialEq)]

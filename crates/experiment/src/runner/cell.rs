@@ -1,5 +1,5 @@
 //! One cell: its target started (or a remote one found healthy) and watched by a probe, the
-//! warm-up and the measured run fired as `loadgen attack` processes, the target stopped; a cell
+//! warm-up and the measured run fired as `loadgen order` processes, the target stopped; a cell
 //! that could not be measured is kept as failed with its reason.
 
 use std::time::Duration;
@@ -38,7 +38,6 @@ pub(super) struct CellContext<'a> {
     pub(super) options: &'a RunOptions,
     pub(super) store: &'a Store,
     pub(super) launcher: &'a Launcher<'a>,
-    pub(super) workdir: &'a std::path::Path,
     pub(super) placement: &'a str,
     /// A share cell's share (`80%`) and the capacity (req/s) its rate was taken of.
     pub(super) share: Option<(String, f64)>,
@@ -331,11 +330,10 @@ impl CellContext<'_> {
             probe_ca: spec.probe_ca.clone(),
             pre_roll: self.plan.pre_roll,
             post_roll: self.plan.post_roll,
-            workdir: self.workdir.to_path_buf(),
             search: (phase == Phase::Step)
                 .then(|| self.plan.search.clone())
                 .flatten(),
-            guns: self.fleet.map(|f| f.flags()).unwrap_or_default(),
+            guns: self.fleet.map(crate::fleet::Fleet::guns),
         };
         let mut outcome = CellOutcome::Done;
         if cell.kind == CellKind::Search {
@@ -343,8 +341,9 @@ impl CellContext<'_> {
             let searched = attack(Phase::Step, None, run_id.clone());
             let outcome = match self.fire(&searched, stop).await {
                 Ok(None) => CellOutcome::Interrupted,
-                Ok(Some(fired)) => match (fired.code, &fired.search) {
-                    (Some(0), Some(s)) => match s.status {
+                Ok(Some(fired)) if fired.stopped() => CellOutcome::Interrupted,
+                Ok(Some(fired)) => match fired.search() {
+                    Some(s) => match s.status {
                         // At the generator's measured limit with a pass below it, the
                         // search found "at least": a result; with no pass, nothing.
                         store::capacity::Status::GeneratorLimited if s.capacity.is_none() => {
@@ -352,8 +351,7 @@ impl CellContext<'_> {
                         }
                         _ => CellOutcome::Done,
                     },
-                    (Some(3), _) => CellOutcome::Interrupted,
-                    _ => CellOutcome::Failed(format!("loadgen could not run: {}", fired.said)),
+                    None => CellOutcome::Failed(fired.why_not()),
                 },
                 Err(e) => CellOutcome::Failed(e.to_string()),
             };
@@ -379,7 +377,7 @@ impl CellContext<'_> {
                 }
             } else {
                 match self.fire(&warmup, stop).await {
-                    Ok(Some(fired)) if fired.code == Some(0) => {}
+                    Ok(Some(fired)) if fired.summary().is_some() && !fired.stopped() => {}
                     Ok(Some(fired)) => {
                         outcome = CellOutcome::Failed(format!("the warm-up failed: {}", fired.said))
                     }
@@ -401,17 +399,13 @@ impl CellContext<'_> {
             } else {
                 match self.fire(&measure, stop).await {
                     Ok(None) => CellOutcome::Interrupted,
-                    Ok(Some(fired)) => match fired.code {
-                        Some(0) => match fired
-                            .summary
-                            .as_ref()
-                            .and_then(store::diagnosis::generator_fell_behind)
-                        {
+                    Ok(Some(fired)) if fired.stopped() => CellOutcome::Interrupted,
+                    Ok(Some(fired)) => match fired.summary() {
+                        Some(summary) => match store::diagnosis::generator_fell_behind(summary) {
                             Some(why) => CellOutcome::Failed(why),
                             None => CellOutcome::Done,
                         },
-                        Some(3) => CellOutcome::Interrupted,
-                        _ => CellOutcome::Failed(format!("loadgen could not run: {}", fired.said)),
+                        None => CellOutcome::Failed(fired.why_not()),
                     },
                     Err(e) => CellOutcome::Failed(e.to_string()),
                 }
@@ -533,11 +527,11 @@ async fn volley(
         match &shot.fired {
             Err(_) if *stop.borrow() => return Volley::Interrupted,
             Err(why) => return Volley::Failed(format!("{gun}: {why}")),
-            Ok(fired) if fired.code == Some(3) && *stop.borrow() => return Volley::Interrupted,
-            Ok(fired) if fired.code == Some(3) => {
+            Ok(fired) if fired.stopped() && *stop.borrow() => return Volley::Interrupted,
+            Ok(fired) if fired.stopped() => {
                 return Volley::Failed(format!("{gun} stopped early: {}", fired.said))
             }
-            Ok(fired) => match &fired.summary {
+            Ok(fired) => match fired.summary() {
                 None => return Volley::Failed(format!("{gun} printed no summary: {}", fired.said)),
                 Some(summary) => {
                     if let Some(why) = store::diagnosis::generator_fell_behind(summary) {
@@ -554,9 +548,4 @@ async fn volley(
     }
 }
 
-pub(super) fn now_ns() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_nanos() as i64)
-        .unwrap_or(0)
-}
+pub(super) use store::run::now_ns;

@@ -389,7 +389,6 @@ pub async fn run(
             options,
             store: &store,
             launcher: &launcher,
-            workdir: workdir.path(),
             placement: &placement,
             share: None,
             keys: &keys,

@@ -4,6 +4,7 @@
 //! generator whose limit a search may reach. Recovery and the first estimate are a trickle
 //! from the first gun (the target may be reachable from the guns only).
 
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use experiment::fleet::Fleet;
@@ -13,12 +14,8 @@ use store::Store;
 
 use super::search::{Event, Stepped, Steps};
 use super::step::interval_for;
-use crate::cli::{ProbeArgs, RequestArgs};
 use crate::engine::shutdown::{Shutdown, Stop};
 use crate::Error;
-
-/// An order's environment: (name, value).
-type Env = Vec<(String, String)>;
 
 /// The guns' steps.
 #[derive(Debug)]
@@ -26,21 +23,19 @@ pub struct Volleys<'a> {
     pub fleet: Fleet,
     pub store: Store,
     pub store_url: String,
-    pub request: &'a RequestArgs,
-    pub probe: &'a ProbeArgs,
+    /// The search's order: its requests, pacing and probes are every step's.
+    pub template: &'a order::Order,
     pub slo: &'a Slo,
     pub warmup: Duration,
     pub shutdown: &'a Shutdown,
     pub experiment: Option<String>,
-    pub labels: Vec<(String, String)>,
-    /// Where the requests file is written (private to this user).
-    pub dir: tempfile::TempDir,
+    pub labels: BTreeMap<String, String>,
     /// Each step's highest rate every gun kept its schedule at, for the guns it would take.
     pub valid: Option<f64>,
 }
 
-fn ms(d: Duration) -> String {
-    format!("{}ms", d.as_millis().max(1))
+fn ns(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
 }
 
 impl Volleys<'_> {
@@ -59,116 +54,38 @@ impl Volleys<'_> {
         rx
     }
 
-    /// The requests as `loadgen attack` flags for the guns, and their environment: the
-    /// requests in a file (a query or a body may hold a key), the headers in the environment.
-    fn requests(&self) -> Result<(Vec<String>, Env), Error> {
-        let r = self.request;
-        let mut args = Vec::new();
-        let mut push = |a: &[&str]| args.extend(a.iter().map(|s| s.to_string()));
-        match (&r.url, &r.targets) {
-            (_, Some(file)) => push(&["--targets", &file.display().to_string()]),
-            (Some(url), None) => {
-                let mut request = toml::Table::new();
-                request.insert("url".into(), url.clone().into());
-                if let Some(m) = &r.method {
-                    request.insert("method".into(), m.clone().into());
-                }
-                let body = match (&r.body, &r.body_file) {
-                    (Some(b), _) => Some(b.clone()),
-                    (None, Some(f)) => Some(std::fs::read_to_string(f).map_err(|e| {
-                        Error::Usage(format!(
-                            "--body-file {}: {e} (the guns get a body as UTF-8 text)",
-                            f.display()
-                        ))
-                    })?),
-                    _ => None,
-                };
-                if let Some(b) = body {
-                    request.insert("body".into(), b.into());
-                }
-                let mut file = toml::Table::new();
-                file.insert("request".into(), vec![toml::Value::Table(request)].into());
-                let path = self.dir.path().join("requests.toml");
-                let text = toml::to_string(&file).map_err(|e| Error::Usage(e.to_string()))?;
-                experiment::gun::write_private(&path, text.as_bytes())
-                    .map_err(|e| Error::Usage(format!("{}: {e}", path.display())))?;
-                push(&["--targets", &path.display().to_string()]);
-            }
-            (None, None) => return Err(Error::Usage("no URL and no --targets".into())),
-        }
-        if let Some(c) = r.max_connections {
-            push(&["--max-connections", &c.to_string()]);
-        }
-        if !r.batch.is_zero() {
-            push(&["--batch", &format!("{}us", r.batch.as_micros().max(1))]);
-        }
-        if r.arrival == crate::engine::arrivals::Process::Poisson {
-            push(&["--arrival", "poisson"]);
-        }
-        if r.no_keepalive {
-            push(&["--no-keepalive"]);
-        }
-        if let Some(t) = r.threads {
-            push(&["--threads", &t.to_string()]);
-        }
-        if r.h2 {
-            push(&["--h2"]);
-        }
-        if r.insecure {
-            push(&["--insecure"]);
-        }
-        push(&["--timeout", &ms(r.timeout)]);
-        let mut env = vec![("SHOWDOWN_DB".to_string(), self.store_url.clone())];
-        if !r.headers.is_empty() {
-            env.push(("SHOWDOWN_HEADERS".into(), r.headers.join("\n")));
-        }
-        Ok((args, env))
-    }
-
-    /// The probes' flags (the first gun subscribes for the group).
-    fn probes(&self) -> Vec<String> {
-        let p = self.probe;
-        let mut args = Vec::new();
-        for a in &p.probes {
-            args.extend(["--probe".to_string(), a.clone()]);
-        }
-        if !p.probes.is_empty() {
-            args.extend(["--pre-roll".into(), ms(p.pre_roll)]);
-            args.extend(["--post-roll".into(), ms(p.post_roll)]);
-            if let Some(t) = &p.probe_token_file {
-                args.extend(["--probe-token-file".into(), t.display().to_string()]);
-            }
-            if let Some(f) = &p.probe_fingerprint {
-                args.extend(["--probe-fingerprint".into(), f.clone()]);
-            }
-            if let Some(ca) = &p.probe_ca {
-                args.extend(["--probe-ca".into(), ca.display().to_string()]);
-            }
-        }
-        args
+    /// The search's order with `load` as its work.
+    fn with_load(&self, load: order::Load, interval: Duration, grace: Duration) -> order::Order {
+        let mut o = self.template.clone();
+        o.work = order::Work::Attack(order::Attack {
+            load,
+            interval_ns: ns(interval),
+            grace_ns: ns(grace),
+            max_lateness_ns: None,
+            start_at_ns: None,
+        });
+        o.shard = None;
+        o
     }
 
     /// A short run from the first gun, not kept: its summary.
-    async fn trickle(&self, load: &[&str]) -> Result<Option<store::summary::Summary>, Error> {
-        let (requests, mut env) = self.requests()?;
-        env.retain(|(k, _)| k != "SHOWDOWN_DB");
-        let mut args: Vec<String> = vec!["attack".into()];
-        args.extend(load.iter().map(|s| s.to_string()));
-        args.extend(requests);
-        args.extend(["--no-store".into(), "--output".into(), "json".into()]);
-        let fired = self
-            .fleet
-            .single(&args, env, self.stop())
-            .await
-            .map_err(|e| Error::Usage(e.to_string()))?;
-        Ok(fired.summary.filter(|s| s.requests.ok > 0))
+    async fn trickle(&self, load: order::Load) -> Result<Option<store::summary::Summary>, Error> {
+        let mut o = self.with_load(load, Duration::from_millis(500), Duration::from_secs(1));
+        o.keeping = order::Keeping::default();
+        o.probes = None;
+        let fired = self.fleet.single(&o, self.stop()).await?;
+        Ok(fired.summary().filter(|s| s.requests.ok > 0).cloned())
     }
 
     /// The first rate to try: half of what 16 connections of a closed loop from the first
     /// gun served in 2 s (the server's pace, whichever gun asks).
     pub async fn estimate(&self) -> Result<Option<f64>, Error> {
         let served = self
-            .trickle(&["--connections", "16", "--duration", "2s"])
+            .trickle(order::Load::Closed {
+                connections: 16,
+                requests: None,
+                duration_ns: Some(2_000_000_000),
+            })
             .await?;
         Ok(served
             .map(|s| s.requests.throughput / 2.0)
@@ -213,40 +130,29 @@ impl Steps for Volleys<'_> {
     ) -> Result<Option<Stepped>, Error> {
         let interval = interval_for(window);
         let group = store::RunMeta::new_id();
-        let (requests, env) = self.requests()?;
-        let mut args: Vec<String> = vec![
-            "attack".into(),
-            "--rate".into(),
-            rate.to_string(),
-            "--duration".into(),
-            ms(self.warmup + window),
-            "--interval".into(),
-            ms(interval),
-            "--name".into(),
-            format!("{} step {number}: {rate} req/s", search.name),
-            "--label".into(),
-            format!("{}={}", store::capacity::label::SEARCH, search.id),
-            "--label".into(),
-            format!("{}={number}", store::capacity::label::STEP),
-            "--label".into(),
-            format!("rate={rate}"),
-        ];
-        if let Some(e) = &self.experiment {
-            args.extend(["--experiment".into(), e.clone()]);
-        }
-        for (k, v) in &self.labels {
-            if k != "rate" {
-                args.extend(["--label".into(), format!("{k}={v}")]);
-            }
-        }
-        args.extend(requests);
-        args.extend(self.probes());
-        args.extend(["--output".into(), "json".into()]);
-        let shots = self
-            .fleet
-            .volley(&args, env, &group, self.stop(), None)
-            .await
-            .map_err(|e| Error::Usage(e.to_string()))?;
+        let load = order::Load::Open {
+            schedule: order::Schedule::Constant {
+                rate,
+                duration_ns: Some(ns(self.warmup + window)),
+            },
+            requests: None,
+        };
+        let mut step = self.with_load(load, interval, Duration::from_secs(3));
+        let mut labels = self.labels.clone();
+        labels.remove("rate");
+        labels.insert(store::capacity::label::SEARCH.into(), search.id.clone());
+        labels.insert(store::capacity::label::STEP.into(), number.to_string());
+        labels.insert("rate".into(), rate.to_string());
+        step.keeping = order::Keeping {
+            store: Some(order::StoreAt::Url {
+                url: order::Secret(self.store_url.clone()),
+            }),
+            name: Some(format!("{} step {number}: {rate} req/s", search.name)),
+            experiment: self.experiment.clone(),
+            run_id: None,
+            labels,
+        };
+        let shots = self.fleet.volley(&step, &group, self.stop(), None).await?;
         if self.shutdown.state() != Stop::Running {
             return Ok(None);
         }
@@ -259,8 +165,7 @@ impl Steps for Volleys<'_> {
                 .as_ref()
                 .map_err(|why| Error::Usage(format!("{gun}: {why}")))?;
             let summary = fired
-                .summary
-                .as_ref()
+                .summary()
                 .ok_or_else(|| Error::Usage(format!("{gun} printed no summary: {}", fired.said)))?;
             if limit.is_none() {
                 limit = judge::generator_limit(summary).map(|why| format!("{gun}: {why}"));
@@ -300,10 +205,14 @@ impl Steps for Volleys<'_> {
                 return Ok(false);
             }
             tokio::time::sleep(Duration::from_millis(500)).await;
-            let Some(s) = self
-                .trickle(&["--rate", "20", "--duration", "500ms"])
-                .await?
-            else {
+            let trickle = order::Load::Open {
+                schedule: order::Schedule::Constant {
+                    rate: 20.0,
+                    duration_ns: Some(500_000_000),
+                },
+                requests: None,
+            };
+            let Some(s) = self.trickle(trickle).await? else {
                 continue;
             };
             match baseline_ns {
@@ -327,12 +236,4 @@ impl Steps for Volleys<'_> {
     fn event(&mut self, event: Event<'_>) {
         eprintln!("{}", super::words::event(event));
     }
-}
-
-/// The directory for the guns' requests file.
-pub fn private_dir() -> Result<tempfile::TempDir, Error> {
-    tempfile::Builder::new()
-        .prefix("showdown-guns-")
-        .tempdir_in(std::env::temp_dir())
-        .map_err(|e| Error::Usage(format!("cannot make a private directory: {e}")))
 }

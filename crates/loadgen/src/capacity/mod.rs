@@ -32,8 +32,4 @@ pub use search::{search, Event, Plan, Stepped, Steps};
 pub use words::text;
 
 /// Now, in ns since the Unix epoch (a search's timestamps).
-pub fn now_ns() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos() as i64)
-}
+pub use store::run::now_ns;

@@ -10,11 +10,11 @@ use store::model::IntervalStats;
 use store::summary::Summary;
 
 use super::search::Stepped;
-use crate::cli::RequestArgs;
 use crate::engine::attack::{IntervalSink, Load, Span};
 use crate::engine::schedule::Schedule;
 use crate::engine::shutdown::{Shutdown, Stop};
 use crate::keep::{self, Keeping};
+use crate::prepare::Sending;
 use crate::Error;
 
 /// Keeps every interval of a step in memory, with its place on the timeline, for its verdict.
@@ -34,7 +34,8 @@ impl IntervalSink for Collect {
 
 /// What steps share.
 pub struct Stepper<'a> {
-    pub request: &'a RequestArgs,
+    /// The search's requests and pacing, checked once.
+    pub sending: &'a Sending,
     /// How each step is kept: the store, the probes, the search's labels.
     pub keeping: Keeping,
     pub slo: &'a Slo,
@@ -94,7 +95,7 @@ impl Stepper<'_> {
             schedule: Schedule::constant(rate, Some(self.warmup + window))?,
             requests: None,
         };
-        let plan = self.request.plan(load, interval, Duration::from_secs(3))?;
+        let plan = self.sending.plan(load, interval, Duration::from_secs(3));
         let mut keeping = self.keeping.clone();
         keeping.name = Some(format!("{} step {number}: {rate} req/s", search.name));
         keeping
@@ -133,14 +134,9 @@ impl Stepper<'_> {
 
     /// A short run that is not kept: its median corrected latency, or `None` without answers.
     async fn sample(&self, load: Load) -> Result<Option<(u64, Summary)>, Error> {
-        let closed = matches!(load, Load::Closed { .. });
-        let mut plan =
-            self.request
-                .plan(load, Duration::from_millis(500), Duration::from_secs(1))?;
-        if closed {
-            plan.batch = Duration::ZERO;
-            plan.arrivals = Default::default();
-        }
+        let plan = self
+            .sending
+            .plan(load, Duration::from_millis(500), Duration::from_secs(1));
         let done = keep::execute(&plan, &Keeping::default(), self.shutdown).await?;
         let s = done.summary;
         Ok((s.requests.ok > 0).then_some((s.latency.corrected.p50_ns, s)))

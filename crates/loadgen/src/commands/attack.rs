@@ -1,16 +1,21 @@
-//! `loadgen attack`: one run, kept, summarized, and drawn when asked.
+//! `loadgen attack`: the flags' order run, kept, summarized, and drawn when asked.
 
 use crate::cli::AttackArgs;
 use crate::output::{draw_report, print_kept, print_summary};
-use crate::{keep, Error, RunEnd, Shutdown};
+use crate::{keep, prepare, Error, RunEnd, Shutdown};
 
 pub async fn run(
     args: &AttackArgs,
     shutdown: &Shutdown,
     command_line: &[String],
 ) -> Result<RunEnd, Error> {
-    let plan = args.plan()?;
-    let keeping = args.keeping(command_line)?;
+    let order = args.order()?;
+    let order::Work::Attack(attack) = &order.work else {
+        return Err(Error::Usage("not an attack".into()));
+    };
+    let plan = prepare::attack(&order, attack)?;
+    let mut keeping = prepare::keeping(&order, command_line)?;
+    keeping.hdr_log = args.out.hdr_log.clone();
     let done = keep::execute(&plan, &keeping, shutdown).await?;
     print_summary(&done.summary, args.out.output)?;
     print_kept(&done, &keeping, args.out.output);

@@ -1,5 +1,6 @@
-//! `loadgen capacity`: the plan from the command line, the search run with the generator (its
-//! steps printed and kept as they end), its summary, where it was kept.
+//! `loadgen capacity`: the flags' order, the search run with the generator (its steps printed
+//! and kept as they end), its summary, where it was kept. [`search`] runs a search order for
+//! `loadgen order` too.
 
 use std::time::Duration;
 
@@ -9,6 +10,7 @@ use store::Store;
 use crate::capacity::{self, bracket, step::Stepper, Event, Plan, Repeat, Stepped, Steps};
 use crate::cli::{CapacityArgs, OutputFormat};
 use crate::engine::shutdown::Stop;
+use crate::prepare::{self, Sending};
 use crate::{Error, RunEnd, Shutdown};
 
 pub async fn run(
@@ -16,9 +18,12 @@ pub async fn run(
     shutdown: &Shutdown,
     command_line: &[String],
 ) -> Result<RunEnd, Error> {
-    let keeping = args.probe.keeping(args.store.keeping(command_line)?)?;
-    let store_url = keeping.store_url.clone();
-    let repeated = search(args, keeping, shutdown).await?;
+    let order = args.order()?;
+    let Some(wanted) = order.search() else {
+        return Err(Error::Usage("not a search".into()));
+    };
+    let store_url = prepare::keeping(&order, command_line)?.store_url;
+    let repeated = search(&order, wanted, shutdown, command_line).await?;
     match args.output {
         OutputFormat::Text => print!("{}", capacity::words::repeated(&repeated)),
         OutputFormat::Json => println!(
@@ -109,26 +114,41 @@ async fn step_limit(
     capacity::step::limit_of(&store.load_run(id).await.ok()?, warmup, window)
 }
 
-/// Runs the searches `args` describe, keeping them (and reporting each step on standard
-/// error).
-async fn search(
-    args: &CapacityArgs,
-    keeping: crate::keep::Keeping,
+/// What a search is called by default: its one URL, or its mix.
+fn target(sending: &Sending) -> String {
+    match sending.mix.specs() {
+        [one] => format!("{}{}", sending.mix.origin(), one.path_text),
+        many => format!(
+            "{} kinds of request to {}",
+            many.len(),
+            sending.mix.origin()
+        ),
+    }
+}
+
+fn ns(n: u64) -> Duration {
+    Duration::from_nanos(n)
+}
+
+/// Runs the searches `order` describes (`wanted`, its work), keeping them (and reporting each
+/// step on standard error).
+pub async fn search(
+    order: &order::Order,
+    wanted: &order::Search,
     shutdown: &Shutdown,
+    command_line: &[String],
 ) -> Result<Repeated, Error> {
     let slo = Slo {
-        terms: args.slo.clone(),
+        terms: wanted.slo.clone(),
     };
-    // The caller's --run-id names the search (the experiment runner's cell); its steps get
+    let mut keeping = prepare::keeping(order, command_line)?;
+    let sending = Sending::of(&order.requests, &order.pacing)?;
+    let (step, warmup) = (ns(wanted.step_ns), ns(wanted.warmup_ns));
+    // The caller's run id names the search (the experiment runner's cell); its steps get
     // ids of their own.
-    let mut keeping = keeping;
     let id = keeping.run_id.take().unwrap_or_else(store::RunMeta::new_id);
-    let target = match (&args.request.url, &args.request.targets) {
-        (Some(url), _) => url.clone(),
-        (None, Some(file)) => file.display().to_string(),
-        (None, None) => String::new(),
-    };
-    if args.min_rate > args.max_rate {
+    let target = target(&sending);
+    if wanted.min_rate > wanted.max_rate {
         return Err(Error::Usage(
             "--min-rate is above --max-rate: give a range that holds rates".into(),
         ));
@@ -138,7 +158,7 @@ async fn search(
         None => None,
     };
     let labels = keeping.labels.clone();
-    let guns = args.guns.spec();
+    let guns = wanted.guns.as_ref().map(prepare::guns).transpose()?;
     if guns.is_some()
         && !keeping
             .store_url
@@ -167,7 +187,7 @@ async fn search(
                 resolved.destinations.join(", ")
             );
             let local = experiment::gun::find_loadgen().map_err(|e| Error::Usage(e.to_string()))?;
-            let reach = args.request.url.as_deref();
+            let reach = order.requests.entries.first().map(|r| r.url.expose());
             let fleet = experiment::fleet::Fleet::prepare(
                 &resolved,
                 spec.cpus.as_ref(),
@@ -177,8 +197,7 @@ async fn search(
                 &local,
                 reach,
             )
-            .await
-            .map_err(|e| Error::Usage(e.to_string()))?;
+            .await?;
             for line in fleet.describe() {
                 eprintln!("  {line}");
             }
@@ -186,27 +205,25 @@ async fn search(
                 fleet,
                 store: store.clone(),
                 store_url: url.clone(),
-                request: &args.request,
-                probe: &args.probe,
+                template: order,
                 slo: &slo,
-                warmup: args.warmup,
+                warmup,
                 shutdown,
                 experiment: experiment.clone(),
-                labels: labels.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
-                dir: capacity::guns::private_dir()?,
+                labels: labels.clone(),
                 valid: None,
             })
         }
         _ => None,
     };
     let stepper = Stepper {
-        request: &args.request,
+        sending: &sending,
         keeping,
         slo: &slo,
-        warmup: args.warmup,
+        warmup,
         shutdown,
     };
-    let start = match args.start {
+    let start = match wanted.start {
         Some(rate) => rate,
         None => {
             eprintln!("Estimating a first rate: a closed loop of 16 connections for 2 s…");
@@ -221,7 +238,7 @@ async fn search(
             })?
         }
     };
-    let start = bracket::round(start.clamp(args.min_rate, args.max_rate));
+    let start = bracket::round(start.clamp(wanted.min_rate, wanted.max_rate));
     let mut plan = Plan {
         id,
         name,
@@ -231,16 +248,16 @@ async fn search(
         slo: slo.clone(),
         settings: Settings {
             start,
-            resolution: args.resolution,
-            step_s: args.step.as_secs_f64(),
-            warmup_s: args.warmup.as_secs_f64(),
-            min_rate: args.min_rate,
-            max_rate: args.max_rate,
+            resolution: wanted.resolution,
+            step_s: step.as_secs_f64(),
+            warmup_s: warmup.as_secs_f64(),
+            min_rate: wanted.min_rate,
+            max_rate: wanted.max_rate,
             growth: 2.0,
-            arrival: Some(Arrival::of(args.request.arrival, args.request.batch)),
+            arrival: Some(Arrival::of(sending.arrivals, sending.batch)),
         },
-        max_steps: args.max_steps,
-        step: args.step,
+        max_steps: wanted.max_steps,
+        step,
         resumed: Vec::new(),
         started_at_ns: capacity::now_ns(),
     };
@@ -275,14 +292,14 @@ async fn search(
         "Searching the capacity of {} within {slo}: from {start} req/s, arrivals {}, steps of {} after {} of warm-up, to {} %",
         plan.target,
         plan.settings.arrival.map_or(String::new(), Arrival::text),
-        humantime::format_duration(args.step),
-        humantime::format_duration(args.warmup),
-        args.resolution * 100.0
+        humantime::format_duration(step),
+        humantime::format_duration(warmup),
+        wanted.resolution * 100.0
     );
     let repeat = Repeat {
-        searches: args.searches,
-        until: args.until,
-        budget: args.budget,
+        searches: wanted.searches,
+        until: wanted.until,
+        budget: wanted.budget_ns.map(ns),
     };
     let Some(volleys) = volleys.as_mut() else {
         return capacity::repeat(

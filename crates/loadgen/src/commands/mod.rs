@@ -1,13 +1,15 @@
 //! What `loadgen` does, one module a command: `attack`, `demo`, `experiment` (the runner is the
-//! `experiment` crate's), `runs`, the built-in `target` (which the demo starts), and `gun` (a
-//! gun host's side of an experiment fired over SSH). Each takes
-//! its checked flags (`cli`) and gives back how the run ended.
+//! `experiment` crate's), `runs`, the built-in `target` (which the demo starts), `gun` (a
+//! gun host's side of an experiment fired over SSH) and `order` (one typed order on standard
+//! input, how the runner and the guns start a generator). Each takes its checked flags (`cli`)
+//! or its order, and gives back how the run ended.
 
 mod attack;
 mod capacity;
 mod demo;
 pub mod experiment;
 mod gun;
+mod order;
 mod runs;
 pub mod target;
 
@@ -26,7 +28,8 @@ pub async fn run(
         Command::Demo(args) => demo::run(&args, shutdown, command_line).await,
         Command::Runs(args) => runs::run(&args).await.map(|()| RunEnd::Completed),
         Command::Experiment(args) => experiment::run(&args, shutdown).await,
-        Command::Gun(args) => gun::run(&args, shutdown).await,
+        Command::Gun(_) => gun::run(shutdown).await,
+        Command::Order => order::run(shutdown, command_line).await,
         Command::Target(args) => target::serve_until_stdin_closes(&args)
             .await
             .map(|()| RunEnd::Completed),

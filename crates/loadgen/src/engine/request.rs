@@ -81,6 +81,8 @@ pub enum RequestError {
     BadWeights { max: u64 },
     #[error("give both a body and a body file for one request, not both: keep one of them")]
     TwoBodies,
+    #[error("the order names no request: give at least one, with a url")]
+    NoRequests,
 }
 
 /// Where requests go: one scheme, host and port.
@@ -139,19 +141,18 @@ pub struct RequestOptions {
 impl RequestSpec {
     /// Builds a spec from a URL and the command line's options.
     pub fn new(url: &str, options: &RequestOptions) -> Result<Self, RequestError> {
-        let body = match (&options.body, &options.body_file) {
-            (Some(_), Some(_)) => return Err(RequestError::TwoBodies),
-            (Some(text), None) => text.clone(),
-            (None, Some(path)) => read_body_file(path)?,
-            (None, None) => String::new(),
-        };
-        let method = options.method.as_deref().unwrap_or("GET");
+        let request = one_request(url, options)?;
         let headers: Vec<(String, String)> = options
             .headers
             .iter()
             .map(|h| parse_header_line(h))
             .collect::<Result<_, _>>()?;
-        Self::from_parts(method, url, &headers, &body)
+        Self::from_parts(
+            request.method.as_deref().unwrap_or("GET"),
+            url,
+            &headers,
+            request.body.expose(),
+        )
     }
 
     fn from_parts(
@@ -419,6 +420,65 @@ fn one() -> u64 {
     1
 }
 
+/// A targets file's requests, each body read (a `body_file` relative to the file), `method`
+/// where an entry names none.
+pub fn read_targets(
+    path: &Path,
+    method: Option<&str>,
+) -> Result<Vec<order::Request>, RequestError> {
+    let text = std::fs::read_to_string(path).map_err(|source| RequestError::TargetsFile {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let file: TargetsFile = toml::from_str(&text).map_err(|e| RequestError::TargetsSyntax {
+        path: path.to_path_buf(),
+        message: e.message().to_string(),
+    })?;
+    if file.request.is_empty() {
+        return Err(RequestError::NoTargets(path.to_path_buf()));
+    }
+    let base = path.parent().unwrap_or(Path::new("."));
+    file.request
+        .into_iter()
+        .map(|entry| {
+            let body = match (entry.body, entry.body_file) {
+                (Some(_), Some(_)) => return Err(RequestError::TwoBodies),
+                (Some(text), None) => text,
+                (None, Some(file)) => read_body_file(&base.join(file))?,
+                (None, None) => String::new(),
+            };
+            Ok(order::Request {
+                url: order::Secret(entry.url),
+                weight: entry.weight,
+                method: entry.method.or_else(|| method.map(str::to_string)),
+                headers: entry
+                    .headers
+                    .into_iter()
+                    .map(|(k, v)| (k, order::Secret(v)))
+                    .collect(),
+                body: order::Secret(body),
+            })
+        })
+        .collect()
+}
+
+/// One URL's request, as `loadgen attack URL` with `-m`, `--body`, `--body-file` sends it.
+pub fn one_request(url: &str, options: &RequestOptions) -> Result<order::Request, RequestError> {
+    let body = match (&options.body, &options.body_file) {
+        (Some(_), Some(_)) => return Err(RequestError::TwoBodies),
+        (Some(text), None) => text.clone(),
+        (None, Some(path)) => read_body_file(path)?,
+        (None, None) => String::new(),
+    };
+    Ok(order::Request {
+        url: order::Secret(url.to_string()),
+        weight: 1,
+        method: options.method.clone(),
+        headers: Default::default(),
+        body: order::Secret(body),
+    })
+}
+
 impl RequestMix {
     /// A single kind of request.
     pub fn single(spec: RequestSpec) -> Self {
@@ -432,40 +492,39 @@ impl RequestMix {
     /// Reads a targets file. Headers given on the command line (`-H`) apply to every request,
     /// before the file's own.
     pub fn from_targets_file(path: &Path, options: &RequestOptions) -> Result<Self, RequestError> {
-        let text = std::fs::read_to_string(path).map_err(|source| RequestError::TargetsFile {
-            path: path.to_path_buf(),
-            source,
-        })?;
-        let file: TargetsFile = toml::from_str(&text).map_err(|e| RequestError::TargetsSyntax {
-            path: path.to_path_buf(),
-            message: e.message().to_string(),
-        })?;
-        if file.request.is_empty() {
-            return Err(RequestError::NoTargets(path.to_path_buf()));
+        Self::from_order(&order::Requests {
+            entries: read_targets(path, options.method.as_deref())?,
+            headers: options.headers.iter().cloned().map(order::Secret).collect(),
+        })
+    }
+
+    /// The requests of an order: the common headers before each request's own, GET where no
+    /// method is given.
+    pub fn from_order(requests: &order::Requests) -> Result<Self, RequestError> {
+        if requests.entries.is_empty() {
+            return Err(RequestError::NoRequests);
         }
-        let base = path.parent().unwrap_or(Path::new("."));
-        let common: Vec<(String, String)> = options
+        let common: Vec<(String, String)> = requests
             .headers
             .iter()
-            .map(|h| parse_header_line(h))
+            .map(|h| parse_header_line(h.expose()))
             .collect::<Result<_, _>>()?;
-        let mut specs = Vec::with_capacity(file.request.len());
-        let mut weights = Vec::with_capacity(file.request.len());
-        for entry in file.request {
-            let body = match (entry.body, entry.body_file) {
-                (Some(_), Some(_)) => return Err(RequestError::TwoBodies),
-                (Some(text), None) => text,
-                (None, Some(file)) => read_body_file(&base.join(file))?,
-                (None, None) => String::new(),
-            };
+        let mut specs = Vec::with_capacity(requests.entries.len());
+        let mut weights = Vec::with_capacity(requests.entries.len());
+        for entry in &requests.entries {
             let mut headers = common.clone();
-            headers.extend(entry.headers);
-            let method = entry
-                .method
-                .or_else(|| options.method.clone())
-                .unwrap_or_else(|| "GET".into());
+            headers.extend(
+                entry
+                    .headers
+                    .iter()
+                    .map(|(k, v)| (k.clone(), v.expose().to_string())),
+            );
+            let method = entry.method.as_deref().unwrap_or("GET");
             specs.push(RequestSpec::from_parts(
-                &method, &entry.url, &headers, &body,
+                method,
+                entry.url.expose(),
+                &headers,
+                entry.body.expose(),
             )?);
             weights.push(entry.weight);
         }

@@ -1,0 +1,280 @@
+//! An order made ready: the one place where an [`order::Order`] (from the flags of `attack` or
+//! `capacity`, from the experiment runner, from a gun's SSH session) becomes the engine's plan
+//! and the way its run is kept. Every check of what an order asks lives here, so that a flag, a
+//! cell of an experiment file and an order over SSH are refused with the same line.
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use crate::engine::arrivals::Process;
+use crate::engine::attack::{AttackPlan, Load};
+use crate::engine::request::RequestMix;
+use crate::engine::schedule::Schedule;
+use crate::keep::probes::ProbeTarget;
+use crate::keep::Keeping;
+use crate::Error;
+
+/// The open loop's default connection cap.
+pub const DEFAULT_MAX_CONNECTIONS: usize = 10_000;
+
+/// The number of CPUs this process may run on.
+pub fn default_threads() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+fn ns(n: u64) -> Duration {
+    Duration::from_nanos(n)
+}
+
+/// What to send and how: an order's requests and pacing, checked, for any load (an attack's,
+/// every step of a search, a trickle between them).
+#[derive(Debug, Clone)]
+pub struct Sending {
+    pub mix: RequestMix,
+    pub threads: usize,
+    pub max_connections: usize,
+    pub h2: bool,
+    pub insecure: bool,
+    pub keepalive: bool,
+    pub timeout: Duration,
+    pub batch: Duration,
+    pub arrivals: Process,
+}
+
+impl Sending {
+    pub fn of(requests: &order::Requests, pacing: &order::Pacing) -> Result<Sending, Error> {
+        if pacing.timeout_ns == 0 {
+            return Err(Error::Usage(
+                "--timeout must be above 0, e.g. --timeout 30s".into(),
+            ));
+        }
+        if pacing.arrival == Process::Poisson && pacing.batch_ns > 0 {
+            return Err(Error::Usage(
+                "--arrival poisson sends each request at its own instant: drop --batch (a grid would release its arrivals together)".into(),
+            ));
+        }
+        Ok(Sending {
+            mix: RequestMix::from_order(requests)?,
+            threads: pacing
+                .threads
+                .map_or_else(default_threads, |t| (t as usize).max(1)),
+            max_connections: pacing
+                .max_connections
+                .map_or(DEFAULT_MAX_CONNECTIONS, |c| c as usize),
+            h2: pacing.h2,
+            insecure: pacing.insecure,
+            keepalive: pacing.keepalive,
+            timeout: ns(pacing.timeout_ns),
+            batch: ns(pacing.batch_ns),
+            arrivals: pacing.arrival,
+        })
+    }
+
+    /// A plan of `load` with these requests and connections.
+    pub fn plan(&self, load: Load, interval: Duration, grace: Duration) -> AttackPlan {
+        let closed = matches!(load, Load::Closed { .. });
+        AttackPlan {
+            mix: self.mix.clone(),
+            load,
+            threads: self.threads,
+            max_connections: self.max_connections,
+            h2: self.h2,
+            insecure: self.insecure,
+            keepalive: self.keepalive,
+            timeout: self.timeout,
+            interval,
+            grace,
+            max_lateness: None,
+            // A closed loop sends when answered: no grid, no arrival process.
+            batch: if closed { Duration::ZERO } else { self.batch },
+            arrivals: if closed {
+                Process::default()
+            } else {
+                self.arrivals
+            },
+            shard: (0, 1),
+        }
+    }
+}
+
+/// The engine's load for an order's.
+pub fn load(load: &order::Load, arrival: Process) -> Result<Load, Error> {
+    Ok(match load {
+        order::Load::Closed {
+            connections,
+            requests,
+            duration_ns,
+        } => {
+            if arrival == Process::Poisson {
+                return Err(Error::Usage(
+                    "--arrival poisson needs an open loop: give --rate instead of --connections"
+                        .into(),
+                ));
+            }
+            if requests.is_none() && duration_ns.is_none() {
+                return Err(Error::Usage(
+                    "a closed loop needs an end: add --requests N or --duration D".into(),
+                ));
+            }
+            Load::Closed {
+                connections: usize::try_from(*connections)
+                    .ok()
+                    .filter(|c| *c > 0)
+                    .ok_or_else(|| Error::Usage("a closed loop needs a connection".into()))?,
+                requests: *requests,
+                duration: duration_ns.map(ns),
+            }
+        }
+        order::Load::Open { schedule, requests } => {
+            let schedule = match schedule {
+                order::Schedule::Constant { rate, duration_ns } => {
+                    if requests.is_none() && duration_ns.is_none() {
+                        return Err(Error::Usage(
+                            "--rate needs an end: add --duration D or --requests N".into(),
+                        ));
+                    }
+                    Schedule::constant(*rate, duration_ns.map(ns))?
+                }
+                order::Schedule::Ramp {
+                    from,
+                    to,
+                    duration_ns,
+                } => Schedule::ramp(*from, *to, ns(*duration_ns))?,
+                order::Schedule::Steps { rates, each_ns } => {
+                    let steps: Vec<(f64, Duration)> =
+                        rates.iter().map(|&r| (r, ns(*each_ns))).collect();
+                    Schedule::steps(&steps)?
+                }
+            };
+            Load::Open {
+                schedule,
+                requests: *requests,
+            }
+        }
+    })
+}
+
+/// The plan of an attack order.
+pub fn attack(order: &order::Order, attack: &order::Attack) -> Result<AttackPlan, Error> {
+    let load = load(&attack.load, order.pacing.arrival)?;
+    if attack.interval_ns < 10_000_000 {
+        return Err(Error::Usage(
+            "--interval must be at least 10ms, e.g. --interval 1s".into(),
+        ));
+    }
+    let sending = Sending::of(&order.requests, &order.pacing)?;
+    let mut plan = sending.plan(load, ns(attack.interval_ns), ns(attack.grace_ns));
+    plan.max_lateness = attack.max_lateness_ns.map(ns);
+    plan.shard = order.shard.as_ref().map_or((0, 1), |s| (s.index, s.count));
+    if plan.shard.1 == 0 || plan.shard.0 >= plan.shard.1 {
+        return Err(Error::Usage(
+            "a shard is I/N with 0 <= I < N, such as 0/2".into(),
+        ));
+    }
+    Ok(plan)
+}
+
+/// A token is only sent over TLS that checks the probe is the one meant.
+pub fn check_probe_trust(token: bool, trust: bool) -> Result<(), Error> {
+    if token && !trust {
+        return Err(Error::Usage(
+            "--probe-token-file needs --probe-fingerprint or --probe-ca: a token is only sent over TLS that checks the probe is the one you mean".into(),
+        ));
+    }
+    Ok(())
+}
+
+/// How an order's run is kept and watched; `command_line` is what was typed (redacted here).
+pub fn keeping(order: &order::Order, command_line: &[String]) -> Result<Keeping, Error> {
+    let k = &order.keeping;
+    let store_url = match &k.store {
+        None => None,
+        Some(order::StoreAt::Url { url }) => Some(url.expose().to_string()),
+        Some(order::StoreAt::GunFile { path }) => {
+            return Err(Error::Usage(format!(
+                "the store is the one {path} sets on a gun: only `loadgen gun` reads it"
+            )))
+        }
+    };
+    let mut keeping = Keeping {
+        store_url,
+        name: k.name.clone(),
+        experiment: k.experiment.clone(),
+        run_id: k.run_id.clone(),
+        labels: k.labels.clone(),
+        command_line: redact::command_line(command_line),
+        ..Default::default()
+    };
+    if let Some(p) = order.probes.as_ref().filter(|p| !p.addresses.is_empty()) {
+        if keeping.store_url.is_none() {
+            return Err(Error::Usage(
+                "--probe keeps the probes' samples with the run: drop --no-store".into(),
+            ));
+        }
+        check_probe_trust(p.token.is_some(), p.trust.is_some())?;
+        let trust = match &p.trust {
+            Some(order::ProbeTrust::Fingerprint { hex }) => Some(probe::tls::Trust::Fingerprint(
+                probe::tls::parse_fingerprint(hex).map_err(|e| Error::Usage(e.to_string()))?,
+            )),
+            Some(order::ProbeTrust::Ca { pem }) => Some(probe::tls::Trust::CaPem(pem.clone())),
+            None => None,
+        };
+        let tls = trust
+            .map(|t| probe::tls::ClientTls::new(&t))
+            .transpose()
+            .map_err(|e| Error::Usage(format!("--probe-ca: {e}")))?;
+        let token = p.token.as_ref().map(|t| t.expose().trim().to_string());
+        keeping.probes = p
+            .addresses
+            .iter()
+            .map(|address| ProbeTarget {
+                address: address.clone(),
+                token: token.clone(),
+                tls: tls.clone(),
+            })
+            .collect();
+        keeping.pre_roll = ns(p.pre_roll_ns);
+        keeping.post_roll = ns(p.post_roll_ns);
+        keeping.profile = p.profile;
+    }
+    if let Some(s) = &order.shard {
+        keeping.shard = Some(store::run::Shard {
+            group: s.group.clone(),
+            index: s.index,
+            count: s.count,
+        });
+    }
+    if let order::Work::Attack(order::Attack {
+        start_at_ns: Some(at),
+        ..
+    }) = &order.work
+    {
+        keeping.start_at = Some(UNIX_EPOCH + ns((*at).max(0) as u64));
+    }
+    Ok(keeping)
+}
+
+/// An instant as an order carries it.
+pub fn unix_ns(at: SystemTime) -> i64 {
+    at.duration_since(UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX))
+}
+
+/// The `[guns]` of a search order.
+pub fn guns(guns: &order::Guns) -> Result<experiment::fleet::spec::GunsSpec, Error> {
+    Ok(experiment::fleet::spec::GunsSpec {
+        ssh: guns.ssh.clone(),
+        from: guns.from,
+        terraform_dir: guns.terraform_dir.as_ref().map(Into::into),
+        ssh_config: guns.ssh_config.as_ref().map(Into::into),
+        cpus: guns
+            .cpus
+            .as_deref()
+            .map(str::parse)
+            .transpose()
+            .map_err(|e| Error::Usage(format!("the guns' CPUs: {e}")))?,
+        threads: guns.threads,
+        loadgen: guns.loadgen.clone(),
+        store_env_file: guns.store_env_file.clone(),
+        clock_tolerance: experiment::fleet::spec::CLOCK_TOLERANCE,
+    })
+}

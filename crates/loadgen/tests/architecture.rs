@@ -1,0 +1,103 @@
+//! The whiteboard rules of docs/architecture.md ("The order"), checked on the source: a
+//! generator is told a typed order, never flags. No loadgen flag of a generator's command is
+//! written as an argument anywhere but `cli.rs`, and no flag type (`*Args`) reaches below the
+//! commands: the engine, the keeping, the capacity search and the order's preparation take
+//! plain values.
+
+use std::path::{Path, PathBuf};
+
+use clap::CommandFactory;
+
+fn crates() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("crates/")
+        .to_path_buf()
+}
+
+/// Every `.rs` file under `dir`.
+fn sources(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for entry in std::fs::read_dir(&d).expect("a source directory").flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                stack.push(path);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                out.push(path);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// The long flags of the commands that run a generator: `attack`, `capacity`, `gun`, `order`.
+fn generator_flags() -> Vec<String> {
+    let cli = loadgen::Cli::command();
+    let mut flags: Vec<String> = cli
+        .get_subcommands()
+        .filter(|c| ["attack", "capacity", "gun", "order"].contains(&c.get_name()))
+        .flat_map(|c| c.get_arguments())
+        .filter_map(|a| a.get_long())
+        .filter(|l| !["help", "version"].contains(l))
+        .map(|l| format!("\"--{l}\""))
+        .collect();
+    flags.sort();
+    flags.dedup();
+    flags
+}
+
+#[test]
+fn no_generator_flag_is_written_outside_the_command_line_parser() {
+    let flags = generator_flags();
+    assert!(flags.len() > 40, "the generator's flags: {flags:?}");
+    let mut found = Vec::new();
+    for dir in ["loadgen/src", "experiment/src", "order/src"] {
+        for file in sources(&crates().join(dir)) {
+            if file.ends_with("loadgen/src/cli.rs") {
+                continue;
+            }
+            let text = std::fs::read_to_string(&file).expect("a source file");
+            for (n, line) in text.lines().enumerate() {
+                for flag in &flags {
+                    if line.contains(flag.as_str()) {
+                        found.push(format!("{}:{}: {flag}", file.display(), n + 1));
+                    }
+                }
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "a loadgen flag written as an argument outside cli.rs (build an order::Order instead):\n{}",
+        found.join("\n")
+    );
+}
+
+#[test]
+fn no_flag_type_reaches_below_the_commands() {
+    let src = crates().join("loadgen/src");
+    let mut below = Vec::new();
+    for dir in ["engine", "keep", "capacity"] {
+        below.extend(sources(&src.join(dir)));
+    }
+    below.push(src.join("prepare.rs"));
+    below.extend(sources(&crates().join("order/src")));
+    let mut found = Vec::new();
+    for file in below {
+        let text = std::fs::read_to_string(&file).expect("a source file");
+        for (n, line) in text.lines().enumerate() {
+            let code = line.split("//").next().unwrap_or("");
+            if code.contains("crate::cli") || code.contains("Args") && !code.contains("args(") {
+                found.push(format!("{}:{}: {}", file.display(), n + 1, line.trim()));
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "flags below the commands (take the order's or the plan's values):\n{}",
+        found.join("\n")
+    );
+}
