@@ -70,7 +70,9 @@ fi
 # each in it. Stopped and removed on exit.
 pg_bin() {
   command -v "$1" 2>/dev/null && return
-  ls /usr/lib/postgresql/*/bin/"$1" 2>/dev/null | sort -V | tail -n 1
+  local found=(/usr/lib/postgresql/*/bin/"$1")
+  [ -e "${found[0]}" ] || return 1
+  printf '%s\n' "${found[@]}" | sort -V | tail -n 1
 }
 if [ -z "${SHOWDOWN_TEST_POSTGRES_URL:-}" ]; then
   if [ -z "$(pg_bin initdb)" ]; then
@@ -115,6 +117,10 @@ say "the Go target's own checks (go vet, go test)"
 (cd targets/go && go vet ./... && go test ./...)
 say "the Node target's own checks (prettier --check, node --test)"
 (cd targets/node && npm run format:check && npm test)
+# The report pages' script (crates/report/assets/showdown.js): its functions, its flame graph and
+# a page of stand-in charts, in Node; no package needed (CI's format check and lints are Biome's).
+say "the report pages' script (node --test tools/js/test)"
+(cd tools/js && npm test)
 
 say "the lab's Terraform, offline (terraform fmt, python-hcl2, checkov, cloud-init schema)"
 terraform fmt -check -recursive terraform

@@ -23,16 +23,25 @@
     var seen = new Set();
     series.forEach(function (s) {
       s.x.forEach(function (x) {
-        if (!seen.has(x)) { seen.add(x); xs.push(x); }
+        if (!seen.has(x)) {
+          seen.add(x);
+          xs.push(x);
+        }
       });
     });
-    xs.sort(function (a, b) { return a - b; });
+    xs.sort(function (a, b) {
+      return a - b;
+    });
     var at = new Map();
-    xs.forEach(function (x, i) { at.set(x, i); });
+    xs.forEach(function (x, i) {
+      at.set(x, i);
+    });
     var data = [xs];
     series.forEach(function (s) {
       var ys = new Array(xs.length);
-      s.x.forEach(function (x, i) { ys[at.get(x)] = s.y[i]; });
+      s.x.forEach(function (x, i) {
+        ys[at.get(x)] = s.y[i];
+      });
       data.push(ys);
     });
     return data;
@@ -75,7 +84,8 @@
 
   // --- the flame graph of the charts' window, and that window against the rest of the run ---
 
-  var profiles = window.showdownProfiles = window.showdownProfiles || {};
+  // biome-ignore lint/suspicious/noAssignInExpressions: the profile files' scripts fill this same object
+  var profiles = (window.showdownProfiles = window.showdownProfiles || {});
   var flames = [];
   var view = null; // the charts' x window, or null: the whole run
   var page = null; // every chart's whole x range: the run with its pre- and post-roll
@@ -106,7 +116,10 @@
         for (var j = 0; j < stack.length; j++) {
           var name = data.frames[stack[j]];
           var kid = node.kids.get(name);
-          if (!kid) { kid = { name: name, n: 0, kids: new Map() }; node.kids.set(name, kid); }
+          if (!kid) {
+            kid = { name: name, n: 0, kids: new Map() };
+            node.kids.set(name, kid);
+          }
           kid.n += n;
           node = kid;
         }
@@ -119,7 +132,7 @@
   function warm(name) {
     var h = 0;
     for (var i = 0; i < name.length; i++) h = (h * 31 + name.charCodeAt(i)) >>> 0;
-    return 'hsl(' + (h % 50) + ',85%,' + (55 + (h >> 8) % 15) + '%)';
+    return 'hsl(' + (h % 50) + ',85%,' + (55 + ((h >> 8) % 15)) + '%)';
   }
 
   function drawFlame(panel) {
@@ -138,17 +151,42 @@
     var against = panel.mode === 'against' && other.n > 0 && tree.n > 0;
     var from = inside.length ? inside[0].from : NaN;
     var to = inside.length ? inside[inside.length - 1].to : NaN;
-    var head = '<p class="flame-head" data-window="' + (view ? view[0] + ',' + view[1] : 'all') +
-      '" data-samples="' + tree.n + '" data-rest="' + other.n + '">' +
+    var head =
+      '<p class="flame-head" data-window="' +
+      (view ? view[0] + ',' + view[1] : 'all') +
+      '" data-samples="' +
+      tree.n +
+      '" data-rest="' +
+      other.n +
+      '">' +
       (inside.length
-        ? 'Stacks of ' + from.toFixed(1) + '–' + to.toFixed(1) + ' s: ' + tree.n.toLocaleString('en-US') +
-          ' samples in ' + inside.length + (inside.length === 1 ? ' slice' : ' slices') +
-          '; the rest of the run: ' + other.n.toLocaleString('en-US') + ' samples.'
-        : 'No profile slice has its middle in the charts\' window: widen it.') +
+        ? 'Stacks of ' +
+          from.toFixed(1) +
+          '–' +
+          to.toFixed(1) +
+          ' s: ' +
+          tree.n.toLocaleString('en-US') +
+          ' samples in ' +
+          inside.length +
+          (inside.length === 1 ? ' slice' : ' slices') +
+          '; the rest of the run: ' +
+          other.n.toLocaleString('en-US') +
+          ' samples.'
+        : "No profile slice has its middle in the charts' window: widen it.") +
       '</p><p class="flame-modes">' +
-      '<label><input type="radio" name="' + panel.name + '" value="window"' + (panel.mode === 'window' ? ' checked' : '') + '> this window</label> ' +
-      '<label><input type="radio" name="' + panel.name + '" value="against"' + (panel.mode === 'against' ? ' checked' : '') + '> this window against the rest of the run</label>' +
-      (panel.mode === 'against' && !against ? ' <span class="meta">(zoom a chart first: the rest of the run has no samples)</span>' : '') +
+      '<label><input type="radio" name="' +
+      panel.name +
+      '" value="window"' +
+      (panel.mode === 'window' ? ' checked' : '') +
+      '> this window</label> ' +
+      '<label><input type="radio" name="' +
+      panel.name +
+      '" value="against"' +
+      (panel.mode === 'against' ? ' checked' : '') +
+      '> this window against the rest of the run</label>' +
+      (panel.mode === 'against' && !against
+        ? ' <span class="meta">(zoom a chart first: the rest of the run has no samples)</span>'
+        : '') +
       '</p>';
     // Rows from the root up; a box as wide as its share of the window's samples.
     var width = 1000;
@@ -168,36 +206,76 @@
       if (wpx < 0.3) return;
       depth = Math.max(depth, level);
       boxes.push({ node: node, x: x, w: wpx, level: level, delta: delta, before: otherNode ? otherNode.n : 0 });
-      var kids = Array.from(node.kids.values()).sort(function (a, b) { return a.name < b.name ? -1 : a.name > b.name ? 1 : 0; });
+      var kids = Array.from(node.kids.values()).sort(function (a, b) {
+        return a.name < b.name ? -1 : a.name > b.name ? 1 : 0;
+      });
       kids.forEach(function (k) {
         walk(k, otherNode ? otherNode.kids.get(k.name) : null, x, level + 1);
-        x += k.n / tree.n * width;
+        x += (k.n / tree.n) * width;
       });
     })(tree, other, 0, 0);
     var height = (depth + 1) * row;
-    var svg = ['<svg viewBox="0 0 ' + width + ' ' + height + '" width="100%" font-size="11" font-family="sans-serif" role="img">'];
+    var svg = [
+      '<svg viewBox="0 0 ' +
+        width +
+        ' ' +
+        height +
+        '" width="100%" font-size="11" font-family="sans-serif" role="img">',
+    ];
     boxes.forEach(function (b) {
       var y = height - (b.level + 1) * row;
       var fill = warm(b.node.name);
-      var title = b.node.name + ' (' + b.node.n.toLocaleString('en-US') + ' samples, ' + (100 * b.node.n / tree.n).toFixed(2) + ' %';
+      var title =
+        b.node.name +
+        ' (' +
+        b.node.n.toLocaleString('en-US') +
+        ' samples, ' +
+        ((100 * b.node.n) / tree.n).toFixed(2) +
+        ' %';
       var attrs = ' data-frame="' + esc(b.node.name) + '" data-n="' + b.node.n + '"';
       if (b.delta !== null) {
-        var k = maxDelta > 0 ? Math.round(200 * Math.abs(b.delta) / maxDelta) : 0;
-        fill = b.delta > 0 ? 'rgb(255,' + (255 - k) + ',' + (255 - k) + ')' : 'rgb(' + (255 - k) + ',' + (255 - k) + ',255)';
-        title += '; ' + (100 * b.before / other.n).toFixed(2) + ' % in the rest of the run: ' + (b.delta >= 0 ? '+' : '') + b.delta.toFixed(2) + ' points';
+        var k = maxDelta > 0 ? Math.round((200 * Math.abs(b.delta)) / maxDelta) : 0;
+        fill =
+          b.delta > 0 ? 'rgb(255,' + (255 - k) + ',' + (255 - k) + ')' : 'rgb(' + (255 - k) + ',' + (255 - k) + ',255)';
+        title +=
+          '; ' +
+          ((100 * b.before) / other.n).toFixed(2) +
+          ' % in the rest of the run: ' +
+          (b.delta >= 0 ? '+' : '') +
+          b.delta.toFixed(2) +
+          ' points';
         attrs += ' data-delta="' + b.delta.toFixed(4) + '"';
       }
       title += ')';
       var chars = Math.floor((b.w - 4) / 6.2);
       var label = chars >= 3 ? (b.node.name.length > chars ? b.node.name.slice(0, chars - 2) + '..' : b.node.name) : '';
-      svg.push('<g' + attrs + '><title>' + esc(title) + '</title><rect x="' + b.x.toFixed(2) + '" y="' + y + '" width="' + b.w.toFixed(2) +
-        '" height="' + (row - 1) + '" rx="2" fill="' + fill + '"></rect>' +
-        (label ? '<text x="' + (b.x + 3).toFixed(2) + '" y="' + (y + row - 5) + '">' + esc(label) + '</text>' : '') + '</g>');
+      svg.push(
+        '<g' +
+          attrs +
+          '><title>' +
+          esc(title) +
+          '</title><rect x="' +
+          b.x.toFixed(2) +
+          '" y="' +
+          y +
+          '" width="' +
+          b.w.toFixed(2) +
+          '" height="' +
+          (row - 1) +
+          '" rx="2" fill="' +
+          fill +
+          '"></rect>' +
+          (label ? '<text x="' + (b.x + 3).toFixed(2) + '" y="' + (y + row - 5) + '">' + esc(label) + '</text>' : '') +
+          '</g>',
+      );
     });
     svg.push('</svg>');
     box.innerHTML = head + (tree.n ? svg.join('') : '');
     box.querySelectorAll('input[type=radio]').forEach(function (r) {
-      r.addEventListener('change', function () { panel.mode = r.value; drawFlame(panel); });
+      r.addEventListener('change', function () {
+        panel.mode = r.value;
+        drawFlame(panel);
+      });
     });
   }
 
@@ -216,9 +294,13 @@
         panel.loading = true;
         var script = document.createElement('script');
         script.src = el.getAttribute('data-src');
-        script.onload = function () { panel.data = profiles[panel.key] || null; drawFlame(panel); };
+        script.onload = function () {
+          panel.data = profiles[panel.key] || null;
+          drawFlame(panel);
+        };
         script.onerror = function () {
-          el.querySelector('.flame-live').textContent = 'Could not load ' + el.getAttribute('data-src') + ': keep it beside the page.';
+          el.querySelector('.flame-live').textContent =
+            'Could not load ' + el.getAttribute('data-src') + ': keep it beside the page.';
         };
         document.head.appendChild(script);
       }
@@ -232,8 +314,10 @@
     var min = u.scales.x.min;
     var max = u.scales.x.max;
     if (!page) return;
-    view = (min <= page[0] && max >= page[1]) ? null : [min, max];
-    flames.forEach(function (p) { if (p.el.open) drawFlame(p); });
+    view = min <= page[0] && max >= page[1] ? null : [min, max];
+    flames.forEach(function (p) {
+      if (p.el.open) drawFlame(p);
+    });
   }
 
   // Every chart of the page follows a zoom made on any of them, however it was made.
@@ -262,7 +346,9 @@
   // ticks, and how the legend writes a value.
   function xAxis(model) {
     var axis = model.x_axis;
-    var range = function () { return model.x_range.slice(); };
+    var range = function () {
+      return model.x_range.slice();
+    };
     switch (axis.kind) {
       case 'percentile':
         return {
@@ -270,31 +356,57 @@
           label: 'percentile',
           value: percentile,
           ticks: {
-            splits: function () { var out = []; for (var v = 1; v <= model.x_range[1] * 1.0001; v *= 10) out.push(v); return out; },
-            values: function (u, vals) { return vals.map(function (v) { return v === 1 ? '0%' : percentile(v); }); }
-          }
+            splits: function () {
+              var out = [];
+              for (var v = 1; v <= model.x_range[1] * 1.0001; v *= 10) out.push(v);
+              return out;
+            },
+            values: function (u, vals) {
+              return vals.map(function (v) {
+                return v === 1 ? '0%' : percentile(v);
+              });
+            },
+          },
         };
       case 'names':
         return {
           scale: { time: false, range: range },
           label: model.x_label,
-          value: function (v) { return v == null ? '--' : (axis.names[Math.round(v)] || '--'); },
+          value: function (v) {
+            return v == null ? '--' : axis.names[Math.round(v)] || '--';
+          },
           ticks: {
-            splits: function () { return axis.names.map(function (n, i) { return i; }); },
-            values: function (u, vals) { return vals.map(function (v) { return axis.names[v] || ''; }); }
-          }
+            splits: function () {
+              return axis.names.map(function (n, i) {
+                return i;
+              });
+            },
+            values: function (u, vals) {
+              return vals.map(function (v) {
+                return axis.names[v] || '';
+              });
+            },
+          },
         };
       case 'numbers':
         return {
           scale: axis.log ? { time: false, distr: 3, log: 10, range: range } : { time: false, range: range },
-          label: model.x_label, value: fmt, ticks: { values: function (u, vals) { return vals.map(fmt); } }
+          label: model.x_label,
+          value: fmt,
+          ticks: {
+            values: function (u, vals) {
+              return vals.map(fmt);
+            },
+          },
         };
       default:
         return {
           scale: { time: false },
           label: 't (s)',
-          value: function (v) { return v == null ? '--' : v.toFixed(2) + ' s'; },
-          ticks: {}
+          value: function (v) {
+            return v == null ? '--' : v.toFixed(2) + ' s';
+          },
+          ticks: {},
         };
     }
   }
@@ -325,7 +437,7 @@
     var model;
     try {
       model = JSON.parse(script.textContent);
-    } catch (e) {
+    } catch (_e) {
       return; // the SVG stays
     }
     if (!model.series.length) return;
@@ -338,21 +450,36 @@
     box.className = 'live-chart';
     figure.insertBefore(box, figure.querySelector('figcaption'));
     var stepped = uPlot.paths && uPlot.paths.stepped ? uPlot.paths.stepped({ align: 1 }) : null;
-    var series = [{ label: x.label, value: function (u, v) { return x.value(v); } }];
+    var series = [
+      {
+        label: x.label,
+        value: function (u, v) {
+          return x.value(v);
+        },
+      },
+    ];
     model.series.forEach(function (s) {
       var opts = {
         label: s.name,
         stroke: s.color,
         width: 1.5,
         spanGaps: !timeline,
-        value: function (u, v) { return fmt(v); },
-        points: s.points || s.markers_only ? { show: true, size: s.markers_only ? 10 : 7, fill: s.color } : { show: false }
+        value: function (u, v) {
+          return fmt(v);
+        },
+        points:
+          s.points || s.markers_only ? { show: true, size: s.markers_only ? 10 : 7, fill: s.color } : { show: false },
       };
-      if (s.markers_only) opts.paths = function () { return null; };
+      if (s.markers_only)
+        opts.paths = function () {
+          return null;
+        };
       if (s.own) {
         // A stack's layer: the legend reads the layer's own value, not the sum drawn.
         var own = new Map();
-        s.x.forEach(function (x, i) { if (s.own[i] != null) own.set(x, s.own[i]); });
+        s.x.forEach(function (x, i) {
+          if (s.own[i] != null) own.set(x, s.own[i]);
+        });
         opts.value = function (u, v, si, di) {
           var o = di == null ? undefined : own.get(u.data[0][di]);
           return fmt(o === undefined ? v : o);
@@ -377,36 +504,60 @@
         stroke: 'transparent',
         width: 0,
         spanGaps: false,
-        value: function (u, v) { return fmt(v); },
-        points: { show: false }
+        value: function (u, v) {
+          return fmt(v);
+        },
+        points: { show: false },
       });
     });
     // Where the SVG fixes the y axis (from 0, up to the highest bar), so does this chart.
     var scales = { x: x.scale };
-    if (model.y_range) scales.y = { range: function () { return model.y_range.slice(); } };
+    if (model.y_range)
+      scales.y = {
+        range: function () {
+          return model.y_range.slice();
+        },
+      };
     var width = Math.max(320, box.clientWidth || figure.clientWidth || 640);
-    var u = new uPlot({
-      title: model.title,
-      width: width,
-      height: 260,
-      scales: scales,
-      // Time charts share one crosshair and one zoom; the others are read one at a time.
-      cursor: timeline ? {
-        sync: { key: 'showdown', setSeries: true },
-        drag: { x: true, y: false, setScale: true },
-        bind: { dblclick: function () { return function () { whole(); return null; }; } }
-      } : { drag: { x: false, y: false } },
-      legend: { live: true },
-      series: series,
-      bands: bands,
-      axes: [
-        Object.assign({ label: model.x_label, size: 40 }, x.ticks),
-        { label: model.y_label, size: 60, values: function (u, vals) { return vals.map(fmt); } }
-      ],
-      hooks: timeline
-        ? { drawClear: [marks(model)], setScale: [follow] }
-        : { draw: [spreads(model)] }
-    }, align(model.series.concat(edges)), box);
+    var u = new uPlot(
+      {
+        title: model.title,
+        width: width,
+        height: 260,
+        scales: scales,
+        // Time charts share one crosshair and one zoom; the others are read one at a time.
+        cursor: timeline
+          ? {
+              sync: { key: 'showdown', setSeries: true },
+              drag: { x: true, y: false, setScale: true },
+              bind: {
+                dblclick: function () {
+                  return function () {
+                    whole();
+                    return null;
+                  };
+                },
+              },
+            }
+          : { drag: { x: false, y: false } },
+        legend: { live: true },
+        series: series,
+        bands: bands,
+        axes: [
+          Object.assign({ label: model.x_label, size: 40 }, x.ticks),
+          {
+            label: model.y_label,
+            size: 60,
+            values: function (u, vals) {
+              return vals.map(fmt);
+            },
+          },
+        ],
+        hooks: timeline ? { drawClear: [marks(model)], setScale: [follow] } : { draw: [spreads(model)] },
+      },
+      align(model.series.concat(edges)),
+      box,
+    );
     u.root.setAttribute('data-chart', figure.id);
     var rows = u.root.querySelectorAll('.u-legend .u-series');
     for (var i = series.length - edges.length; i < series.length; i++) {
@@ -428,7 +579,9 @@
     var words = input.value.toLowerCase().split(/\s+/).filter(Boolean);
     document.querySelectorAll('tr[data-search]').forEach(function (tr) {
       var text = tr.getAttribute('data-search');
-      var hit = words.every(function (w) { return text.indexOf(w) >= 0; });
+      var hit = words.every(function (w) {
+        return text.indexOf(w) >= 0;
+      });
       tr.classList.toggle('filtered', !hit);
     });
   }
@@ -437,7 +590,9 @@
     var table = th.closest('table');
     var index = Array.prototype.indexOf.call(th.parentNode.children, th);
     var down = th.getAttribute('aria-sort') === 'ascending';
-    table.querySelectorAll('th').forEach(function (h) { h.removeAttribute('aria-sort'); });
+    table.querySelectorAll('th').forEach(function (h) {
+      h.removeAttribute('aria-sort');
+    });
     th.setAttribute('aria-sort', down ? 'descending' : 'ascending');
     var body = table.tBodies[0];
     var rows = Array.prototype.slice.call(body.rows);
@@ -450,23 +605,31 @@
     rows.sort(function (a, b) {
       var ka = key(a);
       var kb = key(b);
-      var c = (typeof ka === 'number' && typeof kb === 'number') ? ka - kb : String(ka).localeCompare(String(kb));
+      var c = typeof ka === 'number' && typeof kb === 'number' ? ka - kb : String(ka).localeCompare(String(kb));
       return down ? -c : c;
     });
-    rows.forEach(function (r) { body.appendChild(r); });
+    rows.forEach(function (r) {
+      body.appendChild(r);
+    });
   }
 
   function tables() {
     var input = document.getElementById('filter');
     if (input) {
       input.hidden = false;
-      input.addEventListener('input', function () { filterRows(input); });
+      input.addEventListener('input', function () {
+        filterRows(input);
+      });
     }
     document.querySelectorAll('table.sortable th').forEach(function (th) {
       th.tabIndex = 0;
       th.title = 'sort by this column';
-      th.addEventListener('click', function () { sortBy(th); });
-      th.addEventListener('keydown', function (e) { if (e.key === 'Enter') sortBy(th); });
+      th.addEventListener('click', function () {
+        sortBy(th);
+      });
+      th.addEventListener('keydown', function (e) {
+        if (e.key === 'Enter') sortBy(th);
+      });
     });
   }
 
@@ -485,5 +648,23 @@
     document.addEventListener('DOMContentLoaded', start);
   } else {
     start();
+  }
+
+  // Node's unit tests (tools/js/test) run this file with a stand-in window and document, and
+  // take its functions from here. A page has no `module` (or, should an element's id be "module",
+  // one without exports): nothing happens there.
+  if (typeof module !== 'undefined' && module.exports) {
+    module.exports = {
+      fmt: fmt,
+      percentile: percentile,
+      align: align,
+      xAxis: xAxis,
+      fold: fold,
+      warm: warm,
+      esc: esc,
+      drawFlame: drawFlame,
+      filterRows: filterRows,
+      sortBy: sortBy,
+    };
   }
 })();

@@ -1,0 +1,193 @@
+// The flame graph the script draws from a profile: each frame a box as wide as its share of the
+// samples, its callees side by side on the row above it, from its left edge, by name.
+'use strict';
+
+const test = require('node:test');
+const assert = require('node:assert/strict');
+const { load, flamePanel, readFlame, profile } = require('./harness');
+
+const WIDTH = 1000;
+const ROW = 17;
+
+// Draws `data` in a panel of its own (the whole run: no chart has been zoomed) and reads it back.
+function draw(data, mode = 'window') {
+  const { drawFlame } = load();
+  const { details, box } = flamePanel();
+  const panel = { el: details, key: 'k', name: 'flame-mode-0', mode, data };
+  drawFlame(panel);
+  return { flame: readFlame(box.innerHTML), html: box.innerHTML, box, panel };
+}
+
+// Ten one-second slices of a server: main calls gc and handle, handle calls hash and parse and
+// runs itself (its self time).
+const server = profile(
+  Array.from({ length: 10 }, (_, i) => [
+    i,
+    i + 1,
+    { 'main;handle;hash': 600, 'main;handle;parse': 300, 'main;handle': 100, 'main;gc': 200 },
+  ]),
+);
+
+// Boxes are drawn to 0.01 px.
+function near(actual, expected, what) {
+  assert.ok(Math.abs(actual - expected) <= 0.011, `${what}: ${actual}, expected ${expected}`);
+}
+
+test('the head counts the samples and slices of the window', () => {
+  const { flame } = draw(server);
+  assert.equal(flame.window, 'all');
+  assert.equal(flame.samples, 12000);
+  assert.equal(flame.rest, 0);
+  assert.equal(flame.text, 'Stacks of 0.0–10.0 s: 12,000 samples in 10 slices; the rest of the run: 0 samples.');
+});
+
+test('every frame is as wide as its share of the samples, the root the whole width', () => {
+  const { flame } = draw(server);
+  assert.deepEqual(flame.size, { width: WIDTH, height: 4 * ROW });
+  const expected = { all: 12000, main: 12000, gc: 2000, handle: 10000, hash: 6000, parse: 3000 };
+  assert.deepEqual(flame.frames.map((f) => f.frame).sort(), Object.keys(expected).sort());
+  for (const [name, n] of Object.entries(expected)) {
+    const f = flame.frame(name);
+    assert.equal(f.n, n, name);
+    near(f.w, (n / 12000) * WIDTH, name);
+    assert.equal(f.height, ROW - 1);
+    assert.ok(f.title.startsWith(`${name} (${n.toLocaleString('en-US')} samples, `), f.title);
+  }
+  near(flame.frame('all').x, 0, 'all');
+  near(flame.frame('all').w, WIDTH, 'all');
+});
+
+test('callees sit side by side from their caller left edge, sorted by name, within its width', () => {
+  const { flame } = draw(server);
+  const f = flame.frame;
+  // main has no samples of its own: its callees fill it exactly.
+  near(f('gc').w + f('handle').w, f('main').w, 'gc + handle');
+  near(f('gc').x, f('main').x, 'gc');
+  near(f('handle').x, f('gc').x + f('gc').w, 'handle');
+  // handle runs itself a twelfth of the time: its callees leave that much of it uncovered.
+  near(f('hash').w + f('parse').w, f('handle').w - (100 * 10 * WIDTH) / 12000, 'hash + parse');
+  near(f('hash').x, f('handle').x, 'hash');
+  near(f('parse').x, f('hash').x + f('hash').w, 'parse');
+  assert.ok(f('parse').x + f('parse').w < f('handle').x + f('handle').w);
+});
+
+test('rows go up from the root at the bottom, one per call depth', () => {
+  const { flame } = draw(server);
+  const height = flame.size.height;
+  const level = (name) => (height - flame.frame(name).y) / ROW - 1;
+  assert.equal(level('all'), 0);
+  assert.equal(level('main'), 1);
+  assert.equal(level('gc'), 2);
+  assert.equal(level('handle'), 2);
+  assert.equal(level('hash'), 3);
+  assert.equal(level('parse'), 3);
+});
+
+test('widths sum to their caller at every depth of a deep, wide tree', () => {
+  // Every sample ends in a leaf: no frame has samples of its own, so each row fills its caller.
+  const counts = {};
+  for (let a = 0; a < 4; a++) {
+    for (let b = 0; b < 3; b++) counts[`main;f${a};g${a}_${b};leaf`] = 7 + a * 13 + b * 5;
+  }
+  const { flame, panel } = draw(profile([[0, 1, counts]]));
+  const { fold } = load();
+  const root = fold(panel.data, panel.data.slices);
+  let checked = 0;
+  (function check(node, box) {
+    const kids = [...node.kids.values()].sort((a, b) => (a.name < b.name ? -1 : 1));
+    if (!kids.length) return;
+    // A callee's box: its name, on the row above, within its caller's span (every g calls a
+    // frame named leaf).
+    const boxes = kids.map((k) =>
+      flame.frames.find((f) => f.frame === k.name && f.y === box.y - ROW && f.x >= box.x - 0.01 && f.x < box.x + box.w),
+    );
+    near(
+      boxes.reduce((sum, b) => sum + b.w, 0),
+      box.w,
+      `callees of ${node.name}`,
+    );
+    checked++;
+    kids.forEach((k, i) => {
+      check(k, boxes[i]);
+    });
+  })(root, flame.frame('all'));
+  // all, main, f0 to f3, and the twelve g's (each with its leaf).
+  assert.equal(checked, 1 + 1 + 4 + 12);
+});
+
+test('a frame narrower than 0.3 px is left out with its callees, and its room kept', () => {
+  const { flame } = draw(profile([[0, 1, { 'main;a_rare;deeper': 1, 'main;b_common': 9999 }]]));
+  assert.equal(flame.frame('a_rare'), undefined);
+  assert.equal(flame.frame('deeper'), undefined);
+  // b_common starts where a_rare would have ended: 1 / 10,000 of 1000 px.
+  near(flame.frame('b_common').x, 0.1, 'b_common');
+  near(flame.frame('b_common').w, 999.9, 'b_common');
+});
+
+test('a label is the name, cut with ".." where the box is too narrow, and none under three characters', () => {
+  const long = 'a_function_with_a_long_name_in_a_narrow_box';
+  const { flame } = draw(
+    profile([[0, 1, { [`main;${long}`]: 100, 'main;short': 100, 'main;tiny': 3, 'main;two': 20, 'main;zzz': 777 }]]),
+  );
+  // 100 px: (100 - 4) / 6.2 = 15 characters, the last two of them "..".
+  assert.equal(flame.frame(long).label, `${long.slice(0, 13)}..`);
+  assert.equal(flame.frame('short').label, 'short');
+  // 3 px holds no character.
+  assert.equal(flame.frame('tiny').label, null);
+  // 20 px holds two, too few for even "t..".
+  assert.equal(flame.frame('two').label, null);
+  assert.equal(flame.frame('main').label, 'main');
+});
+
+test('frame names are escaped wherever they are written', () => {
+  const name = '<lambda>&"x"';
+  const { flame, html } = draw(profile([[0, 1, { [`main;${name}`]: 10 }]]));
+  assert.ok(!html.includes(name), 'the raw name is not in the HTML');
+  assert.ok(html.includes('data-frame="&lt;lambda&gt;&amp;&quot;x&quot;"'));
+  const f = flame.frame(name);
+  assert.equal(f.label, name);
+  assert.equal(f.title, `${name} (10 samples, 100.00 %)`);
+});
+
+test('in this-window mode each frame has its warm colour and no delta', () => {
+  const { warm } = load();
+  const { flame } = draw(server);
+  for (const f of flame.frames) {
+    assert.equal(f.fill, warm(f.frame), f.frame);
+    assert.equal(f.delta, null, f.frame);
+  }
+  assert.equal(flame.zoomFirst, false);
+});
+
+test('against the rest of the run with no rest, it says to zoom first and draws the window alone', () => {
+  const { flame } = draw(server, 'against');
+  assert.equal(flame.zoomFirst, true);
+  assert.equal(flame.frames.length, 6);
+  assert.ok(flame.frames.every((f) => f.delta === null));
+});
+
+test('the mode radios redraw the graph in the mode picked', () => {
+  const { box, panel } = draw(server);
+  assert.ok(box.innerHTML.includes('value="window" checked'));
+  box.radio('against').fire('change');
+  assert.equal(panel.mode, 'against');
+  assert.ok(box.innerHTML.includes('value="against" checked'));
+  assert.equal(readFlame(box.innerHTML).zoomFirst, true);
+  box.radio('window').fire('change');
+  assert.equal(panel.mode, 'window');
+  assert.equal(readFlame(box.innerHTML).zoomFirst, false);
+});
+
+test('a window with no slice says to widen it and draws nothing', () => {
+  const { flame, html } = draw(profile([]));
+  assert.equal(flame.samples, 0);
+  assert.equal(flame.text, "No profile slice has its middle in the charts' window: widen it.");
+  assert.ok(!html.includes('<svg'));
+});
+
+test('a panel without data or without its box is left alone', () => {
+  const { drawFlame } = load();
+  const { details, box } = flamePanel();
+  drawFlame({ el: details, mode: 'window', data: null });
+  assert.equal(box.innerHTML, '');
+});
