@@ -775,103 +775,13 @@ fn check(file: &ExperimentFile) -> Result<(), String> {
             ));
         }
     }
-    let mut watched = std::collections::BTreeSet::new();
-    for w in &file.watches {
-        if w.name.trim().is_empty() || !watched.insert(w.name.as_str()) {
-            return Err(format!(
-                "[[watch]] {:?}: give each a name of its own (as pages will say it)",
-                w.name
-            ));
-        }
-        let given = [w.port.is_some(), w.pid.is_some(), w.command.is_some()];
-        if given.iter().filter(|g| **g).count() != 1 {
-            return Err(format!(
-                "[[watch]] {:?}: find it by exactly one of port, pid or command",
-                w.name
-            ));
-        }
-        if let Some(Err(e)) = w.command.as_deref().map(regex::Regex::new) {
-            return Err(format!(
-                "[[watch]] {:?}: command is not a valid regular expression: {}",
-                w.name,
-                crate::flatten(&e.to_string())
-            ));
-        }
-    }
+    check_watches(&file.watches)?;
     let mut names = std::collections::BTreeSet::new();
     for t in &file.targets {
         if !names.insert(t.name.as_str()) {
             return Err(format!("two targets are named {:?}", t.name));
         }
-        check_kind(t, file.database.is_some())?;
-        let given = |v: &Option<String>| v.as_deref().is_some_and(|v| !v.trim().is_empty());
-        if t.url.is_some() && !given(&t.url) || t.probe.is_some() && !given(&t.probe) {
-            return Err(format!(
-                "target {:?}: url and probe must not be empty: a base URL such as \"http://10.0.1.5:8080\" and a \"HOST:PORT\"",
-                t.name
-            ));
-        }
-        match (&t.url, &t.probe) {
-            (Some(_), None) => {
-                return Err(format!(
-                    "target {:?} is remote (url) but names no probe: add probe = \"HOST:PORT\"",
-                    t.name
-                ))
-            }
-            (None, Some(_)) => {
-                return Err(format!(
-                    "target {:?} has a probe but no url: a local target is watched by the runner's own probe",
-                    t.name
-                ))
-            }
-            (None, None)
-                if t.kind() == TargetKind::Builtin
-                    && !crate::targets::NAMES.contains(&t.run_name()) =>
-            {
-                return Err(format!(
-                    "target {:?}: no such target in targets/ (use one of {}, or run = \"…\", or command = [\"…\"] for a server of yours, or url and probe for a remote one)",
-                    t.name,
-                    crate::targets::NAMES.join(", ")
-                ))
-            }
-            _ => {}
-        }
-        if t.probe_token_file.is_some() && t.probe_fingerprint.is_none() && t.probe_ca.is_none() {
-            return Err(format!(
-                "target {:?}: probe_token_file needs probe_fingerprint or probe_ca: a token is only sent over TLS that checks the probe is the one you mean",
-                t.name
-            ));
-        }
-        if t.is_remote() && !t.pass_env.is_empty() {
-            return Err(format!(
-                "target {:?}: pass_env is for a target the runner starts; a remote one has its own environment",
-                t.name
-            ));
-        }
-        for name in &t.pass_env {
-            if !is_variable_name(name) {
-                return Err(format!(
-                    "target {:?}: pass_env: {name:?} is not a variable name",
-                    t.name
-                ));
-            }
-            if crate::environment::NEVER.contains(&name.as_str()) {
-                return Err(format!(
-                    "target {:?}: pass_env names {name}, which Showdown never gives a target (it holds the store's URL or your headers)",
-                    t.name
-                ));
-            }
-        }
-        if let Some(memory) = &t.memory {
-            crate::limits::parse_bytes(memory)
-                .map_err(|e| format!("target {:?}: memory: {e}", t.name))?;
-        }
-        if t.cpus.is_some_and(|c| !(c > 0.0 && c <= 1024.0)) {
-            return Err(format!(
-                "target {:?}: cpus must be above 0 and at most 1024",
-                t.name
-            ));
-        }
+        check_target(t, file.database.is_some())?;
     }
     for c in &file.checks {
         check_check(c, file.database.is_some()).map_err(|e| format!("[[check]] {e}"))?;
@@ -893,6 +803,116 @@ fn check(file: &ExperimentFile) -> Result<(), String> {
             }
         }
     }
+    check_matrix(file, &names)
+}
+
+/// `[[watch]]`: each named once, found by exactly one of port, pid or command.
+fn check_watches(watches: &[WatchSpec]) -> Result<(), String> {
+    let mut watched = std::collections::BTreeSet::new();
+    for w in watches {
+        if w.name.trim().is_empty() || !watched.insert(w.name.as_str()) {
+            return Err(format!(
+                "[[watch]] {:?}: give each a name of its own (as pages will say it)",
+                w.name
+            ));
+        }
+        let given = [w.port.is_some(), w.pid.is_some(), w.command.is_some()];
+        if given.iter().filter(|g| **g).count() != 1 {
+            return Err(format!(
+                "[[watch]] {:?}: find it by exactly one of port, pid or command",
+                w.name
+            ));
+        }
+        if let Some(Err(e)) = w.command.as_deref().map(regex::Regex::new) {
+            return Err(format!(
+                "[[watch]] {:?}: command is not a valid regular expression: {}",
+                w.name,
+                crate::flatten(&e.to_string())
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// One `[[target]]`: how it runs, where it is watched, what it is given.
+fn check_target(t: &TargetSpec, has_database: bool) -> Result<(), String> {
+    check_kind(t, has_database)?;
+    let given = |v: &Option<String>| v.as_deref().is_some_and(|v| !v.trim().is_empty());
+    if t.url.is_some() && !given(&t.url) || t.probe.is_some() && !given(&t.probe) {
+        return Err(format!(
+            "target {:?}: url and probe must not be empty: a base URL such as \"http://10.0.1.5:8080\" and a \"HOST:PORT\"",
+            t.name
+        ));
+    }
+    match (&t.url, &t.probe) {
+        (Some(_), None) => {
+            return Err(format!(
+                "target {:?} is remote (url) but names no probe: add probe = \"HOST:PORT\"",
+                t.name
+            ))
+        }
+        (None, Some(_)) => {
+            return Err(format!(
+                "target {:?} has a probe but no url: a local target is watched by the runner's own probe",
+                t.name
+            ))
+        }
+        (None, None)
+            if t.kind() == TargetKind::Builtin
+                && !crate::targets::NAMES.contains(&t.run_name()) =>
+        {
+            return Err(format!(
+                "target {:?}: no such target in targets/ (use one of {}, or run = \"…\", or command = [\"…\"] for a server of yours, or url and probe for a remote one)",
+                t.name,
+                crate::targets::NAMES.join(", ")
+            ))
+        }
+        _ => {}
+    }
+    if t.probe_token_file.is_some() && t.probe_fingerprint.is_none() && t.probe_ca.is_none() {
+        return Err(format!(
+            "target {:?}: probe_token_file needs probe_fingerprint or probe_ca: a token is only sent over TLS that checks the probe is the one you mean",
+            t.name
+        ));
+    }
+    if t.is_remote() && !t.pass_env.is_empty() {
+        return Err(format!(
+            "target {:?}: pass_env is for a target the runner starts; a remote one has its own environment",
+            t.name
+        ));
+    }
+    for name in &t.pass_env {
+        if !is_variable_name(name) {
+            return Err(format!(
+                "target {:?}: pass_env: {name:?} is not a variable name",
+                t.name
+            ));
+        }
+        if crate::environment::NEVER.contains(&name.as_str()) {
+            return Err(format!(
+                "target {:?}: pass_env names {name}, which Showdown never gives a target (it holds the store's URL or your headers)",
+                t.name
+            ));
+        }
+    }
+    if let Some(memory) = &t.memory {
+        crate::limits::parse_bytes(memory)
+            .map_err(|e| format!("target {:?}: memory: {e}", t.name))?;
+    }
+    if t.cpus.is_some_and(|c| !(c > 0.0 && c <= 1024.0)) {
+        return Err(format!(
+            "target {:?}: cpus must be above 0 and at most 1024",
+            t.name
+        ));
+    }
+    Ok(())
+}
+
+/// `[matrix]`: every axis a list of values the file can use.
+fn check_matrix(
+    file: &ExperimentFile,
+    names: &std::collections::BTreeSet<&str>,
+) -> Result<(), String> {
     for (axis, values) in &file.matrix {
         if axis == "env" {
             let toml::Value::Table(vars) = values else {

@@ -5,17 +5,19 @@
 //!
 //! - [`file`](mod@file): the experiment file (TOML) read and checked.
 //! - [`plan`]: the matrix expanded into cells, in the order they run.
-//! - [`gun`]: each attack as a `loadgen attack` process of its own.
+//! - [`gun`]: each attack as an `order::Order` run by a `loadgen order` process of its own.
 //! - [`fleet`]: several gun hosts over SSH as one generator (`[guns]`), each cell's run
 //!   group merged exactly.
 //! - [`environment`]: what every process the runner starts is given, built from nothing.
 //! - `limits`: holding a local target to a host size with a cgroup.
+//! - [`declared`]: the checks a file declares, for servers Showdown did not write.
 //! - [`ports`]: who listens on a target's port (its own processes, or someone else).
-//! - [`runner`]: the cells run one by one, kept, resumed.
+//! - [`runner`]: the scheduler: the cells' needs made ready, the cells run one by one through
+//!   a `Firing` (this machine's generator, the guns, or a test's fake), kept, resumed; what it
+//!   does said as typed events.
 //! - [`targets`]: a contestant started (one of `targets/` by name, or a server by its command
 //!   line), read ready, stopped with SIGTERM.
-//! - [`verify`]: a running target held to `targets/CONTRACT.md` before it is measured;
-//!   [`declared`]: the checks a file declares, for servers Showdown did not write.
+//! - [`verify`]: a running target held to `targets/CONTRACT.md` before it is measured.
 //! - [`database`]: the targets' schema, emptied and counted.
 //! - [`http`]: one-off HTTP exchanges for those checks.
 //! - [`upstream`]: the local page that `/proxy` fetches.

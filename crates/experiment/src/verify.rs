@@ -87,6 +87,65 @@ pub async fn verify(base: &str, expect: &Expect) -> Verdict {
     let url = |path: &str| format!("{base}{path}");
     let mut verdict = Verdict::default();
 
+    answers(&http, base, &mut verdict).await;
+    refusals(&http, base, &mut verdict).await;
+    match &expect.database_url {
+        Some(db) => verdict.record("POST /users inserts a row", inserts(&http, base, db).await),
+        None => verdict.skip("POST /users inserts a row", "no database was given"),
+    }
+    match &expect.secret {
+        Some(secret) => verdict.record(
+            "POST /encrypt decrypts with the key",
+            async {
+                let body = br#"{"userId":"user-42","password":"correct horse"}"#;
+                let x = http.post(&url("/encrypt"), body).await?;
+                status(&x, StatusCode::OK)?;
+                json_headers(&x)?;
+                let v = x.json()?;
+                let (first, second) = (text(&v, "userId")?, text(&v, "password")?);
+                for (sent, got) in [("user-42", first), ("correct horse", second)] {
+                    let plain = decrypt(secret, got)?;
+                    if plain != sent {
+                        return Err(format!("{got} decrypts to {plain:?}, not {sent:?}"));
+                    }
+                }
+                if first.split(':').next() == second.split(':').next() {
+                    return Err("the two values share an IV: each needs a random one".into());
+                }
+                Ok(())
+            }
+            .await,
+        ),
+        None => verdict.skip("POST /encrypt decrypts with the key", "no SECRET was given"),
+    }
+    match &expect.upstream_body {
+        Some(upstream) => verdict.record(
+            "GET /proxy returns the upstream's body",
+            async {
+                let x = http.get(&url("/proxy")).await?;
+                status(&x, StatusCode::OK)?;
+                if x.body != *upstream {
+                    return Err(format!(
+                        "the body ({} bytes) is not the upstream's ({} bytes)",
+                        x.body.len(),
+                        upstream.len()
+                    ));
+                }
+                Ok(())
+            }
+            .await,
+        ),
+        None => verdict.skip(
+            "GET /proxy returns the upstream's body",
+            "no upstream was given",
+        ),
+    }
+    verdict
+}
+
+/// What the contract's endpoints answer to requests that are right.
+async fn answers(http: &Http, base: &str, verdict: &mut Verdict) {
+    let url = |path: &str| format!("{base}{path}");
     verdict.record(
         "GET /healthz",
         async {
@@ -161,6 +220,11 @@ pub async fn verify(base: &str, expect: &Expect) -> Verdict {
         }
         .await,
     );
+}
+
+/// What they refuse, and how.
+async fn refusals(http: &Http, base: &str, verdict: &mut Verdict) {
+    let url = |path: &str| format!("{base}{path}");
     verdict.record(
         "bad ms is 400",
         async {
@@ -233,58 +297,6 @@ pub async fn verify(base: &str, expect: &Expect) -> Verdict {
         }
         .await,
     );
-    match &expect.database_url {
-        Some(db) => verdict.record("POST /users inserts a row", inserts(&http, base, db).await),
-        None => verdict.skip("POST /users inserts a row", "no database was given"),
-    }
-    match &expect.secret {
-        Some(secret) => verdict.record(
-            "POST /encrypt decrypts with the key",
-            async {
-                let body = br#"{"userId":"user-42","password":"correct horse"}"#;
-                let x = http.post(&url("/encrypt"), body).await?;
-                status(&x, StatusCode::OK)?;
-                json_headers(&x)?;
-                let v = x.json()?;
-                let (first, second) = (text(&v, "userId")?, text(&v, "password")?);
-                for (sent, got) in [("user-42", first), ("correct horse", second)] {
-                    let plain = decrypt(secret, got)?;
-                    if plain != sent {
-                        return Err(format!("{got} decrypts to {plain:?}, not {sent:?}"));
-                    }
-                }
-                if first.split(':').next() == second.split(':').next() {
-                    return Err("the two values share an IV: each needs a random one".into());
-                }
-                Ok(())
-            }
-            .await,
-        ),
-        None => verdict.skip("POST /encrypt decrypts with the key", "no SECRET was given"),
-    }
-    match &expect.upstream_body {
-        Some(upstream) => verdict.record(
-            "GET /proxy returns the upstream's body",
-            async {
-                let x = http.get(&url("/proxy")).await?;
-                status(&x, StatusCode::OK)?;
-                if x.body != *upstream {
-                    return Err(format!(
-                        "the body ({} bytes) is not the upstream's ({} bytes)",
-                        x.body.len(),
-                        upstream.len()
-                    ));
-                }
-                Ok(())
-            }
-            .await,
-        ),
-        None => verdict.skip(
-            "GET /proxy returns the upstream's body",
-            "no upstream was given",
-        ),
-    }
-    verdict
 }
 
 /// A burst of inserts, and the rows counted around it.

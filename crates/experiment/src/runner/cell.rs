@@ -9,6 +9,10 @@ use store::vocabulary::{label, Phase};
 use store::Store;
 use tokio::sync::watch;
 
+use super::event::{Event, Events};
+use super::firing::{
+    measure_outcome, search_outcome, volley_outcome, warmup_outcome, CellOutcome, Firing,
+};
 use super::options::{Error, RunOptions};
 use super::resume::plan_labels;
 use super::setup::Launcher;
@@ -26,13 +30,20 @@ pub(super) fn cell_time(cell: &Cell, plan: &Plan) -> Duration {
         + Duration::from_secs(2)
 }
 
-pub(super) enum CellOutcome {
-    Done,
-    Failed(String),
-    Interrupted,
+/// A cell's target while it is measured, and what watches it: the target the runner started
+/// (none for a remote one), the probes it started (the target's, its database's, the watched
+/// groups') and the reader of the database's activity, all live until the cell ends.
+struct Watched {
+    target: Option<Target>,
+    probes: Vec<probe::server::RunningProbe>,
+    reader: Option<crate::watch::ActivityReader>,
+    /// Where the generator sends its requests.
+    base: String,
+    /// The probes the generator subscribes to.
+    probe_addrs: Vec<String>,
 }
 
-pub(super) struct CellContext<'a> {
+pub(super) struct CellContext<'a, F: Firing> {
     pub(super) experiment: &'a Experiment,
     pub(super) plan: &'a Plan,
     pub(super) options: &'a RunOptions,
@@ -43,8 +54,9 @@ pub(super) struct CellContext<'a> {
     pub(super) share: Option<(String, f64)>,
     /// What the probes of local targets ask of their subscribers.
     pub(super) keys: &'a ProbeKeys,
-    /// The gun hosts that fire every cell together, when the file names them.
-    pub(super) fleet: Option<&'a crate::fleet::Fleet>,
+    /// What fires the cell's attacks: this machine's generator, or the gun hosts with it.
+    pub(super) firing: &'a F,
+    pub(super) events: &'a Events,
 }
 
 /// The token and TLS certificate of the probes the runner starts for local targets: made
@@ -78,7 +90,7 @@ impl ProbeKeys {
     }
 }
 
-impl CellContext<'_> {
+impl<F: Firing> CellContext<'_, F> {
     fn spec(&self, cell: &Cell) -> Result<&TargetSpec, Error> {
         self.experiment
             .file
@@ -184,6 +196,71 @@ impl CellContext<'_> {
     ) -> Result<CellOutcome, Error> {
         let spec = self.spec(cell)?;
         let run_id = resume.unwrap_or_else(RunMeta::new_id);
+        let mut w = match self.watch(cell, spec).await? {
+            Ok(w) => w,
+            Err(outcome) => return Ok(outcome),
+        };
+        if let Some(failed) = self.wait_ready(cell, spec, &mut w).await? {
+            return Ok(failed);
+        }
+        if cell.kind == CellKind::Search {
+            // A search: its steps warm up on their own, and the cell is the search.
+            let searched = self.attack(cell, spec, &w, Phase::Step, None, run_id.clone());
+            let outcome = search_outcome(self.fire(&searched, stop).await);
+            drop((w.probes, w.reader));
+            let outcome = self
+                .stop_target(cell, w.target, &outcome)
+                .await
+                .unwrap_or(outcome);
+            if let CellOutcome::Failed(reason) = &outcome {
+                self.keep_failed(cell, reason, None).await?;
+            }
+            return Ok(outcome);
+        }
+        let mut outcome = CellOutcome::Done;
+        if !self.plan.warmup.is_zero() {
+            let warmup = self.attack(
+                cell,
+                spec,
+                &w,
+                Phase::Warmup,
+                Some(self.plan.warmup),
+                RunMeta::new_id(),
+            );
+            outcome = match self.volley(&warmup, stop).await {
+                Some(CellOutcome::Failed(why)) => {
+                    CellOutcome::Failed(format!("the warm-up failed: {why}"))
+                }
+                Some(other) => other,
+                None => warmup_outcome(self.fire(&warmup, stop).await),
+            };
+        }
+        let mut measured_id = None;
+        if matches!(outcome, CellOutcome::Done) {
+            let measure = self.attack(cell, spec, &w, Phase::Measure, None, run_id.clone());
+            measured_id = Some(run_id.clone());
+            outcome = match self.volley(&measure, stop).await {
+                Some(outcome) => outcome,
+                None => measure_outcome(self.fire(&measure, stop).await),
+            };
+        }
+        drop((w.probes, w.reader));
+        if let Some(failed) = self.stop_target(cell, w.target, &outcome).await {
+            outcome = failed;
+        }
+        if let CellOutcome::Failed(reason) = &outcome {
+            self.keep_failed(cell, reason, measured_id).await?;
+        }
+        Ok(outcome)
+    }
+
+    /// Starts the cell's target (or finds the remote one), watched by the runner's probes;
+    /// `Err` with the cell's outcome when it did not start (kept as failed).
+    async fn watch(
+        &self,
+        cell: &Cell,
+        spec: &TargetSpec,
+    ) -> Result<Result<Watched, CellOutcome>, Error> {
         // Start the target (or find the remote one ready), watched by a probe.
         let mut target = None;
         // The probes the runner starts (the target's, its database's), their addresses, and
@@ -220,7 +297,7 @@ impl CellContext<'_> {
                     Err(e) => {
                         let reason = format!("the target did not start: {e}");
                         self.keep_failed(cell, &reason, None).await?;
-                        return Ok(CellOutcome::Failed(reason));
+                        return Ok(Err(CellOutcome::Failed(reason)));
                     }
                 };
                 let mut config =
@@ -270,39 +347,70 @@ impl CellContext<'_> {
                 (base, addrs)
             }
         };
-        let held = target
-            .as_ref()
-            .map(|t| t.held.description.clone())
-            .unwrap_or_default();
+        Ok(Ok(Watched {
+            target,
+            probes,
+            reader,
+            base,
+            probe_addrs,
+        }))
+    }
+
+    /// Waits until the target answers as its contract says; `Some` failed outcome (kept, the
+    /// target stopped) when it does not.
+    async fn wait_ready(
+        &self,
+        cell: &Cell,
+        spec: &TargetSpec,
+        w: &mut Watched,
+    ) -> Result<Option<CellOutcome>, Error> {
         // A built-in (or one held to the contract) answers /healthz; a server started by
         // command was ready when it started; a remote one is asked as the file says.
         let ready = match (spec.kind(), spec.contract()) {
             (TargetKind::Command, _) => Ok(()),
             (_, Contract::Showdown) => {
                 reachable(
-                    &self.checked(spec, &base),
+                    &self.checked(spec, &w.base),
                     Some("/healthz"),
                     Duration::from_secs(30),
                 )
                 .await
             }
             (_, Contract::Declared) => {
-                let checked = self.checked(spec, &base);
+                let checked = self.checked(spec, &w.base);
                 reachable(&checked, spec.ready.as_deref(), Duration::from_secs(30)).await
             }
         };
-        if let Err(why) = ready {
-            let output = target.as_ref().map(|t| t.output()).unwrap_or_default();
-            let reason = format!("{base} was not ready: {why}; its last output: {output}");
-            if let Some(t) = target {
-                let grace = t.stop_grace;
-                let _ = t.stop(grace).await;
-            }
-            self.keep_failed(cell, &reason, None).await?;
-            return Ok(CellOutcome::Failed(reason));
+        let Err(why) = ready else {
+            return Ok(None);
+        };
+        let output = w.target.as_ref().map(|t| t.output()).unwrap_or_default();
+        let reason = format!("{} was not ready: {why}; its last output: {output}", w.base);
+        if let Some(t) = w.target.take() {
+            let grace = t.stop_grace;
+            let _ = t.stop(grace).await;
         }
-        let attack = |phase: Phase, only_for: Option<Duration>, id: String| Attack {
-            base_url: base.clone(),
+        self.keep_failed(cell, &reason, None).await?;
+        Ok(Some(CellOutcome::Failed(reason)))
+    }
+
+    /// One attack of the cell: its warm-up, its measured run, or its search.
+    fn attack(
+        &self,
+        cell: &Cell,
+        spec: &TargetSpec,
+        w: &Watched,
+        phase: Phase,
+        only_for: Option<Duration>,
+        id: String,
+    ) -> Attack {
+        let held = w
+            .target
+            .as_ref()
+            .map(|t| t.held.description.clone())
+            .unwrap_or_default();
+        Attack {
+            base_url: w.base.clone(),
             load: cell.load.clone(),
             only_for,
             db: self.options.db.clone(),
@@ -315,7 +423,7 @@ impl CellContext<'_> {
             run_id: id,
             labels: self.labels(cell, phase, &held),
             probes: if phase != Phase::Warmup {
-                probe_addrs.clone()
+                w.probe_addrs.clone()
             } else {
                 Vec::new()
             },
@@ -333,92 +441,8 @@ impl CellContext<'_> {
             search: (phase == Phase::Step)
                 .then(|| self.plan.search.clone())
                 .flatten(),
-            guns: self.fleet.map(crate::fleet::Fleet::guns),
-        };
-        let mut outcome = CellOutcome::Done;
-        if cell.kind == CellKind::Search {
-            // A search: its steps warm up on their own, and the cell is the search.
-            let searched = attack(Phase::Step, None, run_id.clone());
-            let outcome = match self.fire(&searched, stop).await {
-                Ok(None) => CellOutcome::Interrupted,
-                Ok(Some(fired)) if fired.stopped() => CellOutcome::Interrupted,
-                Ok(Some(fired)) => match fired.search() {
-                    Some(s) => match s.status {
-                        // At the generator's measured limit with a pass below it, the
-                        // search found "at least": a result; with no pass, nothing.
-                        store::capacity::Status::GeneratorLimited if s.capacity.is_none() => {
-                            CellOutcome::Failed(s.reason.clone())
-                        }
-                        _ => CellOutcome::Done,
-                    },
-                    None => CellOutcome::Failed(fired.why_not()),
-                },
-                Err(e) => CellOutcome::Failed(e.to_string()),
-            };
-            drop((probes, reader));
-            let outcome = self
-                .stop_target(cell, target, &outcome)
-                .await
-                .unwrap_or(outcome);
-            if let CellOutcome::Failed(reason) = &outcome {
-                self.keep_failed(cell, reason, None).await?;
-            }
-            return Ok(outcome);
+            guns: self.firing.guns(),
         }
-        if !self.plan.warmup.is_zero() {
-            let warmup = attack(Phase::Warmup, Some(self.plan.warmup), RunMeta::new_id());
-            if let Some(fleet) = self.fleet {
-                match volley(fleet, &warmup, stop).await {
-                    Volley::Done => {}
-                    Volley::Interrupted => outcome = CellOutcome::Interrupted,
-                    Volley::Failed(why) => {
-                        outcome = CellOutcome::Failed(format!("the warm-up failed: {why}"))
-                    }
-                }
-            } else {
-                match self.fire(&warmup, stop).await {
-                    Ok(Some(fired)) if fired.summary().is_some() && !fired.stopped() => {}
-                    Ok(Some(fired)) => {
-                        outcome = CellOutcome::Failed(format!("the warm-up failed: {}", fired.said))
-                    }
-                    Ok(None) => outcome = CellOutcome::Interrupted,
-                    Err(e) => outcome = CellOutcome::Failed(e.to_string()),
-                }
-            }
-        }
-        let mut measured_id = None;
-        if matches!(outcome, CellOutcome::Done) {
-            let measure = attack(Phase::Measure, None, run_id.clone());
-            measured_id = Some(run_id.clone());
-            outcome = if let Some(fleet) = self.fleet {
-                match volley(fleet, &measure, stop).await {
-                    Volley::Done => CellOutcome::Done,
-                    Volley::Interrupted => CellOutcome::Interrupted,
-                    Volley::Failed(why) => CellOutcome::Failed(why),
-                }
-            } else {
-                match self.fire(&measure, stop).await {
-                    Ok(None) => CellOutcome::Interrupted,
-                    Ok(Some(fired)) if fired.stopped() => CellOutcome::Interrupted,
-                    Ok(Some(fired)) => match fired.summary() {
-                        Some(summary) => match store::diagnosis::generator_fell_behind(summary) {
-                            Some(why) => CellOutcome::Failed(why),
-                            None => CellOutcome::Done,
-                        },
-                        None => CellOutcome::Failed(fired.why_not()),
-                    },
-                    Err(e) => CellOutcome::Failed(e.to_string()),
-                }
-            };
-        }
-        drop((probes, reader));
-        if let Some(failed) = self.stop_target(cell, target, &outcome).await {
-            outcome = failed;
-        }
-        if let CellOutcome::Failed(reason) = &outcome {
-            self.keep_failed(cell, reason, measured_id).await?;
-        }
-        Ok(outcome)
     }
 
     /// Stops the cell's target; a target that exited during the run fails the cell (the
@@ -439,7 +463,10 @@ impl CellContext<'_> {
         }
         let grace = t.stop_grace;
         if let Err(how) = t.stop(grace).await {
-            eprintln!("  note: stopping {}: {how}", cell.target);
+            self.events.emit(Event::StopNote {
+                target: cell.target.clone(),
+                how,
+            });
         }
         None
     }
@@ -483,7 +510,8 @@ impl CellContext<'_> {
             .map_err(|e| Error::Setup(format!("probe: {e}")))
     }
 
-    /// Fires one attack; `None` when the experiment was interrupted meanwhile.
+    /// Fires one attack from this machine's generator; `None` when the experiment was
+    /// interrupted meanwhile.
     async fn fire(
         &self,
         attack: &Attack,
@@ -492,59 +520,23 @@ impl CellContext<'_> {
         if *stop.borrow() {
             return Ok(None);
         }
-        let fired = self.options.gun.fire(attack, stop.clone()).await?;
+        let fired = self.firing.one(attack, stop.clone()).await?;
         Ok((!*stop.borrow()).then_some(fired))
     }
-}
 
-/// What the guns' shards of one attack came to, together.
-enum Volley {
-    Done,
-    Interrupted,
-    Failed(String),
-}
-
-/// Fires `attack` from every gun and judges the shards: the cell is valid only when every gun
-/// ran its share to the end and kept its schedule; the first gun that did not is named.
-async fn volley(
-    fleet: &crate::fleet::Fleet,
-    attack: &Attack,
-    stop: &mut watch::Receiver<bool>,
-) -> Volley {
-    if *stop.borrow() {
-        return Volley::Interrupted;
-    }
-    // A gun's work cut short because the user stopped the runner is an interrupted cell, to
-    // run again, not a failed one.
-    let shots = match fleet.fire(attack, stop.clone()).await {
-        Ok(shots) => shots,
-        Err(_) if *stop.borrow() => return Volley::Interrupted,
-        Err(e) => return Volley::Failed(e.to_string()),
-    };
-    let count = shots.len();
-    for (i, shot) in shots.iter().enumerate() {
-        let gun = format!("gun {} ({}/{count})", shot.gun, i + 1);
-        match &shot.fired {
-            Err(_) if *stop.borrow() => return Volley::Interrupted,
-            Err(why) => return Volley::Failed(format!("{gun}: {why}")),
-            Ok(fired) if fired.stopped() && *stop.borrow() => return Volley::Interrupted,
-            Ok(fired) if fired.stopped() => {
-                return Volley::Failed(format!("{gun} stopped early: {}", fired.said))
-            }
-            Ok(fired) => match fired.summary() {
-                None => return Volley::Failed(format!("{gun} printed no summary: {}", fired.said)),
-                Some(summary) => {
-                    if let Some(why) = store::diagnosis::generator_fell_behind(summary) {
-                        return Volley::Failed(format!("{gun} fell behind: {why}"));
-                    }
-                }
-            },
+    /// Fires `attack` from every gun and judges the shards together; `None` without guns.
+    async fn volley(
+        &self,
+        attack: &Attack,
+        stop: &mut watch::Receiver<bool>,
+    ) -> Option<CellOutcome> {
+        self.firing.guns()?;
+        if *stop.borrow() {
+            return Some(CellOutcome::Interrupted);
         }
-    }
-    if *stop.borrow() {
-        Volley::Interrupted
-    } else {
-        Volley::Done
+        let shots = self.firing.volley(attack, stop.clone()).await;
+        let stopped = *stop.borrow();
+        Some(volley_outcome(shots, stopped))
     }
 }
 

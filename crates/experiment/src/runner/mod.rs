@@ -5,12 +5,21 @@
 //! and the matrix goes on. Run again, it resumes: the cells already kept for this file's
 //! content and scale are skipped.
 //!
+//! The public [`run`] sweeps what an earlier runner left, then schedules: `run_with` plans,
+//! skips what is kept, makes the cells' needs ready (`prepare`: builds, database, guns,
+//! verification), and runs the rest cell by cell (`Cells`), each fired through a [`Firing`]
+//! (this machine's generator, the guns, or a test's fake), saying what it does as typed
+//! events (`event`) that one printer writes.
+//!
+//! - `firing`: what fires a cell's attacks, and what their results mean for the cell.
+//! - `event`: what the runner says, and the printer.
 //! - `resume`: which cells are kept already, from the store.
 //! - `setup`: what the cells share: the targets' database, their environment, their
 //!   verification.
 //! - `cell`: one cell, from starting its target to keeping its run.
 //! - `share`: a cell's rate given as a share of the capacity its searches found.
 
+use std::collections::{BTreeMap, HashMap};
 use std::time::{Duration, Instant};
 
 use store::experiment::{Definition, ExperimentRecord, Verification};
@@ -21,11 +30,18 @@ use crate::file::{Experiment, TargetKind, TargetSpec};
 use crate::plan::{Cell, CellKind, Plan};
 use crate::upstream::Upstream;
 mod cell;
+mod event;
+mod firing;
 mod resume;
 mod setup;
 mod share;
+#[cfg(test)]
+mod tests;
 
-use cell::{cell_time, now_ns, CellContext, CellOutcome};
+use cell::{cell_time, now_ns, CellContext};
+use event::{Event, Events};
+use firing::CellOutcome;
+pub use firing::{Firing, Hosts};
 mod options;
 
 pub use options::{Error, RunOptions, RunReport, Trust, SECRET};
@@ -104,20 +120,23 @@ fn placement_text(experiment: &Experiment) -> String {
 pub async fn run(
     experiment: &Experiment,
     options: &RunOptions,
-    mut stop: watch::Receiver<bool>,
+    stop: watch::Receiver<bool>,
 ) -> Result<RunReport, Error> {
-    let started = Instant::now();
-    let plan = crate::plan::plan(experiment, &options.plan)?;
-    trusted(experiment, &options.trust, &options.db)?;
-    // What an earlier runner killed outright left (its targets, its PostgreSQL) goes first.
+    let events = Events::printer(options.live);
+    sweep(experiment, &events).await;
+    run_with(experiment, options, &events, stop, None::<&crate::gun::Gun>).await
+}
+
+/// What an earlier runner killed outright left (its targets, its PostgreSQL) goes first.
+async fn sweep(experiment: &Experiment, events: &Events) {
     let swept = tokio::task::spawn_blocking(custody::sweep)
         .await
         .unwrap_or_default();
-    for left in &swept.left {
-        eprintln!("Note: {left}.");
+    for left in swept.left {
+        events.emit(Event::Left(left.to_string()));
     }
-    for problem in &swept.problems {
-        eprintln!("Warning: {problem}.");
+    for problem in swept.problems {
+        events.emit(Event::SweepProblem(problem.to_string()));
     }
     let commands = experiment
         .file
@@ -125,23 +144,21 @@ pub async fn run(
         .iter()
         .any(|t| t.kind() == TargetKind::Command);
     if commands && !custody::by_cgroup() {
-        eprintln!(
-            "Note: the servers started by command are held by {}.",
-            custody::holding()
-        );
+        events.emit(Event::HeldBy(custody::holding().to_string()));
     }
-    if experiment.file.guns.is_some() && !options.db.starts_with("postgres") {
-        return Err(Error::Setup(
-            "[guns] write to one store every gun reaches: a PostgreSQL one (--db postgres://…, or SHOWDOWN_DB); a SQLite file cannot be shared".into(),
-        ));
-    }
-    let store = Store::open(&options.db).await?;
-    let states = states(&store, experiment, &plan).await?;
-    // An unfinished search goes on under its own id, from its last finished step.
-    let resume: std::collections::HashMap<(String, u32), String> = plan
+}
+
+/// The cells to run, in the plan's order (kept ones skipped, failed ones too unless
+/// `retry_failed`), and the id of each unfinished search to go on with.
+fn todo_of<'p>(
+    plan: &'p Plan,
+    states: &[CellState],
+    retry_failed: bool,
+) -> (Vec<&'p Cell>, HashMap<(String, u32), String>) {
+    let resume = plan
         .cells
         .iter()
-        .zip(&states)
+        .zip(states)
         .filter_map(|(c, s)| match s {
             CellState::Unfinished { run } if c.kind == CellKind::Search => {
                 Some(((c.key(), c.repetition), run.clone()))
@@ -149,33 +166,54 @@ pub async fn run(
             _ => None,
         })
         .collect();
-    let todo: Vec<&Cell> = plan
+    let todo = plan
         .cells
         .iter()
-        .zip(&states)
+        .zip(states)
         .filter(|(_, s)| match s {
             CellState::Done { .. } => false,
-            CellState::Failed { .. } => options.retry_failed,
+            CellState::Failed { .. } => retry_failed,
             _ => true,
         })
         .map(|(c, _)| c)
         .collect();
+    (todo, resume)
+}
+
+/// `run` after the sweep; `fake` fires the cells instead of `options.gun` and the guns.
+async fn run_with<F: Firing>(
+    experiment: &Experiment,
+    options: &RunOptions,
+    events: &Events,
+    mut stop: watch::Receiver<bool>,
+    fake: Option<&F>,
+) -> Result<RunReport, Error> {
+    let started = Instant::now();
+    let plan = crate::plan::plan(experiment, &options.plan)?;
+    trusted(experiment, &options.trust, &options.db)?;
+    if experiment.file.guns.is_some() && !options.db.starts_with("postgres") {
+        return Err(Error::Setup(
+            "[guns] write to one store every gun reaches: a PostgreSQL one (--db postgres://…, or SHOWDOWN_DB); a SQLite file cannot be shared".into(),
+        ));
+    }
+    let store = Store::open(&options.db).await?;
+    let states = states(&store, experiment, &plan).await?;
+    let (todo, resume) = todo_of(&plan, &states, options.retry_failed);
     let mut report = RunReport {
         skipped: plan.cells.len() - todo.len(),
         ..Default::default()
     };
     let mut placement = placement_text(experiment);
     for warning in &plan.warnings {
-        eprintln!("Warning: the generator may not keep the schedule of {warning}");
+        events.emit(Event::ScheduleWarning(warning.to_string()));
     }
     if todo.is_empty() {
-        eprintln!(
-            "All {} cells of {} are kept already (file {}, scale {}): nothing to run.",
-            plan.cells.len(),
-            experiment.file.name,
-            Plan::file_label(experiment),
-            plan.scale
-        );
+        events.emit(Event::NothingToRun {
+            cells: plan.cells.len(),
+            name: experiment.file.name.clone(),
+            file: Plan::file_label(experiment),
+            scale: plan.scale,
+        });
         if store.experiment(&experiment.file.name).await?.is_none() {
             store
                 .put_experiment(&record(experiment, &plan, &placement, Vec::new()))
@@ -184,31 +222,123 @@ pub async fn run(
         return Ok(report);
     }
     if report.skipped > 0 {
-        eprintln!(
-            "Resuming {}: {} of {} cells are kept already and skipped.",
-            experiment.file.name,
-            report.skipped,
-            plan.cells.len()
-        );
+        events.emit(Event::Resuming {
+            name: experiment.file.name.clone(),
+            skipped: report.skipped,
+            cells: plan.cells.len(),
+        });
     }
+    let Some(prepared) = prepare(
+        experiment,
+        options,
+        &plan,
+        &todo,
+        &mut placement,
+        events,
+        &stop,
+    )
+    .await?
+    else {
+        report.interrupted = true;
+        report.elapsed = started.elapsed();
+        return Ok(report);
+    };
+    let launcher = prepared.launcher(experiment);
+    let verification =
+        verification(experiment, &plan, &store, &launcher, &prepared, &placement).await?;
+    let workdir = tempfile_dir()?;
+    // Its files (the probes' token and keys) go with it, even after a SIGKILL.
+    let mut files = custody::Group::new("experiment files");
+    files.remove_with(workdir.path().to_path_buf());
+    let keys = cell::ProbeKeys::make(workdir.path())?;
+    let cells = Cells {
+        experiment,
+        plan: &plan,
+        options,
+        store: &store,
+        launcher: &launcher,
+        placement: &placement,
+        keys: &keys,
+        verification: &verification,
+        resume: &resume,
+        events,
+    };
+    match (fake, &prepared.fleet) {
+        (Some(fake), _) => cells.run(&todo, fake, &mut report, &mut stop).await?,
+        (None, Some(fleet)) => {
+            let hosts = Hosts {
+                gun: &options.gun,
+                fleet,
+            };
+            cells.run(&todo, &hosts, &mut report, &mut stop).await?
+        }
+        (None, None) => {
+            cells
+                .run(&todo, &options.gun, &mut report, &mut stop)
+                .await?
+        }
+    }
+    events.emit(Event::Finished);
+    if let Some(fleet) = prepared.fleet {
+        fleet.close().await;
+    }
+    report.elapsed = started.elapsed();
+    Ok(report)
+}
 
-    // What the targets of the cells to run need: verified; local ones built, a database,
-    // an upstream.
+/// What the cells share, made ready before the first: the targets built, their database,
+/// their ports and upstream, the guns and where they reach each remote target.
+struct Prepared {
+    dir: Option<std::path::PathBuf>,
+    db: Option<setup::TargetsDatabase>,
+    upstream: Upstream,
+    ports: BTreeMap<String, u16>,
+    reach: BTreeMap<String, String>,
+    fleet: Option<crate::fleet::Fleet>,
+    needed: Vec<String>,
+    built: setup::Built,
+}
+
+impl Prepared {
+    fn launcher<'a>(&'a self, experiment: &'a Experiment) -> Launcher<'a> {
+        Launcher {
+            experiment,
+            dir: self.dir.as_deref(),
+            db: self.db.as_ref().map(|d| d.url.as_str()),
+            db_process: self.db.as_ref().and_then(|d| d.process.clone()),
+            upstream: &self.upstream,
+            ports: &self.ports,
+            reach: self.reach.clone(),
+        }
+    }
+}
+
+/// Makes ready what the cells to run need: their targets verified; local ones built, a
+/// database, an upstream; the guns. `None` when stopped meanwhile.
+async fn prepare(
+    experiment: &Experiment,
+    options: &RunOptions,
+    plan: &Plan,
+    todo: &[&Cell],
+    placement: &mut String,
+    events: &Events,
+    stop: &watch::Receiver<bool>,
+) -> Result<Option<Prepared>, Error> {
     let needed: Vec<String> = plan
         .targets
         .iter()
         .filter(|t| todo.iter().any(|c| &c.target == *t))
         .cloned()
         .collect();
-    let needed_ref = &needed;
-    let needs = |kind: TargetKind| {
+    let needs = |kind: TargetKind| -> Vec<&TargetSpec> {
         experiment
             .file
             .targets
             .iter()
-            .filter(move |t| t.kind() == kind && needed_ref.contains(&t.name))
+            .filter(|t| t.kind() == kind && needed.contains(&t.name))
+            .collect()
     };
-    let builtins: Vec<&TargetSpec> = needs(TargetKind::Builtin).collect();
+    let builtins = needs(TargetKind::Builtin);
     let dir = if builtins.is_empty() {
         None
     } else {
@@ -216,41 +346,18 @@ pub async fn run(
     };
     let base = crate::environment::Base::current();
     if !base.withheld.is_empty() {
-        eprintln!(
-            "Note: {} not given to the builds and targets: a password is in it (name it in a target's pass_env to give it).",
-            base.withheld.join(", ")
-        );
+        events.emit(Event::Withheld(base.withheld.clone()));
     }
     if let Some(dir) = &dir {
-        let mut names: Vec<String> = builtins.iter().map(|t| t.run_name().to_string()).collect();
-        names.sort_unstable();
-        names.dedup();
-        let argv: Vec<String> = std::iter::once(dir.join("build").display().to_string())
-            .chain(names)
-            .collect();
-        let building = setup::Building {
-            name: "targets",
-            argv: &argv,
-            cwd: dir,
-            env: crate::environment::build(&base, &[], &[]),
-            // A first build of the Rust target, or Go's modules from the network.
-            timeout: Duration::from_secs(1800),
-        };
-        if let Err(why) = setup::build(&building, stop.clone()).await {
-            if *stop.borrow() {
-                report.interrupted = true;
-                report.elapsed = started.elapsed();
-                return Ok(report);
-            }
-            return Err(Error::Setup(format!("targets/build failed: {why}")));
+        if build_builtins(dir, &builtins, &base, stop).await? {
+            return Ok(None);
         }
     }
     // A database when a built-in target is measured, or when the file has [database] and a
     // target of its own (started by command, or remote with rows to count) is.
     let wants_db = !builtins.is_empty()
         || (experiment.file.database.is_some()
-            && (needs(TargetKind::Command).next().is_some()
-                || needs(TargetKind::Remote).next().is_some()));
+            && (!needs(TargetKind::Command).is_empty() || !needs(TargetKind::Remote).is_empty()));
     let db = if wants_db {
         Some(database(experiment, !builtins.is_empty()).await?)
     } else {
@@ -259,87 +366,150 @@ pub async fn run(
     if let Some(process) = db.as_ref().and_then(|d| d.process.as_ref()) {
         let gun = experiment.file.placement.gun_cpus.as_ref();
         if let Some(shared) = crate::watch::shares_generator_cpus(process, gun) {
-            eprintln!("Warning: {shared}.");
+            events.emit(Event::SharesGeneratorCpus(shared.clone()));
             placement.push_str(&format!("; {shared}"));
         }
     }
     let ports = ports(experiment, &needed)?;
-    let built = builds(experiment, &needed, &ports, &stop).await;
+    let built = builds(experiment, &needed, &ports, stop).await;
     if *stop.borrow() {
-        report.interrupted = true;
-        report.elapsed = started.elapsed();
-        return Ok(report);
+        return Ok(None);
     }
     let upstream = Upstream::start().map_err(|e| Error::Setup(format!("upstream: {e}")))?;
     // The guns, before the targets are checked: a remote target is checked through them.
     let fleet = match &experiment.file.guns {
         None => None,
-        Some(guns) => {
-            // Preparing the guns (connecting, copying a build) can take minutes: a stop
-            // ends it at once, its SSH processes with it.
-            let preparing = fleet(experiment, guns, &needed, &options.gun.loadgen);
-            let mut stopping = stop.clone();
-            let fleet = tokio::select! {
-                prepared = preparing => prepared?,
-                Ok(_) = stopping.wait_for(|s| *s) => {
-                    report.interrupted = true;
-                    report.elapsed = started.elapsed();
-                    return Ok(report);
-                }
-            };
-            for line in fleet.describe() {
-                eprintln!("  {line}");
+        Some(guns) => match ready_guns(experiment, guns, &needed, options, events, stop).await? {
+            None => return Ok(None),
+            Some((fleet, text)) => {
+                *placement = text;
+                Some(fleet)
             }
-            placement = format!(
-                "{} gun hosts over SSH ({}){}; the targets remote",
-                fleet.guns.len(),
-                fleet
-                    .guns
-                    .iter()
-                    .map(|g| g.link.destination.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", "),
-                guns.cpus
-                    .as_ref()
-                    .map(|c| format!(", each generator held to CPU {c}"))
-                    .unwrap_or_default()
-            );
-            Some(fleet)
-        }
+        },
     };
-    let mut reach = std::collections::BTreeMap::new();
-    if let Some(fleet) = &fleet {
-        for t in needs(TargetKind::Remote) {
-            if let Some(url) = &t.url {
-                let through = fleet
-                    .reach(url)
-                    .await
-                    .map_err(|e| Error::Setup(e.to_string()))?;
-                if &through != url {
-                    eprintln!(
-                        "  {} is checked where the guns reach it: through {} ({through})",
-                        t.name,
-                        fleet
-                            .guns
-                            .first()
-                            .map(|g| g.link.destination.as_str())
-                            .unwrap_or("")
-                    );
-                }
-                reach.insert(t.name.clone(), through);
+    let reach = match &fleet {
+        Some(fleet) => reach(fleet, &needs(TargetKind::Remote), events).await?,
+        None => BTreeMap::new(),
+    };
+    Ok(Some(Prepared {
+        dir,
+        db,
+        upstream,
+        ports,
+        reach,
+        fleet,
+        needed,
+        built,
+    }))
+}
+
+/// `targets/build` of the built-in targets measured; `true` when stopped meanwhile.
+async fn build_builtins(
+    dir: &std::path::Path,
+    builtins: &[&TargetSpec],
+    base: &crate::environment::Base,
+    stop: &watch::Receiver<bool>,
+) -> Result<bool, Error> {
+    let mut names: Vec<String> = builtins.iter().map(|t| t.run_name().to_string()).collect();
+    names.sort_unstable();
+    names.dedup();
+    let argv: Vec<String> = std::iter::once(dir.join("build").display().to_string())
+        .chain(names)
+        .collect();
+    let building = setup::Building {
+        name: "targets",
+        argv: &argv,
+        cwd: dir,
+        env: crate::environment::build(base, &[], &[]),
+        // A first build of the Rust target, or Go's modules from the network.
+        timeout: Duration::from_secs(1800),
+    };
+    match setup::build(&building, stop.clone()).await {
+        Ok(()) => Ok(false),
+        Err(_) if *stop.borrow() => Ok(true),
+        Err(why) => Err(Error::Setup(format!("targets/build failed: {why}"))),
+    }
+}
+
+/// The file's guns made ready, and the placement they make; `None` when stopped meanwhile.
+async fn ready_guns(
+    experiment: &Experiment,
+    guns: &crate::fleet::spec::GunsSpec,
+    needed: &[String],
+    options: &RunOptions,
+    events: &Events,
+    stop: &watch::Receiver<bool>,
+) -> Result<Option<(crate::fleet::Fleet, String)>, Error> {
+    // Preparing the guns (connecting, copying a build) can take minutes: a stop ends it at
+    // once, its SSH processes with it.
+    let preparing = fleet(experiment, guns, needed, &options.gun.loadgen, events);
+    let mut stopping = stop.clone();
+    let fleet = tokio::select! {
+        prepared = preparing => prepared?,
+        Ok(_) = stopping.wait_for(|s| *s) => return Ok(None),
+    };
+    for line in fleet.describe() {
+        events.emit(Event::Gun(line));
+    }
+    let placement = format!(
+        "{} gun hosts over SSH ({}){}; the targets remote",
+        fleet.guns.len(),
+        fleet
+            .guns
+            .iter()
+            .map(|g| g.link.destination.as_str())
+            .collect::<Vec<_>>()
+            .join(", "),
+        guns.cpus
+            .as_ref()
+            .map(|c| format!(", each generator held to CPU {c}"))
+            .unwrap_or_default()
+    );
+    Ok(Some((fleet, placement)))
+}
+
+/// Where the guns reach each remote target (a port forward through the first, when only the
+/// guns reach it).
+async fn reach(
+    fleet: &crate::fleet::Fleet,
+    remote: &[&TargetSpec],
+    events: &Events,
+) -> Result<BTreeMap<String, String>, Error> {
+    let mut reach = BTreeMap::new();
+    for t in remote {
+        if let Some(url) = &t.url {
+            let through = fleet
+                .reach(url)
+                .await
+                .map_err(|e| Error::Setup(e.to_string()))?;
+            if &through != url {
+                events.emit(Event::ReachedThrough {
+                    target: t.name.clone(),
+                    gun: fleet
+                        .guns
+                        .first()
+                        .map(|g| g.link.destination.clone())
+                        .unwrap_or_default(),
+                    through: through.clone(),
+                });
             }
+            reach.insert(t.name.clone(), through);
         }
     }
-    let launcher = Launcher {
-        experiment,
-        dir: dir.as_deref(),
-        db: db.as_ref().map(|d| d.url.as_str()),
-        db_process: db.as_ref().and_then(|d| d.process.clone()),
-        upstream: &upstream,
-        ports: &ports,
-        reach,
-    };
-    let mut verification = verify_targets(&launcher, &needed, &built).await;
+    Ok(reach)
+}
+
+/// The targets verified (and what earlier runs found of the others), kept on the
+/// experiment's record.
+async fn verification(
+    experiment: &Experiment,
+    plan: &Plan,
+    store: &Store,
+    launcher: &Launcher<'_>,
+    prepared: &Prepared,
+    placement: &str,
+) -> Result<Vec<Verification>, Error> {
+    let mut verification = verify_targets(launcher, &prepared.needed, &prepared.built).await;
     // Keep what earlier runs found of the targets not verified this time.
     if let Some(kept) = store.experiment(&experiment.file.name).await? {
         if kept.file_label == Plan::file_label(experiment) {
@@ -351,57 +521,103 @@ pub async fn run(
         }
     }
     store
-        .put_experiment(&record(experiment, &plan, &placement, verification.clone()))
+        .put_experiment(&record(experiment, plan, placement, verification.clone()))
         .await?;
-    let workdir = tempfile_dir()?;
-    // Its files (a cell's requests, the probes' token) go with it, even after a SIGKILL.
-    let mut files = custody::Group::new("experiment files");
-    files.remove_with(workdir.path().to_path_buf());
-    let keys = cell::ProbeKeys::make(workdir.path())?;
+    Ok(verification)
+}
 
-    let total = todo.len();
-    let mut left_time: Duration = todo.iter().map(|c| cell_time(c, &plan)).sum();
-    for (done, cell) in todo.into_iter().enumerate() {
-        if *stop.borrow() {
-            report.interrupted = true;
-            break;
+/// The cells to run, and what they share.
+struct Cells<'a> {
+    experiment: &'a Experiment,
+    plan: &'a Plan,
+    options: &'a RunOptions,
+    store: &'a Store,
+    launcher: &'a Launcher<'a>,
+    placement: &'a str,
+    keys: &'a cell::ProbeKeys,
+    verification: &'a [Verification],
+    resume: &'a HashMap<(String, u32), String>,
+    events: &'a Events,
+}
+
+impl Cells<'_> {
+    /// Runs `todo` in order, each fired by `firing`, until the end or a stop.
+    async fn run<F: Firing>(
+        &self,
+        todo: &[&Cell],
+        firing: &F,
+        report: &mut RunReport,
+        stop: &mut watch::Receiver<bool>,
+    ) -> Result<(), Error> {
+        let total = todo.len();
+        let mut left_time: Duration = todo.iter().map(|c| cell_time(c, self.plan)).sum();
+        for (done, cell) in todo.iter().enumerate() {
+            if *stop.borrow() {
+                report.interrupted = true;
+                break;
+            }
+            self.events.emit(Event::Cell {
+                number: done + 1,
+                total,
+                key: cell.key(),
+                repetition: cell.repetition,
+                left: total - done - 1,
+                eta: left_time,
+            });
+            match self.one(cell, firing, stop).await? {
+                CellOutcome::Done => report.ran += 1,
+                CellOutcome::Failed(reason) => {
+                    report.ran += 1;
+                    self.events.emit(Event::CellFailed(reason.clone()));
+                    report.failed.push((cell.key(), reason));
+                }
+                CellOutcome::Interrupted => {
+                    report.interrupted = true;
+                    break;
+                }
+            }
+            left_time = left_time.saturating_sub(cell_time(cell, self.plan));
+            if done + 1 < total && !self.plan.cooldown.is_zero() {
+                tokio::select! {
+                    _ = tokio::time::sleep(self.plan.cooldown) => {}
+                    _ = stop.changed() => {}
+                }
+            }
         }
-        let line = format!(
-            "[{}/{total}] {} (repetition {}) · {} left, about {} to go",
-            done + 1,
-            cell.key(),
-            cell.repetition,
-            total - done - 1,
-            humantime::format_duration(Duration::from_secs(left_time.as_secs()))
-        );
-        if options.live {
-            eprint!("\r\x1b[2K{line}");
-        } else {
-            eprintln!("{line}");
-        }
-        let verified = verification
-            .iter()
-            .find(|v| v.target == cell.target)
-            .cloned();
+        Ok(())
+    }
+
+    /// One cell: refused when its target failed verification or its share has no rate;
+    /// otherwise run.
+    async fn one<F: Firing>(
+        &self,
+        cell: &Cell,
+        firing: &F,
+        stop: &mut watch::Receiver<bool>,
+    ) -> Result<CellOutcome, Error> {
+        let verified = self.verification.iter().find(|v| v.target == cell.target);
         let mut context = CellContext {
-            experiment,
-            plan: &plan,
-            options,
-            store: &store,
-            launcher: &launcher,
-            placement: &placement,
+            experiment: self.experiment,
+            plan: self.plan,
+            options: self.options,
+            store: self.store,
+            launcher: self.launcher,
+            placement: self.placement,
             share: None,
-            keys: &keys,
-            fleet: fleet.as_ref(),
+            keys: self.keys,
+            firing,
+            events: self.events,
         };
         // A share's rate, from the searches kept by now (every search runs before any share).
         let resolved = match cell.kind {
-            CellKind::Share { .. } => Some(share::resolve(&store, experiment, &plan, cell).await?),
+            CellKind::Share { .. } => {
+                Some(share::resolve(self.store, self.experiment, self.plan, cell).await?)
+            }
             _ => None,
         };
-        let outcome = match (verified, &resolved) {
+        Ok(match (verified, &resolved) {
             (Some(v), _) if !v.passed => {
-                let reason = format!("{} failed verification: {}", cell.target, failures(&v));
+                let reason = format!("{} failed verification: {}", cell.target, failures(v));
                 context.keep_failed(cell, &reason, None).await?;
                 CellOutcome::Failed(reason)
             }
@@ -411,57 +627,23 @@ pub async fn run(
                 CellOutcome::Failed(reason)
             }
             (_, Some(Ok(resolved))) => {
-                if options.live {
-                    eprintln!();
-                }
                 let share = cell.load.rate.map(|r| r.to_string()).unwrap_or_default();
-                eprintln!(
-                    "  {share} of {}'s capacity ({:.0} req/s, the median of {} search{}): {:.0} req/s",
-                    cell.target,
-                    resolved.capacity,
-                    resolved.searches,
-                    if resolved.searches == 1 { "" } else { "es" },
-                    resolved.cell.load.per_second().unwrap_or(0.0),
-                );
+                self.events.emit(Event::Share {
+                    share: share.clone(),
+                    target: cell.target.clone(),
+                    capacity: resolved.capacity,
+                    searches: resolved.searches,
+                    rate: resolved.cell.load.per_second().unwrap_or(0.0),
+                });
                 context.share = Some((share, resolved.capacity));
-                context.run_cell(&resolved.cell, None, &mut stop).await?
+                context.run_cell(&resolved.cell, None, stop).await?
             }
             _ => {
-                let id = resume.get(&(cell.key(), cell.repetition)).cloned();
-                context.run_cell(cell, id, &mut stop).await?
+                let id = self.resume.get(&(cell.key(), cell.repetition)).cloned();
+                context.run_cell(cell, id, stop).await?
             }
-        };
-        match outcome {
-            CellOutcome::Done => report.ran += 1,
-            CellOutcome::Failed(reason) => {
-                report.ran += 1;
-                if options.live {
-                    eprintln!();
-                }
-                eprintln!("  cell failed: {reason}");
-                report.failed.push((cell.key(), reason));
-            }
-            CellOutcome::Interrupted => {
-                report.interrupted = true;
-                break;
-            }
-        }
-        left_time = left_time.saturating_sub(cell_time(cell, &plan));
-        if done + 1 < total && !plan.cooldown.is_zero() {
-            tokio::select! {
-                _ = tokio::time::sleep(plan.cooldown) => {}
-                _ = stop.changed() => {}
-            }
-        }
+        })
     }
-    if options.live {
-        eprintln!();
-    }
-    if let Some(fleet) = fleet {
-        fleet.close().await;
-    }
-    report.elapsed = started.elapsed();
-    Ok(report)
 }
 
 /// Refuses what a file asks for that the user has not confirmed: a variable whose name says it
@@ -515,6 +697,7 @@ async fn fleet(
     guns: &crate::fleet::spec::GunsSpec,
     needed: &[String],
     loadgen: &std::path::Path,
+    events: &Events,
 ) -> Result<crate::fleet::Fleet, Error> {
     let dir = experiment
         .path
@@ -528,11 +711,7 @@ async fn fleet(
         .iter()
         .find(|t| needed.contains(&t.name))
         .and_then(|t| t.url.as_deref());
-    eprintln!(
-        "Preparing {} gun host(s) over SSH: {}",
-        resolved.destinations.len(),
-        resolved.destinations.join(", ")
-    );
+    events.emit(Event::PreparingGuns(resolved.destinations.clone()));
     crate::fleet::Fleet::prepare(
         &resolved,
         guns.cpus.as_ref(),

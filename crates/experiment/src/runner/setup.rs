@@ -153,6 +153,9 @@ fn free_port(taken: impl Fn(u16) -> bool) -> Result<u16, Error> {
 /// How long a `build` may run when the file sets no `build_timeout`.
 const BUILD_TIMEOUT: Duration = Duration::from_secs(600);
 
+/// How each target's `build` went, by target name.
+pub(super) type Built = BTreeMap<String, Result<(), String>>;
+
 /// Runs each `build` of the targets started by command, once, in its `cwd`, with the target's
 /// environment (the base, its `env` with `{port}` placed, its `pass_env`); its output goes to
 /// standard error as it comes, and the last lines are kept for the page when it fails. A build
@@ -163,7 +166,7 @@ pub(super) async fn builds(
     names: &[String],
     ports: &BTreeMap<String, u16>,
     stop: &tokio::sync::watch::Receiver<bool>,
-) -> BTreeMap<String, Result<(), String>> {
+) -> Built {
     let mut out = BTreeMap::new();
     for t in &experiment.file.targets {
         let (Some(argv), true) = (&t.build, names.contains(&t.name)) else {

@@ -1,0 +1,236 @@
+//! What the runner says while it runs, as typed events, and the one printer that turns them
+//! into lines on standard error (a test collects them instead).
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// One thing the runner says.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) enum Event {
+    /// What an earlier runner left, ended now.
+    Left(String),
+    /// What the sweep of an earlier runner's leftovers could not do.
+    SweepProblem(String),
+    /// How the servers started by command are held (without a cgroup of their own).
+    HeldBy(String),
+    /// A cell whose schedule the generator may not keep.
+    ScheduleWarning(String),
+    NothingToRun {
+        cells: usize,
+        name: String,
+        file: String,
+        scale: f64,
+    },
+    Resuming {
+        name: String,
+        skipped: usize,
+        cells: usize,
+    },
+    /// Variables withheld from the builds and targets.
+    Withheld(Vec<String>),
+    /// The database shares the generator's CPUs.
+    SharesGeneratorCpus(String),
+    PreparingGuns(Vec<String>),
+    /// One gun, as it was found.
+    Gun(String),
+    ReachedThrough {
+        target: String,
+        gun: String,
+        through: String,
+    },
+    /// A cell starts.
+    Cell {
+        number: usize,
+        total: usize,
+        key: String,
+        repetition: u32,
+        left: usize,
+        eta: Duration,
+    },
+    Share {
+        share: String,
+        target: String,
+        capacity: f64,
+        searches: usize,
+        rate: f64,
+    },
+    CellFailed(String),
+    StopNote {
+        target: String,
+        how: String,
+    },
+    /// The run is over.
+    Finished,
+}
+
+/// The line an event is said in (`None`: nothing to say).
+pub(super) fn line(event: &Event) -> Option<String> {
+    Some(match event {
+        Event::Left(left) => format!("Note: {left}."),
+        Event::SweepProblem(problem) => format!("Warning: {problem}."),
+        Event::HeldBy(holding) => {
+            format!("Note: the servers started by command are held by {holding}.")
+        }
+        Event::ScheduleWarning(w) => {
+            format!("Warning: the generator may not keep the schedule of {w}")
+        }
+        Event::NothingToRun {
+            cells,
+            name,
+            file,
+            scale,
+        } => format!(
+            "All {cells} cells of {name} are kept already (file {file}, scale {scale}): nothing to run."
+        ),
+        Event::Resuming {
+            name,
+            skipped,
+            cells,
+        } => format!("Resuming {name}: {skipped} of {cells} cells are kept already and skipped."),
+        Event::Withheld(names) => format!(
+            "Note: {} not given to the builds and targets: a password is in it (name it in a target's pass_env to give it).",
+            names.join(", ")
+        ),
+        Event::SharesGeneratorCpus(shared) => format!("Warning: {shared}."),
+        Event::PreparingGuns(destinations) => format!(
+            "Preparing {} gun host(s) over SSH: {}",
+            destinations.len(),
+            destinations.join(", ")
+        ),
+        Event::Gun(line) => format!("  {line}"),
+        Event::ReachedThrough {
+            target,
+            gun,
+            through,
+        } => format!("  {target} is checked where the guns reach it: through {gun} ({through})"),
+        Event::Cell {
+            number,
+            total,
+            key,
+            repetition,
+            left,
+            eta,
+        } => format!(
+            "[{number}/{total}] {key} (repetition {repetition}) · {left} left, about {} to go",
+            humantime::format_duration(Duration::from_secs(eta.as_secs()))
+        ),
+        Event::Share {
+            share,
+            target,
+            capacity,
+            searches,
+            rate,
+        } => format!(
+            "  {share} of {target}'s capacity ({capacity:.0} req/s, the median of {searches} search{}): {rate:.0} req/s",
+            if *searches == 1 { "" } else { "es" },
+        ),
+        Event::CellFailed(reason) => format!("  cell failed: {reason}"),
+        Event::StopNote { target, how } => format!("  note: stopping {target}: {how}"),
+        Event::Finished => return None,
+    })
+}
+
+/// Where events go: the printer, or a test's list.
+#[derive(Debug, Clone)]
+pub(super) struct Events {
+    /// A terminal: a cell's line is rewritten in place.
+    live: bool,
+    /// A cell's line is on the terminal without its newline.
+    open: Arc<AtomicBool>,
+    collected: Option<Arc<Mutex<Vec<Event>>>>,
+}
+
+impl Events {
+    /// The one printer: standard error.
+    pub(super) fn printer(live: bool) -> Events {
+        Events {
+            live,
+            open: Arc::new(AtomicBool::new(false)),
+            collected: None,
+        }
+    }
+
+    /// Events kept in a list, for a test to read.
+    #[cfg(test)]
+    pub(super) fn collect() -> (Events, Arc<Mutex<Vec<Event>>>) {
+        let list = Arc::new(Mutex::new(Vec::new()));
+        (
+            Events {
+                live: false,
+                open: Arc::new(AtomicBool::new(false)),
+                collected: Some(list.clone()),
+            },
+            list,
+        )
+    }
+
+    pub(super) fn emit(&self, event: Event) {
+        if let Some(list) = &self.collected {
+            list.lock().unwrap_or_else(|e| e.into_inner()).push(event);
+            return;
+        }
+        let text = line(&event);
+        // Whatever is said next goes on a line of its own, after the live cell's line.
+        if self.open.swap(false, Ordering::Relaxed) {
+            eprintln!();
+        }
+        match (text, &event) {
+            (Some(text), Event::Cell { .. }) if self.live => {
+                eprint!("\r\x1b[2K{text}");
+                self.open.store(true, Ordering::Relaxed);
+            }
+            (Some(text), _) => eprintln!("{text}"),
+            (None, _) => {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_lines_users_and_tests_read_are_said_as_before() {
+        let said = |e: Event| line(&e).expect("a line");
+        assert_eq!(
+            said(Event::NothingToRun {
+                cells: 4,
+                name: "runner".into(),
+                file: "f".into(),
+                scale: 0.1
+            }),
+            "All 4 cells of runner are kept already (file f, scale 0.1): nothing to run."
+        );
+        assert_eq!(
+            said(Event::Resuming {
+                name: "r".into(),
+                skipped: 1,
+                cells: 3
+            }),
+            "Resuming r: 1 of 3 cells are kept already and skipped."
+        );
+        assert_eq!(
+            said(Event::Cell {
+                number: 2,
+                total: 4,
+                key: "target=go".into(),
+                repetition: 1,
+                left: 2,
+                eta: Duration::from_millis(61_500),
+            }),
+            "[2/4] target=go (repetition 1) · 2 left, about 1m 1s to go"
+        );
+        assert_eq!(
+            said(Event::Share {
+                share: "80%".into(),
+                target: "go".into(),
+                capacity: 1234.4,
+                searches: 1,
+                rate: 987.6
+            }),
+            "  80% of go's capacity (1234 req/s, the median of 1 search): 988 req/s"
+        );
+        assert_eq!(line(&Event::Finished), None);
+    }
+}

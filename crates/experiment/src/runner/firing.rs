@@ -1,0 +1,164 @@
+//! What fires a cell's attacks, and what their results mean for the cell.
+//!
+//! [`Firing`] is the seam between the scheduler and the generators: this machine's `loadgen
+//! order` ([`crate::gun::Gun`]), the gun hosts with it ([`Hosts`]), or a test's fake. The
+//! judgements ([`search_outcome`], [`warmup_outcome`], [`measure_outcome`],
+//! [`volley_outcome`]) turn what came back into the cell's outcome, as pure functions.
+
+use tokio::sync::watch;
+
+use crate::fleet::{Fleet, FleetError, Shot};
+use crate::gun::{Attack, Fired, Gun, GunError};
+
+/// What a cell came to.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) enum CellOutcome {
+    Done,
+    Failed(String),
+    Interrupted,
+}
+
+/// What fires a cell's attacks.
+#[allow(async_fn_in_trait)]
+pub trait Firing {
+    /// The gun hosts a search's order names; `Some` also means that warm-ups and measured
+    /// runs are volleys from every gun.
+    fn guns(&self) -> Option<order::Guns>;
+    /// One attack from this machine's generator (every search; every attack without guns).
+    async fn one(&self, attack: &Attack, stop: watch::Receiver<bool>) -> Result<Fired, GunError>;
+    /// One attack from every gun, as shards of one run group.
+    async fn volley(
+        &self,
+        attack: &Attack,
+        stop: watch::Receiver<bool>,
+    ) -> Result<Vec<Shot>, FleetError>;
+}
+
+impl Firing for Gun {
+    fn guns(&self) -> Option<order::Guns> {
+        None
+    }
+
+    async fn one(&self, attack: &Attack, stop: watch::Receiver<bool>) -> Result<Fired, GunError> {
+        self.fire(attack, stop).await
+    }
+
+    async fn volley(
+        &self,
+        _attack: &Attack,
+        _stop: watch::Receiver<bool>,
+    ) -> Result<Vec<Shot>, FleetError> {
+        Err(FleetError::Local("no guns".into()))
+    }
+}
+
+/// This machine's generator (for searches) and the gun hosts (for every other attack).
+#[derive(Debug)]
+pub struct Hosts<'a> {
+    pub gun: &'a Gun,
+    pub fleet: &'a Fleet,
+}
+
+impl Firing for Hosts<'_> {
+    fn guns(&self) -> Option<order::Guns> {
+        Some(self.fleet.guns())
+    }
+
+    async fn one(&self, attack: &Attack, stop: watch::Receiver<bool>) -> Result<Fired, GunError> {
+        self.gun.fire(attack, stop).await
+    }
+
+    async fn volley(
+        &self,
+        attack: &Attack,
+        stop: watch::Receiver<bool>,
+    ) -> Result<Vec<Shot>, FleetError> {
+        self.fleet.fire(attack, stop).await
+    }
+}
+
+/// A search cell's outcome from its generator's result (`None`: the experiment was stopped).
+pub(super) fn search_outcome(fired: Result<Option<Fired>, GunError>) -> CellOutcome {
+    match fired {
+        Ok(None) => CellOutcome::Interrupted,
+        Ok(Some(fired)) if fired.stopped() => CellOutcome::Interrupted,
+        Ok(Some(fired)) => match fired.search() {
+            Some(s) => match s.status {
+                // At the generator's measured limit with a pass below it, the search found
+                // "at least": a result; with no pass, nothing.
+                store::capacity::Status::GeneratorLimited if s.capacity.is_none() => {
+                    CellOutcome::Failed(s.reason.clone())
+                }
+                _ => CellOutcome::Done,
+            },
+            None => CellOutcome::Failed(fired.why_not()),
+        },
+        Err(e) => CellOutcome::Failed(e.to_string()),
+    }
+}
+
+/// A warm-up's outcome: `Done` to go on with the measured run.
+pub(super) fn warmup_outcome(fired: Result<Option<Fired>, GunError>) -> CellOutcome {
+    match fired {
+        Ok(Some(fired)) if fired.summary().is_some() && !fired.stopped() => CellOutcome::Done,
+        Ok(Some(fired)) => CellOutcome::Failed(format!("the warm-up failed: {}", fired.said)),
+        Ok(None) => CellOutcome::Interrupted,
+        Err(e) => CellOutcome::Failed(e.to_string()),
+    }
+}
+
+/// A measured run's outcome: done unless the generator fell behind, could not run, or was
+/// stopped.
+pub(super) fn measure_outcome(fired: Result<Option<Fired>, GunError>) -> CellOutcome {
+    match fired {
+        Ok(None) => CellOutcome::Interrupted,
+        Ok(Some(fired)) if fired.stopped() => CellOutcome::Interrupted,
+        Ok(Some(fired)) => match fired.summary() {
+            Some(summary) => match store::diagnosis::generator_fell_behind(summary) {
+                Some(why) => CellOutcome::Failed(why),
+                None => CellOutcome::Done,
+            },
+            None => CellOutcome::Failed(fired.why_not()),
+        },
+        Err(e) => CellOutcome::Failed(e.to_string()),
+    }
+}
+
+/// What the guns' shards of one attack came to, together: valid only when every gun ran its
+/// share to the end and kept its schedule; the first gun that did not is named. A gun's work
+/// cut short because the user stopped the runner (`stopped`) is an interrupted cell, to run
+/// again, not a failed one.
+pub(super) fn volley_outcome(shots: Result<Vec<Shot>, FleetError>, stopped: bool) -> CellOutcome {
+    let shots = match shots {
+        Ok(shots) => shots,
+        Err(_) if stopped => return CellOutcome::Interrupted,
+        Err(e) => return CellOutcome::Failed(e.to_string()),
+    };
+    let count = shots.len();
+    for (i, shot) in shots.iter().enumerate() {
+        let gun = format!("gun {} ({}/{count})", shot.gun, i + 1);
+        match &shot.fired {
+            Err(_) if stopped => return CellOutcome::Interrupted,
+            Err(why) => return CellOutcome::Failed(format!("{gun}: {why}")),
+            Ok(fired) if fired.stopped() && stopped => return CellOutcome::Interrupted,
+            Ok(fired) if fired.stopped() => {
+                return CellOutcome::Failed(format!("{gun} stopped early: {}", fired.said))
+            }
+            Ok(fired) => match fired.summary() {
+                None => {
+                    return CellOutcome::Failed(format!("{gun} printed no summary: {}", fired.said))
+                }
+                Some(summary) => {
+                    if let Some(why) = store::diagnosis::generator_fell_behind(summary) {
+                        return CellOutcome::Failed(format!("{gun} fell behind: {why}"));
+                    }
+                }
+            },
+        }
+    }
+    if stopped {
+        CellOutcome::Interrupted
+    } else {
+        CellOutcome::Done
+    }
+}
