@@ -48,6 +48,8 @@ use std::io::Write;
 
 pub use cli::Cli;
 pub use error::ReportError;
+/// How a number and a percentile are written on a chart, by the SVG and the pages' script alike.
+pub use plot::{number, percentile_label};
 pub use site::{Site, SiteOptions};
 use store::run::RunFilter;
 use store::Store;

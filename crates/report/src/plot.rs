@@ -249,8 +249,8 @@ pub fn time_chart(chart: &TimeChart<'_>) -> Result<String, PlotError> {
             .max_light_lines(0)
             .x_labels(10)
             .y_labels(6)
-            .y_label_formatter(&|v| short_number(*v))
-            .x_label_formatter(&|v| short_number(*v))
+            .y_label_formatter(&|v| number(*v))
+            .x_label_formatter(&|v| number(*v))
             .label_style((FONT, 13))
             .axis_desc_style((FONT, 14))
             .draw()
@@ -321,7 +321,7 @@ pub fn distribution_chart(title: &str, lines: &[Line]) -> Result<String, PlotErr
             .x_labels(12)
             .y_labels(6)
             .x_label_formatter(&|x| percentile_label(*x))
-            .y_label_formatter(&|v| short_number(*v))
+            .y_label_formatter(&|v| number(*v))
             .label_style((FONT, 13))
             .axis_desc_style((FONT, 14))
             .draw()
@@ -405,14 +405,14 @@ pub fn xy_chart(chart: &XyChart<'_>) -> Result<String, PlotError> {
                 let mut c = xy_builder(&root, chart.title)
                     .build_cartesian_2d((x0..x1).log_scale(), 0f64..top)
                     .map_err(&err)?;
-                mesh(&mut c, chart, &|x| short_number(*x)).map_err(&err)?;
+                mesh(&mut c, chart, &|x| number(*x)).map_err(&err)?;
                 draw_xy(&mut c, &chart.lines).map_err(&err)?;
             }
             XAxis::Numbers => {
                 let mut c = xy_builder(&root, chart.title)
                     .build_cartesian_2d(x0..x1, 0f64..top)
                     .map_err(&err)?;
-                mesh(&mut c, chart, &|x| short_number(*x)).map_err(&err)?;
+                mesh(&mut c, chart, &|x| number(*x)).map_err(&err)?;
                 draw_xy(&mut c, &chart.lines).map_err(&err)?;
             }
             XAxis::Names(names) => {
@@ -471,7 +471,7 @@ where
         .x_labels(labels)
         .y_labels(6)
         .x_label_formatter(x_label)
-        .y_label_formatter(&|v| short_number(*v))
+        .y_label_formatter(&|v| number(*v))
         .label_style((FONT, 13))
         .axis_desc_style((FONT, 14))
         .draw()
@@ -646,27 +646,46 @@ pub fn y_top(lines: &[Line]) -> f64 {
     }
 }
 
-/// An axis label: `0.25`, `12.5`, `1500`, `25k`, `3.2M`.
-pub fn short_number(v: f64) -> String {
-    let a = v.abs();
-    let trim = |s: String| {
-        if s.contains('.') {
-            s.trim_end_matches('0').trim_end_matches('.').to_string()
-        } else {
-            s
-        }
-    };
-    if a >= 1e6 {
-        trim(format!("{:.1}", v / 1e6)) + "M"
-    } else if a >= 1e4 {
-        trim(format!("{:.1}", v / 1e3)) + "k"
-    } else if a >= 100.0 || a == 0.0 {
-        format!("{v:.0}")
-    } else if a >= 1.0 {
-        trim(format!("{v:.1}"))
-    } else {
-        trim(format!("{v:.3}"))
+/// A number as both drawings write it, the SVG's axes here and the pages' script's `fmt`
+/// (`assets/showdown.js`, held to this by `tests/numbers.rs`): `--` for none, `0`, four
+/// significant digits below 10,000 (`0.25`, `12.5`, `1235`), whole and thousands-separated from
+/// 10,000 (`25,000`, `3,200,000`).
+pub fn number(v: f64) -> String {
+    if !v.is_finite() {
+        return "--".into();
     }
+    if v == 0.0 {
+        return "0".into();
+    }
+    if v.abs() >= 1e4 {
+        return thousands(v.round());
+    }
+    // Four significant digits, then the shortest text of that number (as JavaScript's
+    // `String(Number(v.toPrecision(4)))`).
+    let magnitude = v.abs().log10().floor() as i32;
+    let decimals = usize::try_from(3 - magnitude).unwrap_or(0);
+    let rounded: f64 = format!("{v:.decimals$}").parse().unwrap_or(v);
+    if rounded.abs() < 1e-6 {
+        format!("{rounded:e}")
+    } else {
+        format!("{rounded}")
+    }
+}
+
+/// A whole number with a comma between each three digits: `25,000`.
+fn thousands(v: f64) -> String {
+    let digits = format!("{:.0}", v.abs());
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    if v < 0.0 {
+        out.insert(0, '-');
+    }
+    out
 }
 
 /// The label of x = 1 / (1 − p) on the distribution chart: `90%`, `99.9%`; only at powers of ten.
@@ -689,15 +708,17 @@ mod tests {
     use super::*;
 
     #[test]
-    fn axis_labels_are_short() {
-        assert_eq!(short_number(0.0), "0");
-        assert_eq!(short_number(0.25), "0.25");
-        assert_eq!(short_number(12.5), "12.5");
-        assert_eq!(short_number(12.0), "12");
-        assert_eq!(short_number(1500.0), "1500");
-        assert_eq!(short_number(25_000.0), "25k");
-        assert_eq!(short_number(3_200_000.0), "3.2M");
-        assert_eq!(short_number(-2.0), "-2");
+    fn axis_labels_are_the_pages_numbers() {
+        assert_eq!(number(0.0), "0");
+        assert_eq!(number(0.25), "0.25");
+        assert_eq!(number(12.5), "12.5");
+        assert_eq!(number(12.0), "12");
+        assert_eq!(number(1500.0), "1500");
+        assert_eq!(number(1234.56), "1235");
+        assert_eq!(number(25_000.0), "25,000");
+        assert_eq!(number(3_200_000.0), "3,200,000");
+        assert_eq!(number(-2.0), "-2");
+        assert_eq!(number(f64::NAN), "--");
     }
 
     #[test]
