@@ -1,8 +1,8 @@
-//! The whiteboard rules of docs/architecture.md ("The order"), checked on the source: a
-//! generator is told a typed order, never flags. No loadgen flag of a generator's command is
-//! written as an argument anywhere but `cli.rs`, and no flag type (`*Args`) reaches below the
-//! commands: the engine, the keeping, the capacity search and the order's preparation take
-//! plain values.
+//! The whiteboard rules of docs/architecture.md ("The order", and the engine below the rest),
+//! checked on the source. A generator is told a typed order, never flags: no loadgen flag of a
+//! generator's command is written as an argument anywhere but `cli.rs`, and no flag type
+//! (`*Args`) reaches below the commands (the engine, the keeping, the capacity search and the
+//! order's preparation take plain values). The engine knows nothing above it.
 
 use std::path::{Path, PathBuf};
 
@@ -98,6 +98,38 @@ fn no_flag_type_reaches_below_the_commands() {
     assert!(
         found.is_empty(),
         "flags below the commands (take the order's or the plan's values):\n{}",
+        found.join("\n")
+    );
+}
+
+#[test]
+fn the_engine_knows_nothing_above_it() {
+    let above = [
+        "crate::keep",
+        "crate::commands",
+        "crate::cli",
+        "crate::capacity",
+        "crate::prepare",
+        "report::",
+        "experiment::",
+        "store::Store",
+        "store::db",
+    ];
+    let mut found = Vec::new();
+    for file in sources(&crates().join("loadgen/src/engine")) {
+        let text = std::fs::read_to_string(&file).expect("a source file");
+        for (n, line) in text.lines().enumerate() {
+            let code = line.split("//").next().unwrap_or("");
+            for name in above {
+                if code.contains(name) {
+                    found.push(format!("{}:{}: {}", file.display(), n + 1, line.trim()));
+                }
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "the engine imports what is above it:\n{}",
         found.join("\n")
     );
 }

@@ -60,6 +60,27 @@ pub(super) enum Event {
         target: String,
         how: String,
     },
+    /// `DATABASE_URL` is exported but the file names no database.
+    DatabaseUrlUnused,
+    StartingDatabase {
+        cpus: Option<String>,
+    },
+    Building {
+        target: String,
+        /// The build's command line, redacted.
+        command: String,
+    },
+    /// A line a build printed, redacted.
+    BuildOutput {
+        target: String,
+        line: String,
+    },
+    Verified {
+        target: String,
+        against: String,
+        /// Why it failed, if it did.
+        failed: Option<String>,
+    },
     /// The run is over.
     Finished,
 }
@@ -127,6 +148,26 @@ pub(super) fn line(event: &Event) -> Option<String> {
         ),
         Event::CellFailed(reason) => format!("  cell failed: {reason}"),
         Event::StopNote { target, how } => format!("  note: stopping {target}: {how}"),
+        Event::DatabaseUrlUnused => "Note: DATABASE_URL is set but not used: this experiment file names no database (add url_env = \"DATABASE_URL\" under [database] to use it).".into(),
+        Event::StartingDatabase { cpus } => format!(
+            "Starting a throwaway PostgreSQL for the targets{}…",
+            cpus.as_deref()
+                .map(|c| format!(" on CPU {c}"))
+                .unwrap_or_default()
+        ),
+        Event::Building { target, command } => format!("Building {target}: {command}"),
+        Event::BuildOutput { target, line } => format!("  [{target} build] {line}"),
+        Event::Verified {
+            target,
+            against,
+            failed,
+        } => format!(
+            "Verified {target} against {against}: {}",
+            match failed {
+                None => "passed".to_string(),
+                Some(why) => format!("FAILED ({why}): it will not be measured"),
+            }
+        ),
         Event::Finished => return None,
     })
 }
@@ -230,6 +271,17 @@ mod tests {
                 rate: 987.6
             }),
             "  80% of go's capacity (1234 req/s, the median of 1 search): 988 req/s"
+        );
+        assert_eq!(
+            said(Event::Verified {
+                target: "impostor".into(),
+                against: "targets/CONTRACT.md".into(),
+                failed: Some("GET /healthz".into())
+            }),
+            "Verified impostor against targets/CONTRACT.md: FAILED (GET /healthz): it will not be measured"
+        );
+        assert!(
+            said(Event::DatabaseUrlUnused).starts_with("Note: DATABASE_URL is set but not used")
         );
         assert_eq!(line(&Event::Finished), None);
     }

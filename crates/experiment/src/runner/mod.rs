@@ -244,8 +244,10 @@ async fn run_with<F: Firing>(
         return Ok(report);
     };
     let launcher = prepared.launcher(experiment);
-    let verification =
-        verification(experiment, &plan, &store, &launcher, &prepared, &placement).await?;
+    let verification = verification(
+        experiment, &plan, &store, &launcher, &prepared, &placement, events,
+    )
+    .await?;
     let workdir = tempfile_dir()?;
     // Its files (the probes' token and keys) go with it, even after a SIGKILL.
     let mut files = custody::Group::new("experiment files");
@@ -349,7 +351,7 @@ async fn prepare(
         events.emit(Event::Withheld(base.withheld.clone()));
     }
     if let Some(dir) = &dir {
-        if build_builtins(dir, &builtins, &base, stop).await? {
+        if build_builtins(dir, &builtins, &base, stop, events).await? {
             return Ok(None);
         }
     }
@@ -359,7 +361,7 @@ async fn prepare(
         || (experiment.file.database.is_some()
             && (!needs(TargetKind::Command).is_empty() || !needs(TargetKind::Remote).is_empty()));
     let db = if wants_db {
-        Some(database(experiment, !builtins.is_empty()).await?)
+        Some(database(experiment, !builtins.is_empty(), events).await?)
     } else {
         None
     };
@@ -371,7 +373,7 @@ async fn prepare(
         }
     }
     let ports = ports(experiment, &needed)?;
-    let built = builds(experiment, &needed, &ports, stop).await;
+    let built = builds(experiment, &needed, &ports, stop, events).await;
     if *stop.borrow() {
         return Ok(None);
     }
@@ -409,6 +411,7 @@ async fn build_builtins(
     builtins: &[&TargetSpec],
     base: &crate::environment::Base,
     stop: &watch::Receiver<bool>,
+    events: &Events,
 ) -> Result<bool, Error> {
     let mut names: Vec<String> = builtins.iter().map(|t| t.run_name().to_string()).collect();
     names.sort_unstable();
@@ -424,7 +427,7 @@ async fn build_builtins(
         // A first build of the Rust target, or Go's modules from the network.
         timeout: Duration::from_secs(1800),
     };
-    match setup::build(&building, stop.clone()).await {
+    match setup::build(&building, stop.clone(), events).await {
         Ok(()) => Ok(false),
         Err(_) if *stop.borrow() => Ok(true),
         Err(why) => Err(Error::Setup(format!("targets/build failed: {why}"))),
@@ -508,8 +511,10 @@ async fn verification(
     launcher: &Launcher<'_>,
     prepared: &Prepared,
     placement: &str,
+    events: &Events,
 ) -> Result<Vec<Verification>, Error> {
-    let mut verification = verify_targets(launcher, &prepared.needed, &prepared.built).await;
+    let mut verification =
+        verify_targets(launcher, &prepared.needed, &prepared.built, events).await;
     // Keep what earlier runs found of the targets not verified this time.
     if let Some(kept) = store.experiment(&experiment.file.name).await? {
         if kept.file_label == Plan::file_label(experiment) {

@@ -10,6 +10,7 @@ use std::time::Duration;
 use store::experiment::{Against, Verification};
 use store::vocabulary::Outcome;
 
+use super::event::{Event, Events};
 use super::options::{Error, SECRET};
 use crate::declared;
 use crate::file::{CheckSpec, Contract, Experiment, TargetKind, TargetSpec, PORT_PLACEHOLDER};
@@ -56,6 +57,7 @@ pub(super) fn database_cpus(experiment: &Experiment) -> Option<String> {
 pub(super) async fn database(
     experiment: &Experiment,
     builtins: bool,
+    events: &Events,
 ) -> Result<TargetsDatabase, Error> {
     let db = match named_database(experiment)? {
         Some(url) => TargetsDatabase {
@@ -65,15 +67,10 @@ pub(super) async fn database(
         },
         None => {
             if std::env::var_os("DATABASE_URL").is_some() {
-                eprintln!("Note: DATABASE_URL is set but not used: this experiment file names no database (add url_env = \"DATABASE_URL\" under [database] to use it).");
+                events.emit(Event::DatabaseUrlUnused);
             }
             let cpus = database_cpus(experiment);
-            eprintln!(
-                "Starting a throwaway PostgreSQL for the targets{}…",
-                cpus.as_deref()
-                    .map(|c| format!(" on CPU {c}"))
-                    .unwrap_or_default()
-            );
+            events.emit(Event::StartingDatabase { cpus: cpus.clone() });
             let options = pgcluster::Options {
                 cpus,
                 ..pgcluster::Options::default()
@@ -166,6 +163,7 @@ pub(super) async fn builds(
     names: &[String],
     ports: &BTreeMap<String, u16>,
     stop: &tokio::sync::watch::Receiver<bool>,
+    events: &Events,
 ) -> Built {
     let mut out = BTreeMap::new();
     for t in &experiment.file.targets {
@@ -186,12 +184,11 @@ pub(super) async fn builds(
             env: crate::environment::build(&crate::environment::Base::current(), &env, &t.pass_env),
             timeout: t.build_timeout.unwrap_or(BUILD_TIMEOUT),
         };
-        eprintln!(
-            "Building {}: {}",
-            t.name,
-            redact::command_line_with(argv, &redact::ANY_PROGRAM).join(" ")
-        );
-        out.insert(t.name.clone(), build(&what, stop.clone()).await);
+        events.emit(Event::Building {
+            target: t.name.clone(),
+            command: redact::command_line_with(argv, &redact::ANY_PROGRAM).join(" "),
+        });
+        out.insert(t.name.clone(), build(&what, stop.clone(), events).await);
         if *stop.borrow() {
             break;
         }
@@ -212,6 +209,7 @@ pub(super) struct Building<'a> {
 pub(super) async fn build(
     what: &Building<'_>,
     mut stop: tokio::sync::watch::Receiver<bool>,
+    events: &Events,
 ) -> Result<(), String> {
     use tokio::io::AsyncBufReadExt;
     let shown = || redact::command_line_with(what.argv, &redact::ANY_PROGRAM).join(" ");
@@ -237,20 +235,34 @@ pub(super) async fn build(
     let tail = crate::targets::Tail::default();
     let mut readers = Vec::new();
     if let Some(out) = child.stdout.take() {
-        readers.push(tokio::spawn(echo(what.name.to_string(), out, tail.clone())));
+        readers.push(tokio::spawn(echo(
+            what.name.to_string(),
+            out,
+            tail.clone(),
+            events.clone(),
+        )));
     }
     if let Some(err) = child.stderr.take() {
-        readers.push(tokio::spawn(echo(what.name.to_string(), err, tail.clone())));
+        readers.push(tokio::spawn(echo(
+            what.name.to_string(),
+            err,
+            tail.clone(),
+            events.clone(),
+        )));
     }
     async fn echo(
         name: String,
         stream: impl tokio::io::AsyncRead + Unpin,
         tail: crate::targets::Tail,
+        events: Events,
     ) {
         let mut lines = tokio::io::BufReader::new(stream).lines();
         while let Ok(Some(line)) = lines.next_line().await {
             let line = redact::text(&line);
-            eprintln!("  [{name} build] {line}");
+            events.emit(Event::BuildOutput {
+                target: name.clone(),
+                line: line.clone(),
+            });
             tail.push(line);
         }
     }
@@ -415,6 +427,7 @@ pub(super) async fn verify_targets(
     launcher: &Launcher<'_>,
     names: &[String],
     builds: &BTreeMap<String, Result<(), String>>,
+    events: &Events,
 ) -> Vec<Verification> {
     let experiment = launcher.experiment;
     let mut out = Vec::new();
@@ -443,15 +456,11 @@ pub(super) async fn verify_targets(
                 .map(|c| (c.name.clone(), c.outcome.clone()))
                 .collect(),
         };
-        eprintln!(
-            "Verified {name} against {}: {}",
-            against.text(),
-            if v.passed {
-                "passed".to_string()
-            } else {
-                format!("FAILED ({}): it will not be measured", failures(&v))
-            }
-        );
+        events.emit(Event::Verified {
+            target: name.clone(),
+            against: against.text().to_string(),
+            failed: (!v.passed).then(|| failures(&v)),
+        });
         out.push(v);
     }
     out
