@@ -113,6 +113,20 @@ pub fn sweep() -> Swept {
     lease::sweep_in(dir, custody.cgroup_parent.as_deref())
 }
 
+/// A command that starts `program` tethered to this process: `setpriv --pdeathsig TERM` ends it
+/// when this process ends, even killed outright, and `taskset -c CPUS` holds it and everything
+/// it forks to those CPUs. Both exec, so the PID is the program's own. Add the program's
+/// arguments to what is returned.
+pub fn tethered(program: &std::ffi::OsStr, cpus: Option<&str>) -> std::process::Command {
+    let mut command = std::process::Command::new("setpriv");
+    command.args(["--pdeathsig", "TERM", "--"]);
+    if let Some(cpus) = cpus {
+        command.args(["taskset", "-c", cpus]);
+    }
+    command.arg(program);
+    command
+}
+
 /// Whether groups are cgroups here (a server that daemonizes is held too).
 pub fn by_cgroup() -> bool {
     custody().cgroup_parent.is_some()

@@ -1,6 +1,6 @@
 //! The generator of each cell: a `loadgen order` process told the cell's load as a typed
 //! [`order::Order`] on its standard input, run as a process of its own (pinned with `taskset`
-//! to the gun's CPUs, and ended with the runner by `setpriv --pdeathsig`), its
+//! to the gun's CPUs, and ended with the runner: `custody::tethered`), its
 //! [`order::Outcome`] read back from its standard output.
 //!
 //! Nothing of the order is on its command line, which every local user can read in `ps`, nor in
@@ -328,12 +328,11 @@ impl Gun {
         mut stop: tokio::sync::watch::Receiver<bool>,
     ) -> Result<Fired, GunError> {
         let order = attack.order()?;
-        let mut command = tokio::process::Command::new("setpriv");
-        command.args(["--pdeathsig", "TERM", "--"]);
-        if let Some(cpus) = &self.cpus {
-            command.args(["taskset", "-c", cpus]);
-        }
-        command.arg(&self.loadgen).arg("order");
+        let mut command = tokio::process::Command::from(custody::tethered(
+            self.loadgen.as_os_str(),
+            self.cpus.as_deref(),
+        ));
+        command.arg("order");
         let base = crate::environment::Base::current();
         crate::environment::apply(&mut command, &crate::environment::build(&base, &[], &[]));
         command

@@ -255,36 +255,34 @@ enum Waited {
 impl Target {
     /// Starts `launch` and waits until it is ready.
     pub async fn start(launch: &Launch) -> Result<Target, Error> {
-        // setpriv: the target is ended with the process that started it, even one killed
-        // outright; taskset pins it and everything it forks. Both exec, so the PID stays the
-        // target's own.
-        let mut command = Command::new("setpriv");
-        command.args(["--pdeathsig", "TERM", "--"]);
-        if let Some(cpus) = &launch.cpus {
-            command.args(["taskset", "-c", cpus]);
-        }
+        // Tethered: ended with the process that started it, even one killed outright, held to
+        // its CPUs with everything it forks; its PID its own.
         let mut env = launch.env.clone();
-        match &launch.program {
+        let tethered = |program: &std::ffi::OsStr| {
+            Command::from(custody::tethered(program, launch.cpus.as_deref()))
+        };
+        let mut command = match &launch.program {
             Program::Builtin { dir, name } => {
                 if !NAMES.contains(&name.as_str()) {
                     return Err(Error::UnknownName(name.clone()));
                 }
-                command.arg(dir.join("run")).arg(name);
+                let mut command = tethered(dir.join("run").as_os_str());
+                command.arg(name);
                 if !env.iter().any(|(n, _)| n == "PORT") {
                     env.push(("PORT".into(), "0".into()));
                 }
+                command
             }
             Program::Command {
                 argv, cwd, port, ..
             } => {
                 let program = find_program(&launch.name, argv, cwd, &launch.env)?;
                 port_is_free(&launch.name, *port)?;
+                let mut command = tethered(program.as_ref());
+                command.args(argv.iter().skip(1)).current_dir(cwd);
                 command
-                    .arg(program)
-                    .args(argv.iter().skip(1))
-                    .current_dir(cwd);
             }
-        }
+        };
         let base = crate::environment::Base::current();
         crate::environment::apply(
             &mut command,

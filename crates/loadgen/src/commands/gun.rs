@@ -126,15 +126,12 @@ async fn fire(
         });
     }
     let exe = std::env::current_exe().map_err(|e| Error::Usage(format!("this loadgen: {e}")))?;
-    // Ended with this process, however it ends; held to the order's CPUs.
-    let mut command = tokio::process::Command::new("setpriv");
-    command.args(["--pdeathsig", "TERM", "--"]);
-    if let Some(cpus) = &cpus {
-        command.args(["taskset", "-c", cpus]);
-    }
-    // The order (the store's URL and the headers in it) goes on the generator's standard
-    // input, not on its command line or in its environment.
-    command.arg(&exe).arg("order");
+    // Ended with this process, however it ends; held to the order's CPUs. The order (the
+    // store's URL and the headers in it) goes on the generator's standard input, not on its
+    // command line or in its environment.
+    let mut command =
+        tokio::process::Command::from(custody::tethered(exe.as_os_str(), cpus.as_deref()));
+    command.arg("order");
     let base = experiment::environment::Base::current();
     experiment::environment::apply(
         &mut command,
