@@ -1,7 +1,8 @@
 //! Several gun hosts, one experiment: shards of a run group, merged.
 //!
-//! Each gun host runs `loadgen attack --run-group NAME --shard i/N --start-at TIME`: the same
-//! schedule from the same wall-clock time zero, shard `i` sending requests `i, i+N, i+2N…`.
+//! Each gun host runs its part of one order (`order::Order::for_shard`; by hand, `loadgen attack
+//! --run-group NAME --shard i/N --start-at TIME`): the same schedule from the same wall-clock
+//! time zero, shard `i` sending requests `i, i+N, i+2N…`.
 //! Each writes its own run. Reading the group adds the shards' intervals index by index:
 //! counters add and HdrHistograms add exactly, so the merged percentiles are those of all the
 //! requests together. Probe data is kept once per probe (every shard may have subscribed to the
