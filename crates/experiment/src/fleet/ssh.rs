@@ -147,7 +147,12 @@ impl Link {
         let mut stdin = child.stdin.take();
         let work = async {
             if let Some(stdin) = stdin.as_mut() {
-                stdin.write_all(input).await?;
+                // A remote command that ends without reading its input (no such program on the
+                // gun) closes the pipe: its exit status and output say why, not this write.
+                match stdin.write_all(input).await {
+                    Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => return Err(e),
+                    _ => {}
+                }
             }
             drop(stdin);
             child.wait_with_output().await
