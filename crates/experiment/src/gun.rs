@@ -54,10 +54,6 @@ pub struct Attack {
     pub guns: Option<order::Guns>,
 }
 
-fn ns(d: Duration) -> u64 {
-    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
-}
-
 /// The headers in the variable `var` (a load's `headers_env`), one `Name: value` a line. A
 /// line that is not a header is named by its place, never shown: it may be the secret itself,
 /// and the reason a run or a cell failed is kept and published.
@@ -95,11 +91,11 @@ impl Attack {
             ..order::Pacing::default()
         };
         if let Some(t) = load.timeout {
-            pacing.timeout_ns = ns(t);
+            pacing.timeout_ns = order::nanos(t);
         }
         if load.mode() == Mode::Open {
             pacing.max_connections = load.connections;
-            pacing.batch_ns = load.batch.map_or(0, ns);
+            pacing.batch_ns = load.batch.map_or(0, order::nanos);
             pacing.arrival = load.arrival.unwrap_or_default();
         }
         let mut headers: Vec<String> = load
@@ -143,7 +139,7 @@ impl Attack {
                         .per_second()
                         .or_else(|| load.steps.as_ref().and_then(|s| s.first().copied()))
                         .unwrap_or(1.0),
-                    duration_ns: Some(ns(d)),
+                    duration_ns: Some(order::nanos(d)),
                 },
                 requests: None,
             },
@@ -151,11 +147,11 @@ impl Attack {
                 schedule: match (&load.steps, load.step_duration) {
                     (Some(rates), Some(each)) => order::Schedule::Steps {
                         rates: rates.clone(),
-                        each_ns: ns(each),
+                        each_ns: order::nanos(each),
                     },
                     _ => order::Schedule::Constant {
                         rate: load.per_second().unwrap_or(1.0),
-                        duration_ns: load.duration.map(ns),
+                        duration_ns: load.duration.map(order::nanos),
                     },
                 },
                 requests: load.requests,
@@ -167,7 +163,7 @@ impl Attack {
                 } else {
                     load.requests
                 },
-                duration_ns: only_for.or(load.duration).map(ns),
+                duration_ns: only_for.or(load.duration).map(order::nanos),
             },
         }
     }
@@ -188,10 +184,10 @@ impl Attack {
             search.resolution = order::percent(r).map_err(GunError::Search)?;
         }
         if let Some(d) = spec.step {
-            search.step_ns = ns(d);
+            search.step_ns = order::nanos(d);
         }
         if let Some(d) = spec.warmup {
-            search.warmup_ns = ns(d);
+            search.warmup_ns = order::nanos(d);
         }
         if let Some(r) = spec.min_rate {
             search.min_rate = r;
@@ -258,8 +254,8 @@ impl Attack {
             addresses: self.probes.clone(),
             token,
             trust,
-            pre_roll_ns: ns(self.pre_roll),
-            post_roll_ns: ns(self.post_roll),
+            pre_roll_ns: order::nanos(self.pre_roll),
+            post_roll_ns: order::nanos(self.post_roll),
             profile: false,
         }))
     }

@@ -712,10 +712,6 @@ fn parse_count(text: &str) -> Result<u64, String> {
 
 pub use crate::prepare::{default_threads, DEFAULT_MAX_CONNECTIONS};
 
-fn ns(d: Duration) -> u64 {
-    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
-}
-
 impl RequestArgs {
     /// The requests these flags send: a URL's, or a targets file's (read now, bodies too).
     pub fn requests(&self) -> Result<order::Requests, Error> {
@@ -745,12 +741,12 @@ impl RequestArgs {
         order::Pacing {
             threads: self.threads.map(|t| t as u32),
             max_connections: self.max_connections.map(|c| c as u64),
-            batch_ns: ns(self.batch),
+            batch_ns: order::nanos(self.batch),
             arrival: self.arrival,
             keepalive: !self.no_keepalive,
             h2: self.h2,
             insecure: self.insecure,
-            timeout_ns: ns(self.timeout),
+            timeout_ns: order::nanos(self.timeout),
         }
     }
 
@@ -771,13 +767,13 @@ impl AttackArgs {
             order::Load::Closed {
                 connections: connections as u64,
                 requests: self.requests,
-                duration_ns: self.duration.map(ns),
+                duration_ns: self.duration.map(order::nanos),
             }
         } else {
             let schedule = if let Some(rate) = self.rate {
                 order::Schedule::Constant {
                     rate,
-                    duration_ns: self.duration.map(ns),
+                    duration_ns: self.duration.map(order::nanos),
                 }
             } else if let Some((from, to)) = self.ramp {
                 let duration = self.duration.ok_or_else(|| {
@@ -788,7 +784,7 @@ impl AttackArgs {
                 order::Schedule::Ramp {
                     from,
                     to,
-                    duration_ns: ns(duration),
+                    duration_ns: order::nanos(duration),
                 }
             } else {
                 let step = self.step_duration.ok_or_else(|| {
@@ -796,7 +792,7 @@ impl AttackArgs {
                 })?;
                 order::Schedule::Steps {
                     rates: self.steps.clone(),
-                    each_ns: ns(step),
+                    each_ns: order::nanos(step),
                 }
             };
             order::Load::Open {
@@ -808,9 +804,9 @@ impl AttackArgs {
             version: order::VERSION,
             work: order::Work::Attack(order::Attack {
                 load,
-                interval_ns: ns(self.out.interval),
-                grace_ns: ns(self.grace),
-                max_lateness_ns: self.max_lateness.map(ns),
+                interval_ns: order::nanos(self.out.interval),
+                grace_ns: order::nanos(self.grace),
+                max_lateness_ns: self.max_lateness.map(order::nanos),
                 start_at_ns: self.shard.start_at.map(crate::prepare::unix_ns),
             }),
             requests: self.request.requests()?,
@@ -852,14 +848,14 @@ impl CapacityArgs {
                 slo: self.slo.clone(),
                 start: self.start,
                 resolution: self.resolution,
-                step_ns: ns(self.step),
-                warmup_ns: ns(self.warmup),
+                step_ns: order::nanos(self.step),
+                warmup_ns: order::nanos(self.warmup),
                 min_rate: self.min_rate,
                 max_rate: self.max_rate,
                 max_steps: self.max_steps,
                 searches: self.searches,
                 until: self.until,
-                budget_ns: self.budget.map(ns),
+                budget_ns: self.budget.map(order::nanos),
                 guns: self.guns.guns(),
             }),
             requests: self.request.requests()?,
@@ -902,8 +898,8 @@ impl ProbeArgs {
             addresses: self.probes.clone(),
             token,
             trust,
-            pre_roll_ns: ns(self.pre_roll),
-            post_roll_ns: ns(self.post_roll),
+            pre_roll_ns: order::nanos(self.pre_roll),
+            post_roll_ns: order::nanos(self.post_roll),
             profile: self.profile,
         }))
     }

@@ -21,10 +21,6 @@ pub fn default_threads() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
-fn ns(n: u64) -> Duration {
-    Duration::from_nanos(n)
-}
-
 /// What to send and how: an order's requests and pacing, checked, for any load (an attack's,
 /// every step of a search, a trickle between them).
 #[derive(Debug, Clone)]
@@ -63,8 +59,8 @@ impl Sending {
             h2: pacing.h2,
             insecure: pacing.insecure,
             keepalive: pacing.keepalive,
-            timeout: ns(pacing.timeout_ns),
-            batch: ns(pacing.batch_ns),
+            timeout: Duration::from_nanos(pacing.timeout_ns),
+            batch: Duration::from_nanos(pacing.batch_ns),
             arrivals: pacing.arrival,
         })
     }
@@ -121,7 +117,7 @@ pub fn load(load: &order::Load, arrival: Process) -> Result<Load, Error> {
                     .filter(|c| *c > 0)
                     .ok_or_else(|| Error::Usage("a closed loop needs a connection".into()))?,
                 requests: *requests,
-                duration: duration_ns.map(ns),
+                duration: duration_ns.map(Duration::from_nanos),
             }
         }
         order::Load::Open { schedule, requests } => {
@@ -132,16 +128,18 @@ pub fn load(load: &order::Load, arrival: Process) -> Result<Load, Error> {
                             "--rate needs an end: add --duration D or --requests N".into(),
                         ));
                     }
-                    Schedule::constant(*rate, duration_ns.map(ns))?
+                    Schedule::constant(*rate, duration_ns.map(Duration::from_nanos))?
                 }
                 order::Schedule::Ramp {
                     from,
                     to,
                     duration_ns,
-                } => Schedule::ramp(*from, *to, ns(*duration_ns))?,
+                } => Schedule::ramp(*from, *to, Duration::from_nanos(*duration_ns))?,
                 order::Schedule::Steps { rates, each_ns } => {
-                    let steps: Vec<(f64, Duration)> =
-                        rates.iter().map(|&r| (r, ns(*each_ns))).collect();
+                    let steps: Vec<(f64, Duration)> = rates
+                        .iter()
+                        .map(|&r| (r, Duration::from_nanos(*each_ns)))
+                        .collect();
                     Schedule::steps(&steps)?
                 }
             };
@@ -162,8 +160,12 @@ pub fn attack(order: &order::Order, attack: &order::Attack) -> Result<AttackPlan
         ));
     }
     let sending = Sending::of(&order.requests, &order.pacing)?;
-    let mut plan = sending.plan(load, ns(attack.interval_ns), ns(attack.grace_ns));
-    plan.max_lateness = attack.max_lateness_ns.map(ns);
+    let mut plan = sending.plan(
+        load,
+        Duration::from_nanos(attack.interval_ns),
+        Duration::from_nanos(attack.grace_ns),
+    );
+    plan.max_lateness = attack.max_lateness_ns.map(Duration::from_nanos);
     plan.shard = order.shard.as_ref().map_or((0, 1), |s| (s.index, s.count));
     if plan.shard.1 == 0 || plan.shard.0 >= plan.shard.1 {
         return Err(Error::Usage(
@@ -232,8 +234,8 @@ pub fn keeping(order: &order::Order, command_line: &[String]) -> Result<Keeping,
                 tls: tls.clone(),
             })
             .collect();
-        keeping.pre_roll = ns(p.pre_roll_ns);
-        keeping.post_roll = ns(p.post_roll_ns);
+        keeping.pre_roll = Duration::from_nanos(p.pre_roll_ns);
+        keeping.post_roll = Duration::from_nanos(p.post_roll_ns);
         keeping.profile = p.profile;
     }
     if let Some(s) = &order.shard {
@@ -248,7 +250,7 @@ pub fn keeping(order: &order::Order, command_line: &[String]) -> Result<Keeping,
         ..
     }) = &order.work
     {
-        keeping.start_at = Some(UNIX_EPOCH + ns((*at).max(0) as u64));
+        keeping.start_at = Some(UNIX_EPOCH + Duration::from_nanos((*at).max(0) as u64));
     }
     Ok(keeping)
 }

@@ -546,6 +546,11 @@ impl Order {
     }
 }
 
+/// A duration as an order carries it: whole nanoseconds (saturating past 584 years).
+pub fn nanos(d: std::time::Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
+}
+
 /// A percentage such as `5%`, as a share (0.05): above 0 % and below 100 %.
 pub fn percent(text: &str) -> Result<f64, String> {
     text.trim()

@@ -34,10 +34,6 @@ pub struct Volleys<'a> {
     pub valid: Option<f64>,
 }
 
-fn ns(d: Duration) -> u64 {
-    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
-}
-
 impl Volleys<'_> {
     /// Turns true when the user stops the search: the guns' standard input closes.
     fn stop(&self) -> tokio::sync::watch::Receiver<bool> {
@@ -59,8 +55,8 @@ impl Volleys<'_> {
         let mut o = self.template.clone();
         o.work = order::Work::Attack(order::Attack {
             load,
-            interval_ns: ns(interval),
-            grace_ns: ns(grace),
+            interval_ns: order::nanos(interval),
+            grace_ns: order::nanos(grace),
             max_lateness_ns: None,
             start_at_ns: None,
         });
@@ -133,7 +129,7 @@ impl Steps for Volleys<'_> {
         let load = order::Load::Open {
             schedule: order::Schedule::Constant {
                 rate,
-                duration_ns: Some(ns(self.warmup + window)),
+                duration_ns: Some(order::nanos(self.warmup + window)),
             },
             requests: None,
         };

@@ -126,10 +126,6 @@ fn target(sending: &Sending) -> String {
     }
 }
 
-fn ns(n: u64) -> Duration {
-    Duration::from_nanos(n)
-}
-
 /// Runs the searches `order` describes (`wanted`, its work), keeping them (and reporting each
 /// step on standard error).
 pub async fn search(
@@ -143,7 +139,10 @@ pub async fn search(
     };
     let mut keeping = prepare::keeping(order, command_line)?;
     let sending = Sending::of(&order.requests, &order.pacing)?;
-    let (step, warmup) = (ns(wanted.step_ns), ns(wanted.warmup_ns));
+    let (step, warmup) = (
+        Duration::from_nanos(wanted.step_ns),
+        Duration::from_nanos(wanted.warmup_ns),
+    );
     // The caller's run id names the search (the experiment runner's cell); its steps get
     // ids of their own.
     let id = keeping.run_id.take().unwrap_or_else(store::RunMeta::new_id);
@@ -299,7 +298,7 @@ pub async fn search(
     let repeat = Repeat {
         searches: wanted.searches,
         until: wanted.until,
-        budget: wanted.budget_ns.map(ns),
+        budget: wanted.budget_ns.map(Duration::from_nanos),
     };
     let Some(volleys) = volleys.as_mut() else {
         return capacity::repeat(
