@@ -462,9 +462,16 @@ pub struct CapacityArgs {
     #[arg(long, value_name = "REQ/S", value_parser = parse_rate)]
     pub start: Option<f64>,
 
-    /// Stop when the bracket (last pass, first fail) is this narrow, as a share of its low end.
-    #[arg(long, value_name = "PERCENT", default_value = "5%", value_parser = order::percent)]
+    /// How narrow the coarse bracket (last pass, first fail) gets, as a share of its low end,
+    /// before the steps beside the knee begin.
+    #[arg(long, value_name = "PERCENT", default_value = "8%", value_parser = order::percent)]
     pub resolution: f64,
+
+    /// The figure is C_p: the highest rate at which a window meets the SLO with probability p
+    /// (0.5: one window in two; 0.9: nine in ten). Both are estimated; the search aims at
+    /// this one.
+    #[arg(long = "p", value_name = "P", default_value = "0.5", value_parser = parse_probability)]
+    pub p: f64,
 
     /// The measured window of each step (100ms to 1h).
     #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_step)]
@@ -486,17 +493,16 @@ pub struct CapacityArgs {
     #[arg(long, value_name = "N", default_value = "30", value_parser = parse_count)]
     pub max_steps: u64,
 
-    /// Repeat the search up to N times (each after the first starting near the median so
-    /// far) until the median's 95 % interval is within --until: the capacity is that median.
-    /// Six searches at least give a 95 % interval; one leaves the repeatability unmeasured.
+    /// Repeat the search up to N times (each after the first starting near the figure so far),
+    /// their steps pooled into one estimate, until its 95 % interval is within --until.
     #[arg(long, value_name = "N", default_value = "1", value_parser = parse_searches)]
     pub searches: u32,
 
-    /// With --searches: stop once the median's 95 % interval is within ± this share of it.
+    /// Stop once C_p's 95 % interval is within ± this share of it.
     #[arg(long, value_name = "PERCENT", default_value = "5%", value_parser = order::percent)]
     pub until: f64,
 
-    /// With --searches: start no new search after this long (e.g. 10m).
+    /// Start no new step after this long (e.g. 5m): the search then says what it reached.
     #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
     pub budget: Option<Duration>,
 
@@ -848,6 +854,7 @@ impl CapacityArgs {
                 slo: self.slo.clone(),
                 start: self.start,
                 resolution: self.resolution,
+                p: self.p,
                 step_ns: order::nanos(self.step),
                 warmup_ns: order::nanos(self.warmup),
                 min_rate: self.min_rate,
@@ -919,11 +926,20 @@ impl ShardArgs {
     }
 }
 
+fn parse_probability(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(p) if (0.05..=0.95).contains(&p) => Ok(p),
+        _ => Err(format!(
+            "'{text}' is not a probability a search can aim at: give one from 0.05 to 0.95, e.g. 0.5 or 0.9"
+        )),
+    }
+}
+
 fn parse_searches(text: &str) -> Result<u32, String> {
     match text.parse::<u32>() {
         Ok(n) if (1..=100).contains(&n) => Ok(n),
         _ => Err(format!(
-            "'{text}' is not a number of searches: give 1 to 100 (6 or more for a 95 % interval of the median)"
+            "'{text}' is not a number of searches: give 1 to 100"
         )),
     }
 }

@@ -126,15 +126,20 @@ pub struct Search {
     /// The first rate tried; `None`: estimated first.
     #[serde(default)]
     pub start: Option<f64>,
-    /// How narrow the bracket ends, as a share of its low end (0.05 for 5 %).
+    /// How narrow the coarse bracket gets (a share of its low end, 0.08 for 8 %) before the
+    /// steps beside the knee begin.
     pub resolution: f64,
+    /// The figure searched for is C_p: the rate a window meets the SLO at with probability p.
+    #[serde(default = "half")]
+    pub p: f64,
     pub step_ns: u64,
     pub warmup_ns: u64,
     pub min_rate: f64,
     pub max_rate: f64,
     pub max_steps: u64,
     pub searches: u32,
-    /// Stop repeating once the median's 95 % interval is within ± this share of it.
+    /// Stop once C_p's 95 % interval is within ± this share of it (of one search, or of
+    /// repeated ones' steps pooled).
     pub until: f64,
     #[serde(default)]
     pub budget_ns: Option<u64>,
@@ -469,14 +474,20 @@ impl Attack {
     }
 }
 
+fn half() -> f64 {
+    0.5
+}
+
 impl Search {
-    /// A search within `slo` with `loadgen capacity`'s defaults: steps of 10 s after 2 s of
-    /// warm-up, from 1 to 1,000,000 req/s, to 5 %, at most 30 steps, one search.
+    /// A search within `slo` with `loadgen capacity`'s defaults: C_0.5 of windows of 10 s after
+    /// 2 s of warm-up, from 1 to 1,000,000 req/s, a coarse bracket to 8 %, until the 95 %
+    /// interval is within ±5 %, at most 30 steps, one search.
     pub fn new(slo: Vec<Term>) -> Search {
         Search {
             slo,
             start: None,
-            resolution: 0.05,
+            resolution: 0.08,
+            p: 0.5,
             step_ns: 10_000_000_000,
             warmup_ns: 2_000_000_000,
             min_rate: 1.0,
@@ -667,6 +678,7 @@ mod tests {
             slo: vec!["p99<=10ms".parse().expect("a term")],
             start: None,
             resolution: percent("5%").expect("a share"),
+            p: 0.5,
             step_ns: 10,
             warmup_ns: 2,
             min_rate: 1.0,

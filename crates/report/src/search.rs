@@ -196,13 +196,15 @@ impl TargetCapacity {
         self.searches.iter().find_map(Search::only_at_least)
     }
 
-    pub fn median(&self) -> Option<f64> {
-        store::capacity::median(&self.found)
+    /// C_p of its searches' steps pooled (or, without passes and fails to bound it, the
+    /// median of what they found).
+    pub fn figure(&self) -> Option<f64> {
+        self.agreed().map(|a| a.rate)
     }
 
-    /// The median with its interval, and what it rests on.
+    /// The figure with its 95 % interval, and what it rests on.
     pub fn agreed(&self) -> Option<store::capacity::Agreed> {
-        store::capacity::agreed(&self.found)
+        store::capacity::agreed(&self.searches)
     }
 
     pub fn min(&self) -> Option<f64> {
@@ -213,9 +215,9 @@ impl TargetCapacity {
         self.found.iter().copied().reduce(f64::max)
     }
 
-    /// The search whose capacity is nearest the median (the lower of two middle ones).
-    fn median_search(&self) -> Option<&Search> {
-        let m = self.median()?;
+    /// The search whose own figure is nearest the pooled one (the lower of two as near).
+    fn nearest_search(&self) -> Option<&Search> {
+        let m = self.figure()?;
         self.searches
             .iter()
             .filter(|s| s.capacity.is_some())
@@ -302,7 +304,7 @@ pub fn experiment_capacity(
     }
     for setting in &mut settings {
         for t in &mut setting.targets {
-            let at_capacity = t.median_search().and_then(|s| {
+            let at_capacity = t.nearest_search().and_then(|s| {
                 let step = s.steps.iter().find(|st| Some(st.rate) == s.capacity)?;
                 let run = runs.get(step.run_id.as_deref()?)?;
                 Some((step_cpu(s, step, run), run.peak_rss_bytes()))
@@ -311,7 +313,7 @@ pub fn experiment_capacity(
                 t.per_cpu_second = cpu.and_then(|c| c.per_cpu_second);
                 t.peak_rss_bytes = rss;
             }
-            t.limit = t.median_search().and_then(|s| failed_step_limit(s, runs));
+            t.limit = t.nearest_search().and_then(|s| failed_step_limit(s, runs));
         }
         setting.charts = setting_charts(setting)?;
     }
@@ -349,7 +351,7 @@ fn setting_charts(setting: &SettingCapacity) -> Result<Vec<Chart>, PlotError> {
             .targets
             .iter()
             .enumerate()
-            .filter_map(|(i, t)| Some((i as f64, t.median()?)))
+            .filter_map(|(i, t)| Some((i as f64, t.figure()?)))
             .collect(),
     );
     line.markers_only = true;
@@ -372,7 +374,7 @@ fn setting_charts(setting: &SettingCapacity) -> Result<Vec<Chart>, PlotError> {
     };
     let mut curves = Vec::new();
     for (i, t) in setting.targets.iter().enumerate() {
-        let Some(s) = t.median_search().or(t.searches.first()) else {
+        let Some(s) = t.nearest_search().or(t.searches.first()) else {
             continue;
         };
         let mut steps: Vec<&Step> = s.steps.iter().collect();
@@ -451,18 +453,46 @@ fn setting_charts(setting: &SettingCapacity) -> Result<Vec<Chart>, PlotError> {
     Ok(out)
 }
 
+/// The ratio of two figures' 95 % interval in words, from their own intervals (the searches
+/// of two targets are independent: ln of the ratio has the variance of both summed), and
+/// whether it excludes 1.
+fn ratio_words(a: Option<store::capacity::Agreed>, b: Option<store::capacity::Agreed>) -> String {
+    // The standard error of ln C from a 95 % interval's wider side in ln.
+    let se = |x: &store::capacity::Agreed| {
+        let (lo, hi) = (x.low?, x.high?);
+        Some((x.rate / lo).ln().max((hi / x.rate).ln()) / 1.96)
+    };
+    let (Some(a), Some(b)) = (a, b) else {
+        return "no interval to weigh it against".into();
+    };
+    let (Some(sa), Some(sb)) = (se(&a), se(&b)) else {
+        return "no 95 % interval of both to weigh it against: not shown to differ".into();
+    };
+    let ln = (a.rate / b.rate).ln();
+    let half = 1.96 * (sa * sa + sb * sb).sqrt();
+    let (lo, hi) = ((ln - half).exp(), (ln + half).exp());
+    let verdict = if lo > 1.0 || hi < 1.0 {
+        "a difference"
+    } else {
+        "not shown to differ"
+    };
+    format!(
+        "ratio 95 % interval {lo:.2}–{hi:.2}: {verdict}; their searches ran one after the other, so a host that changed between them is not in it"
+    )
+}
+
 /// The answer at one setting, in the question's own figure: who sustains most within the SLO,
 /// by how much, and whether the difference is beyond the spread over repetitions.
 pub fn capacity_sentence(setting: &SettingCapacity, held: &str) -> String {
     let mut ranked: Vec<&TargetCapacity> = setting
         .targets
         .iter()
-        .filter(|t| t.median().is_some())
+        .filter(|t| t.figure().is_some())
         .collect();
     ranked.sort_by(|a, b| {
-        b.median()
+        b.figure()
             .unwrap_or(0.0)
-            .total_cmp(&a.median().unwrap_or(0.0))
+            .total_cmp(&a.figure().unwrap_or(0.0))
     });
     // "all" is the one setting of a matrix of targets alone: no "At all:".
     let at = match setting.setting.as_str() {
@@ -490,56 +520,51 @@ pub fn capacity_sentence(setting: &SettingCapacity, held: &str) -> String {
         .and_then(|s| s.labels.get(store::vocabulary::label::HELD))
         .map(|h| format!(", held by {h}"));
     let held = held_by.as_deref().unwrap_or(held);
-    let m = best.median().unwrap_or(0.0);
-    let bracket = best
-        .median_search()
-        .and_then(|s| Some(format!("bracket {}–{}", s.capacity?, s.failed_at?)))
-        .unwrap_or_else(|| "no bracket".into());
-    // What the figure rests on: the repetitions, their median's interval and its confidence.
+    let m = best.figure().unwrap_or(0.0);
+    let figure = best
+        .searches
+        .first()
+        .map_or("C_0.5".into(), |s| s.settings.figure());
+    // What the figure rests on: its 95 % interval over every step of its searches.
     let spread = match best.agreed() {
-        Some(a) if a.searches > 1 => match (a.low, a.high, a.confidence) {
-            (Some(lo), Some(hi), Some(c)) => format!(
-                ", median of {} repetitions, {:.0} % interval {lo:.0}–{hi:.0}, ±{:.1} %",
-                a.searches,
-                c * 100.0,
-                a.half_width.unwrap_or(0.0) * 100.0
+        Some(a) => match (a.low, a.high, a.half_width) {
+            (Some(lo), Some(hi), Some(h)) => format!(
+                "{figure}, 95 % interval {lo:.0}–{hi:.0}, ±{:.1} %, from {}",
+                h * 100.0,
+                if a.searches > 1 {
+                    format!("{} searches' steps pooled", a.searches)
+                } else {
+                    "one search's steps".into()
+                }
             ),
-            _ => String::new(),
+            _ => format!("{figure}, no 95 % interval: its steps do not bound it"),
         },
-        _ => ", one repetition: its repeatability unmeasured".into(),
+        None => figure.clone(),
     };
     let at_least = best.only_at_least();
     let mut text = match &at_least {
         Some(why) => format!(
-            "{at}{} sustains at least {m:.0} req/s within {slo}{held} ({why}, so its capacity is beyond what this generator measures{spread})",
+            "{at}{} sustains at least {m:.0} req/s within {slo}{held} ({why}, so its capacity is beyond what this generator measures)",
             best.target
         ),
         None => format!(
-            "{at}{} sustains {m:.0} req/s within {slo}{held} ({bracket}{spread})",
+            "{at}{} sustains {m:.0} req/s within {slo}{held} ({spread})",
             best.target
         ),
     };
     for other in ranked.iter().skip(1) {
-        let o = other.median().unwrap_or(0.0);
+        let o = other.figure().unwrap_or(0.0);
         if o <= 0.0 {
             continue;
         }
-        let repeated = best.found.len() > 1 && other.found.len() > 1;
-        // Real only when the medians' intervals do not overlap.
-        let low = best.agreed().and_then(|a| a.low);
-        let high = other.agreed().and_then(|a| a.high);
-        let beyond = match (low, high) {
-            _ if !repeated => "one repetition: no spread to weigh it against",
-            (Some(lo), Some(hi)) if lo > hi => "the difference is beyond both medians' intervals",
-            _ => "within the medians' intervals: not shown to differ",
-        };
+        let beyond = ratio_words(best.agreed(), other.agreed());
         let (at, own) = match (&at_least, other.only_at_least()) {
             (_, Some(_)) => ("", " (at least)"),
             (Some(_), None) => ("at least ", ""),
             (None, None) => ("", ""),
         };
         text.push_str(&format!(
-            ": {at}{:.1}× {}'s {o:.0}{own} ({beyond})",
+            ": {at}{:.2}× {}'s {o:.0}{own} ({beyond})",
             m / o,
             other.target
         ));
@@ -547,7 +572,7 @@ pub fn capacity_sentence(setting: &SettingCapacity, held: &str) -> String {
     let missing: Vec<&str> = setting
         .targets
         .iter()
-        .filter(|t| t.median().is_none())
+        .filter(|t| t.figure().is_none())
         .map(|t| t.target.as_str())
         .collect();
     if !missing.is_empty() {

@@ -2,7 +2,7 @@
 //! from the searches of the same target and requests this experiment has kept, so that "near
 //! each server's maximum" is the same point of its curve on any host.
 //!
-//! The capacity taken is the median over the finished searches, as the experiment's page shows
+//! The capacity taken is C_p of the finished searches' steps pooled, as the experiment's page shows
 //! it. A search that says only "at least" (the generator was the limit, or the highest rate
 //! passed), or that found none (the SLO missed at the lowest rate), gives no capacity to take
 //! a share of: the cell is failed with that reason rather than run at a rate that means
@@ -21,7 +21,7 @@ pub(super) struct Resolved {
     /// The cell with its rate in requests a second.
     pub(super) cell: Cell,
     pub(super) capacity: f64,
-    /// How many searches the capacity is the median of.
+    /// How many searches the capacity is pooled from.
     pub(super) searches: usize,
 }
 
@@ -81,7 +81,8 @@ fn of(cell: &Cell, searches: &[Search]) -> Result<Resolved, String> {
         ));
     }
     let found: Vec<f64> = finished.iter().filter_map(|s| s.capacity).collect();
-    let Some(capacity) = store::capacity::median(&found) else {
+    let owned: Vec<Search> = finished.iter().map(|s| (*s).clone()).collect();
+    let Some(capacity) = store::capacity::agreed(&owned).map(|a| a.rate) else {
         return Err(format!("no search of {what} found a capacity"));
     };
     let mut resolved = cell.clone();
@@ -115,10 +116,16 @@ mod tests {
                 max_rate: 1e6,
                 growth: 2.0,
                 arrival: None,
+                p: 0.5,
+                until: 0.05,
+                grid: 1.02,
+                seed: 0,
             },
             steps: Vec::new(),
             status,
             capacity,
+            estimates: Vec::new(),
+            highest_pass: capacity,
             failed_at: capacity.map(|c| c * 1.05),
             generator_limit: None,
             reason: String::new(),

@@ -105,6 +105,10 @@ mod tests {
             max_rate: 100_000.0,
             growth: 2.0,
             arrival: None,
+            p: 0.5,
+            until: 0.05,
+            grid: 1.02,
+            seed: 0,
         }
     }
 

@@ -1,18 +1,21 @@
-//! `loadgen capacity`: the highest constant rate a server sustains within an SLO.
+//! `loadgen capacity`: C_p(T, w), the highest constant rate at which a window of T seconds,
+//! after w seconds at that rate, meets an SLO with probability p.
 //!
 //! From a start (or half of what a short closed loop served), ×2 until a step fails, then
-//! bisection until the bracket is within the resolution. Each step warms up, measures a window
-//! and is judged on it (`store::capacity::judge`: confidence intervals on each SLO term, the
-//! queue's growth, the generator's own limits); an uncertain step runs again, longer; after a
-//! step that did not pass, the search waits for the server to drain. A step the generator
-//! could not drive is a ceiling the search bisects below, so that "at least N" is said only at
-//! the generator's measured limit. Every step is kept as an ordinary run, and the search
-//! itself after each step, so that Ctrl-C or a failure keeps the bracket so far.
+//! bisection until the bracket is within the resolution; then steps up and down beside the knee
+//! on a fine grid. Every step has the same warm-up and window and is one pass or one fail on its
+//! point figures (`store::capacity::judge`); C_p is estimated from all of them with a 95 %
+//! interval (`store::capacity::fit`), and the search stops when that interval is narrow enough.
+//! After a step that did not pass, the search waits for the server to drain. A step the
+//! generator could not drive is a ceiling the search bisects below, so that "at least N" is said
+//! only at the generator's measured limit. Every step is kept as an ordinary run, and the search
+//! itself after each step, so that Ctrl-C or a failure keeps the steps so far.
 //!
 //! - [`search`]: the loop, as a value: a plan and a way to run steps in, the search out.
-//! - [`repeat`]: searches repeated until their median's interval is narrow enough, or a
-//!   budget is spent.
-//! - [`bracket`]: where the search goes next, from the verdicts.
+//! - [`repeat`]: searches repeated, their steps pooled into one estimate, until its interval
+//!   is narrow enough or a budget is spent.
+//! - [`bracket`]: where the coarse search goes next, from the verdicts.
+//! - [`updown`]: where the steps beside the knee go: the biased-coin up-and-down rule.
 //! - [`step`]: one step run and judged by the generator; the recovery between steps; the
 //!   first rate's estimate.
 //! - [`guns`]: the same from gun hosts over SSH, each step a run group judged merged.
@@ -25,7 +28,10 @@ pub mod search;
 #[cfg(test)]
 mod simulated;
 pub(crate) mod step;
+pub mod updown;
 pub mod words;
+#[cfg(test)]
+mod world;
 
 pub use repeat::{repeat, Repeat};
 pub use search::{search, Event, Plan, Stepped, Steps};

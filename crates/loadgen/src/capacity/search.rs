@@ -2,6 +2,14 @@
 //! run one step ([`Steps`]) in, the [`Search`] out. It prints nothing and touches no store
 //! itself: it tells its [`Steps`] what happened, so the command line, the experiment runner and
 //! the unit tests' simulated servers drive the same loop.
+//!
+//! Two phases: the coarse bracket ([`super::bracket`]: ×2 until a step fails, then bisection
+//! until the bracket is within the resolution) finds the knee; the up-and-down chain
+//! ([`super::updown`]) then spends the steps beside it. After every step C_p is estimated from
+//! all valid steps ([`store::capacity::fit`]); the search stops when its 95 % interval is within
+//! `until`, after at least [`MIN_FINE`] steps near the knee with [`MIN_EACH`] passes and fails,
+//! or when its steps or its time run out. Every step has the same window and warm-up, so that
+//! every step measures the one figure C_p(T, w).
 
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -10,10 +18,13 @@ use std::time::Duration;
 use store::capacity::{Judgement, Search, Settings, Slo, Status, Step, Verdict};
 
 use super::bracket::{Bracket, Next};
+use super::updown::Chain;
 use crate::Error;
 
-/// An uncertain step is run again this many times, each with a window twice as long.
-pub const RETRIES: u32 = 2;
+/// The search does not stop before this many valid steps near the knee.
+pub const MIN_FINE: usize = 12;
+/// Nor before this many passes and this many fails among all its steps.
+pub const MIN_EACH: usize = 3;
 
 /// What a search looks for, and within what.
 #[derive(Debug, Clone)]
@@ -29,7 +40,9 @@ pub struct Plan {
     /// Its start, resolution and bounds (the start already chosen).
     pub settings: Settings,
     pub max_steps: u64,
-    /// The shortest measured window of a step.
+    /// Start no new step after this long.
+    pub budget: Option<Duration>,
+    /// The measured window of every step (T).
     pub step: Duration,
     /// Steps already run by an earlier attempt of the same search (kept, interrupted): the
     /// search goes on after them, with the bracket they made.
@@ -99,9 +112,70 @@ pub trait Steps {
     fn event(&mut self, event: Event<'_>);
 }
 
+/// Where the search is: bracketing the knee, or stepping up and down beside it.
+enum Phase {
+    Coarse(Bracket),
+    Fine { chain: Chain, invalid: u32 },
+}
+
+impl Phase {
+    /// Takes `step` (the last of `search`'s) and says what comes next; `stop` lets the
+    /// estimate end the search (not while a resumed search replays its kept steps).
+    fn after(&mut self, step: &Step, search: &Search, stop: bool) -> Next {
+        let settings = &search.settings;
+        match self {
+            Phase::Coarse(bracket) => {
+                match bracket.after(step.rate, step.judgement.verdict, settings) {
+                    Next::Done(Status::Found) => {
+                        let pass = bracket.pass.unwrap_or(step.rate);
+                        let chain = Chain::new(pass, settings.grid, settings.p, settings.seed);
+                        let next = chain.rate();
+                        *self = Phase::Fine { chain, invalid: 0 };
+                        Next::Try(next)
+                    }
+                    next => next,
+                }
+            }
+            Phase::Fine { chain, invalid } => {
+                if !step.valid() {
+                    *invalid += 1;
+                    if *invalid >= 2 {
+                        return Next::Done(Status::GeneratorLimited);
+                    }
+                }
+                chain.after(step.judgement.verdict.passed());
+                if stop && enough(search) {
+                    Next::Done(Status::Found)
+                } else {
+                    Next::Try(chain.rate().clamp(settings.min_rate, settings.max_rate))
+                }
+            }
+        }
+    }
+
+    fn fine(&self) -> bool {
+        matches!(self, Phase::Fine { .. })
+    }
+}
+
+/// Whether the estimate is good enough to stop: its interval within `until`, on enough steps
+/// near the knee, passes and fails.
+fn enough(search: &Search) -> bool {
+    let fine = search.steps.iter().filter(|s| s.fine && s.valid()).count();
+    let points = search.points(None);
+    let passes = points.iter().filter(|p| p.pass).count();
+    fine >= MIN_FINE
+        && passes >= MIN_EACH
+        && points.len() - passes >= MIN_EACH
+        && search
+            .estimate()
+            .is_some_and(|e| e.within(search.settings.until))
+}
+
 /// Runs the search `plan` describes with `steps`.
 pub async fn search(plan: Plan, steps: &mut impl Steps) -> Result<Search, Error> {
     let settings = plan.settings.clone();
+    let started = std::time::Instant::now();
     let mut search = Search {
         id: plan.id,
         name: plan.name,
@@ -112,6 +186,8 @@ pub async fn search(plan: Plan, steps: &mut impl Steps) -> Result<Search, Error>
         steps: Vec::new(),
         status: Status::Running,
         capacity: None,
+        estimates: Vec::new(),
+        highest_pass: None,
         failed_at: None,
         generator_limit: None,
         reason: String::new(),
@@ -119,86 +195,62 @@ pub async fn search(plan: Plan, steps: &mut impl Steps) -> Result<Search, Error>
         started_at_ns: plan.started_at_ns,
         updated_at_ns: plan.started_at_ns,
     };
-    let mut bracket = Bracket::default();
+    let mut phase = Phase::Coarse(Bracket::default());
     let mut rate = settings.start;
     if !plan.resumed.is_empty() {
         steps.event(Event::Resumed {
             after: plan.resumed.len(),
         });
         for step in &plan.resumed {
-            if let Next::Try(r) = bracket.after(step.rate, step.judgement.verdict, &settings) {
+            search.steps.push(step.clone());
+            if let Next::Try(r) = phase.after(step, &search, false) {
                 rate = r;
             }
         }
-        search.steps = plan.resumed;
-        search.capacity = bracket.pass;
-        search.failed_at = bracket.fail;
-        search.generator_limit = bracket.invalid;
+        search.estimate_all();
     }
     let mut baseline_ns: Option<u64> = None;
-    let samples = plan.slo.samples_needed() as f64;
     let outcome = loop {
         if search.steps.len() as u64 >= plan.max_steps {
             break Ok(Status::OutOfSteps);
         }
-        let number = search.steps.len() as u32 + 1;
-        // Long enough for every term to be decided at this rate, within four times the step.
-        let needed = Duration::try_from_secs_f64(samples / rate).unwrap_or(Duration::MAX);
-        let mut window = needed.clamp(plan.step, plan.step.saturating_mul(4));
-        let mut stepped = None;
-        let mut retried = Vec::new();
-        for attempt in 0..=RETRIES {
-            match steps.run(&search, number, rate, window).await {
-                Ok(Some(s)) => {
-                    let again = s.judgement.verdict == Verdict::Uncertain && attempt < RETRIES;
-                    steps.event(Event::Stepped {
-                        number,
-                        rate,
-                        judgement: &s.judgement,
-                        again,
-                        limit: s.limit.as_ref(),
-                    });
-                    if again {
-                        retried.extend(s.run_id.clone());
-                    }
-                    stepped = Some(s);
-                    if !again {
-                        break;
-                    }
-                    window = window.saturating_mul(2);
-                }
-                Ok(None) => break,
-                Err(e) => {
-                    stepped = None;
-                    search.reason = format!("step {number} at {rate} req/s could not run: {e}");
-                    break;
-                }
-            }
+        if plan.budget.is_some_and(|b| started.elapsed() >= b) {
+            search.reason = format!(
+                "its time budget of {} was spent",
+                humantime::format_duration(plan.budget.unwrap_or_default())
+            );
+            break Ok(Status::OutOfSteps);
         }
-        let Some(s) = stepped else {
-            break Err(if search.reason.is_empty() {
-                "interrupted".to_string()
-            } else {
-                search.reason.clone()
-            });
+        let number = search.steps.len() as u32 + 1;
+        let s = match steps.run(&search, number, rate, plan.step).await {
+            Ok(Some(s)) => s,
+            Ok(None) => break Err("interrupted".to_string()),
+            Err(e) => break Err(format!("step {number} at {rate} req/s could not run: {e}")),
         };
+        steps.event(Event::Stepped {
+            number,
+            rate,
+            judgement: &s.judgement,
+            again: false,
+            limit: s.limit.as_ref(),
+        });
         let verdict = s.judgement.verdict;
         if verdict == Verdict::Pass && baseline_ns.is_none() {
             baseline_ns = Some(s.p50_ns);
         }
-        search.steps.push(Step {
+        let step = Step {
             number,
             rate,
             run_id: s.run_id.clone(),
             window_s: s.window.as_secs_f64(),
             judgement: s.judgement.clone(),
-            retried,
+            retried: Vec::new(),
             limit: s.limit.clone(),
-        });
-        let next = bracket.after(rate, verdict, &settings);
-        search.capacity = bracket.pass;
-        search.failed_at = bracket.fail;
-        search.generator_limit = bracket.invalid;
+            fine: phase.fine(),
+        };
+        search.steps.push(step.clone());
+        search.estimate_all();
+        let next = phase.after(&step, &search, true);
         search.updated_at_ns = super::now_ns();
         steps.keep(&search).await?;
         match next {
@@ -217,6 +269,7 @@ pub async fn search(plan: Plan, steps: &mut impl Steps) -> Result<Search, Error>
         Ok(status) => *status,
         Err(_) => Status::Interrupted,
     };
+    search.estimate_all();
     search.reason = reason(&search, outcome.err());
     search.updated_at_ns = super::now_ns();
     steps.keep(&search).await?;
@@ -225,24 +278,24 @@ pub async fn search(plan: Plan, steps: &mut impl Steps) -> Result<Search, Error>
 
 /// Why the search ended where it did, in one sentence.
 fn reason(search: &Search, error: Option<String>) -> String {
-    let at = |rate: Option<f64>| {
-        rate.and_then(|r| search.steps.iter().rfind(|s| s.rate == r))
-            .map(|s| {
-                format!(
-                    "at {} req/s, {}: {}",
-                    s.rate,
-                    s.judgement.verdict.as_str(),
-                    s.judgement.reason
-                )
-            })
-    };
     let last = search.steps.last();
+    let interval = |e: &store::capacity::fit::Fitted| {
+        e.half_width().map_or_else(
+            || "not bounded on both sides yet".to_string(),
+            |h| format!("±{:.1} %", h * 100.0),
+        )
+    };
+    let fine = search.steps.iter().filter(|s| s.fine && s.valid()).count();
     match (search.status, error) {
-        (_, Some(e)) => format!("{e}; the bracket so far is kept"),
-        (Status::GeneratorLimited, _) => match (search.capacity, search.generator_limit) {
+        (_, Some(e)) => format!("{e}; the steps so far are kept"),
+        (Status::GeneratorLimited, _) => match (search.highest_pass, search.generator_limit) {
             (Some(pass), Some(limit)) => format!(
                 "the generator is the limit, not the server: it drove {pass} req/s validly and the server met the SLO there, but not {limit} req/s ({})",
-                at(Some(limit)).unwrap_or_default()
+                search
+                    .steps
+                    .iter()
+                    .rfind(|s| s.rate == limit)
+                    .map_or(String::new(), |s| s.judgement.reason.clone())
             ),
             _ => format!(
                 "the generator is the limit at {} req/s, not the server: {}",
@@ -259,7 +312,25 @@ fn reason(search: &Search, error: Option<String>) -> String {
             "the server met the SLO at --max-rate {} req/s: its capacity is at least that",
             search.settings.max_rate
         ),
-        (_, None) => at(search.failed_at).unwrap_or_default(),
+        (Status::Found, None) => format!(
+            "the 95 % interval of {} is {} after {} steps ({fine} beside the knee), within the ±{:.1} % asked",
+            search.settings.figure(),
+            search.estimate().map_or("unbounded".into(), interval),
+            search.steps.len(),
+            search.settings.until * 100.0
+        ),
+        (_, None) => {
+            let spent = if search.reason.is_empty() {
+                format!("its {} steps were spent", search.steps.len())
+            } else {
+                search.reason.clone()
+            };
+            format!(
+                "{spent} before the 95 % interval was within ±{:.1} %: it is {} ({fine} steps beside the knee)",
+                search.settings.until * 100.0,
+                search.estimate().map_or("not estimated".into(), interval)
+            )
+        }
     }
 }
 
@@ -280,16 +351,29 @@ mod tests {
         let mut sim = Simulated::new(4_000.0);
         let s = run(&mut sim, 500.0);
         assert_eq!(s.status, Status::Found, "{}", s.reason);
-        let (cap, fail) = (s.capacity.unwrap(), s.failed_at.unwrap());
-        assert!((4_000.0 / 1.12..=4_000.0 * 1.02).contains(&cap), "{cap}");
-        assert!(fail > 4_000.0 * 0.98, "{fail}");
-        // Every step was said (an uncertain one once per attempt) and kept, and the end too.
-        let again = sim
-            .said
-            .iter()
-            .filter(|l| l.ends_with("twice as long"))
-            .count();
-        assert_eq!(sim.said.len(), s.steps.len() + again);
+        // The figure is C_0.5 from every step, its 95 % interval within ±5 % and around it.
+        let e = s.estimate().unwrap();
+        let cap = s.capacity.unwrap();
+        assert_eq!(cap, e.rate);
+        assert!((cap / 4_000.0 - 1.0).abs() < 0.05, "{cap}");
+        assert!(
+            e.within(0.05) && e.low.unwrap() < cap && cap < e.high.unwrap(),
+            "{e:?}"
+        );
+        assert_eq!(s.estimates[1].p, 0.9);
+        assert!(s.estimates[1].rate < cap);
+        // Coarse steps, then at least twelve beside the knee, each one window of the same T.
+        let fine = s.steps.iter().filter(|st| st.fine).count();
+        assert!(fine >= MIN_FINE, "{fine}");
+        assert!(s.steps.iter().all(|st| st.window_s == 10.0));
+        assert!(
+            s.reason
+                .contains("95 % interval of C_0.5(T = 10 s, w = 0 s)"),
+            "{}",
+            s.reason
+        );
+        // Every step was said and kept, and the end too.
+        assert_eq!(sim.said.len(), s.steps.len());
         assert_eq!(sim.kept, s.steps.len() + 1);
     }
 
@@ -329,7 +413,7 @@ mod tests {
         for seed in 1..=3u64 {
             let mut sim = Simulated::new(4_000.0);
             sim.noise = 0.03;
-            sim.rng ^= seed.wrapping_mul(0x9e37_79b9_7f4a_7c15);
+            sim.rng = store::capacity::random::Rng::new(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15));
             let s = run(&mut sim, 500.0);
             assert_eq!(s.status, Status::Found, "{}", s.reason);
             let cap = s.capacity.unwrap();
@@ -345,7 +429,7 @@ mod tests {
         assert_eq!(s.status, Status::Interrupted);
         assert!(s.reason.contains("did not recover"), "{}", s.reason);
         assert!(
-            s.reason.contains("the bracket so far is kept"),
+            s.reason.contains("the steps so far are kept"),
             "{}",
             s.reason
         );
@@ -355,7 +439,13 @@ mod tests {
         assert!(s.steps[..s.steps.len() - 1]
             .iter()
             .all(|st| st.judgement.verdict.passed()));
-        assert_eq!(s.capacity, s.steps.iter().rev().nth(1).map(|st| st.rate));
+        // The figure is estimated from the steps kept, between the last pass and the fail,
+        // and its interval says how little two steps tell.
+        let pass = s.steps.iter().rev().nth(1).map(|st| st.rate).unwrap();
+        assert_eq!(s.highest_pass, Some(pass));
+        let cap = s.capacity.unwrap();
+        assert!(pass < cap && cap < last.rate, "{cap}");
+        assert!(!s.estimate().unwrap().within(0.05));
     }
 
     #[test]

@@ -20,7 +20,7 @@ pub struct Simulated {
     /// Each step's service rate is off by up to this share (a noisy host).
     pub noise: f64,
     pub recovers: bool,
-    pub rng: u64,
+    pub rng: store::capacity::random::Rng,
     pub kept: usize,
     pub said: Vec<String>,
 }
@@ -32,22 +32,18 @@ impl Simulated {
             generator: f64::INFINITY,
             noise: 0.0,
             recovers: true,
-            rng: 0x0123_4567_89ab_cdef,
+            rng: store::capacity::random::Rng::new(0x0123_4567_89ab_cdef),
             kept: 0,
             said: Vec::new(),
         }
     }
 
     fn uniform(&mut self) -> f64 {
-        self.rng ^= self.rng >> 12;
-        self.rng ^= self.rng << 25;
-        self.rng ^= self.rng >> 27;
-        let x = self.rng.wrapping_mul(0x2545_f491_4f6c_dd1d);
-        ((x >> 11) as f64 + 0.5) / (1u64 << 53) as f64
+        self.rng.uniform()
     }
 
     fn exponential(&mut self, rate: f64) -> f64 {
-        -self.uniform().ln() / rate
+        self.rng.exponential(rate)
     }
 
     /// Ten one-second intervals of the queue offered `rate` req/s.
@@ -141,8 +137,13 @@ pub fn plan(start: f64) -> Plan {
             max_rate: 1_000_000.0,
             growth: 2.0,
             arrival: None,
+            p: 0.5,
+            until: 0.05,
+            grid: 1.02,
+            seed: 0,
         },
         max_steps: 30,
+        budget: None,
         step: Duration::from_secs(10),
         resumed: Vec::new(),
         started_at_ns: 0,

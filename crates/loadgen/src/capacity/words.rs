@@ -1,5 +1,5 @@
 //! The search in words: a line per step as it ends, the whole search as text, and repeated
-//! searches with the median they agree on.
+//! searches with the figure their steps agree on, pooled.
 
 use store::capacity::judge::TermResult;
 use store::capacity::{Judgement, Repeated, Search, Status};
@@ -16,7 +16,7 @@ pub fn event(event: Event<'_>) -> String {
             agreed,
         } => format!(
             "Search {number}: {}; so far {}",
-            capacity.map_or("no capacity".into(), |c| format!("{c} req/s")),
+            capacity.map_or("no capacity".into(), |c| format!("{c:.0} req/s")),
             agreed.map_or("nothing found".into(), |a| a.text())
         ),
         Event::Stepped {
@@ -65,7 +65,7 @@ fn step_line(number: u32, rate: f64, j: &Judgement, again: bool) -> String {
     )
 }
 
-/// The searches in words: one alone as ever; several with the median they agree on first.
+/// The searches in words: one alone as ever; several with the figure they agree on first.
 pub fn repeated(repeated: &Repeated) -> String {
     let [search] = repeated.searches.as_slice() else {
         let mut out = match &repeated.capacity {
@@ -89,42 +89,40 @@ pub fn repeated(repeated: &Repeated) -> String {
         }
         return out;
     };
-    let mut out = text(search);
-    if let Some(a) = repeated
-        .capacity
-        .as_ref()
-        .filter(|_| repeated.at_least.is_none())
-    {
-        out.push_str(&format!(
-            "\nRepeatability: {} (--searches 6 or more measures it)\n",
-            a.text()
-        ));
-    }
-    out
+    text(search)
 }
 
-/// The search in words: the capacity with its bracket, why the next step failed, every step.
+/// The search in words: the figure with its 95 % interval, why it ends there, every step.
 pub fn text(search: &Search) -> String {
     let mut out = String::new();
     let slo = &search.slo;
     match (search.status, search.capacity) {
-        (Status::Found, Some(cap)) => out.push_str(&format!(
-            "Capacity: {cap} req/s within {slo} (bracket {cap}–{} req/s, {:.1} %)\n",
-            search.failed_at.unwrap_or(cap),
-            search.width().unwrap_or(0.0) * 100.0
-        )),
         (Status::GeneratorLimited, Some(cap)) => out.push_str(&format!(
             "Capacity: at least {cap} req/s within {slo} (the generator's limit: it could not drive {} req/s validly)\n",
             search.generator_limit.map_or("more".into(), |l| l.to_string())
         )),
-        (_, Some(cap)) => out.push_str(&format!(
+        (Status::AboveMaximum | Status::BelowMinimum, Some(cap)) => out.push_str(&format!(
             "Capacity: at least {cap} req/s within {slo} ({})\n",
             search.status.as_str()
         )),
+        (_, Some(cap)) => match search.estimate() {
+            Some(e) => out.push_str(&format!(
+                "Capacity: {} = {} within {slo}\n",
+                search.settings.figure(),
+                e.text()
+            )),
+            None => out.push_str(&format!(
+                "Capacity: at least {cap} req/s within {slo} (its highest pass: no fail bounds it; {})\n",
+                search.status.as_str()
+            )),
+        },
         (_, None) => out.push_str(&format!(
             "Capacity: not found within {slo} ({})\n",
             search.status.as_str()
         )),
+    }
+    for e in search.estimates.iter().skip(1) {
+        out.push_str(&format!("Also: C_{} = {}\n", e.p, e.text()));
     }
     out.push_str(&format!("Why it ends there: {}\n", search.reason));
     if let Some(a) = search.settings.arrival {
@@ -138,8 +136,9 @@ pub fn text(search: &Search) -> String {
         .map(|t| format!("{} [95 %]", t.figure))
         .collect();
     out.push_str(&format!(
-        "{:>4}  {:>10}  {:<16}  {:>10}  {}\n",
+        "{:>4}  {:<6}  {:>10}  {:<16}  {:>10}  {}\n",
         "step",
+        "phase",
         "req/s",
         "verdict",
         "served",
@@ -148,8 +147,9 @@ pub fn text(search: &Search) -> String {
     for s in &search.steps {
         let terms: Vec<String> = s.judgement.terms.iter().map(measured).collect();
         out.push_str(&format!(
-            "{:>4}  {:>10}  {:<16}  {:>10.0}  {}\n",
+            "{:>4}  {:<6}  {:>10}  {:<16}  {:>10.0}  {}\n",
             s.number,
+            if s.fine { "knee" } else { "coarse" },
             s.rate,
             s.judgement.verdict.as_str(),
             s.judgement.achieved,

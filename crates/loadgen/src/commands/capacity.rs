@@ -238,6 +238,7 @@ pub async fn search(
         }
     };
     let start = bracket::round(start.clamp(wanted.min_rate, wanted.max_rate));
+    let seed = seed(&id);
     let mut plan = Plan {
         id,
         name,
@@ -254,8 +255,13 @@ pub async fn search(
             max_rate: wanted.max_rate,
             growth: 2.0,
             arrival: Some(Arrival::of(sending.arrivals, sending.batch)),
+            p: wanted.p,
+            until: wanted.until,
+            grid: 1.02,
+            seed,
         },
         max_steps: wanted.max_steps,
+        budget: wanted.budget_ns.map(Duration::from_nanos),
         step,
         resumed: Vec::new(),
         started_at_ns: capacity::now_ns(),
@@ -288,12 +294,10 @@ pub async fn search(
         }
     }
     eprintln!(
-        "Searching the capacity of {} within {slo}: from {start} req/s, arrivals {}, steps of {} after {} of warm-up, to {} %",
+        "Searching {} of {} within {slo}: from {start} req/s, until its 95 % interval is within ±{} %",
+        plan.settings.figure(),
         plan.target,
-        plan.settings.arrival.map_or(String::new(), Arrival::text),
-        humantime::format_duration(step),
-        humantime::format_duration(warmup),
-        wanted.resolution * 100.0
+        wanted.until * 100.0
     );
     let repeat = Repeat {
         searches: wanted.searches,
@@ -320,4 +324,11 @@ pub async fn search(
         }
     }
     Ok(repeated)
+}
+
+/// A search's seed for its up-and-down coin, from its id: a resumed search replays its chain.
+fn seed(id: &str) -> u64 {
+    id.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    })
 }

@@ -170,16 +170,16 @@ pub fn experiment_page(
             ul.answers { @for c in capacity { li { (crate::search::capacity_sentence(c, &held_text)) } } }
             div.scroll {
                 table {
-                    thead { tr { th { "setting" } th { "target" } th { "capacity (req/s), median" } th { "lowest–highest" } th { "brackets" } th { "requests per CPU-second at capacity" } th { "target peak memory at capacity" } th { "limited by (the step that ended its search)" } th { "searches" } } }
+                    thead { tr { th { "setting" } th { "target" } th { "capacity (req/s)" } th { "95 % interval" } th { "each search's figure" } th { "requests per CPU-second at capacity" } th { "target peak memory at capacity" } th { "limited by (the step that ended its search)" } th { "searches" } } }
                     tbody {
                         @for c in capacity {
                             @for t in &c.targets {
                                 tr {
                                     td { (c.setting) }
                                     th { (t.target) }
-                                    td.num { @if let Some(m) = t.median() { (format!("{m:.0}")) } @else { "—" } }
-                                    td.num { @if let (Some(lo), Some(hi)) = (t.min(), t.max()) { (format!("{lo:.0}–{hi:.0}")) } @else { "—" } }
-                                    td { @for s in &t.searches { @if let (Some(lo), Some(hi)) = (s.capacity, s.failed_at) { (format!("{lo:.0}–{hi:.0}")) } @else { (s.status.as_str()) } br; } }
+                                    td.num { @if let Some(m) = t.figure() { (format!("{m:.0}")) } @else { "—" } }
+                                    td.num { @if let Some((lo, hi)) = t.agreed().and_then(|a| Some((a.low?, a.high?))) { (format!("{lo:.0}–{hi:.0}")) } @else { "none" } }
+                                    td { @for s in &t.searches { @if let Some(c) = s.capacity { (format!("{c:.0}")) } @else { (s.status.as_str()) } br; } }
                                     td.num { @if let Some(v) = t.per_cpu_second { (format!("{v:.0}")) } @else { "—" } }
                                     td.num { @if let Some(b) = t.peak_rss_bytes { (crate::tables::format_bytes(b as f64)) } @else { "—" } }
                                     td.why { @if let Some((rate, f)) = &t.limit { (super::why_at(&crate::experiment::thousands(*rate), f)) } @else { "—" } }

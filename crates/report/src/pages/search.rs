@@ -13,20 +13,16 @@ use crate::figures::RunFigures;
 
 /// The capacity in a sentence.
 pub fn finding(s: &Search) -> String {
-    match (s.status, s.capacity) {
-        (Status::Found, Some(cap)) => format!(
-            "{cap} req/s within {} (bracket {cap}–{} req/s, {:.1} % wide)",
-            s.slo,
-            s.failed_at.unwrap_or(cap),
-            s.width().unwrap_or(0.0) * 100.0
-        ),
-        (status, Some(cap)) => format!(
+    match (s.status, s.capacity, s.estimate()) {
+        (Status::GeneratorLimited | Status::AboveMaximum | Status::BelowMinimum, Some(cap), _)
+        | (_, Some(cap), None) => format!(
             "at least {cap} req/s within {} ({})",
             s.slo,
             s.only_at_least()
-                .unwrap_or_else(|| status.as_str().to_string())
+                .unwrap_or_else(|| format!("its highest pass: {}", s.status.as_str()))
         ),
-        (status, None) => format!("not found within {} ({})", s.slo, status.as_str()),
+        (_, Some(_), Some(e)) => format!("{} = {} within {}", s.settings.figure(), e.text(), s.slo),
+        (status, None, _) => format!("not found within {} ({})", s.slo, status.as_str()),
     }
 }
 
@@ -54,19 +50,20 @@ pub fn search_page(
         h1 { "Capacity: " (s.name) }
         p.meta { "Target " code { (s.target) } ". SLO " code { (s.slo.to_string()) } ". From "
             (s.settings.start) " req/s, steps of " (s.settings.step_s) " s after " (s.settings.warmup_s)
-            " s of warm-up, until the bracket is within " (s.settings.resolution * 100.0) " %. "
+            " s of warm-up; a coarse bracket to " (s.settings.resolution * 100.0) " %, then steps up and down beside the knee until the 95 % interval is within ±" (s.settings.until * 100.0) " %. "
             (arrivals(s)) }
         p.answer { strong { "Capacity: " (finding(s)) "." } }
+        @for e in s.estimates.iter().skip(1) { p { "Also C_" (e.p) " = " (e.text()) "." } }
         p { "Why it ends there: " (s.reason) }
         @if let Some((rate, why)) = crate::search::failed_step_limit(s, runs) {
             p { "What limited the server at " (rate) " req/s, the step that ended the search, as its probes (the server's, its database's and the watched groups', over the step's judged window) saw it: " (super::why(&why)) }
         }
         (charts(charts_))
         h2 { "Steps" }
-        p.meta { "A step passes when the 95 % interval of every SLO term lies within its bound; it fails when one lies wholly beyond; uncertain steps are run again longer; a step whose queue grew within its window (or that served under 99 % of the rate) fails as unstable; a step where the generator was the limit is invalid, and the search bisects below it for the highest rate the generator drives validly. Intervals are batch means over the window's consecutive intervals, so they hold on correlated latencies (a queue, a pause), not only on independent requests." }
+        p.meta { "Each step is one window judged on its own figures: it passes when every SLO term's figure is within its bound and 99 % of the rate was served; a step whose queue grew until its last third broke the SLO (or that served under 99 % of the rate) fails as unstable; a queue that grew without breaking it is said in the why. A step where the generator was the limit is invalid: left out of the estimate, and the search bisects below it for the highest rate the generator drives validly. C_p is estimated from every valid step together (a logistic curve of the pass probability against the log of the rate, with a 95 % profile-likelihood interval, widened when steps close in time vary together). Each term's 95 % interval (batch means over the window's intervals) is shown beside its figure, for the reader; it does not decide the step." }
         div.scroll {
             table {
-                thead { tr { th { "step" } th { "offered (req/s)" } th { "verdict" } th { "served (req/s)" }
+                thead { tr { th { "step" } th { "phase" } th { "offered (req/s)" } th { "verdict" } th { "served (req/s)" }
                     @for t in &s.slo.terms { th { (t.figure.to_string()) " [95 %]" } }
                     th { "server CPU (%)" } th { "why" } } }
                 tbody {
@@ -74,6 +71,7 @@ pub fn search_page(
                         @let cpu = step.run_id.as_ref().and_then(|id| runs.get(id)).and_then(|r| crate::search::step_cpu(s, step, r));
                         tr {
                             td { @if let Some(id) = &step.run_id { a href={ "../" (run_path(id)) } { (step.number) } } @else { (step.number) } }
+                            td { @if step.fine { "knee" } @else { "coarse" } }
                             td.num { (step.rate) }
                             td { (step.judgement.verdict.as_str()) }
                             td.num { (format!("{:.0}", step.judgement.achieved)) }
@@ -83,6 +81,7 @@ pub fn search_page(
                             td.num { @if let Some(c) = cpu { (format!("{:.0}", c.cpu_pct)) } @else { "—" } }
                             td {
                                 (step.judgement.reason)
+                                @if let Some(q) = &step.judgement.queue { br; (q) " (said, not failed: the SLO held)" }
                                 @if let Some(l) = &step.limit { br; "limited by " (super::why(&l.finding())) }
                             }
                         }

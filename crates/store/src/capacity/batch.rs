@@ -175,27 +175,7 @@ fn merge<'a>(parts: impl IntoIterator<Item = &'a Histogram<u64>>) -> Option<Hist
 mod tests {
     use super::*;
 
-    /// xorshift64*: a seeded, dependency-free generator for the simulations.
-    struct Rng(u64);
-
-    impl Rng {
-        fn uniform(&mut self) -> f64 {
-            self.0 ^= self.0 >> 12;
-            self.0 ^= self.0 << 25;
-            self.0 ^= self.0 >> 27;
-            let x = self.0.wrapping_mul(0x2545_f491_4f6c_dd1d);
-            ((x >> 11) as f64 + 0.5) / (1u64 << 53) as f64
-        }
-
-        fn exponential(&mut self, rate: f64) -> f64 {
-            -self.uniform().ln() / rate
-        }
-
-        fn normal(&mut self) -> f64 {
-            let (u, v) = (self.uniform(), self.uniform());
-            (-2.0 * u.ln()).sqrt() * (2.0 * std::f64::consts::PI * v).cos()
-        }
-    }
+    use crate::capacity::random::Rng;
 
     /// A window of `n` latencies (ns) cut into ten consecutive intervals.
     fn window(latencies: impl Iterator<Item = f64>, n: usize) -> Vec<Histogram<u64>> {
@@ -243,7 +223,7 @@ mod tests {
 
     #[test]
     fn the_p99_interval_holds_the_truth_for_a_queue_near_saturation() {
-        let mut rng = Rng(0x5eed_cafe);
+        let mut rng = Rng::new(0x5eed_cafe);
         for (rho, n) in [(0.5, 50_000), (0.8, 100_000)] {
             // The sojourn of M/M/1 is exponential with rate μ − λ.
             let truth = (100.0f64).ln() / ((1.0 - rho) / 100_000.0);
@@ -277,7 +257,7 @@ mod tests {
         let (phi, sigma) = (0.95f64, 100_000.0f64);
         let sd = sigma / (1.0 - phi * phi).sqrt();
         let truth = 5_000_000.0 + 2.326_348 * sd;
-        let mut rng = Rng(0xa5a5_1234);
+        let mut rng = Rng::new(0xa5a5_1234);
         let held = coverage(200, truth, || {
             let mut x = sd * rng.normal();
             let series = std::iter::from_fn(|| {

@@ -1,9 +1,11 @@
-//! A step's verdict, from its measurements. The steady window only (after the warm-up): each
-//! SLO term's 95 % interval (batch means over the window's intervals, [`super::batch`]: it
-//! holds on correlated latencies) against its bound (pass when the whole interval is within it, fail
-//! when the whole of it is beyond, uncertain otherwise); the window failed as unstable when the
-//! queue grows within it, whatever its percentiles say (a step above capacity that is too short
-//! to show it must not pass); and invalid when the generator, not the server, was the limit.
+//! A step's verdict, from its measurements: one window, one pass or one fail, on the window's
+//! own point figures (the steady window only, after the warm-up). It passes when each SLO
+//! term's figure is within its bound, at least 99 % of the offered rate was served, and no queue
+//! built up far enough to break the SLO in the window's last third; it is invalid when the
+//! generator, not the server, was the limit. What the search estimates is the probability of a
+//! pass at each rate ([`super::fit`]), so a step is not asked to prove anything on its own:
+//! each term's 95 % interval (batch means, [`super::batch`]) is kept beside its figure for the
+//! page, and a queue that grew without breaking the SLO is said, not failed.
 
 use serde::{Deserialize, Serialize};
 
@@ -31,13 +33,15 @@ pub const IN_FLIGHT_FLOOR_S: f64 = 0.005;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Verdict {
-    /// Every term's interval within its bound, and the queue steady.
+    /// Every term's figure within its bound, the rate served, no queue breaking the SLO.
     Pass,
-    /// A term's interval wholly beyond its bound.
+    /// A term's figure beyond its bound.
     Fail,
-    /// The queue grew within the window, or less than 99 % of the offered rate was served.
+    /// Less than 99 % of the offered rate was served, or a queue built up until the window's
+    /// last third broke the SLO.
     Unstable,
-    /// A term's interval straddles its bound: run again longer; still so, it counts as failed.
+    /// A term's interval straddled its bound (searches kept before steps were judged on
+    /// their point figures): it counted as failed.
     Uncertain,
     /// The generator was the limit: the step says nothing of the server.
     Invalid,
@@ -102,6 +106,9 @@ pub struct Judgement {
     pub achieved: f64,
     /// Requests in the window.
     pub requests: u64,
+    /// A queue that grew within the window without breaking the SLO, in words: said, not failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub queue: Option<String>,
 }
 
 /// Why the generator, not the server, limited a step's run, if it did: its own CPU, other
@@ -146,12 +153,14 @@ pub fn judge(
         0.0
     };
     let terms: Vec<TermResult> = slo.terms.iter().map(|t| term(t, intervals)).collect();
+    let queue = growth(intervals, offered);
     let judged = |verdict, reason: String| Judgement {
         verdict,
         reason,
         terms: terms.clone(),
         achieved,
         requests: total.requests,
+        queue: queue.clone(),
     };
     if let Some(why) = generator_limit {
         return judged(Verdict::Invalid, why);
@@ -171,22 +180,35 @@ pub fn judge(
             ),
         );
     }
-    if let Some(growth) = growth(intervals, offered) {
-        return judged(Verdict::Unstable, growth);
+    if let Some(t) = terms.iter().find(|t| t.verdict == Verdict::Fail) {
+        return judged(
+            Verdict::Fail,
+            format!(
+                "{} was {} (95 % interval {}–{}), beyond {}",
+                t.term.figure,
+                t.term.value_text(t.value),
+                t.term.value_text(t.low),
+                t.term.value_text(t.high),
+                t.term
+            ),
+        );
     }
-    for (verdict, relation) in [
-        (Verdict::Fail, "wholly beyond"),
-        (Verdict::Uncertain, "straddling"),
-    ] {
-        if let Some(t) = terms.iter().find(|t| t.verdict == verdict) {
+    if let Some(grew) = &queue {
+        // The whole window met the SLO; its last third alone shows whether the queue had
+        // grown far enough to break it by the window's end.
+        let last = &intervals[intervals.len() - intervals.len() / 3..];
+        if let Some(t) = slo
+            .terms
+            .iter()
+            .map(|t| term(t, last))
+            .find(|t| t.verdict == Verdict::Fail)
+        {
             return judged(
-                verdict,
+                Verdict::Unstable,
                 format!(
-                    "{} was {} (95 % interval {}–{}), {relation} {}",
+                    "{grew}, and {} of its last third was {}, beyond {}",
                     t.term.figure,
                     t.term.value_text(t.value),
-                    t.term.value_text(t.low),
-                    t.term.value_text(t.high),
                     t.term
                 ),
             );
@@ -221,12 +243,10 @@ fn term(t: &Term, intervals: &[IntervalStats]) -> TermResult {
         } else {
             Verdict::Fail
         }
-    } else if high <= t.bound {
+    } else if value <= t.bound {
         Verdict::Pass
-    } else if low > t.bound {
-        Verdict::Fail
     } else {
-        Verdict::Uncertain
+        Verdict::Fail
     };
     TermResult {
         term: *t,
@@ -304,81 +324,60 @@ mod tests {
     }
 
     #[test]
-    fn a_term_is_passed_failed_or_uncertain_by_its_interval() {
+    fn a_term_passes_or_fails_on_its_figure_with_its_interval_kept_beside() {
         let steady: Vec<u64> = (1..=1000).map(|i| 1 + i % 10).collect();
         let w = window(&[steady.as_slice(); 10], 1000);
         let pass = judge(&slo("p99<=20ms"), &w, 1.0, 1000.0, None);
         assert_eq!(pass.verdict, Verdict::Pass, "{}", pass.reason);
         let fail = judge(&slo("p99<=5ms"), &w, 1.0, 1000.0, None);
         assert_eq!(fail.verdict, Verdict::Fail, "{}", fail.reason);
-        // p99 of 1..=10 ms is 10 ms, and its interval reaches both sides of 10 ms.
-        let near = judge(&slo("p99<=10ms"), &w, 1.0, 1000.0, None);
-        assert_eq!(near.verdict, Verdict::Uncertain, "{}", near.reason);
-        assert!(near.reason.contains("straddling"), "{}", near.reason);
+        assert!(fail.reason.contains("95 % interval"), "{}", fail.reason);
+        // p99 of 1..=10 ms is 10 ms: within 11 ms, its interval kept around it.
+        let near = judge(&slo("p99<=11ms"), &w, 1.0, 1000.0, None);
+        assert_eq!(near.verdict, Verdict::Pass, "{}", near.reason);
+        let t = &near.terms[0];
+        assert!(
+            t.low <= t.value && t.value <= t.high && t.value <= 11e6,
+            "{t:?}"
+        );
     }
 
     #[test]
-    fn requests_in_flight_grow_into_a_queue_only_by_the_work_of_5_ms() {
-        // 1,000 req/s answered in 2 ms, in flight peaking 18 → 51 over the window (bursty
-        // arrivals, a generator reading late): 33 more is 33 ms of work at 1,000 req/s.
+    fn requests_in_flight_that_grow_are_said_not_failed_while_the_slo_holds() {
+        // 1,000 req/s answered in 2 ms, in flight 18 → 51 over the window (the rust target's
+        // step at 29,600 req/s: in flight 107 → 286, p99 3.3 ms, failed before): a pass.
         let steady = vec![2u64; 1000];
-        // Six intervals, two to each third (five at least give an interval an upper end).
-        let with_peaks = |peaks: [u64; 3]| {
-            let mut w = window(&[steady.as_slice(); 6], 1000);
-            for (n, i) in w.iter_mut().enumerate() {
-                i.in_flight = peaks[n / 2];
-            }
-            w
-        };
-        let j = judge(
-            &slo("p99<=10ms"),
-            &with_peaks([18, 30, 51]),
-            1.0,
-            1000.0,
-            None,
-        );
-        assert_eq!(j.verdict, Verdict::Unstable, "{}", j.reason);
-        assert!(j.reason.contains("requests in flight grew"), "{}", j.reason);
-        // At 10,000 req/s the same 33 requests are 3.3 ms of work: bounce, not a queue.
-        let busy = |w: Vec<IntervalStats>| {
-            w.into_iter()
-                .map(|mut i| {
-                    i.requests *= 10;
-                    for _ in 0..9 {
-                        let _ = i.corrected.record_n(2_000_000, 1000);
-                    }
-                    i.responses *= 10;
-                    i.ok *= 10;
-                    i
-                })
-                .collect::<Vec<_>>()
-        };
-        let j = judge(
-            &slo("p99<=10ms"),
-            &busy(with_peaks([18, 30, 51])),
-            1.0,
-            10_000.0,
-            None,
-        );
+        let mut w = window(&[steady.as_slice(); 6], 1000);
+        for (n, i) in w.iter_mut().enumerate() {
+            i.in_flight = [18, 30, 51][n / 2];
+        }
+        let j = judge(&slo("p99<=10ms"), &w, 1.0, 1000.0, None);
         assert_eq!(j.verdict, Verdict::Pass, "{}", j.reason);
-        let j = judge(
-            &slo("p99<=10ms"),
-            &busy(with_peaks([18, 200, 500])),
-            1.0,
-            10_000.0,
-            None,
-        );
-        assert_eq!(j.verdict, Verdict::Unstable, "{}", j.reason);
+        let said = j.queue.unwrap_or_default();
+        assert!(said.contains("requests in flight grew"), "{said}");
     }
 
     #[test]
-    fn a_growing_queue_or_a_short_fall_is_unstable_whatever_the_percentiles() {
-        let rising: Vec<Vec<u64>> = (0..9).map(|i| vec![1 + 3 * i; 100]).collect();
+    fn a_queue_fails_a_step_only_once_its_last_third_breaks_the_slo() {
+        // Latency rising 1 → 9 ms over nine intervals: a queue building, the SLO held.
+        let rising: Vec<Vec<u64>> = (0..9).map(|i| vec![1 + i; 100]).collect();
         let parts: Vec<&[u64]> = rising.iter().map(Vec::as_slice).collect();
-        let w = window(&parts, 100);
-        let j = judge(&slo("p99<=1s"), &w, 1.0, 100.0, None);
+        let j = judge(&slo("p99<=20ms"), &window(&parts, 100), 1.0, 100.0, None);
+        assert_eq!(j.verdict, Verdict::Pass, "{}", j.reason);
+        assert!(j.queue.is_some_and(|q| q.contains("latency grew")));
+        // The same with five requests of 50 ms at its end: 0.6 % of the window (its p99 holds),
+        // 1.7 % of its last third (whose p99 does not).
+        let mut late = rising.clone();
+        late[8][..5].fill(50);
+        let parts: Vec<&[u64]> = late.iter().map(Vec::as_slice).collect();
+        let j = judge(&slo("p99<=20ms"), &window(&parts, 100), 1.0, 100.0, None);
         assert_eq!(j.verdict, Verdict::Unstable, "{}", j.reason);
-        assert!(j.reason.contains("latency grew"), "{}", j.reason);
+        assert!(
+            j.reason.contains("of its last third was 50"),
+            "{}",
+            j.reason
+        );
+        // Less than 99 % of the offered rate served fails whatever the percentiles.
         let short = vec![2u64; 95];
         let w = window(&[&short, &short, &short], 100);
         let j = judge(&slo("p99<=1s"), &w, 1.0, 100.0, None);

@@ -6,8 +6,10 @@
 //! search as kept, for its page.
 
 pub mod batch;
+pub mod fit;
 pub mod interval;
 pub mod judge;
+pub mod random;
 pub mod repeated;
 pub mod slo;
 
@@ -48,10 +50,50 @@ pub struct Settings {
     /// How each step's requests arrived; `None` for a search kept before it was recorded.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub arrival: Option<Arrival>,
+    /// The figure searched for is C_p: the rate a window meets the SLO at with probability p.
+    #[serde(default = "half")]
+    pub p: f64,
+    /// The search stops when C_p's 95 % interval is within ± this share of it.
+    #[serde(default = "five_percent")]
+    pub until: f64,
+    /// The ratio between neighbouring rates of the steps near the knee (halved, in ln, when
+    /// they do not tell passes from fails apart).
+    #[serde(default = "two_percent")]
+    pub grid: f64,
+    /// Seeds the up-and-down rule's coin (for p other than 0.5), so that a resumed search
+    /// replays its chain.
+    #[serde(default)]
+    pub seed: u64,
 }
 
 fn doubling() -> f64 {
     2.0
+}
+
+fn half() -> f64 {
+    0.5
+}
+
+fn five_percent() -> f64 {
+    0.05
+}
+
+fn two_percent() -> f64 {
+    1.02
+}
+
+impl Settings {
+    /// "C_0.5(T = 10 s, w = 2 s, Poisson arrivals)": the figure as defined, with what defines it.
+    pub fn figure(&self) -> String {
+        format!(
+            "C_{}(T = {} s, w = {} s{})",
+            self.p,
+            self.step_s,
+            self.warmup_s,
+            self.arrival
+                .map_or(String::new(), |a| format!(", arrivals {}", a.text()))
+        )
+    }
 }
 
 /// One step as kept.
@@ -72,6 +114,19 @@ pub struct Step {
     /// its database's) over the step's load; `None` where no probe watched it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub limit: Option<StepLimit>,
+    /// Whether it was a step near the knee (the up-and-down rule's), not the coarse bracket's.
+    #[serde(default)]
+    pub fine: bool,
+}
+
+/// Steps that vary together (close in time) share a cluster of this many in the fit.
+pub const CLUSTER: u32 = 4;
+
+impl Step {
+    /// Whether the server, not the generator, was judged: an invalid step says nothing of it.
+    pub fn valid(&self) -> bool {
+        self.judgement.verdict != Verdict::Invalid
+    }
 }
 
 /// The resource a step ran out of, and the sentence that says so with its figures.
@@ -114,7 +169,7 @@ pub enum Status {
     GeneratorLimited,
     /// Stopped by the user, or by a failure (the server went away); the bracket so far kept.
     Interrupted,
-    /// Out of steps before the bracket was narrow enough.
+    /// Out of steps (or out of its time budget) before the interval was narrow enough.
     OutOfSteps,
 }
 
@@ -145,8 +200,16 @@ pub struct Search {
     pub settings: Settings,
     pub steps: Vec<Step>,
     pub status: Status,
-    /// The highest rate that passed.
+    /// The figure: C_p estimated from every step where passes and fails both bound it, else
+    /// the highest rate that passed (a lower bound, see [`Search::only_at_least`]).
     pub capacity: Option<f64>,
+    /// C_p estimated from every valid step, with its 95 % interval: the p searched for first,
+    /// then the other of 0.5 and 0.9.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub estimates: Vec<fit::Fitted>,
+    /// The highest rate that passed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub highest_pass: Option<f64>,
     /// The lowest rate that did not (after the highest pass).
     pub failed_at: Option<f64>,
     /// The lowest rate the generator could not drive validly, when a step found one: with
@@ -172,6 +235,70 @@ pub fn share_of(capacity: f64, share: f64) -> f64 {
 }
 
 impl Search {
+    /// Its valid steps as the fit sees them, clustered `cluster` apart (this search's number
+    /// when searches are pooled).
+    pub fn points(&self, cluster: Option<u32>) -> Vec<fit::Point> {
+        self.steps
+            .iter()
+            .filter(|s| s.valid())
+            .map(|s| fit::Point {
+                rate: s.rate,
+                pass: s.judgement.verdict.passed(),
+                cluster: cluster.unwrap_or((s.number.saturating_sub(1)) / CLUSTER),
+            })
+            .collect()
+    }
+
+    /// C_p at the p searched for, with its interval, when estimated.
+    pub fn estimate(&self) -> Option<&fit::Fitted> {
+        self.estimates.first()
+    }
+
+    /// Estimates C_p at the p searched for and at the other of 0.5 and 0.9 from every valid
+    /// step, and takes the figure from them (or the highest pass where they cannot bound it).
+    pub fn estimate_all(&mut self) {
+        let points = self.points(None);
+        self.highest_pass = points
+            .iter()
+            .filter(|p| p.pass)
+            .map(|p| p.rate)
+            .fold(None, |m: Option<f64>, r| Some(m.map_or(r, |m| m.max(r))));
+        let above = |rates: Vec<f64>| {
+            rates
+                .into_iter()
+                .filter(|r| self.highest_pass.is_none_or(|h| *r > h))
+                .fold(None, |m: Option<f64>, r| Some(m.map_or(r, |m| m.min(r))))
+        };
+        self.failed_at = above(points.iter().filter(|p| !p.pass).map(|p| p.rate).collect());
+        self.generator_limit = above(
+            self.steps
+                .iter()
+                .filter(|s| !s.valid())
+                .map(|s| s.rate)
+                .collect(),
+        );
+        let both = points.iter().any(|p| p.pass) && points.iter().any(|p| !p.pass);
+        let other = if (self.settings.p - 0.5).abs() < 1e-9 {
+            0.9
+        } else {
+            0.5
+        };
+        self.estimates = if both {
+            [self.settings.p, other]
+                .into_iter()
+                .filter_map(|p| fit::fit(&points, p, true))
+                .collect()
+        } else {
+            Vec::new()
+        };
+        self.capacity = match self.status {
+            Status::GeneratorLimited | Status::AboveMaximum | Status::BelowMinimum => {
+                self.highest_pass
+            }
+            _ => self.estimate().map(|e| e.rate).or(self.highest_pass),
+        };
+    }
+
     /// Why its capacity is only a lower bound: it ended at the generator's limit or at its
     /// highest rate, not at a failing step of the server's.
     pub fn only_at_least(&self) -> Option<String> {

@@ -1,0 +1,417 @@
+//! The capacity as one defined figure, estimated from every step of a search.
+//!
+//! **The figure.** C_p(T, w) is the highest constant rate at which a window of T seconds, after
+//! w seconds at that rate, meets the SLO with probability at least p (each window one pass or
+//! one fail, on its own point figures). It is a quantile of the pass-probability curve, so it
+//! has a meaning whatever the host's noise: p = 0.5 is the rate a window meets the SLO one time
+//! in two, p = 0.9 nine times in ten.
+//!
+//! **The estimate.** Every step's pass or fail enters one fit of that curve against the log of
+//! its rate: a logistic curve, logit π(u) = logit p + β (θ − u) with u = ln λ, so that θ is
+//! ln C_p itself. Firth's penalty (½ ln det of the information in (θ, β), the Jeffreys prior
+//! of this parametrisation; Firth 1993) keeps the slope finite when passes and fails separate,
+//! which at a sharp knee is the rule, not the exception. (In the usual (intercept, slope)
+//! parametrisation the same penalty lacks the ln β of the change of variables; its profile
+//! intervals cover 97.4 % in the fixed-design test below, this one's 95.1 %.)
+//!
+//! **The interval.** 95 %, from the profile of the penalised likelihood (the rates θ whose
+//! deviance from the best is within χ²₁(0.95), widened by the dispersion φ̂ when steps close in
+//! time vary together more than the model says: a robust "sandwich" variance over clusters of
+//! steps against the model's, never narrowed). The likelihood of an adaptive design (each rate
+//! chosen from the outcomes before it) is the likelihood of a fixed one: which rates were run
+//! depends on the past, not on θ, so the profile is honest under the up-and-down allocation
+//! that chooses them. Its coverage is proven on a simulated server in
+//! `loadgen::capacity::coverage`.
+
+use serde::{Deserialize, Serialize};
+
+/// The confidence of every interval a search states.
+pub const CONFIDENCE: f64 = 0.95;
+
+/// χ²₁ at 0.95: the deviance a 95 % profile interval allows.
+const CHI2_95: f64 = 3.841_458_820_694_124;
+
+/// One step as the fit sees it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Point {
+    /// Its offered rate, req/s.
+    pub rate: f64,
+    /// Whether its window met the SLO.
+    pub pass: bool,
+    /// The steps that may vary together (close in time, or one search of several) share one.
+    pub cluster: u32,
+}
+
+/// C_p estimated, with its 95 % interval.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Fitted {
+    /// The probability a window meets the SLO at the figure.
+    pub p: f64,
+    /// C_p, req/s.
+    pub rate: f64,
+    /// The interval's ends; `None` where the steps do not bound it on that side.
+    pub low: Option<f64>,
+    pub high: Option<f64>,
+    /// Always [`CONFIDENCE`]: kept so that a reader of the JSON need not know it.
+    pub confidence: f64,
+    /// How much wider than the model's the interval was made for steps that varied together
+    /// (1: not at all).
+    pub dispersion: f64,
+    /// The steps it rests on, and how many of them passed.
+    pub steps: usize,
+    pub passes: usize,
+}
+
+impl Fitted {
+    /// The interval's larger side as a share of the figure (±), when it has both ends.
+    pub fn half_width(&self) -> Option<f64> {
+        let (low, high) = (self.low?, self.high?);
+        (self.rate > 0.0).then(|| ((self.rate - low).max(high - self.rate)) / self.rate)
+    }
+
+    /// Whether the interval is within ± `until` of the figure.
+    pub fn within(&self, until: f64) -> bool {
+        self.half_width().is_some_and(|h| h <= until + 1e-9)
+    }
+
+    /// "21400 req/s (95 % interval 20900–22000, ±2.8 %)", or what it lacks.
+    pub fn text(&self) -> String {
+        let rate = self.rate;
+        match (self.low, self.high, self.half_width()) {
+            (Some(low), Some(high), Some(h)) => format!(
+                "{rate:.0} req/s (95 % interval {low:.0}–{high:.0}, ±{:.1} %)",
+                h * 100.0
+            ),
+            _ => format!(
+                "{rate:.0} req/s (no 95 % interval: the steps do not bound it on both sides)"
+            ),
+        }
+    }
+}
+
+/// The steps grouped by rate and cluster: u = ln rate (centred), runs, passes, cluster.
+struct Data {
+    u: Vec<f64>,
+    runs: Vec<f64>,
+    passes: Vec<f64>,
+    cluster: Vec<u32>,
+    /// Where u is centred (numerical stability only).
+    centre: f64,
+    /// The last profile's ln β: where the next one starts.
+    slope: std::cell::Cell<f64>,
+}
+
+impl Data {
+    fn new(points: &[Point]) -> Option<Data> {
+        let mut groups: std::collections::BTreeMap<(u64, u32), (f64, f64, f64)> =
+            Default::default();
+        for p in points.iter().filter(|p| p.rate.is_finite() && p.rate > 0.0) {
+            let g = groups
+                .entry((p.rate.to_bits(), p.cluster))
+                .or_insert((p.rate.ln(), 0.0, 0.0));
+            g.1 += 1.0;
+            g.2 += f64::from(u8::from(p.pass));
+        }
+        let runs: f64 = groups.values().map(|g| g.1).sum();
+        if runs == 0.0 {
+            return None;
+        }
+        let centre = groups.values().map(|g| g.0 * g.1).sum::<f64>() / runs;
+        Some(Data {
+            u: groups.values().map(|g| g.0 - centre).collect(),
+            runs: groups.values().map(|g| g.1).collect(),
+            passes: groups.values().map(|g| g.2).collect(),
+            cluster: groups.keys().map(|k| k.1).collect(),
+            centre,
+            slope: std::cell::Cell::new(f64::NAN),
+        })
+    }
+
+    /// The penalised log-likelihood at (θ, s = ln β).
+    fn penalised(&self, offset: f64, theta: f64, s: f64) -> f64 {
+        let beta = s.exp();
+        let (mut ll, mut w0, mut w1, mut w2) = (0.0, 0.0, 0.0, 0.0);
+        for ((u, n), k) in self.u.iter().zip(&self.runs).zip(&self.passes) {
+            let eta = offset + beta * (theta - u);
+            // ln σ(η) and ln(1 − σ(η)), stable at both ends.
+            let (lp, lq) = (-softplus(-eta), -softplus(eta));
+            ll += k * lp + (n - k) * lq;
+            let w = n * (lp + lq).exp();
+            w0 += w;
+            w1 += w * u;
+            w2 += w * u * u;
+        }
+        // det of the information in (intercept, slope), Σw · Σw(u − ū)², times β² for (θ, β).
+        let det = (w0 * w2 - w1 * w1).max(1e-300);
+        ll + 0.5 * det.ln() + s
+    }
+
+    /// The profile at θ: the best penalised likelihood over the slope, and that slope's log.
+    fn profile(&self, offset: f64, theta: f64) -> (f64, f64) {
+        let f = |s: f64| self.penalised(offset, theta, s);
+        let found = newton(&f, self.slope.get()).unwrap_or_else(|| {
+            // A coarse look over β from 0.02 to 440,000, then golden section around its best.
+            let (_, at) = (0..18).map(|i| -4.0 + i as f64).map(|s| (f(s), s)).fold(
+                (f64::NEG_INFINITY, 0.0),
+                |best, x| if x.0 > best.0 { x } else { best },
+            );
+            golden(&f, at - 1.0, at + 1.0, 1e-7)
+        });
+        self.slope.set(found.1);
+        found
+    }
+
+    fn span(&self) -> (f64, f64) {
+        let lo = self.u.iter().copied().fold(f64::INFINITY, f64::min);
+        let hi = self.u.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        (lo, hi)
+    }
+
+    /// The ratio of the robust variance of θ (over clusters) to the model's, at (θ, β).
+    fn dispersion(&self, offset: f64, theta: f64, beta: f64) -> f64 {
+        let mut info = [[0.0f64; 2]; 2];
+        let mut scores: std::collections::BTreeMap<u32, [f64; 2]> = Default::default();
+        for (((u, n), k), c) in self
+            .u
+            .iter()
+            .zip(&self.runs)
+            .zip(&self.passes)
+            .zip(&self.cluster)
+        {
+            let pi = 1.0 / (1.0 + (-(offset + beta * (theta - u))).exp());
+            let g = [beta, theta - u];
+            let w = n * pi * (1.0 - pi);
+            for (a, row) in info.iter_mut().enumerate() {
+                for (b, cell) in row.iter_mut().enumerate() {
+                    *cell += w * g[a] * g[b];
+                }
+            }
+            let s = scores.entry(*c).or_default();
+            s[0] += (k - n * pi) * g[0];
+            s[1] += (k - n * pi) * g[1];
+        }
+        let clusters = scores.len();
+        let det = info[0][0] * info[1][1] - info[0][1] * info[1][0];
+        if clusters < 2 || det.abs() < 1e-300 {
+            return 1.0;
+        }
+        let inv = [
+            [info[1][1] / det, -info[0][1] / det],
+            [-info[1][0] / det, info[0][0] / det],
+        ];
+        let scale = clusters as f64 / (clusters - 1) as f64;
+        // (I⁻¹ M I⁻¹)_θθ = Σ_g (row θ of I⁻¹ · S_g)².
+        let robust: f64 = scores
+            .values()
+            .map(|s| (inv[0][0] * s[0] + inv[0][1] * s[1]).powi(2))
+            .sum::<f64>()
+            * scale;
+        let model = inv[0][0];
+        if model > 0.0 && robust.is_finite() {
+            (robust / model).max(1.0)
+        } else {
+            1.0
+        }
+    }
+}
+
+/// The maximum of `f` by Newton's method on numerical derivatives from `start`; `None` where
+/// it is not concave on the way or does not settle.
+fn newton(f: &impl Fn(f64) -> f64, start: f64) -> Option<(f64, f64)> {
+    let (mut s, h) = (start, 1e-4);
+    if !s.is_finite() {
+        return None;
+    }
+    for _ in 0..20 {
+        let (l, m, r) = (f(s - h), f(s), f(s + h));
+        let (d1, d2) = ((r - l) / (2.0 * h), (r - 2.0 * m + l) / (h * h));
+        if d2 >= 0.0 || !d2.is_finite() {
+            return None;
+        }
+        let step = -d1 / d2;
+        if step.abs() > 2.0 {
+            return None;
+        }
+        s += step;
+        if step.abs() < 1e-7 {
+            return Some((f(s), s));
+        }
+    }
+    None
+}
+
+fn softplus(x: f64) -> f64 {
+    if x > 30.0 {
+        x
+    } else {
+        x.exp().ln_1p()
+    }
+}
+
+/// The maximum of a unimodal `f` on [a, b]: (f there, where).
+fn golden(f: &impl Fn(f64) -> f64, mut a: f64, mut b: f64, tolerance: f64) -> (f64, f64) {
+    const R: f64 = 0.618_033_988_749_894_9;
+    let mut c = b - R * (b - a);
+    let mut d = a + R * (b - a);
+    let (mut fc, mut fd) = (f(c), f(d));
+    while b - a > tolerance {
+        if fc >= fd {
+            b = d;
+            d = c;
+            fd = fc;
+            c = b - R * (b - a);
+            fc = f(c);
+        } else {
+            a = c;
+            c = d;
+            fc = fd;
+            d = a + R * (b - a);
+            fd = f(d);
+        }
+    }
+    if fc >= fd {
+        (fc, c)
+    } else {
+        (fd, d)
+    }
+}
+
+/// Where `f` (below `level` at `inside`, rising away from it) crosses `level` between `inside`
+/// and `outside`; `None` when it does not reach it there.
+fn crossing(f: impl Fn(f64) -> f64, level: f64, inside: f64, outside: f64) -> Option<f64> {
+    if f(outside) < level {
+        return None;
+    }
+    let (mut a, mut b) = (inside, outside);
+    for _ in 0..60 {
+        let m = 0.5 * (a + b);
+        if f(m) < level {
+            a = m;
+        } else {
+            b = m;
+        }
+        if (b - a).abs() < 1e-6 {
+            break;
+        }
+    }
+    Some(0.5 * (a + b))
+}
+
+/// How far beyond the steps' rates (in ln) an estimate or an interval's end may lie.
+const REACH: f64 = 0.5;
+
+/// C_p of `points` with its 95 % interval; `None` without a step. `robust` widens the interval
+/// by the dispersion over the points' clusters.
+pub fn fit(points: &[Point], p: f64, robust: bool) -> Option<Fitted> {
+    let data = Data::new(points)?;
+    let offset = (p / (1.0 - p)).ln();
+    let (lo, hi) = data.span();
+    let (a, b) = (lo - REACH, hi + REACH);
+    let (best, theta) = golden(&|t| data.profile(offset, t).0, a, b, 1e-6);
+    let (_, s) = data.profile(offset, theta);
+    let dispersion = if robust {
+        data.dispersion(offset, theta, s.exp())
+    } else {
+        1.0
+    };
+    let deviance = |t: f64| 2.0 * (best - data.profile(offset, t).0);
+    let level = CHI2_95 * dispersion;
+    let passes = points.iter().filter(|p| p.pass).count();
+    let bounded = passes > 0 && passes < points.len();
+    let end = |outside: f64| {
+        bounded
+            .then(|| crossing(deviance, level, theta, outside))
+            .flatten()
+            .map(|t| (t + data.centre).exp())
+    };
+    Some(Fitted {
+        p,
+        rate: (theta + data.centre).exp(),
+        low: end(a),
+        high: end(b),
+        confidence: CONFIDENCE,
+        dispersion,
+        steps: points.len(),
+        passes,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    use crate::capacity::random::Rng;
+
+    fn points(rates_passes: &[(f64, bool)]) -> Vec<Point> {
+        rates_passes
+            .iter()
+            .enumerate()
+            .map(|(i, &(rate, pass))| Point {
+                rate,
+                pass,
+                cluster: i as u32 / 4,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn separated_steps_give_a_finite_figure_between_them_with_an_interval_around_it() {
+        let p = points(&[
+            (1000.0, true),
+            (1020.0, true),
+            (1040.0, true),
+            (1061.0, false),
+            (1040.0, true),
+            (1061.0, false),
+            (1040.0, true),
+            (1061.0, false),
+        ]);
+        let f = fit(&p, 0.5, true).unwrap();
+        assert!(f.rate > 1040.0 && f.rate < 1061.0, "{f:?}");
+        let (low, high) = (f.low.unwrap(), f.high.unwrap());
+        assert!(low < 1040.0 && high > 1061.0, "{f:?}");
+        assert!(f.half_width().unwrap() < 0.05, "{f:?}");
+        // C_0.9 lies below C_0.5 from the same steps.
+        let nine = fit(&p, 0.9, true).unwrap();
+        assert!(nine.rate < f.rate, "{nine:?} {f:?}");
+    }
+
+    #[test]
+    fn only_passes_leave_the_interval_open() {
+        let p = points(&[(1000.0, true), (2000.0, true), (4000.0, true)]);
+        let f = fit(&p, 0.5, true).unwrap();
+        assert!(f.low.is_none() && f.high.is_none(), "{f:?}");
+        assert!(f.text().contains("no 95 % interval"), "{}", f.text());
+    }
+
+    #[test]
+    fn the_interval_holds_the_truth_95_times_in_100_on_a_fixed_design() {
+        // A logistic curve of known median 10,000 req/s and a knee 4 % wide (10 → 90 %),
+        // 30 steps on 11 rates around it: the interval for C_0.5 holds 10,000 in 93–97 % of
+        // 2,000 replicates.
+        let (truth, beta) = (10_000f64, 2.0 * 9f64.ln() / 0.04);
+        let mut rng = Rng::new(0x9e37_79b9_7f4a_7c15);
+        let mut held = 0;
+        let n = 2_000;
+        for _ in 0..n {
+            let p: Vec<Point> = (0..30)
+                .map(|i| {
+                    let rate = truth * (1.0 + 0.01 * ((i % 11) as f64 - 5.0));
+                    let pi = 1.0 / (1.0 + (-(beta * (truth.ln() - rate.ln()))).exp());
+                    Point {
+                        rate,
+                        pass: rng.uniform() < pi,
+                        cluster: i / 4,
+                    }
+                })
+                .collect();
+            let f = fit(&p, 0.5, false).unwrap();
+            if f.low.is_some_and(|l| l <= truth) && f.high.is_some_and(|h| h >= truth) {
+                held += 1;
+            }
+        }
+        let coverage = held as f64 / n as f64;
+        eprintln!("fixed-design coverage {coverage}");
+        assert!((0.93..=0.97).contains(&coverage), "coverage {coverage}");
+    }
+}
