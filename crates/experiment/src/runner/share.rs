@@ -126,6 +126,8 @@ mod tests {
             capacity,
             estimates: Vec::new(),
             highest_pass: capacity,
+            drift: None,
+            warmed: None,
             failed_at: capacity.map(|c| c * 1.05),
             generator_limit: None,
             reason: String::new(),

@@ -192,13 +192,29 @@ impl Steps for Volleys<'_> {
             run_id: Some(group),
             window,
             limit: step_limit,
+            host: None,
         }))
     }
 
-    async fn recover(&mut self, baseline_ns: Option<u64>) -> Result<bool, Error> {
+    async fn sample(&mut self, rate: f64) -> Result<Option<u64>, Error> {
+        let load = order::Load::Open {
+            schedule: order::Schedule::Constant {
+                rate,
+                duration_ns: Some(1_000_000_000),
+            },
+            requests: None,
+        };
+        Ok(self
+            .trickle(load)
+            .await?
+            .map(|s| s.latency.corrected.p99_ns))
+    }
+
+    async fn recover(&mut self, baseline_ns: Option<u64>) -> Result<Option<Duration>, Error> {
+        let started = std::time::Instant::now();
         for _ in 0..30 {
             if self.shutdown.state() != Stop::Running {
-                return Ok(false);
+                return Ok(None);
             }
             tokio::time::sleep(Duration::from_millis(500)).await;
             let trickle = order::Load::Open {
@@ -212,12 +228,14 @@ impl Steps for Volleys<'_> {
                 continue;
             };
             match baseline_ns {
-                None => return Ok(true),
-                Some(b) if s.latency.corrected.p50_ns <= 2 * b + 1_000_000 => return Ok(true),
+                None => return Ok(Some(started.elapsed())),
+                Some(b) if s.latency.corrected.p50_ns <= 2 * b + 1_000_000 => {
+                    return Ok(Some(started.elapsed()))
+                }
                 Some(_) => {}
             }
         }
-        Ok(false)
+        Ok(None)
     }
 
     async fn keep(&mut self, search: &Search) -> Result<(), Error> {

@@ -115,6 +115,7 @@ fn near(first: &Plan, so_far: &Agreed, id: String, number: usize) -> Plan {
     plan.id = id;
     plan.name = format!("{} (search {number})", first.name);
     plan.resumed = Vec::new();
+    plan.warm = false;
     plan.started_at_ns = super::now_ns();
     plan.settings.start = bracket::round(
         (so_far.rate * (1.0 - 2.0 * resolution))

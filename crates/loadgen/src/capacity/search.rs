@@ -15,7 +15,7 @@ use std::collections::BTreeMap;
 use std::future::Future;
 use std::time::Duration;
 
-use store::capacity::{Judgement, Search, Settings, Slo, Status, Step, Verdict};
+use store::capacity::{Judgement, Search, Settings, Slo, Status, Step, Verdict, Warmed};
 
 use super::bracket::{Bracket, Next};
 use super::updown::Chain;
@@ -47,6 +47,9 @@ pub struct Plan {
     /// Steps already run by an earlier attempt of the same search (kept, interrupted): the
     /// search goes on after them, with the bracket they made.
     pub resumed: Vec<Step>,
+    /// Whether to warm the server before the first step (not for a search repeated right after
+    /// another, whose steps left it warm).
+    pub warm: bool,
     pub started_at_ns: i64,
 }
 
@@ -62,6 +65,8 @@ pub struct Stepped {
     pub window: Duration,
     /// What limited the server, when it did not pass and probes watched it.
     pub limit: Option<store::capacity::StepLimit>,
+    /// The host over the step, where it was read.
+    pub host: Option<store::capacity::StepHost>,
 }
 
 /// What the loop tells its caller as it goes.
@@ -69,6 +74,10 @@ pub struct Stepped {
 pub enum Event<'a> {
     Resumed {
         after: usize,
+    },
+    /// The server was warmed before the first step.
+    Warmed {
+        warmed: &'a Warmed,
     },
     /// A search of repeated ones ended: its capacity, and what they agree on so far.
     Searched {
@@ -98,9 +107,16 @@ pub trait Steps {
         window: Duration,
     ) -> impl Future<Output = Result<Option<Stepped>, Error>>;
 
-    /// Waits until the server has drained what a step that did not pass left it with;
-    /// `false` when it did not within its time, or the search was stopped.
-    fn recover(&mut self, baseline_ns: Option<u64>) -> impl Future<Output = Result<bool, Error>>;
+    /// Waits until the server has drained what a step that did not pass left it with: how long
+    /// it took, or `None` when it did not within its time, or the search was stopped.
+    fn recover(
+        &mut self,
+        baseline_ns: Option<u64>,
+    ) -> impl Future<Output = Result<Option<Duration>, Error>>;
+
+    /// A short run at `rate` that is not a step (not kept, not judged): its p99, or `None`
+    /// without answers.
+    fn sample(&mut self, rate: f64) -> impl Future<Output = Result<Option<u64>, Error>>;
 
     /// Keeps the search so far (after every step, and at its end).
     fn keep(&mut self, search: &Search) -> impl Future<Output = Result<(), Error>>;
@@ -172,6 +188,40 @@ fn enough(search: &Search) -> bool {
             .is_some_and(|e| e.within(search.settings.until))
 }
 
+/// The most one-second samples a warm-up takes.
+pub const WARM_SAMPLES: usize = 10;
+
+/// Warms the server at `rate` in one-second samples until two in a row agree on their p99.
+async fn warm(steps: &mut impl Steps, rate: f64) -> Result<Option<Warmed>, Error> {
+    let mut p99_ns: Vec<u64> = Vec::new();
+    let mut settled = false;
+    for _ in 0..WARM_SAMPLES {
+        if steps.stopped() {
+            return Ok(None);
+        }
+        let Some(p99) = steps.sample(rate).await? else {
+            continue;
+        };
+        if let Some(&last) = p99_ns.last() {
+            let (a, b) = (last as f64, p99 as f64);
+            settled = (a - b).abs() <= 0.2 * a.max(b) + 500_000.0;
+        }
+        p99_ns.push(p99);
+        if settled {
+            break;
+        }
+    }
+    if p99_ns.is_empty() {
+        return Ok(None);
+    }
+    Ok(Some(Warmed {
+        rate,
+        seconds: p99_ns.len() as f64,
+        settled,
+        p99_ns,
+    }))
+}
+
 /// Runs the search `plan` describes with `steps`.
 pub async fn search(plan: Plan, steps: &mut impl Steps) -> Result<Search, Error> {
     let settings = plan.settings.clone();
@@ -188,8 +238,10 @@ pub async fn search(plan: Plan, steps: &mut impl Steps) -> Result<Search, Error>
         capacity: None,
         estimates: Vec::new(),
         highest_pass: None,
+        drift: None,
         failed_at: None,
         generator_limit: None,
+        warmed: None,
         reason: String::new(),
         labels: plan.labels,
         started_at_ns: plan.started_at_ns,
@@ -209,7 +261,14 @@ pub async fn search(plan: Plan, steps: &mut impl Steps) -> Result<Search, Error>
         }
         search.estimate_all();
     }
+    if plan.warm && plan.resumed.is_empty() {
+        search.warmed = warm(steps, super::bracket::round(rate / 2.0)).await?;
+        if let Some(w) = &search.warmed {
+            steps.event(Event::Warmed { warmed: w });
+        }
+    }
     let mut baseline_ns: Option<u64> = None;
+    let mut drained: Option<Duration> = None;
     let outcome = loop {
         if search.steps.len() as u64 >= plan.max_steps {
             break Ok(Status::OutOfSteps);
@@ -247,6 +306,8 @@ pub async fn search(plan: Plan, steps: &mut impl Steps) -> Result<Search, Error>
             retried: Vec::new(),
             limit: s.limit.clone(),
             fine: phase.fine(),
+            drained_s: drained.take().map(|d| d.as_secs_f64()),
+            host: s.host,
         };
         search.steps.push(step.clone());
         search.estimate_all();
@@ -257,12 +318,15 @@ pub async fn search(plan: Plan, steps: &mut impl Steps) -> Result<Search, Error>
             Next::Done(status) => break Ok(status),
             Next::Try(r) => rate = r,
         }
-        if !verdict.passed() && !steps.recover(baseline_ns).await? {
-            break Err(if steps.stopped() {
-                "interrupted".into()
-            } else {
-                "the server did not recover within 30 s of an overloaded step".into()
-            });
+        if !verdict.passed() {
+            drained = steps.recover(baseline_ns).await?;
+            if drained.is_none() {
+                break Err(if steps.stopped() {
+                    "interrupted".into()
+                } else {
+                    "the server did not recover within 30 s of an overloaded step".into()
+                });
+            }
         }
     };
     search.status = match &outcome {
@@ -372,8 +436,16 @@ mod tests {
             "{}",
             s.reason
         );
+        // The server was warmed first, until two samples agreed, and said so.
+        let w = s.warmed.as_ref().unwrap();
+        assert!(w.settled && w.seconds == 2.0 && w.rate == 250.0, "{w:?}");
+        assert!(
+            sim.said[0].contains("warmed at 250 req/s"),
+            "{:?}",
+            sim.said
+        );
         // Every step was said and kept, and the end too.
-        assert_eq!(sim.said.len(), s.steps.len());
+        assert_eq!(sim.said.len(), s.steps.len() + 1);
         assert_eq!(sim.kept, s.steps.len() + 1);
     }
 
@@ -465,5 +537,79 @@ mod tests {
         assert!(sim.said[0].contains("Resuming"), "{:?}", sim.said);
         // The next step is the bisection the kept ones called for, not the start again.
         assert_ne!(s.steps[cut.steps.len()].rate, 500.0);
+    }
+
+    /// A server whose knee is `before` req/s until step `change`, then `after`: a window
+    /// passes exactly when its rate is within the knee.
+    struct Moving {
+        before: f64,
+        after: f64,
+        change: u32,
+    }
+
+    impl Steps for Moving {
+        async fn run(
+            &mut self,
+            _: &Search,
+            number: u32,
+            rate: f64,
+            window: Duration,
+        ) -> Result<Option<Stepped>, Error> {
+            let knee = if number < self.change {
+                self.before
+            } else {
+                self.after
+            };
+            Ok(Some(super::super::simulated::point(
+                rate <= knee,
+                rate,
+                window,
+            )))
+        }
+
+        async fn recover(&mut self, _: Option<u64>) -> Result<Option<Duration>, Error> {
+            Ok(Some(Duration::from_millis(500)))
+        }
+
+        async fn sample(&mut self, _: f64) -> Result<Option<u64>, Error> {
+            Ok(None)
+        }
+
+        async fn keep(&mut self, _: &Search) -> Result<(), Error> {
+            Ok(())
+        }
+
+        fn stopped(&self) -> bool {
+            false
+        }
+
+        fn event(&mut self, _: Event<'_>) {}
+    }
+
+    #[test]
+    fn a_knee_that_moves_within_the_search_is_shown_by_the_drift_test() {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        let mut fixed = plan(500.0);
+        fixed.max_steps = 40;
+        fixed.settings.until = 0.001;
+        let run = |after: f64| {
+            let mut server = Moving {
+                before: 4_000.0,
+                after,
+                change: 20,
+            };
+            rt.block_on(search(fixed.clone(), &mut server)).unwrap()
+        };
+        let steady = run(4_000.0);
+        let d = steady.drift.clone().unwrap();
+        assert!(!d.shown(), "{d:?}");
+        assert!(d.text().ends_with("no drift shown"), "{}", d.text());
+        // 10 % faster from step 20 on: the second half's knee is beyond the first's.
+        let moved = run(4_400.0);
+        let d = moved.drift.clone().unwrap();
+        assert!(d.shown() && d.ratio > 1.05, "{d:?}");
+        assert!(super::super::text(&moved).contains("Drift: it moved +"));
     }
 }

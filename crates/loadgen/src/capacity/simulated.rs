@@ -92,11 +92,16 @@ impl Steps for Simulated {
             run_id: None,
             window,
             limit: None,
+            host: None,
         }))
     }
 
-    async fn recover(&mut self, _: Option<u64>) -> Result<bool, Error> {
-        Ok(self.recovers)
+    async fn recover(&mut self, _: Option<u64>) -> Result<Option<Duration>, Error> {
+        Ok(self.recovers.then_some(Duration::from_millis(500)))
+    }
+
+    async fn sample(&mut self, _: f64) -> Result<Option<u64>, Error> {
+        Ok(Some(1_000_000))
     }
 
     async fn keep(&mut self, _: &Search) -> Result<(), Error> {
@@ -146,6 +151,31 @@ pub fn plan(start: f64) -> Plan {
         budget: None,
         step: Duration::from_secs(10),
         resumed: Vec::new(),
+        warm: true,
         started_at_ns: 0,
+    }
+}
+
+/// A step that passed or failed outright (no figures): for simulated servers that decide a
+/// window by its rate alone.
+pub fn point(pass: bool, rate: f64, window: Duration) -> Stepped {
+    Stepped {
+        judgement: store::capacity::Judgement {
+            verdict: if pass {
+                store::capacity::Verdict::Pass
+            } else {
+                store::capacity::Verdict::Fail
+            },
+            reason: String::new(),
+            terms: Vec::new(),
+            achieved: rate,
+            requests: 0,
+            queue: None,
+        },
+        p50_ns: 1_000_000,
+        run_id: None,
+        window,
+        limit: None,
+        host: None,
     }
 }

@@ -75,6 +75,46 @@ pub fn limit_of(
     })
 }
 
+/// The host's CPU ticks now (`None` without /proc/stat).
+fn host_ticks() -> Option<probe::cpus::Ticks> {
+    let stat = std::fs::read_to_string("/proc/stat").ok()?;
+    Some(probe::cpus::Ticks::parse(&stat))
+}
+
+/// The CPUs' mean clock from /proc/cpuinfo, MHz, where the kernel reports one.
+fn cpu_mhz() -> Option<f64> {
+    let info = std::fs::read_to_string("/proc/cpuinfo").ok()?;
+    let clocks: Vec<f64> = info
+        .lines()
+        .filter(|l| l.starts_with("cpu MHz"))
+        .filter_map(|l| l.split(':').nth(1)?.trim().parse().ok())
+        .collect();
+    (!clocks.is_empty()).then(|| clocks.iter().sum::<f64>() / clocks.len() as f64)
+}
+
+/// The host over a step, from its ticks before and after and the generator's own account.
+fn host_over(
+    before: Option<probe::cpus::Ticks>,
+    after: Option<probe::cpus::Ticks>,
+    summary: &Summary,
+) -> Option<store::capacity::StepHost> {
+    let (before, after) = (before?, after?);
+    let total = after.all.1.checked_sub(before.all.1).filter(|t| *t > 0)? as f64;
+    let busy = after.all.0.saturating_sub(before.all.0) as f64;
+    let steal = after.steal.saturating_sub(before.steal) as f64;
+    let g = &summary.generator;
+    let others = match (g.cpus_busy.as_ref(), g.own_share) {
+        (Some(busy), Some(own)) => Some(((busy - own).max(0.0)) * 100.0),
+        _ => None,
+    };
+    Some(store::capacity::StepHost {
+        steal_pct: 100.0 * steal / total,
+        busy_pct: 100.0 * busy / total,
+        cpu_mhz: cpu_mhz(),
+        others_on_generator_pct: others,
+    })
+}
+
 /// The intervals a step is recorded in: ten to a window, at most a second, at least 100 ms.
 pub fn interval_for(window: Duration) -> Duration {
     (window / 10).clamp(Duration::from_millis(100), Duration::from_secs(1))
@@ -106,7 +146,9 @@ impl Stepper<'_> {
             .insert(store::capacity::label::STEP.into(), number.to_string());
         keeping.labels.insert("rate".into(), rate.to_string());
         let mut collect = Collect::default();
+        let before = host_ticks();
         let done = keep::execute_with(&plan, &keeping, self.shutdown, &mut [&mut collect]).await?;
+        let host = host_over(before, host_ticks(), &done.summary);
         if self.shutdown.state() != Stop::Running {
             return Ok(None);
         }
@@ -129,6 +171,7 @@ impl Stepper<'_> {
             run_id: done.run_id,
             window,
             limit: None,
+            host,
         }))
     }
 
@@ -140,6 +183,18 @@ impl Stepper<'_> {
         let done = keep::execute(&plan, &Keeping::default(), self.shutdown).await?;
         let s = done.summary;
         Ok((s.requests.ok > 0).then_some((s.latency.corrected.p50_ns, s)))
+    }
+
+    /// One second at `rate`, not kept: its p99 (corrected), or `None` without answers.
+    pub async fn sample_at(&self, rate: f64) -> Result<Option<u64>, Error> {
+        let load = Load::Open {
+            schedule: Schedule::constant(rate, Some(Duration::from_secs(1)))?,
+            requests: None,
+        };
+        Ok(self
+            .sample(load)
+            .await?
+            .map(|(_, s)| s.latency.corrected.p99_ns))
     }
 
     /// Waits until the server has drained what an overloaded step left: a trickle of requests

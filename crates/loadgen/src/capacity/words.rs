@@ -10,6 +10,7 @@ use super::search::Event;
 pub fn event(event: Event<'_>) -> String {
     match event {
         Event::Resumed { after } => format!("Resuming the search after its step {after}"),
+        Event::Warmed { warmed } => format!("  The server {}", warmed.text()),
         Event::Searched {
             number,
             capacity,
@@ -125,6 +126,18 @@ pub fn text(search: &Search) -> String {
         out.push_str(&format!("Also: C_{} = {}\n", e.p, e.text()));
     }
     out.push_str(&format!("Why it ends there: {}\n", search.reason));
+    if let Some(w) = &search.warmed {
+        out.push_str(&format!(
+            "Before its first step the server was {}\n",
+            w.text()
+        ));
+    }
+    if let Some(d) = &search.drift {
+        out.push_str(&format!("Drift: {}\n", d.text()));
+    }
+    if let Some(h) = store::capacity::sitting(&search.steps) {
+        out.push_str(&format!("This sitting: {h}\n"));
+    }
     if let Some(a) = search.settings.arrival {
         out.push_str(&format!("Arrivals: {}\n", a.text()));
     }

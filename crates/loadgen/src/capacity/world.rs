@@ -20,7 +20,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use store::capacity::random::Rng;
-use store::capacity::{Judgement, Search, Settings, Slo, Verdict};
+use store::capacity::{Search, Settings, Slo};
 
 use super::search::{Event, Plan, Stepped, Steps};
 use crate::Error;
@@ -188,26 +188,16 @@ impl Steps for World {
         self.drifts.push(self.drift);
         let seed = self.rng.seed();
         let pass = passes(rate * (-self.drift).exp(), seed);
-        let judgement = Judgement {
-            verdict: if pass { Verdict::Pass } else { Verdict::Fail },
-            reason: String::new(),
-            terms: Vec::new(),
-            achieved: rate,
-            requests: 0,
-            queue: None,
-        };
-        Ok(Some(Stepped {
-            judgement,
-            p50_ns: 100_000,
-            run_id: None,
-            window,
-            limit: None,
-        }))
+        Ok(Some(super::simulated::point(pass, rate, window)))
     }
 
-    async fn recover(&mut self, _: Option<u64>) -> Result<bool, Error> {
+    async fn recover(&mut self, _: Option<u64>) -> Result<Option<Duration>, Error> {
         self.advance(2.0);
-        Ok(true)
+        Ok(Some(Duration::from_secs(2)))
+    }
+
+    async fn sample(&mut self, _: f64) -> Result<Option<u64>, Error> {
+        Ok(None)
     }
 
     async fn keep(&mut self, _: &Search) -> Result<(), Error> {
@@ -250,6 +240,7 @@ pub fn plan(p: f64, seed: u64) -> Plan {
         budget: None,
         step: Duration::from_secs(10),
         resumed: Vec::new(),
+        warm: false,
         started_at_ns: 0,
     }
 }

@@ -84,8 +84,12 @@ impl Steps for Live<'_> {
         Ok(stepped)
     }
 
-    async fn recover(&mut self, baseline_ns: Option<u64>) -> Result<bool, Error> {
-        Ok(self.stepper.recover(baseline_ns).await?.is_some())
+    async fn recover(&mut self, baseline_ns: Option<u64>) -> Result<Option<Duration>, Error> {
+        self.stepper.recover(baseline_ns).await
+    }
+
+    async fn sample(&mut self, rate: f64) -> Result<Option<u64>, Error> {
+        self.stepper.sample_at(rate).await
     }
 
     async fn keep(&mut self, search: &Search) -> Result<(), Error> {
@@ -264,6 +268,7 @@ pub async fn search(
         budget: wanted.budget_ns.map(Duration::from_nanos),
         step,
         resumed: Vec::new(),
+        warm: true,
         started_at_ns: capacity::now_ns(),
     };
     // A search kept under this id and not finished (killed, interrupted) goes on from its last

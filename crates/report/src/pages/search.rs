@@ -55,6 +55,9 @@ pub fn search_page(
         p.answer { strong { "Capacity: " (finding(s)) "." } }
         @for e in s.estimates.iter().skip(1) { p { "Also C_" (e.p) " = " (e.text()) "." } }
         p { "Why it ends there: " (s.reason) }
+        @if let Some(w) = &s.warmed { p { "Before its first step the server was " (w.text()) "." } }
+        @if let Some(d) = &s.drift { p { "Drift: " (d.text()) "." } }
+        p { "The figure is this sitting's: " (store::capacity::sitting(&s.steps).unwrap_or_else(|| "the host was not read over its steps".into())) "." }
         @if let Some((rate, why)) = crate::search::failed_step_limit(s, runs) {
             p { "What limited the server at " (rate) " req/s, the step that ended the search, as its probes (the server's, its database's and the watched groups', over the step's judged window) saw it: " (super::why(&why)) }
         }
@@ -65,7 +68,7 @@ pub fn search_page(
             table {
                 thead { tr { th { "step" } th { "phase" } th { "offered (req/s)" } th { "verdict" } th { "served (req/s)" }
                     @for t in &s.slo.terms { th { (t.figure.to_string()) " [95 %]" } }
-                    th { "server CPU (%)" } th { "why" } } }
+                    th { "server CPU (%)" } th { "drained before (s)" } th { "steal (%)" } th { "why" } } }
                 tbody {
                     @for step in &s.steps {
                         @let cpu = step.run_id.as_ref().and_then(|id| runs.get(id)).and_then(|r| crate::search::step_cpu(s, step, r));
@@ -79,6 +82,8 @@ pub fn search_page(
                                 td.num { (t.term.value_text(t.value)) " [" (t.term.value_text(t.low)) "–" (t.term.value_text(t.high)) "]" }
                             }
                             td.num { @if let Some(c) = cpu { (format!("{:.0}", c.cpu_pct)) } @else { "—" } }
+                            td.num { @if let Some(d) = step.drained_s { (format!("{d:.1}")) } @else { "—" } }
+                            td.num { @if let Some(h) = step.host { (format!("{:.1}", h.steal_pct)) } @else { "—" } }
                             td {
                                 (step.judgement.reason)
                                 @if let Some(q) = &step.judgement.queue { br; (q) " (said, not failed: the SLO held)" }

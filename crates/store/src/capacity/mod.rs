@@ -96,6 +96,42 @@ impl Settings {
     }
 }
 
+/// How far C_p moved from the first half of a search's steps beside the knee to the second:
+/// each half fitted alone, the ratio second ÷ first with its 95 % interval (the halves'
+/// variances of ln C_p summed). The fit assumes one curve over the sitting; this is its check.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Drift {
+    pub first: f64,
+    pub second: f64,
+    pub ratio: f64,
+    pub low: f64,
+    pub high: f64,
+}
+
+impl Drift {
+    /// Whether its interval excludes no move at all.
+    pub fn shown(&self) -> bool {
+        self.low > 1.0 || self.high < 1.0
+    }
+
+    /// "C_p moved −1.2 % (95 % interval −3.0 to +0.7 %) from the first half of the steps beside
+    /// the knee to the second: no drift shown".
+    pub fn text(&self) -> String {
+        let pct = |r: f64| format!("{:+.1}", (r - 1.0) * 100.0);
+        format!(
+            "it moved {} % (95 % interval {} to {} %) from the first half of the steps beside the knee to the second: {}",
+            pct(self.ratio),
+            pct(self.low),
+            pct(self.high),
+            if self.shown() {
+                "the host drifted within the search, and the interval is widened for steps that vary together"
+            } else {
+                "no drift shown"
+            }
+        )
+    }
+}
+
 /// One step as kept.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Step {
@@ -117,6 +153,101 @@ pub struct Step {
     /// Whether it was a step near the knee (the up-and-down rule's), not the coarse bracket's.
     #[serde(default)]
     pub fine: bool,
+    /// How long the server took to drain before it, after a step that did not pass (measured:
+    /// a trickle of requests answered as fast as before).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub drained_s: Option<f64>,
+    /// The host over the step, as the generator's host read it; `None` where it was not read
+    /// (searches kept before, steps fired from gun hosts).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<StepHost>,
+}
+
+/// The host over one step: part of the figure, since a capacity measured on a shared host is
+/// that host's at that time.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct StepHost {
+    /// The share of the host's CPU time the hypervisor gave to other guests, %.
+    pub steal_pct: f64,
+    /// How busy all the host's CPUs were, every process counted, %.
+    pub busy_pct: f64,
+    /// The CPUs' mean clock as the kernel reports it, MHz, where it does.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_mhz: Option<f64>,
+    /// Of the generator's CPUs, the share other processes took, %.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub others_on_generator_pct: Option<f64>,
+}
+
+/// How the host varied over a search's steps, in a sentence ("over 17 steps, steal 0.2–1.4 %,
+/// CPUs 2,445 MHz, other processes up to 3 % of the generator's CPUs"); `None` without any
+/// step's host read.
+pub fn sitting(steps: &[Step]) -> Option<String> {
+    let hosts: Vec<&StepHost> = steps.iter().filter_map(|s| s.host.as_ref()).collect();
+    let range = |v: Vec<f64>| {
+        let lo = v.iter().copied().fold(f64::INFINITY, f64::min);
+        let hi = v.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        (lo.is_finite() && hi.is_finite()).then_some((lo, hi))
+    };
+    let (s_lo, s_hi) = range(hosts.iter().map(|h| h.steal_pct).collect())?;
+    let mut parts = vec![format!(
+        "steal {s_lo:.1}–{s_hi:.1} % of the host's CPU time"
+    )];
+    if let Some((b_lo, b_hi)) = range(hosts.iter().map(|h| h.busy_pct).collect()) {
+        parts.push(format!("its CPUs {b_lo:.0}–{b_hi:.0} % busy"));
+    }
+    if let Some((m_lo, m_hi)) = range(hosts.iter().filter_map(|h| h.cpu_mhz).collect()) {
+        parts.push(if (m_hi - m_lo).abs() < 1.0 {
+            format!("clocked at {m_lo:.0} MHz")
+        } else {
+            format!("clocked at {m_lo:.0}–{m_hi:.0} MHz")
+        });
+    }
+    if let Some((_, o_hi)) = range(
+        hosts
+            .iter()
+            .filter_map(|h| h.others_on_generator_pct)
+            .collect(),
+    ) {
+        parts.push(format!(
+            "other processes took up to {o_hi:.1} % of the generator's CPUs"
+        ));
+    }
+    Some(format!("over {} steps, {}", hosts.len(), parts.join(", ")))
+}
+
+/// The server warmed before a search's first judged step: a rate below the first step's, held
+/// in one-second samples until their p99 settled (its connections, pools and JIT warm), or not.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Warmed {
+    pub rate: f64,
+    pub seconds: f64,
+    /// Whether the last two samples' p99 agreed (within a fifth and half a millisecond).
+    pub settled: bool,
+    /// Each sample's p99 (corrected), ns.
+    pub p99_ns: Vec<u64>,
+}
+
+impl Warmed {
+    /// "warmed at 2,000 req/s for 3 s until its p99 settled (41.2ms → 1.31ms → 1.28ms)".
+    pub fn text(&self) -> String {
+        let p99: Vec<String> = self
+            .p99_ns
+            .iter()
+            .map(|&n| crate::summary::text::format_ns(n))
+            .collect();
+        format!(
+            "warmed at {:.0} req/s for {:.0} s {} (p99 of each second: {})",
+            self.rate,
+            self.seconds,
+            if self.settled {
+                "until its p99 settled"
+            } else {
+                "without its p99 settling"
+            },
+            p99.join(" → ")
+        )
+    }
 }
 
 /// Steps that vary together (close in time) share a cluster of this many in the fit.
@@ -210,6 +341,12 @@ pub struct Search {
     /// The highest rate that passed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub highest_pass: Option<f64>,
+    /// How far the knee moved from the first half of the steps beside it to the second.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub drift: Option<Drift>,
+    /// How the server was warmed before the first step, when it was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub warmed: Option<Warmed>,
     /// The lowest rate that did not (after the highest pass).
     pub failed_at: Option<f64>,
     /// The lowest rate the generator could not drive validly, when a step found one: with
@@ -291,12 +428,47 @@ impl Search {
         } else {
             Vec::new()
         };
+        self.drift = self.drift_test();
         self.capacity = match self.status {
             Status::GeneratorLimited | Status::AboveMaximum | Status::BelowMinimum => {
                 self.highest_pass
             }
             _ => self.estimate().map(|e| e.rate).or(self.highest_pass),
         };
+    }
+
+    /// The drift test: C_p of the first and second half of the valid steps beside the knee,
+    /// each fitted alone; `None` with fewer than 12 of them or a half its fit cannot bound.
+    pub fn drift_test(&self) -> Option<Drift> {
+        let fine: Vec<fit::Point> = self
+            .steps
+            .iter()
+            .filter(|s| s.fine && s.valid())
+            .map(|s| fit::Point {
+                rate: s.rate,
+                pass: s.judgement.verdict.passed(),
+                cluster: 0,
+            })
+            .collect();
+        if fine.len() < 12 {
+            return None;
+        }
+        let (a, b) = fine.split_at(fine.len() / 2);
+        let half = |points: &[fit::Point]| {
+            let f = fit::fit(points, self.settings.p, false)?;
+            let (lo, hi) = (f.low?, f.high?);
+            Some((f.rate, (f.rate / lo).ln().max((hi / f.rate).ln()) / 1.96))
+        };
+        let ((first, sa), (second, sb)) = (half(a)?, half(b)?);
+        let ln = (second / first).ln();
+        let spread = 1.96 * (sa * sa + sb * sb).sqrt();
+        Some(Drift {
+            first,
+            second,
+            ratio: ln.exp(),
+            low: (ln - spread).exp(),
+            high: (ln + spread).exp(),
+        })
     }
 
     /// Why its capacity is only a lower bound: it ended at the generator's limit or at its
@@ -379,5 +551,47 @@ impl Store {
     /// One search, if kept.
     pub async fn search(&self, id: &str) -> Result<Option<Search>, StoreError> {
         Ok(self.searches().await?.into_iter().find(|s| s.id == id))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_sitting_is_said_from_every_step_the_host_was_read_over() {
+        let step = |host: Option<StepHost>| Step {
+            number: 1,
+            rate: 1000.0,
+            run_id: None,
+            window_s: 10.0,
+            judgement: Judgement {
+                verdict: Verdict::Pass,
+                reason: String::new(),
+                terms: Vec::new(),
+                achieved: 1000.0,
+                requests: 0,
+                queue: None,
+            },
+            retried: Vec::new(),
+            limit: None,
+            fine: false,
+            drained_s: None,
+            host,
+        };
+        let host = |steal_pct: f64, others: f64| {
+            Some(StepHost {
+                steal_pct,
+                busy_pct: 60.0,
+                cpu_mhz: Some(2445.4),
+                others_on_generator_pct: Some(others),
+            })
+        };
+        assert_eq!(sitting(&[step(None)]), None);
+        let said = sitting(&[step(host(0.2, 1.0)), step(None), step(host(1.4, 3.0))]).unwrap();
+        assert_eq!(
+            said,
+            "over 2 steps, steal 0.2–1.4 % of the host's CPU time, its CPUs 60–60 % busy, clocked at 2445 MHz, other processes took up to 3.0 % of the generator's CPUs"
+        );
     }
 }
