@@ -9,8 +9,9 @@
 //!   attack that gathers them into one outcome. It knows nothing of flags, stores or probes.
 //! - [`keep`]: keeping a run: the store, the probes' samples on the run's timeline, the HDR
 //!   log and the live line, around one attack.
-//! - [`capacity`]: the search for the highest rate within an SLO, as a loop over a plan and a
-//!   way to run steps (the generator's, or a simulated server's in its tests).
+//! - [`capacity`]: C_p(T, w), the highest rate at which a window meets an SLO with probability
+//!   p, as a loop over a plan and a way to run steps (the generator's, the guns', or a simulated
+//!   server's in its tests).
 //! - [`commands`]: what `loadgen` does: `attack`, `capacity`, `demo`, `experiment`, `runs`,
 //!   the built-in `target`, and the hidden `gun` and `order` (a typed order on standard input).
 //! - [`prepare`]: the one place an [`order::Order`] (from the flags, the experiment runner or

@@ -180,11 +180,11 @@ pub struct TargetCapacity {
     pub searches: Vec<Search>,
     /// The capacities found (a search that passed at its highest rate counts that rate).
     pub found: Vec<f64>,
-    /// Requests per CPU-second and peak RSS of the server at its capacity (the median
-    /// repetition's step at that rate), when a probe watched it.
+    /// Requests per CPU-second and peak RSS of the server at its capacity (the passing step
+    /// nearest the figure, of the search nearest it), when a probe watched it.
     pub per_cpu_second: Option<f64>,
     pub peak_rss_bytes: Option<u64>,
-    /// What limited the server at the median search's failing step (its probes' verdict over
+    /// What limited the server at the nearest search's failing step (its probes' verdict over
     /// the step's judged window), and at what rate.
     pub limit: Option<(f64, store::saturation::Finding)>,
 }
@@ -305,7 +305,13 @@ pub fn experiment_capacity(
     for setting in &mut settings {
         for t in &mut setting.targets {
             let at_capacity = t.nearest_search().and_then(|s| {
-                let step = s.steps.iter().find(|st| Some(st.rate) == s.capacity)?;
+                // The passing step nearest the figure (an estimate, not a step's rate).
+                let c = s.capacity?;
+                let step = s
+                    .steps
+                    .iter()
+                    .filter(|st| st.judgement.verdict.passed())
+                    .min_by(|a, b| (a.rate - c).abs().total_cmp(&(b.rate - c).abs()))?;
                 let run = runs.get(step.run_id.as_deref()?)?;
                 Some((step_cpu(s, step, run), run.peak_rss_bytes()))
             });
@@ -320,8 +326,7 @@ pub fn experiment_capacity(
     Ok(settings)
 }
 
-/// The step that ended the search (the bracket's high end: failed, or uncertain and counted
-/// as failed), and what limited the server there (its probes' figures, the target's and its
+/// The lowest step that failed above the highest pass, and what limited the server there (its probes' figures, the target's and its
 /// database's, over the step's load):
 /// the resource the capacity ran out of.
 pub fn failed_step_limit(
@@ -329,7 +334,7 @@ pub fn failed_step_limit(
     runs: &HashMap<String, Arc<RunFigures>>,
 ) -> Option<(f64, store::saturation::Finding)> {
     let failed_at = s.failed_at?;
-    // Its last run at that rate: an uncertain step ran again longer.
+    // Its last run at that rate.
     let step = s.steps.iter().rev().find(|st| st.rate == failed_at)?;
     // As the search judged it, over the step's window after its warm-up; a step kept without
     // it is read from its run's figures over the whole load.
@@ -340,8 +345,8 @@ pub fn failed_step_limit(
     Some((step.rate, run.system.as_ref()?.finding()))
 }
 
-/// The capacities side by side (the median, the spread over repetitions as whiskers), and the
-/// first SLO term's curve of each target's median search, overlaid.
+/// The capacities side by side (each target's figure, its 95 % interval as whiskers), and the
+/// first SLO term's curve of the search nearest each target's figure, overlaid.
 fn setting_charts(setting: &SettingCapacity) -> Result<Vec<Chart>, PlotError> {
     let names: Vec<String> = setting.targets.iter().map(|t| t.target.clone()).collect();
     let mut line = Line::new(
@@ -359,7 +364,10 @@ fn setting_charts(setting: &SettingCapacity) -> Result<Vec<Chart>, PlotError> {
         .targets
         .iter()
         .enumerate()
-        .filter_map(|(i, t)| Some((i as f64, t.min()?, t.max()?)))
+        .filter_map(|(i, t)| {
+            let a = t.agreed()?;
+            Some((i as f64, a.low?, a.high?))
+        })
         .collect();
     let bars = if plot::has_data(std::slice::from_ref(&line)) {
         Some(plot::xy_chart(&XyChart {
@@ -405,7 +413,7 @@ fn setting_charts(setting: &SettingCapacity) -> Result<Vec<Chart>, PlotError> {
         id: format!("capacity-{}", crate::pages::slug(&setting.setting)),
         title: format!("Capacity by target at {}", setting.setting),
         caption: if bars.is_some() {
-            "The median capacity over repetitions, with the lowest and highest as whiskers.".into()
+            "Each target's C_p from every step of its searches, with its 95 % interval as whiskers (none where the steps do not bound it).".into()
         } else {
             "No search found a capacity yet.".into()
         },
@@ -446,7 +454,7 @@ fn setting_charts(setting: &SettingCapacity) -> Result<Vec<Chart>, PlotError> {
                 }
             ),
             curves,
-            "Each target's median search, step by step; the dashed line is the SLO's bound.",
+            "Each target's search nearest its figure, step by step; the dashed line is the SLO's bound.",
             "No step finished.",
         )?);
     }

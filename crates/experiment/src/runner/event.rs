@@ -143,7 +143,7 @@ pub(super) fn line(event: &Event) -> Option<String> {
             searches,
             rate,
         } => format!(
-            "  {share} of {target}'s capacity ({capacity:.0} req/s, the median of {searches} search{}): {rate:.0} req/s",
+            "  {share} of {target}'s capacity ({capacity:.0} req/s, from {searches} search{}): {rate:.0} req/s",
             if *searches == 1 { "" } else { "es" },
         ),
         Event::CellFailed(reason) => format!("  cell failed: {reason}"),
@@ -270,7 +270,7 @@ mod tests {
                 searches: 1,
                 rate: 987.6
             }),
-            "  80% of go's capacity (1234 req/s, the median of 1 search): 988 req/s"
+            "  80% of go's capacity (1234 req/s, from 1 search): 988 req/s"
         );
         assert_eq!(
             said(Event::Verified {

@@ -248,7 +248,7 @@ pub fn plan(p: f64, seed: u64) -> Plan {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use store::capacity::Status;
+    use store::capacity::{Status, Verdict};
 
     #[test]
     fn the_worlds_queue_has_the_p99_of_a_queue_of_its_load() {
@@ -356,5 +356,82 @@ mod tests {
         assert!(below as f64 / n as f64 <= 0.035 && above as f64 / n as f64 <= 0.035);
         assert!(widths[widths.len() / 2] <= 0.05);
         assert!(found as f64 >= 0.95 * n as f64, "{found} of {n} found");
+    }
+
+    /// The rules before C_p, on the same world: bisection to a 5 % bracket on each window's
+    /// point outcome, the figure its highest pass and the bracket [pass, fail] its only "interval".
+    fn old_rule(seed: u64, truth: &Truth) -> (f64, f64, f64) {
+        let mut world = World::new(seed);
+        let mut settings = plan(0.5, seed).settings;
+        settings.resolution = 0.05;
+        let mut bracket = super::super::bracket::Bracket::default();
+        let mut rate = settings.start;
+        for _ in 0..30 {
+            world.advance(12.5);
+            world.drifts.push(world.drift);
+            let noise = world.rng.seed();
+            let verdict = if passes(rate * (-world.drift).exp(), noise) {
+                Verdict::Pass
+            } else {
+                Verdict::Fail
+            };
+            match bracket.after(rate, verdict, &settings) {
+                super::super::bracket::Next::Try(r) => rate = r,
+                super::super::bracket::Next::Done(_) => break,
+            }
+        }
+        let c = truth.capacity(0.5, &world.drifts);
+        (
+            bracket.pass.unwrap_or(0.0),
+            bracket.fail.unwrap_or(f64::INFINITY),
+            c,
+        )
+    }
+
+    #[test]
+    #[ignore = "figures for docs/benchmarks/capacity.md: cargo test --release -p loadgen --lib world_figures -- --ignored --nocapture"]
+    fn world_figures() {
+        let truth = Truth::new(4_000, 11);
+        let n = 1_000u64;
+        let (mut held, mut below) = (0, 0);
+        let mut errors = Vec::new();
+        for seed in 5_000..5_000 + n {
+            let (pass, fail, c) = old_rule(seed, &truth);
+            held += usize::from(pass <= c && c <= fail);
+            below += usize::from(pass < c);
+            errors.push(pass / c - 1.0);
+        }
+        errors.sort_by(f64::total_cmp);
+        eprintln!(
+            "old rule (bisection to 5 %, figure = highest pass): the bracket held C_0.5 in {:.1} % of {n} searches; the figure was below C_0.5 in {:.1} %, by {:.2} % at the median (5th–95th percentile {:+.2} % to {:+.2} %)",
+            100.0 * held as f64 / n as f64,
+            100.0 * below as f64 / n as f64,
+            -100.0 * errors[errors.len() / 2],
+            100.0 * errors[errors.len() / 20],
+            100.0 * errors[errors.len() * 19 / 20],
+        );
+        for p in [0.5, 0.9] {
+            let done = searches(p, n, 9_000, &truth);
+            let held = done
+                .iter()
+                .filter(|(s, c)| {
+                    let e = s.estimate().unwrap_or_else(|| unreachable!());
+                    e.low.is_some_and(|l| l <= *c) && e.high.is_some_and(|h| *c <= h)
+                })
+                .count();
+            let mut widths: Vec<f64> = done
+                .iter()
+                .filter_map(|(s, _)| s.estimate()?.half_width())
+                .collect();
+            widths.sort_by(f64::total_cmp);
+            let mut steps: Vec<usize> = done.iter().map(|(s, _)| s.steps.len()).collect();
+            steps.sort_unstable();
+            eprintln!(
+                "C_{p} search: the 95 % interval held the truth in {:.1} % of {n} searches; median ±{:.2} %, median {} steps",
+                100.0 * held as f64 / n as f64,
+                100.0 * widths.get(widths.len() / 2).copied().unwrap_or(1.0),
+                steps[steps.len() / 2]
+            );
+        }
     }
 }

@@ -1,9 +1,10 @@
-//! Capacity searches: the highest constant rate a server sustains within an SLO. Each step of a
-//! search is an ordinary run (labelled with the search's id and its step); this module holds
-//! the SLO ([`slo`]), the confidence intervals a step is judged with ([`interval`] for
-//! independent samples, [`batch`] for a window's correlated ones), the judging ([`judge`]),
-//! what repeated searches agree on ([`repeated`]: the median and its interval), and the
-//! search as kept, for its page.
+//! Capacity searches: C_p(T, w), the highest rate at which a window of T seconds after w
+//! seconds meets an SLO with probability p. Each step of a search is an ordinary run (labelled
+//! with the search's id and its step); this module holds the SLO ([`slo`]), a step judged on its
+//! point figures ([`judge`], with each term's 95 % interval beside it: [`interval`] for
+//! independent samples, [`batch`] for a window's correlated ones), C_p estimated from every
+//! step with its 95 % interval ([`fit`]), repeated searches pooled ([`repeated`]), the seeded
+//! generator ([`random`]), and the search as kept, for its page.
 
 pub mod batch;
 pub mod fit;

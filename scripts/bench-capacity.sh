@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Two capacity searches of one built-in target back to back, as docs/benchmarks/capacity.md
+# reports them: the target on CPU 1, the generator on CPU 0, GET /now, p99 <= 10 ms and errors
+# <= 0.1 %, C_0.5 of 10 s windows after 2 s, until the 95 % interval is within ±5 % or 5 minutes
+# pass. Prints each search's figure, interval, steps and minutes, and whether each interval holds
+# the other's figure.
+#
+#   scripts/bench-capacity.sh go      (or node, rust; about 10 minutes)
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(dirname "$here")
+name=${1:?give a built-in target: go, node or rust}
+port=${PORT:-18480}
+loadgen="${CARGO_TARGET_DIR:-$root/target}/release/loadgen"
+[ -x "$loadgen" ] || (cd "$root" && cargo build --release -p loadgen)
+out=$(mktemp -d)
+PORT=$port taskset -c 1 setsid "$root/targets/run" "$name" >"$out/target.log" 2>&1 &
+target=$!
+trap 'kill -- -"$target" 2>/dev/null || kill "$target" 2>/dev/null; rm -rf "$out"' EXIT
+for _ in $(seq 1 100); do
+  curl -fsS "http://127.0.0.1:$port/now" >/dev/null 2>&1 && break
+  sleep 0.2
+done
+for n in 1 2; do
+  start=$(date +%s)
+  taskset -c 0 "$loadgen" capacity "http://127.0.0.1:$port/now" --no-store \
+    --slo 'p99<=10ms' --slo 'errors<=0.1%' --budget 5m --output json \
+    >"$out/$n.json" 2>"$out/$n.log"
+  echo "$(( $(date +%s) - start ))" >"$out/$n.seconds"
+done
+python3 - "$out" "$name" <<'EOF'
+import json, sys
+out, name = sys.argv[1], sys.argv[2]
+searches = []
+for n in (1, 2):
+    r = json.load(open(f"{out}/{n}.json"))
+    s = r["searches"][0]
+    e = (s.get("estimates") or [{}])[0]
+    searches.append((s, e, int(open(f"{out}/{n}.seconds").read())))
+for i, (s, e, secs) in enumerate(searches, 1):
+    print(f"{name} search {i}: C_0.5 {e.get('rate', 0):.0f} req/s, 95 % interval "
+          f"{e.get('low') or 0:.0f}-{e.get('high') or 0:.0f}, {len(s['steps'])} steps, "
+          f"{secs / 60:.1f} min, {s['status']}: {s['reason']}")
+(a, ea, _), (b, eb, _) = searches
+def holds(e, x):
+    return e.get("low") is not None and e.get("high") is not None and e["low"] <= x <= e["high"]
+print(f"{name}: first interval holds the second figure: {holds(ea, eb.get('rate', 0))}; "
+      f"second holds the first: {holds(eb, ea.get('rate', 0))}")
+EOF
