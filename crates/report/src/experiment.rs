@@ -652,7 +652,7 @@ fn shares(cells: &[&CellFigures]) -> Option<String> {
         ));
     }
     Some(format!(
-        "Each ran at {} of its own capacity within the SLO, as this experiment's searches measured it (the median over repetitions): {}.",
+        "Each ran at {} of its own capacity within the SLO, as this experiment's searches measured it (C_p of their steps pooled): {}.",
         share?,
         rates.join(", ")
     ))

@@ -178,8 +178,6 @@ pub struct TargetCapacity {
     pub target: String,
     /// Each repetition's search, in order.
     pub searches: Vec<Search>,
-    /// The capacities found (a search that passed at its highest rate counts that rate).
-    pub found: Vec<f64>,
     /// Requests per CPU-second and peak RSS of the server at its capacity (the passing step
     /// nearest the figure, of the search nearest it), when a probe watched it.
     pub per_cpu_second: Option<f64>,
@@ -205,14 +203,6 @@ impl TargetCapacity {
     /// The figure with its 95 % interval, and what it rests on.
     pub fn agreed(&self) -> Option<store::capacity::Agreed> {
         store::capacity::agreed(&self.searches)
-    }
-
-    pub fn min(&self) -> Option<f64> {
-        self.found.iter().copied().reduce(f64::min)
-    }
-
-    pub fn max(&self) -> Option<f64> {
-        self.found.iter().copied().reduce(f64::max)
     }
 
     /// The search whose own figure is nearest the pooled one (the lower of two as near).
@@ -289,7 +279,6 @@ pub fn experiment_capacity(
                 targets.push(TargetCapacity {
                     target,
                     searches: Vec::new(),
-                    found: Vec::new(),
                     per_cpu_second: None,
                     peak_rss_bytes: None,
                     limit: None,
@@ -297,9 +286,6 @@ pub fn experiment_capacity(
                 targets.last_mut().expect("just pushed")
             }
         };
-        if let Some(c) = s.capacity {
-            t.found.push(c);
-        }
         t.searches.push(s.clone());
     }
     for setting in &mut settings {
@@ -465,20 +451,16 @@ fn setting_charts(setting: &SettingCapacity) -> Result<Vec<Chart>, PlotError> {
 /// of two targets are independent: ln of the ratio has the variance of both summed), and
 /// whether it excludes 1.
 fn ratio_words(a: Option<store::capacity::Agreed>, b: Option<store::capacity::Agreed>) -> String {
-    // The standard error of ln C from a 95 % interval's wider side in ln.
-    let se = |x: &store::capacity::Agreed| {
-        let (lo, hi) = (x.low?, x.high?);
-        Some((x.rate / lo).ln().max((hi / x.rate).ln()) / 1.96)
-    };
     let (Some(a), Some(b)) = (a, b) else {
         return "no interval to weigh it against".into();
     };
-    let (Some(sa), Some(sb)) = (se(&a), se(&b)) else {
+    let bounded = |x: &store::capacity::Agreed| Some((x.rate, x.low?, x.high?));
+    let Some((_, lo, hi)) = bounded(&a)
+        .zip(bounded(&b))
+        .and_then(|(a, b)| store::capacity::fit::ratio(a, b))
+    else {
         return "no 95 % interval of both to weigh it against: not shown to differ".into();
     };
-    let ln = (a.rate / b.rate).ln();
-    let half = 1.96 * (sa * sa + sb * sb).sqrt();
-    let (lo, hi) = ((ln - half).exp(), (ln + half).exp());
     let verdict = if lo > 1.0 || hi < 1.0 {
         "a difference"
     } else {

@@ -115,7 +115,7 @@ impl<F: Firing> CellContext<'_, F> {
         }
         if let Some((share, capacity)) = &self.share {
             labels.push((label::SHARE.into(), share.clone()));
-            labels.push((label::CAPACITY.into(), format!("{capacity:.0}")));
+            labels.push((label::CAPACITY.into(), capacity.to_string()));
         }
         labels
     }

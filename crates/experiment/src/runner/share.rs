@@ -80,17 +80,17 @@ fn of(cell: &Cell, searches: &[Search]) -> Result<Resolved, String> {
             cell.target, s.settings.min_rate, share * 100.0
         ));
     }
-    let found: Vec<f64> = finished.iter().filter_map(|s| s.capacity).collect();
     let owned: Vec<Search> = finished.iter().map(|s| (*s).clone()).collect();
-    let Some(capacity) = store::capacity::agreed(&owned).map(|a| a.rate) else {
+    let Some(agreed) = store::capacity::agreed(&owned) else {
         return Err(format!("no search of {what} found a capacity"));
     };
+    let capacity = agreed.rate;
     let mut resolved = cell.clone();
     resolved.load.rate = Some(Rate::PerSecond(store::capacity::share_of(capacity, share)));
     Ok(Resolved {
         cell: resolved,
         capacity,
-        searches: found.len(),
+        searches: agreed.searches,
     })
 }
 

@@ -83,11 +83,16 @@ impl Bracket {
 
 /// A rate to three significant figures (a whole number from 100 up): steps read as typed.
 pub fn round(rate: f64) -> f64 {
+    to_figures(rate, 3)
+}
+
+/// A rate to `figures` significant figures, a whole number at least 1.
+pub fn to_figures(rate: f64, figures: i32) -> f64 {
     if rate <= 0.0 || !rate.is_finite() {
         return rate;
     }
     let digits = rate.log10().floor() as i32;
-    let unit = 10f64.powi((digits - 2).max(0));
+    let unit = 10f64.powi((digits + 1 - figures).max(0));
     ((rate / unit).round() * unit).max(1.0)
 }
 

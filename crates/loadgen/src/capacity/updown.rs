@@ -94,12 +94,7 @@ impl Chain {
 
 /// A rate to four significant figures.
 pub fn round4(rate: f64) -> f64 {
-    if rate <= 0.0 || !rate.is_finite() {
-        return rate;
-    }
-    let digits = rate.log10().floor() as i32;
-    let unit = 10f64.powi((digits - 3).max(0));
-    ((rate / unit).round() * unit).max(1.0)
+    super::bracket::to_figures(rate, 4)
 }
 
 #[cfg(test)]

@@ -89,6 +89,23 @@ impl Fitted {
     }
 }
 
+/// The ratio a ÷ b of two independent estimates, each (figure, low, high) with its 95 %
+/// interval, and the ratio's 95 % interval: the variances of their logs (from each interval's
+/// wider side) summed. `None` where an interval is not of positive rates around its figure.
+pub fn ratio(a: (f64, f64, f64), b: (f64, f64, f64)) -> Option<(f64, f64, f64)> {
+    let se = |(rate, low, high): (f64, f64, f64)| {
+        let s = (rate / low).ln().max((high / rate).ln()) / Z_95;
+        (rate > 0.0 && low > 0.0 && s.is_finite() && s >= 0.0).then_some(s)
+    };
+    let (sa, sb) = (se(a)?, se(b)?);
+    let ln = (a.0 / b.0).ln();
+    let half = Z_95 * (sa * sa + sb * sb).sqrt();
+    Some((ln.exp(), (ln - half).exp(), (ln + half).exp()))
+}
+
+/// The normal quantile of a two-sided 95 % interval.
+const Z_95: f64 = 1.959_963_984_540_054;
+
 /// The steps grouped by rate and cluster: u = ln rate (centred), runs, passes, cluster.
 struct Data {
     u: Vec<f64>,
@@ -374,6 +391,17 @@ mod tests {
         // C_0.9 lies below C_0.5 from the same steps.
         let nine = fit(&p, 0.9, true).unwrap();
         assert!(nine.rate < f.rate, "{nine:?} {f:?}");
+    }
+
+    #[test]
+    fn a_ratio_of_two_estimates_sums_their_variances_in_ln() {
+        // Each ±1.96 % in ln: the ratio's half-width is √2 × 1.96 % in ln.
+        let e = |rate: f64| (rate, rate * (-0.0196f64).exp(), rate * 0.0196f64.exp());
+        let (r, lo, hi) = ratio(e(2_000.0), e(1_000.0)).unwrap();
+        assert!((r - 2.0).abs() < 1e-12);
+        let half = 0.0196 * 2f64.sqrt();
+        assert!(((hi / r).ln() - half).abs() < 1e-4 && ((r / lo).ln() - half).abs() < 1e-4);
+        assert_eq!(ratio((1.0, 0.0, 2.0), e(1.0)), None);
     }
 
     #[test]

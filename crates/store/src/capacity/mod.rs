@@ -457,18 +457,16 @@ impl Search {
         let (a, b) = fine.split_at(fine.len() / 2);
         let half = |points: &[fit::Point]| {
             let f = fit::fit(points, self.settings.p, false)?;
-            let (lo, hi) = (f.low?, f.high?);
-            Some((f.rate, (f.rate / lo).ln().max((hi / f.rate).ln()) / 1.96))
+            Some((f.rate, f.low?, f.high?))
         };
-        let ((first, sa), (second, sb)) = (half(a)?, half(b)?);
-        let ln = (second / first).ln();
-        let spread = 1.96 * (sa * sa + sb * sb).sqrt();
+        let (first, second) = (half(a)?, half(b)?);
+        let (ratio, low, high) = fit::ratio(second, first)?;
         Some(Drift {
-            first,
-            second,
-            ratio: ln.exp(),
-            low: (ln - spread).exp(),
-            high: (ln + spread).exp(),
+            first: first.0,
+            second: second.0,
+            ratio,
+            low,
+            high,
         })
     }
 
