@@ -83,7 +83,7 @@ impl Attack {
             return Err(GunError::Share(share));
         }
         let work = match &self.search {
-            Some(search) => order::Work::Search(self.search_of(search)?),
+            Some(search) => order::Work::Search(Box::new(self.search_of(search)?)),
             None => order::Work::Attack(order::Attack::new(self.load_of())),
         };
         let mut pacing = order::Pacing {

@@ -506,6 +506,17 @@ pub struct CapacityArgs {
     #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
     pub budget: Option<Duration>,
 
+    /// Compare with another target (repeatable): its origin (http://host:port), sent the same
+    /// requests. The searches run interleaved, one step of each per round in a random order,
+    /// and each is compared with the first by the ratio of their figures (95 % interval over
+    /// rounds). The first target given again is an A/A control.
+    #[arg(long, value_name = "ORIGIN", value_parser = parse_origin, conflicts_with = "searches")]
+    pub against: Vec<String>,
+
+    /// The rounds of a comparison (--against): one step of every target each.
+    #[arg(long, value_name = "N", default_value = "16", value_parser = parse_rounds, requires = "against")]
+    pub rounds: u32,
+
     /// Summary format.
     #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
     pub output: OutputFormat,
@@ -518,6 +529,36 @@ pub struct CapacityArgs {
 
     #[command(flatten)]
     pub guns: GunsArgs,
+}
+
+/// An origin for --against: http(s)://host[:port], no path beyond "/", no query.
+fn parse_origin(text: &str) -> Result<String, String> {
+    let uri: http::Uri = text.parse().map_err(|_| {
+        format!("{text:?} is not a URL: give an origin such as http://127.0.0.1:8081")
+    })?;
+    let scheme = uri.scheme_str().unwrap_or_default();
+    if !matches!(scheme, "http" | "https") || uri.host().is_none() {
+        return Err(format!(
+            "{text:?} is not an http(s) origin: give one such as http://127.0.0.1:8081"
+        ));
+    }
+    if uri.path() != "/" || uri.query().is_some() {
+        return Err(format!(
+            "{text:?} has a path: --against takes an origin (http://host:port), and sends it the first target's requests"
+        ));
+    }
+    Ok(text.trim_end_matches('/').to_string())
+}
+
+fn parse_rounds(text: &str) -> Result<u32, String> {
+    match text.parse::<u32>() {
+        Ok(n) if (order::MIN_ROUNDS..=1_000).contains(&n) => Ok(n),
+        _ => Err(format!(
+            "expected a whole number of rounds from {} to 1000 (the ratio's interval needs {} or more)",
+            order::MIN_ROUNDS,
+            order::MIN_ROUNDS
+        )),
+    }
 }
 
 /// Gun hosts over SSH that fire every step together (docs/guns.md).
@@ -850,7 +891,7 @@ impl CapacityArgs {
         }
         Ok(order::Order {
             version: order::VERSION,
-            work: order::Work::Search(order::Search {
+            work: order::Work::Search(Box::new(order::Search {
                 slo: self.slo.clone(),
                 start: self.start,
                 resolution: self.resolution,
@@ -864,7 +905,13 @@ impl CapacityArgs {
                 until: self.until,
                 budget_ns: self.budget.map(order::nanos),
                 guns: self.guns.guns(),
-            }),
+                against: self
+                    .against
+                    .iter()
+                    .map(|o| order::Secret(o.clone()))
+                    .collect(),
+                rounds: self.rounds,
+            })),
             requests: self.request.requests()?,
             pacing: self.request.pacing(),
             keeping: self.store.order_keeping(),

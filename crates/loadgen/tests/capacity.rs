@@ -263,3 +263,95 @@ fn a_bad_slo_is_one_line_that_gives_the_grammar() {
     let said = String::from_utf8_lossy(&out.stderr);
     assert!(said.contains("write FIGURE<=BOUND: p99<=10ms"), "{said}");
 }
+
+/// The comparison `loadgen capacity URL --against ORIGIN ARGS` runs, from its JSON.
+fn compared(url: &str, against: &str, args: &[&str]) -> store::capacity::compare::Compared {
+    let mut all = vec![
+        "capacity",
+        url,
+        "--against",
+        against,
+        "--no-store",
+        "--output",
+        "json",
+    ];
+    all.extend_from_slice(args);
+    let out = on_cpu0(&all);
+    serde_json::from_slice(&out.stdout).expect("the comparison as JSON")
+}
+
+#[test]
+fn a_slower_server_compares_lower_and_a_server_against_itself_is_not_shown_to_differ() {
+    let _cpu = exclusive();
+    // 1 ms and 1.25 ms a request, taking turns on CPU 1: the second serves 0.8× the first.
+    let (a, b) = (Target::start("1ms"), Target::start("1250us"));
+    let origin = |t: &Target| t.url.trim_end_matches('/').to_string();
+    let args = [
+        "--slo",
+        "p99<=20ms",
+        "--slo",
+        "errors<=1%",
+        "--step",
+        "1s",
+        "--warmup",
+        "500ms",
+        "--start",
+        "500",
+        "--rounds",
+        "12",
+    ];
+    let ab = compared(&a.url, &origin(&b), &args);
+    assert_eq!(ab.rounds, 12, "{}", ab.reason);
+    assert_eq!(ab.searches.len(), 2);
+    // Every round ran one step of each, and every step says its round.
+    for s in &ab.searches {
+        let rounds: Vec<u32> = s.steps.iter().map(|st| st.round.unwrap()).collect();
+        assert_eq!(rounds, (1..=12).collect::<Vec<u32>>(), "{}", s.name);
+    }
+    let r = &ab.ratios[0];
+    assert_eq!(
+        (r.of.as_str(), r.to.as_str()),
+        (ab.searches[1].id.as_str(), ab.searches[0].id.as_str())
+    );
+    assert_eq!(r.confidence, 0.95);
+    assert!((0.72..=0.88).contains(&r.ratio), "{r:?}");
+    assert_eq!(
+        r.difference(),
+        store::capacity::compare::Difference::Lower,
+        "{}",
+        r.text()
+    );
+    // A/A: the first target against itself.
+    let aa = compared(&a.url, &origin(&a), &args);
+    let r = &aa.ratios[0];
+    assert!(
+        r.of_name.ends_with("#2") && r.to_name.ends_with("#1"),
+        "{r:?}"
+    );
+    assert!((0.95..=1.05).contains(&r.ratio), "{}", r.text());
+    assert_eq!(
+        r.difference(),
+        store::capacity::compare::Difference::NotShown,
+        "{}",
+        r.text()
+    );
+    assert!(r.text().contains("not shown to differ"), "{}", r.text());
+}
+
+#[test]
+fn against_takes_an_origin_not_a_url_with_a_path() {
+    let out = std::process::Command::new(LOADGEN)
+        .args([
+            "capacity",
+            "http://127.0.0.1:9/now",
+            "--slo",
+            "p99<=10ms",
+            "--against",
+            "http://127.0.0.1:10/now",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(said.contains("--against takes an origin"), "{said}");
+}

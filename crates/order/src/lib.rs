@@ -59,7 +59,7 @@ pub struct Order {
 #[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
 pub enum Work {
     Attack(Attack),
-    Search(Search),
+    Search(Box<Search>),
 }
 
 /// A load, recorded in intervals.
@@ -146,6 +146,21 @@ pub struct Search {
     /// Every step fired from these gun hosts together.
     #[serde(default)]
     pub guns: Option<Guns>,
+    /// Other targets' origins (`http://host:port`), each sent the same requests: their
+    /// searches run interleaved with this one, a step of each per round, and are compared by
+    /// the ratio of their figures. Empty: one target.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub against: Vec<Secret>,
+    /// The rounds of such a comparison.
+    #[serde(default = "sixteen")]
+    pub rounds: u32,
+}
+
+/// The fewest rounds a comparison runs (its ratio's interval is drawn from them).
+pub use store::capacity::compare::MIN_ROUNDS;
+
+fn sixteen() -> u32 {
+    16
 }
 
 /// Where a lab's guns are listed.
@@ -497,6 +512,8 @@ impl Search {
             until: 0.05,
             budget_ns: None,
             guns: None,
+            against: Vec::new(),
+            rounds: 16,
         }
     }
 }
@@ -551,7 +568,7 @@ impl Order {
     /// The order's search, if it is one.
     pub fn search(&self) -> Option<&Search> {
         match &self.work {
-            Work::Search(s) => Some(s),
+            Work::Search(s) => Some(s.as_ref()),
             Work::Attack(_) => None,
         }
     }
@@ -674,7 +691,7 @@ mod tests {
             orders.push(o.for_shard(1, 3, "group", -5));
         }
         let mut search = attack();
-        search.work = Work::Search(Search {
+        search.work = Work::Search(Box::new(Search {
             slo: vec!["p99<=10ms".parse().expect("a term")],
             start: None,
             resolution: percent("5%").expect("a share"),
@@ -693,7 +710,9 @@ mod tests {
                 store_env_file: Some("/etc/showdown/store.env".into()),
                 ..Guns::default()
             }),
-        });
+            against: vec![Secret("http://127.0.0.1:8081".into())],
+            rounds: 12,
+        }));
         search.keeping.store = Some(StoreAt::GunFile {
             path: "/etc/showdown/store.env".into(),
         });

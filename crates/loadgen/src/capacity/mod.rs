@@ -12,6 +12,8 @@
 //! itself after each step, so that Ctrl-C or a failure keeps the steps so far.
 //!
 //! - [`search`]: the loop, as a value: a plan and a way to run steps in, the search out.
+//! - [`compare`]: several targets' searches interleaved in rounds, compared by the ratios of
+//!   their figures.
 //! - [`repeat`]: searches repeated, their steps pooled into one estimate, until its interval
 //!   is narrow enough or a budget is spent.
 //! - [`bracket`]: where the coarse search goes next, from the verdicts.
@@ -22,6 +24,7 @@
 //! - [`words`]: the search in words.
 
 pub mod bracket;
+pub mod compare;
 pub mod guns;
 pub mod repeat;
 pub mod search;
@@ -33,8 +36,9 @@ pub mod words;
 #[cfg(test)]
 mod world;
 
+pub use compare::{compare, Interleave};
 pub use repeat::{repeat, Repeat};
-pub use search::{search, Event, Plan, Stepped, Steps};
+pub use search::{search, Event, Plan, Searcher, Stepped, Steps};
 pub use words::text;
 
 /// Now, in ns since the Unix epoch (a search's timestamps).

@@ -85,6 +85,12 @@ pub enum Event<'a> {
         capacity: Option<f64>,
         agreed: Option<&'a store::capacity::Agreed>,
     },
+    /// A round of a comparison begins: its targets in the order they step.
+    Round {
+        number: u32,
+        of: u32,
+        order: &'a [&'a str],
+    },
     Stepped {
         number: u32,
         rate: f64,
@@ -129,6 +135,7 @@ pub trait Steps {
 }
 
 /// Where the search is: bracketing the knee, or stepping up and down beside it.
+#[derive(Debug)]
 enum Phase {
     Coarse(Bracket),
     Fine { chain: Chain, invalid: u32 },
@@ -177,15 +184,19 @@ impl Phase {
 /// Whether the estimate is good enough to stop: its interval within `until`, on enough steps
 /// near the knee, passes and fails.
 fn enough(search: &Search) -> bool {
-    let fine = search.steps.iter().filter(|s| s.fine && s.valid()).count();
-    let points = search.points(None);
-    let passes = points.iter().filter(|p| p.pass).count();
-    fine >= MIN_FINE
-        && passes >= MIN_EACH
-        && points.len() - passes >= MIN_EACH
+    balanced(search)
         && search
             .estimate()
             .is_some_and(|e| e.within(search.settings.until))
+}
+
+/// Whether `search` has [`MIN_FINE`] valid steps beside the knee and [`MIN_EACH`] passes and
+/// fails.
+fn balanced(search: &Search) -> bool {
+    let fine = search.steps.iter().filter(|s| s.fine && s.valid()).count();
+    let points = search.points(None);
+    let passes = points.iter().filter(|p| p.pass).count();
+    fine >= MIN_FINE && passes >= MIN_EACH && points.len() - passes >= MIN_EACH
 }
 
 /// The most one-second samples a warm-up takes.
@@ -224,67 +235,141 @@ async fn warm(steps: &mut impl Steps, rate: f64) -> Result<Option<Warmed>, Error
 
 /// Runs the search `plan` describes with `steps`.
 pub async fn search(plan: Plan, steps: &mut impl Steps) -> Result<Search, Error> {
-    let settings = plan.settings.clone();
-    let started = std::time::Instant::now();
-    let mut search = Search {
-        id: plan.id,
-        name: plan.name,
-        experiment: plan.experiment,
-        target: plan.target,
-        slo: plan.slo.clone(),
-        settings: settings.clone(),
-        steps: Vec::new(),
-        status: Status::Running,
-        capacity: None,
-        estimates: Vec::new(),
-        highest_pass: None,
-        drift: None,
-        failed_at: None,
-        generator_limit: None,
-        warmed: None,
-        reason: String::new(),
-        labels: plan.labels,
-        started_at_ns: plan.started_at_ns,
-        updated_at_ns: plan.started_at_ns,
-    };
-    let mut phase = Phase::Coarse(Bracket::default());
-    let mut rate = settings.start;
-    if !plan.resumed.is_empty() {
-        steps.event(Event::Resumed {
-            after: plan.resumed.len(),
-        });
+    let mut searcher = Searcher::new(plan);
+    searcher.begin(steps).await?;
+    while !searcher.ended() {
+        searcher.step(steps, true, None).await?;
+    }
+    searcher.finish(steps).await
+}
+
+/// A search one step at a time, so that a comparison can interleave the steps of several:
+/// [`Searcher::begin`] (the kept steps replayed, the server warmed), [`Searcher::step`] until
+/// [`Searcher::ended`], then [`Searcher::finish`].
+#[derive(Debug)]
+pub struct Searcher {
+    pub search: Search,
+    phase: Phase,
+    rate: f64,
+    max_steps: u64,
+    budget: Option<Duration>,
+    window: Duration,
+    warm: bool,
+    resumed: usize,
+    started: std::time::Instant,
+    baseline_ns: Option<u64>,
+    drained: Option<Duration>,
+    outcome: Option<Result<Status, String>>,
+}
+
+impl Searcher {
+    /// The search of `plan`, its kept steps (if any) replayed into its bracket and chain.
+    pub fn new(plan: Plan) -> Searcher {
+        let settings = plan.settings.clone();
+        let mut search = Search {
+            id: plan.id,
+            name: plan.name,
+            experiment: plan.experiment,
+            target: plan.target,
+            slo: plan.slo.clone(),
+            settings: settings.clone(),
+            steps: Vec::new(),
+            status: Status::Running,
+            capacity: None,
+            estimates: Vec::new(),
+            highest_pass: None,
+            drift: None,
+            failed_at: None,
+            generator_limit: None,
+            warmed: None,
+            reason: String::new(),
+            labels: plan.labels,
+            started_at_ns: plan.started_at_ns,
+            updated_at_ns: plan.started_at_ns,
+        };
+        let mut phase = Phase::Coarse(Bracket::default());
+        let mut rate = settings.start;
         for step in &plan.resumed {
             search.steps.push(step.clone());
             if let Next::Try(r) = phase.after(step, &search, false) {
                 rate = r;
             }
         }
-        search.estimate_all();
-    }
-    if plan.warm && plan.resumed.is_empty() {
-        search.warmed = warm(steps, super::bracket::round(rate / 2.0)).await?;
-        if let Some(w) = &search.warmed {
-            steps.event(Event::Warmed { warmed: w });
+        if !plan.resumed.is_empty() {
+            search.estimate_all();
+        }
+        Searcher {
+            search,
+            phase,
+            rate,
+            max_steps: plan.max_steps,
+            budget: plan.budget,
+            window: plan.step,
+            warm: plan.warm,
+            resumed: plan.resumed.len(),
+            started: std::time::Instant::now(),
+            baseline_ns: None,
+            drained: None,
+            outcome: None,
         }
     }
-    let mut baseline_ns: Option<u64> = None;
-    let mut drained: Option<Duration> = None;
-    let outcome = loop {
-        if search.steps.len() as u64 >= plan.max_steps {
-            break Ok(Status::OutOfSteps);
+
+    /// Says where a resumed search goes on from, or warms the server before a fresh one.
+    pub async fn begin(&mut self, steps: &mut impl Steps) -> Result<(), Error> {
+        if self.resumed > 0 {
+            steps.event(Event::Resumed {
+                after: self.resumed,
+            });
+        } else if self.warm {
+            self.search.warmed = warm(steps, super::bracket::round(self.rate / 2.0)).await?;
+            if let Some(w) = &self.search.warmed {
+                steps.event(Event::Warmed { warmed: w });
+            }
         }
-        if plan.budget.is_some_and(|b| started.elapsed() >= b) {
-            search.reason = format!(
+        Ok(())
+    }
+
+    /// Whether the search has ended (its steps or budget spent, found, or stopped).
+    pub fn ended(&self) -> bool {
+        self.outcome.is_some()
+    }
+
+    /// Runs its next step (in `round` of a comparison), keeps it, and waits for the server to
+    /// drain after a step that did not pass; `stop` lets the estimate end the search.
+    pub async fn step(
+        &mut self,
+        steps: &mut impl Steps,
+        stop: bool,
+        round: Option<u32>,
+    ) -> Result<(), Error> {
+        if self.outcome.is_some() {
+            return Ok(());
+        }
+        if self.search.steps.len() as u64 >= self.max_steps {
+            self.outcome = Some(Ok(Status::OutOfSteps));
+            return Ok(());
+        }
+        if let Some(budget) = self.budget.filter(|b| self.started.elapsed() >= *b) {
+            self.search.reason = format!(
                 "its time budget of {} was spent",
-                humantime::format_duration(plan.budget.unwrap_or_default())
+                humantime::format_duration(budget)
             );
-            break Ok(Status::OutOfSteps);
+            self.outcome = Some(Ok(Status::OutOfSteps));
+            return Ok(());
         }
-        let number = search.steps.len() as u32 + 1;
-        let s = match steps.run(&search, number, rate, plan.step).await {
+        let (number, rate) = (self.search.steps.len() as u32 + 1, self.rate);
+        let s = match steps.run(&self.search, number, rate, self.window).await {
             Ok(Some(s)) => s,
-            Ok(None) => break Err("interrupted".to_string()),
-            Err(e) => break Err(format!("step {number} at {rate} req/s could not run: {e}")),
+            Ok(None) => {
+                self.outcome = Some(Err("interrupted".to_string()));
+                return Ok(());
+            }
+            Err(e) => {
+                self.outcome = Some(Err(format!(
+                    "step {number} at {rate} req/s could not run: {e}"
+                )));
+                return Ok(());
+            }
         };
         steps.event(Event::Stepped {
             number,
@@ -294,8 +379,8 @@ pub async fn search(plan: Plan, steps: &mut impl Steps) -> Result<Search, Error>
             limit: s.limit.as_ref(),
         });
         let verdict = s.judgement.verdict;
-        if verdict == Verdict::Pass && baseline_ns.is_none() {
-            baseline_ns = Some(s.p50_ns);
+        if verdict == Verdict::Pass && self.baseline_ns.is_none() {
+            self.baseline_ns = Some(s.p50_ns);
         }
         let step = Step {
             number,
@@ -305,39 +390,73 @@ pub async fn search(plan: Plan, steps: &mut impl Steps) -> Result<Search, Error>
             judgement: s.judgement.clone(),
             retried: Vec::new(),
             limit: s.limit.clone(),
-            fine: phase.fine(),
-            drained_s: drained.take().map(|d| d.as_secs_f64()),
+            fine: self.phase.fine(),
+            drained_s: self.drained.take().map(|d| d.as_secs_f64()),
             host: s.host,
+            round,
         };
-        search.steps.push(step.clone());
-        search.estimate_all();
-        let next = phase.after(&step, &search, true);
-        search.updated_at_ns = super::now_ns();
-        steps.keep(&search).await?;
+        self.search.steps.push(step.clone());
+        // A search that may end on its estimate is estimated after every step; one of a
+        // comparison (which ends on its rounds) at its end.
+        if stop {
+            self.search.estimate_all();
+        }
+        let next = self.phase.after(&step, &self.search, stop);
+        self.search.updated_at_ns = super::now_ns();
+        steps.keep(&self.search).await?;
         match next {
-            Next::Done(status) => break Ok(status),
-            Next::Try(r) => rate = r,
+            Next::Done(status) => {
+                self.outcome = Some(Ok(status));
+                return Ok(());
+            }
+            Next::Try(r) => self.rate = r,
         }
         if !verdict.passed() {
-            drained = steps.recover(baseline_ns).await?;
-            if drained.is_none() {
-                break Err(if steps.stopped() {
+            self.drained = steps.recover(self.baseline_ns).await?;
+            if self.drained.is_none() {
+                self.outcome = Some(Err(if steps.stopped() {
                     "interrupted".into()
                 } else {
                     "the server did not recover within 30 s of an overloaded step".into()
-                });
+                }));
             }
         }
-    };
-    search.status = match &outcome {
-        Ok(status) => *status,
-        Err(_) => Status::Interrupted,
-    };
-    search.estimate_all();
-    search.reason = reason(&search, outcome.err());
-    search.updated_at_ns = super::now_ns();
-    steps.keep(&search).await?;
-    Ok(search)
+        Ok(())
+    }
+
+    /// Ends the search where it is (as `status` when it had not ended by itself), says why,
+    /// and keeps it.
+    pub async fn finish(mut self, steps: &mut impl Steps) -> Result<Search, Error> {
+        let outcome = self.outcome.take().unwrap_or(Ok(Status::OutOfSteps));
+        let mut search = self.search;
+        search.status = match &outcome {
+            Ok(status) => *status,
+            Err(_) => Status::Interrupted,
+        };
+        search.estimate_all();
+        search.reason = reason(&search, outcome.err());
+        search.updated_at_ns = super::now_ns();
+        steps.keep(&search).await?;
+        Ok(search)
+    }
+
+    /// Ends a search that has not ended by itself (a comparison's rounds are spent): found
+    /// where its estimate is within `until` on enough steps, else out of steps, for `why`.
+    pub fn close(&mut self, why: &str) {
+        if self.outcome.is_some() {
+            return;
+        }
+        self.search.estimate_all();
+        let found = enough(&self.search);
+        if !found {
+            self.search.reason = why.to_string();
+        }
+        self.outcome = Some(Ok(if found {
+            Status::Found
+        } else {
+            Status::OutOfSteps
+        }));
+    }
 }
 
 /// Why the search ended where it did, in one sentence.

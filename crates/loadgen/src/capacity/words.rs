@@ -11,6 +11,9 @@ pub fn event(event: Event<'_>) -> String {
     match event {
         Event::Resumed { after } => format!("Resuming the search after its step {after}"),
         Event::Warmed { warmed } => format!("  The server {}", warmed.text()),
+        Event::Round { number, of, order } => {
+            format!("Round {number} of {of}: {}", order.join(", then "))
+        }
         Event::Searched {
             number,
             capacity,
@@ -168,6 +171,32 @@ pub fn text(search: &Search) -> String {
             s.judgement.achieved,
             terms.join("  ")
         ));
+    }
+    out
+}
+
+/// A comparison in words: its ratios first, then each target's search.
+pub fn compared(c: &store::capacity::compare::Compared) -> String {
+    let mut out = String::new();
+    let figure = c
+        .searches
+        .first()
+        .map_or(String::new(), |s| s.settings.figure());
+    out.push_str(&format!(
+        "Compared: {figure} of {} targets, interleaved over {} rounds (a step of each per round, in a random order)\n",
+        c.searches.len(),
+        c.rounds
+    ));
+    for r in &c.ratios {
+        out.push_str(&format!("  {}\n", r.text()));
+    }
+    if c.ratios.is_empty() {
+        out.push_str("  no ratio: the searches gave no figures to divide\n");
+    }
+    out.push_str(&format!("Why it ends there: {}\n", c.reason));
+    for s in &c.searches {
+        out.push_str(&format!("\n== {} (search {}) ==\n", s.name, s.id));
+        out.push_str(&text(s));
     }
     out
 }

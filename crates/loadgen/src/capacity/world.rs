@@ -16,7 +16,9 @@
 //! threshold λ*: the pass probability at drift 0 is the survival of λ*, tabulated from 4,000
 //! draws, and a search's true C_p averages it over the drifts its steps met.
 
+use std::cell::RefCell;
 use std::collections::BTreeMap;
+use std::rc::Rc;
 use std::time::Duration;
 
 use store::capacity::random::Rng;
@@ -151,11 +153,26 @@ impl Truth {
     }
 }
 
-/// The world as a search's steps: every window a fresh noise, the host's drift advanced by
-/// each step's time; it keeps the drift each step met.
-pub struct World {
+/// The host: its drift, and the one seeded generator of everything the world draws.
+pub struct Host {
     rng: Rng,
     drift: f64,
+}
+
+impl Host {
+    fn advance(&mut self, seconds: f64) {
+        let a = (-seconds / DRIFT_CORRELATION_S).exp();
+        self.drift = a * self.drift + DRIFT_SD * (1.0 - a * a).sqrt() * self.rng.normal();
+    }
+}
+
+/// The world as a search's steps: every window a fresh noise, the host's drift advanced by
+/// each step's time; it keeps the drift each step met. Servers [`World::beside`] one another
+/// share one host, as the targets of a comparison do.
+pub struct World {
+    host: Rc<RefCell<Host>>,
+    /// The server's speed against the world's first (its capacity is this many times theirs).
+    pub speed: f64,
     pub drifts: Vec<f64>,
 }
 
@@ -164,15 +181,32 @@ impl World {
         let mut rng = Rng::new(seed.wrapping_mul(0x2545_f491_4f6c_dd1d));
         let drift = DRIFT_SD * rng.normal();
         World {
-            rng,
-            drift,
+            host: Rc::new(RefCell::new(Host { rng, drift })),
+            speed: 1.0,
+            drifts: Vec::new(),
+        }
+    }
+
+    /// A server `speed` times as fast on the same host.
+    pub fn beside(&self, speed: f64) -> World {
+        World {
+            host: Rc::clone(&self.host),
+            speed,
             drifts: Vec::new(),
         }
     }
 
     fn advance(&mut self, seconds: f64) {
-        let a = (-seconds / DRIFT_CORRELATION_S).exp();
-        self.drift = a * self.drift + DRIFT_SD * (1.0 - a * a).sqrt() * self.rng.normal();
+        self.host.borrow_mut().advance(seconds);
+    }
+
+    fn drift(&self) -> f64 {
+        self.host.borrow().drift
+    }
+
+    /// A window's noise.
+    fn noise(&mut self) -> u64 {
+        self.host.borrow_mut().rng.seed()
     }
 }
 
@@ -185,9 +219,10 @@ impl Steps for World {
         window: Duration,
     ) -> Result<Option<Stepped>, Error> {
         self.advance(12.5);
-        self.drifts.push(self.drift);
-        let seed = self.rng.seed();
-        let pass = passes(rate * (-self.drift).exp(), seed);
+        let drift = self.drift();
+        self.drifts.push(drift);
+        let seed = self.noise();
+        let pass = passes(rate * (-drift).exp() / self.speed, seed);
         Ok(Some(super::simulated::point(pass, rate, window)))
     }
 
@@ -209,6 +244,35 @@ impl Steps for World {
     }
 
     fn event(&mut self, _: Event<'_>) {}
+}
+
+/// `each` of `seeds` on two threads (the machine's two CPUs), each thread with a runtime of its
+/// own to run simulated searches on; the results in the seeds' order.
+pub fn on_two_threads<T: Send>(
+    seeds: &[u64],
+    each: impl Fn(&tokio::runtime::Runtime, u64) -> T + Sync,
+) -> Vec<T> {
+    let each = &each;
+    std::thread::scope(|scope| {
+        let parts: Vec<_> = seeds
+            .chunks(seeds.len().div_ceil(2).max(1))
+            .map(|part| {
+                scope.spawn(move || {
+                    let rt = tokio::runtime::Builder::new_current_thread()
+                        .build()
+                        .unwrap_or_else(|e| panic!("a runtime for the simulation: {e}"));
+                    part.iter().map(|&seed| each(&rt, seed)).collect::<Vec<T>>()
+                })
+            })
+            .collect();
+        parts
+            .into_iter()
+            .flat_map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| panic!("a simulation thread panicked"))
+            })
+            .collect()
+    })
 }
 
 /// A search of the world for C_p, from 20,000 req/s, as `loadgen capacity` runs one.
@@ -273,40 +337,25 @@ mod tests {
     /// The searches of the world, `n` from seed `first`, each with its truth.
     fn searches(p: f64, n: u64, first: u64, truth: &Truth) -> Vec<(Search, f64)> {
         let seeds: Vec<u64> = (first..first + n).collect();
-        std::thread::scope(|scope| {
-            let parts: Vec<_> = seeds
-                .chunks(seeds.len().div_ceil(2))
-                .map(|part| {
-                    scope.spawn(move || {
-                        let rt = tokio::runtime::Builder::new_current_thread()
-                            .build()
-                            .unwrap();
-                        part.iter()
-                            .map(|&seed| {
-                                let mut world = World::new(seed);
-                                let s = rt
-                                    .block_on(super::super::search(plan(p, seed), &mut world))
-                                    .unwrap();
-                                let fine: Vec<f64> = s
-                                    .steps
-                                    .iter()
-                                    .zip(&world.drifts)
-                                    .filter(|(st, _)| st.fine)
-                                    .map(|(_, d)| *d)
-                                    .collect();
-                                let drifts = if fine.is_empty() {
-                                    world.drifts.clone()
-                                } else {
-                                    fine
-                                };
-                                let c = truth.capacity(p, &drifts);
-                                (s, c)
-                            })
-                            .collect::<Vec<_>>()
-                    })
-                })
+        on_two_threads(&seeds, |rt, seed| {
+            let mut world = World::new(seed);
+            let s = rt
+                .block_on(super::super::search(plan(p, seed), &mut world))
+                .unwrap();
+            let fine: Vec<f64> = s
+                .steps
+                .iter()
+                .zip(&world.drifts)
+                .filter(|(st, _)| st.fine)
+                .map(|(_, d)| *d)
                 .collect();
-            parts.into_iter().flat_map(|h| h.join().unwrap()).collect()
+            let drifts = if fine.is_empty() {
+                world.drifts.clone()
+            } else {
+                fine
+            };
+            let c = truth.capacity(p, &drifts);
+            (s, c)
         })
     }
 
@@ -368,9 +417,10 @@ mod tests {
         let mut rate = settings.start;
         for _ in 0..30 {
             world.advance(12.5);
-            world.drifts.push(world.drift);
-            let noise = world.rng.seed();
-            let verdict = if passes(rate * (-world.drift).exp(), noise) {
+            let drift = world.drift();
+            world.drifts.push(drift);
+            let noise = world.noise();
+            let verdict = if passes(rate * (-drift).exp(), noise) {
                 Verdict::Pass
             } else {
                 Verdict::Fail

@@ -40,19 +40,7 @@ pub async fn run(
             redact::text(&url),
             if ids.len() == 1 { "its" } else { "their" },
         );
-        match args.output {
-            OutputFormat::Text => println!("\n{line}"),
-            OutputFormat::Json => eprintln!("{line}"),
-        }
-        if let Some(dir) = &args.store.report {
-            crate::output::draw_site(&url, dir).await?;
-            for id in ids {
-                eprintln!(
-                    "Report: open {}",
-                    dir.join(report::pages::search_path(id)).display()
-                );
-            }
-        }
+        kept(args, &url, &line, &ids).await?;
     }
     Ok(match repeated.searches.last().map(|s| s.status) {
         Some(Status::Interrupted) => RunEnd::Stopped,
@@ -60,10 +48,36 @@ pub async fn run(
     })
 }
 
+/// Says where searches `ids` were kept (`line`: on standard output after text, on standard
+/// error beside JSON), and draws their pages with `--report`.
+pub(super) async fn kept(
+    args: &CapacityArgs,
+    url: &str,
+    line: &str,
+    ids: &[&str],
+) -> Result<(), Error> {
+    match args.output {
+        OutputFormat::Text => println!("\n{line}"),
+        OutputFormat::Json => eprintln!("{line}"),
+    }
+    if let Some(dir) = &args.store.report {
+        crate::output::draw_site(url, dir).await?;
+        for id in ids {
+            eprintln!(
+                "Report: open {}",
+                dir.join(report::pages::search_path(id)).display()
+            );
+        }
+    }
+    Ok(())
+}
+
 /// The generator's steps, printed on standard error and kept in the store as they end.
-struct Live<'a> {
-    stepper: Stepper<'a>,
-    store: Option<Store>,
+pub(super) struct Live<'a> {
+    pub stepper: Stepper<'a>,
+    pub store: Option<Store>,
+    /// The target's name before each line it prints, in a comparison.
+    pub name: Option<String>,
 }
 
 impl Steps for Live<'_> {
@@ -104,7 +118,14 @@ impl Steps for Live<'_> {
     }
 
     fn event(&mut self, event: Event<'_>) {
-        eprintln!("{}", capacity::words::event(event));
+        let line = capacity::words::event(event);
+        // A comparison's lines name their target; its rounds are the comparison's own.
+        match &self.name {
+            Some(name) if !matches!(event, Event::Round { .. }) => {
+                eprintln!("  [{name}] {}", line.trim_start())
+            }
+            _ => eprintln!("{line}"),
+        }
     }
 }
 
@@ -119,7 +140,7 @@ async fn step_limit(
 }
 
 /// What a search is called by default: its one URL, or its mix.
-fn target(sending: &Sending) -> String {
+pub(super) fn target(sending: &Sending) -> String {
     match sending.mix.specs() {
         [one] => format!("{}{}", sending.mix.origin(), one.path_text),
         many => format!(
@@ -138,6 +159,11 @@ pub async fn search(
     shutdown: &Shutdown,
     command_line: &[String],
 ) -> Result<Repeated, Error> {
+    if !wanted.against.is_empty() {
+        return Err(Error::Usage(
+            "a comparison (against) is run by `loadgen capacity --against`, not from an order of one search".into(),
+        ));
+    }
     let slo = Slo {
         terms: wanted.slo.clone(),
     };
@@ -250,20 +276,7 @@ pub async fn search(
         target,
         labels,
         slo: slo.clone(),
-        settings: Settings {
-            start,
-            resolution: wanted.resolution,
-            step_s: step.as_secs_f64(),
-            warmup_s: warmup.as_secs_f64(),
-            min_rate: wanted.min_rate,
-            max_rate: wanted.max_rate,
-            growth: 2.0,
-            arrival: Some(Arrival::of(sending.arrivals, sending.batch)),
-            p: wanted.p,
-            until: wanted.until,
-            grid: 1.02,
-            seed,
-        },
+        settings: settings(wanted, &sending, start, seed),
         max_steps: wanted.max_steps,
         budget: wanted.budget_ns.map(Duration::from_nanos),
         step,
@@ -313,7 +326,11 @@ pub async fn search(
         return capacity::repeat(
             plan,
             repeat,
-            &mut Live { stepper, store },
+            &mut Live {
+                stepper,
+                store,
+                name: None,
+            },
             store::RunMeta::new_id,
         )
         .await;
@@ -331,8 +348,31 @@ pub async fn search(
     Ok(repeated)
 }
 
+/// The settings of a search `wanted` of `sending`'s requests from `start` with `seed`.
+pub(super) fn settings(
+    wanted: &order::Search,
+    sending: &Sending,
+    start: f64,
+    seed: u64,
+) -> Settings {
+    Settings {
+        start,
+        resolution: wanted.resolution,
+        step_s: Duration::from_nanos(wanted.step_ns).as_secs_f64(),
+        warmup_s: Duration::from_nanos(wanted.warmup_ns).as_secs_f64(),
+        min_rate: wanted.min_rate,
+        max_rate: wanted.max_rate,
+        growth: 2.0,
+        arrival: Some(Arrival::of(sending.arrivals, sending.batch)),
+        p: wanted.p,
+        until: wanted.until,
+        grid: 1.02,
+        seed,
+    }
+}
+
 /// A search's seed for its up-and-down coin, from its id: a resumed search replays its chain.
-fn seed(id: &str) -> u64 {
+pub(super) fn seed(id: &str) -> u64 {
     id.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
         (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
     })

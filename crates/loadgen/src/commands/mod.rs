@@ -1,4 +1,5 @@
-//! What `loadgen` does, one module a command: `attack`, `demo`, `experiment` (the runner is the
+//! What `loadgen` does, one module a command: `attack`, `capacity` (and `compare`, its
+//! `--against`: targets' searches interleaved), `demo`, `experiment` (the runner is the
 //! `experiment` crate's), `runs`, the built-in `target` (which the demo starts), `gun` (a
 //! gun host's side of an experiment fired over SSH) and `order` (one typed order on standard
 //! input, how the runner and the guns start a generator). Each takes its checked flags (`cli`)
@@ -6,6 +7,7 @@
 
 mod attack;
 mod capacity;
+mod compare;
 mod demo;
 pub mod experiment;
 mod gun;
@@ -24,6 +26,9 @@ pub async fn run(
 ) -> Result<RunEnd, Error> {
     match command {
         Command::Attack(args) => attack::run(&args, shutdown, command_line).await,
+        Command::Capacity(args) if !args.against.is_empty() => {
+            compare::run(&args, shutdown, command_line).await
+        }
         Command::Capacity(args) => capacity::run(&args, shutdown, command_line).await,
         Command::Demo(args) => demo::run(&args, shutdown, command_line).await,
         Command::Runs(args) => runs::run(&args).await.map(|()| RunEnd::Completed),

@@ -103,6 +103,44 @@ pub fn ratio(a: (f64, f64, f64), b: (f64, f64, f64)) -> Option<(f64, f64, f64)> 
     Some((ln.exp(), (ln - half).exp(), (ln + half).exp()))
 }
 
+/// C_p(b) ÷ C_p(a) from two sets of steps, with the 95 % interval of the profile likelihood of
+/// the ratio itself: each curve keeps its own figure and slope, the ratio δ = θ_b − θ_a is
+/// profiled over θ_a (and both slopes), and the interval is the δs whose deviance is within
+/// F(1, G − 1) at 0.95 (Student's t², G the rounds the steps came in: the reference for a
+/// deviance whose scale is estimated from G clusters, not known), times the larger of the two
+/// fits' dispersions. (ratio, low, high); the ends `None` where the steps do not bound them;
+/// `None` without steps on both sides.
+pub fn ratio_profile(
+    a: &[Point],
+    b: &[Point],
+    p: f64,
+    rounds: usize,
+) -> Option<(f64, Option<f64>, Option<f64>)> {
+    let (fa, fb) = (fit(a, p, true)?, fit(b, p, true)?);
+    let (da, db) = (Data::new(a)?, Data::new(b)?);
+    let offset = (p / (1.0 - p)).ln();
+    let pa = |t: f64| da.profile(offset, t - da.centre).0;
+    let pb = |t: f64| db.profile(offset, t - db.centre).0;
+    let (ta, tb) = (fa.rate.ln(), fb.rate.ln());
+    let best = pa(ta) + pb(tb);
+    let (lo, hi) = da.span();
+    let (lo, hi) = (lo + da.centre - REACH, hi + da.centre + REACH);
+    // The best joint likelihood with the ratio held at δ.
+    let joint = |delta: f64| golden(&|t| pa(t) + pb(t + delta), lo, hi, 1e-6).0;
+    let deviance = |delta: f64| 2.0 * (best - joint(delta)).max(0.0);
+    let t = super::batch::t975(rounds.saturating_sub(1));
+    let level = t * t * fa.dispersion.max(fb.dispersion);
+    let delta = tb - ta;
+    let bounded = |f: &Fitted| f.passes > 0 && f.passes < f.steps;
+    let end = |outside: f64| {
+        (bounded(&fa) && bounded(&fb))
+            .then(|| crossing(deviance, level, delta, outside))
+            .flatten()
+            .map(f64::exp)
+    };
+    Some((delta.exp(), end(delta - 1.0), end(delta + 1.0)))
+}
+
 /// The normal quantile of a two-sided 95 % interval.
 const Z_95: f64 = 1.959_963_984_540_054;
 
@@ -371,6 +409,22 @@ mod tests {
             .collect()
     }
 
+    /// 30 steps on 11 rates 1 % apart around `truth`, each passing as a logistic curve of slope
+    /// `beta` (in ln rate) says, in clusters of `cluster` consecutive steps.
+    fn curve(rng: &mut Rng, truth: f64, beta: f64, cluster: u32) -> Vec<Point> {
+        (0..30)
+            .map(|i| {
+                let rate = truth * (1.0 + 0.01 * ((i % 11) as f64 - 5.0));
+                let pi = 1.0 / (1.0 + (-(beta * (truth.ln() - rate.ln()))).exp());
+                Point {
+                    rate,
+                    pass: rng.uniform() < pi,
+                    cluster: i / cluster,
+                }
+            })
+            .collect()
+    }
+
     #[test]
     fn separated_steps_give_a_finite_figure_between_them_with_an_interval_around_it() {
         let p = points(&[
@@ -422,17 +476,7 @@ mod tests {
         let mut held = 0;
         let n = 2_000;
         for _ in 0..n {
-            let p: Vec<Point> = (0..30)
-                .map(|i| {
-                    let rate = truth * (1.0 + 0.01 * ((i % 11) as f64 - 5.0));
-                    let pi = 1.0 / (1.0 + (-(beta * (truth.ln() - rate.ln()))).exp());
-                    Point {
-                        rate,
-                        pass: rng.uniform() < pi,
-                        cluster: i / 4,
-                    }
-                })
-                .collect();
+            let p = curve(&mut rng, truth, beta, 4);
             let f = fit(&p, 0.5, false).unwrap();
             if f.low.is_some_and(|l| l <= truth) && f.high.is_some_and(|h| h >= truth) {
                 held += 1;
@@ -441,5 +485,32 @@ mod tests {
         let coverage = held as f64 / n as f64;
         eprintln!("fixed-design coverage {coverage}");
         assert!((0.93..=0.97).contains(&coverage), "coverage {coverage}");
+    }
+
+    #[test]
+    fn a_ratios_profile_holds_the_true_ratio_and_is_one_only_between_like_curves() {
+        // Two curves of a knee 4 % wide, 30 steps each on 11 rates around their medians
+        // (10,000 and 11,000 req/s): the ratio's interval holds 1.1, and not 1.
+        let beta = 2.0 * 9f64.ln() / 0.04;
+        let mut rng = Rng::new(3);
+        let mut curve = |truth: f64| curve(&mut rng, truth, beta, 2);
+        let (a, b) = (curve(10_000.0), curve(11_000.0));
+        let (r, low, high) = ratio_profile(&a, &b, 0.5, 15).unwrap();
+        let (low, high) = (low.unwrap(), high.unwrap());
+        assert!(low < 1.1 && 1.1 < high && low > 1.0, "{r} ({low}–{high})");
+        assert!((r / 1.1 - 1.0).abs() < 0.03, "{r}");
+        // The same curve twice, forty times: 1 is inside nearly always (95 % of the time).
+        let held = (0..40)
+            .filter(|_| {
+                let (_, low, high) =
+                    ratio_profile(&curve(10_000.0), &curve(10_000.0), 0.5, 15).unwrap();
+                low.is_some_and(|l| l <= 1.0) && high.is_some_and(|h| h >= 1.0)
+            })
+            .count();
+        assert!(held >= 35, "{held} of 40");
+        // Only passes on one side: no interval.
+        let passes = points(&[(1000.0, true), (2000.0, true)]);
+        let (_, low, high) = ratio_profile(&a, &passes, 0.5, 15).unwrap();
+        assert!(low.is_none() && high.is_none());
     }
 }

@@ -3,10 +3,12 @@
 //! with the search's id and its step); this module holds the SLO ([`slo`]), a step judged on its
 //! point figures ([`judge`], with each term's 95 % interval beside it: [`interval`] for
 //! independent samples, [`batch`] for a window's correlated ones), C_p estimated from every
-//! step with its 95 % interval ([`fit`]), repeated searches pooled ([`repeated`]), the seeded
+//! step with its 95 % interval ([`fit`]), repeated searches pooled ([`repeated`]), targets
+//! compared by the ratio of their figures over interleaved rounds ([`compare`]), the seeded
 //! generator ([`random`]), and the search as kept, for its page.
 
 pub mod batch;
+pub mod compare;
 pub mod fit;
 pub mod interval;
 pub mod judge;
@@ -162,6 +164,10 @@ pub struct Step {
     /// (searches kept before, steps fired from gun hosts).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub host: Option<StepHost>,
+    /// The round of an interleaved comparison it was run in (one step of every target per
+    /// round, in a random order); `None` in a search of one target.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub round: Option<u32>,
 }
 
 /// The host over one step: part of the figure, since a capacity measured on a shared host is
@@ -576,6 +582,7 @@ mod tests {
             limit: None,
             fine: false,
             drained_s: None,
+            round: None,
             host,
         };
         let host = |steal_pct: f64, others: f64| {

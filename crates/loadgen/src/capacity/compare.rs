@@ -1,0 +1,209 @@
+//! Targets compared by interleaved searches: one step of every target per round, in a random
+//! order within the round, until the rounds or the budget are spent; then the ratio of each
+//! target's C_p to the first's, with its 95 % interval ([`store::capacity::compare`]). The number of rounds is fixed before the first (no stopping
+//! when the ratio looks narrow), so that the interval's coverage is the one proven below.
+
+use std::time::{Duration, Instant};
+
+use store::capacity::compare::{self as ratios, Compared};
+use store::capacity::random::Rng;
+
+use super::search::{Event, Plan, Searcher, Steps};
+use crate::Error;
+
+/// How the rounds go.
+#[derive(Debug, Clone)]
+pub struct Interleave {
+    /// The comparison's id (its searches are labelled with it).
+    pub id: String,
+    /// Rounds to run.
+    pub rounds: u32,
+    /// Start no new round after this long.
+    pub budget: Option<Duration>,
+    /// Seeds the order within rounds.
+    pub seed: u64,
+}
+
+/// Runs the searches of `plans` interleaved, `steps[i]` running the steps of `plans[i]`.
+pub async fn compare<S: Steps>(
+    plans: Vec<Plan>,
+    steps: &mut [S],
+    interleave: &Interleave,
+) -> Result<Compared, Error> {
+    if plans.len() != steps.len() || plans.len() < 2 {
+        return Err(Error::Usage(
+            "a comparison needs two targets or more, each with its steps".into(),
+        ));
+    }
+    let mut searchers: Vec<Searcher> = plans.into_iter().map(Searcher::new).collect();
+    for (searcher, steps) in searchers.iter_mut().zip(steps.iter_mut()) {
+        searcher.begin(steps).await?;
+    }
+    let started = Instant::now();
+    let mut rng = Rng::new(interleave.seed);
+    let mut round = 0u32;
+    let reason = loop {
+        if let Some(s) = searchers.iter().find(|s| s.ended()) {
+            break format!(
+                "{}'s search ended after {round} rounds, so the rest stopped with it",
+                s.search.name
+            );
+        }
+        if round >= interleave.rounds {
+            break format!("its {round} rounds were run");
+        }
+        if let Some(b) = interleave.budget.filter(|b| started.elapsed() >= *b) {
+            break format!(
+                "its time budget of {} was spent after {round} rounds",
+                humantime::format_duration(b)
+            );
+        }
+        round += 1;
+        let order = shuffled(searchers.len(), &mut rng);
+        let names: Vec<&str> = order
+            .iter()
+            .map(|&i| searchers[i].search.name.as_str())
+            .collect();
+        if let Some(first) = steps.first_mut() {
+            first.event(Event::Round {
+                number: round,
+                of: interleave.rounds,
+                order: &names,
+            });
+        }
+        for i in order {
+            searchers[i].step(&mut steps[i], false, Some(round)).await?;
+        }
+    };
+    let mut searches = Vec::with_capacity(searchers.len());
+    for (mut searcher, steps) in searchers.into_iter().zip(steps.iter_mut()) {
+        searcher.close(&format!("the comparison ended: {reason}"));
+        searches.push(searcher.finish(steps).await?);
+    }
+    let ratios = searches[1..]
+        .iter()
+        .filter_map(|s| ratios::ratio(s, &searches[0]))
+        .collect();
+    Ok(Compared {
+        id: interleave.id.clone(),
+        rounds: round,
+        searches,
+        ratios,
+        reason,
+    })
+}
+
+/// 0..n in a random order (Fisher–Yates).
+fn shuffled(n: usize, rng: &mut Rng) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..n).collect();
+    for i in (1..n).rev() {
+        let j = ((rng.uniform() * (i + 1) as f64) as usize).min(i);
+        order.swap(i, j);
+    }
+    order
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::world::{on_two_threads, plan, World};
+    use super::*;
+    use store::capacity::compare::{Difference, Ratio};
+
+    /// `n` comparisons of a world's server against one `speed` times as fast on the same host,
+    /// `rounds` rounds each, from seed `first`.
+    fn comparisons(speed: f64, n: u64, first: u64, rounds: u32) -> Vec<Ratio> {
+        let seeds: Vec<u64> = (first..first + n).collect();
+        on_two_threads(&seeds, |rt, seed| {
+            let a = World::new(seed);
+            let b = a.beside(speed);
+            let plans: Vec<Plan> = ["a", "b"]
+                .iter()
+                .map(|name| {
+                    let mut p = plan(0.5, seed);
+                    p.name = (*name).into();
+                    p.id = format!("{name}-{seed}");
+                    p.max_steps = 100;
+                    p
+                })
+                .collect();
+            let interleave = Interleave {
+                id: format!("c-{seed}"),
+                rounds,
+                budget: None,
+                seed,
+            };
+            let c = rt
+                .block_on(compare(plans, &mut [a, b], &interleave))
+                .unwrap();
+            c.ratios.into_iter().next()
+        })
+        .into_iter()
+        .flatten()
+        .collect()
+    }
+
+    /// The share of `ratios` whose interval holds `truth`, and of those that say a difference.
+    fn held(ratios: &[Ratio], truth: f64) -> (f64, f64) {
+        let n = ratios.len() as f64;
+        let holds = ratios
+            .iter()
+            .filter(|r| r.low.is_some_and(|l| l <= truth) && r.high.is_some_and(|h| truth <= h))
+            .count() as f64;
+        let differ = ratios
+            .iter()
+            .filter(|r| matches!(r.difference(), Difference::Higher | Difference::Lower))
+            .count() as f64;
+        (holds / n, differ / n)
+    }
+
+    #[test]
+    #[cfg_attr(
+        debug_assertions,
+        ignore = "hundreds of simulated comparisons: run with --release"
+    )]
+    fn an_aa_comparison_holds_1_and_an_ab_one_sees_10_percent() {
+        // A/A: the same server twice on one drifting host; 16 rounds each.
+        let aa = comparisons(1.0, 400, 100, 16);
+        assert_eq!(aa.len(), 400);
+        let (coverage, differ) = held(&aa, 1.0);
+        let mut widths: Vec<f64> = aa.iter().filter_map(Ratio::half_width).collect();
+        widths.sort_by(f64::total_cmp);
+        eprintln!(
+            "A/A: interval holds 1 in {:.1} %, a difference said in {:.1} %; median ±{:.2} %",
+            coverage * 100.0,
+            differ * 100.0,
+            widths[widths.len() / 2] * 100.0
+        );
+        assert!((0.93..=0.97).contains(&coverage), "A/A coverage {coverage}");
+        // A/B: one 10 % faster.
+        let ab = comparisons(1.1, 200, 10_000, 16);
+        let (coverage, differ) = held(&ab, 1.1);
+        eprintln!(
+            "A/B (1.10): interval holds 1.10 in {:.1} %, says b is faster in {:.1} %",
+            coverage * 100.0,
+            differ * 100.0
+        );
+        assert!(coverage >= 0.92, "A/B coverage {coverage}");
+        assert!(differ >= 0.9, "A/B power {differ}");
+    }
+
+    #[test]
+    #[ignore = "figures for docs/benchmarks/capacity.md: cargo test --release -p loadgen --lib compare_figures -- --ignored --nocapture"]
+    fn compare_figures() {
+        for rounds in [8, 16, 32] {
+            for (speed, n) in [(1.0, 1_000), (1.1, 500)] {
+                let done = comparisons(speed, n, 50_000, rounds);
+                let (coverage, differ) = held(&done, speed);
+                let mut widths: Vec<f64> = done.iter().filter_map(Ratio::half_width).collect();
+                widths.sort_by(f64::total_cmp);
+                let none = done.iter().filter(|r| r.low.is_none()).count();
+                eprintln!(
+                    "{rounds} rounds, true ratio {speed}: {n} comparisons, the interval held it in {:.1} %, a difference said in {:.1} %, no interval in {none}; median ±{:.2} %",
+                    coverage * 100.0,
+                    differ * 100.0,
+                    widths.get(widths.len() / 2).copied().unwrap_or(1.0) * 100.0
+                );
+            }
+        }
+    }
+}

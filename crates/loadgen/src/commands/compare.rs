@@ -1,0 +1,209 @@
+//! `loadgen capacity URL --against ORIGIN`: the searches of several targets interleaved, one
+//! step of each per round, compared by the ratios of their figures; printed, and each search
+//! kept (labelled `compare=ID`) as any search is.
+
+use std::time::Duration;
+
+use store::capacity::compare::Compared;
+use store::capacity::{Slo, Status};
+use store::Store;
+
+use super::capacity::{kept, seed, settings, target, Live};
+use crate::capacity::{self, bracket, step::Stepper, Interleave, Plan};
+use crate::cli::{CapacityArgs, OutputFormat};
+use crate::prepare::{self, Sending};
+use crate::{Error, RunEnd, Shutdown};
+
+/// The label a compared search's runs carry: the comparison's id.
+pub const COMPARE: &str = "compare";
+
+pub async fn run(
+    args: &CapacityArgs,
+    shutdown: &Shutdown,
+    command_line: &[String],
+) -> Result<RunEnd, Error> {
+    let order = args.order()?;
+    let Some(wanted) = order.search() else {
+        return Err(Error::Usage("not a search".into()));
+    };
+    let compared = compare(&order, wanted, shutdown, command_line).await?;
+    match args.output {
+        OutputFormat::Text => print!("{}", capacity::words::compared(&compared)),
+        OutputFormat::Json => println!(
+            "{}",
+            serde_json::to_string_pretty(&compared).map_err(|e| Error::Usage(e.to_string()))?
+        ),
+    }
+    if let Some(url) = prepare::keeping(&order, command_line)?.store_url {
+        let ids: Vec<&str> = compared.searches.iter().map(|s| s.id.as_str()).collect();
+        let line = format!(
+            "Kept as searches {} in {}, labelled {COMPARE}={}",
+            ids.join(", "),
+            redact::text(&url),
+            compared.id
+        );
+        kept(args, &url, &line, &ids).await?;
+    }
+    let stopped = compared
+        .searches
+        .iter()
+        .any(|s| s.status == Status::Interrupted);
+    Ok(if stopped {
+        RunEnd::Stopped
+    } else {
+        RunEnd::Completed
+    })
+}
+
+/// `order`'s requests sent to `origin` instead: each URL's scheme, host and port replaced.
+fn aimed(order: &order::Order, origin: &str) -> order::Order {
+    let mut aimed = order.clone();
+    for entry in &mut aimed.requests.entries {
+        entry.url = order::Secret(retarget(entry.url.expose(), origin));
+    }
+    aimed
+}
+
+/// `url` with its origin replaced by `origin`: its path and query kept ("/" without one).
+fn retarget(url: &str, origin: &str) -> String {
+    let rest = url.find("://").map_or(url, |at| &url[at + 3..]);
+    let path = rest.find(['/', '?']).map_or("/", |p| &rest[p..]);
+    if path.starts_with('?') {
+        format!("{origin}/{path}")
+    } else {
+        format!("{origin}{path}")
+    }
+}
+
+/// Runs the comparison `wanted` describes: the order's target and each of `against`.
+async fn compare(
+    order: &order::Order,
+    wanted: &order::Search,
+    shutdown: &Shutdown,
+    command_line: &[String],
+) -> Result<Compared, Error> {
+    if wanted.guns.is_some() {
+        return Err(Error::Usage(
+            "--against compares from this host's generator: drop --gun (a comparison across guns is not built yet)".into(),
+        ));
+    }
+    let slo = Slo {
+        terms: wanted.slo.clone(),
+    };
+    let mut orders = vec![order.clone()];
+    orders.extend(wanted.against.iter().map(|o| aimed(order, o.expose())));
+    let sendings = orders
+        .iter()
+        .map(|o| Sending::of(&o.requests, &o.pacing))
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut keeping = prepare::keeping(order, command_line)?;
+    let id = keeping.run_id.take().unwrap_or_else(store::RunMeta::new_id);
+    let store = match &keeping.store_url {
+        Some(url) => Some(Store::open(url).await?),
+        None => None,
+    };
+    let targets: Vec<String> = sendings.iter().map(target).collect();
+    let names: Vec<String> = targets
+        .iter()
+        .enumerate()
+        .map(|(i, t)| {
+            if targets.iter().filter(|o| *o == t).count() > 1 {
+                format!("{t} #{}", i + 1)
+            } else {
+                t.clone()
+            }
+        })
+        .collect();
+    let (step, warmup) = (
+        Duration::from_nanos(wanted.step_ns),
+        Duration::from_nanos(wanted.warmup_ns),
+    );
+    let mut lives = Vec::with_capacity(sendings.len());
+    let mut plans = Vec::with_capacity(sendings.len());
+    for ((sending, target), name) in sendings.iter().zip(&targets).zip(&names) {
+        let mut keeping = keeping.clone();
+        keeping.labels.insert(COMPARE.into(), id.clone());
+        keeping.name = Some(format!("capacity of {name}"));
+        let stepper = Stepper {
+            sending,
+            keeping,
+            slo: &slo,
+            warmup,
+            shutdown,
+        };
+        let start = match wanted.start {
+            Some(rate) => rate,
+            None => {
+                eprintln!(
+                    "Estimating a first rate for {name}: a closed loop of 16 connections for 2 s…"
+                );
+                stepper.estimate().await?.ok_or_else(|| {
+                    Error::Usage(format!(
+                        "{target} answered nothing to a closed loop of 16 connections in 2 s: is it up? (or give --start)"
+                    ))
+                })?
+            }
+        };
+        let search_id = store::RunMeta::new_id();
+        let mut labels = stepper.keeping.labels.clone();
+        labels.insert(COMPARE.into(), id.clone());
+        plans.push(Plan {
+            id: search_id.clone(),
+            name: name.clone(),
+            experiment: stepper.keeping.experiment.clone(),
+            target: target.clone(),
+            labels,
+            slo: slo.clone(),
+            settings: settings(
+                wanted,
+                sending,
+                bracket::round(start.clamp(wanted.min_rate, wanted.max_rate)),
+                seed(&search_id),
+            ),
+            max_steps: wanted.max_steps.max(u64::from(wanted.rounds)),
+            budget: None,
+            step,
+            resumed: Vec::new(),
+            warm: true,
+            started_at_ns: capacity::now_ns(),
+        });
+        lives.push(Live {
+            stepper,
+            store: store.clone(),
+            name: Some(name.clone()),
+        });
+    }
+    eprintln!(
+        "Comparing {} of {} targets within {slo}: {} rounds, one step of each per round in a random order",
+        plans[0].settings.figure(),
+        plans.len(),
+        wanted.rounds
+    );
+    let interleave = Interleave {
+        id: id.clone(),
+        rounds: wanted.rounds,
+        budget: wanted.budget_ns.map(Duration::from_nanos),
+        seed: seed(&id),
+    };
+    capacity::compare(plans, &mut lives, &interleave).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::retarget;
+
+    #[test]
+    fn another_origin_gets_the_same_paths() {
+        let to = "http://127.0.0.1:9090";
+        assert_eq!(
+            retarget("http://127.0.0.1:8080/now?x=1", to),
+            "http://127.0.0.1:9090/now?x=1"
+        );
+        assert_eq!(
+            retarget("https://example.test", to),
+            "http://127.0.0.1:9090/"
+        );
+        assert_eq!(retarget("http://a:1?q", to), "http://127.0.0.1:9090/?q");
+        assert_eq!(retarget("http://[::1]:81/x", to), "http://127.0.0.1:9090/x");
+    }
+}
