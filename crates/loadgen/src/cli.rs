@@ -398,6 +398,12 @@ pub struct AttackArgs {
     #[command(flatten)]
     pub request: RequestArgs,
 
+    /// A term of an SLO the run is judged against on its whole-run figures (repeatable):
+    /// p99<=10ms, p99.9<=50ms, mean<=5ms, errors<=0.1%. Exit 4 when missed, 5 when the run
+    /// cannot say (the generator was the limit).
+    #[arg(long = "slo", value_name = "TERM", value_parser = parse_attack_slo_term)]
+    pub slo: Vec<store::capacity::Term>,
+
     /// Open loop at a constant rate (requests per second), with --duration or --requests.
     #[arg(short = 'r', long, value_name = "REQ/S", value_parser = parse_rate)]
     pub rate: Option<f64>,
@@ -855,6 +861,7 @@ impl AttackArgs {
                 grace_ns: order::nanos(self.grace),
                 max_lateness_ns: self.max_lateness.map(order::nanos),
                 start_at_ns: self.shard.start_at.map(crate::prepare::unix_ns),
+                slo: self.slo.clone(),
             }),
             requests: self.request.requests()?,
             pacing: self.request.pacing(),
@@ -998,6 +1005,22 @@ fn parse_slo_term(text: &str) -> Result<store::capacity::Term, String> {
             e.why
         )
     })
+}
+
+/// A term `attack` can judge: its figure among those a run keeps (p50, p90, p95, p99, p99.9,
+/// mean, errors).
+fn parse_attack_slo_term(text: &str) -> Result<store::capacity::Term, String> {
+    let term = parse_slo_term(text)?;
+    match term.figure {
+        store::capacity::slo::Figure::Percentile(q)
+            if ![50.0, 90.0, 95.0, 99.0, 99.9].iter().any(|k| (k - q).abs() < 1e-9) =>
+        {
+            Err(format!(
+                "a run keeps p50, p90, p95, p99 and p99.9, not p{q}: bound one of those (a search, `loadgen capacity`, judges any)"
+            ))
+        }
+        _ => Ok(term),
+    }
 }
 
 fn parse_run_id(text: &str) -> Result<String, String> {

@@ -41,6 +41,10 @@ pub enum RunEnd {
     Completed,
     /// Stopped early, by Ctrl-C or `--max-lateness`; everything recorded was still reported.
     Stopped,
+    /// Ran to its end and missed its SLO.
+    SloMissed,
+    /// Ran to its end, and cannot say whether it met its SLO (the generator was the limit).
+    SloInconclusive,
 }
 
 impl RunEnd {
@@ -52,11 +56,25 @@ impl RunEnd {
         }
     }
 
-    /// 0 when the run completed, 3 when it was stopped early.
+    /// How a run judged against `verdict` ended: stopped early first, then the verdict.
+    pub fn judged(summary: &Summary, verdict: Option<&store::capacity::slo::Verdict>) -> Self {
+        use store::capacity::slo::Outcome;
+        match (RunEnd::of(summary), verdict.map(|v| v.outcome)) {
+            (RunEnd::Stopped, _) => RunEnd::Stopped,
+            (_, Some(Outcome::Missed)) => RunEnd::SloMissed,
+            (_, Some(Outcome::Inconclusive)) => RunEnd::SloInconclusive,
+            (end, _) => end,
+        }
+    }
+
+    /// 0 when the run completed (and met its SLO, if it had one), 3 when it was stopped early,
+    /// 4 when it missed its SLO, 5 when it cannot say.
     pub fn exit_code(self) -> u8 {
         match self {
             RunEnd::Completed => 0,
             RunEnd::Stopped => 3,
+            RunEnd::SloMissed => 4,
+            RunEnd::SloInconclusive => 5,
         }
     }
 }

@@ -84,12 +84,27 @@ pub async fn draw_site(url: &str, dir: &std::path::Path) -> Result<report::Site,
 }
 
 /// Prints the summary on standard output.
-pub fn print_summary(summary: &Summary, format: OutputFormat) -> Result<(), Error> {
+pub fn print_summary(
+    summary: &Summary,
+    verdict: Option<&store::capacity::slo::Verdict>,
+    format: OutputFormat,
+) -> Result<(), Error> {
     let mut out = std::io::stdout().lock();
     let text = match format {
-        OutputFormat::Text => summary.to_text(),
+        OutputFormat::Text => match verdict {
+            Some(v) => format!("{}{}\n", summary.to_text(), v.text()),
+            None => summary.to_text(),
+        },
         OutputFormat::Json => {
-            serde_json::to_string_pretty(summary).map_err(|e| Error::Output(e.into()))? + "\n"
+            // The summary's fields, and the verdict beside them as "slo".
+            let mut value = serde_json::to_value(summary).map_err(|e| Error::Output(e.into()))?;
+            if let (Some(v), Some(fields)) = (verdict, value.as_object_mut()) {
+                fields.insert(
+                    "slo".into(),
+                    serde_json::to_value(v).map_err(|e| Error::Output(e.into()))?,
+                );
+            }
+            serde_json::to_string_pretty(&value).map_err(|e| Error::Output(e.into()))? + "\n"
         }
     };
     out.write_all(text.as_bytes()).map_err(Error::Output)

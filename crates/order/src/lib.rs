@@ -78,6 +78,9 @@ pub struct Attack {
     /// instant (the shards of a run group all start at one).
     #[serde(default)]
     pub start_at_ns: Option<i64>,
+    /// The SLO the run is judged against on its whole-run figures (none: not judged).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub slo: Vec<Term>,
 }
 
 /// Open loop (requests on a schedule) or closed loop (each connection sends when answered).
@@ -485,6 +488,7 @@ impl Attack {
             grace_ns: 3_000_000_000,
             max_lateness_ns: None,
             start_at_ns: None,
+            slo: Vec::new(),
         }
     }
 }
@@ -610,6 +614,7 @@ mod tests {
                 grace_ns: 3_000_000_000,
                 max_lateness_ns: None,
                 start_at_ns: None,
+                slo: vec!["p99<=10ms".parse().expect("a term")],
             }),
             requests: Requests {
                 entries: vec![Request {
@@ -686,6 +691,7 @@ mod tests {
                 grace_ns: 2,
                 max_lateness_ns: Some(3),
                 start_at_ns: None,
+                slo: Vec::new(),
             });
             o.probes = None;
             orders.push(o.for_shard(1, 3, "group", -5));

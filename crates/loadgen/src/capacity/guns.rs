@@ -59,6 +59,7 @@ impl Volleys<'_> {
             grace_ns: order::nanos(grace),
             max_lateness_ns: None,
             start_at_ns: None,
+            slo: Vec::new(),
         });
         o.shard = None;
         o

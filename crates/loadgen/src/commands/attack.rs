@@ -17,10 +17,16 @@ pub async fn run(
     let mut keeping = prepare::keeping(&order, command_line)?;
     keeping.hdr_log = args.out.hdr_log.clone();
     let done = keep::execute(&plan, &keeping, shutdown).await?;
-    print_summary(&done.summary, args.out.output)?;
+    let verdict = (!attack.slo.is_empty()).then(|| {
+        store::capacity::Slo {
+            terms: attack.slo.clone(),
+        }
+        .verdict(&done.summary)
+    });
+    print_summary(&done.summary, verdict.as_ref(), args.out.output)?;
     print_kept(&done, &keeping, args.out.output);
     if let Some(dir) = &args.store.report {
         draw_report(dir, &done, &keeping, args.out.output).await?;
     }
-    Ok(RunEnd::of(&done.summary))
+    Ok(RunEnd::judged(&done.summary, verdict.as_ref()))
 }

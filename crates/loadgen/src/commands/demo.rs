@@ -185,7 +185,7 @@ pub async fn run(
     let done = keep::execute(&plan, &keeping, shutdown).await?;
     drop(local_probe);
     drop(target);
-    print_summary(&done.summary, args.out.output)?;
+    print_summary(&done.summary, None, args.out.output)?;
     if args.out.output == OutputFormat::Text {
         let mut text = explain(&done.summary, stall, args.max_connections);
         if let (Some(id), Some(url)) = (&done.run_id, &keeping.store_url) {

@@ -182,6 +182,122 @@ impl fmt::Display for Slo {
     }
 }
 
+/// How a run stands against an SLO.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Outcome {
+    /// Every term's figure within its bound, on a run that drove what it was asked.
+    Met,
+    /// A term's figure beyond its bound.
+    Missed,
+    /// The run cannot say: the generator was the limit, it was stopped early, or a figure is
+    /// not among the run's.
+    Inconclusive,
+}
+
+impl Outcome {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Met => "met",
+            Outcome::Missed => "missed",
+            Outcome::Inconclusive => "inconclusive",
+        }
+    }
+}
+
+/// One term against a run's figure.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Measured {
+    pub term: Term,
+    /// The run's figure (ns for a latency, 0–1 for errors); `None` where the run has none.
+    pub value: Option<f64>,
+}
+
+impl Measured {
+    /// "p99 3.1ms <= 10ms", "errors 0.5 % > 0.1 %".
+    pub fn text(&self) -> String {
+        let bound = self.term.value_text(self.term.bound);
+        match self.value {
+            Some(v) if v <= self.term.bound => {
+                format!(
+                    "{} {} <= {bound}",
+                    self.term.figure,
+                    self.term.value_text(v)
+                )
+            }
+            Some(v) => format!("{} {} > {bound}", self.term.figure, self.term.value_text(v)),
+            None => format!("{} not measured", self.term.figure),
+        }
+    }
+}
+
+/// A whole run judged against an SLO on its figures.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Verdict {
+    pub outcome: Outcome,
+    pub terms: Vec<Measured>,
+    /// Why it is inconclusive, when it is.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub why: String,
+}
+
+impl Verdict {
+    /// "SLO met: p99 3.1ms <= 10ms, errors 0 % <= 0.1 %", or what it missed, or why it cannot
+    /// say.
+    pub fn text(&self) -> String {
+        let terms: Vec<String> = self.terms.iter().map(Measured::text).collect();
+        let terms = terms.join(", ");
+        match self.outcome {
+            Outcome::Inconclusive => format!("SLO inconclusive: {} ({terms})", self.why),
+            o => format!("SLO {}: {terms}", o.as_str()),
+        }
+    }
+}
+
+impl Slo {
+    /// The run of `summary` judged against every term on its whole-run figures. Inconclusive
+    /// when the run was stopped early, when the generator was its limit
+    /// ([`super::judge::generator_limit`]: the figures describe less load than asked), or when
+    /// a term's figure is not among the run's.
+    pub fn verdict(&self, summary: &crate::summary::Summary) -> Verdict {
+        let terms: Vec<Measured> = self
+            .terms
+            .iter()
+            .map(|t| Measured {
+                term: *t,
+                value: t.of(summary),
+            })
+            .collect();
+        let missed = terms
+            .iter()
+            .any(|m| m.value.is_some_and(|v| v > m.term.bound));
+        let why = if summary.requests.total == 0 {
+            "no request was sent".to_string()
+        } else if let Some(stopped) = &summary.stopped {
+            format!("the run was stopped early ({stopped})")
+        } else if let Some(limit) = super::judge::generator_limit(summary) {
+            format!("the generator was the limit, not the server: {limit}")
+        } else if let Some(m) = terms.iter().find(|m| m.value.is_none()) {
+            format!(
+                "a run keeps p50, p90, p95, p99 and p99.9, not {}",
+                m.term.figure
+            )
+        } else {
+            String::new()
+        };
+        let outcome = match (why.is_empty(), missed) {
+            (false, _) => Outcome::Inconclusive,
+            (true, true) => Outcome::Missed,
+            (true, false) => Outcome::Met,
+        };
+        Verdict {
+            outcome,
+            terms,
+            why,
+        }
+    }
+}
+
 /// A number without trailing zeros: 0.1, 1, 2.5.
 fn trim(v: f64) -> String {
     let s = format!("{v:.4}");
