@@ -57,7 +57,7 @@ impl RunEnd {
     }
 
     /// How a run judged against `verdict` ended: stopped early first, then the verdict.
-    pub fn judged(summary: &Summary, verdict: Option<&store::capacity::slo::Verdict>) -> Self {
+    pub fn judged(summary: &Summary, verdict: Option<&store::capacity::slo::RunVerdict>) -> Self {
         use store::capacity::slo::Outcome;
         match (RunEnd::of(summary), verdict.map(|v| v.outcome)) {
             (RunEnd::Stopped, _) => RunEnd::Stopped,

@@ -18,10 +18,10 @@ pub async fn run(
     keeping.hdr_log = args.out.hdr_log.clone();
     let done = keep::execute(&plan, &keeping, shutdown).await?;
     let verdict = (!attack.slo.is_empty()).then(|| {
-        store::capacity::Slo {
+        let slo = store::capacity::Slo {
             terms: attack.slo.clone(),
-        }
-        .verdict(&done.summary)
+        };
+        store::capacity::judge::verdict(&slo, &done.summary)
     });
     print_summary(&done.summary, verdict.as_ref(), args.out.output)?;
     print_kept(&done, &keeping, args.out.output);

@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use super::batch;
 use super::interval::Estimate;
-use super::slo::{Figure, Slo, Term};
+use super::slo::{Figure, Measured, Outcome, RunVerdict, Slo, Term};
 use crate::model::IntervalStats;
 use crate::summary::figures::Summary;
 use crate::vocabulary::LimitedBy;
@@ -129,6 +129,48 @@ pub fn generator_limit(summary: &Summary) -> Option<String> {
         crate::diagnosis::generator_fell_behind(summary)
             .unwrap_or_else(|| format!("requests were held back by the {limit}"))
     })
+}
+
+/// The run of `summary` judged against every term of `slo` on its whole-run figures.
+/// Inconclusive when the run was stopped early, when the generator was its limit
+/// ([`generator_limit`]: the figures describe less load than asked), or when a term's figure
+/// is not among the run's.
+pub fn verdict(slo: &Slo, summary: &Summary) -> RunVerdict {
+    let terms: Vec<Measured> = slo
+        .terms
+        .iter()
+        .map(|t| Measured {
+            term: *t,
+            value: t.of(summary),
+        })
+        .collect();
+    let missed = terms
+        .iter()
+        .any(|m| m.value.is_some_and(|v| v > m.term.bound));
+    let why = if summary.requests.total == 0 {
+        "no request was sent".to_string()
+    } else if let Some(stopped) = &summary.stopped {
+        format!("the run was stopped early ({stopped})")
+    } else if let Some(limit) = generator_limit(summary) {
+        format!("the generator was the limit, not the server: {limit}")
+    } else if let Some(m) = terms.iter().find(|m| m.value.is_none()) {
+        format!(
+            "a run keeps p50, p90, p95, p99 and p99.9, not {}",
+            m.term.figure
+        )
+    } else {
+        String::new()
+    };
+    let outcome = match (why.is_empty(), missed) {
+        (false, _) => Outcome::Inconclusive,
+        (true, true) => Outcome::Missed,
+        (true, false) => Outcome::Met,
+    };
+    RunVerdict {
+        outcome,
+        terms,
+        why,
+    }
 }
 
 /// Judges the window `intervals` (each `interval_s` long) of a step offered `offered` req/s;

@@ -233,7 +233,7 @@ impl Measured {
 
 /// A whole run judged against an SLO on its figures.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Verdict {
+pub struct RunVerdict {
     pub outcome: Outcome,
     pub terms: Vec<Measured>,
     /// Why it is inconclusive, when it is.
@@ -241,7 +241,7 @@ pub struct Verdict {
     pub why: String,
 }
 
-impl Verdict {
+impl RunVerdict {
     /// "SLO met: p99 3.1ms <= 10ms, errors 0 % <= 0.1 %", or what it missed, or why it cannot
     /// say.
     pub fn text(&self) -> String {
@@ -250,50 +250,6 @@ impl Verdict {
         match self.outcome {
             Outcome::Inconclusive => format!("SLO inconclusive: {} ({terms})", self.why),
             o => format!("SLO {}: {terms}", o.as_str()),
-        }
-    }
-}
-
-impl Slo {
-    /// The run of `summary` judged against every term on its whole-run figures. Inconclusive
-    /// when the run was stopped early, when the generator was its limit
-    /// ([`super::judge::generator_limit`]: the figures describe less load than asked), or when
-    /// a term's figure is not among the run's.
-    pub fn verdict(&self, summary: &crate::summary::Summary) -> Verdict {
-        let terms: Vec<Measured> = self
-            .terms
-            .iter()
-            .map(|t| Measured {
-                term: *t,
-                value: t.of(summary),
-            })
-            .collect();
-        let missed = terms
-            .iter()
-            .any(|m| m.value.is_some_and(|v| v > m.term.bound));
-        let why = if summary.requests.total == 0 {
-            "no request was sent".to_string()
-        } else if let Some(stopped) = &summary.stopped {
-            format!("the run was stopped early ({stopped})")
-        } else if let Some(limit) = super::judge::generator_limit(summary) {
-            format!("the generator was the limit, not the server: {limit}")
-        } else if let Some(m) = terms.iter().find(|m| m.value.is_none()) {
-            format!(
-                "a run keeps p50, p90, p95, p99 and p99.9, not {}",
-                m.term.figure
-            )
-        } else {
-            String::new()
-        };
-        let outcome = match (why.is_empty(), missed) {
-            (false, _) => Outcome::Inconclusive,
-            (true, true) => Outcome::Missed,
-            (true, false) => Outcome::Met,
-        };
-        Verdict {
-            outcome,
-            terms,
-            why,
         }
     }
 }
