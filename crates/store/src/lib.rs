@@ -24,9 +24,10 @@
 //!   storage, the target's pool of connections, beside the target's own), as a finding: a
 //!   short sentence and its evidence.
 //! - [`capacity`]: capacity searches as kept: the SLO, a step judged on its point figures
-//!   (`judge`, with batch-means intervals beside them), C_p estimated from every step with its
-//!   95 % interval (`fit`), repeated searches pooled (`repeated`), the seeded generator of the
-//!   up-and-down coin and the simulations (`random`).
+//!   (`judge`, with batch-means intervals beside them, and a whole run against an SLO), C_p
+//!   estimated from every step with its 95 % interval (`fit`), repeated searches pooled
+//!   (`repeated`), targets compared by the ratio of their figures over interleaved rounds
+//!   (`compare`), the seeded generator of the up-and-down coin and the simulations (`random`).
 //! - [`vocabulary`]: the words crates exchange: causes, check outcomes, phases, label names.
 //! - [`hdrlog`]: HdrHistogram interval logs, and histograms in HdrHistogram's own format.
 //! - [`import`]: a run saved locally while its store was down, brought back.
