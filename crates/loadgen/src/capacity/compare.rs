@@ -1,7 +1,8 @@
 //! Targets compared by interleaved searches: one step of every target per round, in a random
 //! order within the round, until the rounds or the budget are spent; then the ratio of each
-//! target's C_p to the first's, with its 95 % interval ([`store::capacity::compare`]). The number of rounds is fixed before the first (no stopping
-//! when the ratio looks narrow), so that the interval's coverage is the one proven below.
+//! target's C_p to the first's, with its 95 % interval ([`store::capacity::compare`]). The
+//! number of rounds is fixed before the first (no stopping when the ratio looks narrow), so
+//! that the interval's coverage is the one proven below.
 
 use std::time::{Duration, Instant};
 

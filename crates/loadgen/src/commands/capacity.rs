@@ -24,13 +24,11 @@ pub async fn run(
     };
     let store_url = prepare::keeping(&order, command_line)?.store_url;
     let repeated = search(&order, wanted, shutdown, command_line).await?;
-    match args.output {
-        OutputFormat::Text => print!("{}", capacity::words::repeated(&repeated)),
-        OutputFormat::Json => println!(
-            "{}",
-            serde_json::to_string_pretty(&repeated).map_err(|e| Error::Usage(e.to_string()))?
-        ),
-    }
+    print_out(
+        args.output,
+        || capacity::words::repeated(&repeated),
+        &repeated,
+    )?;
     if let Some(url) = store_url {
         let ids: Vec<&str> = repeated.searches.iter().map(|s| s.id.as_str()).collect();
         let line = format!(
@@ -46,6 +44,22 @@ pub async fn run(
         Some(Status::Interrupted) => RunEnd::Stopped,
         _ => RunEnd::Completed,
     })
+}
+
+/// Prints a search's or a comparison's answer: `text()` as text, or `value` as JSON.
+pub(super) fn print_out(
+    format: OutputFormat,
+    text: impl FnOnce() -> String,
+    value: &impl serde::Serialize,
+) -> Result<(), Error> {
+    match format {
+        OutputFormat::Text => print!("{}", text()),
+        OutputFormat::Json => println!(
+            "{}",
+            serde_json::to_string_pretty(value).map_err(|e| Error::Usage(e.to_string()))?
+        ),
+    }
+    Ok(())
 }
 
 /// Says where searches `ids` were kept (`line`: on standard output after text, on standard

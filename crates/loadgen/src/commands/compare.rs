@@ -5,17 +5,14 @@
 use std::time::Duration;
 
 use store::capacity::compare::Compared;
-use store::capacity::{Slo, Status};
+use store::capacity::{label, Slo, Status};
 use store::Store;
 
-use super::capacity::{kept, seed, settings, target, Live};
+use super::capacity::{kept, print_out, seed, settings, target, Live};
 use crate::capacity::{self, bracket, step::Stepper, Interleave, Plan};
-use crate::cli::{CapacityArgs, OutputFormat};
+use crate::cli::CapacityArgs;
 use crate::prepare::{self, Sending};
 use crate::{Error, RunEnd, Shutdown};
-
-/// The label a compared search's runs carry: the comparison's id.
-pub const COMPARE: &str = "compare";
 
 pub async fn run(
     args: &CapacityArgs,
@@ -26,20 +23,20 @@ pub async fn run(
     let Some(wanted) = order.search() else {
         return Err(Error::Usage("not a search".into()));
     };
+    let store_url = prepare::keeping(&order, command_line)?.store_url;
     let compared = compare(&order, wanted, shutdown, command_line).await?;
-    match args.output {
-        OutputFormat::Text => print!("{}", capacity::words::compared(&compared)),
-        OutputFormat::Json => println!(
-            "{}",
-            serde_json::to_string_pretty(&compared).map_err(|e| Error::Usage(e.to_string()))?
-        ),
-    }
-    if let Some(url) = prepare::keeping(&order, command_line)?.store_url {
+    print_out(
+        args.output,
+        || capacity::words::compared(&compared),
+        &compared,
+    )?;
+    if let Some(url) = store_url {
         let ids: Vec<&str> = compared.searches.iter().map(|s| s.id.as_str()).collect();
         let line = format!(
-            "Kept as searches {} in {}, labelled {COMPARE}={}",
+            "Kept as searches {} in {}, labelled {}={}",
             ids.join(", "),
             redact::text(&url),
+            label::COMPARE,
             compared.id
         );
         kept(args, &url, &line, &ids).await?;
@@ -122,7 +119,7 @@ async fn compare(
     let mut plans = Vec::with_capacity(sendings.len());
     for ((sending, target), name) in sendings.iter().zip(&targets).zip(&names) {
         let mut keeping = keeping.clone();
-        keeping.labels.insert(COMPARE.into(), id.clone());
+        keeping.labels.insert(label::COMPARE.into(), id.clone());
         keeping.name = Some(format!("capacity of {name}"));
         let stepper = Stepper {
             sending,
@@ -145,8 +142,7 @@ async fn compare(
             }
         };
         let search_id = store::RunMeta::new_id();
-        let mut labels = stepper.keeping.labels.clone();
-        labels.insert(COMPARE.into(), id.clone());
+        let labels = stepper.keeping.labels.clone();
         plans.push(Plan {
             id: search_id.clone(),
             name: name.clone(),

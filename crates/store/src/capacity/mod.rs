@@ -32,6 +32,8 @@ pub mod label {
     pub const SEARCH: &str = "search";
     /// The step's number, from 1.
     pub const STEP: &str = "step";
+    /// The comparison's id, on the searches it interleaved (and their steps' runs).
+    pub const COMPARE: &str = "compare";
 }
 
 /// How a search is run.
