@@ -17,20 +17,30 @@ test('the calibration answers a positive whole number of rounds per ms', () => {
 
 test('the CPU asked is the CPU spent', () => {
   const perMs = compute.calibrate();
+  // Warm first: V8 optimises the loop on a background thread of this process, whose CPU
+  // process.cpuUsage() counts too.
+  compute.work(50, perMs);
   for (const ms of [5, 50]) {
-    const start = cpuMs();
-    const wallStart = performance.now();
-    compute.work(ms, perMs);
-    const spent = cpuMs() - start;
-    const wall = performance.now() - wallStart;
+    // Node 20 reads only the whole process's CPU, so a collector or compiler thread can add
+    // to one reading (up to 5 ms measured here in a 5 ms ask): every reading is at least what
+    // was asked, and the least of three is within it.
+    const spent = [];
+    for (let i = 0; i < 3; i += 1) {
+      const start = cpuMs();
+      const wallStart = performance.now();
+      compute.work(ms, perMs);
+      spent.push(cpuMs() - start);
+      const wall = performance.now() - wallStart;
+      // And it ends: a loop that misreads the clock would not.
+      assert.ok(wall < ms * 20 + 1000, `${ms} ms of CPU took ${wall.toFixed(1)} ms`);
+    }
+    const least = Math.min(...spent);
     // At least what was asked; past it by at most a batch (~50 µs) and a reading of the clock,
     // with room for a busy test host.
     assert.ok(
-      spent >= ms && spent <= ms * 1.1 + 2,
-      `${ms} ms asked (${perMs} rounds per ms), ${spent.toFixed(2)} ms spent`,
+      least >= ms && least <= ms * 1.1 + 2,
+      `${ms} ms asked (${perMs} rounds per ms), ${spent.map((s) => s.toFixed(2)).join(', ')} ms spent`,
     );
-    // And it ends: a loop that misreads the clock would not.
-    assert.ok(wall < ms * 20 + 1000, `${ms} ms of CPU took ${wall.toFixed(1)} ms`);
   }
 });
 
