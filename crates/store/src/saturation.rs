@@ -207,11 +207,15 @@ impl Saturation {
         let samples = samples_in(probe, from_ns, to_ns);
         let (_, seconds) = delta(&samples, |s| s.total.as_ref().map(|t| t.cpu_ns))?;
         let cpu_ns_per_s = tree_rate(&samples, |p| Some(p.cpu_ns))?;
-        let quota = samples
+        // What it may use is a setting, not a rate: as last read by the window's end. The slow
+        // collectors that read the CPUs it may run on pass at most once a second, within their
+        // CPU budget, so a short window of a busy host can hold none of their passes.
+        let settings = samples_in(probe, i64::MIN, to_ns);
+        let quota = settings
             .iter()
             .rev()
             .find_map(|s| s.cgroup.as_ref()?.quota_cpus);
-        let cpus = samples
+        let cpus = settings
             .iter()
             .rev()
             .find_map(|s| s.total.as_ref()?.cpus_allowed);
@@ -246,7 +250,7 @@ impl Saturation {
                 .iter()
                 .filter_map(|s| s.total.as_ref()?.tcp.as_ref().map(|t| t.accept_queue))
                 .max(),
-            cpus: samples
+            cpus: settings
                 .iter()
                 .rev()
                 .find_map(|s| s.total.as_ref()?.cpu_list.clone()),
@@ -557,6 +561,27 @@ mod tests {
         assert_eq!(limit, Limit::Cpu, "{text}");
         assert!(
             text.contains("95 % of its cpus (2.00 may run on)"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn the_cpus_it_may_use_are_as_last_read_when_no_slow_pass_fell_in_the_window() {
+        // Pinned to one CPU, read at 0 s only (the slow collectors' one pass); the window is 5–10 s.
+        let p = probe(0.99, |i, s| {
+            if let Some(t) = &mut s.total {
+                t.cpus_allowed = (i == 0).then_some(1);
+                if i > 0 {
+                    t.thread_states = None;
+                }
+            }
+        });
+        let (limit, text) = Saturation::of(&p, 5_000_000_000, 10_000_000_000)
+            .unwrap()
+            .verdict();
+        assert_eq!(limit, Limit::Cpu, "{text}");
+        assert!(
+            text.contains("99 % of its cpus (1.00 may run on)"),
             "{text}"
         );
     }
