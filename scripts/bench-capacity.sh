@@ -8,19 +8,11 @@
 #   scripts/bench-capacity.sh go      (or node, rust; about 10 minutes)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-root=$(dirname "$here")
 name=${1:?give a built-in target: go, node or rust}
 port=${PORT:-18480}
-loadgen="${CARGO_TARGET_DIR:-$root/target}/release/loadgen"
-[ -x "$loadgen" ] || (cd "$root" && cargo build --release -p loadgen)
-out=$(mktemp -d)
-PORT=$port taskset -c 1 setsid "$root/targets/run" "$name" >"$out/target.log" 2>&1 &
-target=$!
-trap 'kill -- -"$target" 2>/dev/null || kill "$target" 2>/dev/null; rm -rf "$out"' EXIT
-for _ in $(seq 1 100); do
-  curl -fsS "http://127.0.0.1:$port/now" >/dev/null 2>&1 && break
-  sleep 0.2
-done
+# shellcheck source=scripts/bench-lib.sh
+. "$here/bench-lib.sh"
+start_target "$name" "$port"
 for n in 1 2; do
   start=$(date +%s)
   taskset -c 0 "$loadgen" capacity "http://127.0.0.1:$port/now" --no-store \

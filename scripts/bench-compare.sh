@@ -9,29 +9,11 @@
 #   scripts/bench-compare.sh node go     (go ÷ node)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-root=$(dirname "$here")
 first=${1:?give one or two built-in targets: go, node or rust}
 second=${2:-}
 rounds=${ROUNDS:-16}
-loadgen="${CARGO_TARGET_DIR:-$root/target}/release/loadgen"
-[ -x "$loadgen" ] || (cd "$root" && cargo build --release -p loadgen)
-out=$(mktemp -d)
-pids=()
-cleanup() {
-  for pid in "${pids[@]}"; do kill -- -"$pid" 2>/dev/null || kill "$pid" 2>/dev/null || true; done
-  rm -rf "$out"
-}
-trap cleanup EXIT
-start_target() { # NAME PORT
-  PORT=$2 taskset -c 1 setsid "$root/targets/run" "$1" >"$out/$1-$2.log" 2>&1 &
-  pids+=("$!")
-  for _ in $(seq 1 100); do
-    curl -fsS "http://127.0.0.1:$2/now" >/dev/null 2>&1 && return 0
-    sleep 0.2
-  done
-  echo "$1 did not answer on port $2" >&2
-  return 1
-}
+# shellcheck source=scripts/bench-lib.sh
+. "$here/bench-lib.sh"
 start_target "$first" 18480
 against=http://127.0.0.1:18480
 if [ -n "$second" ]; then

@@ -416,6 +416,11 @@ pub struct SearchSpec {
     pub min_rate: Option<f64>,
     pub max_rate: Option<f64>,
     pub max_steps: Option<u64>,
+    /// Compare the targets as interleaved ratios: at each setting and repetition, every
+    /// target's search runs at once, this many rounds of one step of each in a random order
+    /// (all targets up), each pair compared by the ratio of their capacities with its 95 %
+    /// interval over the rounds. Absent: each target searched on its own, one after another.
+    pub rounds: Option<u32>,
 }
 
 /// Open loop or closed loop.

@@ -52,6 +52,9 @@ pub struct Attack {
     pub search: Option<crate::file::SearchSpec>,
     /// A search's gun hosts ([`crate::fleet::Fleet::guns`]).
     pub guns: Option<order::Guns>,
+    /// A search's other targets, compared with this one in interleaved rounds (`[search]
+    /// rounds`): each one's own search, as its cell would run it alone.
+    pub against: Vec<Attack>,
 }
 
 /// The headers in the variable `var` (a load's `headers_env`), one `Name: value` a line. A
@@ -199,7 +202,29 @@ impl Attack {
             search.max_steps = n;
         }
         search.guns = self.guns.clone();
+        if let Some(rounds) = spec.rounds {
+            search.rounds = rounds;
+        }
+        search.against = self
+            .against
+            .iter()
+            .map(Attack::against_of)
+            .collect::<Result<_, _>>()?;
         Ok(search)
+    }
+
+    /// This attack as another target of a comparison: its origin, its search's name, id and
+    /// labels, its own probes.
+    fn against_of(&self) -> Result<order::Against, GunError> {
+        Ok(order::Against {
+            origin: order::Secret(self.base_url.clone()),
+            keeping: Some(order::AgainstKeeping {
+                name: self.name.clone(),
+                run_id: self.run_id.clone(),
+                labels: self.labels.iter().cloned().collect(),
+            }),
+            probes: self.probes_of()?,
+        })
     }
 
     /// The load's requests: its mix, or its one path, at the target's base URL.
@@ -460,6 +485,7 @@ mod tests {
             post_roll: Duration::ZERO,
             search: None,
             guns: None,
+            against: Vec::new(),
         }
     }
 
@@ -540,6 +566,7 @@ mod tests {
             min_rate: None,
             max_rate: None,
             max_steps: None,
+            rounds: None,
         });
         let order = a.order().unwrap();
         let search = order.search().unwrap();
@@ -552,5 +579,54 @@ mod tests {
             },
             defaults
         );
+    }
+
+    #[test]
+    fn a_comparisons_other_targets_are_kept_and_watched_as_their_own_cells() {
+        let search = crate::file::SearchSpec {
+            slo: vec!["p99<=10ms".into()],
+            start: None,
+            resolution: None,
+            step: None,
+            warmup: None,
+            min_rate: None,
+            max_rate: None,
+            max_steps: None,
+            rounds: Some(12),
+        };
+        let load = LoadSpec {
+            path: Some("/now?x=1".into()),
+            ..Default::default()
+        };
+        let mut a = attack(load.clone());
+        a.search = Some(search.clone());
+        let mut b = attack(load);
+        b.base_url = "http://127.0.0.1:9090".into();
+        b.name = "e target=node #1".into();
+        b.run_id = "r-node".into();
+        b.labels = vec![("target".into(), "node".into())];
+        b.probes = vec!["127.0.0.1:7001".into()];
+        b.search = Some(search);
+        a.against = vec![b];
+        let order = a.order().unwrap();
+        let search = order.search().unwrap();
+        assert_eq!(search.rounds, 12);
+        assert_eq!(order.keeping.labels["target"], "go");
+        let [against] = search.against.as_slice() else {
+            panic!("{:?}", search.against)
+        };
+        assert_eq!(against.origin.expose(), "http://127.0.0.1:9090");
+        let keeping = against.keeping.as_ref().unwrap();
+        assert_eq!(
+            (keeping.name.as_str(), keeping.run_id.as_str()),
+            ("e target=node #1", "r-node")
+        );
+        assert_eq!(keeping.labels["target"], "node");
+        // Its own probe, not the first target's (which has none here).
+        assert_eq!(
+            against.probes.as_ref().map(|p| p.addresses.clone()),
+            Some(vec!["127.0.0.1:7001".to_string()])
+        );
+        assert!(order.probes.is_none());
     }
 }

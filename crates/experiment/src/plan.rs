@@ -121,7 +121,19 @@ pub enum PlanError {
     Cell { cell: String, why: LoadError },
     #[error("cell {0}: its rate is a share of a capacity, but no cell searches that target with the same requests, environment and other axes: add one whose load has no rate (or \"search\" to the rate axis)")]
     NoSearchForShare(String),
+    #[error("[search] rounds = {0}: a comparison runs from {MIN_ROUNDS} to {MAX_ROUNDS} rounds")]
+    Rounds(u32),
+    #[error("[search] rounds interleaves the targets' searches from this host's generator: drop [guns], or drop rounds to search each target on its own")]
+    RoundsWithGuns,
+    #[error("[search] rounds sends every target the same requests: {0} and {1} have different loads at {2}; give them one load, or drop rounds")]
+    RoundsLoads(String, String, String),
+    #[error("[search] rounds sends every target the same requests at its own origin: target {0}'s url has a path ({1}); give it at its origin, or drop rounds")]
+    RoundsPath(String, String),
 }
+
+/// The most rounds a comparison runs.
+pub const MAX_ROUNDS: u32 = 1000;
+pub use store::capacity::compare::MIN_ROUNDS;
 
 /// What is missing or contradictory in a cell's load.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
@@ -219,7 +231,7 @@ impl Plan {
                 (s.step.unwrap_or(Duration::from_secs(10))
                     + s.warmup.unwrap_or(Duration::from_secs(2))
                     + Duration::from_secs(1))
-                    * SEARCH_STEPS
+                    * s.rounds.unwrap_or(SEARCH_STEPS)
             }
             None => cell.load_time(),
         }
@@ -409,6 +421,7 @@ pub fn plan(experiment: &Experiment, options: &PlanOptions) -> Result<Plan, Plan
         }
     }
     let all = shares(all)?;
+    interleavable(experiment, &all)?;
     let mut searched: Vec<Vec<(String, String)>> = Vec::new();
     for c in all.iter().filter(|c| c.kind == CellKind::Search) {
         if !searched.contains(&c.setting) {
@@ -464,6 +477,66 @@ pub fn plan(experiment: &Experiment, options: &PlanOptions) -> Result<Plan, Plan
         searched,
         cells,
     })
+}
+
+/// With `[search] rounds`, the searches of a setting and repetition run as one comparison:
+/// from this host's generator, each target sent the same requests at its own origin.
+fn interleavable(experiment: &Experiment, cells: &[Cell]) -> Result<(), PlanError> {
+    let file = &experiment.file;
+    let Some(rounds) = file.search.as_ref().and_then(|s| s.rounds) else {
+        return Ok(());
+    };
+    if !(MIN_ROUNDS..=MAX_ROUNDS).contains(&rounds) {
+        return Err(PlanError::Rounds(rounds));
+    }
+    if file.guns.is_some() {
+        return Err(PlanError::RoundsWithGuns);
+    }
+    for t in &file.targets {
+        if let Some(url) = &t.url {
+            let rest = url.split_once("://").map_or(url.as_str(), |(_, r)| r);
+            if rest
+                .find('/')
+                .is_some_and(|at| !rest[at..].trim_matches('/').is_empty())
+            {
+                return Err(PlanError::RoundsPath(t.name.clone(), url.clone()));
+            }
+        }
+    }
+    let searches: Vec<&Cell> = cells
+        .iter()
+        .filter(|c| c.kind == CellKind::Search)
+        .collect();
+    for (i, a) in searches.iter().enumerate() {
+        for b in &searches[i + 1..] {
+            if a.setting == b.setting && a.repetition == b.repetition && a.load != b.load {
+                return Err(PlanError::RoundsLoads(
+                    a.target.clone(),
+                    b.target.clone(),
+                    a.setting_text(),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The cells searched together with `cell` (its setting and repetition, every target) when the
+/// file's `[search]` has rounds, in `cells`' order; `cell` alone otherwise.
+pub fn together<'c>(plan: &Plan, cells: &[&'c Cell], cell: &'c Cell) -> Vec<&'c Cell> {
+    let interleaved = plan.search.as_ref().is_some_and(|s| s.rounds.is_some());
+    if !interleaved || cell.kind != CellKind::Search {
+        return vec![cell];
+    }
+    cells
+        .iter()
+        .copied()
+        .filter(|c| {
+            c.kind == CellKind::Search
+                && c.setting == cell.setting
+                && c.repetition == cell.repetition
+        })
+        .collect()
 }
 
 /// Ties each share to its searches (the whole matrix's, before `--only` cuts it: a search kept
@@ -745,6 +818,43 @@ mod tests {
     }
 
     const SEARCH: &str = "[search]\nslo = [\"p99<=10ms\"]\n";
+
+    #[test]
+    fn rounds_search_every_target_of_a_setting_together_with_one_load() {
+        let file = |rounds: u32, node: &str| {
+            experiment(&format!(
+                "[search]\nslo = [\"p99<=10ms\"]\nrounds = {rounds}\n[[target]]\nname = \"node\"\n{node}[matrix]\nconnections = [10, 100]\n"
+            ))
+        };
+        let p = plan(&file(12, ""), &PlanOptions::default()).unwrap();
+        let cells: Vec<&Cell> = p.cells.iter().collect();
+        let together: Vec<String> = together(&p, &cells, cells[0])
+            .iter()
+            .map(|c| c.key())
+            .collect();
+        assert_eq!(
+            together,
+            ["target=go connections=10", "target=node connections=10"]
+        );
+        // The time a comparison takes: a step of each target per round.
+        assert_eq!(
+            p.cell_load_time(cells[0]),
+            Duration::from_secs(13) * 12,
+            "{:?}",
+            p.search
+        );
+        assert_eq!(
+            plan(&file(4, ""), &PlanOptions::default()).unwrap_err(),
+            PlanError::Rounds(4)
+        );
+        let other = "[target.load]\npath = \"/other\"\n";
+        let err = plan(&file(12, other), &PlanOptions::default()).unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("go and node have different loads at connections=10"),
+            "{err}"
+        );
+    }
 
     #[test]
     fn a_share_of_capacity_runs_after_every_search_at_an_unscaled_share() {

@@ -515,7 +515,8 @@ pub struct CapacityArgs {
     /// Compare with another target (repeatable): its origin (http://host:port), sent the same
     /// requests. The searches run interleaved, one step of each per round in a random order,
     /// and each is compared with the first by the ratio of their figures (95 % interval over
-    /// rounds). The first target given again is an A/A control.
+    /// rounds). The first target given again is an A/A control. --probe watches the first
+    /// target only: the others' steps are kept without a probe's diagnosis.
     #[arg(long, value_name = "ORIGIN", value_parser = parse_origin, conflicts_with = "searches")]
     pub against: Vec<String>,
 
@@ -912,11 +913,7 @@ impl CapacityArgs {
                 until: self.until,
                 budget_ns: self.budget.map(order::nanos),
                 guns: self.guns.guns(),
-                against: self
-                    .against
-                    .iter()
-                    .map(|o| order::Secret(o.clone()))
-                    .collect(),
+                against: self.against.iter().map(order::Against::at).collect(),
                 rounds: self.rounds,
             })),
             requests: self.request.requests()?,

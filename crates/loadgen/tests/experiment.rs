@@ -915,15 +915,27 @@ fn beside() -> std::sync::RwLockReadGuard<'static, ()> {
 /// spending 1 ms and 2 ms of CPU a request), one search a cell, then a second at 80 % of what
 /// each target's search found, and a second at three times it.
 fn search_file(dir: &Path) -> String {
+    two_servers(
+        dir,
+        "search",
+        "resolution = \"10%\"",
+        "duration = \"1s\"\n\n[matrix]\nrate = [\"search\", \"80%\", \"300%\"]",
+    )
+}
+
+/// The experiment `name` of searches of two servers of known capacity ("slow" spends 2 ms of
+/// CPU a request, "fast" 1 ms), both on CPU 1, the generator on CPU 0: `search` more lines of
+/// its `[search]`, `rest` more of its `[load]` and what follows.
+fn two_servers(dir: &Path, name: &str, search: &str, rest: &str) -> String {
     let serve = |work: &str| {
         format!(r#"["{LOADGEN}", "target", "--listen", "127.0.0.1:{{port}}", "--work", "{work}"]"#)
     };
     write(
         dir,
-        "search.toml",
+        &format!("{name}.toml"),
         &format!(
             r#"
-name = "search"
+name = "{name}"
 question = "Which sustains more within p99 <= 20 ms?"
 pre_roll = "200ms"
 post_roll = "200ms"
@@ -936,7 +948,7 @@ target_cpus = "1"
 slo = ["p99<=20ms", "errors<=1%"]
 step = "1s"
 warmup = "300ms"
-resolution = "10%"
+{search}
 
 [[target]]
 name = "slow"
@@ -948,15 +960,95 @@ command = {}
 
 [load]
 path = "/"
-duration = "1s"
-
-[matrix]
-rate = ["search", "80%", "300%"]
+{rest}
 "#,
             serve("2ms"),
             serve("1ms")
         ),
     )
+}
+
+#[test]
+fn an_experiment_with_rounds_compares_its_targets_interleaved() {
+    let _cpu = one_search_at_a_time();
+    let work = tempfile::tempdir().unwrap();
+    let db = format!("sqlite://{}/runs.db", work.path().display());
+    let site = work.path().join("site");
+    let file = two_servers(work.path(), "rounds", "rounds = 10", "");
+    let out = experiment(&["run", &file, "--report", site.to_str().unwrap()], &db, "");
+    let said = text(&out);
+    assert!(out.status.success(), "{said}");
+    assert!(said.contains("2 cells run (0 failed)"), "{said}");
+    assert!(
+        said.contains("target=slow + target=fast"),
+        "one comparison of both: {said}"
+    );
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let store = rt.block_on(Store::open(&db)).unwrap();
+    let searches = rt.block_on(store.searches()).unwrap();
+    assert_eq!(searches.len(), 2, "{said}");
+    let of = |target: &str| {
+        searches
+            .iter()
+            .find(|s| s.labels.get("target").map(String::as_str) == Some(target))
+            .unwrap_or_else(|| panic!("no search of {target}"))
+    };
+    let (slow, fast) = (of("slow"), of("fast"));
+    // One comparison: the same label on both, a step of each in every round.
+    let compare = &slow.labels[store::capacity::label::COMPARE];
+    assert_eq!(
+        fast.labels.get(store::capacity::label::COMPARE),
+        Some(compare)
+    );
+    let rounds = |s: &store::capacity::Search| {
+        let mut r: Vec<u32> = s.steps.iter().filter_map(|st| st.round).collect();
+        r.dedup();
+        r
+    };
+    assert_eq!(rounds(slow).len(), 10, "{:?}", slow.steps);
+    assert_eq!(rounds(slow), rounds(fast));
+    // Each step is its own target's run, and a step that failed names the CPU of the
+    // server spinning its one CPU: read from that server's probe, not the other's.
+    let steps = rt
+        .block_on(store.list_runs(&RunFilter {
+            experiment: Some("rounds".into()),
+            labels: [("phase".to_string(), "step".to_string())].into(),
+            ..Default::default()
+        }))
+        .unwrap();
+    for s in [slow, fast] {
+        let target = &s.labels["target"];
+        for step in &s.steps {
+            let run = steps
+                .iter()
+                .find(|r| Some(&r.id) == step.run_id.as_ref())
+                .unwrap_or_else(|| panic!("{target}: step {step:?} not kept"));
+            assert_eq!(&run.labels["target"], target, "{:?}", run.labels);
+            if step.judgement.verdict != Verdict::Pass {
+                let limit = step.limit.as_ref().unwrap_or_else(|| panic!("{step:?}"));
+                assert!(
+                    matches!(limit.limit, Limit::Cpu | Limit::RunQueue),
+                    "{target} at {}: {}",
+                    step.rate,
+                    limit.why
+                );
+            }
+        }
+    }
+    // Twice the CPU a request: about half the capacity, and the interval says they differ.
+    let ratio = store::capacity::compare::ratio(fast, slow).unwrap();
+    assert!(
+        (1.6..=2.5).contains(&ratio.ratio) && ratio.low.is_some_and(|l| l > 1.0),
+        "{}",
+        ratio.text()
+    );
+    let page = experiment_page(&site);
+    assert!(
+        page.contains("interleaved rounds: a difference"),
+        "the page gives the ratio over the rounds: {}",
+        &page[page.find("sustains").unwrap_or(0)..]
+            [..600.min(page.len() - page.find("sustains").unwrap_or(0))]
+    );
 }
 
 #[test]

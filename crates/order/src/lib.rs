@@ -149,14 +149,51 @@ pub struct Search {
     /// Every step fired from these gun hosts together.
     #[serde(default)]
     pub guns: Option<Guns>,
-    /// Other targets' origins (`http://host:port`), each sent the same requests: their
-    /// searches run interleaved with this one, a step of each per round, and are compared by
-    /// the ratio of their figures. Empty: one target.
+    /// Other targets, each sent the same requests at its own origin: their searches run
+    /// interleaved with this one, a step of each per round, and are compared by the ratio of
+    /// their figures. Empty: one target.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub against: Vec<Secret>,
+    pub against: Vec<Against>,
     /// The rounds of such a comparison.
     #[serde(default = "sixteen")]
     pub rounds: u32,
+}
+
+/// Another target of a comparison: where it is, how its search is kept, what watches it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Against {
+    /// `http://host:port`: the order's requests are sent here instead, paths and queries kept.
+    pub origin: Secret,
+    /// Its search's name, id and labels instead of the order's (an experiment's cell of
+    /// another target); `None`: the order's labels, named by its origin, a new id.
+    #[serde(default)]
+    pub keeping: Option<AgainstKeeping>,
+    /// Its own probes. The order's watch the order's target only: a figure labelled with a
+    /// target is that target's alone.
+    #[serde(default)]
+    pub probes: Option<Probes>,
+}
+
+/// How another target's search of a comparison is kept (into the order's store).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AgainstKeeping {
+    pub name: String,
+    pub run_id: String,
+    #[serde(default)]
+    pub labels: BTreeMap<String, String>,
+}
+
+impl Against {
+    /// Another target at `origin`, kept and watched as the order says by default.
+    pub fn at(origin: impl Into<String>) -> Against {
+        Against {
+            origin: Secret(origin.into()),
+            keeping: None,
+            probes: None,
+        }
+    }
 }
 
 /// The fewest rounds a comparison runs (its ratio's interval is drawn from them).
@@ -346,9 +383,12 @@ pub struct Outcome {
     /// An attack's summary.
     #[serde(default)]
     pub summary: Option<store::summary::Summary>,
-    /// A search's result.
+    /// A search's result (of a comparison: the order's own target's).
     #[serde(default)]
     pub search: Option<store::capacity::Repeated>,
+    /// A comparison's result: every target's search and their ratios.
+    #[serde(default)]
+    pub compared: Option<store::capacity::compare::Compared>,
     /// The id the run was kept under, if it was.
     #[serde(default)]
     pub run_id: Option<String>,
@@ -716,7 +756,25 @@ mod tests {
                 store_env_file: Some("/etc/showdown/store.env".into()),
                 ..Guns::default()
             }),
-            against: vec![Secret("http://127.0.0.1:8081".into())],
+            against: vec![
+                Against::at("http://127.0.0.1:8081"),
+                Against {
+                    origin: Secret("http://127.0.0.1:8082".into()),
+                    keeping: Some(AgainstKeeping {
+                        name: "fast".into(),
+                        run_id: "r2".into(),
+                        labels: [("target".to_string(), "fast".to_string())].into(),
+                    }),
+                    probes: Some(Probes {
+                        addresses: vec!["127.0.0.1:7002".into()],
+                        token: Some(Secret("t".into())),
+                        trust: None,
+                        pre_roll_ns: 1,
+                        post_roll_ns: 2,
+                        profile: false,
+                    }),
+                },
+            ],
             rounds: 12,
         }));
         search.keeping.store = Some(StoreAt::GunFile {

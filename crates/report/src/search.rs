@@ -471,6 +471,45 @@ fn ratio_words(a: Option<store::capacity::Agreed>, b: Option<store::capacity::Ag
     )
 }
 
+/// The ratio of two targets' searches that ran interleaved in one comparison (the same
+/// `compare` label), with its 95 % interval over their rounds (`store::capacity::compare`);
+/// each comparison of the two (a repetition each) said in turn. `None` when none of their
+/// searches were compared with each other.
+fn interleaved_words(best: &TargetCapacity, other: &TargetCapacity) -> Option<String> {
+    let compare =
+        |s: &store::capacity::Search| s.labels.get(store::capacity::label::COMPARE).cloned();
+    let said: Vec<String> = best
+        .searches
+        .iter()
+        .filter_map(|a| {
+            let id = compare(a)?;
+            let b = other
+                .searches
+                .iter()
+                .find(|b| compare(b).as_ref() == Some(&id))?;
+            let r = store::capacity::compare::ratio(a, b)?;
+            let over = format!("{} interleaved rounds", r.rounds);
+            Some(match (r.low, r.high) {
+                (Some(lo), Some(hi)) => {
+                    let verdict = match r.difference() {
+                        store::capacity::compare::Difference::NotShown => "not shown to differ",
+                        _ => "a difference",
+                    };
+                    format!(
+                        "interleaved: {:.2}×, 95 % interval {lo:.2}–{hi:.2} over {over}: {verdict}",
+                        r.ratio
+                    )
+                }
+                _ => format!(
+                    "interleaved: {:.2}× over {over}, no 95 % interval: {}",
+                    r.ratio, r.note
+                ),
+            })
+        })
+        .collect();
+    (!said.is_empty()).then(|| said.join("; "))
+}
+
 /// The answer at one setting, in the question's own figure: who sustains most within the SLO,
 /// by how much, and whether the difference is beyond the spread over repetitions.
 pub fn capacity_sentence(setting: &SettingCapacity, held: &str) -> String {
@@ -547,7 +586,8 @@ pub fn capacity_sentence(setting: &SettingCapacity, held: &str) -> String {
         if o <= 0.0 {
             continue;
         }
-        let beyond = ratio_words(best.agreed(), other.agreed());
+        let beyond = interleaved_words(best, other)
+            .unwrap_or_else(|| ratio_words(best.agreed(), other.agreed()));
         let (at, own) = match (&at_least, other.only_at_least()) {
             (_, Some(_)) => ("", " (at least)"),
             (Some(_), None) => ("at least ", ""),

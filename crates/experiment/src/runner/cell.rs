@@ -11,7 +11,8 @@ use tokio::sync::watch;
 
 use super::event::{Event, Events};
 use super::firing::{
-    measure_outcome, search_outcome, volley_outcome, warmup_outcome, CellOutcome, Firing,
+    compare_outcome, measure_outcome, search_outcome, volley_outcome, warmup_outcome, CellOutcome,
+    Firing,
 };
 use super::options::{Error, RunOptions};
 use super::resume::plan_labels;
@@ -254,6 +255,64 @@ impl<F: Firing> CellContext<'_, F> {
         Ok(outcome)
     }
 
+    /// Runs the searches of `cells` (one setting and repetition, a target each) as one
+    /// comparison: every target started and watched at once, one order whose search is the
+    /// first's with the others `against` it, each search kept under its own cell's labels. A
+    /// target that does not start fails its own cell; the others are compared without it (a
+    /// lone one searched as its cell would be alone). One outcome for the cells run.
+    pub(super) async fn run_together(
+        &self,
+        cells: &[&Cell],
+        stop: &mut watch::Receiver<bool>,
+    ) -> Result<Vec<(String, CellOutcome)>, Error> {
+        let mut outcomes = Vec::new();
+        let mut up = Vec::new();
+        for &cell in cells {
+            let spec = self.spec(cell)?;
+            let mut w = match self.watch(cell, spec).await? {
+                Ok(w) => w,
+                Err(outcome) => {
+                    outcomes.push((cell.key(), outcome));
+                    continue;
+                }
+            };
+            if let Some(failed) = self.wait_ready(cell, spec, &mut w).await? {
+                outcomes.push((cell.key(), failed));
+                continue;
+            }
+            up.push((cell, spec, w));
+        }
+        let Some(((first, spec, w), others)) = up.split_first() else {
+            return Ok(outcomes);
+        };
+        // Each target's search under an id of its own, kept with its own cell's labels.
+        let ids: Vec<String> = up.iter().map(|_| RunMeta::new_id()).collect();
+        let mut attack = self.attack(first, spec, w, Phase::Step, None, ids[0].clone());
+        attack.against = others
+            .iter()
+            .zip(&ids[1..])
+            .map(|((cell, spec, w), id)| self.attack(cell, spec, w, Phase::Step, None, id.clone()))
+            .collect();
+        let fired = self.fire(&attack, stop).await;
+        let each = if others.is_empty() {
+            vec![search_outcome(fired)]
+        } else {
+            compare_outcome(fired, &ids)
+        };
+        for ((cell, _, w), outcome) in up.into_iter().zip(each) {
+            drop((w.probes, w.reader));
+            let own = self
+                .stop_target(cell, w.target, &outcome)
+                .await
+                .unwrap_or(outcome);
+            if let CellOutcome::Failed(reason) = &own {
+                self.keep_failed(cell, reason, None).await?;
+            }
+            outcomes.push((cell.key(), own));
+        }
+        Ok(outcomes)
+    }
+
     /// Starts the cell's target (or finds the remote one), watched by the runner's probes;
     /// `Err` with the cell's outcome when it did not start (kept as failed).
     async fn watch(
@@ -442,6 +501,7 @@ impl<F: Firing> CellContext<'_, F> {
                 .then(|| self.plan.search.clone())
                 .flatten(),
             guns: self.firing.guns(),
+            against: Vec::new(),
         }
     }
 

@@ -2,7 +2,7 @@
 //!
 //! [`Firing`] is the seam between the scheduler and the generators: this machine's `loadgen
 //! order` ([`crate::gun::Gun`]), the gun hosts with it ([`Hosts`]), or a test's fake. The
-//! judgements ([`search_outcome`], [`warmup_outcome`], [`measure_outcome`],
+//! judgements ([`search_outcome`], [`compare_outcome`], [`warmup_outcome`], [`measure_outcome`],
 //! [`volley_outcome`]) turn what came back into the cell's outcome, as pure functions.
 
 use tokio::sync::watch;
@@ -83,17 +83,49 @@ pub(super) fn search_outcome(fired: Result<Option<Fired>, GunError>) -> CellOutc
         Ok(None) => CellOutcome::Interrupted,
         Ok(Some(fired)) if fired.stopped() => CellOutcome::Interrupted,
         Ok(Some(fired)) => match fired.search() {
-            Some(s) => match s.status {
-                // At the generator's measured limit with a pass below it, the search found
-                // "at least": a result; with no pass, nothing.
-                store::capacity::Status::GeneratorLimited if s.capacity.is_none() => {
-                    CellOutcome::Failed(s.reason.clone())
-                }
-                _ => CellOutcome::Done,
-            },
+            Some(s) => judged(s),
             None => CellOutcome::Failed(fired.why_not()),
         },
         Err(e) => CellOutcome::Failed(e.to_string()),
+    }
+}
+
+/// Each search's outcome of a comparison (in the order of `ids`, its searches' ids) from its
+/// generator's result: a search judged as a search cell's, one the comparison did not return
+/// failed with why.
+pub(super) fn compare_outcome(
+    fired: Result<Option<Fired>, GunError>,
+    ids: &[String],
+) -> Vec<CellOutcome> {
+    let all = |outcome: CellOutcome| ids.iter().map(|_| outcome.clone()).collect();
+    let fired = match fired {
+        Ok(None) => return all(CellOutcome::Interrupted),
+        Ok(Some(fired)) if fired.stopped() => return all(CellOutcome::Interrupted),
+        Ok(Some(fired)) => fired,
+        Err(e) => return all(CellOutcome::Failed(e.to_string())),
+    };
+    let Some(compared) = fired.outcome.as_ref().and_then(|o| o.compared.as_ref()) else {
+        return all(CellOutcome::Failed(fired.why_not()));
+    };
+    ids.iter()
+        .map(|id| match compared.searches.iter().find(|s| &s.id == id) {
+            Some(s) => judged(s),
+            None => CellOutcome::Failed(format!(
+                "the comparison returned no search of this target ({})",
+                compared.reason
+            )),
+        })
+        .collect()
+}
+
+/// A finished search's outcome: at the generator's measured limit with a pass below it, the
+/// search found "at least", a result; with no pass, nothing.
+fn judged(s: &store::capacity::Search) -> CellOutcome {
+    match s.status {
+        store::capacity::Status::GeneratorLimited if s.capacity.is_none() => {
+            CellOutcome::Failed(s.reason.clone())
+        }
+        _ => CellOutcome::Done,
     }
 }
 

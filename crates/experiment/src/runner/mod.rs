@@ -556,33 +556,59 @@ impl Cells<'_> {
     ) -> Result<(), Error> {
         let total = todo.len();
         let mut left_time: Duration = todo.iter().map(|c| cell_time(c, self.plan)).sum();
+        // The cells already run with another (a comparison's), by key and repetition.
+        let mut ran: Vec<(String, u32)> = Vec::new();
         for (done, cell) in todo.iter().enumerate() {
+            if ran.contains(&(cell.key(), cell.repetition)) {
+                continue;
+            }
             if *stop.borrow() {
                 report.interrupted = true;
                 break;
             }
+            let together = crate::plan::together(self.plan, todo, cell);
+            ran.extend(together.iter().map(|c| (c.key(), c.repetition)));
+            let left = todo
+                .iter()
+                .filter(|c| !ran.contains(&(c.key(), c.repetition)))
+                .count();
             self.events.emit(Event::Cell {
                 number: done + 1,
                 total,
-                key: cell.key(),
+                key: together
+                    .iter()
+                    .map(|c| c.key())
+                    .collect::<Vec<_>>()
+                    .join(" + "),
                 repetition: cell.repetition,
-                left: total - done - 1,
+                left,
                 eta: left_time,
             });
-            match self.one(cell, firing, stop).await? {
-                CellOutcome::Done => report.ran += 1,
-                CellOutcome::Failed(reason) => {
-                    report.ran += 1;
-                    self.events.emit(Event::CellFailed(reason.clone()));
-                    report.failed.push((cell.key(), reason));
-                }
-                CellOutcome::Interrupted => {
-                    report.interrupted = true;
-                    break;
+            let outcomes = if together.len() > 1 {
+                self.together(&together, firing, stop).await?
+            } else {
+                vec![(cell.key(), self.one(cell, firing, stop).await?)]
+            };
+            let mut interrupted = false;
+            for (key, outcome) in outcomes {
+                match outcome {
+                    CellOutcome::Done => report.ran += 1,
+                    CellOutcome::Failed(reason) => {
+                        report.ran += 1;
+                        self.events.emit(Event::CellFailed(reason.clone()));
+                        report.failed.push((key, reason));
+                    }
+                    CellOutcome::Interrupted => interrupted = true,
                 }
             }
-            left_time = left_time.saturating_sub(cell_time(cell, self.plan));
-            if done + 1 < total && !self.plan.cooldown.is_zero() {
+            if interrupted {
+                report.interrupted = true;
+                break;
+            }
+            for c in &together {
+                left_time = left_time.saturating_sub(cell_time(c, self.plan));
+            }
+            if left > 0 && !self.plan.cooldown.is_zero() {
                 tokio::select! {
                     _ = tokio::time::sleep(self.plan.cooldown) => {}
                     _ = stop.changed() => {}
@@ -590,6 +616,45 @@ impl Cells<'_> {
             }
         }
         Ok(())
+    }
+
+    /// The searches of one setting and repetition compared in interleaved rounds: a target
+    /// that failed verification is refused on its own (its cell kept failed), the others run
+    /// together.
+    async fn together<F: Firing>(
+        &self,
+        cells: &[&Cell],
+        firing: &F,
+        stop: &mut watch::Receiver<bool>,
+    ) -> Result<Vec<(String, CellOutcome)>, Error> {
+        let refused = |c: &&&Cell| {
+            self.verification
+                .iter()
+                .any(|v| v.target == c.target && !v.passed)
+        };
+        let mut outcomes = Vec::new();
+        for cell in cells.iter().filter(refused) {
+            outcomes.push((cell.key(), self.one(cell, firing, stop).await?));
+        }
+        let up: Vec<&Cell> = cells.iter().filter(|c| !refused(c)).copied().collect();
+        let context = self.context(firing);
+        outcomes.extend(context.run_together(&up, stop).await?);
+        Ok(outcomes)
+    }
+
+    fn context<'f, F: Firing>(&'f self, firing: &'f F) -> CellContext<'f, F> {
+        CellContext {
+            experiment: self.experiment,
+            plan: self.plan,
+            options: self.options,
+            store: self.store,
+            launcher: self.launcher,
+            placement: self.placement,
+            share: None,
+            keys: self.keys,
+            firing,
+            events: self.events,
+        }
     }
 
     /// One cell: refused when its target failed verification or its share has no rate;
@@ -601,18 +666,7 @@ impl Cells<'_> {
         stop: &mut watch::Receiver<bool>,
     ) -> Result<CellOutcome, Error> {
         let verified = self.verification.iter().find(|v| v.target == cell.target);
-        let mut context = CellContext {
-            experiment: self.experiment,
-            plan: self.plan,
-            options: self.options,
-            store: self.store,
-            launcher: self.launcher,
-            placement: self.placement,
-            share: None,
-            keys: self.keys,
-            firing,
-            events: self.events,
-        };
+        let mut context = self.context(firing);
         // A share's rate, from the searches kept by now (every search runs before any share).
         let resolved = match cell.kind {
             CellKind::Share { .. } => {

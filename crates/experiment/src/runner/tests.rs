@@ -121,6 +121,7 @@ impl Fake {
                 version: order::VERSION,
                 summary: Some(Self::summary(matches!(act, Act::FellBehind))),
                 search: None,
+                compared: None,
                 run_id: Some(attack.run_id.clone()),
                 stopped,
             }),
@@ -384,6 +385,7 @@ fn outcome(stopped: bool, behind: bool) -> Option<order::Outcome> {
         version: order::VERSION,
         summary: Some(Fake::summary(behind)),
         search: None,
+        compared: None,
         run_id: None,
         stopped,
     })

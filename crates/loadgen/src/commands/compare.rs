@@ -52,11 +52,25 @@ pub async fn run(
     })
 }
 
-/// `order`'s requests sent to `origin` instead: each URL's scheme, host and port replaced.
-fn aimed(order: &order::Order, origin: &str) -> order::Order {
+/// `order` sent to `against` instead: each URL's scheme, host and port replaced, kept as
+/// `against` says (its own name, id and labels, or the order's labels), watched by its own
+/// probes only.
+fn aimed(order: &order::Order, against: &order::Against) -> order::Order {
     let mut aimed = order.clone();
     for entry in &mut aimed.requests.entries {
-        entry.url = order::Secret(retarget(entry.url.expose(), origin));
+        entry.url = order::Secret(retarget(entry.url.expose(), against.origin.expose()));
+    }
+    aimed.probes = against.probes.clone();
+    match &against.keeping {
+        Some(k) => {
+            aimed.keeping.name = Some(k.name.clone());
+            aimed.keeping.run_id = Some(k.run_id.clone());
+            aimed.keeping.labels = k.labels.clone();
+        }
+        None => {
+            aimed.keeping.name = None;
+            aimed.keeping.run_id = None;
+        }
     }
     aimed
 }
@@ -73,7 +87,7 @@ fn retarget(url: &str, origin: &str) -> String {
 }
 
 /// Runs the comparison `wanted` describes: the order's target and each of `against`.
-async fn compare(
+pub(crate) async fn compare(
     order: &order::Order,
     wanted: &order::Search,
     shutdown: &Shutdown,
@@ -81,46 +95,63 @@ async fn compare(
 ) -> Result<Compared, Error> {
     if wanted.guns.is_some() {
         return Err(Error::Usage(
-            "--against compares from this host's generator: drop --gun (a comparison across guns is not built yet)".into(),
+            "a comparison (--against) runs from this host's generator: drop --gun (a comparison across guns is not built yet)".into(),
         ));
     }
     let slo = Slo {
         terms: wanted.slo.clone(),
     };
     let mut orders = vec![order.clone()];
-    orders.extend(wanted.against.iter().map(|o| aimed(order, o.expose())));
+    orders.extend(wanted.against.iter().map(|a| aimed(order, a)));
     let sendings = orders
         .iter()
         .map(|o| Sending::of(&o.requests, &o.pacing))
         .collect::<Result<Vec<_>, _>>()?;
-    let mut keeping = prepare::keeping(order, command_line)?;
-    let id = keeping.run_id.take().unwrap_or_else(store::RunMeta::new_id);
-    let store = match &keeping.store_url {
+    // Each target's search is kept as its order says: the order's id, name and labels for
+    // the first, each other's own (or the order's labels), each watched by its own probes.
+    let keepings = orders
+        .iter()
+        .map(|o| prepare::keeping(o, command_line))
+        .collect::<Result<Vec<_>, _>>()?;
+    let id = store::RunMeta::new_id();
+    let store = match &keepings[0].store_url {
         Some(url) => Some(Store::open(url).await?),
         None => None,
     };
     let targets: Vec<String> = sendings.iter().map(target).collect();
-    let names: Vec<String> = targets
-        .iter()
-        .enumerate()
-        .map(|(i, t)| {
-            if targets.iter().filter(|o| *o == t).count() > 1 {
-                format!("{t} #{}", i + 1)
-            } else {
-                t.clone()
-            }
-        })
-        .collect();
+    // Each search's name: its keeping's when every target has one (an experiment's cells),
+    // otherwise its origin (numbered when one is entered twice, an A/A control).
+    let named: Option<Vec<String>> = orders.iter().map(|o| o.keeping.name.clone()).collect();
+    let names: Vec<String> = named.unwrap_or_else(|| {
+        targets
+            .iter()
+            .enumerate()
+            .map(|(i, t)| {
+                if targets.iter().filter(|o| *o == t).count() > 1 {
+                    format!("{t} #{}", i + 1)
+                } else {
+                    t.clone()
+                }
+            })
+            .collect()
+    });
     let (step, warmup) = (
         Duration::from_nanos(wanted.step_ns),
         Duration::from_nanos(wanted.warmup_ns),
     );
     let mut lives = Vec::with_capacity(sendings.len());
     let mut plans = Vec::with_capacity(sendings.len());
-    for ((sending, target), name) in sendings.iter().zip(&targets).zip(&names) {
-        let mut keeping = keeping.clone();
+    for (((sending, target), name), mut keeping) in
+        sendings.iter().zip(&targets).zip(&names).zip(keepings)
+    {
         keeping.labels.insert(label::COMPARE.into(), id.clone());
-        keeping.name = Some(format!("capacity of {name}"));
+        let search_id = keeping.run_id.take().unwrap_or_else(store::RunMeta::new_id);
+        keeping.name = Some(
+            keeping
+                .name
+                .take()
+                .unwrap_or_else(|| format!("capacity of {name}")),
+        );
         let stepper = Stepper {
             sending,
             keeping,
@@ -141,7 +172,6 @@ async fn compare(
                 })?
             }
         };
-        let search_id = store::RunMeta::new_id();
         let labels = stepper.keeping.labels.clone();
         plans.push(Plan {
             id: search_id.clone(),

@@ -1,7 +1,8 @@
 //! `loadgen order`: one [`order::Order`] read from standard input (how the experiment runner
 //! and a gun start a generator), run, and its [`order::Outcome`] printed on standard output as
 //! one JSON line; everything else goes to standard error. Exit 0 when it ran to its end, 3 when
-//! it was stopped (a signal), as `attack` does.
+//! it was stopped (a signal), as `attack` does. A search with other targets `against` it is
+//! a comparison, its answer in the outcome's `compared`.
 
 use crate::cli::OutputFormat;
 use crate::{keep, prepare, Error, RunEnd, Shutdown};
@@ -40,7 +41,22 @@ pub async fn fire(
                 stopped: done.summary.stopped.is_some(),
                 summary: Some(done.summary),
                 search: None,
+                compared: None,
                 run_id: done.run_id,
+            })
+        }
+        order::Work::Search(search) if !search.against.is_empty() => {
+            let compared = super::compare::compare(order, search, shutdown, command_line).await?;
+            Ok(order::Outcome {
+                version: order::VERSION,
+                stopped: compared
+                    .searches
+                    .iter()
+                    .any(|s| s.status == store::capacity::Status::Interrupted),
+                run_id: compared.searches.first().map(|s| s.id.clone()),
+                summary: None,
+                search: None,
+                compared: Some(compared),
             })
         }
         order::Work::Search(search) => {
@@ -52,6 +68,7 @@ pub async fn fire(
                 run_id: repeated.searches.first().map(|s| s.id.clone()),
                 summary: None,
                 search: Some(repeated),
+                compared: None,
             })
         }
     }
