@@ -486,6 +486,10 @@ pub struct LoadSpec {
     /// Open loop: `"uniform"` (the default) or `"poisson"` arrivals (`loadgen attack
     /// --arrival`): exponential gaps, each request at its own instant.
     pub arrival: Option<store::vocabulary::ArrivalProcess>,
+    /// The SLO each measured run of this load is judged against on its whole-run figures
+    /// (`loadgen attack --slo`): `["p99<=10ms", "errors<=0.1%", "cpu<=70%"]`. Its verdict is on
+    /// the page beside the cell's figures.
+    pub slo: Option<Vec<String>>,
 }
 
 impl LoadSpec {
@@ -512,6 +516,7 @@ impl LoadSpec {
             threads: pick(&over.threads, &self.threads),
             batch: pick(&over.batch, &self.batch),
             arrival: pick(&over.arrival, &self.arrival),
+            slo: pick(&over.slo, &self.slo),
         }
     }
 

@@ -54,6 +54,22 @@ pub enum CellKind {
 pub use store::capacity::SEARCH_RATE;
 
 impl Cell {
+    /// The SLO its measured runs are judged against (its load's `slo`), if it has one; `Err`
+    /// names a term that does not parse, with the grammar.
+    pub fn slo(&self) -> Result<Option<store::capacity::Slo>, String> {
+        let Some(terms) = &self.load.slo else {
+            return Ok(None);
+        };
+        let terms = terms
+            .iter()
+            .map(|t| {
+                t.parse()
+                    .map_err(|e: store::capacity::slo::SloError| e.to_string())
+            })
+            .collect::<Result<Vec<store::capacity::Term>, String>>()?;
+        Ok(Some(store::capacity::Slo { terms }))
+    }
+
     /// `target=node rate=2000`: the cell without its repetition, the same in every repetition.
     pub fn key(&self) -> String {
         std::iter::once(format!("target={}", self.target))
@@ -121,6 +137,8 @@ pub enum PlanError {
     Cell { cell: String, why: LoadError },
     #[error("cell {0}: its rate is a share of a capacity, but no cell searches that target with the same requests, environment and other axes: add one whose load has no rate (or \"search\" to the rate axis)")]
     NoSearchForShare(String),
+    #[error("cell {cell}: slo {why}")]
+    Slo { cell: String, why: String },
     #[error("[search] rounds = {0}: a comparison runs from {MIN_ROUNDS} to {MAX_ROUNDS} rounds")]
     Rounds(u32),
     #[error("[search] rounds interleaves the targets' searches from this host's generator: drop [guns], or drop rounds to search each target on its own")]
@@ -703,6 +721,10 @@ fn cell(
         _ => check_load(&cell.load),
     };
     checked.map_err(|why| PlanError::Cell {
+        cell: cell.key(),
+        why,
+    })?;
+    cell.slo().map_err(|why| PlanError::Slo {
         cell: cell.key(),
         why,
     })?;

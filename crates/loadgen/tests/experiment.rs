@@ -968,6 +968,71 @@ path = "/"
     )
 }
 
+/// A load's `slo`: each measured run judged on its whole-run figures and on the server's own
+/// from its probe, the verdict on the page: met at a rate the server carries, its CPU bound
+/// broken at one it cannot.
+#[test]
+fn a_loads_slo_is_judged_on_each_cell_with_the_servers_own_figures() {
+    let _cpus = beside();
+    let work = tempfile::tempdir().unwrap();
+    let db = format!("sqlite://{}/runs.db", work.path().display());
+    let site = work.path().join("site");
+    let file = write(
+        work.path(),
+        "slo.toml",
+        &format!(
+            r#"
+name = "slo"
+question = "Does it meet its SLO without running hot?"
+pre_roll = "200ms"
+post_roll = "200ms"
+
+[placement]
+gun_cpus = "0"
+target_cpus = "1"
+
+[[target]]
+name = "one"
+command = ["{LOADGEN}", "target", "--listen", "127.0.0.1:{{port}}", "--work", "1ms"]
+
+[load]
+path = "/"
+duration = "2s"
+slo = ["p99<=1s", "cpu<=60%", "fds<=10000"]
+
+[matrix]
+rate = [100, 3000]
+"#
+        ),
+    );
+    let out = experiment(&["run", &file, "--report", site.to_str().unwrap()], &db, "");
+    let said = text(&out);
+    assert!(out.status.success(), "{said}");
+    let page = experiment_page(&site);
+    let at = |rate: &str| {
+        let from = page
+            .find(&format!("At rate={rate}"))
+            .unwrap_or_else(|| panic!("no answer at rate={rate}"));
+        page[from..].chars().take(1500).collect::<String>()
+    };
+    // 100 requests of 1 ms a second: a tenth of its one CPU, and the SLO met, figure by figure.
+    let low = at("100");
+    assert!(
+        low.contains("one met its SLO in its run: p99 ") && low.contains(" &lt;= 60.0 %, fds "),
+        "{low}"
+    );
+    // 3,000 a second: its one CPU saturated, beyond the SLO's bound on it.
+    let high = at("3000");
+    assert!(
+        high.contains("one did not hold up") && high.contains("broke the SLO's cpu&lt;=60%"),
+        "{high}"
+    );
+}
+
+/// Two servers of known capacity (1 ms and 2 ms of CPU a request) compared by an experiment
+/// whose `[search]` has rounds: both up at once, their searches interleaved, each step kept
+/// with its own target's labels and diagnosed from its own target's probe, and the page gives
+/// the ratio over the rounds.
 #[test]
 fn an_experiment_with_rounds_compares_its_targets_interleaved() {
     let _cpu = one_search_at_a_time();

@@ -355,37 +355,9 @@ fn two_gun_processes_write_one_run_group_into_postgres() {
     assert_eq!(group.meta.shard.as_ref().unwrap().count, 2);
 }
 
-/// `probe serve` as the service runs it: a process of its own on `port`, watching this test,
-/// sampling every 50 ms; ready once it listens. The binary is the one `cargo test --workspace`
-/// builds beside loadgen's.
+/// `probe serve` watching this test, sampling every 50 ms, on `port`.
 fn probe_process(port: u16) -> std::process::Child {
-    let binary = std::path::Path::new(env!("CARGO_BIN_EXE_loadgen")).with_file_name("probe");
-    assert!(
-        binary.exists(),
-        "{} is missing: cargo build --release -p probe",
-        binary.display()
-    );
-    let child = std::process::Command::new(binary)
-        .args(["serve", "--pid", &std::process::id().to_string()])
-        .args([
-            "--interval",
-            "50ms",
-            "--listen",
-            &format!("127.0.0.1:{port}"),
-        ])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the probe never listened"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    child
+    common::probe_serve(std::process::id(), port, &["--interval", "50ms"])
 }
 
 fn signal(child: &std::process::Child, signal: rustix::process::Signal) {

@@ -219,6 +219,50 @@ impl CellFigures {
         by_p99.get(by_p99.len().saturating_sub(1) / 2).copied()
     }
 
+    /// The SLO the file held this cell's measured runs to (its load's `slo`, kept as a label).
+    pub fn own_slo(&self) -> Option<store::capacity::Slo> {
+        self.runs
+            .iter()
+            .find_map(|r| r.labels.get(store::vocabulary::label::SLO)?.parse().ok())
+    }
+
+    /// "met its SLO in its run: p99 2.93ms <= 10.0ms, cpu 17.1 % <= 70.0 %" (the median
+    /// repetition's figures), when every repetition's run met `slo` on its whole-run figures
+    /// and the server's from its probe; `None` otherwise (what it missed is said by
+    /// [`CellFigures::why_fell`]).
+    pub fn slo_met(&self, slo: &store::capacity::Slo) -> Option<String> {
+        let verdicts: Vec<store::capacity::slo::RunVerdict> = self
+            .runs
+            .iter()
+            .map(|r| {
+                let server = r.system.as_ref().map(|s| &s.target);
+                store::capacity::judge::verdict(slo, &r.summary, server)
+            })
+            .collect();
+        let all_met = !verdicts.is_empty()
+            && self.failed.is_empty()
+            && verdicts
+                .iter()
+                .all(|v| v.outcome == store::capacity::slo::Outcome::Met);
+        if !all_met {
+            return None;
+        }
+        let median = self
+            .representative()
+            .and_then(|m| self.runs.iter().position(|r| Arc::ptr_eq(r, m)))
+            .and_then(|i| verdicts.get(i))?;
+        let figures: Vec<String> = median.terms.iter().map(|m| m.text()).collect();
+        Some(format!(
+            "met its SLO in {}: {}",
+            if verdicts.len() > 1 {
+                format!("all {} repetitions", verdicts.len())
+            } else {
+                "its run".to_string()
+            },
+            figures.join(", ")
+        ))
+    }
+
     /// Why the target did not hold up here, if it did not, as one sentence (see
     /// [`CellFigures::why_fell`]).
     pub fn fell_over(&self, slo: Option<&store::capacity::Slo>) -> Option<String> {
@@ -260,21 +304,24 @@ impl CellFigures {
             ));
         }
         let mut broke = vec![false; self.runs.len()];
+        // A term's figure of a run: from its requests, or the server's from its probe.
+        let value = |term: &store::capacity::Term, r: &RunFigures| {
+            if term.figure.is_server() {
+                r.system.as_ref().and_then(|s| term.of_server(&s.target))
+            } else {
+                term.of(&r.summary)
+            }
+        };
         for term in slo.iter().flat_map(|s| &s.terms) {
             for (i, r) in self.runs.iter().enumerate() {
-                broke[i] |= term.of(&r.summary).is_some_and(|v| v > term.bound);
+                broke[i] |= value(term, r).is_some_and(|v| v > term.bound);
             }
             // Errors over the bound are said above already.
             if errors.is_some() && term.figure == store::capacity::slo::Figure::Errors {
                 continue;
             }
-            let broken = Spread::of(
-                self.runs
-                    .iter()
-                    .filter_map(|r| term.of(&r.summary))
-                    .collect(),
-            )
-            .filter(|v| v.median > term.bound);
+            let broken = Spread::of(self.runs.iter().filter_map(|r| value(term, r)).collect())
+                .filter(|v| v.median > term.bound);
             if let Some(v) = broken {
                 server.push(format!(
                     "{} {} broke the SLO's {term}{}",
@@ -804,10 +851,14 @@ impl ExperimentFigures {
             out.push_str(&format!(" Each target {on}."));
         }
         for c in &cells {
-            if let Some(why) = c.fell_over(self.slo.as_ref()) {
+            let own = c.own_slo();
+            if let Some(why) = c.fell_over(own.as_ref().or(self.slo.as_ref())) {
                 out.push_str(&format!(" {} did not hold up: {why}.", c.target));
             } else if let Some(note) = c.note() {
                 out.push_str(&format!(" {}: {note}.", c.target));
+            }
+            if let Some(met) = own.as_ref().and_then(|slo| c.slo_met(slo)) {
+                out.push_str(&format!(" {} {met}.", c.target));
             }
         }
         out
@@ -819,7 +870,8 @@ impl ExperimentFigures {
         self.cells_of(setting)
             .iter()
             .filter_map(|c| {
-                let fell = c.why_fell(self.slo.as_ref())?;
+                let own = c.own_slo();
+                let fell = c.why_fell(own.as_ref().or(self.slo.as_ref()))?;
                 Some((c.target.clone(), fell.finding()?.clone()))
             })
             .collect()

@@ -108,6 +108,12 @@ pub struct Saturation {
     /// The CPUs its processes may run on, as last read.
     #[serde(default)]
     pub cpus: Option<probe::cpus::CpuList>,
+    /// Its processes' PSS summed, the most read over the window (the slow collectors' passes).
+    #[serde(default)]
+    pub pss_peak: Option<u64>,
+    /// Its processes' open file descriptors summed, the most read.
+    #[serde(default)]
+    pub fds_peak: Option<u64>,
 }
 
 /// `probe`'s samples between `from_ns` and `to_ns` on the run's timeline.
@@ -254,6 +260,11 @@ impl Saturation {
                 .iter()
                 .rev()
                 .find_map(|s| s.total.as_ref()?.cpu_list.clone()),
+            pss_peak: samples
+                .iter()
+                .filter_map(|s| s.total.as_ref()?.pss_bytes)
+                .max(),
+            fds_peak: samples.iter().filter_map(|s| s.total.as_ref()?.fds).max(),
         })
     }
 

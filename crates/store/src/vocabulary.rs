@@ -172,9 +172,13 @@ pub mod label {
     pub const GUN: &str = "gun";
     pub const GUN_CLOCK: &str = "gun-clock";
 
+    /// The SLO a cell's measured run is held to (its load's `slo`), as `Slo` prints it
+    /// (`p99<=10ms and cpu<=70%`).
+    pub const SLO: &str = "slo";
+
     /// Labels that say how a run was made, not what it measured: no page of their own.
-    pub const BOOKKEEPING: [&str; 10] = [
-        FILE, SCALE, PLACEMENT, HELD, PHASE, REPETITION, SHARE, CAPACITY, GUN, GUN_CLOCK,
+    pub const BOOKKEEPING: [&str; 11] = [
+        FILE, SCALE, PLACEMENT, HELD, PHASE, REPETITION, SHARE, CAPACITY, GUN, GUN_CLOCK, SLO,
     ];
 
     /// Whether a label is the experiment runner's bookkeeping rather than a setting.

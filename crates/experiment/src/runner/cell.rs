@@ -118,6 +118,9 @@ impl<F: Firing> CellContext<'_, F> {
             labels.push((label::SHARE.into(), share.clone()));
             labels.push((label::CAPACITY.into(), capacity.to_string()));
         }
+        if let (Phase::Measure, Ok(Some(slo))) = (phase, cell.slo()) {
+            labels.push((label::SLO.into(), slo.to_string()));
+        }
         labels
     }
 

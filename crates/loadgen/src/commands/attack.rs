@@ -16,17 +16,46 @@ pub async fn run(
     let plan = prepare::attack(&order, attack)?;
     let mut keeping = prepare::keeping(&order, command_line)?;
     keeping.hdr_log = args.out.hdr_log.clone();
+    let slo = store::capacity::Slo {
+        terms: attack.slo.clone(),
+    };
+    if let Some(t) = slo.server_terms().next() {
+        if keeping.probes.is_empty() {
+            return Err(Error::Usage(format!(
+                "--slo {t}: the server's own figure, read by the probe that watches it: give --probe HOST:PORT (loadgen probe --pid PID on the server's host)"
+            )));
+        }
+    }
     let done = keep::execute(&plan, &keeping, shutdown).await?;
-    let verdict = (!attack.slo.is_empty()).then(|| {
-        let slo = store::capacity::Slo {
-            terms: attack.slo.clone(),
-        };
-        store::capacity::judge::verdict(&slo, &done.summary)
-    });
+    let server = match (slo.server_terms().next(), &done.run_id, &keeping.store_url) {
+        (Some(_), Some(id), Some(url)) => server_over(url, id).await?,
+        _ => None,
+    };
+    let verdict = (!slo.terms.is_empty())
+        .then(|| store::capacity::judge::verdict(&slo, &done.summary, server.as_ref()));
     print_summary(&done.summary, verdict.as_ref(), args.out.output)?;
     print_kept(&done, &keeping, args.out.output);
     if let Some(dir) = &args.store.report {
         draw_report(dir, &done, &keeping, args.out.output).await?;
     }
     Ok(RunEnd::judged(&done.summary, verdict.as_ref()))
+}
+
+/// What the probe that watched the server read over the kept run `id`: its CPU against what it
+/// may use, its throttling, its PSS and open files at their most (`None` without a target's
+/// probe or its samples).
+async fn server_over(url: &str, id: &str) -> Result<Option<store::saturation::Saturation>, Error> {
+    let run = store::Store::open(url).await?.load_run(id).await?;
+    let Some(end) = run
+        .summary
+        .as_ref()
+        .map(|s| (s.duration.attack_s * 1e9) as i64)
+    else {
+        return Ok(None);
+    };
+    Ok(run
+        .probes
+        .iter()
+        .find(|p| p.meta.host.role == probe::sample::Role::Target)
+        .and_then(|p| store::saturation::Saturation::of(p, 0, end)))
 }

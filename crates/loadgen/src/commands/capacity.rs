@@ -178,6 +178,9 @@ pub async fn search(
             "a comparison (against) is run by `loadgen capacity --against`, not from an order of one search".into(),
         ));
     }
+    for t in &wanted.slo {
+        store::capacity::slo::search_term(t).map_err(Error::Usage)?;
+    }
     let slo = Slo {
         terms: wanted.slo.clone(),
     };

@@ -98,6 +98,9 @@ pub(crate) async fn compare(
             "a comparison (--against) runs from this host's generator: drop --gun (a comparison across guns is not built yet)".into(),
         ));
     }
+    for t in &wanted.slo {
+        store::capacity::slo::search_term(t).map_err(Error::Usage)?;
+    }
     let slo = Slo {
         terms: wanted.slo.clone(),
     };

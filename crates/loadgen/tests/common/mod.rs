@@ -420,3 +420,32 @@ fn holding(needles: &[&str]) -> Vec<(i32, String)> {
         })
         .unwrap_or_default()
 }
+
+/// `probe serve` as the service runs it: a process of its own on loopback `port`, watching
+/// `pid`, with `args` more (`--pss`); ready once it listens. The binary is the one `cargo test
+/// --workspace` builds beside loadgen's.
+pub fn probe_serve(pid: u32, port: u16, args: &[&str]) -> std::process::Child {
+    let binary = std::path::Path::new(env!("CARGO_BIN_EXE_loadgen")).with_file_name("probe");
+    assert!(
+        binary.exists(),
+        "{} is missing: cargo build --release -p probe",
+        binary.display()
+    );
+    let child = std::process::Command::new(binary)
+        .args(["serve", "--pid", &pid.to_string()])
+        .args(["--listen", &format!("127.0.0.1:{port}")])
+        .args(args)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the probe never listened"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child
+}

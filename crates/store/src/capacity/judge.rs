@@ -13,6 +13,7 @@ use super::batch;
 use super::interval::Estimate;
 use super::slo::{Figure, Measured, Outcome, RunVerdict, Slo, Term};
 use crate::model::IntervalStats;
+use crate::saturation::Saturation;
 use crate::summary::figures::Summary;
 use crate::vocabulary::LimitedBy;
 
@@ -131,17 +132,22 @@ pub fn generator_limit(summary: &Summary) -> Option<String> {
     })
 }
 
-/// The run of `summary` judged against every term of `slo` on its whole-run figures.
-/// Inconclusive when the run was stopped early, when the generator was its limit
-/// ([`generator_limit`]: the figures describe less load than asked), or when a term's figure
-/// is not among the run's.
-pub fn verdict(slo: &Slo, summary: &Summary) -> RunVerdict {
+/// The run of `summary` judged against every term of `slo` on its whole-run figures, the
+/// server's own (`cpu`, `throttled`, `pss`, `fds`) from `server`, what the probe that watched
+/// it read over the run. Inconclusive when the run was stopped early, when the generator was
+/// its limit ([`generator_limit`]: the figures describe less load than asked), or when a
+/// term's figure is not among the run's.
+pub fn verdict(slo: &Slo, summary: &Summary, server: Option<&Saturation>) -> RunVerdict {
     let terms: Vec<Measured> = slo
         .terms
         .iter()
         .map(|t| Measured {
             term: *t,
-            value: t.of(summary),
+            value: if t.figure.is_server() {
+                server.and_then(|s| t.of_server(s))
+            } else {
+                t.of(summary)
+            },
         })
         .collect();
     let missed = terms
@@ -154,10 +160,7 @@ pub fn verdict(slo: &Slo, summary: &Summary) -> RunVerdict {
     } else if let Some(limit) = generator_limit(summary) {
         format!("the generator was the limit, not the server: {limit}")
     } else if let Some(m) = terms.iter().find(|m| m.value.is_none()) {
-        format!(
-            "a run keeps p50, p90, p95, p99 and p99.9, not {}",
-            m.term.figure
-        )
+        unread(m.term.figure, server)
     } else {
         String::new()
     };
@@ -170,6 +173,26 @@ pub fn verdict(slo: &Slo, summary: &Summary) -> RunVerdict {
         outcome,
         terms,
         why,
+    }
+}
+
+/// Why a run has no figure for a term of `figure`.
+fn unread(figure: Figure, server: Option<&Saturation>) -> String {
+    match (figure, server) {
+        (f, None) if f.is_server() => format!(
+            "{f} is the server's own figure, and no probe watched it over the run (give --probe, with a store)"
+        ),
+        (Figure::Cpu, Some(_)) => {
+            "the probe did not read what CPU the server may use (its quota or its CPUs)".into()
+        }
+        (Figure::Throttled, Some(_)) => {
+            "the server has no CPU quota, so nothing throttled it: drop throttled, or give it a quota".into()
+        }
+        (Figure::Pss, Some(_)) => {
+            "the probe did not read the server's PSS (run it with --pss; it needs to read /proc/PID/smaps_rollup)".into()
+        }
+        (Figure::Fds, Some(_)) => "the probe could not read the server's open files".into(),
+        (f, _) => format!("a run keeps p50, p90, p95, p99 and p99.9, not {f}"),
     }
 }
 
@@ -194,7 +217,7 @@ pub fn judge(
     } else {
         0.0
     };
-    let terms: Vec<TermResult> = slo.terms.iter().map(|t| term(t, intervals)).collect();
+    let terms: Vec<TermResult> = slo.window_terms().map(|t| term(t, intervals)).collect();
     let queue = growth(intervals, offered);
     let judged = |verdict, reason: String| Judgement {
         verdict,
@@ -240,8 +263,7 @@ pub fn judge(
         // grown far enough to break it by the window's end.
         let last = &intervals[intervals.len() - intervals.len() / 3..];
         if let Some(t) = slo
-            .terms
-            .iter()
+            .window_terms()
             .map(|t| term(t, last))
             .find(|t| t.verdict == Verdict::Fail)
         {
@@ -265,6 +287,8 @@ fn term(t: &Term, intervals: &[IntervalStats]) -> TermResult {
     let estimate = match t.figure {
         Figure::Percentile(q) => batch::quantile(&latencies, q / 100.0),
         Figure::Mean => batch::mean(&latencies),
+        // The server's figures are a whole run's (`verdict`), not a window's.
+        Figure::Cpu | Figure::Throttled | Figure::Pss | Figure::Fds => None,
         Figure::Errors => {
             let parts: Vec<(u64, u64)> = intervals
                 .iter()
