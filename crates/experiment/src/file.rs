@@ -1118,8 +1118,16 @@ fn check_search(search: &SearchSpec) -> Result<(), String> {
         );
     }
     for term in &search.slo {
-        term.parse::<store::capacity::Term>()
-            .map_err(|e| format!("[search] slo: {:?}: {}; write FIGURE<=BOUND: p99<=10ms, p99.9<=50ms, mean<=5ms, errors<=0.1%", term, e.why))?;
+        let parsed = term.parse::<store::capacity::Term>().map_err(|e| {
+            format!(
+                "[search] slo: {:?}: {}; {}",
+                term,
+                e.why,
+                store::capacity::slo::GRAMMAR
+            )
+        })?;
+        store::capacity::slo::search_term(&parsed)
+            .map_err(|why| format!("[search] slo: {why}; give it as a load's slo"))?;
     }
     if let Some(r) = &search.resolution {
         let ok = r
@@ -1218,6 +1226,24 @@ mod tests {
         assert!(bad.contains("not a valid regular expression"), "{bad}");
         let unnamed = watch("name = \"\"\npid = 4\n").unwrap_err();
         assert!(unnamed.contains("a name of its own"), "{unnamed}");
+    }
+
+    #[test]
+    fn a_search_judges_latency_and_errors_and_leaves_the_servers_figures_to_a_loads_slo() {
+        let file = |search: &str| {
+            read(&format!(
+                "name = \"x\"\nquestion = \"q\"\n[load]\npath = \"/\"\nslo = [\"cpu<=70%\"]\n[search]\n{search}\n[[target]]\nname = \"mine\"\nrun = \"go\"\n"
+            ))
+        };
+        assert!(file("slo = [\"p99<=10ms\", \"errors<=0.1%\"]").is_ok());
+        let server = file("slo = [\"p99<=10ms\", \"cpu<=70%\"]").unwrap_err();
+        assert!(
+            server.contains("cpu<=70% is the server's own figure over a whole run")
+                && server.contains("give it as a load's slo"),
+            "{server}"
+        );
+        let bad = file("slo = [\"p99<=fast\"]").unwrap_err();
+        assert!(bad.contains("or the server's cpu<=70%"), "{bad}");
     }
 
     #[test]

@@ -23,8 +23,9 @@
 //!   that names which ran out (the database's or a group's CPU, the database's locks and
 //!   storage, the target's pool of connections, beside the target's own), as a finding: a
 //!   short sentence and its evidence.
-//! - [`capacity`]: capacity searches as kept: the SLO, a step judged on its point figures
-//!   (`judge`, with batch-means intervals beside them, and a whole run against an SLO), C_p
+//! - [`capacity`]: capacity searches as kept: the SLO (latency and errors, and the server's
+//!   own figures from its probe), a step judged on its point figures (`judge`, with
+//!   batch-means intervals beside them, and a whole run against an SLO), C_p
 //!   estimated from every step with its 95 % interval (`fit`), repeated searches pooled
 //!   (`repeated`), targets compared by the ratio of their figures over interleaved rounds
 //!   (`compare`), the seeded generator of the up-and-down coin and the simulations (`random`).
