@@ -53,9 +53,5 @@ async fn server_over(url: &str, id: &str) -> Result<Option<store::saturation::Sa
     else {
         return Ok(None);
     };
-    Ok(run
-        .probes
-        .iter()
-        .find(|p| p.meta.host.role == probe::sample::Role::Target)
-        .and_then(|p| store::saturation::Saturation::of(p, 0, end)))
+    Ok(store::system::System::of(&run.probes, 0, end).map(|s| s.target))
 }

@@ -165,6 +165,17 @@ pub(super) fn target(sending: &Sending) -> String {
     }
 }
 
+/// The SLO a search's steps are judged on; `Err` names a term they cannot judge (the
+/// server's own figures are a whole run's).
+pub(super) fn searched_slo(wanted: &order::Search) -> Result<Slo, Error> {
+    for t in &wanted.slo {
+        store::capacity::slo::search_term(t).map_err(Error::Usage)?;
+    }
+    Ok(Slo {
+        terms: wanted.slo.clone(),
+    })
+}
+
 /// Runs the searches `order` describes (`wanted`, its work), keeping them (and reporting each
 /// step on standard error).
 pub async fn search(
@@ -178,12 +189,7 @@ pub async fn search(
             "a comparison (against) is run by `loadgen capacity --against`, not from an order of one search".into(),
         ));
     }
-    for t in &wanted.slo {
-        store::capacity::slo::search_term(t).map_err(Error::Usage)?;
-    }
-    let slo = Slo {
-        terms: wanted.slo.clone(),
-    };
+    let slo = searched_slo(wanted)?;
     let mut keeping = prepare::keeping(order, command_line)?;
     let sending = Sending::of(&order.requests, &order.pacing)?;
     let (step, warmup) = (

@@ -5,10 +5,10 @@
 use std::time::Duration;
 
 use store::capacity::compare::Compared;
-use store::capacity::{label, Slo, Status};
+use store::capacity::{label, Status};
 use store::Store;
 
-use super::capacity::{kept, print_out, seed, settings, target, Live};
+use super::capacity::{kept, print_out, searched_slo, seed, settings, target, Live};
 use crate::capacity::{self, bracket, step::Stepper, Interleave, Plan};
 use crate::cli::CapacityArgs;
 use crate::prepare::{self, Sending};
@@ -98,12 +98,7 @@ pub(crate) async fn compare(
             "a comparison (--against) runs from this host's generator: drop --gun (a comparison across guns is not built yet)".into(),
         ));
     }
-    for t in &wanted.slo {
-        store::capacity::slo::search_term(t).map_err(Error::Usage)?;
-    }
-    let slo = Slo {
-        terms: wanted.slo.clone(),
-    };
+    let slo = searched_slo(wanted)?;
     let mut orders = vec![order.clone()];
     orders.extend(wanted.against.iter().map(|a| aimed(order, a)));
     let sendings = orders
