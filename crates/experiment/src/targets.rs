@@ -589,7 +589,10 @@ fn find_program(
         where_,
     };
     if program.contains('/') {
-        let path = cwd.join(program);
+        // Absolute: the process runs in `cwd`, where a path relative to the runner's own
+        // directory (an experiment file given as a relative path) would name nothing.
+        let joined = cwd.join(program);
+        let path = std::path::absolute(&joined).unwrap_or(joined);
         return if runnable(&path) {
             Ok(path)
         } else {
@@ -648,5 +651,23 @@ mod tests {
         );
         assert_eq!(Ready::parse("listening on 8080"), None);
         assert_eq!(Ready::parse("compute: 900 rounds"), None);
+    }
+
+    #[test]
+    fn a_programs_path_relative_to_a_relative_cwd_is_found_from_inside_it() {
+        use std::os::unix::fs::PermissionsExt;
+        // `command = ["./server"]` with `cwd = "server"`, in a file given by a relative path:
+        // the process starts inside the directory, so the program's path must not be
+        // relative to the runner's.
+        let dir = tempfile::tempdir_in(".").unwrap();
+        let server = dir.path().join("server");
+        std::fs::write(&server, "#!/bin/sh\n").unwrap();
+        std::fs::set_permissions(&server, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let relative = Path::new(dir.path().file_name().unwrap());
+        let found = find_program("t", &["./server".into()], relative, &[]).unwrap();
+        assert!(found.is_absolute(), "{}", found.display());
+        assert!(found.is_file(), "{}", found.display());
+        let missing = find_program("t", &["./nothing".into()], relative, &[]).unwrap_err();
+        assert!(missing.to_string().contains("was not found"), "{missing}");
     }
 }

@@ -359,6 +359,13 @@ pub struct RequestArgs {
     #[arg(long, value_name = "N", value_parser = parse_connections)]
     pub max_connections: Option<usize>,
 
+    /// Open loop: open N connections before the first request instead of as requests need
+    /// them (a first second that opens hundreds at once fills a server's accept queue). A
+    /// search's steps open Little's law's count at each rate and its latency bound unless
+    /// this is given.
+    #[arg(long, value_name = "N", value_parser = parse_connections)]
+    pub ready_connections: Option<usize>,
+
     /// Open loop: release requests in batches every WINDOW instead of each at its own
     /// microsecond; fewer wake-ups, less CPU, each request up to WINDOW late (recorded as
     /// lateness and counted in corrected latency). wrk2 paces this way with 1ms.
@@ -422,7 +429,7 @@ pub struct AttackArgs {
     pub ramp: Option<(f64, f64)>,
 
     /// Closed loop: this many connections, each sending when its previous request completes.
-    #[arg(short = 'c', long, value_name = "N", value_parser = parse_connections, conflicts_with_all = ["max_connections", "batch"])]
+    #[arg(short = 'c', long, value_name = "N", value_parser = parse_connections, conflicts_with_all = ["max_connections", "ready_connections", "batch"])]
     pub connections: Option<usize>,
 
     /// How long to attack.
@@ -796,6 +803,7 @@ impl RequestArgs {
         order::Pacing {
             threads: self.threads.map(|t| t as u32),
             max_connections: self.max_connections.map(|c| c as u64),
+            ready_connections: self.ready_connections.map(|c| c as u64),
             batch_ns: order::nanos(self.batch),
             arrival: self.arrival,
             keepalive: !self.no_keepalive,

@@ -28,6 +28,8 @@ pub struct Sending {
     pub mix: RequestMix,
     pub threads: usize,
     pub max_connections: usize,
+    /// Opened before the first request (a search's steps: Little's law when `None`).
+    pub ready_connections: Option<usize>,
     pub h2: bool,
     pub insecure: bool,
     pub keepalive: bool,
@@ -56,6 +58,7 @@ impl Sending {
             max_connections: pacing
                 .max_connections
                 .map_or(DEFAULT_MAX_CONNECTIONS, |c| c as usize),
+            ready_connections: pacing.ready_connections.map(|c| c as usize),
             h2: pacing.h2,
             insecure: pacing.insecure,
             keepalive: pacing.keepalive,
@@ -73,6 +76,7 @@ impl Sending {
             load,
             threads: self.threads,
             max_connections: self.max_connections,
+            ready_connections: self.ready_connections.unwrap_or(0),
             h2: self.h2,
             insecure: self.insecure,
             keepalive: self.keepalive,

@@ -277,6 +277,10 @@ pub struct Pacing {
     /// The open loop's cap on connections; `None`: loadgen's default.
     #[serde(default)]
     pub max_connections: Option<u64>,
+    /// The open loop's connections opened before the first request; `None`: on demand only
+    /// (a search's steps: Little's law at each step's rate).
+    #[serde(default)]
+    pub ready_connections: Option<u64>,
     /// Release requests on a grid of this width (0: each at its own instant).
     pub batch_ns: u64,
     pub arrival: ArrivalProcess,
@@ -569,6 +573,7 @@ impl Default for Pacing {
         Pacing {
             threads: None,
             max_connections: None,
+            ready_connections: None,
             batch_ns: 0,
             arrival: ArrivalProcess::Uniform,
             keepalive: true,
@@ -669,6 +674,7 @@ mod tests {
             pacing: Pacing {
                 threads: Some(2),
                 max_connections: Some(64),
+                ready_connections: None,
                 batch_ns: 0,
                 arrival: ArrivalProcess::Poisson,
                 keepalive: true,

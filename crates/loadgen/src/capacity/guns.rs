@@ -135,6 +135,16 @@ impl Steps for Volleys<'_> {
             requests: None,
         };
         let mut step = self.with_load(load, interval, Duration::from_secs(3));
+        if step.pacing.ready_connections.is_none() {
+            // Little's law for the whole rate, shared by the guns.
+            let cap = step
+                .pacing
+                .max_connections
+                .map_or(usize::MAX, |c| c as usize);
+            let all = super::step::ready_connections(rate, self.slo, cap);
+            let guns = self.fleet.guns.len().max(1);
+            step.pacing.ready_connections = Some(all.div_ceil(guns) as u64);
+        }
         let mut labels = self.labels.clone();
         labels.remove("rate");
         labels.insert(store::capacity::label::SEARCH.into(), search.id.clone());

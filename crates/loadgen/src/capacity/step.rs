@@ -120,6 +120,21 @@ pub fn interval_for(window: Duration) -> Duration {
     (window / 10).clamp(Duration::from_millis(100), Duration::from_secs(1))
 }
 
+/// The connections a step opens before its first request: Little's law at the step's rate and
+/// the SLO's longest latency bound (10 ms without one), what a passing step holds in flight
+/// at most on average, so that its pool does not grow by hundreds in the first second (a
+/// burst of connections that fills a server's accept queue and is blamed on its capacity).
+/// The pool may still grow past it, up to `--max-connections`, while the server is slow.
+pub fn ready_connections(rate: f64, slo: &Slo, max_connections: usize) -> usize {
+    let bound_s = slo.latency_bound_ns().unwrap_or(10e6) / 1e9;
+    let ready = (rate * bound_s).ceil();
+    if ready.is_finite() && ready >= 1.0 {
+        (ready as usize).min(max_connections)
+    } else {
+        1.min(max_connections)
+    }
+}
+
 impl Stepper<'_> {
     /// Runs step `number` of `search` at `rate` for the warm-up and `window`, kept as a run
     /// labelled with the search and the step; `None` when stopped meanwhile.
@@ -135,7 +150,11 @@ impl Stepper<'_> {
             schedule: Schedule::constant(rate, Some(self.warmup + window))?,
             requests: None,
         };
-        let plan = self.sending.plan(load, interval, Duration::from_secs(3));
+        let mut plan = self.sending.plan(load, interval, Duration::from_secs(3));
+        plan.ready_connections = self
+            .sending
+            .ready_connections
+            .unwrap_or_else(|| ready_connections(rate, self.slo, plan.max_connections));
         let mut keeping = self.keeping.clone();
         keeping.name = Some(format!("{} step {number}: {rate} req/s", search.name));
         keeping
@@ -236,5 +255,21 @@ impl Stepper<'_> {
             .await?
             .map(|(_, s)| s.requests.throughput / 2.0)
             .filter(|r| *r >= 1.0))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_steps_ready_connections_are_littles_law_at_its_rate_and_latency_bound() {
+        let slo: Slo = "p99<=10ms and p50<=2ms and errors<=0.1%".parse().unwrap();
+        assert_eq!(ready_connections(30_000.0, &slo, 10_000), 300);
+        assert_eq!(ready_connections(4_320.0, &slo, 10_000), 44);
+        assert_eq!(ready_connections(30_000.0, &slo, 64), 64);
+        assert_eq!(ready_connections(5.0, &slo, 10_000), 1);
+        let errors_only: Slo = "errors<=1%".parse().unwrap();
+        assert_eq!(ready_connections(1_000.0, &errors_only, 10_000), 10);
     }
 }

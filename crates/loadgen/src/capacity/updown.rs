@@ -7,11 +7,21 @@
 //!
 //! When the steps near the knee never mix (every pass below every fail, four turns between two
 //! neighbouring levels), the knee is narrower than the grid: the grid is halved (in ln), down to
-//! [`FINEST`], from the highest of those passes. Pure: outcomes in, the next rate out; the coin
+//! [`FINEST`], from the highest of those passes.
+//!
+//! When the knee is far above where the chain starts (the coarse bracket was wrong: one window
+//! failed on a fluke), one level a step would climb for the whole budget. From the
+//! [`CLIMB_AFTER`]th move up since the last fail the chain climbs faster, 1, 2, 4, … levels more
+//! a move, until a window fails: at C_p the moves up before a fail number that many about once
+//! in 64 (each step fails with probability 1 − p and moves up with p·b = 1 − p), and cost one
+//! level. Pure: outcomes in, the next rate out; the coin
 //! is seeded, so a resumed search replays its chain.
 
 /// The finest grid: neighbouring rates 0.25 % apart.
 pub const FINEST: f64 = 1.0025;
+
+/// Moves up since the last fail from which the chain climbs faster.
+pub const CLIMB_AFTER: u32 = 6;
 
 /// The chain of steps near the knee.
 #[derive(Debug, Clone, PartialEq)]
@@ -25,6 +35,8 @@ pub struct Chain {
     rng: store::capacity::random::Rng,
     /// The outcomes at this grid, in order: (level, pass).
     here: Vec<(i32, bool)>,
+    /// Moves up since the last fail.
+    ups: u32,
 }
 
 impl Chain {
@@ -38,6 +50,7 @@ impl Chain {
             p: p.clamp(0.05, 0.95),
             rng: store::capacity::random::Rng::new(seed),
             here: vec![(0, true)],
+            ups: 0,
         }
     }
 
@@ -64,8 +77,13 @@ impl Chain {
         } else {
             (pass, !pass && self.coin(self.p / (1.0 - self.p)))
         };
+        if !pass {
+            self.ups = 0;
+        }
         if up {
-            self.level += 1;
+            self.ups += 1;
+            let faster = self.ups.saturating_sub(CLIMB_AFTER - 1).min(10);
+            self.level += 1 + ((1i32 << faster) >> 1);
         } else if down {
             self.level -= 1;
         }
@@ -135,6 +153,27 @@ mod tests {
         rates.sort_by(f64::total_cmp);
         let median = rates[rates.len() / 2];
         assert!((median / 9_200.0 - 1.0).abs() < 0.04, "{median}");
+    }
+
+    #[test]
+    fn a_knee_far_above_the_start_is_reached_in_a_few_steps() {
+        // The bracket ended at 5,000 on a fluke; every rate up to 12,000 passes.
+        let mut chain = Chain::new(5_000.0, 1.02, 0.5, 3);
+        let mut steps = 0;
+        while chain.rate() <= 12_000.0 {
+            chain.after(true);
+            steps += 1;
+        }
+        assert!(steps <= 12, "{steps} steps to climb 2.4×");
+        // One fail, and it steps one level at a time again.
+        chain.after(false);
+        let at = chain.rate();
+        chain.after(true);
+        assert!(
+            (chain.rate() / at - 1.02).abs() < 0.001,
+            "{at} → {}",
+            chain.rate()
+        );
     }
 
     #[test]

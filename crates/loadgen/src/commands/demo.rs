@@ -129,6 +129,7 @@ pub async fn run(
         },
         threads: args.threads,
         max_connections: args.max_connections,
+        ready_connections: 0,
         h2: false,
         insecure: false,
         keepalive: true,

@@ -51,6 +51,10 @@ pub struct AttackPlan {
     pub threads: usize,
     /// Open loop: the most connections the pool may hold, over all threads.
     pub max_connections: usize,
+    /// Open loop: connections opened at the start, before requests need them (up to
+    /// `max_connections`), so that a rate's first second does not open hundreds at once. A
+    /// search's steps size it by Little's law; 0 opens them on demand only.
+    pub ready_connections: usize,
     pub h2: bool,
     pub insecure: bool,
     pub keepalive: bool,
@@ -325,6 +329,7 @@ pub async fn attack(
         grace: plan.grace,
         batch: clock::nanos(plan.batch),
         arrivals: plan.arrivals,
+        ready_connections: plan.ready_connections,
         gauges: Default::default(),
         shard,
         shards,

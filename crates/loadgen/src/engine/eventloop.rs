@@ -77,7 +77,12 @@ const TIMER: u64 = u64::MAX;
 struct ControlBuffer([u8; 64]);
 
 enum Phase {
-    Connecting { began: Nanos, job: Job },
+    /// Being opened, for `job` (sent once connected) or, `None`, to be ready before it is
+    /// needed (`--ready-connections`).
+    Connecting {
+        began: Nanos,
+        job: Option<Job>,
+    },
     Idle,
     Busy(Busy),
 }
@@ -132,6 +137,9 @@ struct Engine {
     /// Connections being opened.
     connecting: usize,
     max_connections: usize,
+    /// Connections still to open before any request needs them (this worker's share of the
+    /// plan's ready connections); set to 0 when an attempt fails.
+    to_ready: usize,
     buf: Box<[u8]>,
     /// Each kind of request's bytes, when they are the same for every request.
     fixed: Vec<Option<(Box<[u8]>, u64)>>,
@@ -176,6 +184,7 @@ impl Engine {
         )?;
         epoll::add(&epoll, &timer, EventData::new_u64(TIMER), EventFlags::IN)?;
         let max_connections = shared.max_connections(index);
+        let to_ready = shared.ready_connections(index).min(max_connections);
         let closed_loop = matches!(shared.load, WorkerLoad::Closed { .. });
         let mut rng = SmallRng::from_rng(&mut rand::rng());
         let fixed = shared
@@ -207,6 +216,7 @@ impl Engine {
             open: 0,
             connecting: 0,
             max_connections,
+            to_ready,
             buf: vec![0u8; 64 * 1024].into_boxed_slice(),
             fixed,
             wire: Vec::with_capacity(1024),
@@ -230,6 +240,7 @@ impl Engine {
                 }
             }
         }
+        self.ready_more();
         let mut events: Vec<epoll::Event> = Vec::with_capacity(256);
         loop {
             let now = clock::now();
@@ -441,6 +452,29 @@ impl Engine {
         if self.expired(job) {
             return self.fail_unsent(job, ErrorKind::Timeout);
         }
+        self.open(Some(job));
+    }
+
+    /// Opens connections to be ready before requests need them, up to this worker's share of
+    /// the ready connections, a few at a time ([`MAX_CONNECTING`]).
+    fn ready_more(&mut self) {
+        while self.to_ready > 0 && self.may_open() {
+            self.to_ready -= 1;
+            self.open(None);
+        }
+    }
+
+    /// A failed attempt: the job's, if any, ends unsent; a ready connection's stops the
+    /// others being readied (requests open their own, and their failures are counted).
+    fn open_failed(&mut self, job: Option<Job>, kind: ErrorKind) {
+        match job {
+            Some(job) => self.fail_unsent(job, kind),
+            None => self.to_ready = 0,
+        }
+    }
+
+    /// Opens a connection, for `job` or to be ready.
+    fn open(&mut self, job: Option<Job>) {
         let addr = self.shared.connector.addr();
         let family = if addr.is_ipv4() {
             AddressFamily::INET
@@ -454,7 +488,7 @@ impl Engine {
             None,
         ) {
             Ok(fd) => fd,
-            Err(_) => return self.fail_unsent(job, ErrorKind::Connect),
+            Err(_) => return self.open_failed(job, ErrorKind::Connect),
         };
         // Requests are small and latency is what is measured: never wait to coalesce.
         let _ = rustix::net::sockopt::set_tcp_nodelay(&fd, true);
@@ -463,7 +497,7 @@ impl Engine {
         let began = clock::now();
         match rustix::net::connect(&fd, &addr) {
             Ok(()) | Err(Errno::INPROGRESS) => {}
-            Err(e) => return self.fail_unsent(job, classify_connect(&e.into())),
+            Err(e) => return self.open_failed(job, classify_connect(&e.into())),
         }
         let slot = self.free.pop().unwrap_or_else(|| {
             self.conns.push(None);
@@ -474,13 +508,14 @@ impl Engine {
         let interest = EventFlags::OUT | EventFlags::RDHUP;
         if epoll::add(&self.epoll, &fd, token(slot, gen), interest).is_err() {
             self.free.push(slot);
-            return self.fail_unsent(job, ErrorKind::Connect);
+            return self.open_failed(job, ErrorKind::Connect);
         }
+        let deadline = job.map_or(began, |j| j.intended) + self.shared.timeout;
         self.conns[slot] = Some(Conn {
             fd,
             gen,
             phase: Phase::Connecting { began, job },
-            deadline: job.intended + self.shared.timeout,
+            deadline,
             interest,
             reader: ResponseReader::new(),
             unsent: Vec::new(),
@@ -489,7 +524,7 @@ impl Engine {
         });
         self.open += 1;
         self.connecting += 1;
-        self.next_deadline = self.next_deadline.min(job.intended + self.shared.timeout);
+        self.next_deadline = self.next_deadline.min(deadline);
     }
 
     fn on_event(&mut self, token: u64, flags: EventFlags) {
@@ -509,12 +544,20 @@ impl Engine {
                         conn.phase = Phase::Idle;
                         self.connecting -= 1;
                         self.rec.connection_opened(now, now - began);
-                        self.send(slot, job);
+                        match job {
+                            Some(job) => self.send(slot, job),
+                            None => {
+                                // Woken only if the server closes it while it waits.
+                                self.set_interest(slot, EventFlags::RDHUP);
+                                self.idle.push(slot);
+                            }
+                        }
                         self.serve_pending();
+                        self.ready_more();
                     }
                     Ok(Err(e)) | Err(e) => {
                         self.close(slot);
-                        self.fail_unsent(job, classify_connect(&e.into()));
+                        self.open_failed(job, classify_connect(&e.into()));
                         self.after_close();
                     }
                 }
@@ -881,7 +924,7 @@ impl Engine {
             match conn.phase {
                 Phase::Connecting { job, .. } => {
                     self.close(slot);
-                    self.fail_unsent(job, ErrorKind::Timeout);
+                    self.open_failed(job, ErrorKind::Timeout);
                     self.after_close();
                 }
                 Phase::Busy(busy) => {

@@ -213,6 +213,7 @@ impl Worker {
             return Ok(());
         };
         let timer = PreciseTimer::new()?;
+        self.ready_connections();
         let mut arrivals = self.shared.arrivals(self.index);
         // Requests dispatched back to back without giving connections a turn.
         let mut burst = 0u32;
@@ -267,7 +268,7 @@ impl Worker {
         if pool.tasks < self.max_connections {
             pool.tasks += 1;
             drop(pool);
-            spawn_local(self.clone().h1_connection(job));
+            spawn_local(self.clone().h1_connection(Some(job)));
             return;
         }
         pool.pending.push_back(job);
@@ -275,10 +276,40 @@ impl Worker {
         self.rec.borrow_mut().waited_for_connection(now);
     }
 
-    /// One pooled HTTP/1.1 connection: runs jobs until the pool closes.
-    async fn h1_connection(self: Rc<Self>, first: Job) {
+    /// Opens this worker's share of the ready connections (HTTP/1.1; an HTTP/2 worker has
+    /// one connection, opened by its first request).
+    fn ready_connections(self: &Rc<Self>) {
+        if self.shared.connector.h2 {
+            return;
+        }
+        let ready = self
+            .shared
+            .ready_connections(self.index)
+            .min(self.max_connections);
+        self.h1.borrow_mut().tasks += ready;
+        for _ in 0..ready {
+            spawn_local(self.clone().h1_connection(None));
+        }
+    }
+
+    /// One pooled HTTP/1.1 connection: runs jobs until the pool closes. Without a first job,
+    /// it is opened first and waits in the pool (a ready connection; one that cannot be opened
+    /// leaves the pool to grow on demand).
+    async fn h1_connection(self: Rc<Self>, first: Option<Job>) {
         let mut conn = None;
-        let mut next = Some(first);
+        let mut next = first;
+        if next.is_none() {
+            let began = clock::now();
+            let timeout = Duration::from_nanos(self.shared.timeout);
+            if let Ok(Ok(c)) =
+                tokio::time::timeout(timeout, self.shared.connector.connect_h1()).await
+            {
+                let now = clock::now();
+                self.rec.borrow_mut().connection_opened(now, now - began);
+                conn = Some(c);
+                next = self.next_h1_job(&mut conn).await;
+            }
+        }
         while let Some(job) = next {
             self.run_h1(&mut conn, job).await;
             next = self.next_h1_job(&mut conn).await;

@@ -77,6 +77,9 @@ pub(crate) struct RunShared {
     pub batch: Nanos,
     /// Evenly spaced or Poisson arrivals (open loop).
     pub arrivals: Process,
+    /// Open loop: connections opened at the start, before requests need them, over all
+    /// workers (see [`AttackPlan::ready_connections`](crate::engine::attack::AttackPlan)).
+    pub ready_connections: usize,
     /// Requests in flight and connections open across all workers, for true peaks.
     pub gauges: Arc<crate::engine::recorder::Gauges>,
 }
@@ -129,6 +132,19 @@ impl RunShared {
             WorkerLoad::Closed { connections, .. } => {
                 share(*connections as u64, self.threads as u64, index as u64) as usize
             }
+        }
+    }
+
+    /// Worker `index`'s share of the connections to open before requests need them (open
+    /// loop only).
+    pub(crate) fn ready_connections(&self, index: usize) -> usize {
+        match &self.load {
+            WorkerLoad::Open { .. } => share(
+                self.ready_connections as u64,
+                self.threads as u64,
+                index as u64,
+            ) as usize,
+            WorkerLoad::Closed { .. } => 0,
         }
     }
 

@@ -194,6 +194,15 @@ impl Slo {
         self.terms.iter().filter(|t| t.figure.is_server())
     }
 
+    /// The longest latency a term allows (a percentile's or the mean's bound), ns.
+    pub fn latency_bound_ns(&self) -> Option<f64> {
+        self.terms
+            .iter()
+            .filter(|t| matches!(t.figure, Figure::Percentile(_) | Figure::Mean))
+            .map(|t| t.bound)
+            .reduce(f64::max)
+    }
+
     /// The fewest requests a window needs for every term to be decidable: enough to bound each
     /// percentile from above, and to show an error ratio below its bound with none observed
     /// (twice over, for a margin).
