@@ -23,6 +23,7 @@ pip_missing=()
 python3 -c 'import hcl2' 2>/dev/null || pip_missing+=(python-hcl2==8.1.4)
 python3 -c 'import pytest' 2>/dev/null || pip_missing+=(pytest)
 command -v checkov >/dev/null || pip_missing+=(checkov==3.3.30)
+command -v check-jsonschema >/dev/null || pip_missing+=(check-jsonschema==0.39.0)
 if [ ${#pip_missing[@]} -gt 0 ]; then
   say "installing ${pip_missing[*]} (pip)"
   python3 -m pip install --quiet --disable-pip-version-check "${pip_missing[@]}"
@@ -109,6 +110,17 @@ if ! command -v toxiproxy-server >/dev/null; then
 fi
 command -v curl >/dev/null || apt_install curl
 
+# actionlint (rhysd's, a Go module): the gate's GitHub Actions workflow is checked with it.
+if ! command -v actionlint >/dev/null; then
+  say "installing actionlint (go install github.com/rhysd/actionlint/cmd/actionlint@v1.7.7)"
+  gobin=$(mktemp -d)
+  GOBIN=$gobin GOFLAGS=-mod=mod go install github.com/rhysd/actionlint/cmd/actionlint@v1.7.7
+  bindir=/usr/local/bin
+  if [ ! -w "$bindir" ]; then bindir=$HOME/.local/bin; mkdir -p "$bindir"; export PATH=$bindir:$PATH; fi
+  install -m 0755 "$gobin/actionlint" "$bindir/actionlint"
+  rm -rf "$gobin"
+fi
+
 # The targets (Node, Go, Rust): npm ci, go build, cargo build; the contract suite and the
 # experiments run them.
 say "building the targets (targets/build)"
@@ -125,6 +137,15 @@ say "the report pages' script (node --test tools/js/test)"
 say "the lab's Terraform, offline (terraform fmt, python-hcl2, checkov, cloud-init schema)"
 terraform fmt -check -recursive terraform
 python3 -m pytest -q terraform/tests
+
+# The gate's CI examples (ci/), as their ecosystems check them: the schemas GitHub's and
+# GitLab's CI files are published with (check-jsonschema's vendored copies), and actionlint
+# (with shellcheck on its run steps) for the workflow. The example server's own checks.
+say "the gate's CI examples (actionlint, check-jsonschema) and example server (go vet)"
+actionlint ci/github/showdown-gate.yml
+check-jsonschema --builtin-schema vendor.github-workflows ci/github/showdown-gate.yml
+check-jsonschema --builtin-schema vendor.gitlab-ci ci/gitlab/showdown-gate.gitlab-ci.yml
+(cd experiments/examples/gate/server && test -z "$(gofmt -l .)" && go vet ./...)
 
 say "cargo test --workspace --release"
 cargo test --workspace --release "$@"

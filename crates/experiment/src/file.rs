@@ -61,6 +61,9 @@ pub struct ExperimentFile {
     /// Every cell a capacity search instead of a fixed load: the highest rate each target
     /// sustains within the SLO (`loadgen capacity`).
     pub search: Option<SearchSpec>,
+    /// Two builds compared at the load's fixed rate, a gate for a pull request: every
+    /// repetition a round running each once, in a random order, all of them up.
+    pub compare: Option<CompareSpec>,
     /// Axis name → values, in the file's order (the first axis other than `target` is the
     /// x-axis of the page's charts across settings). An axis that is not one of the known ones
     /// is a parameter: its value replaces `{NAME}` in the load's path, body and mix.
@@ -421,6 +424,44 @@ pub struct SearchSpec {
     /// (all targets up), each pair compared by the ratio of their capacities with its 95 %
     /// interval over the rounds. Absent: each target searched on its own, one after another.
     pub rounds: Option<u32>,
+}
+
+/// `[compare]`: did the candidate make the server slower or hungrier than the baseline? Each
+/// repetition is a round: every compared target (all started once, and kept up) runs the
+/// load once, in a random order, and each measure's ratio candidate ÷ baseline is judged over
+/// the rounds (`store::ab`).
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct CompareSpec {
+    /// The target the candidate is held to (e.g. the base branch's build).
+    pub baseline: String,
+    /// The target under test (e.g. the pull request's build).
+    pub candidate: String,
+    /// An A/A control: a target that runs the baseline's very build as a process of its own.
+    /// The host's noise between two processes of one build, which rounds cannot see.
+    pub control: Option<String>,
+    /// The most each gated measure may grow, `"cpu=5%,p99=10%"` (cpu, rss, pss, p50, p99);
+    /// `"cpu=5%,rss=5%,p99=10%"` when absent.
+    pub max_regression: Option<String>,
+}
+
+impl CompareSpec {
+    /// The measures gated and the change each may make.
+    pub fn allowed(&self) -> Result<store::ab::Allowed, String> {
+        match &self.max_regression {
+            Some(text) => text
+                .parse()
+                .map_err(|e| format!("[compare] max_regression: {e}")),
+            None => Ok(store::ab::Allowed::default()),
+        }
+    }
+
+    /// The compared targets: baseline, candidate, then the control if any.
+    pub fn targets(&self) -> Vec<&str> {
+        let mut out = vec![self.baseline.as_str(), self.candidate.as_str()];
+        out.extend(self.control.as_deref());
+        out
+    }
 }
 
 /// Open loop or closed loop.
@@ -813,7 +854,60 @@ fn check(file: &ExperimentFile) -> Result<(), String> {
             }
         }
     }
+    if let Some(compare) = &file.compare {
+        check_compare(file, compare)?;
+    }
     check_matrix(file, &names)
+}
+
+/// `[compare]`: its targets the file's (all of them, each named once), a fixed rate of an open
+/// loop (enough rounds for an interval is the plan's check: `--repetitions` may change them).
+fn check_compare(file: &ExperimentFile, compare: &CompareSpec) -> Result<(), String> {
+    compare.allowed()?;
+    let named = compare.targets();
+    for (i, name) in named.iter().enumerate() {
+        if !file.targets.iter().any(|t| t.name == *name) {
+            return Err(format!(
+                "[compare] names {name:?}, which is no [[target]]'s name"
+            ));
+        }
+        if named[..i].contains(name) {
+            return Err(format!(
+                "[compare] names {name:?} twice: an A/A control is a target of its own that runs the baseline's build"
+            ));
+        }
+    }
+    if let Some(t) = file
+        .targets
+        .iter()
+        .find(|t| !named.contains(&t.name.as_str()))
+    {
+        return Err(format!(
+            "[compare] compares its baseline, its candidate and its control only: target {:?} is none of them (drop it, or compare it in a file of its own)",
+            t.name
+        ));
+    }
+    if file.search.is_some() {
+        return Err("[compare] measures at a fixed rate; [search] compares capacities (with rounds): use one or the other".into());
+    }
+    if file.guns.is_some() {
+        return Err("[compare] runs from this machine: drop [guns]".into());
+    }
+    if let Some(t) = file.targets.iter().find(|t| t.load.is_some()) {
+        return Err(format!(
+            "target {:?}: [compare] runs every build at the same load: drop the target's own load",
+            t.name
+        ));
+    }
+    for (table, load) in file.load_specs() {
+        let fixed = load.mode() == Mode::Open && matches!(load.rate, Some(Rate::PerSecond(_)));
+        if !fixed || load.steps.is_some() {
+            return Err(format!(
+                "{table}: [compare] measures every build at one fixed rate of an open loop, below both capacities: give rate = N (requests a second), without steps"
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// `[[watch]]`: each named once, found by exactly one of port, pid or command.
@@ -1176,6 +1270,81 @@ mod tests {
         format!(
             "name = \"x\"\nquestion = \"q\"\n[load]\npath = \"/\"\nrate = 1\nduration = \"1s\"\n[[target]]\nname = \"mine\"\n{target}"
         )
+    }
+
+    #[test]
+    fn a_comparison_names_the_files_targets_at_one_fixed_rate_with_enough_rounds() {
+        let file = |top: &str, compare: &str, load: &str, extra: &str| {
+            read(&format!(
+                "name = \"x\"\nquestion = \"q\"\n{top}\n[compare]\n{compare}\n[load]\npath = \"/\"\nduration = \"1s\"\n{load}\n[[target]]\nname = \"main\"\nrun = \"go\"\n[[target]]\nname = \"pr\"\nrun = \"go\"\n{extra}"
+            ))
+        };
+        let pair = "baseline = \"main\"\ncandidate = \"pr\"";
+        let ok = file("repetitions = 8", pair, "rate = 500", "").unwrap();
+        let compare = ok.compare.unwrap();
+        assert_eq!(compare.targets(), ["main", "pr"]);
+        assert_eq!(compare.allowed().unwrap(), store::ab::Allowed::default());
+        for (top, compare, load, extra, says) in [
+            (
+                "repetitions = 8",
+                "baseline = \"main\"\ncandidate = \"nope\"",
+                "rate = 500",
+                "",
+                "\"nope\", which is no [[target]]",
+            ),
+            (
+                "repetitions = 8",
+                "baseline = \"main\"\ncandidate = \"main\"",
+                "rate = 500",
+                "",
+                "names \"main\" twice",
+            ),
+            (
+                "repetitions = 8",
+                pair,
+                "rate = 500",
+                "[[target]]\nname = \"third\"\nrun = \"go\"\n",
+                "target \"third\" is none of them",
+            ),
+            (
+                "repetitions = 8",
+                pair,
+                "rate = \"80%\"",
+                "",
+                "one fixed rate of an open loop",
+            ),
+            (
+                "repetitions = 8",
+                pair,
+                "mode = \"closed\"\nconnections = 10",
+                "",
+                "one fixed rate of an open loop",
+            ),
+            (
+                "repetitions = 8",
+                &format!("{pair}\nmax_regression = \"cpu=5\""),
+                "rate = 500",
+                "",
+                "max_regression: \"5\" for cpu needs its % sign",
+            ),
+            (
+                "repetitions = 8",
+                &format!("{pair}\nmax_regression = \"capacity=5%\""),
+                "rate = 500",
+                "",
+                "[search] rounds",
+            ),
+            (
+                "repetitions = 8\n[search]\nslo = [\"p99<=10ms\"]",
+                pair,
+                "rate = 500",
+                "",
+                "use one or the other",
+            ),
+        ] {
+            let e = file(top, compare, load, extra).unwrap_err();
+            assert!(e.contains(says), "{says}: {e}");
+        }
     }
 
     #[test]

@@ -5,7 +5,8 @@
 //!
 //! - [`file`](mod@file): the experiment file (TOML) read and checked.
 //! - [`plan`]: the matrix expanded into cells, in the order they run (with `[search] rounds`,
-//!   the searches of a setting and repetition run together, as one comparison).
+//!   the searches of a setting and repetition run together, as one comparison; with
+//!   `[compare]`, a setting's every target and repetition, as the rounds of a gate).
 //! - [`gun`]: each attack as an `order::Order` run by a `loadgen order` process of its own.
 //! - [`fleet`]: several gun hosts over SSH as one generator (`[guns]`), each cell's run
 //!   group merged exactly.

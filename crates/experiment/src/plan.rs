@@ -114,6 +114,8 @@ fn load_time(load: &LoadSpec) -> Duration {
 pub enum PlanError {
     #[error("--scale {0:?} must be above 0 and at most {MAX_SCALE}")]
     Scale(f64),
+    #[error("[compare] needs 3 repetitions or more (each is a round; 8 is a good start), not {0}")]
+    CompareRounds(u32),
     #[error("repetitions must be at most {MAX_REPETITIONS} (the file's, or --repetitions)")]
     Repetitions,
     #[error("{field}: {error}")]
@@ -232,6 +234,8 @@ pub struct Plan {
     pub search: Option<crate::file::SearchSpec>,
     /// The settings whose cells search (of the whole matrix, before `--only`).
     pub searched: Vec<Vec<(String, String)>>,
+    /// The file's `[compare]`: each setting's cells, every repetition a round, run together.
+    pub compare: Option<crate::file::CompareSpec>,
 }
 
 /// A search's steps, for estimates: about this many per cell.
@@ -395,6 +399,9 @@ pub fn plan(experiment: &Experiment, options: &PlanOptions) -> Result<Plan, Plan
     };
     // The count first: four axes of a hundred values must be refused, not built.
     let repetitions = options.repetitions.unwrap_or(file.repetitions).max(1);
+    if file.compare.is_some() && (repetitions as usize) < store::ab::MIN_ROUNDS {
+        return Err(PlanError::CompareRounds(repetitions));
+    }
     let count = axes
         .iter()
         .fold(1usize, |n, a| n.saturating_mul(a.values.len()))
@@ -494,6 +501,7 @@ pub fn plan(experiment: &Experiment, options: &PlanOptions) -> Result<Plan, Plan
         }),
         searched,
         cells,
+        compare: experiment.file.compare.clone(),
     })
 }
 
@@ -539,9 +547,18 @@ fn interleavable(experiment: &Experiment, cells: &[Cell]) -> Result<(), PlanErro
     Ok(())
 }
 
-/// The cells searched together with `cell` (its setting and repetition, every target) when the
-/// file's `[search]` has rounds, in `cells`' order; `cell` alone otherwise.
+/// The cells run together with `cell`, in `cells`' order: with `[compare]`, its setting's
+/// (every target, every repetition: the rounds); with `[search]` rounds, its setting and
+/// repetition's (every target); `cell` alone otherwise.
 pub fn together<'c>(plan: &Plan, cells: &[&'c Cell], cell: &'c Cell) -> Vec<&'c Cell> {
+    if plan.compare.is_some() {
+        // A comparison: the setting's every target and repetition (its rounds).
+        return cells
+            .iter()
+            .copied()
+            .filter(|c| c.setting == cell.setting)
+            .collect();
+    }
     let interleaved = plan.search.as_ref().is_some_and(|s| s.rounds.is_some());
     if !interleaved || cell.kind != CellKind::Search {
         return vec![cell];
@@ -840,6 +857,30 @@ mod tests {
     }
 
     const SEARCH: &str = "[search]\nslo = [\"p99<=10ms\"]\n";
+
+    #[test]
+    fn a_comparisons_rounds_are_its_settings_every_target_and_repetition() {
+        let e = experiment(
+            "rate = 500\n[[target]]\nname = \"pr\"\nrun = \"go\"\n[compare]\nbaseline = \"go\"\ncandidate = \"pr\"\n[matrix]\npath = [\"/a\", \"/b\"]\n",
+        );
+        let mut options = PlanOptions {
+            repetitions: Some(3),
+            ..PlanOptions::default()
+        };
+        let p = plan(&e, &options).unwrap();
+        let cells: Vec<&Cell> = p.cells.iter().collect();
+        let together: Vec<(String, u32)> = together(&p, &cells, cells[0])
+            .iter()
+            .map(|c| (c.key(), c.repetition))
+            .collect();
+        assert_eq!(together.len(), 6, "{together:?}");
+        assert!(
+            together.iter().all(|(k, _)| k.ends_with("path=/a")),
+            "{together:?}"
+        );
+        options.repetitions = Some(2);
+        assert_eq!(plan(&e, &options).unwrap_err(), PlanError::CompareRounds(2));
+    }
 
     #[test]
     fn rounds_search_every_target_of_a_setting_together_with_one_load() {

@@ -214,6 +214,17 @@ pub enum ExperimentCommand {
         /// Draw no pages.
         #[arg(long, conflicts_with = "report")]
         no_report: bool,
+        /// With [compare]: write the verdict as Markdown to FILE, appended (a pull request's
+        /// comment, or "$GITHUB_STEP_SUMMARY").
+        #[arg(long, value_name = "FILE")]
+        markdown: Option<PathBuf>,
+        /// With [compare]: write the verdict as JUnit XML to FILE (replaced).
+        #[arg(long, value_name = "FILE")]
+        junit: Option<PathBuf>,
+        /// With [compare]: write the verdicts as JSON to FILE (replaced): each measure's
+        /// values, ratio, interval, verdict and every round's ratio.
+        #[arg(long, value_name = "FILE")]
+        json: Option<PathBuf>,
         #[command(flatten)]
         trust: TrustArgs,
     },

@@ -45,6 +45,10 @@ pub enum RunEnd {
     SloMissed,
     /// Ran to its end, and cannot say whether it met its SLO (the generator was the limit).
     SloInconclusive,
+    /// A comparison's candidate regressed beyond what is allowed (`[compare]`).
+    Regression,
+    /// A comparison cannot tell (too noisy, or a gated measure not measured).
+    CompareInconclusive,
 }
 
 impl RunEnd {
@@ -67,14 +71,14 @@ impl RunEnd {
         }
     }
 
-    /// 0 when the run completed (and met its SLO, if it had one), 3 when it was stopped early,
-    /// 4 when it missed its SLO, 5 when it cannot say.
+    /// 0 when the run completed (and met its SLO, or passed its comparison), 3 when it was
+    /// stopped early, 4 when it missed its SLO or regressed, 5 when it cannot say.
     pub fn exit_code(self) -> u8 {
         match self {
             RunEnd::Completed => 0,
             RunEnd::Stopped => 3,
-            RunEnd::SloMissed => 4,
-            RunEnd::SloInconclusive => 5,
+            RunEnd::SloMissed | RunEnd::Regression => 4,
+            RunEnd::SloInconclusive | RunEnd::CompareInconclusive => 5,
         }
     }
 }

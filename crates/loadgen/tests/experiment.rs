@@ -926,10 +926,13 @@ fn search_file(dir: &Path) -> String {
 /// The experiment `name` of searches of two servers of known capacity ("slow" spends 2 ms of
 /// CPU a request, "fast" 1 ms), both on CPU 1, the generator on CPU 0: `search` more lines of
 /// its `[search]`, `rest` more of its `[load]` and what follows.
+/// The command line of the built-in target spending `work` of CPU a request, for a file.
+fn serve_work(work: &str) -> String {
+    format!(r#"["{LOADGEN}", "target", "--listen", "127.0.0.1:{{port}}", "--work", "{work}"]"#)
+}
+
 fn two_servers(dir: &Path, name: &str, search: &str, rest: &str) -> String {
-    let serve = |work: &str| {
-        format!(r#"["{LOADGEN}", "target", "--listen", "127.0.0.1:{{port}}", "--work", "{work}"]"#)
-    };
+    let serve = serve_work;
     write(
         dir,
         &format!("{name}.toml"),
@@ -1324,4 +1327,94 @@ fn a_search_killed_mid_experiment_resumes_from_its_last_finished_step() {
         before.steps.iter().map(|s| s.rate).collect::<Vec<_>>(),
         "the steps before the kill were kept, not run again"
     );
+}
+
+/// `[compare]` as a CI job runs it: a build that spends 30 % more CPU a request is flagged a
+/// regression (exit 4, the Markdown and JUnit say so); a build identical to the baseline
+/// passes (exit 0). Six rounds of 1 s runs at 2,000 req/s, each server on CPU 1.
+#[test]
+fn a_comparison_flags_a_slowed_build_and_passes_an_identical_one() {
+    let _cpu = one_search_at_a_time();
+    let work = tempfile::tempdir().unwrap();
+    let db = format!("sqlite://{}/runs.db", work.path().display());
+    let serve = serve_work;
+    let file = |name: &str, candidate: &str| {
+        write(
+            work.path(),
+            &format!("{name}.toml"),
+            &format!(
+                r#"
+name = "{name}"
+question = "Did the branch make the server slower?"
+repetitions = 6
+warmup = "500ms"
+pre_roll = "200ms"
+post_roll = "200ms"
+
+[placement]
+gun_cpus = "0"
+target_cpus = "1"
+
+[compare]
+baseline = "main"
+candidate = "branch"
+max_regression = "cpu=5%"
+
+[[target]]
+name = "main"
+command = {}
+
+[[target]]
+name = "branch"
+command = {}
+
+[load]
+path = "/"
+rate = 2000
+duration = "1s"
+"#,
+                serve("100us"),
+                serve(candidate)
+            ),
+        )
+    };
+    let run = |name: &str, candidate: &str| {
+        let md = work.path().join(format!("{name}.md"));
+        let xml = work.path().join(format!("{name}.xml"));
+        let out = experiment(
+            &[
+                "run",
+                &file(name, candidate),
+                "--no-report",
+                "--markdown",
+                md.to_str().unwrap(),
+                "--junit",
+                xml.to_str().unwrap(),
+            ],
+            &db,
+            "",
+        );
+        let md = std::fs::read_to_string(md).unwrap_or_default();
+        let xml = std::fs::read_to_string(xml).unwrap_or_default();
+        (out, md, xml)
+    };
+    let (out, md, xml) = run("slowed", "130us");
+    let said = text(&out);
+    assert_eq!(out.status.code(), Some(4), "{said}");
+    assert!(said.contains("12 cells run (0 failed)"), "{said}");
+    assert!(
+        said.contains("regression: branch against main, 6 interleaved rounds"),
+        "{said}"
+    );
+    assert!(said.contains("CPU per request"), "{said}");
+    assert!(md.contains("❌ Showdown: regression"), "{md}");
+    assert!(md.contains("| CPU per request |"), "{md}");
+    assert!(xml.contains("failures=\"1\""), "{xml}");
+    assert!(xml.contains("<failure message=\"regression: "), "{xml}");
+    let (out, md, xml) = run("identical", "100us");
+    let said = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{said}");
+    assert!(said.contains("pass: branch against main"), "{said}");
+    assert!(md.contains("✅ Showdown: pass"), "{md}");
+    assert!(xml.contains("failures=\"0\" skipped=\"0\""), "{xml}");
 }

@@ -29,10 +29,14 @@
 //!   estimated from every step with its 95 % interval (`fit`), repeated searches pooled
 //!   (`repeated`), targets compared by the ratio of their figures over interleaved rounds
 //!   (`compare`), the seeded generator of the up-and-down coin and the simulations (`random`).
+//! - [`ab`]: two builds compared at a fixed rate over interleaved rounds (`[compare]`): each
+//!   measure's ratio with its 95 % interval (paired over rounds, Student's t), its verdict
+//!   against the change allowed and the A/A control, and the gate in words, Markdown and JUnit.
 //! - [`vocabulary`]: the words crates exchange: causes, check outcomes, phases, label names.
 //! - [`hdrlog`]: HdrHistogram interval logs, and histograms in HdrHistogram's own format.
 //! - [`import`]: a run saved locally while its store was down, brought back.
 
+pub mod ab;
 pub mod capacity;
 mod config;
 mod db;

@@ -114,6 +114,9 @@ pub struct Saturation {
     /// Its processes' open file descriptors summed, the most read.
     #[serde(default)]
     pub fds_peak: Option<u64>,
+    /// Its processes' RSS summed, the most read over the window (every sample).
+    #[serde(default)]
+    pub rss_peak: Option<u64>,
 }
 
 /// `probe`'s samples between `from_ns` and `to_ns` on the run's timeline.
@@ -265,6 +268,10 @@ impl Saturation {
                 .filter_map(|s| s.total.as_ref()?.pss_bytes)
                 .max(),
             fds_peak: samples.iter().filter_map(|s| s.total.as_ref()?.fds).max(),
+            rss_peak: samples
+                .iter()
+                .filter_map(|s| Some(s.total.as_ref()?.rss_bytes))
+                .max(),
         })
     }
 

@@ -34,14 +34,14 @@ pub(super) fn cell_time(cell: &Cell, plan: &Plan) -> Duration {
 /// A cell's target while it is measured, and what watches it: the target the runner started
 /// (none for a remote one), the probes it started (the target's, its database's, the watched
 /// groups') and the reader of the database's activity, all live until the cell ends.
-struct Watched {
-    target: Option<Target>,
-    probes: Vec<probe::server::RunningProbe>,
-    reader: Option<crate::watch::ActivityReader>,
+pub(super) struct Watched {
+    pub(super) target: Option<Target>,
+    pub(super) probes: Vec<probe::server::RunningProbe>,
+    pub(super) reader: Option<crate::watch::ActivityReader>,
     /// Where the generator sends its requests.
-    base: String,
+    pub(super) base: String,
     /// The probes the generator subscribes to.
-    probe_addrs: Vec<String>,
+    pub(super) probe_addrs: Vec<String>,
 }
 
 pub(super) struct CellContext<'a, F: Firing> {
@@ -92,7 +92,7 @@ impl ProbeKeys {
 }
 
 impl<F: Firing> CellContext<'_, F> {
-    fn spec(&self, cell: &Cell) -> Result<&TargetSpec, Error> {
+    pub(super) fn spec(&self, cell: &Cell) -> Result<&TargetSpec, Error> {
         self.experiment
             .file
             .targets
@@ -318,7 +318,7 @@ impl<F: Firing> CellContext<'_, F> {
 
     /// Starts the cell's target (or finds the remote one), watched by the runner's probes;
     /// `Err` with the cell's outcome when it did not start (kept as failed).
-    async fn watch(
+    pub(super) async fn watch(
         &self,
         cell: &Cell,
         spec: &TargetSpec,
@@ -420,7 +420,7 @@ impl<F: Firing> CellContext<'_, F> {
 
     /// Waits until the target answers as its contract says; `Some` failed outcome (kept, the
     /// target stopped) when it does not.
-    async fn wait_ready(
+    pub(super) async fn wait_ready(
         &self,
         cell: &Cell,
         spec: &TargetSpec,
@@ -457,7 +457,7 @@ impl<F: Firing> CellContext<'_, F> {
     }
 
     /// One attack of the cell: its warm-up, its measured run, or its search.
-    fn attack(
+    pub(super) fn attack(
         &self,
         cell: &Cell,
         spec: &TargetSpec,
@@ -510,7 +510,7 @@ impl<F: Firing> CellContext<'_, F> {
 
     /// Stops the cell's target; a target that exited during the run fails the cell (the
     /// outcome to keep instead is returned).
-    async fn stop_target(
+    pub(super) async fn stop_target(
         &self,
         cell: &Cell,
         target: Option<Target>,
@@ -575,7 +575,7 @@ impl<F: Firing> CellContext<'_, F> {
 
     /// Fires one attack from this machine's generator; `None` when the experiment was
     /// interrupted meanwhile.
-    async fn fire(
+    pub(super) async fn fire(
         &self,
         attack: &Attack,
         stop: &mut watch::Receiver<bool>,

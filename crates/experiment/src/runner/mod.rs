@@ -17,6 +17,8 @@
 //! - `setup`: what the cells share: the targets' database, their environment, their
 //!   verification.
 //! - `cell`: one cell, from starting its target to keeping its run.
+//! - `rounds`: `[compare]`'s cells, every compared target up at once and every repetition a
+//!   round in a random order, and the gate judged from their runs.
 //! - `share`: a cell's rate given as a share of the capacity its searches found.
 
 use std::collections::{BTreeMap, HashMap};
@@ -33,6 +35,7 @@ mod cell;
 mod event;
 mod firing;
 mod resume;
+mod rounds;
 mod setup;
 mod share;
 #[cfg(test)]
@@ -171,6 +174,8 @@ fn todo_of<'p>(
         .iter()
         .zip(states)
         .filter(|(_, s)| match s {
+            // A comparison is one sitting's: its rounds all run again, each time.
+            _ if plan.compare.is_some() => true,
             CellState::Done { .. } => false,
             CellState::Failed { .. } => retry_failed,
             _ => true,
@@ -575,16 +580,24 @@ impl Cells<'_> {
             self.events.emit(Event::Cell {
                 number: done + 1,
                 total,
-                key: together
-                    .iter()
-                    .map(|c| c.key())
-                    .collect::<Vec<_>>()
-                    .join(" + "),
+                key: {
+                    let mut keys: Vec<String> = Vec::new();
+                    for key in together.iter().map(|c| c.key()) {
+                        if !keys.contains(&key) {
+                            keys.push(key);
+                        }
+                    }
+                    keys.join(" + ")
+                },
                 repetition: cell.repetition,
                 left,
                 eta: left_time,
             });
-            let outcomes = if together.len() > 1 {
+            let outcomes = if let Some(compare) = &self.plan.compare {
+                let (outcomes, gate) = self.compared(&together, compare, firing, stop).await?;
+                report.gates.extend(gate);
+                outcomes
+            } else if together.len() > 1 {
                 self.together(&together, firing, stop).await?
             } else {
                 vec![(cell.key(), self.one(cell, firing, stop).await?)]
@@ -627,19 +640,46 @@ impl Cells<'_> {
         firing: &F,
         stop: &mut watch::Receiver<bool>,
     ) -> Result<Vec<(String, CellOutcome)>, Error> {
-        let refused = |c: &&&Cell| {
+        let (mut outcomes, up) = self.refuse_unverified(cells, firing, stop).await?;
+        let context = self.context(firing);
+        outcomes.extend(context.run_together(&up, stop).await?);
+        Ok(outcomes)
+    }
+
+    /// One setting's cells compared in rounds (`[compare]`): a target that failed
+    /// verification is refused on its own (its cells kept failed), the others run the rounds.
+    async fn compared<F: Firing>(
+        &self,
+        cells: &[&Cell],
+        compare: &crate::file::CompareSpec,
+        firing: &F,
+        stop: &mut watch::Receiver<bool>,
+    ) -> Result<(Vec<(String, CellOutcome)>, Option<store::ab::Gate>), Error> {
+        let (mut outcomes, up) = self.refuse_unverified(cells, firing, stop).await?;
+        let (more, gate) = self.context(firing).run_rounds(&up, compare, stop).await?;
+        outcomes.extend(more);
+        Ok((outcomes, gate))
+    }
+
+    /// Of cells to run together, those whose target failed verification, each refused on its
+    /// own (kept failed): their outcomes, and the cells left to run.
+    async fn refuse_unverified<'c, F: Firing>(
+        &self,
+        cells: &[&'c Cell],
+        firing: &F,
+        stop: &mut watch::Receiver<bool>,
+    ) -> Result<(Vec<(String, CellOutcome)>, Vec<&'c Cell>), Error> {
+        let refused = |c: &&Cell| {
             self.verification
                 .iter()
                 .any(|v| v.target == c.target && !v.passed)
         };
         let mut outcomes = Vec::new();
-        for cell in cells.iter().filter(refused) {
+        for cell in cells.iter().copied().filter(refused) {
             outcomes.push((cell.key(), self.one(cell, firing, stop).await?));
         }
-        let up: Vec<&Cell> = cells.iter().filter(|c| !refused(c)).copied().collect();
-        let context = self.context(firing);
-        outcomes.extend(context.run_together(&up, stop).await?);
-        Ok(outcomes)
+        let up = cells.iter().copied().filter(|c| !refused(c)).collect();
+        Ok((outcomes, up))
     }
 
     fn context<'f, F: Firing>(&'f self, firing: &'f F) -> CellContext<'f, F> {

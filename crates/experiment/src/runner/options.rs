@@ -46,6 +46,8 @@ pub struct RunReport {
     pub failed: Vec<(String, String)>,
     pub interrupted: bool,
     pub elapsed: Duration,
+    /// `[compare]`'s verdicts, one per setting whose rounds all ran.
+    pub gates: Vec<store::ab::Gate>,
 }
 
 #[derive(Debug, thiserror::Error)]

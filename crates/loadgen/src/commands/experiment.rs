@@ -54,6 +54,9 @@ pub async fn run(args: &ExperimentArgs, shutdown: &Shutdown) -> Result<RunEnd, E
             retry_failed,
             report: pages,
             no_report,
+            markdown,
+            junit,
+            json,
             trust,
         } => {
             let (experiment, plan) = read(cells)?;
@@ -112,6 +115,7 @@ pub async fn run(args: &ExperimentArgs, shutdown: &Shutdown) -> Result<RunEnd, E
                     cells.file.display()
                 );
             }
+            let mut gates = report.gates;
             if !no_report {
                 let site = crate::output::draw_site(&cells.db, pages).await?;
                 let page = site
@@ -119,6 +123,17 @@ pub async fn run(args: &ExperimentArgs, shutdown: &Shutdown) -> Result<RunEnd, E
                     .get(&experiment.file.name)
                     .unwrap_or(&site.index);
                 println!("Report: open {}", page.display());
+                for gate in &mut gates {
+                    gate.pages = Some(page.display().to_string());
+                }
+            }
+            if experiment.file.compare.is_some() && !report.interrupted {
+                let to = Written {
+                    markdown: markdown.as_deref(),
+                    junit: junit.as_deref(),
+                    json: json.as_deref(),
+                };
+                return gated(&gates, &to);
             }
             Ok(if report.interrupted {
                 RunEnd::Stopped
@@ -127,6 +142,56 @@ pub async fn run(args: &ExperimentArgs, shutdown: &Shutdown) -> Result<RunEnd, E
             })
         }
     }
+}
+
+/// Where a comparison's verdicts are written.
+struct Written<'a> {
+    markdown: Option<&'a std::path::Path>,
+    junit: Option<&'a std::path::Path>,
+    json: Option<&'a std::path::Path>,
+}
+
+/// A comparison's end: each setting's verdict printed (and written as Markdown, JUnit XML and
+/// JSON where asked), the exit code the worst of them.
+fn gated(gates: &[store::ab::Gate], to: &Written) -> Result<RunEnd, Error> {
+    use store::ab::Outcome;
+    for gate in gates {
+        print!("{}", gate.text());
+    }
+    if gates.is_empty() {
+        println!("inconclusive: no round ran every compared build (see the failed cells above)");
+    }
+    let write = |path: &std::path::Path, text: String, append: bool| -> Result<(), Error> {
+        let mut file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(append)
+            .write(true)
+            .truncate(!append)
+            .open(path)
+            .map_err(|e| Error::Usage(format!("cannot write {}: {e}", path.display())))?;
+        std::io::Write::write_all(&mut file, text.as_bytes())
+            .map_err(|e| Error::Usage(format!("cannot write {}: {e}", path.display())))
+    };
+    if let Some(path) = to.markdown {
+        let text: String = gates.iter().map(|g| g.markdown() + "\n").collect();
+        write(path, text, true)?;
+    }
+    if let Some(path) = to.junit {
+        write(path, store::ab::junit(gates), false)?;
+    }
+    if let Some(path) = to.json {
+        let text = serde_json::to_string_pretty(gates)
+            .map_err(|e| Error::Usage(format!("cannot write {}: {e}", path.display())))?;
+        write(path, text + "\n", false)?;
+    }
+    let outcomes: Vec<Outcome> = gates.iter().map(store::ab::Gate::outcome).collect();
+    Ok(if outcomes.contains(&Outcome::Regression) {
+        RunEnd::Regression
+    } else if gates.is_empty() || outcomes.contains(&Outcome::Inconclusive) {
+        RunEnd::CompareInconclusive
+    } else {
+        RunEnd::Completed
+    })
 }
 
 /// Pins this process (and the threads it starts from now on) to the gun's CPUs, so that the

@@ -1,0 +1,508 @@
+//! Did a change make a server slower or hungrier? Two builds, a baseline and a candidate, run
+//! at the same fixed rate in interleaved rounds (every build once a round, in a random order),
+//! each measure answered as the ratio candidate ÷ baseline with its 95 % interval over rounds,
+//! and judged against the change allowed.
+//!
+//! **The estimand.** For each measure (CPU per request, peak PSS, a latency percentile), the
+//! ratio of the candidate's to the baseline's typical (geometric-mean) value over runs of this
+//! length, on this host, in this sitting.
+//!
+//! **The estimate.** Each round gives one ratio; the answer is their geometric mean (the mean of
+//! the log-ratios) and its interval Student's t over the rounds' log-ratios (rounds − 1 degrees
+//! of freedom). Paired by round, what the host does from one round to the next (drift, a noisy
+//! neighbour, a warmer cache) cancels; in a random order within the round, what it does inside
+//! one favours neither build. The proof is [`tests`]' simulated host: slow drift, correlated
+//! noise, a rare stall, both with and without a real change.
+//!
+//! **What it cannot see.** A difference between two *processes* of the same build (their
+//! memory layout, which core each lands on) looks like a change to it. An A/A control (the
+//! baseline entered twice) measures that: when the control's own interval reaches past the
+//! change allowed, an identical build could read as a regression here, and the verdict is "too
+//! noisy" whatever the candidate read. (A difference well within it, such as the 0.3 % of RSS
+//! two processes of one Go binary differ by, leaves the verdict alone.)
+
+mod text;
+
+pub use text::junit;
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+
+use crate::run::StoredRun;
+
+/// The confidence of every interval here.
+pub const CONFIDENCE: f64 = 0.95;
+
+/// The fewest rounds that give an interval.
+pub const MIN_ROUNDS: usize = 3;
+
+/// What a comparison measures of each run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Measure {
+    /// The server's CPU per request answered, µs (its probe's CPU over the run ÷ requests).
+    Cpu,
+    /// The server's RSS at its most over the run, bytes: its pages whole, whoever else maps
+    /// them.
+    Rss,
+    /// The server's PSS at its most over the run, bytes: a page shared with another process
+    /// counted by halves, so it reads lower while a twin of the same binary runs beside it.
+    Pss,
+    /// The median corrected latency, ns.
+    P50,
+    /// The 99th percentile of the corrected latency, ns.
+    P99,
+}
+
+impl Measure {
+    pub const ALL: [Measure; 5] = [
+        Measure::Cpu,
+        Measure::Rss,
+        Measure::Pss,
+        Measure::P50,
+        Measure::P99,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Measure::Cpu => "cpu",
+            Measure::Rss => "rss",
+            Measure::Pss => "pss",
+            Measure::P50 => "p50",
+            Measure::P99 => "p99",
+        }
+    }
+
+    /// "CPU per request", for sentences.
+    pub fn title(self) -> &'static str {
+        match self {
+            Measure::Cpu => "CPU per request",
+            Measure::Rss => "peak memory (RSS)",
+            Measure::Pss => "peak memory (PSS)",
+            Measure::P50 => "p50 latency",
+            Measure::P99 => "p99 latency",
+        }
+    }
+
+    /// One run's value of this measure, `None` when the run does not hold it (no probe, no
+    /// requests answered).
+    pub fn of(self, run: &StoredRun) -> Option<f64> {
+        let summary = run.summary.as_ref()?;
+        let positive = |v: f64| (v.is_finite() && v > 0.0).then_some(v);
+        match self {
+            Measure::P50 => positive(summary.latency.corrected.p50_ns as f64),
+            Measure::P99 => positive(summary.latency.corrected.p99_ns as f64),
+            Measure::Cpu | Measure::Rss | Measure::Pss => {
+                let end = (summary.duration.attack_s * 1e9) as i64;
+                let server = crate::system::System::of(&run.probes, 0, end)?.target;
+                match self {
+                    Measure::Rss => positive(server.rss_peak? as f64),
+                    Measure::Pss => positive(server.pss_peak? as f64),
+                    _ => {
+                        let answered = summary.requests.total as f64;
+                        positive(server.cpu_cores * server.seconds * 1e6 / answered)
+                    }
+                }
+            }
+        }
+    }
+
+    /// `value` in this measure's unit: "41.2 µs", "63.1 MiB", "1.52 ms".
+    pub fn value_text(self, value: f64) -> String {
+        match self {
+            Measure::Cpu => format!("{value:.1} µs"),
+            Measure::Rss | Measure::Pss => format!("{:.1} MiB", value / (1024.0 * 1024.0)),
+            Measure::P50 | Measure::P99 => {
+                if value >= 1e6 {
+                    format!("{:.2} ms", value / 1e6)
+                } else {
+                    format!("{:.0} µs", value / 1e3)
+                }
+            }
+        }
+    }
+}
+
+impl fmt::Display for Measure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for Measure {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Measure, String> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "cpu" => Ok(Measure::Cpu),
+            "rss" | "memory" => Ok(Measure::Rss),
+            "pss" => Ok(Measure::Pss),
+            "p50" => Ok(Measure::P50),
+            "p99" => Ok(Measure::P99),
+            "capacity" => Err("capacity is not a measure of a fixed-rate comparison: compare capacities with [search] rounds (a ratio of capacities), and gate a pull request on cpu, pss, p50 or p99".into()),
+            other => Err(format!(
+                "no measure {other:?}: the measures are cpu (CPU per request), rss and pss (peak memory), p50 and p99"
+            )),
+        }
+    }
+}
+
+/// The change allowed per measure, as shares (0.05: 5 % more): the measures gated.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Allowed(pub BTreeMap<Measure, f64>);
+
+impl Default for Allowed {
+    /// CPU per request and peak memory (RSS) within 5 %, p99 within 10 %.
+    fn default() -> Allowed {
+        Allowed(BTreeMap::from([
+            (Measure::Cpu, 0.05),
+            (Measure::Rss, 0.05),
+            (Measure::P99, 0.10),
+        ]))
+    }
+}
+
+impl FromStr for Allowed {
+    type Err = String;
+
+    /// `cpu=5%,p99=10%`: each measure gated and the most it may grow.
+    fn from_str(s: &str) -> Result<Allowed, String> {
+        let mut allowed = BTreeMap::new();
+        for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+            let Some((name, share)) = part.split_once('=') else {
+                return Err(format!(
+                    "{part:?} is not MEASURE=SHARE: write e.g. cpu=5%,p99=10%"
+                ));
+            };
+            let measure: Measure = name.parse()?;
+            let share = share.trim();
+            let number = share.strip_suffix('%').unwrap_or(share).trim();
+            let value: f64 = number
+                .parse()
+                .ok()
+                .filter(|v: &f64| v.is_finite() && *v >= 0.0 && *v <= 1000.0)
+                .ok_or_else(|| {
+                    format!("{share:?} for {measure} is not a share from 0% to 1000%, e.g. 5%")
+                })?;
+            if !share.ends_with('%') {
+                return Err(format!(
+                    "{share:?} for {measure} needs its % sign, e.g. {measure}={value}%"
+                ));
+            }
+            if allowed.insert(measure, value / 100.0).is_some() {
+                return Err(format!("{measure} is given twice"));
+            }
+        }
+        if allowed.is_empty() {
+            return Err("no measure to gate: write e.g. cpu=5%,p99=10%".into());
+        }
+        Ok(Allowed(allowed))
+    }
+}
+
+impl fmt::Display for Allowed {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let parts: Vec<String> = self
+            .0
+            .iter()
+            .map(|(m, a)| format!("{m}={}%", a * 100.0))
+            .collect();
+        f.write_str(&parts.join(","))
+    }
+}
+
+/// One measure's ratio over rounds.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Change {
+    /// The geometric mean of the rounds' ratios.
+    pub ratio: f64,
+    /// Its 95 % interval's ends.
+    pub low: f64,
+    pub high: f64,
+    pub rounds: usize,
+    /// The smallest change these rounds would show 80 % of the time (at 95 % confidence), as a
+    /// share: (t₀.₉₇₅ + t₀.₈) × the standard error of the mean log-ratio.
+    pub could_see: f64,
+}
+
+/// Student's t quantiles for 95 % two-sided and 80 % one-sided, `df` degrees of freedom.
+fn t_quantiles(df: usize) -> (f64, f64) {
+    const T80: [f64; 30] = [
+        1.376, 1.061, 0.978, 0.941, 0.920, 0.906, 0.896, 0.889, 0.883, 0.879, 0.876, 0.873, 0.870,
+        0.868, 0.866, 0.865, 0.863, 0.862, 0.861, 0.860, 0.859, 0.858, 0.858, 0.857, 0.856, 0.856,
+        0.855, 0.855, 0.854, 0.854,
+    ];
+    let t80 = match df {
+        0 => f64::INFINITY,
+        d => T80.get(d - 1).copied().unwrap_or(0.842),
+    };
+    (crate::capacity::batch::t975(df), t80)
+}
+
+impl Change {
+    /// The ratio over `pairs` (each round's baseline and candidate value): `None` with fewer
+    /// than [`MIN_ROUNDS`] rounds holding both, or a value that is not positive.
+    pub fn paired(pairs: &[(f64, f64)]) -> Option<Change> {
+        let logs: Vec<f64> = pairs
+            .iter()
+            .filter(|(a, b)| *a > 0.0 && *b > 0.0 && a.is_finite() && b.is_finite())
+            .map(|(a, b)| (b / a).ln())
+            .collect();
+        let n = logs.len();
+        if n < MIN_ROUNDS {
+            return None;
+        }
+        let mean = logs.iter().sum::<f64>() / n as f64;
+        let var = logs.iter().map(|l| (l - mean).powi(2)).sum::<f64>() / (n - 1) as f64;
+        let se = (var / n as f64).sqrt();
+        let (t975, t80) = t_quantiles(n - 1);
+        Some(Change {
+            ratio: mean.exp(),
+            low: (mean - t975 * se).exp(),
+            high: (mean + t975 * se).exp(),
+            rounds: n,
+            could_see: ((t975 + t80) * se).exp() - 1.0,
+        })
+    }
+
+    /// Whether the interval excludes 1: a difference.
+    pub fn differs(&self) -> bool {
+        self.low > 1.0 || self.high < 1.0
+    }
+
+    /// "1.083× (95 % interval 1.061–1.105)".
+    pub fn text(&self) -> String {
+        format!(
+            "{:.3}× (95 % interval {:.3}–{:.3})",
+            self.ratio, self.low, self.high
+        )
+    }
+}
+
+/// What one measure's comparison says.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "verdict", rename_all = "snake_case")]
+pub enum Verdict {
+    /// The interval lies wholly beyond the allowed change.
+    Regression,
+    /// The interval lies wholly below the allowed band (below 1 ÷ (1 + allowed)): the
+    /// candidate is better by more than the change a gate would notice.
+    Improvement,
+    /// A change shown, but within ± what is allowed (the interval wholly inside it).
+    Within,
+    /// The interval holds 1 and lies within what is allowed.
+    NoChange,
+    /// The interval reaches past the allowed change without lying beyond it, or the A/A
+    /// control differed: more rounds, or a quieter host, would tell.
+    TooNoisy { why: String },
+    /// Not gated: a change shown (either way), without a bound to judge it on.
+    Changed,
+    /// The runs do not hold this measure.
+    Unmeasured { why: String },
+}
+
+impl Verdict {
+    /// A change on `allowed` (a share), with the A/A control's change of the same measure.
+    pub fn of(change: &Change, allowed: f64, control: Option<&Change>) -> Verdict {
+        let up = 1.0 + allowed;
+        if let Some(c) = control.filter(|c| c.high > up || c.low < 1.0 / up) {
+            return Verdict::TooNoisy {
+                why: format!(
+                    "the baseline against itself read {}, past the {:.0} % allowed: two processes of one build differ here by more than the rounds show",
+                    c.text(),
+                    allowed * 100.0
+                ),
+            };
+        }
+        if change.low > up {
+            Verdict::Regression
+        } else if change.high < 1.0 / up {
+            Verdict::Improvement
+        } else if change.high <= up && change.low >= 1.0 / up {
+            if change.differs() {
+                Verdict::Within
+            } else {
+                Verdict::NoChange
+            }
+        } else {
+            Verdict::TooNoisy {
+                why: format!(
+                    "its interval reaches past the {:.0} % allowed: add rounds, or run on a quieter host",
+                    allowed * 100.0
+                ),
+            }
+        }
+    }
+
+    /// Whether this verdict fails a gate (a regression).
+    pub fn fails(&self) -> bool {
+        matches!(self, Verdict::Regression)
+    }
+
+    /// Whether the gate cannot tell (too noisy, or not measured when gated).
+    pub fn undecided(&self) -> bool {
+        matches!(self, Verdict::TooNoisy { .. } | Verdict::Unmeasured { .. })
+    }
+}
+
+/// One measure of a comparison: the builds' typical values, their ratio and its verdict.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Judged {
+    pub measure: Measure,
+    /// The geometric means over rounds.
+    pub baseline: Option<f64>,
+    pub candidate: Option<f64>,
+    pub change: Option<Change>,
+    /// The A/A control's (the baseline against itself), when there is one.
+    pub control: Option<Change>,
+    /// Each round's ratio candidate ÷ baseline, in the rounds' order (rounds without both
+    /// left out), and the control's ÷ baseline.
+    #[serde(default)]
+    pub ratios: Vec<f64>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub control_ratios: Vec<f64>,
+    /// The change allowed, when this measure is gated.
+    pub allowed: Option<f64>,
+    pub verdict: Verdict,
+}
+
+/// A comparison of two builds, judged: what a CI job reads.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Gate {
+    pub baseline: String,
+    pub candidate: String,
+    /// The A/A control's name, when there is one.
+    pub control: Option<String>,
+    /// Rounds run (each with every build once).
+    pub rounds: usize,
+    /// The load each run was ("open loop, constant 2000 req/s for 10s").
+    pub load: String,
+    pub measures: Vec<Judged>,
+    /// Where the pages are, when drawn.
+    #[serde(default)]
+    pub pages: Option<String>,
+}
+
+/// The runs of a comparison: each round's run of every build (a round missing a build's run is
+/// left out of that build's pairs).
+#[derive(Debug, Default)]
+pub struct Rounds<'a> {
+    pub baseline: Vec<Option<&'a StoredRun>>,
+    pub candidate: Vec<Option<&'a StoredRun>>,
+    pub control: Option<Vec<Option<&'a StoredRun>>>,
+}
+
+/// The geometric mean of the positive values.
+fn geomean(values: impl Iterator<Item = f64>) -> Option<f64> {
+    let logs: Vec<f64> = values.filter(|v| *v > 0.0).map(f64::ln).collect();
+    (!logs.is_empty()).then(|| (logs.iter().sum::<f64>() / logs.len() as f64).exp())
+}
+
+/// Each round's (baseline, other) values of `measure`, where both runs hold it.
+fn pairs(
+    measure: Measure,
+    baseline: &[Option<&StoredRun>],
+    other: &[Option<&StoredRun>],
+) -> Vec<(f64, f64)> {
+    baseline
+        .iter()
+        .zip(other)
+        .filter_map(|(a, b)| Some((measure.of((*a)?)?, measure.of((*b)?)?)))
+        .collect()
+}
+
+impl Gate {
+    /// Judges every measure of `rounds`; the gated ones are `allowed`'s.
+    pub fn judge(
+        names: (&str, &str, Option<&str>),
+        load: &str,
+        rounds: &Rounds,
+        allowed: &Allowed,
+    ) -> Gate {
+        let measures = Measure::ALL
+            .iter()
+            .map(|&measure| {
+                let ab = pairs(measure, &rounds.baseline, &rounds.candidate);
+                let change = Change::paired(&ab);
+                let aa = rounds
+                    .control
+                    .as_ref()
+                    .map(|c| pairs(measure, &rounds.baseline, c))
+                    .unwrap_or_default();
+                let control = Change::paired(&aa);
+                let ratios = |p: &[(f64, f64)]| p.iter().map(|(a, b)| b / a).collect();
+                let gated = allowed.0.get(&measure).copied();
+                let verdict = match (&change, gated) {
+                    (Some(change), Some(allowed)) => Verdict::of(change, allowed, control.as_ref()),
+                    // Not gated: shown, not judged against a bound.
+                    (Some(change), None) if change.differs() => Verdict::Changed,
+                    (Some(_), None) => Verdict::NoChange,
+                    (None, _) => Verdict::Unmeasured {
+                        why: if ab.is_empty() {
+                            format!("no run held its {}", measure.title())
+                        } else {
+                            format!(
+                                "{} rounds held it in both builds; an interval needs {MIN_ROUNDS}",
+                                ab.len()
+                            )
+                        },
+                    },
+                };
+                Judged {
+                    measure,
+                    baseline: geomean(ab.iter().map(|p| p.0)),
+                    candidate: geomean(ab.iter().map(|p| p.1)),
+                    change,
+                    control,
+                    ratios: ratios(&ab),
+                    control_ratios: ratios(&aa),
+                    allowed: gated,
+                    verdict,
+                }
+            })
+            .collect();
+        Gate {
+            baseline: names.0.into(),
+            candidate: names.1.into(),
+            control: names.2.map(str::to_string),
+            rounds: rounds.baseline.len(),
+            load: load.into(),
+            measures,
+            pages: None,
+        }
+    }
+
+    /// The gated measures.
+    pub fn gated(&self) -> impl Iterator<Item = &Judged> {
+        self.measures.iter().filter(|j| j.allowed.is_some())
+    }
+
+    /// What the gate says as a whole.
+    pub fn outcome(&self) -> Outcome {
+        if self.gated().any(|j| j.verdict.fails()) {
+            Outcome::Regression
+        } else if self.gated().any(|j| j.verdict.undecided()) {
+            Outcome::Inconclusive
+        } else {
+            Outcome::Pass
+        }
+    }
+}
+
+/// A gate's answer, and its exit code (docs: README, "A gate for pull requests").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    /// No gated measure regressed, and each was decided.
+    Pass,
+    /// A gated measure regressed beyond what is allowed.
+    Regression,
+    /// None regressed, but one could not be decided (too noisy, or not measured).
+    Inconclusive,
+}
+
+#[cfg(test)]
+mod tests;

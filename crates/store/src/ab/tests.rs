@@ -1,0 +1,234 @@
+use super::*;
+use crate::capacity::random::Rng;
+
+/// A simulated host: each run's figure is the build's true value × e^(drift + noise), the
+/// drift an Ornstein–Uhlenbeck process over runs (sd `drift`, correlation time 6 runs), the
+/// noise independent per run (sd `noise`), and one run in 50 hit by a stall (+15 %). Each
+/// round runs the builds in a random order. Returns each round's (baseline, candidate,
+/// control) figures; the candidate's true value is `effect` × the baseline's.
+fn sitting(rng: &mut Rng, rounds: usize, effect: f64, drift: f64, noise: f64) -> Vec<[f64; 3]> {
+    let phi: f64 = (-1.0f64 / 6.0).exp();
+    let mut level = drift * rng.normal();
+    let mut out = Vec::new();
+    for _ in 0..rounds {
+        let mut order = [0usize, 1, 2];
+        // Fisher–Yates.
+        for i in (1..order.len()).rev() {
+            let j = ((rng.uniform() * (i + 1) as f64) as usize).min(i);
+            order.swap(i, j);
+        }
+        let mut round = [0.0; 3];
+        for build in order {
+            level = phi * level + drift * (1.0 - phi * phi).sqrt() * rng.normal();
+            let stall = if rng.uniform() < 0.02 { 0.15 } else { 0.0 };
+            let truth = if build == 1 { effect } else { 1.0 };
+            round[build] = 40.0 * truth * (level + noise * rng.normal() + stall).exp();
+        }
+        out.push(round);
+    }
+    out
+}
+
+fn change(rounds: &[[f64; 3]], of: usize) -> Change {
+    let pairs: Vec<(f64, f64)> = rounds.iter().map(|r| (r[0], r[of])).collect();
+    Change::paired(&pairs).unwrap()
+}
+
+#[test]
+fn the_interval_holds_the_true_ratio_in_95_percent_of_simulated_sittings() {
+    let mut rng = Rng::new(43);
+    for (effect, rounds) in [(1.0, 8), (1.10, 8), (1.10, 4), (0.9, 16)] {
+        let trials = 4000;
+        let mut held = 0;
+        for _ in 0..trials {
+            let c = change(&sitting(&mut rng, rounds, effect, 0.04, 0.02), 1);
+            held += usize::from(c.low <= effect && effect <= c.high);
+        }
+        let coverage = held as f64 / trials as f64;
+        assert!(
+            (0.93..=0.97).contains(&coverage),
+            "effect {effect}, {rounds} rounds: the interval held the truth in {:.1} %",
+            coverage * 100.0
+        );
+    }
+}
+
+#[test]
+fn an_unchanged_build_is_rarely_flagged_and_a_slower_one_is() {
+    let mut rng = Rng::new(44);
+    let trials = 2000;
+    let (mut false_alarms, mut flagged) = (0, 0);
+    for _ in 0..trials {
+        let aa = sitting(&mut rng, 8, 1.0, 0.02, 0.01);
+        false_alarms += usize::from(Verdict::of(&change(&aa, 1), 0.05, None).fails());
+        let slower = sitting(&mut rng, 8, 1.10, 0.02, 0.01);
+        flagged += usize::from(Verdict::of(&change(&slower, 1), 0.05, None).fails());
+    }
+    let rate = |n: usize| n as f64 / trials as f64;
+    assert!(
+        rate(false_alarms) <= 0.05,
+        "false alarms {}",
+        rate(false_alarms)
+    );
+    assert!(
+        rate(flagged) >= 0.8,
+        "a 10 % slower build flagged {}",
+        rate(flagged)
+    );
+}
+
+fn c(ratio: f64, low: f64, high: f64) -> Change {
+    Change {
+        ratio,
+        low,
+        high,
+        rounds: 8,
+        could_see: 0.03,
+    }
+}
+
+#[test]
+fn each_verdict_follows_the_interval_against_the_allowed_change() {
+    assert_eq!(
+        Verdict::of(&c(1.10, 1.07, 1.13), 0.05, None),
+        Verdict::Regression
+    );
+    assert_eq!(
+        Verdict::of(&c(0.90, 0.87, 0.93), 0.05, None),
+        Verdict::Improvement
+    );
+    assert_eq!(
+        Verdict::of(&c(1.02, 1.01, 1.04), 0.05, None),
+        Verdict::Within
+    );
+    // Better, but by less than a gate would notice: within, not an improvement.
+    assert_eq!(
+        Verdict::of(&c(0.994, 0.993, 0.995), 0.05, None),
+        Verdict::Within
+    );
+    assert_eq!(
+        Verdict::of(&c(1.00, 0.98, 1.03), 0.05, None),
+        Verdict::NoChange
+    );
+    assert!(matches!(
+        Verdict::of(&c(1.04, 1.01, 1.08), 0.05, None),
+        Verdict::TooNoisy { .. }
+    ));
+    assert!(matches!(
+        Verdict::of(&c(1.00, 0.90, 1.10), 0.05, None),
+        Verdict::TooNoisy { .. }
+    ));
+    // An identical build that read differently makes any verdict of that measure undecided.
+    let aa = c(1.06, 1.03, 1.09);
+    assert!(matches!(
+        Verdict::of(&c(1.10, 1.07, 1.13), 0.05, Some(&aa)),
+        Verdict::TooNoisy { why } if why.contains("against itself read 1.060×")
+    ));
+    assert_eq!(
+        Verdict::of(&c(1.10, 1.07, 1.13), 0.05, Some(&c(1.0, 0.98, 1.02))),
+        Verdict::Regression
+    );
+    // One that differs, but well within what is allowed (two processes' RSS), does not.
+    assert_eq!(
+        Verdict::of(&c(1.02, 1.01, 1.03), 0.05, Some(&c(1.003, 1.003, 1.004))),
+        Verdict::Within
+    );
+}
+
+#[test]
+fn the_ratio_over_rounds_is_their_geometric_mean_with_a_t_interval() {
+    // log-ratios ln 1.1, ln 1.2, ln 1.0: mean ln 1.0967, sd 0.0912, t₀.₉₇₅(2) = 4.303.
+    let ch = Change::paired(&[(10.0, 11.0), (10.0, 12.0), (20.0, 20.0)]).unwrap();
+    let mean = ((1.1f64).ln() + (1.2f64).ln()) / 3.0;
+    assert!((ch.ratio - mean.exp()).abs() < 1e-9);
+    let logs = [(1.1f64).ln(), (1.2f64).ln(), 0.0];
+    let sd = (logs.iter().map(|l| (l - mean).powi(2)).sum::<f64>() / 2.0).sqrt();
+    let half = 4.303 * sd / 3f64.sqrt();
+    assert!((ch.low - (mean - half).exp()).abs() < 1e-9);
+    assert!((ch.high - (mean + half).exp()).abs() < 1e-9);
+    assert_eq!(ch.rounds, 3);
+    // Fewer than three rounds, or a value that is not positive, give none.
+    assert!(Change::paired(&[(10.0, 11.0), (10.0, 12.0)]).is_none());
+    assert!(Change::paired(&[(10.0, 11.0), (0.0, 12.0), (10.0, 10.0)]).is_none());
+}
+
+#[test]
+fn the_allowed_changes_are_read_from_one_flag_with_clear_errors() {
+    let a: Allowed = "cpu=5%, p99=10%".parse().unwrap();
+    assert_eq!(a.0.get(&Measure::Cpu), Some(&0.05));
+    assert_eq!(a.0.get(&Measure::P99), Some(&0.10));
+    assert_eq!(a.to_string(), "cpu=5%,p99=10%");
+    for (bad, says) in [
+        ("cpu=5", "needs its % sign"),
+        ("cpu", "is not MEASURE=SHARE"),
+        ("vsz=5%", "no measure \"vsz\""),
+        ("capacity=5%", "[search] rounds"),
+        ("cpu=-1%", "is not a share"),
+        ("cpu=5%,cpu=6%", "given twice"),
+        ("", "no measure to gate"),
+    ] {
+        let e = bad.parse::<Allowed>().unwrap_err();
+        assert!(e.contains(says), "{bad:?}: {e}");
+    }
+}
+
+#[test]
+fn a_gate_says_pass_regression_or_inconclusive_in_words_markdown_and_junit() {
+    let judged = |measure, verdict, allowed| Judged {
+        measure,
+        baseline: Some(40.0),
+        candidate: Some(44.0),
+        change: Some(c(1.10, 1.07, 1.13)),
+        control: None,
+        ratios: vec![1.1; 8],
+        control_ratios: Vec::new(),
+        allowed,
+        verdict,
+    };
+    let mut gate = Gate {
+        baseline: "main".into(),
+        candidate: "pr-12".into(),
+        control: None,
+        rounds: 8,
+        load: "open loop, constant 2000 req/s for 10s".into(),
+        measures: vec![
+            judged(Measure::Cpu, Verdict::Regression, Some(0.05)),
+            judged(Measure::P50, Verdict::Changed, None),
+        ],
+        pages: Some("pages/index.html".into()),
+    };
+    assert_eq!(gate.outcome(), Outcome::Regression);
+    let md = gate.markdown();
+    assert!(
+        md.contains("❌ Showdown: regression: pr-12 against main, 8 interleaved rounds"),
+        "{md}"
+    );
+    assert!(
+        md.contains(
+            "| CPU per request | 40.0 µs | 44.0 µs | 1.100× (1.070–1.130) | +5 % | regression"
+        ),
+        "{md}"
+    );
+    assert!(md.contains("pages/index.html"), "{md}");
+    let xml = junit(std::slice::from_ref(&gate));
+    assert!(
+        xml.contains("tests=\"2\" failures=\"1\" skipped=\"0\""),
+        "{xml}"
+    );
+    assert!(
+        xml.contains("<failure message=\"regression: 1.100×"),
+        "{xml}"
+    );
+    gate.measures[0].verdict = Verdict::TooNoisy {
+        why: "a <noisy> host".into(),
+    };
+    assert_eq!(gate.outcome(), Outcome::Inconclusive);
+    let xml = junit(std::slice::from_ref(&gate));
+    assert!(xml.contains("skipped=\"1\""), "{xml}");
+    assert!(xml.contains("a &lt;noisy&gt; host"), "{xml}");
+    gate.measures[0].verdict = Verdict::NoChange;
+    assert_eq!(gate.outcome(), Outcome::Pass);
+    assert!(gate
+        .text()
+        .contains("no change detected (could see ≥ 3.0 %)"));
+}

@@ -1,0 +1,228 @@
+//! A gate in words: for a terminal, a pull request's Markdown summary, JUnit XML.
+
+use std::fmt::Write;
+
+use super::{Gate, Judged, Outcome, Verdict};
+
+impl Outcome {
+    /// "pass", "regression", "inconclusive".
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Pass => "pass",
+            Outcome::Regression => "regression",
+            Outcome::Inconclusive => "inconclusive",
+        }
+    }
+}
+
+impl Judged {
+    /// "regression: 1.083× (95 % interval 1.061–1.105), beyond the 5 % allowed".
+    pub fn verdict_text(&self) -> String {
+        let change = self.change.as_ref().map(|c| c.text()).unwrap_or_default();
+        let allowed = self
+            .allowed
+            .map(|a| format!("{:.0} %", a * 100.0))
+            .unwrap_or_default();
+        match &self.verdict {
+            Verdict::Regression => format!("regression: {change}, beyond the {allowed} allowed"),
+            Verdict::Improvement => format!("improvement: {change}"),
+            Verdict::Within => format!("a change within the {allowed} allowed: {change}"),
+            Verdict::NoChange => match &self.change {
+                Some(c) => format!(
+                    "no change detected (could see ≥ {:.1} %): {change}",
+                    c.could_see * 100.0
+                ),
+                None => "no change detected".into(),
+            },
+            Verdict::TooNoisy { why } => format!("too noisy to tell: {change}; {why}"),
+            Verdict::Changed => format!("changed (not gated): {change}"),
+            Verdict::Unmeasured { why } => format!("not measured: {why}"),
+        }
+    }
+
+    fn values(&self) -> (String, String) {
+        let v = |x: Option<f64>| x.map_or("–".into(), |x| self.measure.value_text(x));
+        (v(self.baseline), v(self.candidate))
+    }
+}
+
+impl Gate {
+    /// The first line: "regression: beta against main, 8 rounds at …".
+    pub fn headline(&self) -> String {
+        if self.load.is_empty() {
+            return format!(
+                "{}: {} against {}: no round ran both (the failed cells say why)",
+                self.outcome().as_str(),
+                self.candidate,
+                self.baseline
+            );
+        }
+        format!(
+            "{}: {} against {}, {} interleaved rounds of {}",
+            self.outcome().as_str(),
+            self.candidate,
+            self.baseline,
+            self.rounds,
+            self.load
+        )
+    }
+
+    /// Every measure on a line of its own, for a terminal.
+    pub fn text(&self) -> String {
+        let mut out = self.headline();
+        out.push('\n');
+        for j in &self.measures {
+            let (a, b) = j.values();
+            let _ = writeln!(
+                out,
+                "  {:<18} {a} → {b}: {}",
+                j.measure.title(),
+                j.verdict_text()
+            );
+        }
+        if let Some(control) = &self.control {
+            let _ = writeln!(out, "  {}", self.control_line(control));
+        }
+        out
+    }
+
+    fn control_line(&self, control: &str) -> String {
+        let read: Vec<String> = self
+            .measures
+            .iter()
+            .filter_map(|j| Some(format!("{} {}", j.measure, j.control.as_ref()?.text())))
+            .collect();
+        format!(
+            "A/A control ({control} against {}): {}",
+            self.baseline,
+            if read.is_empty() {
+                "no measure held".into()
+            } else {
+                read.join("; ")
+            }
+        )
+    }
+
+    /// A summary for a pull request's comment or `$GITHUB_STEP_SUMMARY`.
+    pub fn markdown(&self) -> String {
+        let mut out = String::new();
+        let mark = match self.outcome() {
+            Outcome::Pass => "✅",
+            Outcome::Regression => "❌",
+            Outcome::Inconclusive => "⚠️",
+        };
+        let _ = writeln!(out, "### {mark} Showdown: {}\n", self.headline());
+        out.push_str(
+            "| measure | baseline | candidate | candidate ÷ baseline (95 % interval) | allowed | verdict |\n",
+        );
+        out.push_str("|---|---:|---:|---|---:|---|\n");
+        for j in &self.measures {
+            let (a, b) = j.values();
+            let ratio = j.change.as_ref().map_or("–".into(), |c| {
+                format!("{:.3}× ({:.3}–{:.3})", c.ratio, c.low, c.high)
+            });
+            let allowed = j
+                .allowed
+                .map_or("not gated".into(), |a| format!("+{:.0} %", a * 100.0));
+            let _ = writeln!(
+                out,
+                "| {} | {a} | {b} | {ratio} | {allowed} | {} |",
+                j.measure.title(),
+                escape_cell(&j.verdict_text())
+            );
+        }
+        out.push('\n');
+        if let Some(control) = &self.control {
+            let _ = writeln!(out, "{}\n", escape_cell(&self.control_line(control)));
+        }
+        out.push_str(
+            "Each round ran both builds once, in a random order, at the same rate; each ratio is the geometric mean of the rounds' ratios with Student's t over rounds. \"Could see\" is the smallest change these rounds would show 80 % of the time.\n",
+        );
+        if let Some(pages) = &self.pages {
+            let _ = writeln!(out, "\nThe runs, drawn: {pages}");
+        }
+        out
+    }
+
+    fn failures(&self) -> (usize, usize) {
+        let gated = || self.gated();
+        (
+            gated().filter(|j| j.verdict.fails()).count(),
+            gated().filter(|j| j.verdict.undecided()).count(),
+        )
+    }
+
+    /// This gate's `<testsuite>`: a test case per measure, a gated regression a failure, a
+    /// gated undecided one skipped with its reason, the others passing with their figures.
+    fn junit_suite(&self, out: &mut String) {
+        let cases: Vec<&Judged> = self.measures.iter().collect();
+        let (failures, skipped) = self.failures();
+        let suite = format!(
+            "showdown compare {} against {}: {}",
+            self.candidate, self.baseline, self.load
+        );
+        let _ = writeln!(
+            out,
+            "  <testsuite name=\"{}\" tests=\"{}\" failures=\"{failures}\" skipped=\"{skipped}\">",
+            xml(&suite),
+            cases.len()
+        );
+        for j in cases {
+            let _ = write!(
+                out,
+                "    <testcase classname=\"showdown.compare\" name=\"{}\">",
+                xml(j.measure.title())
+            );
+            let text = xml(&j.verdict_text());
+            if j.allowed.is_some() && j.verdict.fails() {
+                let _ = write!(out, "<failure message=\"{text}\">{text}</failure>");
+            } else if j.allowed.is_some() && j.verdict.undecided() {
+                let _ = write!(out, "<skipped message=\"{text}\"/>");
+            } else {
+                let _ = write!(out, "<system-out>{text}</system-out>");
+            }
+            out.push_str("</testcase>\n");
+        }
+        out.push_str("  </testsuite>\n");
+    }
+}
+
+/// JUnit XML of `gates` (one suite each, a setting's comparison), for CI systems that read it.
+pub fn junit(gates: &[Gate]) -> String {
+    let tests: usize = gates.iter().map(|g| g.measures.len()).sum();
+    let (failures, skipped) = gates
+        .iter()
+        .map(Gate::failures)
+        .fold((0, 0), |(f, s), (a, b)| (f + a, s + b));
+    let mut out = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
+    let _ = writeln!(
+        out,
+        "<testsuites name=\"showdown\" tests=\"{tests}\" failures=\"{failures}\" skipped=\"{skipped}\">"
+    );
+    for gate in gates {
+        gate.junit_suite(&mut out);
+    }
+    out.push_str("</testsuites>\n");
+    out
+}
+
+/// A table cell's text: its pipes escaped.
+fn escape_cell(text: &str) -> String {
+    text.replace('|', "\\|")
+}
+
+/// Text escaped for an XML attribute or element.
+fn xml(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&apos;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
