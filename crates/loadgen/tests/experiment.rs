@@ -1329,9 +1329,11 @@ fn a_search_killed_mid_experiment_resumes_from_its_last_finished_step() {
     );
 }
 
-/// `[compare]` as a CI job runs it: a build that spends 30 % more CPU a request is flagged a
-/// regression (exit 4, the Markdown and JUnit say so); a build identical to the baseline
-/// passes (exit 0). Six rounds of 1 s runs at 2,000 req/s, each server on CPU 1.
+/// `[compare]` as a CI job runs it: a build that spends half as much CPU again a request is
+/// flagged a regression (exit 4, the Markdown and JUnit say so); a build identical to the
+/// baseline passes (exit 0). Eight rounds of 1 s runs at 2,000 req/s, each server on CPU 1,
+/// CPU per request within 10 %: one round's ratio moves by about 4 % here, so 5 % would often
+/// be "too noisy" for the identical build (exit 5), which is the gate being right, not a pass.
 #[test]
 fn a_comparison_flags_a_slowed_build_and_passes_an_identical_one() {
     let _cpu = one_search_at_a_time();
@@ -1346,7 +1348,7 @@ fn a_comparison_flags_a_slowed_build_and_passes_an_identical_one() {
                 r#"
 name = "{name}"
 question = "Did the branch make the server slower?"
-repetitions = 6
+repetitions = 8
 warmup = "500ms"
 pre_roll = "200ms"
 post_roll = "200ms"
@@ -1358,7 +1360,7 @@ target_cpus = "1"
 [compare]
 baseline = "main"
 candidate = "branch"
-max_regression = "cpu=5%"
+max_regression = "cpu=10%"
 
 [[target]]
 name = "main"
@@ -1398,12 +1400,12 @@ duration = "1s"
         let xml = std::fs::read_to_string(xml).unwrap_or_default();
         (out, md, xml)
     };
-    let (out, md, xml) = run("slowed", "130us");
+    let (out, md, xml) = run("slowed", "150us");
     let said = text(&out);
     assert_eq!(out.status.code(), Some(4), "{said}");
-    assert!(said.contains("12 cells run (0 failed)"), "{said}");
+    assert!(said.contains("16 cells run (0 failed)"), "{said}");
     assert!(
-        said.contains("regression: branch against main, 6 interleaved rounds"),
+        said.contains("regression: branch against main, 8 interleaved rounds"),
         "{said}"
     );
     assert!(said.contains("CPU per request"), "{said}");
