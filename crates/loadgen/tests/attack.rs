@@ -152,42 +152,37 @@ fn a_stall_shows_in_corrected_latency_and_hides_in_service_time() {
 fn ready_connections_are_opened_before_they_are_needed_and_then_used() {
     let _cpu = exclusive();
     let target = TargetServer::start(TargetConfig::default()).unwrap();
-    // 200 req/s × 100 ms = 20 in flight: 30 ready connections hold them all, and no request
-    // opens one of its own.
+    // 200 req/s × 100 ms = 20 in flight.
     let url = target.url("/delay/100");
-    let p = plan(&[
-        "--rate",
-        "200",
-        "--duration",
-        "1s",
-        "--ready-connections",
-        "30",
-        "--threads",
-        "2",
-        &url,
-    ]);
-    let (summary, _) = run(&p);
+    let at = |ready: &str, threads: &str| {
+        let p = plan(&[
+            "--rate",
+            "200",
+            "--duration",
+            "1s",
+            "--ready-connections",
+            ready,
+            "--threads",
+            threads,
+            &url,
+        ]);
+        let (summary, _) = run(&p);
+        assert_eq!(summary.requests.ok, 200, "{}", summary.to_text());
+        summary
+    };
+    // 30 ready connections hold them all, and no request opens one of its own.
+    let summary = at("30", "2");
     let text = summary.to_text();
-    assert_eq!(summary.requests.ok, 200, "{text}");
     assert_eq!(summary.generator.connections_opened, 30, "{text}");
     assert_eq!(summary.generator.waited_for_connection, 0, "{text}");
     // Fewer than the load needs: the pool grows past them on demand, as without.
-    let p = plan(&[
-        "--rate",
-        "200",
-        "--duration",
-        "1s",
-        "--ready-connections",
-        "4",
-        "--threads",
-        "1",
-        &url,
-    ]);
-    let (summary, _) = run(&p);
-    let text = summary.to_text();
-    assert_eq!(summary.requests.ok, 200, "{text}");
+    let summary = at("4", "1");
     let opened = summary.generator.connections_opened;
-    assert!((18..=40).contains(&opened), "opened {opened}\n{text}");
+    assert!(
+        (18..=40).contains(&opened),
+        "opened {opened}\n{}",
+        summary.to_text()
+    );
 }
 
 #[test]

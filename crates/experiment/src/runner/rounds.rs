@@ -17,6 +17,14 @@ use super::options::Error;
 use crate::file::{CompareSpec, TargetSpec};
 use crate::plan::Cell;
 
+/// The repetitions of `cells` (the rounds), ascending, each once.
+fn repetitions(cells: &[&Cell]) -> Vec<u32> {
+    let mut all: Vec<u32> = cells.iter().map(|c| c.repetition).collect();
+    all.sort_unstable();
+    all.dedup();
+    all
+}
+
 /// A compared target while its rounds run.
 struct Up<'c> {
     name: String,
@@ -125,18 +133,9 @@ impl<F: Firing> CellContext<'_, F> {
                 }
             }
         }
-        let repetitions: Vec<u32> = {
-            let mut all: Vec<u32> = up.iter().flat_map(|u| u.cells.keys().copied()).collect();
-            all.sort_unstable();
-            all.dedup();
-            all
-        };
-        let mut rng = Rng::new(
-            RunMeta::new_id()
-                .bytes()
-                .fold(0u64, |h, b| h.rotate_left(5) ^ u64::from(b)),
-        );
-        for repetition in repetitions {
+        let cells: Vec<&Cell> = up.iter().flat_map(|u| u.cells.values().copied()).collect();
+        let mut rng = Rng::new(store::capacity::random::seed_of(&RunMeta::new_id()));
+        for repetition in repetitions(&cells) {
             let mut order: Vec<usize> = (0..up.len()).filter(|&i| warm[i]).collect();
             for i in (1..order.len()).rev() {
                 let j = ((rng.uniform() * (i + 1) as f64) as usize).min(i);
@@ -201,9 +200,7 @@ impl<F: Firing> CellContext<'_, F> {
         for id in runs.values() {
             loaded.insert(id.clone(), self.store.load_run(id).await?);
         }
-        let mut repetitions: Vec<u32> = cells.iter().map(|c| c.repetition).collect();
-        repetitions.sort_unstable();
-        repetitions.dedup();
+        let repetitions = repetitions(cells);
         let of = |name: &str| -> Vec<Option<&StoredRun>> {
             repetitions
                 .iter()

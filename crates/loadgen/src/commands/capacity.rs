@@ -291,7 +291,7 @@ pub async fn search(
         }
     };
     let start = bracket::round(start.clamp(wanted.min_rate, wanted.max_rate));
-    let seed = seed(&id);
+    let seed = store::capacity::random::seed_of(&id);
     let mut plan = Plan {
         id,
         name,
@@ -392,11 +392,4 @@ pub(super) fn settings(
         grid: 1.02,
         seed,
     }
-}
-
-/// A search's seed for its up-and-down coin, from its id: a resumed search replays its chain.
-pub(super) fn seed(id: &str) -> u64 {
-    id.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
-        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
-    })
 }

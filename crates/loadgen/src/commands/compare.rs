@@ -8,7 +8,7 @@ use store::capacity::compare::Compared;
 use store::capacity::{label, Status};
 use store::Store;
 
-use super::capacity::{kept, print_out, searched_slo, seed, settings, target, Live};
+use super::capacity::{kept, print_out, searched_slo, settings, target, Live};
 use crate::capacity::{self, bracket, step::Stepper, Interleave, Plan};
 use crate::cli::CapacityArgs;
 use crate::prepare::{self, Sending};
@@ -182,7 +182,7 @@ pub(crate) async fn compare(
                 wanted,
                 sending,
                 bracket::round(start.clamp(wanted.min_rate, wanted.max_rate)),
-                seed(&search_id),
+                store::capacity::random::seed_of(&search_id),
             ),
             max_steps: wanted.max_steps.max(u64::from(wanted.rounds)),
             budget: None,
@@ -207,7 +207,7 @@ pub(crate) async fn compare(
         id: id.clone(),
         rounds: wanted.rounds,
         budget: wanted.budget_ns.map(Duration::from_nanos),
-        seed: seed(&id),
+        seed: store::capacity::random::seed_of(&id),
     };
     capacity::compare(plans, &mut lives, &interleave).await
 }

@@ -1,6 +1,14 @@
 //! A seeded, dependency-free generator (xorshift64*): the up-and-down rule's coin, which a
 //! resumed search must replay exactly, and the simulations that prove the intervals.
 
+/// A seed from an id (FNV-1a of its bytes): a search's coin, replayed from its id when it is
+/// resumed; a comparison's order of rounds.
+pub fn seed_of(id: &str) -> u64 {
+    id.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    })
+}
+
 /// xorshift64* from a seed (any; 0 is moved off the generator's one fixed point).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Rng(u64);
