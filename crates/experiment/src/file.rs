@@ -62,7 +62,7 @@ pub struct ExperimentFile {
     /// sustains within the SLO (`loadgen capacity`).
     pub search: Option<SearchSpec>,
     /// Two builds compared at the load's fixed rate, a gate for a pull request: every
-    /// repetition a round running each once, in a random order, all of them up.
+    /// repetition a round running each once, in a random order.
     pub compare: Option<CompareSpec>,
     /// Axis name → values, in the file's order (the first axis other than `target` is the
     /// x-axis of the page's charts across settings). An axis that is not one of the known ones
@@ -437,12 +437,18 @@ pub struct CompareSpec {
     pub baseline: String,
     /// The target under test (e.g. the pull request's build).
     pub candidate: String,
-    /// An A/A control: a target that runs the baseline's very build as a process of its own.
-    /// The host's noise between two processes of one build, which rounds cannot see.
+    /// An A/A control: a target that runs the baseline's very build. The host's noise
+    /// between two runs of one build: the smallest change this sitting could tell.
     pub control: Option<String>,
     /// The most each gated measure may grow, `"cpu=5%,p99=10%"` (cpu, rss, pss, p50, p99);
     /// `"cpu=5%,rss=5%,p99=10%"` when absent.
     pub max_regression: Option<String>,
+    /// `"fresh"` (the default): every run a process of its own, started and warmed in its
+    /// round, so what differs between two processes of one build is in the rounds' spread;
+    /// `"kept"`: each build started once and kept up through the rounds (quicker, for a server
+    /// slow to start, but a process's own difference then reads as its build's).
+    #[serde(default)]
+    pub processes: store::ab::Processes,
 }
 
 impl CompareSpec {

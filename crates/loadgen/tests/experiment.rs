@@ -1380,27 +1380,30 @@ duration = "1s"
             ),
         )
     };
-    let run = |name: &str, candidate: &str| {
+    let pages = work.path().join("pages");
+    let run = |name: &str, candidate: &str, drawn: bool| {
         let md = work.path().join(format!("{name}.md"));
         let xml = work.path().join(format!("{name}.xml"));
-        let out = experiment(
-            &[
-                "run",
-                &file(name, candidate),
-                "--no-report",
-                "--markdown",
-                md.to_str().unwrap(),
-                "--junit",
-                xml.to_str().unwrap(),
-            ],
-            &db,
-            "",
-        );
+        let file = file(name, candidate);
+        let mut args = vec![
+            "run",
+            &file,
+            "--markdown",
+            md.to_str().unwrap(),
+            "--junit",
+            xml.to_str().unwrap(),
+        ];
+        if drawn {
+            args.extend(["--report", pages.to_str().unwrap()]);
+        } else {
+            args.push("--no-report");
+        }
+        let out = experiment(&args, &db, "");
         let md = std::fs::read_to_string(md).unwrap_or_default();
         let xml = std::fs::read_to_string(xml).unwrap_or_default();
         (out, md, xml)
     };
-    let (out, md, xml) = run("slowed", "150us");
+    let (out, md, xml) = run("slowed", "150us", false);
     let said = text(&out);
     assert_eq!(out.status.code(), Some(4), "{said}");
     assert!(said.contains("16 cells run (0 failed)"), "{said}");
@@ -1413,10 +1416,29 @@ duration = "1s"
     assert!(md.contains("| CPU per request |"), "{md}");
     assert!(xml.contains("failures=\"1\""), "{xml}");
     assert!(xml.contains("<failure message=\"regression: "), "{xml}");
-    let (out, md, xml) = run("identical", "100us");
+    let (out, md, xml) = run("identical", "100us", true);
     let said = text(&out);
     assert_eq!(out.status.code(), Some(0), "{said}");
     assert!(said.contains("pass: branch against main"), "{said}");
+    assert!(said.contains("(each run a fresh process)"), "{said}");
     assert!(md.contains("✅ Showdown: pass"), "{md}");
     assert!(xml.contains("failures=\"0\" skipped=\"0\""), "{xml}");
+    // The experiment's page answers with the gate as the command printed it: its verdict,
+    // and CPU per request's ratio with its interval as the Markdown has it.
+    let page = said
+        .lines()
+        .find_map(|l| l.strip_prefix("Report: open "))
+        .expect("the pages were drawn");
+    let html = std::fs::read_to_string(page.trim()).unwrap();
+    assert!(html.contains("Answers: the gate"), "{html}");
+    assert!(html.contains("pass: branch against main"), "{html}");
+    let cpu = md
+        .lines()
+        .find(|l| l.starts_with("| CPU per request |"))
+        .expect("the Markdown has CPU per request");
+    let ratio = cpu.split('|').nth(4).unwrap().trim();
+    assert!(
+        html.contains(ratio),
+        "the page's CPU ratio is the gate's, {ratio}: {html}"
+    );
 }

@@ -580,6 +580,8 @@ pub struct ExperimentFigures {
     /// The SLO the experiment's searches judged by: its fixed-rate cells (shares of a capacity)
     /// are held to it too.
     pub slo: Option<store::capacity::Slo>,
+    /// A comparison's gates (`[compare]`) of the current file and scale, oldest first.
+    pub gates: Vec<store::ab::KeptGate>,
 }
 
 /// The experiment's figures from the runs read for the site.
@@ -658,6 +660,7 @@ pub fn figures(record: &ExperimentRecord, runs: &[Arc<RunFigures>]) -> Experimen
         warmups,
         older,
         slo: None,
+        gates: Vec::new(),
     }
 }
 

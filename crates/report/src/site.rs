@@ -455,6 +455,13 @@ pub async fn write(store: &Store, options: &SiteOptions) -> Result<Site, ReportE
             .flat_map(|t| &t.searches)
             .map(|s| s.slo.clone())
             .next();
+        let scale = record.scale;
+        fig.gates = store
+            .gates(&record.name)
+            .await?
+            .into_iter()
+            .filter(|g| g.file_label == record.file_label && g.scale == scale)
+            .collect();
         let relative = pages::experiment_path(&record.name);
         let path = w.page(
             &relative,

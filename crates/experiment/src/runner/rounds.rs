@@ -1,11 +1,12 @@
 //! `[compare]`: two builds (and an A/A control) compared at one fixed rate in interleaved
-//! rounds. Every compared target is started once and kept up, warmed once, and then every
-//! repetition is a round that runs each target's cell once, in a random order; the gate
-//! (`store::ab`) is judged from the runs kept.
+//! rounds: every repetition a round that runs each target's cell once, in a random order. With
+//! `processes = "fresh"` (the default) each run is a process of its own, started, warmed and
+//! stopped in its round; with `"kept"` each target is started and warmed once and kept up
+//! through the rounds. The gate (`store::ab`) is judged from the runs kept.
 
 use std::collections::BTreeMap;
 
-use store::ab::{Gate, Rounds};
+use store::ab::{Gate, Processes, Rounds};
 use store::capacity::random::Rng;
 use store::run::{RunMeta, StoredRun};
 use store::vocabulary::Phase;
@@ -25,13 +26,35 @@ fn repetitions(cells: &[&Cell]) -> Vec<u32> {
     all
 }
 
-/// A compared target while its rounds run.
-struct Up<'c> {
+/// The indices `0..n` in a random order (Fisher–Yates).
+fn shuffled(rng: &mut Rng, mut order: Vec<usize>) -> Vec<usize> {
+    for i in (1..order.len()).rev() {
+        let j = ((rng.uniform() * (i + 1) as f64) as usize).min(i);
+        order.swap(i, j);
+    }
+    order
+}
+
+/// A compared target: its spec and its cells by repetition.
+struct Build<'c> {
     name: String,
     spec: TargetSpec,
-    watched: Watched,
-    /// Its cells by repetition.
     cells: BTreeMap<u32, &'c Cell>,
+}
+
+/// A process of a compared target, up, and the cells it serves.
+struct Up<'b, 'c> {
+    build: &'b Build<'c>,
+    watched: Watched,
+    cells: BTreeMap<u32, &'c Cell>,
+}
+
+/// What a comparison's runs came to so far: each cell's outcome, and each kept run's id by
+/// (target, repetition).
+#[derive(Default)]
+struct Tally {
+    outcomes: Vec<(String, CellOutcome)>,
+    runs: BTreeMap<(String, u32), String>,
 }
 
 impl<F: Firing> CellContext<'_, F> {
@@ -43,8 +66,7 @@ impl<F: Firing> CellContext<'_, F> {
         compare: &CompareSpec,
         stop: &mut watch::Receiver<bool>,
     ) -> Result<(Vec<(String, CellOutcome)>, Option<Gate>), Error> {
-        let mut outcomes = Vec::new();
-        let mut up: Vec<Up> = Vec::new();
+        let mut builds = Vec::new();
         for name in compare.targets() {
             let mine: BTreeMap<u32, &Cell> = cells
                 .iter()
@@ -54,121 +76,272 @@ impl<F: Firing> CellContext<'_, F> {
             let Some(first) = mine.values().next().copied() else {
                 continue;
             };
-            let spec = self.spec(first)?.clone();
-            let mut watched = match self.watch(first, &spec).await? {
-                Ok(w) => w,
-                Err(outcome) => {
-                    self.fail_all(&mine, &outcome, &mut outcomes).await?;
-                    continue;
-                }
-            };
-            if let Some(failed) = self.wait_ready(first, &spec, &mut watched).await? {
-                self.fail_all(&mine, &failed, &mut outcomes).await?;
-                continue;
-            }
-            up.push(Up {
+            builds.push(Build {
                 name: name.to_string(),
-                spec,
-                watched,
+                spec: self.spec(first)?.clone(),
                 cells: mine,
             });
         }
-        let mut runs: BTreeMap<(String, u32), String> = BTreeMap::new();
-        let interrupted = self.rounds(&up, stop, &mut outcomes, &mut runs).await?;
-        for u in up {
-            let Some(last) = u.cells.values().last().copied() else {
-                continue;
-            };
-            drop((u.watched.probes, u.watched.reader));
-            let so_far = CellOutcome::Done;
-            if let Some(CellOutcome::Failed(why)) =
-                self.stop_target(last, u.watched.target, &so_far).await
-            {
-                // It exited during the rounds: none of its runs is to be trusted, and each of
-                // its cells is kept failed (its run, if any, with the reason).
-                outcomes.retain(|(key, _)| *key != last.key());
-                for cell in u.cells.values() {
-                    let id = runs.remove(&(u.name.clone(), cell.repetition));
-                    self.keep_failed(cell, &why, id).await?;
-                    outcomes.push((cell.key(), CellOutcome::Failed(why.clone())));
-                }
-            }
-        }
+        let mut tally = Tally::default();
+        let mut rng = Rng::new(store::capacity::random::seed_of(&RunMeta::new_id()));
+        let interrupted = match compare.processes {
+            Processes::Kept => self.kept(&builds, &mut rng, stop, &mut tally).await?,
+            Processes::Fresh => self.fresh(&builds, &mut rng, stop, &mut tally).await?,
+        };
         if interrupted {
-            return Ok((outcomes, None));
+            return Ok((tally.outcomes, None));
         }
-        let gate = self.judge(cells, compare, &runs).await?;
-        Ok((outcomes, gate))
+        let gate = self.judge(cells, compare, &tally.runs).await?;
+        if let Some(gate) = &gate {
+            // Kept for the experiment's page, as printed.
+            self.store
+                .put_gate(&store::ab::KeptGate {
+                    id: RunMeta::new_id(),
+                    experiment: self.experiment.file.name.clone(),
+                    setting: cells
+                        .first()
+                        .filter(|c| !c.setting.is_empty())
+                        .map(|c| c.setting_text())
+                        .unwrap_or_default(),
+                    file_label: crate::plan::Plan::file_label(self.experiment),
+                    scale: self.plan.scale,
+                    judged_at_ns: store::run::now_ns(),
+                    gate: gate.clone(),
+                })
+                .await?;
+        }
+        Ok((tally.outcomes, gate))
     }
 
-    /// Warms each target once, then runs the rounds; whether they were interrupted.
-    async fn rounds(
+    /// Every build started and warmed once, kept up through the rounds; whether they were
+    /// interrupted.
+    async fn kept(
         &self,
-        up: &[Up<'_>],
+        builds: &[Build<'_>],
+        rng: &mut Rng,
         stop: &mut watch::Receiver<bool>,
-        outcomes: &mut Vec<(String, CellOutcome)>,
-        runs: &mut BTreeMap<(String, u32), String>,
+        tally: &mut Tally,
     ) -> Result<bool, Error> {
+        let mut up = Vec::new();
+        for b in builds {
+            match self.start(b, b.cells.clone()).await? {
+                Ok(u) => up.push(u),
+                Err(failed) => self.unstarted(&b.cells, &failed, tally).await?,
+            }
+        }
         let mut warm = vec![true; up.len()];
-        if !self.plan.warmup.is_zero() {
-            for (i, u) in up.iter().enumerate() {
-                let Some(cell) = u.cells.values().next().copied() else {
-                    continue;
-                };
-                let warmup = self.attack(
-                    cell,
-                    &u.spec,
-                    &u.watched,
-                    Phase::Warmup,
-                    Some(self.plan.warmup),
-                    RunMeta::new_id(),
-                );
-                match warmup_outcome(self.fire(&warmup, stop).await) {
-                    CellOutcome::Done => {}
-                    CellOutcome::Interrupted => return Ok(true),
-                    failed => {
-                        warm[i] = false;
-                        self.fail_all(&u.cells, &failed, outcomes).await?;
+        let mut interrupted = false;
+        for (i, u) in up.iter().enumerate() {
+            match self.warm(u, stop).await {
+                CellOutcome::Done => {}
+                CellOutcome::Interrupted => interrupted = true,
+                failed => {
+                    warm[i] = false;
+                    self.fail_all(&u.cells, &failed, tally).await?;
+                }
+            }
+            if interrupted {
+                break;
+            }
+        }
+        let cells: Vec<&Cell> = builds
+            .iter()
+            .flat_map(|b| b.cells.values().copied())
+            .collect();
+        if !interrupted {
+            'rounds: for repetition in repetitions(&cells) {
+                let order = (0..up.len()).filter(|&i| warm[i]).collect();
+                for i in shuffled(rng, order) {
+                    if self.measure(&up[i], repetition, stop, tally).await? {
+                        interrupted = true;
+                        break 'rounds;
                     }
                 }
             }
         }
-        let cells: Vec<&Cell> = up.iter().flat_map(|u| u.cells.values().copied()).collect();
-        let mut rng = Rng::new(store::capacity::random::seed_of(&RunMeta::new_id()));
+        for u in up {
+            self.finish(u, tally).await?;
+        }
+        Ok(interrupted)
+    }
+
+    /// Every run a process of its own: in each round, each build in a random order started,
+    /// warmed, measured and stopped; whether they were interrupted. A build that does not
+    /// start is not tried again: its cells from that round on fail with its reason.
+    async fn fresh(
+        &self,
+        builds: &[Build<'_>],
+        rng: &mut Rng,
+        stop: &mut watch::Receiver<bool>,
+        tally: &mut Tally,
+    ) -> Result<bool, Error> {
+        let cells: Vec<&Cell> = builds
+            .iter()
+            .flat_map(|b| b.cells.values().copied())
+            .collect();
+        let mut dead = vec![false; builds.len()];
         for repetition in repetitions(&cells) {
-            let mut order: Vec<usize> = (0..up.len()).filter(|&i| warm[i]).collect();
-            for i in (1..order.len()).rev() {
-                let j = ((rng.uniform() * (i + 1) as f64) as usize).min(i);
-                order.swap(i, j);
-            }
-            for i in order {
-                let u = &up[i];
-                let Some(cell) = u.cells.get(&repetition).copied() else {
+            let order = (0..builds.len()).filter(|&i| !dead[i]).collect();
+            for i in shuffled(rng, order) {
+                let b = &builds[i];
+                let Some(cell) = b.cells.get(&repetition).copied() else {
                     continue;
                 };
-                let id = RunMeta::new_id();
-                let measure =
-                    self.attack(cell, &u.spec, &u.watched, Phase::Measure, None, id.clone());
-                let outcome = measure_outcome(self.fire(&measure, stop).await);
-                match &outcome {
-                    CellOutcome::Interrupted => return Ok(true),
-                    CellOutcome::Done => {
-                        runs.insert((u.name.clone(), repetition), id.clone());
-                    }
-                    CellOutcome::Failed(reason) => {
-                        self.keep_failed(cell, reason, Some(id)).await?;
-                    }
+                if *stop.borrow() {
+                    return Ok(true);
                 }
-                outcomes.push((cell.key(), outcome));
-                if !self.plan.cooldown.is_zero() {
-                    tokio::select! {
-                        _ = tokio::time::sleep(self.plan.cooldown) => {}
-                        _ = stop.changed() => {}
+                let u = match self.start(b, BTreeMap::from([(repetition, cell)])).await? {
+                    Ok(u) => u,
+                    Err(failed) => {
+                        dead[i] = true;
+                        let left = b.cells.range(repetition..).map(|(r, c)| (*r, *c)).collect();
+                        self.unstarted(&left, &failed, tally).await?;
+                        continue;
                     }
+                };
+                let interrupted = match self.warm(&u, stop).await {
+                    CellOutcome::Done => self.measure(&u, repetition, stop, tally).await?,
+                    CellOutcome::Interrupted => true,
+                    failed => {
+                        self.fail_all(&u.cells, &failed, tally).await?;
+                        false
+                    }
+                };
+                self.finish(u, tally).await?;
+                if interrupted {
+                    return Ok(true);
                 }
             }
         }
         Ok(false)
+    }
+
+    /// Starts a process of `build` to serve `cells`, ready; or why it did not start (kept as
+    /// the first cell's failure).
+    async fn start<'b, 'c>(
+        &self,
+        build: &'b Build<'c>,
+        cells: BTreeMap<u32, &'c Cell>,
+    ) -> Result<Result<Up<'b, 'c>, CellOutcome>, Error> {
+        let Some(first) = cells.values().next().copied() else {
+            return Ok(Err(CellOutcome::Failed("no cell to run".into())));
+        };
+        let mut watched = match self.watch(first, &build.spec).await? {
+            Ok(w) => w,
+            Err(outcome) => return Ok(Err(outcome)),
+        };
+        if let Some(failed) = self.wait_ready(first, &build.spec, &mut watched).await? {
+            return Ok(Err(failed));
+        }
+        Ok(Ok(Up {
+            build,
+            watched,
+            cells,
+        }))
+    }
+
+    /// The file's warm-up of a process just up (none when the file sets none).
+    async fn warm(&self, u: &Up<'_, '_>, stop: &mut watch::Receiver<bool>) -> CellOutcome {
+        let Some(cell) = u.cells.values().next().copied() else {
+            return CellOutcome::Done;
+        };
+        if self.plan.warmup.is_zero() {
+            return CellOutcome::Done;
+        }
+        let warmup = self.attack(
+            cell,
+            &u.build.spec,
+            &u.watched,
+            Phase::Warmup,
+            Some(self.plan.warmup),
+            RunMeta::new_id(),
+        );
+        warmup_outcome(self.fire(&warmup, stop).await)
+    }
+
+    /// Runs `u`'s cell of `repetition` (then the file's cool-down); whether it was interrupted.
+    async fn measure(
+        &self,
+        u: &Up<'_, '_>,
+        repetition: u32,
+        stop: &mut watch::Receiver<bool>,
+        tally: &mut Tally,
+    ) -> Result<bool, Error> {
+        let Some(cell) = u.cells.get(&repetition).copied() else {
+            return Ok(false);
+        };
+        let id = RunMeta::new_id();
+        let measure = self.attack(
+            cell,
+            &u.build.spec,
+            &u.watched,
+            Phase::Measure,
+            None,
+            id.clone(),
+        );
+        let outcome = measure_outcome(self.fire(&measure, stop).await);
+        match &outcome {
+            CellOutcome::Interrupted => return Ok(true),
+            CellOutcome::Done => {
+                tally.runs.insert((u.build.name.clone(), repetition), id);
+            }
+            CellOutcome::Failed(reason) => {
+                self.keep_failed(cell, reason, Some(id)).await?;
+            }
+        }
+        tally.outcomes.push((cell.key(), outcome));
+        if !self.plan.cooldown.is_zero() {
+            tokio::select! {
+                _ = tokio::time::sleep(self.plan.cooldown) => {}
+                _ = stop.changed() => {}
+            }
+        }
+        Ok(false)
+    }
+
+    /// Stops `u`'s process. One that exited while it served its cells fails each of them
+    /// (its runs, if any, kept failed with the reason): none of them is to be trusted.
+    async fn finish(&self, u: Up<'_, '_>, tally: &mut Tally) -> Result<(), Error> {
+        let Some(last) = u.cells.values().last().copied() else {
+            return Ok(());
+        };
+        drop((u.watched.probes, u.watched.reader));
+        let Some(CellOutcome::Failed(why)) = self
+            .stop_target(last, u.watched.target, &CellOutcome::Done)
+            .await
+        else {
+            return Ok(());
+        };
+        // This process's outcomes are the last of its key: one a cell at most.
+        let key = last.key();
+        for _ in 0..u.cells.len() {
+            if let Some(at) = tally.outcomes.iter().rposition(|(k, _)| *k == key) {
+                tally.outcomes.remove(at);
+            }
+        }
+        for cell in u.cells.values() {
+            let id = tally.runs.remove(&(u.build.name.clone(), cell.repetition));
+            self.keep_failed(cell, &why, id).await?;
+            tally
+                .outcomes
+                .push((cell.key(), CellOutcome::Failed(why.clone())));
+        }
+        Ok(())
+    }
+
+    /// `cells` of a process that did not start: the first kept failed already (by
+    /// [`Self::start`]), the others kept failed with its reason.
+    async fn unstarted(
+        &self,
+        cells: &BTreeMap<u32, &Cell>,
+        outcome: &CellOutcome,
+        tally: &mut Tally,
+    ) -> Result<(), Error> {
+        let mut rest = cells.clone();
+        if let Some((_, first)) = rest.pop_first() {
+            tally.outcomes.push((first.key(), outcome.clone()));
+        }
+        self.fail_all(&rest, outcome, tally).await
     }
 
     /// Keeps every cell of `cells` failed as `outcome` says.
@@ -176,14 +349,14 @@ impl<F: Firing> CellContext<'_, F> {
         &self,
         cells: &BTreeMap<u32, &Cell>,
         outcome: &CellOutcome,
-        outcomes: &mut Vec<(String, CellOutcome)>,
+        tally: &mut Tally,
     ) -> Result<(), Error> {
         let CellOutcome::Failed(reason) = outcome else {
             return Ok(());
         };
         for cell in cells.values() {
             self.keep_failed(cell, reason, None).await?;
-            outcomes.push((cell.key(), outcome.clone()));
+            tally.outcomes.push((cell.key(), outcome.clone()));
         }
         Ok(())
     }
@@ -238,6 +411,7 @@ impl<F: Firing> CellContext<'_, F> {
             &load,
             &rounds,
             &allowed,
+            compare.processes,
         )))
     }
 }

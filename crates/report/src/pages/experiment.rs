@@ -64,6 +64,78 @@ fn evidence(
     }
 }
 
+/// "2026-11-26 20:41:07 UTC", for a sitting's time.
+fn when(ns: i64) -> String {
+    let at = std::time::UNIX_EPOCH + std::time::Duration::from_nanos(ns.max(0) as u64);
+    humantime::format_rfc3339_seconds(at)
+        .to_string()
+        .replace('T', " ")
+        .replace('Z', " UTC")
+}
+
+/// A comparison's answer (`[compare]`): each setting's latest gate as the command printed it,
+/// measure by measure, and the sittings before it.
+fn gates(kept: &[store::ab::KeptGate]) -> Markup {
+    use store::ab::Outcome;
+    let mut settings: Vec<&str> = kept.iter().map(|k| k.setting.as_str()).collect();
+    settings.dedup();
+    settings.sort_unstable();
+    settings.dedup();
+    html! {
+        h2 { "Answers: the gate" }
+        @for setting in &settings {
+            @let of: Vec<&store::ab::KeptGate> = kept.iter().filter(|k| k.setting == *setting).collect();
+            @if let Some(last) = of.last() {
+                @let g = &last.gate;
+                @let outcome = g.outcome();
+                p.answer {
+                    @match outcome {
+                        Outcome::Pass => span.badge.complete { "pass" },
+                        Outcome::Regression => span.badge.failed { "regression" },
+                        Outcome::Inconclusive => span.badge.incomplete { "inconclusive" },
+                    }
+                    " " (g.headline())
+                    @if !setting.is_empty() { " — " (setting) }
+                    br;
+                    small { "Judged " (when(last.judged_at_ns)) ". Each ratio is candidate ÷ baseline over the rounds (their geometric mean), with its 95 % interval (Student's t over the rounds' log-ratios). The exit code was " (match outcome { Outcome::Pass => 0, Outcome::Regression => 4, Outcome::Inconclusive => 5 }) "." }
+                }
+                div.scroll {
+                    table.gate {
+                        thead { tr {
+                            th { "measure" }
+                            th { (g.baseline) @if g.baseline != "baseline" { " (baseline)" } }
+                            th { (g.candidate) @if g.candidate != "candidate" { " (candidate)" } }
+                            th { "candidate ÷ baseline (95 % interval)" } th { "allowed" } th { "verdict" }
+                            @if let Some(control) = &g.control { th { (control) " ÷ " (g.baseline) " (A/A, 95 %)" } }
+                            th { "each round's ratio" }
+                        } }
+                        tbody {
+                            @for j in &g.measures {
+                                @let (a, b) = j.values();
+                                tr {
+                                    th { (j.measure.title()) }
+                                    td.num { (a) } td.num { (b) }
+                                    td.num { @if let Some(c) = &j.change { (format!("{:.3}× ({:.3}–{:.3})", c.ratio, c.low, c.high)) } @else { "none" } }
+                                    td.num { @if let Some(a) = j.allowed { (format!("+{:.0} %", a * 100.0)) } @else { "not gated" } }
+                                    td.why { (j.verdict_text()) }
+                                    @if g.control.is_some() { td.num { @if let Some(c) = &j.control { (format!("{:.3}× ({:.3}–{:.3})", c.ratio, c.low, c.high)) } @else { "none" } } }
+                                    td { small { (j.ratios.iter().map(|r| format!("{r:.3}")).collect::<Vec<_>>().join(" ")) } }
+                                }
+                            }
+                        }
+                    }
+                }
+                @if of.len() > 1 {
+                    details {
+                        summary { (of.len() - 1) " earlier sittings of this file (their runs are in the matrix below too)" }
+                        ul { @for k in of.iter().rev().skip(1) { li { (when(k.judged_at_ns)) ": " (k.gate.headline()) } } }
+                    }
+                }
+            }
+        }
+    }
+}
+
 /// An experiment's page.
 pub fn experiment_page(
     fig: &crate::experiment::ExperimentFigures,
@@ -192,8 +264,9 @@ pub fn experiment_page(
             }
             @for c in capacity { (charts(&c.charts)) }
         }
+        @if !fig.gates.is_empty() { (gates(&fig.gates)) }
         @if fixed {
-        h2 { @if capacity.is_empty() { "Answers" } @else { "Answers: at fixed rates" } }
+        h2 { @if capacity.is_empty() && fig.gates.is_empty() { "Answers" } @else if fig.gates.is_empty() { "Answers: at fixed rates" } @else { "Beside the gate: the runs, setting by setting" } }
         ul.answers { @for s in &fig.settings { li { (fig.sentence(s)) (evidence(fig, s)) } } }
         }
         @if fixed {

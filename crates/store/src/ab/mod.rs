@@ -14,15 +14,20 @@
 //! one favours neither build. The proof is [`tests`]' simulated host: slow drift, correlated
 //! noise, a rare stall, both with and without a real change.
 //!
-//! **What it cannot see.** A difference between two *processes* of the same build (their
-//! memory layout, which core each lands on) looks like a change to it. An A/A control (the
-//! baseline entered twice) measures that: when the control's own interval reaches past the
-//! change allowed, an identical build could read as a regression here, and the verdict is "too
-//! noisy" whatever the candidate read. (A difference well within it, such as the 0.3 % of RSS
-//! two processes of one Go binary differ by, leaves the verdict alone.)
+//! **Processes.** Two *processes* of one build differ (their memory layout, how far a
+//! garbage collector let the heap grow, which core each lands on): two of the example's Go
+//! server held 12.0 and 12.8 MiB through a whole sitting. With [`Processes::Fresh`] (the
+//! default) every run is a process of its own, started and warmed for it, so that difference
+//! is in the rounds' spread and the interval holds it. With [`Processes::Kept`] each build is
+//! one process for the whole sitting: quicker, but a process's own difference then reads as
+//! the build's. An A/A control (the baseline entered twice) measures the host's noise either
+//! way: when its own interval reaches past the change allowed, an identical build could read
+//! as a regression here, and the verdict is "too noisy" whatever the candidate read.
 
+mod kept;
 mod text;
 
+pub use kept::KeptGate;
 pub use text::junit;
 
 use std::collections::BTreeMap;
@@ -38,6 +43,27 @@ pub const CONFIDENCE: f64 = 0.95;
 
 /// The fewest rounds that give an interval.
 pub const MIN_ROUNDS: usize = 3;
+
+/// How the builds' processes are run in a comparison.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Processes {
+    /// Each run a process of its own, started, warmed and stopped in its round: what differs
+    /// between two processes of one build is in the rounds' spread.
+    #[default]
+    Fresh,
+    /// Each build one process, started and warmed once and kept up through the rounds.
+    Kept,
+}
+
+impl Processes {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Processes::Fresh => "fresh",
+            Processes::Kept => "kept",
+        }
+    }
+}
 
 /// What a comparison measures of each run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -305,13 +331,23 @@ pub enum Verdict {
 }
 
 impl Verdict {
-    /// A change on `allowed` (a share), with the A/A control's change of the same measure.
-    pub fn of(change: &Change, allowed: f64, control: Option<&Change>) -> Verdict {
+    /// A change on `allowed` (a share), with the A/A control's change of the same measure,
+    /// from runs of `processes`.
+    pub fn of(
+        change: &Change,
+        allowed: f64,
+        control: Option<&Change>,
+        processes: Processes,
+    ) -> Verdict {
         let up = 1.0 + allowed;
         if let Some(c) = control.filter(|c| c.high > up || c.low < 1.0 / up) {
+            let why = match processes {
+                Processes::Kept => "two processes of one build differ here by more than the rounds show: run each in a process of its own (processes = \"fresh\")",
+                Processes::Fresh => "one build's runs differ here by more than that: add rounds, or run on a quieter host",
+            };
             return Verdict::TooNoisy {
                 why: format!(
-                    "the baseline against itself read {}, past the {:.0} % allowed: two processes of one build differ here by more than the rounds show",
+                    "the baseline against itself read {}, past the {:.0} % allowed: {why}",
                     c.text(),
                     allowed * 100.0
                 ),
@@ -378,6 +414,9 @@ pub struct Gate {
     pub control: Option<String>,
     /// Rounds run (each with every build once).
     pub rounds: usize,
+    /// Whether each run was a fresh process, or each build one kept up.
+    #[serde(default)]
+    pub processes: Processes,
     /// The load each run was ("open loop, constant 2000 req/s for 10s").
     pub load: String,
     pub measures: Vec<Judged>,
@@ -415,12 +454,13 @@ fn pairs(
 }
 
 impl Gate {
-    /// Judges every measure of `rounds`; the gated ones are `allowed`'s.
+    /// Judges every measure of `rounds` (runs of `processes`); the gated ones are `allowed`'s.
     pub fn judge(
         names: (&str, &str, Option<&str>),
         load: &str,
         rounds: &Rounds,
         allowed: &Allowed,
+        processes: Processes,
     ) -> Gate {
         let measures = Measure::ALL
             .iter()
@@ -436,7 +476,9 @@ impl Gate {
                 let ratios = |p: &[(f64, f64)]| p.iter().map(|(a, b)| b / a).collect();
                 let gated = allowed.0.get(&measure).copied();
                 let verdict = match (&change, gated) {
-                    (Some(change), Some(allowed)) => Verdict::of(change, allowed, control.as_ref()),
+                    (Some(change), Some(allowed)) => {
+                        Verdict::of(change, allowed, control.as_ref(), processes)
+                    }
                     // Not gated: shown, not judged against a bound.
                     (Some(change), None) if change.differs() => Verdict::Changed,
                     (Some(_), None) => Verdict::NoChange,
@@ -469,6 +511,7 @@ impl Gate {
             candidate: names.1.into(),
             control: names.2.map(str::to_string),
             rounds: rounds.baseline.len(),
+            processes,
             load: load.into(),
             measures,
             pages: None,

@@ -60,9 +60,11 @@ fn an_unchanged_build_is_rarely_flagged_and_a_slower_one_is() {
     let (mut false_alarms, mut flagged) = (0, 0);
     for _ in 0..trials {
         let aa = sitting(&mut rng, 8, 1.0, 0.02, 0.01);
-        false_alarms += usize::from(Verdict::of(&change(&aa, 1), 0.05, None).fails());
+        false_alarms +=
+            usize::from(Verdict::of(&change(&aa, 1), 0.05, None, Processes::Fresh).fails());
         let slower = sitting(&mut rng, 8, 1.10, 0.02, 0.01);
-        flagged += usize::from(Verdict::of(&change(&slower, 1), 0.05, None).fails());
+        flagged +=
+            usize::from(Verdict::of(&change(&slower, 1), 0.05, None, Processes::Fresh).fails());
     }
     let rate = |n: usize| n as f64 / trials as f64;
     assert!(
@@ -90,47 +92,57 @@ fn c(ratio: f64, low: f64, high: f64) -> Change {
 #[test]
 fn each_verdict_follows_the_interval_against_the_allowed_change() {
     assert_eq!(
-        Verdict::of(&c(1.10, 1.07, 1.13), 0.05, None),
+        Verdict::of(&c(1.10, 1.07, 1.13), 0.05, None, Processes::Fresh),
         Verdict::Regression
     );
     assert_eq!(
-        Verdict::of(&c(0.90, 0.87, 0.93), 0.05, None),
+        Verdict::of(&c(0.90, 0.87, 0.93), 0.05, None, Processes::Fresh),
         Verdict::Improvement
     );
     assert_eq!(
-        Verdict::of(&c(1.02, 1.01, 1.04), 0.05, None),
+        Verdict::of(&c(1.02, 1.01, 1.04), 0.05, None, Processes::Fresh),
         Verdict::Within
     );
     // Better, but by less than a gate would notice: within, not an improvement.
     assert_eq!(
-        Verdict::of(&c(0.994, 0.993, 0.995), 0.05, None),
+        Verdict::of(&c(0.994, 0.993, 0.995), 0.05, None, Processes::Fresh),
         Verdict::Within
     );
     assert_eq!(
-        Verdict::of(&c(1.00, 0.98, 1.03), 0.05, None),
+        Verdict::of(&c(1.00, 0.98, 1.03), 0.05, None, Processes::Fresh),
         Verdict::NoChange
     );
     assert!(matches!(
-        Verdict::of(&c(1.04, 1.01, 1.08), 0.05, None),
+        Verdict::of(&c(1.04, 1.01, 1.08), 0.05, None, Processes::Fresh),
         Verdict::TooNoisy { .. }
     ));
     assert!(matches!(
-        Verdict::of(&c(1.00, 0.90, 1.10), 0.05, None),
+        Verdict::of(&c(1.00, 0.90, 1.10), 0.05, None, Processes::Fresh),
         Verdict::TooNoisy { .. }
     ));
     // An identical build that read differently makes any verdict of that measure undecided.
     let aa = c(1.06, 1.03, 1.09);
     assert!(matches!(
-        Verdict::of(&c(1.10, 1.07, 1.13), 0.05, Some(&aa)),
-        Verdict::TooNoisy { why } if why.contains("against itself read 1.060×")
+        Verdict::of(&c(1.10, 1.07, 1.13), 0.05, Some(&aa), Processes::Kept),
+        Verdict::TooNoisy { why } if why.contains("against itself read 1.060×") && why.contains("processes = \"fresh\"")
     ));
     assert_eq!(
-        Verdict::of(&c(1.10, 1.07, 1.13), 0.05, Some(&c(1.0, 0.98, 1.02))),
+        Verdict::of(
+            &c(1.10, 1.07, 1.13),
+            0.05,
+            Some(&c(1.0, 0.98, 1.02)),
+            Processes::Fresh
+        ),
         Verdict::Regression
     );
     // One that differs, but well within what is allowed (two processes' RSS), does not.
     assert_eq!(
-        Verdict::of(&c(1.02, 1.01, 1.03), 0.05, Some(&c(1.003, 1.003, 1.004))),
+        Verdict::of(
+            &c(1.02, 1.01, 1.03),
+            0.05,
+            Some(&c(1.003, 1.003, 1.004)),
+            Processes::Kept
+        ),
         Verdict::Within
     );
 }
@@ -190,6 +202,7 @@ fn a_gate_says_pass_regression_or_inconclusive_in_words_markdown_and_junit() {
         candidate: "pr-12".into(),
         control: None,
         rounds: 8,
+        processes: Processes::Fresh,
         load: "open loop, constant 2000 req/s for 10s".into(),
         measures: vec![
             judged(Measure::Cpu, Verdict::Regression, Some(0.05)),

@@ -2,7 +2,7 @@
 
 use std::fmt::Write;
 
-use super::{Gate, Judged, Outcome, Verdict};
+use super::{Gate, Judged, Outcome, Processes, Verdict};
 
 impl Outcome {
     /// "pass", "regression", "inconclusive".
@@ -40,7 +40,8 @@ impl Judged {
         }
     }
 
-    fn values(&self) -> (String, String) {
+    /// The baseline's and the candidate's typical values in the measure's unit ("–" where none).
+    pub fn values(&self) -> (String, String) {
         let v = |x: Option<f64>| x.map_or("–".into(), |x| self.measure.value_text(x));
         (v(self.baseline), v(self.candidate))
     }
@@ -57,8 +58,12 @@ impl Gate {
                 self.baseline
             );
         }
+        let processes = match self.processes {
+            Processes::Fresh => "each run a fresh process",
+            Processes::Kept => "each build one process kept up",
+        };
         format!(
-            "{}: {} against {}, {} interleaved rounds of {}",
+            "{}: {} against {}, {} interleaved rounds of {} ({processes})",
             self.outcome().as_str(),
             self.candidate,
             self.baseline,
@@ -135,8 +140,13 @@ impl Gate {
         if let Some(control) = &self.control {
             let _ = writeln!(out, "{}\n", escape_cell(&self.control_line(control)));
         }
-        out.push_str(
-            "Each round ran both builds once, in a random order, at the same rate; each ratio is the geometric mean of the rounds' ratios with Student's t over rounds. \"Could see\" is the smallest change these rounds would show 80 % of the time.\n",
+        let processes = match self.processes {
+            Processes::Fresh => "each run a process of its own, started and warmed for it",
+            Processes::Kept => "each build one process, kept up through the rounds",
+        };
+        let _ = writeln!(
+            out,
+            "Each round ran both builds once, in a random order, at the same rate ({processes}); each ratio is the geometric mean of the rounds' ratios with Student's t over rounds. \"Could see\" is the smallest change these rounds would show 80 % of the time."
         );
         if let Some(pages) = &self.pages {
             let _ = writeln!(out, "\nThe runs, drawn: {pages}");

@@ -512,7 +512,7 @@ impl Store {
         let mut kept = s.clone();
         kept.target = redact::text(&s.target);
         kept.name = redact::text(&s.name);
-        let body = serde_json::to_string(&kept).unwrap_or_default();
+        let body = crate::db::json(&kept);
         let mut tx = self.pool().begin().await?;
         sqlx::query("DELETE FROM searches WHERE id = $1")
             .bind(&s.id)
@@ -544,13 +544,11 @@ impl Store {
         for row in rows {
             let id: String = row.try_get("id")?;
             let body: String = row.try_get("body")?;
-            out.push(
-                serde_json::from_str(&body).map_err(|e| StoreError::Corrupt {
-                    id: format!("of search {id}"),
-                    what: "body".into(),
-                    message: e.to_string(),
-                })?,
-            );
+            out.push(crate::db::parse_json(
+                &format!("of search {id}"),
+                "body",
+                &body,
+            )?);
         }
         Ok(out)
     }
