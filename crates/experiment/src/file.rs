@@ -441,7 +441,7 @@ pub struct CompareSpec {
     /// between two runs of one build: the smallest change this sitting could tell.
     pub control: Option<String>,
     /// The most each gated measure may grow, `"cpu=5%,p99=10%"` (cpu, rss, pss, p50, p99);
-    /// `"cpu=5%,rss=5%,p99=10%"` when absent.
+    /// `"cpu=5%,rss=5%"` when absent.
     pub max_regression: Option<String>,
     /// `"fresh"` (the default): every run a process of its own, started and warmed in its
     /// round, so what differs between two processes of one build is in the rounds' spread;

@@ -181,13 +181,12 @@ impl FromStr for Measure {
 pub struct Allowed(pub BTreeMap<Measure, f64>);
 
 impl Default for Allowed {
-    /// CPU per request and peak memory (RSS) within 5 %, p99 within 10 %.
+    /// CPU per request and peak memory (RSS) within 5 %: the measures a fixed rate holds
+    /// steady. Latency is shown beside them and gated only when asked (`p99=10%`): at a rate
+    /// well below capacity a p99 is a handful of requests a run, and on the project's VM the
+    /// baseline against itself read 1.056× (0.988–1.129) over 48 rounds.
     fn default() -> Allowed {
-        Allowed(BTreeMap::from([
-            (Measure::Cpu, 0.05),
-            (Measure::Rss, 0.05),
-            (Measure::P99, 0.10),
-        ]))
+        Allowed(BTreeMap::from([(Measure::Cpu, 0.05), (Measure::Rss, 0.05)]))
     }
 }
 

@@ -170,6 +170,8 @@ fn the_allowed_changes_are_read_from_one_flag_with_clear_errors() {
     assert_eq!(a.0.get(&Measure::Cpu), Some(&0.05));
     assert_eq!(a.0.get(&Measure::P99), Some(&0.10));
     assert_eq!(a.to_string(), "cpu=5%,p99=10%");
+    // Without max_regression: the measures a fixed rate holds steady, latency shown beside.
+    assert_eq!(Allowed::default().to_string(), "cpu=5%,rss=5%");
     for (bad, says) in [
         ("cpu=5", "needs its % sign"),
         ("cpu", "is not MEASURE=SHARE"),
