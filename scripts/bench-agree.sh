@@ -28,8 +28,10 @@ python3 - "$out/search.json" "$name" <<'EOF'
 import json, sys
 r = json.load(open(sys.argv[1]))
 c, s = r["capacity"], r["searches"][0]
-print(f"{sys.argv[2]}: the search's C_0.5 = {c['rate']:.0f} req/s (95 % interval "
-      f"{c.get('low') or 0:.0f}-{c.get('high') or 0:.0f}), {len(s['steps'])} steps, {s['status']}: {s['reason']}")
+low, high = c.get("low"), c.get("high")
+interval = f"95 % interval {low:.0f}-{high:.0f}" if low and high else "no interval"
+print(f"{sys.argv[2]}: the search's C_0.5 = {c['rate']:.0f} req/s ({interval}), "
+      f"{len(s['steps'])} steps, {s['status']}: {s['reason']}")
 EOF
 for pct in 70 75 80 85 90 95 100 105 110 115 120 125 130; do
   rate=$((figure * pct / 100))
