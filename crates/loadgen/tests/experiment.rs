@@ -1042,7 +1042,7 @@ fn an_experiment_with_rounds_compares_its_targets_interleaved() {
     let work = tempfile::tempdir().unwrap();
     let db = format!("sqlite://{}/runs.db", work.path().display());
     let site = work.path().join("site");
-    let file = two_servers(work.path(), "rounds", "rounds = 10", "");
+    let file = two_servers(work.path(), "rounds", "rounds = 16", "");
     let out = experiment(&["run", &file, "--report", site.to_str().unwrap()], &db, "");
     let said = text(&out);
     assert!(out.status.success(), "{said}");
@@ -1073,7 +1073,7 @@ fn an_experiment_with_rounds_compares_its_targets_interleaved() {
         r.dedup();
         r
     };
-    assert_eq!(rounds(slow).len(), 10, "{:?}", slow.steps);
+    assert_eq!(rounds(slow).len(), 16, "{:?}", slow.steps);
     assert_eq!(rounds(slow), rounds(fast));
     // Each step is its own target's run, and a step that failed names the CPU of the
     // server spinning its one CPU: read from that server's probe, not the other's.
