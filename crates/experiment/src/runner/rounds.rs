@@ -84,14 +84,21 @@ impl<F: Firing> CellContext<'_, F> {
         }
         let mut tally = Tally::default();
         let mut rng = Rng::new(store::capacity::random::seed_of(&RunMeta::new_id()));
+        let rounds = repetitions(cells);
         let interrupted = match compare.processes {
-            Processes::Kept => self.kept(&builds, &mut rng, stop, &mut tally).await?,
-            Processes::Fresh => self.fresh(&builds, &mut rng, stop, &mut tally).await?,
+            Processes::Kept => {
+                self.kept(&builds, &rounds, &mut rng, stop, &mut tally)
+                    .await?
+            }
+            Processes::Fresh => {
+                self.fresh(&builds, &rounds, &mut rng, stop, &mut tally)
+                    .await?
+            }
         };
         if interrupted {
             return Ok((tally.outcomes, None));
         }
-        let gate = self.judge(cells, compare, &tally.runs).await?;
+        let gate = self.judge(cells, &rounds, compare, &tally.runs).await?;
         if let Some(gate) = &gate {
             // Kept for the experiment's page, as printed.
             self.store
@@ -118,6 +125,7 @@ impl<F: Firing> CellContext<'_, F> {
     async fn kept(
         &self,
         builds: &[Build<'_>],
+        rounds: &[u32],
         rng: &mut Rng,
         stop: &mut watch::Receiver<bool>,
         tally: &mut Tally,
@@ -144,12 +152,8 @@ impl<F: Firing> CellContext<'_, F> {
                 break;
             }
         }
-        let cells: Vec<&Cell> = builds
-            .iter()
-            .flat_map(|b| b.cells.values().copied())
-            .collect();
         if !interrupted {
-            'rounds: for repetition in repetitions(&cells) {
+            'rounds: for &repetition in rounds {
                 let order = (0..up.len()).filter(|&i| warm[i]).collect();
                 for i in shuffled(rng, order) {
                     if self.measure(&up[i], repetition, stop, tally).await? {
@@ -171,16 +175,13 @@ impl<F: Firing> CellContext<'_, F> {
     async fn fresh(
         &self,
         builds: &[Build<'_>],
+        rounds: &[u32],
         rng: &mut Rng,
         stop: &mut watch::Receiver<bool>,
         tally: &mut Tally,
     ) -> Result<bool, Error> {
-        let cells: Vec<&Cell> = builds
-            .iter()
-            .flat_map(|b| b.cells.values().copied())
-            .collect();
         let mut dead = vec![false; builds.len()];
-        for repetition in repetitions(&cells) {
+        for &repetition in rounds {
             let order = (0..builds.len()).filter(|&i| !dead[i]).collect();
             for i in shuffled(rng, order) {
                 let b = &builds[i];
@@ -365,6 +366,7 @@ impl<F: Firing> CellContext<'_, F> {
     async fn judge(
         &self,
         cells: &[&Cell],
+        round_numbers: &[u32],
         compare: &CompareSpec,
         runs: &BTreeMap<(String, u32), String>,
     ) -> Result<Option<Gate>, Error> {
@@ -373,9 +375,8 @@ impl<F: Firing> CellContext<'_, F> {
         for id in runs.values() {
             loaded.insert(id.clone(), self.store.load_run(id).await?);
         }
-        let repetitions = repetitions(cells);
         let of = |name: &str| -> Vec<Option<&StoredRun>> {
-            repetitions
+            round_numbers
                 .iter()
                 .map(|r| {
                     runs.get(&(name.to_string(), *r))

@@ -78,7 +78,6 @@ fn when(ns: i64) -> String {
 fn gates(kept: &[store::ab::KeptGate]) -> Markup {
     use store::ab::Outcome;
     let mut settings: Vec<&str> = kept.iter().map(|k| k.setting.as_str()).collect();
-    settings.dedup();
     settings.sort_unstable();
     settings.dedup();
     html! {
