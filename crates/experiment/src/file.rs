@@ -188,6 +188,27 @@ pub struct Placement {
 }
 
 impl ExperimentFile {
+    /// Builds and runs `target` from its source at `reference` instead of the file's `ref`
+    /// (`loadgen experiment run --ref baseline=origin/$BASE`): a pull request's base branch,
+    /// which a file cannot know.
+    pub fn set_ref(&mut self, target: &str, reference: &str) -> Result<(), String> {
+        let names: Vec<&str> = self.targets.iter().map(|t| t.name.as_str()).collect();
+        let names = names.join(", ");
+        let Some(t) = self.targets.iter_mut().find(|t| t.name == target) else {
+            return Err(format!(
+                "--ref {target}={reference}: the file has no target {target:?} (its targets: {names})"
+            ));
+        };
+        if t.kind() != TargetKind::Command {
+            return Err(format!(
+                "--ref {target}={reference}: {target:?} is not started by command; ref is for a server built from your source"
+            ));
+        }
+        crate::checkout::check_ref(reference).map_err(|e| format!("--ref {target}=…: {e}"))?;
+        t.git_ref = Some(reference.to_string());
+        Ok(())
+    }
+
     /// `[database]`, or its defaults when the file has none.
     pub fn database(&self) -> &Database {
         const DEFAULT: Database = Database {
@@ -247,6 +268,12 @@ pub struct TargetSpec {
     /// Where `command` and `build` run, relative to the experiment file (its directory when
     /// absent).
     pub cwd: Option<PathBuf>,
+    /// Build and run this target from its source at a git commit (`"origin/main"`, a tag, a
+    /// commit): `cwd`'s repository is cloned with `--shared` into a temporary directory and the
+    /// commit checked out there, the user's repository only read. `cwd` is then the same
+    /// directory inside that checkout.
+    #[serde(rename = "ref")]
+    pub git_ref: Option<String>,
     /// Run once before the matrix, in `cwd` (e.g. `["npm", "ci"]`); a failure is the target's.
     pub build: Option<Vec<String>>,
     /// How long `build` may take before it is stopped and the target fails (10 min when
@@ -1100,6 +1127,7 @@ fn check_kind(t: &TargetSpec, has_database: bool) -> Result<(), String> {
     let name = &t.name;
     let only_command = [
         ("cwd", t.cwd.is_some()),
+        ("ref", t.git_ref.is_some()),
         ("build", t.build.is_some()),
         ("build_timeout", t.build_timeout.is_some()),
         ("port", t.port.is_some()),
@@ -1126,6 +1154,9 @@ fn check_kind(t: &TargetSpec, has_database: bool) -> Result<(), String> {
                 .is_some_and(|b| b.first().is_none_or(|p| p.trim().is_empty()))
             {
                 return Err(format!("target {name:?}: build is empty: drop it, or write the program and its arguments"));
+            }
+            if let Some(r) = &t.git_ref {
+                crate::checkout::check_ref(r).map_err(|e| format!("target {name:?}: {e}"))?;
             }
             if t.port.is_none() && !t.wants_a_port() {
                 return Err(format!(
@@ -1276,6 +1307,36 @@ mod tests {
         format!(
             "name = \"x\"\nquestion = \"q\"\n[load]\npath = \"/\"\nrate = 1\nduration = \"1s\"\n[[target]]\nname = \"mine\"\n{target}"
         )
+    }
+
+    #[test]
+    fn a_ref_is_for_a_command_and_the_flag_sets_it_on_a_named_one() {
+        let command = "command = [\"./server\", \"{port}\"]\n";
+        let file = read(&with_target(&format!("{command}ref = \"origin/main\""))).unwrap();
+        assert_eq!(file.targets[0].git_ref.as_deref(), Some("origin/main"));
+        let err = read(&with_target("run = \"go\"\nref = \"main\"")).unwrap_err();
+        assert!(
+            err.contains("ref is for a server started by command"),
+            "{err}"
+        );
+        let err = read(&with_target(&format!("{command}ref = \"-x\""))).unwrap_err();
+        assert!(err.contains("is not a git revision"), "{err}");
+
+        let mut file = read(&with_target(command)).unwrap();
+        file.set_ref("mine", "origin/release-2").unwrap();
+        assert_eq!(file.targets[0].git_ref.as_deref(), Some("origin/release-2"));
+        let err = file.set_ref("theirs", "main").unwrap_err();
+        assert!(
+            err.contains("no target \"theirs\" (its targets: mine)"),
+            "{err}"
+        );
+        let err = file.set_ref("mine", "--upload-pack=x").unwrap_err();
+        assert!(err.contains("is not a git revision"), "{err}");
+        let mut builtin = read(&with_target("run = \"go\"")).unwrap();
+        assert!(builtin
+            .set_ref("mine", "main")
+            .unwrap_err()
+            .contains("not started by command"));
     }
 
     #[test]

@@ -4,6 +4,7 @@
 //! Modules:
 //!
 //! - [`file`](mod@file): the experiment file (TOML) read and checked.
+//! - [`checkout`]: a target's source at a git `ref`, cloned apart from the user's repository.
 //! - [`plan`]: the matrix expanded into cells, in the order they run (with `[search] rounds`,
 //!   the searches of a setting and repetition run together, as one comparison; with
 //!   `[compare]`, a setting's every target and repetition, as the rounds of a gate).
@@ -26,6 +27,7 @@
 //! - [`watch`]: the target's database watched beside it (its process, and its backends' wait
 //!   events over SQL).
 
+pub mod checkout;
 pub mod database;
 pub mod declared;
 pub mod environment;

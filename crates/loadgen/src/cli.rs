@@ -272,6 +272,9 @@ pub struct CellArgs {
     /// Only the cells with this value, KEY=VALUE (repeatable: values of one KEY are alternatives, different KEYs must all match; KEY an axis, target or repetition).
     #[arg(long = "only", value_name = "KEY=VALUE", value_parser = store::run::parse_label)]
     pub only: Vec<(String, String)>,
+    /// Build and run target NAME from its source at git REF (a branch, tag or commit; checked out apart, your repository untouched), instead of the file's ref (repeatable).
+    #[arg(long = "ref", value_name = "NAME=REF", value_parser = store::run::parse_label)]
+    pub refs: Vec<(String, String)>,
     /// The store.
     #[arg(long, value_name = "URL", env = "SHOWDOWN_DB", hide_env_values = true, default_value = store::DEFAULT_URL)]
     pub db: String,

@@ -1334,13 +1334,47 @@ fn a_search_killed_mid_experiment_resumes_from_its_last_finished_step() {
 /// baseline passes (exit 0). Eight rounds of 1 s runs at 2,000 req/s, each server on CPU 1,
 /// CPU per request within 10 %: one round's ratio moves by about 4 % here, so 5 % would often
 /// be "too noisy" for the identical build (exit 5), which is the gate being right, not a pass.
+/// As in a pull request, the baseline is the repository's base branch (`ref = "base"`, checked
+/// out apart) and the candidate the working tree, uncommitted change included, which the
+/// runner leaves as it was.
 #[test]
 fn a_comparison_flags_a_slowed_build_and_passes_an_identical_one() {
     let _cpu = one_search_at_a_time();
     let work = tempfile::tempdir().unwrap();
     let db = format!("sqlite://{}/runs.db", work.path().display());
-    let serve = serve_work;
+    // The server's source: the time it spends a request, in a file.
+    let repo = work.path().join("repo");
+    std::fs::create_dir_all(&repo).unwrap();
+    let git = |args: &[&str]| {
+        let out = Command::new("git")
+            .args([
+                "-c",
+                "user.name=t",
+                "-c",
+                "user.email=t@t",
+                "-c",
+                "init.defaultBranch=base",
+            ])
+            .args(args)
+            .current_dir(&repo)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "git {args:?}: {out:?}");
+        String::from_utf8(out.stdout).unwrap()
+    };
+    git(&["init", "-q"]);
+    std::fs::write(repo.join("work"), "100us").unwrap();
+    git(&["add", "work"]);
+    git(&["commit", "-qm", "base"]);
+    let base = git(&["rev-parse", "base"]);
+    git(&["checkout", "-qb", "branch"]);
+    std::fs::write(repo.join("work"), "150us").unwrap();
+    git(&["commit", "-qam", "slower"]);
+    let serve = format!(
+        r#"["sh", "-c", "exec {LOADGEN} target --listen 127.0.0.1:{{port}} --work \"$(cat work)\""]"#
+    );
     let file = |name: &str, candidate: &str| {
+        std::fs::write(repo.join("work"), candidate).unwrap();
         write(
             work.path(),
             &format!("{name}.toml"),
@@ -1364,19 +1398,20 @@ max_regression = "cpu=10%"
 
 [[target]]
 name = "main"
-command = {}
+cwd = "repo"
+ref = "base"
+command = {serve}
 
 [[target]]
 name = "branch"
-command = {}
+cwd = "repo"
+command = {serve}
 
 [load]
 path = "/"
 rate = 2000
 duration = "1s"
-"#,
-                serve("100us"),
-                serve(candidate)
+"#
             ),
         )
     };
@@ -1407,8 +1442,11 @@ duration = "1s"
     let said = text(&out);
     assert_eq!(out.status.code(), Some(4), "{said}");
     assert!(said.contains("16 cells run (0 failed)"), "{said}");
+    let main = format!("main (base at {})", &base[..12]);
     assert!(
-        said.contains("regression: branch against main, 8 interleaved rounds"),
+        said.contains(&format!(
+            "regression: branch against {main}, 8 interleaved rounds"
+        )),
         "{said}"
     );
     assert!(said.contains("CPU per request"), "{said}");
@@ -1419,8 +1457,15 @@ duration = "1s"
     let (out, md, xml) = run("identical", "100us", true);
     let said = text(&out);
     assert_eq!(out.status.code(), Some(0), "{said}");
-    assert!(said.contains("pass: branch against main"), "{said}");
+    assert!(
+        said.contains(&format!("pass: branch against {main}")),
+        "{said}"
+    );
     assert!(said.contains("(each run a fresh process)"), "{said}");
+    // The user's tree as it was: on its branch, its change uncommitted, no worktree added.
+    assert_eq!(git(&["rev-parse", "--abbrev-ref", "HEAD"]).trim(), "branch");
+    assert_eq!(git(&["status", "--porcelain"]).trim(), "M work");
+    assert_eq!(git(&["worktree", "list"]).lines().count(), 1);
     assert!(md.contains("✅ Showdown: pass"), "{md}");
     assert!(xml.contains("failures=\"0\" skipped=\"0\""), "{xml}");
     // The experiment's page answers with the gate as the command printed it: its verdict,
@@ -1431,7 +1476,10 @@ duration = "1s"
         .expect("the pages were drawn");
     let html = std::fs::read_to_string(page.trim()).unwrap();
     assert!(html.contains("Answers: the gate"), "{html}");
-    assert!(html.contains("pass: branch against main"), "{html}");
+    assert!(
+        html.contains(&format!("pass: branch against {main}")),
+        "{html}"
+    );
     let cpu = md
         .lines()
         .find(|l| l.starts_with("| CPU per request |"))

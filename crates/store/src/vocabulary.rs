@@ -176,9 +176,14 @@ pub mod label {
     /// (`p99<=10ms and cpu<=70%`).
     pub const SLO: &str = "slo";
 
+    /// A target built from its source at a git `ref`: the ref and the commit it named
+    /// (`origin/main at 1a2b3c4d5e6f`).
+    pub const REVISION: &str = "revision";
+
     /// Labels that say how a run was made, not what it measured: no page of their own.
-    pub const BOOKKEEPING: [&str; 11] = [
+    pub const BOOKKEEPING: [&str; 12] = [
         FILE, SCALE, PLACEMENT, HELD, PHASE, REPETITION, SHARE, CAPACITY, GUN, GUN_CLOCK, SLO,
+        REVISION,
     ];
 
     /// Whether a label is the experiment runner's bookkeeping rather than a setting.

@@ -111,6 +111,9 @@ impl<F: Firing> CellContext<'_, F> {
         labels.push((label::REPETITION.into(), cell.repetition.to_string()));
         labels.push((label::PHASE.into(), phase.as_str().into()));
         labels.push((label::PLACEMENT.into(), self.placement.to_string()));
+        if let Some(revision) = self.launcher.checkouts.revision(&cell.target) {
+            labels.push((label::REVISION.into(), revision.text()));
+        }
         if !held.is_empty() {
             labels.push((label::HELD.into(), held.to_string()));
         }

@@ -65,6 +65,14 @@ pub(super) enum Event {
     StartingDatabase {
         cpus: Option<String>,
     },
+    /// A target's source checked out at its `ref`.
+    CheckedOut {
+        target: String,
+        /// `origin/main at 1a2b3c4d5e6f`.
+        revision: String,
+        /// Where its `cwd` is in the checkout.
+        cwd: String,
+    },
     Building {
         target: String,
         /// The build's command line, redacted.
@@ -155,6 +163,11 @@ pub(super) fn line(event: &Event) -> Option<String> {
                 .map(|c| format!(" on CPU {c}"))
                 .unwrap_or_default()
         ),
+        Event::CheckedOut {
+            target,
+            revision,
+            cwd,
+        } => format!("Checked out {target} at {revision}, in {cwd} (your repository untouched)"),
         Event::Building { target, command } => format!("Building {target}: {command}"),
         Event::BuildOutput { target, line } => format!("  [{target} build] {line}"),
         Event::Verified {

@@ -304,6 +304,8 @@ struct Prepared {
     fleet: Option<crate::fleet::Fleet>,
     needed: Vec<String>,
     built: setup::Built,
+    /// The targets' sources at their `ref`s, kept until the last cell ends.
+    checkouts: crate::checkout::Checkouts,
 }
 
 impl Prepared {
@@ -315,6 +317,7 @@ impl Prepared {
             db_process: self.db.as_ref().and_then(|d| d.process.clone()),
             upstream: &self.upstream,
             ports: &self.ports,
+            checkouts: &self.checkouts,
             reach: self.reach.clone(),
         }
     }
@@ -378,7 +381,8 @@ async fn prepare(
         }
     }
     let ports = ports(experiment, &needed)?;
-    let built = builds(experiment, &needed, &ports, stop, events).await;
+    let checkouts = setup::checkouts(experiment, &needed, events).await?;
+    let built = builds(experiment, &needed, &ports, &checkouts, stop, events).await;
     if *stop.borrow() {
         return Ok(None);
     }
@@ -407,6 +411,7 @@ async fn prepare(
         fleet,
         needed,
         built,
+        checkouts,
     }))
 }
 

@@ -403,7 +403,7 @@ impl<F: Firing> CellContext<'_, F> {
             Some(s) => format!("{load} ({s})"),
             None => load.to_string(),
         };
-        Ok(Some(Gate::judge(
+        let mut gate = Gate::judge(
             (
                 &compare.baseline,
                 &compare.candidate,
@@ -413,6 +413,15 @@ impl<F: Firing> CellContext<'_, F> {
             &rounds,
             &allowed,
             compare.processes,
-        )))
+        );
+        gate.revisions = compare
+            .targets()
+            .into_iter()
+            .filter_map(|name| {
+                let revision = self.launcher.checkouts.revision(name)?;
+                Some((name.to_string(), revision.text()))
+            })
+            .collect();
+        Ok(Some(gate))
     }
 }

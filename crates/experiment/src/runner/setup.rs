@@ -12,6 +12,7 @@ use store::vocabulary::Outcome;
 
 use super::event::{Event, Events};
 use super::options::{Error, SECRET};
+use crate::checkout::{Checkouts, Wanted};
 use crate::declared;
 use crate::file::{CheckSpec, Contract, Experiment, TargetKind, TargetSpec, PORT_PLACEHOLDER};
 use crate::targets::{Launch, Program, Target};
@@ -102,6 +103,24 @@ pub(super) async fn database(
     Ok(db)
 }
 
+/// Where a target started by command builds and runs: its `cwd` (relative to the file), or
+/// the same directory in the checkout of its `ref`.
+pub(super) fn target_cwd(
+    experiment: &Experiment,
+    spec: &TargetSpec,
+    checkouts: &Checkouts,
+) -> PathBuf {
+    match checkouts.revision(&spec.name) {
+        Some(revision) => revision.cwd.clone(),
+        None => user_cwd(experiment, spec),
+    }
+}
+
+/// A target's `cwd` in the user's tree.
+pub(super) fn user_cwd(experiment: &Experiment, spec: &TargetSpec) -> PathBuf {
+    file_dir(experiment).join(spec.cwd.as_deref().unwrap_or(Path::new(".")))
+}
+
 /// The directory the file's relative paths (`cwd`, `schema`) start from.
 pub(super) fn file_dir(experiment: &Experiment) -> PathBuf {
     match experiment.path.parent() {
@@ -147,6 +166,44 @@ fn free_port(taken: impl Fn(u16) -> bool) -> Result<u16, Error> {
     Err(Error::Setup("cannot find a free port".into()))
 }
 
+/// The checkouts of the targets in `names` with a `ref` (none without one): each said as it
+/// is made. A ref that names nothing is an error of the file, before anything is built.
+pub(super) async fn checkouts(
+    experiment: &Experiment,
+    names: &[String],
+    events: &Events,
+) -> Result<Checkouts, Error> {
+    let cwds: Vec<(&TargetSpec, PathBuf)> = experiment
+        .file
+        .targets
+        .iter()
+        .filter(|t| t.git_ref.is_some() && names.contains(&t.name))
+        .map(|t| (t, user_cwd(experiment, t)))
+        .collect();
+    let wanted: Vec<Wanted> = cwds
+        .iter()
+        .filter_map(|(t, cwd)| {
+            Some(Wanted {
+                target: &t.name,
+                cwd,
+                reference: t.git_ref.as_deref()?,
+            })
+        })
+        .collect();
+    let env = crate::environment::build(&crate::environment::Base::current(), &[], &[]);
+    let checkouts = Checkouts::make(&wanted, &env)
+        .await
+        .map_err(|e| Error::Setup(format!("{e} (in {})", experiment.path.display())))?;
+    for (target, revision) in checkouts.revisions() {
+        events.emit(Event::CheckedOut {
+            target: target.clone(),
+            revision: revision.text(),
+            cwd: revision.cwd.display().to_string(),
+        });
+    }
+    Ok(checkouts)
+}
+
 /// How long a `build` may run when the file sets no `build_timeout`.
 const BUILD_TIMEOUT: Duration = Duration::from_secs(600);
 
@@ -162,6 +219,7 @@ pub(super) async fn builds(
     experiment: &Experiment,
     names: &[String],
     ports: &BTreeMap<String, u16>,
+    checkouts: &Checkouts,
     stop: &tokio::sync::watch::Receiver<bool>,
     events: &Events,
 ) -> Built {
@@ -170,7 +228,7 @@ pub(super) async fn builds(
         let (Some(argv), true) = (&t.build, names.contains(&t.name)) else {
             continue;
         };
-        let cwd = file_dir(experiment).join(t.cwd.as_deref().unwrap_or(Path::new(".")));
+        let cwd = target_cwd(experiment, t, checkouts);
         let port = ports.get(&t.name).map(u16::to_string).unwrap_or_default();
         let env: Vec<(String, String)> = t
             .env
@@ -316,6 +374,8 @@ pub(super) struct Launcher<'a> {
     pub(super) db_process: Option<probe::selector::Selector>,
     pub(super) upstream: &'a Upstream,
     pub(super) ports: &'a BTreeMap<String, u16>,
+    /// The checkouts of the targets with a `ref`.
+    pub(super) checkouts: &'a Checkouts,
     /// A remote target's base URL as the runner reaches it, where not its own (through the
     /// first gun, with `[guns]`).
     pub(super) reach: BTreeMap<String, String>,
@@ -371,8 +431,7 @@ impl Launcher<'_> {
                     .ok_or(format!("no port for {}", spec.name))?;
                 let place = |text: &str| text.replace(PORT_PLACEHOLDER, &port.to_string());
                 let argv: Vec<String> = spec.command.iter().flatten().map(|a| place(a)).collect();
-                let cwd =
-                    file_dir(self.experiment).join(spec.cwd.as_deref().unwrap_or(Path::new(".")));
+                let cwd = target_cwd(self.experiment, spec, self.checkouts);
                 let program = Program::Command {
                     argv,
                     cwd,

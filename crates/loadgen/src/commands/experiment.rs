@@ -14,7 +14,13 @@ use crate::error::Error;
 use crate::RunEnd;
 
 fn read(cells: &CellArgs) -> Result<(Experiment, Plan), Error> {
-    let experiment = Experiment::read(&cells.file).map_err(|e| Error::Usage(e.to_string()))?;
+    let mut experiment = Experiment::read(&cells.file).map_err(|e| Error::Usage(e.to_string()))?;
+    for (target, reference) in &cells.refs {
+        experiment
+            .file
+            .set_ref(target, reference)
+            .map_err(Error::Usage)?;
+    }
     let options = plan_options(cells);
     let plan = experiment::plan::plan(&experiment, &options)
         .map_err(|e| Error::Usage(format!("{}: {e}", cells.file.display())))?;
@@ -239,6 +245,13 @@ pub fn reach_text(experiment: &Experiment, trust: &Trust) -> String {
             .as_ref()
             .map(|d| format!(" (in {})", d.display()))
             .unwrap_or_default();
+        if let Some(reference) = &t.git_ref {
+            lines.push(format!(
+                "reads   {}: its source at git ref {} (cloned with --shared into a temporary directory; your repository untouched)",
+                t.name,
+                redact::text(reference)
+            ));
+        }
         if let Some(build) = &t.build {
             lines.push(format!("runs    {}: build `{}`{cwd}", t.name, words(build)));
         }

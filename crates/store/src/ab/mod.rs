@@ -422,6 +422,10 @@ pub struct Gate {
     /// Where the pages are, when drawn.
     #[serde(default)]
     pub pages: Option<String>,
+    /// What a build was built from, where its target had a git `ref`
+    /// (`origin/main at 1a2b3c4d5e6f`), by target name.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub revisions: BTreeMap<String, String>,
 }
 
 /// The runs of a comparison: each round's run of every build (a round missing a build's run is
@@ -514,6 +518,7 @@ impl Gate {
             load: load.into(),
             measures,
             pages: None,
+            revisions: BTreeMap::new(),
         }
     }
 

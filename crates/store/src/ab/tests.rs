@@ -211,6 +211,7 @@ fn a_gate_says_pass_regression_or_inconclusive_in_words_markdown_and_junit() {
             judged(Measure::P50, Verdict::Changed, None),
         ],
         pages: Some("pages/index.html".into()),
+        revisions: BTreeMap::new(),
     };
     assert_eq!(gate.outcome(), Outcome::Regression);
     let md = gate.markdown();
@@ -246,4 +247,14 @@ fn a_gate_says_pass_regression_or_inconclusive_in_words_markdown_and_junit() {
     assert!(gate
         .text()
         .contains("no change detected (could see ≥ 3.0 %)"));
+    // A baseline built from a ref says which commit it was, in every form the gate is read.
+    gate.revisions
+        .insert("main".into(), "origin/main at 1a2b3c4d5e6f".into());
+    let said = "pr-12 against main (origin/main at 1a2b3c4d5e6f)";
+    assert!(gate.headline().contains(said), "{}", gate.headline());
+    assert!(gate.markdown().contains(said));
+    assert!(junit(std::slice::from_ref(&gate)).contains(said));
+    let json = serde_json::to_string(&gate).unwrap();
+    let back: Gate = serde_json::from_str(&json).unwrap();
+    assert_eq!(back.named("main"), "main (origin/main at 1a2b3c4d5e6f)");
 }

@@ -48,14 +48,23 @@ impl Judged {
 }
 
 impl Gate {
+    /// A build's name, with what it was built from where its target had a `ref`
+    /// ("main (origin/main at 1a2b3c4d5e6f)").
+    pub fn named(&self, name: &str) -> String {
+        match self.revisions.get(name) {
+            Some(revision) => format!("{name} ({revision})"),
+            None => name.to_string(),
+        }
+    }
+
     /// The first line: "regression: beta against main, 8 rounds at …".
     pub fn headline(&self) -> String {
         if self.load.is_empty() {
             return format!(
                 "{}: {} against {}: no round ran both (the failed cells say why)",
                 self.outcome().as_str(),
-                self.candidate,
-                self.baseline
+                self.named(&self.candidate),
+                self.named(&self.baseline)
             );
         }
         let processes = match self.processes {
@@ -65,8 +74,8 @@ impl Gate {
         format!(
             "{}: {} against {}, {} interleaved rounds of {} ({processes})",
             self.outcome().as_str(),
-            self.candidate,
-            self.baseline,
+            self.named(&self.candidate),
+            self.named(&self.baseline),
             self.rounds,
             self.load
         )
@@ -98,7 +107,8 @@ impl Gate {
             .filter_map(|j| Some(format!("{} {}", j.measure, j.control.as_ref()?.text())))
             .collect();
         format!(
-            "A/A control ({control} against {}): {}",
+            "A/A control ({} against {}): {}",
+            self.named(control),
             self.baseline,
             if read.is_empty() {
                 "no measure held".into()
@@ -169,7 +179,9 @@ impl Gate {
         let (failures, skipped) = self.failures();
         let suite = format!(
             "showdown compare {} against {}: {}",
-            self.candidate, self.baseline, self.load
+            self.named(&self.candidate),
+            self.named(&self.baseline),
+            self.load
         );
         let _ = writeln!(
             out,
