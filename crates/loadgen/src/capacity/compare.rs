@@ -189,6 +189,41 @@ mod tests {
     }
 
     #[test]
+    fn a_search_its_rounds_could_not_narrow_ends_with_its_comparison_not_out_of_steps() {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        let a = World::new(7);
+        let b = a.beside(1.0);
+        let plans: Vec<Plan> = ["a", "b"]
+            .iter()
+            .map(|name| {
+                let mut p = plan(0.5, 7);
+                p.name = (*name).into();
+                p.id = format!("{name}-7");
+                // Narrower than 8 rounds can make it.
+                p.settings.until = 0.001;
+                p
+            })
+            .collect();
+        let interleave = Interleave {
+            id: "c-7".into(),
+            rounds: 8,
+            budget: None,
+            seed: 7,
+        };
+        let c = rt
+            .block_on(compare(plans, &mut [a, b], &interleave))
+            .unwrap();
+        for s in &c.searches {
+            assert_eq!(s.status, store::capacity::Status::Compared, "{}", s.reason);
+            assert_eq!(s.status.as_str(), "ended with its comparison");
+            assert!(s.reason.starts_with("the comparison ended"), "{}", s.reason);
+        }
+        assert_eq!(c.ratios.len(), 1);
+    }
+
+    #[test]
     #[ignore = "figures for docs/benchmarks/capacity.md: cargo test --release -p loadgen --lib compare_figures -- --ignored --nocapture"]
     fn compare_figures() {
         for rounds in [8, 16, 32] {

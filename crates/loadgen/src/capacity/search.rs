@@ -441,7 +441,9 @@ impl Searcher {
     }
 
     /// Ends a search that has not ended by itself (a comparison's rounds are spent): found
-    /// where its estimate is within `until` on enough steps, else out of steps, for `why`.
+    /// where its estimate is within `until` on enough steps, else ended with its comparison
+    /// (not "out of steps": the comparison's answer is the ratio, not this search's figure),
+    /// for `why`.
     pub fn close(&mut self, why: &str) {
         if self.outcome.is_some() {
             return;
@@ -454,7 +456,7 @@ impl Searcher {
         self.outcome = Some(Ok(if found {
             Status::Found
         } else {
-            Status::OutOfSteps
+            Status::Compared
         }));
     }
 }

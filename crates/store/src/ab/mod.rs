@@ -168,7 +168,7 @@ impl FromStr for Measure {
             "pss" => Ok(Measure::Pss),
             "p50" => Ok(Measure::P50),
             "p99" => Ok(Measure::P99),
-            "capacity" => Err("capacity is not a measure of a fixed-rate comparison: compare capacities with [search] rounds (a ratio of capacities), and gate a pull request on cpu, pss, p50 or p99".into()),
+            "capacity" => Err("capacity is not a measure of a fixed-rate comparison: compare capacities with [search] rounds (a ratio of capacities), and gate a pull request on cpu, rss, pss, p50 or p99".into()),
             other => Err(format!(
                 "no measure {other:?}: the measures are cpu (CPU per request), rss and pss (peak memory), p50 and p99"
             )),

@@ -311,6 +311,10 @@ pub enum Status {
     Interrupted,
     /// Out of steps (or out of its time budget) before the interval was narrow enough.
     OutOfSteps,
+    /// One of a comparison's searches, ended with the comparison (its rounds or budget spent)
+    /// before its own interval was narrow enough: what the comparison answers is the ratio,
+    /// whose interval is its own.
+    Compared,
 }
 
 impl Status {
@@ -323,6 +327,7 @@ impl Status {
             Status::GeneratorLimited => "generator-limited",
             Status::Interrupted => "interrupted",
             Status::OutOfSteps => "out of steps",
+            Status::Compared => "ended with its comparison",
         }
     }
 }
