@@ -3,7 +3,7 @@
 # server (experiments/examples/gate/server): a baseline spinning 1 ms a request, a candidate
 # spending 10 % more CPU a request (1.115 ms, net/http's own share counted), and the baseline's
 # build entered again (the A/A control), in ROUNDS interleaved rounds of DURATION at 500 req/s,
-# each run a fresh process. Then every block of R consecutive rounds (R = 3, 4, 6, 8, 12) is
+# each run a fresh process. Then every block of R consecutive rounds (R = 3, 4, 5, 6, 8, 12) is
 # judged as a gate of its own would be, for CPU per request within 5 %: how often the slower
 # build is flagged (power), how often the identical one is (false alarms), and the minutes a
 # gate of R rounds takes; and, for the identical build, how often the default gate (CPU and
@@ -67,7 +67,7 @@ print(f"{rounds} rounds in {elapsed} s ({per_round:.1f} s a round of 3 builds); 
       f"CPU per request: candidate/baseline {cpu['change']['ratio']:.3f}, "
       f"per-round sd {sd(ab)*100:.2f} % (A/B), {sd(aa)*100:.2f} % (A/A)")
 print("R  blocks  slower flagged  identical flagged  identical too noisy (cpu, rss)  minutes a gate of R rounds (2 builds)")
-for r in (3, 4, 6, 8, 12):
+for r in (3, 4, 5, 6, 8, 12):
     blocks = len(ab) // r
     if blocks == 0:
         continue
