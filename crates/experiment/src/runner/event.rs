@@ -167,7 +167,7 @@ pub(super) fn line(event: &Event) -> Option<String> {
             target,
             revision,
             cwd,
-        } => format!("Checked out {target} at {revision}, in {cwd} (your repository untouched)"),
+        } => format!("Checked out {target}'s source, {revision}, in {cwd} (your repository untouched)"),
         Event::Building { target, command } => format!("Building {target}: {command}"),
         Event::BuildOutput { target, line } => format!("  [{target} build] {line}"),
         Event::Verified {
