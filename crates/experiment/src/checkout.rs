@@ -10,7 +10,7 @@
 //! [`Checkouts`] (and by the next runner, when this one was killed outright).
 
 use std::collections::BTreeMap;
-use std::ffi::OsString;
+use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -70,10 +70,10 @@ pub struct Checkouts {
 }
 
 /// One target to check out: its name, its `cwd` in the user's tree, its `ref`.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct Wanted<'a> {
     pub target: &'a str,
-    pub cwd: &'a Path,
+    pub cwd: PathBuf,
     pub reference: &'a str,
 }
 
@@ -146,16 +146,16 @@ impl Checkouts {
                 Some(path) => path.clone(),
                 None => {
                     let path = dir.path().join(format!("{}", made.len() + 1));
+                    // The paths as they are (not as text): a directory's name need not be UTF-8.
                     let clone = [
-                        "clone",
-                        "--quiet",
-                        "--shared",
-                        "--no-checkout",
-                        &top.display().to_string(),
-                        &path.display().to_string(),
-                    ]
-                    .map(String::from);
-                    git.run_strings(dir.path(), &clone)
+                        OsStr::new("clone"),
+                        OsStr::new("--quiet"),
+                        OsStr::new("--shared"),
+                        OsStr::new("--no-checkout"),
+                        top.as_os_str(),
+                        path.as_os_str(),
+                    ];
+                    git.run(dir.path(), clone)
                         .await
                         .map_err(|e| fail(format!("git clone --shared failed: {e}")))?;
                     git.run(
@@ -221,16 +221,16 @@ struct Git<'e> {
 }
 
 impl Git<'_> {
-    async fn run(&self, dir: &Path, args: &[&str]) -> Result<String, String> {
-        let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
-        self.run_strings(dir, &args).await
-    }
-
     /// Its standard output, trimmed; else its standard error's last line.
-    async fn run_strings(&self, dir: &Path, args: &[String]) -> Result<String, String> {
+    async fn run<A: AsRef<OsStr>>(
+        &self,
+        dir: &Path,
+        args: impl IntoIterator<Item = A>,
+    ) -> Result<String, String> {
+        let args: Vec<OsString> = args.into_iter().map(|a| a.as_ref().to_owned()).collect();
         let mut command = tokio::process::Command::new("git");
         command
-            .args(args)
+            .args(&args)
             .current_dir(dir)
             .env_clear()
             .envs(self.env.iter().map(|(k, v)| (k, v)))
@@ -239,7 +239,10 @@ impl Git<'_> {
             .kill_on_drop(true);
         let output = tokio::time::timeout(GIT_TIMEOUT, command.output())
             .await
-            .map_err(|_| format!("git {} took over {GIT_TIMEOUT:?}", args.join(" ")))?
+            .map_err(|_| {
+                let words: Vec<_> = args.iter().map(|a| a.to_string_lossy()).collect();
+                format!("git {} took over {GIT_TIMEOUT:?}", words.join(" "))
+            })?
             .map_err(|e| format!("cannot run git ({e}): install git"))?;
         if output.status.success() {
             return Ok(String::from_utf8_lossy(&output.stdout).trim().to_string());
@@ -317,12 +320,12 @@ mod tests {
         let wanted = [
             Wanted {
                 target: "baseline",
-                cwd: &server,
+                cwd: server.clone(),
                 reference: "base",
             },
             Wanted {
                 target: "control",
-                cwd: &server,
+                cwd: server.clone(),
                 reference: &old,
             },
         ];
@@ -365,7 +368,7 @@ mod tests {
         git(root.path(), &["commit", "-q", "--allow-empty", "-m", "one"]);
         let wanted = [Wanted {
             target: "baseline",
-            cwd: root.path(),
+            cwd: root.path().to_path_buf(),
             reference: "origin/nope",
         }];
         let err = Checkouts::make(&wanted, &env()).await.unwrap_err();
@@ -379,7 +382,7 @@ mod tests {
         let plain = tempfile::tempdir().unwrap();
         let wanted = [Wanted {
             target: "baseline",
-            cwd: plain.path(),
+            cwd: plain.path().to_path_buf(),
             reference: "main",
         }];
         let err = Checkouts::make(&wanted, &env()).await.unwrap_err();

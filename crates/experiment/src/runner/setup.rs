@@ -173,19 +173,15 @@ pub(super) async fn checkouts(
     names: &[String],
     events: &Events,
 ) -> Result<Checkouts, Error> {
-    let cwds: Vec<(&TargetSpec, PathBuf)> = experiment
+    let wanted: Vec<Wanted> = experiment
         .file
         .targets
         .iter()
-        .filter(|t| t.git_ref.is_some() && names.contains(&t.name))
-        .map(|t| (t, user_cwd(experiment, t)))
-        .collect();
-    let wanted: Vec<Wanted> = cwds
-        .iter()
-        .filter_map(|(t, cwd)| {
+        .filter(|t| names.contains(&t.name))
+        .filter_map(|t| {
             Some(Wanted {
                 target: &t.name,
-                cwd,
+                cwd: user_cwd(experiment, t),
                 reference: t.git_ref.as_deref()?,
             })
         })
