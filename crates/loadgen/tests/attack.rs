@@ -500,7 +500,13 @@ fn poisson_arrivals_send_exponential_gaps_through_both_engines() {
             args.push("--h2");
         }
         args.push(&url);
-        let (summary, _) = run(&plan(&args));
+        // A stall of this VM (sends held back with the generator idle: "cause not found")
+        // clumps the sends of that run, and the summary says so; the sends' shape is judged
+        // on a run the host did not hold back, of up to three.
+        let (summary, _) = (0..3)
+            .map(|_| run(&plan(&args)))
+            .find(|(s, _)| h2 || !s.generator.behind)
+            .unwrap_or_else(|| panic!("three runs in a row held back by the host"));
         let text = summary.to_text();
         // 6,000 expected, standard deviation 77.
         let n = summary.requests.total as f64;

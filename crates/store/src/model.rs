@@ -195,6 +195,9 @@ pub struct IntervalStats {
     pub waited_for_connection: u64,
     /// New connections established.
     pub connections_opened: u64,
+    /// Requests sent again on a new connection because the server closed the reused one as
+    /// they went out (each counted once in `sent`).
+    pub resent: u64,
     /// The most requests in flight at once during the interval, in the whole gun process
     /// (summed over gun hosts when shards are merged: then at most that).
     pub in_flight: u64,
@@ -222,6 +225,7 @@ impl IntervalStats {
             sent_late_beyond_interval: 0,
             waited_for_connection: 0,
             connections_opened: 0,
+            resent: 0,
             in_flight: 0,
             connections_open: 0,
         }
@@ -268,6 +272,7 @@ impl IntervalStats {
         self.sent_late_beyond_interval += other.sent_late_beyond_interval;
         self.waited_for_connection += other.waited_for_connection;
         self.connections_opened += other.connections_opened;
+        self.resent += other.resent;
     }
 
     /// Requests that ended one way or another: a response, or an error without one.

@@ -75,6 +75,8 @@ fn interval(index: u64, values: &[u64]) -> StoredInterval {
     stats.ok = values.len() as u64;
     stats.bytes_in = 27 * values.len() as u64;
     stats.errors.add(ErrorKind::Timeout, index);
+    stats.connections_opened = 2 + index;
+    stats.resent = index;
     StoredInterval {
         start_ns: index as i64 * 1_000_000_000,
         length_ns: 1_000_000_000,
@@ -232,6 +234,11 @@ async fn a_run_round_trips() {
             assert_eq!(
                 (got.stats.requests, got.stats.bytes_in),
                 (want.stats.requests, want.stats.bytes_in)
+            );
+            assert_eq!(
+                (got.stats.connections_opened, got.stats.resent),
+                (want.stats.connections_opened, want.stats.resent),
+                "connections and resends are kept"
             );
         }
         let probe = &run.probes[0];

@@ -112,6 +112,8 @@ struct Conn {
     stamped: bool,
     /// The server has closed its side: no request goes on this connection after the current.
     peer_closed: bool,
+    /// Responses read whole on it: a connection that has served one is a reused one.
+    served: u32,
 }
 
 struct Engine {
@@ -319,6 +321,7 @@ impl Engine {
         Some(Job {
             seq,
             intended: self.shared.start + clock::nanos(due),
+            resent_from: None,
         })
     }
 
@@ -380,7 +383,11 @@ impl Engine {
         let seq = claim(&self.shared, self.stop)?;
         let now = clock::now();
         self.rec.requested(now);
-        Some(Job { seq, intended: now })
+        Some(Job {
+            seq,
+            intended: now,
+            resent_from: None,
+        })
     }
 
     /// Hands a due request to an idle connection, a new one, or the queue.
@@ -521,6 +528,7 @@ impl Engine {
             unsent: Vec::new(),
             stamped,
             peer_closed: false,
+            served: 0,
         });
         self.open += 1;
         self.connecting += 1;
@@ -619,8 +627,14 @@ impl Engine {
         };
         let stamped = conn.stamped;
         conn.reader.reset(head_request, !keepalive);
-        let sent = now;
-        self.rec.sent(sent, job.intended, body_len);
+        // A request sent again is counted once, and timed from its first send.
+        let sent = match job.resent_from {
+            Some(first) => first,
+            None => {
+                self.rec.sent(now, job.intended, body_len);
+                now
+            }
+        };
         let written = rustix::net::send(&conn.fd, bytes, SendFlags::NOSIGNAL);
         let eager = eager || !stamped;
         conn.phase = Phase::Busy(Busy {
@@ -825,6 +839,12 @@ impl Engine {
         let Phase::Busy(busy) = conn.phase else {
             return;
         };
+        if outcome.is_err() && busy.first_byte.is_none() && self.may_resend(slot, busy.job) {
+            return self.resend(slot, busy);
+        }
+        let Some(conn) = self.conns[slot].as_mut() else {
+            return;
+        };
         let status = conn.reader.status;
         let bytes_in = conn.reader.body_bytes;
         // A response that came before the whole request was written (a 413, say) leaves the
@@ -848,12 +868,49 @@ impl Engine {
             error,
         };
         conn.unsent.clear();
+        if error.is_none() {
+            conn.served = conn.served.saturating_add(1);
+        }
         self.rec.finished(busy.job.intended, &exchange);
         if close {
             self.close(slot);
             self.after_close();
         } else {
             self.free_conn(slot);
+        }
+    }
+
+    /// Whether the request on `slot`, which ended in an error before any byte of its response,
+    /// is one to send again on a new connection: as browsers and Go's client do (RFC 9110,
+    /// 9.2.2), when the connection had served a response before (a server closes an idle
+    /// keep-alive connection as the next request goes out: a race of the connection, not an
+    /// answer of the server), its method is idempotent, and it has not been sent again already.
+    fn may_resend(&self, slot: usize, job: Job) -> bool {
+        let Some(conn) = self.conns[slot].as_ref() else {
+            return false;
+        };
+        job.resent_from.is_none()
+            && conn.served > 0
+            && !conn.reader.started()
+            && self.shared.mix.specs()[self.shared.mix.pick_index(job.seq)]
+                .method
+                .is_idempotent()
+    }
+
+    /// Closes `slot` and sends its request again on a new connection (or the first one free),
+    /// counted once and timed from its first send; the resend is counted.
+    fn resend(&mut self, slot: usize, busy: Busy) {
+        self.close(slot);
+        self.rec.resent(clock::now());
+        let job = Job {
+            resent_from: Some(busy.sent),
+            ..busy.job
+        };
+        if self.closed_loop || self.may_open() {
+            self.open_for(job);
+        } else {
+            self.pending.push_front(job);
+            self.serve_pending();
         }
     }
 

@@ -244,7 +244,11 @@ impl Worker {
                 burst = 0;
                 tokio::task::yield_now().await;
             }
-            self.dispatch(Job { seq, intended });
+            self.dispatch(Job {
+                seq,
+                intended,
+                resent_from: None,
+            });
             burst += 1;
             arrivals.advance();
         }
@@ -360,7 +364,11 @@ impl Worker {
         while let Some(seq) = claim(&self.shared, *self.stop.borrow()) {
             let now = clock::now();
             self.rec.borrow_mut().requested(now);
-            let job = Job { seq, intended: now };
+            let job = Job {
+                seq,
+                intended: now,
+                resent_from: None,
+            };
             if self.shared.connector.h2 {
                 self.clone().run_h2(job).await;
             } else {

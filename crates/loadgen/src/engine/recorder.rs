@@ -293,6 +293,13 @@ impl Recorder {
         self.current.waited_for_connection += 1;
     }
 
+    /// A request is sent again on a new connection: the server closed the reused one as it
+    /// went out.
+    pub fn resent(&mut self, now: Nanos) {
+        self.roll_to(now);
+        self.current.resent += 1;
+    }
+
     /// A new connection was established, `took` after the attempt began.
     pub fn connection_opened(&mut self, now: Nanos, took: Nanos) {
         self.roll_to(now);

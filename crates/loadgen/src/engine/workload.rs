@@ -119,6 +119,10 @@ impl RunShared {
 pub(crate) struct Job {
     pub seq: u64,
     pub intended: Nanos,
+    /// When it was first sent, for a request sent again on a new connection because the
+    /// server closed the reused one as it went out (see `Engine::resend`): counted and timed
+    /// from that first send.
+    pub resent_from: Option<Nanos>,
 }
 
 impl RunShared {

@@ -385,6 +385,7 @@ fn interval_of(id: &str, row: &AnyRow) -> Result<StoredInterval, StoreError> {
     stats.sent_late_beyond_interval = count("sent_late_beyond_interval")?;
     stats.waited_for_connection = count("waited_for_connection")?;
     stats.connections_opened = count("connections_opened")?;
+    stats.resent = count("resent")?;
     stats.in_flight = count("in_flight")?;
     stats.connections_open = count("connections_open")?;
     let errors: BTreeMap<String, u64> =

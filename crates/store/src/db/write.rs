@@ -97,9 +97,9 @@ pub(crate) async fn insert_interval(
         "INSERT INTO intervals (run_id, idx, start_ns, length_ns, requests, sent, responses, ok, \
          bytes_in, bytes_out, sent_late_beyond_interval, waited_for_connection, connections_opened, \
          in_flight, connections_open, errors, status_codes, corrected, service, first_byte, lateness, \
-         corrected_p50_ns, corrected_p99_ns, corrected_max_ns) \
+         corrected_p50_ns, corrected_p99_ns, corrected_max_ns, resent) \
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, \
-         $19, $20, $21, $22, $23, $24) ON CONFLICT DO NOTHING",
+         $19, $20, $21, $22, $23, $24, $25) ON CONFLICT DO NOTHING",
     )
     .bind(run_id)
     .bind(to_i64(s.index))
@@ -125,6 +125,7 @@ pub(crate) async fn insert_interval(
     .bind(percentile(0.5))
     .bind(percentile(0.99))
     .bind(if s.corrected.is_empty() { 0 } else { to_i64(s.corrected.max()) })
+    .bind(to_i64(s.resent))
     .execute(conn)
     .await?;
     Ok(())

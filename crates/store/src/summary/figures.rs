@@ -192,6 +192,10 @@ pub struct GeneratorFigures {
     /// Requests that found the pool at `--max-connections` and waited for a connection.
     pub waited_for_connection: u64,
     pub connections_opened: u64,
+    /// Requests sent again on a new connection because the server closed the reused one as
+    /// they went out (counted once among the requests, timed from their first send).
+    #[serde(default)]
+    pub resent: u64,
     /// The most connections open at once during the run.
     pub peak_connections: u64,
     /// The most requests in flight at once during the run.

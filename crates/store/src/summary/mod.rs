@@ -215,6 +215,7 @@ impl Summary {
                 sent_late_beyond_interval: t.sent_late_beyond_interval,
                 waited_for_connection: t.waited_for_connection,
                 connections_opened: t.connections_opened,
+                resent: t.resent,
                 peak_connections: t.connections_open,
                 peak_in_flight: t.in_flight,
                 threads: config.threads,
@@ -288,6 +289,16 @@ impl Summary {
                 f.ks,
                 f.gaps,
                 f.critical.max(ARRIVAL_KS_LIMIT)
+            ));
+        }
+        if g.resent > 0 {
+            out.push(format!(
+                "{} requests ({:.2} %) were sent again on a new connection: the server closed a reused keep-alive \
+                 connection as they went out. An idempotent request is resent once, as browsers and Go's client do; \
+                 each is counted once, its latency timed from its first send. A server that closes idle connections \
+                 sooner than the client reuses them (Node's keepAliveTimeout) costs its users this reconnect.",
+                g.resent,
+                ratio(g.resent as f64, self.requests.sent as f64) * 100.0
             ));
         }
         let cancelled = facts.totals.errors.get(ErrorKind::Cancelled);
