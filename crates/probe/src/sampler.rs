@@ -88,6 +88,10 @@ impl SamplerConfig {
 /// Full ticks (the host's figures, `stat`, `io`, `children`) come at most this often.
 pub const FULL_PERIOD: Duration = Duration::from_millis(100);
 
+/// How long a target found mid-exec (empty command line) is waited for before it is attached
+/// as it is.
+const EXEC_WAIT_NS: u64 = 1_000_000_000;
+
 /// The shortest and longest sampling intervals.
 pub const MIN_INTERVAL: Duration = Duration::from_millis(10);
 pub const MAX_INTERVAL: Duration = Duration::from_secs(60);
@@ -113,6 +117,9 @@ pub struct Sampler {
     root: Option<i32>,
     processes: BTreeMap<i32, ProcessState>,
     next_resolve: u64,
+    /// When the target was first found mid-exec and left for the next tick (for at most
+    /// [`EXEC_WAIT_NS`]).
+    exec_seen: Option<(i32, u64)>,
     slow: SlowCollector,
     host: Option<HostFiles>,
     /// The root's cgroup CPU controller, opened for the root it was found for.
@@ -151,6 +158,7 @@ impl Sampler {
             root: None,
             processes: BTreeMap::new(),
             next_resolve: 0,
+            exec_seen: None,
             slow,
             host: HostFiles::open(&config.root).ok(),
             cgroup: None,
@@ -212,12 +220,29 @@ impl Sampler {
         if self.root.is_none() && mono >= self.next_resolve {
             self.next_resolve = mono + self.resolve_period();
             if let Some(pid) = self.config.selector.resolve(&self.config.root, self.myself) {
-                if let Ok(handle) = Watched::open(&self.config.root, pid) {
+                let opened = Watched::open(&self.config.root, pid);
+                let cmdline = opened.as_ref().map(Watched::cmdline).unwrap_or_default();
+                let first_seen = match self.exec_seen {
+                    Some((seen, at)) if seen == pid => at,
+                    _ => mono,
+                };
+                let mid_exec = cmdline.is_empty()
+                    && opened.as_ref().is_ok_and(Watched::has_program)
+                    && mono < first_seen + EXEC_WAIT_NS;
+                if mid_exec {
+                    self.exec_seen = Some((pid, first_seen));
+                    // Caught between its parent's fork and the end of its exec (a target just
+                    // started): its name and command line are not yet its own. Look again at
+                    // the next tick (a program that blanked its own stays blank: attached
+                    // after a second of that).
+                    self.next_resolve = mono;
+                } else if let Ok(handle) = opened {
+                    self.exec_seen = None;
                     let fd_limits = handle.fd_limits();
                     events.push(event(EventKind::Attached {
                         pid,
                         comm: handle.comm.clone(),
-                        cmdline: handle.cmdline(),
+                        cmdline,
                         fd_limit_soft: fd_limits.0,
                         fd_limit_hard: fd_limits.1,
                     }));

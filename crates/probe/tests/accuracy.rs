@@ -273,6 +273,8 @@ fn the_targets_command_line_is_redacted_where_it_is_read() {
         ])
         .spawn()
         .unwrap();
+    // What the kernel shows before the probe looks: a probe's empty line is then its own.
+    let shown = std::fs::read(format!("/proc/{}/cmdline", child.id())).unwrap_or_default();
     let records = sample_for(
         config(Selector::Pid(child.id() as i32), 50),
         Duration::from_millis(300),
@@ -286,7 +288,11 @@ fn the_targets_command_line_is_redacted_where_it_is_read() {
             _ => None,
         })
         .unwrap();
-    assert!(attached.contains("--password <redacted>"), "{attached}");
+    assert!(
+        attached.contains("--password <redacted>"),
+        "attached with {attached:?}; /proc showed {:?} before",
+        String::from_utf8_lossy(&shown).replace('\0', " ")
+    );
     assert!(
         !attached.contains("Hunter2Secret") && !attached.contains("UrlSecret"),
         "{attached}"

@@ -339,6 +339,12 @@ impl Watched {
             .unwrap_or_default()
     }
 
+    /// Whether it runs a program (`exe` resolves): a kernel thread or a zombie does not. One
+    /// that does with an empty command line is caught mid-exec.
+    pub fn has_program(&self) -> bool {
+        self.proc.exe().is_ok()
+    }
+
     /// `status`: `VmHWM` of the process; and of its threads, summed: context switches
     /// (`task/TID/status`), time runnable but waiting for a CPU (`task/TID/schedstat` field 2)
     /// and their states (`task/TID/stat` field 3).
