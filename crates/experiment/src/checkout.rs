@@ -204,6 +204,18 @@ impl Checkouts {
         self.by_target.get(target)
     }
 
+    /// What each of `targets` was built from, in words, where it had a ref (a gate's
+    /// `revisions`).
+    pub fn texts<'t>(
+        &self,
+        targets: impl IntoIterator<Item = &'t str>,
+    ) -> std::collections::BTreeMap<String, String> {
+        targets
+            .into_iter()
+            .filter_map(|name| Some((name.to_string(), self.revision(name)?.text())))
+            .collect()
+    }
+
     /// Every target's revision, by name.
     pub fn revisions(&self) -> impl Iterator<Item = (&String, &Revision)> {
         self.by_target.iter()

@@ -479,13 +479,22 @@ pub struct CompareSpec {
 }
 
 impl CompareSpec {
-    /// The measures gated and the change each may make.
-    pub fn allowed(&self) -> Result<store::ab::Allowed, String> {
-        match &self.max_regression {
+    /// The measures gated and the change each may make: of runs at a fixed rate, or the
+    /// capacity of `searched` builds (a `[search]` with rounds).
+    pub fn allowed(&self, searched: bool) -> Result<store::ab::Allowed, String> {
+        let allowed: store::ab::Allowed = match &self.max_regression {
             Some(text) => text
                 .parse()
-                .map_err(|e| format!("[compare] max_regression: {e}")),
-            None => Ok(store::ab::Allowed::default()),
+                .map_err(|e| format!("[compare] max_regression: {e}"))?,
+            None if searched => store::ab::Allowed::capacity(),
+            None => store::ab::Allowed::default(),
+        };
+        match (searched, allowed.of_capacity()) {
+            (true, false) => Err(format!(
+                "[compare] max_regression = \"{allowed}\": a comparison of searches ([search] rounds) gates capacity, e.g. \"capacity=5%\"; gate {allowed} at a fixed rate (rate = N, no [search]) in a file of its own"
+            )),
+            (false, true) => Err("[compare] max_regression: capacity is gated by searches compared in rounds: add [search] with slo and rounds (and no fixed rate), or gate cpu, rss, pss, p50 or p99 at this fixed rate".into()),
+            _ => Ok(allowed),
         }
     }
 
@@ -896,7 +905,7 @@ fn check(file: &ExperimentFile) -> Result<(), String> {
 /// `[compare]`: its targets the file's (all of them, each named once), a fixed rate of an open
 /// loop (enough rounds for an interval is the plan's check: `--repetitions` may change them).
 fn check_compare(file: &ExperimentFile, compare: &CompareSpec) -> Result<(), String> {
-    compare.allowed()?;
+    compare.allowed(file.search.is_some())?;
     let named = compare.targets();
     for (i, name) in named.iter().enumerate() {
         if !file.targets.iter().any(|t| t.name == *name) {
@@ -920,8 +929,10 @@ fn check_compare(file: &ExperimentFile, compare: &CompareSpec) -> Result<(), Str
             t.name
         ));
     }
-    if file.search.is_some() {
-        return Err("[compare] measures at a fixed rate; [search] compares capacities (with rounds): use one or the other".into());
+    if let Some(search) = &file.search {
+        if search.rounds.is_none() {
+            return Err("[compare] with [search] gates capacity from searches compared in interleaved rounds: add rounds = 16 to [search]".into());
+        }
     }
     if file.guns.is_some() {
         return Err("[compare] runs from this machine: drop [guns]".into());
@@ -932,7 +943,11 @@ fn check_compare(file: &ExperimentFile, compare: &CompareSpec) -> Result<(), Str
             t.name
         ));
     }
-    for (table, load) in file.load_specs() {
+    for (table, load) in file
+        .load_specs()
+        .into_iter()
+        .filter(|_| file.search.is_none())
+    {
         let fixed = load.mode() == Mode::Open && matches!(load.rate, Some(Rate::PerSecond(_)));
         if !fixed || load.steps.is_some() {
             return Err(format!(
@@ -1350,7 +1365,17 @@ mod tests {
         let ok = file("repetitions = 8", pair, "rate = 500", "").unwrap();
         let compare = ok.compare.unwrap();
         assert_eq!(compare.targets(), ["main", "pr"]);
-        assert_eq!(compare.allowed().unwrap(), store::ab::Allowed::default());
+        assert_eq!(
+            compare.allowed(false).unwrap(),
+            store::ab::Allowed::default()
+        );
+        // Capacity: searches compared in rounds, gated on capacity alone (5 % when not told).
+        let searched = "repetitions = 1\n[search]\nslo = [\"p99<=10ms\"]\nrounds = 16";
+        let ok = file(searched, pair, "", "").unwrap();
+        assert_eq!(
+            ok.compare.unwrap().allowed(true).unwrap(),
+            store::ab::Allowed::capacity()
+        );
         for (top, compare, load, extra, says) in [
             (
                 "repetitions = 8",
@@ -1399,14 +1424,21 @@ mod tests {
                 &format!("{pair}\nmax_regression = \"capacity=5%\""),
                 "rate = 500",
                 "",
-                "[search] rounds",
+                "gated by searches compared in rounds",
+            ),
+            (
+                searched,
+                &format!("{pair}\nmax_regression = \"cpu=5%\""),
+                "",
+                "",
+                "a comparison of searches ([search] rounds) gates capacity",
             ),
             (
                 "repetitions = 8\n[search]\nslo = [\"p99<=10ms\"]",
                 pair,
                 "rate = 500",
                 "",
-                "use one or the other",
+                "add rounds = 16 to [search]",
             ),
         ] {
             let e = file(top, compare, load, extra).unwrap_err();

@@ -242,6 +242,12 @@ pub struct Plan {
 pub const SEARCH_STEPS: u32 = 8;
 
 impl Plan {
+    /// Whether `[compare]` gates capacity: its builds' searches compared in rounds (a
+    /// `[search]` with rounds), each setting and repetition one comparison.
+    pub fn compares_searches(&self) -> bool {
+        self.compare.is_some() && self.search.as_ref().is_some_and(|s| s.rounds.is_some())
+    }
+
     /// About how long one cell's load lasts: its own, or a search's steps.
     pub fn cell_load_time(&self, cell: &Cell) -> Duration {
         match self
@@ -399,7 +405,11 @@ pub fn plan(experiment: &Experiment, options: &PlanOptions) -> Result<Plan, Plan
     };
     // The count first: four axes of a hundred values must be refused, not built.
     let repetitions = options.repetitions.unwrap_or(file.repetitions).max(1);
-    if file.compare.is_some() && (repetitions as usize) < store::ab::MIN_ROUNDS {
+    // A comparison of searches has its rounds in [search]; one at a fixed rate, its repetitions.
+    if file.compare.is_some()
+        && file.search.is_none()
+        && (repetitions as usize) < store::ab::MIN_ROUNDS
+    {
         return Err(PlanError::CompareRounds(repetitions));
     }
     let count = axes
@@ -547,11 +557,12 @@ fn interleavable(experiment: &Experiment, cells: &[Cell]) -> Result<(), PlanErro
     Ok(())
 }
 
-/// The cells run together with `cell`, in `cells`' order: with `[compare]`, its setting's
-/// (every target, every repetition: the rounds); with `[search]` rounds, its setting and
-/// repetition's (every target); `cell` alone otherwise.
+/// The cells run together with `cell`, in `cells`' order: with `[compare]` at a fixed rate, its
+/// setting's (every target, every repetition: the rounds); with `[search]` rounds (a
+/// `[compare]` of searches too), its setting and repetition's (every target); `cell` alone
+/// otherwise.
 pub fn together<'c>(plan: &Plan, cells: &[&'c Cell], cell: &'c Cell) -> Vec<&'c Cell> {
-    if plan.compare.is_some() {
+    if plan.compare.is_some() && !plan.compares_searches() {
         // A comparison: the setting's every target and repetition (its rounds).
         return cells
             .iter()

@@ -1042,11 +1042,50 @@ fn an_experiment_with_rounds_compares_its_targets_interleaved() {
     let work = tempfile::tempdir().unwrap();
     let db = format!("sqlite://{}/runs.db", work.path().display());
     let site = work.path().join("site");
-    let file = two_servers(work.path(), "rounds", "rounds = 16", "");
-    let out = experiment(&["run", &file, "--report", site.to_str().unwrap()], &db, "");
+    // Gated as a pull request's capacity would be: "slow" (twice the CPU a request) is the
+    // candidate, held to "fast"'s capacity less 5 %.
+    let file = two_servers(
+        work.path(),
+        "rounds",
+        "rounds = 16",
+        "[compare]\nbaseline = \"fast\"\ncandidate = \"slow\"\nmax_regression = \"capacity=5%\"",
+    );
+    let md = work.path().join("gate.md");
+    let out = experiment(
+        &[
+            "run",
+            &file,
+            "--report",
+            site.to_str().unwrap(),
+            "--markdown",
+            md.to_str().unwrap(),
+        ],
+        &db,
+        "",
+    );
     let said = text(&out);
-    assert!(out.status.success(), "{said}");
+    assert_eq!(out.status.code(), Some(4), "a regression: {said}");
     assert!(said.contains("2 cells run (0 failed)"), "{said}");
+    assert!(
+        said.contains("regression: slow against fast, 16 interleaved rounds of capacity searches within p99<=20ms, errors<=1%"),
+        "{said}"
+    );
+    let line = said
+        .lines()
+        .find(|l| l.contains("capacity within the SLO"))
+        .unwrap_or_else(|| panic!("no capacity line: {said}"));
+    assert!(
+        line.contains("req/s → ")
+            && line.contains("regression: 0.")
+            && line.contains("beyond the 5 % allowed"),
+        "{line}"
+    );
+    let md = std::fs::read_to_string(md).unwrap();
+    assert!(md.contains("❌ Showdown: regression"), "{md}");
+    assert!(
+        md.contains("| capacity within the SLO |") && md.contains("| −5 % |"),
+        "{md}"
+    );
     assert!(
         said.contains("target=slow + target=fast"),
         "one comparison of both: {said}"
@@ -1111,6 +1150,11 @@ fn an_experiment_with_rounds_compares_its_targets_interleaved() {
         ratio.text()
     );
     let page = experiment_page(&site);
+    assert!(
+        page.contains("regression: slow against fast")
+            && page.contains("profile likelihood of the ratio"),
+        "the page answers with the gate: {page}"
+    );
     assert!(
         page.contains("interleaved rounds: a difference"),
         "the page gives the ratio over the rounds: {}",

@@ -32,7 +32,8 @@
 //! - [`ab`]: two builds compared at a fixed rate over interleaved rounds (`[compare]`): each
 //!   measure's ratio with its 95 % interval (paired over rounds, Student's t), its verdict
 //!   against the change allowed and the A/A control, the gate in words, Markdown and JUnit
-//!   (`text`), and each sitting's gate kept for the experiment's page (`kept`).
+//!   (`text`), and each sitting's gate kept for the experiment's page (`kept`); or their
+//!   capacities, from a comparison of searches (`Gate::of_capacities`).
 //! - [`vocabulary`]: the words crates exchange: causes, check outcomes, phases, label names.
 //! - [`hdrlog`]: HdrHistogram interval logs, and histograms in HdrHistogram's own format.
 //! - [`import`]: a run saved locally while its store was down, brought back.

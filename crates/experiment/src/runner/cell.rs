@@ -31,6 +31,23 @@ pub(super) fn cell_time(cell: &Cell, plan: &Plan) -> Duration {
         + Duration::from_secs(2)
 }
 
+/// Searches compared in interleaved rounds, as they ran: the comparison (its first search the
+/// reference of its ratios) and each target's search id, in that order.
+pub(super) struct Searched {
+    pub compared: store::capacity::compare::Compared,
+    pub ids: Vec<(String, String)>,
+}
+
+impl Searched {
+    /// The search id of `target`'s search.
+    pub fn id(&self, target: &str) -> Option<&str> {
+        self.ids
+            .iter()
+            .find(|(t, _)| t == target)
+            .map(|(_, id)| id.as_str())
+    }
+}
+
 /// A cell's target while it is measured, and what watches it: the target the runner started
 /// (none for a remote one), the probes it started (the target's, its database's, the watched
 /// groups') and the reader of the database's activity, all live until the cell ends.
@@ -265,12 +282,13 @@ impl<F: Firing> CellContext<'_, F> {
     /// comparison: every target started and watched at once, one order whose search is the
     /// first's with the others `against` it, each search kept under its own cell's labels. A
     /// target that does not start fails its own cell; the others are compared without it (a
-    /// lone one searched as its cell would be alone). One outcome for the cells run.
+    /// lone one searched as its cell would be alone). One outcome for the cells run; and the
+    /// comparison, when one ran, with each target's search id.
     pub(super) async fn run_together(
         &self,
         cells: &[&Cell],
         stop: &mut watch::Receiver<bool>,
-    ) -> Result<Vec<(String, CellOutcome)>, Error> {
+    ) -> Result<(Vec<(String, CellOutcome)>, Option<Searched>), Error> {
         let mut outcomes = Vec::new();
         let mut up = Vec::new();
         for &cell in cells {
@@ -289,7 +307,7 @@ impl<F: Firing> CellContext<'_, F> {
             up.push((cell, spec, w));
         }
         let Some(((first, spec, w), others)) = up.split_first() else {
-            return Ok(outcomes);
+            return Ok((outcomes, None));
         };
         // Each target's search under an id of its own, kept with its own cell's labels.
         let ids: Vec<String> = up.iter().map(|_| RunMeta::new_id()).collect();
@@ -300,6 +318,20 @@ impl<F: Firing> CellContext<'_, F> {
             .map(|((cell, spec, w), id)| self.attack(cell, spec, w, Phase::Step, None, id.clone()))
             .collect();
         let fired = self.fire(&attack, stop).await;
+        let compared = match &fired {
+            Ok(Some(f)) if !others.is_empty() => {
+                f.outcome.as_ref().and_then(|o| o.compared.clone())
+            }
+            _ => None,
+        };
+        let searched = compared.map(|compared| Searched {
+            compared,
+            ids: up
+                .iter()
+                .zip(&ids)
+                .map(|((cell, _, _), id)| (cell.target.clone(), id.clone()))
+                .collect(),
+        });
         let each = if others.is_empty() {
             vec![search_outcome(fired)]
         } else {
@@ -316,7 +348,7 @@ impl<F: Firing> CellContext<'_, F> {
             }
             outcomes.push((cell.key(), own));
         }
-        Ok(outcomes)
+        Ok((outcomes, searched))
     }
 
     /// Starts the cell's target (or finds the remote one), watched by the runner's probes;

@@ -41,7 +41,7 @@ mod share;
 #[cfg(test)]
 mod tests;
 
-use cell::{cell_time, now_ns, CellContext};
+use cell::{cell_time, now_ns, CellContext, Searched};
 use event::{Event, Events};
 use firing::CellOutcome;
 pub use firing::{Firing, Hosts};
@@ -598,12 +598,31 @@ impl Cells<'_> {
                 left,
                 eta: left_time,
             });
-            let outcomes = if let Some(compare) = &self.plan.compare {
+            let outcomes = if let Some(compare) = self
+                .plan
+                .compare
+                .as_ref()
+                .filter(|_| !self.plan.compares_searches())
+            {
                 let (outcomes, gate) = self.compared(&together, compare, firing, stop).await?;
                 report.gates.extend(gate);
                 outcomes
-            } else if together.len() > 1 {
-                self.together(&together, firing, stop).await?
+            } else if together.len() > 1 || self.plan.compares_searches() {
+                let (outcomes, searched) = self.together(&together, firing, stop).await?;
+                if let (Some(compare), Some(searched)) = (&self.plan.compare, searched) {
+                    let gate = self.capacity_gate(&together, compare, &searched)?;
+                    // Kept for the experiment's page, as printed.
+                    self.store
+                        .put_gate(&rounds::kept_gate(
+                            self.experiment,
+                            self.plan,
+                            &together,
+                            &gate,
+                        ))
+                        .await?;
+                    report.gates.push(gate);
+                }
+                outcomes
             } else {
                 vec![(cell.key(), self.one(cell, firing, stop).await?)]
             };
@@ -639,16 +658,67 @@ impl Cells<'_> {
     /// The searches of one setting and repetition compared in interleaved rounds: a target
     /// that failed verification is refused on its own (its cell kept failed), the others run
     /// together.
+    /// With `[compare]`, the baseline's search is the first (the reference of the ratios),
+    /// then the candidate's and the control's.
     async fn together<F: Firing>(
         &self,
         cells: &[&Cell],
         firing: &F,
         stop: &mut watch::Receiver<bool>,
-    ) -> Result<Vec<(String, CellOutcome)>, Error> {
-        let (mut outcomes, up) = self.refuse_unverified(cells, firing, stop).await?;
+    ) -> Result<(Vec<(String, CellOutcome)>, Option<Searched>), Error> {
+        let (mut outcomes, mut up) = self.refuse_unverified(cells, firing, stop).await?;
+        if let Some(compare) = &self.plan.compare {
+            let order = compare.targets();
+            up.sort_by_key(|c| order.iter().position(|t| *t == c.target));
+        }
         let context = self.context(firing);
-        outcomes.extend(context.run_together(&up, stop).await?);
-        Ok(outcomes)
+        let (more, searched) = context.run_together(&up, stop).await?;
+        outcomes.extend(more);
+        Ok((outcomes, searched))
+    }
+
+    /// The gate of a comparison of searches (`[compare]` with `[search]` rounds): the
+    /// candidate's capacity ÷ the baseline's, judged against the share it may fall.
+    fn capacity_gate(
+        &self,
+        cells: &[&Cell],
+        compare: &crate::file::CompareSpec,
+        searched: &Searched,
+    ) -> Result<store::ab::Gate, Error> {
+        let allowed = compare.allowed(true).map_err(Error::Setup)?;
+        let share = allowed
+            .0
+            .get(&store::ab::Measure::Capacity)
+            .copied()
+            .unwrap_or(0.05);
+        let slo = self
+            .plan
+            .search
+            .as_ref()
+            .map(|s| s.slo.join(", "))
+            .unwrap_or_default();
+        let mut load = format!("capacity searches within {slo}");
+        if let Some(cell) = cells.first().filter(|c| !c.setting.is_empty()) {
+            load = format!("{load} ({})", cell.setting_text());
+        }
+        let id = |name: &str| searched.id(name).unwrap_or_default();
+        let mut gate = store::ab::Gate::of_capacities(
+            (
+                &compare.baseline,
+                &compare.candidate,
+                compare.control.as_deref(),
+            ),
+            (
+                id(&compare.baseline),
+                id(&compare.candidate),
+                compare.control.as_deref().map(id),
+            ),
+            &load,
+            &searched.compared,
+            share,
+        );
+        gate.revisions = self.launcher.checkouts.texts(compare.targets());
+        Ok(gate)
     }
 
     /// One setting's cells compared in rounds (`[compare]`): a target that failed

@@ -102,19 +102,7 @@ impl<F: Firing> CellContext<'_, F> {
         if let Some(gate) = &gate {
             // Kept for the experiment's page, as printed.
             self.store
-                .put_gate(&store::ab::KeptGate {
-                    id: RunMeta::new_id(),
-                    experiment: self.experiment.file.name.clone(),
-                    setting: cells
-                        .first()
-                        .filter(|c| !c.setting.is_empty())
-                        .map(|c| c.setting_text())
-                        .unwrap_or_default(),
-                    file_label: crate::plan::Plan::file_label(self.experiment),
-                    scale: self.plan.scale,
-                    judged_at_ns: store::run::now_ns(),
-                    gate: gate.clone(),
-                })
+                .put_gate(&kept_gate(self.experiment, self.plan, cells, gate))
                 .await?;
         }
         Ok((tally.outcomes, gate))
@@ -370,7 +358,7 @@ impl<F: Firing> CellContext<'_, F> {
         compare: &CompareSpec,
         runs: &BTreeMap<(String, u32), String>,
     ) -> Result<Option<Gate>, Error> {
-        let allowed = compare.allowed().map_err(Error::Setup)?;
+        let allowed = compare.allowed(false).map_err(Error::Setup)?;
         let mut loaded: BTreeMap<String, StoredRun> = BTreeMap::new();
         for id in runs.values() {
             loaded.insert(id.clone(), self.store.load_run(id).await?);
@@ -414,14 +402,29 @@ impl<F: Firing> CellContext<'_, F> {
             &allowed,
             compare.processes,
         );
-        gate.revisions = compare
-            .targets()
-            .into_iter()
-            .filter_map(|name| {
-                let revision = self.launcher.checkouts.revision(name)?;
-                Some((name.to_string(), revision.text()))
-            })
-            .collect();
+        gate.revisions = self.launcher.checkouts.texts(compare.targets());
         Ok(Some(gate))
+    }
+}
+
+/// A sitting's gate as kept for the experiment's page, with its setting, file and scale.
+pub(super) fn kept_gate(
+    experiment: &crate::file::Experiment,
+    plan: &crate::plan::Plan,
+    cells: &[&Cell],
+    gate: &Gate,
+) -> store::ab::KeptGate {
+    store::ab::KeptGate {
+        id: RunMeta::new_id(),
+        experiment: experiment.file.name.clone(),
+        setting: cells
+            .first()
+            .filter(|c| !c.setting.is_empty())
+            .map(|c| c.setting_text())
+            .unwrap_or_default(),
+        file_label: crate::plan::Plan::file_label(experiment),
+        scale: plan.scale,
+        judged_at_ns: store::run::now_ns(),
+        gate: gate.clone(),
     }
 }

@@ -96,7 +96,7 @@ fn gates(kept: &[store::ab::KeptGate]) -> Markup {
                     " " (g.headline())
                     @if !setting.is_empty() { " — " (setting) }
                     br;
-                    small { "Judged " (when(last.judged_at_ns)) ". Each ratio is candidate ÷ baseline over the rounds (their geometric mean), with its 95 % interval (Student's t over the rounds' log-ratios). The exit code was " (match outcome { Outcome::Pass => 0, Outcome::Regression => 4, Outcome::Inconclusive => 5 }) "." }
+                    small { "Judged " (when(last.judged_at_ns)) ". " (g.method()) " The exit code was " (match outcome { Outcome::Pass => 0, Outcome::Regression => 4, Outcome::Inconclusive => 5 }) "." }
                 }
                 div.scroll {
                     table.gate {
@@ -115,10 +115,13 @@ fn gates(kept: &[store::ab::KeptGate]) -> Markup {
                                     th { (j.measure.title()) }
                                     td.num { (a) } td.num { (b) }
                                     td.num { @if let Some(c) = &j.change { (format!("{:.3}× ({:.3}–{:.3})", c.ratio, c.low, c.high)) } @else { "none" } }
-                                    td.num { @if let Some(a) = j.allowed { (format!("+{:.0} %", a * 100.0)) } @else { "not gated" } }
+                                    td.num { (j.allowed_text()) }
                                     td.why { (j.verdict_text()) }
                                     @if g.control.is_some() { td.num { @if let Some(c) = &j.control { (format!("{:.3}× ({:.3}–{:.3})", c.ratio, c.low, c.high)) } @else { "none" } } }
-                                    td { small { (j.ratios.iter().map(|r| format!("{r:.3}")).collect::<Vec<_>>().join(" ")) } }
+                                    td { small {
+                                        @if j.measure == store::ab::Measure::Capacity { "none: each capacity is fitted from all of its search's steps" }
+                                        @else { (j.ratios.iter().map(|r| format!("{r:.3}")).collect::<Vec<_>>().join(" ")) }
+                                    } }
                                 }
                             }
                         }

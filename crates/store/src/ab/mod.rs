@@ -1,7 +1,9 @@
 //! Did a change make a server slower or hungrier? Two builds, a baseline and a candidate, run
 //! at the same fixed rate in interleaved rounds (every build once a round, in a random order),
 //! each measure answered as the ratio candidate ÷ baseline with its 95 % interval over rounds,
-//! and judged against the change allowed.
+//! and judged against the change allowed. Or their capacities within an SLO, from searches
+//! compared in interleaved rounds ([`Gate::of_capacities`]: the ratio's interval is the
+//! comparison's, `capacity::compare`), judged with the band mirrored, since lower is worse.
 //!
 //! **The estimand.** For each measure (CPU per request, peak PSS, a latency percentile), the
 //! ratio of the candidate's to the baseline's typical (geometric-mean) value over runs of this
@@ -36,6 +38,7 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
+use crate::capacity::compare::Compared;
 use crate::run::StoredRun;
 
 /// The confidence of every interval here.
@@ -81,10 +84,14 @@ pub enum Measure {
     P50,
     /// The 99th percentile of the corrected latency, ns.
     P99,
+    /// The capacity within the search's SLO, requests a second, from searches compared in
+    /// interleaved rounds (`[compare]` with `[search] rounds`): lower is worse.
+    Capacity,
 }
 
 impl Measure {
-    pub const ALL: [Measure; 5] = [
+    /// The measures of runs at a fixed rate.
+    pub const FIXED: [Measure; 5] = [
         Measure::Cpu,
         Measure::Rss,
         Measure::Pss,
@@ -99,6 +106,7 @@ impl Measure {
             Measure::Pss => "pss",
             Measure::P50 => "p50",
             Measure::P99 => "p99",
+            Measure::Capacity => "capacity",
         }
     }
 
@@ -110,6 +118,7 @@ impl Measure {
             Measure::Pss => "peak memory (PSS)",
             Measure::P50 => "p50 latency",
             Measure::P99 => "p99 latency",
+            Measure::Capacity => "capacity within the SLO",
         }
     }
 
@@ -119,6 +128,8 @@ impl Measure {
         let summary = run.summary.as_ref()?;
         let positive = |v: f64| (v.is_finite() && v > 0.0).then_some(v);
         match self {
+            // A search's figure, of all of its steps: no one run holds it.
+            Measure::Capacity => None,
             Measure::P50 => positive(summary.latency.corrected.p50_ns as f64),
             Measure::P99 => positive(summary.latency.corrected.p99_ns as f64),
             Measure::Cpu | Measure::Rss | Measure::Pss => {
@@ -148,6 +159,7 @@ impl Measure {
                     format!("{:.0} µs", value / 1e3)
                 }
             }
+            Measure::Capacity => format!("{value:.0} req/s"),
         }
     }
 }
@@ -168,9 +180,9 @@ impl FromStr for Measure {
             "pss" => Ok(Measure::Pss),
             "p50" => Ok(Measure::P50),
             "p99" => Ok(Measure::P99),
-            "capacity" => Err("capacity is not a measure of a fixed-rate comparison: compare capacities with [search] rounds (a ratio of capacities), and gate a pull request on cpu, rss, pss, p50 or p99".into()),
+            "capacity" => Ok(Measure::Capacity),
             other => Err(format!(
-                "no measure {other:?}: the measures are cpu (CPU per request), rss and pss (peak memory), p50 and p99"
+                "no measure {other:?}: the measures are cpu (CPU per request), rss and pss (peak memory), p50 and p99 at a fixed rate, and capacity (a [search] with rounds)"
             )),
         }
     }
@@ -187,6 +199,18 @@ impl Default for Allowed {
     /// baseline against itself read 1.056× (0.988–1.129) over 48 rounds.
     fn default() -> Allowed {
         Allowed(BTreeMap::from([(Measure::Cpu, 0.05), (Measure::Rss, 0.05)]))
+    }
+}
+
+impl Allowed {
+    /// Capacity within 5 %: what a comparison of searches gates when not told.
+    pub fn capacity() -> Allowed {
+        Allowed(BTreeMap::from([(Measure::Capacity, 0.05)]))
+    }
+
+    /// Whether this gates capacity (a comparison of searches), not fixed-rate measures.
+    pub fn of_capacity(&self) -> bool {
+        self.0.contains_key(&Measure::Capacity)
     }
 }
 
@@ -223,6 +247,9 @@ impl FromStr for Allowed {
         }
         if allowed.is_empty() {
             return Err("no measure to gate: write e.g. cpu=5%,p99=10%".into());
+        }
+        if allowed.len() > 1 && allowed.contains_key(&Measure::Capacity) {
+            return Err("capacity is gated by searches compared in rounds ([search] rounds), the others at a fixed rate: gate capacity in a comparison of its own".into());
         }
         Ok(Allowed(allowed))
     }
@@ -293,6 +320,21 @@ impl Change {
         })
     }
 
+    /// A ratio and its 95 % interval estimated otherwise (capacities compared: the profile
+    /// likelihood of their ratio over `rounds`). What it could see is read off the interval's
+    /// width as though it were Student's t over the rounds' log-ratios: an approximation.
+    pub fn of_interval(ratio: f64, low: f64, high: f64, rounds: usize) -> Change {
+        let (t975, t80) = t_quantiles(rounds.saturating_sub(1).max(1));
+        let se = (high / low).ln().abs() / (2.0 * t975);
+        Change {
+            ratio,
+            low,
+            high,
+            rounds,
+            could_see: ((t975 + t80) * se).exp() - 1.0,
+        }
+    }
+
     /// Whether the interval excludes 1: a difference.
     pub fn differs(&self) -> bool {
         self.low > 1.0 || self.high < 1.0
@@ -338,25 +380,52 @@ impl Verdict {
         control: Option<&Change>,
         processes: Processes,
     ) -> Verdict {
-        let up = 1.0 + allowed;
-        if let Some(c) = control.filter(|c| c.high > up || c.low < 1.0 / up) {
-            let why = match processes {
-                Processes::Kept => "two processes of one build differ here by more than the rounds show: run each in a process of its own (processes = \"fresh\")",
-                Processes::Fresh => "one build's runs differ here by more than that: add rounds, or run on a quieter host",
-            };
+        let why = match processes {
+            Processes::Kept => "two processes of one build differ here by more than the rounds show: run each in a process of its own (processes = \"fresh\")",
+            Processes::Fresh => "one build's runs differ here by more than that: add rounds, or run on a quieter host",
+        };
+        Verdict::in_band(change, allowed, control, 1.0 + allowed, why)
+    }
+
+    /// A capacity's change (candidate ÷ baseline, where lower is worse) on `allowed`, the
+    /// share it may fall (0.05: to 95 % of the baseline's), with the A/A control's.
+    pub fn of_capacity(change: &Change, allowed: f64, control: Option<&Change>) -> Verdict {
+        let why = "one build's searches differ here by more than that: add rounds, or run on a quieter host";
+        // The band [1 − allowed, 1 ÷ (1 − allowed)], its worse end the lower.
+        let worse = 1.0 / (1.0 - allowed.min(0.99));
+        Verdict::in_band(change, allowed, control, 1.0 / worse, why)
+    }
+
+    /// The verdict of `change` against the band between `worse` and `1 / worse` (its ends
+    /// reciprocal; beyond `worse` a regression, beyond the other end an improvement).
+    fn in_band(
+        change: &Change,
+        allowed: f64,
+        control: Option<&Change>,
+        worse: f64,
+        aa_why: &str,
+    ) -> Verdict {
+        let (low_end, high_end) = (worse.min(1.0 / worse), worse.max(1.0 / worse));
+        let outside = |c: &&Change| c.high > high_end || c.low < low_end;
+        if let Some(c) = control.filter(outside) {
             return Verdict::TooNoisy {
                 why: format!(
-                    "the baseline against itself read {}, past the {:.0} % allowed: {why}",
+                    "the baseline against itself read {}, past the {:.0} % allowed: {aa_why}",
                     c.text(),
                     allowed * 100.0
                 ),
             };
         }
-        if change.low > up {
+        let (beyond_worse, beyond_better) = if worse > 1.0 {
+            (change.low > high_end, change.high < low_end)
+        } else {
+            (change.high < low_end, change.low > high_end)
+        };
+        if beyond_worse {
             Verdict::Regression
-        } else if change.high < 1.0 / up {
+        } else if beyond_better {
             Verdict::Improvement
-        } else if change.high <= up && change.low >= 1.0 / up {
+        } else if change.high <= high_end && change.low >= low_end {
             if change.differs() {
                 Verdict::Within
             } else {
@@ -465,7 +534,7 @@ impl Gate {
         allowed: &Allowed,
         processes: Processes,
     ) -> Gate {
-        let measures = Measure::ALL
+        let measures = Measure::FIXED
             .iter()
             .map(|&measure| {
                 let ab = pairs(measure, &rounds.baseline, &rounds.candidate);
@@ -517,6 +586,66 @@ impl Gate {
             processes,
             load: load.into(),
             measures,
+            pages: None,
+            revisions: BTreeMap::new(),
+        }
+    }
+
+    /// The capacities of searches compared in interleaved rounds, judged: the baseline's search
+    /// is `ids.0`, the first of `compared` (its ratios are each other search's ÷ the first's);
+    /// `allowed` is the share the candidate's capacity may fall.
+    pub fn of_capacities(
+        names: (&str, &str, Option<&str>),
+        ids: (&str, &str, Option<&str>),
+        load: &str,
+        compared: &Compared,
+        allowed: f64,
+    ) -> Gate {
+        let capacity = |id: &str| {
+            compared
+                .searches
+                .iter()
+                .find(|s| s.id == id)
+                .and_then(|s| s.capacity)
+        };
+        let ratio = |of: &str| compared.ratios.iter().find(|r| r.of == of && r.to == ids.0);
+        let change = |of: &str| -> Result<Change, String> {
+            let r = ratio(of).ok_or("the comparison gave no ratio of the two")?;
+            match (r.low, r.high) {
+                (Some(low), Some(high)) => {
+                    Ok(Change::of_interval(r.ratio, low, high, r.rounds as usize))
+                }
+                _ => Err(if r.note.is_empty() {
+                    "the rounds gave no interval of the ratio".into()
+                } else {
+                    r.note.clone()
+                }),
+            }
+        };
+        let candidate = change(ids.1);
+        let control = ids.2.map(change).and_then(Result::ok);
+        let verdict = match &candidate {
+            Ok(c) => Verdict::of_capacity(c, allowed, control.as_ref()),
+            Err(why) => Verdict::Unmeasured { why: why.clone() },
+        };
+        Gate {
+            baseline: names.0.into(),
+            candidate: names.1.into(),
+            control: names.2.map(str::to_string),
+            rounds: compared.rounds as usize,
+            processes: Processes::Kept,
+            load: load.into(),
+            measures: vec![Judged {
+                measure: Measure::Capacity,
+                baseline: capacity(ids.0),
+                candidate: capacity(ids.1),
+                change: candidate.ok(),
+                control,
+                ratios: Vec::new(),
+                control_ratios: Vec::new(),
+                allowed: Some(allowed),
+                verdict,
+            }],
             pages: None,
             revisions: BTreeMap::new(),
         }

@@ -176,7 +176,7 @@ fn the_allowed_changes_are_read_from_one_flag_with_clear_errors() {
         ("cpu=5", "needs its % sign"),
         ("cpu", "is not MEASURE=SHARE"),
         ("vsz=5%", "no measure \"vsz\""),
-        ("capacity=5%", "[search] rounds"),
+        ("capacity=5%,cpu=5%", "a comparison of its own"),
         ("cpu=-1%", "is not a share"),
         ("cpu=5%,cpu=6%", "given twice"),
         ("", "no measure to gate"),
@@ -257,4 +257,86 @@ fn a_gate_says_pass_regression_or_inconclusive_in_words_markdown_and_junit() {
     let json = serde_json::to_string(&gate).unwrap();
     let back: Gate = serde_json::from_str(&json).unwrap();
     assert_eq!(back.named("main"), "main (origin/main at 1a2b3c4d5e6f)");
+}
+
+/// Capacity: lower is worse. Its verdict mirrors the others' around 1, its band
+/// [1 − allowed, 1 ÷ (1 − allowed)].
+#[test]
+fn a_capacity_regresses_when_its_interval_lies_wholly_below_what_may_be_lost() {
+    let v = |ratio, low, high| Verdict::of_capacity(&c(ratio, low, high), 0.05, None);
+    assert_eq!(v(0.90, 0.87, 0.93), Verdict::Regression);
+    assert_eq!(v(1.10, 1.07, 1.13), Verdict::Improvement);
+    assert_eq!(v(1.00, 0.97, 1.03), Verdict::NoChange);
+    assert_eq!(v(0.97, 0.96, 0.99), Verdict::Within);
+    // Up to 5 % lower is allowed: 0.951 is not a regression, but an interval reaching 0.94 is
+    // undecided.
+    assert_eq!(v(0.97, 0.951, 0.99), Verdict::Within);
+    assert!(matches!(v(0.97, 0.94, 0.99), Verdict::TooNoisy { .. }));
+    // The baseline's search against itself that read apart makes it undecided.
+    let aa = c(0.92, 0.90, 0.94);
+    assert!(matches!(
+        Verdict::of_capacity(&c(0.80, 0.78, 0.82), 0.05, Some(&aa)),
+        Verdict::TooNoisy { why } if why.contains("against itself read 0.920×") && why.contains("searches")
+    ));
+}
+
+#[test]
+fn a_comparison_of_capacities_is_a_gate_of_one_measure() {
+    use crate::capacity::compare::{Compared, Ratio};
+    let ratio = |of: &str, value: f64, interval: Option<(f64, f64)>| Ratio {
+        of: of.into(),
+        of_name: of.into(),
+        to: "b".into(),
+        to_name: "b".into(),
+        p: 0.5,
+        ratio: value,
+        low: interval.map(|i| i.0),
+        high: interval.map(|i| i.1),
+        confidence: CONFIDENCE,
+        rounds: 16,
+        note: if interval.is_none() {
+            "no 95 % interval: the steps do not bound it on both sides".into()
+        } else {
+            String::new()
+        },
+    };
+    let compared = |cand: Option<(f64, f64)>| Compared {
+        id: "x".into(),
+        rounds: 16,
+        searches: Vec::new(),
+        ratios: vec![ratio("c", 0.85, cand), ratio("a", 1.01, Some((0.97, 1.05)))],
+        reason: String::new(),
+    };
+    let gate = Gate::of_capacities(
+        ("base", "pr", Some("base-again")),
+        ("b", "c", Some("a")),
+        "a capacity search within p99<=10ms",
+        &compared(Some((0.80, 0.90))),
+        0.05,
+    );
+    assert_eq!(gate.outcome(), Outcome::Regression);
+    assert_eq!(gate.rounds, 16);
+    let j = &gate.measures[0];
+    assert_eq!(j.measure, Measure::Capacity);
+    assert_eq!(j.control.as_ref().map(|c| c.ratio), Some(1.01));
+    assert!(
+        gate.text().contains("capacity within the SLO"),
+        "{}",
+        gate.text()
+    );
+    assert!(gate.markdown().contains("0.850×"), "{}", gate.markdown());
+    // No interval: not measured, so the gate is inconclusive, and says why.
+    let gate = Gate::of_capacities(
+        ("base", "pr", None),
+        ("b", "c", None),
+        "",
+        &compared(None),
+        0.05,
+    );
+    assert_eq!(gate.outcome(), Outcome::Inconclusive);
+    assert!(
+        gate.measures[0].verdict_text().contains("do not bound it"),
+        "{}",
+        gate.measures[0].verdict_text()
+    );
 }

@@ -2,7 +2,7 @@
 
 use std::fmt::Write;
 
-use super::{Gate, Judged, Outcome, Processes, Verdict};
+use super::{Gate, Judged, Measure, Outcome, Processes, Verdict};
 
 impl Outcome {
     /// "pass", "regression", "inconclusive".
@@ -37,6 +37,15 @@ impl Judged {
             Verdict::TooNoisy { why } => format!("too noisy to tell: {change}; {why}"),
             Verdict::Changed => format!("changed (not gated): {change}"),
             Verdict::Unmeasured { why } => format!("not measured: {why}"),
+        }
+    }
+
+    /// The change allowed: "+5 %", a capacity's "−5 %", or "not gated".
+    pub fn allowed_text(&self) -> String {
+        match self.allowed {
+            Some(a) if self.measure == Measure::Capacity => format!("−{:.0} %", a * 100.0),
+            Some(a) => format!("+{:.0} %", a * 100.0),
+            None => "not gated".into(),
         }
     }
 
@@ -136,9 +145,7 @@ impl Gate {
             let ratio = j.change.as_ref().map_or("–".into(), |c| {
                 format!("{:.3}× ({:.3}–{:.3})", c.ratio, c.low, c.high)
             });
-            let allowed = j
-                .allowed
-                .map_or("not gated".into(), |a| format!("+{:.0} %", a * 100.0));
+            let allowed = j.allowed_text();
             let _ = writeln!(
                 out,
                 "| {} | {a} | {b} | {ratio} | {allowed} | {} |",
@@ -150,18 +157,23 @@ impl Gate {
         if let Some(control) = &self.control {
             let _ = writeln!(out, "{}\n", escape_cell(&self.control_line(control)));
         }
-        let processes = match self.processes {
-            Processes::Fresh => "each run a process of its own, started and warmed for it",
-            Processes::Kept => "each build one process, kept up through the rounds",
-        };
-        let _ = writeln!(
-            out,
-            "Each round ran both builds once, in a random order, at the same rate ({processes}); each ratio is the geometric mean of the rounds' ratios with Student's t over rounds. \"Could see\" is the smallest change these rounds would show 80 % of the time."
-        );
+        let _ = writeln!(out, "{}", self.method());
         if let Some(pages) = &self.pages {
             let _ = writeln!(out, "\nThe runs, drawn: {pages}");
         }
         out
+    }
+
+    /// How the rounds ran and what each ratio is, in a sentence or two.
+    pub fn method(&self) -> String {
+        if self.measures.iter().any(|j| j.measure == Measure::Capacity) {
+            return "Each round ran one step of every build's capacity search, in a random order, each build one process kept up through the rounds; a capacity is the fit of all of its search's steps, and the ratio's 95 % interval the profile likelihood of the ratio over the rounds. \"Could see\" is read off that interval's width.".into();
+        }
+        let processes = match self.processes {
+            Processes::Fresh => "each run a process of its own, started and warmed for it",
+            Processes::Kept => "each build one process, kept up through the rounds",
+        };
+        format!("Each round ran both builds once, in a random order, at the same rate ({processes}); each ratio is the geometric mean of the rounds' ratios with Student's t over rounds. \"Could see\" is the smallest change these rounds would show 80 % of the time.")
     }
 
     fn failures(&self) -> (usize, usize) {
