@@ -686,11 +686,6 @@ impl Cells<'_> {
         searched: &Searched,
     ) -> Result<store::ab::Gate, Error> {
         let allowed = compare.allowed(true).map_err(Error::Setup)?;
-        let share = allowed
-            .0
-            .get(&store::ab::Measure::Capacity)
-            .copied()
-            .unwrap_or(0.05);
         let slo = self
             .plan
             .search
@@ -715,7 +710,7 @@ impl Cells<'_> {
             ),
             &load,
             &searched.compared,
-            share,
+            &allowed,
         );
         gate.revisions = self.launcher.checkouts.texts(compare.targets());
         Ok(gate)

@@ -593,14 +593,15 @@ impl Gate {
 
     /// The capacities of searches compared in interleaved rounds, judged: the baseline's search
     /// is `ids.0`, the first of `compared` (its ratios are each other search's ÷ the first's);
-    /// `allowed` is the share the candidate's capacity may fall.
+    /// `allowed`'s capacity is the share the candidate's may fall (not gated when absent).
     pub fn of_capacities(
         names: (&str, &str, Option<&str>),
         ids: (&str, &str, Option<&str>),
         load: &str,
         compared: &Compared,
-        allowed: f64,
+        allowed: &Allowed,
     ) -> Gate {
+        let gated = allowed.0.get(&Measure::Capacity).copied();
         let capacity = |id: &str| {
             compared
                 .searches
@@ -624,9 +625,11 @@ impl Gate {
         };
         let candidate = change(ids.1);
         let control = ids.2.map(change).and_then(Result::ok);
-        let verdict = match &candidate {
-            Ok(c) => Verdict::of_capacity(c, allowed, control.as_ref()),
-            Err(why) => Verdict::Unmeasured { why: why.clone() },
+        let verdict = match (&candidate, gated) {
+            (Ok(c), Some(allowed)) => Verdict::of_capacity(c, allowed, control.as_ref()),
+            (Ok(c), None) if c.differs() => Verdict::Changed,
+            (Ok(_), None) => Verdict::NoChange,
+            (Err(why), _) => Verdict::Unmeasured { why: why.clone() },
         };
         Gate {
             baseline: names.0.into(),
@@ -643,7 +646,7 @@ impl Gate {
                 control,
                 ratios: Vec::new(),
                 control_ratios: Vec::new(),
-                allowed: Some(allowed),
+                allowed: gated,
                 verdict,
             }],
             pages: None,

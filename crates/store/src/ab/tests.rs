@@ -312,7 +312,7 @@ fn a_comparison_of_capacities_is_a_gate_of_one_measure() {
         ("b", "c", Some("a")),
         "a capacity search within p99<=10ms",
         &compared(Some((0.80, 0.90))),
-        0.05,
+        &Allowed::capacity(),
     );
     assert_eq!(gate.outcome(), Outcome::Regression);
     assert_eq!(gate.rounds, 16);
@@ -331,7 +331,7 @@ fn a_comparison_of_capacities_is_a_gate_of_one_measure() {
         ("b", "c", None),
         "",
         &compared(None),
-        0.05,
+        &Allowed::capacity(),
     );
     assert_eq!(gate.outcome(), Outcome::Inconclusive);
     assert!(
