@@ -101,6 +101,23 @@ impl ExperimentFile {
         out
     }
 
+    /// Whether a cell's rate is a share of a capacity (`"60%"`): in the rate axis, or a load's.
+    pub fn has_shares(&self) -> bool {
+        let share = |v: &toml::Value| {
+            v.as_str()
+                .is_some_and(|t| matches!(t.parse(), Ok(Rate::Share(_))))
+        };
+        let in_axis = match self.matrix.get("rate") {
+            Some(toml::Value::Array(rates)) => rates.iter().any(share),
+            _ => false,
+        };
+        in_axis
+            || self
+                .load_specs()
+                .iter()
+                .any(|(_, load)| load.share().is_some())
+    }
+
     /// Every variable of the user's environment the file reads, in the file's order.
     pub fn variables(&self) -> Vec<Variable> {
         let mut out = Vec::new();
@@ -453,10 +470,12 @@ pub struct SearchSpec {
     pub rounds: Option<u32>,
 }
 
-/// `[compare]`: did the candidate make the server slower or hungrier than the baseline? Each
-/// repetition is a round: every compared target (all started once, and kept up) runs the
-/// load once, in a random order, and each measure's ratio candidate ÷ baseline is judged over
-/// the rounds (`store::ab`).
+/// `[compare]`: did the candidate make the server slower or hungrier than the baseline? At a
+/// fixed rate each repetition is a round: every compared target runs the load once, in a
+/// random order, and each measure's ratio candidate ÷ baseline is judged over the rounds
+/// (`store::ab`). With `[search]` rounds, the builds' searches are compared in those rounds
+/// (capacity), and a share of their capacities in the rate axis is a fixed rate, the same for
+/// every build, compared in `repetitions` rounds.
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct CompareSpec {
@@ -467,8 +486,8 @@ pub struct CompareSpec {
     /// An A/A control: a target that runs the baseline's very build. The host's noise
     /// between two runs of one build: the smallest change this sitting could tell.
     pub control: Option<String>,
-    /// The most each gated measure may grow, `"cpu=5%,p99=10%"` (cpu, rss, pss, p50, p99);
-    /// `"cpu=5%,rss=5%"` when absent.
+    /// The most each gated measure may change, `"cpu=5%,p99=10%"` (cpu, rss, pss, p50, p99 at
+    /// a fixed rate; capacity, which may fall, of searches); see [`CompareSpec::allowed`].
     pub max_regression: Option<String>,
     /// `"fresh"` (the default): every run a process of its own, started and warmed in its
     /// round, so what differs between two processes of one build is in the rounds' spread;
@@ -479,23 +498,45 @@ pub struct CompareSpec {
 }
 
 impl CompareSpec {
-    /// The measures gated and the change each may make: of runs at a fixed rate, or the
-    /// capacity of `searched` builds (a `[search]` with rounds).
-    pub fn allowed(&self, searched: bool) -> Result<store::ab::Allowed, String> {
-        let allowed: store::ab::Allowed = match &self.max_regression {
+    /// The measures gated and the change each may make: capacity, by the searches of `file`
+    /// compared in rounds (a `[search]` with rounds), and the others, by its runs at a fixed
+    /// rate (a rate in requests a second without `[search]`, or a share of the capacities
+    /// found, `rate = ["search", "60%"]`). When `max_regression` is absent: capacity within
+    /// 5 %, CPU per request and peak memory within 5 %, each where the file measures it.
+    pub fn allowed(
+        &self,
+        file: &ExperimentFile,
+    ) -> Result<(store::ab::Allowed, store::ab::Allowed), String> {
+        use store::ab::Allowed;
+        let searches = file.search.is_some();
+        let at_rate = !searches || file.has_shares();
+        let (capacity, fixed) = match &self.max_regression {
             Some(text) => text
-                .parse()
-                .map_err(|e| format!("[compare] max_regression: {e}"))?,
-            None if searched => store::ab::Allowed::capacity(),
-            None => store::ab::Allowed::default(),
+                .parse::<Allowed>()
+                .map_err(|e| format!("[compare] max_regression: {e}"))?
+                .split(),
+            None => (
+                if searches {
+                    Allowed::capacity()
+                } else {
+                    Allowed::none()
+                },
+                if at_rate {
+                    Allowed::default()
+                } else {
+                    Allowed::none()
+                },
+            ),
         };
-        match (searched, allowed.of_capacity()) {
-            (true, false) => Err(format!(
-                "[compare] max_regression = \"{allowed}\": a comparison of searches ([search] rounds) gates capacity, e.g. \"capacity=5%\"; gate {allowed} at a fixed rate (rate = N, no [search]) in a file of its own"
-            )),
-            (false, true) => Err("[compare] max_regression: capacity is gated by searches compared in rounds: add [search] with slo and rounds (and no fixed rate), or gate cpu, rss, pss, p50 or p99 at this fixed rate".into()),
-            _ => Ok(allowed),
+        if !capacity.is_empty() && !searches {
+            return Err("[compare] max_regression: capacity is gated by searches compared in rounds: add [search] with slo and rounds (and no fixed rate), or gate cpu, rss, pss, p50 or p99 at this fixed rate".into());
         }
+        if !fixed.is_empty() && !at_rate {
+            return Err(format!(
+                "[compare] max_regression: {fixed} is measured at a fixed rate, and this comparison of searches runs none: add a share of the capacities found to the rate axis ([matrix] rate = [\"search\", \"60%\"]), or gate capacity alone"
+            ));
+        }
+        Ok((capacity, fixed))
     }
 
     /// The compared targets: baseline, candidate, then the control if any.
@@ -905,7 +946,7 @@ fn check(file: &ExperimentFile) -> Result<(), String> {
 /// `[compare]`: its targets the file's (all of them, each named once), a fixed rate of an open
 /// loop (enough rounds for an interval is the plan's check: `--repetitions` may change them).
 fn check_compare(file: &ExperimentFile, compare: &CompareSpec) -> Result<(), String> {
-    compare.allowed(file.search.is_some())?;
+    compare.allowed(file)?;
     let named = compare.targets();
     for (i, name) in named.iter().enumerate() {
         if !file.targets.iter().any(|t| t.name == *name) {
@@ -1363,18 +1404,35 @@ mod tests {
         };
         let pair = "baseline = \"main\"\ncandidate = \"pr\"";
         let ok = file("repetitions = 8", pair, "rate = 500", "").unwrap();
-        let compare = ok.compare.unwrap();
+        let compare = ok.compare.clone().unwrap();
         assert_eq!(compare.targets(), ["main", "pr"]);
+        let none = store::ab::Allowed::none();
         assert_eq!(
-            compare.allowed(false).unwrap(),
-            store::ab::Allowed::default()
+            compare.allowed(&ok).unwrap(),
+            (none.clone(), store::ab::Allowed::default())
         );
         // Capacity: searches compared in rounds, gated on capacity alone (5 % when not told).
         let searched = "repetitions = 1\n[search]\nslo = [\"p99<=10ms\"]\nrounds = 16";
         let ok = file(searched, pair, "", "").unwrap();
         assert_eq!(
-            ok.compare.unwrap().allowed(true).unwrap(),
-            store::ab::Allowed::capacity()
+            ok.compare.as_ref().unwrap().allowed(&ok).unwrap(),
+            (store::ab::Allowed::capacity(), none.clone())
+        );
+        // Both: the searches gate capacity, a share of their capacities the rest.
+        let both = file(
+            "repetitions = 8\n[search]\nslo = [\"p99<=10ms\"]\nrounds = 16",
+            pair,
+            "",
+            "[matrix]\nrate = [\"search\", \"60%\"]",
+        )
+        .unwrap();
+        let (capacity, fixed) = both.compare.as_ref().unwrap().allowed(&both).unwrap();
+        assert_eq!(
+            (capacity, fixed),
+            (
+                store::ab::Allowed::capacity(),
+                store::ab::Allowed::default()
+            )
         );
         for (top, compare, load, extra, says) in [
             (
@@ -1431,7 +1489,7 @@ mod tests {
                 &format!("{pair}\nmax_regression = \"cpu=5%\""),
                 "",
                 "",
-                "a comparison of searches ([search] rounds) gates capacity",
+                "cpu=5% is measured at a fixed rate, and this comparison of searches runs none: add a share",
             ),
             (
                 "repetitions = 8\n[search]\nslo = [\"p99<=10ms\"]",

@@ -116,6 +116,8 @@ pub enum PlanError {
     Scale(f64),
     #[error("[compare] needs 3 repetitions or more (each is a round; 8 is a good start), not {0}")]
     CompareRounds(u32),
+    #[error("[compare] of searches runs each setting's searches once, in [search] rounds; repetitions ({0}) count the rounds of a share of their capacities (rate = [\"search\", \"60%\"]), and there is none: drop repetitions, or add a share")]
+    SearchRepetitions(u32),
     #[error("repetitions must be at most {MAX_REPETITIONS} (the file's, or --repetitions)")]
     Repetitions,
     #[error("{field}: {error}")]
@@ -405,12 +407,17 @@ pub fn plan(experiment: &Experiment, options: &PlanOptions) -> Result<Plan, Plan
     };
     // The count first: four axes of a hundred values must be refused, not built.
     let repetitions = options.repetitions.unwrap_or(file.repetitions).max(1);
-    // A comparison of searches has its rounds in [search]; one at a fixed rate, its repetitions.
+    // A comparison of searches has its rounds in [search]; one at a fixed rate (a rate, or a
+    // share of the searches' capacities), its repetitions.
+    let compares_searches = file.compare.is_some() && file.search.is_some();
     if file.compare.is_some()
-        && file.search.is_none()
+        && (file.search.is_none() || file.has_shares())
         && (repetitions as usize) < store::ab::MIN_ROUNDS
     {
         return Err(PlanError::CompareRounds(repetitions));
+    }
+    if compares_searches && !file.has_shares() && repetitions > 1 {
+        return Err(PlanError::SearchRepetitions(repetitions));
     }
     let count = axes
         .iter()
@@ -454,6 +461,10 @@ pub fn plan(experiment: &Experiment, options: &PlanOptions) -> Result<Plan, Plan
                 )?);
             }
         }
+    }
+    if compares_searches {
+        // Each setting's searches once: their rounds are [search]'s.
+        all.retain(|c: &Cell| c.kind != CellKind::Search || c.repetition == 1);
     }
     let all = shares(all)?;
     interleavable(experiment, &all)?;
@@ -557,12 +568,12 @@ fn interleavable(experiment: &Experiment, cells: &[Cell]) -> Result<(), PlanErro
     Ok(())
 }
 
-/// The cells run together with `cell`, in `cells`' order: with `[compare]` at a fixed rate, its
-/// setting's (every target, every repetition: the rounds); with `[search]` rounds (a
-/// `[compare]` of searches too), its setting and repetition's (every target); `cell` alone
-/// otherwise.
+/// The cells run together with `cell`, in `cells`' order: with `[compare]` at a fixed rate (or
+/// a share of the searches' capacities), its setting's (every target, every repetition: the
+/// rounds); with `[search]` rounds (a `[compare]` of searches too), its setting and
+/// repetition's searches (every target); `cell` alone otherwise.
 pub fn together<'c>(plan: &Plan, cells: &[&'c Cell], cell: &'c Cell) -> Vec<&'c Cell> {
-    if plan.compare.is_some() && !plan.compares_searches() {
+    if plan.compare.is_some() && cell.kind != CellKind::Search {
         // A comparison: the setting's every target and repetition (its rounds).
         return cells
             .iter()
@@ -891,6 +902,52 @@ mod tests {
         );
         options.repetitions = Some(2);
         assert_eq!(plan(&e, &options).unwrap_err(), PlanError::CompareRounds(2));
+    }
+
+    #[test]
+    fn a_comparison_of_searches_runs_them_once_then_its_share_in_repetitions_rounds() {
+        let file = |rates: &str| {
+            experiment(&format!(
+                "[[target]]\nname = \"pr\"\nrun = \"go\"\n[compare]\nbaseline = \"go\"\ncandidate = \"pr\"\n{SEARCH}rounds = 12\n[matrix]\nrate = [{rates}]\n"
+            ))
+        };
+        let options = PlanOptions {
+            repetitions: Some(4),
+            ..PlanOptions::default()
+        };
+        let p = plan(&file("\"search\", \"60%\""), &options).unwrap();
+        let cells: Vec<&Cell> = p.cells.iter().collect();
+        let keys = |of: &[&Cell]| -> Vec<String> {
+            of.iter()
+                .map(|c| format!("{} #{}", c.key(), c.repetition))
+                .collect()
+        };
+        // The searches first, once: one comparison of both builds in [search]'s rounds.
+        assert_eq!(
+            keys(&together(&p, &cells, cells[0])),
+            ["target=go rate=search #1", "target=pr rate=search #1"]
+        );
+        // Then the share: every build and repetition, the rounds of one comparison.
+        let share = together(&p, &cells, cells[2]);
+        assert_eq!(share.len(), 8, "{:?}", keys(&share));
+        assert!(share
+            .iter()
+            .all(|c| matches!(c.kind, CellKind::Share { .. })));
+        assert_eq!(p.cells.len(), 10);
+        // Without a share, repetitions would be searches run again: refused, saying why.
+        let err = plan(&file("\"search\""), &options).unwrap_err();
+        assert_eq!(err, PlanError::SearchRepetitions(4));
+        assert!(err.to_string().contains("drop repetitions, or add a share"));
+        let once = PlanOptions {
+            repetitions: Some(1),
+            ..PlanOptions::default()
+        };
+        assert_eq!(plan(&file("\"search\""), &once).unwrap().cells.len(), 2);
+        // A share's rounds are as many as any comparison at a fixed rate needs.
+        assert_eq!(
+            plan(&file("\"search\", \"60%\""), &once).unwrap_err(),
+            PlanError::CompareRounds(1)
+        );
     }
 
     #[test]

@@ -1043,18 +1043,21 @@ fn an_experiment_with_rounds_compares_its_targets_interleaved() {
     let db = format!("sqlite://{}/runs.db", work.path().display());
     let site = work.path().join("site");
     // Gated as a pull request's capacity would be: "slow" (twice the CPU a request) is the
-    // candidate, held to "fast"'s capacity less 5 %.
+    // candidate, held to "fast"'s capacity less 5 %; and its CPU a request at 60 % of the
+    // lower capacity, in 3 rounds of fresh processes after the searches.
     let file = two_servers(
         work.path(),
         "rounds",
         "rounds = 16",
-        "[compare]\nbaseline = \"fast\"\ncandidate = \"slow\"\nmax_regression = \"capacity=5%\"",
+        "duration = \"1s\"\n[compare]\nbaseline = \"fast\"\ncandidate = \"slow\"\nmax_regression = \"capacity=5%,cpu=5%\"\n[matrix]\nrate = [\"search\", \"60%\"]",
     );
     let md = work.path().join("gate.md");
     let out = experiment(
         &[
             "run",
             &file,
+            "--repetitions",
+            "3",
             "--report",
             site.to_str().unwrap(),
             "--markdown",
@@ -1065,15 +1068,36 @@ fn an_experiment_with_rounds_compares_its_targets_interleaved() {
     );
     let said = text(&out);
     assert_eq!(out.status.code(), Some(4), "a regression: {said}");
-    assert!(said.contains("2 cells run (0 failed)"), "{said}");
+    assert!(said.contains("8 cells run (0 failed)"), "{said}");
+    // One rate for both builds: 60 % of the lower capacity, slow's.
+    let share = said
+        .lines()
+        .find(|l| l.contains("60% of slow's capacity ("))
+        .unwrap_or_else(|| panic!("no share of slow's capacity: {said}"));
+    assert!(share.contains("from 1 search)"), "{share}");
+    assert!(
+        said.contains("regression: slow against fast, 3 interleaved rounds of open loop")
+            && said.contains("(60% of ")
+            && said.contains(
+                "req/s, the lowest of the builds' capacities) (each run a fresh process)"
+            ),
+        "{said}"
+    );
+    let line_of = |measure: &str| {
+        said.lines()
+            .find(|l| l.contains(measure))
+            .unwrap_or_else(|| panic!("no {measure} line: {said}"))
+    };
+    let cpu = line_of("CPU per request");
+    assert!(
+        cpu.contains("regression: "),
+        "twice the CPU a request: {cpu}"
+    );
     assert!(
         said.contains("regression: slow against fast, 16 interleaved rounds of capacity searches within p99<=20ms, errors<=1%"),
         "{said}"
     );
-    let line = said
-        .lines()
-        .find(|l| l.contains("capacity within the SLO"))
-        .unwrap_or_else(|| panic!("no capacity line: {said}"));
+    let line = line_of("capacity within the SLO");
     assert!(
         line.contains("req/s → ")
             && line.contains("regression: 0.")
@@ -1087,7 +1111,7 @@ fn an_experiment_with_rounds_compares_its_targets_interleaved() {
         "{md}"
     );
     assert!(
-        said.contains("target=slow + target=fast"),
+        said.contains("target=slow rate=search + target=fast rate=search"),
         "one comparison of both: {said}"
     );
     let rt = tokio::runtime::Runtime::new().unwrap();
@@ -1154,6 +1178,18 @@ fn an_experiment_with_rounds_compares_its_targets_interleaved() {
         page.contains("regression: slow against fast")
             && page.contains("profile likelihood of the ratio"),
         "the page answers with the gate: {page}"
+    );
+    // The page counts the searches once (not a repetition each) and says the share's one rate.
+    assert!(
+        page.contains("2 of 2 searches finished, 6 of 6 runs complete")
+            && !page.contains("not run yet"),
+        "{}",
+        &page[..page.len().min(3000)]
+    );
+    assert!(
+        page.contains("Every build ran at ")
+            && page.contains("the lowest of their capacities within the SLO"),
+        "the share's sentence: {page}"
     );
     assert!(
         page.contains("interleaved rounds: a difference"),

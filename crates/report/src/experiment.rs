@@ -677,10 +677,12 @@ pub fn setting_text(setting: &Setting) -> String {
 }
 
 /// The rates a setting's shares of capacity became: "Each ran at 80% of its own capacity: go
-/// 47,520 req/s (of 59,400), node 35,040 (of 43,800)."
-fn shares(cells: &[&CellFigures]) -> Option<String> {
+/// 47,520 req/s (of 59,400), node 35,040 (of 43,800)." In a comparison (`compared`), one rate
+/// for every build, of the lowest of their capacities.
+fn shares(cells: &[&CellFigures], compared: bool) -> Option<String> {
     use store::vocabulary::label;
     let mut share = None;
+    let mut lowest = None;
     let mut rates = Vec::new();
     for c in cells {
         let Some(run) = c.runs.first() else { continue };
@@ -694,10 +696,20 @@ fn shares(cells: &[&CellFigures]) -> Option<String> {
         };
         let fraction = s.trim_end_matches('%').parse::<f64>().ok()? / 100.0;
         share = Some(s.clone());
+        lowest = Some((store::capacity::share_of(capacity, fraction), capacity));
         rates.push(format!(
             "{} {} req/s (of {})",
             c.target,
             thousands(store::capacity::share_of(capacity, fraction)),
+            thousands(capacity)
+        ));
+    }
+    if compared {
+        let (rate, capacity) = lowest?;
+        return Some(format!(
+            "Every build ran at {} req/s, {} of {} req/s, the lowest of their capacities within the SLO (each build's search in this sitting).",
+            thousands(rate),
+            share?,
             thousands(capacity)
         ));
     }
@@ -846,7 +858,7 @@ impl ExperimentFigures {
             out.push(' ');
             out.push_str(&why);
         }
-        if let Some(shares) = shares(&cells) {
+        if let Some(shares) = shares(&cells, self.record.definition.compared) {
             out.push(' ');
             out.push_str(&shares);
         }

@@ -39,6 +39,11 @@ pub struct Definition {
     /// apart from the fixed loads (a share of a capacity among them).
     #[serde(default)]
     pub searched: Vec<Vec<(String, String)>>,
+    /// The targets are a `[compare]`'s builds: each searched setting's searches run once (in
+    /// the search's rounds, not the repetitions), and a share of capacity is one rate for
+    /// every build, of the lowest of their capacities.
+    #[serde(default)]
+    pub compared: bool,
 }
 
 impl Definition {
@@ -72,6 +77,7 @@ impl Definition {
                         .collect()
                 })
                 .collect(),
+            compared: self.compared,
         }
     }
 }

@@ -19,7 +19,8 @@
 //! - `cell`: one cell, from starting its target to keeping its run.
 //! - `rounds`: `[compare]`'s cells, every compared target up at once and every repetition a
 //!   round in a random order, and the gate judged from their runs.
-//! - `share`: a cell's rate given as a share of the capacity its searches found.
+//! - `share`: a cell's rate given as a share of the capacity its searches found (in a
+//!   `[compare]`, one rate for every build, of the lowest of their capacities).
 
 use std::collections::{BTreeMap, HashMap};
 use std::time::{Duration, Instant};
@@ -82,6 +83,7 @@ fn record(
             placement: placement.to_string(),
             file: std::fs::read_to_string(&experiment.path).unwrap_or_default(),
             searched: plan.searched.clone(),
+            compared: plan.compare.is_some(),
         },
         verification,
         updated_at_ns: now_ns(),
@@ -566,6 +568,7 @@ impl Cells<'_> {
     ) -> Result<(), Error> {
         let total = todo.len();
         let mut left_time: Duration = todo.iter().map(|c| cell_time(c, self.plan)).sum();
+        let began = store::run::now_ns();
         // The cells already run with another (a comparison's), by key and repetition.
         let mut ran: Vec<(String, u32)> = Vec::new();
         for (done, cell) in todo.iter().enumerate() {
@@ -602,9 +605,19 @@ impl Cells<'_> {
                 .plan
                 .compare
                 .as_ref()
-                .filter(|_| !self.plan.compares_searches())
+                .filter(|_| cell.kind != CellKind::Search)
             {
-                let (outcomes, gate) = self.compared(&together, compare, firing, stop).await?;
+                // A share of searches run in this sitting is of theirs alone.
+                let since = match &cell.kind {
+                    CellKind::Share { searches } => ran
+                        .iter()
+                        .any(|(key, _)| searches.contains(key))
+                        .then_some(began),
+                    _ => None,
+                };
+                let (outcomes, gate) = self
+                    .compared(&together, compare, since, firing, stop)
+                    .await?;
                 report.gates.extend(gate);
                 outcomes
             } else if together.len() > 1 || self.plan.compares_searches() {
@@ -685,7 +698,9 @@ impl Cells<'_> {
         compare: &crate::file::CompareSpec,
         searched: &Searched,
     ) -> Result<store::ab::Gate, Error> {
-        let allowed = compare.allowed(true).map_err(Error::Setup)?;
+        let (allowed, _) = compare
+            .allowed(&self.experiment.file)
+            .map_err(Error::Setup)?;
         let slo = self
             .plan
             .search
@@ -693,8 +708,19 @@ impl Cells<'_> {
             .map(|s| s.slo.join(", "))
             .unwrap_or_default();
         let mut load = format!("capacity searches within {slo}");
-        if let Some(cell) = cells.first().filter(|c| !c.setting.is_empty()) {
-            load = format!("{load} ({})", cell.setting_text());
+        // The setting's axes but the rate (the search's own).
+        let axes: Vec<String> = cells
+            .first()
+            .map(|c| {
+                c.setting
+                    .iter()
+                    .filter(|(k, _)| k != "rate")
+                    .map(|(k, v)| format!("{k}={v}"))
+                    .collect()
+            })
+            .unwrap_or_default();
+        if !axes.is_empty() {
+            load = format!("{load} ({})", axes.join(" "));
         }
         let id = |name: &str| searched.id(name).unwrap_or_default();
         let mut gate = store::ab::Gate::of_capacities(
@@ -718,15 +744,58 @@ impl Cells<'_> {
 
     /// One setting's cells compared in rounds (`[compare]`): a target that failed
     /// verification is refused on its own (its cells kept failed), the others run the rounds.
+    /// A share of the searches' capacities is first made one rate for every build (of the
+    /// lowest capacity; of searches begun `since`, when given); when there is none to take,
+    /// every cell is kept failed with why.
     async fn compared<F: Firing>(
         &self,
         cells: &[&Cell],
         compare: &crate::file::CompareSpec,
+        since: Option<i64>,
         firing: &F,
         stop: &mut watch::Receiver<bool>,
     ) -> Result<(Vec<(String, CellOutcome)>, Option<store::ab::Gate>), Error> {
         let (mut outcomes, up) = self.refuse_unverified(cells, firing, stop).await?;
-        let (more, gate) = self.context(firing).run_rounds(&up, compare, stop).await?;
+        let mut context = self.context(firing);
+        let shared = match up.first().map(|c| &c.kind) {
+            Some(CellKind::Share { .. }) => Some(
+                share::resolve_compared(self.store, self.experiment, self.plan, &up, since).await?,
+            ),
+            _ => None,
+        };
+        let resolved: Vec<Cell> = match shared {
+            None => up.iter().map(|c| (*c).clone()).collect(),
+            Some(Err(why)) => {
+                let reason = format!("no rate for this cell: {why}");
+                for cell in &up {
+                    context.keep_failed(cell, &reason, None).await?;
+                    outcomes.push((cell.key(), CellOutcome::Failed(reason.clone())));
+                }
+                return Ok((outcomes, None));
+            }
+            Some(Ok(shared)) => {
+                let share = up
+                    .first()
+                    .and_then(|c| c.load.rate)
+                    .map(|r| r.to_string())
+                    .unwrap_or_default();
+                self.events.emit(Event::Share {
+                    share: share.clone(),
+                    target: shared.of.clone(),
+                    capacity: shared.capacity,
+                    searches: 1,
+                    rate: shared
+                        .cells
+                        .first()
+                        .and_then(|c| c.load.per_second())
+                        .unwrap_or(0.0),
+                });
+                context.share = Some((share, shared.capacity));
+                shared.cells
+            }
+        };
+        let up: Vec<&Cell> = resolved.iter().collect();
+        let (more, gate) = context.run_rounds(&up, compare, stop).await?;
         outcomes.extend(more);
         Ok((outcomes, gate))
     }

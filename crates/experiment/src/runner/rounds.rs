@@ -1,5 +1,6 @@
 //! `[compare]`: two builds (and an A/A control) compared at one fixed rate in interleaved
-//! rounds: every repetition a round that runs each target's cell once, in a random order. With
+//! rounds: every repetition a round that runs each target's cell once, in a random order (a
+//! share of the searches' capacities is such a rate once resolved: `share::resolve_compared`). With
 //! `processes = "fresh"` (the default) each run is a process of its own, started, warmed and
 //! stopped in its round; with `"kept"` each target is started and warmed once and kept up
 //! through the rounds. The gate (`store::ab`) is judged from the runs kept.
@@ -358,7 +359,9 @@ impl<F: Firing> CellContext<'_, F> {
         compare: &CompareSpec,
         runs: &BTreeMap<(String, u32), String>,
     ) -> Result<Option<Gate>, Error> {
-        let allowed = compare.allowed(false).map_err(Error::Setup)?;
+        let (_, allowed) = compare
+            .allowed(&self.experiment.file)
+            .map_err(Error::Setup)?;
         let mut loaded: BTreeMap<String, StoredRun> = BTreeMap::new();
         for id in runs.values() {
             loaded.insert(id.clone(), self.store.load_run(id).await?);
@@ -383,13 +386,26 @@ impl<F: Firing> CellContext<'_, F> {
             .next()
             .map(|r| r.meta.config.load.clone())
             .unwrap_or_default();
-        let setting = cells
+        // The setting's axes; a share's rate said as what it was taken of.
+        let mut said: Vec<String> = cells
             .first()
-            .filter(|c| !c.setting.is_empty())
-            .map(|c| c.setting_text());
-        let load = match setting {
-            Some(s) => format!("{load} ({s})"),
-            None => load.to_string(),
+            .map(|c| {
+                c.setting
+                    .iter()
+                    .filter(|(k, _)| self.share.is_none() || k != "rate")
+                    .map(|(k, v)| format!("{k}={v}"))
+                    .collect()
+            })
+            .unwrap_or_default();
+        if let Some((share, capacity)) = &self.share {
+            said.push(format!(
+                "{share} of {capacity:.0} req/s, the lowest of the builds' capacities"
+            ));
+        }
+        let load = if said.is_empty() {
+            load.to_string()
+        } else {
+            format!("{load} ({})", said.join(", "))
         };
         let mut gate = Gate::judge(
             (

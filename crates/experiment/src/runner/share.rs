@@ -7,6 +7,9 @@
 //! passed), or that found none (the SLO missed at the lowest rate), gives no capacity to take
 //! a share of: the cell is failed with that reason rather than run at a rate that means
 //! something else.
+//!
+//! In a `[compare]`, a share is one rate for every compared build: of the lowest of their
+//! capacities, each its latest search's ([`resolve_compared`]).
 
 use store::capacity::{Search, Status};
 use store::vocabulary::label;
@@ -35,9 +38,100 @@ pub(super) async fn resolve(
     let CellKind::Share { searches: keys } = &cell.kind else {
         return Ok(Err("not a share of a capacity".into()));
     };
+    let searches = kept(store, experiment, plan, keys).await?;
+    Ok(of(cell, &searches))
+}
+
+/// The rate of a comparison's share (`[compare]` with `[search]` rounds): one rate for every
+/// build, the share of the lowest of their capacities, so that each runs below its own. Each
+/// build's capacity is its latest finished search's, not pooled with earlier sittings': a
+/// build under test changes between them. With `since` (the searches ran in this sitting, which
+/// began then), only a search begun since counts: one that failed now leaves no capacity,
+/// rather than an earlier sitting's.
+pub(super) async fn resolve_compared(
+    store: &Store,
+    experiment: &Experiment,
+    plan: &Plan,
+    cells: &[&Cell],
+    since: Option<i64>,
+) -> Result<Result<Shared, String>, store::StoreError> {
+    let mut keys: Vec<String> = Vec::new();
+    for cell in cells {
+        if let CellKind::Share { searches } = &cell.kind {
+            keys.extend(searches.iter().cloned());
+        }
+    }
+    let searches = kept(store, experiment, plan, &keys).await?;
+    Ok(of_lowest(cells, &searches, since))
+}
+
+/// The share of the lowest of `cells`' builds' capacities, each its latest finished search's
+/// of `searches` (begun `since`, when given).
+fn of_lowest(cells: &[&Cell], searches: &[Search], since: Option<i64>) -> Result<Shared, String> {
+    let mut lowest: Option<(Resolved, String)> = None;
+    let mut seen: Vec<&str> = Vec::new();
+    for cell in cells {
+        if seen.contains(&cell.target.as_str()) {
+            continue;
+        }
+        seen.push(&cell.target);
+        let CellKind::Share { searches: keys } = &cell.kind else {
+            return Err("not a share of a capacity".into());
+        };
+        let latest = searches
+            .iter()
+            .filter(|s| s.labels.get(label::CELL).is_some_and(|c| keys.contains(c)))
+            .filter(|s| since.is_none_or(|t| s.started_at_ns >= t))
+            .filter(|s| !matches!(s.status, Status::Running | Status::Interrupted))
+            .max_by_key(|s| s.started_at_ns)
+            .cloned();
+        let resolved = of(cell, latest.as_slice())?;
+        if lowest
+            .as_ref()
+            .is_none_or(|(l, _)| resolved.capacity < l.capacity)
+        {
+            lowest = Some((resolved, cell.target.clone()));
+        }
+    }
+    let (lowest, of_target) = lowest.ok_or("no build to compare")?;
+    let rate = lowest.cell.load.rate;
+    let cells = cells
+        .iter()
+        .map(|c| {
+            let mut c = (*c).clone();
+            c.load.rate = rate;
+            c
+        })
+        .collect();
+    Ok(Shared {
+        cells,
+        capacity: lowest.capacity,
+        of: of_target,
+    })
+}
+
+/// A comparison's share: its cells at one rate, and the capacity it is a share of.
+#[derive(Debug, Clone)]
+pub(super) struct Shared {
+    /// The cells, each at the rate in requests a second.
+    pub(super) cells: Vec<Cell>,
+    /// The lowest of the compared builds' capacities (req/s).
+    pub(super) capacity: f64,
+    /// Whose capacity that is.
+    pub(super) of: String,
+}
+
+/// The finished and unfinished searches kept by this experiment file at this scale, of the
+/// cells keyed `keys`.
+async fn kept(
+    store: &Store,
+    experiment: &Experiment,
+    plan: &Plan,
+    keys: &[String],
+) -> Result<Vec<Search>, store::StoreError> {
     let file = Plan::file_label(experiment);
     let scale = plan.scale.to_string();
-    let searches: Vec<Search> = store
+    Ok(store
         .searches()
         .await?
         .into_iter()
@@ -47,8 +141,7 @@ pub(super) async fn resolve(
                 && s.labels.get(label::SCALE) == Some(&scale)
                 && s.labels.get(label::CELL).is_some_and(|c| keys.contains(c))
         })
-        .collect();
-    Ok(of(cell, &searches))
+        .collect())
 }
 
 /// The share of the median capacity `searches` found.
@@ -180,6 +273,53 @@ mod tests {
         .unwrap();
         assert_eq!(two.capacity, 1100.0);
         assert_eq!(two.cell.load.per_second(), Some(880.0));
+    }
+
+    #[test]
+    fn a_comparisons_share_is_one_rate_of_the_lowest_builds_latest_search() {
+        let of_build = |target: &str, capacity: f64, started: i64| {
+            let mut s = search(Status::Found, Some(capacity));
+            s.labels
+                .insert(label::CELL.into(), format!("target={target} rate=search"));
+            s.started_at_ns = started;
+            s
+        };
+        let cell = |target: &str| {
+            let mut c = share_cell();
+            c.target = target.into();
+            c.kind = CellKind::Share {
+                searches: vec![format!("target={target} rate=search")],
+            };
+            c
+        };
+        let (base, pr) = (cell("base"), cell("pr"));
+        let cells = [&base, &pr, &base, &pr];
+        // base: 2,000 now, 500 in an earlier sitting; pr: 1,500 now.
+        let kept = [
+            of_build("base", 500.0, 1),
+            of_build("pr", 1500.0, 20),
+            of_build("base", 2000.0, 10),
+        ];
+        let shared = of_lowest(&cells, &kept, None).unwrap();
+        assert_eq!((shared.capacity, shared.of.as_str()), (1500.0, "pr"));
+        assert_eq!(shared.cells.len(), 4);
+        assert!(shared
+            .cells
+            .iter()
+            .all(|c| c.load.per_second() == Some(1200.0)));
+        // Searches run in this sitting (begun at 15): base's of today failed, so none is taken.
+        let why = of_lowest(&cells, &kept, Some(15)).unwrap_err();
+        assert!(why.contains("no search of base's capacity"), "{why}");
+        // A build beyond what was measured gives no rate for any.
+        let limited = [
+            of_build("base", 2000.0, 10),
+            Search {
+                status: Status::GeneratorLimited,
+                ..of_build("pr", 1500.0, 20)
+            },
+        ];
+        let why = of_lowest(&cells, &limited, None).unwrap_err();
+        assert!(why.contains("pr's capacity"), "{why}");
     }
 
     #[test]

@@ -158,7 +158,13 @@ pub fn experiment_page(
         .sum();
     // Searches are counted apart from the fixed loads' runs (shares of a capacity among them).
     let expected = fig.cells.len() * d.repetitions as usize;
-    let to_search = d.searched.len() * d.targets.len() * d.repetitions as usize;
+    // A comparison's searches run once a setting (the search's rounds are theirs).
+    let search_repetitions = if d.compared {
+        1
+    } else {
+        d.repetitions as usize
+    };
+    let to_search = d.searched.len() * d.targets.len() * search_repetitions;
     let to_search = if capacity.is_empty() {
         0
     } else {

@@ -73,6 +73,7 @@ pub async fn drawn() -> Drawn {
             scale: 1.0,
             definition: Definition {
                 searched: Vec::new(),
+                compared: false,
                 source: Some("a test".into()),
                 targets: vec!["fast".into(), "slow".into()],
                 axes: vec![("rate".into(), vec!["100".into(), "200".into()])],
@@ -175,6 +176,7 @@ pub async fn drawn_closed() -> Drawn {
             scale: 1.0,
             definition: Definition {
                 searched: Vec::new(),
+                compared: false,
                 source: None,
                 targets: vec!["fast".into(), "slow".into()],
                 axes: vec![("connections".into(), vec!["10".into()])],

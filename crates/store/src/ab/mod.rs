@@ -208,9 +208,24 @@ impl Allowed {
         Allowed(BTreeMap::from([(Measure::Capacity, 0.05)]))
     }
 
-    /// Whether this gates capacity (a comparison of searches), not fixed-rate measures.
-    pub fn of_capacity(&self) -> bool {
-        self.0.contains_key(&Measure::Capacity)
+    /// Nothing gated: every measure shown, none judged against a bound.
+    pub fn none() -> Allowed {
+        Allowed(BTreeMap::new())
+    }
+
+    /// The measures a comparison of searches gates (capacity), and those its runs at a fixed
+    /// rate gate (the others): one `max_regression` read by both.
+    pub fn split(self) -> (Allowed, Allowed) {
+        let (capacity, fixed) = self
+            .0
+            .into_iter()
+            .partition(|(m, _)| *m == Measure::Capacity);
+        (Allowed(capacity), Allowed(fixed))
+    }
+
+    /// Whether no measure is gated.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
     }
 }
 
@@ -247,9 +262,6 @@ impl FromStr for Allowed {
         }
         if allowed.is_empty() {
             return Err("no measure to gate: write e.g. cpu=5%,p99=10%".into());
-        }
-        if allowed.len() > 1 && allowed.contains_key(&Measure::Capacity) {
-            return Err("capacity is gated by searches compared in rounds ([search] rounds), the others at a fixed rate: gate capacity in a comparison of its own".into());
         }
         Ok(Allowed(allowed))
     }

@@ -172,11 +172,18 @@ fn the_allowed_changes_are_read_from_one_flag_with_clear_errors() {
     assert_eq!(a.to_string(), "cpu=5%,p99=10%");
     // Without max_regression: the measures a fixed rate holds steady, latency shown beside.
     assert_eq!(Allowed::default().to_string(), "cpu=5%,rss=5%");
+    // Capacity beside the fixed-rate measures: each comparison takes its own.
+    let (capacity, fixed) = "capacity=5%,cpu=5%,p99=10%"
+        .parse::<Allowed>()
+        .unwrap()
+        .split();
+    assert_eq!(capacity.to_string(), "capacity=5%");
+    assert_eq!(fixed.to_string(), "cpu=5%,p99=10%");
+    assert!("cpu=5%".parse::<Allowed>().unwrap().split().0.is_empty());
     for (bad, says) in [
         ("cpu=5", "needs its % sign"),
         ("cpu", "is not MEASURE=SHARE"),
         ("vsz=5%", "no measure \"vsz\""),
-        ("capacity=5%,cpu=5%", "a comparison of its own"),
         ("cpu=-1%", "is not a share"),
         ("cpu=5%,cpu=6%", "given twice"),
         ("", "no measure to gate"),
