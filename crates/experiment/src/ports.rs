@@ -105,7 +105,7 @@ fn owner_of(inode: u64) -> String {
     });
     match found {
         Some(pid) => format!("PID {pid} ({})", comm(pid)),
-        None => "a process this user cannot look into".into(),
+        None => "a process this user cannot look into (or one that has just exited)".into(),
     }
 }
 
@@ -125,6 +125,9 @@ mod tests {
             other => panic!("{other:?}"),
         }
         drop(socket);
-        assert_eq!(listener(port, &[me]), Listener::Nobody);
+        // No longer ours. (Nobody, unless another process of the host took the freed port in
+        // the meantime: the suite's targets bind ports of their own as this runs.)
+        let after = listener(port, &[me]);
+        assert!(!matches!(after, Listener::Ours(_)), "{after:?}");
     }
 }
