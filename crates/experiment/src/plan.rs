@@ -78,16 +78,21 @@ impl Cell {
             .join(" ")
     }
 
+    /// The setting's `axis=value` pairs, but `skip`'s (a comparison's own rate, said apart).
+    pub fn axes_but(&self, skip: Option<&str>) -> Vec<String> {
+        self.setting
+            .iter()
+            .filter(|(k, _)| Some(k.as_str()) != skip)
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect()
+    }
+
     /// The setting alone, `rate=2000` (`all` when the matrix has no other axis).
     pub fn setting_text(&self) -> String {
         if self.setting.is_empty() {
             return "all".into();
         }
-        self.setting
-            .iter()
-            .map(|(k, v)| format!("{k}={v}"))
-            .collect::<Vec<_>>()
-            .join(" ")
+        self.axes_but(None).join(" ")
     }
 
     /// How long its measured run lasts at most.

@@ -709,15 +709,9 @@ impl Cells<'_> {
             .unwrap_or_default();
         let mut load = format!("capacity searches within {slo}");
         // The setting's axes but the rate (the search's own).
-        let axes: Vec<String> = cells
+        let axes = cells
             .first()
-            .map(|c| {
-                c.setting
-                    .iter()
-                    .filter(|(k, _)| k != "rate")
-                    .map(|(k, v)| format!("{k}={v}"))
-                    .collect()
-            })
+            .map(|c| c.axes_but(Some("rate")))
             .unwrap_or_default();
         if !axes.is_empty() {
             load = format!("{load} ({})", axes.join(" "));

@@ -387,16 +387,8 @@ impl<F: Firing> CellContext<'_, F> {
             .map(|r| r.meta.config.load.clone())
             .unwrap_or_default();
         // The setting's axes; a share's rate said as what it was taken of.
-        let mut said: Vec<String> = cells
-            .first()
-            .map(|c| {
-                c.setting
-                    .iter()
-                    .filter(|(k, _)| self.share.is_none() || k != "rate")
-                    .map(|(k, v)| format!("{k}={v}"))
-                    .collect()
-            })
-            .unwrap_or_default();
+        let skip = self.share.as_ref().map(|_| "rate");
+        let mut said = cells.first().map(|c| c.axes_but(skip)).unwrap_or_default();
         if let Some((share, capacity)) = &self.share {
             said.push(format!(
                 "{share} of {capacity:.0} req/s, the lowest of the builds' capacities"
