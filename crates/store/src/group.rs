@@ -128,7 +128,8 @@ fn worst(a: RunStatus, b: RunStatus) -> RunStatus {
     }
 }
 
-fn empty(group: &str) -> StoredRun {
+/// A run named `group` with nothing in it yet (the tests build theirs on it too).
+pub(crate) fn empty(group: &str) -> StoredRun {
     StoredRun {
         meta: crate::run::RunMeta {
             id: group.to_string(),

@@ -347,3 +347,96 @@ fn a_comparison_of_capacities_is_a_gate_of_one_measure() {
         gate.measures[0].verdict_text()
     );
 }
+
+/// A 3 s run of 3,000 requests whose server used half a core throughout, its probe reading
+/// every 100 ms from 50 ms into the run: the samples span 2.9 s of its 3 s.
+fn half_a_core_for_three_seconds() -> crate::run::StoredRun {
+    use crate::model::IntervalStats;
+    use crate::run::{ProbeMeta, StoredProbe, StoredRecord};
+    use crate::summary::{RunFacts, Summary};
+    use probe::protocol::Record;
+    use probe::sample::{ProcessSample, Sample};
+    use std::time::Duration;
+
+    let mut totals = IntervalStats::new(0, 3_000_000_000);
+    for _ in 0..3_000 {
+        totals.corrected.record(1_000_000).unwrap();
+    }
+    totals.requests = 3_000;
+    totals.sent = 3_000;
+    totals.responses = 3_000;
+    totals.ok = 3_000;
+    let config = crate::config::RunConfig {
+        open_loop: true,
+        threads: 1,
+        max_connections: 8,
+        ..Default::default()
+    };
+    let summary = Summary::new(&RunFacts {
+        config: &config,
+        started: std::time::UNIX_EPOCH,
+        interval: Duration::from_secs(1),
+        totals: &totals,
+        attack: Duration::from_secs(3),
+        wait: Duration::ZERO,
+        cpu: Duration::ZERO,
+        peak_rss_bytes: None,
+        stopped: None,
+        notes: Vec::new(),
+        generator: Default::default(),
+    });
+    let records = (0..30u64)
+        .map(|i| {
+            let t = 50_000_000 + i * 100_000_000;
+            let row = ProcessSample {
+                cpu_ns: t / 2,
+                rss_bytes: 8 << 20,
+                cpus_allowed: Some(1),
+                ..Default::default()
+            };
+            StoredRecord {
+                seq: i,
+                t_ns: t as i64,
+                record: Record::Sample(Box::new(Sample {
+                    scheduled_mono_ns: t,
+                    mono_ns: t,
+                    wall_ns: t,
+                    interval_ns: 100_000_000,
+                    missed_ticks: 0,
+                    target_pid: Some(1),
+                    processes: vec![row.clone()],
+                    total: Some(row),
+                    host: None,
+                    cgroup: None,
+                    database: None,
+                    probe: Default::default(),
+                })),
+            }
+        })
+        .collect();
+    let mut run = crate::group::empty("r");
+    run.status = crate::run::RunStatus::Complete;
+    run.ended_at_ns = Some(3_000_000_000);
+    run.summary = Some(summary);
+    run.probes = vec![StoredProbe {
+        meta: ProbeMeta {
+            index: 0,
+            address: "in-process".into(),
+            host: Default::default(),
+            clock: None,
+        },
+        records,
+        gaps: Vec::new(),
+    }];
+    run
+}
+
+#[test]
+fn cpu_per_request_is_the_servers_cpu_over_the_whole_run_per_request_answered() {
+    // Half a core for 3 s over 3,000 requests: 500 µs each. The CPU between the probe's first
+    // and last sample (2.9 s) over the run's requests would read 483 µs.
+    let run = half_a_core_for_three_seconds();
+    let cpu = Measure::Cpu.of(&run).unwrap();
+    assert!((cpu - 500.0).abs() < 1.0, "{cpu} µs a request");
+    assert_eq!(Measure::Rss.of(&run), Some((8u64 << 20) as f64));
+}
