@@ -6,6 +6,7 @@
 # the other's figure.
 #
 #   scripts/bench-capacity.sh go      (or node, rust; about 10 minutes)
+#   KEEP=dir scripts/bench-capacity.sh node   # also keeps both searches' JSON (every step) in dir
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 name=${1:?give a built-in target: go, node or rust}
@@ -19,6 +20,7 @@ for n in 1 2; do
     --slo 'p99<=10ms' --slo 'errors<=0.1%' --budget 5m --output json \
     >"$out/$n.json" 2>"$out/$n.log"
   echo "$(( $(date +%s) - start ))" >"$out/$n.seconds"
+  if [ -n "${KEEP:-}" ]; then mkdir -p "$KEEP" && cp "$out/$n.json" "$KEEP/$name-$n.json"; fi
 done
 python3 - "$out" "$name" <<'EOF'
 import json, sys
