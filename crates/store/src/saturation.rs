@@ -88,7 +88,9 @@ impl Finding {
 /// The figures of one probe over a window.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Saturation {
-    /// The window's length, s.
+    /// The span of the probe's samples within the window, s: up to a sampling interval short
+    /// of the window at each end, so a rate times it is not the window's total (take the
+    /// window's own length for that).
     pub seconds: f64,
     /// The tree's CPU, in cores.
     pub cpu_cores: f64,
