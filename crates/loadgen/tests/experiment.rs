@@ -1412,8 +1412,10 @@ fn a_search_killed_mid_experiment_resumes_from_its_last_finished_step() {
 /// `[compare]` as a CI job runs it: a build that spends half as much CPU again a request is
 /// flagged a regression (exit 4, the Markdown and JUnit say so); a build identical to the
 /// baseline passes (exit 0). Eight rounds of 1 s runs at 2,000 req/s, each server on CPU 1,
-/// CPU per request within 10 %: one round's ratio moves by about 4 % here, so 5 % would often
-/// be "too noisy" for the identical build (exit 5), which is the gate being right, not a pass.
+/// CPU per request within 15 %: one round's ratio moves by 4-8 % here (a CI run at 08c5255
+/// read the identical build 1.035×, 95 % interval 0.968-1.108), so 10 % was "too noisy" for
+/// it (exit 5) about one run in ten, the gate being right, not a pass. The slowed build's
+/// 1.35× (1.32-1.38 there) stays well beyond 15 %.
 /// As in a pull request, the baseline is the repository's base branch (`ref = "base"`, checked
 /// out apart) and the candidate the working tree, uncommitted change included, which the
 /// runner leaves as it was.
@@ -1474,7 +1476,7 @@ target_cpus = "1"
 [compare]
 baseline = "main"
 candidate = "branch"
-max_regression = "cpu=10%"
+max_regression = "cpu=15%"
 
 [[target]]
 name = "main"
