@@ -445,7 +445,7 @@ impl TargetSpec {
 }
 
 /// `[search]`: what `loadgen capacity` looks for in every cell.
-#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct SearchSpec {
     /// The SLO's terms: `["p99<=10ms", "errors<=0.1%"]`.
@@ -463,6 +463,16 @@ pub struct SearchSpec {
     pub min_rate: Option<f64>,
     pub max_rate: Option<f64>,
     pub max_steps: Option<u64>,
+    /// The figure is C_p: the rate a window meets the SLO at with probability p (0.5 when
+    /// absent; 0.05 to 0.95).
+    pub p: Option<f64>,
+    /// Stop a search once C_p's 95 % interval is within ± this share of it, `"5%"` (the
+    /// default, as `loadgen capacity --until`).
+    pub until: Option<String>,
+    /// Start no new step of a search after this long (`"5m"`; none when absent); the search
+    /// then says what it reached. Scaled by `--scale` as its steps are.
+    #[serde(default, deserialize_with = "some_duration")]
+    pub budget: Option<Duration>,
     /// Compare the targets as interleaved ratios: at each setting and repetition, every
     /// target's search runs at once, this many rounds of one step of each in a random order
     /// (all targets up), each pair compared by the ratio of their capacities with its 95 %
@@ -1317,16 +1327,19 @@ fn check_search(search: &SearchSpec) -> Result<(), String> {
             .map_err(|why| format!("[search] slo: {why}; give it as a load's slo"))?;
     }
     if let Some(r) = &search.resolution {
-        let ok = r
-            .trim()
-            .strip_suffix('%')
-            .and_then(|p| p.trim().parse::<f64>().ok())
-            .is_some_and(|p| p > 0.0 && p < 100.0);
-        if !ok {
-            return Err(format!(
-                "[search] resolution {r:?} is not a percentage, e.g. \"5%\""
-            ));
-        }
+        order::percent(r).map_err(|why| format!("[search] resolution: {why}"))?;
+    }
+    if let Some(u) = &search.until {
+        order::percent(u).map_err(|why| format!("[search] until: {why}"))?;
+    }
+    if search.p.is_some_and(|p| !(0.05..=0.95).contains(&p)) {
+        return Err(
+            "[search] p is the probability a window meets the SLO at the figure: give one from 0.05 to 0.95, e.g. 0.5 or 0.9"
+                .into(),
+        );
+    }
+    if search.budget.is_some_and(|b| b.is_zero()) {
+        return Err("[search] budget is 0: give a time such as \"5m\", or leave it out".into());
     }
     let hour = Duration::from_secs(3600);
     if search
@@ -1570,6 +1583,40 @@ mod tests {
         );
         let bad = file("slo = [\"p99<=fast\"]").unwrap_err();
         assert!(bad.contains("or the server's cpu<=70%"), "{bad}");
+    }
+
+    #[test]
+    fn a_searchs_p_until_and_budget_read_as_loadgen_capacitys_flags_and_bad_ones_are_named() {
+        let file = |more: &str| {
+            read(&format!(
+                "name = \"x\"\nquestion = \"q\"\n[load]\npath = \"/\"\n[search]\nslo = [\"p99<=10ms\"]\n{more}\n[[target]]\nname = \"mine\"\nrun = \"go\"\n"
+            ))
+        };
+        let ok = file("p = 0.9\nuntil = \"10%\"\nbudget = \"5m\"").unwrap();
+        let search = ok.search.unwrap();
+        assert_eq!(search.p, Some(0.9));
+        assert_eq!(search.until.as_deref(), Some("10%"));
+        assert_eq!(search.budget, Some(Duration::from_secs(300)));
+        for (more, said) in [
+            (
+                "until = \"ten\"",
+                "[search] until: \"ten\" is not a percentage",
+            ),
+            (
+                "until = \"0%\"",
+                "[search] until: \"0%\" is not a percentage",
+            ),
+            (
+                "resolution = \"100%\"",
+                "[search] resolution: \"100%\" is not a percentage",
+            ),
+            ("p = 1.0", "[search] p is the probability"),
+            ("p = 0.01", "give one from 0.05 to 0.95"),
+            ("budget = \"0s\"", "[search] budget is 0"),
+        ] {
+            let err = file(more).unwrap_err();
+            assert!(err.contains(said), "{more}: {err}");
+        }
     }
 
     #[test]

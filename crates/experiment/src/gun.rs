@@ -201,6 +201,15 @@ impl Attack {
         if let Some(n) = spec.max_steps {
             search.max_steps = n;
         }
+        if let Some(p) = spec.p {
+            search.p = p;
+        }
+        if let Some(u) = &spec.until {
+            search.until = order::percent(u).map_err(GunError::Search)?;
+        }
+        if let Some(b) = spec.budget {
+            search.budget_ns = Some(order::nanos(b));
+        }
         search.guns = self.guns.clone();
         if let Some(rounds) = spec.rounds {
             search.rounds = rounds;
@@ -559,14 +568,8 @@ mod tests {
         });
         a.search = Some(crate::file::SearchSpec {
             slo: vec!["p99<=10ms".into()],
-            start: None,
             resolution: Some("2%".into()),
-            step: None,
-            warmup: None,
-            min_rate: None,
-            max_rate: None,
-            max_steps: None,
-            rounds: None,
+            ..Default::default()
         });
         let order = a.order().unwrap();
         let search = order.search().unwrap();
@@ -582,17 +585,32 @@ mod tests {
     }
 
     #[test]
+    fn a_search_cells_p_until_and_budget_are_the_files() {
+        let mut a = attack(LoadSpec {
+            path: Some("/now".into()),
+            ..Default::default()
+        });
+        a.search = Some(crate::file::SearchSpec {
+            slo: vec!["p99<=10ms".into()],
+            p: Some(0.9),
+            until: Some("10%".into()),
+            budget: Some(Duration::from_secs(90)),
+            ..Default::default()
+        });
+        let order = a.order().unwrap();
+        let search = order.search().unwrap();
+        assert_eq!(
+            (search.p, search.until, search.budget_ns),
+            (0.9, 0.1, Some(90_000_000_000))
+        );
+    }
+
+    #[test]
     fn a_comparisons_other_targets_are_kept_and_watched_as_their_own_cells() {
         let search = crate::file::SearchSpec {
             slo: vec!["p99<=10ms".into()],
-            start: None,
-            resolution: None,
-            step: None,
-            warmup: None,
-            min_rate: None,
-            max_rate: None,
-            max_steps: None,
             rounds: Some(12),
+            ..Default::default()
         };
         let load = LoadSpec {
             path: Some("/now?x=1".into()),

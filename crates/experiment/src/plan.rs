@@ -237,7 +237,7 @@ pub struct Plan {
     pub post_roll: Duration,
     /// Cells this host's generator is unlikely to keep up with, and why (see [`capacity`]).
     pub warnings: Vec<String>,
-    /// The file's `[search]`, its step and warm-up scaled, for the cells that search.
+    /// The file's `[search]`, its step, warm-up and budget scaled, for the cells that search.
     pub search: Option<crate::file::SearchSpec>,
     /// The settings whose cells search (of the whole matrix, before `--only`).
     pub searched: Vec<Vec<(String, String)>>,
@@ -263,10 +263,13 @@ impl Plan {
             .filter(|_| cell.kind == CellKind::Search)
         {
             Some(s) => {
-                (s.step.unwrap_or(Duration::from_secs(10))
+                let step = s.step.unwrap_or(Duration::from_secs(10))
                     + s.warmup.unwrap_or(Duration::from_secs(2))
-                    + Duration::from_secs(1))
-                    * s.rounds.unwrap_or(SEARCH_STEPS)
+                    + Duration::from_secs(1);
+                let steps = step * s.rounds.unwrap_or(SEARCH_STEPS);
+                // A budget ends a search at its first step begun past it.
+                s.budget
+                    .map_or(steps, |b| steps.min(b.saturating_add(step)))
             }
             None => cell.load_time(),
         }
@@ -523,6 +526,9 @@ pub fn plan(experiment: &Experiment, options: &PlanOptions) -> Result<Plan, Plan
                 s.warmup.unwrap_or(Duration::from_secs(2)),
                 Duration::from_millis(200),
             ));
+            s.budget = s
+                .budget
+                .map(|b| scale_duration(b, options.scale).max(Duration::from_secs(1)));
             s
         }),
         searched,
@@ -990,6 +996,25 @@ mod tests {
                 .contains("go and node have different loads at connections=10"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn a_searchs_budget_scales_as_its_steps_and_bounds_the_cells_estimate() {
+        let e = experiment(
+            "[search]\nslo = [\"p99<=10ms\"]\nstep = \"10s\"\nbudget = \"40s\"\n[[target]]\nname = \"node\"\n[matrix]\nrate = [\"search\"]\n",
+        );
+        let half = PlanOptions {
+            scale: 0.5,
+            ..Default::default()
+        };
+        let p = plan(&e, &half).unwrap();
+        let search = p.search.as_ref().unwrap();
+        assert_eq!(search.budget, Some(Duration::from_secs(20)));
+        // Steps of 5 s + 1 s of warm-up + 1 s between: eight would be 56 s, the budget ends
+        // the search at its first step begun past 20 s.
+        assert_eq!(p.cell_load_time(&p.cells[0]), Duration::from_secs(27));
+        let p = plan(&e, &PlanOptions::default()).unwrap();
+        assert_eq!(p.cell_load_time(&p.cells[0]), Duration::from_secs(53));
     }
 
     #[test]
