@@ -1332,11 +1332,8 @@ fn check_search(search: &SearchSpec) -> Result<(), String> {
     if let Some(u) = &search.until {
         order::percent(u).map_err(|why| format!("[search] until: {why}"))?;
     }
-    if search.p.is_some_and(|p| !(0.05..=0.95).contains(&p)) {
-        return Err(
-            "[search] p is the probability a window meets the SLO at the figure: give one from 0.05 to 0.95, e.g. 0.5 or 0.9"
-                .into(),
-        );
+    if let Some(p) = search.p {
+        order::probability(&p.to_string()).map_err(|why| format!("[search] p: {why}"))?;
     }
     if search.budget.is_some_and(|b| b.is_zero()) {
         return Err("[search] budget is 0: give a time such as \"5m\", or leave it out".into());
@@ -1610,7 +1607,10 @@ mod tests {
                 "resolution = \"100%\"",
                 "[search] resolution: \"100%\" is not a percentage",
             ),
-            ("p = 1.0", "[search] p is the probability"),
+            (
+                "p = 1.0",
+                "[search] p: '1' is not a probability a search can aim at",
+            ),
             ("p = 0.01", "give one from 0.05 to 0.95"),
             ("budget = \"0s\"", "[search] budget is 0"),
         ] {

@@ -498,7 +498,7 @@ pub struct CapacityArgs {
     /// The figure is C_p: the highest rate at which a window meets the SLO with probability p
     /// (0.5: one window in two; 0.9: nine in ten). Both are estimated; the search aims at
     /// this one.
-    #[arg(long = "p", value_name = "P", default_value = "0.5", value_parser = parse_probability)]
+    #[arg(long = "p", value_name = "P", default_value = "0.5", value_parser = order::probability)]
     pub p: f64,
 
     /// The measured window of each step (100ms to 1h).
@@ -997,15 +997,6 @@ impl ShardArgs {
             }),
             _ => None,
         }
-    }
-}
-
-fn parse_probability(text: &str) -> Result<f64, String> {
-    match text.parse::<f64>() {
-        Ok(p) if (0.05..=0.95).contains(&p) => Ok(p),
-        _ => Err(format!(
-            "'{text}' is not a probability a search can aim at: give one from 0.05 to 0.95, e.g. 0.5 or 0.9"
-        )),
     }
 }
 

@@ -640,6 +640,17 @@ pub fn percent(text: &str) -> Result<f64, String> {
         ))
 }
 
+/// A probability a search can aim at (its C_p's p), such as `0.9`: from 0.05 to 0.95.
+pub fn probability(text: &str) -> Result<f64, String> {
+    text.trim()
+        .parse::<f64>()
+        .ok()
+        .filter(|p| (0.05..=0.95).contains(p))
+        .ok_or(format!(
+            "'{text}' is not a probability a search can aim at: give one from 0.05 to 0.95, e.g. 0.5 or 0.9"
+        ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
