@@ -9,6 +9,11 @@
 
   // Four significant digits, whole and thousands-separated from 10,000, "--" where there is no
   // value: as the SVG's axes write them (report::number, held to this by tests/numbers.rs).
+  // An axis label: a log axis leaves the splits between decades it has no room for null.
+  function tick(v) {
+    return v == null ? '' : fmt(v);
+  }
+
   function fmt(v) {
     if (v == null || !isFinite(v)) return '--';
     if (v === 0) return '0';
@@ -18,30 +23,37 @@
   }
 
   // The series' points on one x array, as uPlot draws them: undefined where a series has no
-  // point at that x (the line goes on across it), null where it has a gap (the line stops).
+  // point at that x (the line goes on across it), null where it has a gap (the line stops). An x
+  // a series has more than once (a search's steps retried at one rate) is on the array as many
+  // times, each of its points kept, in its order: none hides another.
   function align(series) {
-    var xs = [];
-    var seen = new Set();
+    var most = new Map();
     series.forEach(function (s) {
+      var here = new Map();
       s.x.forEach(function (x) {
-        if (!seen.has(x)) {
-          seen.add(x);
-          xs.push(x);
-        }
+        here.set(x, (here.get(x) || 0) + 1);
+      });
+      here.forEach(function (n, x) {
+        most.set(x, Math.max(most.get(x) || 0, n));
       });
     });
-    xs.sort(function (a, b) {
+    var unique = Array.from(most.keys()).sort(function (a, b) {
       return a - b;
     });
-    var at = new Map();
-    xs.forEach(function (x, i) {
-      at.set(x, i);
+    var xs = [];
+    var first = new Map();
+    unique.forEach(function (x) {
+      first.set(x, xs.length);
+      for (var k = 0; k < most.get(x); k++) xs.push(x);
     });
     var data = [xs];
     series.forEach(function (s) {
       var ys = new Array(xs.length);
+      var used = new Map();
       s.x.forEach(function (x, i) {
-        ys[at.get(x)] = s.y[i];
+        var k = used.get(x) || 0;
+        used.set(x, k + 1);
+        ys[first.get(x) + k] = s.y[i];
       });
       data.push(ys);
     });
@@ -396,7 +408,7 @@
           value: fmt,
           ticks: {
             values: function (u, vals) {
-              return vals.map(fmt);
+              return vals.map(tick);
             },
           },
         };
@@ -412,12 +424,24 @@
     }
   }
 
-  // A bar from the lowest to the highest of the repetitions, at each setting.
+  // A rule across the plot where a series marks one x (a capacity), and a bar from the lowest
+  // to the highest of the repetitions at each setting.
   function spreads(model) {
     return function (u) {
       var ctx = u.ctx;
       ctx.save();
       ctx.lineWidth = 1.5;
+      model.series.forEach(function (s, i) {
+        if (!s.rule || !u.series[i + 1].show) return;
+        var x = Math.round(u.valToPos(s.x[0], 'x', true)) + 0.5;
+        ctx.strokeStyle = s.color;
+        ctx.setLineDash([6, 4]);
+        ctx.beginPath();
+        ctx.moveTo(x, u.bbox.top);
+        ctx.lineTo(x, u.bbox.top + u.bbox.height);
+        ctx.stroke();
+        ctx.setLineDash([]);
+      });
       model.series.forEach(function (s, i) {
         if (!s.spread || !u.series[i + 1].show) return;
         ctx.strokeStyle = s.color;
@@ -471,10 +495,17 @@
         points:
           s.points || s.markers_only ? { show: true, size: s.markers_only ? 10 : 7, fill: s.color } : { show: false },
       };
-      if (s.markers_only)
+      if (s.markers_only || s.rule)
         opts.paths = function () {
           return null;
         };
+      if (s.rule) {
+        // Drawn across the plot by the draw hook; the legend reads where it stands.
+        opts.points = { show: false };
+        opts.value = function () {
+          return fmt(s.x[0]);
+        };
+      }
       if (s.own) {
         // A stack's layer: the legend reads the layer's own value, not the sum drawn.
         var own = new Map();
@@ -511,14 +542,15 @@
         points: { show: false },
       });
     });
-    // Where the SVG fixes the y axis (from 0, up to the highest bar), so does this chart.
+    // Where the SVG fixes the y axis (from 0, up to the highest bar, or on a log scale for
+    // latencies spanning more than a decade and a half), so does this chart.
     var scales = { x: x.scale };
-    if (model.y_range)
-      scales.y = {
-        range: function () {
-          return model.y_range.slice();
-        },
+    if (model.y_range) {
+      var yRange = function () {
+        return model.y_range.slice();
       };
+      scales.y = model.y_log ? { distr: 3, log: 10, range: yRange } : { range: yRange };
+    }
     var width = Math.max(320, box.clientWidth || figure.clientWidth || 640);
     var u = new uPlot(
       {
@@ -546,13 +578,27 @@
         bands: bands,
         axes: [
           Object.assign({ label: model.x_label, size: 40 }, x.ticks),
-          {
-            label: model.y_label,
-            size: 60,
-            values: function (u, vals) {
-              return vals.map(fmt);
+          Object.assign(
+            {
+              label: model.y_label,
+              size: 60,
+              values: function (u, vals) {
+                return vals.map(tick);
+              },
             },
-          },
+            // A log y axis labelled where the SVG labels it (1, 2, 5 times powers of ten).
+            model.y_ticks && model.y_ticks.length
+              ? {
+                  splits: function () {
+                    return model.y_ticks.slice();
+                  },
+                  // Every one of them labelled: uPlot's log filter would keep only some.
+                  filter: function (u, splits) {
+                    return splits;
+                  },
+                }
+              : {},
+          ),
         ],
         hooks: timeline ? { drawClear: [marks(model)], setScale: [follow] } : { draw: [spreads(model)] },
       },

@@ -97,6 +97,14 @@ pub enum Metric {
 }
 
 impl Metric {
+    /// A latency: its chart across settings may be drawn on a log scale.
+    pub fn is_latency(self) -> bool {
+        matches!(
+            self,
+            Metric::P50 | Metric::P99 | Metric::Max | Metric::Mean | Metric::Stdev
+        )
+    }
+
     /// The value for one run (latencies in ms).
     pub fn of(self, r: &RunFigures) -> Option<f64> {
         let s = &r.summary;
@@ -1012,9 +1020,14 @@ impl ExperimentFigures {
                         x_label: &x_label,
                         y_label: metric.title(),
                         x: x_axis.clone(),
+                        y_log: metric.is_latency(),
                         lines,
                     },
-                    "The median over repetitions; a bar spans the lowest to the highest.",
+                    if metric.is_latency() {
+                        "The median over repetitions; a bar spans the lowest to the highest. Latencies spanning more than a decade and a half are drawn on a log scale."
+                    } else {
+                        "The median over repetitions; a bar spans the lowest to the highest."
+                    },
                     "No completed run has this figure.",
                 )?);
             }

@@ -42,6 +42,11 @@ pub struct ChartData {
     /// The y range drawn, where the SVG fixes it (from 0); on a time chart the page fits it
     /// to the window shown.
     pub y_range: Option<(f64, f64)>,
+    /// The y axis on a log scale (latencies spanning more than a decade and a half).
+    pub y_log: bool,
+    /// A log y axis's labelled values, as the SVG has them (1, 2, 5 times powers of ten).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub y_ticks: Vec<f64>,
     /// The attack's window: the rest is shaded.
     pub attack: Option<(f64, f64)>,
     /// Moments marked with a vertical line (probe events).
@@ -113,6 +118,10 @@ pub struct SeriesData {
     /// A stack's layer: its own value at each x (`y` is the stack's sum up to it).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub own: Option<Vec<Option<f64>>>,
+    /// A vertical rule at its one x across the whole y axis (a capacity marked), drawn by the
+    /// page's script: its y is the axis's top, no figure.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub rule: bool,
 }
 
 /// Six significant digits: what a reader can tell apart, in a fraction of the bytes.
@@ -166,6 +175,7 @@ impl SeriesData {
                 .collect(),
             x,
             y,
+            rule: false,
         }
     }
 }
@@ -183,6 +193,8 @@ impl ChartData {
             y_label: spec.y_label.to_string(),
             x_range: spec.x_range,
             y_range: None,
+            y_log: false,
+            y_ticks: Vec::new(),
             attack: spec.attack,
             markers: spec.markers.clone(),
             series: spec
@@ -214,6 +226,8 @@ impl ChartData {
             y_label: "latency (ms)".into(),
             x_range: (1.0, crate::plot::percentile_x_max(lines)),
             y_range: Some((0.0, crate::plot::y_top(lines))),
+            y_log: false,
+            y_ticks: Vec::new(),
             attack: None,
             markers: Vec::new(),
             series,
@@ -223,16 +237,25 @@ impl ChartData {
 
     /// The model of a chart across settings (p99 against rate), a marker at each point.
     pub fn xy(spec: &XyChart<'_>) -> ChartData {
+        let frame = XyFrame::of(spec);
         let series: Vec<SeriesData> = spec
             .lines
             .iter()
             .filter(|l| !l.points.is_empty())
-            .map(|l| SeriesData {
-                points: true,
-                ..SeriesData::whole(l)
+            .map(|l| match l.points.first() {
+                Some(&(x, _)) if l.rule => SeriesData {
+                    rule: true,
+                    ..SeriesData::whole(&Line {
+                        points: vec![(x, frame.y.1)],
+                        ..l.clone()
+                    })
+                },
+                _ => SeriesData {
+                    points: true,
+                    ..SeriesData::whole(l)
+                },
             })
             .collect();
-        let frame = XyFrame::of(spec);
         let x_axis = match &spec.x {
             XAxis::Names(names) => XAxisData::Names {
                 names: names.clone(),
@@ -245,7 +268,9 @@ impl ChartData {
             x_label: spec.x_label.to_string(),
             y_label: spec.y_label.to_string(),
             x_range: frame.x,
-            y_range: Some((0.0, frame.top)),
+            y_range: Some(frame.y),
+            y_log: frame.y_log,
+            y_ticks: frame.y_ticks(),
             attack: None,
             markers: Vec::new(),
             series,
@@ -379,6 +404,7 @@ mod tests {
                 x_label: "rate",
                 y_label: "ms",
                 x,
+                y_log: false,
                 lines,
             })
         };
@@ -396,5 +422,68 @@ mod tests {
         assert_eq!(names.kind(), "names");
         assert_eq!(names.x_range, (-0.5, 1.5));
         assert!(names.json().contains("\"names\":[\"small\",\"large\"]"));
+    }
+
+    #[test]
+    fn latencies_spanning_decades_are_drawn_on_a_log_scale_with_the_capacity_across_them() {
+        // A search's p99 against rate: steps near a 10 ms bound and one overloaded step at
+        // 1,250 ms. On a linear axis from 0 the steps near the bound would sit on its floor.
+        let p99 = Line::new(
+            "p99",
+            PALETTE[0],
+            vec![
+                (1000.0, 0.8),
+                (2000.0, 2.5),
+                (2400.0, 9.0),
+                (2600.0, 1250.0),
+            ],
+        );
+        let chart = |y_log: bool, lines: Vec<Line>| XyChart {
+            title: "p99 against the offered rate",
+            x_label: "offered rate (req/s)",
+            y_label: "p99 latency (ms)",
+            x: XAxis::Numbers,
+            y_log,
+            lines,
+        };
+        let knee = Line::rule("capacity", PALETTE[7], 2400.0);
+        let spec = chart(true, vec![p99.clone(), knee.clone()]);
+        let frame = XyFrame::of(&spec);
+        assert!(frame.y_log);
+        assert_eq!(frame.y, (0.8 / 1.3, 1250.0 * 1.3));
+        // Labelled at 1, 2 and 5 times each power of ten, no more: the SVG and the page alike.
+        let ticks = [1.0, 2.0, 5.0, 10.0, 20.0, 50.0, 100.0, 200.0, 500.0, 1000.0];
+        assert_eq!(frame.y_ticks(), ticks);
+        // The rule's own y is no figure: it spans the axis, whatever its scale.
+        let placed = frame.placed(&knee);
+        assert_eq!(placed.points, [(2400.0, 0.8 / 1.3), (2400.0, 1250.0 * 1.3)]);
+        let model = ChartData::xy(&spec);
+        assert!(model.y_log);
+        assert_eq!(model.y_range, Some(frame.y));
+        assert_eq!(model.y_ticks, ticks);
+        // The page's script draws the rule across its axis: one x, flagged.
+        assert!(model.series[1].rule && !model.series[1].points);
+        assert_eq!(model.series[1].x, [2400.0]);
+        assert!(model.json().contains("\"rule\":true"));
+        assert!(!model.series[0].rule && !model.json().contains("\"rule\":false"));
+        let svg = crate::plot::xy_chart(&spec).unwrap();
+        assert!(
+            svg.contains("1250") || svg.contains("1000"),
+            "a decade's label drawn"
+        );
+
+        // Within a decade and a half, or for a figure that is not a latency, or with a zero
+        // (no failed request), the axis stays linear from 0, up to a little above the highest.
+        let near = Line::new("p99", PALETTE[0], vec![(1000.0, 0.8), (2000.0, 20.0)]);
+        let linear = XyFrame::of(&chart(true, vec![near, knee.clone()]));
+        assert!(!linear.y_log && linear.y_ticks().is_empty());
+        assert_eq!(linear.y, (0.0, 20.0 * 1.08));
+        assert!(!XyFrame::of(&chart(false, vec![p99.clone()])).y_log);
+        let zero = Line::new("errors", PALETTE[0], vec![(1000.0, 0.0), (2000.0, 50.0)]);
+        assert!(!XyFrame::of(&chart(true, vec![zero])).y_log);
+        assert_eq!(
+            ChartData::xy(&chart(false, vec![p99, knee])).series[1].y,
+            [Some(round(1250.0 * 1.08))]
+        );
     }
 }

@@ -6,6 +6,7 @@
 //! scale, labelled 90 %, 99 %, 99.9 % …). The legend is drawn under the plot, never over the
 //! data, and wraps however many runs a comparison has. Text in an SVG is escaped by plotters.
 
+use plotters::coord::ranged1d::{AsRangedCoord, ValueFormatter};
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
@@ -79,6 +80,9 @@ pub struct Line {
     /// A layer's own values, where `points` are the stack's sums up to it: what a reader
     /// hovering the layer asks for.
     pub own: Option<Vec<(f64, f64)>>,
+    /// A vertical rule at its first point's x across the whole y axis, whatever its scale (a
+    /// capacity marked on a chart across settings): its y values are not figures.
+    pub rule: bool,
 }
 
 impl Line {
@@ -93,6 +97,15 @@ impl Line {
             markers_only: false,
             filled: false,
             own: None,
+            rule: false,
+        }
+    }
+
+    /// A dashed vertical rule at `x`, across the whole y axis of a chart across settings.
+    pub fn rule(name: impl Into<String>, color: RGBColor, x: f64) -> Self {
+        Line {
+            rule: true,
+            ..Line::new(name, color, vec![(x, 0.0)]).dashed()
         }
     }
 
@@ -352,33 +365,38 @@ pub struct XyChart<'a> {
     pub x_label: &'a str,
     pub y_label: &'a str,
     pub x: XAxis,
+    /// Latencies: drawn on a log scale when they span more than a decade and a half, so that
+    /// one overloaded step at a second does not flatten every step near a 10 ms bound onto 0.
+    pub y_log: bool,
     pub lines: Vec<Line>,
 }
 
 /// Where a chart across settings is drawn, the same for its SVG and its interactive chart: the
 /// x range (a little wider than the settings, or half a step beyond names), whether on a log
-/// scale (settings spanning more than a decade and a half), and the top of the y axis.
+/// scale (settings spanning more than a decade and a half), and the y range: from 0 to a little
+/// above the highest figure or bar, or, for latencies spanning more than a decade and a half,
+/// on a log scale a little beyond the lowest and the highest.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct XyFrame {
     pub x: (f64, f64),
     pub log: bool,
-    pub top: f64,
+    pub y: (f64, f64),
+    pub y_log: bool,
 }
+
+/// How far apart the lowest and the highest values must be for a log scale.
+const LOG_SPAN: f64 = 30.0;
 
 impl XyFrame {
     pub fn of(chart: &XyChart<'_>) -> XyFrame {
+        let figures = || chart.lines.iter().filter(|l| !l.rule);
         let xs = chart
             .lines
             .iter()
             .flat_map(|l| l.points.iter().map(|p| p.0));
         let (lo, hi) = xs.fold((f64::MAX, f64::MIN), |(a, b), x| (a.min(x), b.max(x)));
         let (lo, hi) = if lo <= hi { (lo, hi) } else { (0.0, 1.0) };
-        let top = chart
-            .lines
-            .iter()
-            .flat_map(|l| l.spread.iter().map(|s| s.2))
-            .fold(y_top(&chart.lines), |a, b| a.max(b * 1.08));
-        let log = matches!(chart.x, XAxis::Numbers) && lo > 0.0 && hi / lo >= 30.0;
+        let log = matches!(chart.x, XAxis::Numbers) && lo > 0.0 && hi / lo >= LOG_SPAN;
         let x = match &chart.x {
             XAxis::Names(names) => (-0.5, names.len().max(1) as f64 - 0.5),
             XAxis::Numbers if log => (lo / 1.3, hi * 1.3),
@@ -387,7 +405,59 @@ impl XyFrame {
                 (lo - pad, hi + pad)
             }
         };
-        XyFrame { x, log, top }
+        let ys: Vec<f64> = figures()
+            .flat_map(|l| {
+                let points = l.points.iter().map(|p| p.1);
+                points.chain(l.spread.iter().flat_map(|s| [s.1, s.2]))
+            })
+            .filter(|v| v.is_finite())
+            .collect();
+        let (y_lo, y_hi) = ys
+            .iter()
+            .fold((f64::MAX, f64::MIN), |(a, b), &y| (a.min(y), b.max(y)));
+        let y_log = chart.y_log && !ys.is_empty() && y_lo > 0.0 && y_hi / y_lo >= LOG_SPAN;
+        let y = if y_log {
+            (y_lo / 1.3, y_hi * 1.3)
+        } else {
+            let lines: Vec<Line> = figures().cloned().collect();
+            let top = figures()
+                .flat_map(|l| l.spread.iter().map(|s| s.2))
+                .fold(y_top(&lines), |a, b| a.max(b * 1.08));
+            (0.0, top)
+        };
+        XyFrame { x, log, y, y_log }
+    }
+
+    /// The labelled values of a log y axis: 1, 2 and 5 times each power of ten within its
+    /// range (none on a linear axis, where the drawing picks its own).
+    pub fn y_ticks(&self) -> Vec<f64> {
+        if !self.y_log {
+            return Vec::new();
+        }
+        let (lo, hi) = self.y;
+        let mut out = Vec::new();
+        let mut decade = 10f64.powf(lo.log10().floor());
+        while decade <= hi {
+            for m in [1.0, 2.0, 5.0] {
+                let v = decade * m;
+                if v >= lo && v <= hi {
+                    out.push(v);
+                }
+            }
+            decade *= 10.0;
+        }
+        out
+    }
+
+    /// The line as drawn in this frame: a rule from the bottom of the y axis to its top.
+    pub fn placed<'l>(&self, line: &'l Line) -> std::borrow::Cow<'l, Line> {
+        match line.points.first() {
+            Some(&(x, _)) if line.rule => std::borrow::Cow::Owned(Line {
+                points: vec![(x, self.y.0), (x, self.y.1)],
+                ..line.clone()
+            }),
+            _ => std::borrow::Cow::Borrowed(line),
+        }
     }
 }
 
@@ -395,30 +465,30 @@ impl XyFrame {
 pub fn xy_chart(chart: &XyChart<'_>) -> Result<String, PlotError> {
     let err = failed(chart.title);
     let frame = XyFrame::of(chart);
-    let ((x0, x1), top) = (frame.x, frame.top);
+    let ((x0, x1), (y0, y1)) = (frame.x, frame.y);
+    let numbers = |x: &f64| number(*x);
+    let log_y = || (y0..y1).log_scale().with_key_points(frame.y_ticks());
     let mut svg = String::new();
     {
         let (root, legend) = canvas(&mut svg, &chart.lines);
         root.fill(&WHITE).map_err(&err)?;
-        match &chart.x {
-            XAxis::Numbers if frame.log => {
-                let mut c = xy_builder(&root, chart.title)
-                    .build_cartesian_2d((x0..x1).log_scale(), 0f64..top)
-                    .map_err(&err)?;
-                mesh(&mut c, chart, &|x| number(*x)).map_err(&err)?;
-                draw_xy(&mut c, &chart.lines).map_err(&err)?;
-            }
-            XAxis::Numbers => {
-                let mut c = xy_builder(&root, chart.title)
-                    .build_cartesian_2d(x0..x1, 0f64..top)
-                    .map_err(&err)?;
-                mesh(&mut c, chart, &|x| number(*x)).map_err(&err)?;
-                draw_xy(&mut c, &chart.lines).map_err(&err)?;
-            }
+        let drawn = match &chart.x {
+            XAxis::Numbers => match (frame.log, frame.y_log) {
+                (true, true) => xy_in(
+                    &root,
+                    chart,
+                    &frame,
+                    (x0..x1).log_scale(),
+                    log_y(),
+                    &numbers,
+                ),
+                (true, false) => {
+                    xy_in(&root, chart, &frame, (x0..x1).log_scale(), y0..y1, &numbers)
+                }
+                (false, true) => xy_in(&root, chart, &frame, x0..x1, log_y(), &numbers),
+                (false, false) => xy_in(&root, chart, &frame, x0..x1, y0..y1, &numbers),
+            },
             XAxis::Names(names) => {
-                let mut c = xy_builder(&root, chart.title)
-                    .build_cartesian_2d(x0..x1, 0f64..top)
-                    .map_err(&err)?;
                 let label = |x: &f64| {
                     let i = x.round();
                     if (x - i).abs() < 1e-6 && i >= 0.0 {
@@ -427,38 +497,36 @@ pub fn xy_chart(chart: &XyChart<'_>) -> Result<String, PlotError> {
                         String::new()
                     }
                 };
-                mesh(&mut c, chart, &label).map_err(&err)?;
-                draw_xy(&mut c, &chart.lines).map_err(&err)?;
+                if frame.y_log {
+                    xy_in(&root, chart, &frame, x0..x1, log_y(), &label)
+                } else {
+                    xy_in(&root, chart, &frame, x0..x1, y0..y1, &label)
+                }
             }
-        }
+        };
+        drawn.map_err(&err)?;
         draw_legend(&legend, &chart.lines).map_err(&err)?;
         root.present().map_err(&err)?;
     }
     Ok(svg)
 }
 
-fn xy_builder<'a, 'b>(root: &'a Area<'b>, title: &str) -> ChartBuilder<'a, 'b, SVGBackend<'b>> {
-    let mut b = ChartBuilder::on(root);
-    b.caption(title, (FONT, 17))
-        .margin(8)
-        .margin_right(24)
-        .x_label_area_size(36)
-        .y_label_area_size(64);
-    b
-}
-
-fn mesh<X>(
-    c: &mut ChartContext<
-        '_,
-        SVGBackend<'_>,
-        Cartesian2d<X, plotters::coord::types::RangedCoordf64>,
-    >,
+/// The chart's axes, grid and lines on the scales given.
+fn xy_in<X, Y>(
+    root: &Area<'_>,
     chart: &XyChart<'_>,
+    frame: &XyFrame,
+    x: X,
+    y: Y,
     x_label: &dyn Fn(&f64) -> String,
 ) -> Result<(), DrawingAreaErrorKind<std::io::Error>>
 where
-    X: Ranged<ValueType = f64> + plotters::coord::ranged1d::ValueFormatter<f64>,
+    X: AsRangedCoord<Value = f64>,
+    Y: AsRangedCoord<Value = f64>,
+    X::CoordDescType: ValueFormatter<f64>,
+    Y::CoordDescType: ValueFormatter<f64>,
 {
+    let mut c = xy_builder(root, chart.title).build_cartesian_2d(x, y)?;
     let labels = match &chart.x {
         XAxis::Names(names) => names.len().max(2) * 2 + 1,
         XAxis::Numbers => 10,
@@ -474,19 +542,9 @@ where
         .y_label_formatter(&|v| number(*v))
         .label_style((FONT, 13))
         .axis_desc_style((FONT, 14))
-        .draw()
-}
-
-/// Lines with a marker at each point and a bar for the spread.
-fn draw_xy<DB, X>(
-    c: &mut ChartContext<'_, DB, Cartesian2d<X, plotters::coord::types::RangedCoordf64>>,
-    lines: &[Line],
-) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>>
-where
-    DB: DrawingBackend,
-    X: Ranged<ValueType = f64>,
-{
-    for line in lines {
+        .draw()?;
+    for line in &chart.lines {
+        let line = frame.placed(line);
         let style = line.color.stroke_width(2);
         if line.markers_only {
             // Nothing joins them.
@@ -511,6 +569,16 @@ where
         }))?;
     }
     Ok(())
+}
+
+fn xy_builder<'a, 'b>(root: &'a Area<'b>, title: &str) -> ChartBuilder<'a, 'b, SVGBackend<'b>> {
+    let mut b = ChartBuilder::on(root);
+    b.caption(title, (FONT, 17))
+        .margin(8)
+        .margin_right(24)
+        .x_label_area_size(36)
+        .y_label_area_size(64);
+    b
 }
 
 type Area<'a> = DrawingArea<SVGBackend<'a>, Shift>;

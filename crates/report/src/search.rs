@@ -35,11 +35,14 @@ pub fn step_cpu(search: &Search, step: &Step, run: &RunFigures) -> Option<StepCp
     })
 }
 
+/// A figure against the offered rate; `latency`: its y axis may be a log scale.
+#[allow(clippy::too_many_arguments)]
 fn xy(
     id: &str,
     title: &str,
     x_label: &str,
     y_label: &str,
+    latency: bool,
     lines: Vec<Line>,
     caption: &str,
     empty: &str,
@@ -51,6 +54,7 @@ fn xy(
             x_label,
             y_label,
             x: XAxis::Numbers,
+            y_log: latency,
             lines,
         },
         caption,
@@ -58,10 +62,9 @@ fn xy(
     )
 }
 
-/// A vertical dashed line at the capacity, from 0 to `top`.
-fn knee(search: &Search, top: f64) -> Option<Line> {
-    let cap = search.capacity?;
-    Some(Line::new("capacity", plot::PALETTE[7], vec![(cap, 0.0), (cap, top)]).dashed())
+/// A vertical dashed line at the capacity, across the chart.
+fn knee(search: &Search) -> Option<Line> {
+    Some(Line::rule("capacity", plot::PALETTE[7], search.capacity?))
 }
 
 /// The search's charts.
@@ -87,7 +90,6 @@ pub fn charts(
             }
         }
         let bound = term.bound * scale;
-        let top = spread.iter().map(|s| s.2).fold(bound, f64::max) * 1.1;
         let mut line = Line::new(term.figure.to_string(), color(0), points);
         line.spread = spread;
         let mut lines = vec![
@@ -99,7 +101,7 @@ pub fn charts(
             )
             .dashed(),
         ];
-        lines.extend(knee(search, top));
+        lines.extend(knee(search));
         let (y_label, id) = if errors {
             ("failed requests (%)".to_string(), "errors".to_string())
         } else {
@@ -110,8 +112,9 @@ pub fn charts(
             &format!("{} against the offered rate", term.figure),
             "offered rate (req/s)",
             &y_label,
+            !errors,
             lines,
-            "Each step's estimate over its steady window, with its 95 % interval as a bar (batch means over the window's intervals: it holds on correlated latencies); the dashed red line is the SLO's bound, the grey one the capacity found.",
+            "Each step's estimate over its steady window, with its 95 % interval as a bar (batch means over the window's intervals: it holds on correlated latencies); the dashed red line is the SLO's bound, the grey one the capacity found. Latencies spanning more than a decade and a half are drawn on a log scale.",
             "No step finished.",
         )?);
     }
@@ -123,12 +126,13 @@ pub fn charts(
         Line::new("served", color(0), served),
         Line::new("offered", plot::PALETTE[7], vec![(lo, lo), (hi, hi)]).dashed(),
     ];
-    lines.extend(knee(search, hi * 1.1));
+    lines.extend(knee(search));
     out.push(xy(
         "served",
         "Served against offered",
         "offered rate (req/s)",
         "requests finished per second",
+        false,
         lines,
         "Requests finished per second within each step's window; on the dashed line, every request offered was served.",
         "No step finished.",
@@ -141,17 +145,17 @@ pub fn charts(
         })
         .collect();
     let pct: Vec<(f64, f64)> = cpu.iter().map(|(r, c)| (*r, c.cpu_pct)).collect();
-    let top = pct.iter().map(|p| p.1).fold(0.0, f64::max) * 1.1;
     let mut lines = Vec::new();
     if !pct.is_empty() {
         lines.push(Line::new("server CPU", color(1), pct));
-        lines.extend(knee(search, top.max(1.0)));
+        lines.extend(knee(search));
     }
     out.push(xy(
         "cpu",
         "The server's CPU against the offered rate",
         "offered rate (req/s)",
         "CPU (% of one core)",
+        false,
         lines,
         "The mean CPU of the server's process tree over each step's window, from the probe.",
         "No probe watched the server: give --probe to see its CPU.",
@@ -165,6 +169,7 @@ pub fn charts(
         "Requests per CPU-second against the offered rate",
         "offered rate (req/s)",
         "requests per CPU-second",
+        false,
         vec![Line::new("requests per CPU-second", color(2), per)],
         "Requests served per second of the server's CPU: its efficiency at each rate.",
         "No probe watched the server: give --probe to see its CPU.",
@@ -361,6 +366,7 @@ fn setting_charts(setting: &SettingCapacity) -> Result<Vec<Chart>, PlotError> {
             x_label: "target",
             y_label: "capacity (req/s)",
             x: XAxis::Names(names),
+            y_log: false,
             lines: vec![line],
         })?)
     } else {
@@ -439,8 +445,9 @@ fn setting_charts(setting: &SettingCapacity) -> Result<Vec<Chart>, PlotError> {
                     "ms"
                 }
             ),
+            term.figure != Figure::Errors,
             curves,
-            "Each target's search nearest its figure, step by step; the dashed line is the SLO's bound.",
+            "Each target's search nearest its figure, step by step; the dashed line is the SLO's bound. Latencies spanning more than a decade and a half are drawn on a log scale, so that an overloaded step does not flatten the rest.",
             "No step finished.",
         )?);
     }

@@ -63,6 +63,17 @@ test('align puts every series on the sorted union of their xs: undefined where a
   assert.equal(data[1][3], null);
 });
 
+test('align keeps every point of an x a series has more than once, in its order', () => {
+  // A search retried at 949 req/s: a fail at 18.1 ms, then passes at 4.2 and 3.4 ms.
+  const data = align([
+    { x: [930, 949, 949, 949, 968], y: [2.4, 18.1, 4.2, 3.4, 6.4] },
+    { x: [930, 968], y: [10, 10] },
+  ]);
+  assert.deepEqual(data[0], [930, 949, 949, 949, 968]);
+  assert.deepEqual(Array.from(data[1]), [2.4, 18.1, 4.2, 3.4, 6.4]);
+  assert.deepEqual(Array.from(data[2]), [10, undefined, undefined, undefined, 10]);
+});
+
 test('align with one series is that series, and with none an empty x array', () => {
   assert.deepEqual(align([{ x: [0, 1, 2], y: [5, 6, 7] }]), [
     [0, 1, 2],
@@ -181,6 +192,8 @@ test('a numbers axis is log only when the model says so, and writes values as fm
   assert.deepEqual(log.scale.range(), [100, 50000]);
   assert.equal(log.value(25000), '25,000');
   assert.deepEqual(log.ticks.values(null, [100, 1000, 25000]), ['100', '1000', '25,000']);
+  // A log axis leaves the splits it has no room to label null: they are blank, not "--".
+  assert.deepEqual(log.ticks.values(null, [100, null, null, 1000]), ['100', '', '', '1000']);
   const linear = xAxis({ ...model, x_axis: { kind: 'numbers', log: false } });
   assert.equal(linear.scale.distr, undefined);
   assert.equal(linear.label, 'rate (req/s)');

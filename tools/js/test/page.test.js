@@ -162,6 +162,83 @@ test('a chart without series, or with a model that does not parse, keeps its SVG
   assert.ok(!broken.classList.contains('live'));
 });
 
+test('latencies across settings on a log y axis, and the capacity a dashed rule across the plot', () => {
+  const uPlot = fakeUPlot();
+  const model = {
+    title: 'p99 against the offered rate',
+    x_axis: { kind: 'numbers', log: false },
+    x_label: 'offered rate (req/s)',
+    y_label: 'p99 latency (ms)',
+    x_range: [900, 1300],
+    y_range: [0.5, 1600],
+    y_log: true,
+    y_ticks: [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000],
+    attack: null,
+    markers: [],
+    bands: [],
+    series: [
+      line('p99', '#1f77b4', [1000, 1200], [0.8, 1250], { points: true }),
+      line('capacity', '#7f7f7f', [1100], [1600], { dashed: true, rule: true }),
+    ],
+  };
+  const document = page({ select: { 'figure[data-chart]': [figure('term-0', model)] } });
+  load({ window: {}, document, uPlot });
+  const [u] = uPlot.made;
+  // The y axis as the SVG draws it: log 10 over the model's range.
+  assert.equal(u.opts.scales.y.distr, 3);
+  assert.equal(u.opts.scales.y.log, 10);
+  assert.deepEqual(u.opts.scales.y.range(), [0.5, 1600]);
+  assert.deepEqual(u.opts.axes[1].splits(), [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000]);
+  assert.deepEqual(u.opts.axes[1].filter(u, [1, 2, 5]), [1, 2, 5]);
+  assert.deepEqual(u.opts.axes[1].values(u, [1, null, 10, null, 1000]), ['1', '', '10', '', '1000']);
+  // The rule is no line or point of its own: the legend reads where it stands.
+  const rule = u.opts.series[2];
+  assert.equal(rule.paths(), null);
+  assert.deepEqual(rule.points, { show: false });
+  assert.equal(rule.value(u, 1600), '1100');
+  // The draw hook strokes it from the plot's top to its bottom at its x, dashed.
+  const strokes = [];
+  let path = [];
+  const ctx = {
+    save() {},
+    restore() {},
+    setLineDash(d) {
+      this.dash = d;
+    },
+    beginPath() {
+      path = [];
+    },
+    moveTo(x, y) {
+      path.push([x, y]);
+    },
+    lineTo(x, y) {
+      path.push([x, y]);
+    },
+    stroke() {
+      strokes.push({ color: this.strokeStyle, dash: this.dash, path });
+    },
+  };
+  u.ctx = ctx;
+  u.bbox = { top: 10, height: 200 };
+  u.valToPos = (v, scale) => (scale === 'x' ? v / 10 : 100);
+  for (const hook of u.opts.hooks.draw) hook(u);
+  assert.deepEqual(strokes, [
+    {
+      color: '#7f7f7f',
+      dash: [6, 4],
+      path: [
+        [110.5, 10],
+        [110.5, 210],
+      ],
+    },
+  ]);
+  // Hidden from the legend, it is not drawn.
+  u.series[2].show = false;
+  strokes.length = 0;
+  for (const hook of u.opts.hooks.draw) hook(u);
+  assert.deepEqual(strokes, []);
+});
+
 test('a page whose uPlot did not load keeps its SVGs and still sorts its tables', () => {
   const th = el();
   const document = page({ select: { 'figure[data-chart]': [figure('latency', latency)], 'table.sortable th': [th] } });
