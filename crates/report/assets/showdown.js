@@ -9,17 +9,17 @@
 
   // Four significant digits, whole and thousands-separated from 10,000, "--" where there is no
   // value: as the SVG's axes write them (report::number, held to this by tests/numbers.rs).
-  // An axis label: a log axis leaves the splits between decades it has no room for null.
-  function tick(v) {
-    return v == null ? '' : fmt(v);
-  }
-
   function fmt(v) {
     if (v == null || !isFinite(v)) return '--';
     if (v === 0) return '0';
     var a = Math.abs(v);
     if (a >= 1e4) return Math.round(v).toLocaleString('en-US');
     return String(Number(v.toPrecision(4)));
+  }
+
+  // An axis label: a log axis leaves the splits between decades it has no room for null.
+  function tick(v) {
+    return v == null ? '' : fmt(v);
   }
 
   // The series' points on one x array, as uPlot draws them: undefined where a series has no

@@ -419,10 +419,9 @@ impl XyFrame {
         let y = if y_log {
             (y_lo / 1.3, y_hi * 1.3)
         } else {
-            let lines: Vec<Line> = figures().cloned().collect();
             let top = figures()
                 .flat_map(|l| l.spread.iter().map(|s| s.2))
-                .fold(y_top(&lines), |a, b| a.max(b * 1.08));
+                .fold(y_top(figures()), |a, b| a.max(b * 1.08));
             (0.0, top)
         };
         XyFrame { x, log, y, y_log }
@@ -701,9 +700,9 @@ fn draw_legend(
 }
 
 /// The top of the y axis: a little above the highest point, and never an empty range.
-pub fn y_top(lines: &[Line]) -> f64 {
+pub fn y_top<'a>(lines: impl IntoIterator<Item = &'a Line>) -> f64 {
     let max = lines
-        .iter()
+        .into_iter()
         .flat_map(|l| l.points.iter().map(|p| p.1))
         .filter(|v| v.is_finite())
         .fold(0.0f64, f64::max);
