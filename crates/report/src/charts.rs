@@ -146,14 +146,22 @@ pub(crate) fn distribution(
     )
 }
 
-/// A chart across settings (p99 against rate): its SVG and its model, from one spec.
+/// A chart across settings (p99 against rate): its SVG and its model, from one spec; the
+/// caption says so where its y axis is drawn on a log scale.
 pub(crate) fn xy(
     id: &str,
     spec: XyChart<'_>,
     caption: &str,
     empty: &str,
 ) -> Result<Chart, PlotError> {
-    drawn(id, &spec, caption, empty)
+    if plot::XyFrame::of(&spec).y_log {
+        let caption = format!(
+            "{caption} The y axis is a log scale: the latencies span more than a decade and a half, and on a linear one an overloaded step would flatten the rest."
+        );
+        drawn(id, &spec, &caption, empty)
+    } else {
+        drawn(id, &spec, caption, empty)
+    }
 }
 
 const SHADED: &str = "Grey: before and after the attack (the probes' pre- and post-roll).";

@@ -1023,11 +1023,7 @@ impl ExperimentFigures {
                         y_log: metric.is_latency(),
                         lines,
                     },
-                    if metric.is_latency() {
-                        "The median over repetitions; a bar spans the lowest to the highest. Latencies spanning more than a decade and a half are drawn on a log scale."
-                    } else {
-                        "The median over repetitions; a bar spans the lowest to the highest."
-                    },
+                    "The median over repetitions; a bar spans the lowest to the highest.",
                     "No completed run has this figure.",
                 )?);
             }

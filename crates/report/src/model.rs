@@ -481,6 +481,14 @@ mod tests {
         for label in ["1", "2", "5", "10", "20", "50", "100", "200", "500"] {
             assert!(texts.contains(&label), "y label {label}: {texts:?}");
         }
+        // Its caption says the y axis is a log scale, and only where it is.
+        let said = |spec| {
+            crate::charts::xy("p99", spec, "Each step.", "none")
+                .unwrap()
+                .caption
+        };
+        assert!(said(chart(true, vec![p99.clone()])).contains("The y axis is a log scale"));
+        assert_eq!(said(chart(false, vec![p99.clone()])), "Each step.");
 
         // Within a decade and a half, or for a figure that is not a latency, or with a zero
         // (no failed request), the axis stays linear from 0, up to a little above the highest.

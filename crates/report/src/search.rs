@@ -112,9 +112,9 @@ pub fn charts(
             &format!("{} against the offered rate", term.figure),
             "offered rate (req/s)",
             &y_label,
-            !errors,
+            term.figure.is_latency(),
             lines,
-            "Each step's estimate over its steady window, with its 95 % interval as a bar (batch means over the window's intervals: it holds on correlated latencies); the dashed red line is the SLO's bound, the grey one the capacity found. Latencies spanning more than a decade and a half are drawn on a log scale.",
+            "Each step's estimate over its steady window, with its 95 % interval as a bar (batch means over the window's intervals: it holds on correlated latencies); the dashed red line is the SLO's bound, the grey one the capacity found.",
             "No step finished.",
         )?);
     }
@@ -445,9 +445,9 @@ fn setting_charts(setting: &SettingCapacity) -> Result<Vec<Chart>, PlotError> {
                     "ms"
                 }
             ),
-            term.figure != Figure::Errors,
+            term.figure.is_latency(),
             curves,
-            "Each target's search nearest its figure, step by step; the dashed line is the SLO's bound. Latencies spanning more than a decade and a half are drawn on a log scale, so that an overloaded step does not flatten the rest.",
+            "Each target's search nearest its figure, step by step; the dashed line is the SLO's bound.",
             "No step finished.",
         )?);
     }

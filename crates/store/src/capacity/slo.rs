@@ -39,6 +39,12 @@ impl Figure {
         )
     }
 
+    /// A latency (a percentile or the mean), nanoseconds: drawn in ms, and on a log scale
+    /// where its steps span decades.
+    pub fn is_latency(self) -> bool {
+        matches!(self, Figure::Percentile(_) | Figure::Mean)
+    }
+
     /// A share (0–1), written as a percentage.
     fn is_share(self) -> bool {
         matches!(self, Figure::Errors | Figure::Cpu | Figure::Throttled)
@@ -407,6 +413,13 @@ mod tests {
         ] {
             let term: Term = text.parse().unwrap();
             assert_eq!(term.to_string(), shown);
+            // Only a percentile or the mean is a latency (drawn in ms, on a log scale where
+            // it spans decades).
+            assert_eq!(
+                term.figure.is_latency(),
+                ["p99", "mean"].iter().any(|f| text.starts_with(f)),
+                "{text}"
+            );
         }
         let t: Term = "p99<=10ms".parse().unwrap();
         assert_eq!((t.figure, t.bound), (Figure::Percentile(99.0), 1e7));
