@@ -20,7 +20,8 @@
 //! - [`server`]: `probe serve`, with tokens, caps and back-off.
 //! - [`client`]: the subscriber side, with clock-offset estimation (used by loadgen).
 //! - [`record`]: `probe record` to CSV or JSON lines; `top`: `probe top`.
-//! - [`tls`]: the stream's TLS: certificates, fingerprints, pinning.
+//! - [`tls`]: the stream's TLS: certificates, fingerprints, pinning; [`token`]: a token file,
+//!   read one way everywhere.
 //! - [`clock`]: the host's clocks in nanoseconds; [`cpus`]: CPU lists and `/proc/stat`'s ticks,
 //!   read here once for every crate.
 
@@ -41,10 +42,10 @@ pub mod server;
 mod slow;
 pub mod sockets;
 pub mod tls;
+pub mod token;
 mod top;
 
 use std::io::Write;
-use std::path::PathBuf;
 
 use thiserror::Error;
 
@@ -114,17 +115,8 @@ pub fn raise_fd_limit() {
 }
 
 /// Reads a token file: its content without surrounding whitespace, not empty.
-pub fn read_token(path: &PathBuf) -> Result<String, Error> {
-    let token = std::fs::read_to_string(path)
-        .map_err(io_error(format!("read the token file {}", path.display())))?;
-    let token = token.trim().to_string();
-    if token.is_empty() {
-        return Err(Error::Usage(format!(
-            "the token file {} is empty: put a long random string in it",
-            path.display()
-        )));
-    }
-    Ok(token)
+pub fn read_token(path: &std::path::Path) -> Result<String, Error> {
+    token::read(path).map_err(|e| Error::Usage(e.to_string()))
 }
 
 /// Resolves when the process is asked to stop.
@@ -141,7 +133,7 @@ async fn interrupted() {
 }
 
 async fn serve(args: ServeArgs) -> Result<(), Error> {
-    let token = args.token_file.as_ref().map(read_token).transpose()?;
+    let token = args.token_file.as_deref().map(read_token).transpose()?;
     let tls = server_tls(&args)?;
     if !args.listen.ip().is_loopback() && (token.is_none() || tls.is_none()) {
         return Err(Error::Usage(format!(
@@ -332,7 +324,7 @@ async fn top(args: TopArgs) -> Result<(), Error> {
                 "--token-file needs --fingerprint or --ca: a token is only sent over TLS that checks the probe is the one you mean".into(),
             ));
         }
-        let token = args.token_file.as_ref().map(read_token).transpose()?;
+        let token = args.token_file.as_deref().map(read_token).transpose()?;
         let mut sub = Subscriber::connect_with(
             addr.as_str(),
             token.as_deref(),

@@ -100,6 +100,30 @@ pub fn is_credential(value: &str) -> bool {
     SCHEMES.iter().any(|s| lower.starts_with(s)) || jwt || userinfo(value) != value
 }
 
+/// Text from a file or a peer, made safe to print on a terminal or a page as one piece: every
+/// control character (a newline, a carriage return, an escape sequence's ESC, DEL, the C1
+/// range) and every character that reorders or hides text (bidirectional overrides and
+/// isolates, zero-width joiners) shown as its escape (`\u{1b}`), so that a string cannot erase,
+/// hide or forge the lines around it. Everything else is kept as it is.
+pub fn printable(s: &str) -> String {
+    let hidden = |c: char| {
+        c.is_control()
+            || matches!(c, '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{feff}')
+    };
+    if !s.chars().any(hidden) {
+        return s.to_string();
+    }
+    let mut out = String::with_capacity(s.len() + 8);
+    for c in s.chars() {
+        if hidden(c) {
+            out.push_str(&format!("\\u{{{:x}}}", u32::from(c)));
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
 /// Any free text (an argument, a URL, an error message, a configuration value): user-info in
 /// URLs, secret `name=value` parameters, the values of secret JSON keys (`"password":"x"`) and
 /// of secret headers (`Authorization: …`, to the end of the line) replaced.
@@ -107,13 +131,31 @@ pub fn text(s: &str) -> String {
     header_lines(&quoted_keys(&params(&userinfo(s))))
 }
 
-/// Replaces the user-info of every `scheme://user:pass@host` in `s`, a password written with
-/// an unescaped `/`, `?` or `#` in it included (`postgres://app:pa/ss@db/x`).
+/// Where the next authority starts in `s` (just after its `//`): after a scheme's `:`, or a
+/// scheme-relative `//` at the start of a word (`//user:pw@host`, what is left of a URL split at
+/// its first `:`); not a `//` inside a path (`/a//b`).
+fn next_authority(s: &str) -> Option<usize> {
+    let mut from = 0;
+    while let Some(offset) = s[from..].find("//") {
+        let at = from + offset;
+        let starts_one = s[..at].chars().next_back().is_none_or(|c| {
+            c == ':' || c.is_whitespace() || matches!(c, '"' | '\'' | '=' | '(' | '<' | ',')
+        });
+        if starts_one {
+            return Some(at + 2);
+        }
+        from = at + 2;
+    }
+    None
+}
+
+/// Replaces the user-info of every `scheme://user:pass@host` (or `//user:pass@host`) in `s`, a
+/// password written with an unescaped `/`, `?` or `#` in it included (`postgres://app:pa/ss@db/x`).
 fn userinfo(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     let mut rest = s;
-    while let Some(at) = rest.find("://") {
-        let (head, tail) = rest.split_at(at + 3);
+    while let Some(after) = next_authority(rest) {
+        let (head, tail) = rest.split_at(after);
         out.push_str(head);
         let url_end = tail
             .find(|c: char| c.is_whitespace() || c == '"' || c == '\'' || c == '<' || c == '>')
@@ -550,6 +592,33 @@ pub fn json(value: &mut serde_json::Value) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_url_split_at_its_scheme_keeps_no_user_info() {
+        // `HTTPS_PROXY=http://user:pw@proxy:3128` read as a header line splits at its first `:`.
+        assert_eq!(
+            header("http: //user:PROXYPW@proxy:3128/"),
+            format!("http: {REDACTED}")
+        );
+        assert_eq!(
+            text("value //user:PROXYPW@proxy:3128/ sent"),
+            format!("value //{REDACTED}@proxy:3128/ sent")
+        );
+        // A path's doubled slash is not an authority.
+        assert_eq!(text("GET /a//b@c"), "GET /a//b@c");
+    }
+
+    #[test]
+    fn printable_text_cannot_erase_hide_or_forge_lines() {
+        assert_eq!(printable("plain: `true` é 日本"), "plain: `true` é 日本");
+        assert_eq!(
+            printable("\r\u{1b}[2Kruns x\nforged\u{202e}"),
+            "\\u{d}\\u{1b}[2Kruns x\\u{a}forged\\u{202e}"
+        );
+        assert!(printable("\u{9b}\u{7f}\u{0}")
+            .chars()
+            .all(|c| !c.is_control()));
+    }
 
     fn args(list: &[&str]) -> Vec<String> {
         list.iter().map(|s| s.to_string()).collect()
