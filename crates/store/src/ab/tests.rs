@@ -266,6 +266,206 @@ fn a_gate_says_pass_regression_or_inconclusive_in_words_markdown_and_junit() {
     assert_eq!(back.named("main"), "main (origin/main at 1a2b3c4d5e6f)");
 }
 
+/// The zero-width joiner that breaks a mention, a reference or a link in the Markdown.
+const JOINER: &str = "\u{200D}";
+
+/// A gate whose every name, ref, load and page came from a hostile experiment file.
+fn hostile_gate() -> Gate {
+    let judged = |measure, verdict| Judged {
+        measure,
+        baseline: Some(40.0),
+        candidate: Some(44.0),
+        change: Some(c(1.10, 1.07, 1.13)),
+        control: Some(c(1.0, 0.98, 1.02)),
+        ratios: vec![1.1; 8],
+        control_ratios: Vec::new(),
+        allowed: Some(0.05),
+        verdict,
+    };
+    let (baseline, candidate, control) = (
+        "<img src=x onerror=alert(1)>",
+        "[click](https://evil.example)",
+        "@everyone #1",
+    );
+    Gate {
+        baseline: baseline.into(),
+        candidate: candidate.into(),
+        control: Some(control.into()),
+        rounds: 8,
+        processes: Processes::Fresh,
+        load: "![i](www.evil.example/x.png) <script>alert(1)</script>\r\n| a | b |\n- \tx`y \u{1b}[2K\u{0}\u{202e}\u{ffff}".into(),
+        measures: vec![
+            judged(Measure::Cpu, Verdict::Regression),
+            judged(
+                Measure::Rss,
+                Verdict::Unmeasured {
+                    why: "a|b\n# heading was not bounded by its server: [x](y) @team".into(),
+                },
+            ),
+        ],
+        pages: Some("pages/<b>x</b>\n/index.html".into()),
+        revisions: BTreeMap::from([
+            (baseline.into(), "a|b\n# heading".into()),
+            (candidate.into(), "x`y\u{1b}[2K\u{0}".into()),
+            (control.into(), "~~struck~~ **bold** &amp; $x$".into()),
+        ]),
+    }
+}
+
+/// `line` without its backslash-escaped characters (each backslash and the one after it).
+fn unescaped(line: &str) -> String {
+    let mut out = String::new();
+    let mut chars = line.chars();
+    while let Some(c) = chars.next() {
+        if c == '\\' {
+            chars.next();
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+#[test]
+fn a_hostile_name_ref_or_load_is_literal_text_in_the_markdown() {
+    let md = hostile_gate().markdown();
+    for raw in [
+        "<img",
+        "<script",
+        "<b>",
+        "](",
+        "@everyone",
+        "@team",
+        "#1",
+        "https://",
+        "www.evil",
+        "\u{1b}",
+        "\u{0}",
+        "\t",
+        "\r",
+        "\u{202e}",
+        "\u{ffff}",
+    ] {
+        assert!(!md.contains(raw), "{raw:?} in the Markdown:\n{md}");
+    }
+    // Nothing that opens HTML, a link, a code span, emphasis, an entity or maths is left
+    // unescaped (but the entities written for `<` and `>`); the only `#`s are the heading's.
+    let bare = unescaped(&md).replace("&lt;", "").replace("&gt;", "");
+    for c in "<>[]`*_{}~&$!".chars() {
+        assert!(!bare.contains(c), "{c:?} unescaped in the Markdown:\n{md}");
+    }
+    assert_eq!(bare.matches('#').count(), 3, "{md}");
+    // Every line is the gate's own: no field started a line, a heading or a table's row, and
+    // every row has its 6 cells.
+    let ours = [
+        "### ❌ Showdown: regression: ",
+        "| ",
+        "|---|",
+        "A/A control (",
+        "Each round ",
+        "The runs, drawn: ",
+    ];
+    for line in md.lines() {
+        assert!(
+            line.is_empty() || ours.iter().any(|o| line.starts_with(o)),
+            "a field started the line {line:?}:\n{md}"
+        );
+        if line.starts_with('|') {
+            assert_eq!(unescaped(line).matches('|').count(), 7, "{line}");
+        }
+    }
+    assert_eq!(md.lines().filter(|l| l.starts_with('|')).count(), 4, "{md}");
+    // The names are still there to read, escaped.
+    for said in [
+        format!(r"\[click\]\(https:{JOINER}//evil.example\) (x\`y\\u\{{1b\}}\[2K\\u\{{0\}})"),
+        r"against &lt;img src=x onerror=alert\(1\)&gt; (a\|b\\u\{a\}\# heading)".into(),
+        format!(r"A/A control (@{JOINER}everyone \#{JOINER}1 (\~\~{JOINER}struck\~\~ \*\*bold\*\* \&{JOINER}amp; \${JOINER}x\$) against &lt;img"),
+        format!(r"| not measured: a\|b\\u\{{a\}}\# heading was not bounded by its server: \[x\]\(y\) @{JOINER}team |"),
+        format!(r"interleaved rounds of \!\[i\]\(www.{JOINER}evil.example/x.png\) &lt;script&gt;"),
+        r"\\u\{d\}\\u\{a\}\| a \| b \|\\u\{a\}- \\u\{9\}x\`y \\u\{1b\}\[2K\\u\{0\}\\u\{202e\}\\u\{ffff\} (each run".into(),
+        r"The runs, drawn: pages/&lt;b&gt;x&lt;/b&gt;\\u\{a\}/index.html".into(),
+    ] {
+        assert!(md.contains(&said), "{said:?} not in the Markdown:\n{md}");
+    }
+}
+
+#[test]
+fn a_hostile_name_ref_or_load_leaves_the_junit_well_formed() {
+    use std::io::Write as _;
+    use std::process::{Command, Stdio};
+
+    let gate = hostile_gate();
+    let xml = junit(std::slice::from_ref(&gate));
+    // Parsed by a real XML parser, which gives back the suite's name as it read it.
+    let mut python = Command::new("python3")
+        .args([
+            "-c",
+            "import sys, xml.dom.minidom; d = xml.dom.minidom.parseString(sys.stdin.buffer.read()); \
+             sys.stdout.buffer.write(d.getElementsByTagName('testsuite')[0].getAttribute('name').encode())",
+        ])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("python3 runs");
+    python
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(xml.as_bytes())
+        .unwrap();
+    let out = python.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "not well-formed XML: {}\n{xml}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // The name whole: markup, tabs and line breaks as they were, what XML refuses as escapes.
+    let plain = format!(
+        "showdown compare {} against {}: {}",
+        gate.named(&gate.candidate),
+        gate.named(&gate.baseline),
+        gate.load
+    );
+    let read = ['\u{1b}', '\u{0}', '\u{202e}', '\u{ffff}']
+        .iter()
+        .fold(plain, |name, c| {
+            name.replace(*c, &format!("\\u{{{:x}}}", u32::from(*c)))
+        });
+    assert_eq!(String::from_utf8_lossy(&out.stdout), read, "{xml}");
+    for said in [
+        "&lt;img src=x onerror=alert(1)&gt; (a|b&#10;# heading)",
+        "x`y\\u{1b}[2K\\u{0}",
+        "&#13;&#10;| a | b |&#10;- &#9;x`y",
+        "not measured: a|b&#10;# heading",
+    ] {
+        assert!(xml.contains(said), "{said:?} not in the XML:\n{xml}");
+    }
+}
+
+#[test]
+fn ordinary_names_refs_and_loads_read_as_they_are_in_the_markdown() {
+    let gate = Gate {
+        baseline: "go-1.2".into(),
+        candidate: "rust/pr-12".into(),
+        control: Some("go-1.2+again".into()),
+        rounds: 8,
+        processes: Processes::Fresh,
+        load: "open loop, constant 2000 req/s for 10s, 50% of 1234 req/s".into(),
+        measures: Vec::new(),
+        pages: Some("out/site.v2/index.html".into()),
+        revisions: BTreeMap::from([("go-1.2".into(), "origin/main at 1a2b3c4d5e6f".into())]),
+    };
+    let md = gate.markdown();
+    for said in [
+        "rust/pr-12 against go-1.2 (origin/main at 1a2b3c4d5e6f), 8 interleaved rounds of open loop, constant 2000 req/s for 10s, 50% of 1234 req/s (each run",
+        "A/A control (go-1.2+again against go-1.2): no measure held",
+        "The runs, drawn: out/site.v2/index.html",
+    ] {
+        assert!(md.contains(said), "{said:?} not in the Markdown:\n{md}");
+    }
+}
+
 /// Capacity: lower is worse. Its verdict mirrors the others' around 1, its band
 /// [1 − allowed, 1 ÷ (1 − allowed)].
 #[test]

@@ -1,5 +1,11 @@
 //! A gate in words: for a terminal, a pull request's Markdown summary, JUnit XML.
+//!
+//! A gate's names, refs, load and pages come from a user's experiment file. In the Markdown
+//! each is set as literal text ([`markdown_literal`]), so a name cannot add a link, an image,
+//! HTML, a mention, a line or a table cell; in the XML each is escaped ([`xml`]) so that the
+//! document is well-formed whatever the name holds.
 
+use std::borrow::Cow;
 use std::fmt::Write;
 
 use super::{Gate, Judged, Measure, Outcome, Processes, Verdict};
@@ -56,24 +62,52 @@ impl Judged {
     }
 }
 
+/// How text from a user's file (a build's name, its ref, the load, where the pages are) is set
+/// among the gate's own words.
+#[derive(Debug, Clone, Copy)]
+enum Form {
+    /// As it is: for a terminal, a page that escapes what it draws, or XML escaped whole.
+    Plain,
+    /// As literal Markdown text ([`markdown_literal`]).
+    Markdown,
+}
+
+impl Form {
+    fn field(self, text: &str) -> Cow<'_, str> {
+        match self {
+            Form::Plain => Cow::Borrowed(text),
+            Form::Markdown => Cow::Owned(markdown_literal(text)),
+        }
+    }
+}
+
 impl Gate {
     /// A build's name, with what it was built from where its target had a `ref`
     /// ("main (origin/main at 1a2b3c4d5e6f)").
     pub fn named(&self, name: &str) -> String {
+        self.named_as(name, Form::Plain)
+    }
+
+    fn named_as(&self, name: &str, form: Form) -> String {
+        let said = form.field(name);
         match self.revisions.get(name) {
-            Some(revision) => format!("{name} ({revision})"),
-            None => name.to_string(),
+            Some(revision) => format!("{said} ({})", form.field(revision)),
+            None => said.into_owned(),
         }
     }
 
     /// The first line: "regression: beta against main, 8 rounds at …".
     pub fn headline(&self) -> String {
+        self.headline_as(Form::Plain)
+    }
+
+    fn headline_as(&self, form: Form) -> String {
         if self.load.is_empty() {
             return format!(
                 "{}: {} against {}: no round ran both (the failed cells say why)",
                 self.outcome().as_str(),
-                self.named(&self.candidate),
-                self.named(&self.baseline)
+                self.named_as(&self.candidate, form),
+                self.named_as(&self.baseline, form)
             );
         }
         let processes = match self.processes {
@@ -83,10 +117,10 @@ impl Gate {
         format!(
             "{}: {} against {}, {} interleaved rounds of {} ({processes})",
             self.outcome().as_str(),
-            self.named(&self.candidate),
-            self.named(&self.baseline),
+            self.named_as(&self.candidate, form),
+            self.named_as(&self.baseline, form),
             self.rounds,
-            self.load
+            form.field(&self.load)
         )
     }
 
@@ -104,12 +138,12 @@ impl Gate {
             );
         }
         if let Some(control) = &self.control {
-            let _ = writeln!(out, "  {}", self.control_line(control));
+            let _ = writeln!(out, "  {}", self.control_line(control, Form::Plain));
         }
         out
     }
 
-    fn control_line(&self, control: &str) -> String {
+    fn control_line(&self, control: &str, form: Form) -> String {
         let read: Vec<String> = self
             .measures
             .iter()
@@ -117,8 +151,8 @@ impl Gate {
             .collect();
         format!(
             "A/A control ({} against {}): {}",
-            self.named(control),
-            self.baseline,
+            self.named_as(control, form),
+            form.field(&self.baseline),
             if read.is_empty() {
                 "no measure held".into()
             } else {
@@ -135,7 +169,11 @@ impl Gate {
             Outcome::Regression => "❌",
             Outcome::Inconclusive => "⚠️",
         };
-        let _ = writeln!(out, "### {mark} Showdown: {}\n", self.headline());
+        let _ = writeln!(
+            out,
+            "### {mark} Showdown: {}\n",
+            self.headline_as(Form::Markdown)
+        );
         out.push_str(
             "| measure | baseline | candidate | candidate ÷ baseline (95 % interval) | allowed | verdict |\n",
         );
@@ -146,20 +184,21 @@ impl Gate {
                 format!("{:.3}× ({:.3}–{:.3})", c.ratio, c.low, c.high)
             });
             let allowed = j.allowed_text();
+            // A verdict's reason can name a build (a search not bounded by its server).
             let _ = writeln!(
                 out,
                 "| {} | {a} | {b} | {ratio} | {allowed} | {} |",
                 j.measure.title(),
-                escape_cell(&j.verdict_text())
+                markdown_literal(&j.verdict_text())
             );
         }
         out.push('\n');
         if let Some(control) = &self.control {
-            let _ = writeln!(out, "{}\n", escape_cell(&self.control_line(control)));
+            let _ = writeln!(out, "{}\n", self.control_line(control, Form::Markdown));
         }
         let _ = writeln!(out, "{}", self.method());
         if let Some(pages) = &self.pages {
-            let _ = writeln!(out, "\nThe runs, drawn: {pages}");
+            let _ = writeln!(out, "\nThe runs, drawn: {}", markdown_literal(pages));
         }
         out
     }
@@ -240,12 +279,88 @@ pub fn junit(gates: &[Gate]) -> String {
     out
 }
 
-/// A table cell's text: its pipes escaped.
-fn escape_cell(text: &str) -> String {
-    text.replace('|', "\\|")
+/// Text from a user's file as Markdown that GitHub and GitLab show as it is, in a line or a
+/// table cell:
+/// - the punctuation that can open or close an inline construct (emphasis, a code span, a link
+///   or image, an entity, a table's cell, GitHub's `$` maths) is backslash-escaped, and `<`
+///   and `>` (HTML, an autolink) are written `&lt;` and `&gt;`, so that no tag is in the text.
+///   `-`, `+`, `.` and `=` are not: they mean something only at the start of a line (a list, a
+///   heading's underline), and a field never starts one, its line's start being the gate's own
+///   words and its own line breaks escaped; so `go-1.2` reads as it is.
+/// - a reference's sigil (`@user`, `#12`, GitLab's `!12`, `~label`, `%milestone`, `$12`,
+///   `&12`) before what would complete it, `://` and `www.` are broken by a zero-width joiner
+///   (U+200D): both hosts find those in the rendered text, where a backslash is already gone.
+/// - a control character (a line break among them) or an invisible one (a bidirectional
+///   override, a zero-width space) is shown as its escape, `\u{1b}`.
+///
+/// An emoji's `:shortcode:` is left to be drawn.
+fn markdown_literal(text: &str) -> String {
+    const ESCAPED: &str = "\\`*_{}[]()#!|~&$";
+    const JOINER: char = '\u{200D}';
+    let push = |out: &mut String, c: char| match c {
+        '<' => out.push_str("&lt;"),
+        '>' => out.push_str("&gt;"),
+        c => {
+            if ESCAPED.contains(c) {
+                out.push('\\');
+            }
+            out.push(c);
+        }
+    };
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.char_indices().peekable();
+    while let Some((i, c)) = chars.next() {
+        if unseen(c) {
+            visible(c).chars().for_each(|e| push(&mut out, e));
+            continue;
+        }
+        push(&mut out, c);
+        let next = chars.peek().map(|&(_, n)| n);
+        let broken = match c {
+            '@' | '#' | '!' | '~' | '%' | '$' | '&' => {
+                next.is_some_and(|n| n.is_alphanumeric() || n == '_' || n == '"')
+            }
+            ':' => next == Some('/'),
+            '.' => {
+                i >= 3
+                    && text
+                        .get(i - 3..i)
+                        .is_some_and(|w| w.eq_ignore_ascii_case("www"))
+            }
+            _ => false,
+        };
+        if broken {
+            out.push(JOINER);
+        }
+    }
+    out
 }
 
-/// Text escaped for an XML attribute or element.
+/// Whether `c` would not be seen as itself: a control character (C0, DEL, C1), a zero-width
+/// or bidirectional formatting one, a line or paragraph separator, or a noncharacter XML 1.0
+/// refuses (U+FFFE, U+FFFF).
+fn unseen(c: char) -> bool {
+    c.is_control()
+        || matches!(
+            c,
+            '\u{200B}'..='\u{200F}'
+                | '\u{2028}'..='\u{202E}'
+                | '\u{2060}'..='\u{2069}'
+                | '\u{FEFF}'
+                | '\u{FFFE}'
+                | '\u{FFFF}'
+        )
+}
+
+/// An unseen character's escape, as Rust writes it: `\u{1b}`.
+fn visible(c: char) -> String {
+    format!("\\u{{{:x}}}", u32::from(c))
+}
+
+/// Text escaped for an XML 1.0 attribute or element, well-formed whatever it holds: the markup
+/// characters as entities; a tab, line feed or carriage return as a character reference, so
+/// that an attribute's normalisation keeps it; any other character XML refuses (or that would
+/// not be seen) as its escape, `\u{1b}`.
 fn xml(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
@@ -255,6 +370,10 @@ fn xml(text: &str) -> String {
             '>' => out.push_str("&gt;"),
             '"' => out.push_str("&quot;"),
             '\'' => out.push_str("&apos;"),
+            '\t' | '\n' | '\r' => {
+                let _ = write!(out, "&#{};", u32::from(c));
+            }
+            c if unseen(c) => out.push_str(&visible(c)),
             c => out.push(c),
         }
     }
