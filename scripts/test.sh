@@ -22,6 +22,7 @@ fi
 pip_missing=()
 python3 -c 'import hcl2' 2>/dev/null || pip_missing+=(python-hcl2==8.1.4)
 python3 -c 'import pytest' 2>/dev/null || pip_missing+=(pytest)
+python3 -c 'import yaml' 2>/dev/null || pip_missing+=(pyyaml)
 command -v checkov >/dev/null || pip_missing+=(checkov==3.3.30)
 command -v check-jsonschema >/dev/null || pip_missing+=(check-jsonschema==0.39.0)
 if [ ${#pip_missing[@]} -gt 0 ]; then
@@ -146,6 +147,9 @@ actionlint ci/github/showdown-gate.yml
 check-jsonschema --builtin-schema vendor.github-workflows ci/github/showdown-gate.yml
 check-jsonschema --builtin-schema vendor.gitlab-ci ci/gitlab/showdown-gate.gitlab-ci.yml
 (cd experiments/examples/gate/server && test -z "$(gofmt -l .)" && go vet ./...)
+# The jobs' own shell, run as their runners would (a stand-in loadgen, a real git repository):
+# the base branch's gate, exit 1 and 5 failing the job.
+python3 -m pytest -q ci/tests
 
 say "cargo test --workspace --release"
 cargo test --workspace --release "$@"
