@@ -61,6 +61,12 @@ pub struct Cluster {
     group: custody::Group,
 }
 
+/// `text` as one word of a POSIX shell: in single quotes, a quote of its own closed, escaped and
+/// opened again.
+fn shell_word(text: &str) -> String {
+    format!("'{}'", text.replace('\'', "'\\''"))
+}
+
 impl Cluster {
     /// Creates a cluster and starts its server, trying another free port if the first one was
     /// taken meanwhile.
@@ -124,15 +130,17 @@ impl Cluster {
                 Some(port) => port,
                 None => free_port(options.listen)?,
             };
+            // pg_ctl hands `-o` to a shell: each word quoted, so that a TMPDIR with a space
+            // (or a setting's value) stays one argument.
             let mut settings = format!(
                 "-p {} -k {} -c listen_addresses={} -c fsync=off -c max_connections={}",
                 cluster.port,
-                cluster.dir.path().display(),
+                shell_word(&cluster.dir.path().display().to_string()),
                 options.listen,
                 options.max_connections
             );
             for (name, value) in &options.settings {
-                settings.push_str(&format!(" -c {name}={value}"));
+                settings.push_str(&format!(" -c {}", shell_word(&format!("{name}={value}"))));
             }
             cluster.options = settings;
             match cluster.start_again() {
