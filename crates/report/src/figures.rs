@@ -504,7 +504,7 @@ fn recompute_summary(run: &StoredRun, totals: &IntervalStats, last_end: f64) -> 
         started,
         interval: Duration::from_nanos(run.meta.interval_ns),
         totals,
-        attack: Duration::from_secs_f64(last_end),
+        attack: store::group::stored_secs(last_end),
         wait: Duration::ZERO,
         cpu: Duration::ZERO,
         peak_rss_bytes: None,

@@ -96,9 +96,9 @@ pub fn merge(group: &str, runs: Vec<StoredRun>) -> StoredRun {
         started: UNIX_EPOCH + Duration::from_nanos(merged.meta.started_at_ns.max(0) as u64),
         interval: Duration::from_nanos(merged.meta.interval_ns),
         totals: &totals,
-        attack: Duration::from_secs_f64(secs(|s| s.duration.attack_s)),
-        wait: Duration::from_secs_f64(secs(|s| s.duration.wait_s)),
-        cpu: Duration::from_secs_f64(
+        attack: stored_secs(secs(|s| s.duration.attack_s)),
+        wait: stored_secs(secs(|s| s.duration.wait_s)),
+        cpu: stored_secs(
             shard_summaries
                 .iter()
                 .flatten()
@@ -116,6 +116,18 @@ pub fn merge(group: &str, runs: Vec<StoredRun>) -> StoredRun {
     });
     merged.summary = Some(summary);
     merged
+}
+
+/// Seconds read from a store, as a duration: a store shared with others may hold anything, and
+/// a negative, NaN or endless figure must not panic a reader (`Duration::from_secs_f64` does).
+pub fn stored_secs(secs: f64) -> Duration {
+    if secs.is_finite() && secs > 0.0 {
+        Duration::try_from_secs_f64(secs).unwrap_or(Duration::MAX)
+    } else if secs == f64::INFINITY {
+        Duration::MAX
+    } else {
+        Duration::ZERO
+    }
 }
 
 fn worst(a: RunStatus, b: RunStatus) -> RunStatus {
@@ -150,5 +162,19 @@ pub(crate) fn empty(group: &str) -> StoredRun {
         warnings: Vec::new(),
         intervals: Vec::new(),
         probes: Vec::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn seconds_from_a_store_never_panic_a_reader() {
+        assert_eq!(stored_secs(1.5), Duration::from_millis(1500));
+        assert_eq!(stored_secs(-3.0), Duration::ZERO);
+        assert_eq!(stored_secs(f64::NAN), Duration::ZERO);
+        assert_eq!(stored_secs(f64::INFINITY), Duration::MAX);
+        assert_eq!(stored_secs(1e300), Duration::MAX);
     }
 }
