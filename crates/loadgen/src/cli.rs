@@ -247,15 +247,34 @@ pub enum ExperimentCommand {
 /// data until then; `experiment plan` shows it all).
 #[derive(Debug, Clone, Default, Args)]
 pub struct TrustArgs {
-    /// Let the file read this variable of your environment although its name says it may hold a secret (its [database] url_env, a load's headers_env, a target's pass_env; repeatable).
+    /// Let the file read this variable of your environment (its [database] url_env, a load's headers_env, a target's pass_env; repeatable): a file reads none you do not name.
     #[arg(long = "pass-env", value_name = "NAME")]
     pub pass_env: Vec<String>,
+    /// Use the file's [database] url (or url_env): connect to it and run the file's schema, reset and rows_added SQL there. Its password comes from the URL only, never from PGPASSWORD or ~/.pgpass.
+    #[arg(long)]
+    pub trust_database: bool,
+    /// Send the token in FILE (one line) to remote target NAME's probe (repeatable); a file's own probe_token_file is never read.
+    #[arg(long = "probe-token-file", value_name = "NAME=FILE", value_parser = token_file_arg)]
+    pub probe_tokens: Vec<(String, PathBuf)>,
     /// Use the file's [guns]: every order goes over SSH to the hosts it names, with its ssh_config, signed in by your SSH agent.
     #[arg(long)]
     pub trust_guns: bool,
     /// Send this runner's store URL (its password included) to guns that have no store_env_file of their own.
     #[arg(long)]
     pub send_store_url: bool,
+}
+
+/// `NAME=FILE` of `--probe-token-file`.
+fn token_file_arg(text: &str) -> Result<(String, PathBuf), String> {
+    match text.split_once('=') {
+        Some((name, file)) if !name.is_empty() && !file.is_empty() => {
+            Ok((name.to_string(), PathBuf::from(file)))
+        }
+        _ => Err(format!(
+            "{:?} is not NAME=FILE: write the remote target's name, '=', and the file holding its probe's token",
+            redact::printable(text)
+        )),
+    }
 }
 
 /// The experiment file and which of its cells.
@@ -741,19 +760,21 @@ fn parse_ramp(text: &str) -> Result<(f64, f64), String> {
 }
 
 fn parse_connections(text: &str) -> Result<usize, String> {
+    use crate::prepare::MAX_CONNECTIONS;
     match text.trim().parse::<usize>() {
-        Ok(n) if (1..=1_000_000).contains(&n) => Ok(n),
+        Ok(n) if n >= 1 && n as u64 <= MAX_CONNECTIONS => Ok(n),
         _ => Err(format!(
-            "expected a number of connections from 1 to 1000000, not {text:?}"
+            "expected a number of connections from 1 to {MAX_CONNECTIONS}, not {text:?}"
         )),
     }
 }
 
 fn parse_threads(text: &str) -> Result<usize, String> {
+    use crate::prepare::MAX_THREADS;
     match text.trim().parse::<usize>() {
-        Ok(n) if (1..=1024).contains(&n) => Ok(n),
+        Ok(n) if n >= 1 && n as u64 <= MAX_THREADS => Ok(n),
         _ => Err(format!(
-            "expected a number of threads from 1 to 1024, not {text:?}"
+            "expected a number of threads from 1 to {MAX_THREADS}, not {text:?}"
         )),
     }
 }

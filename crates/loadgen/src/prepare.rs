@@ -16,6 +16,24 @@ use crate::Error;
 /// The open loop's default connection cap.
 pub const DEFAULT_MAX_CONNECTIONS: usize = 10_000;
 
+/// The most worker threads an order may ask for, from a flag, a file or a pipe.
+pub const MAX_THREADS: u64 = 1024;
+
+/// The most connections an order may ask for (a cap, a closed loop's, those opened first).
+pub const MAX_CONNECTIONS: u64 = 1_000_000;
+
+/// `n` connections, refused above [`MAX_CONNECTIONS`] whatever the order came from.
+fn connections(n: u64, what: &str) -> Result<usize, Error> {
+    usize::try_from(n)
+        .ok()
+        .filter(|_| n <= MAX_CONNECTIONS)
+        .ok_or_else(|| {
+            Error::Usage(format!(
+                "{what} {n} is more than {MAX_CONNECTIONS} connections: ask for fewer"
+            ))
+        })
+}
+
 /// The number of CPUs this process may run on.
 pub fn default_threads() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
@@ -50,15 +68,24 @@ impl Sending {
                 "--arrival poisson sends each request at its own instant: drop --batch (a grid would release its arrivals together)".into(),
             ));
         }
+        if let Some(t) = pacing.threads.filter(|t| u64::from(*t) > MAX_THREADS) {
+            return Err(Error::Usage(format!(
+                "threads {t} is more than {MAX_THREADS}: ask for fewer (one a CPU is plenty)"
+            )));
+        }
         Ok(Sending {
             mix: RequestMix::from_order(requests)?,
             threads: pacing
                 .threads
                 .map_or_else(default_threads, |t| (t as usize).max(1)),
-            max_connections: pacing
-                .max_connections
-                .map_or(DEFAULT_MAX_CONNECTIONS, |c| c as usize),
-            ready_connections: pacing.ready_connections.map(|c| c as usize),
+            max_connections: match pacing.max_connections {
+                Some(c) => connections(c, "max_connections")?,
+                None => DEFAULT_MAX_CONNECTIONS,
+            },
+            ready_connections: pacing
+                .ready_connections
+                .map(|c| connections(c, "ready_connections"))
+                .transpose()?,
             h2: pacing.h2,
             insecure: pacing.insecure,
             keepalive: pacing.keepalive,
@@ -115,11 +142,11 @@ pub fn load(load: &order::Load, arrival: Process) -> Result<Load, Error> {
                     "a closed loop needs an end: add --requests N or --duration D".into(),
                 ));
             }
+            if *connections == 0 {
+                return Err(Error::Usage("a closed loop needs a connection".into()));
+            }
             Load::Closed {
-                connections: usize::try_from(*connections)
-                    .ok()
-                    .filter(|c| *c > 0)
-                    .ok_or_else(|| Error::Usage("a closed loop needs a connection".into()))?,
+                connections: self::connections(*connections, "connections")?,
                 requests: *requests,
                 duration: duration_ns.map(Duration::from_nanos),
             }
@@ -283,4 +310,70 @@ pub fn guns(guns: &order::Guns) -> Result<experiment::fleet::spec::GunsSpec, Err
         store_env_file: guns.store_env_file.clone(),
         clock_tolerance: experiment::fleet::spec::CLOCK_TOLERANCE,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn requests() -> order::Requests {
+        order::Requests {
+            entries: vec![order::Request {
+                url: order::Secret("http://127.0.0.1:9/".into()),
+                weight: 1,
+                method: None,
+                headers: Default::default(),
+                body: order::Secret(String::new()),
+            }],
+            headers: Vec::new(),
+        }
+    }
+
+    fn refused(pacing: order::Pacing) -> String {
+        match Sending::of(&requests(), &pacing) {
+            Err(e) => e.to_string(),
+            Ok(_) => panic!("{pacing:?} was taken"),
+        }
+    }
+
+    /// An order from a file or a pipe is held to the flags' limits.
+    #[test]
+    fn an_order_asking_for_too_many_threads_or_connections_is_refused() {
+        let threads = refused(order::Pacing {
+            threads: Some(5000),
+            ..order::Pacing::default()
+        });
+        assert!(
+            threads.contains("threads 5000 is more than 1024"),
+            "{threads}"
+        );
+        let cap = refused(order::Pacing {
+            max_connections: Some(MAX_CONNECTIONS + 1),
+            ..order::Pacing::default()
+        });
+        assert!(cap.contains("max_connections 1000001"), "{cap}");
+        let closed = order::Load::Closed {
+            connections: u64::MAX,
+            requests: Some(1),
+            duration_ns: None,
+        };
+        let error = load(&closed, Process::default())
+            .err()
+            .map(|e| e.to_string());
+        assert!(
+            error
+                .as_deref()
+                .is_some_and(|e| e.contains("more than 1000000 connections")),
+            "{error:?}"
+        );
+        assert!(Sending::of(
+            &requests(),
+            &order::Pacing {
+                threads: Some(1024),
+                max_connections: Some(MAX_CONNECTIONS),
+                ..order::Pacing::default()
+            }
+        )
+        .is_ok());
+    }
 }
