@@ -33,9 +33,42 @@ impl DatabaseError {
 }
 
 async fn connect(url: &str) -> Result<PgConnection, DatabaseError> {
-    PgConnection::connect(url)
+    PgConnection::connect_with(&options(url)?)
         .await
         .map_err(|e| DatabaseError::Unreachable(redact::text(&e.to_string())))
+}
+
+/// How to reach the targets' database: the URL's own words and nothing of the user's. Its
+/// password is the URL's, or none: libpq's `PGPASSWORD` and `~/.pgpass` are never read for it
+/// (a file naming `postgres://me@their-host/db` would otherwise get the user's password for
+/// the asking, in clear if the server asks so).
+pub fn options(url: &str) -> Result<sqlx::postgres::PgConnectOptions, DatabaseError> {
+    let unreadable = || {
+        DatabaseError::Unreachable(format!(
+            "{} is not a PostgreSQL URL: write postgres://USER:PASSWORD@HOST:PORT/DATABASE",
+            redact::printable(&redact::text(url))
+        ))
+    };
+    let mut parsed = url::Url::parse(url).map_err(|_| unreadable())?;
+    let password = parsed.password().map(str::to_string);
+    let keyword_password = parsed
+        .query_pairs()
+        .find(|(k, _)| k == "password")
+        .map(|(_, v)| v.into_owned());
+    // A stand-in password while sqlx reads the URL, so that it never looks in ~/.pgpass.
+    parsed.set_password(Some("x")).map_err(|()| unreadable())?;
+    let options: sqlx::postgres::PgConnectOptions =
+        parsed.as_str().parse().map_err(|_| unreadable())?;
+    let password = keyword_password.or(password.map(|p| percent_decode(&p)));
+    Ok(options.password(password.as_deref().unwrap_or("")))
+}
+
+/// A URL's percent-encoded password, decoded (`p%40ss` is `p@ss`).
+fn percent_decode(text: &str) -> String {
+    url::form_urlencoded::parse(format!("p={}", text.replace('+', "%2B")).as_bytes())
+        .next()
+        .map(|(_, v)| v.into_owned())
+        .unwrap_or_default()
 }
 
 /// How `targets/schema.sql` marks the table it made (the start of its comment).

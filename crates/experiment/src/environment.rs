@@ -96,17 +96,23 @@ const SECRET_PREFIXES: [&str; 14] = [
 ];
 
 /// Suffixes of variables that hold a URL or a connection string (often with a password in it).
-const SECRET_SUFFIXES: [&str; 4] = ["_URL", "_URI", "_DSN", "_CONNECTION_STRING"];
+const SECRET_SUFFIXES: [&str; 6] = ["_URL", "_URI", "_DSN", "_CONNECTION_STRING", "_PW", "_PAT"];
+
+/// Parts that say a variable holds an address with credentials, or a credential itself, wherever
+/// they stand in its name (`HTTPS_PROXY`, `SLACK_WEBHOOK`, `DSN`, `MY_CREDS`).
+const SECRET_PARTS: [&str; 6] = ["PROXY", "WEBHOOK", "DSN", "CONNECTION", "CRED", "PASS"];
 
 /// Whether a variable's name says it may hold a secret: the rules of [`redact::is_secret_name`]
 /// (token, password, key, auth, …), a cloud's or a tool's credentials (`AWS_*`, `PG*`,
 /// `GITHUB_*`, …) and any URL or connection string (`*_URL`, `*_DSN`, …). A file may read such a
-/// variable only when the user names it on the command line too (`--pass-env NAME`).
+/// variable only when the user names it on the command line too (`--pass-env NAME`), as any
+/// other: these rules only word the plan's and the refusal's reason.
 pub fn looks_secret(name: &str) -> bool {
     let upper = name.to_ascii_uppercase();
     redact::is_secret_name(name)
         || SECRET_PREFIXES.iter().any(|p| upper.starts_with(p))
         || SECRET_SUFFIXES.iter().any(|s| upper.ends_with(s))
+        || SECRET_PARTS.iter().any(|p| upper.contains(p))
 }
 
 /// Whether `name` is a base variable.
@@ -208,6 +214,14 @@ mod tests {
             "SSH_AUTH_SOCK",
             "SENTRY_DSN",
             "session_secret",
+            "HTTPS_PROXY",
+            "all_proxy",
+            "SLACK_WEBHOOK",
+            "DSN",
+            "CONNECTION_STRING",
+            "DB_PW",
+            "MY_CREDS",
+            "GL_PAT",
         ] {
             assert!(looks_secret(secret), "{secret}");
         }

@@ -144,10 +144,11 @@ impl ExperimentFile {
         out
     }
 
-    /// Refuses a file that reads the store's variable, or one whose name says it may hold a
-    /// secret (`environment::looks_secret`) unless the user confirmed that name on the command
-    /// line (`confirmed`, from `--pass-env NAME`): a file from someone else could otherwise send
-    /// the user's credentials to a server of its choosing, as a header or a database URL.
+    /// Refuses a file that reads the store's variable, or any variable the user did not name on
+    /// the command line too (`confirmed`, from `--pass-env NAME`): a file from someone else could
+    /// otherwise send whatever the user's shell holds to a server of its choosing, as a header, a
+    /// database URL or a target's environment, and no rule on names knows every secret's
+    /// (`HTTPS_PROXY`, `SLACK_WEBHOOK`, `DB_PW`, …).
     pub fn check_variables(&self, confirmed: &[String]) -> Result<(), String> {
         for v in self.variables() {
             if v.name == crate::environment::STORE {
@@ -156,15 +157,72 @@ impl ExperimentFile {
                     v.field, v.name
                 ));
             }
-            if crate::environment::looks_secret(&v.name) && !confirmed.contains(&v.name) {
+            if !confirmed.contains(&v.name) {
+                let why = if crate::environment::looks_secret(&v.name) {
+                    "which may hold a secret"
+                } else {
+                    "a variable of your environment"
+                };
                 return Err(format!(
-                    "{}: names {}, which may hold a secret: a file you did not write could send it to a server of its choosing; if you mean it, run again with --pass-env {}",
-                    v.field, v.name, v.name
+                    "{}: names {}, {why}: a file you did not write could send it to a server of its choosing; if you mean it, run again with --pass-env {}",
+                    v.field,
+                    redact::printable(&v.name),
+                    redact::printable(&v.name)
                 ));
             }
         }
         Ok(())
     }
+}
+
+impl ExperimentFile {
+    /// The files of the user's machine the runner reads for this file and sends or runs: its
+    /// `[database] schema` (run as SQL in the targets' database) and the remote probes' CA
+    /// certificates, each with the field that names it.
+    pub fn read_files(&self) -> Vec<(String, PathBuf)> {
+        let mut out = Vec::new();
+        if let Some(schema) = &self.database().schema {
+            out.push(("[database] schema".to_string(), schema.clone()));
+        }
+        for t in &self.targets {
+            if let Some(ca) = &t.probe_ca {
+                out.push((format!("target {:?}: probe_ca", t.name), ca.clone()));
+            }
+        }
+        out
+    }
+}
+
+/// `path`, a file an experiment file names, resolved in the file's directory `dir`: refused when
+/// it leaves that directory (an absolute path, a `..`) or passes through a symbolic link, so that
+/// a file copied from someone else cannot make the runner read `~/.aws/credentials` or
+/// `/etc/shadow` and send it on (as SQL, as a certificate).
+pub fn inside(dir: &Path, path: &Path) -> Result<PathBuf, String> {
+    use std::path::Component;
+    let shown = || redact::printable(&path.display().to_string());
+    let mut at = dir.to_path_buf();
+    for part in path.components() {
+        match part {
+            Component::Normal(name) => {
+                at.push(name);
+                if std::fs::symlink_metadata(&at).is_ok_and(|m| m.file_type().is_symlink()) {
+                    return Err(format!(
+                        "{} passes through the symbolic link {}, which is never followed: name the file itself, inside the experiment file's directory",
+                        shown(),
+                        redact::printable(&at.display().to_string())
+                    ));
+                }
+            }
+            Component::CurDir => {}
+            Component::RootDir | Component::Prefix(_) | Component::ParentDir => {
+                return Err(format!(
+                    "{} is outside the experiment file's directory: a file reads only what lies beside it; copy it there and name it relative to the file",
+                    shown()
+                ));
+            }
+        }
+    }
+    Ok(at)
 }
 
 /// A process of the system under test beside the target and its database, found on this host

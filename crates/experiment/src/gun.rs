@@ -68,6 +68,10 @@ pub fn headers_from(var: &str) -> Result<Vec<String>, GunError> {
             continue;
         }
         match line.split_once(':') {
+            // `scheme://user:pw@host` split at its first `:` reads as a header `scheme`.
+            Some((_, value)) if value.trim_start().starts_with("//") => {
+                return Err(GunError::HeaderLine(var.to_string(), n + 1))
+            }
             Some((name, value)) if crate::file::is_header(name.trim(), value.trim()) => {
                 lines.push(line.to_string());
             }
@@ -277,8 +281,9 @@ impl Attack {
         let token = self
             .probe_token_file
             .as_ref()
-            .map(|p| read(p).map(|t| order::Secret(t.trim().to_string())))
-            .transpose()?;
+            .map(|p| probe::token::read(p).map(order::Secret))
+            .transpose()
+            .map_err(GunError::Token)?;
         let trust = match (&self.probe_fingerprint, &self.probe_ca) {
             (Some(hex), _) => Some(order::ProbeTrust::Fingerprint { hex: hex.clone() }),
             (None, Some(ca)) => Some(order::ProbeTrust::Ca { pem: read(ca)? }),
@@ -318,6 +323,8 @@ pub enum GunError {
     },
     #[error("the search: {0}")]
     Search(String),
+    #[error("{0}")]
+    Token(probe::token::TokenFileError),
     #[error("cannot run {path}: {error}")]
     Spawn {
         path: PathBuf,
@@ -333,7 +340,7 @@ pub enum GunError {
     Share(crate::file::Rate),
     #[error("headers_env names {0}, which is not set: export it (one 'Name: value' a line), or drop headers_env")]
     HeadersEnv(String),
-    #[error("headers_env {0}: line {1} is not a header 'Name: value' (its text is not shown, it may be a secret): fix that line of {0}")]
+    #[error("headers_env {0}: line {1} is not a header 'Name: value' but a URL or other text (not shown, it may be a secret): fix that line of {0}, or name the variable that holds your headers")]
     HeaderLine(String, usize),
 }
 

@@ -163,10 +163,12 @@ pub const MAX_ROUNDS: u32 = 1000;
 pub use store::capacity::compare::MIN_ROUNDS;
 
 /// What is missing or contradictory in a cell's load.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum LoadError {
     #[error("the load has no path and no mix")]
     NoPath,
+    #[error("path {0:?} does not start with /: a path is added to the target's URL, so it could send the requests (and their headers) to another port or host; write it from its first /")]
+    RelativePath(String),
     #[error("an open loop needs a duration or a request count")]
     OpenWithoutBound,
     #[error("steps need a step_duration")]
@@ -263,10 +265,13 @@ impl Plan {
             .filter(|_| cell.kind == CellKind::Search)
         {
             Some(s) => {
-                let step = s.step.unwrap_or(Duration::from_secs(10))
-                    + s.warmup.unwrap_or(Duration::from_secs(2))
-                    + Duration::from_secs(1);
-                let steps = step * s.rounds.unwrap_or(SEARCH_STEPS);
+                // Saturating: a file's "1000000y" is a long time, not a panic.
+                let step = s
+                    .step
+                    .unwrap_or(Duration::from_secs(10))
+                    .saturating_add(s.warmup.unwrap_or(Duration::from_secs(2)))
+                    .saturating_add(Duration::from_secs(1));
+                let steps = step.saturating_mul(s.rounds.unwrap_or(SEARCH_STEPS));
                 // A budget ends a search at its first step begun past it.
                 s.budget
                     .map_or(steps, |b| steps.min(b.saturating_add(step)))
@@ -336,14 +341,18 @@ impl Plan {
     /// few seconds to start and stop its target.
     pub fn estimate(&self) -> Duration {
         self.cells.iter().fold(Duration::ZERO, |sum, c| {
-            sum.saturating_add(
-                self.cell_load_time(c)
-                    .saturating_add(self.warmup)
-                    .saturating_add(self.post_roll)
-                    .saturating_add(self.cooldown)
-                    .saturating_add(Duration::from_secs(2)),
-            )
+            sum.saturating_add(self.cell_time(c))
         })
+    }
+
+    /// About how long one cell takes: its load, warm-up, post-roll, cool-down, and a few
+    /// seconds to start and stop its target (saturating at the longest duration).
+    pub fn cell_time(&self, cell: &Cell) -> Duration {
+        self.cell_load_time(cell)
+            .saturating_add(self.warmup)
+            .saturating_add(self.post_roll)
+            .saturating_add(self.cooldown)
+            .saturating_add(Duration::from_secs(2))
     }
 }
 
@@ -766,6 +775,9 @@ fn cell(
         env,
     };
     let checked = match cell.kind {
+        _ if relative_path(&cell.load).is_some() => Err(LoadError::RelativePath(
+            redact::printable(relative_path(&cell.load).unwrap_or_default()),
+        )),
         CellKind::Search => check_search_load(&cell.load),
         CellKind::Fixed if cell.load.share().is_some() => Err(LoadError::ShareWithoutSearch),
         _ => check_load(&cell.load),
@@ -813,6 +825,17 @@ fn scaled(load: &LoadSpec, scale: f64) -> LoadSpec {
             .map(|n| ((n as f64 * scale).round() as u64).max(1)),
         ..load.clone()
     }
+}
+
+/// The load's first path (its own, or a mix entry's) that does not start with `/`: the
+/// request's URL is the target's base and the path, so `path = "1/"` after port 808 would go
+/// to port 8081, and `@evil.example/` to another host, the headers with it.
+fn relative_path(load: &LoadSpec) -> Option<&str> {
+    load.path
+        .iter()
+        .map(String::as_str)
+        .chain(load.mix.iter().flatten().map(|m| m.path.as_str()))
+        .find(|p| !p.starts_with('/'))
 }
 
 /// A search's load: the requests, and no rate (the search picks them).
@@ -1015,6 +1038,23 @@ mod tests {
         assert_eq!(p.cell_load_time(&p.cells[0]), Duration::from_secs(27));
         let p = plan(&e, &PlanOptions::default()).unwrap();
         assert_eq!(p.cell_load_time(&p.cells[0]), Duration::from_secs(53));
+    }
+
+    #[test]
+    fn a_cells_time_saturates_instead_of_overflowing() {
+        // Each at most what a duration holds, their sum past it: the runner's estimate of
+        // the time left once panicked on such a file.
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("e.toml");
+        std::fs::write(
+            &path,
+            "name = \"e\"\nquestion = \"q?\"\nwarmup = \"500000000000y\"\ncooldown = \"500000000000y\"\n[[target]]\nname = \"go\"\n[load]\npath = \"/\"\nrate = 10\nduration = \"500000000000y\"\n",
+        )
+        .unwrap();
+        let e = Experiment::read(&path).unwrap();
+        let p = plan(&e, &PlanOptions::default()).unwrap();
+        assert_eq!(p.cell_time(&p.cells[0]), Duration::MAX);
+        assert_eq!(p.estimate(), Duration::MAX);
     }
 
     #[test]

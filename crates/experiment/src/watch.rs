@@ -4,14 +4,12 @@
 //! read here, over SQL, because only the runner holds the database's URL: the probe is handed
 //! the readings, never the URL.
 
-use std::str::FromStr;
 use std::time::Duration;
 
 use probe::activity::ActivityFeed;
 use probe::cpus::CpuList;
 use probe::sample::DbActivity;
 use probe::selector::Selector;
-use sqlx::postgres::PgConnectOptions;
 use sqlx::{ConnectOptions, PgConnection, Row};
 
 /// How often PostgreSQL is asked: the probe's full tick, so every full sample can carry one.
@@ -25,7 +23,7 @@ pub fn local_process(url: &str, postmaster: Option<i32>) -> Option<Selector> {
     if let Some(pid) = postmaster {
         return Some(Selector::Pid(pid));
     }
-    let options = PgConnectOptions::from_str(url).ok()?;
+    let options = crate::database::options(url).ok()?;
     is_this_host(options.get_host()).then(|| Selector::Port(options.get_port()))
 }
 
@@ -46,7 +44,7 @@ fn is_this_host(host: &str) -> bool {
 /// or implied, this machine by any of its names.
 pub fn same_database(a: &str, b: &str) -> bool {
     let key = |url: &str| {
-        let o = PgConnectOptions::from_str(url).ok()?;
+        let o = crate::database::options(url).ok()?;
         let host = if is_this_host(o.get_host()) {
             "this host".to_string()
         } else {
@@ -143,13 +141,11 @@ impl ActivityReader {
     /// Connects and starts reading; a database that cannot be asked is said once (redacted)
     /// and leaves the feed empty: the pages then say the wait events were not read.
     pub async fn start(url: &str, feed: ActivityFeed) -> Option<ActivityReader> {
-        let options = match PgConnectOptions::from_str(url) {
+        // The URL's password only, never PGPASSWORD's or ~/.pgpass's (`database::options`).
+        let options = match crate::database::options(url) {
             Ok(o) => o.disable_statement_logging(),
             Err(e) => {
-                eprintln!(
-                    "  note: the database's activity is not read: {}",
-                    redact::text(&e.to_string())
-                );
+                eprintln!("  note: the database's activity is not read: {e}");
                 return None;
             }
         };

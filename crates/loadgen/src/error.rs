@@ -34,6 +34,10 @@ pub enum Error {
     Output(io::Error),
     #[error(transparent)]
     Store(#[from] store::StoreError),
+    /// A comparison whose builds were not all measured (one did not build, start or pass its
+    /// checks): exit 1, never "inconclusive".
+    #[error("{0}")]
+    Unmeasured(String),
     #[error("order: {0}")]
     Order(#[from] order::OrderError),
     #[error(transparent)]

@@ -21,10 +21,11 @@ mod fits;
 const LOADGEN: &str = env!("CARGO_BIN_EXE_loadgen");
 
 /// The `experiment` command with a store and a database of the test's own (`DATABASE_URL`,
-/// confirmed as a variable a file may read: `--pass-env`).
+/// confirmed as a variable a file may read, `--pass-env`, and as its database,
+/// `--trust-database`).
 fn experiment(args: &[&str], db: &str, targets_db: &str) -> Output {
     let confirm: &[&str] = match args.first() {
-        Some(&"run") | Some(&"plan") => &["--pass-env", "DATABASE_URL"],
+        Some(&"run") | Some(&"plan") => &["--pass-env", "DATABASE_URL", "--trust-database"],
         _ => &[],
     };
     let out = Command::new(LOADGEN)
@@ -329,7 +330,7 @@ rate = [100, 200, 300]
     );
     let child = Command::new(LOADGEN)
         .args(["experiment", "run", &file, "--no-report", "--db", &db])
-        .args(["--pass-env", "DATABASE_URL"])
+        .args(["--pass-env", "DATABASE_URL", "--trust-database"])
         .env("DATABASE_URL", &pg.url)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())

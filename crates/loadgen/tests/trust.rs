@@ -145,6 +145,7 @@ duration = "3s"
         .arg(&file)
         .args(["--db", &db, "--report"])
         .arg(&site)
+        .args(["--pass-env", "API_HEADERS", "--pass-env", "NODE_OPTIONS"])
         .env("NODE_OPTIONS", "--max-old-space-size=64")
         .env("API_HEADERS", GIVEN_HEADER)
         .stdin(Stdio::null());
@@ -351,6 +352,19 @@ fn experiment_in(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> (bool, Stri
     )
 }
 
+/// `loadgen experiment run FILE --no-report --db STORE FLAGS` in `dir`, as [`experiment_in`].
+fn run_in(
+    dir: &Path,
+    file: &str,
+    store: &str,
+    flags: &[&str],
+    env: &[(&str, &str)],
+) -> (bool, String, String) {
+    let mut args = vec!["run", file, "--no-report", "--db", store];
+    args.extend_from_slice(flags);
+    experiment_in(dir, &args, env)
+}
+
 /// A file of one local target that runs nothing harmful, with `extra` TOML at its end.
 fn copied_file(dir: &Path, extra: &str) -> String {
     let path = dir.join("copied.toml");
@@ -458,7 +472,15 @@ fn a_malformed_header_from_the_environment_is_refused_without_its_value() {
     );
     let (ok, out, err) = experiment_in(
         work.path(),
-        &["run", &file, "--no-report", "--db", &sqlite],
+        &[
+            "run",
+            &file,
+            "--no-report",
+            "--db",
+            &sqlite,
+            "--pass-env",
+            "API_HEADERS",
+        ],
         &[("API_HEADERS", "X-Ok: fine\nBearer NAKEDTOKEN4")],
     );
     let said = format!("{out}{err}");
@@ -596,5 +618,469 @@ fn a_loadgen_holding_a_secret_cannot_be_read_by_the_same_user() {
     assert!(
         !String::from_utf8_lossy(&guarded.stdout).contains("STOREPASS1"),
         "{guarded:?}"
+    );
+}
+
+/// A TCP listener on the loopback that keeps every byte any peer sends it, for at most 60 s:
+/// what a host named by a copied file would receive.
+struct Recorder {
+    addr: std::net::SocketAddr,
+    got: Arc<std::sync::Mutex<Vec<u8>>>,
+    connections: Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl Recorder {
+    /// `greet` answers what a peer sends (a fake server's moves), chunk by chunk, if it has a word.
+    fn start(greet: fn(&[u8]) -> Option<Vec<u8>>) -> Recorder {
+        use std::io::{Read, Write};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let got = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let connections = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let (g, c) = (got.clone(), connections.clone());
+        std::thread::spawn(move || {
+            let until = std::time::Instant::now() + std::time::Duration::from_secs(60);
+            for stream in listener.incoming().flatten() {
+                if std::time::Instant::now() > until {
+                    break;
+                }
+                c.fetch_add(1, Ordering::SeqCst);
+                let g = g.clone();
+                std::thread::spawn(move || {
+                    let mut stream = stream;
+                    let _ = stream.set_read_timeout(Some(std::time::Duration::from_secs(5)));
+                    let mut buf = [0u8; 4096];
+                    while let Ok(n) = stream.read(&mut buf) {
+                        if n == 0 {
+                            break;
+                        }
+                        g.lock().unwrap().extend_from_slice(&buf[..n]);
+                        if let Some(answer) = greet(&buf[..n]) {
+                            let _ = stream.write_all(&answer);
+                        }
+                    }
+                });
+            }
+        });
+        Recorder {
+            addr,
+            got,
+            connections,
+        }
+    }
+
+    fn got(&self) -> String {
+        // Let a peer's last bytes land.
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        String::from_utf8_lossy(&self.got.lock().unwrap()).into_owned()
+    }
+}
+
+/// The one `Error:` line of a refused run.
+fn one_error(err: &str) -> String {
+    let errors: Vec<&str> = err.lines().filter(|l| l.starts_with("Error:")).collect();
+    assert_eq!(errors.len(), 1, "{err}");
+    errors[0].to_string()
+}
+
+/// A remote target's `probe_token_file` is never read from the file's word: linked to a
+/// credentials file it would send those to the probe address the file chose. Only a token file
+/// the user names (`--probe-token-file NAME=FILE`) is read, and only one line of printable
+/// characters, not through a link.
+#[test]
+fn a_probe_token_file_is_read_only_when_the_user_names_it() {
+    let work = tempfile::tempdir().unwrap();
+    let sqlite = format!("sqlite://{}/runs.db", work.path().display());
+    let server = Recorder::start(|_| None);
+    let probe = Recorder::start(|_| None);
+    let credentials = work.path().join("credentials");
+    std::fs::write(
+        &credentials,
+        "[default]\naws_secret_access_key = AWSSECRET4\n",
+    )
+    .unwrap();
+    std::os::unix::fs::symlink(&credentials, work.path().join("probe.token")).unwrap();
+    let file = work.path().join("remote.toml");
+    std::fs::write(
+        &file,
+        format!(
+            "name = \"remote\"\nquestion = \"Whose token?\"\n[[target]]\nname = \"r\"\nurl = \"http://{}\"\nprobe = \"{}\"\nprobe_fingerprint = \"{}\"\nprobe_token_file = \"probe.token\"\ncontract = \"declared\"\n[load]\npath = \"/\"\nrate = 10\nduration = \"1s\"\n",
+            server.addr,
+            probe.addr,
+            "ab".repeat(32)
+        ),
+    )
+    .unwrap();
+    let file = file.display().to_string();
+    let (ok, _, err) = run_in(work.path(), &file, &sqlite, &[], &[]);
+    assert!(!ok, "{err}");
+    let error = one_error(&err);
+    assert!(
+        error.contains("would send the contents of probe.token to")
+            && error.contains("--probe-token-file r=probe.token"),
+        "{error}"
+    );
+    // Confirmed, the link is still refused: the user named a link, not a token.
+    let (ok, _, err) = run_in(
+        work.path(),
+        &file,
+        &sqlite,
+        &["--probe-token-file", "r=probe.token"],
+        &[],
+    );
+    assert!(!ok, "{err}");
+    assert!(one_error(&err).contains("symbolic link"), "{err}");
+    // A file the user names that is no token (the credentials themselves) is refused unquoted.
+    let (ok, _, err) = run_in(
+        work.path(),
+        &file,
+        &sqlite,
+        &["--probe-token-file", "r=credentials"],
+        &[],
+    );
+    assert!(!ok, "{err}");
+    assert!(one_error(&err).contains("is not a token"), "{err}");
+    assert!(!err.contains("AWSSECRET4"), "{err}");
+    assert_eq!(
+        probe.connections.load(Ordering::SeqCst),
+        0,
+        "the probe was reached"
+    );
+    assert_eq!(
+        server.connections.load(Ordering::SeqCst),
+        0,
+        "the server was reached"
+    );
+    assert!(!probe.got().contains("AWSSECRET4"));
+    // The plan says what would be sent, and to where.
+    let (ok, plan, err) = experiment_in(work.path(), &["plan", &file], &[]);
+    assert!(ok, "{err}");
+    assert!(
+        plan.contains(&format!(
+            "sends   the contents of probe.token to {}, as r's probe token (run needs --probe-token-file r=probe.token; never read otherwise)",
+            probe.addr
+        )),
+        "{plan}"
+    );
+}
+
+/// A PostgreSQL server that refuses TLS (`N` to an SSLRequest), then answers the startup
+/// message by asking for the password in clear (AuthenticationCleartextPassword).
+fn ask_cleartext(got: &[u8]) -> Option<Vec<u8>> {
+    const SSL_REQUEST: [u8; 8] = [0, 0, 0, 8, 4, 210, 22, 47];
+    if got == SSL_REQUEST {
+        return Some(b"N".to_vec());
+    }
+    // The startup message: its length, protocol 3.0, then `user` and its value.
+    (got.len() > 8 && got[4..8] == [0, 3, 0, 0]).then(|| vec![b'R', 0, 0, 0, 8, 0, 0, 0, 3])
+}
+
+/// A file's `[database]` is the user's to confirm (`--trust-database`): the runner would run
+/// the file's SQL there. Confirmed, its password is the URL's alone: an exported `PGPASSWORD`
+/// (or `~/.pgpass`) is never sent to the host the file names, even asked for in clear. The
+/// file's `schema` is read only beside the file, not through a link.
+#[test]
+fn a_files_database_gets_nothing_of_the_users_and_only_once_confirmed() {
+    let work = tempfile::tempdir().unwrap();
+    let sqlite = format!("sqlite://{}/runs.db", work.path().display());
+    let server = Recorder::start(|_| None);
+    let postgres = Recorder::start(ask_cleartext);
+    let home = work.path().join("home");
+    std::fs::create_dir(&home).unwrap();
+    std::fs::write(
+        home.join(".pgpass"),
+        format!("127.0.0.1:{}:*:*:PGPASSFILE7\n", postgres.addr.port()),
+    )
+    .unwrap();
+    let write = |extra: &str| {
+        let file = work.path().join("db.toml");
+        std::fs::write(
+            &file,
+            format!(
+                "name = \"db\"\nquestion = \"Whose database?\"\n[database]\nurl = \"postgres://me@{}/app\"\n{extra}\n[[target]]\nname = \"r\"\nurl = \"http://{}\"\nprobe = \"{}\"\ncontract = \"declared\"\n[load]\npath = \"/\"\nrate = 10\nduration = \"1s\"\n",
+                postgres.addr, server.addr, server.addr
+            ),
+        )
+        .unwrap();
+        file.display().to_string()
+    };
+    let env: &[(&str, &str)] = &[
+        ("PGPASSWORD", "PGSECRET3"),
+        ("HOME", home.to_str().unwrap()),
+    ];
+    let file = write("");
+    let (ok, _, err) = run_in(work.path(), &file, &sqlite, &[], env);
+    assert!(!ok, "{err}");
+    assert!(
+        one_error(&err).contains("run again with --trust-database"),
+        "{err}"
+    );
+    assert_eq!(
+        postgres.connections.load(Ordering::SeqCst),
+        0,
+        "connected unconfirmed"
+    );
+    // A schema outside the file's directory, or through a link, is refused before any connection.
+    std::fs::write(work.path().join("secret.sql"), "SELECT 'LINKEDFILE8'").unwrap();
+    std::os::unix::fs::symlink(
+        work.path().join("secret.sql"),
+        work.path().join("schema.sql"),
+    )
+    .unwrap();
+    for (schema, refusal) in [
+        ("/etc/passwd", "outside the experiment file's directory"),
+        ("../db.toml", "outside the experiment file's directory"),
+        ("schema.sql", "symbolic link"),
+    ] {
+        let file = write(&format!("schema = \"{schema}\""));
+        let (ok, _, err) = run_in(work.path(), &file, &sqlite, &["--trust-database"], env);
+        assert!(!ok, "{err}");
+        assert!(one_error(&err).contains(refusal), "{schema}: {err}");
+    }
+    assert_eq!(postgres.connections.load(Ordering::SeqCst), 0);
+    // Confirmed: the runner connects to apply the schema, the server asks for the password in
+    // clear, and gets the URL's (none), never PGPASSWORD's or .pgpass's.
+    std::fs::write(work.path().join("own.sql"), "CREATE TABLE items (id int)").unwrap();
+    let file = write("schema = \"own.sql\"");
+    let (ok, _, err) = run_in(work.path(), &file, &sqlite, &["--trust-database"], env);
+    assert!(!ok, "{err}");
+    assert!(postgres.connections.load(Ordering::SeqCst) > 0, "{err}");
+    let got = postgres.got();
+    assert!(got.contains("user\0me\0"), "no startup message: {got:?}");
+    // The password message came, and held nothing (the URL gives none).
+    assert!(
+        got.contains("p\0\0\0\u{5}\0"),
+        "no password asked for and sent: {got:?}"
+    );
+    for secret in ["PGSECRET3", "PGPASSFILE7", "LINKEDFILE8"] {
+        assert!(
+            !got.contains(secret),
+            "{secret} reached the file's host: {got:?}"
+        );
+    }
+    // The plan lists the database and every SQL the file would run there.
+    let file = write("reset = \"TRUNCATE items\"");
+    let (ok, plan, err) = experiment_in(work.path(), &["plan", &file], &[]);
+    assert!(ok, "{err}");
+    assert!(plan.contains("(run needs --trust-database)"), "{plan}");
+    assert!(
+        plan.contains("runs    the SQL `TRUNCATE items` in the file's database, before every cell"),
+        "{plan}"
+    );
+}
+
+/// A variable a file reads is the user's to confirm, whatever its name: `HTTPS_PROXY` holds a
+/// password as often as `API_TOKEN`. Confirmed, a URL is still no header: it is refused without
+/// its text, and nothing of it is kept.
+#[test]
+fn every_variable_a_file_reads_is_confirmed_and_a_url_is_no_header() {
+    let work = tempfile::tempdir().unwrap();
+    let store = work.path().join("runs.db");
+    let sqlite = format!("sqlite://{}", store.display());
+    let file = copied_file(
+        work.path(),
+        "[load]\npath = \"/\"\nrate = 10\nduration = \"1s\"\nheaders_env = \"HTTPS_PROXY\"",
+    );
+    let proxy = [("HTTPS_PROXY", "http://user:PROXYPASS8@127.0.0.1:9/")];
+    let (ok, _, err) = run_in(work.path(), &file, &sqlite, &[], &proxy);
+    assert!(!ok, "{err}");
+    assert!(
+        one_error(&err).contains("run again with --pass-env HTTPS_PROXY"),
+        "{err}"
+    );
+    assert!(!store.exists(), "the store was opened before the refusal");
+    let (ok, out, err) = run_in(
+        work.path(),
+        &file,
+        &sqlite,
+        &["--pass-env", "HTTPS_PROXY"],
+        &proxy,
+    );
+    assert!(!ok, "{out}{err}");
+    assert!(
+        err.contains("headers_env HTTPS_PROXY: line 1 is not a header"),
+        "{err}"
+    );
+    assert!(!format!("{out}{err}").contains("PROXYPASS8"));
+    assert!(files_holding(work.path(), &["PROXYPASS8"]).is_empty());
+    // A name no rule knows as secret needs confirming too.
+    let file = copied_file(
+        work.path(),
+        "[load]\npath = \"/\"\nrate = 10\nduration = \"1s\"\nheaders_env = \"EXTRA\"",
+    );
+    let (ok, _, err) = run_in(work.path(), &file, &sqlite, &[], &[]);
+    assert!(
+        !ok && one_error(&err).contains("run again with --pass-env EXTRA"),
+        "{err}"
+    );
+}
+
+/// A load's path is added to the target's URL: one that does not start with `/` could move
+/// the requests, and their headers, to another port or host. Refused in one line.
+#[test]
+fn a_path_that_could_leave_the_target_is_refused() {
+    let work = tempfile::tempdir().unwrap();
+    let sqlite = format!("sqlite://{}/runs.db", work.path().display());
+    for path in ["1/", "@evil.example/", ".evil.example/"] {
+        let file = copied_file(
+            work.path(),
+            &format!("[load]\npath = \"{path}\"\nrate = 10\nduration = \"1s\""),
+        );
+        for args in [
+            vec!["plan", file.as_str()],
+            vec!["run", file.as_str(), "--no-report", "--db", &sqlite],
+        ] {
+            let (ok, _, err) = experiment_in(work.path(), &args, &[]);
+            assert!(!ok, "{path}: {err}");
+            assert!(
+                one_error(&err).contains("does not start with /"),
+                "{path}: {err}"
+            );
+        }
+    }
+}
+
+/// `plan` cannot be made to lie: every control character of a file's strings (a carriage
+/// return and an erase-line in a command, a conceal in the question, a newline in a name, a
+/// right-to-left override) is shown escaped, and every line is there.
+#[test]
+fn plan_shows_a_files_escape_codes_instead_of_obeying_them() {
+    let work = tempfile::tempdir().unwrap();
+    let file = work.path().join("escapes.toml");
+    std::fs::write(
+        &file,
+        "name = \"escapes\"\nquestion = \"Harmless?\\u001b[8m hidden\"\n[[target]]\nname = \"t\\u202e\"\ncommand = [\"rm\", \"-rf\", \"/tmp/x\\r\\u001b[2Kruns    t: `true`\"]\nport = 9\n[database]\nreset = \"DROP TABLE users;\\u001b[1A\"\n[load]\npath = \"/\"\nrate = 10\nduration = \"1s\"\n",
+    )
+    .unwrap();
+    let (ok, plan, err) = experiment_in(work.path(), &["plan", file.to_str().unwrap()], &[]);
+    assert!(ok, "{err}");
+    assert!(
+        !plan.contains('\u{1b}') && !plan.contains('\r') && !plan.contains('\u{202e}'),
+        "{plan:?}"
+    );
+    assert!(plan.contains("Harmless?\\u{1b}[8m hidden"), "{plan}");
+    assert!(
+        plan.contains("runs    t\\u{202e}: `rm -rf /tmp/x\\u{d}\\u{1b}[2Kruns    t: `true``"),
+        "{plan}"
+    );
+    assert!(
+        plan.contains("runs    the SQL `DROP TABLE users;\\u{1b}[1A` in the throwaway database, before every cell"),
+        "{plan}"
+    );
+}
+
+/// A comparison whose candidate does not build was not measured: the gate fails (exit 1, the
+/// reason said), never "inconclusive" (exit 5, which CI jobs may let pass).
+#[test]
+fn a_gate_whose_candidate_does_not_build_fails() {
+    let work = tempfile::tempdir().unwrap();
+    let sqlite = format!("sqlite://{}/runs.db", work.path().display());
+    std::fs::write(work.path().join("server.py"), SERVER).unwrap();
+    let target = |name: &str, build: &str| {
+        format!(
+            "[[target]]\nname = \"{name}\"\ncommand = [\"python3\", \"server.py\", \"{{port}}\", \"{name}\"]\nready_timeout = \"10s\"\n{build}\n"
+        )
+    };
+    let file = work.path().join("gate.toml");
+    std::fs::write(
+        &file,
+        format!(
+            "name = \"gate\"\nquestion = \"Slower?\"\nrepetitions = 3\n[compare]\nbaseline = \"base\"\ncandidate = \"pr\"\n{}{}[load]\npath = \"/\"\nrate = 20\nduration = \"1s\"\n",
+            target("base", ""),
+            target("pr", "build = [\"false\"]")
+        ),
+    )
+    .unwrap();
+    let junit = work.path().join("gate.xml");
+    let out = Command::new(LOADGEN)
+        .args([
+            "experiment",
+            "run",
+            file.to_str().unwrap(),
+            "--no-report",
+            "--db",
+            &sqlite,
+        ])
+        .args(["--junit", junit.to_str().unwrap()])
+        .current_dir(work.path())
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(out.status.code(), Some(1), "{said}");
+    let error = one_error(&String::from_utf8_lossy(&out.stderr));
+    assert!(error.contains("could not measure every build"), "{said}");
+    assert!(error.contains("pr"), "{said}");
+}
+
+/// A gun fires the share it is given: an order of a search carrying guns of its own would go
+/// on, over the gun host's SSH, to hosts its operator never named. Refused in one line.
+#[test]
+fn a_gun_refuses_a_search_with_guns_of_its_own() {
+    let order = order::Order {
+        version: order::VERSION,
+        work: order::Work::Search(Box::new(order::Search {
+            slo: vec!["p99<=10ms".parse().unwrap()],
+            start: None,
+            resolution: 0.05,
+            p: 0.5,
+            step_ns: 1_000_000_000,
+            warmup_ns: 0,
+            min_rate: 1.0,
+            max_rate: 10.0,
+            max_steps: 2,
+            searches: 1,
+            until: 0.05,
+            budget_ns: None,
+            guns: Some(order::Guns {
+                ssh: vec!["elsewhere".into()],
+                ..order::Guns::default()
+            }),
+            against: Vec::new(),
+            rounds: 16,
+        })),
+        requests: order::Requests {
+            entries: vec![order::Request {
+                url: order::Secret("http://127.0.0.1:9/".into()),
+                weight: 1,
+                method: None,
+                headers: Default::default(),
+                body: order::Secret(String::new()),
+            }],
+            headers: Vec::new(),
+        },
+        pacing: order::Pacing::default(),
+        keeping: order::Keeping::default(),
+        probes: None,
+        shard: None,
+    };
+    let request = order::GunRequest::Fire {
+        order: Box::new(order),
+        cpus: None,
+    };
+    let mut gun = Command::new(LOADGEN)
+        .arg("gun")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    {
+        use std::io::Write;
+        let mut input = gun.stdin.take().unwrap();
+        input
+            .write_all(format!("{}\n", serde_json::to_string(&request).unwrap()).as_bytes())
+            .unwrap();
+    }
+    let out = gun.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        one_error(&err).contains("a search with guns of its own"),
+        "{err}"
     );
 }

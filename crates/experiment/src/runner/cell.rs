@@ -23,14 +23,6 @@ use crate::http::reachable;
 use crate::plan::{Cell, CellKind, Plan};
 use crate::targets::Target;
 
-pub(super) fn cell_time(cell: &Cell, plan: &Plan) -> Duration {
-    plan.cell_load_time(cell)
-        + plan.warmup
-        + plan.post_roll
-        + plan.cooldown
-        + Duration::from_secs(2)
-}
-
 /// Searches compared in interleaved rounds, as they ran: the comparison (its first search the
 /// reference of its ratios) and each target's search id, in that order.
 pub(super) struct Searched {
@@ -525,14 +517,24 @@ impl<F: Firing> CellContext<'_, F> {
                 Vec::new()
             },
             probe_token_file: match spec.kind() {
-                TargetKind::Remote => spec.probe_token_file.clone(),
+                // The user's file (`--probe-token-file`), never the experiment file's own.
+                TargetKind::Remote => self
+                    .options
+                    .trust
+                    .probe_tokens
+                    .iter()
+                    .find(|(name, _)| *name == spec.name)
+                    .map(|(_, file)| file.clone()),
                 _ => Some(self.keys.token_file.clone()),
             },
             probe_fingerprint: match spec.kind() {
                 TargetKind::Remote => spec.probe_fingerprint.clone(),
                 _ => Some(self.keys.tls.fingerprint.clone()),
             },
-            probe_ca: spec.probe_ca.clone(),
+            // Checked before the run to lie in the file's directory (`runner::trusted`).
+            probe_ca: spec.probe_ca.as_ref().and_then(|ca| {
+                crate::file::inside(&super::setup::file_dir(self.experiment), ca).ok()
+            }),
             pre_roll: self.plan.pre_roll,
             post_roll: self.plan.post_roll,
             search: (phase == Phase::Step)

@@ -224,7 +224,9 @@ impl Events {
             list.lock().unwrap_or_else(|e| e.into_inner()).push(event);
             return;
         }
-        let text = line(&event);
+        // One line each: a file's strings in it (names, commands, a target's output) cannot
+        // erase, hide or forge what is printed around them.
+        let text = line(&event).map(|t| redact::printable(&t));
         // Whatever is said next goes on a line of its own, after the live cell's line.
         if self.open.swap(false, Ordering::Relaxed) {
             eprintln!();

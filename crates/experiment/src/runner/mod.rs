@@ -42,7 +42,7 @@ mod share;
 #[cfg(test)]
 mod tests;
 
-use cell::{cell_time, now_ns, CellContext, Searched};
+use cell::{now_ns, CellContext, Searched};
 use event::{Event, Events};
 use firing::CellOutcome;
 pub use firing::{Firing, Hosts};
@@ -51,7 +51,8 @@ mod options;
 pub use options::{Error, RunOptions, RunReport, Trust, SECRET};
 pub use resume::{states, CellState};
 use setup::{
-    builds, database, database_cpus, failures, named_database, ports, verify_targets, Launcher,
+    builds, database, database_cpus, failures, file_dir, named_database, ports, verify_targets,
+    Launcher,
 };
 
 /// The experiment's page record: its question, its axes, how its targets fared.
@@ -567,7 +568,9 @@ impl Cells<'_> {
         stop: &mut watch::Receiver<bool>,
     ) -> Result<(), Error> {
         let total = todo.len();
-        let mut left_time: Duration = todo.iter().map(|c| cell_time(c, self.plan)).sum();
+        let mut left_time: Duration = todo.iter().fold(Duration::ZERO, |sum, c| {
+            sum.saturating_add(self.plan.cell_time(c))
+        });
         let began = store::run::now_ns();
         // The cells already run with another (a comparison's), by key and repetition.
         let mut ran: Vec<(String, u32)> = Vec::new();
@@ -656,7 +659,7 @@ impl Cells<'_> {
                 break;
             }
             for c in &together {
-                left_time = left_time.saturating_sub(cell_time(c, self.plan));
+                left_time = left_time.saturating_sub(self.plan.cell_time(c));
             }
             if left > 0 && !self.plan.cooldown.is_zero() {
                 tokio::select! {
@@ -893,6 +896,11 @@ fn trusted(experiment: &Experiment, trust: &Trust, store: &str) -> Result<(), Er
             crate::gun::headers_from(&v.name).map_err(|e| Error::Setup(e.to_string()))?;
         }
     }
+    probe_tokens(experiment, trust)?;
+    for (field, path) in experiment.file.read_files() {
+        crate::file::inside(&file_dir(experiment), &path)
+            .map_err(|e| Error::Setup(format!("{field}: {e}")))?;
+    }
     if let Some(guns) = &experiment.file.guns {
         if !trust.guns {
             let config = guns
@@ -917,6 +925,65 @@ fn trusted(experiment: &Experiment, trust: &Trust, store: &str) -> Result<(), Er
             return Err(Error::Setup(
                 "[database] names the store itself: the file's schema and the targets' writes would land among your runs; name another database".into(),
             ));
+        }
+    }
+    let database = experiment.file.database();
+    if (database.url.is_some() || database.url_env.is_some()) && !trust.database {
+        let named = match (&database.url, &database.url_env) {
+            (Some(url), _) => redact::printable(&redact::text(url)),
+            (None, Some(var)) => format!("${}", redact::printable(var)),
+            (None, None) => String::new(),
+        };
+        return Err(Error::Setup(format!(
+            "[database]: this file names a database of its own ({named}): the runner would connect to it and run the file's schema, reset and rows_added SQL there; see them in `loadgen experiment plan {}`, then run again with --trust-database if it is yours",
+            experiment.path.display()
+        )));
+    }
+    Ok(())
+}
+
+/// A remote target's probe token is read only from a file the user named on the command line
+/// (`--probe-token-file NAME=FILE`), and sent only over TLS that checks the probe: a file's own
+/// `probe_token_file` would send whatever it names (a link to a credentials file) to the probe
+/// address the file chose.
+fn probe_tokens(experiment: &Experiment, trust: &Trust) -> Result<(), Error> {
+    let targets = &experiment.file.targets;
+    for (name, file) in &trust.probe_tokens {
+        match targets.iter().find(|t| t.name == *name) {
+            Some(t) if t.is_remote() && (t.probe_fingerprint.is_some() || t.probe_ca.is_some()) => {
+                // Read now, so that a file that is no token is refused before anything is sent.
+                probe::token::read(file).map_err(|e| {
+                    Error::Setup(format!("--probe-token-file {}: {e}", redact::printable(name)))
+                })?;
+            }
+            Some(t) if t.is_remote() => {
+                return Err(Error::Setup(format!(
+                    "--probe-token-file {}: target {:?} has no probe_fingerprint or probe_ca, so its token would go to a probe nobody checked: add one to the file",
+                    redact::printable(name),
+                    redact::printable(name)
+                )))
+            }
+            _ => {
+                return Err(Error::Setup(format!(
+                    "--probe-token-file {}: the file has no remote target of that name: name one with url and probe",
+                    redact::printable(name)
+                )))
+            }
+        }
+    }
+    for t in targets.iter().filter(|t| t.is_remote()) {
+        let Some(file) = &t.probe_token_file else {
+            continue;
+        };
+        if !trust.probe_tokens.iter().any(|(name, _)| *name == t.name) {
+            return Err(Error::Setup(format!(
+                "target {:?}: probe_token_file: the runner would send the contents of {} to {}, an address the file chose; if that file holds only its probe's token, run again with --probe-token-file {}={}",
+                redact::printable(&t.name),
+                redact::printable(&file.display().to_string()),
+                redact::printable(t.probe.as_deref().unwrap_or("its probe")),
+                redact::printable(&t.name),
+                redact::printable(&file.display().to_string()),
+            )));
         }
     }
     Ok(())

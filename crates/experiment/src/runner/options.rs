@@ -27,9 +27,16 @@ pub struct RunOptions {
 /// then a file, perhaps someone else's, is data, not a key to the user's machine.
 #[derive(Debug, Clone, Default)]
 pub struct Trust {
-    /// Variables the file may read although their names say they may hold a secret
-    /// (`--pass-env NAME`).
+    /// Variables of the user's environment the file may read (`--pass-env NAME`): its
+    /// `[database] url_env`, a load's `headers_env`, a target's `pass_env`.
     pub pass_env: Vec<String>,
+    /// The file's own database (`[database] url` or `url_env`): the runner connects to it and
+    /// runs the file's `schema`, `reset` and `rows_added` SQL there (`--trust-database`).
+    pub database: bool,
+    /// A remote target's probe token, read from a file the user named (`--probe-token-file
+    /// TARGET=FILE`): a file's own `probe_token_file` is never read, since its contents go to the
+    /// probe address the file names.
+    pub probe_tokens: Vec<(String, std::path::PathBuf)>,
     /// The file's `[guns]`: its hosts get every order, SSH runs with its `ssh_config`, and
     /// the user's SSH agent signs in to them (`--trust-guns`).
     pub guns: bool,

@@ -90,7 +90,8 @@ pub(super) async fn database(
         crate::database::apply_schema(&db.url).await?;
     }
     if let Some(schema) = &experiment.file.database().schema {
-        let path = file_dir(experiment).join(schema);
+        let path = crate::file::inside(&file_dir(experiment), schema)
+            .map_err(|e| Error::Setup(format!("[database] schema: {e}")))?;
         let sql = std::fs::read_to_string(&path).map_err(|e| {
             Error::Setup(format!(
                 "[database] schema: cannot read {}: {e}: fix schema in {}",

@@ -68,10 +68,10 @@ pub async fn run(args: &ExperimentArgs, shutdown: &Shutdown) -> Result<RunEnd, E
             let (experiment, plan) = read(cells)?;
             eprintln!(
                 "Experiment {}: {} cells, about {}. {}",
-                experiment.file.name,
+                redact::printable(&experiment.file.name),
                 plan.cells.len(),
                 short(plan.estimate()),
-                experiment.file.question
+                redact::printable(&experiment.file.question)
             );
             let gun = experiment::gun::Gun {
                 loadgen: experiment::gun::find_loadgen()
@@ -106,14 +106,18 @@ pub async fn run(args: &ExperimentArgs, shutdown: &Shutdown) -> Result<RunEnd, E
                 .map_err(|e| Error::Usage(e.to_string()))?;
             println!(
                 "{}: {} cells run ({} failed), {} kept already, in {}.",
-                experiment.file.name,
+                redact::printable(&experiment.file.name),
                 report.ran,
                 report.failed.len(),
                 report.skipped,
                 short(report.elapsed)
             );
             for (cell, why) in &report.failed {
-                println!("  failed: {cell}: {why}");
+                println!(
+                    "  failed: {}: {}",
+                    redact::printable(cell),
+                    redact::printable(why)
+                );
             }
             if report.interrupted {
                 println!(
@@ -139,7 +143,20 @@ pub async fn run(args: &ExperimentArgs, shutdown: &Shutdown) -> Result<RunEnd, E
                     junit: junit.as_deref(),
                     json: json.as_deref(),
                 };
-                return gated(&gates, &to);
+                let end = gated(&gates, &to)?;
+                // A build that did not build, start, pass its checks or last its runs was not
+                // measured: that is a failure of the gate, not "too noisy to tell" (exit 5,
+                // which CI jobs may let pass).
+                if let Some((cell, why)) = report.failed.first() {
+                    return Err(Error::Unmeasured(format!(
+                        "the comparison could not measure every build: {}: {} ({} cell{} failed; see above)",
+                        redact::printable(cell),
+                        redact::printable(why),
+                        report.failed.len(),
+                        if report.failed.len() == 1 { "" } else { "s" }
+                    )));
+                }
+                return Ok(end);
             }
             Ok(if report.interrupted {
                 RunEnd::Stopped
@@ -162,7 +179,10 @@ struct Written<'a> {
 fn gated(gates: &[store::ab::Gate], to: &Written) -> Result<RunEnd, Error> {
     use store::ab::Outcome;
     for gate in gates {
-        print!("{}", gate.text());
+        // A build's name and ref are the file's: shown, not obeyed, on the terminal.
+        for line in gate.text().lines() {
+            println!("{}", redact::printable(line));
+        }
     }
     if gates.is_empty() {
         println!("inconclusive: no round ran every compared build (see the failed cells above)");
@@ -223,6 +243,8 @@ fn pin_to(cpus: Option<&probe::cpus::CpuList>) -> Result<(), Error> {
 fn trust_of(args: &TrustArgs) -> Trust {
     Trust {
         pass_env: args.pass_env.clone(),
+        database: args.trust_database,
+        probe_tokens: args.probe_tokens.clone(),
         guns: args.trust_guns,
         send_store_url: args.send_store_url,
     }
@@ -266,35 +288,105 @@ pub fn reach_text(experiment: &Experiment, trust: &Trust) -> String {
             ));
         }
         if let Some(probe) = &t.probe {
-            let token = t
-                .probe_token_file
-                .as_ref()
-                .map(|f| format!(", with the token in {}", f.display()))
-                .unwrap_or_default();
-            lines.push(format!("reads   {}: its probe at {probe}{token}", t.name));
+            lines.push(format!("reads   {}: its probe at {probe}", t.name));
+            let confirmed = trust.probe_tokens.iter().find(|(name, _)| *name == t.name);
+            match (confirmed, &t.probe_token_file) {
+                (Some((_, f)), _) => lines.push(format!(
+                    "sends   the contents of {} to {probe}, as {}'s probe token (confirmed: --probe-token-file)",
+                    f.display(),
+                    t.name
+                )),
+                (None, Some(f)) => lines.push(format!(
+                    "sends   the contents of {} to {probe}, as {}'s probe token (run needs --probe-token-file {}={}; never read otherwise)",
+                    f.display(),
+                    t.name,
+                    t.name,
+                    f.display()
+                )),
+                (None, None) => {}
+            }
+        }
+        for check in &t.checks {
+            lines.push(format!(
+                "sends   {}: the check {}",
+                t.name,
+                check_text(check)
+            ));
         }
     }
-    let database = file.database();
-    if let Some(url) = &database.url {
-        lines.push(format!("uses    the database {}", redact::text(url)));
+    for check in &file.checks {
+        lines.push(format!(
+            "sends   every target started by command or reached by URL: the check {}",
+            check_text(check)
+        ));
     }
+    let database = file.database();
+    let named = database.url.is_some() || database.url_env.is_some();
+    let confirm_database = if trust.database {
+        " (confirmed: --trust-database)"
+    } else {
+        " (run needs --trust-database)"
+    };
+    match (&database.url, &database.url_env) {
+        (Some(url), _) => lines.push(format!(
+            "uses    the database {}, with the URL's password only{confirm_database}",
+            redact::text(url)
+        )),
+        (None, Some(var)) => lines.push(format!(
+            "uses    the database whose URL is in ${var}, with the URL's password only{confirm_database}"
+        )),
+        (None, None) => {}
+    }
+    let in_database = if named {
+        "the file's database"
+    } else {
+        "the throwaway database"
+    };
     if let Some(schema) = &database.schema {
         lines.push(format!(
-            "runs    the SQL of {} in the targets' database",
+            "runs    the SQL of {} in {in_database}, once",
             schema.display()
         ));
     }
+    if let Some(reset) = &database.reset {
+        lines.push(format!(
+            "runs    the SQL `{reset}` in {in_database}, before every cell"
+        ));
+    }
+    for check in all_checks(experiment) {
+        if let Some(query) = &check.rows_added {
+            lines.push(format!(
+                "runs    the SQL `{query}` in {in_database}, around the check {}",
+                check_text(check)
+            ));
+        }
+    }
     for v in file.variables() {
-        let confirm = if experiment::environment::looks_secret(&v.name) {
-            if trust.pass_env.contains(&v.name) {
-                " (confirmed: --pass-env)".to_string()
-            } else {
-                format!(" (may hold a secret: run needs --pass-env {})", v.name)
-            }
+        let confirm = if trust.pass_env.contains(&v.name) {
+            " (confirmed: --pass-env)".to_string()
+        } else if experiment::environment::looks_secret(&v.name) {
+            format!(" (may hold a secret: run needs --pass-env {})", v.name)
         } else {
-            String::new()
+            format!(" (run needs --pass-env {})", v.name)
         };
         lines.push(format!("reads   ${} ({}){confirm}", v.name, v.field));
+    }
+    for w in &file.watches {
+        let how = match (w.port, w.pid, &w.command) {
+            (Some(port), _, _) => format!("the process listening on port {port}"),
+            (_, Some(pid), _) => format!("process {pid}"),
+            (_, _, Some(re)) => format!("the processes whose command matches `{re}`"),
+            _ => "nothing".into(),
+        };
+        lines.push(format!(
+            "reads   {how} on this host, from /proc, as {} (a probe of its own)",
+            w.name
+        ));
+    }
+    if file.profile {
+        lines.push(
+            "reads   the local targets' on-CPU call stacks (perf_event_open's cpu-clock)".into(),
+        );
     }
     if let Some(guns) = &file.guns {
         let hosts = match (&guns.from, guns.ssh.is_empty()) {
@@ -332,18 +424,40 @@ pub fn reach_text(experiment: &Experiment, trust: &Trust) -> String {
         "\nWhat this file runs, reads and sends:\n{}\n",
         lines
             .iter()
-            .map(|l| format!("  {l}"))
+            .map(|l| format!("  {}", redact::printable(l)))
             .collect::<Vec<_>>()
             .join("\n")
     )
+}
+
+/// A check as the plan lists it: its request and, when it has them, its headers' names.
+fn check_text(check: &experiment::file::CheckSpec) -> String {
+    let headers = if check.headers.is_empty() {
+        String::new()
+    } else {
+        format!(
+            " with the headers {}",
+            check.headers.keys().cloned().collect::<Vec<_>>().join(", ")
+        )
+    };
+    format!("{}{headers}", check.title())
+}
+
+/// Every check of the file, the file's own and each target's.
+fn all_checks(experiment: &Experiment) -> Vec<&experiment::file::CheckSpec> {
+    let file = &experiment.file;
+    file.checks
+        .iter()
+        .chain(file.targets.iter().flat_map(|t| t.checks.iter()))
+        .collect()
 }
 
 /// `plan`'s text: every cell in order, and the time it takes.
 pub fn plan_text(experiment: &Experiment, plan: &Plan) -> String {
     let mut out = format!(
         "{} — {}\n{} cells ({} targets × {} settings × {} repetitions{}), about {}\n\n",
-        experiment.file.name,
-        experiment.file.question,
+        redact::printable(&experiment.file.name),
+        redact::printable(&experiment.file.question),
         plan.cells.len(),
         plan.targets.len(),
         plan.cells.len() / (plan.targets.len().max(1) * plan.repetitions.max(1) as usize).max(1),
@@ -358,7 +472,7 @@ pub fn plan_text(experiment: &Experiment, plan: &Plan) -> String {
     if !plan.warnings.is_empty() {
         out.push_str("The generator may not keep the schedule of these cells on this host:\n");
         for w in &plan.warnings {
-            out.push_str(&format!("  ! {w}\n"));
+            out.push_str(&format!("  ! {}\n", redact::printable(w)));
         }
         out.push('\n');
     }
@@ -367,8 +481,8 @@ pub fn plan_text(experiment: &Experiment, plan: &Plan) -> String {
             "{:>4}  rep {}  {:<40}  {}\n",
             cell.number,
             cell.repetition,
-            cell.key(),
-            load_text(cell, plan.search.as_ref())
+            redact::printable(&cell.key()),
+            redact::printable(&load_text(cell, plan.search.as_ref()))
         ));
     }
     out

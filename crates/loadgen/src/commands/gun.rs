@@ -114,6 +114,13 @@ async fn fire(
     cpus: Option<String>,
     mut stopping: tokio::sync::watch::Receiver<crate::engine::shutdown::Stop>,
 ) -> Result<RunEnd, Error> {
+    // A gun fires what it is given: a search carrying guns of its own would send the order on,
+    // over this host's SSH, to hosts the gun's operator never named.
+    if order.search().is_some_and(|s| s.guns.is_some()) {
+        return Err(Error::Usage(
+            "gun: this order is a search with guns of its own; a gun fires one share of a step, the runner spreads a search over the guns itself".into(),
+        ));
+    }
     if let Some(order::StoreAt::GunFile { path }) = &order.keeping.store {
         let text = std::fs::read_to_string(path)
             .map_err(|e| Error::Usage(format!("gun: cannot read {path}: {e}")))?;
