@@ -364,7 +364,11 @@ timeout = "5s"
 rate = [900, 600]
 """)
     site = tmp_path / "site"
-    cmd = [str(TWIN), "op", "--", "experiment", "run", str(spec), "--trust-guns", "--report", str(site)]
+    cmd = [
+        str(TWIN), "op", "--", "experiment", "run", str(spec), "--trust-guns", "--report", str(site),
+        # A file's token file is only a suggestion: the user names the one to send.
+        "--probe-token-file", f"go={env['TWIN_PROBE_TOKEN_FILE']}",
+    ]
     runner = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     # The first cell (rate=900): once sd-gun2's generator has run a while, it is killed. Its
     # order is on its standard input, not its command line: the first generator seen there is
