@@ -259,6 +259,9 @@ pub struct TrustArgs {
     /// Use the file's [guns]: every order goes over SSH to the hosts it names, with its ssh_config, signed in by your SSH agent.
     #[arg(long)]
     pub trust_guns: bool,
+    /// Let the file's [guns] ssh_config reach the guns through a ProxyCommand or ProxyJump (your bastion).
+    #[arg(long)]
+    pub trust_ssh_proxy: bool,
     /// Send this runner's store URL (its password included) to guns that have no store_env_file of their own.
     #[arg(long)]
     pub send_store_url: bool,

@@ -546,6 +546,55 @@ fn a_files_guns_are_used_only_once_the_user_trusts_them() {
     assert!(!ok, "{err}");
     assert!(err.contains("--send-store-url"), "{err}");
     assert!(!marker.exists());
+    // Trusted, the config's proxy still needs confirming, and what voids the hardening (a
+    // known-hosts file of its choosing, a forward of the agent's socket) is refused outright.
+    let (ok, _, err) = experiment_in(
+        work.path(),
+        &[
+            "run",
+            &file,
+            "--no-report",
+            "--trust-guns",
+            "--send-store-url",
+            "--db",
+            db,
+        ],
+        &[],
+    );
+    assert!(!ok, "{err}");
+    assert!(one_error(&err).contains("sets proxycommand"), "{err}");
+    assert!(err.contains("--trust-ssh-proxy"), "{err}");
+    assert!(!marker.exists());
+    for voiding in [
+        "UserKnownHostsFile /dev/null",
+        "RemoteForward /tmp/agent /run/agent.sock",
+    ] {
+        std::fs::write(&config, format!("Host *\n  {voiding}\n")).unwrap();
+        let (ok, _, err) = experiment_in(
+            work.path(),
+            &[
+                "run",
+                &file,
+                "--no-report",
+                "--trust-guns",
+                "--trust-ssh-proxy",
+                "--send-store-url",
+                "--db",
+                db,
+            ],
+            &[],
+        );
+        assert!(!ok, "{err}");
+        assert!(
+            one_error(&err).contains("would void the guns' hardening"),
+            "{voiding}: {err}"
+        );
+    }
+    std::fs::write(
+        &config,
+        format!("Host *\n  ProxyCommand touch {}\n", marker.display()),
+    )
+    .unwrap();
     // A destination a shell or an SSH config's %h could read as more than a host.
     for bad in ["\"gun1;touch x\"", "\"$(id)@gun\"", "\"-oProxyCommand=x\""] {
         std::fs::write(&file, guns(bad)).unwrap();

@@ -145,6 +145,57 @@ impl GunsSpec {
     }
 }
 
+/// Directives of an SSH config that would void the guns' hardening, which the command line's
+/// options cannot override (a later `-o` does not remove a forward, and a known-hosts file of
+/// the config's choosing makes `StrictHostKeyChecking=yes` check against its keys): refused in
+/// a file's `ssh_config` whatever the flags.
+const VOIDING: [&str; 12] = [
+    "userknownhostsfile",
+    "globalknownhostsfile",
+    "knownhostscommand",
+    "remoteforward",
+    "localforward",
+    "dynamicforward",
+    "permitremoteopen",
+    "tunnel",
+    "localcommand",
+    "include",
+    "match",
+    "proxyusefdpass",
+];
+
+/// Directives that run a command or reach a host besides the gun: taken only when the user
+/// confirms them (`--trust-ssh-proxy`), as a lab behind a bastion needs.
+const PROXIES: [&str; 2] = ["proxycommand", "proxyjump"];
+
+/// Why a file's SSH config `text` (from `path`) cannot be used as it is: the first directive
+/// that voids the hardening, or a proxy the user did not confirm; `None` when it can.
+pub fn config_refusal(path: &Path, text: &str, proxies_confirmed: bool) -> Option<String> {
+    for (n, line) in text.lines().enumerate() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let keyword = line
+            .split(|c: char| c.is_whitespace() || c == '=')
+            .next()
+            .unwrap_or_default()
+            .to_ascii_lowercase();
+        let at = format!("{} line {}", path.display(), n + 1);
+        if VOIDING.contains(&keyword.as_str()) {
+            return Some(format!(
+                "[guns] ssh_config: {at} sets {keyword}, which would void the guns' hardening (known hosts, forwards, local commands, other files): remove it from the config you give the guns"
+            ));
+        }
+        if PROXIES.contains(&keyword.as_str()) && !proxies_confirmed {
+            return Some(format!(
+                "[guns] ssh_config: {at} sets {keyword}, which runs a command or reaches a host besides the guns: if it is your bastion, run again with --trust-ssh-proxy"
+            ));
+        }
+    }
+    None
+}
+
 /// A destination ssh takes as one host and nothing else: `user@host`, an address (`[::1]`
 /// too), or a `Host` of the SSH config; not an option, and no character an SSH config's `%h`
 /// or a shell could read as more than a name.
@@ -190,6 +241,32 @@ pub fn parse_ssh_guns(json: &[u8]) -> Result<Vec<String>, String> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_config_that_voids_the_hardening_is_refused_and_a_proxy_needs_confirming() {
+        use super::config_refusal;
+        let path = std::path::Path::new("lab.ssh");
+        let plain = "Host gun*\n  User admin\n  IdentityFile ~/.ssh/lab\n";
+        assert_eq!(config_refusal(path, plain, false), None);
+        for (bad, word) in [
+            ("  UserKnownHostsFile /dev/null", "userknownhostsfile"),
+            (
+                "RemoteForward 9000 /run/user/0/ssh-agent.sock",
+                "remoteforward",
+            ),
+            ("  localforward=5432 db:5432", "localforward"),
+            ("Match exec \"touch /tmp/x\"", "match"),
+            ("Include ~/.ssh/other", "include"),
+        ] {
+            let text = format!("{plain}{bad}\n");
+            let said = config_refusal(path, &text, true).unwrap_or_default();
+            assert!(said.contains(&format!("line 4 sets {word}")), "{said}");
+        }
+        let bastion = format!("{plain}  ProxyJump bastion\n");
+        let said = config_refusal(path, &bastion, false).unwrap_or_default();
+        assert!(said.contains("--trust-ssh-proxy"), "{said}");
+        assert_eq!(config_refusal(path, &bastion, true), None);
+    }
+
     use super::*;
 
     #[test]

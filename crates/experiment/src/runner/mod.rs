@@ -919,6 +919,14 @@ fn trusted(experiment: &Experiment, trust: &Trust, store: &str) -> Result<(), Er
                 "[guns]: the guns need the store, and this runner's URL (with its password) is not sent by default: set store_env_file = \"/path/on/the/guns\" (a file there with SHOWDOWN_DB=…), or run again with --send-store-url".into(),
             ));
         }
+        if let Some(config) = &guns.ssh_config {
+            let text = read_config(config)?;
+            if let Some(refusal) =
+                crate::fleet::spec::config_refusal(config, &text, trust.ssh_proxy)
+            {
+                return Err(Error::Setup(redact::printable(&refusal)));
+            }
+        }
     }
     if let Ok(Some(url)) = named_database(experiment) {
         if crate::watch::same_database(&url, store) {
@@ -940,6 +948,21 @@ fn trusted(experiment: &Experiment, trust: &Trust, store: &str) -> Result<(), Er
         )));
     }
     Ok(())
+}
+
+/// A file's SSH config, read to be checked (at most 1 MiB: a config is a few lines).
+fn read_config(path: &std::path::Path) -> Result<String, Error> {
+    use std::io::Read;
+    let mut text = String::new();
+    std::fs::File::open(path)
+        .and_then(|f| f.take(1 << 20).read_to_string(&mut text))
+        .map_err(|e| {
+            Error::Setup(format!(
+                "[guns] ssh_config: cannot read {}: {e}",
+                redact::printable(&path.display().to_string())
+            ))
+        })?;
+    Ok(text)
 }
 
 /// A remote target's probe token is read only from a file the user named on the command line

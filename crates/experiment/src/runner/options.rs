@@ -40,6 +40,8 @@ pub struct Trust {
     /// The file's `[guns]`: its hosts get every order, SSH runs with its `ssh_config`, and
     /// the user's SSH agent signs in to them (`--trust-guns`).
     pub guns: bool,
+    /// A `ProxyCommand` or `ProxyJump` in the file's `[guns] ssh_config` (`--trust-ssh-proxy`).
+    pub ssh_proxy: bool,
     /// Guns with no `store_env_file` of their own get this runner's store URL, its password
     /// included (`--send-store-url`).
     pub send_store_url: bool,

@@ -246,6 +246,7 @@ fn trust_of(args: &TrustArgs) -> Trust {
         database: args.trust_database,
         probe_tokens: args.probe_tokens.clone(),
         guns: args.trust_guns,
+        ssh_proxy: args.trust_ssh_proxy,
         send_store_url: args.send_store_url,
     }
 }
