@@ -44,6 +44,23 @@ pub struct SiteOptions {
     pub comparisons: Vec<Selection>,
 }
 
+/// Writes `bytes` as the file `path`, replacing whatever is there: written beside it and renamed
+/// over it, so that a symbolic link left at a page's name (in a shared site folder) is replaced,
+/// not written through to the file it points at, and a reader never sees half a page. Pages are
+/// readable by all, as a static site's are.
+fn replace(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::PermissionsExt;
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let mut file = tempfile::Builder::new()
+        .prefix(".showdown-")
+        .tempfile_in(dir)?;
+    file.write_all(bytes)?;
+    file.as_file()
+        .set_permissions(std::fs::Permissions::from_mode(0o644))?;
+    file.persist(path).map(|_| ()).map_err(|e| e.error)
+}
+
 /// What was written.
 #[derive(Debug, Clone, Default)]
 pub struct Site {
@@ -119,7 +136,7 @@ impl Writer<'_> {
                 source,
             })?;
         }
-        std::fs::write(&path, bytes).map_err(|source| ReportError::Write { path, source })?;
+        replace(&path, bytes).map_err(|source| ReportError::Write { path, source })?;
         self.site.bytes += bytes.len() as u64;
         self.written.insert(relative.to_string());
         Ok(())

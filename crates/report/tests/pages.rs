@@ -719,3 +719,28 @@ async fn a_profile_without_stacks_is_said_not_drawn() {
         .join(pages::run_path(&busy).replace(".html", ".flame-1.svg"))
         .exists());
 }
+
+/// A site folder may be shared: a symbolic link left at a page's name is replaced by the page,
+/// never written through to the file it points at.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_link_at_a_pages_name_is_replaced_not_written_through() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(&format!("sqlite://{}/runs.db", dir.path().display()))
+        .await
+        .unwrap();
+    runs::write(&store, &Spec::new("node 2000", 800), T0).await;
+    let victim = dir.path().join("victim.txt");
+    std::fs::write(&victim, "the user's own file").unwrap();
+    let site = dir.path().join("site");
+    std::fs::create_dir(&site).unwrap();
+    std::os::unix::fs::symlink(&victim, site.join("index.html")).unwrap();
+    let options = SiteOptions {
+        out: site.clone(),
+        ..Default::default()
+    };
+    site::write(&store, &options).await.unwrap();
+    assert_eq!(read(&victim), "the user's own file");
+    let index = site.join("index.html");
+    assert!(std::fs::symlink_metadata(&index).unwrap().is_file());
+    assert!(read(&index).contains("<html"));
+}
