@@ -193,32 +193,37 @@ impl ExperimentFile {
     }
 }
 
+/// Why a file an experiment file names is not read; each says the fix.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NamedFileError {
+    #[error("{path} passes through the symbolic link {link}, which is never followed: name the file itself, inside the experiment file's directory")]
+    Link { path: String, link: String },
+    #[error("{0} is outside the experiment file's directory: a file reads only what lies beside it; copy it there and name it relative to the file")]
+    Outside(String),
+}
+
 /// `path`, a file an experiment file names, resolved in the file's directory `dir`: refused when
 /// it leaves that directory (an absolute path, a `..`) or passes through a symbolic link, so that
 /// a file copied from someone else cannot make the runner read `~/.aws/credentials` or
 /// `/etc/shadow` and send it on (as SQL, as a certificate).
-pub fn inside(dir: &Path, path: &Path) -> Result<PathBuf, String> {
+pub fn inside(dir: &Path, path: &Path) -> Result<PathBuf, NamedFileError> {
     use std::path::Component;
-    let shown = || redact::printable(&path.display().to_string());
+    let shown = |p: &Path| redact::printable(&p.display().to_string());
     let mut at = dir.to_path_buf();
     for part in path.components() {
         match part {
             Component::Normal(name) => {
                 at.push(name);
                 if std::fs::symlink_metadata(&at).is_ok_and(|m| m.file_type().is_symlink()) {
-                    return Err(format!(
-                        "{} passes through the symbolic link {}, which is never followed: name the file itself, inside the experiment file's directory",
-                        shown(),
-                        redact::printable(&at.display().to_string())
-                    ));
+                    return Err(NamedFileError::Link {
+                        path: shown(path),
+                        link: shown(&at),
+                    });
                 }
             }
             Component::CurDir => {}
             Component::RootDir | Component::Prefix(_) | Component::ParentDir => {
-                return Err(format!(
-                    "{} is outside the experiment file's directory: a file reads only what lies beside it; copy it there and name it relative to the file",
-                    shown()
-                ));
+                return Err(NamedFileError::Outside(shown(path)));
             }
         }
     }

@@ -774,13 +774,13 @@ fn cell(
         load,
         env,
     };
-    let checked = match cell.kind {
-        _ if relative_path(&cell.load).is_some() => Err(LoadError::RelativePath(
-            redact::printable(relative_path(&cell.load).unwrap_or_default()),
-        )),
-        CellKind::Search => check_search_load(&cell.load),
-        CellKind::Fixed if cell.load.share().is_some() => Err(LoadError::ShareWithoutSearch),
-        _ => check_load(&cell.load),
+    let checked = match (relative_path(&cell.load), &cell.kind) {
+        (Some(path), _) => Err(LoadError::RelativePath(redact::printable(path))),
+        (None, CellKind::Search) => check_search_load(&cell.load),
+        (None, CellKind::Fixed) if cell.load.share().is_some() => {
+            Err(LoadError::ShareWithoutSearch)
+        }
+        (None, _) => check_load(&cell.load),
     };
     checked.map_err(|why| PlanError::Cell {
         cell: cell.key(),
