@@ -22,9 +22,11 @@
 //! default) every run is a process of its own, started and warmed for it, so that difference
 //! is in the rounds' spread and the interval holds it. With [`Processes::Kept`] each build is
 //! one process for the whole sitting: quicker, but a process's own difference then reads as
-//! the build's. An A/A control (the baseline entered twice) measures the host's noise either
-//! way: when its own interval reaches past the change allowed, an identical build could read
-//! as a regression here, and the verdict is "too noisy" whatever the candidate read.
+//! the build's. An A/A control (the baseline entered twice) checks the design either way: when
+//! its interval excludes 1, identical builds read apart here, and a verdict that difference
+//! could explain is "too noisy" ([`Verdict::controlled`]). Its width alone vetoes nothing (the
+//! candidate's interval carries the noise of its own rounds); a control much noisier than the
+//! candidate is looked into, by round, and said beside the verdict ([`looked_into`]).
 
 mod kept;
 mod text;
@@ -415,7 +417,8 @@ impl Verdict {
     }
 
     /// The verdict of `change` against the band between `worse` and `1 / worse` (its ends
-    /// reciprocal; beyond `worse` a regression, beyond the other end an improvement).
+    /// reciprocal; beyond `worse` a regression, beyond the other end an improvement), with the
+    /// A/A control's change `control` ([`Verdict::controlled`]).
     fn in_band(
         change: &Change,
         allowed: f64,
@@ -423,17 +426,63 @@ impl Verdict {
         worse: f64,
         aa_why: &str,
     ) -> Verdict {
-        let (low_end, high_end) = (worse.min(1.0 / worse), worse.max(1.0 / worse));
-        let outside = |c: &&Change| c.high > high_end || c.low < low_end;
-        if let Some(c) = control.filter(outside) {
-            return Verdict::TooNoisy {
-                why: format!(
-                    "the baseline against itself read {}, past the {:.0} % allowed: {aa_why}",
-                    c.text(),
-                    allowed * 100.0
-                ),
-            };
+        let own = Verdict::against(change, allowed, worse);
+        match control {
+            Some(c) => Verdict::controlled(own, change, c, allowed, worse, aa_why),
+            None => own,
         }
+    }
+
+    /// The A/A control's say on `own`, the verdict of `change` alone. The control vetoes only
+    /// on evidence that identical builds read apart here: its interval excludes 1. Its width
+    /// alone does not: a control whose interval reaches past the band but holds 1 says its
+    /// own rounds were noisy, while the candidate's interval already carries the noise of the
+    /// rounds it was measured in (the same rounds, the same host). Where identical builds did
+    /// differ, the candidate's interval is divided by the control's (the difference allowed
+    /// for either way: `low ÷ control's high` to `high ÷ control's low`), and the verdict
+    /// stands only if that wider interval gives the same answer (a regression still a
+    /// regression, a pass still a pass); otherwise it is too noisy to tell.
+    fn controlled(
+        own: Verdict,
+        change: &Change,
+        control: &Change,
+        allowed: f64,
+        worse: f64,
+        aa_why: &str,
+    ) -> Verdict {
+        if !control.differs() || matches!(own, Verdict::TooNoisy { .. }) {
+            return own;
+        }
+        let wider = Change {
+            low: change.low / control.high,
+            high: change.high / control.low,
+            ..change.clone()
+        };
+        let passes = |v: &Verdict| {
+            matches!(
+                v,
+                Verdict::NoChange | Verdict::Within | Verdict::Improvement
+            )
+        };
+        let allowed_for = Verdict::against(&wider, allowed, worse);
+        let stands = (own.fails() && allowed_for.fails()) || (passes(&own) && passes(&allowed_for));
+        if stands {
+            return own;
+        }
+        Verdict::TooNoisy {
+            why: format!(
+                "the baseline against itself read {}: identical builds differed here, and with that difference allowed for this build's interval is {:.3}–{:.3}, which the {:.0} % allowed does not decide: {aa_why}",
+                control.text(),
+                wider.low,
+                wider.high,
+                allowed * 100.0
+            ),
+        }
+    }
+
+    /// The verdict of `change` alone against the band between `worse` and `1 / worse`.
+    fn against(change: &Change, allowed: f64, worse: f64) -> Verdict {
+        let (low_end, high_end) = (worse.min(1.0 / worse), worse.max(1.0 / worse));
         let (beyond_worse, beyond_better) = if worse > 1.0 {
             (change.low > high_end, change.high < low_end)
         } else {
@@ -489,6 +538,48 @@ pub struct Judged {
     /// The change allowed, when this measure is gated.
     pub allowed: Option<f64>,
     pub verdict: Verdict,
+    /// What was looked into beside the verdict: an A/A control much noisier than the
+    /// candidate, and the round that made it so ([`looked_into`]).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub note: String,
+}
+
+/// How many times wider (in ln) than the candidate's interval the A/A control's may be before
+/// the gate looks into why.
+pub const NOISY_CONTROL: f64 = 2.0;
+
+/// What a gate says of an A/A control whose interval is over [`NOISY_CONTROL`] times as wide
+/// (in ln) as the candidate's: such a control does not veto a verdict (see
+/// [`Verdict::controlled`]), but its noise came from somewhere, most often one round (a cold
+/// start, a stall of the host, a database's vacuum). `rounds` are the control's ratios by
+/// round number (from 1), where the runs held the measure; empty where there are none (a
+/// capacity's searches). Empty when the control is not much noisier.
+pub fn looked_into(change: &Change, control: &Change, rounds: &[(usize, f64)]) -> String {
+    let width = |c: &Change| (c.high / c.low).ln();
+    let (own, aa) = (width(change), width(control));
+    let noisier = aa.is_finite() && own.is_finite() && own > 0.0 && aa > NOISY_CONTROL * own;
+    if !noisier {
+        return String::new();
+    }
+    let times = aa / own;
+    let mut sorted: Vec<f64> = rounds.iter().map(|r| r.1).filter(|r| *r > 0.0).collect();
+    sorted.sort_by(f64::total_cmp);
+    let Some(&median) = sorted.get(sorted.len() / 2) else {
+        return format!(
+            "the A/A control's interval is {times:.1}× as wide as the candidate's: its steps, on the comparison's page, show which rounds read apart"
+        );
+    };
+    let off = |r: f64| (r / median).ln().abs();
+    let worst = rounds
+        .iter()
+        .filter(|r| r.1 > 0.0)
+        .max_by(|a, b| off(a.1).total_cmp(&off(b.1)));
+    match worst {
+        Some(&(round, ratio)) => format!(
+            "the A/A control's interval is {times:.1}× as wide as the candidate's: its round {round} read {ratio:.3} where its median round read {median:.3}; look at that round's runs (a cold start, a stall of the host, a database's vacuum)"
+        ),
+        None => String::new(),
+    }
 }
 
 /// A comparison of two builds, judged: what a CI job reads.
@@ -543,6 +634,21 @@ fn pairs(
         .collect()
 }
 
+/// Each round's other ÷ baseline of `measure`, by round number (from 1), where both runs
+/// hold it.
+fn round_ratios(
+    measure: Measure,
+    baseline: &[Option<&StoredRun>],
+    other: &[Option<&StoredRun>],
+) -> Vec<(usize, f64)> {
+    baseline
+        .iter()
+        .zip(other)
+        .enumerate()
+        .filter_map(|(i, (a, b))| Some((i + 1, measure.of((*b)?)? / measure.of((*a)?)?)))
+        .collect()
+}
+
 impl Gate {
     /// Judges every measure of `rounds` (runs of `processes`); the gated ones are `allowed`'s.
     pub fn judge(
@@ -583,6 +689,12 @@ impl Gate {
                         },
                     },
                 };
+                let note = match (&change, &control, &rounds.control) {
+                    (Some(change), Some(control), Some(c)) => {
+                        looked_into(change, control, &round_ratios(measure, &rounds.baseline, c))
+                    }
+                    _ => String::new(),
+                };
                 Judged {
                     measure,
                     baseline: geomean(ab.iter().map(|p| p.0)),
@@ -593,6 +705,7 @@ impl Gate {
                     control_ratios: ratios(&aa),
                     allowed: gated,
                     verdict,
+                    note,
                 }
             })
             .collect();
@@ -643,6 +756,10 @@ impl Gate {
         };
         let candidate = change(ids.1);
         let control = ids.2.map(change).and_then(Result::ok);
+        let note = match (&candidate, &control) {
+            (Ok(c), Some(aa)) => looked_into(c, aa, &[]),
+            _ => String::new(),
+        };
         let verdict = match (&candidate, gated) {
             (Ok(c), Some(allowed)) => Verdict::of_capacity(c, allowed, control.as_ref()),
             (Ok(c), None) if c.differs() => Verdict::Changed,
@@ -666,6 +783,7 @@ impl Gate {
                 control_ratios: Vec::new(),
                 allowed: gated,
                 verdict,
+                note,
             }],
             pages: None,
             revisions: BTreeMap::new(),

@@ -24,6 +24,16 @@ impl Outcome {
 impl Judged {
     /// "regression: 1.083× (95 % interval 1.061–1.105), beyond the 5 % allowed".
     pub fn verdict_text(&self) -> String {
+        let said = self.said();
+        if self.note.is_empty() {
+            said
+        } else {
+            format!("{said}; {}", self.note)
+        }
+    }
+
+    /// The verdict in words, without what was looked into beside it.
+    fn said(&self) -> String {
         let change = self.change.as_ref().map(|c| c.text()).unwrap_or_default();
         let allowed = self
             .allowed
