@@ -280,10 +280,10 @@ fn compared(url: &str, against: &str, args: &[&str]) -> store::capacity::compare
     serde_json::from_slice(&out.stdout).expect("the comparison as JSON")
 }
 
-/// The comparison at 12 rounds; where it has no interval, it says more rounds would narrow it,
-/// and the comparison is run again as the user would, at twice the rounds. At 12 rounds of 1 s
-/// about one comparison in ten has a figure whose 12 steps (three clusters) do not bound it on
-/// both sides, an honest "no interval", not a claim of difference.
+/// The comparison at 12 rounds; where it has no interval (it says more rounds would narrow it)
+/// or one wider than ±15 %, the comparison is run again as the user would, at twice the
+/// rounds. At 12 rounds of 1 s about one comparison in ten has a figure whose 12 steps (three
+/// clusters) do not bound it on both sides, an honest "no interval", not a claim of difference.
 fn settled(url: &str, against: &str) -> store::capacity::compare::Compared {
     let run = |rounds: &str| {
         let args = [
@@ -305,14 +305,18 @@ fn settled(url: &str, against: &str) -> store::capacity::compare::Compared {
     let first = run("12");
     assert_eq!(first.rounds, 12, "{}", first.reason);
     let r = &first.ratios[0];
-    if r.difference() != store::capacity::compare::Difference::Unknown {
-        return first;
+    match r.half_width() {
+        // An answer to act on: a difference, or none within ±15 %.
+        Some(h) if h <= 0.15 => return first,
+        // An interval too wide to say either (once in CI: 0.824×, 95 % interval 0.465–1.379,
+        // a stall of the shared host in one of three clusters): a user runs more rounds.
+        Some(_) => {}
+        None => assert!(
+            r.text().contains("more rounds would narrow it"),
+            "{}",
+            r.text()
+        ),
     }
-    assert!(
-        r.text().contains("more rounds would narrow it"),
-        "{}",
-        r.text()
-    );
     let again = run("24");
     assert_eq!(again.rounds, 24, "{}", again.reason);
     again
