@@ -2,7 +2,7 @@
 //! order within the round, until the rounds or the budget are spent; then the ratio of each
 //! target's C_p to the first's, with its 95 % interval ([`store::capacity::compare`]). The
 //! number of rounds is fixed before the first (no stopping when the ratio looks narrow), so
-//! that the interval's coverage is the one proven below.
+//! that the interval's coverage is the one checked below (and on the worlds grid, `worlds`).
 
 use std::time::{Duration, Instant};
 
@@ -106,41 +106,14 @@ fn shuffled(n: usize, rng: &mut Rng) -> Vec<usize> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::world::{on_two_threads, plan, World};
+    use super::super::world::{plan, Regime, World};
     use super::*;
     use store::capacity::compare::{Difference, Ratio};
 
-    /// `n` comparisons of a world's server against one `speed` times as fast on the same host,
-    /// `rounds` rounds each, from seed `first`.
+    /// `n` comparisons of the first world's server against one `speed` times as fast on the
+    /// same host, `rounds` rounds each, from seed `first`.
     fn comparisons(speed: f64, n: u64, first: u64, rounds: u32) -> Vec<Ratio> {
-        let seeds: Vec<u64> = (first..first + n).collect();
-        on_two_threads(&seeds, |rt, seed| {
-            let a = World::new(seed);
-            let b = a.beside(speed);
-            let plans: Vec<Plan> = ["a", "b"]
-                .iter()
-                .map(|name| {
-                    let mut p = plan(0.5, seed);
-                    p.name = (*name).into();
-                    p.id = format!("{name}-{seed}");
-                    p.max_steps = 100;
-                    p
-                })
-                .collect();
-            let interleave = Interleave {
-                id: format!("c-{seed}"),
-                rounds,
-                budget: None,
-                seed,
-            };
-            let c = rt
-                .block_on(compare(plans, &mut [a, b], &interleave))
-                .unwrap();
-            c.ratios.into_iter().next()
-        })
-        .into_iter()
-        .flatten()
-        .collect()
+        super::super::worlds::comparisons(Regime::FIRST, speed, n, first, rounds)
     }
 
     /// The share of `ratios` whose interval holds `truth`, and of those that say a difference.

@@ -22,6 +22,8 @@
 //!   first rate's estimate.
 //! - [`guns`]: the same from gun hosts over SSH, each step a run group judged merged.
 //! - [`words`]: the search in words.
+//! - `simulated`, `world`, `worlds` (tests only): the simulated servers and worlds the search's
+//!   and the comparison's intervals are checked on, and the worlds grid.
 
 pub mod bracket;
 pub mod compare;
@@ -35,6 +37,8 @@ pub mod updown;
 pub mod words;
 #[cfg(test)]
 mod world;
+#[cfg(test)]
+mod worlds;
 
 pub use compare::{compare, Interleave};
 pub use repeat::{repeat, Repeat};

@@ -568,6 +568,13 @@ mod tests {
         // Every step was said and kept, and the end too.
         assert_eq!(sim.said.len(), s.steps.len() + 1);
         assert_eq!(sim.kept, s.steps.len() + 1);
+        // Beside the figure, how far its interval was checked to hold, and where it is not.
+        let said = super::super::text(&s);
+        assert!(
+            said.contains("Checked: its 95 % interval was checked on simulated worlds")
+                && said.contains("only 69–91 % at knees 10–30 % wide"),
+            "{said}"
+        );
     }
 
     #[test]

@@ -125,6 +125,9 @@ pub fn text(search: &Search) -> String {
             search.status.as_str()
         )),
     }
+    if search.estimate().is_some() {
+        out.push_str(&format!("Checked: {}\n", store::capacity::CHECKED));
+    }
     for e in search.estimates.iter().skip(1) {
         out.push_str(&format!("Also: C_{} = {}\n", e.p, e.text()));
     }

@@ -1,4 +1,4 @@
-//! A simulated world to prove the search's interval on, before any figure of it is printed: a
+//! A simulated world to check the search's interval on, before any figure of it is printed: a
 //! server with a fast knee (service rate 67,000 req/s, p99 bound 10 ms), each window starting
 //! empty, with latencies correlated within a window, a host whose speed drifts slowly between
 //! windows, and rare stalls. Its true C_p is known by Monte Carlo, so the share of searches
@@ -30,28 +30,90 @@ use crate::Error;
 /// The service rate, req/s.
 pub const MU: f64 = 67_000.0;
 const TICK: f64 = 0.01;
-const WARMUP_TICKS: usize = 200;
-const JUDGED_TICKS: usize = 1_000;
 const BOUND_S: f64 = 0.010;
 const J_SD: f64 = 0.02;
 const J_CORRELATION_S: f64 = 0.2;
 const STALL_EVERY_S: f64 = 1_200.0;
 const STALL_MEAN_S: f64 = 0.1;
-const DRIFT_SD: f64 = 0.004;
-const DRIFT_CORRELATION_S: f64 = 90.0;
 
-/// Whether the window of noise `seed` passes at load `lambda`: the judged ticks' p99 within the
-/// bound and the queue's gain under 1 % of the window's work.
-pub fn passes(lambda: f64, seed: u64) -> bool {
+/// What a world is like: how wide its knee is, how its host moves, and how long its steps are.
+/// [`Regime::FIRST`] is the world the search's interval was first checked on; the grid of
+/// [`Regime::grid`] widens each.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Regime {
+    /// The sd, in ln, of a window's own speed (constant through the window, drawn with its
+    /// noise): the knee's width beyond the queue's own (10 → 90 % about 2.56 × this).
+    pub knee_sd: f64,
+    /// The host's speed: an Ornstein–Uhlenbeck process of this sd (ln) and correlation time.
+    /// Steps close in time meet nearly the same speed, so they pass or fail together: the
+    /// dependence a search's dispersion reads.
+    pub host_sd: f64,
+    pub host_correlation_s: f64,
+    /// A steady change of the host's speed, ln a second (0.075 ÷ 300: 7.5 % in 5 minutes).
+    pub trend_per_s: f64,
+    /// A step's window and warm-up, s.
+    pub step_s: f64,
+    pub warmup_s: f64,
+}
+
+impl Regime {
+    /// The first world: a knee about 2 % wide, the host drifting 0.4 % over 90 s, steps of
+    /// 10 s after 2 s.
+    pub const FIRST: Regime = Regime {
+        knee_sd: 0.0,
+        host_sd: 0.004,
+        host_correlation_s: 90.0,
+        trend_per_s: 0.0,
+        step_s: 10.0,
+        warmup_s: 2.0,
+    };
+
+    /// A world of steps of 1 s after 0.3 s (a gate's), a knee `knee` wide (10 → 90 %, as a
+    /// share: 0.02, 0.10, 0.30), a host that moves `host` times the knee's sd over 60 s (0: a
+    /// still host; 1 makes steps close in time vary together about twice as much as
+    /// independent ones would, 2.5 about three times), and a trend of `trend` over 5 minutes.
+    pub fn gate(knee: f64, host: f64, trend: f64) -> Regime {
+        // The queue's own knee is about 2 % wide at these steps' length.
+        let total = knee / 2.563;
+        let own: f64 = 0.02 / 2.563;
+        Regime {
+            knee_sd: (total * total - own * own).max(0.0).sqrt(),
+            host_sd: host * total,
+            host_correlation_s: 60.0,
+            trend_per_s: trend / 300.0,
+            step_s: 1.0,
+            warmup_s: 0.3,
+        }
+    }
+
+    fn ticks(&self) -> (usize, usize) {
+        (
+            (self.warmup_s / TICK).round() as usize,
+            ((self.step_s / TICK).round() as usize).max(10),
+        )
+    }
+}
+
+/// Whether the window of noise `seed` passes at load `lambda` in `regime`: the judged ticks'
+/// p99 within the bound and the queue's gain under 1 % of the window's work.
+pub fn passes(lambda: f64, seed: u64, regime: &Regime) -> bool {
+    let (warmup_ticks, judged_ticks) = regime.ticks();
     let mut rng = Rng::new(seed);
+    // A still knee draws nothing, so that the first world's windows are the ones its figures
+    // were measured on.
+    let own = if regime.knee_sd > 0.0 {
+        (regime.knee_sd * rng.normal()).exp()
+    } else {
+        1.0
+    };
     let phi = (-TICK / J_CORRELATION_S).exp();
     let innovation = J_SD * (1.0 - phi * phi).sqrt();
     let sigma = (2.0 * MU * TICK).sqrt() / MU;
     let mut j = J_SD * rng.normal();
     let (mut v, mut stall) = (0.0f64, 0.0f64);
-    let mut judged = Vec::with_capacity(JUDGED_TICKS);
+    let mut judged = Vec::with_capacity(judged_ticks);
     let mut start = 0.0;
-    for k in 0..WARMUP_TICKS + JUDGED_TICKS {
+    for k in 0..warmup_ticks + judged_ticks {
         j = phi * j + innovation * rng.normal();
         let z = rng.normal();
         let u = rng.uniform();
@@ -62,32 +124,36 @@ pub fn passes(lambda: f64, seed: u64) -> bool {
             if u < TICK / STALL_EVERY_S {
                 stall = -STALL_MEAN_S * rng.uniform().ln();
             }
-            j.exp()
+            j.exp() * own
         };
         v = (v + lambda * TICK / MU + sigma * z - TICK * speed).max(0.0);
-        if k == WARMUP_TICKS {
+        if k == warmup_ticks {
             start = v;
         }
-        if k >= WARMUP_TICKS {
+        if k >= warmup_ticks {
             judged.push(v);
         }
     }
     let gained = (v - start).max(0.0) * MU;
-    let rank = JUDGED_TICKS * 99 / 100;
+    let rank = judged_ticks * 99 / 100;
     let (_, p99, _) = judged.select_nth_unstable_by(rank, f64::total_cmp);
-    *p99 + 1.0 / MU <= BOUND_S && gained <= 0.01 * lambda * JUDGED_TICKS as f64 * TICK
+    *p99 + 1.0 / MU <= BOUND_S && gained <= 0.01 * lambda * judged_ticks as f64 * TICK
 }
 
 /// The highest load at which noise `seed`'s window passes (monotone in the load: the noise
-/// does not depend on it), to 1 req/s; the table's lower end where it fails throughout.
-pub fn threshold(seed: u64) -> f64 {
-    let (mut lo, mut hi) = (0.8 * MU, 1.05 * MU);
-    if !passes(lo, seed) {
+/// does not depend on it), to 1 req/s; the table's ends where it fails or passes throughout.
+pub fn threshold(seed: u64, regime: &Regime) -> f64 {
+    let reach = (4.0 * regime.knee_sd).exp();
+    let (mut lo, mut hi) = (0.8 * MU / reach, 1.05 * MU * reach);
+    if !passes(lo, seed, regime) {
         return lo;
+    }
+    if passes(hi, seed, regime) {
+        return hi;
     }
     while hi - lo > 1.0 {
         let m = 0.5 * (lo + hi);
-        if passes(m, seed) {
+        if passes(m, seed, regime) {
             lo = m;
         } else {
             hi = m;
@@ -102,7 +168,7 @@ pub struct Truth {
 }
 
 impl Truth {
-    pub fn new(draws: u64, seed: u64) -> Truth {
+    pub fn new(draws: u64, seed: u64, regime: &Regime) -> Truth {
         let seeds: Vec<u64> = (0..draws)
             .map(|i| {
                 (seed ^ i.wrapping_mul(0x9e37_79b9_7f4a_7c15)).wrapping_mul(0xbf58_476d_1ce4_e5b9)
@@ -112,7 +178,11 @@ impl Truth {
             let halves: Vec<_> = seeds
                 .chunks(seeds.len().div_ceil(2).max(1))
                 .map(|part| {
-                    scope.spawn(move || part.iter().map(|&s| threshold(s)).collect::<Vec<f64>>())
+                    scope.spawn(move || {
+                        part.iter()
+                            .map(|&s| threshold(s, regime))
+                            .collect::<Vec<f64>>()
+                    })
                 })
                 .collect();
             halves
@@ -140,7 +210,7 @@ impl Truth {
                 .sum::<f64>()
                 / drifts.len().max(1) as f64
         };
-        let (mut lo, mut hi) = (0.7 * MU, 1.1 * MU);
+        let (mut lo, mut hi) = (0.05 * MU, 4.0 * MU);
         while hi - lo > 0.5 {
             let m = 0.5 * (lo + hi);
             if mean(m) >= p {
@@ -153,16 +223,25 @@ impl Truth {
     }
 }
 
-/// The host: its drift, and the one seeded generator of everything the world draws.
+/// The host: its speed's drift (its process and its trend), and the one seeded generator of
+/// everything the world draws.
 pub struct Host {
     rng: Rng,
-    drift: f64,
+    regime: Regime,
+    process: f64,
+    elapsed: f64,
 }
 
 impl Host {
     fn advance(&mut self, seconds: f64) {
-        let a = (-seconds / DRIFT_CORRELATION_S).exp();
-        self.drift = a * self.drift + DRIFT_SD * (1.0 - a * a).sqrt() * self.rng.normal();
+        let r = &self.regime;
+        let a = (-seconds / r.host_correlation_s).exp();
+        self.process = a * self.process + r.host_sd * (1.0 - a * a).sqrt() * self.rng.normal();
+        self.elapsed += seconds;
+    }
+
+    fn drift(&self) -> f64 {
+        self.process + self.regime.trend_per_s * self.elapsed
     }
 }
 
@@ -178,13 +257,39 @@ pub struct World {
 
 impl World {
     pub fn new(seed: u64) -> World {
+        World::in_regime(seed, Regime::FIRST)
+    }
+
+    pub fn in_regime(seed: u64, regime: Regime) -> World {
         let mut rng = Rng::new(seed.wrapping_mul(0x2545_f491_4f6c_dd1d));
-        let drift = DRIFT_SD * rng.normal();
+        let process = regime.host_sd * rng.normal();
         World {
-            host: Rc::new(RefCell::new(Host { rng, drift })),
+            host: Rc::new(RefCell::new(Host {
+                rng,
+                regime,
+                process,
+                elapsed: 0.0,
+            })),
             speed: 1.0,
             drifts: Vec::new(),
         }
+    }
+
+    /// The true C_p of `search`, a search of this world: the curve averaged over the drifts
+    /// its steps beside the knee met (all its steps' where none was beside it).
+    pub fn truth_of(&self, search: &Search, p: f64, truth: &Truth) -> f64 {
+        let fine: Vec<f64> = search
+            .steps
+            .iter()
+            .zip(&self.drifts)
+            .filter(|(st, _)| st.fine)
+            .map(|(_, d)| *d)
+            .collect();
+        truth.capacity(p, if fine.is_empty() { &self.drifts } else { &fine })
+    }
+
+    pub fn regime(&self) -> Regime {
+        self.host.borrow().regime
     }
 
     /// A server `speed` times as fast on the same host.
@@ -201,7 +306,7 @@ impl World {
     }
 
     fn drift(&self) -> f64 {
-        self.host.borrow().drift
+        self.host.borrow().drift()
     }
 
     /// A window's noise.
@@ -218,11 +323,12 @@ impl Steps for World {
         rate: f64,
         window: Duration,
     ) -> Result<Option<Stepped>, Error> {
-        self.advance(12.5);
+        let regime = self.regime();
+        self.advance(regime.step_s + regime.warmup_s + 0.5);
         let drift = self.drift();
         self.drifts.push(drift);
         let seed = self.noise();
-        let pass = passes(rate * (-drift).exp() / self.speed, seed);
+        let pass = passes(rate * (-drift).exp() / self.speed, seed, &regime);
         Ok(Some(super::simulated::point(pass, rate, window)))
     }
 
@@ -275,8 +381,13 @@ pub fn on_two_threads<T: Send>(
     })
 }
 
-/// A search of the world for C_p, from 20,000 req/s, as `loadgen capacity` runs one.
+/// A search of the first world for C_p, from 20,000 req/s, as `loadgen capacity` runs one.
 pub fn plan(p: f64, seed: u64) -> Plan {
+    plan_in(p, seed, &Regime::FIRST)
+}
+
+/// A search of a world of `regime` for C_p, from 20,000 req/s, its steps the regime's.
+pub fn plan_in(p: f64, seed: u64, regime: &Regime) -> Plan {
     Plan {
         id: format!("world-{seed}"),
         name: "world".into(),
@@ -289,8 +400,8 @@ pub fn plan(p: f64, seed: u64) -> Plan {
         settings: Settings {
             start: 20_000.0,
             resolution: 0.08,
-            step_s: 10.0,
-            warmup_s: 2.0,
+            step_s: regime.step_s,
+            warmup_s: regime.warmup_s,
             min_rate: 10.0,
             max_rate: 1_000_000.0,
             growth: 2.0,
@@ -302,7 +413,7 @@ pub fn plan(p: f64, seed: u64) -> Plan {
         },
         max_steps: 40,
         budget: None,
-        step: Duration::from_secs(10),
+        step: Duration::from_secs_f64(regime.step_s),
         resumed: Vec::new(),
         warm: false,
         started_at_ns: 0,
@@ -342,19 +453,7 @@ mod tests {
             let s = rt
                 .block_on(super::super::search(plan(p, seed), &mut world))
                 .unwrap();
-            let fine: Vec<f64> = s
-                .steps
-                .iter()
-                .zip(&world.drifts)
-                .filter(|(st, _)| st.fine)
-                .map(|(_, d)| *d)
-                .collect();
-            let drifts = if fine.is_empty() {
-                world.drifts.clone()
-            } else {
-                fine
-            };
-            let c = truth.capacity(p, &drifts);
+            let c = world.truth_of(&s, p, truth);
             (s, c)
         })
     }
@@ -365,7 +464,7 @@ mod tests {
         ignore = "thousands of simulated searches: run with --release"
     )]
     fn the_searchs_95_percent_interval_holds_the_true_capacity_95_times_in_100() {
-        let truth = Truth::new(4_000, 11);
+        let truth = Truth::new(4_000, 11, &Regime::FIRST);
         // The knee's width: C_0.9 and C_0.1 at drift 0 bracket the pass probability's fall.
         let (c90, c50, c10) = (
             truth.capacity(0.9, &[0.0]),
@@ -381,13 +480,11 @@ mod tests {
         let mut steps = Vec::new();
         for (s, c) in &done {
             let e = s.estimate().unwrap();
-            let (lo, hi) = (e.low.unwrap_or(0.0), e.high.unwrap_or(f64::INFINITY));
-            if lo <= *c && *c <= hi {
-                held += 1;
-            } else if *c < lo {
-                below += 1;
-            } else {
-                above += 1;
+            // A missing end is a miss: an interval the search could not give holds nothing.
+            match (e.low, e.high) {
+                (Some(lo), Some(hi)) if lo <= *c && *c <= hi => held += 1,
+                (Some(lo), _) if *c < lo => below += 1,
+                _ => above += 1,
             }
             found += usize::from(s.status == Status::Found);
             widths.push(e.half_width().unwrap_or(1.0));
@@ -420,7 +517,7 @@ mod tests {
             let drift = world.drift();
             world.drifts.push(drift);
             let noise = world.noise();
-            let verdict = if passes(rate * (-drift).exp(), noise) {
+            let verdict = if passes(rate * (-drift).exp(), noise, &Regime::FIRST) {
                 Verdict::Pass
             } else {
                 Verdict::Fail
@@ -441,7 +538,7 @@ mod tests {
     #[test]
     #[ignore = "figures for docs/benchmarks/capacity.md: cargo test --release -p loadgen --lib world_figures -- --ignored --nocapture"]
     fn world_figures() {
-        let truth = Truth::new(4_000, 11);
+        let truth = Truth::new(4_000, 11, &Regime::FIRST);
         let n = 1_000u64;
         let (mut held, mut below) = (0, 0);
         let mut errors = Vec::new();

@@ -53,6 +53,7 @@ pub fn search_page(
             " s of warm-up; a coarse bracket to " (s.settings.resolution * 100.0) " %, then steps up and down beside the knee until the 95 % interval is within ±" (s.settings.until * 100.0) " %. "
             (arrivals(s)) }
         p.answer { strong { "Capacity: " (finding(s)) "." } }
+        @if s.estimate().is_some() { p.checked { "How far to trust it: " (store::capacity::CHECKED) "." } }
         @for e in s.estimates.iter().skip(1) { p { "Also C_" (e.p) " = " (e.text()) "." } }
         p { "Why it ends there: " (s.reason) }
         @if let Some(w) = &s.warmed { p { "Before its first step the server was " (w.text()) "." } }

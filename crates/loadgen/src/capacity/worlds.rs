@@ -1,0 +1,232 @@
+//! The worlds grid: the search's and the comparison's 95 % intervals checked on simulated
+//! worlds that are not the easy one ([`super::world::Regime`]): knees 2, 10 and 30 % wide
+//! (10 → 90 %), a host whose speed moves over 60 s so that steps close in time pass or fail
+//! together (a dispersion φ about 1, 2 and 3), a trend of 7.5 % over 5 minutes, and steps of
+//! 1 s after 0.3 s, a gate's. Each cell's coverage is a share of searches (or comparisons)
+//! whose interval holds the truth, a missing end counting as a miss, with its Wilson interval.
+//!
+//! The suite runs one cell, a gate's steps on a moving host at a sharp knee, where the
+//! intervals hold; the whole grid, where at knees 10 and 30 % wide they do not, is
+//! `cargo test --release -p loadgen --lib worlds_grid -- --ignored --nocapture`
+//! (docs/benchmarks/capacity.md, "The worlds grid").
+
+use super::compare::{compare, Interleave};
+use super::search::{search, Plan};
+use super::world::{on_two_threads, plan_in, Regime, Truth, World};
+use store::capacity::compare::{Difference, Ratio};
+use store::capacity::interval;
+
+/// A share of `n` with its 95 % Wilson interval, as printed: "95.1 % (93.6–96.3)".
+fn share(k: usize, n: usize) -> String {
+    match interval::ratio(k as u64, n as u64) {
+        Some(e) => format!(
+            "{:.1} % ({:.1}–{:.1})",
+            100.0 * e.value,
+            100.0 * e.low,
+            100.0 * e.high
+        ),
+        None => "–".into(),
+    }
+}
+
+/// The median of `values` (0 when empty).
+fn median(mut values: Vec<f64>) -> f64 {
+    values.sort_by(f64::total_cmp);
+    values.get(values.len() / 2).copied().unwrap_or(0.0)
+}
+
+/// `n` comparisons in `regime` of a server against one `speed` times as fast on the same host,
+/// `rounds` rounds each, from seed `first`: each comparison's ratio.
+pub fn comparisons(regime: Regime, speed: f64, n: u64, first: u64, rounds: u32) -> Vec<Ratio> {
+    let seeds: Vec<u64> = (first..first + n).collect();
+    on_two_threads(&seeds, |rt, seed| {
+        let a = World::in_regime(seed, regime);
+        let b = a.beside(speed);
+        let plans: Vec<Plan> = ["a", "b"]
+            .iter()
+            .map(|name| {
+                let mut p = plan_in(0.5, seed, &regime);
+                p.name = (*name).into();
+                p.id = format!("{name}-{seed}");
+                p.max_steps = 1_000;
+                p
+            })
+            .collect();
+        let interleave = Interleave {
+            id: format!("c-{seed}"),
+            rounds,
+            budget: None,
+            seed,
+        };
+        rt.block_on(compare(plans, &mut [a, b], &interleave))
+            .ok()
+            .and_then(|c| c.ratios.into_iter().next())
+    })
+    .into_iter()
+    .flatten()
+    .collect()
+}
+
+/// Of `ratios`: how many hold `truth` (both ends present), how many say a difference.
+pub fn held(ratios: &[Ratio], truth: f64) -> (usize, usize) {
+    let holds = ratios
+        .iter()
+        .filter(|r| r.low.is_some_and(|l| l <= truth) && r.high.is_some_and(|h| truth <= h))
+        .count();
+    let differ = ratios
+        .iter()
+        .filter(|r| matches!(r.difference(), Difference::Higher | Difference::Lower))
+        .count();
+    (holds, differ)
+}
+
+/// A cell's searches.
+pub struct Searched {
+    /// Of how many, how many had both ends, and how many held their truth.
+    pub n: usize,
+    pub shown: usize,
+    pub held: usize,
+    /// The medians of the dispersion read, the half-width and the steps.
+    pub dispersion: f64,
+    pub half_width: f64,
+    pub steps: f64,
+}
+
+/// `n` searches in `regime` from seed `first`, each judged against its own truth (C_0.5 over
+/// the drifts its steps met).
+pub fn searches(regime: Regime, n: u64, first: u64) -> Searched {
+    let truth = Truth::new(4_000, 11, &regime);
+    let seeds: Vec<u64> = (first..first + n).collect();
+    let done = on_two_threads(&seeds, |rt, seed| {
+        let mut world = World::in_regime(seed, regime);
+        let s = rt
+            .block_on(search(plan_in(0.5, seed, &regime), &mut world))
+            .ok()?;
+        let c = world.truth_of(&s, 0.5, &truth);
+        let e = s.estimate()?;
+        let shown = e.low.is_some() && e.high.is_some();
+        let holds = e.low.is_some_and(|l| l <= c) && e.high.is_some_and(|h| c <= h);
+        Some((
+            shown,
+            holds,
+            e.dispersion,
+            e.half_width().unwrap_or(1.0),
+            s.steps.len() as f64,
+        ))
+    });
+    let done: Vec<_> = done
+        .into_iter()
+        .map(|d| d.unwrap_or((false, false, 1.0, 1.0, 0.0)))
+        .collect();
+    Searched {
+        n: done.len(),
+        shown: done.iter().filter(|d| d.0).count(),
+        held: done.iter().filter(|d| d.1).count(),
+        dispersion: median(done.iter().map(|d| d.2).collect()),
+        half_width: median(done.iter().map(|d| d.3).collect()),
+        steps: median(done.iter().map(|d| d.4).collect()),
+    }
+}
+
+/// Of `ratios`, how many have both ends.
+pub fn shown(ratios: &[Ratio]) -> usize {
+    ratios
+        .iter()
+        .filter(|r| r.low.is_some() && r.high.is_some())
+        .count()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The grid's knees, hosts and trends: all of them, or those `WORLDS_KNEES`, `WORLDS_HOSTS`,
+    /// `WORLDS_TRENDS` name (comma-separated numbers).
+    fn listed(var: &str, all: &[f64]) -> Vec<f64> {
+        std::env::var(var)
+            .ok()
+            .map(|v| v.split(',').filter_map(|x| x.trim().parse().ok()).collect())
+            .unwrap_or_else(|| all.to_vec())
+    }
+    fn grid_knees() -> Vec<f64> {
+        listed("WORLDS_KNEES", &[0.02, 0.10, 0.30])
+    }
+    fn grid_hosts() -> Vec<f64> {
+        listed("WORLDS_HOSTS", &[0.0, 1.0, 2.5])
+    }
+    fn grid_trends() -> Vec<f64> {
+        listed("WORLDS_TRENDS", &[0.0, 0.075])
+    }
+
+    #[test]
+    #[cfg_attr(
+        debug_assertions,
+        ignore = "hundreds of simulated searches: run with --release"
+    )]
+    fn on_a_gates_steps_with_a_moving_host_the_intervals_hold_what_they_claim() {
+        // Steps of 1 s after 0.3 s, a knee 2 % wide, a host that moves 2 % over a minute and
+        // trends 7.5 % over five: C_0.5's interval holds the truth (over the drifts its steps
+        // met) in 93–99.5 % of searches, a missing end a miss; an A/A comparison's interval,
+        // where it is shown (in at least 85 %), holds 1 in at least 95 %.
+        let regime = Regime::gate(0.02, 2.5, 0.075);
+        let n = 300;
+        let found = searches(regime, n, 7_000);
+        let coverage = found.held as f64 / n as f64;
+        eprintln!("C_0.5 held {}", share(found.held, found.n));
+        assert!(
+            (0.93..=0.995).contains(&coverage),
+            "C_0.5 coverage {coverage}"
+        );
+        let aa = comparisons(regime, 1.0, n, 8_000, 16);
+        let shown = shown(&aa);
+        let (holds, _) = held(&aa, 1.0);
+        eprintln!(
+            "A/A: shown {}, held where shown {}",
+            share(shown, n as usize),
+            share(holds, shown)
+        );
+        assert!(shown as f64 >= 0.85 * n as f64, "shown {shown} of {n}");
+        assert!(
+            holds as f64 >= 0.95 * shown as f64,
+            "held {holds} of {shown}"
+        );
+    }
+
+    #[test]
+    #[ignore = "the worlds grid for docs/benchmarks/capacity.md: cargo test --release -p loadgen --lib worlds_grid -- --ignored --nocapture"]
+    fn worlds_grid() {
+        let n = std::env::var("WORLDS_N")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(1_000u64);
+        eprintln!("| knee | host | trend | φ̂ | C_0.5 held | C_0.5 held where shown | ± | steps | A/A held | A/A held where shown | A/B 1.1 held | A/B held where shown | A/B said higher |");
+        eprintln!("|---:|---:|---:|---:|---|---|---:|---:|---|---|---|---|---|");
+        for knee in grid_knees() {
+            for host in grid_hosts() {
+                for trend in grid_trends() {
+                    let regime = Regime::gate(knee, host, trend);
+                    let s = searches(regime, n, 100_000);
+                    let aa = comparisons(regime, 1.0, n, 200_000, 16);
+                    let ab = comparisons(regime, 1.1, n, 300_000, 16);
+                    let (aa_held, _) = held(&aa, 1.0);
+                    let (ab_held, ab_differ) = held(&ab, 1.1);
+                    eprintln!(
+                        "| {:.0} % | {host} | {:.1} % | {:.2} | {} | {} | {:.1} % | {:.0} | {} | {} | {} | {} | {} |",
+                        knee * 100.0,
+                        trend * 100.0,
+                        s.dispersion,
+                        share(s.held, s.n),
+                        share(s.held, s.shown),
+                        s.half_width * 100.0,
+                        s.steps,
+                        share(aa_held, aa.len()),
+                        share(aa_held, shown(&aa)),
+                        share(ab_held, ab.len()),
+                        share(ab_held, shown(&ab)),
+                        share(ab_differ, ab.len()),
+                    );
+                }
+            }
+        }
+    }
+}
