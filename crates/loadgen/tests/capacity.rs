@@ -112,6 +112,11 @@ fn the_capacity_found_is_within_ten_percent_of_the_truth() {
             "2s",
             "--warmup",
             "500ms",
+            // The default 30 steps: once in CI a search of this target ended at ±9.5 % after
+            // 25 steps beside its knee, on a host the suite shares (a knee wider than the
+            // simulated worlds' sharp one: docs/benchmarks/capacity.md, the worlds grid).
+            "--max-steps",
+            "45",
         ],
     );
     // One search: C_0.5 of 2 s windows, estimated from every step, with its 95 % interval.
