@@ -108,7 +108,7 @@ fn shuffled(n: usize, rng: &mut Rng) -> Vec<usize> {
 mod tests {
     use super::super::world::{plan, Regime, World};
     use super::*;
-    use store::capacity::compare::{Difference, Ratio};
+    use store::capacity::compare::Ratio;
 
     /// `n` comparisons of the first world's server against one `speed` times as fast on the
     /// same host, `rounds` rounds each, from seed `first`.
@@ -119,15 +119,8 @@ mod tests {
     /// The share of `ratios` whose interval holds `truth`, and of those that say a difference.
     fn held(ratios: &[Ratio], truth: f64) -> (f64, f64) {
         let n = ratios.len() as f64;
-        let holds = ratios
-            .iter()
-            .filter(|r| r.low.is_some_and(|l| l <= truth) && r.high.is_some_and(|h| truth <= h))
-            .count() as f64;
-        let differ = ratios
-            .iter()
-            .filter(|r| matches!(r.difference(), Difference::Higher | Difference::Lower))
-            .count() as f64;
-        (holds / n, differ / n)
+        let (holds, differ) = super::super::worlds::held(ratios, truth);
+        (holds as f64 / n, differ as f64 / n)
     }
 
     #[test]

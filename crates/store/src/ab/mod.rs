@@ -621,31 +621,30 @@ fn geomean(values: impl Iterator<Item = f64>) -> Option<f64> {
     (!logs.is_empty()).then(|| (logs.iter().sum::<f64>() / logs.len() as f64).exp())
 }
 
+/// Each round's number (from 1) and (baseline, other) values of `measure`, where both runs
+/// hold it.
+fn by_round(
+    measure: Measure,
+    baseline: &[Option<&StoredRun>],
+    other: &[Option<&StoredRun>],
+) -> Vec<(usize, (f64, f64))> {
+    baseline
+        .iter()
+        .zip(other)
+        .enumerate()
+        .filter_map(|(i, (a, b))| Some((i + 1, (measure.of((*a)?)?, measure.of((*b)?)?))))
+        .collect()
+}
+
 /// Each round's (baseline, other) values of `measure`, where both runs hold it.
 fn pairs(
     measure: Measure,
     baseline: &[Option<&StoredRun>],
     other: &[Option<&StoredRun>],
 ) -> Vec<(f64, f64)> {
-    baseline
-        .iter()
-        .zip(other)
-        .filter_map(|(a, b)| Some((measure.of((*a)?)?, measure.of((*b)?)?)))
-        .collect()
-}
-
-/// Each round's other ÷ baseline of `measure`, by round number (from 1), where both runs
-/// hold it.
-fn round_ratios(
-    measure: Measure,
-    baseline: &[Option<&StoredRun>],
-    other: &[Option<&StoredRun>],
-) -> Vec<(usize, f64)> {
-    baseline
-        .iter()
-        .zip(other)
-        .enumerate()
-        .filter_map(|(i, (a, b))| Some((i + 1, measure.of((*b)?)? / measure.of((*a)?)?)))
+    by_round(measure, baseline, other)
+        .into_iter()
+        .map(|(_, p)| p)
         .collect()
 }
 
@@ -691,7 +690,11 @@ impl Gate {
                 };
                 let note = match (&change, &control, &rounds.control) {
                     (Some(change), Some(control), Some(c)) => {
-                        looked_into(change, control, &round_ratios(measure, &rounds.baseline, c))
+                        let by: Vec<(usize, f64)> = by_round(measure, &rounds.baseline, c)
+                            .into_iter()
+                            .map(|(round, (a, b))| (round, b / a))
+                            .collect();
+                        looked_into(change, control, &by)
                     }
                     _ => String::new(),
                 };
