@@ -541,6 +541,9 @@ pub struct SearchSpec {
     /// (all targets up), each pair compared by the ratio of their capacities with its 95 %
     /// interval over the rounds. Absent: each target searched on its own, one after another.
     pub rounds: Option<u32>,
+    /// After each search, a calibration check of this many blocks (4 to 200; as
+    /// `loadgen capacity --check`). Not with rounds.
+    pub check: Option<u32>,
 }
 
 /// `[compare]`: did the candidate make the server slower or hungrier than the baseline? At a
@@ -1401,6 +1404,17 @@ fn check_search(search: &SearchSpec) -> Result<(), String> {
     if search.budget.is_some_and(|b| b.is_zero()) {
         return Err("[search] budget is 0: give a time such as \"5m\", or leave it out".into());
     }
+    if let Some(n) = search.check {
+        let most = store::capacity::check::MAX_BLOCKS;
+        if !(4..=most).contains(&n) {
+            return Err(format!(
+                "[search] check is {n} blocks: give 4 to {most}, or leave it out"
+            ));
+        }
+        if search.rounds.is_some() {
+            return Err("[search] check follows a search of one target: drop check, or rounds (a comparison's rounds are its own check)".into());
+        }
+    }
     let hour = Duration::from_secs(3600);
     if search
         .step
@@ -1676,6 +1690,11 @@ mod tests {
             ),
             ("p = 0.01", "give one from 0.05 to 0.95"),
             ("budget = \"0s\"", "[search] budget is 0"),
+            ("check = 2", "[search] check is 2 blocks"),
+            (
+                "check = 30\nrounds = 16",
+                "[search] check follows a search of one target",
+            ),
         ] {
             let err = file(more).unwrap_err();
             assert!(err.contains(said), "{more}: {err}");

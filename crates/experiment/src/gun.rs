@@ -218,6 +218,9 @@ impl Attack {
         if let Some(rounds) = spec.rounds {
             search.rounds = rounds;
         }
+        if let Some(blocks) = spec.check {
+            search.check = blocks;
+        }
         search.against = self
             .against
             .iter()
@@ -602,13 +605,14 @@ mod tests {
             p: Some(0.9),
             until: Some("10%".into()),
             budget: Some(Duration::from_secs(90)),
+            check: Some(30),
             ..Default::default()
         });
         let order = a.order().unwrap();
         let search = order.search().unwrap();
         assert_eq!(
-            (search.p, search.until, search.budget_ns),
-            (0.9, 0.1, Some(90_000_000_000))
+            (search.p, search.until, search.budget_ns, search.check),
+            (0.9, 0.1, Some(90_000_000_000), 30)
         );
     }
 

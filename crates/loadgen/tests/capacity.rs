@@ -387,3 +387,98 @@ fn against_takes_an_origin_not_a_url_with_a_path() {
     let said = String::from_utf8_lossy(&out.stderr);
     assert!(said.contains("--against takes an origin"), "{said}");
 }
+
+/// `--check`: after the search, blocks of one step at the ends of C_0.5's interval and at
+/// C_0.75, C_0.5 and C_0.25 of its curve, each block in a random order, then the search again;
+/// the check kept with the search and shown on its page. On the built-in target every level's
+/// passes lie in the range a figure whose interval holds allows; the sitting may move under a
+/// check (a VM's did by 2 % in five minutes: docs/benchmarks/capacity.md), which the check says
+/// as "moved" or "void", never as a wrong figure.
+#[test]
+fn a_check_runs_blocks_at_the_five_levels_and_finds_the_built_in_targets_figure_within_range() {
+    let _cpu = exclusive();
+    let target = Target::start("1ms");
+    let dir = tempfile::tempdir().unwrap();
+    let db = format!("sqlite://{}", dir.path().join("store.db").display());
+    let site = dir.path().join("site");
+    let out = on_cpu0(&[
+        "capacity",
+        &target.url,
+        "--slo",
+        "p99<=20ms",
+        "--slo",
+        "errors<=1%",
+        "--step",
+        "1s",
+        "--warmup",
+        "300ms",
+        "--max-steps",
+        "45",
+        "--check",
+        "10",
+        "--db",
+        &db,
+        "--report",
+        site.to_str().unwrap(),
+        "--output",
+        "json",
+    ]);
+    assert!(out.status.success());
+    let repeated: Repeated = serde_json::from_slice(&out.stdout).unwrap();
+    let search = repeated.searches.first().unwrap();
+    let check = search.check.as_ref().expect("a check of a found figure");
+    use store::capacity::check::Outcome;
+    // Pre-registered: five levels, lowest rate first, every block ran each once.
+    assert_eq!(check.levels.len(), 5);
+    assert!(check.levels.windows(2).all(|w| w[0].rate <= w[1].rate));
+    assert!(check.levels.iter().all(|l| l.runs == 10), "{check:?}");
+    assert_eq!(check.steps.len(), 50);
+    for l in &check.levels {
+        assert!(
+            (l.low..=l.high).contains(&l.passes),
+            "{} passed {} of {}, outside {}–{}",
+            l.name,
+            l.passes,
+            l.runs,
+            l.low,
+            l.high
+        );
+    }
+    assert!(
+        matches!(
+            check.outcome,
+            Outcome::Held | Outcome::Moved | Outcome::Void
+        ),
+        "{:?}",
+        check.outcome
+    );
+    // The search run again is kept as a search of its own; the check's steps are runs.
+    let again = check.again.as_ref().expect("the search again");
+    let page = std::fs::read_to_string(site.join(report::pages::search_path(&search.id))).unwrap();
+    assert!(page.contains("Calibration check"), "{page}");
+    assert!(page.contains(&again.id));
+    assert!(check.steps.iter().all(|s| s.run_id.is_some()));
+    // The check's steps never enter the figure: the search's own steps are all its fit has.
+    assert_eq!(
+        search.estimate().map(|e| e.steps),
+        Some(search.steps.iter().filter(|s| s.valid()).count())
+    );
+}
+
+#[test]
+fn a_check_of_fewer_than_four_blocks_or_of_a_comparison_is_refused_in_one_line() {
+    for args in [
+        vec!["--check", "2"],
+        vec!["--check", "10", "--against", "http://127.0.0.1:9"],
+        vec!["--check", "10", "--searches", "3"],
+    ] {
+        let out = std::process::Command::new(LOADGEN)
+            .args(["capacity", "http://127.0.0.1:9/", "--slo", "p99<=10ms"])
+            .args(&args)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains("--check"), "{args:?}: {err}");
+    }
+}

@@ -1091,6 +1091,7 @@ fn a_gun_refuses_a_search_with_guns_of_its_own() {
             }),
             against: Vec::new(),
             rounds: 16,
+            check: 0,
         })),
         requests: order::Requests {
             entries: vec![order::Request {

@@ -157,6 +157,10 @@ pub struct Search {
     /// The rounds of such a comparison.
     #[serde(default = "sixteen")]
     pub rounds: u32,
+    /// Blocks of a calibration check run after a single search (0: none): one step at each of
+    /// C_0.75, C_0.5 and C_0.25 from its fit per block, then the search again.
+    #[serde(default)]
+    pub check: u32,
 }
 
 /// Another target of a comparison: where it is, how its search is kept, what watches it.
@@ -562,6 +566,7 @@ impl Search {
             guns: None,
             against: Vec::new(),
             rounds: 16,
+            check: 0,
         }
     }
 }
@@ -793,6 +798,7 @@ mod tests {
                 },
             ],
             rounds: 12,
+            check: 30,
         }));
         search.keeping.store = Some(StoreAt::GunFile {
             path: "/etc/showdown/store.env".into(),

@@ -221,6 +221,7 @@ mod tests {
             highest_pass: capacity,
             drift: None,
             warmed: None,
+            check: None,
             failed_at: capacity.map(|c| c * 1.05),
             generator_limit: None,
             reason: String::new(),

@@ -16,6 +16,8 @@
 //!   their figures.
 //! - [`repeat`]: searches repeated, their steps pooled into one estimate, until its interval
 //!   is narrow enough or a budget is spent.
+//! - [`check`]: a search's calibration check: blocks of one step at three levels of its fit,
+//!   then the search again.
 //! - [`bracket`]: where the coarse search goes next, from the verdicts.
 //! - [`updown`]: where the steps beside the knee go: the biased-coin up-and-down rule.
 //! - [`step`]: one step run and judged by the generator; the recovery between steps; the
@@ -26,6 +28,7 @@
 //!   and the comparison's intervals are checked on, and the worlds grid.
 
 pub mod bracket;
+pub mod check;
 pub mod compare;
 pub mod guns;
 pub mod repeat;

@@ -24,6 +24,8 @@ pub struct Repeat {
     pub until: f64,
     /// Start no new search after this long.
     pub budget: Option<Duration>,
+    /// Blocks of a calibration check after a single search (0: none).
+    pub check: u32,
 }
 
 /// Runs `first`, then searches after it as `repeat` says, each with an id `new_id` gives.
@@ -86,8 +88,14 @@ pub async fn repeat(
                 );
             }
         }
-        plan = near(&first, so_far, new_id(), number + 1);
+        plan = near(&first, so_far.rate, new_id());
+        plan.name = format!("{} (search {})", first.name, number + 1);
     };
+    if repeat.check > 0 {
+        if let [found] = searches.as_mut_slice() {
+            super::check::check(found, &first, repeat.check, steps, new_id()).await?;
+        }
+    }
     Ok(Repeated {
         capacity,
         at_least,
@@ -108,18 +116,17 @@ fn short_of(a: &Agreed, until: f64) -> String {
     }
 }
 
-/// The next search: from a little below the figure so far, growing by small factors.
-fn near(first: &Plan, so_far: &Agreed, id: String, number: usize) -> Plan {
+/// A search after `first`: from a little below the figure so far (`rate`), growing by small
+/// factors.
+pub(super) fn near(first: &Plan, rate: f64, id: String) -> Plan {
     let resolution = first.settings.resolution;
     let mut plan = first.clone();
     plan.id = id;
-    plan.name = format!("{} (search {number})", first.name);
     plan.resumed = Vec::new();
     plan.warm = false;
     plan.started_at_ns = super::now_ns();
     plan.settings.start = bracket::round(
-        (so_far.rate * (1.0 - 2.0 * resolution))
-            .clamp(first.settings.min_rate, first.settings.max_rate),
+        (rate * (1.0 - 2.0 * resolution)).clamp(first.settings.min_rate, first.settings.max_rate),
     );
     plan.settings.growth = (1.0 + 4.0 * resolution)
         .max(1.05)
@@ -154,6 +161,7 @@ mod tests {
                 searches: 12,
                 until: 0.02,
                 budget: None,
+                check: 0,
             },
         );
         let a = r.capacity.clone().unwrap();
@@ -191,6 +199,7 @@ mod tests {
                 searches: 2,
                 until: 0.001,
                 budget: None,
+                check: 0,
             },
         );
         assert_eq!(r.searches.len(), 2);
@@ -216,6 +225,7 @@ mod tests {
                 searches: 6,
                 until: 0.05,
                 budget: None,
+                check: 0,
             },
         );
         assert_eq!(r.searches.len(), 1);

@@ -85,6 +85,11 @@ pub enum Event<'a> {
         capacity: Option<f64>,
         agreed: Option<&'a store::capacity::Agreed>,
     },
+    /// A calibration check begins: its blocks, and its levels (name, req/s).
+    Checking {
+        blocks: u32,
+        rates: &'a [(String, f64)],
+    },
     /// A round of a comparison begins: its targets in the order they step.
     Round {
         number: u32,
@@ -282,6 +287,7 @@ impl Searcher {
             failed_at: None,
             generator_limit: None,
             warmed: None,
+            check: None,
             reason: String::new(),
             labels: plan.labels,
             started_at_ns: plan.started_at_ns,

@@ -11,6 +11,14 @@ pub fn event(event: Event<'_>) -> String {
     match event {
         Event::Resumed { after } => format!("Resuming the search after its step {after}"),
         Event::Warmed { warmed } => format!("  The server {}", warmed.text()),
+        Event::Checking { blocks, rates } => format!(
+            "Calibration check: {blocks} blocks of one step at {}, each block in a seeded random order; then the search again",
+            rates
+                .iter()
+                .map(|(name, r)| format!("{name} {r:.0} req/s"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
         Event::Round { number, of, order } => {
             format!("Round {number} of {of}: {}", order.join(", then "))
         }
@@ -131,6 +139,12 @@ pub fn text(search: &Search) -> String {
     for e in search.estimates.iter().skip(1) {
         out.push_str(&format!("Also: C_{} = {}\n", e.p, e.text()));
     }
+    if search.estimate().is_some() {
+        out.push_str(&format!(
+            "What it promises: {}\n",
+            search.settings.promise()
+        ));
+    }
     out.push_str(&format!("Why it ends there: {}\n", search.reason));
     if let Some(w) = &search.warmed {
         out.push_str(&format!(
@@ -140,6 +154,9 @@ pub fn text(search: &Search) -> String {
     }
     if let Some(d) = &search.drift {
         out.push_str(&format!("Drift: {}\n", d.text()));
+    }
+    if let Some(c) = &search.check {
+        out.push_str(&format!("{}\n", c.text()));
     }
     if let Some(h) = store::capacity::sitting(&search.steps) {
         out.push_str(&format!("This sitting: {h}\n"));

@@ -8,7 +8,8 @@
 //! The suite runs one cell, a gate's steps on a moving host at a sharp knee, where the
 //! intervals hold; the whole grid, where at knees 10 and 30 % wide they do not, is
 //! `cargo test --release -p loadgen --lib worlds_grid -- --ignored --nocapture`
-//! (docs/benchmarks/capacity.md, "The worlds grid").
+//! (docs/benchmarks/capacity.md, "The worlds grid"; `WORLDS_SEARCHES=1` for the searches
+//! alone, `WORLDS_N`, `WORLDS_KNEES`, `WORLDS_HOSTS`, `WORLDS_TRENDS` to choose the cells).
 
 use super::compare::{compare, Interleave};
 use super::search::{search, Plan};
@@ -206,8 +207,14 @@ mod tests {
                 for trend in grid_trends() {
                     let regime = Regime::gate(knee, host, trend);
                     let s = searches(regime, n, 100_000);
-                    let aa = comparisons(regime, 1.0, n, 200_000, 16);
-                    let ab = comparisons(regime, 1.1, n, 300_000, 16);
+                    // WORLDS_SEARCHES=1: the searches alone, the comparisons left out.
+                    let pairs = if std::env::var_os("WORLDS_SEARCHES").is_some() {
+                        0
+                    } else {
+                        n
+                    };
+                    let aa = comparisons(regime, 1.0, pairs, 200_000, 16);
+                    let ab = comparisons(regime, 1.1, pairs, 300_000, 16);
                     let (aa_held, _) = held(&aa, 1.0);
                     let (ab_held, ab_differ) = held(&ab, 1.1);
                     eprintln!(

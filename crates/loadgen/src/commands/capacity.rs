@@ -205,6 +205,18 @@ pub async fn search(
             "--min-rate is above --max-rate: give a range that holds rates".into(),
         ));
     }
+    let most = store::capacity::check::MAX_BLOCKS;
+    if wanted.check != 0 && (wanted.check < 4 || wanted.check > most) {
+        return Err(Error::Usage(format!(
+            "check is {} blocks: give 4 to {most} (0: no check)",
+            wanted.check
+        )));
+    }
+    if wanted.check != 0 && wanted.searches > 1 {
+        return Err(Error::Usage(
+            "a check follows one search: give searches = 1 with check, or no check".into(),
+        ));
+    }
     let store = match &keeping.store_url {
         Some(url) => Some(Store::open(url).await?),
         None => None,
@@ -344,6 +356,7 @@ pub async fn search(
         searches: wanted.searches,
         until: wanted.until,
         budget: wanted.budget_ns.map(Duration::from_nanos),
+        check: wanted.check,
     };
     let Some(volleys) = volleys.as_mut() else {
         return capacity::repeat(

@@ -7,7 +7,7 @@ use maud::{html, Markup};
 use store::capacity::{Search, Status};
 
 use super::layout::{charts, layout};
-use super::paths::run_path;
+use super::paths::{run_path, search_path};
 use crate::charts::Chart;
 use crate::figures::RunFigures;
 
@@ -41,6 +41,40 @@ fn arrivals(s: &Search) -> String {
     }
 }
 
+/// The calibration check: its verdict, each level's passes against its range, the halves, the
+/// search run again.
+fn check(c: &store::capacity::check::Check) -> Markup {
+    html! {
+        h2 { "Calibration check" }
+        p.answer { strong { "The check " (c.outcome.said()) "." } }
+        p.meta { "After the search, " (c.blocks) " blocks of one step at each of the ends of C_0.5's 95 % interval and C_0.75, C_0.5 and C_0.25 of its fitted curve (fixed before the first block ran), each block in a seeded random order, every step with the search's window, warm-up and drain. A level's range holds the passes of a server whose C_0.5 lies anywhere in the figure's 95 % interval (" (format!("{:.0}–{:.0}", c.claim.low, c.claim.high)) " req/s), so that a figure whose interval holds fails the check at most " (format!("{:.0}", store::capacity::check::FALSE_FAIL * 100.0)) " % of the time; the halves test asks whether passes changed over the check." }
+        div.scroll { table {
+            thead { tr { th { "level" } th { "rate (req/s)" } th { "fitted pass probability" } th { "passed" } th { "range" } th { "pass probability allowed" } th { "" } } }
+            tbody { @for l in &c.levels { tr {
+                td { (l.name) }
+                td.num { (format!("{:.0}", l.rate)) }
+                td.num { (format!("{:.2}", l.p)) }
+                td.num { (l.passes) " of " (l.runs) }
+                td.num { (l.low) "–" (l.high) }
+                td.num { (format!("{:.2}–{:.2}", l.allowed.0, l.allowed.1)) }
+                td { @match l.side() { -1 => "fewer: the server passed less often", 1 => "more: the server passed more often", _ => "within" } }
+            } } }
+        } }
+        @if let Some(h) = &c.halves {
+            p { "Halves: " (h.first.0) " of " (h.first.1) " steps passed in the first half of the blocks, " (h.second.0) " of " (h.second.1) " in the second (z = " (format!("{:+.2}", h.z)) "): " @if h.differ() { "the passes changed: the sitting moved under the check." } @else { "alike." } }
+        }
+        @if let Some(a) = &c.again {
+            p { "Searched again after the check: " a href={ "../" (search_path(&a.id)) } { (a.id) } ", C_0.5 = "
+                @match (a.rate, a.low, a.high) {
+                    (Some(r), Some(l), Some(h)) => { (format!("{r:.0} req/s (95 % interval {l:.0}–{h:.0})")) }
+                    (Some(r), _, _) => { (format!("{r:.0} req/s (no 95 % interval)")) }
+                    _ => { "no figure" }
+                }
+                "." }
+        }
+    }
+}
+
 pub fn search_page(
     s: &Search,
     charts_: &[Chart],
@@ -55,9 +89,11 @@ pub fn search_page(
         p.answer { strong { "Capacity: " (finding(s)) "." } }
         @if s.estimate().is_some() { p.checked { "How far to trust it: " (store::capacity::CHECKED) "." } }
         @for e in s.estimates.iter().skip(1) { p { "Also C_" (e.p) " = " (e.text()) "." } }
+        @if s.estimate().is_some() { p { "What it promises: " (s.settings.promise()) "." } }
         p { "Why it ends there: " (s.reason) }
         @if let Some(w) = &s.warmed { p { "Before its first step the server was " (w.text()) "." } }
         @if let Some(d) = &s.drift { p { "Drift: " (d.text()) "." } }
+        @if let Some(c) = &s.check { (check(c)) }
         p { "The figure is this sitting's: " (store::capacity::sitting(&s.steps).unwrap_or_else(|| "the host was not read over its steps".into())) "." }
         @if let Some((rate, why)) = crate::search::failed_step_limit(s, runs) {
             p { "What limited the server at " (rate) " req/s, the step that ended the search, as its probes (the server's, its database's and the watched groups', over the step's judged window) saw it: " (super::why(&why)) }

@@ -61,6 +61,10 @@ pub struct Fitted {
     /// The steps it rests on, and how many of them passed.
     pub steps: usize,
     pub passes: usize,
+    /// The fitted curve's slope β in ln rate (the logit of the pass probability falls by β
+    /// for each unit of ln rate): how sharp the knee reads. `None` in searches kept before.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slope: Option<f64>,
 }
 
 impl Fitted {
@@ -389,6 +393,7 @@ pub fn fit(points: &[Point], p: f64, robust: bool) -> Option<Fitted> {
         dispersion,
         steps: points.len(),
         passes,
+        slope: Some(s.exp()),
     })
 }
 

@@ -4,10 +4,12 @@
 //! point figures ([`judge`], with each term's 95 % interval beside it: [`interval`] for
 //! independent samples, [`batch`] for a window's correlated ones), C_p estimated from every
 //! step with its 95 % interval ([`fit`]), repeated searches pooled ([`repeated`]), targets
-//! compared by the ratio of their figures over interleaved rounds ([`compare`]), the seeded
-//! generator ([`random`]), and the search as kept, for its page.
+//! compared by the ratio of their figures over interleaved rounds ([`compare`]), a figure's
+//! calibration check ([`check`]), the seeded generator ([`random`]), and the search as kept,
+//! for its page.
 
 pub mod batch;
+pub mod check;
 pub mod compare;
 pub mod fit;
 pub mod interval;
@@ -88,6 +90,22 @@ fn two_percent() -> f64 {
 }
 
 impl Settings {
+    /// What the figure promises a user, and what it does not: a run longer than a step's
+    /// window must pass every window of its length.
+    pub fn promise(&self) -> String {
+        let how_often = if (self.p - 0.5).abs() < 1e-9 {
+            "one time in two".to_string()
+        } else if (self.p - 0.9).abs() < 1e-9 {
+            "nine times in ten".to_string()
+        } else {
+            format!("with probability {}", self.p)
+        };
+        format!(
+            "at this rate a window of {} s, after {} s at the rate, meets the SLO {how_often}; a longer run at it must meet the SLO in every window of its length, so it meets it less often than that. For a run of your length held within the SLO, search with steps of that length (--step, or [search] step) and p = 0.9, and run at a share of that figure",
+            self.step_s, self.warmup_s
+        )
+    }
+
     /// "C_0.5(T = 10 s, w = 2 s, Poisson arrivals)": the figure as defined, with what defines it.
     pub fn figure(&self) -> String {
         format!(
@@ -365,6 +383,9 @@ pub struct Search {
     /// How the server was warmed before the first step, when it was.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub warmed: Option<Warmed>,
+    /// Its calibration check, when one was asked for (`--check N`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub check: Option<check::Check>,
     /// The lowest rate that did not (after the highest pass).
     pub failed_at: Option<f64>,
     /// The lowest rate the generator could not drive validly, when a step found one: with
