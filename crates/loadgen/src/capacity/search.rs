@@ -578,7 +578,7 @@ mod tests {
         let said = super::super::text(&s);
         assert!(
             said.contains("Checked: its 95 % interval was checked on simulated worlds")
-                && said.contains("only 69–91 % at knees 10–30 % wide"),
+                && said.contains("in 52–87 %, mostly because the search's steps ran out"),
             "{said}"
         );
     }

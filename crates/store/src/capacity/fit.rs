@@ -14,15 +14,17 @@
 //! parametrisation the same penalty lacks the ln β of the change of variables; its profile
 //! intervals cover 97.4 % in the fixed-design test below, this one's 95.1 %.)
 //!
-//! **The interval.** 95 %, from the profile of the penalised likelihood (the rates θ whose
-//! deviance from the best is within χ²₁(0.95), widened by the dispersion φ̂ when steps close in
-//! time vary together more than the model says: a robust "sandwich" variance over clusters of
-//! steps against the model's, never narrowed). The likelihood of an adaptive design (each rate
+//! **The interval.** 95 %, from the profile of the penalised likelihood: the rates θ whose
+//! deviance from the best is within the wider of χ²₁(0.95) (the model's) and φ̂ · F(1, G − 1)
+//! at 0.95, where φ̂ is a robust "sandwich" variance over G clusters of steps close in time
+//! against the model's, and F(1, G − 1) = t²_{G−1} is the reference of a variance estimated
+//! from G clusters (a search has 5–10; χ²₁ there under-covered wherever steps close in time
+//! vary together). The likelihood of an adaptive design (each rate
 //! chosen from the outcomes before it) is the likelihood of a fixed one: which rates were run
 //! depends on the past, not on θ, so the profile is honest under the up-and-down allocation
 //! that chooses them. Its coverage is checked on simulated worlds in `loadgen::capacity::world`
-//! and `loadgen::capacity::worlds`: it holds at a sharp knee, and under-covers (69–91 %) at
-//! knees 10–30 % wide, where a few steps that happen to separate read as a sharp knee.
+//! and `loadgen::capacity::worlds`: it holds at knees 2 and 10 % wide, and at knees 30 % wide
+//! the search's steps often run out before they bound it.
 
 use serde::{Deserialize, Serialize};
 
@@ -121,7 +123,7 @@ pub fn ratio_profile(
     p: f64,
     rounds: usize,
 ) -> Option<(f64, Option<f64>, Option<f64>)> {
-    let (fa, fb) = (fit(a, p, true)?, fit(b, p, true)?);
+    let ((fa, phi_a), (fb, phi_b)) = (fitted(a, p, true)?, fitted(b, p, true)?);
     let (da, db) = (Data::new(a)?, Data::new(b)?);
     let offset = (p / (1.0 - p)).ln();
     let pa = |t: f64| da.profile(offset, t - da.centre).0;
@@ -134,7 +136,7 @@ pub fn ratio_profile(
     let joint = |delta: f64| golden(&|t| pa(t) + pb(t + delta), lo, hi, 1e-6).0;
     let deviance = |delta: f64| 2.0 * (best - joint(delta)).max(0.0);
     let t = super::batch::t975(rounds.saturating_sub(1));
-    let level = t * t * fa.dispersion.max(fb.dispersion);
+    let level = t * t * phi_a.max(phi_b);
     let delta = tb - ta;
     let bounded = |f: &Fitted| f.passes > 0 && f.passes < f.steps;
     let end = |outside: f64| {
@@ -227,8 +229,9 @@ impl Data {
         (lo, hi)
     }
 
-    /// The ratio of the robust variance of θ (over clusters) to the model's, at (θ, β).
-    fn dispersion(&self, offset: f64, theta: f64, beta: f64) -> f64 {
+    /// The ratio of the robust variance of θ (over clusters) to the model's, at (θ, β), and
+    /// how many clusters it was estimated from (0 where it could not be).
+    fn dispersion(&self, offset: f64, theta: f64, beta: f64) -> (f64, usize) {
         let mut info = [[0.0f64; 2]; 2];
         let mut scores: std::collections::BTreeMap<u32, [f64; 2]> = Default::default();
         for (((u, n), k), c) in self
@@ -253,7 +256,7 @@ impl Data {
         let clusters = scores.len();
         let det = info[0][0] * info[1][1] - info[0][1] * info[1][0];
         if clusters < 2 || det.abs() < 1e-300 {
-            return 1.0;
+            return (1.0, 0);
         }
         let inv = [
             [info[1][1] / det, -info[0][1] / det],
@@ -268,9 +271,9 @@ impl Data {
             * scale;
         let model = inv[0][0];
         if model > 0.0 && robust.is_finite() {
-            (robust / model).max(1.0)
+            (robust / model, clusters)
         } else {
-            1.0
+            (1.0, 0)
         }
     }
 }
@@ -363,19 +366,33 @@ const REACH: f64 = 0.5;
 /// C_p of `points` with its 95 % interval; `None` without a step. `robust` widens the interval
 /// by the dispersion over the points' clusters.
 pub fn fit(points: &[Point], p: f64, robust: bool) -> Option<Fitted> {
+    fitted(points, p, robust).map(|(f, _)| f)
+}
+
+/// [`fit`], and the dispersion φ̂ over the points' clusters (floored at 1) that a ratio of two
+/// fits reads against its own reference.
+fn fitted(points: &[Point], p: f64, robust: bool) -> Option<(Fitted, f64)> {
     let data = Data::new(points)?;
     let offset = (p / (1.0 - p)).ln();
     let (lo, hi) = data.span();
     let (a, b) = (lo - REACH, hi + REACH);
     let (best, theta) = golden(&|t| data.profile(offset, t).0, a, b, 1e-6);
     let (_, s) = data.profile(offset, theta);
-    let dispersion = if robust {
+    let (phi, clusters) = if robust {
         data.dispersion(offset, theta, s.exp())
     } else {
-        1.0
+        (1.0, 0)
     };
+    // The wider of the model's interval (χ²₁) and the cluster-robust one read against
+    // F(1, G − 1), the reference of a variance estimated from G clusters.
+    let t = super::batch::t975(clusters.saturating_sub(1));
+    let level = if clusters >= 2 {
+        CHI2_95.max(t * t * phi)
+    } else {
+        CHI2_95
+    };
+    let dispersion = level / CHI2_95;
     let deviance = |t: f64| 2.0 * (best - data.profile(offset, t).0);
-    let level = CHI2_95 * dispersion;
     let passes = points.iter().filter(|p| p.pass).count();
     let bounded = passes > 0 && passes < points.len();
     let end = |outside: f64| {
@@ -384,17 +401,20 @@ pub fn fit(points: &[Point], p: f64, robust: bool) -> Option<Fitted> {
             .flatten()
             .map(|t| (t + data.centre).exp())
     };
-    Some(Fitted {
-        p,
-        rate: (theta + data.centre).exp(),
-        low: end(a),
-        high: end(b),
-        confidence: CONFIDENCE,
-        dispersion,
-        steps: points.len(),
-        passes,
-        slope: Some(s.exp()),
-    })
+    Some((
+        Fitted {
+            p,
+            rate: (theta + data.centre).exp(),
+            low: end(a),
+            high: end(b),
+            confidence: CONFIDENCE,
+            dispersion,
+            steps: points.len(),
+            passes,
+            slope: Some(s.exp()),
+        },
+        phi.max(1.0),
+    ))
 }
 
 #[cfg(test)]

@@ -279,7 +279,7 @@ impl Warmed {
 
 /// What a search's 95 % interval was checked on, said beside every figure: where it holds and
 /// where it does not (docs/benchmarks/capacity.md, "The worlds grid").
-pub const CHECKED: &str = "its 95 % interval was checked on simulated worlds: it held the truth in 91–96 % of searches at knees 2 % wide (10 → 90 %), but in only 69–91 % at knees 10–30 % wide, as real servers' often are, where a few steps that happen to separate read as a sharp knee (docs/benchmarks/capacity.md, the worlds grid)";
+pub const CHECKED: &str = "its 95 % interval was checked on simulated worlds: it held the truth in 94–98 % of searches at knees 2 % wide (10 → 90 %) and in 92–95 % at knees 10 % wide on a host moving up to as much; at knees 30 % wide, or a host moving 2.5 times the knee, in 52–87 %, mostly because the search's steps ran out before they bounded it (where shown it held in 88–97 %: docs/benchmarks/capacity.md, the worlds grid)";
 
 /// Steps that vary together (close in time) share a cluster of this many in the fit.
 pub const CLUSTER: u32 = 4;
