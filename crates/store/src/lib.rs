@@ -28,7 +28,8 @@
 //!   batch-means intervals beside them, and a whole run against an SLO), C_p
 //!   estimated from every step with its 95 % interval (`fit`), repeated searches pooled
 //!   (`repeated`), targets compared by the ratio of their figures over interleaved rounds
-//!   (`compare`), the seeded generator of the up-and-down coin and the simulations (`random`).
+//!   (`compare`), a figure's calibration check judged (`check`), the seeded generator of the
+//!   up-and-down coin and the simulations (`random`).
 //! - [`ab`]: two builds compared at a fixed rate over interleaved rounds (`[compare]`): each
 //!   measure's ratio with its 95 % interval (paired over rounds, Student's t), its verdict
 //!   against the change allowed and the A/A control, the gate in words, Markdown and JUnit

@@ -113,7 +113,7 @@ pub async fn check(
     done.halves = check::halves(&done.steps, blocks);
     if finished {
         let figure = found.capacity.unwrap_or(claim.rate);
-        let mut again = super::repeat::near(plan, figure, again_id);
+        let mut again = plan.near(figure, again_id);
         again.name = format!("{} (searched again after its check)", plan.name);
         let searched = search(again, steps).await?;
         // Its C_0.5, as the claim's, whatever p it searched for.

@@ -11,7 +11,6 @@ use std::time::{Duration, Instant};
 
 use store::capacity::{agreed, Agreed, Repeated, Status};
 
-use super::bracket;
 use super::search::{search, Event, Plan, Steps};
 use crate::Error;
 
@@ -88,7 +87,7 @@ pub async fn repeat(
                 );
             }
         }
-        plan = near(&first, so_far.rate, new_id());
+        plan = first.near(so_far.rate, new_id());
         plan.name = format!("{} (search {})", first.name, number + 1);
     };
     if repeat.check > 0 {
@@ -114,24 +113,6 @@ fn short_of(a: &Agreed, until: f64) -> String {
         ),
         None => ": the steps do not bound a 95 % interval".into(),
     }
-}
-
-/// A search after `first`: from a little below the figure so far (`rate`), growing by small
-/// factors.
-pub(super) fn near(first: &Plan, rate: f64, id: String) -> Plan {
-    let resolution = first.settings.resolution;
-    let mut plan = first.clone();
-    plan.id = id;
-    plan.resumed = Vec::new();
-    plan.warm = false;
-    plan.started_at_ns = super::now_ns();
-    plan.settings.start = bracket::round(
-        (rate * (1.0 - 2.0 * resolution)).clamp(first.settings.min_rate, first.settings.max_rate),
-    );
-    plan.settings.growth = (1.0 + 4.0 * resolution)
-        .max(1.05)
-        .min(first.settings.growth);
-    plan
 }
 
 #[cfg(test)]

@@ -53,6 +53,24 @@ pub struct Plan {
     pub started_at_ns: i64,
 }
 
+impl Plan {
+    /// A search after this one: from a little below the figure so far (`rate`), growing by
+    /// small factors, under `id` (repeated searches, and a check's search again).
+    pub fn near(&self, rate: f64, id: String) -> Plan {
+        let resolution = self.settings.resolution;
+        let mut plan = self.clone();
+        plan.id = id;
+        plan.resumed = Vec::new();
+        plan.warm = false;
+        plan.started_at_ns = super::now_ns();
+        plan.settings.start = super::bracket::round(
+            (rate * (1.0 - 2.0 * resolution)).clamp(self.settings.min_rate, self.settings.max_rate),
+        );
+        plan.settings.growth = (1.0 + 4.0 * resolution).max(1.05).min(self.settings.growth);
+        plan
+    }
+}
+
 /// A step as run: its verdict and what the next ones need from it.
 #[derive(Debug, Clone)]
 pub struct Stepped {
