@@ -599,6 +599,14 @@ mod tests {
                 && said.contains("in 52–87 %, mostly because the search's steps ran out"),
             "{said}"
         );
+        // The other figure, C_0.9 read from the curve away from the steps, says it is
+        // approximate and how far it was checked.
+        assert!(
+            said.contains("Also: C_0.9 ≈ ")
+                && said.contains("(approximate: read from the fitted curve's shape")
+                && said.contains("search for it (--p 0.9"),
+            "{said}"
+        );
     }
 
     #[test]

@@ -137,7 +137,12 @@ pub fn text(search: &Search) -> String {
         out.push_str(&format!("Checked: {}\n", store::capacity::CHECKED));
     }
     for e in search.estimates.iter().skip(1) {
-        out.push_str(&format!("Also: C_{} = {}\n", e.p, e.text()));
+        out.push_str(&format!(
+            "Also: C_{} ≈ {} ({})\n",
+            e.p,
+            e.text(),
+            store::capacity::ALSO_CHECKED
+        ));
     }
     if search.estimate().is_some() {
         out.push_str(&format!(

@@ -88,7 +88,7 @@ pub fn search_page(
             (arrivals(s)) }
         p.answer { strong { "Capacity: " (finding(s)) "." } }
         @if s.estimate().is_some() { p.checked { "How far to trust it: " (store::capacity::CHECKED) "." } }
-        @for e in s.estimates.iter().skip(1) { p { "Also C_" (e.p) " = " (e.text()) "." } }
+        @for e in s.estimates.iter().skip(1) { p { "Also C_" (e.p) " ≈ " (e.text()) " (" (store::capacity::ALSO_CHECKED) ")." } }
         @if s.estimate().is_some() { p { "What it promises: " (s.settings.promise()) "." } }
         p { "Why it ends there: " (s.reason) }
         @if let Some(w) = &s.warmed { p { "Before its first step the server was " (w.text()) "." } }

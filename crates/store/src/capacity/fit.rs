@@ -110,20 +110,17 @@ pub fn ratio(a: (f64, f64, f64), b: (f64, f64, f64)) -> Option<(f64, f64, f64)> 
     Some((ln.exp(), (ln - half).exp(), (ln + half).exp()))
 }
 
-/// C_p(b) ÷ C_p(a) from two sets of steps, with the 95 % interval of the profile likelihood of
-/// the ratio itself: each curve keeps its own figure and slope, the ratio δ = θ_b − θ_a is
-/// profiled over θ_a (and both slopes), and the interval is the δs whose deviance is within
-/// F(1, G − 1) at 0.95 (Student's t², G the rounds the steps came in: the reference for a
-/// deviance whose scale is estimated from G clusters, not known), times the larger of the two
-/// fits' dispersions. (ratio, low, high); the ends `None` where the steps do not bound them;
-/// `None` without steps on both sides.
-pub fn ratio_profile(
-    a: &[Point],
-    b: &[Point],
-    p: f64,
-    rounds: usize,
-) -> Option<(f64, Option<f64>, Option<f64>)> {
-    let ((fa, phi_a), (fb, phi_b)) = (fitted(a, p, true)?, fitted(b, p, true)?);
+/// C_p(b) ÷ C_p(a) from two sets of steps run in pairs (a round of a comparison runs one step
+/// of each, and the points' `cluster` names the round), with the 95 % interval of the profile
+/// likelihood of the ratio itself: each curve keeps its own figure and slope, the ratio
+/// δ = θ_b − θ_a is profiled over θ_a (and both slopes), and the interval is the δs whose
+/// deviance is within the wider of χ²₁ (the model's) and φ̂ · F(1, G − 1), where φ̂ is the
+/// paired sandwich variance of δ over the model's: each round's influence on θ_b less its
+/// influence on θ_a, summed over the G rounds, so that what the host did to both builds in a
+/// round cancels in the ratio as it does in the design. (ratio, low, high); the ends `None`
+/// where the steps do not bound them; `None` without steps on both sides.
+pub fn ratio_profile(a: &[Point], b: &[Point], p: f64) -> Option<(f64, Option<f64>, Option<f64>)> {
+    let (fa, fb) = (fit(a, p, false)?, fit(b, p, false)?);
     let (da, db) = (Data::new(a)?, Data::new(b)?);
     let offset = (p / (1.0 - p)).ln();
     let pa = |t: f64| da.profile(offset, t - da.centre).0;
@@ -135,8 +132,13 @@ pub fn ratio_profile(
     // The best joint likelihood with the ratio held at δ.
     let joint = |delta: f64| golden(&|t| pa(t) + pb(t + delta), lo, hi, 1e-6).0;
     let deviance = |delta: f64| 2.0 * (best - joint(delta)).max(0.0);
-    let t = super::batch::t975(rounds.saturating_sub(1));
-    let level = t * t * phi_a.max(phi_b);
+    let level = match paired_dispersion(&da, &fa, &db, &fb, offset) {
+        (phi, rounds) if rounds >= 2 => {
+            let t = super::batch::t975(rounds - 1);
+            CHI2_95.max(t * t * phi)
+        }
+        _ => CHI2_95,
+    };
     let delta = tb - ta;
     let bounded = |f: &Fitted| f.passes > 0 && f.passes < f.steps;
     let end = |outside: f64| {
@@ -146,6 +148,21 @@ pub fn ratio_profile(
             .map(f64::exp)
     };
     Some((delta.exp(), end(delta - 1.0), end(delta + 1.0)))
+}
+
+/// The paired sandwich variance of δ = θ_b − θ_a over the model's (the two fits independent),
+/// each at its own fit, over the clusters (rounds) of either, and how many there were.
+fn paired_dispersion(da: &Data, fa: &Fitted, db: &Data, fb: &Fitted, offset: f64) -> (f64, usize) {
+    let at =
+        |d: &Data, f: &Fitted| d.influence(offset, f.rate.ln() - d.centre, f.slope.unwrap_or(1.0));
+    let (Some((ia, ma)), Some((ib, mb))) = (at(da, fa), at(db, fb)) else {
+        return (1.0, 0);
+    };
+    let mut by = ib;
+    for (c, i) in ia {
+        *by.entry(c).or_default() -= i;
+    }
+    robust_over_model(by.values().map(|i| i * i), by.len(), ma + mb)
 }
 
 /// The normal quantile of a two-sided 95 % interval.
@@ -232,6 +249,21 @@ impl Data {
     /// The ratio of the robust variance of θ (over clusters) to the model's, at (θ, β), and
     /// how many clusters it was estimated from (0 where it could not be).
     fn dispersion(&self, offset: f64, theta: f64, beta: f64) -> (f64, usize) {
+        match self.influence(offset, theta, beta) {
+            Some((by, model)) => robust_over_model(by.values().map(|i| i * i), by.len(), model),
+            None => (1.0, 0),
+        }
+    }
+
+    /// Each cluster's influence on θ at (θ, β) (row θ of the inverse information times the
+    /// cluster's summed score: what leaving its steps' residuals out would move θ by, to first
+    /// order), and the model's variance of θ; `None` where the information is singular.
+    fn influence(
+        &self,
+        offset: f64,
+        theta: f64,
+        beta: f64,
+    ) -> Option<(std::collections::BTreeMap<u32, f64>, f64)> {
         let mut info = [[0.0f64; 2]; 2];
         let mut scores: std::collections::BTreeMap<u32, [f64; 2]> = Default::default();
         for (((u, n), k), c) in self
@@ -253,28 +285,35 @@ impl Data {
             s[0] += (k - n * pi) * g[0];
             s[1] += (k - n * pi) * g[1];
         }
-        let clusters = scores.len();
         let det = info[0][0] * info[1][1] - info[0][1] * info[1][0];
-        if clusters < 2 || det.abs() < 1e-300 {
-            return (1.0, 0);
+        if det.abs() < 1e-300 || !det.is_finite() {
+            return None;
         }
-        let inv = [
-            [info[1][1] / det, -info[0][1] / det],
-            [-info[1][0] / det, info[0][0] / det],
-        ];
-        let scale = clusters as f64 / (clusters - 1) as f64;
-        // (I⁻¹ M I⁻¹)_θθ = Σ_g (row θ of I⁻¹ · S_g)².
-        let robust: f64 = scores
-            .values()
-            .map(|s| (inv[0][0] * s[0] + inv[0][1] * s[1]).powi(2))
-            .sum::<f64>()
-            * scale;
-        let model = inv[0][0];
-        if model > 0.0 && robust.is_finite() {
-            (robust / model, clusters)
-        } else {
-            (1.0, 0)
-        }
+        let row = [info[1][1] / det, -info[0][1] / det];
+        let by = scores
+            .into_iter()
+            .map(|(c, s)| (c, row[0] * s[0] + row[1] * s[1]))
+            .collect();
+        Some((by, row[0]))
+    }
+}
+
+/// The CR1 sandwich variance (the clusters' squared influences summed, times G ÷ (G − 1)) over
+/// the model's, and G; (1, 0) where there are fewer than two clusters or it is not a number.
+fn robust_over_model(
+    squares: impl Iterator<Item = f64>,
+    clusters: usize,
+    model: f64,
+) -> (f64, usize) {
+    if clusters < 2 {
+        return (1.0, 0);
+    }
+    let scale = clusters as f64 / (clusters - 1) as f64;
+    let robust = squares.sum::<f64>() * scale;
+    if model > 0.0 && robust.is_finite() {
+        (robust / model, clusters)
+    } else {
+        (1.0, 0)
     }
 }
 
@@ -366,12 +405,6 @@ const REACH: f64 = 0.5;
 /// C_p of `points` with its 95 % interval; `None` without a step. `robust` widens the interval
 /// by the dispersion over the points' clusters.
 pub fn fit(points: &[Point], p: f64, robust: bool) -> Option<Fitted> {
-    fitted(points, p, robust).map(|(f, _)| f)
-}
-
-/// [`fit`], and the dispersion φ̂ over the points' clusters (floored at 1) that a ratio of two
-/// fits reads against its own reference.
-fn fitted(points: &[Point], p: f64, robust: bool) -> Option<(Fitted, f64)> {
     let data = Data::new(points)?;
     let offset = (p / (1.0 - p)).ln();
     let (lo, hi) = data.span();
@@ -401,20 +434,17 @@ fn fitted(points: &[Point], p: f64, robust: bool) -> Option<(Fitted, f64)> {
             .flatten()
             .map(|t| (t + data.centre).exp())
     };
-    Some((
-        Fitted {
-            p,
-            rate: (theta + data.centre).exp(),
-            low: end(a),
-            high: end(b),
-            confidence: CONFIDENCE,
-            dispersion,
-            steps: points.len(),
-            passes,
-            slope: Some(s.exp()),
-        },
-        phi.max(1.0),
-    ))
+    Some(Fitted {
+        p,
+        rate: (theta + data.centre).exp(),
+        low: end(a),
+        high: end(b),
+        confidence: CONFIDENCE,
+        dispersion,
+        steps: points.len(),
+        passes,
+        slope: Some(s.exp()),
+    })
 }
 
 #[cfg(test)]
@@ -521,7 +551,7 @@ mod tests {
         let mut rng = Rng::new(3);
         let mut curve = |truth: f64| curve(&mut rng, truth, beta, 2);
         let (a, b) = (curve(10_000.0), curve(11_000.0));
-        let (r, low, high) = ratio_profile(&a, &b, 0.5, 15).unwrap();
+        let (r, low, high) = ratio_profile(&a, &b, 0.5).unwrap();
         let (low, high) = (low.unwrap(), high.unwrap());
         assert!(low < 1.1 && 1.1 < high && low > 1.0, "{r} ({low}–{high})");
         assert!((r / 1.1 - 1.0).abs() < 0.03, "{r}");
@@ -529,14 +559,14 @@ mod tests {
         let held = (0..40)
             .filter(|_| {
                 let (_, low, high) =
-                    ratio_profile(&curve(10_000.0), &curve(10_000.0), 0.5, 15).unwrap();
+                    ratio_profile(&curve(10_000.0), &curve(10_000.0), 0.5).unwrap();
                 low.is_some_and(|l| l <= 1.0) && high.is_some_and(|h| h >= 1.0)
             })
             .count();
         assert!(held >= 35, "{held} of 40");
         // Only passes on one side: no interval.
         let passes = points(&[(1000.0, true), (2000.0, true)]);
-        let (_, low, high) = ratio_profile(&a, &passes, 0.5, 15).unwrap();
+        let (_, low, high) = ratio_profile(&a, &passes, 0.5).unwrap();
         assert!(low.is_none() && high.is_none());
     }
 }
