@@ -16,6 +16,8 @@ pub(super) enum Event {
     HeldBy(String),
     /// A cell whose schedule the generator may not keep.
     ScheduleWarning(String),
+    /// What a share of a capacity promises for its run ([`crate::plan::promises`]).
+    SharePromise(String),
     NothingToRun {
         cells: usize,
         name: String,
@@ -104,6 +106,7 @@ pub(super) fn line(event: &Event) -> Option<String> {
         Event::ScheduleWarning(w) => {
             format!("Warning: the generator may not keep the schedule of {w}")
         }
+        Event::SharePromise(w) => format!("Note: {w}."),
         Event::NothingToRun {
             cells,
             name,

@@ -215,6 +215,9 @@ async fn run_with<F: Firing>(
     for warning in &plan.warnings {
         events.emit(Event::ScheduleWarning(warning.to_string()));
     }
+    for promise in &plan.promises {
+        events.emit(Event::SharePromise(promise.to_string()));
+    }
     if todo.is_empty() {
         events.emit(Event::NothingToRun {
             cells: plan.cells.len(),

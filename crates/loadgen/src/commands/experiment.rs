@@ -477,6 +477,13 @@ pub fn plan_text(experiment: &Experiment, plan: &Plan) -> String {
         }
         out.push('\n');
     }
+    if !plan.promises.is_empty() {
+        out.push_str("What a share of capacity promises here:\n");
+        for w in &plan.promises {
+            out.push_str(&format!("  ~ {}\n", redact::printable(w)));
+        }
+        out.push('\n');
+    }
     for cell in &plan.cells {
         out.push_str(&format!(
             "{:>4}  rep {}  {:<40}  {}\n",
