@@ -1211,6 +1211,12 @@ fn an_experiment_of_searches_answers_in_capacity_and_draws_it() {
     let said = text(&out);
     assert!(out.status.success(), "{said}");
     assert!(said.contains("6 cells run (0 failed)"), "{said}");
+    // Its shares are of a C_0.5 of 1 s windows: the run says what that does not promise.
+    assert!(
+        said.contains("Note: 80 % of C_0.5 (windows of 1s): at C_0.5 one window of 1s meets the SLO one time in two")
+            && said.contains("Note: 300 % of C_0.5"),
+        "{said}"
+    );
     let rt = tokio::runtime::Runtime::new().unwrap();
     let store = rt.block_on(Store::open(&db)).unwrap();
     let searches = rt.block_on(store.searches()).unwrap();
