@@ -120,29 +120,24 @@ pub fn ratio(a: (f64, f64, f64), b: (f64, f64, f64)) -> Option<(f64, f64, f64)> 
 /// round cancels in the ratio as it does in the design. (ratio, low, high); the ends `None`
 /// where the steps do not bound them; `None` without steps on both sides.
 pub fn ratio_profile(a: &[Point], b: &[Point], p: f64) -> Option<(f64, Option<f64>, Option<f64>)> {
-    let (fa, fb) = (fit(a, p, false)?, fit(b, p, false)?);
     let (da, db) = (Data::new(a)?, Data::new(b)?);
     let offset = (p / (1.0 - p)).ln();
+    let (fa, fb) = (da.best(offset), db.best(offset));
     let pa = |t: f64| da.profile(offset, t - da.centre).0;
     let pb = |t: f64| db.profile(offset, t - db.centre).0;
-    let (ta, tb) = (fa.rate.ln(), fb.rate.ln());
-    let best = pa(ta) + pb(tb);
+    let (ta, tb) = (fa.1 + da.centre, fb.1 + db.centre);
+    let best = fa.0 + fb.0;
     let (lo, hi) = da.span();
     let (lo, hi) = (lo + da.centre - REACH, hi + da.centre + REACH);
     // The best joint likelihood with the ratio held at δ.
     let joint = |delta: f64| golden(&|t| pa(t) + pb(t + delta), lo, hi, 1e-6).0;
     let deviance = |delta: f64| 2.0 * (best - joint(delta)).max(0.0);
-    let level = match paired_dispersion(&da, &fa, &db, &fb, offset) {
-        (phi, rounds) if rounds >= 2 => {
-            let t = super::batch::t975(rounds - 1);
-            CHI2_95.max(t * t * phi)
-        }
-        _ => CHI2_95,
-    };
+    let level = level(paired_dispersion(&da, fa, &db, fb, offset));
     let delta = tb - ta;
-    let bounded = |f: &Fitted| f.passes > 0 && f.passes < f.steps;
+    let bounded =
+        |points: &[Point]| points.iter().any(|p| p.pass) && points.iter().any(|p| !p.pass);
     let end = |outside: f64| {
-        (bounded(&fa) && bounded(&fb))
+        (bounded(a) && bounded(b))
             .then(|| crossing(deviance, level, delta, outside))
             .flatten()
             .map(f64::exp)
@@ -151,10 +146,16 @@ pub fn ratio_profile(a: &[Point], b: &[Point], p: f64) -> Option<(f64, Option<f6
 }
 
 /// The paired sandwich variance of δ = θ_b − θ_a over the model's (the two fits independent),
-/// each at its own fit, over the clusters (rounds) of either, and how many there were.
-fn paired_dispersion(da: &Data, fa: &Fitted, db: &Data, fb: &Fitted, offset: f64) -> (f64, usize) {
-    let at =
-        |d: &Data, f: &Fitted| d.influence(offset, f.rate.ln() - d.centre, f.slope.unwrap_or(1.0));
+/// each at its own best (`(_, θ, ln β)` of [`Data::best`]), over the clusters (rounds) of
+/// either, and how many there were.
+fn paired_dispersion(
+    da: &Data,
+    fa: (f64, f64, f64),
+    db: &Data,
+    fb: (f64, f64, f64),
+    offset: f64,
+) -> (f64, usize) {
+    let at = |d: &Data, f: (f64, f64, f64)| d.influence(offset, f.1, f.2.exp());
     let (Some((ia, ma)), Some((ib, mb))) = (at(da, fa), at(db, fb)) else {
         return (1.0, 0);
     };
@@ -162,7 +163,19 @@ fn paired_dispersion(da: &Data, fa: &Fitted, db: &Data, fb: &Fitted, offset: f64
     for (c, i) in ia {
         *by.entry(c).or_default() -= i;
     }
-    robust_over_model(by.values().map(|i| i * i), by.len(), ma + mb)
+    robust_over_model(&by, ma + mb)
+}
+
+/// The deviance a 95 % interval allows for a dispersion `(φ̂, G)` read over G clusters: the
+/// wider of the model's χ²₁ and φ̂ · F(1, G − 1), the reference of a variance estimated from G
+/// clusters; χ²₁ alone without two clusters.
+fn level((phi, clusters): (f64, usize)) -> f64 {
+    if clusters >= 2 {
+        let t = super::batch::t975(clusters - 1);
+        CHI2_95.max(t * t * phi)
+    } else {
+        CHI2_95
+    }
 }
 
 /// The normal quantile of a two-sided 95 % interval.
@@ -250,9 +263,17 @@ impl Data {
     /// how many clusters it was estimated from (0 where it could not be).
     fn dispersion(&self, offset: f64, theta: f64, beta: f64) -> (f64, usize) {
         match self.influence(offset, theta, beta) {
-            Some((by, model)) => robust_over_model(by.values().map(|i| i * i), by.len(), model),
+            Some((by, model)) => robust_over_model(&by, model),
             None => (1.0, 0),
         }
+    }
+
+    /// The penalised fit at its best: (its log-likelihood, θ (centred), ln β).
+    fn best(&self, offset: f64) -> (f64, f64, f64) {
+        let (lo, hi) = self.span();
+        let (best, theta) = golden(&|t| self.profile(offset, t).0, lo - REACH, hi + REACH, 1e-6);
+        let (_, s) = self.profile(offset, theta);
+        (best, theta, s)
     }
 
     /// Each cluster's influence on θ at (θ, β) (row θ of the inverse information times the
@@ -300,16 +321,13 @@ impl Data {
 
 /// The CR1 sandwich variance (the clusters' squared influences summed, times G ÷ (G − 1)) over
 /// the model's, and G; (1, 0) where there are fewer than two clusters or it is not a number.
-fn robust_over_model(
-    squares: impl Iterator<Item = f64>,
-    clusters: usize,
-    model: f64,
-) -> (f64, usize) {
+fn robust_over_model(influence: &std::collections::BTreeMap<u32, f64>, model: f64) -> (f64, usize) {
+    let clusters = influence.len();
     if clusters < 2 {
         return (1.0, 0);
     }
     let scale = clusters as f64 / (clusters - 1) as f64;
-    let robust = squares.sum::<f64>() * scale;
+    let robust = influence.values().map(|i| i * i).sum::<f64>() * scale;
     if model > 0.0 && robust.is_finite() {
         (robust / model, clusters)
     } else {
@@ -409,21 +427,14 @@ pub fn fit(points: &[Point], p: f64, robust: bool) -> Option<Fitted> {
     let offset = (p / (1.0 - p)).ln();
     let (lo, hi) = data.span();
     let (a, b) = (lo - REACH, hi + REACH);
-    let (best, theta) = golden(&|t| data.profile(offset, t).0, a, b, 1e-6);
-    let (_, s) = data.profile(offset, theta);
-    let (phi, clusters) = if robust {
+    let (best, theta, s) = data.best(offset);
+    // The wider of the model's interval (χ²₁) and the cluster-robust one read against
+    // F(1, G − 1), the reference of a variance estimated from G clusters.
+    let level = level(if robust {
         data.dispersion(offset, theta, s.exp())
     } else {
         (1.0, 0)
-    };
-    // The wider of the model's interval (χ²₁) and the cluster-robust one read against
-    // F(1, G − 1), the reference of a variance estimated from G clusters.
-    let t = super::batch::t975(clusters.saturating_sub(1));
-    let level = if clusters >= 2 {
-        CHI2_95.max(t * t * phi)
-    } else {
-        CHI2_95
-    };
+    });
     let dispersion = level / CHI2_95;
     let deviance = |t: f64| 2.0 * (best - data.profile(offset, t).0);
     let passes = points.iter().filter(|p| p.pass).count();
