@@ -57,19 +57,31 @@ pub fn directory() -> PathBuf {
     }
 }
 
+/// Why the leases' directory cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum LeaseDirError {
+    #[error("cannot make {}: {source}", .dir.display())]
+    Make {
+        dir: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{} is not a directory of this user's that only it may write: remove it, or set XDG_RUNTIME_DIR to one", .0.display())]
+    NotOwn(PathBuf),
+}
+
 /// Makes `dir` if it is not there, and checks it is this user's and that no one else may
 /// write it (another user could have made it first, in a shared TMPDIR, to plant links).
-pub fn ensure(dir: &Path) -> Result<(), String> {
+pub fn ensure(dir: &Path) -> Result<(), LeaseDirError> {
     use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
     let uid = rustix::process::geteuid().as_raw();
     let _ = std::fs::DirBuilder::new().mode(0o700).create(dir);
-    let meta = std::fs::symlink_metadata(dir)
-        .map_err(|e| format!("cannot make {}: {e}", dir.display()))?;
+    let meta = std::fs::symlink_metadata(dir).map_err(|source| LeaseDirError::Make {
+        dir: dir.to_path_buf(),
+        source,
+    })?;
     if !meta.is_dir() || meta.uid() != uid || meta.permissions().mode() & 0o022 != 0 {
-        return Err(format!(
-            "{} is not a directory of this user's that only it may write: remove it, or set XDG_RUNTIME_DIR to one",
-            dir.display()
-        ));
+        return Err(LeaseDirError::NotOwn(dir.to_path_buf()));
     }
     Ok(())
 }

@@ -30,7 +30,7 @@ use std::time::Duration;
 
 pub use identity::Identity;
 use lease::{GroupRecord, Lease};
-pub use lease::{Left, Swept};
+pub use lease::{LeaseDirError, Left, Swept};
 
 /// How a group holds its processes.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -39,6 +39,27 @@ pub enum Holding {
     Cgroup(PathBuf),
     /// Its own process group: a process that calls `setsid` or `setpgid` leaves it.
     ProcessGroup,
+}
+
+/// Why a group's own cgroup cannot be given the v2 controllers asked for.
+#[derive(Debug, thiserror::Error)]
+pub enum ControllerError {
+    #[error("no cgroup of its own")]
+    NoCgroup,
+    #[error("no cgroup v2 hierarchy")]
+    NoV2,
+    #[error("the cgroup v2 hierarchy has no {0} controller")]
+    Missing(String),
+    /// Its cgroup is not under the hierarchy's root.
+    #[error(transparent)]
+    Outside(#[from] std::path::StripPrefixError),
+    #[error("cannot enable {controllers} in {}: {source}", .at.display())]
+    Enable {
+        controllers: String,
+        at: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
 }
 
 /// This process's custody: its identity, where its lease is kept, its cgroups' directory.
@@ -202,32 +223,30 @@ impl Group {
     /// Its own cgroup with the v2 `controllers` enabled for it (each ancestor's
     /// `cgroup.subtree_control` from the hierarchy's root down), to set limits in; `Err` says
     /// why not (no cgroup of its own, or the hierarchy lacks them).
-    pub fn with_controllers(&self, controllers: &[&str]) -> Result<PathBuf, String> {
+    pub fn with_controllers(&self, controllers: &[&str]) -> Result<PathBuf, ControllerError> {
         let Holding::Cgroup(dir) = &self.holding else {
-            return Err("no cgroup of its own".into());
+            return Err(ControllerError::NoCgroup);
         };
-        let root = cgroup::v2_mount().ok_or("no cgroup v2 hierarchy")?;
+        let root = cgroup::v2_mount().ok_or(ControllerError::NoV2)?;
         let available =
             std::fs::read_to_string(root.join("cgroup.controllers")).unwrap_or_default();
         if let Some(missing) = controllers
             .iter()
             .find(|c| !available.split_whitespace().any(|a| a == **c))
         {
-            return Err(format!(
-                "the cgroup v2 hierarchy has no {missing} controller"
-            ));
+            return Err(ControllerError::Missing(missing.to_string()));
         }
         let mut at = root.clone();
-        let relative = dir.strip_prefix(&root).map_err(|e| e.to_string())?;
+        let relative = dir.strip_prefix(&root)?;
         for part in relative.iter() {
             let enable: String = controllers.iter().map(|c| format!("+{c} ")).collect();
-            std::fs::write(at.join("cgroup.subtree_control"), enable.trim_end()).map_err(|e| {
-                format!(
-                    "cannot enable {} in {}: {e}",
-                    controllers.join(", "),
-                    at.display()
-                )
-            })?;
+            std::fs::write(at.join("cgroup.subtree_control"), enable.trim_end()).map_err(
+                |source| ControllerError::Enable {
+                    controllers: controllers.join(", "),
+                    at: at.clone(),
+                    source,
+                },
+            )?;
             at.push(part);
         }
         Ok(dir.clone())

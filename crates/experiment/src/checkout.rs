@@ -17,23 +17,90 @@ use std::time::Duration;
 /// How long one git command may take (a checkout of a large tree included).
 const GIT_TIMEOUT: Duration = Duration::from_secs(300);
 
+/// Why a `ref` cannot be checked out as written.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RefError {
+    #[error("ref is empty: write a branch, tag or commit, e.g. ref = \"origin/main\"")]
+    Empty,
+    #[error("ref {0:?} is not a git revision: write a branch, tag or commit, e.g. ref = \"origin/main\"")]
+    NotARevision(String),
+}
+
 /// Whether `reference` can be a ref to check out: a name git can read, not an option.
-pub fn check_ref(reference: &str) -> Result<(), String> {
+pub fn check_ref(reference: &str) -> Result<(), RefError> {
     if reference.trim().is_empty() {
-        return Err(
-            "ref is empty: write a branch, tag or commit, e.g. ref = \"origin/main\"".into(),
-        );
+        return Err(RefError::Empty);
     }
     if reference.starts_with('-')
         || reference
             .chars()
             .any(|c| c.is_whitespace() || c.is_control())
     {
-        return Err(format!(
-            "ref {reference:?} is not a git revision: write a branch, tag or commit, e.g. ref = \"origin/main\""
-        ));
+        return Err(RefError::NotARevision(reference.to_string()));
     }
     Ok(())
+}
+
+/// Why the targets' sources could not be checked out.
+#[derive(Debug, thiserror::Error)]
+pub enum CheckoutError {
+    #[error("cannot make a temporary directory for the checkouts: {0}")]
+    TempDir(#[source] std::io::Error),
+    #[error("target {target:?}: ref {reference:?}: {why}")]
+    Target {
+        target: String,
+        reference: String,
+        #[source]
+        why: TargetCheckoutError,
+    },
+}
+
+/// Why one target's `ref` could not be checked out; each says what to do.
+#[derive(Debug, thiserror::Error)]
+pub enum TargetCheckoutError {
+    #[error("its cwd {} cannot be read ({source}): ref checks out the repository holding cwd, so cwd must exist here", .cwd.display())]
+    Cwd {
+        cwd: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{} is not in a git repository ({source}): drop ref, or point cwd into a clone", .cwd.display())]
+    NotInRepository {
+        cwd: PathBuf,
+        #[source]
+        source: GitError,
+    },
+    #[error("{0}")]
+    Top(#[source] std::io::Error),
+    #[error("{} is not inside its repository's top {}", .cwd.display(), .top.display())]
+    Outside { cwd: PathBuf, top: PathBuf },
+    #[error("no such commit in {}: fetch it first (e.g. git fetch origin main), or fix ref", .top.display())]
+    NoCommit { top: PathBuf },
+    #[error("git clone --shared failed: {0}")]
+    Clone(#[source] GitError),
+    #[error("git checkout failed: {0}")]
+    Checkout(#[source] GitError),
+    #[error("commit {} has no directory {}: the target's cwd must be there at that commit", short(.commit), .inside.display())]
+    NoDirectory { commit: String, inside: PathBuf },
+}
+
+/// A commit's first 12 hex digits.
+fn short(commit: &str) -> &str {
+    commit.get(..12).unwrap_or(commit)
+}
+
+/// Why one git command failed.
+#[derive(Debug, thiserror::Error)]
+pub enum GitError {
+    #[error("git {command} took over {GIT_TIMEOUT:?}")]
+    Timeout { command: String },
+    #[error("cannot run git ({0}): install git")]
+    Run(#[source] std::io::Error),
+    /// The last line it wrote to its standard error.
+    #[error("{0}")]
+    Said(String),
+    #[error("git exited with {0}")]
+    Exited(std::process::ExitStatus),
 }
 
 /// A target's source at the commit its `ref` named.
@@ -83,14 +150,14 @@ impl Checkouts {
     pub async fn make(
         wanted: &[Wanted<'_>],
         env: &[(OsString, OsString)],
-    ) -> Result<Checkouts, String> {
+    ) -> Result<Checkouts, CheckoutError> {
         if wanted.is_empty() {
             return Ok(Checkouts::default());
         }
         let dir = tempfile::Builder::new()
             .prefix("showdown-checkouts-")
             .tempdir()
-            .map_err(|e| format!("cannot make a temporary directory for the checkouts: {e}"))?;
+            .map_err(CheckoutError::TempDir)?;
         let mut custody = custody::Group::new("checkouts");
         custody.remove_with(dir.path().to_path_buf());
         let git = Git { env };
@@ -98,31 +165,34 @@ impl Checkouts {
         let mut made: BTreeMap<(PathBuf, String), PathBuf> = BTreeMap::new();
         let mut by_target = BTreeMap::new();
         for w in wanted {
-            let fail = |why: String| format!("target {:?}: ref {:?}: {why}", w.target, w.reference);
-            let cwd = w.cwd.canonicalize().map_err(|e| {
-                fail(format!(
-                    "its cwd {} cannot be read ({e}): ref checks out the repository holding cwd, so cwd must exist here",
-                    w.cwd.display()
-                ))
+            let fail = |why: TargetCheckoutError| CheckoutError::Target {
+                target: w.target.to_string(),
+                reference: w.reference.to_string(),
+                why,
+            };
+            let cwd = w.cwd.canonicalize().map_err(|source| {
+                fail(TargetCheckoutError::Cwd {
+                    cwd: w.cwd.clone(),
+                    source,
+                })
             })?;
             let top = git
                 .run(&cwd, &["rev-parse", "--show-toplevel"])
                 .await
-                .map_err(|e| {
-                    fail(format!(
-                        "{} is not in a git repository ({e}): drop ref, or point cwd into a clone",
-                        cwd.display()
-                    ))
+                .map_err(|source| {
+                    fail(TargetCheckoutError::NotInRepository {
+                        cwd: cwd.clone(),
+                        source,
+                    })
                 })?;
             let top = PathBuf::from(top)
                 .canonicalize()
-                .map_err(|e| fail(e.to_string()))?;
+                .map_err(|e| fail(TargetCheckoutError::Top(e)))?;
             let inside = cwd.strip_prefix(&top).map_err(|_| {
-                fail(format!(
-                    "{} is not inside its repository's top {}",
-                    cwd.display(),
-                    top.display()
-                ))
+                fail(TargetCheckoutError::Outside {
+                    cwd: cwd.clone(),
+                    top: top.clone(),
+                })
             })?;
             let commit = git
                 .run(
@@ -135,12 +205,7 @@ impl Checkouts {
                     ],
                 )
                 .await
-                .map_err(|_| {
-                    fail(format!(
-                        "no such commit in {}: fetch it first (e.g. git fetch origin main), or fix ref",
-                        top.display()
-                    ))
-                })?;
+                .map_err(|_| fail(TargetCheckoutError::NoCommit { top: top.clone() }))?;
             let key = (top.clone(), commit.clone());
             let checkout = match made.get(&key) {
                 Some(path) => path.clone(),
@@ -157,7 +222,7 @@ impl Checkouts {
                     ];
                     git.run(dir.path(), clone)
                         .await
-                        .map_err(|e| fail(format!("git clone --shared failed: {e}")))?;
+                        .map_err(|e| fail(TargetCheckoutError::Clone(e)))?;
                     git.run(
                         &path,
                         &[
@@ -170,18 +235,17 @@ impl Checkouts {
                         ],
                     )
                     .await
-                    .map_err(|e| fail(format!("git checkout failed: {e}")))?;
+                    .map_err(|e| fail(TargetCheckoutError::Checkout(e)))?;
                     made.insert(key, path.clone());
                     path
                 }
             };
             let cwd = checkout.join(inside);
             if !cwd.is_dir() {
-                return Err(fail(format!(
-                    "commit {} has no directory {}: the target's cwd must be there at that commit",
-                    commit.get(..12).unwrap_or(&commit),
-                    inside.display()
-                )));
+                return Err(fail(TargetCheckoutError::NoDirectory {
+                    commit,
+                    inside: inside.to_path_buf(),
+                }));
             }
             by_target.insert(
                 w.target.to_string(),
@@ -238,7 +302,7 @@ impl Git<'_> {
         &self,
         dir: &Path,
         args: impl IntoIterator<Item = A>,
-    ) -> Result<String, String> {
+    ) -> Result<String, GitError> {
         let args: Vec<OsString> = args.into_iter().map(|a| a.as_ref().to_owned()).collect();
         let mut command = tokio::process::Command::new("git");
         command
@@ -253,9 +317,11 @@ impl Git<'_> {
             .await
             .map_err(|_| {
                 let words: Vec<_> = args.iter().map(|a| a.to_string_lossy()).collect();
-                format!("git {} took over {GIT_TIMEOUT:?}", words.join(" "))
+                GitError::Timeout {
+                    command: words.join(" "),
+                }
             })?
-            .map_err(|e| format!("cannot run git ({e}): install git"))?;
+            .map_err(GitError::Run)?;
         if output.status.success() {
             return Ok(String::from_utf8_lossy(&output.stdout).trim().to_string());
         }
@@ -264,10 +330,9 @@ impl Git<'_> {
             .lines()
             .rev()
             .find(|l| !l.trim().is_empty())
-            .map_or_else(
-                || format!("git exited with {}", output.status),
-                |l| l.trim().to_string(),
-            ))
+            .map_or(GitError::Exited(output.status), |l| {
+                GitError::Said(l.trim().to_string())
+            }))
     }
 }
 
@@ -383,7 +448,10 @@ mod tests {
             cwd: root.path().to_path_buf(),
             reference: "origin/nope",
         }];
-        let err = Checkouts::make(&wanted, &env()).await.unwrap_err();
+        let err = Checkouts::make(&wanted, &env())
+            .await
+            .unwrap_err()
+            .to_string();
         assert!(
             err.starts_with("target \"baseline\": ref \"origin/nope\": no such commit"),
             "{err}"
@@ -397,7 +465,10 @@ mod tests {
             cwd: plain.path().to_path_buf(),
             reference: "main",
         }];
-        let err = Checkouts::make(&wanted, &env()).await.unwrap_err();
+        let err = Checkouts::make(&wanted, &env())
+            .await
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("is not in a git repository"), "{err}");
     }
 }

@@ -10,7 +10,7 @@ use serde_json::Value;
 
 use crate::file::{CheckSpec, DEFAULT_BURST};
 use crate::http::{Exchange, Http};
-use crate::verify::Verdict;
+use crate::verify::{CheckFailure, Verdict};
 
 /// Runs `checks` against the server at `base` (`http://HOST:PORT`); `db` is the database the
 /// `rows_added` queries count in.
@@ -23,63 +23,56 @@ pub async fn check(base: &str, checks: &[CheckSpec], db: Option<&str>) -> Verdic
     verdict
 }
 
-async fn one(http: &Http, base: &str, c: &CheckSpec, db: Option<&str>) -> Result<(), String> {
+async fn one(http: &Http, base: &str, c: &CheckSpec, db: Option<&str>) -> Result<(), CheckFailure> {
     let Some(query) = &c.rows_added else {
         return answer(&send(http, base, c).await?, c);
     };
-    let db = db.ok_or("no database to count rows in: add a [database] table")?;
-    let count = || async {
-        crate::database::count(db, query)
-            .await
-            .map_err(|e| e.to_string())
-    };
-    let before = count().await?;
+    let db = db.ok_or(CheckFailure::NoDatabase)?;
+    let before = crate::database::count(db, query).await?;
     let burst = c.burst.unwrap_or(DEFAULT_BURST);
     for i in 0..burst {
         let x = send(http, base, c).await?;
-        answer(&x, c).map_err(|e| format!("request {} of {burst}: {e}", i + 1))?;
+        answer(&x, c).map_err(|e| e.at(format!("request {} of {burst}", i + 1)))?;
     }
-    let added = count().await? - before;
+    let added = crate::database::count(db, query).await? - before;
     if added != i64::from(burst) {
-        return Err(format!(
-            "{burst} requests were answered as expected but {query:?} grew by {added}, not {burst}"
-        ));
+        return Err(CheckFailure::Grew {
+            burst,
+            query: query.clone(),
+            added,
+        });
     }
     Ok(())
 }
 
-async fn send(http: &Http, base: &str, c: &CheckSpec) -> Result<Exchange, String> {
-    let method = c
-        .method
-        .as_deref()
-        .unwrap_or("GET")
-        .parse::<Method>()
-        .map_err(|e| e.to_string())?;
+async fn send(http: &Http, base: &str, c: &CheckSpec) -> Result<Exchange, CheckFailure> {
+    let method = c.method.as_deref().unwrap_or("GET").parse::<Method>()?;
     let mut request = Request::builder()
         .method(method)
         .uri(format!("{base}{}", c.path));
     for (name, value) in &c.headers {
-        let name = HeaderName::try_from(name.as_str()).map_err(|e| e.to_string())?;
-        let value = HeaderValue::try_from(value.as_str()).map_err(|e| e.to_string())?;
+        let name = HeaderName::try_from(name.as_str())?;
+        let value = HeaderValue::try_from(value.as_str())?;
         request = request.header(name, value);
     }
-    http.send(request, c.body.as_deref().unwrap_or("").as_bytes())
-        .await
+    Ok(http
+        .send(request, c.body.as_deref().unwrap_or("").as_bytes())
+        .await?)
 }
 
 /// Whether an answer is the one the check wants.
-fn answer(x: &Exchange, c: &CheckSpec) -> Result<(), String> {
+fn answer(x: &Exchange, c: &CheckSpec) -> Result<(), CheckFailure> {
     let status_ok = match c.status {
         Some(want) => x.status.as_u16() == want,
         None => x.status.is_success(),
     };
     if !status_ok {
         let want = c.status.map(|s| s.to_string()).unwrap_or("2xx".into());
-        return Err(format!(
-            "status {}, not {want}: {}",
-            x.status,
-            snippet(&x.body)
-        ));
+        return Err(CheckFailure::Status {
+            got: x.status,
+            want,
+            body: snippet(&x.body),
+        });
     }
     if c.json_has.is_empty() && c.json_equals.is_empty() {
         return Ok(());
@@ -87,13 +80,23 @@ fn answer(x: &Exchange, c: &CheckSpec) -> Result<(), String> {
     let v = x.json()?;
     for field in &c.json_has {
         if lookup(&v, field).is_none() {
-            return Err(format!("no field {field:?} in {}", snippet(&x.body)));
+            return Err(CheckFailure::NoField {
+                field: field.clone(),
+                body: snippet(&x.body),
+            });
         }
     }
     for (field, want) in &c.json_equals {
-        let got = lookup(&v, field).ok_or(format!("no field {field:?} in {}", snippet(&x.body)))?;
+        let got = lookup(&v, field).ok_or_else(|| CheckFailure::NoField {
+            field: field.clone(),
+            body: snippet(&x.body),
+        })?;
         if !equal(got, want) {
-            return Err(format!("{field} is {got}, not {want}"));
+            return Err(CheckFailure::Equals {
+                field: field.clone(),
+                got: Box::new(got.clone()),
+                want: Box::new(want.clone()),
+            });
         }
     }
     Ok(())

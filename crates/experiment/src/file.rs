@@ -149,30 +149,38 @@ impl ExperimentFile {
     /// otherwise send whatever the user's shell holds to a server of its choosing, as a header, a
     /// database URL or a target's environment, and no rule on names knows every secret's
     /// (`HTTPS_PROXY`, `SLACK_WEBHOOK`, `DB_PW`, …).
-    pub fn check_variables(&self, confirmed: &[String]) -> Result<(), String> {
+    pub fn check_variables(&self, confirmed: &[String]) -> Result<(), VariableError> {
         for v in self.variables() {
             if v.name == crate::environment::STORE {
-                return Err(format!(
-                    "{}: names {}, the store's URL, which Showdown never gives a file: name another variable",
-                    v.field, v.name
-                ));
+                return Err(VariableError::Store {
+                    field: v.field,
+                    name: v.name,
+                });
             }
             if !confirmed.contains(&v.name) {
-                let why = if crate::environment::looks_secret(&v.name) {
-                    "which may hold a secret"
-                } else {
-                    "a variable of your environment"
-                };
-                return Err(format!(
-                    "{}: names {}, {why}: a file you did not write could send it to a server of its choosing; if you mean it, run again with --pass-env {}",
-                    v.field,
-                    redact::printable(&v.name),
-                    redact::printable(&v.name)
-                ));
+                return Err(VariableError::Unconfirmed {
+                    field: v.field,
+                    secret: crate::environment::looks_secret(&v.name),
+                    name: redact::printable(&v.name),
+                });
             }
         }
         Ok(())
     }
+}
+
+/// A variable a file reads that the user did not give it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum VariableError {
+    #[error("{field}: names {name}, the store's URL, which Showdown never gives a file: name another variable")]
+    Store { field: String, name: String },
+    /// `name` as it may be printed; `secret`: its name says it may hold one.
+    #[error("{field}: names {name}, {}: a file you did not write could send it to a server of its choosing; if you mean it, run again with --pass-env {name}", if *.secret { "which may hold a secret" } else { "a variable of your environment" })]
+    Unconfirmed {
+        field: String,
+        name: String,
+        secret: bool,
+    },
 }
 
 impl ExperimentFile {
@@ -267,24 +275,52 @@ pub struct Placement {
     pub target_cpus: Option<CpuList>,
 }
 
+/// Why `--ref TARGET=REF` cannot be applied to a file.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SetRefError {
+    /// `names`: the file's targets, in words.
+    #[error(
+        "--ref {target}={reference}: the file has no target {target:?} (its targets: {names})"
+    )]
+    NoTarget {
+        target: String,
+        reference: String,
+        names: String,
+    },
+    #[error("--ref {target}={reference}: {target:?} is not started by command; ref is for a server built from your source")]
+    NotCommand { target: String, reference: String },
+    #[error("--ref {target}=…: {source}")]
+    Ref {
+        target: String,
+        #[source]
+        source: crate::checkout::RefError,
+    },
+}
+
 impl ExperimentFile {
     /// Builds and runs `target` from its source at `reference` instead of the file's `ref`
     /// (`loadgen experiment run --ref baseline=origin/$BASE`): a pull request's base branch,
     /// which a file cannot know.
-    pub fn set_ref(&mut self, target: &str, reference: &str) -> Result<(), String> {
+    pub fn set_ref(&mut self, target: &str, reference: &str) -> Result<(), SetRefError> {
         let names: Vec<&str> = self.targets.iter().map(|t| t.name.as_str()).collect();
         let names = names.join(", ");
         let Some(t) = self.targets.iter_mut().find(|t| t.name == target) else {
-            return Err(format!(
-                "--ref {target}={reference}: the file has no target {target:?} (its targets: {names})"
-            ));
+            return Err(SetRefError::NoTarget {
+                target: target.to_string(),
+                reference: reference.to_string(),
+                names,
+            });
         };
         if t.kind() != TargetKind::Command {
-            return Err(format!(
-                "--ref {target}={reference}: {target:?} is not started by command; ref is for a server built from your source"
-            ));
+            return Err(SetRefError::NotCommand {
+                target: target.to_string(),
+                reference: reference.to_string(),
+            });
         }
-        crate::checkout::check_ref(reference).map_err(|e| format!("--ref {target}=…: {e}"))?;
+        crate::checkout::check_ref(reference).map_err(|source| SetRefError::Ref {
+            target: target.to_string(),
+            source,
+        })?;
         t.git_ref = Some(reference.to_string());
         Ok(())
     }
@@ -582,14 +618,14 @@ impl CompareSpec {
     pub fn allowed(
         &self,
         file: &ExperimentFile,
-    ) -> Result<(store::ab::Allowed, store::ab::Allowed), String> {
+    ) -> Result<(store::ab::Allowed, store::ab::Allowed), AllowedError> {
         use store::ab::Allowed;
         let searches = file.search.is_some();
         let at_rate = !searches || file.has_shares();
         let (capacity, fixed) = match &self.max_regression {
             Some(text) => text
                 .parse::<Allowed>()
-                .map_err(|e| format!("[compare] max_regression: {e}"))?
+                .map_err(AllowedError::Unreadable)?
                 .split(),
             None => (
                 if searches {
@@ -605,12 +641,10 @@ impl CompareSpec {
             ),
         };
         if !capacity.is_empty() && !searches {
-            return Err("[compare] max_regression: capacity is gated by searches compared in rounds: add [search] with slo and rounds (and no fixed rate), or gate cpu, rss, pss, p50 or p99 at this fixed rate".into());
+            return Err(AllowedError::CapacityWithoutSearches);
         }
         if !fixed.is_empty() && !at_rate {
-            return Err(format!(
-                "[compare] max_regression: {fixed} is measured at a fixed rate, and this comparison of searches runs none: add a share of the capacities found to the rate axis ([matrix] rate = [\"search\", \"60%\"]), or gate capacity alone"
-            ));
+            return Err(AllowedError::FixedWithoutRate(fixed));
         }
         Ok((capacity, fixed))
     }
@@ -621,6 +655,18 @@ impl CompareSpec {
         out.extend(self.control.as_deref());
         out
     }
+}
+
+/// Why `[compare] max_regression` cannot gate this file's comparison.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum AllowedError {
+    #[error("[compare] max_regression: {0}")]
+    Unreadable(#[source] store::ab::AllowedError),
+    #[error("[compare] max_regression: capacity is gated by searches compared in rounds: add [search] with slo and rounds (and no fixed rate), or gate cpu, rss, pss, p50 or p99 at this fixed rate")]
+    CapacityWithoutSearches,
+    /// The measures gated at a fixed rate.
+    #[error("[compare] max_regression: {0} is measured at a fixed rate, and this comparison of searches runs none: add a share of the capacities found to the rate axis ([matrix] rate = [\"search\", \"60%\"]), or gate capacity alone")]
+    FixedWithoutRate(store::ab::Allowed),
 }
 
 /// Open loop or closed loop.
@@ -772,18 +818,18 @@ pub enum Rate {
 /// The largest share of a capacity a rate may be: beyond it, the cell only measures overload.
 pub const MAX_SHARE: f64 = 5.0;
 
+/// A rate that is neither requests a second nor a share: the text as given.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("rate {0:?} is neither requests a second nor a share of the capacity: write e.g. 2000 or \"80%\" (above 0 %, at most {most:.0} %)", most = MAX_SHARE * 100.0)]
+pub struct RateError(pub String);
+
 impl std::str::FromStr for Rate {
-    type Err = String;
+    type Err = RateError;
 
     /// `"80%"`, or a number of requests a second.
-    fn from_str(text: &str) -> Result<Rate, String> {
+    fn from_str(text: &str) -> Result<Rate, RateError> {
         let t = text.trim();
-        let why = || {
-            format!(
-                "rate {text:?} is neither requests a second nor a share of the capacity: write e.g. 2000 or \"80%\" (above 0 %, at most {:.0} %)",
-                MAX_SHARE * 100.0
-            )
-        };
+        let why = || RateError(text.to_string());
         match t.strip_suffix('%') {
             Some(p) => {
                 let share = p.trim().parse::<f64>().map_err(|_| why())? / 100.0;
@@ -886,8 +932,26 @@ pub enum FileError {
         #[source]
         source: std::io::Error,
     },
+    #[error("{path}: not UTF-8 text")]
+    NotText { path: PathBuf },
+    /// The TOML parser's message, on one line.
     #[error("{path}: {message}")]
-    Invalid { path: PathBuf, message: String },
+    Toml { path: PathBuf, message: String },
+    #[error("{path}: {why}")]
+    Invalid { path: PathBuf, why: Invalid },
+}
+
+/// What a file says that serde cannot refuse: names that must exist, fields that do not go
+/// together, values that make no sense. A message rather than a variant each: the check has
+/// some seventy, built from many shapes of table, field and value, each naming the fix.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct Invalid(String);
+
+impl Invalid {
+    fn new(message: impl Into<String>) -> Invalid {
+        Invalid(message.into())
+    }
 }
 
 /// An experiment file read and checked, with the hash of its bytes.
@@ -916,15 +980,17 @@ impl Experiment {
             path: path.to_path_buf(),
             source,
         })?;
-        let invalid = |message: String| FileError::Invalid {
+        let text = String::from_utf8(bytes.clone()).map_err(|_| FileError::NotText {
             path: path.to_path_buf(),
-            message,
-        };
-        let text =
-            String::from_utf8(bytes.clone()).map_err(|_| invalid("not UTF-8 text".into()))?;
-        let file: ExperimentFile =
-            toml::from_str(&text).map_err(|e| invalid(crate::flatten(&e.to_string())))?;
-        check(&file).map_err(invalid)?;
+        })?;
+        let file: ExperimentFile = toml::from_str(&text).map_err(|e| FileError::Toml {
+            path: path.to_path_buf(),
+            message: crate::flatten(&e.to_string()),
+        })?;
+        check(&file).map_err(|why| FileError::Invalid {
+            path: path.to_path_buf(),
+            why,
+        })?;
         use sha2::Digest;
         Ok(Experiment {
             path: path.to_path_buf(),
@@ -935,71 +1001,76 @@ impl Experiment {
 }
 
 /// Checks what serde cannot: names that must exist, values that must make sense.
-fn check(file: &ExperimentFile) -> Result<(), String> {
+fn check(file: &ExperimentFile) -> Result<(), Invalid> {
     if file.name.trim().is_empty() || file.question.trim().is_empty() {
-        return Err("name and question must not be empty".into());
+        return Err(Invalid::new("name and question must not be empty"));
     }
     if file.targets.is_empty() {
-        return Err("no [[target]]: name at least one".into());
+        return Err(Invalid::new("no [[target]]: name at least one"));
     }
     if file.repetitions == 0 {
-        return Err("repetitions must be at least 1".into());
+        return Err(Invalid::new("repetitions must be at least 1"));
     }
     let database = file.database();
     if database.url.is_some() && database.url_env.is_some() {
-        return Err("[database]: give url or url_env, not both".into());
+        return Err(Invalid::new("[database]: give url or url_env, not both"));
     }
     if database
         .env
         .as_deref()
         .is_some_and(|v| !is_variable_name(v))
     {
-        return Err("[database] env must be a variable name, e.g. \"DATABASE_URL\"".into());
+        return Err(Invalid::new(
+            "[database] env must be a variable name, e.g. \"DATABASE_URL\"",
+        ));
     }
     for (table, load) in file.load_specs() {
         for (name, value) in load.headers.iter().flatten() {
             if !is_header(name, value) {
-                return Err(format!(
+                return Err(Invalid::new(format!(
                     "{table} headers: {name:?} is not a valid HTTP header (a name of letters, digits and -, a value of visible characters)"
-                ));
+                )));
             }
         }
     }
     for variable in file.variables() {
         if !is_variable_name(&variable.name) {
-            return Err(format!(
+            return Err(Invalid::new(format!(
                 "{}: {:?} is not a variable name",
                 variable.field, variable.name
-            ));
+            )));
         }
     }
     if database.cpus.is_some() && (database.url.is_some() || database.url_env.is_some()) {
-        return Err("[database] cpus places the throwaway PostgreSQL: a database of yours (url, url_env) runs where you put it".into());
+        return Err(Invalid::new("[database] cpus places the throwaway PostgreSQL: a database of yours (url, url_env) runs where you put it"));
     }
     if let Some(guns) = &file.guns {
-        guns.check()?;
+        guns.check().map_err(Invalid::new)?;
         if let Some(t) = file.targets.iter().find(|t| !t.is_remote()) {
-            return Err(format!(
+            return Err(Invalid::new(format!(
                 "target {:?}: with [guns], every target is remote (url and probe): the guns reach a target and its probe by address, not this machine's loopback",
                 t.name
-            ));
+            )));
         }
     }
     check_watches(&file.watches)?;
     let mut names = std::collections::BTreeSet::new();
     for t in &file.targets {
         if !names.insert(t.name.as_str()) {
-            return Err(format!("two targets are named {:?}", t.name));
+            return Err(Invalid::new(format!("two targets are named {:?}", t.name)));
         }
         check_target(t, file.database.is_some())?;
     }
     for c in &file.checks {
-        check_check(c, file.database.is_some()).map_err(|e| format!("[[check]] {e}"))?;
+        check_check(c, file.database.is_some())
+            .map_err(|e| Invalid::new(format!("[[check]] {e}")))?;
     }
     if let Some(search) = &file.search {
         check_search(search)?;
         if file.matrix.contains_key("steps") {
-            return Err("[search] chooses the rates: drop the steps axis".into());
+            return Err(Invalid::new(
+                "[search] chooses the rates: drop the steps axis",
+            ));
         }
         // The rate axis may name the search and shares of what it finds, not rates.
         if let Some(toml::Value::Array(rates)) = file.matrix.get("rate") {
@@ -1008,7 +1079,7 @@ fn check(file: &ExperimentFile) -> Result<(), String> {
                     t == store::capacity::SEARCH_RATE || matches!(t.parse(), Ok(Rate::Share(_)))
                 });
                 if !fits {
-                    return Err(format!("matrix.rate: {v} with [search]: the search chooses the rates; the axis may hold \"search\" (the cell that searches) and shares of the capacity it finds, such as \"80%\""));
+                    return Err(Invalid::new(format!("matrix.rate: {v} with [search]: the search chooses the rates; the axis may hold \"search\" (the cell that searches) and shares of the capacity it finds, such as \"80%\"")));
                 }
             }
         }
@@ -1021,19 +1092,21 @@ fn check(file: &ExperimentFile) -> Result<(), String> {
 
 /// `[compare]`: its targets the file's (all of them, each named once), a fixed rate of an open
 /// loop (enough rounds for an interval is the plan's check: `--repetitions` may change them).
-fn check_compare(file: &ExperimentFile, compare: &CompareSpec) -> Result<(), String> {
-    compare.allowed(file)?;
+fn check_compare(file: &ExperimentFile, compare: &CompareSpec) -> Result<(), Invalid> {
+    compare
+        .allowed(file)
+        .map_err(|e| Invalid::new(e.to_string()))?;
     let named = compare.targets();
     for (i, name) in named.iter().enumerate() {
         if !file.targets.iter().any(|t| t.name == *name) {
-            return Err(format!(
+            return Err(Invalid::new(format!(
                 "[compare] names {name:?}, which is no [[target]]'s name"
-            ));
+            )));
         }
         if named[..i].contains(name) {
-            return Err(format!(
+            return Err(Invalid::new(format!(
                 "[compare] names {name:?} twice: an A/A control is a target of its own that runs the baseline's build"
-            ));
+            )));
         }
     }
     if let Some(t) = file
@@ -1041,24 +1114,26 @@ fn check_compare(file: &ExperimentFile, compare: &CompareSpec) -> Result<(), Str
         .iter()
         .find(|t| !named.contains(&t.name.as_str()))
     {
-        return Err(format!(
+        return Err(Invalid::new(format!(
             "[compare] compares its baseline, its candidate and its control only: target {:?} is none of them (drop it, or compare it in a file of its own)",
             t.name
-        ));
+        )));
     }
     if let Some(search) = &file.search {
         if search.rounds.is_none() {
-            return Err("[compare] with [search] gates capacity from searches compared in interleaved rounds: add rounds = 16 to [search]".into());
+            return Err(Invalid::new("[compare] with [search] gates capacity from searches compared in interleaved rounds: add rounds = 16 to [search]"));
         }
     }
     if file.guns.is_some() {
-        return Err("[compare] runs from this machine: drop [guns]".into());
+        return Err(Invalid::new(
+            "[compare] runs from this machine: drop [guns]",
+        ));
     }
     if let Some(t) = file.targets.iter().find(|t| t.load.is_some()) {
-        return Err(format!(
+        return Err(Invalid::new(format!(
             "target {:?}: [compare] runs every build at the same load: drop the target's own load",
             t.name
-        ));
+        )));
     }
     for (table, load) in file
         .load_specs()
@@ -1067,112 +1142,112 @@ fn check_compare(file: &ExperimentFile, compare: &CompareSpec) -> Result<(), Str
     {
         let fixed = load.mode() == Mode::Open && matches!(load.rate, Some(Rate::PerSecond(_)));
         if !fixed || load.steps.is_some() {
-            return Err(format!(
+            return Err(Invalid::new(format!(
                 "{table}: [compare] measures every build at one fixed rate of an open loop, below both capacities: give rate = N (requests a second), without steps"
-            ));
+            )));
         }
     }
     Ok(())
 }
 
 /// `[[watch]]`: each named once, found by exactly one of port, pid or command.
-fn check_watches(watches: &[WatchSpec]) -> Result<(), String> {
+fn check_watches(watches: &[WatchSpec]) -> Result<(), Invalid> {
     let mut watched = std::collections::BTreeSet::new();
     for w in watches {
         if w.name.trim().is_empty() || !watched.insert(w.name.as_str()) {
-            return Err(format!(
+            return Err(Invalid::new(format!(
                 "[[watch]] {:?}: give each a name of its own (as pages will say it)",
                 w.name
-            ));
+            )));
         }
         let given = [w.port.is_some(), w.pid.is_some(), w.command.is_some()];
         if given.iter().filter(|g| **g).count() != 1 {
-            return Err(format!(
+            return Err(Invalid::new(format!(
                 "[[watch]] {:?}: find it by exactly one of port, pid or command",
                 w.name
-            ));
+            )));
         }
         if let Some(Err(e)) = w.command.as_deref().map(regex::Regex::new) {
-            return Err(format!(
+            return Err(Invalid::new(format!(
                 "[[watch]] {:?}: command is not a valid regular expression: {}",
                 w.name,
                 crate::flatten(&e.to_string())
-            ));
+            )));
         }
     }
     Ok(())
 }
 
 /// One `[[target]]`: how it runs, where it is watched, what it is given.
-fn check_target(t: &TargetSpec, has_database: bool) -> Result<(), String> {
+fn check_target(t: &TargetSpec, has_database: bool) -> Result<(), Invalid> {
     check_kind(t, has_database)?;
     let given = |v: &Option<String>| v.as_deref().is_some_and(|v| !v.trim().is_empty());
     if t.url.is_some() && !given(&t.url) || t.probe.is_some() && !given(&t.probe) {
-        return Err(format!(
+        return Err(Invalid::new(format!(
             "target {:?}: url and probe must not be empty: a base URL such as \"http://10.0.1.5:8080\" and a \"HOST:PORT\"",
             t.name
-        ));
+        )));
     }
     match (&t.url, &t.probe) {
         (Some(_), None) => {
-            return Err(format!(
+            return Err(Invalid::new(format!(
                 "target {:?} is remote (url) but names no probe: add probe = \"HOST:PORT\"",
                 t.name
-            ))
+            )))
         }
         (None, Some(_)) => {
-            return Err(format!(
+            return Err(Invalid::new(format!(
                 "target {:?} has a probe but no url: a local target is watched by the runner's own probe",
                 t.name
-            ))
+            )))
         }
         (None, None)
             if t.kind() == TargetKind::Builtin
                 && !crate::targets::NAMES.contains(&t.run_name()) =>
         {
-            return Err(format!(
+            return Err(Invalid::new(format!(
                 "target {:?}: no such target in targets/ (use one of {}, or run = \"…\", or command = [\"…\"] for a server of yours, or url and probe for a remote one)",
                 t.name,
                 crate::targets::NAMES.join(", ")
-            ))
+            )))
         }
         _ => {}
     }
     if t.probe_token_file.is_some() && t.probe_fingerprint.is_none() && t.probe_ca.is_none() {
-        return Err(format!(
+        return Err(Invalid::new(format!(
             "target {:?}: probe_token_file needs probe_fingerprint or probe_ca: a token is only sent over TLS that checks the probe is the one you mean",
             t.name
-        ));
+        )));
     }
     if t.is_remote() && !t.pass_env.is_empty() {
-        return Err(format!(
+        return Err(Invalid::new(format!(
             "target {:?}: pass_env is for a target the runner starts; a remote one has its own environment",
             t.name
-        ));
+        )));
     }
     for name in &t.pass_env {
         if !is_variable_name(name) {
-            return Err(format!(
+            return Err(Invalid::new(format!(
                 "target {:?}: pass_env: {name:?} is not a variable name",
                 t.name
-            ));
+            )));
         }
         if crate::environment::NEVER.contains(&name.as_str()) {
-            return Err(format!(
+            return Err(Invalid::new(format!(
                 "target {:?}: pass_env names {name}, which Showdown never gives a target (it holds the store's URL or your headers)",
                 t.name
-            ));
+            )));
         }
     }
     if let Some(memory) = &t.memory {
         crate::limits::parse_bytes(memory)
-            .map_err(|e| format!("target {:?}: memory: {e}", t.name))?;
+            .map_err(|e| Invalid::new(format!("target {:?}: memory: {e}", t.name)))?;
     }
     if t.cpus.is_some_and(|c| !(c > 0.0 && c <= 1024.0)) {
-        return Err(format!(
+        return Err(Invalid::new(format!(
             "target {:?}: cpus must be above 0 and at most 1024",
             t.name
-        ));
+        )));
     }
     Ok(())
 }
@@ -1181,32 +1256,42 @@ fn check_target(t: &TargetSpec, has_database: bool) -> Result<(), String> {
 fn check_matrix(
     file: &ExperimentFile,
     names: &std::collections::BTreeSet<&str>,
-) -> Result<(), String> {
+) -> Result<(), Invalid> {
     for (axis, values) in &file.matrix {
         if axis == "env" {
             let toml::Value::Table(vars) = values else {
-                return Err("matrix.env must be a table: write env.NAME = [values]".into());
+                return Err(Invalid::new(
+                    "matrix.env must be a table: write env.NAME = [values]",
+                ));
             };
             for (var, values) in vars {
                 match values {
                     toml::Value::Array(v) if !v.is_empty() => {}
-                    _ => return Err(format!("matrix.env.{var} must be a list of values")),
+                    _ => {
+                        return Err(Invalid::new(format!(
+                            "matrix.env.{var} must be a list of values"
+                        )))
+                    }
                 }
             }
             continue;
         }
         let toml::Value::Array(values) = values else {
-            return Err(format!("matrix.{axis} must be a list of values"));
+            return Err(Invalid::new(format!(
+                "matrix.{axis} must be a list of values"
+            )));
         };
         if values.is_empty() {
-            return Err(format!("matrix.{axis} is empty"));
+            return Err(Invalid::new(format!("matrix.{axis} is empty")));
         }
         match axis.as_str() {
             "target" => {
                 for v in values {
                     let name = v.as_str().unwrap_or_default();
                     if !names.contains(name) {
-                        return Err(format!("matrix.target: {v} is not a [[target]] name"));
+                        return Err(Invalid::new(format!(
+                            "matrix.target: {v} is not a [[target]] name"
+                        )));
                     }
                 }
             }
@@ -1214,7 +1299,9 @@ fn check_matrix(
                 for v in values {
                     let name = v.as_str().unwrap_or_default();
                     if !file.loads.contains_key(name) {
-                        return Err(format!("matrix.load: {v} is not a [loads.NAME] table"));
+                        return Err(Invalid::new(format!(
+                            "matrix.load: {v} is not a [loads.NAME] table"
+                        )));
                     }
                 }
             }
@@ -1237,10 +1324,10 @@ fn check_matrix(
                         .filter_map(|t| t.load.as_ref())
                         .any(mentions);
                 if !used {
-                    return Err(format!(
+                    return Err(Invalid::new(format!(
                         "matrix.{parameter}: not an axis (use target, load, env.NAME, one of {}, or a parameter written {placeholder} in the load's path or body)",
                         SCALAR_AXES.join(", ")
-                    ));
+                    )));
                 }
             }
         }
@@ -1255,7 +1342,7 @@ fn is_variable_name(name: &str) -> bool {
 }
 
 /// What each kind of target may and must say.
-fn check_kind(t: &TargetSpec, has_database: bool) -> Result<(), String> {
+fn check_kind(t: &TargetSpec, has_database: bool) -> Result<(), Invalid> {
     let name = &t.name;
     let only_command = [
         ("cwd", t.cwd.is_some()),
@@ -1272,98 +1359,99 @@ fn check_kind(t: &TargetSpec, has_database: bool) -> Result<(), String> {
                 return Ok(());
             };
             if command.first().is_none_or(|p| p.trim().is_empty()) {
-                return Err(format!(
+                return Err(Invalid::new(format!(
                     "target {name:?}: command is empty: write the program and its arguments, e.g. [\"node\", \"server.js\"]"
-                ));
+                )));
             }
             if t.run.is_some() {
-                return Err(format!(
+                return Err(Invalid::new(format!(
                     "target {name:?}: run names a built-in target, command starts your own: give one"
-                ));
+                )));
             }
             if t.build
                 .as_ref()
                 .is_some_and(|b| b.first().is_none_or(|p| p.trim().is_empty()))
             {
-                return Err(format!("target {name:?}: build is empty: drop it, or write the program and its arguments"));
+                return Err(Invalid::new(format!("target {name:?}: build is empty: drop it, or write the program and its arguments")));
             }
             if let Some(r) = &t.git_ref {
-                crate::checkout::check_ref(r).map_err(|e| format!("target {name:?}: {e}"))?;
+                crate::checkout::check_ref(r)
+                    .map_err(|e| Invalid::new(format!("target {name:?}: {e}")))?;
             }
             if t.port.is_none() && !t.wants_a_port() {
-                return Err(format!(
+                return Err(Invalid::new(format!(
                     "target {name:?}: say where it listens: port = N, or {PORT_PLACEHOLDER} in its command or env for a port the runner chooses"
-                ));
+                )));
             }
             if t.port == Some(0) {
-                return Err(format!(
+                return Err(Invalid::new(format!(
                     "target {name:?}: port 0 is not a port to reach: write {PORT_PLACEHOLDER} where the port goes for one the runner chooses"
-                ));
+                )));
             }
             if t.contract == Some(Contract::Showdown) {
-                return Err(format!(
+                return Err(Invalid::new(format!(
                     "target {name:?}: contract = \"showdown\" is for the built-in targets and remote ones; a command's server is held to its checks"
-                ));
+                )));
             }
         }
         TargetKind::Remote | TargetKind::Builtin => {
             if let Some((field, _)) = only_command.iter().find(|(_, given)| *given) {
-                return Err(format!(
+                return Err(Invalid::new(format!(
                     "target {name:?}: {field} is for a server started by command (command = [\"…\"])"
-                ));
+                )));
             }
         }
     }
     if t.kind() == TargetKind::Builtin && t.ready.is_some() {
-        return Err(format!(
+        return Err(Invalid::new(format!(
             "target {name:?}: ready is for a server started by command or a remote one; a built-in target says when it is ready"
-        ));
+        )));
     }
     if let Some(ready) = &t.ready {
         if !ready.starts_with('/') {
-            return Err(format!(
+            return Err(Invalid::new(format!(
                 "target {name:?}: ready must be a path, e.g. \"/health\""
-            ));
+            )));
         }
     }
     for c in &t.checks {
         check_check(c, has_database)
-            .map_err(|e| format!("target {name:?}: [[target.check]] {e}"))?;
+            .map_err(|e| Invalid::new(format!("target {name:?}: [[target.check]] {e}")))?;
     }
     Ok(())
 }
 
-fn check_check(c: &CheckSpec, has_database: bool) -> Result<(), String> {
+fn check_check(c: &CheckSpec, has_database: bool) -> Result<(), Invalid> {
     let what = c.title();
     if !c.path.starts_with('/') {
-        return Err(format!("{what}: path must start with /"));
+        return Err(Invalid::new(format!("{what}: path must start with /")));
     }
     if let Some(m) = &c.method {
         if m.parse::<http::Method>().is_err() || m.is_empty() {
-            return Err(format!("{what}: {m:?} is not an HTTP method"));
+            return Err(Invalid::new(format!("{what}: {m:?} is not an HTTP method")));
         }
     }
     if c.status.is_some_and(|s| !(100..=599).contains(&s)) {
-        return Err(format!("{what}: status must be in 100..=599"));
+        return Err(Invalid::new(format!("{what}: status must be in 100..=599")));
     }
     if c.rows_added.is_some() && !has_database {
-        return Err(format!(
+        return Err(Invalid::new(format!(
             "{what}: rows_added counts rows in the targets' database: add a [database] table (empty for a throwaway PostgreSQL)"
-        ));
+        )));
     }
     if c.burst.is_some() && c.rows_added.is_none() {
-        return Err(format!(
+        return Err(Invalid::new(format!(
             "{what}: burst is the number of requests of rows_added: add rows_added or drop burst"
-        ));
+        )));
     }
     if c.burst.is_some_and(|b| b == 0 || b > 10_000) {
-        return Err(format!("{what}: burst must be in 1..=10000"));
+        return Err(Invalid::new(format!("{what}: burst must be in 1..=10000")));
     }
     for (header, value) in &c.headers {
         if !is_header(header, value) {
-            return Err(format!(
+            return Err(Invalid::new(format!(
                 "{what}: header {header:?} is not a valid HTTP header"
-            ));
+            )));
         }
     }
     Ok(())
@@ -1374,45 +1462,48 @@ pub fn is_header(name: &str, value: &str) -> bool {
     http::HeaderName::try_from(name).is_ok() && http::HeaderValue::try_from(value).is_ok()
 }
 
-fn check_search(search: &SearchSpec) -> Result<(), String> {
+fn check_search(search: &SearchSpec) -> Result<(), Invalid> {
     if search.slo.is_empty() {
-        return Err(
-            "[search] slo is empty: write e.g. slo = [\"p99<=10ms\", \"errors<=0.1%\"]".into(),
-        );
+        return Err(Invalid::new(
+            "[search] slo is empty: write e.g. slo = [\"p99<=10ms\", \"errors<=0.1%\"]",
+        ));
     }
     for term in &search.slo {
         let parsed = term.parse::<store::capacity::Term>().map_err(|e| {
-            format!(
+            Invalid::new(format!(
                 "[search] slo: {:?}: {}; {}",
                 term,
                 e.why,
                 store::capacity::slo::GRAMMAR
-            )
+            ))
         })?;
         store::capacity::slo::search_term(&parsed)
-            .map_err(|why| format!("[search] slo: {why}; give it as a load's slo"))?;
+            .map_err(|why| Invalid::new(format!("[search] slo: {why}; give it as a load's slo")))?;
     }
     if let Some(r) = &search.resolution {
-        order::percent(r).map_err(|why| format!("[search] resolution: {why}"))?;
+        order::percent(r).map_err(|why| Invalid::new(format!("[search] resolution: {why}")))?;
     }
     if let Some(u) = &search.until {
-        order::percent(u).map_err(|why| format!("[search] until: {why}"))?;
+        order::percent(u).map_err(|why| Invalid::new(format!("[search] until: {why}")))?;
     }
     if let Some(p) = search.p {
-        order::probability(&p.to_string()).map_err(|why| format!("[search] p: {why}"))?;
+        order::probability(&p.to_string())
+            .map_err(|why| Invalid::new(format!("[search] p: {why}")))?;
     }
     if search.budget.is_some_and(|b| b.is_zero()) {
-        return Err("[search] budget is 0: give a time such as \"5m\", or leave it out".into());
+        return Err(Invalid::new(
+            "[search] budget is 0: give a time such as \"5m\", or leave it out",
+        ));
     }
     if let Some(n) = search.check {
         let most = store::capacity::check::MAX_BLOCKS;
         if !(4..=most).contains(&n) {
-            return Err(format!(
+            return Err(Invalid::new(format!(
                 "[search] check is {n} blocks: give 4 to {most}, or leave it out"
-            ));
+            )));
         }
         if search.rounds.is_some() {
-            return Err("[search] check follows a search of one target: drop check, or rounds (a comparison's rounds are its own check)".into());
+            return Err(Invalid::new("[search] check follows a search of one target: drop check, or rounds (a comparison's rounds are its own check)"));
         }
     }
     let hour = Duration::from_secs(3600);
@@ -1420,18 +1511,20 @@ fn check_search(search: &SearchSpec) -> Result<(), String> {
         .step
         .is_some_and(|s| s < Duration::from_millis(100) || s > hour)
     {
-        return Err("[search] step lasts from 100ms to 1h".into());
+        return Err(Invalid::new("[search] step lasts from 100ms to 1h"));
     }
     if search.warmup.is_some_and(|w| w > hour) {
-        return Err("[search] warmup lasts at most 1h".into());
+        return Err(Invalid::new("[search] warmup lasts at most 1h"));
     }
     let positive = |v: Option<f64>| v.is_none_or(|v| v > 0.0 && v.is_finite());
     if !positive(search.start) || !positive(search.min_rate) || !positive(search.max_rate) {
-        return Err("[search] start, min_rate and max_rate are rates above 0".into());
+        return Err(Invalid::new(
+            "[search] start, min_rate and max_rate are rates above 0",
+        ));
     }
     if let (Some(lo), Some(hi)) = (search.min_rate, search.max_rate) {
         if lo > hi {
-            return Err("[search] min_rate is above max_rate".into());
+            return Err(Invalid::new("[search] min_rate is above max_rate"));
         }
     }
     Ok(())
@@ -1441,8 +1534,8 @@ fn check_search(search: &SearchSpec) -> Result<(), String> {
 mod tests {
     use super::*;
 
-    fn read(toml: &str) -> Result<ExperimentFile, String> {
-        let file: ExperimentFile = toml::from_str(toml).map_err(|e| e.to_string())?;
+    fn read(toml: &str) -> Result<ExperimentFile, Invalid> {
+        let file: ExperimentFile = toml::from_str(toml).map_err(|e| Invalid::new(e.to_string()))?;
         check(&file).map(|()| file)
     }
 
@@ -1457,28 +1550,36 @@ mod tests {
         let command = "command = [\"./server\", \"{port}\"]\n";
         let file = read(&with_target(&format!("{command}ref = \"origin/main\""))).unwrap();
         assert_eq!(file.targets[0].git_ref.as_deref(), Some("origin/main"));
-        let err = read(&with_target("run = \"go\"\nref = \"main\"")).unwrap_err();
+        let err = read(&with_target("run = \"go\"\nref = \"main\""))
+            .unwrap_err()
+            .to_string();
         assert!(
             err.contains("ref is for a server started by command"),
             "{err}"
         );
-        let err = read(&with_target(&format!("{command}ref = \"-x\""))).unwrap_err();
+        let err = read(&with_target(&format!("{command}ref = \"-x\"")))
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("is not a git revision"), "{err}");
 
         let mut file = read(&with_target(command)).unwrap();
         file.set_ref("mine", "origin/release-2").unwrap();
         assert_eq!(file.targets[0].git_ref.as_deref(), Some("origin/release-2"));
-        let err = file.set_ref("theirs", "main").unwrap_err();
+        let err = file.set_ref("theirs", "main").unwrap_err().to_string();
         assert!(
             err.contains("no target \"theirs\" (its targets: mine)"),
             "{err}"
         );
-        let err = file.set_ref("mine", "--upload-pack=x").unwrap_err();
+        let err = file
+            .set_ref("mine", "--upload-pack=x")
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("is not a git revision"), "{err}");
         let mut builtin = read(&with_target("run = \"go\"")).unwrap();
         assert!(builtin
             .set_ref("mine", "main")
             .unwrap_err()
+            .to_string()
             .contains("not started by command"));
     }
 
@@ -1586,7 +1687,7 @@ mod tests {
                 "add rounds = 16 to [search]",
             ),
         ] {
-            let e = file(top, compare, load, extra).unwrap_err();
+            let e = file(top, compare, load, extra).unwrap_err().to_string();
             assert!(e.contains(says), "{says}: {e}");
         }
     }
@@ -1600,15 +1701,23 @@ mod tests {
         assert_eq!(spec.ssh, ["admin@gun1", "gun2"]);
         assert_eq!(spec.clock_tolerance, crate::fleet::spec::CLOCK_TOLERANCE);
         assert!(guns("from = \"twin\"\n", remote).is_ok());
-        let local = guns("ssh = [\"gun1\"]\n", "run = \"go\"\n").unwrap_err();
+        let local = guns("ssh = [\"gun1\"]\n", "run = \"go\"\n")
+            .unwrap_err()
+            .to_string();
         assert!(local.contains("every target is remote"), "{local}");
-        let none = guns("threads = 2\n", remote).unwrap_err();
+        let none = guns("threads = 2\n", remote).unwrap_err().to_string();
         assert!(none.contains("name the guns"), "{none}");
-        let both = guns("ssh = [\"g\"]\nfrom = \"twin\"\n", remote).unwrap_err();
+        let both = guns("ssh = [\"g\"]\nfrom = \"twin\"\n", remote)
+            .unwrap_err()
+            .to_string();
         assert!(both.contains("not both"), "{both}");
-        let option = guns("ssh = [\"-oProxyCommand=x\"]\n", remote).unwrap_err();
+        let option = guns("ssh = [\"-oProxyCommand=x\"]\n", remote)
+            .unwrap_err()
+            .to_string();
         assert!(option.contains("not an SSH destination"), "{option}");
-        let empty = read(&with_target("url = \"\"\nprobe = \"h:1\"\n")).unwrap_err();
+        let empty = read(&with_target("url = \"\"\nprobe = \"h:1\"\n"))
+            .unwrap_err()
+            .to_string();
         assert!(empty.contains("must not be empty"), "{empty}");
     }
 
@@ -1630,14 +1739,18 @@ mod tests {
             file.watches[0].selector(),
             Some(probe::selector::Selector::Name(_))
         ));
-        let both = watch("name = \"cache\"\nport = 6379\npid = 4\n").unwrap_err();
+        let both = watch("name = \"cache\"\nport = 6379\npid = 4\n")
+            .unwrap_err()
+            .to_string();
         assert!(
             both.contains("exactly one of port, pid or command"),
             "{both}"
         );
-        let bad = watch("name = \"proxy\"\ncommand = \"(\"\n").unwrap_err();
+        let bad = watch("name = \"proxy\"\ncommand = \"(\"\n")
+            .unwrap_err()
+            .to_string();
         assert!(bad.contains("not a valid regular expression"), "{bad}");
-        let unnamed = watch("name = \"\"\npid = 4\n").unwrap_err();
+        let unnamed = watch("name = \"\"\npid = 4\n").unwrap_err().to_string();
         assert!(unnamed.contains("a name of its own"), "{unnamed}");
     }
 
@@ -1649,13 +1762,15 @@ mod tests {
             ))
         };
         assert!(file("slo = [\"p99<=10ms\", \"errors<=0.1%\"]").is_ok());
-        let server = file("slo = [\"p99<=10ms\", \"cpu<=70%\"]").unwrap_err();
+        let server = file("slo = [\"p99<=10ms\", \"cpu<=70%\"]")
+            .unwrap_err()
+            .to_string();
         assert!(
             server.contains("cpu<=70% is the server's own figure over a whole run")
                 && server.contains("give it as a load's slo"),
             "{server}"
         );
-        let bad = file("slo = [\"p99<=fast\"]").unwrap_err();
+        let bad = file("slo = [\"p99<=fast\"]").unwrap_err().to_string();
         assert!(bad.contains("or the server's cpu<=70%"), "{bad}");
     }
 
@@ -1696,7 +1811,7 @@ mod tests {
                 "[search] check follows a search of one target",
             ),
         ] {
-            let err = file(more).unwrap_err();
+            let err = file(more).unwrap_err().to_string();
             assert!(err.contains(said), "{more}: {err}");
         }
     }
@@ -1734,7 +1849,10 @@ mod tests {
             ("command = [\"srv\", \"{port}\"]\n[[target.check]]\npath = \"/\"\nmethod = \"GE T\"", "not an HTTP method"),
             ("command = [\"srv\", \"{port}\"]\n[[target.check]]\npath = \"/\"\nheaders = { \"a b\" = \"c\" }", "not a valid HTTP header"),
         ] {
-            let error = read(&with_target(target)).err().unwrap_or_default();
+            let error = read(&with_target(target))
+                .err()
+                .map(|e| e.to_string())
+                .unwrap_or_default();
             assert!(error.contains(says), "{target:?}: {error}");
             assert!(!error.contains('\n'), "one line: {error}");
         }

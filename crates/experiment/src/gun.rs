@@ -188,7 +188,7 @@ impl Attack {
         let mut search = order::Search::new(slo);
         search.start = spec.start;
         if let Some(r) = &spec.resolution {
-            search.resolution = order::percent(r).map_err(GunError::Search)?;
+            search.resolution = order::percent(r)?;
         }
         if let Some(d) = spec.step {
             search.step_ns = order::nanos(d);
@@ -209,7 +209,7 @@ impl Attack {
             search.p = p;
         }
         if let Some(u) = &spec.until {
-            search.until = order::percent(u).map_err(GunError::Search)?;
+            search.until = order::percent(u)?;
         }
         if let Some(b) = spec.budget {
             search.budget_ns = Some(order::nanos(b));
@@ -326,6 +326,8 @@ pub enum GunError {
     },
     #[error("the search: {0}")]
     Search(String),
+    #[error("the search: {0}")]
+    Percent(#[from] order::PercentError),
     #[error("{0}")]
     Token(probe::token::TokenFileError),
     #[error("cannot run {path}: {error}")]

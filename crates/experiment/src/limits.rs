@@ -16,6 +16,32 @@ pub enum SizeError {
     Unit { text: String, unit: String },
 }
 
+/// Why a target is not held to its size (the run says it, and pins the CPUs only).
+#[derive(Debug, thiserror::Error)]
+enum HoldError {
+    #[error(transparent)]
+    Controllers(#[from] custody::ControllerError),
+    #[error("cannot write {value} to {}: {source}", .path.display())]
+    Write {
+        path: PathBuf,
+        value: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("cannot create {}: {source}", .dir.display())]
+    Create {
+        dir: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// Neither hierarchy would do.
+    #[error("{v2}; {v1}")]
+    Neither {
+        v2: Box<HoldError>,
+        v1: Box<HoldError>,
+    },
+}
+
 /// `"1GiB"`, `"512MiB"`, `"1G"`, `"1000000"` → bytes.
 pub fn parse_bytes(text: &str) -> Result<u64, SizeError> {
     let t = text.trim();
@@ -68,6 +94,7 @@ impl Held {
         let asked = describe(cpus, memory);
         let v2 = group
             .with_controllers(&["cpu", "memory"])
+            .map_err(HoldError::from)
             .and_then(|dir| apply_v2(&dir, cpus, memory).map(|()| ("cgroup v2", Vec::new())));
         let result = match v2 {
             Ok(done) => Ok(done),
@@ -77,7 +104,10 @@ impl Held {
             {
                 apply_v1(&group.unique_name(), cpus, memory)
                     .map(|dirs| ("cgroup v1", dirs))
-                    .map_err(|v1_why| format!("{v2_why}; {v1_why}"))
+                    .map_err(|v1_why| HoldError::Neither {
+                        v2: Box::new(v2_why),
+                        v1: Box::new(v1_why),
+                    })
             }
             Err(v2_why) => Err(v2_why),
         };
@@ -117,12 +147,22 @@ fn describe(cpus: Option<f64>, memory: Option<u64>) -> String {
     parts.join(", ")
 }
 
-fn write(path: PathBuf, value: String) -> Result<(), String> {
-    std::fs::write(&path, &value)
-        .map_err(|e| format!("cannot write {value} to {}: {e}", path.display()))
+fn write(path: PathBuf, value: String) -> Result<(), HoldError> {
+    match std::fs::write(&path, &value) {
+        Ok(()) => Ok(()),
+        Err(source) => Err(HoldError::Write {
+            path,
+            value,
+            source,
+        }),
+    }
 }
 
-fn apply_v2(dir: &std::path::Path, cpus: Option<f64>, memory: Option<u64>) -> Result<(), String> {
+fn apply_v2(
+    dir: &std::path::Path,
+    cpus: Option<f64>,
+    memory: Option<u64>,
+) -> Result<(), HoldError> {
     if let Some(c) = cpus {
         write(
             dir.join("cpu.max"),
@@ -135,12 +175,15 @@ fn apply_v2(dir: &std::path::Path, cpus: Option<f64>, memory: Option<u64>) -> Re
     Ok(())
 }
 
-fn apply_v1(name: &str, cpus: Option<f64>, memory: Option<u64>) -> Result<Vec<PathBuf>, String> {
+fn apply_v1(name: &str, cpus: Option<f64>, memory: Option<u64>) -> Result<Vec<PathBuf>, HoldError> {
     let mut dirs = Vec::new();
     let made = |dir: &PathBuf, dirs: &mut Vec<PathBuf>| {
         std::fs::create_dir_all(dir)
             .map(|()| dirs.push(dir.clone()))
-            .map_err(|e| format!("cannot create {}: {e}", dir.display()))
+            .map_err(|source| HoldError::Create {
+                dir: dir.clone(),
+                source,
+            })
     };
     let result = (|| {
         if let Some(c) = cpus {

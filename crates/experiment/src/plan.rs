@@ -56,17 +56,14 @@ pub use store::capacity::SEARCH_RATE;
 impl Cell {
     /// The SLO its measured runs are judged against (its load's `slo`), if it has one; `Err`
     /// names a term that does not parse, with the grammar.
-    pub fn slo(&self) -> Result<Option<store::capacity::Slo>, String> {
+    pub fn slo(&self) -> Result<Option<store::capacity::Slo>, store::capacity::slo::SloError> {
         let Some(terms) = &self.load.slo else {
             return Ok(None);
         };
         let terms = terms
             .iter()
-            .map(|t| {
-                t.parse()
-                    .map_err(|e: store::capacity::slo::SloError| e.to_string())
-            })
-            .collect::<Result<Vec<store::capacity::Term>, String>>()?;
+            .map(|t| t.parse())
+            .collect::<Result<Vec<store::capacity::Term>, _>>()?;
         Ok(Some(store::capacity::Slo { terms }))
     }
 
@@ -147,7 +144,10 @@ pub enum PlanError {
     #[error("cell {0}: its rate is a share of a capacity, but no cell searches that target with the same requests, environment and other axes: add one whose load has no rate (or \"search\" to the rate axis)")]
     NoSearchForShare(String),
     #[error("cell {cell}: slo {why}")]
-    Slo { cell: String, why: String },
+    Slo {
+        cell: String,
+        why: store::capacity::slo::SloError,
+    },
     #[error("[search] rounds = {0}: a comparison runs from {MIN_ROUNDS} to {MAX_ROUNDS} rounds")]
     Rounds(u32),
     #[error("[search] rounds interleaves the targets' searches from this host's generator: drop [guns], or drop rounds to search each target on its own")]
@@ -1254,7 +1254,7 @@ mod tests {
         assert_eq!(Rate::Share(0.57).to_string(), "57%");
         assert_eq!(Rate::Share(0.125).to_string(), "12.5%");
         for bad in ["0%", "-5%", "600%", "fast", "80 %%", "inf"] {
-            let why = bad.parse::<Rate>().unwrap_err();
+            let why = bad.parse::<Rate>().unwrap_err().to_string();
             assert!(why.contains("write e.g. 2000 or \"80%\""), "{bad}: {why}");
         }
         let dir = tempfile::tempdir().unwrap();

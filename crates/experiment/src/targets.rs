@@ -52,8 +52,7 @@ pub enum Error {
     NotReady {
         name: String,
         timeout: Duration,
-        /// What the runner waited for, and what it last saw.
-        waiting: String,
+        waiting: Box<Waiting>,
         output: String,
     },
     #[error("target {name}: port {port} is taken by another process: stop it, or give the target another port (or {{port}} for one the runner chooses)")]
@@ -72,6 +71,45 @@ pub enum Error {
     },
     #[error("target {name}: the directory {cwd} does not exist: fix cwd in the experiment file")]
     NoDirectory { name: String, cwd: PathBuf },
+}
+
+/// What the runner waited for when a target's time to be ready ran out, and what it last saw.
+#[derive(Debug, thiserror::Error)]
+pub enum Waiting {
+    #[error("a listening socket on port {0} (its ready line names it)")]
+    Socket(u16),
+    #[error("its ready line")]
+    ReadyLine,
+    #[error("GET {path} on port {port} to answer 2xx; last: {seen}")]
+    Answer { path: String, port: u16, seen: Seen },
+    #[error("port {port} to be listened on; last: {seen}")]
+    Listened { port: u16, seen: Seen },
+}
+
+/// What a target's port or ready path last showed while it was waited for.
+#[derive(Debug, thiserror::Error)]
+pub enum Seen {
+    #[error("nothing listens on port {0} yet")]
+    Nobody(u16),
+    #[error("status {0}")]
+    Status(http::StatusCode),
+    #[error(transparent)]
+    Http(#[from] crate::http::HttpError),
+}
+
+/// How a target's stop went other than an exit 0 after SIGTERM (or a daemon gone in time).
+#[derive(Debug, thiserror::Error)]
+pub enum StopError {
+    #[error("it had already exited ({})", .0.map(describe).unwrap_or_default())]
+    AlreadyExited(Option<ExitStatus>),
+    #[error("after SIGTERM it {}", describe(*.0))]
+    AfterTerm(ExitStatus),
+    #[error("cannot wait for it: {0}")]
+    Wait(#[source] std::io::Error),
+    #[error("it did not exit within {0:?} of SIGTERM: killed")]
+    Killed(Duration),
+    #[error("its daemon did not exit within {0:?} of SIGTERM: killed")]
+    DaemonKilled(Duration),
 }
 
 /// The `targets/` directory: `SHOWDOWN_TARGETS`, or the first `targets/` holding a `run` script
@@ -320,13 +358,10 @@ impl Target {
                     Ok(Some(ready)) => match crate::ports::listener(ready.port, &group.members()) {
                         Listener::Ours(_) => Ok(Waited::Ready(ready)),
                         Listener::Foreign(who) => Ok(Waited::Foreign(who)),
-                        Listener::Nobody => Err(format!(
-                            "a listening socket on port {} (its ready line names it)",
-                            ready.port
-                        )),
+                        Listener::Nobody => Err(Waiting::Socket(ready.port)),
                     },
                     Ok(None) => Ok(Waited::Exited),
-                    Err(_) => Err("its ready line".to_string()),
+                    Err(_) => Err(Waiting::ReadyLine),
                 }
             }
             Program::Command { port, ready, .. } => {
@@ -383,7 +418,7 @@ impl Target {
             Err(waiting) => Error::NotReady {
                 name: launch.name.clone(),
                 timeout: launch.ready_timeout,
-                waiting,
+                waiting: Box::new(waiting),
                 output: String::new(),
             },
         };
@@ -426,16 +461,13 @@ impl Target {
     /// Sends SIGTERM (to its first process, or to the daemon it left) and waits up to `grace`
     /// for it to exit; then kills whatever is left of its group. Returns how it exited: `Ok`
     /// for exit 0 after SIGTERM (or a daemon gone within the grace), else what happened.
-    pub async fn stop(mut self, grace: Duration) -> Result<(), String> {
+    pub async fn stop(mut self, grace: Duration) -> Result<(), StopError> {
         use rustix::process::{kill_process, Pid, Signal};
         let first_running = self.child.try_wait().ok().flatten().is_none();
         if !first_running && (!self.daemonized || self.group.members().is_empty()) {
             let status = self.child.try_wait().ok().flatten();
             self.group.end();
-            return Err(format!(
-                "it had already exited ({})",
-                status.map(describe).unwrap_or_default()
-            ));
+            return Err(StopError::AlreadyExited(status));
         }
         if let Some(pid) = Pid::from_raw(self.ready.pid) {
             let _ = kill_process(pid, Signal::TERM);
@@ -445,11 +477,9 @@ impl Target {
                 Ok(Ok(status)) if status.success() || (self.term_is_clean && by_term(status)) => {
                     Ok(())
                 }
-                Ok(Ok(status)) => Err(format!("after SIGTERM it {}", describe(status))),
-                Ok(Err(e)) => Err(format!("cannot wait for it: {e}")),
-                Err(_) => Err(format!(
-                    "it did not exit within {grace:?} of SIGTERM: killed"
-                )),
+                Ok(Ok(status)) => Err(StopError::AfterTerm(status)),
+                Ok(Err(e)) => Err(StopError::Wait(e)),
+                Err(_) => Err(StopError::Killed(grace)),
             }
         } else {
             let deadline = tokio::time::Instant::now() + grace;
@@ -458,9 +488,7 @@ impl Target {
                     break Ok(());
                 }
                 if tokio::time::Instant::now() >= deadline {
-                    break Err(format!(
-                        "its daemon did not exit within {grace:?} of SIGTERM: killed"
-                    ));
+                    break Err(StopError::DaemonKilled(grace));
                 }
                 tokio::time::sleep(Duration::from_millis(20)).await;
             }
@@ -514,7 +542,7 @@ async fn wait_ready(
     port: u16,
     ready: Option<&str>,
     within: Duration,
-) -> Result<Waited, String> {
+) -> Result<Waited, Waiting> {
     let deadline = tokio::time::Instant::now() + within;
     let http = crate::http::Http::new(Duration::from_secs(2));
     loop {
@@ -528,7 +556,7 @@ async fn wait_ready(
         }
         let seen = match crate::ports::listener(port, &members) {
             Listener::Foreign(who) => return Ok(Waited::Foreign(who)),
-            Listener::Nobody => format!("nothing listens on port {port} yet"),
+            Listener::Nobody => Seen::Nobody(port),
             Listener::Ours(listening) => {
                 // The target's PID for the probe: its first process while it runs (the root
                 // of its tree), else the daemon that listens.
@@ -546,18 +574,21 @@ async fn wait_ready(
                     None => return Ok(done),
                     Some(path) => match http.get(&format!("http://127.0.0.1:{port}{path}")).await {
                         Ok(x) if x.status.is_success() => return Ok(done),
-                        Ok(x) => format!("status {}", x.status),
-                        Err(e) => e,
+                        Ok(x) => Seen::Status(x.status),
+                        Err(e) => e.into(),
                     },
                 }
             }
         };
         if tokio::time::Instant::now() >= deadline {
-            let what = match ready {
-                Some(path) => format!("GET {path} on port {port} to answer 2xx; last: {seen}"),
-                None => format!("port {port} to be listened on; last: {seen}"),
-            };
-            return Err(what);
+            return Err(match ready {
+                Some(path) => Waiting::Answer {
+                    path: path.to_string(),
+                    port,
+                    seen,
+                },
+                None => Waiting::Listened { port, seen },
+            });
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }

@@ -231,7 +231,7 @@ async fn sigterm_finishes_requests_in_flight(name: &str, target: Target) {
             x.unwrap_or_else(|e| panic!("{name}: a request in flight at SIGTERM was lost: {e}"));
         assert_eq!(x.status, 200, "{name}: in flight at SIGTERM");
     }
-    assert_eq!(stopped, Ok(()), "{name}: SIGTERM");
+    assert!(stopped.is_ok(), "{name}: SIGTERM: {stopped:?}");
     assert!(
         started.elapsed() < Duration::from_secs(5),
         "{name}: took {:?} to stop",

@@ -274,16 +274,71 @@ pub struct TrustArgs {
     pub send_store_url: bool,
 }
 
+/// A flag's value that does not read: what the flag wants, and the value given (clap names
+/// the flag, and reports it as a usage error: exit 2).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum FlagValueError {
+    /// The value as it may be printed.
+    #[error("{0:?} is not NAME=FILE: write the remote target's name, '=', and the file holding its probe's token")]
+    TokenFile(String),
+    #[error("{0:?} is not a URL: give an origin such as http://127.0.0.1:8081")]
+    NotAUrl(String),
+    #[error("{0:?} is not an http(s) origin: give one such as http://127.0.0.1:8081")]
+    NotAnOrigin(String),
+    #[error("{0:?} has a path: --against takes an origin (http://host:port), and sends it the first target's requests")]
+    OriginPath(String),
+    #[error(
+        "expected a whole number of check blocks from 4 to {most} (0: no check), not {text:?}"
+    )]
+    Check { text: String, most: u32 },
+    #[error("expected a whole number of rounds from {min} to 1000 (the ratio's interval needs {min} or more)", min = order::MIN_ROUNDS)]
+    Rounds,
+    #[error("expected terraform or twin, not {0:?}")]
+    GunSource(String),
+    #[error("expected a duration such as 30s, 500ms or 2m, not {0:?}")]
+    Duration(String),
+    #[error("a step lasts from 100ms to 1h, not {0:?}")]
+    Step(String),
+    #[error("a warm-up lasts at most 1h, not {0:?}")]
+    Warmup(String),
+    #[error("expected requests per second above 0, such as 2000, not {0:?}")]
+    Rate(String),
+    #[error("expected a list of requests per second such as 2000,3000,5000, not {0:?}")]
+    StepRate(String),
+    #[error("expected FROM:TO in requests per second, such as 100:5000, not {0:?}")]
+    Ramp(String),
+    #[error("expected a number of connections from 1 to {most}, not {0:?}", most = crate::prepare::MAX_CONNECTIONS)]
+    Connections(String),
+    #[error("expected a number of threads from 1 to {most}, not {0:?}", most = crate::prepare::MAX_THREADS)]
+    Threads(String),
+    #[error("expected I/N with 0 <= I < N, such as 0/2, not {0:?}")]
+    Shard(String),
+    #[error("expected an RFC 3339 time such as 2026-11-21T10:00:00Z, not {0:?}")]
+    Time(String),
+    #[error("expected a number of requests above 0, not {0:?}")]
+    Count(String),
+    #[error("'{0}' is not a number of searches: give 1 to 100")]
+    Searches(String),
+    /// An SLO term that does not parse: why, then the grammar.
+    #[error("{}; {}", .0.why, store::capacity::slo::GRAMMAR)]
+    Slo(store::capacity::slo::SloError),
+    /// A term of the server's own figures given to a search.
+    #[error(transparent)]
+    ServerTerm(#[from] store::capacity::slo::ServerTerm),
+    /// A percentile a run does not keep.
+    #[error("a run keeps p50, p90, p95, p99 and p99.9, not p{0}: bound one of those (a search, `loadgen capacity`, judges any)")]
+    Percentile(f64),
+    #[error("{0:?} is not a UUID")]
+    RunId(String),
+}
+
 /// `NAME=FILE` of `--probe-token-file`.
-fn token_file_arg(text: &str) -> Result<(String, PathBuf), String> {
+fn token_file_arg(text: &str) -> Result<(String, PathBuf), FlagValueError> {
     match text.split_once('=') {
         Some((name, file)) if !name.is_empty() && !file.is_empty() => {
             Ok((name.to_string(), PathBuf::from(file)))
         }
-        _ => Err(format!(
-            "{:?} is not NAME=FILE: write the remote target's name, '=', and the file holding its probe's token",
-            redact::printable(text)
-        )),
+        _ => Err(FlagValueError::TokenFile(redact::printable(text))),
     }
 }
 
@@ -597,42 +652,35 @@ pub struct CapacityArgs {
 }
 
 /// An origin for --against: http(s)://host[:port], no path beyond "/", no query.
-fn parse_origin(text: &str) -> Result<String, String> {
-    let uri: http::Uri = text.parse().map_err(|_| {
-        format!("{text:?} is not a URL: give an origin such as http://127.0.0.1:8081")
-    })?;
+fn parse_origin(text: &str) -> Result<String, FlagValueError> {
+    let uri: http::Uri = text
+        .parse()
+        .map_err(|_| FlagValueError::NotAUrl(text.to_string()))?;
     let scheme = uri.scheme_str().unwrap_or_default();
     if !matches!(scheme, "http" | "https") || uri.host().is_none() {
-        return Err(format!(
-            "{text:?} is not an http(s) origin: give one such as http://127.0.0.1:8081"
-        ));
+        return Err(FlagValueError::NotAnOrigin(text.to_string()));
     }
     if uri.path() != "/" || uri.query().is_some() {
-        return Err(format!(
-            "{text:?} has a path: --against takes an origin (http://host:port), and sends it the first target's requests"
-        ));
+        return Err(FlagValueError::OriginPath(text.to_string()));
     }
     Ok(text.trim_end_matches('/').to_string())
 }
 
-fn parse_check(text: &str) -> Result<u32, String> {
+fn parse_check(text: &str) -> Result<u32, FlagValueError> {
     let most = store::capacity::check::MAX_BLOCKS;
     match text.parse::<u32>() {
         Ok(n) if n == 0 || (4..=most).contains(&n) => Ok(n),
-        _ => Err(format!(
-            "expected a whole number of check blocks from 4 to {most} (0: no check), not {text:?}"
-        )),
+        _ => Err(FlagValueError::Check {
+            text: text.to_string(),
+            most,
+        }),
     }
 }
 
-fn parse_rounds(text: &str) -> Result<u32, String> {
+fn parse_rounds(text: &str) -> Result<u32, FlagValueError> {
     match text.parse::<u32>() {
         Ok(n) if (order::MIN_ROUNDS..=1_000).contains(&n) => Ok(n),
-        _ => Err(format!(
-            "expected a whole number of rounds from {} to 1000 (the ratio's interval needs {} or more)",
-            order::MIN_ROUNDS,
-            order::MIN_ROUNDS
-        )),
+        _ => Err(FlagValueError::Rounds),
     }
 }
 
@@ -682,11 +730,11 @@ impl GunsArgs {
     }
 }
 
-fn parse_gun_source(text: &str) -> Result<order::Lab, String> {
+fn parse_gun_source(text: &str) -> Result<order::Lab, FlagValueError> {
     match text {
         "terraform" => Ok(order::Lab::Terraform),
         "twin" => Ok(order::Lab::Twin),
-        _ => Err(format!("expected terraform or twin, not {text:?}")),
+        _ => Err(FlagValueError::GunSource(text.to_string())),
     }
 }
 
@@ -732,51 +780,46 @@ pub struct DemoArgs {
     pub store: StoreArgs,
 }
 
-fn parse_duration(text: &str) -> Result<Duration, String> {
-    humantime::parse_duration(text)
-        .map_err(|_| format!("expected a duration such as 30s, 500ms or 2m, not {text:?}"))
+fn parse_duration(text: &str) -> Result<Duration, FlagValueError> {
+    humantime::parse_duration(text).map_err(|_| FlagValueError::Duration(text.to_string()))
 }
 
 /// The longest step or warm-up of a capacity search: longer ones are a typo (and a step is
 /// doubled when uncertain, which must not overflow).
 pub const MAX_STEP: Duration = Duration::from_secs(3600);
 
-fn parse_step(text: &str) -> Result<Duration, String> {
+fn parse_step(text: &str) -> Result<Duration, FlagValueError> {
     let d = parse_duration(text)?;
     if d < Duration::from_millis(100) || d > MAX_STEP {
-        return Err(format!("a step lasts from 100ms to 1h, not {text:?}"));
+        return Err(FlagValueError::Step(text.to_string()));
     }
     Ok(d)
 }
 
-fn parse_warmup(text: &str) -> Result<Duration, String> {
+fn parse_warmup(text: &str) -> Result<Duration, FlagValueError> {
     let d = parse_duration(text)?;
     if d > MAX_STEP {
-        return Err(format!("a warm-up lasts at most 1h, not {text:?}"));
+        return Err(FlagValueError::Warmup(text.to_string()));
     }
     Ok(d)
 }
 
-fn parse_rate(text: &str) -> Result<f64, String> {
+fn parse_rate(text: &str) -> Result<f64, FlagValueError> {
     match text.trim().parse::<f64>() {
         Ok(r) if r.is_finite() && r > 0.0 => Ok(r),
-        _ => Err(format!(
-            "expected requests per second above 0, such as 2000, not {text:?}"
-        )),
+        _ => Err(FlagValueError::Rate(text.to_string())),
     }
 }
 
-fn parse_step_rate(text: &str) -> Result<f64, String> {
+fn parse_step_rate(text: &str) -> Result<f64, FlagValueError> {
     match text.trim().parse::<f64>() {
         Ok(r) if r.is_finite() && r >= 0.0 => Ok(r),
-        _ => Err(format!(
-            "expected a list of requests per second such as 2000,3000,5000, not {text:?}"
-        )),
+        _ => Err(FlagValueError::StepRate(text.to_string())),
     }
 }
 
-fn parse_ramp(text: &str) -> Result<(f64, f64), String> {
-    let bad = || format!("expected FROM:TO in requests per second, such as 100:5000, not {text:?}");
+fn parse_ramp(text: &str) -> Result<(f64, f64), FlagValueError> {
+    let bad = || FlagValueError::Ramp(text.to_string());
     let (from, to) = text.split_once(':').ok_or_else(bad)?;
     let from: f64 = from.trim().parse().map_err(|_| bad())?;
     let to: f64 = to.trim().parse().map_err(|_| bad())?;
@@ -786,28 +829,24 @@ fn parse_ramp(text: &str) -> Result<(f64, f64), String> {
     Ok((from, to))
 }
 
-fn parse_connections(text: &str) -> Result<usize, String> {
+fn parse_connections(text: &str) -> Result<usize, FlagValueError> {
     use crate::prepare::MAX_CONNECTIONS;
     match text.trim().parse::<usize>() {
         Ok(n) if n >= 1 && n as u64 <= MAX_CONNECTIONS => Ok(n),
-        _ => Err(format!(
-            "expected a number of connections from 1 to {MAX_CONNECTIONS}, not {text:?}"
-        )),
+        _ => Err(FlagValueError::Connections(text.to_string())),
     }
 }
 
-fn parse_threads(text: &str) -> Result<usize, String> {
+fn parse_threads(text: &str) -> Result<usize, FlagValueError> {
     use crate::prepare::MAX_THREADS;
     match text.trim().parse::<usize>() {
         Ok(n) if n >= 1 && n as u64 <= MAX_THREADS => Ok(n),
-        _ => Err(format!(
-            "expected a number of threads from 1 to {MAX_THREADS}, not {text:?}"
-        )),
+        _ => Err(FlagValueError::Threads(text.to_string())),
     }
 }
 
-fn parse_shard(text: &str) -> Result<(u32, u32), String> {
-    let bad = || format!("expected I/N with 0 <= I < N, such as 0/2, not {text:?}");
+fn parse_shard(text: &str) -> Result<(u32, u32), FlagValueError> {
+    let bad = || FlagValueError::Shard(text.to_string());
     let (i, n) = text.split_once('/').ok_or_else(bad)?;
     let (i, n): (u32, u32) = (
         i.trim().parse().map_err(|_| bad())?,
@@ -819,18 +858,14 @@ fn parse_shard(text: &str) -> Result<(u32, u32), String> {
     Ok((i, n))
 }
 
-fn parse_time(text: &str) -> Result<std::time::SystemTime, String> {
-    humantime::parse_rfc3339_weak(text.trim()).map_err(|_| {
-        format!("expected an RFC 3339 time such as 2026-11-21T10:00:00Z, not {text:?}")
-    })
+fn parse_time(text: &str) -> Result<std::time::SystemTime, FlagValueError> {
+    humantime::parse_rfc3339_weak(text.trim()).map_err(|_| FlagValueError::Time(text.to_string()))
 }
 
-fn parse_count(text: &str) -> Result<u64, String> {
+fn parse_count(text: &str) -> Result<u64, FlagValueError> {
     match text.trim().parse::<u64>() {
         Ok(n) if n > 0 => Ok(n),
-        _ => Err(format!(
-            "expected a number of requests above 0, not {text:?}"
-        )),
+        _ => Err(FlagValueError::Count(text.to_string())),
     }
 }
 
@@ -948,7 +983,7 @@ impl AttackArgs {
         let order = self.order()?;
         match &order.work {
             order::Work::Attack(attack) => crate::prepare::attack(&order, attack),
-            order::Work::Search(_) => Err(Error::Usage("not an attack".into())),
+            order::Work::Search(_) => Err(crate::prepare::Refusal::NotAnAttack.into()),
         }
     }
 
@@ -1005,21 +1040,17 @@ impl ProbeArgs {
             self.probe_fingerprint.is_some() || self.probe_ca.is_some(),
         )?;
         let token = match &self.probe_token_file {
-            Some(path) => {
-                Some(order::Secret(probe::read_token(path).map_err(|e| {
-                    Error::Usage(format!("--probe-token-file: {e}"))
-                })?))
-            }
+            Some(path) => Some(order::Secret(
+                probe::read_token(path).map_err(Error::TokenFile)?,
+            )),
             None => None,
         };
         let trust = match (&self.probe_fingerprint, &self.probe_ca) {
             (Some(hex), _) => Some(order::ProbeTrust::Fingerprint { hex: hex.clone() }),
             (None, Some(ca)) => Some(order::ProbeTrust::Ca {
-                pem: std::fs::read_to_string(ca).map_err(|e| {
-                    Error::Usage(format!(
-                        "--probe-ca: cannot read the CA certificates {}: {e}",
-                        ca.display()
-                    ))
+                pem: std::fs::read_to_string(ca).map_err(|source| Error::ProbeCa {
+                    path: ca.clone(),
+                    source,
                 })?,
             }),
             (None, None) => None,
@@ -1049,50 +1080,44 @@ impl ShardArgs {
     }
 }
 
-fn parse_searches(text: &str) -> Result<u32, String> {
+fn parse_searches(text: &str) -> Result<u32, FlagValueError> {
     match text.parse::<u32>() {
         Ok(n) if (1..=100).contains(&n) => Ok(n),
-        _ => Err(format!(
-            "'{text}' is not a number of searches: give 1 to 100"
-        )),
+        _ => Err(FlagValueError::Searches(text.to_string())),
     }
 }
 
-fn parse_slo_term(text: &str) -> Result<store::capacity::Term, String> {
-    text.parse().map_err(|e: store::capacity::slo::SloError| {
-        format!("{}; {}", e.why, store::capacity::slo::GRAMMAR)
-    })
+fn parse_slo_term(text: &str) -> Result<store::capacity::Term, FlagValueError> {
+    text.parse().map_err(FlagValueError::Slo)
 }
 
 /// A term a search's steps can judge: a latency or the errors, not the server's own figures.
-fn parse_search_slo_term(text: &str) -> Result<store::capacity::Term, String> {
+fn parse_search_slo_term(text: &str) -> Result<store::capacity::Term, FlagValueError> {
     let term = parse_slo_term(text)?;
-    match store::capacity::slo::search_term(&term) {
-        Ok(()) => Ok(term),
-        Err(why) => Err(why),
-    }
+    store::capacity::slo::search_term(&term)?;
+    Ok(term)
 }
 
 /// A term `attack` can judge: its figure among those a run keeps (p50, p90, p95, p99, p99.9,
 /// mean, errors).
-fn parse_attack_slo_term(text: &str) -> Result<store::capacity::Term, String> {
+fn parse_attack_slo_term(text: &str) -> Result<store::capacity::Term, FlagValueError> {
     let term = parse_slo_term(text)?;
     match term.figure {
         store::capacity::slo::Figure::Percentile(q)
-            if ![50.0, 90.0, 95.0, 99.0, 99.9].iter().any(|k| (k - q).abs() < 1e-9) =>
+            if ![50.0, 90.0, 95.0, 99.0, 99.9]
+                .iter()
+                .any(|k| (k - q).abs() < 1e-9) =>
         {
-            Err(format!(
-                "a run keeps p50, p90, p95, p99 and p99.9, not p{q}: bound one of those (a search, `loadgen capacity`, judges any)"
-            ))
+            Err(FlagValueError::Percentile(q))
         }
         _ => Ok(term),
     }
 }
 
-fn parse_run_id(text: &str) -> Result<String, String> {
+fn parse_run_id(text: &str) -> Result<String, FlagValueError> {
     uuid::Uuid::parse_str(text)
         .map(|u| u.hyphenated().to_string())
-        .map_err(|_| format!("{text:?} is not a UUID"))
+        .map_err(|_| FlagValueError::RunId(text.to_string()))
 }
 
 impl StoreArgs {
@@ -1164,12 +1189,13 @@ mod tests {
         );
     }
 
-    fn parse(args: &[&str]) -> Result<AttackPlan, String> {
+    /// The plan, or what the user is told (clap's error in its one line, or the plan's).
+    fn parse(args: &[&str]) -> Result<AttackPlan, Box<dyn std::error::Error>> {
         let mut argv = vec!["loadgen", "attack"];
         argv.extend_from_slice(args);
         let cli = Cli::try_parse_from(argv).map_err(|e| probe::cli::one_line(&e, "loadgen"))?;
         match cli.command {
-            Command::Attack(a) => a.plan().map_err(|e| e.to_string()),
+            Command::Attack(a) => Ok(a.plan()?),
             _ => Err("not an attack".into()),
         }
     }
@@ -1243,7 +1269,7 @@ mod tests {
             (&["--rate", "10", "-d", "1s"], "URL"),
         ];
         for (args, needle) in cases {
-            let e = parse(args).unwrap_err();
+            let e = parse(args).unwrap_err().to_string();
             assert!(!e.contains('\n'), "{args:?} gave a multi-line error: {e}");
             assert!(
                 e.to_lowercase().contains(&needle.to_lowercase()),

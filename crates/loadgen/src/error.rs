@@ -11,9 +11,104 @@ use crate::engine::schedule::ScheduleError;
 
 #[derive(Debug, Error)]
 pub enum Error {
-    /// Flags that do not go together, or are missing.
+    /// Flags that do not go together, are missing, or have a bad value.
     #[error("{0}")]
     Usage(String),
+    /// An order refused for what it asks, whether it came from the flags, an experiment's cell
+    /// or a pipe (`prepare`'s checks, and a search's).
+    #[error(transparent)]
+    Refused(#[from] crate::prepare::Refusal),
+    /// The experiment file cannot be read, or says something that cannot be run.
+    #[error(transparent)]
+    ExperimentFile(#[from] experiment::file::FileError),
+    /// The file's matrix cannot be planned (with `--scale`, `--repetitions` and `--only`).
+    #[error("{}: {error}", .file.display())]
+    Plan {
+        file: PathBuf,
+        #[source]
+        error: experiment::plan::PlanError,
+    },
+    /// The experiment's run failed (its setup, the store, a target).
+    #[error(transparent)]
+    Experiment(#[from] experiment::runner::Error),
+    /// No `loadgen` to run the experiment's orders with.
+    #[error("{0}")]
+    FindLoadgen(#[source] experiment::gun::GunError),
+    #[error("cannot pin to CPUs {cpus} (placement.gun_cpus): {source}")]
+    Pin {
+        cpus: String,
+        #[source]
+        source: rustix::io::Errno,
+    },
+    /// An output file asked for (`--markdown`, `--junit`, `--json`).
+    #[error("cannot write {}: {source}", .path.display())]
+    Write {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+    #[error("cannot write {}: {source}", .path.display())]
+    WriteJson {
+        path: PathBuf,
+        #[source]
+        source: serde_json::Error,
+    },
+    /// An answer printed as JSON.
+    #[error("{0}")]
+    Json(#[source] serde_json::Error),
+    /// A task of the runtime that ended without its answer.
+    #[error("{0}")]
+    Task(#[from] tokio::task::JoinError),
+    /// A token file named by `--probe-token-file` that is not read.
+    #[error("--probe-token-file: {0}")]
+    TokenFile(#[source] probe::Error),
+    #[error("--probe-ca: cannot read the CA certificates {}: {source}", .path.display())]
+    ProbeCa {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+    /// A target that answered nothing to the estimate of a first rate.
+    #[error("{target} answered nothing to a closed loop of 16 connections in 2 s: is it up? (or give --start)")]
+    NoAnswer { target: String },
+    /// The guns' spec refused, or its lab not resolved, in the fleet's words.
+    #[error("{0}")]
+    GunsSpec(String),
+    /// A gun's share of a step failed (`why`, in the fleet's words).
+    #[error("{gun}: {why}")]
+    Shot { gun: String, why: String },
+    #[error("{gun} printed no summary: {said}")]
+    NoSummary { gun: String, said: String },
+    #[error("step {step}'s run group {group} has no summary")]
+    GroupWithoutSummary { step: u32, group: String },
+    /// `loadgen gun`'s request, read from standard input over SSH.
+    #[error("gun: {0} (this command is the experiment runner's, over SSH)")]
+    GunRequest(#[source] order::OrderError),
+    #[error("this loadgen: {0}")]
+    Exe(#[source] io::Error),
+    #[error("cannot read {}: {source}", .path.display())]
+    ReadExe {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+    /// The file a gun's order names for its store.
+    #[error("gun: cannot read {path}: {source}")]
+    GunStoreFile {
+        path: String,
+        #[source]
+        source: io::Error,
+    },
+    #[error("gun: {0} sets no SHOWDOWN_DB")]
+    GunNoStore(String),
+    #[error("gun: cannot run {}: {source}", .path.display())]
+    GunRun {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+    #[error("gun: {0}")]
+    GunWait(#[source] io::Error),
     #[error(transparent)]
     Request(#[from] RequestError),
     #[error(transparent)]

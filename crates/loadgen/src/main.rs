@@ -28,7 +28,8 @@ fn main() -> ExitCode {
                 "Error: {}",
                 redact::text(&probe::cli::flatten(&e.to_string()))
             );
-            ExitCode::from(1)
+            // Flags that do not go together are a bad command line, as clap's own refusals are.
+            ExitCode::from(if matches!(e, loadgen::Error::Usage(_)) { 2 } else { 1 })
         }
     }
 }

@@ -22,16 +22,77 @@ pub const MAX_THREADS: u64 = 1024;
 /// The most connections an order may ask for (a cap, a closed loop's, those opened first).
 pub const MAX_CONNECTIONS: u64 = 1_000_000;
 
+/// Why an order is refused, whether it came from the flags, an experiment's cell or a pipe:
+/// what it asks does not go together or is out of bounds. A message that names a flag names
+/// the way a command line asks for it; an experiment file's own checks refuse most of these
+/// first, in the file's words.
+#[derive(Debug, thiserror::Error)]
+pub enum Refusal {
+    /// `what`: the order's field (`max_connections`, `ready_connections`, `connections`).
+    #[error("{what} {n} is more than {MAX_CONNECTIONS} connections: ask for fewer")]
+    Connections { what: &'static str, n: u64 },
+    #[error("the timeout (--timeout, or a load's timeout) must be above 0, e.g. 30s")]
+    Timeout,
+    #[error("--arrival poisson sends each request at its own instant: drop --batch (a grid would release its arrivals together)")]
+    PoissonBatched,
+    #[error("threads {0} is more than {MAX_THREADS}: ask for fewer (one a CPU is plenty)")]
+    Threads(u32),
+    #[error("--arrival poisson needs an open loop: give --rate instead of --connections")]
+    PoissonClosed,
+    #[error("a closed loop needs an end: add --requests N or --duration D")]
+    ClosedWithoutEnd,
+    #[error("a closed loop needs a connection")]
+    NoConnection,
+    #[error("--rate needs an end: add --duration D or --requests N")]
+    RateWithoutEnd,
+    #[error("--interval must be at least 10ms, e.g. --interval 1s")]
+    Interval,
+    #[error("a shard is I/N with 0 <= I < N, such as 0/2")]
+    Shard,
+    #[error("--probe-token-file needs --probe-fingerprint or --probe-ca: a token is only sent over TLS that checks the probe is the one you mean")]
+    TokenWithoutTrust,
+    /// The file on a gun that names the store.
+    #[error("the store is the one {0} sets on a gun: only `loadgen gun` reads it")]
+    GunStore(String),
+    #[error("--probe keeps the probes' samples with the run: drop --no-store")]
+    ProbesWithoutStore,
+    #[error(transparent)]
+    Fingerprint(probe::tls::TlsError),
+    #[error("--probe-ca: {0}")]
+    ProbeTls(#[source] probe::tls::TlsError),
+    #[error("the guns' CPUs: {0}")]
+    GunsCpus(#[source] probe::cpus::CpuListError),
+    #[error("not an attack")]
+    NotAnAttack,
+    #[error("not a search")]
+    NotASearch,
+    #[error("a comparison (against) is run by `loadgen capacity --against`, not from an order of one search")]
+    AgainstInSearch,
+    /// A term of the server's own figures, which a search's steps cannot judge.
+    #[error(transparent)]
+    ServerTerm(#[from] store::capacity::slo::ServerTerm),
+    #[error("--min-rate is above --max-rate: give a range that holds rates")]
+    RateRange,
+    #[error("check is {check} blocks: give 4 to {most} (0: no check)")]
+    CheckBlocks { check: u32, most: u32 },
+    #[error("a check follows one search: give searches = 1 with check, or no check")]
+    CheckOfSearches,
+    #[error("--gun writes every gun's shard to one store they all reach: a PostgreSQL one (--db postgres://…, or SHOWDOWN_DB); a SQLite file cannot be shared")]
+    GunsWithoutPostgres,
+    #[error("a comparison (--against) runs from this host's generator: drop --gun (a comparison across guns is not built yet)")]
+    CompareWithGuns,
+    #[error("a comparison needs two targets or more, each with its steps")]
+    TooFewToCompare,
+    #[error("gun: this order is a search with guns of its own; a gun fires one share of a step, the runner spreads a search over the guns itself")]
+    GunsOnAGun,
+}
+
 /// `n` connections, refused above [`MAX_CONNECTIONS`] whatever the order came from.
-fn connections(n: u64, what: &str) -> Result<usize, Error> {
+fn connections(n: u64, what: &'static str) -> Result<usize, Error> {
     usize::try_from(n)
         .ok()
         .filter(|_| n <= MAX_CONNECTIONS)
-        .ok_or_else(|| {
-            Error::Usage(format!(
-                "{what} {n} is more than {MAX_CONNECTIONS} connections: ask for fewer"
-            ))
-        })
+        .ok_or(Error::Refused(Refusal::Connections { what, n }))
 }
 
 /// The number of CPUs this process may run on.
@@ -59,19 +120,13 @@ pub struct Sending {
 impl Sending {
     pub fn of(requests: &order::Requests, pacing: &order::Pacing) -> Result<Sending, Error> {
         if pacing.timeout_ns == 0 {
-            return Err(Error::Usage(
-                "--timeout must be above 0, e.g. --timeout 30s".into(),
-            ));
+            return Err(Refusal::Timeout.into());
         }
         if pacing.arrival == Process::Poisson && pacing.batch_ns > 0 {
-            return Err(Error::Usage(
-                "--arrival poisson sends each request at its own instant: drop --batch (a grid would release its arrivals together)".into(),
-            ));
+            return Err(Refusal::PoissonBatched.into());
         }
         if let Some(t) = pacing.threads.filter(|t| u64::from(*t) > MAX_THREADS) {
-            return Err(Error::Usage(format!(
-                "threads {t} is more than {MAX_THREADS}: ask for fewer (one a CPU is plenty)"
-            )));
+            return Err(Refusal::Threads(t).into());
         }
         Ok(Sending {
             mix: RequestMix::from_order(requests)?,
@@ -132,18 +187,13 @@ pub fn load(load: &order::Load, arrival: Process) -> Result<Load, Error> {
             duration_ns,
         } => {
             if arrival == Process::Poisson {
-                return Err(Error::Usage(
-                    "--arrival poisson needs an open loop: give --rate instead of --connections"
-                        .into(),
-                ));
+                return Err(Refusal::PoissonClosed.into());
             }
             if requests.is_none() && duration_ns.is_none() {
-                return Err(Error::Usage(
-                    "a closed loop needs an end: add --requests N or --duration D".into(),
-                ));
+                return Err(Refusal::ClosedWithoutEnd.into());
             }
             if *connections == 0 {
-                return Err(Error::Usage("a closed loop needs a connection".into()));
+                return Err(Refusal::NoConnection.into());
             }
             Load::Closed {
                 connections: self::connections(*connections, "connections")?,
@@ -155,9 +205,7 @@ pub fn load(load: &order::Load, arrival: Process) -> Result<Load, Error> {
             let schedule = match schedule {
                 order::Schedule::Constant { rate, duration_ns } => {
                     if requests.is_none() && duration_ns.is_none() {
-                        return Err(Error::Usage(
-                            "--rate needs an end: add --duration D or --requests N".into(),
-                        ));
+                        return Err(Refusal::RateWithoutEnd.into());
                     }
                     Schedule::constant(*rate, duration_ns.map(Duration::from_nanos))?
                 }
@@ -186,9 +234,7 @@ pub fn load(load: &order::Load, arrival: Process) -> Result<Load, Error> {
 pub fn attack(order: &order::Order, attack: &order::Attack) -> Result<AttackPlan, Error> {
     let load = load(&attack.load, order.pacing.arrival)?;
     if attack.interval_ns < 10_000_000 {
-        return Err(Error::Usage(
-            "--interval must be at least 10ms, e.g. --interval 1s".into(),
-        ));
+        return Err(Refusal::Interval.into());
     }
     let sending = Sending::of(&order.requests, &order.pacing)?;
     let mut plan = sending.plan(
@@ -199,9 +245,7 @@ pub fn attack(order: &order::Order, attack: &order::Attack) -> Result<AttackPlan
     plan.max_lateness = attack.max_lateness_ns.map(Duration::from_nanos);
     plan.shard = order.shard.as_ref().map_or((0, 1), |s| (s.index, s.count));
     if plan.shard.1 == 0 || plan.shard.0 >= plan.shard.1 {
-        return Err(Error::Usage(
-            "a shard is I/N with 0 <= I < N, such as 0/2".into(),
-        ));
+        return Err(Refusal::Shard.into());
     }
     Ok(plan)
 }
@@ -209,9 +253,7 @@ pub fn attack(order: &order::Order, attack: &order::Attack) -> Result<AttackPlan
 /// A token is only sent over TLS that checks the probe is the one meant.
 pub fn check_probe_trust(token: bool, trust: bool) -> Result<(), Error> {
     if token && !trust {
-        return Err(Error::Usage(
-            "--probe-token-file needs --probe-fingerprint or --probe-ca: a token is only sent over TLS that checks the probe is the one you mean".into(),
-        ));
+        return Err(Refusal::TokenWithoutTrust.into());
     }
     Ok(())
 }
@@ -223,9 +265,7 @@ pub fn keeping(order: &order::Order, command_line: &[String]) -> Result<Keeping,
         None => None,
         Some(order::StoreAt::Url { url }) => Some(url.expose().to_string()),
         Some(order::StoreAt::GunFile { path }) => {
-            return Err(Error::Usage(format!(
-                "the store is the one {path} sets on a gun: only `loadgen gun` reads it"
-            )))
+            return Err(Refusal::GunStore(path.clone()).into())
         }
     };
     let mut keeping = Keeping {
@@ -239,14 +279,12 @@ pub fn keeping(order: &order::Order, command_line: &[String]) -> Result<Keeping,
     };
     if let Some(p) = order.probes.as_ref().filter(|p| !p.addresses.is_empty()) {
         if keeping.store_url.is_none() {
-            return Err(Error::Usage(
-                "--probe keeps the probes' samples with the run: drop --no-store".into(),
-            ));
+            return Err(Refusal::ProbesWithoutStore.into());
         }
         check_probe_trust(p.token.is_some(), p.trust.is_some())?;
         let trust = match &p.trust {
             Some(order::ProbeTrust::Fingerprint { hex }) => Some(probe::tls::Trust::Fingerprint(
-                probe::tls::parse_fingerprint(hex).map_err(|e| Error::Usage(e.to_string()))?,
+                probe::tls::parse_fingerprint(hex).map_err(Refusal::Fingerprint)?,
             )),
             Some(order::ProbeTrust::Ca { pem }) => Some(probe::tls::Trust::CaPem(pem.clone())),
             None => None,
@@ -254,7 +292,7 @@ pub fn keeping(order: &order::Order, command_line: &[String]) -> Result<Keeping,
         let tls = trust
             .map(|t| probe::tls::ClientTls::new(&t))
             .transpose()
-            .map_err(|e| Error::Usage(format!("--probe-ca: {e}")))?;
+            .map_err(Refusal::ProbeTls)?;
         let token = p.token.as_ref().map(|t| t.expose().trim().to_string());
         keeping.probes = p
             .addresses
@@ -304,7 +342,7 @@ pub fn guns(guns: &order::Guns) -> Result<experiment::fleet::spec::GunsSpec, Err
             .as_deref()
             .map(str::parse)
             .transpose()
-            .map_err(|e| Error::Usage(format!("the guns' CPUs: {e}")))?,
+            .map_err(Refusal::GunsCpus)?,
         threads: guns.threads,
         loadgen: guns.loadgen.clone(),
         store_env_file: guns.store_env_file.clone(),

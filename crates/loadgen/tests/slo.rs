@@ -186,7 +186,8 @@ fn the_servers_own_figures_from_its_probe_are_judged_beside_its_latency() {
         ])
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(1));
+    // A bad command line: exit 2.
+    assert_eq!(out.status.code(), Some(2));
     let said = String::from_utf8_lossy(&out.stderr);
     assert!(said.contains("fds<=100: the server's own figure"), "{said}");
 }

@@ -633,27 +633,35 @@ pub fn nanos(d: std::time::Duration) -> u64 {
     u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
 }
 
+/// A text that is not a percentage above 0 % and below 100 %: the text as given.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0:?} is not a percentage between 0% and 100%, e.g. 5%")]
+pub struct PercentError(pub String);
+
+/// A text that is not a probability a search can aim at: the text as given.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "'{0}' is not a probability a search can aim at: give one from 0.05 to 0.95, e.g. 0.5 or 0.9"
+)]
+pub struct ProbabilityError(pub String);
+
 /// A percentage such as `5%`, as a share (0.05): above 0 % and below 100 %.
-pub fn percent(text: &str) -> Result<f64, String> {
+pub fn percent(text: &str) -> Result<f64, PercentError> {
     text.trim()
         .strip_suffix('%')
         .and_then(|p| p.trim().parse::<f64>().ok())
         .filter(|p| *p > 0.0 && *p < 100.0)
         .map(|p| p / 100.0)
-        .ok_or(format!(
-            "{text:?} is not a percentage between 0% and 100%, e.g. 5%"
-        ))
+        .ok_or_else(|| PercentError(text.to_string()))
 }
 
 /// A probability a search can aim at (its C_p's p), such as `0.9`: from 0.05 to 0.95.
-pub fn probability(text: &str) -> Result<f64, String> {
+pub fn probability(text: &str) -> Result<f64, ProbabilityError> {
     text.trim()
         .parse::<f64>()
         .ok()
         .filter(|p| (0.05..=0.95).contains(p))
-        .ok_or(format!(
-            "'{text}' is not a probability a search can aim at: give one from 0.05 to 0.95, e.g. 0.5 or 0.9"
-        ))
+        .ok_or_else(|| ProbabilityError(text.to_string()))
 }
 
 #[cfg(test)]

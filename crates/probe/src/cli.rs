@@ -204,17 +204,23 @@ pub struct TopArgs {
     pub duration: Option<Duration>,
 }
 
-fn parse_duration(text: &str) -> Result<Duration, String> {
-    humantime::parse_duration(text)
-        .map_err(|_| format!("expected a duration such as 100ms, 1s or 2m, not {text:?}"))
+/// A flag's value that does not read: the value as given (clap names the flag).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum FlagValueError {
+    #[error("expected a duration such as 100ms, 1s or 2m, not {0:?}")]
+    Duration(String),
+    #[error("expected a percentage of one core above 0, such as 0.5, not {0:?}")]
+    Budget(String),
 }
 
-fn parse_budget(text: &str) -> Result<f64, String> {
+fn parse_duration(text: &str) -> Result<Duration, FlagValueError> {
+    humantime::parse_duration(text).map_err(|_| FlagValueError::Duration(text.to_string()))
+}
+
+fn parse_budget(text: &str) -> Result<f64, FlagValueError> {
     match text.trim().trim_end_matches('%').parse::<f64>() {
         Ok(v) if v > 0.0 && v <= 100.0 => Ok(v),
-        _ => Err(format!(
-            "expected a percentage of one core above 0, such as 0.5, not {text:?}"
-        )),
+        _ => Err(FlagValueError::Budget(text.to_string())),
     }
 }
 

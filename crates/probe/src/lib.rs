@@ -71,6 +71,9 @@ pub enum Error {
     Client(#[from] ClientError),
     #[error(transparent)]
     Tls(#[from] tls::TlsError),
+    /// A token file that cannot be read, or holds no token.
+    #[error(transparent)]
+    Token(#[from] token::TokenFileError),
 }
 
 fn io_error(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> Error {
@@ -116,7 +119,7 @@ pub fn raise_fd_limit() {
 
 /// Reads a token file: its content without surrounding whitespace, not empty.
 pub fn read_token(path: &std::path::Path) -> Result<String, Error> {
-    token::read(path).map_err(|e| Error::Usage(e.to_string()))
+    Ok(token::read(path)?)
 }
 
 /// Resolves when the process is asked to stop.

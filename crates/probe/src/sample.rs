@@ -164,14 +164,19 @@ impl Role {
     }
 }
 
+/// A role that is none of the three: the text as given.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown role {0:?}: use target, database or other")]
+pub struct UnknownRole(pub String);
+
 impl std::str::FromStr for Role {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
+    type Err = UnknownRole;
+    fn from_str(s: &str) -> Result<Self, UnknownRole> {
         match s {
             "target" => Ok(Role::Target),
             "database" => Ok(Role::Database),
             "other" => Ok(Role::Other),
-            _ => Err(format!("unknown role {s:?}: use target, database or other")),
+            _ => Err(UnknownRole(s.to_string())),
         }
     }
 }

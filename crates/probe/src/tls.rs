@@ -165,14 +165,19 @@ pub enum Trust {
     CaPem(String),
 }
 
+/// CA certificates of which none is usable.
+#[derive(Debug, Error)]
+#[error(
+    "no usable PEM certificate in it (--probe-ca wants the CA's or the probe's certificate, PEM)"
+)]
+struct NoCertificate;
+
 /// The roots to trust: every parsable certificate of `certs`, at least one.
-fn roots(certs: Vec<CertificateDer<'static>>) -> Result<rustls::RootCertStore, String> {
+fn roots(certs: Vec<CertificateDer<'static>>) -> Result<rustls::RootCertStore, NoCertificate> {
     let mut roots = rustls::RootCertStore::empty();
     let (added, _) = roots.add_parsable_certificates(certs);
     if added == 0 {
-        return Err(
-            "no usable PEM certificate in it (--probe-ca wants the CA's or the probe's certificate, PEM)".into(),
-        );
+        return Err(NoCertificate);
     }
     Ok(roots)
 }
@@ -207,7 +212,7 @@ impl ClientTls {
                     .and_then(|certs| certs.collect::<Result<Vec<_>, _>>())
                     .map_err(|e| read(e.to_string()))?;
                 builder
-                    .with_root_certificates(roots(certs).map_err(read)?)
+                    .with_root_certificates(roots(certs).map_err(|e| read(e.to_string()))?)
                     .with_no_client_auth()
             }
             Trust::CaPem(pem) => {
@@ -217,7 +222,7 @@ impl ClientTls {
                     .collect::<Result<Vec<_>, _>>()
                     .map_err(|e| read(e.to_string()))?;
                 builder
-                    .with_root_certificates(roots(certs).map_err(read)?)
+                    .with_root_certificates(roots(certs).map_err(|e| read(e.to_string()))?)
                     .with_no_client_auth()
             }
         };

@@ -38,10 +38,20 @@ pub struct Selection {
     pub picks: Vec<Pick>,
 }
 
-impl FromStr for Selection {
-    type Err = String;
+/// Why a `--compare` spec does not read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SelectionError {
+    /// The pick as given.
+    #[error("{0:?} has no label name before '=': write KEY=VALUE")]
+    NoLabelName(String),
+    #[error("an empty comparison: give run ids, names or KEY=VALUE labels, comma-separated")]
+    Empty,
+}
 
-    fn from_str(spec: &str) -> Result<Self, String> {
+impl FromStr for Selection {
+    type Err = SelectionError;
+
+    fn from_str(spec: &str) -> Result<Self, SelectionError> {
         let mut picks = Vec::new();
         for part in spec.split(',').map(str::trim).filter(|p| !p.is_empty()) {
             picks.push(match part.split_once('=') {
@@ -52,19 +62,12 @@ impl FromStr for Selection {
                 Some((key, value)) if !key.is_empty() => {
                     Pick::Label(key.to_string(), value.to_string())
                 }
-                Some(_) => {
-                    return Err(format!(
-                        "{part:?} has no label name before '=': write KEY=VALUE"
-                    ))
-                }
+                Some(_) => return Err(SelectionError::NoLabelName(part.to_string())),
                 None => Pick::Run(part.to_string()),
             });
         }
         if picks.is_empty() {
-            return Err(
-                "an empty comparison: give run ids, names or KEY=VALUE labels, comma-separated"
-                    .into(),
-            );
+            return Err(SelectionError::Empty);
         }
         Ok(Selection {
             spec: spec.to_string(),
@@ -394,7 +397,12 @@ mod tests {
         assert!(""
             .parse::<Selection>()
             .unwrap_err()
+            .to_string()
             .contains("empty comparison"));
-        assert!("=x".parse::<Selection>().unwrap_err().contains("KEY=VALUE"));
+        assert!("=x"
+            .parse::<Selection>()
+            .unwrap_err()
+            .to_string()
+            .contains("KEY=VALUE"));
     }
 }

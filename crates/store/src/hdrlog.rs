@@ -127,18 +127,45 @@ pub struct LoggedHistogram {
     pub histogram: Histogram<u64>,
 }
 
+/// Why an interval log does not read back.
+#[derive(Debug, thiserror::Error)]
+pub enum LogError {
+    #[error("malformed interval log: {0:?}")]
+    Malformed(hdrhistogram::serialization::interval_log::LogIteratorError),
+    #[error("bad base64 in interval log: {0}")]
+    Base64(#[source] base64::DecodeError),
+    #[error("bad histogram in interval log: {0}")]
+    Histogram(#[source] HistogramError),
+}
+
+/// Why stored bytes are not a histogram.
+#[derive(Debug, thiserror::Error)]
+pub enum HistogramError {
+    #[error("bad stored histogram: truncated header")]
+    TruncatedHeader,
+    #[error("bad stored histogram: shorter than its header says")]
+    Short,
+    #[error("bad stored histogram: cannot inflate: {0}")]
+    Inflate(#[source] io::Error),
+    #[error("bad stored histogram: inflates to more than 64 MiB")]
+    TooLarge,
+    #[error("bad stored histogram: not HdrHistogram's V2 encoding")]
+    NotV2,
+    #[error("bad stored histogram: {0:?}")]
+    Decode(hdrhistogram::serialization::DeserializeError),
+}
+
 /// Reads an interval log (any implementation's) back into histograms.
-pub fn read_log(text: &[u8]) -> Result<Vec<LoggedHistogram>, String> {
+pub fn read_log(text: &[u8]) -> Result<Vec<LoggedHistogram>, LogError> {
     use hdrhistogram::serialization::interval_log::{IntervalLogIterator, LogEntry};
     let mut out = Vec::new();
     for entry in IntervalLogIterator::new(text) {
-        let entry = entry.map_err(|e| format!("malformed interval log: {e:?}"))?;
+        let entry = entry.map_err(LogError::Malformed)?;
         if let LogEntry::Interval(h) = entry {
             let bytes = base64::engine::general_purpose::STANDARD
                 .decode(h.encoded_histogram())
-                .map_err(|e| format!("bad base64 in interval log: {e}"))?;
-            let histogram =
-                from_bytes(&bytes).map_err(|e| format!("bad histogram in interval log: {e}"))?;
+                .map_err(LogError::Base64)?;
+            let histogram = from_bytes(&bytes).map_err(LogError::Histogram)?;
             out.push(LoggedHistogram {
                 tag: h.tag().map(|t| t.as_str().to_string()),
                 start: h.start_timestamp(),
@@ -172,8 +199,7 @@ const MAX_DECODED: u64 = 64 << 20;
 /// A histogram from [`to_bytes`] (or any V2 / V2 + DEFLATE encoding). The lengths its header
 /// claims are checked against the bytes there really are before anything is allocated for
 /// them: a 40-byte blob claiming a 4 GiB payload is an error, not a 4 GiB allocation.
-pub fn from_bytes(bytes: &[u8]) -> Result<Histogram<u64>, String> {
-    let bad = |why: &str| format!("bad stored histogram: {why}");
+pub fn from_bytes(bytes: &[u8]) -> Result<Histogram<u64>, HistogramError> {
     let be32 = |b: &[u8], at: usize| {
         b.get(at..at + 4)
             .and_then(|w| w.try_into().ok())
@@ -183,32 +209,32 @@ pub fn from_bytes(bytes: &[u8]) -> Result<Histogram<u64>, String> {
         Some(V2_COOKIE) => bytes.into(),
         Some(V2_DEFLATE_COOKIE) => {
             use std::io::Read;
-            let claimed = be32(bytes, 4).ok_or_else(|| bad("truncated header"))? as usize;
+            let claimed = be32(bytes, 4).ok_or(HistogramError::TruncatedHeader)? as usize;
             let deflated = bytes
                 .get(8..8usize.saturating_add(claimed))
-                .ok_or_else(|| bad("shorter than its header says"))?;
+                .ok_or(HistogramError::Short)?;
             let mut inflated = Vec::new();
             flate2::read::ZlibDecoder::new(deflated)
                 .take(MAX_DECODED + 1)
                 .read_to_end(&mut inflated)
-                .map_err(|e| bad(&format!("cannot inflate: {e}")))?;
+                .map_err(HistogramError::Inflate)?;
             if inflated.len() as u64 > MAX_DECODED {
-                return Err(bad("inflates to more than 64 MiB"));
+                return Err(HistogramError::TooLarge);
             }
             inflated.into()
         }
-        _ => return Err(bad("not HdrHistogram's V2 encoding")),
+        _ => return Err(HistogramError::NotV2),
     };
     if be32(&plain, 0) != Some(V2_COOKIE) {
-        return Err(bad("not HdrHistogram's V2 encoding"));
+        return Err(HistogramError::NotV2);
     }
-    let payload = be32(&plain, 4).ok_or_else(|| bad("truncated header"))? as usize;
+    let payload = be32(&plain, 4).ok_or(HistogramError::TruncatedHeader)? as usize;
     if payload > plain.len().saturating_sub(V2_HEADER) {
-        return Err(bad("shorter than its header says"));
+        return Err(HistogramError::Short);
     }
     let mut h: Histogram<u64> = Deserializer::new()
         .deserialize(&mut &plain[..])
-        .map_err(|e| bad(&format!("{e:?}")))?;
+        .map_err(HistogramError::Decode)?;
     h.auto(true);
     Ok(h)
 }
@@ -262,7 +288,7 @@ mod tests {
         hostile.extend_from_slice(&u32::MAX.to_be_bytes());
         hostile.extend_from_slice(&[0; 32]);
         assert_eq!(hostile.len(), 40);
-        let err = from_bytes(&hostile).unwrap_err();
+        let err = from_bytes(&hostile).unwrap_err().to_string();
         assert!(err.contains("shorter than its header says"), "{err}");
         // The same inside a DEFLATE wrapper.
         let mut wrapped = Vec::new();

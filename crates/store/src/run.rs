@@ -205,13 +205,16 @@ pub struct RunListing {
     pub peak_fds: Option<u64>,
 }
 
+/// A label that is not `KEY=VALUE`: the text as given.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("expected KEY=VALUE, such as target=node, not {0:?}")]
+pub struct LabelError(pub String);
+
 /// A `KEY=VALUE` label from a command line.
-pub fn parse_label(text: &str) -> Result<(String, String), String> {
+pub fn parse_label(text: &str) -> Result<(String, String), LabelError> {
     match text.split_once('=') {
         Some((k, v)) if !k.trim().is_empty() => Ok((k.trim().to_string(), v.trim().to_string())),
-        _ => Err(format!(
-            "expected KEY=VALUE, such as target=node, not {text:?}"
-        )),
+        _ => Err(LabelError(text.to_string())),
     }
 }
 

@@ -203,13 +203,18 @@ pub enum ArrivalProcess {
     Poisson,
 }
 
+/// An arrival process that is neither of the two: the text as given.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("expected uniform or poisson, not {0:?}")]
+pub struct UnknownArrival(pub String);
+
 impl std::str::FromStr for ArrivalProcess {
-    type Err = String;
-    fn from_str(text: &str) -> Result<Self, String> {
+    type Err = UnknownArrival;
+    fn from_str(text: &str) -> Result<Self, UnknownArrival> {
         match text.trim().to_ascii_lowercase().as_str() {
             "uniform" => Ok(ArrivalProcess::Uniform),
             "poisson" => Ok(ArrivalProcess::Poisson),
-            _ => Err(format!("expected uniform or poisson, not {text:?}")),
+            _ => Err(UnknownArrival(text.to_string())),
         }
     }
 }

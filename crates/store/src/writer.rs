@@ -286,23 +286,31 @@ fn keep_in_memory(pending: &mut Vec<Op>, batch: Vec<Op>, report: &mut WriteRepor
     }
 }
 
+/// Why the run could not be kept in a spool file.
+#[derive(Debug, thiserror::Error)]
+enum SpoolError {
+    #[error("cannot make {}: {source}", .dir.display())]
+    Directory {
+        dir: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error(transparent)]
+    Store(#[from] crate::StoreError),
+    #[error(transparent)]
+    Write(#[from] sqlx::Error),
+}
+
 /// Opens (or creates) the spool file for the run, with the run's setup in it.
-async fn open_spool(fallback: &Fallback) -> Result<(Store, PathBuf), String> {
-    std::fs::create_dir_all(&fallback.dir)
-        .map_err(|e| format!("cannot make {}: {e}", fallback.dir.display()))?;
+async fn open_spool(fallback: &Fallback) -> Result<(Store, PathBuf), SpoolError> {
+    std::fs::create_dir_all(&fallback.dir).map_err(|source| SpoolError::Directory {
+        dir: fallback.dir.clone(),
+        source,
+    })?;
     let path = fallback.dir.join(format!("{}.db", fallback.meta.id));
-    let local = Store::open(&format!("sqlite://{}", path.display()))
-        .await
-        .map_err(|e| e.to_string())?;
-    if !local
-        .has_run(&fallback.meta.id)
-        .await
-        .map_err(|e| e.to_string())?
-    {
-        local
-            .create_run(&fallback.meta)
-            .await
-            .map_err(|e| e.to_string())?;
+    let local = Store::open(&format!("sqlite://{}", path.display())).await?;
+    if !local.has_run(&fallback.meta.id).await? {
+        local.create_run(&fallback.meta).await?;
     }
     Ok((local, path))
 }
@@ -499,16 +507,12 @@ async fn save_locally(
     fallback: &Fallback,
     pending: &[Op],
     finish: &Finish,
-) -> Result<PathBuf, String> {
+) -> Result<PathBuf, SpoolError> {
     let (local, path) = open_spool(fallback).await?;
     for chunk in pending.chunks(BATCH_ROWS) {
-        write_batch(&local, &fallback.meta.id, chunk)
-            .await
-            .map_err(|e| e.to_string())?;
+        write_batch(&local, &fallback.meta.id, chunk).await?;
     }
-    write_finish(&local, &fallback.meta.id, finish)
-        .await
-        .map_err(|e| e.to_string())?;
+    write_finish(&local, &fallback.meta.id, finish).await?;
     local.close().await;
     Ok(path)
 }

@@ -378,7 +378,9 @@ impl<F: Firing> CellContext<'_, F> {
                     _ => {}
                 }
                 let started = match self.launcher.launch(spec, &cell.env) {
-                    Ok(launch) => Target::start(&launch).await.map_err(|e| e.to_string()),
+                    Ok(launch) => Target::start(&launch)
+                        .await
+                        .map_err(super::setup::LaunchError::from),
                     Err(why) => Err(why),
                 };
                 let t = match started {
@@ -565,7 +567,7 @@ impl<F: Firing> CellContext<'_, F> {
         if let Err(how) = t.stop(grace).await {
             self.events.emit(Event::StopNote {
                 target: cell.target.clone(),
-                how,
+                how: how.to_string(),
             });
         }
         None

@@ -54,6 +54,7 @@ use setup::{
     builds, database, database_cpus, failures, file_dir, named_database, ports, verify_targets,
     Launcher,
 };
+pub use setup::{BuildError, LaunchError};
 
 /// The experiment's page record: its question, its axes, how its targets fared.
 fn record(
@@ -446,7 +447,7 @@ async fn build_builtins(
     match setup::build(&building, stop.clone(), events).await {
         Ok(()) => Ok(false),
         Err(_) if *stop.borrow() => Ok(true),
-        Err(why) => Err(Error::Setup(format!("targets/build failed: {why}"))),
+        Err(why) => Err(Error::BuiltinBuild(why)),
     }
 }
 
@@ -704,9 +705,7 @@ impl Cells<'_> {
         compare: &crate::file::CompareSpec,
         searched: &Searched,
     ) -> Result<store::ab::Gate, Error> {
-        let (allowed, _) = compare
-            .allowed(&self.experiment.file)
-            .map_err(Error::Setup)?;
+        let (allowed, _) = compare.allowed(&self.experiment.file)?;
         let slo = self
             .plan
             .search
@@ -889,10 +888,7 @@ impl Cells<'_> {
 /// targets' database that is the store itself (the file's schema and the targets' writes would
 /// land among the user's runs).
 fn trusted(experiment: &Experiment, trust: &Trust, store: &str) -> Result<(), Error> {
-    experiment
-        .file
-        .check_variables(&trust.pass_env)
-        .map_err(Error::Setup)?;
+    experiment.file.check_variables(&trust.pass_env)?;
     // The headers a load reads from the environment, checked before anything runs.
     for v in experiment.file.variables() {
         if v.field.ends_with("headers_env") {

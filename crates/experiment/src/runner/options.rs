@@ -73,4 +73,16 @@ pub enum Error {
     TargetsDatabase(#[from] crate::database::DatabaseError),
     #[error("{0}")]
     Setup(String),
+    #[error("{error} (in {})", .file.display())]
+    Checkout {
+        #[source]
+        error: Box<crate::checkout::CheckoutError>,
+        file: std::path::PathBuf,
+    },
+    #[error("targets/build failed: {0}")]
+    BuiltinBuild(#[source] super::setup::BuildError),
+    #[error(transparent)]
+    Compare(#[from] crate::file::AllowedError),
+    #[error(transparent)]
+    Variables(#[from] crate::file::VariableError),
 }

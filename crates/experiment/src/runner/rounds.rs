@@ -359,9 +359,7 @@ impl<F: Firing> CellContext<'_, F> {
         compare: &CompareSpec,
         runs: &BTreeMap<(String, u32), String>,
     ) -> Result<Option<Gate>, Error> {
-        let (_, allowed) = compare
-            .allowed(&self.experiment.file)
-            .map_err(Error::Setup)?;
+        let (_, allowed) = compare.allowed(&self.experiment.file)?;
         let mut loaded: BTreeMap<String, StoredRun> = BTreeMap::new();
         for id in runs.values() {
             loaded.insert(id.clone(), self.store.load_run(id).await?);

@@ -190,7 +190,10 @@ pub(super) async fn checkouts(
     let env = crate::environment::build(&crate::environment::Base::current(), &[], &[]);
     let checkouts = Checkouts::make(&wanted, &env)
         .await
-        .map_err(|e| Error::Setup(format!("{e} (in {})", experiment.path.display())))?;
+        .map_err(|error| Error::Checkout {
+            error: Box::new(error),
+            file: experiment.path.clone(),
+        })?;
     for (target, revision) in checkouts.revisions() {
         events.emit(Event::CheckedOut {
             target: target.clone(),
@@ -205,7 +208,56 @@ pub(super) async fn checkouts(
 const BUILD_TIMEOUT: Duration = Duration::from_secs(600);
 
 /// How each target's `build` went, by target name.
-pub(super) type Built = BTreeMap<String, Result<(), String>>;
+pub(super) type Built = BTreeMap<String, Result<(), BuildError>>;
+
+/// Why a build did not succeed; `command` is its command line as it may be shown.
+#[derive(Debug, thiserror::Error)]
+pub enum BuildError {
+    #[error("build is empty")]
+    Empty,
+    #[error("cannot run {program:?} in {}: {source}", .cwd.display())]
+    Run {
+        program: String,
+        cwd: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("cannot wait for {program:?}: {source}")]
+    Wait {
+        program: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{command} was interrupted (the run was stopped)")]
+    Interrupted { command: String },
+    #[error("{command} {}; its last output: {output}", crate::targets::describe(*.status))]
+    Failed {
+        command: String,
+        status: std::process::ExitStatus,
+        output: String,
+    },
+    #[error("{command} did not finish within its build_timeout of {}: stopped; its last output: {output}", humantime::format_duration(*.timeout))]
+    Timeout {
+        command: String,
+        timeout: Duration,
+        output: String,
+    },
+}
+
+/// Why a local target was not started.
+#[derive(Debug, thiserror::Error)]
+pub enum LaunchError {
+    #[error("the built-in targets need targets/")]
+    NoTargetsDirectory,
+    #[error("the built-in targets need a database")]
+    NoDatabase,
+    #[error("no port for {0}")]
+    NoPort(String),
+    #[error("{0} is remote: nothing to start")]
+    Remote(String),
+    #[error(transparent)]
+    Start(#[from] crate::targets::Error),
+}
 
 /// Runs each `build` of the targets started by command, once, in its `cwd`, with the target's
 /// environment (the base, its `env` with `{port}` placed, its `pass_env`); its output goes to
@@ -265,11 +317,11 @@ pub(super) async fn build(
     what: &Building<'_>,
     mut stop: tokio::sync::watch::Receiver<bool>,
     events: &Events,
-) -> Result<(), String> {
+) -> Result<(), BuildError> {
     use tokio::io::AsyncBufReadExt;
     let shown = || redact::command_line_with(what.argv, &redact::ANY_PROGRAM).join(" ");
     let Some((program, args)) = what.argv.split_first() else {
-        return Err("build is empty".into());
+        return Err(BuildError::Empty);
     };
     let mut command = tokio::process::Command::new(program);
     command.args(args).current_dir(what.cwd);
@@ -281,9 +333,11 @@ pub(super) async fn build(
         .kill_on_drop(true);
     let mut group = custody::Group::new(&format!("build of {}", what.name));
     group.hold(command.as_std_mut());
-    let mut child = command
-        .spawn()
-        .map_err(|e| format!("cannot run {program:?} in {}: {e}", what.cwd.display()))?;
+    let mut child = command.spawn().map_err(|source| BuildError::Run {
+        program: program.clone(),
+        cwd: what.cwd.to_path_buf(),
+        source,
+    })?;
     if let Some(pid) = child.id() {
         group.started(pid);
     }
@@ -329,14 +383,17 @@ pub(super) async fn build(
         }
     };
     let ended = tokio::select! {
-        status = child.wait() => Some(status.map_err(|e| format!("cannot wait for {program:?}: {e}"))?),
+        status = child.wait() => Some(status.map_err(|source| BuildError::Wait {
+            program: program.clone(),
+            source,
+        })?),
         _ = tokio::time::sleep(what.timeout) => None,
         _ = stopped => {
             group.end();
             for r in readers {
                 r.abort();
             }
-            return Err(format!("{} was interrupted (the run was stopped)", shown()));
+            return Err(BuildError::Interrupted { command: shown() });
         }
     };
     // Nothing it started outlives it: a daemon it left, a hung child after a timeout.
@@ -346,18 +403,16 @@ pub(super) async fn build(
     }
     match ended {
         Some(status) if status.success() => Ok(()),
-        Some(status) => Err(format!(
-            "{} {}; its last output: {}",
-            shown(),
-            crate::targets::describe(status),
-            tail.text()
-        )),
-        None => Err(format!(
-            "{} did not finish within its build_timeout of {}: stopped; its last output: {}",
-            shown(),
-            humantime::format_duration(what.timeout),
-            tail.text()
-        )),
+        Some(status) => Err(BuildError::Failed {
+            command: shown(),
+            status,
+            output: tail.text(),
+        }),
+        None => Err(BuildError::Timeout {
+            command: shown(),
+            timeout: what.timeout,
+            output: tail.text(),
+        }),
     }
 }
 
@@ -396,12 +451,12 @@ impl Launcher<'_> {
         &self,
         spec: &TargetSpec,
         env: &BTreeMap<String, String>,
-    ) -> Result<Launch, String> {
+    ) -> Result<Launch, LaunchError> {
         let file = &self.experiment.file;
         let mut launch = match spec.kind() {
             TargetKind::Builtin => {
-                let dir = self.dir.ok_or("the built-in targets need targets/")?;
-                let db = self.db.ok_or("the built-in targets need a database")?;
+                let dir = self.dir.ok_or(LaunchError::NoTargetsDirectory)?;
+                let db = self.db.ok_or(LaunchError::NoDatabase)?;
                 let mut launch = Launch::builtin(dir, spec.run_name())
                     .env("DATABASE_URL", db)
                     .env("UPSTREAM_URL", self.upstream.url())
@@ -425,7 +480,7 @@ impl Launcher<'_> {
                 let port = *self
                     .ports
                     .get(&spec.name)
-                    .ok_or(format!("no port for {}", spec.name))?;
+                    .ok_or_else(|| LaunchError::NoPort(spec.name.clone()))?;
                 let place = |text: &str| text.replace(PORT_PLACEHOLDER, &port.to_string());
                 let argv: Vec<String> = spec.command.iter().flatten().map(|a| place(a)).collect();
                 let cwd = target_cwd(self.experiment, spec, self.checkouts);
@@ -452,7 +507,7 @@ impl Launcher<'_> {
                 }
                 launch
             }
-            TargetKind::Remote => return Err(format!("{} is remote: nothing to start", spec.name)),
+            TargetKind::Remote => return Err(LaunchError::Remote(spec.name.clone())),
         };
         launch.pass_env.clone_from(&spec.pass_env);
         launch.cpus = file.placement.target_cpus.as_ref().map(ToString::to_string);
@@ -482,7 +537,7 @@ fn declared_checks(experiment: &Experiment, spec: &TargetSpec) -> Vec<CheckSpec>
 pub(super) async fn verify_targets(
     launcher: &Launcher<'_>,
     names: &[String],
-    builds: &BTreeMap<String, Result<(), String>>,
+    builds: &Built,
     events: &Events,
 ) -> Vec<Verification> {
     let experiment = launcher.experiment;
@@ -497,7 +552,7 @@ pub(super) async fn verify_targets(
         };
         let mut verdict = Verdict::default();
         if let Some(built) = builds.get(name) {
-            verdict.record("build", built.clone());
+            verdict.record("build", built.as_ref().map(|_| ()));
         }
         if verdict.passed() {
             verify_one(launcher, spec, &mut verdict).await;
@@ -547,14 +602,14 @@ async fn verify_one(launcher: &Launcher<'_>, spec: &TargetSpec, verdict: &mut Ve
         return;
     }
     let started = match launcher.launch(spec, &spec.env) {
-        Ok(launch) => Target::start(&launch).await.map_err(|e| e.to_string()),
+        Ok(launch) => Target::start(&launch).await.map_err(LaunchError::from),
         Err(why) => Err(why),
     };
     let target = match started {
         Ok(t) => t,
         Err(why) => return verdict.record("start", Err(why)),
     };
-    verdict.record("start", Ok(()));
+    verdict.record("start", Ok::<(), LaunchError>(()));
     let base = target.base_url();
     if contract {
         let expect = Expect {

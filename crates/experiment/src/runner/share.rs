@@ -18,6 +18,32 @@ use store::Store;
 use crate::file::{Experiment, Rate};
 use crate::plan::{Cell, CellKind, Plan};
 
+/// Why a share of a capacity has no rate: the cell is kept failed with it.
+#[derive(Debug, thiserror::Error)]
+pub(super) enum NoRate {
+    #[error("not a share of a capacity")]
+    NotAShare,
+    /// `searches`: the keys of the search cells to run first.
+    #[error("no search of {target}'s capacity on these requests has finished: run its cells first ({searches}), then this one again with --retry-failed")]
+    Unfinished { target: String, searches: String },
+    #[error("{target}'s capacity on these requests is beyond what was measured ({why}): {:.0} % of it cannot be set", .share * 100.0)]
+    Beyond {
+        target: String,
+        why: String,
+        share: f64,
+    },
+    #[error("{target} missed the SLO already at the lowest rate tried ({min_rate:.0} req/s): no capacity to take {:.0} % of", .share * 100.0)]
+    BelowMinimum {
+        target: String,
+        min_rate: f64,
+        share: f64,
+    },
+    #[error("no search of {0}'s capacity on these requests found a capacity")]
+    NoCapacity(String),
+    #[error("no build to compare")]
+    NoBuild,
+}
+
 /// The share's rate and what it was taken of.
 #[derive(Debug, Clone)]
 pub(super) struct Resolved {
@@ -34,9 +60,9 @@ pub(super) async fn resolve(
     experiment: &Experiment,
     plan: &Plan,
     cell: &Cell,
-) -> Result<Result<Resolved, String>, store::StoreError> {
+) -> Result<Result<Resolved, NoRate>, store::StoreError> {
     let CellKind::Share { searches: keys } = &cell.kind else {
-        return Ok(Err("not a share of a capacity".into()));
+        return Ok(Err(NoRate::NotAShare));
     };
     let searches = kept(store, experiment, plan, keys).await?;
     Ok(of(cell, &searches))
@@ -54,7 +80,7 @@ pub(super) async fn resolve_compared(
     plan: &Plan,
     cells: &[&Cell],
     since: Option<i64>,
-) -> Result<Result<Shared, String>, store::StoreError> {
+) -> Result<Result<Shared, NoRate>, store::StoreError> {
     let mut keys: Vec<String> = Vec::new();
     for cell in cells {
         if let CellKind::Share { searches } = &cell.kind {
@@ -67,7 +93,7 @@ pub(super) async fn resolve_compared(
 
 /// The share of the lowest of `cells`' builds' capacities, each its latest finished search's
 /// of `searches` (begun `since`, when given).
-fn of_lowest(cells: &[&Cell], searches: &[Search], since: Option<i64>) -> Result<Shared, String> {
+fn of_lowest(cells: &[&Cell], searches: &[Search], since: Option<i64>) -> Result<Shared, NoRate> {
     let mut lowest: Option<(Resolved, String)> = None;
     let mut seen: Vec<&str> = Vec::new();
     for cell in cells {
@@ -76,7 +102,7 @@ fn of_lowest(cells: &[&Cell], searches: &[Search], since: Option<i64>) -> Result
         }
         seen.push(&cell.target);
         let CellKind::Share { searches: keys } = &cell.kind else {
-            return Err("not a share of a capacity".into());
+            return Err(NoRate::NotAShare);
         };
         let latest = searches
             .iter()
@@ -93,7 +119,7 @@ fn of_lowest(cells: &[&Cell], searches: &[Search], since: Option<i64>) -> Result
             lowest = Some((resolved, cell.target.clone()));
         }
     }
-    let (lowest, of_target) = lowest.ok_or("no build to compare")?;
+    let (lowest, of_target) = lowest.ok_or(NoRate::NoBuild)?;
     let rate = lowest.cell.load.rate;
     let cells = cells
         .iter()
@@ -145,37 +171,38 @@ async fn kept(
 }
 
 /// The share of the median capacity `searches` found.
-fn of(cell: &Cell, searches: &[Search]) -> Result<Resolved, String> {
+fn of(cell: &Cell, searches: &[Search]) -> Result<Resolved, NoRate> {
     let share = cell.load.share().unwrap_or(1.0);
-    let what = format!("{}'s capacity on these requests", cell.target);
     let finished: Vec<&Search> = searches
         .iter()
         .filter(|s| !matches!(s.status, Status::Running | Status::Interrupted))
         .collect();
     if finished.is_empty() {
-        return Err(format!(
-            "no search of {what} has finished: run its cells first ({}), then this one again with --retry-failed",
-            match &cell.kind {
+        return Err(NoRate::Unfinished {
+            target: cell.target.clone(),
+            searches: match &cell.kind {
                 CellKind::Share { searches } => searches.join(", "),
                 _ => String::new(),
-            }
-        ));
+            },
+        });
     }
     if let Some(why) = finished.iter().find_map(|s| s.only_at_least()) {
-        return Err(format!(
-            "{what} is beyond what was measured ({why}): {:.0} % of it cannot be set",
-            share * 100.0
-        ));
+        return Err(NoRate::Beyond {
+            target: cell.target.clone(),
+            why,
+            share,
+        });
     }
     if let Some(s) = finished.iter().find(|s| s.status == Status::BelowMinimum) {
-        return Err(format!(
-            "{} missed the SLO already at the lowest rate tried ({:.0} req/s): no capacity to take {:.0} % of",
-            cell.target, s.settings.min_rate, share * 100.0
-        ));
+        return Err(NoRate::BelowMinimum {
+            target: cell.target.clone(),
+            min_rate: s.settings.min_rate,
+            share,
+        });
     }
     let owned: Vec<Search> = finished.iter().map(|s| (*s).clone()).collect();
     let Some(agreed) = store::capacity::agreed(&owned) else {
-        return Err(format!("no search of {what} found a capacity"));
+        return Err(NoRate::NoCapacity(cell.target.clone()));
     };
     let capacity = agreed.rate;
     let mut resolved = cell.clone();
@@ -309,7 +336,7 @@ mod tests {
             .iter()
             .all(|c| c.load.per_second() == Some(1200.0)));
         // Searches run in this sitting (begun at 15): base's of today failed, so none is taken.
-        let why = of_lowest(&cells, &kept, Some(15)).unwrap_err();
+        let why = of_lowest(&cells, &kept, Some(15)).unwrap_err().to_string();
         assert!(why.contains("no search of base's capacity"), "{why}");
         // A build beyond what was measured gives no rate for any.
         let limited = [
@@ -319,7 +346,7 @@ mod tests {
                 ..of_build("pr", 1500.0, 20)
             },
         ];
-        let why = of_lowest(&cells, &limited, None).unwrap_err();
+        let why = of_lowest(&cells, &limited, None).unwrap_err().to_string();
         assert!(why.contains("pr's capacity"), "{why}");
     }
 
@@ -340,7 +367,7 @@ mod tests {
                 "missed the SLO already at the lowest rate tried (10 req/s)",
             ),
         ] {
-            let why = of(&share_cell(), &searches).unwrap_err();
+            let why = of(&share_cell(), &searches).unwrap_err().to_string();
             assert!(why.contains(says), "{why}");
         }
     }

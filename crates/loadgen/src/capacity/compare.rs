@@ -32,9 +32,7 @@ pub async fn compare<S: Steps>(
     interleave: &Interleave,
 ) -> Result<Compared, Error> {
     if plans.len() != steps.len() || plans.len() < 2 {
-        return Err(Error::Usage(
-            "a comparison needs two targets or more, each with its steps".into(),
-        ));
+        return Err(crate::prepare::Refusal::TooFewToCompare.into());
     }
     let mut searchers: Vec<Searcher> = plans.into_iter().map(Searcher::new).collect();
     for (searcher, steps) in searchers.iter_mut().zip(steps.iter_mut()) {

@@ -167,13 +167,14 @@ impl Steps for Volleys<'_> {
         let mut limit = None;
         for (i, shot) in shots.iter().enumerate() {
             let gun = format!("gun {} ({}/{count})", shot.gun, i + 1);
-            let fired = shot
-                .fired
-                .as_ref()
-                .map_err(|why| Error::Usage(format!("{gun}: {why}")))?;
-            let summary = fired
-                .summary()
-                .ok_or_else(|| Error::Usage(format!("{gun} printed no summary: {}", fired.said)))?;
+            let fired = shot.fired.as_ref().map_err(|why| Error::Shot {
+                gun: gun.clone(),
+                why: why.clone(),
+            })?;
+            let summary = fired.summary().ok_or_else(|| Error::NoSummary {
+                gun: gun.clone(),
+                said: fired.said.clone(),
+            })?;
             if limit.is_none() {
                 limit = judge::generator_limit(summary).map(|why| format!("{gun}: {why}"));
             }
@@ -183,9 +184,10 @@ impl Steps for Volleys<'_> {
         }
         let merged = store::group::load_group(&self.store, &group).await?;
         let Some(summary) = merged.summary.clone() else {
-            return Err(Error::Usage(format!(
-                "step {number}'s run group {group} has no summary"
-            )));
+            return Err(Error::GroupWithoutSummary {
+                step: number,
+                group,
+            });
         };
         let judgement = judge::judge(
             self.slo,

@@ -282,7 +282,23 @@ pub struct Searcher {
     started: std::time::Instant,
     baseline_ns: Option<u64>,
     drained: Option<Duration>,
-    outcome: Option<Result<Status, String>>,
+    outcome: Option<Result<Status, Cut>>,
+}
+
+/// Why a search stopped before it ended by itself (it is kept interrupted, and says so).
+#[derive(Debug, thiserror::Error)]
+enum Cut {
+    #[error("interrupted")]
+    Interrupted,
+    /// `error`: what the step's run said.
+    #[error("step {number} at {rate} req/s could not run: {error}")]
+    Step {
+        number: u32,
+        rate: f64,
+        error: String,
+    },
+    #[error("the server did not recover within 30 s of an overloaded step")]
+    NoRecovery,
 }
 
 impl Searcher {
@@ -385,13 +401,15 @@ impl Searcher {
         let s = match steps.run(&self.search, number, rate, self.window).await {
             Ok(Some(s)) => s,
             Ok(None) => {
-                self.outcome = Some(Err("interrupted".to_string()));
+                self.outcome = Some(Err(Cut::Interrupted));
                 return Ok(());
             }
             Err(e) => {
-                self.outcome = Some(Err(format!(
-                    "step {number} at {rate} req/s could not run: {e}"
-                )));
+                self.outcome = Some(Err(Cut::Step {
+                    number,
+                    rate,
+                    error: e.to_string(),
+                }));
                 return Ok(());
             }
         };
@@ -439,9 +457,9 @@ impl Searcher {
             self.drained = steps.recover(self.baseline_ns).await?;
             if self.drained.is_none() {
                 self.outcome = Some(Err(if steps.stopped() {
-                    "interrupted".into()
+                    Cut::Interrupted
                 } else {
-                    "the server did not recover within 30 s of an overloaded step".into()
+                    Cut::NoRecovery
                 }));
             }
         }
@@ -486,7 +504,7 @@ impl Searcher {
 }
 
 /// Why the search ended where it did, in one sentence.
-fn reason(search: &Search, error: Option<String>) -> String {
+fn reason(search: &Search, error: Option<Cut>) -> String {
     let last = search.steps.last();
     let interval = |e: &store::capacity::fit::Fitted| {
         e.half_width().map_or_else(

@@ -11,7 +11,7 @@ pub async fn run(
 ) -> Result<RunEnd, Error> {
     let order = args.order()?;
     let order::Work::Attack(attack) = &order.work else {
-        return Err(Error::Usage("not an attack".into()));
+        return Err(prepare::Refusal::NotAnAttack.into());
     };
     let plan = prepare::attack(&order, attack)?;
     let mut keeping = prepare::keeping(&order, command_line)?;

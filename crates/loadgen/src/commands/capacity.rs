@@ -20,7 +20,7 @@ pub async fn run(
 ) -> Result<RunEnd, Error> {
     let order = args.order()?;
     let Some(wanted) = order.search() else {
-        return Err(Error::Usage("not a search".into()));
+        return Err(prepare::Refusal::NotASearch.into());
     };
     let store_url = prepare::keeping(&order, command_line)?.store_url;
     let repeated = search(&order, wanted, shutdown, command_line).await?;
@@ -56,7 +56,7 @@ pub(super) fn print_out(
         OutputFormat::Text => print!("{}", text()),
         OutputFormat::Json => println!(
             "{}",
-            serde_json::to_string_pretty(value).map_err(|e| Error::Usage(e.to_string()))?
+            serde_json::to_string_pretty(value).map_err(Error::Json)?
         ),
     }
     Ok(())
@@ -169,7 +169,7 @@ pub(super) fn target(sending: &Sending) -> String {
 /// server's own figures are a whole run's).
 pub(super) fn searched_slo(wanted: &order::Search) -> Result<Slo, Error> {
     for t in &wanted.slo {
-        store::capacity::slo::search_term(t).map_err(Error::Usage)?;
+        store::capacity::slo::search_term(t).map_err(prepare::Refusal::from)?;
     }
     Ok(Slo {
         terms: wanted.slo.clone(),
@@ -185,9 +185,7 @@ pub async fn search(
     command_line: &[String],
 ) -> Result<Repeated, Error> {
     if !wanted.against.is_empty() {
-        return Err(Error::Usage(
-            "a comparison (against) is run by `loadgen capacity --against`, not from an order of one search".into(),
-        ));
+        return Err(prepare::Refusal::AgainstInSearch.into());
     }
     let slo = searched_slo(wanted)?;
     let mut keeping = prepare::keeping(order, command_line)?;
@@ -201,21 +199,18 @@ pub async fn search(
     let id = keeping.run_id.take().unwrap_or_else(store::RunMeta::new_id);
     let target = target(&sending);
     if wanted.min_rate > wanted.max_rate {
-        return Err(Error::Usage(
-            "--min-rate is above --max-rate: give a range that holds rates".into(),
-        ));
+        return Err(prepare::Refusal::RateRange.into());
     }
     let most = store::capacity::check::MAX_BLOCKS;
     if wanted.check != 0 && (wanted.check < 4 || wanted.check > most) {
-        return Err(Error::Usage(format!(
-            "check is {} blocks: give 4 to {most} (0: no check)",
-            wanted.check
-        )));
+        return Err(prepare::Refusal::CheckBlocks {
+            check: wanted.check,
+            most,
+        }
+        .into());
     }
     if wanted.check != 0 && wanted.searches > 1 {
-        return Err(Error::Usage(
-            "a check follows one search: give searches = 1 with check, or no check".into(),
-        ));
+        return Err(prepare::Refusal::CheckOfSearches.into());
     }
     let store = match &keeping.store_url {
         Some(url) => Some(Store::open(url).await?),
@@ -229,9 +224,7 @@ pub async fn search(
             .as_deref()
             .is_some_and(|u| u.starts_with("postgres"))
     {
-        return Err(Error::Usage(
-            "--gun writes every gun's shard to one store they all reach: a PostgreSQL one (--db postgres://…, or SHOWDOWN_DB); a SQLite file cannot be shared".into(),
-        ));
+        return Err(prepare::Refusal::GunsWithoutPostgres.into());
     }
     let name = keeping
         .name
@@ -241,16 +234,16 @@ pub async fn search(
     let experiment = keeping.experiment.clone();
     let mut volleys = match (&guns, &store, &keeping.store_url) {
         (Some(spec), Some(store), Some(url)) => {
-            spec.check().map_err(Error::Usage)?;
+            spec.check().map_err(Error::GunsSpec)?;
             let resolved = spec
                 .resolve(std::path::Path::new("."))
-                .map_err(Error::Usage)?;
+                .map_err(Error::GunsSpec)?;
             eprintln!(
                 "Preparing {} gun host(s) over SSH: {}",
                 resolved.destinations.len(),
                 resolved.destinations.join(", ")
             );
-            let local = experiment::gun::find_loadgen().map_err(|e| Error::Usage(e.to_string()))?;
+            let local = experiment::gun::find_loadgen().map_err(Error::FindLoadgen)?;
             let reach = order.requests.entries.first().map(|r| r.url.expose());
             let fleet = experiment::fleet::Fleet::prepare(
                 &resolved,
@@ -295,10 +288,8 @@ pub async fn search(
                 Some(v) => v.estimate().await?,
                 None => stepper.estimate().await?,
             };
-            estimate.ok_or_else(|| {
-                Error::Usage(format!(
-                    "{target} answered nothing to a closed loop of 16 connections in 2 s: is it up? (or give --start)"
-                ))
+            estimate.ok_or_else(|| Error::NoAnswer {
+                target: target.clone(),
             })?
         }
     };

@@ -21,7 +21,7 @@ pub async fn run(
 ) -> Result<RunEnd, Error> {
     let order = args.order()?;
     let Some(wanted) = order.search() else {
-        return Err(Error::Usage("not a search".into()));
+        return Err(prepare::Refusal::NotASearch.into());
     };
     let store_url = prepare::keeping(&order, command_line)?.store_url;
     let compared = compare(&order, wanted, shutdown, command_line).await?;
@@ -94,9 +94,7 @@ pub(crate) async fn compare(
     command_line: &[String],
 ) -> Result<Compared, Error> {
     if wanted.guns.is_some() {
-        return Err(Error::Usage(
-            "a comparison (--against) runs from this host's generator: drop --gun (a comparison across guns is not built yet)".into(),
-        ));
+        return Err(prepare::Refusal::CompareWithGuns.into());
     }
     let slo = searched_slo(wanted)?;
     let mut orders = vec![order.clone()];
@@ -163,10 +161,8 @@ pub(crate) async fn compare(
                 eprintln!(
                     "Estimating a first rate for {name}: a closed loop of 16 connections for 2 s…"
                 );
-                stepper.estimate().await?.ok_or_else(|| {
-                    Error::Usage(format!(
-                        "{target} answered nothing to a closed loop of 16 connections in 2 s: is it up? (or give --start)"
-                    ))
+                stepper.estimate().await?.ok_or_else(|| Error::NoAnswer {
+                    target: target.clone(),
                 })?
             }
         };

@@ -5,7 +5,7 @@ use std::io::IsTerminal;
 use std::time::Duration;
 
 use experiment::file::Experiment;
-use experiment::plan::{Plan, PlanOptions};
+use experiment::plan::{Plan, PlanError, PlanOptions};
 use experiment::runner::{self, CellState, RunOptions, Trust};
 
 use crate::cli::{CellArgs, ExperimentArgs, ExperimentCommand, TrustArgs};
@@ -14,16 +14,24 @@ use crate::error::Error;
 use crate::RunEnd;
 
 fn read(cells: &CellArgs) -> Result<(Experiment, Plan), Error> {
-    let mut experiment = Experiment::read(&cells.file).map_err(|e| Error::Usage(e.to_string()))?;
+    let mut experiment = Experiment::read(&cells.file)?;
     for (target, reference) in &cells.refs {
         experiment
             .file
             .set_ref(target, reference)
-            .map_err(Error::Usage)?;
+            .map_err(|e| Error::Usage(e.to_string()))?;
     }
     let options = plan_options(cells);
-    let plan = experiment::plan::plan(&experiment, &options)
-        .map_err(|e| Error::Usage(format!("{}: {e}", cells.file.display())))?;
+    let plan = experiment::plan::plan(&experiment, &options).map_err(|error| match error {
+        // What the flags asked for (--scale, --only) is a usage error; the rest is the file's.
+        PlanError::Scale(_) | PlanError::NoCellMatches => {
+            Error::Usage(format!("{}: {error}", cells.file.display()))
+        }
+        error => Error::Plan {
+            file: cells.file.clone(),
+            error,
+        },
+    })?;
     Ok((experiment, plan))
 }
 
@@ -74,8 +82,7 @@ pub async fn run(args: &ExperimentArgs, shutdown: &Shutdown) -> Result<RunEnd, E
                 redact::printable(&experiment.file.question)
             );
             let gun = experiment::gun::Gun {
-                loadgen: experiment::gun::find_loadgen()
-                    .map_err(|e| Error::Usage(e.to_string()))?,
+                loadgen: experiment::gun::find_loadgen().map_err(Error::FindLoadgen)?,
                 cpus: experiment
                     .file
                     .placement
@@ -101,9 +108,7 @@ pub async fn run(args: &ExperimentArgs, shutdown: &Shutdown) -> Result<RunEnd, E
                     }
                 }
             });
-            let report = runner::run(&experiment, &options, stop_rx)
-                .await
-                .map_err(|e| Error::Usage(e.to_string()))?;
+            let report = runner::run(&experiment, &options, stop_rx).await?;
             println!(
                 "{}: {} cells run ({} failed), {} kept already, in {}.",
                 redact::printable(&experiment.file.name),
@@ -194,9 +199,14 @@ fn gated(gates: &[store::ab::Gate], to: &Written) -> Result<RunEnd, Error> {
             .write(true)
             .truncate(!append)
             .open(path)
-            .map_err(|e| Error::Usage(format!("cannot write {}: {e}", path.display())))?;
-        std::io::Write::write_all(&mut file, text.as_bytes())
-            .map_err(|e| Error::Usage(format!("cannot write {}: {e}", path.display())))
+            .map_err(|source| Error::Write {
+                path: path.to_path_buf(),
+                source,
+            })?;
+        std::io::Write::write_all(&mut file, text.as_bytes()).map_err(|source| Error::Write {
+            path: path.to_path_buf(),
+            source,
+        })
     };
     if let Some(path) = to.markdown {
         let text: String = gates.iter().map(|g| g.markdown() + "\n").collect();
@@ -206,8 +216,10 @@ fn gated(gates: &[store::ab::Gate], to: &Written) -> Result<RunEnd, Error> {
         write(path, store::ab::junit(gates), false)?;
     }
     if let Some(path) = to.json {
-        let text = serde_json::to_string_pretty(gates)
-            .map_err(|e| Error::Usage(format!("cannot write {}: {e}", path.display())))?;
+        let text = serde_json::to_string_pretty(gates).map_err(|source| Error::WriteJson {
+            path: path.to_path_buf(),
+            source,
+        })?;
         write(path, text + "\n", false)?;
     }
     let outcomes: Vec<Outcome> = gates.iter().map(store::ab::Gate::outcome).collect();
@@ -233,10 +245,9 @@ fn pin_to(cpus: Option<&probe::cpus::CpuList>) -> Result<(), Error> {
     {
         set.set(cpu);
     }
-    rustix::thread::sched_setaffinity(None, &set).map_err(|e| {
-        Error::Usage(format!(
-            "cannot pin to CPUs {list} (placement.gun_cpus): {e}"
-        ))
+    rustix::thread::sched_setaffinity(None, &set).map_err(|source| Error::Pin {
+        cpus: list.to_string(),
+        source,
     })
 }
 

@@ -21,23 +21,13 @@ use crate::{Error, RunEnd};
 pub async fn run(shutdown: &crate::Shutdown) -> Result<RunEnd, Error> {
     let request: GunRequest =
         tokio::task::spawn_blocking(|| order::read_line(std::io::stdin().lock()))
-            .await
-            .map_err(|e| Error::Usage(e.to_string()))?
-            .map_err(|e| {
-                Error::Usage(format!(
-                    "gun: {e} (this command is the experiment runner's, over SSH)"
-                ))
-            })?;
+            .await?
+            .map_err(Error::GunRequest)?;
     match request {
-        GunRequest::Clock => tokio::task::spawn_blocking(answer_clock)
-            .await
-            .map_err(|e| Error::Usage(e.to_string()))?,
+        GunRequest::Clock => tokio::task::spawn_blocking(answer_clock).await?,
         GunRequest::Check { reach } => {
             let check = check(reach.as_deref()).await?;
-            println!(
-                "{}",
-                serde_json::to_string(&check).map_err(|e| Error::Usage(e.to_string()))?
-            );
+            println!("{}", serde_json::to_string(&check).map_err(Error::Json)?);
             Ok(RunEnd::Completed)
         }
         GunRequest::Fire { order, cpus } => fire(*order, cpus, shutdown.subscribe()).await,
@@ -63,9 +53,11 @@ fn answer_clock() -> Result<RunEnd, Error> {
 }
 
 async fn check(reach: Option<&str>) -> Result<GunCheck, Error> {
-    let exe = std::env::current_exe().map_err(|e| Error::Usage(format!("this loadgen: {e}")))?;
-    let build = experiment::fleet::build_of(&exe)
-        .map_err(|e| Error::Usage(format!("cannot read {}: {e}", exe.display())))?;
+    let exe = std::env::current_exe().map_err(Error::Exe)?;
+    let build = experiment::fleet::build_of(&exe).map_err(|source| Error::ReadExe {
+        path: exe.clone(),
+        source,
+    })?;
     let cpus = probe::cpus::CpuList::new(
         rustix::thread::sched_getaffinity(None)
             .map(|set| {
@@ -77,7 +69,12 @@ async fn check(reach: Option<&str>) -> Result<GunCheck, Error> {
     );
     let reach = match reach {
         None => None,
-        Some(url) => Some(experiment::http::reachable(url, None, Duration::from_secs(3)).await),
+        // Said in words: the answer goes back to the runner over SSH.
+        Some(url) => Some(
+            experiment::http::reachable(url, None, Duration::from_secs(3))
+                .await
+                .map_err(|e| e.to_string()),
+        ),
     };
     Ok(GunCheck {
         version: env!("CARGO_PKG_VERSION").to_string(),
@@ -117,22 +114,22 @@ async fn fire(
     // A gun fires what it is given: a search carrying guns of its own would send the order on,
     // over this host's SSH, to hosts the gun's operator never named.
     if order.search().is_some_and(|s| s.guns.is_some()) {
-        return Err(Error::Usage(
-            "gun: this order is a search with guns of its own; a gun fires one share of a step, the runner spreads a search over the guns itself".into(),
-        ));
+        return Err(crate::prepare::Refusal::GunsOnAGun.into());
     }
     if let Some(order::StoreAt::GunFile { path }) = &order.keeping.store {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| Error::Usage(format!("gun: cannot read {path}: {e}")))?;
+        let text = std::fs::read_to_string(path).map_err(|source| Error::GunStoreFile {
+            path: path.clone(),
+            source,
+        })?;
         let (_, url) = env_file(&text)
             .into_iter()
             .find(|(k, _)| k == "SHOWDOWN_DB")
-            .ok_or_else(|| Error::Usage(format!("gun: {path} sets no SHOWDOWN_DB")))?;
+            .ok_or_else(|| Error::GunNoStore(path.clone()))?;
         order.keeping.store = Some(order::StoreAt::Url {
             url: order::Secret(url),
         });
     }
-    let exe = std::env::current_exe().map_err(|e| Error::Usage(format!("this loadgen: {e}")))?;
+    let exe = std::env::current_exe().map_err(Error::Exe)?;
     // Ended with this process, however it ends; held to the order's CPUs. The order (the
     // store's URL and the headers in it) goes on the generator's standard input, not on its
     // command line or in its environment.
@@ -149,9 +146,10 @@ async fn fire(
         .stdout(Stdio::inherit())
         .stderr(Stdio::inherit())
         .kill_on_drop(true);
-    let mut child = command
-        .spawn()
-        .map_err(|e| Error::Usage(format!("gun: cannot run {}: {e}", exe.display())))?;
+    let mut child = command.spawn().map_err(|source| Error::GunRun {
+        path: exe.clone(),
+        source,
+    })?;
     if let Some(mut input) = child.stdin.take() {
         use tokio::io::AsyncWriteExt;
         // A generator that ended before reading says why on its standard error.
@@ -188,7 +186,7 @@ async fn fire(
             }
         }
     }
-    .map_err(|e| Error::Usage(format!("gun: {e}")))?;
+    .map_err(Error::GunWait)?;
     match status.code() {
         Some(0) => Ok(RunEnd::Completed),
         Some(3) => Ok(RunEnd::Stopped),

@@ -8,9 +8,8 @@ use crate::cli::OutputFormat;
 use crate::{keep, prepare, Error, RunEnd, Shutdown};
 
 pub async fn run(shutdown: &Shutdown, command_line: &[String]) -> Result<RunEnd, Error> {
-    let order = tokio::task::spawn_blocking(|| order::Order::read(std::io::stdin().lock()))
-        .await
-        .map_err(|e| Error::Usage(e.to_string()))??;
+    let order =
+        tokio::task::spawn_blocking(|| order::Order::read(std::io::stdin().lock())).await??;
     let outcome = fire(&order, shutdown, command_line).await?;
     use std::io::Write;
     let mut out = std::io::stdout().lock();

@@ -184,6 +184,35 @@ pub enum AttackError {
     StartAt(String),
 }
 
+/// Why a worker thread stopped working: a warning of its run, whose other workers go on.
+#[derive(Debug, Error)]
+pub enum WorkerError {
+    #[error("worker {index}: cannot start its runtime: {source}")]
+    Runtime {
+        index: usize,
+        #[source]
+        source: io::Error,
+    },
+    #[error("worker {index}: cannot pace requests: {source}")]
+    Pace {
+        index: usize,
+        #[source]
+        source: io::Error,
+    },
+    #[error("worker {index}: cannot set up its event loop: {source}")]
+    EventLoopSetup {
+        index: usize,
+        #[source]
+        source: rustix::io::Errno,
+    },
+    #[error("worker {index}: its event loop failed: {source}")]
+    EventLoop {
+        index: usize,
+        #[source]
+        source: rustix::io::Errno,
+    },
+}
+
 /// What a finished (or stopped) attack recorded.
 #[derive(Debug)]
 pub struct RunOutcome {
@@ -215,7 +244,7 @@ fn spawn(
     shared: Arc<RunShared>,
     tx: mpsc::UnboundedSender<WorkerMessage>,
     shutdown: Shutdown,
-) -> io::Result<std::thread::JoinHandle<Result<(), String>>> {
+) -> io::Result<std::thread::JoinHandle<Result<(), WorkerError>>> {
     std::thread::Builder::new()
         .name(format!("loadgen-{index}"))
         .spawn(move || {
@@ -413,7 +442,7 @@ pub async fn attack(
     for handle in handles {
         match handle.join() {
             Ok(Ok(())) => {}
-            Ok(Err(e)) => run.warnings.push(e),
+            Ok(Err(e)) => run.warnings.push(e.to_string()),
             Err(_) => run
                 .warnings
                 .push("a worker thread panicked; its last interval is lost".into()),

@@ -42,6 +42,7 @@ use rustix::time::{
 use tokio::sync::{mpsc, watch};
 
 use crate::engine::arrivals::Arrivals;
+use crate::engine::attack::WorkerError;
 use crate::engine::client::classify_connect;
 use crate::engine::clock::{self, Nanos};
 use crate::engine::h1response::{Progress, ResponseReader};
@@ -166,15 +167,15 @@ pub(crate) fn run(
     shared: Arc<RunShared>,
     tx: mpsc::UnboundedSender<WorkerMessage>,
     shutdown: Shutdown,
-) -> Result<(), String> {
+) -> Result<(), WorkerError> {
     precise_thread();
     let recorder = shared.recorder(index, tx);
     let mut stop = shutdown.subscribe();
     let mut engine = Engine::new(index, shared, recorder)
-        .map_err(|e| format!("worker {index}: cannot set up its event loop: {e}"))?;
+        .map_err(|source| WorkerError::EventLoopSetup { index, source })?;
     let result = engine.run(&mut stop);
     engine.finish();
-    result.map_err(|e| format!("worker {index}: its event loop failed: {e}"))
+    result.map_err(|source| WorkerError::EventLoop { index, source })
 }
 
 impl Engine {

@@ -36,6 +36,7 @@ use rand::SeedableRng;
 use tokio::sync::{mpsc, watch, Notify};
 use tokio::task::{spawn_local, LocalSet};
 
+use crate::engine::attack::WorkerError;
 use crate::engine::client::{exchange_h2, H1Conn};
 use crate::engine::clock::{self, Nanos};
 use crate::engine::recorder::{Recorder, WorkerMessage};
@@ -129,12 +130,12 @@ pub(crate) fn run_thread(
     shared: Arc<RunShared>,
     tx: mpsc::UnboundedSender<WorkerMessage>,
     shutdown: Shutdown,
-) -> Result<(), String> {
+) -> Result<(), WorkerError> {
     precise_thread();
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-        .map_err(|e| format!("worker {index}: cannot start its runtime: {e}"))?;
+        .map_err(|source| WorkerError::Runtime { index, source })?;
     let local = LocalSet::new();
     let result = local.block_on(&rt, run(index, shared, tx, shutdown));
     // Connections left (cancelled at the end) are closed inside the runtime.
@@ -148,7 +149,7 @@ async fn run(
     shared: Arc<RunShared>,
     tx: mpsc::UnboundedSender<WorkerMessage>,
     shutdown: Shutdown,
-) -> Result<(), String> {
+) -> Result<(), WorkerError> {
     let recorder = shared.recorder(index, tx);
     let max_connections = shared.max_connections(index);
     let worker = Rc::new(Worker {
@@ -190,7 +191,7 @@ async fn run(
         rec.cancelled(now, left);
     }
     rec.finish(now, clock::thread_cpu());
-    started.map_err(|e| format!("worker {index}: cannot pace requests: {e}"))
+    started.map_err(|source| WorkerError::Pace { index, source })
 }
 
 /// Closes intervals on time even when nothing happens.

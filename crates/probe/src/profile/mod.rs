@@ -126,7 +126,9 @@ fn run(config: &ProfileConfig, tree: &Tree, buffer: &SharedBuffer, stop: &Atomic
             let event = Event {
                 mono_ns: shifted(mono_ns()),
                 wall_ns: shifted(wall_ns()),
-                kind: EventKind::ProfileUnavailable { reason },
+                kind: EventKind::ProfileUnavailable {
+                    reason: reason.to_string(),
+                },
             };
             buffer.push_all([(event.mono_ns, Record::Event(event))], true);
             return;

@@ -33,7 +33,7 @@ pub(super) struct CpuEvents {
 impl CpuEvents {
     /// Opens and enables a `cpu-clock` event sampling at `hz` on each of `cpus`; the error is
     /// one line that says why and what to change.
-    pub fn open(cpus: &[usize], hz: u32) -> Result<Self, String> {
+    pub fn open(cpus: &[usize], hz: u32) -> Result<Self, Refusal> {
         let mut samplers = Vec::with_capacity(cpus.len());
         for &cpu in cpus {
             let sampler = Builder::new(Software::CPU_CLOCK)
@@ -43,16 +43,16 @@ impl CpuEvents {
                 .sample(SampleFlag::TID | SampleFlag::PERIOD | SampleFlag::CALLCHAIN)
                 .include_kernel()
                 .build()
-                .map_err(|e| refusal(&e, "open a cpu-clock sampling event"))?
+                .map_err(|e| refusal(e, "open a cpu-clock sampling event"))?
                 .sampled(RING_BYTES)
-                .map_err(|e| refusal(&e, "map the sampling ring buffer"))?;
+                .map_err(|e| refusal(e, "map the sampling ring buffer"))?;
             samplers.push(sampler);
         }
         for sampler in &mut samplers {
             sampler
                 .as_counter_mut()
                 .enable()
-                .map_err(|e| refusal(&e, "enable the sampling event"))?;
+                .map_err(|e| refusal(e, "enable the sampling event"))?;
         }
         Ok(CpuEvents { samplers })
     }
@@ -87,22 +87,47 @@ impl CpuEvents {
     }
 }
 
-/// Why the kernel refused, in one line naming the capability and the sysctls.
-fn refusal(e: &std::io::Error, what: &str) -> String {
-    let paranoid = std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid")
-        .map(|s| s.trim().to_string())
-        .unwrap_or_else(|_| "unknown".into());
+/// Why the kernel refused to profile, in one line naming the capability and the sysctls;
+/// `what` is the step refused, `error` the kernel's answer.
+#[derive(Debug, thiserror::Error)]
+pub(super) enum Refusal {
+    /// `paranoid`: `kernel.perf_event_paranoid`'s value, or "unknown".
+    #[error("profiling refused ({what}: {error}): the probe needs CAP_PERFMON (the systemd unit grants it; or run it as root), or kernel.perf_event_paranoid <= 0 (it is {paranoid}: sysctl -w kernel.perf_event_paranoid=0); with many CPUs also kernel.perf_event_mlock_kb or CAP_IPC_LOCK")]
+    NotPermitted {
+        what: &'static str,
+        error: std::io::Error,
+        paranoid: String,
+    },
+    #[error("profiling unavailable ({what}: {error}): this kernel has no cpu-clock event (CONFIG_PERF_EVENTS)")]
+    NoEvent {
+        what: &'static str,
+        error: std::io::Error,
+    },
+    #[error("profiling unavailable ({what}: {error}): perf_event_open is not allowed here (a seccomp filter, or a kernel without CONFIG_PERF_EVENTS)")]
+    NotAllowed {
+        what: &'static str,
+        error: std::io::Error,
+    },
+    #[error("profiling unavailable ({what}: {error})")]
+    Unavailable {
+        what: &'static str,
+        error: std::io::Error,
+    },
+}
+
+/// Why the kernel refused, by its answer.
+fn refusal(error: std::io::Error, what: &'static str) -> Refusal {
     use nix::libc::{EACCES, ENOENT, ENOSYS, EOPNOTSUPP, EPERM};
-    match e.raw_os_error().unwrap_or(0) {
-        EACCES | EPERM => format!(
-            "profiling refused ({what}: {e}): the probe needs CAP_PERFMON (the systemd unit grants it; or run it as root), or kernel.perf_event_paranoid <= 0 (it is {paranoid}: sysctl -w kernel.perf_event_paranoid=0); with many CPUs also kernel.perf_event_mlock_kb or CAP_IPC_LOCK"
-        ),
-        ENOENT | EOPNOTSUPP => format!(
-            "profiling unavailable ({what}: {e}): this kernel has no cpu-clock event (CONFIG_PERF_EVENTS)"
-        ),
-        ENOSYS => format!(
-            "profiling unavailable ({what}: {e}): perf_event_open is not allowed here (a seccomp filter, or a kernel without CONFIG_PERF_EVENTS)"
-        ),
-        _ => format!("profiling unavailable ({what}: {e})"),
+    match error.raw_os_error().unwrap_or(0) {
+        EACCES | EPERM => Refusal::NotPermitted {
+            what,
+            error,
+            paranoid: std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid")
+                .map(|s| s.trim().to_string())
+                .unwrap_or_else(|_| "unknown".into()),
+        },
+        ENOENT | EOPNOTSUPP => Refusal::NoEvent { what, error },
+        ENOSYS => Refusal::NotAllowed { what, error },
+        _ => Refusal::Unavailable { what, error },
     }
 }

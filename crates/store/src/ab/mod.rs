@@ -178,10 +178,36 @@ impl fmt::Display for Measure {
     }
 }
 
-impl FromStr for Measure {
-    type Err = String;
+/// A measure a comparison does not have: the name as given.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("no measure {0:?}: the measures are cpu (CPU per request), rss and pss (peak memory), p50 and p99 at a fixed rate, and capacity (a [search] with rounds)")]
+pub struct UnknownMeasure(pub String);
 
-    fn from_str(s: &str) -> Result<Measure, String> {
+/// Why a `max_regression` (`cpu=5%,p99=10%`) does not read.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum AllowedError {
+    #[error("{0:?} is not MEASURE=SHARE: write e.g. cpu=5%,p99=10%")]
+    NotAPair(String),
+    #[error(transparent)]
+    Measure(#[from] UnknownMeasure),
+    #[error("{share:?} for {measure} is not a share from 0% to 1000%, e.g. 5%")]
+    Share { share: String, measure: Measure },
+    #[error("{share:?} for {measure} needs its % sign, e.g. {measure}={value}%")]
+    NoPercentSign {
+        share: String,
+        measure: Measure,
+        value: f64,
+    },
+    #[error("{0} is given twice")]
+    Twice(Measure),
+    #[error("no measure to gate: write e.g. cpu=5%,p99=10%")]
+    Empty,
+}
+
+impl FromStr for Measure {
+    type Err = UnknownMeasure;
+
+    fn from_str(s: &str) -> Result<Measure, UnknownMeasure> {
         match s.trim().to_ascii_lowercase().as_str() {
             "cpu" => Ok(Measure::Cpu),
             "rss" | "memory" => Ok(Measure::Rss),
@@ -189,9 +215,7 @@ impl FromStr for Measure {
             "p50" => Ok(Measure::P50),
             "p99" => Ok(Measure::P99),
             "capacity" => Ok(Measure::Capacity),
-            other => Err(format!(
-                "no measure {other:?}: the measures are cpu (CPU per request), rss and pss (peak memory), p50 and p99 at a fixed rate, and capacity (a [search] with rounds)"
-            )),
+            other => Err(UnknownMeasure(other.to_string())),
         }
     }
 }
@@ -238,16 +262,14 @@ impl Allowed {
 }
 
 impl FromStr for Allowed {
-    type Err = String;
+    type Err = AllowedError;
 
     /// `cpu=5%,p99=10%`: each measure gated and the most it may grow.
-    fn from_str(s: &str) -> Result<Allowed, String> {
+    fn from_str(s: &str) -> Result<Allowed, AllowedError> {
         let mut allowed = BTreeMap::new();
         for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
             let Some((name, share)) = part.split_once('=') else {
-                return Err(format!(
-                    "{part:?} is not MEASURE=SHARE: write e.g. cpu=5%,p99=10%"
-                ));
+                return Err(AllowedError::NotAPair(part.to_string()));
             };
             let measure: Measure = name.parse()?;
             let share = share.trim();
@@ -256,20 +278,23 @@ impl FromStr for Allowed {
                 .parse()
                 .ok()
                 .filter(|v: &f64| v.is_finite() && *v >= 0.0 && *v <= 1000.0)
-                .ok_or_else(|| {
-                    format!("{share:?} for {measure} is not a share from 0% to 1000%, e.g. 5%")
+                .ok_or_else(|| AllowedError::Share {
+                    share: share.to_string(),
+                    measure,
                 })?;
             if !share.ends_with('%') {
-                return Err(format!(
-                    "{share:?} for {measure} needs its % sign, e.g. {measure}={value}%"
-                ));
+                return Err(AllowedError::NoPercentSign {
+                    share: share.to_string(),
+                    measure,
+                    value,
+                });
             }
             if allowed.insert(measure, value / 100.0).is_some() {
-                return Err(format!("{measure} is given twice"));
+                return Err(AllowedError::Twice(measure));
             }
         }
         if allowed.is_empty() {
-            return Err("no measure to gate: write e.g. cpu=5%,p99=10%".into());
+            return Err(AllowedError::Empty);
         }
         Ok(Allowed(allowed))
     }
@@ -284,6 +309,18 @@ impl fmt::Display for Allowed {
             .collect();
         f.write_str(&parts.join(","))
     }
+}
+
+/// Why a comparison of searches gives no change of capacity to judge.
+#[derive(Debug, thiserror::Error)]
+enum NoChange {
+    #[error("the comparison gave no ratio of the two")]
+    NoRatio,
+    #[error("the rounds gave no interval of the ratio")]
+    NoInterval,
+    /// The comparison's own note on why it has no interval.
+    #[error("{0}")]
+    Noted(String),
 }
 
 /// One measure's ratio over rounds.
@@ -744,17 +781,14 @@ impl Gate {
                 .and_then(|s| s.capacity)
         };
         let ratio = |of: &str| compared.ratios.iter().find(|r| r.of == of && r.to == ids.0);
-        let change = |of: &str| -> Result<Change, String> {
-            let r = ratio(of).ok_or("the comparison gave no ratio of the two")?;
+        let change = |of: &str| -> Result<Change, NoChange> {
+            let r = ratio(of).ok_or(NoChange::NoRatio)?;
             match (r.low, r.high) {
                 (Some(low), Some(high)) => {
                     Ok(Change::of_interval(r.ratio, low, high, r.rounds as usize))
                 }
-                _ => Err(if r.note.is_empty() {
-                    "the rounds gave no interval of the ratio".into()
-                } else {
-                    r.note.clone()
-                }),
+                _ if r.note.is_empty() => Err(NoChange::NoInterval),
+                _ => Err(NoChange::Noted(r.note.clone())),
             }
         };
         let candidate = change(ids.1);
@@ -767,7 +801,9 @@ impl Gate {
             (Ok(c), Some(allowed)) => Verdict::of_capacity(c, allowed, control.as_ref()),
             (Ok(c), None) if c.differs() => Verdict::Changed,
             (Ok(_), None) => Verdict::NoChange,
-            (Err(why), _) => Verdict::Unmeasured { why: why.clone() },
+            (Err(why), _) => Verdict::Unmeasured {
+                why: why.to_string(),
+            },
         };
         Gate {
             baseline: names.0.into(),

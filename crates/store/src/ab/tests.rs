@@ -315,7 +315,7 @@ fn the_allowed_changes_are_read_from_one_flag_with_clear_errors() {
         ("cpu=5%,cpu=6%", "given twice"),
         ("", "no measure to gate"),
     ] {
-        let e = bad.parse::<Allowed>().unwrap_err();
+        let e = bad.parse::<Allowed>().unwrap_err().to_string();
         assert!(e.contains(says), "{bad:?}: {e}");
     }
 }

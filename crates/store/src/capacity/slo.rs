@@ -144,13 +144,16 @@ impl FromStr for Term {
     }
 }
 
+/// A term of the server's own figures given to a search, which judges latency and errors.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{0} is the server's own figure over a whole run: judge it with `loadgen attack --slo {0}` and a probe (a search's steps judge latency and errors)")]
+pub struct ServerTerm(pub Term);
+
 /// Whether a search's steps can judge `term`: a latency or the errors, not the server's own
 /// figures (a whole run's, `loadgen attack --slo`); `Err` says so in one line.
-pub fn search_term(term: &Term) -> Result<(), String> {
+pub fn search_term(term: &Term) -> Result<(), ServerTerm> {
     if term.figure.is_server() {
-        return Err(format!(
-            "{term} is the server's own figure over a whole run: judge it with `loadgen attack --slo {term}` and a probe (a search's steps judge latency and errors)"
-        ));
+        return Err(ServerTerm(*term));
     }
     Ok(())
 }

@@ -371,7 +371,7 @@ fn interval_of(id: &str, row: &AnyRow) -> Result<StoredInterval, StoreError> {
     };
     let histogram = |column: &str| -> Result<hdrhistogram::Histogram<u64>, StoreError> {
         let bytes: Vec<u8> = row.try_get(column)?;
-        hdrlog::from_bytes(&bytes).map_err(|m| corrupt(column, m))
+        hdrlog::from_bytes(&bytes).map_err(|e| corrupt(column, e.to_string()))
     };
     let count = |column: &str| -> Result<u64, StoreError> { Ok(to_u64(row.try_get(column)?)) };
     // Small placeholders: the stored histograms replace them below.
