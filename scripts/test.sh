@@ -1,15 +1,28 @@
 #!/usr/bin/env bash
 # Installs what the tests need on a fresh Debian machine, then runs the whole test suite.
 #
-#   bash scripts/test.sh            # everything
-#   bash scripts/test.sh -p loadgen # arguments go to `cargo test`
+#   bash scripts/test.sh                 # everything
+#   bash scripts/test.sh --quick         # the unit tests and the fast integration tests
+#   bash scripts/test.sh -p loadgen      # other arguments go to `cargo nextest run`
 #
 # Tests run optimized (--release): a load generator's timing tests measure the generator, and
-# a debug build would measure the debug build.
+# a debug build would measure the debug build. cargo-nextest runs them (.config/nextest.toml):
+# tests side by side, except those that measure time, which run alone.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 say() { printf '\n== %s\n' "$*"; }
+
+quick=
+if [ "${1:-}" = --quick ]; then quick=1; shift; fi
+
+# cargo-nextest: runs the test binaries side by side and the timing tests alone; built from
+# crates.io once (a few minutes), pinned.
+nextest_version=0.9.151
+if ! cargo nextest --version 2>/dev/null | grep -q "cargo-nextest $nextest_version"; then
+  say "installing cargo-nextest $nextest_version (cargo install --locked)"
+  cargo install --quiet --locked cargo-nextest --version "$nextest_version"
+fi
 
 # HdrHistogram_py: an independent implementation that reads back loadgen's HDR logs.
 if ! python3 -c 'import hdrh' 2>/dev/null; then
@@ -124,6 +137,13 @@ fi
 
 # The targets (Node, Go, Rust): npm ci, go build, cargo build; the contract suite and the
 # experiments run them.
+if [ -n "$quick" ]; then
+  # The quick tier: no contestant, browser, capacity search or experiment (.config/nextest.toml).
+  say "cargo nextest run --workspace --release --profile quick (the quick tier)"
+  cargo nextest run --workspace --release --profile quick "$@"
+  exit 0
+fi
+
 say "building the targets (targets/build)"
 bash targets/build
 say "the Go target's own checks (go vet, go test)"
@@ -151,10 +171,10 @@ check-jsonschema --builtin-schema vendor.gitlab-ci ci/gitlab/showdown-gate.gitla
 # the base branch's gate, exit 1 and 5 failing the job.
 python3 -m pytest -q ci/tests
 
-say "cargo test --workspace --release"
-cargo test --workspace --release "$@"
+say "cargo nextest run --workspace --release"
+cargo nextest run --workspace --release "$@"
 
-# The lab's twin (network namespaces, as root): uses the release binaries cargo test just built.
+# The lab's twin (network namespaces, as root): uses the release binaries the tests just built.
 say "the lab's twin on one machine (pytest scripts/tests)"
 command -v ip >/dev/null || apt_install iproute2
 python3 -m pytest -q scripts/tests

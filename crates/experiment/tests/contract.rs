@@ -6,7 +6,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::PathBuf;
-use std::sync::Mutex;
+use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use experiment::http::Http;
@@ -14,8 +14,12 @@ use experiment::targets::{self, Launch, Target};
 use experiment::upstream::Upstream;
 use experiment::{database, verify};
 
-/// Timing and CPU checks want the two CPUs to themselves: one target at a time.
-static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+/// Timing and CPU checks want the two CPUs to themselves: one target at a time here, and under
+/// cargo-nextest alone on the machine (`.config/nextest.toml` names every test that takes this).
+fn exclusive() -> MutexGuard<'static, ()> {
+    static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+    ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner())
+}
 
 const SECRET: &str = "contract-suite-secret";
 
@@ -75,7 +79,6 @@ async fn start(launch: &Launch) -> Target {
 
 /// The whole contract for one target, as the suite runs it for each.
 fn whole_contract(name: &str) {
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     runtime().block_on(async {
         let fx = Fixture::new().await;
         let target = start(&fx.launch(name)).await;
@@ -241,26 +244,31 @@ async fn sigterm_finishes_requests_in_flight(name: &str, target: Target) {
 
 #[test]
 fn node_holds_the_contract() {
+    let _one = exclusive();
     whole_contract("node");
 }
 
 #[test]
 fn node_cluster_holds_the_contract() {
+    let _one = exclusive();
     whole_contract("node-cluster");
 }
 
 #[test]
 fn go_holds_the_contract() {
+    let _one = exclusive();
     whole_contract("go");
 }
 
 #[test]
 fn go_goroutine_holds_the_contract() {
+    let _one = exclusive();
     whole_contract("go-goroutine");
 }
 
 #[test]
 fn rust_holds_the_contract() {
+    let _one = exclusive();
     whole_contract("rust");
 }
 
@@ -268,7 +276,7 @@ fn rust_holds_the_contract() {
 /// per CPU; the pool is divided among them.
 #[test]
 fn node_cluster_has_its_workers() {
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let _one = exclusive();
     runtime().block_on(async {
         let cpus = std::thread::available_parallelism().unwrap().get();
         for (cluster, workers) in [("auto", cpus), ("3", 3)] {
@@ -296,7 +304,6 @@ fn node_cluster_has_its_workers() {
 /// without a restart. Frozen (SIGSTOP, connections open, nothing answers): `503` within the
 /// timeout, never a hang; thawed: `201` again.
 fn database_outage(name: &str) {
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     runtime().block_on(async {
         let mut cluster = pgcluster::Cluster::start(&Default::default()).unwrap();
         let url = cluster.url("postgres");
@@ -373,28 +380,32 @@ where
 
 #[test]
 fn node_survives_a_database_outage() {
+    let _one = exclusive();
     database_outage("node");
 }
 
 #[test]
 fn node_cluster_survives_a_database_outage() {
+    let _one = exclusive();
     database_outage("node-cluster");
 }
 
 #[test]
 fn go_survives_a_database_outage() {
+    let _one = exclusive();
     database_outage("go");
 }
 
 #[test]
 fn rust_survives_a_database_outage() {
+    let _one = exclusive();
     database_outage("rust");
 }
 
 /// A setting that cannot be used ends the target at start, exit code 2, naming the variable.
 #[test]
 fn bad_settings_stop_every_target_at_start() {
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let _one = exclusive();
     runtime().block_on(async {
         for name in targets::NAMES {
             for (var, value) in [
@@ -422,7 +433,7 @@ fn bad_settings_stop_every_target_at_start() {
 /// their own functions, walked by frame pointers.
 #[test]
 fn compute_is_named_in_each_stacks_profile() {
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let _one = exclusive();
     // (target, CLUSTER, a frame every working stack passes through, where the samples are)
     let cases = [
         ("node", None, "work /", "node;"),

@@ -133,3 +133,81 @@ fn the_engine_knows_nothing_above_it() {
         found.join("\n")
     );
 }
+
+/// The tests that measure time, rates or CPU shares take `exclusive()` (or, in the experiment
+/// tests, `one_search_at_a_time()`) under `cargo test`; under cargo-nextest, which runs tests of
+/// different binaries side by side, the same tests are named in `.config/nextest.toml` to run
+/// alone. Every such test is named there, in its binary's block, and every name there is such a
+/// test: one forgotten would measure beside the others.
+#[test]
+fn every_test_that_measures_time_runs_alone_under_nextest() {
+    let config = std::fs::read_to_string(crates().join("../.config/nextest.toml"))
+        .expect(".config/nextest.toml");
+    let alone = config
+        .split("threads-required = \"num-test-threads\"\nfilter = '''")
+        .nth(1)
+        .expect("an override whose tests run alone");
+    let mut timing = Vec::new();
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir(crates())
+        .expect("crates/")
+        .flatten()
+        .map(|e| e.path().join("tests"))
+        .filter(|p| p.is_dir())
+        .collect();
+    dirs.sort();
+    for dir in dirs {
+        let krate = dir
+            .parent()
+            .and_then(|p| p.file_name())
+            .and_then(|n| n.to_str())
+            .expect("a crate's name")
+            .to_string();
+        for file in std::fs::read_dir(&dir)
+            .expect("a tests directory")
+            .flatten()
+        {
+            let path = file.path();
+            // This file names the locks in its own text.
+            if path.extension().is_none_or(|e| e != "rs") || path.ends_with("architecture.rs") {
+                continue;
+            }
+            let binary = path.file_stem().and_then(|s| s.to_str()).expect("a name");
+            let text = std::fs::read_to_string(&path).expect("a test file");
+            for test in text.split("#[test]").skip(1) {
+                let name = test
+                    .split("fn ")
+                    .nth(1)
+                    .and_then(|rest| rest.split('(').next())
+                    .expect("a test's name")
+                    .trim()
+                    .to_string();
+                if test.contains("exclusive()") || test.contains("one_search_at_a_time()") {
+                    timing.push((format!("{krate}::{binary}"), name));
+                }
+            }
+        }
+    }
+    assert!(timing.len() > 40, "the timing tests found: {timing:?}");
+    let mut missing = Vec::new();
+    for (binary, name) in &timing {
+        let block = alone
+            .split(&format!("binary_id({binary}) & ("))
+            .nth(1)
+            .and_then(|rest| rest.split("\n    )").next());
+        if !block.is_some_and(|b| b.contains(&format!("test(={name})"))) {
+            missing.push(format!("{binary}: {name}"));
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "timing tests not run alone by .config/nextest.toml (add them to its alone override):\n{}",
+        missing.join("\n")
+    );
+    let named = alone.matches("test(=").count();
+    assert_eq!(
+        named,
+        timing.len(),
+        ".config/nextest.toml names tests to run alone that take no lock: remove them"
+    );
+}
+
