@@ -29,7 +29,11 @@ fn main() -> ExitCode {
                 redact::text(&probe::cli::flatten(&e.to_string()))
             );
             // Flags that do not go together are a bad command line, as clap's own refusals are.
-            ExitCode::from(if matches!(e, loadgen::Error::Usage(_)) { 2 } else { 1 })
+            ExitCode::from(if matches!(e, loadgen::Error::Usage(_)) {
+                2
+            } else {
+                1
+            })
         }
     }
 }

@@ -210,4 +210,3 @@ fn every_test_that_measures_time_runs_alone_under_nextest() {
         ".config/nextest.toml names tests to run alone that take no lock: remove them"
     );
 }
-
