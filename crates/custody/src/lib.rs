@@ -13,12 +13,15 @@
 //!
 //! Modules:
 //!
+//! - [`environment`]: what every process Showdown starts is given, built from nothing (never
+//!   the user's secrets).
 //! - `cgroup`: finding, joining, killing and removing a cgroup v2 of our own.
 //! - `identity`: a process named by PID and start time, so that a reused PID is never taken
 //!   for it.
 //! - [`lease`]: the file each runner keeps of what it started, and the sweep of a dead one's.
 
 mod cgroup;
+pub mod environment;
 mod identity;
 pub mod lease;
 

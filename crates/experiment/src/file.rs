@@ -74,7 +74,7 @@ pub struct ExperimentFile {
     #[serde(default, rename = "watch")]
     pub watches: Vec<WatchSpec>,
     /// Gun hosts that fire every cell together over SSH, instead of this machine.
-    pub guns: Option<crate::fleet::spec::GunsSpec>,
+    pub guns: Option<crate::guns::GunsSpec>,
 }
 
 /// A variable of the user's environment that an experiment file reads, and the field that
@@ -1045,7 +1045,7 @@ fn check(file: &ExperimentFile) -> Result<(), Invalid> {
         return Err(Invalid::new("[database] cpus places the throwaway PostgreSQL: a database of yours (url, url_env) runs where you put it"));
     }
     if let Some(guns) = &file.guns {
-        guns.check().map_err(Invalid::new)?;
+        guns.check().map_err(|e| Invalid::new(e.to_string()))?;
         if let Some(t) = file.targets.iter().find(|t| !t.is_remote()) {
             return Err(Invalid::new(format!(
                 "target {:?}: with [guns], every target is remote (url and probe): the guns reach a target and its probe by address, not this machine's loopback",
@@ -1699,7 +1699,7 @@ mod tests {
         let file = guns("ssh = [\"admin@gun1\", \"gun2\"]\nthreads = 2\n", remote).unwrap();
         let spec = file.guns.unwrap();
         assert_eq!(spec.ssh, ["admin@gun1", "gun2"]);
-        assert_eq!(spec.clock_tolerance, crate::fleet::spec::CLOCK_TOLERANCE);
+        assert_eq!(spec.clock_tolerance, fleet::CLOCK_TOLERANCE);
         assert!(guns("from = \"twin\"\n", remote).is_ok());
         let local = guns("ssh = [\"gun1\"]\n", "run = \"go\"\n")
             .unwrap_err()

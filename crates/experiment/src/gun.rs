@@ -1,13 +1,9 @@
-//! The generator of each cell: a `loadgen order` process told the cell's load as a typed
-//! [`order::Order`] on its standard input, run as a process of its own (pinned with `taskset`
-//! to the gun's CPUs, and ended with the runner: `custody::tethered`), its
-//! [`order::Outcome`] read back from its standard output.
-//!
-//! Nothing of the order is on its command line, which every local user can read in `ps`, nor in
-//! its environment: the store's URL (with its password), the headers (an `Authorization` among
-//! them), the requests (their URLs, with any query, and bodies) and the probe's token are in the
-//! order, on a pipe only the runner holds. Its environment is built from nothing
-//! ([`crate::environment`]).
+//! Each attack of a cell as the typed [`order::Order`] its generator is told ([`Attack::order`]):
+//! a `loadgen order` process of its own on this machine (`fleet::Local`), or the guns' shards
+//! of it (`fleet::Fleet`). The order goes on a pipe, never on a command line or in an
+//! environment: the store's URL (with its password), the headers (an `Authorization` among
+//! them), the requests (their URLs, with any query, and bodies) and the probe's token are in
+//! it.
 //!
 //! A process of its own, rather than the engine in this process: the generator's CPU and
 //! memory figures are its own, a crash or a kill ends one cell and not the experiment, and the
@@ -15,19 +11,11 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
 use std::time::Duration;
 
 use crate::file::{LoadSpec, Mode};
 
-/// How to start the generator.
-#[derive(Debug, Clone)]
-pub struct Gun {
-    /// The `loadgen` binary.
-    pub loadgen: PathBuf,
-    /// `taskset -c` CPU list, if pinned.
-    pub cpus: Option<String>,
-}
+pub use fleet::Fired;
 
 /// One attack of a cell (its warm-up or its measured run).
 #[derive(Debug, Clone)]
@@ -50,7 +38,7 @@ pub struct Attack {
     pub post_roll: Duration,
     /// A capacity search instead of a fixed load.
     pub search: Option<crate::file::SearchSpec>,
-    /// A search's gun hosts ([`crate::fleet::Fleet::guns`]).
+    /// A search's gun hosts (`fleet::Fleet::guns`).
     pub guns: Option<order::Guns>,
     /// A search's other targets, compared with this one in interleaved rounds (`[search]
     /// rounds`): each one's own search, as its cell would run it alone.
@@ -275,31 +263,30 @@ impl Attack {
         if self.probes.is_empty() {
             return Ok(None);
         }
-        let read = |path: &PathBuf| {
-            std::fs::read_to_string(path).map_err(|error| GunError::Read {
-                path: path.clone(),
-                error,
-            })
-        };
-        let token = self
-            .probe_token_file
-            .as_ref()
-            .map(|p| probe::token::read(p).map(order::Secret))
-            .transpose()
-            .map_err(GunError::Token)?;
-        let trust = match (&self.probe_fingerprint, &self.probe_ca) {
-            (Some(hex), _) => Some(order::ProbeTrust::Fingerprint { hex: hex.clone() }),
-            (None, Some(ca)) => Some(order::ProbeTrust::Ca { pem: read(ca)? }),
-            (None, None) => None,
-        };
-        Ok(Some(order::Probes {
-            addresses: self.probes.clone(),
-            token,
-            trust,
+        let probes = order::Probes::read(order::ProbesAt {
+            addresses: &self.probes,
+            token_file: self.probe_token_file.as_deref(),
+            fingerprint: self.probe_fingerprint.as_deref(),
+            ca: self.probe_ca.as_deref(),
+        })
+        .map_err(|e| match e {
+            order::ProbesError::Token(e) => GunError::Token(e),
+            order::ProbesError::Ca { path, error } => GunError::Read { path, error },
+        })?;
+        Ok(probes.map(|p| order::Probes {
             pre_roll_ns: order::nanos(self.pre_roll),
             post_roll_ns: order::nanos(self.post_roll),
-            profile: false,
+            ..p
         }))
+    }
+
+    /// How long this attack runs, when that is known: a fixed load's (or a warm-up's) time with
+    /// the probes' pre- and post-roll; a search's length is its own.
+    pub fn length(&self) -> Option<Duration> {
+        match (&self.search, self.only_for.or(self.load.duration)) {
+            (None, Some(load)) => Some(self.pre_roll + load + self.post_roll),
+            _ => None,
+        }
     }
 }
 
@@ -330,156 +317,15 @@ pub enum GunError {
     Percent(#[from] order::PercentError),
     #[error("{0}")]
     Token(probe::token::TokenFileError),
-    #[error("cannot run {path}: {error}")]
-    Spawn {
-        path: PathBuf,
-        error: std::io::Error,
-    },
-    #[error("loadgen: {0}")]
-    Wait(std::io::Error),
-    #[error("cannot find this executable: {0}")]
-    NoExe(std::io::Error),
-    #[error("no loadgen binary found: build it (cargo build --release -p loadgen) or set SHOWDOWN_LOADGEN")]
-    NoLoadgen,
+    /// Its generator (this machine's, or the guns) could not be run.
+    #[error(transparent)]
+    Fire(#[from] fleet::FleetError),
     #[error("the rate {0} is a share of a capacity not yet resolved to requests a second")]
     Share(crate::file::Rate),
     #[error("headers_env names {0}, which is not set: export it (one 'Name: value' a line), or drop headers_env")]
     HeadersEnv(String),
     #[error("headers_env {0}: line {1} is not a header 'Name: value' but a URL or other text (not shown, it may be a secret): fix that line of {0}, or name the variable that holds your headers")]
     HeaderLine(String, usize),
-}
-
-/// What one attack came to.
-#[derive(Debug, Clone)]
-pub struct Fired {
-    /// What `loadgen order` printed, when it printed one.
-    pub outcome: Option<order::Outcome>,
-    /// loadgen's exit code (0 done, 3 stopped early; see docs/loadgen.md): read only to say
-    /// why there is no outcome.
-    pub code: Option<i32>,
-    /// What it said on standard error (its last lines).
-    pub said: String,
-}
-
-impl Gun {
-    /// Runs one attack to its end; when `stop` turns true meanwhile, interrupts it (SIGINT,
-    /// as Ctrl-C would: loadgen keeps what it recorded and says it stopped).
-    pub async fn fire(
-        &self,
-        attack: &Attack,
-        mut stop: tokio::sync::watch::Receiver<bool>,
-    ) -> Result<Fired, GunError> {
-        let order = attack.order()?;
-        let mut command = tokio::process::Command::from(custody::tethered(
-            self.loadgen.as_os_str(),
-            self.cpus.as_deref(),
-        ));
-        command.arg("order");
-        let base = crate::environment::Base::current();
-        crate::environment::apply(&mut command, &crate::environment::build(&base, &[], &[]));
-        command
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .kill_on_drop(true);
-        let mut group = custody::Group::new(&format!("generator of {}", attack.name));
-        group.hold(command.as_std_mut());
-        let mut child = command.spawn().map_err(|error| GunError::Spawn {
-            path: self.loadgen.clone(),
-            error,
-        })?;
-        if let Some(pid) = child.id() {
-            group.started(pid);
-        }
-        if let Some(mut input) = child.stdin.take() {
-            use tokio::io::AsyncWriteExt;
-            // A generator that ended before reading says why on its standard error.
-            let _ = input.write_all(&order.line()).await;
-        }
-        let pid = child.id();
-        let output = child.wait_with_output();
-        tokio::pin!(output);
-        let out = loop {
-            tokio::select! {
-                out = &mut output => break out,
-                changed = stop.changed() => {
-                    if changed.is_err() || *stop.borrow() {
-                        if let Some(pid) = pid.and_then(|p| rustix::process::Pid::from_raw(p as i32)) {
-                            let _ = rustix::process::kill_process(pid, rustix::process::Signal::INT);
-                        }
-                        break (&mut output).await;
-                    }
-                }
-            }
-        }
-        .map_err(GunError::Wait)?;
-        Ok(Fired::of(&out.stdout, &out.stderr, out.status.code()))
-    }
-}
-
-impl Fired {
-    /// What a loadgen's output says: its outcome on standard output, its last lines on
-    /// standard error.
-    pub fn of(stdout: &[u8], stderr: &[u8], code: Option<i32>) -> Fired {
-        let said = String::from_utf8_lossy(stderr);
-        let said: Vec<&str> = said.lines().rev().take(10).collect();
-        let said = said.into_iter().rev().collect::<Vec<_>>().join(" | ");
-        Fired {
-            outcome: order::read_line(stdout).ok(),
-            code,
-            said,
-        }
-    }
-
-    /// An attack's summary.
-    pub fn summary(&self) -> Option<&store::summary::Summary> {
-        self.outcome.as_ref().and_then(|o| o.summary.as_ref())
-    }
-
-    /// A search's result (the first search's).
-    pub fn search(&self) -> Option<&store::capacity::Search> {
-        self.outcome.as_ref().and_then(order::Outcome::first_search)
-    }
-
-    /// Stopped before its end.
-    pub fn stopped(&self) -> bool {
-        self.outcome.as_ref().is_some_and(|o| o.stopped)
-    }
-
-    /// Why there is no outcome: how loadgen ended, and what it said.
-    pub fn why_not(&self) -> String {
-        format!(
-            "loadgen could not run ({}): {}",
-            match self.code {
-                Some(code) => format!("exit {code}"),
-                None => "killed".into(),
-            },
-            self.said
-        )
-    }
-}
-
-/// The `loadgen` binary: `SHOWDOWN_LOADGEN`, or this executable if it is loadgen, or a
-/// `loadgen` next to it (or one directory up, as from a test binary in `target/…/deps`).
-pub fn find_loadgen() -> Result<PathBuf, GunError> {
-    if let Some(p) = std::env::var_os("SHOWDOWN_LOADGEN") {
-        return Ok(PathBuf::from(p));
-    }
-    let exe = std::env::current_exe().map_err(GunError::NoExe)?;
-    if exe.file_name().is_some_and(|n| n == "loadgen") {
-        return Ok(exe);
-    }
-    let candidates = [
-        exe.parent().map(|d| d.join("loadgen")),
-        exe.parent()
-            .and_then(Path::parent)
-            .map(|d| d.join("loadgen")),
-    ];
-    candidates
-        .into_iter()
-        .flatten()
-        .find(|p| p.is_file())
-        .ok_or(GunError::NoLoadgen)
 }
 
 #[cfg(test)]

@@ -8,10 +8,12 @@
 //! - [`plan`]: the matrix expanded into cells, in the order they run (with `[search] rounds`,
 //!   the searches of a setting and repetition run together, as one comparison; with
 //!   `[compare]`, a setting's every target and repetition, as the rounds of a gate).
-//! - [`gun`]: each attack as an `order::Order` run by a `loadgen order` process of its own.
-//! - [`fleet`]: several gun hosts over SSH as one generator (`[guns]`), each cell's run
-//!   group merged exactly.
-//! - [`environment`]: what every process the runner starts is given, built from nothing.
+//! - [`gun`]: each attack as the `order::Order` its generator is told (this machine's `loadgen
+//!   order`, or the guns' shards of it: the `fleet` crate).
+//! - [`guns`]: `[guns]`, the gun hosts as the file names them, turned into the fleet's
+//!   `order::Guns`.
+//! - [`environment`]: what every process the runner starts is given, built from nothing
+//!   (`custody::environment`, re-exported).
 //! - `limits`: holding a local target to a host size with a cgroup.
 //! - [`declared`]: the checks a file declares, for servers Showdown did not write.
 //! - [`ports`]: who listens on a target's port (its own processes, or someone else).
@@ -30,10 +32,9 @@
 pub mod checkout;
 pub mod database;
 pub mod declared;
-pub mod environment;
 pub mod file;
-pub mod fleet;
 pub mod gun;
+pub mod guns;
 pub mod http;
 mod limits;
 pub mod plan;
@@ -43,6 +44,8 @@ pub mod targets;
 pub mod upstream;
 pub mod verify;
 pub mod watch;
+
+pub use custody::environment;
 
 /// Several lines made one: what a TOML parser prints spans lines, an error here is one line.
 pub fn flatten(text: &str) -> String {

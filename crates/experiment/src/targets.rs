@@ -323,7 +323,7 @@ impl Target {
         };
         let base = crate::environment::Base::current();
         crate::environment::apply(
-            &mut command,
+            command.as_std_mut(),
             &crate::environment::build(&base, &env, &launch.pass_env),
         );
         command

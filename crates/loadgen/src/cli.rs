@@ -718,14 +718,17 @@ impl GunsArgs {
     /// The guns these flags name, if any.
     pub fn guns(&self) -> Option<order::Guns> {
         (!self.guns.is_empty() || self.guns_from.is_some()).then(|| order::Guns {
-            ssh: self.guns.clone(),
-            from: self.guns_from,
-            terraform_dir: self.terraform_dir.as_ref().map(|p| p.display().to_string()),
-            ssh_config: self.ssh_config.as_ref().map(|p| p.display().to_string()),
+            hosts: order::GunHosts::Ssh {
+                destinations: self.guns.clone(),
+                config: self.ssh_config.as_ref().map(|p| p.display().to_string()),
+                from: self.guns_from,
+                terraform_dir: self.terraform_dir.as_ref().map(|p| p.display().to_string()),
+            },
             cpus: self.gun_cpus.as_ref().map(ToString::to_string),
             threads: self.gun_threads,
             loadgen: self.gun_loadgen.clone(),
             store_env_file: self.gun_store_env.clone(),
+            clock_tolerance_ns: None,
         })
     }
 }
@@ -1039,29 +1042,24 @@ impl ProbeArgs {
             self.probe_token_file.is_some(),
             self.probe_fingerprint.is_some() || self.probe_ca.is_some(),
         )?;
-        let token = match &self.probe_token_file {
-            Some(path) => Some(order::Secret(
-                probe::read_token(path).map_err(Error::TokenFile)?,
-            )),
-            None => None,
-        };
-        let trust = match (&self.probe_fingerprint, &self.probe_ca) {
-            (Some(hex), _) => Some(order::ProbeTrust::Fingerprint { hex: hex.clone() }),
-            (None, Some(ca)) => Some(order::ProbeTrust::Ca {
-                pem: std::fs::read_to_string(ca).map_err(|source| Error::ProbeCa {
-                    path: ca.clone(),
-                    source,
-                })?,
-            }),
-            (None, None) => None,
-        };
-        Ok((!self.probes.is_empty()).then(|| order::Probes {
-            addresses: self.probes.clone(),
-            token,
-            trust,
+        let probes = order::Probes::read(order::ProbesAt {
+            addresses: &self.probes,
+            token_file: self.probe_token_file.as_deref(),
+            fingerprint: self.probe_fingerprint.as_deref(),
+            ca: self.probe_ca.as_deref(),
+        })
+        .map_err(|e| match e {
+            order::ProbesError::Token(e) => Error::TokenFile(probe::Error::from(e)),
+            order::ProbesError::Ca { path, error } => Error::ProbeCa {
+                path,
+                source: error,
+            },
+        })?;
+        Ok(probes.map(|p| order::Probes {
             pre_roll_ns: order::nanos(self.pre_roll),
             post_roll_ns: order::nanos(self.post_roll),
             profile: self.profile,
+            ..p
         }))
     }
 }

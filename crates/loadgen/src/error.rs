@@ -31,9 +31,9 @@ pub enum Error {
     /// The experiment's run failed (its setup, the store, a target).
     #[error(transparent)]
     Experiment(#[from] experiment::runner::Error),
-    /// No `loadgen` to run the experiment's orders with.
+    /// No `loadgen` to run the experiment's orders with (or to copy to the guns).
     #[error("{0}")]
-    FindLoadgen(#[source] experiment::gun::GunError),
+    FindLoadgen(#[source] fleet::FleetError),
     #[error("cannot pin to CPUs {cpus} (placement.gun_cpus): {source}")]
     Pin {
         cpus: String,
@@ -71,12 +71,16 @@ pub enum Error {
     /// A target that answered nothing to the estimate of a first rate.
     #[error("{target} answered nothing to a closed loop of 16 connections in 2 s: is it up? (or give --start)")]
     NoAnswer { target: String },
-    /// The guns' spec refused, or its lab not resolved, in the fleet's words.
-    #[error("{0}")]
-    GunsSpec(String),
-    /// A gun's share of a step failed (`why`, in the fleet's words).
+    /// A gun's share of a step failed.
     #[error("{gun}: {why}")]
-    Shot { gun: String, why: String },
+    Shot {
+        gun: String,
+        #[source]
+        why: fleet::ShotError,
+    },
+    /// Stopped while the guns were made ready: nothing was measured.
+    #[error("stopped while the guns were made ready: nothing was measured")]
+    GunsStopped,
     #[error("{gun} printed no summary: {said}")]
     NoSummary { gun: String, said: String },
     #[error("step {step}'s run group {group} has no summary")]
@@ -135,8 +139,9 @@ pub enum Error {
     Unmeasured(String),
     #[error("order: {0}")]
     Order(#[from] order::OrderError),
+    /// The guns refused (their spec, their lab, a gun), or not reached.
     #[error(transparent)]
-    Guns(#[from] experiment::fleet::FleetError),
+    Guns(#[from] fleet::FleetError),
     #[error("the probe at {address}: {message}")]
     Probe { address: String, message: String },
     #[error("the run is kept, but drawing its report failed: {0}")]

@@ -10,8 +10,9 @@
 //! - [`keep`]: keeping a run: the store, the probes' samples on the run's timeline, the HDR
 //!   log and the live line, around one attack.
 //! - [`capacity`]: C_p(T, w), the highest rate at which a window meets an SLO with probability
-//!   p, as a loop over a plan and a way to run steps (the generator's, the guns', or a simulated
-//!   server's in its tests); several targets' searches interleaved and compared as ratios.
+//!   p, as a loop over a plan and a way to run steps (the generator's, the guns' through the
+//!   `fleet` crate's `Firing`, or a simulated server's in its tests); several targets'
+//!   searches interleaved and compared as ratios.
 //! - [`commands`]: what `loadgen` does: `attack`, `capacity`, `demo`, `experiment`, `runs`,
 //!   the built-in `target`, and the hidden `gun` and `order` (a typed order on standard input).
 //! - [`prepare`]: the one place an [`order::Order`] (from the flags, the experiment runner or

@@ -60,8 +60,6 @@ pub enum Refusal {
     Fingerprint(probe::tls::TlsError),
     #[error("--probe-ca: {0}")]
     ProbeTls(#[source] probe::tls::TlsError),
-    #[error("the guns' CPUs: {0}")]
-    GunsCpus(#[source] probe::cpus::CpuListError),
     #[error("not an attack")]
     NotAnAttack,
     #[error("not a search")]
@@ -77,8 +75,6 @@ pub enum Refusal {
     CheckBlocks { check: u32, most: u32 },
     #[error("a check follows one search: give searches = 1 with check, or no check")]
     CheckOfSearches,
-    #[error("--gun writes every gun's shard to one store they all reach: a PostgreSQL one (--db postgres://…, or SHOWDOWN_DB); a SQLite file cannot be shared")]
-    GunsWithoutPostgres,
     #[error("a comparison (--against) runs from this host's generator: drop --gun (a comparison across guns is not built yet)")]
     CompareWithGuns,
     #[error("a comparison needs two targets or more, each with its steps")]
@@ -328,26 +324,6 @@ pub fn keeping(order: &order::Order, command_line: &[String]) -> Result<Keeping,
 pub fn unix_ns(at: SystemTime) -> i64 {
     at.duration_since(UNIX_EPOCH)
         .map_or(0, |d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX))
-}
-
-/// The `[guns]` of a search order.
-pub fn guns(guns: &order::Guns) -> Result<experiment::fleet::spec::GunsSpec, Error> {
-    Ok(experiment::fleet::spec::GunsSpec {
-        ssh: guns.ssh.clone(),
-        from: guns.from,
-        terraform_dir: guns.terraform_dir.as_ref().map(Into::into),
-        ssh_config: guns.ssh_config.as_ref().map(Into::into),
-        cpus: guns
-            .cpus
-            .as_deref()
-            .map(str::parse)
-            .transpose()
-            .map_err(Refusal::GunsCpus)?,
-        threads: guns.threads,
-        loadgen: guns.loadgen.clone(),
-        store_env_file: guns.store_env_file.clone(),
-        clock_tolerance: experiment::fleet::spec::CLOCK_TOLERANCE,
-    })
 }
 
 #[cfg(test)]

@@ -210,3 +210,86 @@ fn every_test_that_measures_time_runs_alone_under_nextest() {
         ".config/nextest.toml names tests to run alone that take no lock: remove them"
     );
 }
+
+/// The error type's second argument in every `Result<…>` written on `line` (generic arguments
+/// split at the top level), e.g. `String` in `Result<Vec<u8>, String>`.
+fn result_errors(line: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for (at, _) in line.match_indices("Result<") {
+        let rest = &line[at + "Result<".len()..];
+        let (mut depth, mut comma, mut end) = (0i32, None, None);
+        for (i, c) in rest.char_indices() {
+            match c {
+                '<' | '(' => depth += 1,
+                '>' | ')' if depth == 0 => {
+                    end = Some(i);
+                    break;
+                }
+                '>' | ')' => depth -= 1,
+                ',' if depth == 0 => comma = Some(i),
+                _ => {}
+            }
+        }
+        if let (Some(c), Some(e)) = (comma, end) {
+            out.push(rest[c + 1..e].trim().to_string());
+        }
+    }
+    out
+}
+
+/// One error policy (docs/architecture.md, "Errors"): a library says what went wrong in a typed
+/// error, never in a `String` a caller can only print. No public signature returns
+/// `Result<_, String>`, and the few left inside a module are counted.
+#[test]
+fn no_public_signature_returns_a_string_error() {
+    let mut public = Vec::new();
+    let mut private = Vec::new();
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir(crates())
+        .expect("crates/")
+        .flatten()
+        .map(|e| e.path().join("src"))
+        .filter(|p| p.is_dir())
+        .collect();
+    dirs.sort();
+    for dir in dirs {
+        for file in sources(&dir) {
+            let text = std::fs::read_to_string(&file).expect("a source file");
+            for (n, line) in text.lines().enumerate() {
+                let code = line.split("//").next().unwrap_or("");
+                if !result_errors(code).iter().any(|e| e == "String") {
+                    continue;
+                }
+                let at = format!("{}:{}: {}", file.display(), n + 1, line.trim());
+                if code.trim_start().starts_with("pub") {
+                    public.push(at);
+                } else {
+                    private.push(at);
+                }
+            }
+        }
+    }
+    assert!(
+        public.is_empty(),
+        "public signatures with a String error (give them a thiserror type):\n{}",
+        public.join("\n")
+    );
+    assert!(
+        private.len() <= 10,
+        "{} private Result<_, String> (at most 10, each wrapped by its caller):\n{}",
+        private.len(),
+        private.join("\n")
+    );
+}
+
+#[test]
+fn a_results_error_type_is_read_at_the_top_level_of_its_arguments() {
+    assert_eq!(
+        result_errors("fn f() -> Result<BTreeMap<String, String>, Error> {"),
+        ["Error"]
+    );
+    assert_eq!(
+        result_errors("pub fn g(x: Result<(u8, String), String>) -> Result<Vec<u8>, String>"),
+        ["String", "String"]
+    );
+    assert!(result_errors("type R = io::Result<()>;").is_empty());
+}

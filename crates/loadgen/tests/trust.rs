@@ -1086,7 +1086,12 @@ fn a_gun_refuses_a_search_with_guns_of_its_own() {
             until: 0.05,
             budget_ns: None,
             guns: Some(order::Guns {
-                ssh: vec!["elsewhere".into()],
+                hosts: order::GunHosts::Ssh {
+                    destinations: vec!["elsewhere".into()],
+                    config: None,
+                    from: None,
+                    terraform_dir: None,
+                },
                 ..order::Guns::default()
             }),
             against: Vec::new(),

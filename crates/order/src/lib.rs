@@ -217,19 +217,12 @@ pub enum Lab {
     Twin,
 }
 
-/// Gun hosts over SSH, as `[guns]` or `loadgen capacity --gun` name them.
+/// Gun hosts, as `[guns]` or `loadgen capacity --gun` name them: who they are and how they are
+/// reached ([`GunHosts`]: a transport's own fields), and what every gun's generator is given.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Guns {
-    /// SSH destinations.
-    #[serde(default)]
-    pub ssh: Vec<String>,
-    #[serde(default)]
-    pub from: Option<Lab>,
-    #[serde(default)]
-    pub terraform_dir: Option<String>,
-    #[serde(default)]
-    pub ssh_config: Option<String>,
+    pub hosts: GunHosts,
     /// The CPUs each gun's generator is held to (`taskset -c` list).
     #[serde(default)]
     pub cpus: Option<String>,
@@ -241,6 +234,39 @@ pub struct Guns {
     /// A file on each gun that sets `SHOWDOWN_DB`.
     #[serde(default)]
     pub store_env_file: Option<String>,
+    /// How far a gun's clock may be from the runner's (by default 50 ms).
+    #[serde(default)]
+    pub clock_tolerance_ns: Option<u64>,
+}
+
+/// Who the guns are, by the transport that reaches them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "transport", rename_all = "snake_case", deny_unknown_fields)]
+pub enum GunHosts {
+    /// Over OpenSSH: SSH destinations, or the guns of a lab.
+    Ssh {
+        #[serde(default)]
+        destinations: Vec<String>,
+        /// `ssh -F`: an SSH config instead of the user's.
+        #[serde(default)]
+        config: Option<String>,
+        #[serde(default)]
+        from: Option<Lab>,
+        #[serde(default)]
+        terraform_dir: Option<String>,
+    },
+}
+
+impl Default for GunHosts {
+    /// Over SSH, to no gun yet.
+    fn default() -> GunHosts {
+        GunHosts::Ssh {
+            destinations: Vec::new(),
+            config: None,
+            from: None,
+            terraform_dir: None,
+        }
+    }
 }
 
 /// What to send.
@@ -338,6 +364,65 @@ pub struct Probes {
     /// Every probe must profile.
     #[serde(default)]
     pub profile: bool,
+}
+
+/// Where a generator's probes are and how they are trusted, as a user names them: the files
+/// are read by [`Probes::read`].
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ProbesAt<'a> {
+    /// `HOST:PORT`, each.
+    pub addresses: &'a [String],
+    /// A file that holds only the probes' token.
+    pub token_file: Option<&'a std::path::Path>,
+    /// The probes' certificate's SHA-256 (hex): wins over a CA.
+    pub fingerprint: Option<&'a str>,
+    /// CA certificates (PEM) that signed the probes'.
+    pub ca: Option<&'a std::path::Path>,
+}
+
+/// Why the probes' files could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum ProbesError {
+    #[error(transparent)]
+    Token(#[from] probe::token::TokenFileError),
+    #[error("cannot read {}: {error}", .path.display())]
+    Ca {
+        path: std::path::PathBuf,
+        #[source]
+        error: std::io::Error,
+    },
+}
+
+impl Probes {
+    /// The probes `at` names, their token and CA certificate read now (the token first);
+    /// `None` without an address. No pre- or post-roll and no profile: the caller's to set.
+    pub fn read(at: ProbesAt<'_>) -> Result<Option<Probes>, ProbesError> {
+        let token = at
+            .token_file
+            .map(probe::token::read)
+            .transpose()?
+            .map(Secret);
+        let trust = match (at.fingerprint, at.ca) {
+            (Some(hex), _) => Some(ProbeTrust::Fingerprint {
+                hex: hex.to_string(),
+            }),
+            (None, Some(ca)) => Some(ProbeTrust::Ca {
+                pem: std::fs::read_to_string(ca).map_err(|error| ProbesError::Ca {
+                    path: ca.to_path_buf(),
+                    error,
+                })?,
+            }),
+            (None, None) => None,
+        };
+        Ok((!at.addresses.is_empty()).then(|| Probes {
+            addresses: at.addresses.to_vec(),
+            token,
+            trust,
+            pre_roll_ns: 0,
+            post_roll_ns: 0,
+            profile: false,
+        }))
+    }
 }
 
 /// How the probes' TLS certificate is checked.
@@ -447,7 +532,17 @@ pub struct GunCheck {
     /// Its clock when it answered (Unix nanoseconds).
     pub now_ns: i64,
     /// Whether the target answered a TCP connection from the gun, and if not, why.
-    pub reach: Option<Result<(), String>>,
+    pub reach: Option<Reach>,
+}
+
+/// Whether a gun reached the target it was asked to check ([`GunCheck::reach`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "is", rename_all = "snake_case")]
+pub enum Reach {
+    /// It accepted a TCP connection from the gun.
+    Reached,
+    /// It did not, and why (in the gun's words).
+    Unreachable { why: String },
 }
 
 /// Why a line is not an order (or an outcome).
@@ -781,9 +876,14 @@ mod tests {
             until: 0.05,
             budget_ns: None,
             guns: Some(Guns {
-                ssh: vec!["gun1".into()],
-                from: Some(Lab::Twin),
+                hosts: GunHosts::Ssh {
+                    destinations: vec!["gun1".into()],
+                    config: Some("/home/me/lab.ssh".into()),
+                    from: Some(Lab::Twin),
+                    terraform_dir: None,
+                },
                 store_env_file: Some("/etc/showdown/store.env".into()),
+                clock_tolerance_ns: Some(50_000_000),
                 ..Guns::default()
             }),
             against: vec![
@@ -811,6 +911,11 @@ mod tests {
         search.keeping.store = Some(StoreAt::GunFile {
             path: "/etc/showdown/store.env".into(),
         });
+        // The guns name their transport, its own fields beside the tag.
+        let guns =
+            serde_json::to_value(search.search().and_then(|s| s.guns.as_ref())).expect("a value");
+        assert_eq!(guns["hosts"]["transport"], "ssh");
+        assert_eq!(guns["hosts"]["destinations"][0], "gun1");
         orders.push(search);
         for order in orders {
             let line = order.line();

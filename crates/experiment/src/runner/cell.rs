@@ -622,7 +622,8 @@ impl<F: Firing> CellContext<'_, F> {
         if *stop.borrow() {
             return Ok(None);
         }
-        let fired = self.firing.one(attack, stop.clone()).await?;
+        let order = attack.order()?;
+        let fired = self.firing.one(&order, stop.clone()).await?;
         Ok((!*stop.borrow()).then_some(fired))
     }
 
@@ -636,7 +637,14 @@ impl<F: Firing> CellContext<'_, F> {
         if *stop.borrow() {
             return Some(CellOutcome::Interrupted);
         }
-        let shots = self.firing.volley(attack, stop.clone()).await;
+        let shots = match attack.order() {
+            Ok(order) => self
+                .firing
+                .volley(&order, &attack.run_id, stop.clone(), attack.length())
+                .await
+                .map_err(crate::gun::GunError::from),
+            Err(e) => Err(e),
+        };
         let stopped = *stop.borrow();
         Some(volley_outcome(shots, stopped))
     }

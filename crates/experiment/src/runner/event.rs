@@ -33,9 +33,8 @@ pub(super) enum Event {
     Withheld(Vec<String>),
     /// The database shares the generator's CPUs.
     SharesGeneratorCpus(String),
-    PreparingGuns(Vec<String>),
-    /// One gun, as it was found.
-    Gun(String),
+    /// The guns being made ready, and each as it was found.
+    Guns(fleet::Progress),
     ReachedThrough {
         target: String,
         gun: String,
@@ -125,12 +124,7 @@ pub(super) fn line(event: &Event) -> Option<String> {
             names.join(", ")
         ),
         Event::SharesGeneratorCpus(shared) => format!("Warning: {shared}."),
-        Event::PreparingGuns(destinations) => format!(
-            "Preparing {} gun host(s) over SSH: {}",
-            destinations.len(),
-            destinations.join(", ")
-        ),
-        Event::Gun(line) => format!("  {line}"),
+        Event::Guns(progress) => progress.to_string(),
         Event::ReachedThrough {
             target,
             gun,

@@ -1,14 +1,15 @@
-//! What fires a cell's attacks, and what their results mean for the cell.
+//! What a cell's attacks came to, and what that means for the cell.
 //!
-//! [`Firing`] is the seam between the scheduler and the generators: this machine's `loadgen
-//! order` ([`crate::gun::Gun`]), the gun hosts with it ([`Hosts`]), or a test's fake. The
-//! judgements ([`search_outcome`], [`compare_outcome`], [`warmup_outcome`], [`measure_outcome`],
-//! [`volley_outcome`]) turn what came back into the cell's outcome, as pure functions.
+//! A cell's attacks are fired through a [`fleet::Firing`] (re-exported as [`Firing`]): this
+//! machine's `loadgen order` (`fleet::Local`), the gun hosts with it ([`Hosts`]), or a test's
+//! fake. The judgements ([`search_outcome`], [`compare_outcome`], [`warmup_outcome`],
+//! [`measure_outcome`], [`volley_outcome`]) turn what came back into the cell's outcome, as
+//! pure functions.
 
-use tokio::sync::watch;
+use fleet::{Fired, Shot};
+pub use fleet::{Firing, Hosts};
 
-use crate::fleet::{Fleet, FleetError, Shot};
-use crate::gun::{Attack, Fired, Gun, GunError};
+use crate::gun::GunError;
 
 /// What a cell came to.
 #[derive(Debug, Clone, PartialEq)]
@@ -16,65 +17,6 @@ pub(super) enum CellOutcome {
     Done,
     Failed(String),
     Interrupted,
-}
-
-/// What fires a cell's attacks.
-#[allow(async_fn_in_trait)]
-pub trait Firing {
-    /// The gun hosts a search's order names; `Some` also means that warm-ups and measured
-    /// runs are volleys from every gun.
-    fn guns(&self) -> Option<order::Guns>;
-    /// One attack from this machine's generator (every search; every attack without guns).
-    async fn one(&self, attack: &Attack, stop: watch::Receiver<bool>) -> Result<Fired, GunError>;
-    /// One attack from every gun, as shards of one run group.
-    async fn volley(
-        &self,
-        attack: &Attack,
-        stop: watch::Receiver<bool>,
-    ) -> Result<Vec<Shot>, FleetError>;
-}
-
-impl Firing for Gun {
-    fn guns(&self) -> Option<order::Guns> {
-        None
-    }
-
-    async fn one(&self, attack: &Attack, stop: watch::Receiver<bool>) -> Result<Fired, GunError> {
-        self.fire(attack, stop).await
-    }
-
-    async fn volley(
-        &self,
-        _attack: &Attack,
-        _stop: watch::Receiver<bool>,
-    ) -> Result<Vec<Shot>, FleetError> {
-        Err(FleetError::Local("no guns".into()))
-    }
-}
-
-/// This machine's generator (for searches) and the gun hosts (for every other attack).
-#[derive(Debug)]
-pub struct Hosts<'a> {
-    pub gun: &'a Gun,
-    pub fleet: &'a Fleet,
-}
-
-impl Firing for Hosts<'_> {
-    fn guns(&self) -> Option<order::Guns> {
-        Some(self.fleet.guns())
-    }
-
-    async fn one(&self, attack: &Attack, stop: watch::Receiver<bool>) -> Result<Fired, GunError> {
-        self.gun.fire(attack, stop).await
-    }
-
-    async fn volley(
-        &self,
-        attack: &Attack,
-        stop: watch::Receiver<bool>,
-    ) -> Result<Vec<Shot>, FleetError> {
-        self.fleet.fire(attack, stop).await
-    }
 }
 
 /// A search cell's outcome from its generator's result (`None`: the experiment was stopped).
@@ -160,7 +102,7 @@ pub(super) fn measure_outcome(fired: Result<Option<Fired>, GunError>) -> CellOut
 /// share to the end and kept its schedule; the first gun that did not is named. A gun's work
 /// cut short because the user stopped the runner (`stopped`) is an interrupted cell, to run
 /// again, not a failed one.
-pub(super) fn volley_outcome(shots: Result<Vec<Shot>, FleetError>, stopped: bool) -> CellOutcome {
+pub(super) fn volley_outcome(shots: Result<Vec<Shot>, GunError>, stopped: bool) -> CellOutcome {
     let shots = match shots {
         Ok(shots) => shots,
         Err(_) if stopped => return CellOutcome::Interrupted,

@@ -131,7 +131,7 @@ pub async fn run(
 ) -> Result<RunReport, Error> {
     let events = Events::printer(options.live);
     sweep(experiment, &events).await;
-    run_with(experiment, options, &events, stop, None::<&crate::gun::Gun>).await
+    run_with(experiment, options, &events, stop, None::<&fleet::Local>).await
 }
 
 /// What an earlier runner killed outright left (its targets, its PostgreSQL) goes first.
@@ -200,10 +200,8 @@ async fn run_with<F: Firing>(
     let started = Instant::now();
     let plan = crate::plan::plan(experiment, &options.plan)?;
     trusted(experiment, &options.trust, &options.db)?;
-    if experiment.file.guns.is_some() && !options.db.starts_with("postgres") {
-        return Err(Error::Setup(
-            "[guns] write to one store every gun reaches: a PostgreSQL one (--db postgres://…, or SHOWDOWN_DB); a SQLite file cannot be shared".into(),
-        ));
+    if experiment.file.guns.is_some() {
+        fleet::needs_shared_store(Some(&options.db))?;
     }
     let store = Store::open(&options.db).await?;
     let states = states(&store, experiment, &plan).await?;
@@ -281,7 +279,7 @@ async fn run_with<F: Firing>(
         (Some(fake), _) => cells.run(&todo, fake, &mut report, &mut stop).await?,
         (None, Some(fleet)) => {
             let hosts = Hosts {
-                gun: &options.gun,
+                local: &options.gun,
                 fleet,
             };
             cells.run(&todo, &hosts, &mut report, &mut stop).await?
@@ -308,7 +306,7 @@ struct Prepared {
     upstream: Upstream,
     ports: BTreeMap<String, u16>,
     reach: BTreeMap<String, String>,
-    fleet: Option<crate::fleet::Fleet>,
+    fleet: Option<fleet::Fleet>,
     needed: Vec<String>,
     built: setup::Built,
     /// The targets' sources at their `ref`s, kept until the last cell ends.
@@ -451,35 +449,41 @@ async fn build_builtins(
     }
 }
 
-/// The file's guns made ready, and the placement they make; `None` when stopped meanwhile.
+/// The file's guns made ready (the first target they will fire at reached from each), and the
+/// placement they make; `None` when stopped meanwhile.
 async fn ready_guns(
     experiment: &Experiment,
-    guns: &crate::fleet::spec::GunsSpec,
+    guns: &crate::guns::GunsSpec,
     needed: &[String],
     options: &RunOptions,
     events: &Events,
     stop: &watch::Receiver<bool>,
-) -> Result<Option<(crate::fleet::Fleet, String)>, Error> {
-    // Preparing the guns (connecting, copying a build) can take minutes: a stop ends it at
-    // once, its SSH processes with it.
-    let preparing = fleet(experiment, guns, needed, &options.gun.loadgen, events);
-    let mut stopping = stop.clone();
-    let fleet = tokio::select! {
-        prepared = preparing => prepared?,
-        Ok(_) = stopping.wait_for(|s| *s) => return Ok(None),
+) -> Result<Option<(fleet::Fleet, String)>, Error> {
+    let reach = experiment
+        .file
+        .targets
+        .iter()
+        .find(|t| needed.contains(&t.name))
+        .and_then(|t| t.url.as_deref());
+    let (guns_order, dir) = (guns.guns(), file_dir(experiment));
+    let preparing = fleet::Preparing {
+        guns: &guns_order,
+        dir: &dir,
+        local: &options.gun.loadgen,
+        reach,
     };
-    for line in fleet.describe() {
-        events.emit(Event::Gun(line));
-    }
+    let Some(fleet) = fleet::prepare(preparing, stop.clone(), &mut |progress| {
+        events.emit(Event::Guns(progress))
+    })
+    .await?
+    else {
+        return Ok(None);
+    };
     let placement = format!(
-        "{} gun hosts over SSH ({}){}; the targets remote",
-        fleet.guns.len(),
-        fleet
-            .guns
-            .iter()
-            .map(|g| g.link.destination.as_str())
-            .collect::<Vec<_>>()
-            .join(", "),
+        "{} gun hosts {} ({}){}; the targets remote",
+        fleet.count(),
+        fleet.over(),
+        fleet.names().join(", "),
         guns.cpus
             .as_ref()
             .map(|c| format!(", each generator held to CPU {c}"))
@@ -491,24 +495,21 @@ async fn ready_guns(
 /// Where the guns reach each remote target (a port forward through the first, when only the
 /// guns reach it).
 async fn reach(
-    fleet: &crate::fleet::Fleet,
+    fleet: &fleet::Fleet,
     remote: &[&TargetSpec],
     events: &Events,
 ) -> Result<BTreeMap<String, String>, Error> {
     let mut reach = BTreeMap::new();
     for t in remote {
         if let Some(url) = &t.url {
-            let through = fleet
-                .reach(url)
-                .await
-                .map_err(|e| Error::Setup(e.to_string()))?;
+            let through = fleet.reach(url).await?;
             if &through != url {
                 events.emit(Event::ReachedThrough {
                     target: t.name.clone(),
                     gun: fleet
-                        .guns
+                        .names()
                         .first()
-                        .map(|g| g.link.destination.clone())
+                        .map(|g| g.to_string())
                         .unwrap_or_default(),
                     through: through.clone(),
                 });
@@ -920,10 +921,8 @@ fn trusted(experiment: &Experiment, trust: &Trust, store: &str) -> Result<(), Er
         }
         if let Some(config) = &guns.ssh_config {
             let text = read_config(config)?;
-            if let Some(refusal) =
-                crate::fleet::spec::config_refusal(config, &text, trust.ssh_proxy)
-            {
-                return Err(Error::Setup(redact::printable(&refusal)));
+            if let Err(refusal) = fleet::ssh::config_refusal(config, &text, trust.ssh_proxy) {
+                return Err(Error::Setup(redact::printable(&refusal.to_string())));
             }
         }
     }
@@ -1009,41 +1008,6 @@ fn probe_tokens(experiment: &Experiment, trust: &Trust) -> Result<(), Error> {
         }
     }
     Ok(())
-}
-
-/// The file's guns, connected and made ready; the first target they will fire at is reached
-/// from each.
-async fn fleet(
-    experiment: &Experiment,
-    guns: &crate::fleet::spec::GunsSpec,
-    needed: &[String],
-    loadgen: &std::path::Path,
-    events: &Events,
-) -> Result<crate::fleet::Fleet, Error> {
-    let dir = experiment
-        .path
-        .parent()
-        .filter(|d| !d.as_os_str().is_empty())
-        .unwrap_or(std::path::Path::new("."));
-    let resolved = guns.resolve(dir).map_err(Error::Setup)?;
-    let reach = experiment
-        .file
-        .targets
-        .iter()
-        .find(|t| needed.contains(&t.name))
-        .and_then(|t| t.url.as_deref());
-    events.emit(Event::PreparingGuns(resolved.destinations.clone()));
-    crate::fleet::Fleet::prepare(
-        &resolved,
-        guns.cpus.as_ref(),
-        guns.threads,
-        guns.loadgen.as_deref(),
-        guns.clock_tolerance,
-        loadgen,
-        reach,
-    )
-    .await
-    .map_err(|e| Error::Setup(e.to_string()))
 }
 
 fn tempfile_dir() -> Result<tempfile::TempDir, Error> {

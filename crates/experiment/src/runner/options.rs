@@ -2,7 +2,6 @@
 
 use std::time::Duration;
 
-use crate::gun::Gun;
 use crate::plan::PlanOptions;
 
 /// The SECRET every local target gets (`/encrypt`'s key; not a credential).
@@ -16,7 +15,8 @@ pub struct RunOptions {
     pub db: String,
     /// Redo the cells kept as failed.
     pub retry_failed: bool,
-    pub gun: Gun,
+    /// This machine's generator.
+    pub gun: fleet::Local,
     /// Show a live line (on a terminal).
     pub live: bool,
     /// What the user confirmed of what the file asks for.
@@ -85,4 +85,7 @@ pub enum Error {
     Compare(#[from] crate::file::AllowedError),
     #[error(transparent)]
     Variables(#[from] crate::file::VariableError),
+    /// The guns could not be made ready (or a file's SSH config is refused).
+    #[error(transparent)]
+    Guns(#[from] fleet::FleetError),
 }

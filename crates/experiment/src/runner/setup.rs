@@ -325,7 +325,7 @@ pub(super) async fn build(
     };
     let mut command = tokio::process::Command::new(program);
     command.args(args).current_dir(what.cwd);
-    crate::environment::apply(&mut command, &what.env);
+    crate::environment::apply(command.as_std_mut(), &what.env);
     command
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::piped())

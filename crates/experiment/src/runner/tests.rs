@@ -15,8 +15,8 @@ use tokio::sync::watch;
 use super::event::{Event, Events};
 use super::firing::{measure_outcome, search_outcome, volley_outcome, warmup_outcome, Firing};
 use super::*;
-use crate::fleet::{FleetError, Shot};
-use crate::gun::{Attack, Fired, GunError};
+use crate::gun::Fired;
+use fleet::{FleetError, Shot, ShotError};
 
 /// What the fake does with one attack, by its run's name.
 #[derive(Debug, Clone)]
@@ -70,13 +70,15 @@ impl Fake {
         summary
     }
 
-    /// Keeps `attack`'s run complete, as loadgen would.
-    async fn keep(&self, attack: &Attack) {
+    /// Keeps `order`'s run complete, as loadgen would.
+    async fn keep(&self, order: &order::Order) {
+        let k = &order.keeping;
+        let id = k.run_id.clone().unwrap_or_default();
         let meta = RunMeta {
-            id: attack.run_id.clone(),
-            name: attack.name.clone(),
-            experiment: Some(attack.experiment.clone()),
-            labels: attack.labels.iter().cloned().collect(),
+            id: id.clone(),
+            name: Self::name(order),
+            experiment: k.experiment.clone(),
+            labels: k.labels.clone(),
             shard: None,
             tool_version: "test".into(),
             started_at_ns: now_ns(),
@@ -85,7 +87,7 @@ impl Fake {
             gun_host: HostFacts::current(),
         };
         self.store.create_run(&meta).await.expect("the run kept");
-        RunWriter::start(&self.store, &attack.run_id)
+        RunWriter::start(&self.store, &id)
             .finish(Finish {
                 status: RunStatus::Complete,
                 stop_reason: None,
@@ -98,23 +100,31 @@ impl Fake {
             .await;
     }
 
-    fn phase(attack: &Attack) -> String {
-        attack
+    fn name(order: &order::Order) -> String {
+        order.keeping.name.clone().unwrap_or_default()
+    }
+
+    fn phase(order: &order::Order) -> String {
+        order
+            .keeping
             .labels
-            .iter()
-            .find(|(k, _)| k == label::PHASE)
-            .map(|(_, v)| v.clone())
+            .get(label::PHASE)
+            .cloned()
             .unwrap_or_default()
     }
 
     /// What one generator's run came to.
-    async fn shot(&self, attack: &Attack) -> Fired {
-        let act = self.acts.get(&attack.name).cloned().unwrap_or(Act::Ok);
+    async fn shot(&self, order: &order::Order) -> Fired {
+        let act = self
+            .acts
+            .get(&Self::name(order))
+            .cloned()
+            .unwrap_or(Act::Ok);
         let stopped = matches!(act, Act::CtrlC);
         if stopped {
             let _ = self.stop.send(true);
-        } else if Self::phase(attack) == "measure" {
-            self.keep(attack).await;
+        } else if Self::phase(order) == "measure" {
+            self.keep(order).await;
         }
         Fired {
             outcome: Some(order::Outcome {
@@ -122,7 +132,7 @@ impl Fake {
                 summary: Some(Self::summary(matches!(act, Act::FellBehind))),
                 search: None,
                 compared: None,
-                run_id: Some(attack.run_id.clone()),
+                run_id: order.keeping.run_id.clone(),
                 stopped,
             }),
             code: Some(if stopped { 3 } else { 0 }),
@@ -132,46 +142,69 @@ impl Fake {
 }
 
 impl Firing for Fake {
+    fn count(&self) -> usize {
+        self.guns
+    }
+
     fn guns(&self) -> Option<order::Guns> {
         (self.guns > 0).then(|| order::Guns {
-            ssh: (1..=self.guns).map(|i| format!("g{i}")).collect(),
+            hosts: order::GunHosts::Ssh {
+                destinations: (1..=self.guns).map(|i| format!("g{i}")).collect(),
+                config: None,
+                from: None,
+                terraform_dir: None,
+            },
             ..Default::default()
         })
     }
 
-    async fn one(&self, attack: &Attack, _stop: watch::Receiver<bool>) -> Result<Fired, GunError> {
+    async fn one(
+        &self,
+        order: &order::Order,
+        _stop: watch::Receiver<bool>,
+    ) -> Result<Fired, FleetError> {
         self.seen
             .lock()
             .expect("seen")
-            .push((attack.name.clone(), Self::phase(attack)));
-        Ok(self.shot(attack).await)
+            .push((Self::name(order), Self::phase(order)));
+        Ok(self.shot(order).await)
     }
 
     async fn volley(
         &self,
-        attack: &Attack,
+        order: &order::Order,
+        group: &str,
         _stop: watch::Receiver<bool>,
+        _length: Option<Duration>,
     ) -> Result<Vec<Shot>, FleetError> {
         self.seen
             .lock()
             .expect("seen")
-            .push((attack.name.clone(), Self::phase(attack)));
-        let lost = match self.acts.get(&attack.name) {
+            .push((Self::name(order), Self::phase(order)));
+        let lost = match self.acts.get(&Self::name(order)) {
             Some(Act::LoseGun(i)) => Some(*i),
             _ => None,
         };
-        let fired = self.shot(attack).await;
+        let fired = self.shot(order).await;
         Ok((0..self.guns)
             .map(|i| Shot {
                 gun: format!("g{}", i + 1),
-                run_id: attack.run_id.clone(),
+                run_id: group.to_string(),
                 fired: if lost == Some(i) {
-                    Err("the SSH connection was lost".into())
+                    Err(lost_link())
                 } else {
                     Ok(fired.clone())
                 },
             })
             .collect())
+    }
+}
+
+/// A gun's link lost under its shard, as ssh says it.
+fn lost_link() -> ShotError {
+    ShotError::Lost {
+        link: "SSH",
+        said: "ssh exited 255".into(),
     }
 }
 
@@ -219,7 +252,7 @@ impl World {
             plan: Default::default(),
             db: self.db.clone(),
             retry_failed,
-            gun: crate::gun::Gun {
+            gun: fleet::Local {
                 loadgen: self.dir.path().join("no-loadgen"),
                 cpus: None,
             },
@@ -362,7 +395,7 @@ async fn a_lost_gun_fails_its_cell_and_names_the_gun() {
         report.failed,
         [(
             "target=b".to_string(),
-            "gun g2 (2/2): the SSH connection was lost".to_string()
+            "gun g2 (2/2): the SSH connection was lost: ssh exited 255".to_string()
         )]
     );
     assert_eq!(
@@ -425,7 +458,7 @@ fn what_a_generator_came_to_decides_its_cell() {
         search_outcome(Ok(Some(fired(outcome(true, false))))),
         Interrupted
     );
-    let shot = |gun: &str, fired: Result<Fired, String>| Shot {
+    let shot = |gun: &str, fired: Result<Fired, ShotError>| Shot {
         gun: gun.into(),
         run_id: "r".into(),
         fired,
@@ -437,15 +470,15 @@ fn what_a_generator_came_to_decides_its_cell() {
     );
     assert_eq!(
         volley_outcome(
-            Ok(vec![shot("g1", ok()), shot("g2", Err("lost".into()))]),
+            Ok(vec![shot("g1", ok()), shot("g2", Err(lost_link()))]),
             false
         ),
-        Failed("gun g2 (2/2): lost".into())
+        Failed("gun g2 (2/2): the SSH connection was lost: ssh exited 255".into())
     );
     // Cut short because the user stopped the runner: interrupted, to run again.
     assert_eq!(
         volley_outcome(
-            Ok(vec![shot("g1", ok()), shot("g2", Err("lost".into()))]),
+            Ok(vec![shot("g1", ok()), shot("g2", Err(lost_link()))]),
             true
         ),
         Interrupted

@@ -1,13 +1,13 @@
-//! A search's steps fired from gun hosts over SSH ([`experiment::fleet`]): each step's rate
-//! split across the guns from one start, kept as a run group, and judged on the group's
-//! merged histograms and on every gun's own validity, so that the guns together are the
-//! generator whose limit a search may reach. Recovery and the first estimate are a trickle
+//! A search's steps fired from gun hosts (the `fleet` crate), through its `Firing` seam: each
+//! step's rate split across the guns from one start, kept as a run group, and judged on the
+//! group's merged histograms and on every gun's own validity, so that the guns together are
+//! the generator whose limit a search may reach. Recovery and the first estimate are a trickle
 //! from the first gun (the target may be reachable from the guns only).
 
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use experiment::fleet::Fleet;
+use fleet::Firing;
 use store::capacity::{judge, Search, Slo};
 use store::model::IntervalStats;
 use store::Store;
@@ -17,10 +17,10 @@ use super::step::interval_for;
 use crate::engine::shutdown::{Shutdown, Stop};
 use crate::Error;
 
-/// The guns' steps.
+/// The guns' steps, fired by `firing` (the guns: `fleet::Fleet`).
 #[derive(Debug)]
-pub struct Volleys<'a> {
-    pub fleet: Fleet,
+pub struct Volleys<'a, F: Firing> {
+    pub firing: F,
     pub store: Store,
     pub store_url: String,
     /// The search's order: its requests, pacing and probes are every step's.
@@ -34,20 +34,10 @@ pub struct Volleys<'a> {
     pub valid: Option<f64>,
 }
 
-impl Volleys<'_> {
+impl<F: Firing> Volleys<'_, F> {
     /// Turns true when the user stops the search: the guns' standard input closes.
     fn stop(&self) -> tokio::sync::watch::Receiver<bool> {
-        let (tx, rx) = tokio::sync::watch::channel(self.shutdown.state() != Stop::Running);
-        let mut states = self.shutdown.subscribe();
-        tokio::spawn(async move {
-            while states.changed().await.is_ok() {
-                if *states.borrow() != Stop::Running {
-                    let _ = tx.send(true);
-                    return;
-                }
-            }
-        });
-        rx
+        self.shutdown.stopping()
     }
 
     /// The search's order with `load` as its work.
@@ -70,7 +60,7 @@ impl Volleys<'_> {
         let mut o = self.with_load(load, Duration::from_millis(500), Duration::from_secs(1));
         o.keeping = order::Keeping::default();
         o.probes = None;
-        let fired = self.fleet.single(&o, self.stop()).await?;
+        let fired = self.firing.one(&o, self.stop()).await?;
         Ok(fired.summary().filter(|s| s.requests.ok > 0).cloned())
     }
 
@@ -93,7 +83,7 @@ impl Volleys<'_> {
     pub fn more_guns(&self, search: &Search) -> Option<String> {
         let limit = search.generator_limit?;
         let valid = self.valid?;
-        let n = self.fleet.guns.len();
+        let n = self.firing.count();
         let each = valid / n as f64;
         if each <= 0.0 {
             return None;
@@ -117,7 +107,7 @@ fn steady(run: &store::run::StoredRun, warmup: Duration, window: Duration) -> Ve
         .collect()
 }
 
-impl Steps for Volleys<'_> {
+impl<F: Firing> Steps for Volleys<'_, F> {
     async fn run(
         &mut self,
         search: &Search,
@@ -142,7 +132,7 @@ impl Steps for Volleys<'_> {
                 .max_connections
                 .map_or(usize::MAX, |c| c as usize);
             let all = super::step::ready_connections(rate, self.slo, cap);
-            let guns = self.fleet.guns.len().max(1);
+            let guns = self.firing.count().max(1);
             step.pacing.ready_connections = Some(all.div_ceil(guns) as u64);
         }
         let mut labels = self.labels.clone();
@@ -159,18 +149,18 @@ impl Steps for Volleys<'_> {
             run_id: None,
             labels,
         };
-        let shots = self.fleet.volley(&step, &group, self.stop(), None).await?;
+        let shots = self.firing.volley(&step, &group, self.stop(), None).await?;
         if self.shutdown.state() != Stop::Running {
             return Ok(None);
         }
         let count = shots.len();
         let mut limit = None;
-        for (i, shot) in shots.iter().enumerate() {
+        for (i, shot) in shots.into_iter().enumerate() {
             let gun = format!("gun {} ({}/{count})", shot.gun, i + 1);
-            let fired = shot.fired.as_ref().map_err(|why| Error::Shot {
-                gun: gun.clone(),
-                why: why.clone(),
-            })?;
+            let fired = match shot.fired {
+                Ok(fired) => fired,
+                Err(why) => return Err(Error::Shot { gun, why }),
+            };
             let summary = fired.summary().ok_or_else(|| Error::NoSummary {
                 gun: gun.clone(),
                 said: fired.said.clone(),

@@ -22,7 +22,7 @@
 //! - [`updown`]: where the steps beside the knee go: the biased-coin up-and-down rule.
 //! - [`step`]: one step run and judged by the generator; the recovery between steps; the
 //!   first rate's estimate.
-//! - [`guns`]: the same from gun hosts over SSH, each step a run group judged merged.
+//! - [`guns`]: the same from gun hosts (`fleet::Firing`), each step a run group judged merged.
 //! - [`words`]: the search in words.
 //! - `simulated`, `world`, `worlds` (tests only): the simulated servers and worlds the search's
 //!   and the comparison's intervals are checked on, and the worlds grid.

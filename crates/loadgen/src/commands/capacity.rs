@@ -217,14 +217,8 @@ pub async fn search(
         None => None,
     };
     let labels = keeping.labels.clone();
-    let guns = wanted.guns.as_ref().map(prepare::guns).transpose()?;
-    if guns.is_some()
-        && !keeping
-            .store_url
-            .as_deref()
-            .is_some_and(|u| u.starts_with("postgres"))
-    {
-        return Err(prepare::Refusal::GunsWithoutPostgres.into());
+    if wanted.guns.is_some() {
+        fleet::needs_shared_store(keeping.store_url.as_deref())?;
     }
     let name = keeping
         .name
@@ -232,34 +226,24 @@ pub async fn search(
         .unwrap_or_else(|| format!("capacity of {target}"));
     keeping.name = Some(name.clone());
     let experiment = keeping.experiment.clone();
-    let mut volleys = match (&guns, &store, &keeping.store_url) {
-        (Some(spec), Some(store), Some(url)) => {
-            spec.check().map_err(Error::GunsSpec)?;
-            let resolved = spec
-                .resolve(std::path::Path::new("."))
-                .map_err(Error::GunsSpec)?;
-            eprintln!(
-                "Preparing {} gun host(s) over SSH: {}",
-                resolved.destinations.len(),
-                resolved.destinations.join(", ")
-            );
-            let local = experiment::gun::find_loadgen().map_err(Error::FindLoadgen)?;
-            let reach = order.requests.entries.first().map(|r| r.url.expose());
-            let fleet = experiment::fleet::Fleet::prepare(
-                &resolved,
-                spec.cpus.as_ref(),
-                spec.threads,
-                spec.loadgen.as_deref(),
-                spec.clock_tolerance,
-                &local,
-                reach,
-            )
+    let mut volleys = match (&wanted.guns, &store, &keeping.store_url) {
+        (Some(guns), Some(store), Some(url)) => {
+            let local = fleet::find_loadgen().map_err(Error::FindLoadgen)?;
+            let preparing = fleet::Preparing {
+                guns,
+                dir: std::path::Path::new("."),
+                local: &local,
+                reach: order.requests.entries.first().map(|r| r.url.expose()),
+            };
+            let prepared = fleet::prepare(preparing, shutdown.stopping(), &mut |progress| {
+                eprintln!("{progress}")
+            })
             .await?;
-            for line in fleet.describe() {
-                eprintln!("  {line}");
-            }
+            let Some(fleet) = prepared else {
+                return Err(Error::GunsStopped);
+            };
             Some(capacity::guns::Volleys {
-                fleet,
+                firing: fleet,
                 store: store.clone(),
                 store_url: url.clone(),
                 template: order,

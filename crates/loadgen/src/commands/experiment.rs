@@ -81,8 +81,8 @@ pub async fn run(args: &ExperimentArgs, shutdown: &Shutdown) -> Result<RunEnd, E
                 short(plan.estimate()),
                 redact::printable(&experiment.file.question)
             );
-            let gun = experiment::gun::Gun {
-                loadgen: experiment::gun::find_loadgen().map_err(Error::FindLoadgen)?,
+            let gun = fleet::Local {
+                loadgen: fleet::find_loadgen().map_err(Error::FindLoadgen)?,
                 cpus: experiment
                     .file
                     .placement

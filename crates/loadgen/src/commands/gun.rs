@@ -1,16 +1,15 @@
-//! `loadgen gun`: a gun host's side of an experiment fired over SSH (`experiment::fleet`).
+//! `loadgen gun`: a gun host's side of an experiment fired from several (the `fleet` crate).
 //!
 //! It reads one [`GunRequest`] from standard input (nothing is on its command line): `check`
 //! says what this gun is (its build's SHA-256, CPUs, clock, whether it reaches the target);
 //! `clock` answers each further line with the time, for the runner's offset measurement;
-//! `fire` runs an [`order::Order`] in a `loadgen order` process of its own (held to the
-//! request's CPUs), its store resolved from the gun's own file when the order names one, and
-//! relays its outcome. Standard input is its lifeline: when it closes (the runner stopped the
+//! `fire` runs an [`order::Order`] in a `loadgen order` process of its own (`fleet::Local`,
+//! held to the request's CPUs), its store resolved from the gun's own file when the order
+//! names one, and relays its outcome. Standard input is its lifeline: when it closes (the runner stopped the
 //! cell, or the SSH connection is gone) the attack is interrupted as Ctrl-C would, and keeps
 //! what it recorded.
 
 use std::io::BufRead;
-use std::process::Stdio;
 use std::time::Duration;
 
 use order::{GunCheck, GunRequest};
@@ -54,7 +53,7 @@ fn answer_clock() -> Result<RunEnd, Error> {
 
 async fn check(reach: Option<&str>) -> Result<GunCheck, Error> {
     let exe = std::env::current_exe().map_err(Error::Exe)?;
-    let build = experiment::fleet::build_of(&exe).map_err(|source| Error::ReadExe {
+    let build = fleet::build_of(&exe).map_err(|source| Error::ReadExe {
         path: exe.clone(),
         source,
     })?;
@@ -69,11 +68,12 @@ async fn check(reach: Option<&str>) -> Result<GunCheck, Error> {
     );
     let reach = match reach {
         None => None,
-        // Said in words: the answer goes back to the runner over SSH.
+        // Why not, in words: the answer goes back to the runner over its session.
         Some(url) => Some(
-            experiment::http::reachable(url, None, Duration::from_secs(3))
-                .await
-                .map_err(|e| e.to_string()),
+            match experiment::http::reachable(url, None, Duration::from_secs(3)).await {
+                Ok(()) => order::Reach::Reached,
+                Err(e) => order::Reach::Unreachable { why: e.to_string() },
+            },
         ),
     };
     Ok(GunCheck {
@@ -132,32 +132,10 @@ async fn fire(
     let exe = std::env::current_exe().map_err(Error::Exe)?;
     // Ended with this process, however it ends; held to the order's CPUs. The order (the
     // store's URL and the headers in it) goes on the generator's standard input, not on its
-    // command line or in its environment.
-    let mut command =
-        tokio::process::Command::from(custody::tethered(exe.as_os_str(), cpus.as_deref()));
-    command.arg("order");
-    let base = experiment::environment::Base::current();
-    experiment::environment::apply(
-        &mut command,
-        &experiment::environment::build(&base, &[], &[]),
-    );
-    command
-        .stdin(Stdio::piped())
-        .stdout(Stdio::inherit())
-        .stderr(Stdio::inherit())
-        .kill_on_drop(true);
-    let mut child = command.spawn().map_err(|source| Error::GunRun {
-        path: exe.clone(),
-        source,
-    })?;
-    if let Some(mut input) = child.stdin.take() {
-        use tokio::io::AsyncWriteExt;
-        // A generator that ended before reading says why on its standard error.
-        let _ = input.write_all(&order.line()).await;
-    }
-    let pid = child.id();
+    // command line or in its environment; what it prints is relayed over the session.
+    let local = fleet::Local { loadgen: exe, cpus };
     // Standard input closing (the runner's stop, or the connection lost) interrupts it.
-    let (closed_tx, mut closed) = tokio::sync::oneshot::channel::<()>();
+    let (closed_tx, closed) = tokio::sync::oneshot::channel::<()>();
     std::thread::spawn(move || {
         use std::io::Read;
         let mut sink = [0u8; 256];
@@ -165,29 +143,25 @@ async fn fire(
         while matches!(stdin.read(&mut sink), Ok(n) if n > 0) {}
         let _ = closed_tx.send(());
     });
-    let signalled = stopping.wait_for(|s| *s != crate::engine::shutdown::Stop::Running);
-    let status = tokio::select! {
-        status = child.wait() => status,
-        _ = async {
-            tokio::select! {
-                _ = &mut closed => {}
-                Ok(_) = signalled => {}
-            }
-        } => {
-            if let Some(pid) = pid.and_then(|p| rustix::process::Pid::from_raw(p as i32)) {
-                let _ = rustix::process::kill_process(pid, rustix::process::Signal::INT);
-            }
-            match tokio::time::timeout(Duration::from_secs(30), child.wait()).await {
-                Ok(status) => status,
-                Err(_) => {
-                    let _ = child.kill().await;
-                    child.wait().await
-                }
-            }
+    let stop = async move {
+        let signalled = stopping.wait_for(|s| *s != crate::engine::shutdown::Stop::Running);
+        tokio::select! {
+            _ = closed => {}
+            Ok(_) = signalled => {}
         }
-    }
-    .map_err(Error::GunWait)?;
-    match status.code() {
+    };
+    let ran = local
+        .run(&order, fleet::Output::Relay, stop)
+        .await
+        .map_err(|e| match e {
+            fleet::FleetError::Spawn { path, error } => Error::GunRun {
+                path,
+                source: error,
+            },
+            fleet::FleetError::Wait(error) => Error::GunWait(error),
+            other => Error::Guns(other),
+        })?;
+    match ran.code {
         Some(0) => Ok(RunEnd::Completed),
         Some(3) => Ok(RunEnd::Stopped),
         // Its own error is on standard error already; its code is the gun's.

@@ -76,6 +76,22 @@ impl Shutdown {
     pub fn subscribe(&self) -> watch::Receiver<Stop> {
         self.state.subscribe()
     }
+
+    /// Turns true once the run is stopped (or aborted): what a generator fired through
+    /// `fleet::Firing` is told. Needs a tokio runtime.
+    pub fn stopping(&self) -> watch::Receiver<bool> {
+        let (tx, rx) = watch::channel(self.state() != Stop::Running);
+        let mut states = self.subscribe();
+        tokio::spawn(async move {
+            while states.changed().await.is_ok() {
+                if *states.borrow() != Stop::Running {
+                    let _ = tx.send(true);
+                    return;
+                }
+            }
+        });
+        rx
+    }
 }
 
 /// The next of Ctrl-C, SIGTERM or SIGHUP, named for the user.

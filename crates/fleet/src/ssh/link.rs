@@ -3,7 +3,7 @@
 //! user's SSH config, keys and agent decide who may log in, as for any `ssh` they type.
 //!
 //! `ssh` is the user's own tool, so it gets the base environment and their agent
-//! (`SSH_AUTH_SOCK`), never the store's URL or the headers ([`crate::environment::NEVER`]).
+//! (`SSH_AUTH_SOCK`), never the store's URL or the headers ([`custody::environment::NEVER`]).
 //! Whatever the SSH config says, a gun's host key must be known (`StrictHostKeyChecking=yes`),
 //! the agent and X11 are not forwarded to it, and no local command runs: options on the command
 //! line win over a config's.
@@ -18,14 +18,19 @@ use std::path::{Path, PathBuf};
 use std::process::{Output, Stdio};
 use std::time::Duration;
 
-use super::FleetError;
+use super::SshError;
+use crate::transport::{BoxFuture, Link, Session};
+use crate::{last_line, FleetError, GunFault};
 
 /// How long a gun has to accept the connection.
 const CONNECT: Duration = Duration::from_secs(15);
 
+/// Where a copied `loadgen` goes on a gun.
+const CACHE: &str = "$HOME/.cache/showdown";
+
 /// The multiplexed connection to one gun.
 #[derive(Debug)]
-pub struct Link {
+pub struct SshLink {
     /// As the user gave it (`user@host`, or a `Host` of the SSH config).
     pub destination: String,
     config: Option<PathBuf>,
@@ -35,14 +40,14 @@ pub struct Link {
     group: custody::Group,
 }
 
-impl Link {
+impl SshLink {
     /// Opens the connection; its control socket goes in `dir` (the runner's private one).
     pub async fn open(
         destination: &str,
         config: Option<&Path>,
         dir: &Path,
         n: usize,
-    ) -> Result<Link, FleetError> {
+    ) -> Result<SshLink, SshError> {
         let control = dir.join(format!("gun{n}.ssh"));
         let log = dir.join(format!("gun{n}.log"));
         let mut command = ssh(config, &control);
@@ -70,11 +75,11 @@ impl Link {
         group.hold(command.as_std_mut());
         group.remove_with(control.clone());
         group.remove_with(log.clone());
-        let master = command.spawn().map_err(FleetError::NoSsh)?;
+        let master = command.spawn().map_err(SshError::NoSsh)?;
         if let Some(pid) = master.id() {
             group.started(pid);
         }
-        let mut link = Link {
+        let mut link = SshLink {
             destination: destination.to_string(),
             config: config.map(Path::to_path_buf),
             control,
@@ -83,18 +88,18 @@ impl Link {
         };
         let deadline = tokio::time::Instant::now() + CONNECT;
         loop {
-            if let Some(status) = link.master.try_wait().map_err(FleetError::NoSsh)? {
+            if let Some(status) = link.master.try_wait().map_err(SshError::NoSsh)? {
                 let said = std::fs::read_to_string(&log).unwrap_or_default();
-                return Err(FleetError::Connect {
+                return Err(SshError::Connect {
                     gun: destination.to_string(),
                     why: last_line(&said).unwrap_or_else(|| format!("ssh exited ({status})")),
                 });
             }
-            if link.check().await {
+            if link.up().await {
                 return Ok(link);
             }
             if tokio::time::Instant::now() > deadline {
-                return Err(FleetError::Connect {
+                return Err(SshError::Connect {
                     gun: destination.to_string(),
                     why: format!("no connection within {}s", CONNECT.as_secs()),
                 });
@@ -104,7 +109,7 @@ impl Link {
     }
 
     /// Whether the connection is up.
-    pub async fn check(&self) -> bool {
+    async fn up(&self) -> bool {
         let mut command = ssh(self.config.as_deref(), &self.control);
         command.args(["-O", "check", "--", &self.destination]);
         command
@@ -116,7 +121,7 @@ impl Link {
 
     /// A command on the gun, over the connection (a shell command line of the gun's: only
     /// fixed words and paths go in it, never a secret).
-    pub fn command(&self, remote: &str) -> tokio::process::Command {
+    fn command(&self, remote: &str) -> tokio::process::Command {
         let mut command = ssh(self.config.as_deref(), &self.control);
         command.args([
             "-o",
@@ -130,12 +135,7 @@ impl Link {
     }
 
     /// Runs `remote` to its end with `input` on its standard input, within `limit`.
-    pub async fn run(
-        &self,
-        remote: &str,
-        input: &[u8],
-        limit: Duration,
-    ) -> Result<Output, FleetError> {
+    async fn run(&self, remote: &str, input: &[u8], limit: Duration) -> Result<Output, FleetError> {
         use tokio::io::AsyncWriteExt;
         let mut command = self.command(remote);
         command
@@ -143,7 +143,7 @@ impl Link {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .kill_on_drop(true);
-        let mut child = command.spawn().map_err(FleetError::NoSsh)?;
+        let mut child = command.spawn().map_err(SshError::NoSsh)?;
         let mut stdin = child.stdin.take();
         let work = async {
             if let Some(stdin) = stdin.as_mut() {
@@ -158,23 +158,29 @@ impl Link {
             child.wait_with_output().await
         };
         match tokio::time::timeout(limit, work).await {
-            Ok(out) => out.map_err(|e| FleetError::Remote {
-                gun: self.destination.clone(),
-                why: e.to_string(),
-            }),
-            Err(_) => Err(FleetError::Remote {
-                gun: self.destination.clone(),
-                why: format!("{remote} took longer than {}s", limit.as_secs()),
-            }),
+            Ok(out) => out.map_err(|e| FleetError::remote(&self.destination, GunFault::Io(e))),
+            Err(_) => Err(FleetError::remote(
+                &self.destination,
+                GunFault::Timeout {
+                    what: remote.to_string(),
+                    limit,
+                },
+            )),
         }
     }
 
     /// Forwards a port of this machine's loopback to `host:port` as the gun reaches it, over
     /// the connection (`ssh -O forward -L`); the forward ends with the connection.
-    pub async fn forward(&self, host: &str, port: u16) -> Result<u16, FleetError> {
-        let failed = |why: String| FleetError::Remote {
-            gun: self.destination.clone(),
-            why: format!("cannot forward a port to {host}:{port}: {why}"),
+    async fn forward_port(&self, host: &str, port: u16) -> Result<u16, FleetError> {
+        let failed = |why: String| {
+            FleetError::remote(
+                &self.destination,
+                GunFault::Forward {
+                    host: host.to_string(),
+                    port,
+                    why,
+                },
+            )
         };
         let local = std::net::TcpListener::bind("127.0.0.1:0")
             .and_then(|l| l.local_addr())
@@ -190,7 +196,7 @@ impl Link {
         command.arg(format!("127.0.0.1:{local}:{host}:{port}"));
         command.args(["--", &self.destination]);
         command.stdin(Stdio::null());
-        let out = command.output().await.map_err(FleetError::NoSsh)?;
+        let out = command.output().await.map_err(SshError::NoSsh)?;
         if !out.status.success() {
             return Err(failed(
                 last_line(&String::from_utf8_lossy(&out.stderr)).unwrap_or_default(),
@@ -199,8 +205,64 @@ impl Link {
         Ok(local)
     }
 
+    /// This machine's build copied to the gun's cache (see [`Link::install`]): where it went.
+    async fn copy(
+        &self,
+        local: &Path,
+        build: &str,
+        arch: Option<&str>,
+    ) -> Result<String, FleetError> {
+        let arch = match arch {
+            Some(arch) => arch.to_string(),
+            None => {
+                let out = self.run("uname -m", b"", Duration::from_secs(10)).await?;
+                String::from_utf8_lossy(&out.stdout).trim().to_string()
+            }
+        };
+        if arch != std::env::consts::ARCH {
+            return Err(FleetError::remote(
+                &self.destination,
+                GunFault::Arch {
+                    theirs: arch,
+                    ours: std::env::consts::ARCH,
+                },
+            ));
+        }
+        let bytes = std::fs::read(local).map_err(|error| FleetError::Read {
+            path: local.to_path_buf(),
+            error,
+        })?;
+        let sent = {
+            use sha2::Digest;
+            hex::encode(sha2::Sha256::digest(&bytes))
+        };
+        if sent != build {
+            return Err(FleetError::Changed(local.to_path_buf()));
+        }
+        let cached = cached(build);
+        // A name of its own for each copy (two runners copying at once do not mix), checked
+        // against the hash of what was sent before it takes the build's name: a copy cut
+        // short (the connection lost, the runner stopped) is removed, never installed.
+        let copy = format!(
+            "mkdir -p {dir} && t=$(mktemp {dir}/.loadgen-XXXXXX) && {{ cat > \"$t\" && echo {sent}'  '\"$t\" | sha256sum -c --status && chmod 755 \"$t\" && mv -f \"$t\" {to}; }} || {{ rm -f \"$t\"; exit 1; }}",
+            dir = word(CACHE),
+            to = word(&cached)
+        );
+        let out = self.run(&copy, &bytes, Duration::from_secs(300)).await?;
+        if !out.status.success() {
+            return Err(FleetError::remote(
+                &self.destination,
+                GunFault::Copy {
+                    to: cached,
+                    said: last_line(&String::from_utf8_lossy(&out.stderr)).unwrap_or_default(),
+                },
+            ));
+        }
+        Ok(cached)
+    }
+
     /// Ends the connection (its sessions with it).
-    pub async fn close(mut self) {
+    async fn end(mut self) {
         let mut command = ssh(self.config.as_deref(), &self.control);
         command.args(["-O", "exit", "--", &self.destination]);
         command
@@ -210,6 +272,95 @@ impl Link {
         let _ = tokio::time::timeout(Duration::from_secs(5), command.status()).await;
         let _ = self.master.kill().await;
         self.group.end();
+    }
+}
+
+impl Link for SshLink {
+    fn name(&self) -> &str {
+        &self.destination
+    }
+
+    fn kind(&self) -> &'static str {
+        "SSH"
+    }
+
+    fn program(&self) -> &'static str {
+        "ssh"
+    }
+
+    fn session(&self, loadgen: &str) -> Result<Session, FleetError> {
+        let mut command = self.command(&format!("{} gun", word(loadgen)));
+        command
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true);
+        let mut child = command.spawn().map_err(SshError::NoSsh)?;
+        // ssh leads a process group of its own: ending it ends the session.
+        let group = child
+            .id()
+            .and_then(|p| rustix::process::Pid::from_raw(p as i32));
+        let (Some(input), Some(output), Some(errors)) =
+            (child.stdin.take(), child.stdout.take(), child.stderr.take())
+        else {
+            return Err(SshError::NoSsh(std::io::Error::other("ssh's pipes were not made")).into());
+        };
+        Ok(Session {
+            input: Box::new(input),
+            output: Box::new(output),
+            errors: Box::new(errors),
+            ended: Box::pin(async move { child.wait().await.map(|s| s.code()) }),
+            kill: Box::new(move || {
+                if let Some(group) = group {
+                    let _ =
+                        rustix::process::kill_process_group(group, rustix::process::Signal::KILL);
+                }
+            }),
+        })
+    }
+
+    /// ssh's own failure (the connection, not the command) is its exit 255.
+    fn lost(&self, code: Option<i32>) -> bool {
+        code == Some(255)
+    }
+
+    fn candidates(&self, asked: Option<&str>, build: &str) -> Vec<String> {
+        vec![asked.unwrap_or("loadgen").to_string(), cached(build)]
+    }
+
+    fn install<'a>(
+        &'a self,
+        local: &'a Path,
+        build: &'a str,
+        arch: Option<&'a str>,
+    ) -> BoxFuture<'a, Result<String, FleetError>> {
+        Box::pin(self.copy(local, build, arch))
+    }
+
+    fn forward<'a>(
+        &'a self,
+        host: &'a str,
+        port: u16,
+    ) -> BoxFuture<'a, Result<Option<u16>, FleetError>> {
+        Box::pin(async move { self.forward_port(host, port).await.map(Some) })
+    }
+
+    fn close(self: Box<Self>) -> BoxFuture<'static, ()> {
+        Box::pin((*self).end())
+    }
+}
+
+/// Where this build goes in a gun's cache.
+fn cached(build: &str) -> String {
+    format!("{CACHE}/loadgen-{}", &build[..16.min(build.len())])
+}
+
+/// A shell word for the gun's shell: the path quoted, `$HOME` left to expand.
+fn word(path: &str) -> String {
+    let quoted = format!("'{}'", path.replace('\'', r"'\''"));
+    match path.strip_prefix("$HOME/") {
+        Some(rest) => format!("\"$HOME\"/'{}'", rest.replace('\'', r"'\''")),
+        None => quoted,
     }
 }
 
@@ -234,16 +385,23 @@ fn ssh(config: Option<&Path>, control: &Path) -> tokio::process::Command {
     command.arg(format!("ControlPath={}", control.display()));
     // Signals from the terminal are the runner's to handle: it ends the guns' work in order.
     command.process_group(0);
-    let base = crate::environment::Base::current();
+    let base = custody::environment::Base::current();
     let pass = ["SSH_AUTH_SOCK".to_string()];
-    crate::environment::apply(&mut command, &crate::environment::build(&base, &[], &pass));
+    custody::environment::apply(
+        command.as_std_mut(),
+        &custody::environment::build(&base, &[], &pass),
+    );
     command
 }
 
-/// The last non-empty line of what a command said.
-pub(super) fn last_line(said: &str) -> Option<String> {
-    said.lines()
-        .map(str::trim)
-        .rfind(|l| !l.is_empty())
-        .map(str::to_string)
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_path_is_one_word_on_the_guns_shell() {
+        assert_eq!(word("/usr/bin/loadgen"), "'/usr/bin/loadgen'");
+        assert_eq!(word("$HOME/.cache/x"), "\"$HOME\"/'.cache/x'");
+        assert_eq!(word("a'b"), "'a'\\''b'");
+    }
 }

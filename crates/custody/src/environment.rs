@@ -1,5 +1,5 @@
-//! The environment of every process the runner starts (a `build`, a target, `targets/build`,
-//! the generator): built from nothing, never inherited. A build runs `npm ci`'s install scripts
+//! The environment of every process Showdown starts (a `build`, a target, `targets/build`,
+//! the generator, `ssh` to a gun): built from nothing, never inherited. A build runs `npm ci`'s install scripts
 //! and a target may be anyone's server: what the user's shell holds (the store's URL with its
 //! password, `DATABASE_URL`, `PG*`, `AWS_*`, `SSH_AUTH_SOCK`, `SHOWDOWN_HEADERS`) is not theirs
 //! to read.
@@ -186,8 +186,8 @@ pub fn build(
     env
 }
 
-/// Gives `command` exactly `env`, nothing inherited.
-pub fn apply(command: &mut tokio::process::Command, env: &[(OsString, OsString)]) {
+/// Gives `command` exactly `env`, nothing inherited (a tokio command's: `as_std_mut()`).
+pub fn apply(command: &mut std::process::Command, env: &[(OsString, OsString)]) {
     command.env_clear();
     command.envs(env.iter().map(|(k, v)| (k, v)));
 }

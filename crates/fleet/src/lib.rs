@@ -1,0 +1,102 @@
+//! `fleet`: several gun hosts as one generator, and the seam every generator is fired through.
+//!
+//! A cell's rate is split across the guns, every gun starting at one instant, each writing its
+//! shard of the cell's run group to the shared PostgreSQL store, where the shards merge exactly
+//! (`store::group`). How a gun is reached is a [`Transport`] (OpenSSH, [`ssh`], is the first);
+//! what is said to it is not the transport's: every exchange is an [`order::GunRequest`], one
+//! JSON line on the standard input of `loadgen gun` there, over a session of its [`Link`].
+//! Nothing but `loadgen gun` is on a remote command line, and everything secret travels in the
+//! request. Standard input stays open for the whole attack: when it closes (the runner stopped
+//! it, or the link was lost) the gun stops its attack as Ctrl-C would.
+//!
+//! Before the first cell, [`prepare()`] makes every gun ready: the same `loadgen` build (its
+//! SHA-256 compared; this machine's installed where the gun's differs), the gun's clock
+//! measured against this one (NTP's way: the reply with the shortest round trip; kept, and
+//! corrected for in each shard's start), its CPUs checked, the target reached from it. A gun
+//! that fails any of these is refused, with why, before anything runs. A second transport (a
+//! Kubernetes Job, say) is a module beside [`ssh`] implementing [`Transport`] and [`Link`], a
+//! variant of [`order::GunHosts`] and an arm of [`transport::of`]: the rest is written once.
+//!
+//! Modules:
+//!
+//! - [`transport`]: the [`Transport`] and [`Link`] traits (a gun opened; a session running
+//!   `loadgen gun` there; the build found or installed; a port forwarded), and the one place a
+//!   transport is chosen from an order's guns.
+//! - `prepare`: the guns checked, resolved, opened and made ready, cancellable, their progress
+//!   told to the caller's callback ([`prepare()`], [`Progress`]).
+//! - `ready`: one gun made ready over its link: its build checked (or installed), its clock
+//!   measured, all by `GunRequest` ([`ReadyGun`]).
+//! - `volley`: the guns, ready ([`Fleet`]): an order fired from every gun as shards of one run
+//!   group ([`Shot`]), or from the first alone; a port forwarded through the first.
+//! - [`firing`]: the [`Firing`] trait, what fires an order (this machine's generator, the guns,
+//!   both, or a test's fake), and its implementations.
+//! - `local`: this machine's `loadgen order`, told its order on its standard input ([`Local`]),
+//!   for the runner (its output read) and for a gun's `loadgen gun` (its output relayed).
+//! - `fired`: what one generator's run came to ([`Fired`]).
+//! - `error`: [`FleetError`], [`GunFault`], [`ClockFault`], [`ShotError`].
+//! - [`ssh`]: the first transport, OpenSSH: one multiplexed connection a gun, the hardening,
+//!   and the guns of a lab (Terraform's outputs, the twin).
+//! - `tests` (tests only): a second transport in one file, its guns tasks of this process
+//!   answering `GunRequest`s, made ready and fired by the same code as SSH's.
+
+mod error;
+mod fired;
+pub mod firing;
+mod local;
+mod prepare;
+mod ready;
+pub mod ssh;
+pub mod transport;
+mod volley;
+
+#[cfg(test)]
+mod tests;
+
+use std::path::Path;
+use std::time::Duration;
+
+pub use error::{ClockFault, FleetError, GunFault, ShotError};
+pub use fired::Fired;
+pub use firing::{Firing, Hosts};
+pub use local::{find_loadgen, Local, Output, Ran};
+pub use prepare::{check, prepare, prepare_over, Preparing, Progress};
+pub use ready::ReadyGun;
+pub use transport::{Link, Session, Transport};
+pub use volley::{Fleet, Shot};
+
+/// How far a gun's clock may be from the runner's by default.
+pub const CLOCK_TOLERANCE: Duration = Duration::from_millis(50);
+
+/// The SHA-256 of a binary: one build, not only one version.
+pub fn build_of(path: &Path) -> std::io::Result<String> {
+    use sha2::Digest;
+    let mut file = std::fs::File::open(path)?;
+    let mut hash = sha2::Sha256::new();
+    std::io::copy(&mut file, &mut hash)?;
+    Ok(hex::encode(hash.finalize()))
+}
+
+/// The guns keep their shards in one store that every gun reaches: refused unless `url` is a
+/// PostgreSQL one (a SQLite file cannot be shared, and no store is none).
+pub fn needs_shared_store(url: Option<&str>) -> Result<(), FleetError> {
+    match url {
+        Some(url) if url.starts_with("postgres") => Ok(()),
+        _ => Err(FleetError::UnsharedStore),
+    }
+}
+
+/// The last non-empty line of what a command or a session said.
+fn last_line(said: &str) -> Option<String> {
+    said.lines()
+        .map(str::trim)
+        .rfind(|l| !l.is_empty())
+        .map(str::to_string)
+}
+
+fn ms(ns: i64) -> String {
+    format!("{:.2} ms", ns as f64 / 1e6)
+}
+
+fn signed_ms(ns: i64) -> String {
+    format!("{:+.2} ms", ns as f64 / 1e6)
+}

@@ -1,0 +1,201 @@
+//! The guns made ready, once for both callers (the experiment runner's `[guns]`, `loadgen
+//! capacity --gun`): checked, resolved into their transport, every gun opened and made ready at
+//! once, their CPUs and clocks held to what was asked, each described. A stop ends it at once
+//! (its links with it); what it does is told to the caller's callback ([`Progress`]), which
+//! the caller words its own way.
+
+use std::fmt;
+use std::path::Path;
+use std::time::Duration;
+
+use tokio::sync::watch;
+
+use crate::ready::{ready, ReadyGun};
+use crate::transport::{self, Transport};
+use crate::{build_of, Fleet, FleetError, GunFault, CLOCK_TOLERANCE};
+
+/// What to make ready.
+#[derive(Debug, Clone, Copy)]
+pub struct Preparing<'a> {
+    /// The guns, as an order names them.
+    pub guns: &'a order::Guns,
+    /// Where a lab's relative paths are read from: the experiment file's directory, or the
+    /// current one for flags.
+    pub dir: &'a Path,
+    /// This machine's `loadgen`, installed on a gun whose own is not this build.
+    pub local: &'a Path,
+    /// A URL every gun must reach (the first target).
+    pub reach: Option<&'a str>,
+}
+
+/// What the preparation is doing, for the caller to say.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Progress {
+    /// The guns found, about to be opened and made ready (`over`: "over SSH").
+    Preparing {
+        over: &'static str,
+        guns: Vec<String>,
+    },
+    /// One gun, ready: how it was found ([`Fleet::describe`]).
+    Ready(String),
+}
+
+impl fmt::Display for Progress {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Progress::Preparing { over, guns } => write!(
+                f,
+                "Preparing {} gun host(s) {over}: {}",
+                guns.len(),
+                guns.join(", ")
+            ),
+            Progress::Ready(line) => write!(f, "  {line}"),
+        }
+    }
+}
+
+/// What can be checked of `guns` before anything is opened (what serde cannot).
+pub fn check(guns: &order::Guns) -> Result<(), FleetError> {
+    transport::check(&guns.hosts)?;
+    if guns.threads == Some(0) {
+        return Err(FleetError::Threads);
+    }
+    if guns.clock_tolerance_ns == Some(0) {
+        return Err(FleetError::ClockTolerance);
+    }
+    cpus(guns)?;
+    Ok(())
+}
+
+fn cpus(guns: &order::Guns) -> Result<Option<probe::cpus::CpuList>, FleetError> {
+    guns.cpus
+        .as_deref()
+        .map(str::parse)
+        .transpose()
+        .map_err(FleetError::Cpus)
+}
+
+/// Checks the guns, opens their transport, and makes every gun ready (see the crate's doc);
+/// `None` when `stop` turned true meanwhile (every link opened so far is ended).
+pub async fn prepare(
+    preparing: Preparing<'_>,
+    stop: watch::Receiver<bool>,
+    progress: &mut (dyn FnMut(Progress) + Send),
+) -> Result<Option<Fleet>, FleetError> {
+    check(preparing.guns)?;
+    let transport = transport::of(preparing.guns, preparing.dir)?;
+    prepare_over(transport, preparing, stop, progress).await
+}
+
+/// [`prepare`] over a transport already opened (a test's, or one chosen by [`transport::of`]).
+pub async fn prepare_over(
+    transport: Box<dyn Transport>,
+    preparing: Preparing<'_>,
+    stop: watch::Receiver<bool>,
+    progress: &mut (dyn FnMut(Progress) + Send),
+) -> Result<Option<Fleet>, FleetError> {
+    progress(Progress::Preparing {
+        over: transport.over(),
+        guns: transport.names(),
+    });
+    // Connecting and installing a build can take minutes: a stop ends it at once, the links
+    // opened so far with it.
+    let mut stopping = stop;
+    let fleet = tokio::select! {
+        prepared = ready_all(transport, preparing) => prepared?,
+        Ok(_) = stopping.wait_for(|s| *s) => return Ok(None),
+    };
+    for line in fleet.describe() {
+        progress(Progress::Ready(line));
+    }
+    Ok(Some(fleet))
+}
+
+/// Every gun of `transport` opened and made ready at once; the first refusal, by the guns'
+/// order, ends them all.
+async fn ready_all(
+    transport: Box<dyn Transport>,
+    preparing: Preparing<'_>,
+) -> Result<Fleet, FleetError> {
+    let guns = preparing.guns;
+    let cpus = cpus(guns)?;
+    let tolerance = guns
+        .clock_tolerance_ns
+        .map_or(CLOCK_TOLERANCE, Duration::from_nanos);
+    let build = build_of(preparing.local).map_err(|error| FleetError::Read {
+        path: preparing.local.to_path_buf(),
+        error,
+    })?;
+    let opening = &*transport;
+    let readying = (0..opening.names().len()).map(|n| {
+        let (build, cpus) = (&build, &cpus);
+        async move {
+            let link = opening.open(n).await?;
+            let gun = ready(
+                link,
+                preparing.local,
+                build,
+                guns.loadgen.as_deref(),
+                preparing.reach,
+            )
+            .await?;
+            if let Some(cpus) = cpus {
+                let have: probe::cpus::CpuList = gun.check.cpus.parse().unwrap_or_default();
+                if cpus.intersection(&have).len() != cpus.len() {
+                    let why = GunFault::Cpus {
+                        asked: cpus.to_string(),
+                        have: gun.check.cpus.clone(),
+                    };
+                    let name = gun.link.name().to_string();
+                    gun.link.close().await;
+                    return Err(FleetError::remote(&name, why));
+                }
+            }
+            Ok::<ReadyGun, FleetError>(gun)
+        }
+    });
+    let mut ready_guns = Vec::new();
+    let mut first_error = None;
+    for readied in futures_util::future::join_all(readying).await {
+        match readied {
+            Ok(gun) => ready_guns.push(gun),
+            Err(e) => {
+                first_error.get_or_insert(e);
+            }
+        }
+    }
+    let refused = first_error.or_else(|| {
+        ready_guns
+            .iter()
+            .find(|g| g.offset_ns.unsigned_abs() as u128 > tolerance.as_nanos())
+            .map(|g| {
+                FleetError::remote(
+                    g.link.name(),
+                    GunFault::ClockOff {
+                        offset_ns: g.offset_ns,
+                        tolerance,
+                    },
+                )
+            })
+    });
+    if let Some(e) = refused {
+        for g in ready_guns {
+            g.link.close().await;
+        }
+        return Err(e);
+    }
+    Ok(Fleet {
+        guns: ready_guns,
+        over: transport.over(),
+        hosts: transport.hosts(),
+        cpus: guns.cpus.clone(),
+        threads: guns.threads,
+        store_env_file: guns
+            .store_env_file
+            .clone()
+            .or_else(|| transport.store_env_file()),
+        loadgen: guns.loadgen.clone(),
+        clock_tolerance_ns: guns.clock_tolerance_ns,
+        _transport: transport,
+    })
+}

@@ -1,0 +1,230 @@
+//! One gun made ready over its [`Link`], whatever the transport: this build found where the
+//! link says it may be (or installed there), checked by a `GunRequest::Check` (its SHA-256, its
+//! CPUs, whether it reaches the target), and its clock measured by a `GunRequest::Clock`.
+
+use std::path::Path;
+use std::time::Duration;
+
+use order::{GunCheck, GunRequest};
+use store::run::now_ns;
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+
+use crate::transport::{Link, Session};
+use crate::{last_line, ClockFault, FleetError, GunFault};
+
+/// How long a gun has to answer a check.
+const CHECK: Duration = Duration::from_secs(30);
+/// How long a gun has to answer the clock's exchanges.
+const CLOCK: Duration = Duration::from_secs(20);
+/// The clock's exchanges over one session.
+const EXCHANGES: usize = 16;
+
+/// One gun, ready.
+#[derive(Debug)]
+pub struct ReadyGun {
+    pub link: Box<dyn Link>,
+    /// `loadgen` there (a path of the gun's; `$HOME` allowed).
+    pub loadgen: String,
+    /// Its clock minus this one's, and the half round trip that bounds the measurement.
+    pub offset_ns: i64,
+    pub uncertainty_ns: i64,
+    /// What it said of itself.
+    pub check: GunCheck,
+    /// Whether this machine's build was installed there.
+    pub copied: bool,
+}
+
+/// The gun's `loadgen`: this build (`local`, whose SHA-256 is `build`), found or installed;
+/// `reach` checked from it; its clock measured. `asked`: `[guns] loadgen`.
+pub(crate) async fn ready(
+    link: Box<dyn Link>,
+    local: &Path,
+    build: &str,
+    asked: Option<&str>,
+    reach: Option<&str>,
+) -> Result<ReadyGun, FleetError> {
+    let mut seen: Option<GunCheck> = None;
+    let mut found = None;
+    for candidate in link.candidates(asked, build) {
+        if let Some(check) = check(&*link, &candidate, reach).await? {
+            if check.build == build {
+                found = Some((candidate, check, false));
+                break;
+            }
+            seen.get_or_insert(check);
+        }
+    }
+    let (loadgen, check, copied) = match found {
+        Some(found) => found,
+        None => {
+            let arch = seen.as_ref().map(|c| c.arch.as_str());
+            let installed = link.install(local, build, arch).await?;
+            match check(&*link, &installed, reach).await? {
+                Some(c) if c.build == build => (installed, c, true),
+                _ => {
+                    return Err(FleetError::remote(
+                        link.name(),
+                        GunFault::NotThisBuild(installed),
+                    ))
+                }
+            }
+        }
+    };
+    if let Some(order::Reach::Unreachable { why }) = &check.reach {
+        return Err(FleetError::remote(
+            link.name(),
+            GunFault::Unreachable(why.clone()),
+        ));
+    }
+    let (offset_ns, uncertainty_ns) = clock(&*link, &loadgen).await?;
+    Ok(ReadyGun {
+        link,
+        loadgen,
+        offset_ns,
+        uncertainty_ns,
+        check,
+        copied,
+    })
+}
+
+/// What a session said and how it ended.
+struct Exchanged {
+    output: Vec<u8>,
+    errors: Vec<u8>,
+    code: Option<i32>,
+}
+
+/// `loadgen gun` there run to its end with `input` on its standard input, within `limit`.
+async fn exchange(
+    link: &dyn Link,
+    loadgen: &str,
+    input: &[u8],
+    limit: Duration,
+) -> Result<Exchanged, FleetError> {
+    let Session {
+        input: mut stdin,
+        mut output,
+        mut errors,
+        ended,
+        kill: _,
+    } = link.session(loadgen)?;
+    let work = async {
+        // A remote command that ends without reading its input (no such program on the gun)
+        // closes the pipe: its exit status and output say why, not this write.
+        match stdin.write_all(input).await {
+            Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => return Err(e),
+            _ => {}
+        }
+        let _ = stdin.shutdown().await;
+        drop(stdin);
+        let (mut out, mut err) = (Vec::new(), Vec::new());
+        let (read_out, read_err) =
+            tokio::join!(output.read_to_end(&mut out), errors.read_to_end(&mut err));
+        read_out?;
+        read_err?;
+        let code = ended.await?;
+        Ok(Exchanged {
+            output: out,
+            errors: err,
+            code,
+        })
+    };
+    match tokio::time::timeout(limit, work).await {
+        Ok(done) => done.map_err(|e| FleetError::remote(link.name(), GunFault::Io(e))),
+        Err(_) => Err(FleetError::remote(
+            link.name(),
+            GunFault::Timeout {
+                what: format!("{loadgen} gun"),
+                limit,
+            },
+        )),
+    }
+}
+
+/// `loadgen gun` at `loadgen` asked to check there: `None` when there is no such loadgen (or
+/// not one that knows this request).
+async fn check(
+    link: &dyn Link,
+    loadgen: &str,
+    reach: Option<&str>,
+) -> Result<Option<GunCheck>, FleetError> {
+    let request = GunRequest::Check {
+        reach: reach.map(str::to_string),
+    };
+    let out = exchange(link, loadgen, &order::line(&request), CHECK).await?;
+    if link.lost(out.code) {
+        return Err(FleetError::remote(
+            link.name(),
+            GunFault::LinkFailed {
+                link: link.kind(),
+                said: last_line(&String::from_utf8_lossy(&out.errors)).unwrap_or_default(),
+            },
+        ));
+    }
+    Ok(serde_json::from_slice(&out.output).ok())
+}
+
+/// The gun's clock against this one: `loadgen gun` asked for its clock answers each further
+/// line with its time; of 16 exchanges over one session, the one with the shortest round
+/// trip, whose midpoint is nearest the gun's reading.
+async fn clock(link: &dyn Link, loadgen: &str) -> Result<(i64, i64), FleetError> {
+    let failed = |why: ClockFault| FleetError::remote(link.name(), GunFault::Clock(why));
+    let Session {
+        mut input,
+        output,
+        mut errors,
+        ended,
+        kill: _,
+    } = link.session(loadgen)?;
+    let mut lines = BufReader::new(output).lines();
+    let mut best: Option<(i64, i64)> = None;
+    let exchange = async {
+        input
+            .write_all(&order::line(&GunRequest::Clock))
+            .await
+            .map_err(|e| failed(ClockFault::Io(e)))?;
+        for _ in 0..EXCHANGES {
+            // The round trip on the monotonic clock (a wall clock stepped or slewed meanwhile
+            // would bend it), the wall clock read once, for the midpoint.
+            let sent = std::time::Instant::now();
+            let t0 = now_ns();
+            input
+                .write_all(b"t\n")
+                .await
+                .map_err(|e| failed(ClockFault::Io(e)))?;
+            input.flush().await.map_err(|e| failed(ClockFault::Io(e)))?;
+            let line = lines
+                .next_line()
+                .await
+                .map_err(|e| failed(ClockFault::Io(e)))?
+                .ok_or_else(|| failed(ClockFault::Closed))?;
+            let rtt = i64::try_from(sent.elapsed().as_nanos()).unwrap_or(i64::MAX);
+            let theirs: i64 = line
+                .trim()
+                .parse()
+                .map_err(|_| failed(ClockFault::NotATime(line.clone())))?;
+            let offset = theirs.saturating_sub(t0.saturating_add(rtt / 2));
+            if best.is_none_or(|(_, r)| rtt < r) {
+                best = Some((offset, rtt));
+            }
+        }
+        Ok::<(), FleetError>(())
+    };
+    // What it says meanwhile is read and let go: a pipe nobody reads would stall it once full.
+    let drain = async {
+        let _ = tokio::io::copy(&mut errors, &mut tokio::io::sink()).await;
+    };
+    {
+        let timed = tokio::time::timeout(CLOCK, exchange);
+        tokio::pin!(timed);
+        tokio::select! {
+            done = &mut timed => done.map_err(|_| failed(ClockFault::Silent))??,
+            () = drain => timed.await.map_err(|_| failed(ClockFault::Silent))??,
+        }
+    }
+    let _ = input.shutdown().await;
+    drop(input);
+    let _ = ended.await;
+    let (offset, rtt) = best.ok_or_else(|| failed(ClockFault::Closed))?;
+    Ok((offset, rtt / 2))
+}

@@ -1,0 +1,119 @@
+//! The guns over OpenSSH, the first [`Transport`]: who they are (`lab`: destinations, or a
+//! lab's outputs, each one host and nothing else), and one multiplexed connection to each
+//! (`link`: a control master opened once, every session over it, the guns' hardening on every
+//! `ssh`, this build copied to `~/.cache/showdown` on a gun whose loadgen differs).
+
+mod lab;
+mod link;
+
+use std::path::{Path, PathBuf};
+
+pub use lab::{check, config_refusal, parse_ssh_guns, resolve, Lab, Resolved, LAB_STORE_ENV};
+pub use link::SshLink;
+
+use crate::transport::{BoxFuture, Link, Transport};
+use crate::FleetError;
+
+/// Why the SSH guns cannot be named, found or reached.
+#[derive(Debug, thiserror::Error)]
+pub enum SshError {
+    #[error("cannot run ssh: {0} (install OpenSSH's client)")]
+    NoSsh(#[source] std::io::Error),
+    #[error("gun {gun}: cannot connect over SSH: {why}")]
+    Connect { gun: String, why: String },
+    #[error("cannot make a directory for SSH: {0}")]
+    SocketDir(#[source] std::io::Error),
+    #[error("[guns]: give ssh = [\"user@host\", …] or from = \"terraform\" | \"twin\", not both")]
+    Both,
+    #[error("[guns]: name the guns: ssh = [\"user@host\", …], or from = \"terraform\" | \"twin\"")]
+    Neither,
+    #[error("[guns] {0:?} is not an SSH destination: user@host, or a Host of your SSH config (letters, digits and . _ @ : [ ] -)")]
+    Destination(String),
+    #[error("[guns] ssh_config {:?} is not a file: name your SSH config, or drop it for ~/.ssh/config", .0.display().to_string())]
+    ConfigNotAFile(PathBuf),
+    #[error("[guns] from = \"twin\": cannot read {}: {error} (scripts/twin.sh up --guns N first)", .path.display())]
+    Twin {
+        path: PathBuf,
+        #[source]
+        error: std::io::Error,
+    },
+    #[error("[guns] from = \"terraform\": cannot run terraform: {0}")]
+    Terraform(#[source] std::io::Error),
+    #[error("[guns] from = \"terraform\": terraform output in {} failed: {said} (terraform apply the lab first, or set terraform_dir)", .dir.display())]
+    TerraformFailed { dir: PathBuf, said: String },
+    #[error("[guns] from = \"terraform\": ssh_guns is not a list of strings: {0}")]
+    SshGuns(#[source] serde_json::Error),
+    #[error("[guns]: the lab has no guns")]
+    NoGuns,
+    /// A directive of a file's SSH config (`at`: its file and line) that voids the hardening.
+    #[error("[guns] ssh_config: {at} sets {keyword}, which would void the guns' hardening (known hosts, forwards, local commands, other files): remove it from the config you give the guns")]
+    Voiding { at: String, keyword: String },
+    /// A proxy of a file's SSH config the user did not confirm.
+    #[error("[guns] ssh_config: {at} sets {keyword}, which runs a command or reaches a host besides the guns: if it is your bastion, run again with --trust-ssh-proxy")]
+    Proxy { at: String, keyword: String },
+}
+
+/// The SSH guns, resolved, and the private directory of their control sockets.
+#[derive(Debug)]
+pub struct Ssh {
+    resolved: Resolved,
+    /// The control sockets' directory (private, short: a socket path has 108 bytes).
+    sockets: tempfile::TempDir,
+}
+
+impl Ssh {
+    /// The guns `lab` names, its outputs read from `dir`.
+    pub fn new(lab: &Lab<'_>, dir: &Path) -> Result<Ssh, SshError> {
+        let resolved = resolve(lab, dir)?;
+        let sockets = tempfile::Builder::new()
+            .prefix("sd-guns-")
+            .tempdir_in("/tmp")
+            .map_err(SshError::SocketDir)?;
+        Ok(Ssh { resolved, sockets })
+    }
+}
+
+impl Transport for Ssh {
+    fn over(&self) -> &'static str {
+        "over SSH"
+    }
+
+    fn names(&self) -> Vec<String> {
+        self.resolved.destinations.clone()
+    }
+
+    fn hosts(&self) -> order::GunHosts {
+        order::GunHosts::Ssh {
+            destinations: self.resolved.destinations.clone(),
+            config: self
+                .resolved
+                .config
+                .as_ref()
+                .map(|c| c.display().to_string()),
+            from: None,
+            terraform_dir: None,
+        }
+    }
+
+    fn store_env_file(&self) -> Option<String> {
+        self.resolved.store_env_file.clone()
+    }
+
+    fn open(&self, n: usize) -> BoxFuture<'_, Result<Box<dyn Link>, FleetError>> {
+        Box::pin(async move {
+            let destination = self
+                .resolved
+                .destinations
+                .get(n)
+                .ok_or(FleetError::NoGuns)?;
+            let link = SshLink::open(
+                destination,
+                self.resolved.config.as_deref(),
+                self.sockets.path(),
+                n,
+            )
+            .await?;
+            Ok::<_, FleetError>(Box::new(link) as Box<dyn Link>)
+        })
+    }
+}

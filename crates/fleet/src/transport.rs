@@ -1,0 +1,126 @@
+//! How a gun is reached: a [`Transport`] opens each gun's [`Link`], and a link runs sessions of
+//! `loadgen gun` there. What is said over a session (a check, the clock, an order) is the
+//! fleet's, written once (`ready`, `volley`); a transport only carries it, finds or installs the
+//! build, and forwards a port. The traits are object-safe (their futures boxed), so that the
+//! transport is chosen at run time from the order's guns ([`of`]).
+
+use std::fmt;
+use std::future::Future;
+use std::path::Path;
+use std::pin::Pin;
+
+use tokio::io::{AsyncRead, AsyncWrite};
+
+use crate::FleetError;
+
+/// A future a trait object can return.
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// The guns, and how to reach each.
+pub trait Transport: Send + Sync + fmt::Debug {
+    /// How the guns are reached, in words: "over SSH".
+    fn over(&self) -> &'static str;
+    /// The guns' names (an SSH destination each), in order.
+    fn names(&self) -> Vec<String>;
+    /// The guns as an order names them, resolved (a lab's read): what a search's own generator
+    /// opens again.
+    fn hosts(&self) -> order::GunHosts;
+    /// The file on each gun that sets the store's URL, when the guns' lab says where it is.
+    fn store_env_file(&self) -> Option<String>;
+    /// Opens the link to gun `n` (of [`Transport::names`]).
+    fn open(&self, n: usize) -> BoxFuture<'_, Result<Box<dyn Link>, FleetError>>;
+}
+
+/// One gun, reached.
+pub trait Link: Send + Sync + fmt::Debug {
+    /// The gun's name, as the user gave it.
+    fn name(&self) -> &str;
+    /// The link's kind in words ("SSH": "the SSH connection was lost").
+    fn kind(&self) -> &'static str;
+    /// The program that carries a session on this machine ("ssh": "ssh was killed").
+    fn program(&self) -> &'static str;
+    /// `loadgen gun` started on the gun from `loadgen` (a path there), its standard input,
+    /// output and error piped here.
+    fn session(&self, loadgen: &str) -> Result<Session, FleetError>;
+    /// Whether a session that ended with `code` failed for the link (ssh's own exit 255), not
+    /// for loadgen.
+    fn lost(&self, code: Option<i32>) -> bool;
+    /// Where `loadgen` may be on the gun, in the order to try: `asked` (`[guns] loadgen`), or
+    /// the transport's own guess, then where [`Link::install`] puts the build `build`.
+    fn candidates(&self, asked: Option<&str>, build: &str) -> Vec<String>;
+    /// Installs this machine's `loadgen` (`local`, whose SHA-256 is `build`) on the gun, whose
+    /// architecture is `arch` when a loadgen there said it: where it went.
+    fn install<'a>(
+        &'a self,
+        local: &'a Path,
+        build: &'a str,
+        arch: Option<&'a str>,
+    ) -> BoxFuture<'a, Result<String, FleetError>>;
+    /// A port of this machine's loopback forwarded to `host:port` as the gun reaches it;
+    /// `None` when this transport does not forward (the target is then reached directly).
+    fn forward<'a>(
+        &'a self,
+        host: &'a str,
+        port: u16,
+    ) -> BoxFuture<'a, Result<Option<u16>, FleetError>>;
+    /// Ends the link, its sessions with it.
+    fn close(self: Box<Self>) -> BoxFuture<'static, ()>;
+}
+
+/// `loadgen gun` running on a gun: its standard streams, its end, and a way to end it at once.
+pub struct Session {
+    /// Its standard input: a request line, then held open (its closing stops an attack).
+    pub input: Box<dyn AsyncWrite + Send + Unpin>,
+    pub output: Box<dyn AsyncRead + Send + Unpin>,
+    pub errors: Box<dyn AsyncRead + Send + Unpin>,
+    /// Resolves when the session ends: its exit code (`None`: killed). Dropped, it ends the
+    /// session.
+    pub ended: BoxFuture<'static, std::io::Result<Option<i32>>>,
+    /// Ends the session at once (a gun that hangs past its grace).
+    pub kill: Box<dyn FnMut() + Send>,
+}
+
+impl fmt::Debug for Session {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Session")
+    }
+}
+
+/// The transport an order's guns name, their lab read from `dir` (an experiment file's
+/// directory; the current one for flags): the one place a transport is chosen.
+pub fn of(guns: &order::Guns, dir: &Path) -> Result<Box<dyn Transport>, FleetError> {
+    match &guns.hosts {
+        order::GunHosts::Ssh {
+            destinations,
+            config,
+            from,
+            terraform_dir,
+        } => {
+            let lab = crate::ssh::Lab {
+                destinations,
+                config: config.as_deref().map(Path::new),
+                from: *from,
+                terraform_dir: terraform_dir.as_deref().map(Path::new),
+            };
+            Ok(Box::new(crate::ssh::Ssh::new(&lab, dir)?))
+        }
+    }
+}
+
+/// What the transport an order's guns name can check before anything is opened.
+pub(crate) fn check(hosts: &order::GunHosts) -> Result<(), FleetError> {
+    match hosts {
+        order::GunHosts::Ssh {
+            destinations,
+            config,
+            from,
+            terraform_dir,
+        } => crate::ssh::check(&crate::ssh::Lab {
+            destinations,
+            config: config.as_deref().map(Path::new),
+            from: *from,
+            terraform_dir: terraform_dir.as_deref().map(Path::new),
+        })
+        .map_err(FleetError::from),
+    }
+}
