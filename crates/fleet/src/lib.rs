@@ -15,7 +15,7 @@
 //! corrected for in each shard's start), its CPUs checked, the target reached from it. A gun
 //! that fails any of these is refused, with why, before anything runs. A second transport (a
 //! Kubernetes Job, say) is a module beside [`ssh`] implementing [`Transport`] and [`Link`], a
-//! variant of [`order::GunHosts`] and an arm of [`transport::of`]: the rest is written once.
+//! variant of [`order::GunHosts`] and an arm of [`prepare::of`]: the rest is written once.
 //!
 //! Modules:
 //!

@@ -11,7 +11,7 @@ use std::time::Duration;
 use tokio::sync::watch;
 
 use crate::ready::{ready, ReadyGun};
-use crate::transport::{self, Transport};
+use crate::transport::Transport;
 use crate::{build_of, Fleet, FleetError, GunFault, CLOCK_TOLERANCE};
 
 /// What to make ready.
@@ -56,7 +56,7 @@ impl fmt::Display for Progress {
 
 /// What can be checked of `guns` before anything is opened (what serde cannot).
 pub fn check(guns: &order::Guns) -> Result<(), FleetError> {
-    transport::check(&guns.hosts)?;
+    check_hosts(&guns.hosts)?;
     if guns.threads == Some(0) {
         return Err(FleetError::Threads);
     }
@@ -83,11 +83,11 @@ pub async fn prepare(
     progress: &mut (dyn FnMut(Progress) + Send),
 ) -> Result<Option<Fleet>, FleetError> {
     check(preparing.guns)?;
-    let transport = transport::of(preparing.guns, preparing.dir)?;
+    let transport = of(preparing.guns, preparing.dir)?;
     prepare_over(transport, preparing, stop, progress).await
 }
 
-/// [`prepare`] over a transport already opened (a test's, or one chosen by [`transport::of`]).
+/// [`prepare`] over a transport already opened (a test's, or one chosen by [`of`]).
 pub async fn prepare_over(
     transport: Box<dyn Transport>,
     preparing: Preparing<'_>,
@@ -198,4 +198,43 @@ async fn ready_all(
         clock_tolerance_ns: guns.clock_tolerance_ns,
         _transport: transport,
     })
+}
+
+/// The transport an order's guns name, their lab read from `dir` (an experiment file's
+/// directory; the current one for flags): the one place a transport is chosen.
+pub fn of(guns: &order::Guns, dir: &Path) -> Result<Box<dyn Transport>, FleetError> {
+    match &guns.hosts {
+        order::GunHosts::Ssh {
+            destinations,
+            config,
+            from,
+            terraform_dir,
+        } => {
+            let lab = crate::ssh::Lab {
+                destinations,
+                config: config.as_deref().map(Path::new),
+                from: *from,
+                terraform_dir: terraform_dir.as_deref().map(Path::new),
+            };
+            Ok(Box::new(crate::ssh::Ssh::new(&lab, dir)?))
+        }
+    }
+}
+
+/// What the transport an order's guns name can check before anything is opened.
+fn check_hosts(hosts: &order::GunHosts) -> Result<(), FleetError> {
+    match hosts {
+        order::GunHosts::Ssh {
+            destinations,
+            config,
+            from,
+            terraform_dir,
+        } => crate::ssh::check(&crate::ssh::Lab {
+            destinations,
+            config: config.as_deref().map(Path::new),
+            from: *from,
+            terraform_dir: terraform_dir.as_deref().map(Path::new),
+        })
+        .map_err(FleetError::from),
+    }
 }

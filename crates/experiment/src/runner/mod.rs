@@ -48,13 +48,14 @@ use firing::CellOutcome;
 pub use firing::{Firing, Hosts};
 mod options;
 
+pub use options::BuildError;
 pub use options::{Error, RunOptions, RunReport, Trust, SECRET};
 pub use resume::{states, CellState};
+pub use setup::LaunchError;
 use setup::{
     builds, database, database_cpus, failures, file_dir, named_database, ports, verify_targets,
     Launcher,
 };
-pub use setup::{BuildError, LaunchError};
 
 /// The experiment's page record: its question, its axes, how its targets fared.
 fn record(

@@ -80,7 +80,7 @@ pub enum Error {
         file: std::path::PathBuf,
     },
     #[error("targets/build failed: {0}")]
-    BuiltinBuild(#[source] super::setup::BuildError),
+    BuiltinBuild(#[source] BuildError),
     #[error(transparent)]
     Compare(#[from] crate::file::AllowedError),
     #[error(transparent)]
@@ -88,4 +88,38 @@ pub enum Error {
     /// The guns could not be made ready (or a file's SSH config is refused).
     #[error(transparent)]
     Guns(#[from] fleet::FleetError),
+}
+
+/// Why a build did not succeed; `command` is its command line as it may be shown.
+#[derive(Debug, thiserror::Error)]
+pub enum BuildError {
+    #[error("build is empty")]
+    Empty,
+    #[error("cannot run {program:?} in {}: {source}", .cwd.display())]
+    Run {
+        program: String,
+        cwd: std::path::PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("cannot wait for {program:?}: {source}")]
+    Wait {
+        program: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{command} was interrupted (the run was stopped)")]
+    Interrupted { command: String },
+    #[error("{command} {}; its last output: {output}", crate::targets::describe(*.status))]
+    Failed {
+        command: String,
+        status: std::process::ExitStatus,
+        output: String,
+    },
+    #[error("{command} did not finish within its build_timeout of {}: stopped; its last output: {output}", humantime::format_duration(*.timeout))]
+    Timeout {
+        command: String,
+        timeout: Duration,
+        output: String,
+    },
 }

@@ -11,7 +11,7 @@ use store::experiment::{Against, Verification};
 use store::vocabulary::Outcome;
 
 use super::event::{Event, Events};
-use super::options::{Error, SECRET};
+use super::options::{BuildError, Error, SECRET};
 use crate::checkout::{Checkouts, Wanted};
 use crate::declared;
 use crate::file::{CheckSpec, Contract, Experiment, TargetKind, TargetSpec, PORT_PLACEHOLDER};
@@ -209,40 +209,6 @@ const BUILD_TIMEOUT: Duration = Duration::from_secs(600);
 
 /// How each target's `build` went, by target name.
 pub(super) type Built = BTreeMap<String, Result<(), BuildError>>;
-
-/// Why a build did not succeed; `command` is its command line as it may be shown.
-#[derive(Debug, thiserror::Error)]
-pub enum BuildError {
-    #[error("build is empty")]
-    Empty,
-    #[error("cannot run {program:?} in {}: {source}", .cwd.display())]
-    Run {
-        program: String,
-        cwd: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
-    #[error("cannot wait for {program:?}: {source}")]
-    Wait {
-        program: String,
-        #[source]
-        source: std::io::Error,
-    },
-    #[error("{command} was interrupted (the run was stopped)")]
-    Interrupted { command: String },
-    #[error("{command} {}; its last output: {output}", crate::targets::describe(*.status))]
-    Failed {
-        command: String,
-        status: std::process::ExitStatus,
-        output: String,
-    },
-    #[error("{command} did not finish within its build_timeout of {}: stopped; its last output: {output}", humantime::format_duration(*.timeout))]
-    Timeout {
-        command: String,
-        timeout: Duration,
-        output: String,
-    },
-}
 
 /// Why a local target was not started.
 #[derive(Debug, thiserror::Error)]

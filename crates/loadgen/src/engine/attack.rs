@@ -22,7 +22,7 @@ use crate::engine::recorder::{Timing, WorkerMessage};
 use crate::engine::request::RequestMix;
 use crate::engine::schedule::Schedule;
 use crate::engine::shutdown::Shutdown;
-use crate::engine::workload::{share, RunShared, WorkerLoad};
+use crate::engine::workload::{share, RunShared, WorkerError, WorkerLoad};
 use store::model::IntervalStats;
 
 /// Open or closed loop, and when it ends.
@@ -182,35 +182,6 @@ pub enum AttackError {
     Threads(io::Error),
     #[error("--start-at {0}: give a time a few seconds ahead, e.g. --start-at $(date -d '+10 seconds' --rfc-3339=seconds)")]
     StartAt(String),
-}
-
-/// Why a worker thread stopped working: a warning of its run, whose other workers go on.
-#[derive(Debug, Error)]
-pub enum WorkerError {
-    #[error("worker {index}: cannot start its runtime: {source}")]
-    Runtime {
-        index: usize,
-        #[source]
-        source: io::Error,
-    },
-    #[error("worker {index}: cannot pace requests: {source}")]
-    Pace {
-        index: usize,
-        #[source]
-        source: io::Error,
-    },
-    #[error("worker {index}: cannot set up its event loop: {source}")]
-    EventLoopSetup {
-        index: usize,
-        #[source]
-        source: rustix::io::Errno,
-    },
-    #[error("worker {index}: its event loop failed: {source}")]
-    EventLoop {
-        index: usize,
-        #[source]
-        source: rustix::io::Errno,
-    },
 }
 
 /// What a finished (or stopped) attack recorded.

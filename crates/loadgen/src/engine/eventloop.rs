@@ -42,13 +42,13 @@ use rustix::time::{
 use tokio::sync::{mpsc, watch};
 
 use crate::engine::arrivals::Arrivals;
-use crate::engine::attack::WorkerError;
 use crate::engine::client::classify_connect;
 use crate::engine::clock::{self, Nanos};
 use crate::engine::h1response::{Progress, ResponseReader};
 use crate::engine::recorder::{Exchange, Recorder, WorkerMessage};
 use crate::engine::shutdown::{Shutdown, Stop};
 use crate::engine::timer::{once_at, precise_thread};
+use crate::engine::workload::WorkerError;
 use crate::engine::workload::{claim, Job, RunShared, WorkerLoad};
 use store::model::ErrorKind;
 

@@ -36,12 +36,12 @@ use rand::SeedableRng;
 use tokio::sync::{mpsc, watch, Notify};
 use tokio::task::{spawn_local, LocalSet};
 
-use crate::engine::attack::WorkerError;
 use crate::engine::client::{exchange_h2, H1Conn};
 use crate::engine::clock::{self, Nanos};
 use crate::engine::recorder::{Recorder, WorkerMessage};
 use crate::engine::shutdown::{Shutdown, Stop};
 use crate::engine::timer::{precise_thread, PreciseTimer};
+use crate::engine::workload::WorkerError;
 use crate::engine::workload::{claim, Job, RunShared, WorkerLoad};
 use store::model::ErrorKind;
 

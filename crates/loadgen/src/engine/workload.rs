@@ -225,3 +225,32 @@ mod tests {
         assert_eq!((0..4).map(|i| share(2, 4, i)).sum::<u64>(), 2);
     }
 }
+
+/// Why a worker thread stopped working: a warning of its run, whose other workers go on.
+#[derive(Debug, thiserror::Error)]
+pub enum WorkerError {
+    #[error("worker {index}: cannot start its runtime: {source}")]
+    Runtime {
+        index: usize,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("worker {index}: cannot pace requests: {source}")]
+    Pace {
+        index: usize,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("worker {index}: cannot set up its event loop: {source}")]
+    EventLoopSetup {
+        index: usize,
+        #[source]
+        source: rustix::io::Errno,
+    },
+    #[error("worker {index}: its event loop failed: {source}")]
+    EventLoop {
+        index: usize,
+        #[source]
+        source: rustix::io::Errno,
+    },
+}
