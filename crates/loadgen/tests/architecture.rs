@@ -293,3 +293,34 @@ fn a_results_error_type_is_read_at_the_top_level_of_its_arguments() {
     );
     assert!(result_errors("type R = io::Result<()>;").is_empty());
 }
+
+/// The guns are a crate of their own below the runner (docs/architecture.md): `fleet` depends
+/// on neither the runner nor loadgen, and loadgen reaches the guns through `fleet`, never
+/// through the runner's crate.
+#[test]
+fn the_guns_are_reached_through_the_fleet_crate_alone() {
+    let manifest = std::fs::read_to_string(crates().join("fleet/Cargo.toml")).expect("fleet");
+    for above in ["experiment", "loadgen", "report"] {
+        assert!(
+            !manifest
+                .lines()
+                .any(|l| l.trim_start().starts_with(&format!("{above} "))),
+            "crates/fleet depends on {above}, which is above it"
+        );
+    }
+    let mut found = Vec::new();
+    for file in sources(&crates().join("loadgen/src")) {
+        let text = std::fs::read_to_string(&file).expect("a source file");
+        for (n, line) in text.lines().enumerate() {
+            let code = line.split("//").next().unwrap_or("");
+            if code.contains("experiment::fleet") || code.contains("experiment::gun::Gun") {
+                found.push(format!("{}:{}: {}", file.display(), n + 1, line.trim()));
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "loadgen reaches the guns through the runner's crate (use fleet::…):\n{}",
+        found.join("\n")
+    );
+}
