@@ -957,14 +957,14 @@ def test_checkov_finds_nothing_unexplained():
 
 
 def test_the_guns_runner_finds_what_the_lab_makes():
-    """`[guns] from = "terraform"` (crates/experiment/src/fleet/spec.rs, docs/guns.md) drives the
+    """`[guns] from = "terraform"` (crates/fleet/src/ssh/lab.rs, docs/guns.md) drives the
     lab's guns from the operator's machine: it reads `ssh_guns` as `ssh USER@IP`, runs `loadgen`
     from the guns' PATH as the SSH user, and gives each gun's shard the store URL in the file the
     lab writes for that user. What it expects is what the lab makes."""
     outputs = {k: v for block in TF["output"] for k, v in block.items()}
     guns = text(outputs["ssh_guns"]["value"])
     assert re.search(r"ssh admin@\$\{g\.public_ip\}", guns), guns
-    spec = open(os.path.join(os.path.dirname(LAB), "crates", "experiment", "src", "fleet", "spec.rs")).read()
+    spec = open(os.path.join(os.path.dirname(LAB), "crates", "fleet", "src", "ssh", "lab.rs")).read()
     store_env = re.search(r'pub const LAB_STORE_ENV: &str = "([^"]+)";', spec).group(1)
     gun = open(os.path.join(LAB, "templates", "gun.yaml.tftpl")).read()
     assert f"> {store_env}" in gun and "SHOWDOWN_DB=postgres://" in gun, "the gun's store file moved"
