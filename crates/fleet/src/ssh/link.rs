@@ -110,13 +110,18 @@ impl SshLink {
 
     /// Whether the connection is up.
     async fn up(&self) -> bool {
+        matches!(self.control_command("check").status().await, Ok(s) if s.success())
+    }
+
+    /// `ssh -O OPERATION` to this connection's master, its output dropped.
+    fn control_command(&self, operation: &str) -> tokio::process::Command {
         let mut command = ssh(self.config.as_deref(), &self.control);
-        command.args(["-O", "check", "--", &self.destination]);
+        command.args(["-O", operation, "--", &self.destination]);
         command
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null());
-        matches!(command.status().await, Ok(s) if s.success())
+        command
     }
 
     /// A command on the gun, over the connection (a shell command line of the gun's: only
@@ -263,12 +268,7 @@ impl SshLink {
 
     /// Ends the connection (its sessions with it).
     async fn end(mut self) {
-        let mut command = ssh(self.config.as_deref(), &self.control);
-        command.args(["-O", "exit", "--", &self.destination]);
-        command
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null());
+        let mut command = self.control_command("exit");
         let _ = tokio::time::timeout(Duration::from_secs(5), command.status()).await;
         let _ = self.master.kill().await;
         self.group.end();
