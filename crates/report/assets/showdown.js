@@ -8,7 +8,7 @@
   'use strict';
 
   // Four significant digits, whole and thousands-separated from 10,000, "--" where there is no
-  // value: as the SVG's axes write them (report::number, held to this by tests/numbers.rs).
+  // value: as the SVG's axes write them (report::number, held to this by tests/it/numbers.rs).
   function fmt(v) {
     if (v == null || !isFinite(v)) return '--';
     if (v === 0) return '0';

@@ -714,7 +714,7 @@ pub fn y_top<'a>(lines: impl IntoIterator<Item = &'a Line>) -> f64 {
 }
 
 /// A number as both drawings write it, the SVG's axes here and the pages' script's `fmt`
-/// (`assets/showdown.js`, held to this by `tests/numbers.rs`): `--` for none, `0`, four
+/// (`assets/showdown.js`, held to this by `tests/it/numbers.rs`): `--` for none, `0`, four
 /// significant digits below 10,000 (`0.25`, `12.5`, `1235`), whole and thousands-separated from
 /// 10,000 (`25,000`, `3,200,000`).
 pub fn number(v: f64) -> String {

@@ -1,5 +1,5 @@
 """Reads an HdrHistogram interval log with HdrHistogram_py (an independent implementation)
-and prints, per tag, the merged histogram's figures as JSON. Used by tests/hdr_log.rs."""
+and prints, per tag, the merged histogram's figures as JSON. Used by tests/it/hdr_log.rs."""
 import json
 import sys
 

@@ -1,0 +1,484 @@
+//! `loadgen capacity` against servers whose capacity is known by construction: the built-in
+//! target spending a fixed CPU time per request on its only thread (one request at a time, so
+//! it serves at most 1 / work a second), pinned to a CPU of its own while the generator has the
+//! other. The search's C_0.5 must land within 10 % of the truth with a 95 % interval within
+//! ±5 %; a hog on the generator's CPU must make the steps invalid, never a lower capacity; a
+//! step above capacity whose queue builds slowly must fail as unstable (it serves less than
+//! 99 % of the rate) even when its p99 is inside the SLO.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use crate::common;
+
+use std::process::{Child, Command};
+
+use common::exclusive;
+use store::capacity::{Arrival, Repeated, Search, Status, Verdict};
+
+const LOADGEN: &str = env!("CARGO_BIN_EXE_loadgen");
+
+/// The built-in target, pinned to CPU 1, spending `work` per request; killed when dropped.
+struct Target {
+    child: Child,
+    url: String,
+}
+
+impl Target {
+    fn start(work: &str) -> Target {
+        let mut taskset = Command::new("taskset");
+        taskset.args(["-c", "1", LOADGEN]);
+        let (child, addr) = common::loadgen_target(taskset, &["--work", work]);
+        Target {
+            child,
+            url: format!("http://{addr}/"),
+        }
+    }
+}
+
+impl Drop for Target {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// `loadgen ARGS` on CPU 0.
+fn on_cpu0(args: &[&str]) -> std::process::Output {
+    let out = Command::new("taskset")
+        .args(["-c", "0", LOADGEN])
+        .args(args)
+        .output()
+        .unwrap();
+    eprintln!(
+        "loadgen {args:?}\n--- stdout\n{}--- stderr\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+/// The search `loadgen capacity URL ARGS` finds, from its JSON.
+fn capacity(url: &str, args: &[&str]) -> Search {
+    searches(url, args)
+        .searches
+        .into_iter()
+        .next()
+        .expect("one search")
+}
+
+/// The searches `loadgen capacity URL ARGS` runs and what they agree on, from its JSON.
+fn searches(url: &str, args: &[&str]) -> Repeated {
+    let mut all = vec!["capacity", url, "--no-store", "--output", "json"];
+    all.extend_from_slice(args);
+    let out = on_cpu0(&all);
+    serde_json::from_slice(&out.stdout).expect("the searches as JSON")
+}
+
+/// The most the target serves: what 16 connections of a closed loop get from it.
+fn truth(url: &str) -> f64 {
+    let out = on_cpu0(&[
+        "attack",
+        url,
+        "-c",
+        "16",
+        "-d",
+        "3s",
+        "--no-store",
+        "--output",
+        "json",
+    ]);
+    let summary: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    summary["requests"]["throughput"].as_f64().unwrap()
+}
+
+#[test]
+fn the_capacity_found_is_within_ten_percent_of_the_truth() {
+    let _cpu = exclusive();
+    let target = Target::start("1ms");
+    let truth = truth(&target.url);
+    assert!(
+        (700.0..1_050.0).contains(&truth),
+        "1 ms a request: {truth} req/s at most"
+    );
+    let repeated = searches(
+        &target.url,
+        &[
+            "--slo",
+            "p99<=20ms",
+            // 1 %, not 0.1 %: showing 0.1 % takes 7,680 requests a step (8 s windows here),
+            // and the test is about the knee, not the error bound.
+            "--slo",
+            "errors<=1%",
+            "--step",
+            "2s",
+            "--warmup",
+            "500ms",
+            // The default 30 steps: once in CI a search of this target ended at ±9.5 % after
+            // 25 steps beside its knee, on a host the suite shares (a knee wider than the
+            // simulated worlds' sharp one: docs/benchmarks/capacity.md, the worlds grid).
+            "--max-steps",
+            "45",
+        ],
+    );
+    // One search: C_0.5 of 2 s windows, estimated from every step, with its 95 % interval.
+    assert_eq!(repeated.searches.len(), 1, "{}", repeated.stopped);
+    let agreed = repeated.capacity.clone().unwrap();
+    assert_eq!(agreed.searches, 1);
+    assert!(
+        (agreed.rate - truth).abs() / truth <= 0.10,
+        "C_0.5 {} req/s, truly {truth}",
+        agreed.rate
+    );
+    let search = repeated.searches.into_iter().next().unwrap();
+    assert_eq!(search.status, Status::Found, "{}", search.reason);
+    // How the requests arrived is kept with the search: evenly spaced, without --batch.
+    assert_eq!(search.settings.arrival, Some(Arrival::Uniform));
+    let found = search.capacity.unwrap();
+    assert!(
+        (found - truth).abs() / truth <= 0.10,
+        "found {found} req/s, truly {truth}"
+    );
+    // Its interval is 95 %, within the ±5 % asked, and said in the words of the figure.
+    let e = search.estimate().unwrap();
+    assert_eq!((e.p, e.confidence, e.rate), (0.5, 0.95, found));
+    assert!(e.within(0.05), "{e:?}: {}", search.reason);
+    assert!(
+        search
+            .reason
+            .contains("95 % interval of C_0.5(T = 2 s, w = 0.5 s"),
+        "{}",
+        search.reason
+    );
+    assert!(search.steps.iter().filter(|s| s.fine).count() >= 12);
+    for step in &search.steps {
+        let (verdict, rate) = (step.judgement.verdict, step.rate);
+        if rate > truth * 1.05 {
+            assert_ne!(
+                verdict,
+                Verdict::Pass,
+                "{rate} req/s is past the truth {truth}"
+            );
+        }
+    }
+}
+
+#[test]
+fn a_step_whose_queue_builds_slowly_fails_as_unstable_though_its_p99_is_inside_the_slo() {
+    let _cpu = exclusive();
+    // 2 ms a request: at most 500 req/s. At 5 % more, the queue grows by 25 requests a second,
+    // 50 ms of latency a second: over 3 s, well inside a 2 s SLO.
+    let target = Target::start("2ms");
+    let truth = truth(&target.url);
+    let rate = format!("{:.0}", truth * 1.05);
+    let search = capacity(
+        &target.url,
+        &[
+            "--slo",
+            "p99<=2s",
+            "--step",
+            "3s",
+            "--warmup",
+            "500ms",
+            "--start",
+            &rate,
+            "--min-rate",
+            &rate,
+            "--max-rate",
+            &rate,
+        ],
+    );
+    let first = &search.steps[0].judgement;
+    assert_eq!(first.verdict, Verdict::Unstable, "{}", first.reason);
+    assert!(
+        first.terms[0].value < 2e9,
+        "its p99 alone would have passed: {first:?}"
+    );
+    assert_eq!(search.status, Status::BelowMinimum);
+    assert!(
+        search.capacity.is_none(),
+        "never a capacity from a step above it"
+    );
+}
+
+#[test]
+fn a_hog_on_the_generators_cpu_makes_the_search_find_the_generators_limit_not_the_servers() {
+    let _cpu = exclusive();
+    let target = Target::start("0s");
+    // Two busy loops on the generator's CPU: it gets a third of it.
+    let hogs: Vec<Child> = (0..2)
+        .map(|_| {
+            Command::new("taskset")
+                .args(["-c", "0", "sh", "-c", "while :; do :; done"])
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    let search = capacity(
+        &target.url,
+        &[
+            "--slo",
+            "p99<=10ms",
+            "--step",
+            "2s",
+            "--warmup",
+            "500ms",
+            "--start",
+            "40000",
+            "--threads",
+            "1",
+            // The generator's limit to within 20 %: enough to show it measured, in few steps.
+            "--resolution",
+            "20%",
+        ],
+    );
+    for mut h in hogs {
+        let _ = h.kill();
+        let _ = h.wait();
+    }
+    assert_eq!(search.status, Status::GeneratorLimited, "{}", search.reason);
+    assert!(
+        search.reason.contains("the generator is the limit"),
+        "{}",
+        search.reason
+    );
+    // The generator's limit is measured: the lowest invalid step, with the capacity (the
+    // server passed there) just below it, within the resolution.
+    let limit = search.generator_limit.expect("the generator's limit");
+    let invalid = search
+        .steps
+        .iter()
+        .find(|st| st.rate == limit)
+        .expect("the step at the limit");
+    assert_eq!(invalid.judgement.verdict, Verdict::Invalid);
+    if let Some(cap) = search.capacity {
+        assert!(
+            cap < limit && (limit - cap) / cap <= 0.20 + 1e-9,
+            "at least {cap}, generator's limit {limit}: {}",
+            search.reason
+        );
+    }
+}
+
+#[test]
+fn a_bad_slo_is_one_line_that_gives_the_grammar() {
+    let out = std::process::Command::new(LOADGEN)
+        .args(["capacity", "http://127.0.0.1:9/", "--slo", "p99<10ms"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(said.contains("write FIGURE<=BOUND: p99<=10ms"), "{said}");
+}
+
+/// The comparison `loadgen capacity URL --against ORIGIN ARGS` runs, from its JSON.
+fn compared(url: &str, against: &str, args: &[&str]) -> store::capacity::compare::Compared {
+    let mut all = vec![
+        "capacity",
+        url,
+        "--against",
+        against,
+        "--no-store",
+        "--output",
+        "json",
+    ];
+    all.extend_from_slice(args);
+    let out = on_cpu0(&all);
+    serde_json::from_slice(&out.stdout).expect("the comparison as JSON")
+}
+
+/// The comparison at 12 rounds; where it has no interval (it says more rounds would narrow it)
+/// or one wider than ±15 %, the comparison is run again as the user would, at twice the
+/// rounds. At 12 rounds of 1 s about one comparison in ten has a figure whose 12 steps (three
+/// clusters) do not bound it on both sides, an honest "no interval", not a claim of difference.
+fn settled(url: &str, against: &str) -> store::capacity::compare::Compared {
+    let run = |rounds: &str| {
+        let args = [
+            "--slo",
+            "p99<=20ms",
+            "--slo",
+            "errors<=1%",
+            "--step",
+            "1s",
+            "--warmup",
+            "500ms",
+            "--start",
+            "500",
+            "--rounds",
+            rounds,
+        ];
+        compared(url, against, &args)
+    };
+    let first = run("12");
+    assert_eq!(first.rounds, 12, "{}", first.reason);
+    let r = &first.ratios[0];
+    match r.half_width() {
+        // An answer to act on: a difference, or none within ±15 %.
+        Some(h) if h <= 0.15 => return first,
+        // An interval too wide to say either (once in CI: 0.824×, 95 % interval 0.465–1.379,
+        // a stall of the shared host in one of three clusters): a user runs more rounds.
+        Some(_) => {}
+        None => assert!(
+            r.text().contains("more rounds would narrow it"),
+            "{}",
+            r.text()
+        ),
+    }
+    let again = run("24");
+    assert_eq!(again.rounds, 24, "{}", again.reason);
+    again
+}
+
+#[test]
+fn a_slower_server_compares_lower_and_a_server_against_itself_is_not_shown_to_differ() {
+    let _cpu = exclusive();
+    // 1 ms and 1.25 ms a request, taking turns on CPU 1: the second serves 0.8× the first.
+    let (a, b) = (Target::start("1ms"), Target::start("1250us"));
+    let origin = |t: &Target| t.url.trim_end_matches('/').to_string();
+    let ab = settled(&a.url, &origin(&b));
+    assert_eq!(ab.searches.len(), 2);
+    // Every round ran one step of each, and every step says its round.
+    for s in &ab.searches {
+        let rounds: Vec<u32> = s.steps.iter().map(|st| st.round.unwrap()).collect();
+        assert_eq!(rounds, (1..=ab.rounds).collect::<Vec<u32>>(), "{}", s.name);
+    }
+    let r = &ab.ratios[0];
+    assert_eq!(
+        (r.of.as_str(), r.to.as_str()),
+        (ab.searches[1].id.as_str(), ab.searches[0].id.as_str())
+    );
+    assert_eq!(r.confidence, 0.95);
+    assert!((0.72..=0.88).contains(&r.ratio), "{r:?}");
+    assert_eq!(
+        r.difference(),
+        store::capacity::compare::Difference::Lower,
+        "{}",
+        r.text()
+    );
+    // A/A: the first target against itself.
+    let aa = settled(&a.url, &origin(&a));
+    let r = &aa.ratios[0];
+    assert!(
+        r.of_name.ends_with("#2") && r.to_name.ends_with("#1"),
+        "{r:?}"
+    );
+    assert!((0.95..=1.05).contains(&r.ratio), "{}", r.text());
+    assert_eq!(
+        r.difference(),
+        store::capacity::compare::Difference::NotShown,
+        "{}",
+        r.text()
+    );
+    assert!(r.text().contains("not shown to differ"), "{}", r.text());
+}
+
+#[test]
+fn against_takes_an_origin_not_a_url_with_a_path() {
+    let out = std::process::Command::new(LOADGEN)
+        .args([
+            "capacity",
+            "http://127.0.0.1:9/now",
+            "--slo",
+            "p99<=10ms",
+            "--against",
+            "http://127.0.0.1:10/now",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(said.contains("--against takes an origin"), "{said}");
+}
+
+/// `--check`: after the search, blocks of one step at the ends of C_0.5's interval and at
+/// C_0.75, C_0.5 and C_0.25 of its curve, each block in a random order, then the search again;
+/// the check kept with the search and shown on its page. On the built-in target every level's
+/// passes lie in the range a figure whose interval holds allows; the sitting may move under a
+/// check (a VM's did by 2 % in five minutes: docs/benchmarks/capacity.md), which the check says
+/// as "moved" or "void", never as a wrong figure.
+#[test]
+fn a_check_runs_blocks_at_the_five_levels_and_finds_the_built_in_targets_figure_within_range() {
+    let _cpu = exclusive();
+    let target = Target::start("1ms");
+    let dir = tempfile::tempdir().unwrap();
+    let db = format!("sqlite://{}", dir.path().join("store.db").display());
+    let site = dir.path().join("site");
+    let out = on_cpu0(&[
+        "capacity",
+        &target.url,
+        "--slo",
+        "p99<=20ms",
+        "--slo",
+        "errors<=1%",
+        "--step",
+        "1s",
+        "--warmup",
+        "300ms",
+        "--max-steps",
+        "45",
+        "--check",
+        "10",
+        "--db",
+        &db,
+        "--report",
+        site.to_str().unwrap(),
+        "--output",
+        "json",
+    ]);
+    assert!(out.status.success());
+    let repeated: Repeated = serde_json::from_slice(&out.stdout).unwrap();
+    let search = repeated.searches.first().unwrap();
+    let check = search.check.as_ref().expect("a check of a found figure");
+    use store::capacity::check::Outcome;
+    // Pre-registered: five levels, lowest rate first, every block ran each once.
+    assert_eq!(check.levels.len(), 5);
+    assert!(check.levels.windows(2).all(|w| w[0].rate <= w[1].rate));
+    assert!(check.levels.iter().all(|l| l.runs == 10), "{check:?}");
+    assert_eq!(check.steps.len(), 50);
+    for l in &check.levels {
+        assert!(
+            (l.low..=l.high).contains(&l.passes),
+            "{} passed {} of {}, outside {}–{}",
+            l.name,
+            l.passes,
+            l.runs,
+            l.low,
+            l.high
+        );
+    }
+    assert!(
+        matches!(
+            check.outcome,
+            Outcome::Held | Outcome::Moved | Outcome::Void
+        ),
+        "{:?}",
+        check.outcome
+    );
+    // The search run again is kept as a search of its own; the check's steps are runs.
+    let again = check.again.as_ref().expect("the search again");
+    let page = std::fs::read_to_string(site.join(report::pages::search_path(&search.id))).unwrap();
+    assert!(page.contains("Calibration check"), "{page}");
+    assert!(page.contains(&again.id));
+    assert!(check.steps.iter().all(|s| s.run_id.is_some()));
+    // The check's steps never enter the figure: the search's own steps are all its fit has.
+    assert_eq!(
+        search.estimate().map(|e| e.steps),
+        Some(search.steps.iter().filter(|s| s.valid()).count())
+    );
+}
+
+#[test]
+fn a_check_of_fewer_than_four_blocks_or_of_a_comparison_is_refused_in_one_line() {
+    for args in [
+        vec!["--check", "2"],
+        vec!["--check", "10", "--against", "http://127.0.0.1:9"],
+        vec!["--check", "10", "--searches", "3"],
+    ] {
+        let out = std::process::Command::new(LOADGEN)
+            .args(["capacity", "http://127.0.0.1:9/", "--slo", "p99<=10ms"])
+            .args(&args)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains("--check"), "{args:?}: {err}");
+    }
+}
