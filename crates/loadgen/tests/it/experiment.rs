@@ -918,7 +918,7 @@ fn search_file(dir: &Path) -> String {
     two_servers(
         dir,
         "search",
-        "resolution = \"10%\"",
+        "resolution = \"20%\"",
         "duration = \"1s\"\n\n[matrix]\nrate = [\"search\", \"80%\", \"300%\"]",
     )
 }
@@ -1048,7 +1048,7 @@ fn an_experiment_with_rounds_compares_its_targets_interleaved() {
     let file = two_servers(
         work.path(),
         "rounds",
-        "rounds = 16",
+        "rounds = 10",
         "duration = \"1s\"\n[compare]\nbaseline = \"fast\"\ncandidate = \"slow\"\nmax_regression = \"capacity=5%,cpu=5%\"\n[matrix]\nrate = [\"search\", \"60%\"]",
     );
     let md = work.path().join("gate.md");
@@ -1094,7 +1094,7 @@ fn an_experiment_with_rounds_compares_its_targets_interleaved() {
         "twice the CPU a request: {cpu}"
     );
     assert!(
-        said.contains("regression: slow against fast, 16 interleaved rounds of capacity searches within p99<=20ms, errors<=1%"),
+        said.contains("regression: slow against fast, 10 interleaved rounds of capacity searches within p99<=20ms, errors<=1%"),
         "{said}"
     );
     let line = line_of("capacity within the SLO");
@@ -1136,7 +1136,7 @@ fn an_experiment_with_rounds_compares_its_targets_interleaved() {
         r.dedup();
         r
     };
-    assert_eq!(rounds(slow).len(), 16, "{:?}", slow.steps);
+    assert_eq!(rounds(slow).len(), 10, "{:?}", slow.steps);
     assert_eq!(rounds(slow), rounds(fast));
     // Each step is its own target's run, and a step that failed names the CPU of the
     // server spinning its one CPU: read from that server's probe, not the other's.
