@@ -69,24 +69,57 @@ static void read_file_at(int dir, const char *name) {
     }
 }
 
-/* Every thread's status, schedstat and stat, each opened and read whole, in that order, as the
- * probe sums their context switches, run delay (schedstat field 2) and states (stat field 3)
- * (Watched::peak_rss_and_threads, crates/probe/src/collect/process.rs). */
+/* Every thread's status, schedstat and stat, read whole, in that order, as the probe sums their
+ * context switches, run delay (schedstat field 2) and states (stat field 3)
+ * (Watched::peak_rss_and_threads, crates/probe/src/collect/process.rs); like the probe's
+ * ThreadFiles, each file is kept open from one pass to the next and read again from its start,
+ * opened again by name if that read fails, and closed when its thread is gone. */
+#define MAX_THREADS 4096
+static const char *const thread_file_names[3] = {"status", "schedstat", "stat"};
+static struct {
+    long tid;
+    int fd[3];
+    int seen;
+} kept[MAX_THREADS];
+static int kept_n;
+
 static void thread_files(int proc_dir) {
     int task = openat(proc_dir, "task", O_RDONLY | O_DIRECTORY);
     DIR *d = task < 0 ? NULL : fdopendir(task);
     if (!d) return;
     char name[300];
+    for (int i = 0; i < kept_n; i++) kept[i].seen = 0;
     for (struct dirent *e; (e = readdir(d));) {
         if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
-        snprintf(name, sizeof name, "%s/status", e->d_name);
-        read_file_at(task, name);
-        snprintf(name, sizeof name, "%s/schedstat", e->d_name);
-        read_file_at(task, name);
-        snprintf(name, sizeof name, "%s/stat", e->d_name);
-        read_file_at(task, name);
+        long tid = strtol(e->d_name, NULL, 10);
+        int at = 0;
+        while (at < kept_n && kept[at].tid != tid) at++;
+        if (at == kept_n) {
+            if (kept_n == MAX_THREADS) continue;
+            kept[kept_n].tid = tid;
+            for (int f = 0; f < 3; f++) kept[kept_n].fd[f] = -1;
+            kept_n++;
+        }
+        kept[at].seen = 1;
+        for (int f = 0; f < 3; f++) {
+            int *fd = &kept[at].fd[f];
+            if (*fd >= 0 && pread(*fd, big, sizeof big, 0) >= 0) continue;
+            if (*fd >= 0) close(*fd);
+            snprintf(name, sizeof name, "%s/%s", e->d_name, thread_file_names[f]);
+            *fd = openat(task, name, O_RDONLY);
+            if (*fd >= 0) pread(*fd, big, sizeof big, 0);
+        }
     }
     closedir(d);
+    for (int i = 0; i < kept_n;) {
+        if (kept[i].seen) {
+            i++;
+            continue;
+        }
+        for (int f = 0; f < 3; f++)
+            if (kept[i].fd[f] >= 0) close(kept[i].fd[f]);
+        kept[i] = kept[--kept_n];
+    }
 }
 
 /* The directory of the cgroup that holds a process's CPU controller, from the text of its

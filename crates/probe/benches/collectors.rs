@@ -65,10 +65,12 @@ fn main() {
             let _ = std::hint::black_box(host.sample());
         }),
     );
+    let mut thread_files = probe::collect::ThreadFiles::default();
     row(
-        "slow: status, schedstat and stat of every thread",
+        "slow: status, schedstat and stat of every thread (kept open)",
         cost(20, || {
-            let _ = std::hint::black_box(w.peak_rss_and_threads(&root));
+            let _ = std::hint::black_box(w.peak_rss_and_threads(&root, &mut thread_files));
+            thread_files.pass();
         }),
     );
     if let Some(mut cgroup) = probe::collect::CgroupFiles::open(&root, std::process::id() as i32) {

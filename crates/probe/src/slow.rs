@@ -10,7 +10,8 @@
 //! A pass reads two tiers. The saturation figures (each thread's `schedstat`, state and
 //! context switches, `VmHWM`, the FD limits) cost with the threads, not the load, and are what a
 //! verdict is made of: they are read every pass, on a budget of their own ([`CORE_BUDGET`]
-//! times `slow_budget`). The FD classification, the TCP states and PSS cost with the
+//! times `slow_budget`), from the threads' files kept open between passes
+//! ([`collect::ThreadFiles`]). The FD classification, the TCP states and PSS cost with the
 //! connections and the memory, which grow without bound under overload (10,000 sockets): they
 //! are read only when the `slow_budget` allows, so that an overloaded server's run-queue wait is
 //! still measured when its sockets are too many to classify every second.
@@ -25,7 +26,7 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
 use crate::clock::{mono_ns, thread_cpu_ns};
-use crate::collect::{self, ProcRoot, Watched};
+use crate::collect::{self, ProcRoot, ThreadFiles, Watched};
 use crate::sample::{FdKinds, TcpSockets};
 use crate::sockets::{SockDiag, TcpTable};
 
@@ -195,6 +196,7 @@ impl Budget {
 fn run(config: SlowConfig, shared: &Shared) {
     let mut handles: HashMap<Identity, (Watched, bool)> = HashMap::new();
     let mut pss_read: HashSet<Identity> = HashSet::new();
+    let mut thread_files = ThreadFiles::default();
     let mut diag = SockDiag::open().ok();
     let start = mono_ns();
     let mut figures_budget = Budget::new(config.budget * CORE_BUDGET, start);
@@ -258,7 +260,7 @@ fn run(config: SlowConfig, shared: &Shared) {
                         _ => continue,
                     },
                 };
-                let mut figures = measure_core(handle, &config);
+                let mut figures = measure_core(handle, &config, &mut thread_files);
                 // A process never measured for PSS is, at once: a group's memory is a sum
                 // over every member, and one that joined since the last costly pass (a new
                 // backend of a database) would leave the sum incomplete until the next.
@@ -284,6 +286,7 @@ fn run(config: SlowConfig, shared: &Shared) {
                 }
                 results.figures.insert((pid, start), figures);
             }
+            thread_files.pass();
             let cost = thread_cpu_ns().saturating_sub(started);
             results.cpu_ns += cost;
             let interval = began + config.interval.as_nanos() as u64;
@@ -311,8 +314,8 @@ fn run(config: SlowConfig, shared: &Shared) {
 }
 
 /// The saturation figures of one process: its threads' and its limits'.
-fn measure_core(handle: &Watched, config: &SlowConfig) -> SlowFigures {
-    let (peak_rss_bytes, threads) = handle.peak_rss_and_threads(&config.root);
+fn measure_core(handle: &Watched, config: &SlowConfig, files: &mut ThreadFiles) -> SlowFigures {
+    let (peak_rss_bytes, threads) = handle.peak_rss_and_threads(&config.root, files);
     SlowFigures {
         peak_rss_bytes,
         threads,

@@ -22,7 +22,10 @@ use std::path::{Path, PathBuf};
 
 pub use cgroup::CgroupFiles;
 pub use host::{host_facts, HostFiles};
-pub use process::{cpus_of, parents, statm_pages, Gone, Reading, ThreadFigures, Ticks, Watched};
+pub use process::{
+    cpus_of, parents, statm_pages, Gone, Reading, ThreadFigures, ThreadFile, ThreadFiles, Ticks,
+    Watched,
+};
 
 /// Where /proc is: the system's, or a fixture tree for tests.
 #[derive(Debug, Clone, PartialEq, Eq)]

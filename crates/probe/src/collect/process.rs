@@ -347,8 +347,13 @@ impl Watched {
 
     /// `status`: `VmHWM` of the process; and of its threads, summed: context switches
     /// (`task/TID/status`), time runnable but waiting for a CPU (`task/TID/schedstat` field 2)
-    /// and their states (`task/TID/stat` field 3).
-    pub fn peak_rss_and_threads(&self, root: &ProcRoot) -> (Option<u64>, Option<ThreadFigures>) {
+    /// and their states (`task/TID/stat` field 3). The threads' files are kept open in `files`
+    /// from one pass to the next.
+    pub fn peak_rss_and_threads(
+        &self,
+        root: &ProcRoot,
+        files: &mut ThreadFiles,
+    ) -> (Option<u64>, Option<ThreadFigures>) {
         let dir = root.path.join(self.pid.to_string());
         let status = std::fs::read_to_string(dir.join("status")).ok();
         let peak = status
@@ -364,25 +369,34 @@ impl Watched {
         };
         let (mut delays, mut states) = (Some(0u64), Some(ThreadStates::default()));
         for task in tasks.flatten() {
+            let Some(tid) = task.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) else {
+                continue;
+            };
             let path = task.path();
-            if let Ok(text) = std::fs::read_to_string(path.join("status")) {
-                out.switches.0 += field(&text, "voluntary_ctxt_switches:").unwrap_or(0);
-                out.switches.1 += field(&text, "nonvoluntary_ctxt_switches:").unwrap_or(0);
+            let thread = (self.pid, tid);
+            if let Some((voluntary, involuntary)) =
+                files.read(&path, thread, ThreadFile::Status, |text| {
+                    (
+                        field(text, "voluntary_ctxt_switches:").unwrap_or(0),
+                        field(text, "nonvoluntary_ctxt_switches:").unwrap_or(0),
+                    )
+                })
+            {
+                out.switches.0 += voluntary;
+                out.switches.1 += involuntary;
             }
             // A kernel without schedstats, or a thread gone meanwhile: no figure, not 0.
             delays = delays
                 .zip(
-                    std::fs::read_to_string(path.join("schedstat"))
-                        .ok()
-                        .and_then(|t| t.split_whitespace().nth(1)?.parse::<u64>().ok()),
+                    files
+                        .read(&path, thread, ThreadFile::Schedstat, |t| {
+                            t.split_whitespace().nth(1)?.parse::<u64>().ok()
+                        })
+                        .flatten(),
                 )
                 .map(|(a, b)| a + b);
             states = states
-                .zip(
-                    std::fs::read_to_string(path.join("stat"))
-                        .ok()
-                        .and_then(|t| state_of(&t)),
-                )
+                .zip(files.read(&path, thread, ThreadFile::Stat, state_of).flatten())
                 .map(|(a, b)| a + b);
         }
         out.run_delay_ns = delays;
@@ -518,6 +532,93 @@ fn ppid_of_stat(text: &str) -> Option<i32> {
         .ok()
 }
 
+/// A thread's file that a slow pass reads.
+#[derive(Debug, Clone, Copy)]
+pub enum ThreadFile {
+    Status = 0,
+    Schedstat = 1,
+    Stat = 2,
+}
+
+impl ThreadFile {
+    fn name(self) -> &'static str {
+        match self {
+            ThreadFile::Status => "status",
+            ThreadFile::Schedstat => "schedstat",
+            ThreadFile::Stat => "stat",
+        }
+    }
+}
+
+/// Every watched thread's `status`, `schedstat` and `stat`, kept open from one slow pass to the
+/// next and read again from their start: opening a /proc file walks its path and finds its task
+/// again, about half of what the read of a thread's `stat` costs (docs/benchmarks/probe.md). A
+/// thread gone, or its ID taken by another, fails the read of the old file, which is then
+/// opened again by name. At most a quarter of the open-file limit (and 3,072) is kept; the
+/// threads beyond are opened for each read. [`ThreadFiles::pass`] forgets the threads a pass
+/// did not read.
+#[derive(Debug)]
+pub struct ThreadFiles {
+    kept: HashMap<(i32, i32), [Option<File>; 3]>,
+    read: HashSet<(i32, i32)>,
+    limit: usize,
+    buf: Vec<u8>,
+}
+
+impl Default for ThreadFiles {
+    fn default() -> Self {
+        let open = rustix::process::getrlimit(rustix::process::Resource::Nofile)
+            .current
+            .unwrap_or(u64::MAX);
+        ThreadFiles {
+            kept: HashMap::new(),
+            read: HashSet::new(),
+            limit: (open / 4).min(3072) as usize,
+            buf: Vec::new(),
+        }
+    }
+}
+
+impl ThreadFiles {
+    /// Reads `which` of `thread` (PID, TID) in `dir` and hands its text to `parse`; `None`
+    /// when it cannot be read (the thread gone, or not a text).
+    pub fn read<T>(
+        &mut self,
+        dir: &std::path::Path,
+        thread: (i32, i32),
+        which: ThreadFile,
+        parse: impl FnOnce(&str) -> T,
+    ) -> Option<T> {
+        self.read.insert(thread);
+        let keep = self.kept.contains_key(&thread) || self.kept.len() * 3 < self.limit;
+        if !keep {
+            let file = File::open(dir.join(which.name())).ok()?;
+            pread_all(&file, &mut self.buf).ok()?;
+            return std::str::from_utf8(&self.buf).ok().map(parse);
+        }
+        let slot = &mut self.kept.entry(thread).or_default()[which as usize];
+        if slot
+            .as_ref()
+            .is_none_or(|f| pread_all(f, &mut self.buf).is_err())
+        {
+            *slot = File::open(dir.join(which.name())).ok();
+            pread_all(slot.as_ref()?, &mut self.buf).ok()?;
+        }
+        std::str::from_utf8(&self.buf).ok().map(parse)
+    }
+
+    /// Ends a pass: the files of threads it did not read are closed.
+    pub fn pass(&mut self) {
+        let read = std::mem::take(&mut self.read);
+        self.kept.retain(|thread, _| read.contains(thread));
+    }
+
+    /// Whether `thread`'s files are kept open.
+    pub fn keeps(&self, thread: (i32, i32)) -> bool {
+        self.kept.contains_key(&thread)
+    }
+}
+
 /// What a pass over a process's threads found.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ThreadFigures {
@@ -603,6 +704,58 @@ mod tests {
     }
 
     #[test]
+    fn a_threads_kept_files_read_its_figures_as_they_are_now_and_close_when_it_ends() {
+        let root = ProcRoot::default();
+        let pid = std::process::id() as i32;
+        let me = Watched::open(&root, pid).unwrap();
+        let (tid_tx, tid_rx) = std::sync::mpsc::channel();
+        let (go_tx, go_rx) = std::sync::mpsc::channel::<()>();
+        let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
+        let worker = std::thread::spawn(move || {
+            tid_tx.send(rustix::thread::gettid().as_raw_nonzero().get()).unwrap();
+            // Spin 30 ms when told, and say so; end when the sender is dropped.
+            while go_rx.recv().is_ok() {
+                let until = std::time::Instant::now() + std::time::Duration::from_millis(30);
+                while std::time::Instant::now() < until {
+                    std::hint::spin_loop();
+                }
+                done_tx.send(()).unwrap();
+            }
+        });
+        let tid = tid_rx.recv().unwrap();
+        let thread = (pid, tid);
+        let dir = root.path.join(format!("{pid}/task/{tid}"));
+        let mut files = ThreadFiles::default();
+        let run_ns = |files: &mut ThreadFiles| {
+            files
+                .read(&dir, thread, ThreadFile::Schedstat, |t| {
+                    t.split_whitespace().next()?.parse::<u64>().ok()
+                })
+                .flatten()
+        };
+        let Some(first) = run_ns(&mut files) else {
+            return; // a kernel without schedstats
+        };
+        assert!(files.keeps(thread));
+        go_tx.send(()).unwrap();
+        done_rx.recv().unwrap();
+        let second = run_ns(&mut files).unwrap();
+        // The same open file, read again: the figure of now, not the one of its opening.
+        assert!(second >= first + 10_000_000, "{first} then {second}");
+        // A pass over the process keeps its threads' files; one after the thread ended
+        // closes them.
+        me.peak_rss_and_threads(&root, &mut files);
+        files.pass();
+        assert!(files.keeps(thread));
+        drop(go_tx);
+        worker.join().unwrap();
+        me.peak_rss_and_threads(&root, &mut files);
+        files.pass();
+        assert!(!files.keeps(thread));
+        assert!(files.keeps((pid, pid)));
+    }
+
+    #[test]
     fn this_process_reads_as_itself() {
         let root = ProcRoot::default();
         let mut me = Watched::open(&root, std::process::id() as i32).unwrap();
@@ -612,7 +765,8 @@ mod tests {
         assert!(full.fds.is_some_and(|n| n >= 3));
         assert!(full.cpu_ns > 0);
         let (kinds, _) = me.fd_kinds(&ProcRoot::default()).unwrap();
-        let (peak, threads) = me.peak_rss_and_threads(&root);
+        let mut files = ThreadFiles::default();
+        let (peak, threads) = me.peak_rss_and_threads(&root, &mut files);
         assert!(peak.unwrap() >= full.rss_bytes);
         let threads = threads.unwrap();
         assert!(threads.switches.0 > 0);
