@@ -86,7 +86,7 @@ pub async fn draw_site(url: &str, dir: &std::path::Path) -> Result<report::Site,
 /// Prints the summary on standard output.
 pub fn print_summary(
     summary: &Summary,
-    verdict: Option<&store::capacity::slo::RunVerdict>,
+    verdict: Option<&analysis::capacity::slo::RunVerdict>,
     format: OutputFormat,
 ) -> Result<(), Error> {
     let mut out = std::io::stdout().lock();
