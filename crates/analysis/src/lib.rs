@@ -8,6 +8,7 @@
 //!
 //! Modules:
 //!
+//! - [`summary`]: the end-of-run summary in words, for a terminal (`SummaryText::to_text`).
 //! - [`saturation`]: what limited the server, from a probe's figures over a window (its CPU,
 //!   its quota, the run queue, steal, storage, the accept queue, or a wait).
 //! - [`system`]: the target, its database and the watched groups together, and the verdict
@@ -28,11 +29,13 @@
 //!   capacities, from a comparison of searches (`Gate::of_capacities`).
 //!
 //! What stays in the store, and why: the run model and everything a row holds. The end-of-run
-//! [`store::summary::Summary`] is a column of every run and is computed again when a run
-//! group's shards are merged as they are read (`store::group`), so it, and the diagnosis it
-//! names a run's cause with (`store::diagnosis`), live with the run model.
+//! [`store::summary::Summary`] (its figures and its warnings) is a column of every run and is
+//! computed again when a run group's shards are merged as they are read (`store::group`), so
+//! it, and the diagnosis it names a run's cause with (`store::diagnosis`), live with the run
+//! model; only its text for a terminal is here.
 
 pub mod ab;
 pub mod capacity;
 pub mod saturation;
+pub mod summary;
 pub mod system;

@@ -5,6 +5,7 @@ use std::io::Write;
 use crate::cli::OutputFormat;
 use crate::keep::{Executed, Keeping};
 use crate::{Error, Summary};
+use analysis::summary::SummaryText as _;
 
 /// How to run this program again as typed: `loadgen` when that is what `PATH` finds, else this
 /// executable's path (relative to the working directory when it is below it), as after

@@ -15,7 +15,8 @@
 //! - [`writer`]: writing a run as it goes, in batches, off the hot path.
 //! - [`group`]: several gun hosts' shards of one run, merged exactly.
 //! - [`export`]: a run as an HdrHistogram interval log, CSV or JSON.
-//! - [`summary`]: the end-of-run figures (Vegeta-style text, or JSON) from a run's totals.
+//! - [`summary`]: the end-of-run figures (JSON, and their text in `analysis::summary`) from a
+//!   run's totals, with the warnings kept beside them.
 //! - [`diagnosis`]: what held a run back when it fell behind, and what to change.
 //! - [`kept`]: capacity searches and comparisons' gates as kept: the columns of their rows and
 //!   a JSON body whose type (and whose judging) is the `analysis` crate's, above this one.

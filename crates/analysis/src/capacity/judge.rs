@@ -365,6 +365,7 @@ fn growth(intervals: &[IntervalStats], offered: f64) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::summary::tests::summary_of;
 
     fn window(latencies_ms: &[&[u64]], requests: u64) -> Vec<IntervalStats> {
         latencies_ms
@@ -459,39 +460,9 @@ mod tests {
         assert_eq!(j.verdict, Verdict::Invalid);
     }
 
-    /// The summary of an open loop of 30,000 requests over 30 s, each answered in 1 ms, with
-    /// what the generator measured of itself.
-    fn summary_of(generator: store::summary::GeneratorFacts) -> Summary {
-        let mut totals = IntervalStats::new(0, 30_000_000_000);
-        for _ in 0..30_000u64 {
-            totals.lateness.record(40_000).unwrap();
-            totals.corrected.record(1_000_000).unwrap();
-        }
-        totals.requests = 30_000;
-        totals.sent = 30_000;
-        let config = store::run::RunConfig {
-            open_loop: true,
-            max_connections: 8,
-            ..Default::default()
-        };
-        Summary::new(&store::summary::RunFacts {
-            config: &config,
-            started: std::time::SystemTime::UNIX_EPOCH,
-            interval: std::time::Duration::from_secs(1),
-            totals: &totals,
-            attack: std::time::Duration::from_secs(30),
-            wait: std::time::Duration::ZERO,
-            cpu: std::time::Duration::from_secs(1),
-            peak_rss_bytes: None,
-            stopped: None,
-            notes: Vec::new(),
-            generator,
-        })
-    }
-
     #[test]
     fn an_slo_term_reads_its_figure_from_a_summary() {
-        let s = summary_of(Default::default());
+        let s = summary_of(0, Default::default());
         let of = |t: &str| t.parse::<Term>().unwrap().of(&s);
         let p99 = of("p99<=1ms").unwrap();
         assert!((p99 - 1_000_000.0).abs() < 1_000.0, "{p99}");
@@ -510,8 +481,8 @@ mod tests {
             arrivals: Some(store::summary::ArrivalFit::new(excess, 0.09, gaps)),
             ..Default::default()
         };
-        assert!(generator_limit(&summary_of(fit(-0.03, 80_000))).is_none());
-        let why = generator_limit(&summary_of(fit(-0.08, 80_000))).unwrap();
+        assert!(generator_limit(&summary_of(0, fit(-0.03, 80_000))).is_none());
+        let why = generator_limit(&summary_of(0, fit(-0.08, 80_000))).unwrap();
         assert!(
             why.starts_with("its sends were not Poisson: 8.0 % fewer"),
             "{why}"

@@ -1,6 +1,7 @@
 //! An experiment's page: its question answered setting by setting, the matrix, the write-ups'
 //! own tables, the charts across settings and per setting, and its runs.
 
+use analysis::summary::SummaryText as _;
 use maud::{html, Markup};
 
 use super::layout::{charts, layout};

@@ -18,6 +18,7 @@
 
 use std::collections::BTreeMap;
 
+use analysis::summary::SummaryText as _;
 use maud::{html, Markup, PreEscaped};
 use store::summary::format_ns;
 

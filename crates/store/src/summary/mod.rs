@@ -1,4 +1,5 @@
-//! The end-of-run summary, as text (in the spirit of Vegeta's `report`) or JSON.
+//! The end-of-run summary, as JSON (and as text for a terminal, in the spirit of Vegeta's `report`:
+//! `analysis::summary`).
 //!
 //! Latency is shown twice: **corrected** (from the intended send time, what a user of the
 //! server would have waited) and **service** (from the actual send time, what closed-loop tools
@@ -339,8 +340,8 @@ mod tests {
         assert!((s.p99_ns as f64 - 990_000.0).abs() < 1_000.0);
         assert!((s.mean_ns as f64 - 500_500.0).abs() < 1_000.0);
         assert_eq!(
-            LatencyStats::of(&crate::model::new_histogram(1_000)).row(),
-            "no requests"
+            LatencyStats::of(&crate::model::new_histogram(1_000)).count,
+            0
         );
     }
 
@@ -391,9 +392,6 @@ mod tests {
         assert!(!s.generator.behind);
         assert_eq!(s.generator.late, 12);
         assert!(s.warnings.is_empty(), "{:?}", s.warnings);
-        assert!(s
-            .to_text()
-            .contains("12 requests (0.04 %) sent over 1.00ms late: too few to doubt the run"));
     }
 
     #[test]
