@@ -585,7 +585,7 @@ pub struct SearchSpec {
 /// `[compare]`: did the candidate make the server slower or hungrier than the baseline? At a
 /// fixed rate each repetition is a round: every compared target runs the load once, in a
 /// random order, and each measure's ratio candidate ÷ baseline is judged over the rounds
-/// (`store::ab`). With `[search]` rounds, the builds' searches are compared in those rounds
+/// (`analysis::ab`). With `[search]` rounds, the builds' searches are compared in those rounds
 /// (capacity), and a share of their capacities in the rate axis is a fixed rate, the same for
 /// every build, compared in `repetitions` rounds.
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
@@ -606,7 +606,7 @@ pub struct CompareSpec {
     /// `"kept"`: each build started once and kept up through the rounds (quicker, for a server
     /// slow to start, but a process's own difference then reads as its build's).
     #[serde(default)]
-    pub processes: store::ab::Processes,
+    pub processes: analysis::ab::Processes,
 }
 
 impl CompareSpec {
@@ -618,8 +618,8 @@ impl CompareSpec {
     pub fn allowed(
         &self,
         file: &ExperimentFile,
-    ) -> Result<(store::ab::Allowed, store::ab::Allowed), AllowedError> {
-        use store::ab::Allowed;
+    ) -> Result<(analysis::ab::Allowed, analysis::ab::Allowed), AllowedError> {
+        use analysis::ab::Allowed;
         let searches = file.search.is_some();
         let at_rate = !searches || file.has_shares();
         let (capacity, fixed) = match &self.max_regression {
@@ -661,12 +661,12 @@ impl CompareSpec {
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum AllowedError {
     #[error("[compare] max_regression: {0}")]
-    Unreadable(#[source] store::ab::AllowedError),
+    Unreadable(#[source] analysis::ab::AllowedError),
     #[error("[compare] max_regression: capacity is gated by searches compared in rounds: add [search] with slo and rounds (and no fixed rate), or gate cpu, rss, pss, p50 or p99 at this fixed rate")]
     CapacityWithoutSearches,
     /// The measures gated at a fixed rate.
     #[error("[compare] max_regression: {0} is measured at a fixed rate, and this comparison of searches runs none: add a share of the capacities found to the rate axis ([matrix] rate = [\"search\", \"60%\"]), or gate capacity alone")]
-    FixedWithoutRate(store::ab::Allowed),
+    FixedWithoutRate(analysis::ab::Allowed),
 }
 
 /// Open loop or closed loop.
@@ -1076,7 +1076,7 @@ fn check(file: &ExperimentFile) -> Result<(), Invalid> {
         if let Some(toml::Value::Array(rates)) = file.matrix.get("rate") {
             for v in rates {
                 let fits = v.as_str().is_some_and(|t| {
-                    t == store::capacity::SEARCH_RATE || matches!(t.parse(), Ok(Rate::Share(_)))
+                    t == analysis::capacity::SEARCH_RATE || matches!(t.parse(), Ok(Rate::Share(_)))
                 });
                 if !fits {
                     return Err(Invalid::new(format!("matrix.rate: {v} with [search]: the search chooses the rates; the axis may hold \"search\" (the cell that searches) and shares of the capacity it finds, such as \"80%\"")));
@@ -1469,15 +1469,15 @@ fn check_search(search: &SearchSpec) -> Result<(), Invalid> {
         ));
     }
     for term in &search.slo {
-        let parsed = term.parse::<store::capacity::Term>().map_err(|e| {
+        let parsed = term.parse::<analysis::capacity::Term>().map_err(|e| {
             Invalid::new(format!(
                 "[search] slo: {:?}: {}; {}",
                 term,
                 e.why,
-                store::capacity::slo::GRAMMAR
+                analysis::capacity::slo::GRAMMAR
             ))
         })?;
-        store::capacity::slo::search_term(&parsed)
+        analysis::capacity::slo::search_term(&parsed)
             .map_err(|why| Invalid::new(format!("[search] slo: {why}; give it as a load's slo")))?;
     }
     if let Some(r) = &search.resolution {
@@ -1496,7 +1496,7 @@ fn check_search(search: &SearchSpec) -> Result<(), Invalid> {
         ));
     }
     if let Some(n) = search.check {
-        let most = store::capacity::check::MAX_BLOCKS;
+        let most = analysis::capacity::check::MAX_BLOCKS;
         if !(4..=most).contains(&n) {
             return Err(Invalid::new(format!(
                 "[search] check is {n} blocks: give 4 to {most}, or leave it out"
@@ -1594,17 +1594,17 @@ mod tests {
         let ok = file("repetitions = 8", pair, "rate = 500", "").unwrap();
         let compare = ok.compare.clone().unwrap();
         assert_eq!(compare.targets(), ["main", "pr"]);
-        let none = store::ab::Allowed::none();
+        let none = analysis::ab::Allowed::none();
         assert_eq!(
             compare.allowed(&ok).unwrap(),
-            (none.clone(), store::ab::Allowed::default())
+            (none.clone(), analysis::ab::Allowed::default())
         );
         // Capacity: searches compared in rounds, gated on capacity alone (5 % when not told).
         let searched = "repetitions = 1\n[search]\nslo = [\"p99<=10ms\"]\nrounds = 16";
         let ok = file(searched, pair, "", "").unwrap();
         assert_eq!(
             ok.compare.as_ref().unwrap().allowed(&ok).unwrap(),
-            (store::ab::Allowed::capacity(), none.clone())
+            (analysis::ab::Allowed::capacity(), none.clone())
         );
         // Both: the searches gate capacity, a share of their capacities the rest.
         let both = file(
@@ -1618,8 +1618,8 @@ mod tests {
         assert_eq!(
             (capacity, fixed),
             (
-                store::ab::Allowed::capacity(),
-                store::ab::Allowed::default()
+                analysis::ab::Allowed::capacity(),
+                analysis::ab::Allowed::default()
             )
         );
         for (top, compare, load, extra, says) in [

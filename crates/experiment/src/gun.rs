@@ -170,7 +170,7 @@ impl Attack {
             .iter()
             .map(|t| {
                 t.parse()
-                    .map_err(|e: store::capacity::slo::SloError| GunError::Search(e.why))
+                    .map_err(|e: analysis::capacity::slo::SloError| GunError::Search(e.why))
             })
             .collect::<Result<Vec<_>, _>>()?;
         let mut search = order::Search::new(slo);

@@ -51,20 +51,22 @@ pub enum CellKind {
     Share { searches: Vec<String> },
 }
 
-pub use store::capacity::SEARCH_RATE;
+pub use analysis::capacity::SEARCH_RATE;
 
 impl Cell {
     /// The SLO its measured runs are judged against (its load's `slo`), if it has one; `Err`
     /// names a term that does not parse, with the grammar.
-    pub fn slo(&self) -> Result<Option<store::capacity::Slo>, store::capacity::slo::SloError> {
+    pub fn slo(
+        &self,
+    ) -> Result<Option<analysis::capacity::Slo>, analysis::capacity::slo::SloError> {
         let Some(terms) = &self.load.slo else {
             return Ok(None);
         };
         let terms = terms
             .iter()
             .map(|t| t.parse())
-            .collect::<Result<Vec<store::capacity::Term>, _>>()?;
-        Ok(Some(store::capacity::Slo { terms }))
+            .collect::<Result<Vec<analysis::capacity::Term>, _>>()?;
+        Ok(Some(analysis::capacity::Slo { terms }))
     }
 
     /// `target=node rate=2000`: the cell without its repetition, the same in every repetition.
@@ -146,7 +148,7 @@ pub enum PlanError {
     #[error("cell {cell}: slo {why}")]
     Slo {
         cell: String,
-        why: store::capacity::slo::SloError,
+        why: analysis::capacity::slo::SloError,
     },
     #[error("[search] rounds = {0}: a comparison runs from {MIN_ROUNDS} to {MAX_ROUNDS} rounds")]
     Rounds(u32),
@@ -160,7 +162,7 @@ pub enum PlanError {
 
 /// The most rounds a comparison runs.
 pub const MAX_ROUNDS: u32 = 1000;
-pub use store::capacity::compare::MIN_ROUNDS;
+pub use analysis::capacity::compare::MIN_ROUNDS;
 
 /// What is missing or contradictory in a cell's load.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -358,7 +360,7 @@ pub fn promises(plan: &Plan) -> Vec<String> {
             share * 100.0,
             humantime::format_duration(step),
             humantime::format_duration(step),
-            store::capacity::how_often(p),
+            analysis::capacity::how_often(p),
             humantime::format_duration(run),
             humantime::format_duration(run.max(step)),
         );
@@ -467,7 +469,7 @@ pub fn plan(experiment: &Experiment, options: &PlanOptions) -> Result<Plan, Plan
     let compares_searches = file.compare.is_some() && file.search.is_some();
     if file.compare.is_some()
         && (file.search.is_none() || file.has_shares())
-        && (repetitions as usize) < store::ab::MIN_ROUNDS
+        && (repetitions as usize) < analysis::ab::MIN_ROUNDS
     {
         return Err(PlanError::CompareRounds(repetitions));
     }

@@ -34,7 +34,7 @@ impl Fired {
     }
 
     /// A search's result (the first search's).
-    pub fn search(&self) -> Option<&store::capacity::Search> {
+    pub fn search(&self) -> Option<&analysis::capacity::Search> {
         self.outcome.as_ref().and_then(order::Outcome::first_search)
     }
 

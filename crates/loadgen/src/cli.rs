@@ -320,11 +320,11 @@ pub enum FlagValueError {
     #[error("'{0}' is not a number of searches: give 1 to 100")]
     Searches(String),
     /// An SLO term that does not parse: why, then the grammar.
-    #[error("{}; {}", .0.why, store::capacity::slo::GRAMMAR)]
-    Slo(store::capacity::slo::SloError),
+    #[error("{}; {}", .0.why, analysis::capacity::slo::GRAMMAR)]
+    Slo(analysis::capacity::slo::SloError),
     /// A term of the server's own figures given to a search.
     #[error(transparent)]
-    ServerTerm(#[from] store::capacity::slo::ServerTerm),
+    ServerTerm(#[from] analysis::capacity::slo::ServerTerm),
     /// A percentile a run does not keep.
     #[error("a run keeps p50, p90, p95, p99 and p99.9, not p{0}: bound one of those (a search, `loadgen capacity`, judges any)")]
     Percentile(f64),
@@ -508,7 +508,7 @@ pub struct AttackArgs {
     /// cpu<=70% (of what it may use), throttled<=1%, pss<=512MiB, fds<=10000 (at their most).
     /// Exit 4 when missed, 5 when the run cannot say (the generator was the limit).
     #[arg(long = "slo", value_name = "TERM", value_parser = parse_attack_slo_term)]
-    pub slo: Vec<store::capacity::Term>,
+    pub slo: Vec<analysis::capacity::Term>,
 
     /// Open loop at a constant rate (requests per second), with --duration or --requests.
     #[arg(short = 'r', long, value_name = "REQ/S", value_parser = parse_rate)]
@@ -568,7 +568,7 @@ pub struct CapacityArgs {
     /// A term of the SLO every step must meet (repeatable): p99<=10ms, p99.9<=50ms, mean<=5ms,
     /// errors<=0.1% (latencies are corrected: from each request's intended send time).
     #[arg(long = "slo", value_name = "TERM", required = true, value_parser = parse_search_slo_term)]
-    pub slo: Vec<store::capacity::Term>,
+    pub slo: Vec<analysis::capacity::Term>,
 
     /// The first rate tried [default: half of what a short closed loop of 16 connections served].
     #[arg(long, value_name = "REQ/S", value_parser = parse_rate)]
@@ -667,7 +667,7 @@ fn parse_origin(text: &str) -> Result<String, FlagValueError> {
 }
 
 fn parse_check(text: &str) -> Result<u32, FlagValueError> {
-    let most = store::capacity::check::MAX_BLOCKS;
+    let most = analysis::capacity::check::MAX_BLOCKS;
     match text.parse::<u32>() {
         Ok(n) if n == 0 || (4..=most).contains(&n) => Ok(n),
         _ => Err(FlagValueError::Check {
@@ -1085,23 +1085,23 @@ fn parse_searches(text: &str) -> Result<u32, FlagValueError> {
     }
 }
 
-fn parse_slo_term(text: &str) -> Result<store::capacity::Term, FlagValueError> {
+fn parse_slo_term(text: &str) -> Result<analysis::capacity::Term, FlagValueError> {
     text.parse().map_err(FlagValueError::Slo)
 }
 
 /// A term a search's steps can judge: a latency or the errors, not the server's own figures.
-fn parse_search_slo_term(text: &str) -> Result<store::capacity::Term, FlagValueError> {
+fn parse_search_slo_term(text: &str) -> Result<analysis::capacity::Term, FlagValueError> {
     let term = parse_slo_term(text)?;
-    store::capacity::slo::search_term(&term)?;
+    analysis::capacity::slo::search_term(&term)?;
     Ok(term)
 }
 
 /// A term `attack` can judge: its figure among those a run keeps (p50, p90, p95, p99, p99.9,
 /// mean, errors).
-fn parse_attack_slo_term(text: &str) -> Result<store::capacity::Term, FlagValueError> {
+fn parse_attack_slo_term(text: &str) -> Result<analysis::capacity::Term, FlagValueError> {
     let term = parse_slo_term(text)?;
     match term.figure {
-        store::capacity::slo::Figure::Percentile(q)
+        analysis::capacity::slo::Figure::Percentile(q)
             if ![50.0, 90.0, 95.0, 99.0, 99.9]
                 .iter()
                 .any(|k| (k - q).abs() < 1e-9) =>

@@ -62,8 +62,11 @@ impl RunEnd {
     }
 
     /// How a run judged against `verdict` ended: stopped early first, then the verdict.
-    pub fn judged(summary: &Summary, verdict: Option<&store::capacity::slo::RunVerdict>) -> Self {
-        use store::capacity::slo::Outcome;
+    pub fn judged(
+        summary: &Summary,
+        verdict: Option<&analysis::capacity::slo::RunVerdict>,
+    ) -> Self {
+        use analysis::capacity::slo::Outcome;
         match (RunEnd::of(summary), verdict.map(|v| v.outcome)) {
             (RunEnd::Stopped, _) => RunEnd::Stopped,
             (_, Some(Outcome::Missed)) => RunEnd::SloMissed,

@@ -5,6 +5,7 @@ use std::io::Write;
 use crate::cli::OutputFormat;
 use crate::keep::{Executed, Keeping};
 use crate::{Error, Summary};
+use analysis::summary::SummaryText as _;
 
 /// How to run this program again as typed: `loadgen` when that is what `PATH` finds, else this
 /// executable's path (relative to the working directory when it is below it), as after
@@ -86,7 +87,7 @@ pub async fn draw_site(url: &str, dir: &std::path::Path) -> Result<report::Site,
 /// Prints the summary on standard output.
 pub fn print_summary(
     summary: &Summary,
-    verdict: Option<&store::capacity::slo::RunVerdict>,
+    verdict: Option<&analysis::capacity::slo::RunVerdict>,
     format: OutputFormat,
 ) -> Result<(), Error> {
     let mut out = std::io::stdout().lock();

@@ -68,7 +68,7 @@ pub enum Refusal {
     AgainstInSearch,
     /// A term of the server's own figures, which a search's steps cannot judge.
     #[error(transparent)]
-    ServerTerm(#[from] store::capacity::slo::ServerTerm),
+    ServerTerm(#[from] analysis::capacity::slo::ServerTerm),
     #[error("--min-rate is above --max-rate: give a range that holds rates")]
     RateRange,
     #[error("check is {check} blocks: give 4 to {most} (0: no check)")]

@@ -27,7 +27,7 @@ use std::io::BufRead;
 
 use serde::{Deserialize, Serialize};
 
-pub use store::capacity::Term;
+pub use analysis::capacity::Term;
 pub use store::vocabulary::ArrivalProcess;
 
 /// The version of the order this build speaks.
@@ -201,7 +201,7 @@ impl Against {
 }
 
 /// The fewest rounds a comparison runs (its ratio's interval is drawn from them).
-pub use store::capacity::compare::MIN_ROUNDS;
+pub use analysis::capacity::compare::MIN_ROUNDS;
 
 fn sixteen() -> u32 {
     16
@@ -478,10 +478,10 @@ pub struct Outcome {
     pub summary: Option<store::summary::Summary>,
     /// A search's result (of a comparison: the order's own target's).
     #[serde(default)]
-    pub search: Option<store::capacity::Repeated>,
+    pub search: Option<analysis::capacity::Repeated>,
     /// A comparison's result: every target's search and their ratios.
     #[serde(default)]
-    pub compared: Option<store::capacity::compare::Compared>,
+    pub compared: Option<analysis::capacity::compare::Compared>,
     /// The id the run was kept under, if it was.
     #[serde(default)]
     pub run_id: Option<String>,
@@ -493,7 +493,7 @@ pub struct Outcome {
 
 impl Outcome {
     /// The first search's result, when the work was a search.
-    pub fn first_search(&self) -> Option<&store::capacity::Search> {
+    pub fn first_search(&self) -> Option<&analysis::capacity::Search> {
         self.search.as_ref().and_then(|r| r.searches.first())
     }
 }

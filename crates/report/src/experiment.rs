@@ -5,9 +5,9 @@
 //! The runs are the experiment's measured runs (label `phase=measure`) of the file and scale it
 //! last ran at (labels `file` and `scale`); warm-ups and older files' runs are left out.
 
+use analysis::saturation::Finding;
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use store::saturation::Finding;
 use store::vocabulary::{label, LimitedBy, Phase};
 
 use store::experiment::ExperimentRecord;
@@ -58,7 +58,7 @@ impl Spread {
         if values.is_empty() {
             return None;
         }
-        let median = store::capacity::median(&values)?;
+        let median = analysis::capacity::median(&values)?;
         values.sort_by(f64::total_cmp);
         let n = values.len();
         Some(Spread {
@@ -228,7 +228,7 @@ impl CellFigures {
     }
 
     /// The SLO the file held this cell's measured runs to (its load's `slo`, kept as a label).
-    pub fn own_slo(&self) -> Option<store::capacity::Slo> {
+    pub fn own_slo(&self) -> Option<analysis::capacity::Slo> {
         self.runs
             .iter()
             .find_map(|r| r.labels.get(store::vocabulary::label::SLO)?.parse().ok())
@@ -238,20 +238,20 @@ impl CellFigures {
     /// repetition's figures), when every repetition's run met `slo` on its whole-run figures
     /// and the server's from its probe; `None` otherwise (what it missed is said by
     /// [`CellFigures::why_fell`]).
-    pub fn slo_met(&self, slo: &store::capacity::Slo) -> Option<String> {
-        let verdicts: Vec<store::capacity::slo::RunVerdict> = self
+    pub fn slo_met(&self, slo: &analysis::capacity::Slo) -> Option<String> {
+        let verdicts: Vec<analysis::capacity::slo::RunVerdict> = self
             .runs
             .iter()
             .map(|r| {
                 let server = r.system.as_ref().map(|s| &s.target);
-                store::capacity::judge::verdict(slo, &r.summary, server)
+                analysis::capacity::judge::verdict(slo, &r.summary, server)
             })
             .collect();
         let all_met = !verdicts.is_empty()
             && self.failed.is_empty()
             && verdicts
                 .iter()
-                .all(|v| v.outcome == store::capacity::slo::Outcome::Met);
+                .all(|v| v.outcome == analysis::capacity::slo::Outcome::Met);
         if !all_met {
             return None;
         }
@@ -273,7 +273,7 @@ impl CellFigures {
 
     /// Why the target did not hold up here, if it did not, as one sentence (see
     /// [`CellFigures::why_fell`]).
-    pub fn fell_over(&self, slo: Option<&store::capacity::Slo>) -> Option<String> {
+    pub fn fell_over(&self, slo: Option<&analysis::capacity::Slo>) -> Option<String> {
         self.why_fell(slo).map(|f| f.text())
     }
 
@@ -283,7 +283,7 @@ impl CellFigures {
     /// repetitions beyond a term's bound), the offered rate not served. When the generator was
     /// the limit, that alone: such a cell says nothing of the server. Late sends the server is
     /// not to blame for are a [`CellFigures::note`], not a failure.
-    pub fn why_fell(&self, slo: Option<&store::capacity::Slo>) -> Option<Fell> {
+    pub fn why_fell(&self, slo: Option<&analysis::capacity::Slo>) -> Option<Fell> {
         let mut symptoms = Vec::new();
         if !self.failed.is_empty() {
             symptoms.push(format!(
@@ -313,7 +313,7 @@ impl CellFigures {
         }
         let mut broke = vec![false; self.runs.len()];
         // A term's figure of a run: from its requests, or the server's from its probe.
-        let value = |term: &store::capacity::Term, r: &RunFigures| {
+        let value = |term: &analysis::capacity::Term, r: &RunFigures| {
             if term.figure.is_server() {
                 r.system.as_ref().and_then(|s| term.of_server(&s.target))
             } else {
@@ -325,7 +325,7 @@ impl CellFigures {
                 broke[i] |= value(term, r).is_some_and(|v| v > term.bound);
             }
             // Errors over the bound are said above already.
-            if errors.is_some() && term.figure == store::capacity::slo::Figure::Errors {
+            if errors.is_some() && term.figure == analysis::capacity::slo::Figure::Errors {
                 continue;
             }
             let broken = Spread::of(self.runs.iter().filter_map(|r| value(term, r)).collect())
@@ -587,9 +587,9 @@ pub struct ExperimentFigures {
     pub older: usize,
     /// The SLO the experiment's searches judged by: its fixed-rate cells (shares of a capacity)
     /// are held to it too.
-    pub slo: Option<store::capacity::Slo>,
+    pub slo: Option<analysis::capacity::Slo>,
     /// A comparison's gates (`[compare]`) of the current file and scale, oldest first.
-    pub gates: Vec<store::ab::KeptGate>,
+    pub gates: Vec<analysis::ab::KeptGate>,
 }
 
 /// The experiment's figures from the runs read for the site.
@@ -704,11 +704,11 @@ fn shares(cells: &[&CellFigures], compared: bool) -> Option<String> {
         };
         let fraction = s.trim_end_matches('%').parse::<f64>().ok()? / 100.0;
         share = Some(s.clone());
-        lowest = Some((store::capacity::share_of(capacity, fraction), capacity));
+        lowest = Some((analysis::capacity::share_of(capacity, fraction), capacity));
         rates.push(format!(
             "{} {} req/s (of {})",
             c.target,
-            thousands(store::capacity::share_of(capacity, fraction)),
+            thousands(analysis::capacity::share_of(capacity, fraction)),
             thousands(capacity)
         ));
     }

@@ -94,13 +94,13 @@ pub struct ProbeFigures {
     /// Its cgroup's quota periods that ended throttled, %.
     pub throttled: Series,
     /// What limited it over the load's window, from these figures.
-    pub saturation: Option<store::saturation::Saturation>,
+    pub saturation: Option<analysis::saturation::Saturation>,
     /// A database's backends as it reported them: connected, and active by what they waited
     /// on (in [`probe::sample::WaitClass::ALL`]'s order); empty for other probes.
     pub connected: Series,
     pub active: Vec<Series>,
     /// Its activity's means over the load's window.
-    pub activity: Option<store::system::Activity>,
+    pub activity: Option<analysis::system::Activity>,
 }
 
 /// A group of processes' memory at its peak, and how it was counted.
@@ -255,7 +255,7 @@ pub struct RunFigures {
     pub warnings: Vec<String>,
     pub shard: Option<store::run::Shard>,
     /// The target and its database over the load's window: what limited the target.
-    pub system: Option<store::system::System>,
+    pub system: Option<analysis::system::System>,
     /// A run group's shards, one a gun host (their own pages and figures), so that a slow gun
     /// is seen beside the merged figures rather than inside them.
     pub guns: Vec<std::sync::Arc<RunFigures>>,
@@ -426,12 +426,12 @@ fn finish(run: &StoredRun, fold: IntervalFold) -> RunFigures {
         .map(|p| {
             let mut f = probe_figures(p, (0.0, last_end.max(attack_end)));
             // What limited the server is asked of the load's window, not the quiet after it.
-            f.saturation = store::saturation::Saturation::of(p, 0, (attack_end * 1e9) as i64);
-            f.activity = store::system::Activity::of(p, 0, (attack_end * 1e9) as i64);
+            f.saturation = analysis::saturation::Saturation::of(p, 0, (attack_end * 1e9) as i64);
+            f.activity = analysis::system::Activity::of(p, 0, (attack_end * 1e9) as i64);
             f
         })
         .collect();
-    let system = store::system::System::from_parts(
+    let system = analysis::system::System::from_parts(
         probes
             .iter()
             .map(|p| (&p.host, p.saturation.clone(), p.activity.clone())),

@@ -6,8 +6,8 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use store::capacity::slo::Figure;
-use store::capacity::{Search, Step};
+use analysis::capacity::slo::Figure;
+use analysis::capacity::{Search, Step};
 
 use crate::charts::Chart;
 use crate::figures::RunFigures;
@@ -189,7 +189,7 @@ pub struct TargetCapacity {
     pub peak_rss_bytes: Option<u64>,
     /// What limited the server at the nearest search's failing step (its probes' verdict over
     /// the step's judged window), and at what rate.
-    pub limit: Option<(f64, store::saturation::Finding)>,
+    pub limit: Option<(f64, analysis::saturation::Finding)>,
 }
 
 impl TargetCapacity {
@@ -206,8 +206,8 @@ impl TargetCapacity {
     }
 
     /// The figure with its 95 % interval, and what it rests on.
-    pub fn agreed(&self) -> Option<store::capacity::Agreed> {
-        store::capacity::agreed(&self.searches)
+    pub fn agreed(&self) -> Option<analysis::capacity::Agreed> {
+        analysis::capacity::agreed(&self.searches)
     }
 
     /// The search whose own figure is nearest the pooled one (the lower of two as near).
@@ -251,7 +251,7 @@ pub fn experiment_capacity(
                 && s.labels.get(label::SCALE) == Some(&record.scale.to_string())
         })
         .collect();
-    let search_rate = format!("rate={}", store::capacity::SEARCH_RATE);
+    let search_rate = format!("rate={}", analysis::capacity::SEARCH_RATE);
     let mut settings: Vec<SettingCapacity> = Vec::new();
     for s in ours {
         let target = s.labels.get(label::TARGET).cloned().unwrap_or_default();
@@ -323,7 +323,7 @@ pub fn experiment_capacity(
 pub fn failed_step_limit(
     s: &Search,
     runs: &HashMap<String, Arc<RunFigures>>,
-) -> Option<(f64, store::saturation::Finding)> {
+) -> Option<(f64, analysis::saturation::Finding)> {
     let failed_at = s.failed_at?;
     // Its last run at that rate.
     let step = s.steps.iter().rev().find(|st| st.rate == failed_at)?;
@@ -457,14 +457,17 @@ fn setting_charts(setting: &SettingCapacity) -> Result<Vec<Chart>, PlotError> {
 /// The ratio of two figures' 95 % interval in words, from their own intervals (the searches
 /// of two targets are independent: ln of the ratio has the variance of both summed), and
 /// whether it excludes 1.
-fn ratio_words(a: Option<store::capacity::Agreed>, b: Option<store::capacity::Agreed>) -> String {
+fn ratio_words(
+    a: Option<analysis::capacity::Agreed>,
+    b: Option<analysis::capacity::Agreed>,
+) -> String {
     let (Some(a), Some(b)) = (a, b) else {
         return "no interval to weigh it against".into();
     };
-    let bounded = |x: &store::capacity::Agreed| Some((x.rate, x.low?, x.high?));
+    let bounded = |x: &analysis::capacity::Agreed| Some((x.rate, x.low?, x.high?));
     let Some((_, lo, hi)) = bounded(&a)
         .zip(bounded(&b))
-        .and_then(|(a, b)| store::capacity::fit::ratio(a, b))
+        .and_then(|(a, b)| analysis::capacity::fit::ratio(a, b))
     else {
         return "no 95 % interval of both to weigh it against: not shown to differ".into();
     };
@@ -479,12 +482,12 @@ fn ratio_words(a: Option<store::capacity::Agreed>, b: Option<store::capacity::Ag
 }
 
 /// The ratio of two targets' searches that ran interleaved in one comparison (the same
-/// `compare` label), with its 95 % interval over their rounds (`store::capacity::compare`);
+/// `compare` label), with its 95 % interval over their rounds (`analysis::capacity::compare`);
 /// each comparison of the two (a repetition each) said in turn. `None` when none of their
 /// searches were compared with each other.
 fn interleaved_words(best: &TargetCapacity, other: &TargetCapacity) -> Option<String> {
     let compare =
-        |s: &store::capacity::Search| s.labels.get(store::capacity::label::COMPARE).cloned();
+        |s: &analysis::capacity::Search| s.labels.get(analysis::capacity::label::COMPARE).cloned();
     let said: Vec<String> = best
         .searches
         .iter()
@@ -494,12 +497,12 @@ fn interleaved_words(best: &TargetCapacity, other: &TargetCapacity) -> Option<St
                 .searches
                 .iter()
                 .find(|b| compare(b).as_ref() == Some(&id))?;
-            let r = store::capacity::compare::ratio(a, b)?;
+            let r = analysis::capacity::compare::ratio(a, b)?;
             let over = format!("{} interleaved rounds", r.rounds);
             Some(match (r.low, r.high) {
                 (Some(lo), Some(hi)) => {
                     let verdict = match r.difference() {
-                        store::capacity::compare::Difference::NotShown => "not shown to differ",
+                        analysis::capacity::compare::Difference::NotShown => "not shown to differ",
                         _ => "a difference",
                     };
                     format!(

@@ -416,7 +416,7 @@ pub async fn write(store: &Store, options: &SiteOptions) -> Result<Site, ReportE
         .cloned()
         .collect();
     all.extend(merged_groups.values().cloned());
-    let searches = store.searches().await?;
+    let searches = analysis::capacity::searches(store).await?;
     for record in &records {
         let mut fig = crate::experiment::figures(record, &all);
         let drawn = fig.across().and_then(|across| {
@@ -473,8 +473,7 @@ pub async fn write(store: &Store, options: &SiteOptions) -> Result<Site, ReportE
             .map(|s| s.slo.clone())
             .next();
         let scale = record.scale;
-        fig.gates = store
-            .gates(&record.name)
+        fig.gates = analysis::ab::gates(store, &record.name)
             .await?
             .into_iter()
             .filter(|g| g.file_label == record.file_label && g.scale == scale)

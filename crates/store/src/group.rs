@@ -141,7 +141,7 @@ fn worst(a: RunStatus, b: RunStatus) -> RunStatus {
 }
 
 /// A run named `group` with nothing in it yet (the tests build theirs on it too).
-pub(crate) fn empty(group: &str) -> StoredRun {
+pub fn empty(group: &str) -> StoredRun {
     StoredRun {
         meta: crate::run::RunMeta {
             id: group.to_string(),

@@ -15,32 +15,15 @@
 //! - [`writer`]: writing a run as it goes, in batches, off the hot path.
 //! - [`group`]: several gun hosts' shards of one run, merged exactly.
 //! - [`export`]: a run as an HdrHistogram interval log, CSV or JSON.
-//! - [`summary`]: the end-of-run figures (Vegeta-style text, or JSON) from a run's totals.
+//! - [`summary`]: the end-of-run figures (JSON, and their text in `analysis::summary`) from a
+//!   run's totals, with the warnings kept beside them.
 //! - [`diagnosis`]: what held a run back when it fell behind, and what to change.
-//! - [`saturation`]: what limited the server, from a probe's figures over a window (its CPU,
-//!   its quota, the run queue, steal, storage, the accept queue, or a wait).
-//! - [`system`]: the target, its database and the watched groups together, and the verdict
-//!   that names which ran out (the database's or a group's CPU, the database's locks and
-//!   storage, the target's pool of connections, beside the target's own), as a finding: a
-//!   short sentence and its evidence.
-//! - [`capacity`]: capacity searches as kept: the SLO (latency and errors, and the server's
-//!   own figures from its probe), a step judged on its point figures (`judge`, with
-//!   batch-means intervals beside them, and a whole run against an SLO), C_p
-//!   estimated from every step with its 95 % interval (`fit`), repeated searches pooled
-//!   (`repeated`), targets compared by the ratio of their figures over interleaved rounds
-//!   (`compare`), a figure's calibration check judged (`check`), the seeded generator of the
-//!   up-and-down coin and the simulations (`random`).
-//! - [`ab`]: two builds compared at a fixed rate over interleaved rounds (`[compare]`): each
-//!   measure's ratio with its 95 % interval (paired over rounds, Student's t), its verdict
-//!   against the change allowed and the A/A control, the gate in words, Markdown and JUnit
-//!   (`text`), and each sitting's gate kept for the experiment's page (`kept`); or their
-//!   capacities, from a comparison of searches (`Gate::of_capacities`).
+//! - [`kept`]: capacity searches and comparisons' gates as kept: the columns of their rows and
+//!   a JSON body whose type (and whose judging) is the `analysis` crate's, above this one.
 //! - [`vocabulary`]: the words crates exchange: causes, check outcomes, phases, label names.
 //! - [`hdrlog`]: HdrHistogram interval logs, and histograms in HdrHistogram's own format.
 //! - [`import`]: a run saved locally while its store was down, brought back.
 
-pub mod ab;
-pub mod capacity;
 mod config;
 mod db;
 pub mod diagnosis;
@@ -49,11 +32,10 @@ pub mod export;
 pub mod group;
 pub mod hdrlog;
 pub mod import;
+pub mod kept;
 pub mod model;
 pub mod run;
-pub mod saturation;
 pub mod summary;
-pub mod system;
 pub mod vocabulary;
 pub mod writer;
 

@@ -26,7 +26,7 @@ use crate::targets::Target;
 /// Searches compared in interleaved rounds, as they ran: the comparison (its first search the
 /// reference of its ratios) and each target's search id, in that order.
 pub(super) struct Searched {
-    pub compared: store::capacity::compare::Compared,
+    pub compared: analysis::capacity::compare::Compared,
     pub ids: Vec<(String, String)>,
 }
 

@@ -62,9 +62,9 @@ pub(super) fn compare_outcome(
 
 /// A finished search's outcome: at the generator's measured limit with a pass below it, the
 /// search found "at least", a result; with no pass, nothing.
-fn judged(s: &store::capacity::Search) -> CellOutcome {
+fn judged(s: &analysis::capacity::Search) -> CellOutcome {
     match s.status {
-        store::capacity::Status::GeneratorLimited if s.capacity.is_none() => {
+        analysis::capacity::Status::GeneratorLimited if s.capacity.is_none() => {
             CellOutcome::Failed(s.reason.clone())
         }
         _ => CellOutcome::Done,

@@ -634,14 +634,11 @@ impl Cells<'_> {
                 if let (Some(compare), Some(searched)) = (&self.plan.compare, searched) {
                     let gate = self.capacity_gate(&together, compare, &searched)?;
                     // Kept for the experiment's page, as printed.
-                    self.store
-                        .put_gate(&rounds::kept_gate(
-                            self.experiment,
-                            self.plan,
-                            &together,
-                            &gate,
-                        ))
-                        .await?;
+                    analysis::ab::put_gate(
+                        self.store,
+                        &rounds::kept_gate(self.experiment, self.plan, &together, &gate),
+                    )
+                    .await?;
                     report.gates.push(gate);
                 }
                 outcomes
@@ -706,7 +703,7 @@ impl Cells<'_> {
         cells: &[&Cell],
         compare: &crate::file::CompareSpec,
         searched: &Searched,
-    ) -> Result<store::ab::Gate, Error> {
+    ) -> Result<analysis::ab::Gate, Error> {
         let (allowed, _) = compare.allowed(&self.experiment.file)?;
         let slo = self
             .plan
@@ -724,7 +721,7 @@ impl Cells<'_> {
             load = format!("{load} ({})", axes.join(" "));
         }
         let id = |name: &str| searched.id(name).unwrap_or_default();
-        let mut gate = store::ab::Gate::of_capacities(
+        let mut gate = analysis::ab::Gate::of_capacities(
             (
                 &compare.baseline,
                 &compare.candidate,
@@ -755,7 +752,7 @@ impl Cells<'_> {
         since: Option<i64>,
         firing: &F,
         stop: &mut watch::Receiver<bool>,
-    ) -> Result<(Vec<(String, CellOutcome)>, Option<store::ab::Gate>), Error> {
+    ) -> Result<(Vec<(String, CellOutcome)>, Option<analysis::ab::Gate>), Error> {
         let (mut outcomes, up) = self.refuse_unverified(cells, firing, stop).await?;
         let mut context = self.context(firing);
         let shared = match up.first().map(|c| &c.kind) {

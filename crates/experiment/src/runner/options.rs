@@ -56,7 +56,7 @@ pub struct RunReport {
     pub interrupted: bool,
     pub elapsed: Duration,
     /// `[compare]`'s verdicts, one per setting whose rounds all ran.
-    pub gates: Vec<store::ab::Gate>,
+    pub gates: Vec<analysis::ab::Gate>,
 }
 
 #[derive(Debug, thiserror::Error)]

@@ -61,17 +61,17 @@ pub async fn states(
     let searches = if steps.is_empty() {
         Vec::new()
     } else {
-        store.searches().await?
+        analysis::capacity::searches(store).await?
     };
     for mut run in steps {
         let Some(search) = run
             .labels
-            .get(store::capacity::label::SEARCH)
+            .get(analysis::capacity::label::SEARCH)
             .and_then(|id| searches.iter().find(|s| &s.id == id))
         else {
             continue;
         };
-        use store::capacity::Status;
+        use analysis::capacity::Status;
         run.status = match search.status {
             Status::Running | Status::Interrupted => RunStatus::Incomplete,
             Status::GeneratorLimited if search.capacity.is_none() => RunStatus::Failed,

@@ -3,12 +3,12 @@
 //! share of the searches' capacities is such a rate once resolved: `share::resolve_compared`). With
 //! `processes = "fresh"` (the default) each run is a process of its own, started, warmed and
 //! stopped in its round; with `"kept"` each target is started and warmed once and kept up
-//! through the rounds. The gate (`store::ab`) is judged from the runs kept.
+//! through the rounds. The gate (`analysis::ab`) is judged from the runs kept.
 
 use std::collections::BTreeMap;
 
-use store::ab::{Gate, Processes, Rounds};
-use store::capacity::random::Rng;
+use analysis::ab::{Gate, Processes, Rounds};
+use analysis::capacity::random::Rng;
 use store::run::{RunMeta, StoredRun};
 use store::vocabulary::Phase;
 use tokio::sync::watch;
@@ -84,7 +84,7 @@ impl<F: Firing> CellContext<'_, F> {
             });
         }
         let mut tally = Tally::default();
-        let mut rng = Rng::new(store::capacity::random::seed_of(&RunMeta::new_id()));
+        let mut rng = Rng::new(analysis::capacity::random::seed_of(&RunMeta::new_id()));
         let rounds = repetitions(cells);
         let interrupted = match compare.processes {
             Processes::Kept => {
@@ -102,9 +102,11 @@ impl<F: Firing> CellContext<'_, F> {
         let gate = self.judge(cells, &rounds, compare, &tally.runs).await?;
         if let Some(gate) = &gate {
             // Kept for the experiment's page, as printed.
-            self.store
-                .put_gate(&kept_gate(self.experiment, self.plan, cells, gate))
-                .await?;
+            analysis::ab::put_gate(
+                self.store,
+                &kept_gate(self.experiment, self.plan, cells, gate),
+            )
+            .await?;
         }
         Ok((tally.outcomes, gate))
     }
@@ -419,8 +421,8 @@ pub(super) fn kept_gate(
     plan: &crate::plan::Plan,
     cells: &[&Cell],
     gate: &Gate,
-) -> store::ab::KeptGate {
-    store::ab::KeptGate {
+) -> analysis::ab::KeptGate {
+    analysis::ab::KeptGate {
         id: RunMeta::new_id(),
         experiment: experiment.file.name.clone(),
         setting: cells

@@ -11,7 +11,7 @@
 //! In a `[compare]`, a share is one rate for every compared build: of the lowest of their
 //! capacities, each its latest search's ([`resolve_compared`]).
 
-use store::capacity::{Search, Status};
+use analysis::capacity::{Search, Status};
 use store::vocabulary::label;
 use store::Store;
 
@@ -157,8 +157,7 @@ async fn kept(
 ) -> Result<Vec<Search>, store::StoreError> {
     let file = Plan::file_label(experiment);
     let scale = plan.scale.to_string();
-    Ok(store
-        .searches()
+    Ok(analysis::capacity::searches(store)
         .await?
         .into_iter()
         .filter(|s| {
@@ -201,12 +200,14 @@ fn of(cell: &Cell, searches: &[Search]) -> Result<Resolved, NoRate> {
         });
     }
     let owned: Vec<Search> = finished.iter().map(|s| (*s).clone()).collect();
-    let Some(agreed) = store::capacity::agreed(&owned) else {
+    let Some(agreed) = analysis::capacity::agreed(&owned) else {
         return Err(NoRate::NoCapacity(cell.target.clone()));
     };
     let capacity = agreed.rate;
     let mut resolved = cell.clone();
-    resolved.load.rate = Some(Rate::PerSecond(store::capacity::share_of(capacity, share)));
+    resolved.load.rate = Some(Rate::PerSecond(analysis::capacity::share_of(
+        capacity, share,
+    )));
     Ok(Resolved {
         cell: resolved,
         capacity,
@@ -224,10 +225,10 @@ mod tests {
             name: "s".into(),
             experiment: None,
             target: "t".into(),
-            slo: store::capacity::Slo {
+            slo: analysis::capacity::Slo {
                 terms: vec!["p99<=10ms".parse().unwrap()],
             },
-            settings: store::capacity::Settings {
+            settings: analysis::capacity::Settings {
                 start: 100.0,
                 resolution: 0.05,
                 step_s: 1.0,

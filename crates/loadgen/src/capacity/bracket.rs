@@ -5,7 +5,7 @@
 //! goes on judging the server there, instead of stopping at the generator's first wobble.
 //! Pure: the steps' outcomes in, the next rate or the end out.
 
-use store::capacity::{Settings, Status, Verdict};
+use analysis::capacity::{Settings, Status, Verdict};
 
 /// The highest rate that passed, the lowest the server did not sustain, and the lowest the
 /// generator could not drive, so far.

@@ -1,17 +1,17 @@
 //! The calibration check run after a search (`--check N`): N blocks of one step at each of
 //! the ends of C_0.5's interval and C_0.75, C_0.5 and C_0.25 of the search's fitted curve, each
 //! block in a seeded random order, then a search run again; judged by
-//! [`store::capacity::check`] and kept with the search.
+//! [`analysis::capacity::check`] and kept with the search.
 //!
 //! The rates are fixed before the first block runs, from the search's steps alone: the check's
 //! own steps never enter its fit. Every step has the search's window and warm-up, and the same
 //! drain after a step that did not pass, so that the check's steps meet the history the
 //! search's did.
 
-use store::capacity::check::{self, Again, Check, CheckStep, Claim, Outcome};
-use store::capacity::fit;
-use store::capacity::random::Rng;
-use store::capacity::{Search, Verdict};
+use analysis::capacity::check::{self, Again, Check, CheckStep, Claim, Outcome};
+use analysis::capacity::fit;
+use analysis::capacity::random::Rng;
+use analysis::capacity::{Search, Verdict};
 
 use super::search::{search, Event, Plan, Steps};
 use crate::Error;

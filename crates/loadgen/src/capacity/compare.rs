@@ -1,13 +1,13 @@
 //! Targets compared by interleaved searches: one step of every target per round, in a random
 //! order within the round, until the rounds or the budget are spent; then the ratio of each
-//! target's C_p to the first's, with its 95 % interval ([`store::capacity::compare`]). The
+//! target's C_p to the first's, with its 95 % interval ([`analysis::capacity::compare`]). The
 //! number of rounds is fixed before the first (no stopping when the ratio looks narrow), so
 //! that the interval's coverage is the one checked below (and on the worlds grid, `worlds`).
 
 use std::time::{Duration, Instant};
 
-use store::capacity::compare::{self as ratios, Compared};
-use store::capacity::random::Rng;
+use analysis::capacity::compare::{self as ratios, Compared};
+use analysis::capacity::random::Rng;
 
 use super::search::{Event, Plan, Searcher, Steps};
 use crate::Error;
@@ -106,7 +106,7 @@ fn shuffled(n: usize, rng: &mut Rng) -> Vec<usize> {
 mod tests {
     use super::super::world::{plan, Regime, World};
     use super::*;
-    use store::capacity::compare::Ratio;
+    use analysis::capacity::compare::Ratio;
 
     /// `n` comparisons of the first world's server against one `speed` times as fast on the
     /// same host, `rounds` rounds each, from seed `first`.
@@ -180,7 +180,12 @@ mod tests {
             .block_on(compare(plans, &mut [a, b], &interleave))
             .unwrap();
         for s in &c.searches {
-            assert_eq!(s.status, store::capacity::Status::Compared, "{}", s.reason);
+            assert_eq!(
+                s.status,
+                analysis::capacity::Status::Compared,
+                "{}",
+                s.reason
+            );
             assert_eq!(s.status.as_str(), "ended with its comparison");
             assert!(s.reason.starts_with("the comparison ended"), "{}", s.reason);
         }

@@ -7,8 +7,8 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use analysis::capacity::{judge, Search, Slo};
 use fleet::Firing;
-use store::capacity::{judge, Search, Slo};
 use store::model::IntervalStats;
 use store::Store;
 
@@ -137,8 +137,8 @@ impl<F: Firing> Steps for Volleys<'_, F> {
         }
         let mut labels = self.labels.clone();
         labels.remove("rate");
-        labels.insert(store::capacity::label::SEARCH.into(), search.id.clone());
-        labels.insert(store::capacity::label::STEP.into(), number.to_string());
+        labels.insert(analysis::capacity::label::SEARCH.into(), search.id.clone());
+        labels.insert(analysis::capacity::label::STEP.into(), number.to_string());
         labels.insert("rate".into(), rate.to_string());
         step.keeping = order::Keeping {
             store: Some(order::StoreAt::Url {
@@ -186,7 +186,7 @@ impl<F: Firing> Steps for Volleys<'_, F> {
             rate,
             limit,
         );
-        let step_limit = (judgement.verdict != store::capacity::Verdict::Pass)
+        let step_limit = (judgement.verdict != analysis::capacity::Verdict::Pass)
             .then(|| super::step::limit_of(&merged, self.warmup, window))
             .flatten();
         Ok(Some(Stepped {
@@ -242,7 +242,7 @@ impl<F: Firing> Steps for Volleys<'_, F> {
     }
 
     async fn keep(&mut self, search: &Search) -> Result<(), Error> {
-        self.store.put_search(search).await?;
+        analysis::capacity::put_search(&self.store, search).await?;
         Ok(())
     }
 

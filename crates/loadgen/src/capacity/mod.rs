@@ -4,8 +4,8 @@
 //! From a start (or half of what a short closed loop served), ×2 until a step fails, then
 //! bisection until the bracket is within the resolution; then steps up and down beside the knee
 //! on a fine grid. Every step has the same warm-up and window and is one pass or one fail on its
-//! point figures (`store::capacity::judge`); C_p is estimated from all of them with a 95 %
-//! interval (`store::capacity::fit`), and the search stops when that interval is narrow enough.
+//! point figures (`analysis::capacity::judge`); C_p is estimated from all of them with a 95 %
+//! interval (`analysis::capacity::fit`), and the search stops when that interval is narrow enough.
 //! After a step that did not pass, the search waits for the server to drain. A step the
 //! generator could not drive is a ceiling the search bisects below, so that "at least N" is said
 //! only at the generator's measured limit. Every step is kept as an ordinary run, and the search

@@ -1,6 +1,6 @@
 //! Searches repeated, their steps pooled. On a shared host one search answers for one stretch
 //! of a knee that moves; several spread over the sitting, and their steps pooled into one
-//! estimate of C_p, each search a cluster ([`store::capacity::repeated`]), give an interval as
+//! estimate of C_p, each search a cluster ([`analysis::capacity::repeated`]), give an interval as
 //! wide as the searches disagree. After the first, each search starts a little below the figure
 //! so far and grows by small factors, so that it takes few steps to reach the knee. They stop
 //! when the pooled 95 % interval is within `until` (after two searches at least), when the
@@ -9,7 +9,7 @@
 
 use std::time::{Duration, Instant};
 
-use store::capacity::{agreed, Agreed, Repeated, Status};
+use analysis::capacity::{agreed, Agreed, Repeated, Status};
 
 use super::search::{search, Event, Plan, Steps};
 use crate::Error;
@@ -152,7 +152,7 @@ mod tests {
         assert!((a.rate / 4_000.0 - 1.0).abs() < 0.08, "{a:?}");
         assert_eq!(a.confidence, Some(0.95));
         // The searches after the first start near the figure and take fewer coarse steps.
-        let coarse = |s: &store::capacity::Search| s.steps.iter().filter(|st| !st.fine).count();
+        let coarse = |s: &analysis::capacity::Search| s.steps.iter().filter(|st| !st.fine).count();
         let first = coarse(&r.searches[0]);
         for s in &r.searches[1..] {
             assert!(

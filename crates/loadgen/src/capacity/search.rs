@@ -6,7 +6,7 @@
 //! Two phases: the coarse bracket ([`super::bracket`]: ×2 until a step fails, then bisection
 //! until the bracket is within the resolution) finds the knee; the up-and-down chain
 //! ([`super::updown`]) then spends the steps beside it. After every step C_p is estimated from
-//! all valid steps ([`store::capacity::fit`]); the search stops when its 95 % interval is within
+//! all valid steps ([`analysis::capacity::fit`]); the search stops when its 95 % interval is within
 //! `until`, after at least [`MIN_FINE`] steps near the knee with [`MIN_EACH`] passes and fails,
 //! or when its steps or its time run out. Every step has the same window and warm-up, so that
 //! every step measures the one figure C_p(T, w).
@@ -15,7 +15,7 @@ use std::collections::BTreeMap;
 use std::future::Future;
 use std::time::Duration;
 
-use store::capacity::{Judgement, Search, Settings, Slo, Status, Step, Verdict, Warmed};
+use analysis::capacity::{Judgement, Search, Settings, Slo, Status, Step, Verdict, Warmed};
 
 use super::bracket::{Bracket, Next};
 use super::updown::Chain;
@@ -82,9 +82,9 @@ pub struct Stepped {
     /// The window it was judged over.
     pub window: Duration,
     /// What limited the server, when it did not pass and probes watched it.
-    pub limit: Option<store::capacity::StepLimit>,
+    pub limit: Option<analysis::capacity::StepLimit>,
     /// The host over the step, where it was read.
-    pub host: Option<store::capacity::StepHost>,
+    pub host: Option<analysis::capacity::StepHost>,
 }
 
 /// What the loop tells its caller as it goes.
@@ -101,7 +101,7 @@ pub enum Event<'a> {
     Searched {
         number: usize,
         capacity: Option<f64>,
-        agreed: Option<&'a store::capacity::Agreed>,
+        agreed: Option<&'a analysis::capacity::Agreed>,
     },
     /// A calibration check begins: its blocks, and its levels (name, req/s).
     Checking {
@@ -120,7 +120,7 @@ pub enum Event<'a> {
         judgement: &'a Judgement,
         again: bool,
         /// What limited the server, when it did not pass and probes watched it.
-        limit: Option<&'a store::capacity::StepLimit>,
+        limit: Option<&'a analysis::capacity::StepLimit>,
     },
 }
 
@@ -506,7 +506,7 @@ impl Searcher {
 /// Why the search ended where it did, in one sentence.
 fn reason(search: &Search, error: Option<Cut>) -> String {
     let last = search.steps.last();
-    let interval = |e: &store::capacity::fit::Fitted| {
+    let interval = |e: &analysis::capacity::fit::Fitted| {
         e.half_width().map_or_else(
             || "not bounded on both sides yet".to_string(),
             |h| format!("±{:.1} %", h * 100.0),
@@ -663,7 +663,8 @@ mod tests {
         for seed in 1..=3u64 {
             let mut sim = Simulated::new(4_000.0);
             sim.noise = 0.03;
-            sim.rng = store::capacity::random::Rng::new(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15));
+            sim.rng =
+                analysis::capacity::random::Rng::new(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15));
             let s = run(&mut sim, 500.0);
             assert_eq!(s.status, Status::Found, "{}", s.reason);
             let cap = s.capacity.unwrap();

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use std::collections::BTreeMap;
 
-use store::capacity::{judge, Search, Settings, Slo};
+use analysis::capacity::{judge, Search, Settings, Slo};
 use store::model::IntervalStats;
 
 use super::search::{Event, Plan, Stepped, Steps};
@@ -20,7 +20,7 @@ pub struct Simulated {
     /// Each step's service rate is off by up to this share (a noisy host).
     pub noise: f64,
     pub recovers: bool,
-    pub rng: store::capacity::random::Rng,
+    pub rng: analysis::capacity::random::Rng,
     pub kept: usize,
     pub said: Vec<String>,
 }
@@ -32,7 +32,7 @@ impl Simulated {
             generator: f64::INFINITY,
             noise: 0.0,
             recovers: true,
-            rng: store::capacity::random::Rng::new(0x0123_4567_89ab_cdef),
+            rng: analysis::capacity::random::Rng::new(0x0123_4567_89ab_cdef),
             kept: 0,
             said: Vec::new(),
         }
@@ -160,11 +160,11 @@ pub fn plan(start: f64) -> Plan {
 /// window by its rate alone.
 pub fn point(pass: bool, rate: f64, window: Duration) -> Stepped {
     Stepped {
-        judgement: store::capacity::Judgement {
+        judgement: analysis::capacity::Judgement {
             verdict: if pass {
-                store::capacity::Verdict::Pass
+                analysis::capacity::Verdict::Pass
             } else {
-                store::capacity::Verdict::Fail
+                analysis::capacity::Verdict::Fail
             },
             reason: String::new(),
             terms: Vec::new(),

@@ -5,7 +5,7 @@
 use std::io;
 use std::time::Duration;
 
-use store::capacity::{judge, Search, Slo};
+use analysis::capacity::{judge, Search, Slo};
 use store::model::IntervalStats;
 use store::summary::Summary;
 
@@ -63,12 +63,12 @@ pub fn limit_of(
     run: &store::run::StoredRun,
     warmup: Duration,
     window: Duration,
-) -> Option<store::capacity::StepLimit> {
+) -> Option<analysis::capacity::StepLimit> {
     let end = (run.summary.as_ref()?.duration.attack_s * 1e9) as i64;
     let from = (warmup.as_nanos() as i64).min(end);
     let to = ((warmup + window).as_nanos() as i64).min(end);
-    let f = store::system::System::of(&run.probes, from, to)?.finding();
-    Some(store::capacity::StepLimit {
+    let f = analysis::system::System::of(&run.probes, from, to)?.finding();
+    Some(analysis::capacity::StepLimit {
         limit: f.limit,
         short: f.short,
         why: f.evidence,
@@ -97,7 +97,7 @@ fn host_over(
     before: Option<probe::cpus::Ticks>,
     after: Option<probe::cpus::Ticks>,
     summary: &Summary,
-) -> Option<store::capacity::StepHost> {
+) -> Option<analysis::capacity::StepHost> {
     let (before, after) = (before?, after?);
     let total = after.all.1.checked_sub(before.all.1).filter(|t| *t > 0)? as f64;
     let busy = after.all.0.saturating_sub(before.all.0) as f64;
@@ -107,7 +107,7 @@ fn host_over(
         (Some(busy), Some(own)) => Some(((busy - own).max(0.0)) * 100.0),
         _ => None,
     };
-    Some(store::capacity::StepHost {
+    Some(analysis::capacity::StepHost {
         steal_pct: 100.0 * steal / total,
         busy_pct: 100.0 * busy / total,
         cpu_mhz: cpu_mhz(),
@@ -159,10 +159,10 @@ impl Stepper<'_> {
         keeping.name = Some(format!("{} step {number}: {rate} req/s", search.name));
         keeping
             .labels
-            .insert(store::capacity::label::SEARCH.into(), search.id.clone());
+            .insert(analysis::capacity::label::SEARCH.into(), search.id.clone());
         keeping
             .labels
-            .insert(store::capacity::label::STEP.into(), number.to_string());
+            .insert(analysis::capacity::label::STEP.into(), number.to_string());
         keeping.labels.insert("rate".into(), rate.to_string());
         let mut collect = Collect::default();
         let before = host_ticks();

@@ -32,7 +32,7 @@ pub struct Chain {
     ratio: f64,
     level: i32,
     p: f64,
-    rng: store::capacity::random::Rng,
+    rng: analysis::capacity::random::Rng,
     /// The outcomes at this grid, in order: (level, pass).
     here: Vec<(i32, bool)>,
     /// Moves up since the last fail.
@@ -48,7 +48,7 @@ impl Chain {
             ratio: ratio.max(FINEST),
             level: 1,
             p: p.clamp(0.05, 0.95),
-            rng: store::capacity::random::Rng::new(seed),
+            rng: analysis::capacity::random::Rng::new(seed),
             here: vec![(0, true)],
             ups: 0,
         }
@@ -143,7 +143,7 @@ mod tests {
         // is 9,200. The chain's median rate sits within two grid steps of it.
         let pi = |r: f64| ((11_000.0 - r) / 2_000.0).clamp(0.0, 1.0);
         let mut chain = Chain::new(9_000.0, 1.02, 0.9, 7);
-        let mut rng = store::capacity::random::Rng::new(0x1234_5678);
+        let mut rng = analysis::capacity::random::Rng::new(0x1234_5678);
         let mut rates = Vec::new();
         for _ in 0..3_000 {
             let rate = chain.rate();

@@ -1,8 +1,8 @@
 //! The search in words: a line per step as it ends, the whole search as text, and repeated
 //! searches with the figure their steps agree on, pooled.
 
-use store::capacity::judge::TermResult;
-use store::capacity::{Judgement, Repeated, Search, Status};
+use analysis::capacity::judge::TermResult;
+use analysis::capacity::{Judgement, Repeated, Search, Status};
 
 use super::search::Event;
 
@@ -134,14 +134,14 @@ pub fn text(search: &Search) -> String {
         )),
     }
     if search.estimate().is_some() {
-        out.push_str(&format!("Checked: {}\n", store::capacity::CHECKED));
+        out.push_str(&format!("Checked: {}\n", analysis::capacity::CHECKED));
     }
     for e in search.estimates.iter().skip(1) {
         out.push_str(&format!(
             "Also: C_{} ≈ {} ({})\n",
             e.p,
             e.text(),
-            store::capacity::ALSO_CHECKED
+            analysis::capacity::ALSO_CHECKED
         ));
     }
     if search.estimate().is_some() {
@@ -163,7 +163,7 @@ pub fn text(search: &Search) -> String {
     if let Some(c) = &search.check {
         out.push_str(&format!("{}\n", c.text()));
     }
-    if let Some(h) = store::capacity::sitting(&search.steps) {
+    if let Some(h) = analysis::capacity::sitting(&search.steps) {
         out.push_str(&format!("This sitting: {h}\n"));
     }
     if let Some(a) = search.settings.arrival {
@@ -201,7 +201,7 @@ pub fn text(search: &Search) -> String {
 }
 
 /// A comparison in words: its ratios first, then each target's search.
-pub fn compared(c: &store::capacity::compare::Compared) -> String {
+pub fn compared(c: &analysis::capacity::compare::Compared) -> String {
     let mut out = String::new();
     let figure = c
         .searches

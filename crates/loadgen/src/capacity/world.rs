@@ -21,8 +21,8 @@ use std::collections::BTreeMap;
 use std::rc::Rc;
 use std::time::Duration;
 
-use store::capacity::random::Rng;
-use store::capacity::{Search, Settings, Slo};
+use analysis::capacity::random::Rng;
+use analysis::capacity::{Search, Settings, Slo};
 
 use super::search::{Event, Plan, Stepped, Steps};
 use crate::Error;
@@ -423,7 +423,7 @@ pub fn plan_in(p: f64, seed: u64, regime: &Regime) -> Plan {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use store::capacity::{Status, Verdict};
+    use analysis::capacity::{Status, Verdict};
 
     #[test]
     fn the_worlds_queue_has_the_p99_of_a_queue_of_its_load() {

@@ -15,8 +15,8 @@
 use super::compare::{compare, Interleave};
 use super::search::{search, Plan};
 use super::world::{on_two_threads, plan_in, Regime, Truth, World};
-use store::capacity::compare::{Difference, Ratio};
-use store::capacity::interval;
+use analysis::capacity::compare::{Difference, Ratio};
+use analysis::capacity::interval;
 
 /// A share of `n` with its 95 % Wilson interval, as printed: "95.1 % (93.6–96.3)".
 fn share(k: usize, n: usize) -> String {

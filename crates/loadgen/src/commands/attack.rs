@@ -16,7 +16,7 @@ pub async fn run(
     let plan = prepare::attack(&order, attack)?;
     let mut keeping = prepare::keeping(&order, command_line)?;
     keeping.hdr_log = args.out.hdr_log.clone();
-    let slo = store::capacity::Slo {
+    let slo = analysis::capacity::Slo {
         terms: attack.slo.clone(),
     };
     if let Some(t) = slo.server_terms().next() {
@@ -32,7 +32,7 @@ pub async fn run(
         _ => None,
     };
     let verdict = (!slo.terms.is_empty())
-        .then(|| store::capacity::judge::verdict(&slo, &done.summary, server.as_ref()));
+        .then(|| analysis::capacity::judge::verdict(&slo, &done.summary, server.as_ref()));
     print_summary(&done.summary, verdict.as_ref(), args.out.output)?;
     print_kept(&done, &keeping, args.out.output);
     if let Some(dir) = &args.store.report {
@@ -44,7 +44,10 @@ pub async fn run(
 /// What the probe that watched the server read over the kept run `id`: its CPU against what it
 /// may use, its throttling, its PSS and open files at their most (`None` without a target's
 /// probe or its samples).
-async fn server_over(url: &str, id: &str) -> Result<Option<store::saturation::Saturation>, Error> {
+async fn server_over(
+    url: &str,
+    id: &str,
+) -> Result<Option<analysis::saturation::Saturation>, Error> {
     let run = store::Store::open(url).await?.load_run(id).await?;
     let Some(end) = run
         .summary
@@ -53,5 +56,5 @@ async fn server_over(url: &str, id: &str) -> Result<Option<store::saturation::Sa
     else {
         return Ok(None);
     };
-    Ok(store::system::System::of(&run.probes, 0, end).map(|s| s.target))
+    Ok(analysis::system::System::of(&run.probes, 0, end).map(|s| s.target))
 }

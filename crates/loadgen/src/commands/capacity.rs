@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use store::capacity::{Arrival, Repeated, Search, Settings, Slo, Status, Verdict};
+use analysis::capacity::{Arrival, Repeated, Search, Settings, Slo, Status, Verdict};
 use store::Store;
 
 use crate::capacity::{self, bracket, step::Stepper, Event, Plan, Repeat, Stepped, Steps};
@@ -122,7 +122,7 @@ impl Steps for Live<'_> {
 
     async fn keep(&mut self, search: &Search) -> Result<(), Error> {
         if let Some(store) = &self.store {
-            store.put_search(search).await?;
+            analysis::capacity::put_search(store, search).await?;
         }
         Ok(())
     }
@@ -149,7 +149,7 @@ async fn step_limit(
     id: &str,
     warmup: Duration,
     window: Duration,
-) -> Option<store::capacity::StepLimit> {
+) -> Option<analysis::capacity::StepLimit> {
     capacity::step::limit_of(&store.load_run(id).await.ok()?, warmup, window)
 }
 
@@ -169,7 +169,7 @@ pub(super) fn target(sending: &Sending) -> String {
 /// server's own figures are a whole run's).
 pub(super) fn searched_slo(wanted: &order::Search) -> Result<Slo, Error> {
     for t in &wanted.slo {
-        store::capacity::slo::search_term(t).map_err(prepare::Refusal::from)?;
+        analysis::capacity::slo::search_term(t).map_err(prepare::Refusal::from)?;
     }
     Ok(Slo {
         terms: wanted.slo.clone(),
@@ -201,7 +201,7 @@ pub async fn search(
     if wanted.min_rate > wanted.max_rate {
         return Err(prepare::Refusal::RateRange.into());
     }
-    let most = store::capacity::check::MAX_BLOCKS;
+    let most = analysis::capacity::check::MAX_BLOCKS;
     if wanted.check != 0 && (wanted.check < 4 || wanted.check > most) {
         return Err(prepare::Refusal::CheckBlocks {
             check: wanted.check,
@@ -278,7 +278,7 @@ pub async fn search(
         }
     };
     let start = bracket::round(start.clamp(wanted.min_rate, wanted.max_rate));
-    let seed = store::capacity::random::seed_of(&id);
+    let seed = analysis::capacity::random::seed_of(&id);
     let mut plan = Plan {
         id,
         name,
@@ -297,7 +297,7 @@ pub async fn search(
     // A search kept under this id and not finished (killed, interrupted) goes on from its last
     // finished step, with the bracket its steps made.
     if let Some(kept) = match &store {
-        Some(store) => store.search(&plan.id).await?,
+        Some(store) => analysis::capacity::search(store, &plan.id).await?,
         None => None,
     } {
         // Only the same search goes on: the same SLO and settings (its start aside, which the
@@ -352,7 +352,7 @@ pub async fn search(
         if search.status == Status::GeneratorLimited {
             if let Some(more) = volleys.more_guns(search) {
                 search.reason = format!("{}; {more}", search.reason);
-                volleys.store.put_search(search).await?;
+                analysis::capacity::put_search(&volleys.store, search).await?;
             }
         }
     }

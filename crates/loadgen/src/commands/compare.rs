@@ -4,8 +4,8 @@
 
 use std::time::Duration;
 
-use store::capacity::compare::Compared;
-use store::capacity::{label, Status};
+use analysis::capacity::compare::Compared;
+use analysis::capacity::{label, Status};
 use store::Store;
 
 use super::capacity::{kept, print_out, searched_slo, settings, target, Live};
@@ -178,7 +178,7 @@ pub(crate) async fn compare(
                 wanted,
                 sending,
                 bracket::round(start.clamp(wanted.min_rate, wanted.max_rate)),
-                store::capacity::random::seed_of(&search_id),
+                analysis::capacity::random::seed_of(&search_id),
             ),
             max_steps: wanted.max_steps.max(u64::from(wanted.rounds)),
             budget: None,
@@ -203,7 +203,7 @@ pub(crate) async fn compare(
         id: id.clone(),
         rounds: wanted.rounds,
         budget: wanted.budget_ns.map(Duration::from_nanos),
-        seed: store::capacity::random::seed_of(&id),
+        seed: analysis::capacity::random::seed_of(&id),
     };
     capacity::compare(plans, &mut lives, &interleave).await
 }

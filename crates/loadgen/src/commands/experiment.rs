@@ -181,8 +181,8 @@ struct Written<'a> {
 
 /// A comparison's end: each setting's verdict printed (and written as Markdown, JUnit XML and
 /// JSON where asked), the exit code the worst of them.
-fn gated(gates: &[store::ab::Gate], to: &Written) -> Result<RunEnd, Error> {
-    use store::ab::Outcome;
+fn gated(gates: &[analysis::ab::Gate], to: &Written) -> Result<RunEnd, Error> {
+    use analysis::ab::Outcome;
     for gate in gates {
         // A build's name and ref are the file's: shown, not obeyed, on the terminal.
         for line in gate.text().lines() {
@@ -213,7 +213,7 @@ fn gated(gates: &[store::ab::Gate], to: &Written) -> Result<RunEnd, Error> {
         write(path, text, true)?;
     }
     if let Some(path) = to.junit {
-        write(path, store::ab::junit(gates), false)?;
+        write(path, analysis::ab::junit(gates), false)?;
     }
     if let Some(path) = to.json {
         let text = serde_json::to_string_pretty(gates).map_err(|source| Error::WriteJson {
@@ -222,7 +222,7 @@ fn gated(gates: &[store::ab::Gate], to: &Written) -> Result<RunEnd, Error> {
         })?;
         write(path, text + "\n", false)?;
     }
-    let outcomes: Vec<Outcome> = gates.iter().map(store::ab::Gate::outcome).collect();
+    let outcomes: Vec<Outcome> = gates.iter().map(analysis::ab::Gate::outcome).collect();
     Ok(if outcomes.contains(&Outcome::Regression) {
         RunEnd::Regression
     } else if gates.is_empty() || outcomes.contains(&Outcome::Inconclusive) {

@@ -51,7 +51,7 @@ pub async fn fire(
                 stopped: compared
                     .searches
                     .iter()
-                    .any(|s| s.status == store::capacity::Status::Interrupted),
+                    .any(|s| s.status == analysis::capacity::Status::Interrupted),
                 run_id: compared.searches.first().map(|s| s.id.clone()),
                 summary: None,
                 search: None,
@@ -63,7 +63,7 @@ pub async fn fire(
             Ok(order::Outcome {
                 version: order::VERSION,
                 stopped: repeated.searches.last().map(|s| s.status)
-                    == Some(store::capacity::Status::Interrupted),
+                    == Some(analysis::capacity::Status::Interrupted),
                 run_id: repeated.searches.first().map(|s| s.id.clone()),
                 summary: None,
                 search: Some(repeated),

@@ -2,6 +2,7 @@
 
 use std::io::Write;
 
+use analysis::summary::SummaryText as _;
 use store::run::{RunFilter, RunListing, StoredRun};
 use store::summary::format_ns;
 use store::{Store, StoreError};

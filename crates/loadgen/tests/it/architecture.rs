@@ -2,7 +2,8 @@
 //! checked on the source. A generator is told a typed order, never flags: no loadgen flag of a
 //! generator's command is written as an argument anywhere but `cli.rs`, and no flag type
 //! (`*Args`) reaches below the commands (the engine, the keeping, the capacity search and the
-//! order's preparation take plain values). The engine knows nothing above it.
+//! order's preparation take plain values). The engine knows nothing above it, and the store
+//! nothing of the analysis above it.
 
 use std::path::{Path, PathBuf};
 
@@ -112,6 +113,7 @@ fn the_engine_knows_nothing_above_it() {
         "crate::prepare",
         "report::",
         "experiment::",
+        "analysis::",
         "store::Store",
         "store::db",
     ];
@@ -340,4 +342,44 @@ fn the_guns_are_reached_through_the_fleet_crate_alone() {
         "loadgen reaches the guns through the runner's crate (use fleet::…):\n{}",
         found.join("\n")
     );
+}
+
+/// The store keeps runs; the analysis crate above it judges them (docs/architecture.md): `store`
+/// depends on no crate that judges, shows or drives runs, and `analysis` on none above it.
+#[test]
+fn the_store_keeps_and_the_analysis_above_it_judges() {
+    let depends = |krate: &str, on: &str| {
+        let manifest = std::fs::read_to_string(crates().join(krate).join("Cargo.toml"))
+            .expect("a crate's manifest");
+        manifest
+            .lines()
+            .any(|l| l.trim_start().starts_with(&format!("{on} ")))
+    };
+    let mut found = Vec::new();
+    for above in [
+        "analysis",
+        "order",
+        "fleet",
+        "report",
+        "experiment",
+        "loadgen",
+    ] {
+        if depends("store", above) {
+            found.push(format!(
+                "crates/store depends on {above}, which is above it"
+            ));
+        }
+    }
+    for above in ["order", "fleet", "report", "experiment", "loadgen"] {
+        if depends("analysis", above) {
+            found.push(format!(
+                "crates/analysis depends on {above}, which is above it"
+            ));
+        }
+    }
+    assert!(
+        depends("analysis", "store"),
+        "crates/analysis judges the store's runs"
+    );
+    assert!(found.is_empty(), "{}", found.join("\n"));
 }

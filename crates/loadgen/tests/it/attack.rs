@@ -6,6 +6,7 @@ use crate::common;
 use std::collections::HashSet;
 use std::time::Duration;
 
+use analysis::summary::SummaryText as _;
 use clap::Parser;
 
 use common::{exclusive, plan, run};

@@ -11,8 +11,8 @@ use crate::common;
 
 use std::process::{Child, Command};
 
+use analysis::capacity::{Arrival, Repeated, Search, Status, Verdict};
 use common::exclusive;
-use store::capacity::{Arrival, Repeated, Search, Status, Verdict};
 
 const LOADGEN: &str = env!("CARGO_BIN_EXE_loadgen");
 
@@ -270,7 +270,7 @@ fn a_bad_slo_is_one_line_that_gives_the_grammar() {
 }
 
 /// The comparison `loadgen capacity URL --against ORIGIN ARGS` runs, from its JSON.
-fn compared(url: &str, against: &str, args: &[&str]) -> store::capacity::compare::Compared {
+fn compared(url: &str, against: &str, args: &[&str]) -> analysis::capacity::compare::Compared {
     let mut all = vec![
         "capacity",
         url,
@@ -289,7 +289,7 @@ fn compared(url: &str, against: &str, args: &[&str]) -> store::capacity::compare
 /// or one wider than ±15 %, the comparison is run again as the user would, at twice the
 /// rounds. At 12 rounds of 1 s about one comparison in ten has a figure whose 12 steps (three
 /// clusters) do not bound it on both sides, an honest "no interval", not a claim of difference.
-fn settled(url: &str, against: &str) -> store::capacity::compare::Compared {
+fn settled(url: &str, against: &str) -> analysis::capacity::compare::Compared {
     let run = |rounds: &str| {
         let args = [
             "--slo",
@@ -349,7 +349,7 @@ fn a_slower_server_compares_lower_and_a_server_against_itself_is_not_shown_to_di
     assert!((0.72..=0.88).contains(&r.ratio), "{r:?}");
     assert_eq!(
         r.difference(),
-        store::capacity::compare::Difference::Lower,
+        analysis::capacity::compare::Difference::Lower,
         "{}",
         r.text()
     );
@@ -363,7 +363,7 @@ fn a_slower_server_compares_lower_and_a_server_against_itself_is_not_shown_to_di
     assert!((0.95..=1.05).contains(&r.ratio), "{}", r.text());
     assert_eq!(
         r.difference(),
-        store::capacity::compare::Difference::NotShown,
+        analysis::capacity::compare::Difference::NotShown,
         "{}",
         r.text()
     );
@@ -427,7 +427,7 @@ fn a_check_runs_blocks_at_the_five_levels_and_finds_the_built_in_targets_figure_
     let repeated: Repeated = serde_json::from_slice(&out.stdout).unwrap();
     let search = repeated.searches.first().unwrap();
     let check = search.check.as_ref().expect("a check of a found figure");
-    use store::capacity::check::Outcome;
+    use analysis::capacity::check::Outcome;
     // Pre-registered: five levels, lowest rate first, every block ran each once. Four blocks,
     // the fewest allowed: below about 20 blocks no pass count fails a level (the check's own
     // simulated worlds test its power), so more would only make this test longer.

@@ -10,6 +10,7 @@ use std::io::{Read, Write};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
+use analysis::summary::SummaryText as _;
 use common::{exclusive, plan, run};
 use loadgen::commands::target::{Stall, TargetConfig, TargetServer};
 

@@ -6,6 +6,7 @@ use crate::common;
 
 use std::sync::Arc;
 
+use analysis::summary::SummaryText as _;
 use common::{closed_port, plan, raw_server, resetting_server, run};
 use loadgen::commands::target::{TargetConfig, TargetServer};
 

@@ -9,6 +9,7 @@ use std::net::{SocketAddr, TcpListener};
 use std::thread;
 use std::time::Duration;
 
+use analysis::summary::SummaryText as _;
 use common::{body_recorder, exclusive, plan, run};
 
 /// A keep-alive server: answers every request head on a connection with `respond(i)` for the

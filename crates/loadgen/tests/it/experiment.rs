@@ -9,9 +9,9 @@ use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use store::capacity::Verdict;
+use analysis::capacity::Verdict;
+use analysis::saturation::Limit;
 use store::run::{RunFilter, RunStatus};
-use store::saturation::Limit;
 use store::Store;
 
 use crate::common;
@@ -182,7 +182,7 @@ fn every_cell_is_kept_a_failed_one_with_its_reason_and_a_second_run_skips_them()
         readings.iter().any(|a| a.backends >= 1),
         "the target's pool is connected: {readings:?}"
     );
-    let system = store::system::System::of(&good.probes, 0, i64::MAX).unwrap();
+    let system = analysis::system::System::of(&good.probes, 0, i64::MAX).unwrap();
     let watched = system.database.unwrap();
     assert!(watched.saturation.is_some() && watched.activity.is_some());
     // Its page draws the database as a group of its own, its backends stacked by wait.
@@ -1116,7 +1116,7 @@ fn an_experiment_with_rounds_compares_its_targets_interleaved() {
     );
     let rt = tokio::runtime::Runtime::new().unwrap();
     let store = rt.block_on(Store::open(&db)).unwrap();
-    let searches = rt.block_on(store.searches()).unwrap();
+    let searches = rt.block_on(analysis::capacity::searches(&store)).unwrap();
     assert_eq!(searches.len(), 2, "{said}");
     let of = |target: &str| {
         searches
@@ -1126,12 +1126,12 @@ fn an_experiment_with_rounds_compares_its_targets_interleaved() {
     };
     let (slow, fast) = (of("slow"), of("fast"));
     // One comparison: the same label on both, a step of each in every round.
-    let compare = &slow.labels[store::capacity::label::COMPARE];
+    let compare = &slow.labels[analysis::capacity::label::COMPARE];
     assert_eq!(
-        fast.labels.get(store::capacity::label::COMPARE),
+        fast.labels.get(analysis::capacity::label::COMPARE),
         Some(compare)
     );
-    let rounds = |s: &store::capacity::Search| {
+    let rounds = |s: &analysis::capacity::Search| {
         let mut r: Vec<u32> = s.steps.iter().filter_map(|st| st.round).collect();
         r.dedup();
         r
@@ -1167,7 +1167,7 @@ fn an_experiment_with_rounds_compares_its_targets_interleaved() {
         }
     }
     // Twice the CPU a request: about half the capacity, and the interval says they differ.
-    let ratio = store::capacity::compare::ratio(fast, slow).unwrap();
+    let ratio = analysis::capacity::compare::ratio(fast, slow).unwrap();
     assert!(
         (1.6..=2.5).contains(&ratio.ratio) && ratio.low.is_some_and(|l| l > 1.0),
         "{}",
@@ -1218,14 +1218,14 @@ fn an_experiment_of_searches_answers_in_capacity_and_draws_it() {
     );
     let rt = tokio::runtime::Runtime::new().unwrap();
     let store = rt.block_on(Store::open(&db)).unwrap();
-    let searches = rt.block_on(store.searches()).unwrap();
+    let searches = rt.block_on(analysis::capacity::searches(&store)).unwrap();
     assert_eq!(searches.len(), 2);
     let capacity = |target: &str| {
         let s = searches
             .iter()
             .find(|s| s.labels.get("target").map(String::as_str) == Some(target))
             .unwrap();
-        assert_eq!(s.status, store::capacity::Status::Found, "{}", s.reason);
+        assert_eq!(s.status, analysis::capacity::Status::Found, "{}", s.reason);
         assert_eq!(s.experiment.as_deref(), Some("search"));
         s.capacity.unwrap()
     };
@@ -1378,7 +1378,9 @@ fn a_search_killed_mid_experiment_resumes_from_its_last_finished_step() {
         let Ok(store) = rt.block_on(Store::open(&db)) else {
             continue;
         };
-        let searches = rt.block_on(store.searches()).unwrap_or_default();
+        let searches = rt
+            .block_on(analysis::capacity::searches(&store))
+            .unwrap_or_default();
         if let Some(s) = searches.first().filter(|s| s.steps.len() >= 2) {
             break s.clone();
         }
@@ -1394,13 +1396,13 @@ fn a_search_killed_mid_experiment_resumes_from_its_last_finished_step() {
     );
     assert!(out.status.success(), "{}", text(&out));
     let store = rt.block_on(Store::open(&db)).unwrap();
-    let searches = rt.block_on(store.searches()).unwrap();
+    let searches = rt.block_on(analysis::capacity::searches(&store)).unwrap();
     assert_eq!(searches.len(), 1, "the same search went on");
     let after = &searches[0];
     assert_eq!(after.id, before.id);
     assert_eq!(
         after.status,
-        store::capacity::Status::Found,
+        analysis::capacity::Status::Found,
         "{}",
         after.reason
     );

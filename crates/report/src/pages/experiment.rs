@@ -1,6 +1,7 @@
 //! An experiment's page: its question answered setting by setting, the matrix, the write-ups'
 //! own tables, the charts across settings and per setting, and its runs.
 
+use analysis::summary::SummaryText as _;
 use maud::{html, Markup};
 
 use super::layout::{charts, layout};
@@ -75,15 +76,15 @@ fn when(ns: i64) -> String {
 
 /// A comparison's answer (`[compare]`): each setting's latest gate as the command printed it,
 /// measure by measure, and the sittings before it.
-fn gates(kept: &[store::ab::KeptGate]) -> Markup {
-    use store::ab::Outcome;
+fn gates(kept: &[analysis::ab::KeptGate]) -> Markup {
+    use analysis::ab::Outcome;
     let mut settings: Vec<&str> = kept.iter().map(|k| k.setting.as_str()).collect();
     settings.sort_unstable();
     settings.dedup();
     html! {
         h2 { "Answers: the gate" }
         @for setting in &settings {
-            @let of: Vec<&store::ab::KeptGate> = kept.iter().filter(|k| k.setting == *setting).collect();
+            @let of: Vec<&analysis::ab::KeptGate> = kept.iter().filter(|k| k.setting == *setting).collect();
             @if let Some(last) = of.last() {
                 @let g = &last.gate;
                 @let outcome = g.outcome();
@@ -119,7 +120,7 @@ fn gates(kept: &[store::ab::KeptGate]) -> Markup {
                                     td.why { (j.verdict_text()) }
                                     @if g.control.is_some() { td.num { @if let Some(c) = &j.control { (format!("{:.3}× ({:.3}–{:.3})", c.ratio, c.low, c.high)) } @else { "none" } } }
                                     td { small {
-                                        @if j.measure == store::ab::Measure::Capacity { "none: each capacity is fitted from all of its search's steps" }
+                                        @if j.measure == analysis::ab::Measure::Capacity { "none: each capacity is fitted from all of its search's steps" }
                                         @else { (j.ratios.iter().map(|r| format!("{r:.3}")).collect::<Vec<_>>().join(" ")) }
                                     } }
                                 }

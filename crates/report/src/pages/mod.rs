@@ -18,6 +18,7 @@
 
 use std::collections::BTreeMap;
 
+use analysis::summary::SummaryText as _;
 use maud::{html, Markup, PreEscaped};
 use store::summary::format_ns;
 
@@ -373,7 +374,7 @@ fn cpu_seconds(points: &[(f64, f64)]) -> Option<f64> {
 
 /// What limited a server: its short sentence, its evidence one click away (a `details` works
 /// without JavaScript and prints open).
-pub(crate) fn why(f: &store::saturation::Finding) -> Markup {
+pub(crate) fn why(f: &analysis::saturation::Finding) -> Markup {
     html! {
         details.finding {
             summary { (f.short) }
@@ -383,7 +384,7 @@ pub(crate) fn why(f: &store::saturation::Finding) -> Markup {
 }
 
 /// The same, at the rate of the step it was read at (as the page writes a rate: "12,200").
-pub(crate) fn why_at(rate: &str, f: &store::saturation::Finding) -> Markup {
+pub(crate) fn why_at(rate: &str, f: &analysis::saturation::Finding) -> Markup {
     html! {
         details.finding {
             summary { "at " (rate) " req/s: " (f.short) }
@@ -394,7 +395,7 @@ pub(crate) fn why_at(rate: &str, f: &store::saturation::Finding) -> Markup {
 
 /// The probe's facts; `limited`: the target and its database, when the server fell behind in
 /// this run, so what limited it is said (with the target's facts).
-fn probe_facts(p: &ProbeFigures, limited: Option<&store::system::System>) -> Markup {
+fn probe_facts(p: &ProbeFigures, limited: Option<&analysis::system::System>) -> Markup {
     let target = p.host.role == probe::sample::Role::Target;
     html! {
         dl.facts {

@@ -3,8 +3,8 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use analysis::capacity::{Search, Status};
 use maud::{html, Markup};
-use store::capacity::{Search, Status};
 
 use super::layout::{charts, layout};
 use super::paths::{run_path, search_path};
@@ -29,7 +29,7 @@ pub fn finding(s: &Search) -> String {
 /// How the steps' requests arrived, in a sentence: capacity depends on it.
 fn arrivals(s: &Search) -> String {
     match s.settings.arrival {
-        Some(a @ store::capacity::Arrival::Batched { .. }) => format!(
+        Some(a @ analysis::capacity::Arrival::Batched { .. }) => format!(
             "Arrivals {} (wrk2's grid: the server may read many requests per wake-up).",
             a.text()
         ),
@@ -43,11 +43,11 @@ fn arrivals(s: &Search) -> String {
 
 /// The calibration check: its verdict, each level's passes against its range, the halves, the
 /// search run again.
-fn check(c: &store::capacity::check::Check) -> Markup {
+fn check(c: &analysis::capacity::check::Check) -> Markup {
     html! {
         h2 { "Calibration check" }
         p.answer { strong { "The check " (c.outcome.said()) "." } }
-        p.meta { "After the search, " (c.blocks) " blocks of one step at each of the ends of C_0.5's 95 % interval and C_0.75, C_0.5 and C_0.25 of its fitted curve (fixed before the first block ran), each block in a seeded random order, every step with the search's window, warm-up and drain. A level's range holds the passes of a server whose C_0.5 lies anywhere in the figure's 95 % interval (" (format!("{:.0}–{:.0}", c.claim.low, c.claim.high)) " req/s), so that a figure whose interval holds fails the check at most " (format!("{:.0}", store::capacity::check::FALSE_FAIL * 100.0)) " % of the time; the halves test asks whether passes changed over the check." }
+        p.meta { "After the search, " (c.blocks) " blocks of one step at each of the ends of C_0.5's 95 % interval and C_0.75, C_0.5 and C_0.25 of its fitted curve (fixed before the first block ran), each block in a seeded random order, every step with the search's window, warm-up and drain. A level's range holds the passes of a server whose C_0.5 lies anywhere in the figure's 95 % interval (" (format!("{:.0}–{:.0}", c.claim.low, c.claim.high)) " req/s), so that a figure whose interval holds fails the check at most " (format!("{:.0}", analysis::capacity::check::FALSE_FAIL * 100.0)) " % of the time; the halves test asks whether passes changed over the check." }
         div.scroll { table {
             thead { tr { th { "level" } th { "rate (req/s)" } th { "fitted pass probability" } th { "passed" } th { "range" } th { "pass probability allowed" } th { "" } } }
             tbody { @for l in &c.levels { tr {
@@ -87,14 +87,14 @@ pub fn search_page(
             " s of warm-up; a coarse bracket to " (s.settings.resolution * 100.0) " %, then steps up and down beside the knee until the 95 % interval is within ±" (s.settings.until * 100.0) " %. "
             (arrivals(s)) }
         p.answer { strong { "Capacity: " (finding(s)) "." } }
-        @if s.estimate().is_some() { p.checked { "How far to trust it: " (store::capacity::CHECKED) "." } }
-        @for e in s.estimates.iter().skip(1) { p { "Also C_" (e.p) " ≈ " (e.text()) " (" (store::capacity::ALSO_CHECKED) ")." } }
+        @if s.estimate().is_some() { p.checked { "How far to trust it: " (analysis::capacity::CHECKED) "." } }
+        @for e in s.estimates.iter().skip(1) { p { "Also C_" (e.p) " ≈ " (e.text()) " (" (analysis::capacity::ALSO_CHECKED) ")." } }
         @if s.estimate().is_some() { p { "What it promises: " (s.settings.promise()) "." } }
         p { "Why it ends there: " (s.reason) }
         @if let Some(w) = &s.warmed { p { "Before its first step the server was " (w.text()) "." } }
         @if let Some(d) = &s.drift { p { "Drift: " (d.text()) "." } }
         @if let Some(c) = &s.check { (check(c)) }
-        p { "The figure is this sitting's: " (store::capacity::sitting(&s.steps).unwrap_or_else(|| "the host was not read over its steps".into())) "." }
+        p { "The figure is this sitting's: " (analysis::capacity::sitting(&s.steps).unwrap_or_else(|| "the host was not read over its steps".into())) "." }
         @if let Some((rate, why)) = crate::search::failed_step_limit(s, runs) {
             p { "What limited the server at " (rate) " req/s, the step that ended the search, as its probes (the server's, its database's and the watched groups', over the step's judged window) saw it: " (super::why(&why)) }
         }

@@ -1,4 +1,5 @@
-//! The end-of-run summary, as text (in the spirit of Vegeta's `report`) or JSON.
+//! The end-of-run summary, as JSON (and as text for a terminal, in the spirit of Vegeta's `report`:
+//! `analysis::summary`).
 //!
 //! Latency is shown twice: **corrected** (from the intended send time, what a user of the
 //! server would have waited) and **service** (from the actual send time, what closed-loop tools
@@ -339,8 +340,8 @@ mod tests {
         assert!((s.p99_ns as f64 - 990_000.0).abs() < 1_000.0);
         assert!((s.mean_ns as f64 - 500_500.0).abs() < 1_000.0);
         assert_eq!(
-            LatencyStats::of(&crate::model::new_histogram(1_000)).row(),
-            "no requests"
+            LatencyStats::of(&crate::model::new_histogram(1_000)).count,
+            0
         );
     }
 
@@ -386,29 +387,11 @@ mod tests {
     }
 
     #[test]
-    fn an_slo_term_reads_its_figure_from_a_summary() {
-        let s = summary_of(0, 0, GeneratorFacts::default());
-        let of = |t: &str| t.parse::<crate::capacity::Term>().unwrap().of(&s);
-        let p99 = of("p99<=1ms").unwrap();
-        assert!((p99 - 1_000_000.0).abs() < 1_000.0, "{p99}");
-        assert_eq!(of("mean<=1ms"), Some(s.latency.corrected.mean_ns as f64));
-        assert_eq!(of("errors<=1%"), Some(1.0 - s.requests.success_ratio));
-        assert_eq!(
-            of("p99.5<=1ms"),
-            None,
-            "a percentile the summary does not keep"
-        );
-    }
-
-    #[test]
     fn a_handful_of_late_sends_is_a_figure_not_an_alarm() {
         let s = summary_of(12, 0, GeneratorFacts::default());
         assert!(!s.generator.behind);
         assert_eq!(s.generator.late, 12);
         assert!(s.warnings.is_empty(), "{:?}", s.warnings);
-        assert!(s
-            .to_text()
-            .contains("12 requests (0.04 %) sent over 1.00ms late: too few to doubt the run"));
     }
 
     #[test]
@@ -553,14 +536,13 @@ mod tests {
     }
 
     #[test]
-    fn poisson_sends_that_were_not_poisson_are_said_and_limit_a_step() {
+    fn poisson_sends_that_were_not_poisson_are_said() {
         let fit = |excess: f64, gaps: u64| GeneratorFacts {
             arrivals: Some(ArrivalFit::new(excess, 0.09, gaps)),
             ..Default::default()
         };
         let within = summary_of(0, 0, fit(-0.03, 80_000));
         assert!(within.warnings.is_empty(), "{:?}", within.warnings);
-        assert!(crate::capacity::judge::generator_limit(&within).is_none());
         let spaced = summary_of(0, 0, fit(-0.08, 80_000));
         assert!(
             spaced.warnings[0]
@@ -568,11 +550,6 @@ mod tests {
                 && spaced.warnings[0].contains("smoother arrivals"),
             "{:?}",
             spaced.warnings
-        );
-        let why = crate::capacity::judge::generator_limit(&spaced).unwrap();
-        assert!(
-            why.starts_with("its sends were not Poisson: 8.0 % fewer"),
-            "{why}"
         );
         // Few gaps: only what the test can tell from chance counts.
         let few = summary_of(0, 0, fit(0.08, 200));

@@ -235,7 +235,7 @@ impl Slo {
 impl Term {
     /// This term's figure in a run's summary: the mean, the error ratio, or a percentile the
     /// summary keeps (50, 90, 95, 99, 99.9; another needs the run's histogram: `None`).
-    pub fn of(&self, s: &crate::summary::Summary) -> Option<f64> {
+    pub fn of(&self, s: &store::summary::Summary) -> Option<f64> {
         let l = &s.latency.corrected;
         let ns = match self.figure {
             Figure::Errors => return Some(1.0 - s.requests.success_ratio),
@@ -277,7 +277,7 @@ impl Term {
             Figure::Pss => format!("{} MiB", trim((value / 1048576.0 * 10.0).round() / 10.0)),
             Figure::Fds => format!("{value:.0}"),
             _ if value.is_infinite() => "unbounded".into(),
-            _ => crate::summary::text::format_ns(value.max(0.0) as u64),
+            _ => store::summary::format_ns(value.max(0.0) as u64),
         }
     }
 }

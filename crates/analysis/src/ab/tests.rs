@@ -684,13 +684,13 @@ fn a_comparison_of_capacities_is_a_gate_of_one_measure() {
 
 /// A 3 s run of 3,000 requests whose server used half a core throughout, its probe reading
 /// every 100 ms from 50 ms into the run: the samples span 2.9 s of its 3 s.
-fn half_a_core_for_three_seconds() -> crate::run::StoredRun {
-    use crate::model::IntervalStats;
-    use crate::run::{ProbeMeta, StoredProbe, StoredRecord};
-    use crate::summary::{RunFacts, Summary};
+fn half_a_core_for_three_seconds() -> store::run::StoredRun {
     use probe::protocol::Record;
     use probe::sample::{ProcessSample, Sample};
     use std::time::Duration;
+    use store::model::IntervalStats;
+    use store::run::{ProbeMeta, StoredProbe, StoredRecord};
+    use store::summary::{RunFacts, Summary};
 
     let mut totals = IntervalStats::new(0, 3_000_000_000);
     for _ in 0..3_000 {
@@ -700,7 +700,7 @@ fn half_a_core_for_three_seconds() -> crate::run::StoredRun {
     totals.sent = 3_000;
     totals.responses = 3_000;
     totals.ok = 3_000;
-    let config = crate::config::RunConfig {
+    let config = store::run::RunConfig {
         open_loop: true,
         threads: 1,
         max_connections: 8,
@@ -748,8 +748,8 @@ fn half_a_core_for_three_seconds() -> crate::run::StoredRun {
             }
         })
         .collect();
-    let mut run = crate::group::empty("r");
-    run.status = crate::run::RunStatus::Complete;
+    let mut run = store::group::empty("r");
+    run.status = store::run::RunStatus::Complete;
     run.ended_at_ns = Some(3_000_000_000);
     run.summary = Some(summary);
     run.probes = vec![StoredProbe {

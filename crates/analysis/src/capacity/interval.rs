@@ -175,7 +175,7 @@ mod tests {
 
     fn uniform(n: u64) -> Histogram<u64> {
         // 1..=n µs, each once: the q quantile is q·n µs.
-        let mut h = crate::model::new_histogram(10_000_000_000);
+        let mut h = store::model::new_histogram(10_000_000_000);
         for v in 1..=n {
             h.record(v * 1_000).unwrap();
         }
@@ -237,7 +237,7 @@ mod tests {
         let truth = 900_000.0 * 1_000.0;
         let mut held = 0;
         for _ in 0..200 {
-            let mut h = crate::model::new_histogram(10_000_000_000);
+            let mut h = store::model::new_histogram(10_000_000_000);
             for _ in 0..2_000 {
                 h.record(next() * 1_000).unwrap();
             }

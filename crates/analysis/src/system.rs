@@ -11,10 +11,10 @@
 use probe::sample::{HostInfo, Role, WaitClass};
 use serde::{Deserialize, Serialize};
 
-use crate::run::StoredProbe;
 use crate::saturation::{
     delta, mean, samples_in, Finding, Limit, Saturation, CPU_SATURATED, RUN_QUEUE, RUN_QUEUE_FLOOR,
 };
+use store::run::StoredProbe;
 
 /// Backends waiting on locks or storage, on average, for the database to be the limit: at
 /// least one, and at least half of those active.
@@ -460,9 +460,9 @@ impl System {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::run::{ProbeMeta, StoredRecord};
     use probe::protocol::Record;
     use probe::sample::{DbActivity, HostInfo, ProcessSample, Sample};
+    use store::run::{ProbeMeta, StoredRecord};
 
     /// A probe of `role` whose tree used `cores` (of 1 CPU) for 10 s, with run-queue wait
     /// measured (none), and `activity` in every sample when given.

@@ -12,13 +12,13 @@ use serde::{Deserialize, Serialize};
 use super::batch;
 use super::interval::Estimate;
 use super::slo::{Figure, Measured, Outcome, RunVerdict, Slo, Term};
-use crate::model::IntervalStats;
 use crate::saturation::Saturation;
-use crate::summary::figures::Summary;
-use crate::vocabulary::LimitedBy;
+use store::model::IntervalStats;
+use store::summary::Summary;
+use store::vocabulary::LimitedBy;
 
 /// Below this share of the offered rate finished within the window, the server did not keep up.
-pub use crate::summary::KEPT_UP;
+pub use store::summary::KEPT_UP;
 
 /// Latency grew across the window when its last third's median is this many times its first
 /// third's (and at least [`GROWTH_FLOOR_NS`] more).
@@ -127,7 +127,7 @@ pub fn generator_limit(summary: &Summary) -> Option<String> {
     }
     let limit = summary.generator.limited_by?;
     (limit.is_generator() || limit == LimitedBy::ConnectionCap).then(|| {
-        crate::diagnosis::generator_fell_behind(summary)
+        store::diagnosis::generator_fell_behind(summary)
             .unwrap_or_else(|| format!("requests were held back by the {limit}"))
     })
 }
@@ -336,7 +336,7 @@ fn growth(intervals: &[IntervalStats], offered: f64) -> Option<String> {
         &intervals[intervals.len() - third..],
     ];
     let median = |part: &[IntervalStats]| {
-        let mut h = crate::model::new_histogram(1_000_000_000);
+        let mut h = store::model::new_histogram(1_000_000_000);
         for i in part {
             let _ = h.add(&i.corrected);
         }
@@ -346,8 +346,8 @@ fn growth(intervals: &[IntervalStats], offered: f64) -> Option<String> {
     if last > GROWTH * first + GROWTH_FLOOR_NS && middle >= first {
         return Some(format!(
             "latency grew within the window (median {} in its first third, {} in its last): a queue was building",
-            crate::summary::text::format_ns(first as u64),
-            crate::summary::text::format_ns(last as u64)
+            store::summary::format_ns(first as u64),
+            store::summary::format_ns(last as u64)
         ));
     }
     let flight = |part: &[IntervalStats]| {
@@ -365,6 +365,7 @@ fn growth(intervals: &[IntervalStats], offered: f64) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::summary::tests::summary_of;
 
     fn window(latencies_ms: &[&[u64]], requests: u64) -> Vec<IntervalStats> {
         latencies_ms
@@ -457,5 +458,34 @@ mod tests {
         let w = window(&[&steady, &steady, &steady], 100);
         let j = judge(&slo("p99<=1s"), &w, 1.0, 100.0, Some("its CPU".into()));
         assert_eq!(j.verdict, Verdict::Invalid);
+    }
+
+    #[test]
+    fn an_slo_term_reads_its_figure_from_a_summary() {
+        let s = summary_of(0, Default::default());
+        let of = |t: &str| t.parse::<Term>().unwrap().of(&s);
+        let p99 = of("p99<=1ms").unwrap();
+        assert!((p99 - 1_000_000.0).abs() < 1_000.0, "{p99}");
+        assert_eq!(of("mean<=1ms"), Some(s.latency.corrected.mean_ns as f64));
+        assert_eq!(of("errors<=1%"), Some(1.0 - s.requests.success_ratio));
+        assert_eq!(
+            of("p99.5<=1ms"),
+            None,
+            "a percentile the summary does not keep"
+        );
+    }
+
+    #[test]
+    fn poisson_sends_that_were_not_poisson_limit_a_step() {
+        let fit = |excess: f64, gaps: u64| store::summary::GeneratorFacts {
+            arrivals: Some(store::summary::ArrivalFit::new(excess, 0.09, gaps)),
+            ..Default::default()
+        };
+        assert!(generator_limit(&summary_of(0, fit(-0.03, 80_000))).is_none());
+        let why = generator_limit(&summary_of(0, fit(-0.08, 80_000))).unwrap();
+        assert!(
+            why.starts_with("its sends were not Poisson: 8.0 % fewer"),
+            "{why}"
+        );
     }
 }

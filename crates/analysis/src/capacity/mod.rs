@@ -18,15 +18,14 @@ pub mod random;
 pub mod repeated;
 pub mod slo;
 
-use serde::{Deserialize, Serialize};
-use sqlx::Row;
-
-use crate::db::{Store, StoreError};
-/// How a step's requests arrived (kept with the search).
-pub use crate::vocabulary::Arrival;
 pub use judge::{Judgement, Verdict};
 pub use repeated::{agreed, median, Agreed, Repeated};
+use serde::{Deserialize, Serialize};
 pub use slo::{Slo, Term};
+use store::kept::SearchRow;
+/// How a step's requests arrived (kept with the search).
+pub use store::vocabulary::Arrival;
+use store::{Store, StoreError};
 
 /// Labels a search's runs carry.
 pub mod label {
@@ -267,7 +266,7 @@ impl Warmed {
         let p99: Vec<String> = self
             .p99_ns
             .iter()
-            .map(|&n| crate::summary::text::format_ns(n))
+            .map(|&n| store::summary::format_ns(n))
             .collect();
         format!(
             "warmed at {:.0} req/s for {:.0} s {} (p99 of each second: {})",
@@ -546,57 +545,30 @@ impl Search {
     }
 }
 
-impl Store {
-    /// Keeps (or replaces) a search.
-    pub async fn put_search(&self, s: &Search) -> Result<(), StoreError> {
-        let mut kept = s.clone();
-        kept.target = redact::text(&s.target);
-        kept.name = redact::text(&s.name);
-        let body = crate::db::json(&kept);
-        let mut tx = self.pool().begin().await?;
-        sqlx::query("DELETE FROM searches WHERE id = $1")
-            .bind(&s.id)
-            .execute(&mut *tx)
-            .await?;
-        sqlx::query(
-            "INSERT INTO searches (id, name, experiment, status, started_at_ns, updated_at_ns, body) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7)",
-        )
-        .bind(&kept.id)
-        .bind(&kept.name)
-        .bind(&kept.experiment)
-        .bind(kept.status.as_str())
-        .bind(kept.started_at_ns)
-        .bind(kept.updated_at_ns)
-        .bind(body)
-        .execute(&mut *tx)
-        .await?;
-        tx.commit().await?;
-        Ok(())
-    }
+/// Keeps (or replaces) a search, its target and name redacted as a run's are.
+pub async fn put_search(store: &Store, s: &Search) -> Result<(), StoreError> {
+    let mut kept = s.clone();
+    kept.target = redact::text(&s.target);
+    kept.name = redact::text(&s.name);
+    let row = SearchRow {
+        id: &kept.id,
+        name: &kept.name,
+        experiment: kept.experiment.as_deref(),
+        status: kept.status.as_str(),
+        started_at_ns: kept.started_at_ns,
+        updated_at_ns: kept.updated_at_ns,
+    };
+    store.put_kept_search(&row, &kept).await
+}
 
-    /// Every search kept, oldest first.
-    pub async fn searches(&self) -> Result<Vec<Search>, StoreError> {
-        let rows = sqlx::query("SELECT id, body FROM searches ORDER BY started_at_ns, id")
-            .fetch_all(self.pool())
-            .await?;
-        let mut out = Vec::new();
-        for row in rows {
-            let id: String = row.try_get("id")?;
-            let body: String = row.try_get("body")?;
-            out.push(crate::db::parse_json(
-                &format!("of search {id}"),
-                "body",
-                &body,
-            )?);
-        }
-        Ok(out)
-    }
+/// Every search kept, oldest first.
+pub async fn searches(store: &Store) -> Result<Vec<Search>, StoreError> {
+    store.kept_searches().await
+}
 
-    /// One search, if kept.
-    pub async fn search(&self, id: &str) -> Result<Option<Search>, StoreError> {
-        Ok(self.searches().await?.into_iter().find(|s| s.id == id))
-    }
+/// One search, if kept.
+pub async fn search(store: &Store, id: &str) -> Result<Option<Search>, StoreError> {
+    Ok(searches(store).await?.into_iter().find(|s| s.id == id))
 }
 
 #[cfg(test)]

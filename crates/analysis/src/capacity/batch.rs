@@ -180,7 +180,7 @@ mod tests {
     /// A window of `n` latencies (ns) cut into ten consecutive intervals.
     fn window(latencies: impl Iterator<Item = f64>, n: usize) -> Vec<Histogram<u64>> {
         let mut parts: Vec<Histogram<u64>> = (0..10)
-            .map(|_| crate::model::new_histogram(1_000_000_000_000))
+            .map(|_| store::model::new_histogram(1_000_000_000_000))
             .collect();
         for (i, l) in latencies.take(n).enumerate() {
             parts[i * 10 / n].record(l.max(1.0) as u64).unwrap();

@@ -13,7 +13,7 @@
 use probe::protocol::Record;
 use serde::{Deserialize, Serialize};
 
-use crate::run::StoredProbe;
+use store::run::StoredProbe;
 
 /// Busy at least this share of what it may use: the CPU is the limit.
 pub const CPU_SATURATED: f64 = 0.9;
@@ -486,8 +486,8 @@ impl Saturation {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::run::{ProbeMeta, StoredRecord};
     use probe::sample::{CgroupCpu, HostSample, ProcessSample, Sample, ThreadStates};
+    use store::run::{ProbeMeta, StoredRecord};
 
     /// A probe whose tree used `cores` of CPU for 10 s, with these extra figures.
     fn probe(cores: f64, shape: impl Fn(u64, &mut Sample)) -> StoredProbe {

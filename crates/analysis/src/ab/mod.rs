@@ -31,7 +31,7 @@
 mod kept;
 mod text;
 
-pub use kept::KeptGate;
+pub use kept::{gates, put_gate, KeptGate};
 pub use text::junit;
 
 use std::collections::BTreeMap;
@@ -41,7 +41,7 @@ use std::str::FromStr;
 use serde::{Deserialize, Serialize};
 
 use crate::capacity::compare::Compared;
-use crate::run::StoredRun;
+use store::run::StoredRun;
 
 /// The confidence of every interval here.
 pub const CONFIDENCE: f64 = 0.95;

@@ -1,0 +1,41 @@
+//! `analysis`: Showdown's judgements of stored runs, above the store that keeps them.
+//!
+//! The store (`store`) keeps runs and says what they recorded; this crate judges them and says
+//! so in words: whether a server kept within an SLO and at what rate it stops (capacity),
+//! whether a change made it slower or hungrier (the gate), and what limited it. Nothing here
+//! writes a row of its own: a search or a gate is kept through `store::kept` (the row and its
+//! JSON body), after it is redacted here.
+//!
+//! Modules:
+//!
+//! - [`summary`]: the end-of-run summary in words, for a terminal (`SummaryText::to_text`).
+//! - [`saturation`]: what limited the server, from a probe's figures over a window (its CPU,
+//!   its quota, the run queue, steal, storage, the accept queue, or a wait).
+//! - [`system`]: the target, its database and the watched groups together, and the verdict
+//!   that names which ran out (the database's or a group's CPU, the database's locks and
+//!   storage, the target's pool of connections, beside the target's own), as a finding: a
+//!   short sentence and its evidence.
+//! - [`capacity`]: capacity searches: the SLO (latency and errors, and the server's own
+//!   figures from its probe), a step judged on its point figures (`judge`, with batch-means
+//!   intervals beside them, and a whole run against an SLO), C_p estimated from every step
+//!   with its 95 % interval (`fit`), repeated searches pooled (`repeated`), targets compared by
+//!   the ratio of their figures over interleaved rounds (`compare`), a figure's calibration
+//!   check judged (`check`), the seeded generator of the up-and-down coin and the simulations
+//!   (`random`); and the search as kept (`put_search`, `searches`).
+//! - [`ab`]: two builds compared at a fixed rate over interleaved rounds (`[compare]`): each
+//!   measure's ratio with its 95 % interval (paired over rounds, Student's t), its verdict
+//!   against the change allowed and the A/A control, the gate in words, Markdown and JUnit
+//!   (`text`), and each sitting's gate kept for the experiment's page (`kept`); or their
+//!   capacities, from a comparison of searches (`Gate::of_capacities`).
+//!
+//! What stays in the store, and why: the run model and everything a row holds. The end-of-run
+//! [`store::summary::Summary`] (its figures and its warnings) is a column of every run and is
+//! computed again when a run group's shards are merged as they are read (`store::group`), so
+//! it, and the diagnosis it names a run's cause with (`store::diagnosis`), live with the run
+//! model; only its text for a terminal is here.
+
+pub mod ab;
+pub mod capacity;
+pub mod saturation;
+pub mod summary;
+pub mod system;
