@@ -15,7 +15,8 @@ use store::run::RunStatus;
 
 use crate::charts::Chart;
 use crate::figures::RunFigures;
-use crate::plot::{color, Line, PlotError, TimeChart, XAxis, XyChart};
+use crate::model::{color, Line, Rgb, TimeChart, XAxis, XyChart};
+use crate::plot::PlotError;
 
 /// A setting: (axis, value) for every axis, in axis order.
 pub type Setting = Vec<(String, String)>;
@@ -926,7 +927,7 @@ impl ExperimentFigures {
     }
 
     /// The targets' colours: a target keeps its colour on every chart.
-    pub fn color_of(&self, target: &str) -> plotters::style::RGBColor {
+    pub fn color_of(&self, target: &str) -> Rgb {
         let i = self
             .record
             .definition

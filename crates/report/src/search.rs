@@ -11,7 +11,8 @@ use store::capacity::{Search, Step};
 
 use crate::charts::Chart;
 use crate::figures::RunFigures;
-use crate::plot::{self, color, Line, PlotError, XAxis, XyChart};
+use crate::model::{self, color, Line, XAxis, XyChart, PALETTE};
+use crate::plot::{self, PlotError};
 
 /// What the probes saw of the server during one step's window.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -64,7 +65,7 @@ fn xy(
 
 /// A vertical dashed line at the capacity, across the chart.
 fn knee(search: &Search) -> Option<Line> {
-    Some(Line::rule("capacity", plot::PALETTE[7], search.capacity?))
+    Some(Line::rule("capacity", PALETTE[7], search.capacity?))
 }
 
 /// The search's charts.
@@ -96,7 +97,7 @@ pub fn charts(
             line,
             Line::new(
                 format!("SLO {term}"),
-                plot::PALETTE[3],
+                PALETTE[3],
                 vec![(lo, bound), (hi, bound)],
             )
             .dashed(),
@@ -124,7 +125,7 @@ pub fn charts(
         .collect();
     let mut lines = vec![
         Line::new("served", color(0), served),
-        Line::new("offered", plot::PALETTE[7], vec![(lo, lo), (hi, hi)]).dashed(),
+        Line::new("offered", PALETTE[7], vec![(lo, lo), (hi, hi)]).dashed(),
     ];
     lines.extend(knee(search));
     out.push(xy(
@@ -360,7 +361,7 @@ fn setting_charts(setting: &SettingCapacity) -> Result<Vec<Chart>, PlotError> {
             Some((i as f64, a.low?, a.high?))
         })
         .collect();
-    let bars = if plot::has_data(std::slice::from_ref(&line)) {
+    let bars = if model::has_data(std::slice::from_ref(&line)) {
         Some(plot::xy_chart(&XyChart {
             title: "Capacity by target",
             x_label: "target",
@@ -426,7 +427,7 @@ fn setting_charts(setting: &SettingCapacity) -> Result<Vec<Chart>, PlotError> {
             curves.push(
                 Line::new(
                     format!("SLO {term}"),
-                    plot::PALETTE[3],
+                    PALETTE[3],
                     vec![(lo, term.bound * scale), (hi, term.bound * scale)],
                 )
                 .dashed(),
