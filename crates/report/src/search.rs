@@ -11,8 +11,8 @@ use store::capacity::{Search, Step};
 
 use crate::charts::Chart;
 use crate::figures::RunFigures;
-use crate::model::{self, color, Line, XAxis, XyChart, PALETTE};
-use crate::plot::{self, PlotError};
+use crate::model::{color, Line, XAxis, XyChart, PALETTE};
+use crate::plot::PlotError;
 
 /// What the probes saw of the server during one step's window.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -361,18 +361,22 @@ fn setting_charts(setting: &SettingCapacity) -> Result<Vec<Chart>, PlotError> {
             Some((i as f64, a.low?, a.high?))
         })
         .collect();
-    let bars = if model::has_data(std::slice::from_ref(&line)) {
-        Some(plot::xy_chart(&XyChart {
+    // Drawn from the model like every chart across settings: its SVG, and its JSON for the
+    // page's script (hover for each target's figure and interval).
+    let mut bars = crate::charts::xy(
+        &format!("capacity-{}", crate::pages::slug(&setting.setting)),
+        XyChart {
             title: "Capacity by target",
             x_label: "target",
             y_label: "capacity (req/s)",
             x: XAxis::Names(names),
             y_log: false,
             lines: vec![line],
-        })?)
-    } else {
-        None
-    };
+        },
+        "Each target's C_p from every step of its searches, with its 95 % interval as whiskers (none where the steps do not bound it).",
+        "No search found a capacity yet.",
+    )?;
+    bars.title = format!("Capacity by target at {}", setting.setting);
     let mut curves = Vec::new();
     for (i, t) in setting.targets.iter().enumerate() {
         let Some(s) = t.nearest_search().or(t.searches.first()) else {
@@ -402,17 +406,7 @@ fn setting_charts(setting: &SettingCapacity) -> Result<Vec<Chart>, PlotError> {
         .flat_map(|t| t.searches.first())
         .next()
         .and_then(|s| s.slo.terms.first().copied());
-    let mut out = vec![Chart {
-        id: format!("capacity-{}", crate::pages::slug(&setting.setting)),
-        title: format!("Capacity by target at {}", setting.setting),
-        caption: if bars.is_some() {
-            "Each target's C_p from every step of its searches, with its 95 % interval as whiskers (none where the steps do not bound it).".into()
-        } else {
-            "No search found a capacity yet.".into()
-        },
-        svg: bars,
-        data: None,
-    }];
+    let mut out = vec![bars];
     if let Some(term) = first {
         let scale = if term.figure == Figure::Errors {
             100.0
@@ -618,4 +612,30 @@ pub fn capacity_sentence(setting: &SettingCapacity, held: &str) -> String {
     }
     text.push('.');
     text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn capacity_by_target_is_a_chart_of_the_model_or_says_why_not() {
+        let setting = SettingCapacity {
+            setting: "all".into(),
+            targets: vec![TargetCapacity {
+                target: "go".into(),
+                searches: Vec::new(),
+                per_cpu_second: None,
+                peak_rss_bytes: None,
+                limit: None,
+            }],
+            charts: Vec::new(),
+        };
+        let charts = setting_charts(&setting).unwrap();
+        let bars = &charts[0];
+        assert!(bars.id.starts_with("capacity-all"), "{}", bars.id);
+        assert_eq!(bars.title, "Capacity by target at all");
+        assert_eq!(bars.caption, "No search found a capacity yet.");
+        assert!(bars.svg.is_none() && bars.data.is_none());
+    }
 }
