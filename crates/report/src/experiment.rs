@@ -15,6 +15,8 @@ use store::run::RunStatus;
 
 use crate::charts::Chart;
 use crate::figures::RunFigures;
+/// A rate with thousands separated, as every page writes one: 12,200.
+pub use crate::model::number::thousands;
 use crate::model::{color, Line, Rgb, TimeChart, XAxis, XyChart};
 use crate::plot::PlotError;
 
@@ -727,20 +729,6 @@ fn shares(cells: &[&CellFigures], compared: bool) -> Option<String> {
         share?,
         rates.join(", ")
     ))
-}
-
-/// A rate with thousands separated, as every page writes one: 12,200.
-pub fn thousands(v: f64) -> String {
-    let n = v.round() as u64;
-    let digits = n.to_string();
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
 }
 
 fn short_ms(ms: f64) -> String {

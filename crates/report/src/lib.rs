@@ -14,7 +14,9 @@
 //! - [`model`]: a chart as data, below everything that draws it: [`model::chart`], a chart's
 //!   spec (lines, bands, axes; colours as plain [`model::Rgb`]), [`model::ChartData`], the
 //!   JSON the interactive chart draws, and [`model::heatmap`], a run's latency heatmap (time ×
-//!   log latency × count) from its intervals' histograms.
+//!   log latency × count) from its intervals' histograms; [`model::number`], how a number is
+//!   written on a chart and beside it (the script's `fmt` its twin, held to it by
+//!   `tests/numbers.rs`).
 //! - Its renderers, which import the model and nothing from the pages above them: `plot`,
 //!   a chart's SVG with plotters; [`heatmap`], a heatmap's SVG written by hand (each cell's
 //!   count in it); `flame`, a profile's flame graphs with inferno; the pages' script
@@ -52,7 +54,7 @@ use std::io::Write;
 pub use cli::Cli;
 pub use error::ReportError;
 /// How a number and a percentile are written on a chart, by the SVG and the pages' script alike.
-pub use plot::{number, percentile_label};
+pub use model::number::{number, percentile_label};
 pub use site::{Site, SiteOptions};
 use store::run::RunFilter;
 use store::Store;
