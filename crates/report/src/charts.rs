@@ -1,11 +1,10 @@
 //! Which charts a page has, and what each draws: a run's charts, and a comparison's (one line
 //! per run, in the run's colour).
 
-use plotters::style::RGBColor;
-
 use crate::compare::Comparison;
 use crate::figures::{ProbeFigures, RunFigures, Series};
-use crate::plot::{self, color, Band, Line, PlotError, TimeChart, XyChart};
+use crate::model::{self, color, Band, Line, Rgb, TimeChart, XyChart, PALETTE};
+use crate::plot::{self, PlotError};
 
 /// A chart on a page: an SVG, or why there is none.
 #[derive(Debug, Clone)]
@@ -17,28 +16,28 @@ pub struct Chart {
     /// One sentence under the chart: what it shows, or why it is empty.
     pub caption: String,
     /// The chart's model, for the interactive chart drawn over the SVG.
-    pub data: Option<crate::model::ChartData>,
+    pub data: Option<model::ChartData>,
 }
 
 /// Series colours that read as their meaning: p50 blue, p90 green, p99 orange, max red.
-const BLUE: RGBColor = plot::PALETTE[0];
-const ORANGE: RGBColor = plot::PALETTE[1];
-const GREEN: RGBColor = plot::PALETTE[2];
-const RED: RGBColor = plot::PALETTE[3];
-const PURPLE: RGBColor = plot::PALETTE[4];
-const GREY: RGBColor = plot::PALETTE[7];
-const DARK: RGBColor = RGBColor(0x33, 0x33, 0x33);
+const BLUE: Rgb = PALETTE[0];
+const ORANGE: Rgb = PALETTE[1];
+const GREEN: Rgb = PALETTE[2];
+const RED: Rgb = PALETTE[3];
+const PURPLE: Rgb = PALETTE[4];
+const GREY: Rgb = PALETTE[7];
+const DARK: Rgb = Rgb(0x33, 0x33, 0x33);
 
-fn lines(series: &[Series], colors: &[RGBColor]) -> Vec<Line> {
+fn lines(series: &[Series], colors: &[Rgb]) -> Vec<Line> {
     series
         .iter()
-        .zip(colors.iter().chain(plot::PALETTE[5..].iter()).cycle())
+        .zip(colors.iter().chain(PALETTE[5..].iter()).cycle())
         .map(|(s, &c)| Line::new(s.name.clone(), c, s.points.clone()))
         .collect()
 }
 
 /// Series the slow collectors sample (about once a second): steps with markers.
-fn stepped_lines(series: &[Series], colors: &[RGBColor]) -> Vec<Line> {
+fn stepped_lines(series: &[Series], colors: &[Rgb]) -> Vec<Line> {
     lines(series, colors)
         .into_iter()
         .map(Line::stepped)
@@ -50,7 +49,7 @@ trait Spec {
     fn title(&self) -> &str;
     fn lines(&self) -> &[Line];
     fn svg(&self) -> Result<String, PlotError>;
-    fn model(&self) -> crate::model::ChartData;
+    fn model(&self) -> model::ChartData;
 }
 
 impl Spec for TimeChart<'_> {
@@ -63,8 +62,8 @@ impl Spec for TimeChart<'_> {
     fn svg(&self) -> Result<String, PlotError> {
         plot::time_chart(self)
     }
-    fn model(&self) -> crate::model::ChartData {
-        crate::model::ChartData::of(self)
+    fn model(&self) -> model::ChartData {
+        model::ChartData::of(self)
     }
 }
 
@@ -78,8 +77,8 @@ impl Spec for XyChart<'_> {
     fn svg(&self) -> Result<String, PlotError> {
         plot::xy_chart(self)
     }
-    fn model(&self) -> crate::model::ChartData {
-        crate::model::ChartData::xy(self)
+    fn model(&self) -> model::ChartData {
+        model::ChartData::xy(self)
     }
 }
 
@@ -99,15 +98,15 @@ impl Spec for Distribution<'_> {
     fn svg(&self) -> Result<String, PlotError> {
         plot::distribution_chart(self.title, &self.lines)
     }
-    fn model(&self) -> crate::model::ChartData {
-        crate::model::ChartData::distribution(self.title, &self.lines)
+    fn model(&self) -> model::ChartData {
+        model::ChartData::distribution(self.title, &self.lines)
     }
 }
 
 /// A chart from its spec: the SVG and the model, or, with nothing to draw, neither and the
 /// caption saying why (`empty`).
 fn drawn(id: &str, spec: &impl Spec, caption: &str, empty: &str) -> Result<Chart, PlotError> {
-    let (svg, data, caption) = if plot::has_data(spec.lines()) {
+    let (svg, data, caption) = if model::has_data(spec.lines()) {
         (Some(spec.svg()?), Some(spec.model()), caption)
     } else {
         (None, None, empty)
@@ -154,7 +153,7 @@ pub(crate) fn xy(
     caption: &str,
     empty: &str,
 ) -> Result<Chart, PlotError> {
-    if plot::XyFrame::of(&spec).y_log {
+    if model::XyFrame::of(&spec).y_log {
         let caption = format!(
             "{caption} The y axis is a log scale: the latencies span more than a decade and a half, and on a linear one an overloaded step would flatten the rest."
         );
@@ -355,14 +354,14 @@ pub fn probe_charts(
             chart(
                 6,
                 "CPU (%, 100 = one core)",
-                lines(&probe.members, &plot::PALETTE),
+                lines(&probe.members, &PALETTE),
             ),
             "Each process of the tree (e.g. the workers of a cluster).",
             "",
         )?);
         out.push(time(
             &id("members-rss"),
-            chart(8, "RSS (MiB)", lines(&probe.members_rss, &plot::PALETTE)),
+            chart(8, "RSS (MiB)", lines(&probe.members_rss, &PALETTE)),
             "Each process's resident memory, in the CPU chart's colours: a worker that grows alone shows here, where the tree's total hides it.",
             "",
         )?);
@@ -373,7 +372,7 @@ pub fn probe_charts(
             chart(
                 7,
                 "CPU (%, 100 = one core)",
-                lines(&profile.over_time, &plot::PALETTE),
+                lines(&profile.over_time, &PALETTE),
             ),
             &format!(
                 "The five functions with the most samples of their own in the attack window: each second, its samples × the CPU one sample stands for ({} Hz per CPU), on the CPU chart's scale.",
@@ -396,11 +395,11 @@ fn backends_chart(run: &RunFigures, probe: &ProbeFigures, id: &str) -> Result<Ch
         WaitClass::LwLock => ORANGE,
         WaitClass::Io => PURPLE,
         WaitClass::Client => BLUE,
-        WaitClass::Ipc => plot::PALETTE[5],
+        WaitClass::Ipc => PALETTE[5],
         WaitClass::Timeout => GREY,
         WaitClass::Other => DARK,
     };
-    let mut lines = plot::stacked(
+    let mut lines = model::stacked(
         WaitClass::ALL
             .iter()
             .zip(&probe.active)
@@ -526,4 +525,25 @@ pub fn comparison_charts(c: &Comparison) -> Result<Vec<Chart>, PlotError> {
         "No TCP figures in these runs.",
     )?);
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::model::chart::examples::{against_rate, p99_steps};
+
+    #[test]
+    fn a_caption_says_the_y_axis_is_a_log_scale_only_where_it_is() {
+        let said = |y_log: bool| {
+            super::xy(
+                "p99",
+                against_rate(y_log, vec![p99_steps()]),
+                "Each step.",
+                "none",
+            )
+            .unwrap()
+            .caption
+        };
+        assert!(said(true).contains("The y axis is a log scale"));
+        assert_eq!(said(false), "Each step.");
+    }
 }

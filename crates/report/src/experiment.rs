@@ -15,7 +15,10 @@ use store::run::RunStatus;
 
 use crate::charts::Chart;
 use crate::figures::RunFigures;
-use crate::plot::{color, Line, PlotError, TimeChart, XAxis, XyChart};
+/// A rate with thousands separated, as every page writes one: 12,200.
+pub use crate::model::number::thousands;
+use crate::model::{color, Line, Rgb, TimeChart, XAxis, XyChart};
+use crate::plot::PlotError;
 
 /// A setting: (axis, value) for every axis, in axis order.
 pub type Setting = Vec<(String, String)>;
@@ -728,20 +731,6 @@ fn shares(cells: &[&CellFigures], compared: bool) -> Option<String> {
     ))
 }
 
-/// A rate with thousands separated, as every page writes one: 12,200.
-pub fn thousands(v: f64) -> String {
-    let n = v.round() as u64;
-    let digits = n.to_string();
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
-}
-
 fn short_ms(ms: f64) -> String {
     if ms >= 1000.0 {
         format!("{:.2} s", ms / 1000.0)
@@ -926,7 +915,7 @@ impl ExperimentFigures {
     }
 
     /// The targets' colours: a target keeps its colour on every chart.
-    pub fn color_of(&self, target: &str) -> plotters::style::RGBColor {
+    pub fn color_of(&self, target: &str) -> Rgb {
         let i = self
             .record
             .definition

@@ -52,7 +52,7 @@ pub struct LoadSeries {
     pub in_flight: Series,
     pub connections: Series,
     /// Corrected and service latency, a column an interval, counts by log-latency bin.
-    pub heatmaps: [crate::heatmap::Heatmap; 2],
+    pub heatmaps: [crate::model::heatmap::Heatmap; 2],
 }
 
 /// What one probe saw, over time.
@@ -326,8 +326,8 @@ impl Default for IntervalFold {
                 in_flight: Series::new("in flight"),
                 connections: Series::new("connections open"),
                 heatmaps: [
-                    crate::heatmap::Heatmap::new("corrected"),
-                    crate::heatmap::Heatmap::new("service"),
+                    crate::model::heatmap::Heatmap::new("corrected"),
+                    crate::model::heatmap::Heatmap::new("service"),
                 ],
             },
             last_end: 0.0,

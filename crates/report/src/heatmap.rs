@@ -1,6 +1,6 @@
-//! A latency heatmap: time on x, latency on a log y, each cell's colour the count of requests
-//! that took that long in that slice of the run, from the interval HdrHistograms the store
-//! keeps. It shows what percentile lines hide: two modes, a slow tail that comes and goes.
+//! A latency heatmap's SVG, from its data ([`crate::model::heatmap::HeatmapData`]): time on
+//! x, latency on a log y, each cell's colour the count of requests that took that long in that
+//! slice of the run.
 //!
 //! Drawn as SVG by hand rather than with plotters: every cell carries its exact count and range
 //! (`data-count`, and a `<title>` a browser shows on hover, with JavaScript off too), which
@@ -8,16 +8,7 @@
 
 use std::fmt::Write as _;
 
-use hdrhistogram::Histogram;
-
-/// Bins a decade: latency bins are 10^(1/BINS_PER_DECADE) wide.
-const BINS_PER_DECADE: u32 = 8;
-/// The lowest bin's bottom, ns (the histograms' resolution is 1 µs).
-const LOWEST_NS: f64 = 1e3;
-/// Decades from 1 µs: up to 1000 s.
-const DECADES: u32 = 9;
-/// Columns drawn at most: adjacent intervals are added together beyond it.
-const COLUMNS: usize = 160;
+use crate::model::heatmap::{edge, HeatmapData, BINS_PER_DECADE};
 
 const WIDTH: f64 = 720.0;
 const HEIGHT: f64 = 300.0;
@@ -26,159 +17,84 @@ const RIGHT: f64 = 16.0;
 const TOP: f64 = 28.0;
 const BOTTOM: f64 = 40.0;
 
-/// One kind of latency's counts, a column an interval.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct Heatmap {
-    /// `corrected` or `service`.
-    pub kind: String,
-    /// (start, end) of each column on the run's timeline (s), and its counts by bin.
-    pub columns: Vec<((f64, f64), Vec<u64>)>,
-}
-
-fn bins() -> usize {
-    (BINS_PER_DECADE * DECADES) as usize
-}
-
-/// The bin a latency (ns) falls in.
-fn bin_of(ns: u64) -> usize {
-    let v = (ns as f64).max(LOWEST_NS);
-    let b = ((v / LOWEST_NS).log10() * BINS_PER_DECADE as f64).floor() as usize;
-    b.min(bins() - 1)
-}
-
-/// A bin's bottom edge, ns.
-fn edge(bin: usize) -> f64 {
-    LOWEST_NS * 10f64.powf(bin as f64 / BINS_PER_DECADE as f64)
-}
-
-impl Heatmap {
-    pub fn new(kind: &str) -> Heatmap {
-        Heatmap {
-            kind: kind.into(),
-            columns: Vec::new(),
-        }
-    }
-
-    /// Adds an interval's histogram as the next column.
-    pub fn add(&mut self, span: (f64, f64), h: &Histogram<u64>) {
-        let mut counts = vec![0u64; bins()];
-        for v in h.iter_recorded() {
-            counts[bin_of(h.highest_equivalent(v.value_iterated_to()))] += v.count_at_value();
-        }
-        self.columns.push((span, counts));
-    }
-
-    /// Every request counted.
-    pub fn total(&self) -> u64 {
-        self.columns.iter().flat_map(|(_, c)| c).sum()
-    }
-
-    /// At most `COLUMNS` columns, adjacent ones added together: no request is lost.
-    fn drawn(&self) -> Vec<((f64, f64), Vec<u64>)> {
-        let per = self.columns.len().div_ceil(COLUMNS).max(1);
-        self.columns
-            .chunks(per)
-            .map(|chunk| {
-                let start = chunk.first().map_or(0.0, |c| c.0 .0);
-                let end = chunk.last().map_or(0.0, |c| c.0 .1);
-                let mut counts = vec![0u64; bins()];
-                for (_, c) in chunk {
-                    for (sum, n) in counts.iter_mut().zip(c) {
-                        *sum += n;
-                    }
-                }
-                ((start, end), counts)
-            })
-            .collect()
-    }
-
-    /// The SVG, or `None` without a request.
-    pub fn svg(&self, title: &str) -> Option<String> {
-        let columns = self.drawn();
-        let max = columns.iter().flat_map(|(_, c)| c).copied().max()?;
-        if max == 0 {
-            return None;
-        }
-        // The rows with any request, and a decade of room around them.
-        let used: Vec<usize> = (0..bins())
-            .filter(|b| columns.iter().any(|(_, c)| c[*b] > 0))
-            .collect();
-        let per = BINS_PER_DECADE as usize;
-        let low = (used.first().copied().unwrap_or(0) / per) * per;
-        let high = ((used.last().copied().unwrap_or(0) / per + 1) * per).min(bins());
-        let t0 = columns.first().map_or(0.0, |c| c.0 .0);
-        let t1 = columns.last().map_or(1.0, |c| c.0 .1).max(t0 + 1e-9);
-        let (w, h) = (WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM);
-        let x = |t: f64| LEFT + (t - t0) / (t1 - t0) * w;
-        let row_h = h / (high - low) as f64;
-        let y = |bin: usize| TOP + h - (bin - low) as f64 * row_h;
-        let mut out = String::new();
-        let _ = write!(
-            out,
-            r#"<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {WIDTH} {HEIGHT}" width="{WIDTH}" height="{HEIGHT}" class="heatmap" data-total="{}" font-family="sans-serif" font-size="11">"#,
-            self.total()
-        );
-        let _ = write!(
-            out,
-            r##"<text x="{LEFT}" y="16" font-size="13" font-weight="600">{}</text><rect x="{LEFT}" y="{TOP}" width="{w}" height="{h}" fill="#fafafa" stroke="#ccc"/>"##,
-            escape(title)
-        );
-        let scale = (max as f64 + 1.0).ln();
-        for ((start, end), counts) in &columns {
-            let (x0, x1) = (x(*start), x(*end));
-            for (bin, &n) in counts.iter().enumerate().take(high).skip(low) {
-                if n == 0 {
-                    continue;
-                }
-                let shade = (n as f64 + 1.0).ln() / scale;
-                let _ = write!(
-                    out,
-                    r#"<rect x="{x0:.2}" y="{:.2}" width="{:.2}" height="{row_h:.2}" fill="{}" data-count="{n}"><title>{n} requests took {}–{} from {start:.1} s to {end:.1} s</title></rect>"#,
-                    y(bin + 1),
-                    (x1 - x0).max(0.5),
-                    color(shade),
-                    duration(edge(bin)),
-                    duration(edge(bin + 1)),
-                );
+/// The heatmap as an SVG document, titled `title`.
+pub fn svg(map: &HeatmapData, title: &str) -> String {
+    let columns = &map.columns;
+    let max = map.max;
+    let (low, high) = map.rows;
+    let per = BINS_PER_DECADE as usize;
+    let t0 = columns.first().map_or(0.0, |c| c.0 .0);
+    let t1 = columns.last().map_or(1.0, |c| c.0 .1).max(t0 + 1e-9);
+    let (w, h) = (WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM);
+    let x = |t: f64| LEFT + (t - t0) / (t1 - t0) * w;
+    let row_h = h / (high - low) as f64;
+    let y = |bin: usize| TOP + h - (bin - low) as f64 * row_h;
+    let mut out = String::new();
+    let _ = write!(
+        out,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {WIDTH} {HEIGHT}" width="{WIDTH}" height="{HEIGHT}" class="heatmap" data-total="{}" font-family="sans-serif" font-size="11">"#,
+        map.total
+    );
+    let _ = write!(
+        out,
+        r##"<text x="{LEFT}" y="16" font-size="13" font-weight="600">{}</text><rect x="{LEFT}" y="{TOP}" width="{w}" height="{h}" fill="#fafafa" stroke="#ccc"/>"##,
+        escape(title)
+    );
+    let scale = (max as f64 + 1.0).ln();
+    for ((start, end), counts) in columns {
+        let (x0, x1) = (x(*start), x(*end));
+        for (bin, &n) in counts.iter().enumerate().take(high).skip(low) {
+            if n == 0 {
+                continue;
             }
-        }
-        // Axes: a label each decade, seconds along the run.
-        for d in (low / per)..=(high / per) {
-            let bin = d * per;
-            let yy = y(bin);
+            let shade = (n as f64 + 1.0).ln() / scale;
             let _ = write!(
                 out,
-                r##"<line x1="{}" x2="{LEFT}" y1="{yy:.2}" y2="{yy:.2}" stroke="#999"/><text x="{}" y="{:.2}" text-anchor="end">{}</text>"##,
-                LEFT - 4.0,
-                LEFT - 6.0,
-                yy + 4.0,
-                duration(edge(bin))
+                r#"<rect x="{x0:.2}" y="{:.2}" width="{:.2}" height="{row_h:.2}" fill="{}" data-count="{n}"><title>{n} requests took {}–{} from {start:.1} s to {end:.1} s</title></rect>"#,
+                y(bin + 1),
+                (x1 - x0).max(0.5),
+                color(shade),
+                duration(edge(bin)),
+                duration(edge(bin + 1)),
             );
         }
-        let step = nice_step((t1 - t0) / 8.0);
-        let mut t = (t0 / step).ceil() * step;
-        while t <= t1 + 1e-9 {
-            let xx = x(t);
-            let _ = write!(
-                out,
-                r##"<line x1="{xx:.2}" x2="{xx:.2}" y1="{}" y2="{}" stroke="#999"/><text x="{xx:.2}" y="{}" text-anchor="middle">{}</text>"##,
-                TOP + h,
-                TOP + h + 4.0,
-                TOP + h + 16.0,
-                short(t)
-            );
-            t += step;
-        }
+    }
+    // Axes: a label each decade, seconds along the run.
+    for d in (low / per)..=(high / per) {
+        let bin = d * per;
+        let yy = y(bin);
         let _ = write!(
             out,
-            r#"<text x="{}" y="{}" text-anchor="middle">time since the attack started (s)</text><text transform="translate(14 {}) rotate(-90)" text-anchor="middle">{} latency</text></svg>"#,
-            LEFT + w / 2.0,
-            HEIGHT - 6.0,
-            TOP + h / 2.0,
-            escape(&self.kind)
+            r##"<line x1="{}" x2="{LEFT}" y1="{yy:.2}" y2="{yy:.2}" stroke="#999"/><text x="{}" y="{:.2}" text-anchor="end">{}</text>"##,
+            LEFT - 4.0,
+            LEFT - 6.0,
+            yy + 4.0,
+            duration(edge(bin))
         );
-        Some(out)
     }
+    let step = nice_step((t1 - t0) / 8.0);
+    let mut t = (t0 / step).ceil() * step;
+    while t <= t1 + 1e-9 {
+        let xx = x(t);
+        let _ = write!(
+            out,
+            r##"<line x1="{xx:.2}" x2="{xx:.2}" y1="{}" y2="{}" stroke="#999"/><text x="{xx:.2}" y="{}" text-anchor="middle">{}</text>"##,
+            TOP + h,
+            TOP + h + 4.0,
+            TOP + h + 16.0,
+            short(t)
+        );
+        t += step;
+    }
+    let _ = write!(
+        out,
+        r#"<text x="{}" y="{}" text-anchor="middle">time since the attack started (s)</text><text transform="translate(14 {}) rotate(-90)" text-anchor="middle">{} latency</text></svg>"#,
+        LEFT + w / 2.0,
+        HEIGHT - 6.0,
+        TOP + h / 2.0,
+        escape(&map.kind)
+    );
+    out
 }
 
 /// Light yellow for one request, through orange and red, to dark purple for the most.
@@ -271,23 +187,11 @@ fn escape(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn histogram(values: &[(u64, u64)]) -> Histogram<u64> {
-        let mut h = Histogram::new_with_bounds(1000, 86_400_000_000_000, 3).unwrap();
-        for &(v, n) in values {
-            h.record_n(v, n).unwrap();
-        }
-        h
-    }
+    use crate::model::heatmap::examples::two_modes;
 
     #[test]
     fn every_request_is_in_one_cell_and_the_cells_add_up() {
-        let mut map = Heatmap::new("corrected");
-        // Two modes: ~200 µs and ~50 ms, the slow one only in the second interval.
-        map.add((0.0, 1.0), &histogram(&[(200_000, 990), (210_000, 10)]));
-        map.add((1.0, 2.0), &histogram(&[(200_000, 900), (50_000_000, 100)]));
-        assert_eq!(map.total(), 2000);
-        let svg = map.svg("corrected <latency>").unwrap();
+        let svg = svg(&two_modes().data().unwrap(), "corrected <latency>");
         let doc = roxmltree::Document::parse(&svg).unwrap();
         let counts: u64 = doc
             .descendants()
@@ -300,21 +204,10 @@ mod tests {
             "{svg}"
         );
         assert!(svg.contains("&lt;latency&gt;"));
-        assert_eq!(bin_of(1), 0);
-        assert_eq!(bin_of(u64::MAX), bins() - 1);
     }
 
     #[test]
-    fn a_long_run_is_drawn_in_fewer_columns_without_losing_a_request() {
-        let mut map = Heatmap::new("service");
-        for i in 0..3600 {
-            map.add((i as f64, i as f64 + 1.0), &histogram(&[(1_000_000, 3)]));
-        }
-        let drawn = map.drawn();
-        assert!(drawn.len() <= COLUMNS);
-        let sum: u64 = drawn.iter().flat_map(|(_, c)| c).sum();
-        assert_eq!(sum, 3 * 3600);
-        assert_eq!(drawn.last().unwrap().0 .1, 3600.0);
+    fn durations_have_three_significant_digits() {
         assert_eq!(duration(1e3), "1µs");
         assert_eq!(duration(316_227.0), "316µs");
         assert_eq!(duration(1.778e9), "1.78s");

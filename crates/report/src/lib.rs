@@ -11,14 +11,19 @@
 //! - [`tables`]: the table model, its formats (HTML cells, JSON, CSV, Markdown) and the run tables.
 //! - [`compare`]: choosing runs to set side by side, and the comparison table with its ratios.
 //! - [`charts`]: which charts each page has and what each one draws.
-//! - [`model`]: a time chart as data (series, axes, units, marks): the SVG's spec, and the
-//!   JSON the interactive chart draws.
-//! - [`heatmap`]: a run's latency heatmap (time × log latency × count), from its intervals'
-//!   histograms.
+//! - [`model`]: a chart as data, below everything that draws it: [`model::chart`], a chart's
+//!   spec (lines, bands, axes; colours as plain [`model::Rgb`]), [`model::ChartData`], the
+//!   JSON the interactive chart draws, and [`model::heatmap`], a run's latency heatmap (time ×
+//!   log latency × count) from its intervals' histograms; [`model::number`], how a number is
+//!   written on a chart and beside it (the script's `fmt` its twin, held to it by
+//!   `tests/it/numbers.rs`).
+//! - Its renderers, which import the model and nothing from the pages above them: `plot`,
+//!   a chart's SVG with plotters; [`heatmap`], a heatmap's SVG written by hand (each cell's
+//!   count in it); `flame`, a profile's flame graphs with inferno; the pages' script
+//!   (`assets/showdown.js`) draws each chart's `ChartData`.
 //! - [`flame_data`]: a profile's stacks per slice of the run, the data the page's window
 //!   flame graph draws (the window the charts are zoomed to, and it against the rest).
 //! - [`assets`]: the files beside the pages (uPlot, vendored and pinned; the pages' script).
-//! - `plot`: drawing a chart as SVG with plotters.
 //! - `downsample`: fewer points per line without losing a peak or bridging a gap.
 //! - [`pages`]: the HTML templates (maud) and the site's layout.
 //! - [`site`]: reading the runs and writing every page.
@@ -49,7 +54,7 @@ use std::io::Write;
 pub use cli::Cli;
 pub use error::ReportError;
 /// How a number and a percentile are written on a chart, by the SVG and the pages' script alike.
-pub use plot::{number, percentile_label};
+pub use model::number::{number, percentile_label};
 pub use site::{Site, SiteOptions};
 use store::run::RunFilter;
 use store::Store;

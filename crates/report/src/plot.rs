@@ -1,16 +1,26 @@
-//! SVG charts, drawn with plotters' SVG backend.
+//! SVG charts, drawn with plotters' SVG backend from the model's specs ([`crate::model::chart`]:
+//! lines, bands, axes, colours as plain data, turned into plotters' own here).
 //!
-//! Two kinds: a chart over the run's timeline (every time chart of a page shares one x range,
-//! with the time before and after the attack shaded, so that the charts line up when read one
-//! under another) and the HdrHistogram percentile distribution (x = 1 / (1 − p) on a log
-//! scale, labelled 90 %, 99 %, 99.9 % …). The legend is drawn under the plot, never over the
-//! data, and wraps however many runs a comparison has. Text in an SVG is escaped by plotters.
+//! Three kinds, a function each: a chart over the run's timeline ([`time_chart`]: every time
+//! chart of a page shares one x range, with the time before and after the attack shaded, so
+//! that the charts line up when read one under another), the HdrHistogram percentile
+//! distribution ([`distribution_chart`]: x = 1 / (1 − p) on a log scale, labelled 90 %, 99 %,
+//! 99.9 % …) and a figure across settings ([`xy_chart`]). The legend is drawn under the plot,
+//! never over the data, and wraps however many runs a comparison has. Text in an SVG is
+//! escaped by plotters. Nothing here knows the pages that show these charts.
 
 use plotters::coord::ranged1d::{AsRangedCoord, ValueFormatter};
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
 use crate::downsample;
+use crate::model::chart::{percentile_x_max, y_top, Line, Rgb, TimeChart, XAxis, XyChart, XyFrame};
+use crate::model::number::{number, percentile_label};
+
+/// The model's colour as plotters'.
+fn rgb(c: Rgb) -> RGBColor {
+    RGBColor(c.0, c.1, c.2)
+}
 
 /// The drawing's width in SVG units; pages scale it to the screen.
 pub const WIDTH: u32 = 720;
@@ -20,160 +30,9 @@ const FONT: &str = "sans-serif";
 /// Buckets per series when downsampling: about one per two pixels of plot width.
 const BUCKETS: usize = 320;
 
-/// Colours for runs and series: strong ones first, paler ones after; a consistent colour per
-/// run across every chart of a comparison.
-pub const PALETTE: [RGBColor; 20] = [
-    RGBColor(0x1f, 0x77, 0xb4),
-    RGBColor(0xff, 0x7f, 0x0e),
-    RGBColor(0x2c, 0xa0, 0x2c),
-    RGBColor(0xd6, 0x27, 0x28),
-    RGBColor(0x94, 0x67, 0xbd),
-    RGBColor(0x8c, 0x56, 0x4b),
-    RGBColor(0xe3, 0x77, 0xc2),
-    RGBColor(0x7f, 0x7f, 0x7f),
-    RGBColor(0xbc, 0xbd, 0x22),
-    RGBColor(0x17, 0xbe, 0xcf),
-    RGBColor(0xae, 0xc7, 0xe8),
-    RGBColor(0xff, 0xbb, 0x78),
-    RGBColor(0x98, 0xdf, 0x8a),
-    RGBColor(0xff, 0x98, 0x96),
-    RGBColor(0xc5, 0xb0, 0xd5),
-    RGBColor(0xc4, 0x9c, 0x94),
-    RGBColor(0xf7, 0xb6, 0xd2),
-    RGBColor(0xc7, 0xc7, 0xc7),
-    RGBColor(0xdb, 0xdb, 0x8d),
-    RGBColor(0x9e, 0xda, 0xe5),
-];
-
-/// The colour of the `i`th run or series.
-pub fn color(i: usize) -> RGBColor {
-    PALETTE[i % PALETTE.len()]
-}
-
-/// `#rrggbb`, for the pages' legends and tables.
-pub fn css_color(c: RGBColor) -> String {
-    format!("#{:02x}{:02x}{:02x}", c.0, c.1, c.2)
-}
-
 const SHADE: RGBColor = RGBColor(0xee, 0xee, 0xee);
 const GRID: RGBColor = RGBColor(0xdd, 0xdd, 0xdd);
 const MARKER: RGBColor = RGBColor(0x99, 0x99, 0x99);
-
-/// One line of a chart.
-#[derive(Debug, Clone)]
-pub struct Line {
-    pub name: String,
-    pub color: RGBColor,
-    pub points: Vec<(f64, f64)>,
-    /// Dashed, to tell a second family of lines (e.g. service time) from the first.
-    pub dashed: bool,
-    /// Drawn as steps with a marker at each point: for series sampled seconds apart (the slow
-    /// collectors'), where a straight line between two samples would show a ramp that was
-    /// never measured.
-    pub step: bool,
-    /// The spread over repetitions at each point, (x, low, high), drawn as a vertical bar.
-    pub spread: Vec<(f64, f64, f64)>,
-    /// Markers only, no line between them: for points of different things (targets).
-    pub markers_only: bool,
-    /// Filled down to zero: a layer of a stack (see [`stacked`]).
-    pub filled: bool,
-    /// A layer's own values, where `points` are the stack's sums up to it: what a reader
-    /// hovering the layer asks for.
-    pub own: Option<Vec<(f64, f64)>>,
-    /// A vertical rule at its first point's x across the whole y axis, whatever its scale (a
-    /// capacity marked on a chart across settings): its y values are not figures.
-    pub rule: bool,
-}
-
-impl Line {
-    pub fn new(name: impl Into<String>, color: RGBColor, points: Vec<(f64, f64)>) -> Self {
-        Line {
-            name: name.into(),
-            color,
-            points,
-            dashed: false,
-            step: false,
-            spread: Vec::new(),
-            markers_only: false,
-            filled: false,
-            own: None,
-            rule: false,
-        }
-    }
-
-    /// A dashed vertical rule at `x`, across the whole y axis of a chart across settings.
-    pub fn rule(name: impl Into<String>, color: RGBColor, x: f64) -> Self {
-        Line {
-            rule: true,
-            ..Line::new(name, color, vec![(x, 0.0)]).dashed()
-        }
-    }
-
-    /// The same line, drawn as steps with markers.
-    pub fn stepped(mut self) -> Self {
-        self.step = true;
-        self
-    }
-
-    /// The same line, dashed.
-    pub fn dashed(mut self) -> Self {
-        self.dashed = true;
-        self
-    }
-}
-
-/// Series drawn as a stack: each layer is its series added to those before it, filled down to
-/// zero, and the layers are listed (and painted) top first, so each shows its own band.
-pub fn stacked(layers: Vec<Line>) -> Vec<Line> {
-    let mut sums: Vec<(f64, f64)> = Vec::new();
-    let mut out = Vec::new();
-    for mut line in layers {
-        if line.points.iter().all(|p| p.1 == 0.0) {
-            continue;
-        }
-        sums = if sums.is_empty() {
-            line.points.clone()
-        } else {
-            sums.iter()
-                .zip(line.points.iter())
-                .map(|(a, b)| (b.0, a.1 + b.1))
-                .collect()
-        };
-        line.own = Some(std::mem::replace(&mut line.points, sums.clone()));
-        line.filled = true;
-        out.push(line);
-    }
-    out.reverse();
-    out
-}
-
-/// The spread between two series over time (p50–p99 of each interval), shaded under the lines:
-/// where a line shows one percentile, a band shows how far apart two were.
-#[derive(Debug, Clone)]
-pub struct Band {
-    pub name: String,
-    pub color: RGBColor,
-    /// (x, low, high), sorted by x.
-    pub points: Vec<(f64, f64, f64)>,
-}
-
-impl Band {
-    /// Between two series of the same instants (each interval's percentiles): only the instants
-    /// both have.
-    pub fn between(name: impl Into<String>, color: RGBColor, low: &Line, high: &Line) -> Band {
-        let highs: std::collections::HashMap<u64, f64> =
-            high.points.iter().map(|&(x, y)| (x.to_bits(), y)).collect();
-        Band {
-            name: name.into(),
-            color,
-            points: low
-                .points
-                .iter()
-                .filter_map(|&(x, lo)| highs.get(&x.to_bits()).map(|&hi| (x, lo, hi)))
-                .collect(),
-        }
-    }
-}
 
 /// Step-after: each value holds until the next sample.
 fn steps(points: &[(f64, f64)]) -> Vec<(f64, f64)> {
@@ -185,23 +44,6 @@ fn steps(points: &[(f64, f64)]) -> Vec<(f64, f64)> {
         out.push(p);
     }
     out
-}
-
-/// A chart over the run's timeline.
-#[derive(Debug, Clone)]
-pub struct TimeChart<'a> {
-    pub title: &'a str,
-    /// The y axis, with its unit: `latency (ms)`.
-    pub y_label: &'a str,
-    /// Seconds on the run's timeline.
-    pub x_range: (f64, f64),
-    /// The attack window; the rest of the range is shaded.
-    pub attack: Option<(f64, f64)>,
-    pub lines: Vec<Line>,
-    /// Spreads shaded under the lines.
-    pub bands: Vec<Band>,
-    /// Moments to mark with a thin vertical line (probe events).
-    pub markers: Vec<f64>,
 }
 
 /// Why a chart could not be drawn (plotters' own error, as text).
@@ -217,11 +59,6 @@ fn failed<E: std::fmt::Display>(title: &str) -> impl Fn(E) -> PlotError + '_ {
         title: title.to_string(),
         message: e.to_string(),
     }
-}
-
-/// Whether a chart would have anything to show.
-pub fn has_data(lines: &[Line]) -> bool {
-    lines.iter().any(|l| !l.points.is_empty())
 }
 
 /// The chart as an SVG document.
@@ -285,7 +122,7 @@ pub fn time_chart(chart: &TimeChart<'_>) -> Result<String, PlotError> {
                     .collect();
                 c.draw_series(std::iter::once(Polygon::new(
                     outline,
-                    band.color.mix(0.18).filled(),
+                    rgb(band.color).mix(0.18).filled(),
                 )))
                 .map_err(&err)?;
             }
@@ -297,16 +134,6 @@ pub fn time_chart(chart: &TimeChart<'_>) -> Result<String, PlotError> {
         root.present().map_err(&err)?;
     }
     Ok(svg)
-}
-
-/// The end of a distribution's x axis: the next power of ten above its last point, so that the
-/// last label is a round percentile.
-pub fn percentile_x_max(lines: &[Line]) -> f64 {
-    let x_max = lines
-        .iter()
-        .flat_map(|l| l.points.iter().map(|p| p.0))
-        .fold(10.0f64, f64::max);
-    10f64.powf(x_max.log10().ceil())
 }
 
 /// The latency distribution: x = 1 / (1 − p) on a log scale up to [`percentile_x_max`].
@@ -346,118 +173,6 @@ pub fn distribution_chart(title: &str, lines: &[Line]) -> Result<String, PlotErr
         root.present().map_err(&err)?;
     }
     Ok(svg)
-}
-
-/// The x axis of a chart across settings.
-#[derive(Debug, Clone, PartialEq)]
-pub enum XAxis {
-    /// Numbers; on a log scale when they span more than a decade and a half.
-    Numbers,
-    /// Names in order, evenly spaced (x = 0, 1, 2 …).
-    Names(Vec<String>),
-}
-
-/// A figure against a setting (p99 against rate): one line per target, a marker at each
-/// setting, and a bar for the spread over repetitions.
-#[derive(Debug, Clone)]
-pub struct XyChart<'a> {
-    pub title: &'a str,
-    pub x_label: &'a str,
-    pub y_label: &'a str,
-    pub x: XAxis,
-    /// Latencies: drawn on a log scale when they span more than a decade and a half, so that
-    /// one overloaded step at a second does not flatten every step near a 10 ms bound onto 0.
-    pub y_log: bool,
-    pub lines: Vec<Line>,
-}
-
-/// Where a chart across settings is drawn, the same for its SVG and its interactive chart: the
-/// x range (a little wider than the settings, or half a step beyond names), whether on a log
-/// scale (settings spanning more than a decade and a half), and the y range: from 0 to a little
-/// above the highest figure or bar, or, for latencies spanning more than a decade and a half,
-/// on a log scale a little beyond the lowest and the highest.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct XyFrame {
-    pub x: (f64, f64),
-    pub log: bool,
-    pub y: (f64, f64),
-    pub y_log: bool,
-}
-
-/// How far apart the lowest and the highest values must be for a log scale.
-const LOG_SPAN: f64 = 30.0;
-
-impl XyFrame {
-    pub fn of(chart: &XyChart<'_>) -> XyFrame {
-        let figures = || chart.lines.iter().filter(|l| !l.rule);
-        let xs = chart
-            .lines
-            .iter()
-            .flat_map(|l| l.points.iter().map(|p| p.0));
-        let (lo, hi) = xs.fold((f64::MAX, f64::MIN), |(a, b), x| (a.min(x), b.max(x)));
-        let (lo, hi) = if lo <= hi { (lo, hi) } else { (0.0, 1.0) };
-        let log = matches!(chart.x, XAxis::Numbers) && lo > 0.0 && hi / lo >= LOG_SPAN;
-        let x = match &chart.x {
-            XAxis::Names(names) => (-0.5, names.len().max(1) as f64 - 0.5),
-            XAxis::Numbers if log => (lo / 1.3, hi * 1.3),
-            XAxis::Numbers => {
-                let pad = ((hi - lo) * 0.06).max(if hi == lo { 1.0 } else { 0.0 });
-                (lo - pad, hi + pad)
-            }
-        };
-        let ys: Vec<f64> = figures()
-            .flat_map(|l| {
-                let points = l.points.iter().map(|p| p.1);
-                points.chain(l.spread.iter().flat_map(|s| [s.1, s.2]))
-            })
-            .filter(|v| v.is_finite())
-            .collect();
-        let (y_lo, y_hi) = ys
-            .iter()
-            .fold((f64::MAX, f64::MIN), |(a, b), &y| (a.min(y), b.max(y)));
-        let y_log = chart.y_log && !ys.is_empty() && y_lo > 0.0 && y_hi / y_lo >= LOG_SPAN;
-        let y = if y_log {
-            (y_lo / 1.3, y_hi * 1.3)
-        } else {
-            let top = figures()
-                .flat_map(|l| l.spread.iter().map(|s| s.2))
-                .fold(y_top(figures()), |a, b| a.max(b * 1.08));
-            (0.0, top)
-        };
-        XyFrame { x, log, y, y_log }
-    }
-
-    /// The labelled values of a log y axis: 1, 2 and 5 times each power of ten within its
-    /// range (none on a linear axis, where the drawing picks its own).
-    pub fn y_ticks(&self) -> Vec<f64> {
-        if !self.y_log {
-            return Vec::new();
-        }
-        let (lo, hi) = self.y;
-        let mut out = Vec::new();
-        let mut decade = 10f64.powf(lo.log10().floor());
-        while decade <= hi {
-            for m in [1.0, 2.0, 5.0] {
-                let v = decade * m;
-                if v >= lo && v <= hi {
-                    out.push(v);
-                }
-            }
-            decade *= 10.0;
-        }
-        out
-    }
-
-    /// The line as drawn in this frame: a rule from the bottom of the y axis to its top.
-    pub fn placed<'l>(&self, line: &'l Line) -> std::borrow::Cow<'l, Line> {
-        match line.points.first() {
-            Some(&(x, _)) if line.rule => std::borrow::Cow::Owned(Line {
-                points: vec![(x, self.y.0), (x, self.y.1)],
-                ..line.clone()
-            }),
-            _ => std::borrow::Cow::Borrowed(line),
-        }
-    }
 }
 
 /// The chart across settings as an SVG document.
@@ -544,7 +259,7 @@ where
         .draw()?;
     for line in &chart.lines {
         let line = frame.placed(line);
-        let style = line.color.stroke_width(2);
+        let style = rgb(line.color).stroke_width(2);
         if line.markers_only {
             // Nothing joins them.
         } else if line.dashed {
@@ -561,10 +276,10 @@ where
         c.draw_series(
             line.points
                 .iter()
-                .map(|&p| Circle::new(p, radius, line.color.filled())),
+                .map(|&p| Circle::new(p, radius, rgb(line.color).filled())),
         )?;
         c.draw_series(line.spread.iter().map(|&(x, low, high)| {
-            PathElement::new(vec![(x, low), (x, high)], line.color.stroke_width(1))
+            PathElement::new(vec![(x, low), (x, high)], rgb(line.color).stroke_width(1))
         }))?;
     }
     Ok(())
@@ -600,7 +315,7 @@ where
     DB: DrawingBackend,
     X: Ranged<ValueType = f64>,
 {
-    let style = line.color.stroke_width(2);
+    let style = rgb(line.color).stroke_width(2);
     let pieces = if cut_gaps {
         downsample::for_drawing(&line.points, BUCKETS)
     } else {
@@ -609,17 +324,24 @@ where
     for segment in pieces {
         if line.filled {
             c.draw_series(
-                AreaSeries::new(segment.iter().copied(), 0.0, line.color.mix(0.75).filled())
-                    .border_style(line.color.stroke_width(1)),
+                AreaSeries::new(
+                    segment.iter().copied(),
+                    0.0,
+                    rgb(line.color).mix(0.75).filled(),
+                )
+                .border_style(rgb(line.color).stroke_width(1)),
             )?;
             continue;
         }
         if line.step {
-            c.draw_series(LineSeries::new(steps(&segment), line.color.stroke_width(1)))?;
+            c.draw_series(LineSeries::new(
+                steps(&segment),
+                rgb(line.color).stroke_width(1),
+            ))?;
             c.draw_series(
                 segment
                     .iter()
-                    .map(|&p| Circle::new(p, 2, line.color.filled())),
+                    .map(|&p| Circle::new(p, 2, rgb(line.color).filled())),
             )?;
             continue;
         }
@@ -627,7 +349,7 @@ where
             c.draw_series(
                 segment
                     .iter()
-                    .map(|&p| Circle::new(p, 2, line.color.filled())),
+                    .map(|&p| Circle::new(p, 2, rgb(line.color).filled())),
             )?;
         } else if line.dashed {
             c.draw_series(DashedLineSeries::new(segment.iter().copied(), 6, 4, style))?;
@@ -685,7 +407,7 @@ fn draw_legend(
 ) -> Result<(), DrawingAreaErrorKind<std::io::Error>> {
     for (line, entry) in lines.iter().zip(legend_layout(lines)) {
         let y = (entry.row as u32 * LEGEND_ROW) as i32 + 10;
-        let style = line.color.stroke_width(3);
+        let style = rgb(line.color).stroke_width(3);
         area.draw(&PathElement::new(
             vec![(entry.x, y), (entry.x + 22, y)],
             style,
@@ -699,102 +421,34 @@ fn draw_legend(
     Ok(())
 }
 
-/// The top of the y axis: a little above the highest point, and never an empty range.
-pub fn y_top<'a>(lines: impl IntoIterator<Item = &'a Line>) -> f64 {
-    let max = lines
-        .into_iter()
-        .flat_map(|l| l.points.iter().map(|p| p.1))
-        .filter(|v| v.is_finite())
-        .fold(0.0f64, f64::max);
-    if max > 0.0 {
-        max * 1.08
-    } else {
-        1.0
-    }
-}
-
-/// A number as both drawings write it, the SVG's axes here and the pages' script's `fmt`
-/// (`assets/showdown.js`, held to this by `tests/it/numbers.rs`): `--` for none, `0`, four
-/// significant digits below 10,000 (`0.25`, `12.5`, `1235`), whole and thousands-separated from
-/// 10,000 (`25,000`, `3,200,000`).
-pub fn number(v: f64) -> String {
-    if !v.is_finite() {
-        return "--".into();
-    }
-    if v == 0.0 {
-        return "0".into();
-    }
-    if v.abs() >= 1e4 {
-        return thousands(v.round());
-    }
-    // Four significant digits, then the shortest text of that number (as JavaScript's
-    // `String(Number(v.toPrecision(4)))`).
-    let magnitude = v.abs().log10().floor() as i32;
-    let decimals = usize::try_from(3 - magnitude).unwrap_or(0);
-    let rounded: f64 = format!("{v:.decimals$}").parse().unwrap_or(v);
-    if rounded.abs() < 1e-6 {
-        format!("{rounded:e}")
-    } else {
-        format!("{rounded}")
-    }
-}
-
-/// A whole number with a comma between each three digits: `25,000`.
-fn thousands(v: f64) -> String {
-    let digits = format!("{:.0}", v.abs());
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    if v < 0.0 {
-        out.insert(0, '-');
-    }
-    out
-}
-
-/// The label of x = 1 / (1 − p) on the distribution chart: `90%`, `99.9%`; only at powers of ten.
-pub fn percentile_label(x: f64) -> String {
-    let decades = x.log10();
-    if (decades - decades.round()).abs() > 1e-6 {
-        return String::new();
-    }
-    let nines = decades.round() as i32;
-    match nines {
-        0 => "0%".into(),
-        1 => "90%".into(),
-        2 => "99%".into(),
-        n => format!("99.{}%", "9".repeat((n - 2) as usize)),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::chart::examples::{against_rate, p99_steps};
+    use crate::model::chart::{color, PALETTE};
 
     #[test]
-    fn axis_labels_are_the_pages_numbers() {
-        assert_eq!(number(0.0), "0");
-        assert_eq!(number(0.25), "0.25");
-        assert_eq!(number(12.5), "12.5");
-        assert_eq!(number(12.0), "12");
-        assert_eq!(number(1500.0), "1500");
-        assert_eq!(number(1234.56), "1235");
-        assert_eq!(number(25_000.0), "25,000");
-        assert_eq!(number(3_200_000.0), "3,200,000");
-        assert_eq!(number(-2.0), "-2");
-        assert_eq!(number(f64::NAN), "--");
-    }
-
-    #[test]
-    fn percentile_labels_fall_on_decades() {
-        assert_eq!(percentile_label(1.0), "0%");
-        assert_eq!(percentile_label(10.0), "90%");
-        assert_eq!(percentile_label(100.0), "99%");
-        assert_eq!(percentile_label(100_000.0), "99.999%");
-        assert_eq!(percentile_label(20.0), "");
+    fn a_log_y_axis_is_labelled_at_the_models_ticks() {
+        let spec = against_rate(
+            true,
+            vec![p99_steps(), Line::rule("capacity", PALETTE[7], 2400.0)],
+        );
+        assert_eq!(XyFrame::of(&spec).y_ticks()[..3], [1.0, 2.0, 5.0]);
+        // The SVG labels its y axis at the model's values (the x axis, linear from about 770
+        // to 2,830, has none of these), and its rule runs from the axis's foot to its top.
+        let svg = xy_chart(&spec).unwrap();
+        let texts: Vec<&str> = svg
+            .split("<text")
+            .skip(1)
+            .filter_map(|t| {
+                t.split_once('>')
+                    .and_then(|(_, rest)| rest.split_once("</text>"))
+            })
+            .map(|(text, _)| text.trim())
+            .collect();
+        for label in ["1", "2", "5", "10", "20", "50", "100", "200", "500"] {
+            assert!(texts.contains(&label), "y label {label}: {texts:?}");
+        }
     }
 
     #[test]

@@ -11,7 +11,8 @@ use analysis::capacity::{Search, Step};
 
 use crate::charts::Chart;
 use crate::figures::RunFigures;
-use crate::plot::{self, color, Line, PlotError, XAxis, XyChart};
+use crate::model::{color, Line, XAxis, XyChart, PALETTE};
+use crate::plot::PlotError;
 
 /// What the probes saw of the server during one step's window.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -64,7 +65,7 @@ fn xy(
 
 /// A vertical dashed line at the capacity, across the chart.
 fn knee(search: &Search) -> Option<Line> {
-    Some(Line::rule("capacity", plot::PALETTE[7], search.capacity?))
+    Some(Line::rule("capacity", PALETTE[7], search.capacity?))
 }
 
 /// The search's charts.
@@ -96,7 +97,7 @@ pub fn charts(
             line,
             Line::new(
                 format!("SLO {term}"),
-                plot::PALETTE[3],
+                PALETTE[3],
                 vec![(lo, bound), (hi, bound)],
             )
             .dashed(),
@@ -124,7 +125,7 @@ pub fn charts(
         .collect();
     let mut lines = vec![
         Line::new("served", color(0), served),
-        Line::new("offered", plot::PALETTE[7], vec![(lo, lo), (hi, hi)]).dashed(),
+        Line::new("offered", PALETTE[7], vec![(lo, lo), (hi, hi)]).dashed(),
     ];
     lines.extend(knee(search));
     out.push(xy(
@@ -360,18 +361,22 @@ fn setting_charts(setting: &SettingCapacity) -> Result<Vec<Chart>, PlotError> {
             Some((i as f64, a.low?, a.high?))
         })
         .collect();
-    let bars = if plot::has_data(std::slice::from_ref(&line)) {
-        Some(plot::xy_chart(&XyChart {
+    // Drawn from the model like every chart across settings: its SVG, and its JSON for the
+    // page's script (hover for each target's figure and interval).
+    let mut bars = crate::charts::xy(
+        &format!("capacity-{}", crate::pages::slug(&setting.setting)),
+        XyChart {
             title: "Capacity by target",
             x_label: "target",
             y_label: "capacity (req/s)",
             x: XAxis::Names(names),
             y_log: false,
             lines: vec![line],
-        })?)
-    } else {
-        None
-    };
+        },
+        "Each target's C_p from every step of its searches, with its 95 % interval as whiskers (none where the steps do not bound it).",
+        "No search found a capacity yet.",
+    )?;
+    bars.title = format!("Capacity by target at {}", setting.setting);
     let mut curves = Vec::new();
     for (i, t) in setting.targets.iter().enumerate() {
         let Some(s) = t.nearest_search().or(t.searches.first()) else {
@@ -401,17 +406,7 @@ fn setting_charts(setting: &SettingCapacity) -> Result<Vec<Chart>, PlotError> {
         .flat_map(|t| t.searches.first())
         .next()
         .and_then(|s| s.slo.terms.first().copied());
-    let mut out = vec![Chart {
-        id: format!("capacity-{}", crate::pages::slug(&setting.setting)),
-        title: format!("Capacity by target at {}", setting.setting),
-        caption: if bars.is_some() {
-            "Each target's C_p from every step of its searches, with its 95 % interval as whiskers (none where the steps do not bound it).".into()
-        } else {
-            "No search found a capacity yet.".into()
-        },
-        svg: bars,
-        data: None,
-    }];
+    let mut out = vec![bars];
     if let Some(term) = first {
         let scale = if term.figure == Figure::Errors {
             100.0
@@ -426,7 +421,7 @@ fn setting_charts(setting: &SettingCapacity) -> Result<Vec<Chart>, PlotError> {
             curves.push(
                 Line::new(
                     format!("SLO {term}"),
-                    plot::PALETTE[3],
+                    PALETTE[3],
                     vec![(lo, term.bound * scale), (hi, term.bound * scale)],
                 )
                 .dashed(),
@@ -620,4 +615,30 @@ pub fn capacity_sentence(setting: &SettingCapacity, held: &str) -> String {
     }
     text.push('.');
     text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn capacity_by_target_is_a_chart_of_the_model_or_says_why_not() {
+        let setting = SettingCapacity {
+            setting: "all".into(),
+            targets: vec![TargetCapacity {
+                target: "go".into(),
+                searches: Vec::new(),
+                per_cpu_second: None,
+                peak_rss_bytes: None,
+                limit: None,
+            }],
+            charts: Vec::new(),
+        };
+        let charts = setting_charts(&setting).unwrap();
+        let bars = &charts[0];
+        assert!(bars.id.starts_with("capacity-all"), "{}", bars.id);
+        assert_eq!(bars.title, "Capacity by target at all");
+        assert_eq!(bars.caption, "No search found a capacity yet.");
+        assert!(bars.svg.is_none() && bars.data.is_none());
+    }
 }

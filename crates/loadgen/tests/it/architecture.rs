@@ -383,3 +383,66 @@ fn the_store_keeps_and_the_analysis_above_it_judges() {
     );
     assert!(found.is_empty(), "{}", found.join("\n"));
 }
+
+/// A chart is data first (docs/architecture.md, "report: a chart is data first"): the report's
+/// chart model imports none of its renderers, and the renderers (plotters' SVG, the heatmap's
+/// hand-written SVG, inferno's flame graphs) import the model and nothing from the pages and
+/// figures that use them.
+#[test]
+fn the_charts_renderers_draw_the_model_and_know_nothing_above_it() {
+    let report = crates().join("report/src");
+    let code_of = |file: &Path| -> Vec<(usize, String)> {
+        let text = std::fs::read_to_string(file).expect("a source file");
+        text.lines()
+            .enumerate()
+            .map(|(n, line)| (n + 1, line.split("//").next().unwrap_or("").to_string()))
+            .collect()
+    };
+    let mut found = Vec::new();
+    let renderers = ["plot.rs", "heatmap.rs", "flame.rs"];
+    let above = [
+        "crate::pages",
+        "crate::site",
+        "crate::charts",
+        "crate::search",
+        "crate::compare",
+        "crate::experiment",
+        "crate::figures",
+        "crate::tables",
+        "crate::cli",
+    ];
+    for name in renderers {
+        let file = report.join(name);
+        for (n, code) in code_of(&file) {
+            for a in above {
+                if code.contains(a) {
+                    found.push(format!("{}:{n}: {}", file.display(), code.trim()));
+                }
+            }
+        }
+    }
+    let renderer_paths = [
+        "crate::plot",
+        "crate::heatmap",
+        "crate::flame",
+        "plotters",
+        "inferno",
+    ];
+    let model = sources(&report.join("model"));
+    assert!(!model.is_empty(), "crates/report/src/model/");
+    for file in model {
+        for (n, code) in code_of(&file) {
+            for r in renderer_paths {
+                if code.contains(r) {
+                    found.push(format!("{}:{n}: {}", file.display(), code.trim()));
+                }
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "the chart model imports a renderer, or a renderer what is above it (a chart is data \
+         in report::model, drawn by plot, heatmap, flame):\n{}",
+        found.join("\n")
+    );
+}

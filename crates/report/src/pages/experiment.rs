@@ -9,7 +9,7 @@ use super::paths::page_of;
 use std::collections::BTreeMap;
 
 use crate::charts::Chart;
-use crate::plot::css_color;
+use crate::model::css_color;
 
 /// What an experiment's page links to beside its runs.
 #[derive(Debug, Clone, Default)]

@@ -25,7 +25,7 @@ use store::summary::format_ns;
 use crate::charts::Chart;
 use crate::compare::Comparison;
 use crate::figures::{Headline, ProbeFigures, RunFigures};
-use crate::plot::{color, css_color};
+use crate::model::{color, css_color};
 use crate::tables::{self, format_bytes, Cell, Table};
 
 mod experiment;
@@ -216,7 +216,7 @@ pub fn run_page(
         (table(&tables::percentiles(run)))
         h2 { "Load" }
         (charts(load))
-        @let maps: Vec<(String, String)> = run.load.heatmaps.iter().filter_map(|m| m.svg(&format!("{} latency, count by time and latency", m.kind)).map(|svg| (m.kind.clone(), svg))).collect();
+        @let maps: Vec<(String, String)> = run.load.heatmaps.iter().filter_map(|m| m.data()).map(|d| (d.kind.clone(), crate::heatmap::svg(&d, &format!("{} latency, count by time and latency", d.kind)))).collect();
         @if !maps.is_empty() {
             h2 { "Latency heatmap" }
             p.meta { "Every completed request in one cell: its slice of the run (an interval) and its latency (eight bins a decade, log scale); the darker, the more requests. Percentile lines hide what this shows: two modes, a slow tail that comes and goes. Hover a cell for its count. Corrected latency (from the intended send) beside service time (from the actual send)." }

@@ -1,13 +1,26 @@
 //! A chart as data: its series, axes, units and marks, the one model both drawings render.
-//! The SVG (plotters, in `plot`) is the page's picture, for print and with JavaScript off; the
-//! same model, embedded in the page as JSON, is what the interactive chart (uPlot, vendored in
-//! `assets`) draws: hover for values, and on time charts one crosshair and one zoom for every
-//! chart of the page. Every chart of the pages has one: over time, by percentile, across
-//! settings.
+//! [`chart`] holds a chart's spec (lines, bands, axes, colours as plain data); `plot` draws it
+//! as SVG with plotters, the page's picture, for print and with JavaScript off; the same chart
+//! as [`ChartData`], embedded in the page as JSON, is what the interactive chart (uPlot,
+//! vendored in `assets`) draws: hover for values, and on time charts one crosshair and one zoom
+//! for every chart of the page. Every chart of the pages has one: over time, by percentile,
+//! across settings. A run's latency heatmap is data here too ([`heatmap`]), drawn by the
+//! crate's `heatmap` module; how a number is written on a chart and beside it is [`number`].
+//!
+//! The model sits below its drawings: nothing here imports a renderer (`plot`, `heatmap`,
+//! `flame`), and the renderers import nothing from the pages that use them (held by
+//! `crates/loadgen/tests/architecture.rs`).
+
+pub mod chart;
+pub mod heatmap;
+pub mod number;
 
 use serde::Serialize;
 
-use crate::plot::{css_color, Band, Line, TimeChart, XAxis, XyChart, XyFrame};
+pub use chart::{
+    color, css_color, has_data, stacked, Band, Line, Rgb, TimeChart, XAxis, XyChart, XyFrame,
+    PALETTE,
+};
 
 /// Slices a series is cut into for the interactive chart (min/max per slice, so that a peak
 /// survives): at most this many,
@@ -224,8 +237,8 @@ impl ChartData {
             x_axis: XAxisData::Percentile,
             x_label: "percentile".into(),
             y_label: "latency (ms)".into(),
-            x_range: (1.0, crate::plot::percentile_x_max(lines)),
-            y_range: Some((0.0, crate::plot::y_top(lines))),
+            x_range: (1.0, chart::percentile_x_max(lines)),
+            y_range: Some((0.0, chart::y_top(lines))),
             y_log: false,
             y_ticks: Vec::new(),
             attack: None,
@@ -303,7 +316,6 @@ impl ChartData {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plot::PALETTE;
 
     #[test]
     fn a_series_keeps_its_values_its_gaps_and_its_peaks() {
@@ -368,7 +380,7 @@ mod tests {
         assert!(band.low.iter().flatten().all(|&v| v == 1.0));
 
         // A stack's layer: drawn as the sum, read as its own value.
-        let stacked = crate::plot::stacked(vec![
+        let stacked = stacked(vec![
             Line::new("cpu", PALETTE[2], vec![(0.0, 2.0), (1.0, 3.0)]),
             Line::new("lock", PALETTE[3], vec![(0.0, 5.0), (1.0, 1.0)]),
         ]);
@@ -428,24 +440,8 @@ mod tests {
     fn latencies_spanning_decades_are_drawn_on_a_log_scale_with_the_capacity_across_them() {
         // A search's p99 against rate: steps near a 10 ms bound and one overloaded step at
         // 1,250 ms. On a linear axis from 0 the steps near the bound would sit on its floor.
-        let p99 = Line::new(
-            "p99",
-            PALETTE[0],
-            vec![
-                (1000.0, 0.8),
-                (2000.0, 2.5),
-                (2400.0, 9.0),
-                (2600.0, 1250.0),
-            ],
-        );
-        let chart = |y_log: bool, lines: Vec<Line>| XyChart {
-            title: "p99 against the offered rate",
-            x_label: "offered rate (req/s)",
-            y_label: "p99 latency (ms)",
-            x: XAxis::Numbers,
-            y_log,
-            lines,
-        };
+        let p99 = chart::examples::p99_steps();
+        let chart = chart::examples::against_rate;
         let knee = Line::rule("capacity", PALETTE[7], 2400.0);
         let spec = chart(true, vec![p99.clone(), knee.clone()]);
         let frame = XyFrame::of(&spec);
@@ -466,30 +462,6 @@ mod tests {
         assert_eq!(model.series[1].x, [2400.0]);
         assert!(model.json().contains("\"rule\":true"));
         assert!(!model.series[0].rule && !model.json().contains("\"rule\":false"));
-        // The SVG labels its y axis at the same values (the x axis, linear from about 770 to
-        // 2,830, has none of these), and its rule runs from the axis's foot to its top.
-        let svg = crate::plot::xy_chart(&spec).unwrap();
-        let texts: Vec<&str> = svg
-            .split("<text")
-            .skip(1)
-            .filter_map(|t| {
-                t.split_once('>')
-                    .and_then(|(_, rest)| rest.split_once("</text>"))
-            })
-            .map(|(text, _)| text.trim())
-            .collect();
-        for label in ["1", "2", "5", "10", "20", "50", "100", "200", "500"] {
-            assert!(texts.contains(&label), "y label {label}: {texts:?}");
-        }
-        // Its caption says the y axis is a log scale, and only where it is.
-        let said = |spec| {
-            crate::charts::xy("p99", spec, "Each step.", "none")
-                .unwrap()
-                .caption
-        };
-        assert!(said(chart(true, vec![p99.clone()])).contains("The y axis is a log scale"));
-        assert_eq!(said(chart(false, vec![p99.clone()])), "Each step.");
-
         // Within a decade and a half, or for a figure that is not a latency, or with a zero
         // (no failed request), the axis stays linear from 0, up to a little above the highest.
         let near = Line::new("p99", PALETTE[0], vec![(1000.0, 0.8), (2000.0, 20.0)]);
