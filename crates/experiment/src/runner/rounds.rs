@@ -97,6 +97,9 @@ impl<F: Firing> CellContext<'_, F> {
             }
         };
         if interrupted {
+            // Said as such, so that the sitting is reported stopped (to run again), not run.
+            let key = cells.first().map(|c| c.key()).unwrap_or_default();
+            tally.outcomes.push((key, CellOutcome::Interrupted));
             return Ok((tally.outcomes, None));
         }
         let gate = self.judge(cells, &rounds, compare, &tally.runs).await?;

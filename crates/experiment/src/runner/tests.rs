@@ -955,3 +955,16 @@ async fn a_comparison_of_searches_stopped_is_interrupted_whole_and_judges_no_gat
     assert!(report.failed.is_empty(), "{:?}", report.failed);
     assert!(report.gates.is_empty(), "{:?}", report.gates);
 }
+#[tokio::test]
+async fn compared_rounds_stopped_midway_judge_no_gate() {
+    let w = compared_world();
+    let (report, seen, _) = w.run(&[("sched target=a #4", Act::CtrlC)], 0, false).await;
+    assert!(report.interrupted);
+    assert!(report.gates.is_empty(), "{:?}", report.gates);
+    assert!(
+        names(&seen).iter().all(|n| !n.ends_with("#5")),
+        "nothing fired after the stop: {seen:?}"
+    );
+    let store = Store::open(&w.db).await.expect("the store");
+    assert!(store.gates("sched").await.expect("the gates").is_empty());
+}
