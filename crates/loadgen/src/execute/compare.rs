@@ -1,0 +1,191 @@
+//! A comparison order run: the order's target and each of its `against` searched interleaved,
+//! one step of each per round in a random order, compared by the ratios of their figures; each
+//! search kept as its order says (labelled `compare=ID`). `loadgen capacity --against` and
+//! `loadgen order` both run comparisons here.
+
+use std::time::Duration;
+
+use store::capacity::compare::Compared;
+use store::capacity::label;
+use store::Store;
+
+use super::search::{searched_slo, settings, target, Live};
+use crate::capacity::{self, bracket, step::Stepper, Interleave, Plan};
+use crate::prepare::{self, Sending};
+use crate::{Error, Shutdown};
+
+/// `order` sent to `against` instead: each URL's scheme, host and port replaced, kept as
+/// `against` says (its own name, id and labels, or the order's labels), watched by its own
+/// probes only.
+fn aimed(order: &order::Order, against: &order::Against) -> order::Order {
+    let mut aimed = order.clone();
+    for entry in &mut aimed.requests.entries {
+        entry.url = order::Secret(retarget(entry.url.expose(), against.origin.expose()));
+    }
+    aimed.probes = against.probes.clone();
+    match &against.keeping {
+        Some(k) => {
+            aimed.keeping.name = Some(k.name.clone());
+            aimed.keeping.run_id = Some(k.run_id.clone());
+            aimed.keeping.labels = k.labels.clone();
+        }
+        None => {
+            aimed.keeping.name = None;
+            aimed.keeping.run_id = None;
+        }
+    }
+    aimed
+}
+
+/// `url` with its origin replaced by `origin`: its path and query kept ("/" without one).
+fn retarget(url: &str, origin: &str) -> String {
+    let rest = url.find("://").map_or(url, |at| &url[at + 3..]);
+    let path = rest.find(['/', '?']).map_or("/", |p| &rest[p..]);
+    if path.starts_with('?') {
+        format!("{origin}/{path}")
+    } else {
+        format!("{origin}{path}")
+    }
+}
+
+/// Runs the comparison `wanted` describes: the order's target and each of `against`.
+pub async fn compare(
+    order: &order::Order,
+    wanted: &order::Search,
+    shutdown: &Shutdown,
+    command_line: &[String],
+) -> Result<Compared, Error> {
+    if wanted.guns.is_some() {
+        return Err(prepare::Refusal::CompareWithGuns.into());
+    }
+    let slo = searched_slo(wanted)?;
+    let mut orders = vec![order.clone()];
+    orders.extend(wanted.against.iter().map(|a| aimed(order, a)));
+    let sendings = orders
+        .iter()
+        .map(|o| Sending::of(&o.requests, &o.pacing))
+        .collect::<Result<Vec<_>, _>>()?;
+    // Each target's search is kept as its order says: the order's id, name and labels for
+    // the first, each other's own (or the order's labels), each watched by its own probes.
+    let keepings = orders
+        .iter()
+        .map(|o| prepare::keeping(o, command_line))
+        .collect::<Result<Vec<_>, _>>()?;
+    let id = store::RunMeta::new_id();
+    let store = match &keepings[0].store_url {
+        Some(url) => Some(Store::open(url).await?),
+        None => None,
+    };
+    let targets: Vec<String> = sendings.iter().map(target).collect();
+    // Each search's name: its keeping's when every target has one (an experiment's cells),
+    // otherwise its origin (numbered when one is entered twice, an A/A control).
+    let named: Option<Vec<String>> = orders.iter().map(|o| o.keeping.name.clone()).collect();
+    let names: Vec<String> = named.unwrap_or_else(|| {
+        targets
+            .iter()
+            .enumerate()
+            .map(|(i, t)| {
+                if targets.iter().filter(|o| *o == t).count() > 1 {
+                    format!("{t} #{}", i + 1)
+                } else {
+                    t.clone()
+                }
+            })
+            .collect()
+    });
+    let (step, warmup) = (
+        Duration::from_nanos(wanted.step_ns),
+        Duration::from_nanos(wanted.warmup_ns),
+    );
+    let mut lives = Vec::with_capacity(sendings.len());
+    let mut plans = Vec::with_capacity(sendings.len());
+    for (((sending, target), name), mut keeping) in
+        sendings.iter().zip(&targets).zip(&names).zip(keepings)
+    {
+        keeping.labels.insert(label::COMPARE.into(), id.clone());
+        let search_id = keeping.run_id.take().unwrap_or_else(store::RunMeta::new_id);
+        keeping.name = Some(
+            keeping
+                .name
+                .take()
+                .unwrap_or_else(|| format!("capacity of {name}")),
+        );
+        let stepper = Stepper {
+            sending,
+            keeping,
+            slo: &slo,
+            warmup,
+            shutdown,
+        };
+        let start = match wanted.start {
+            Some(rate) => rate,
+            None => {
+                eprintln!(
+                    "Estimating a first rate for {name}: a closed loop of 16 connections for 2 s…"
+                );
+                stepper.estimate().await?.ok_or_else(|| Error::NoAnswer {
+                    target: target.clone(),
+                })?
+            }
+        };
+        let labels = stepper.keeping.labels.clone();
+        plans.push(Plan {
+            id: search_id.clone(),
+            name: name.clone(),
+            experiment: stepper.keeping.experiment.clone(),
+            target: target.clone(),
+            labels,
+            slo: slo.clone(),
+            settings: settings(
+                wanted,
+                sending,
+                bracket::round(start.clamp(wanted.min_rate, wanted.max_rate)),
+                store::capacity::random::seed_of(&search_id),
+            ),
+            max_steps: wanted.max_steps.max(u64::from(wanted.rounds)),
+            budget: None,
+            step,
+            resumed: Vec::new(),
+            warm: true,
+            started_at_ns: capacity::now_ns(),
+        });
+        lives.push(Live {
+            stepper,
+            store: store.clone(),
+            name: Some(name.clone()),
+        });
+    }
+    eprintln!(
+        "Comparing {} of {} targets within {slo}: {} rounds, one step of each per round in a random order",
+        plans[0].settings.figure(),
+        plans.len(),
+        wanted.rounds
+    );
+    let interleave = Interleave {
+        id: id.clone(),
+        rounds: wanted.rounds,
+        budget: wanted.budget_ns.map(Duration::from_nanos),
+        seed: store::capacity::random::seed_of(&id),
+    };
+    capacity::compare(plans, &mut lives, &interleave).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::retarget;
+
+    #[test]
+    fn another_origin_gets_the_same_paths() {
+        let to = "http://127.0.0.1:9090";
+        assert_eq!(
+            retarget("http://127.0.0.1:8080/now?x=1", to),
+            "http://127.0.0.1:9090/now?x=1"
+        );
+        assert_eq!(
+            retarget("https://example.test", to),
+            "http://127.0.0.1:9090/"
+        );
+        assert_eq!(retarget("http://a:1?q", to), "http://127.0.0.1:9090/?q");
+        assert_eq!(retarget("http://[::1]:81/x", to), "http://127.0.0.1:9090/x");
+    }
+}
