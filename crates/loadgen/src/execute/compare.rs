@@ -77,26 +77,8 @@ pub async fn compare(
         None => None,
     };
     let targets: Vec<String> = sendings.iter().map(target).collect();
-    // Each search's name: its keeping's when every target has one (an experiment's cells),
-    // otherwise its origin (numbered when one is entered twice, an A/A control).
-    let named: Option<Vec<String>> = orders.iter().map(|o| o.keeping.name.clone()).collect();
-    let names: Vec<String> = named.unwrap_or_else(|| {
-        targets
-            .iter()
-            .enumerate()
-            .map(|(i, t)| {
-                if targets.iter().filter(|o| *o == t).count() > 1 {
-                    format!("{t} #{}", i + 1)
-                } else {
-                    t.clone()
-                }
-            })
-            .collect()
-    });
-    let (step, warmup) = (
-        Duration::from_nanos(wanted.step_ns),
-        Duration::from_nanos(wanted.warmup_ns),
-    );
+    let names = names(&orders, &targets);
+    let warmup = Duration::from_nanos(wanted.warmup_ns);
     let mut lives = Vec::with_capacity(sendings.len());
     let mut plans = Vec::with_capacity(sendings.len());
     for (((sending, target), name), mut keeping) in
@@ -117,38 +99,7 @@ pub async fn compare(
             warmup,
             shutdown,
         };
-        let start = match wanted.start {
-            Some(rate) => rate,
-            None => {
-                eprintln!(
-                    "Estimating a first rate for {name}: a closed loop of 16 connections for 2 s…"
-                );
-                stepper.estimate().await?.ok_or_else(|| Error::NoAnswer {
-                    target: target.clone(),
-                })?
-            }
-        };
-        let labels = stepper.keeping.labels.clone();
-        plans.push(Plan {
-            id: search_id.clone(),
-            name: name.clone(),
-            experiment: stepper.keeping.experiment.clone(),
-            target: target.clone(),
-            labels,
-            slo: slo.clone(),
-            settings: settings(
-                wanted,
-                sending,
-                bracket::round(start.clamp(wanted.min_rate, wanted.max_rate)),
-                store::capacity::random::seed_of(&search_id),
-            ),
-            max_steps: wanted.max_steps.max(u64::from(wanted.rounds)),
-            budget: None,
-            step,
-            resumed: Vec::new(),
-            warm: true,
-            started_at_ns: capacity::now_ns(),
-        });
+        plans.push(plan_of(wanted, &stepper, search_id, name, target).await?);
         lives.push(Live {
             stepper,
             store: store.clone(),
@@ -168,6 +119,68 @@ pub async fn compare(
         seed: store::capacity::random::seed_of(&id),
     };
     capacity::compare(plans, &mut lives, &interleave).await
+}
+
+/// Each search's name: its keeping's when every target has one (an experiment's cells),
+/// otherwise its origin (numbered when one is entered twice, an A/A control).
+fn names(orders: &[order::Order], targets: &[String]) -> Vec<String> {
+    let named: Option<Vec<String>> = orders.iter().map(|o| o.keeping.name.clone()).collect();
+    named.unwrap_or_else(|| {
+        targets
+            .iter()
+            .enumerate()
+            .map(|(i, t)| {
+                if targets.iter().filter(|o| *o == t).count() > 1 {
+                    format!("{t} #{}", i + 1)
+                } else {
+                    t.clone()
+                }
+            })
+            .collect()
+    })
+}
+
+/// The plan of one target's search (`id`, `name`, of `target`) in the comparison `wanted`,
+/// from the order's first rate or what a short closed loop served.
+async fn plan_of(
+    wanted: &order::Search,
+    stepper: &Stepper<'_>,
+    id: String,
+    name: &str,
+    target: &str,
+) -> Result<Plan, Error> {
+    let start = match wanted.start {
+        Some(rate) => rate,
+        None => {
+            eprintln!(
+                "Estimating a first rate for {name}: a closed loop of 16 connections for 2 s…"
+            );
+            stepper.estimate().await?.ok_or_else(|| Error::NoAnswer {
+                target: target.to_string(),
+            })?
+        }
+    };
+    let seed = store::capacity::random::seed_of(&id);
+    Ok(Plan {
+        id,
+        name: name.to_string(),
+        experiment: stepper.keeping.experiment.clone(),
+        target: target.to_string(),
+        labels: stepper.keeping.labels.clone(),
+        slo: stepper.slo.clone(),
+        settings: settings(
+            wanted,
+            stepper.sending,
+            bracket::round(start.clamp(wanted.min_rate, wanted.max_rate)),
+            seed,
+        ),
+        max_steps: wanted.max_steps.max(u64::from(wanted.rounds)),
+        budget: None,
+        step: Duration::from_nanos(wanted.step_ns),
+        resumed: Vec::new(),
+        warm: true,
+        started_at_ns: capacity::now_ns(),
+    })
 }
 
 #[cfg(test)]

@@ -125,20 +125,7 @@ pub async fn search(
     // ids of their own.
     let id = keeping.run_id.take().unwrap_or_else(store::RunMeta::new_id);
     let target = target(&sending);
-    if wanted.min_rate > wanted.max_rate {
-        return Err(prepare::Refusal::RateRange.into());
-    }
-    let most = store::capacity::check::MAX_BLOCKS;
-    if wanted.check != 0 && (wanted.check < 4 || wanted.check > most) {
-        return Err(prepare::Refusal::CheckBlocks {
-            check: wanted.check,
-            most,
-        }
-        .into());
-    }
-    if wanted.check != 0 && wanted.searches > 1 {
-        return Err(prepare::Refusal::CheckOfSearches.into());
-    }
+    bounded(wanted)?;
     let store = match &keeping.store_url {
         Some(url) => Some(Store::open(url).await?),
         None => None,
@@ -154,34 +141,18 @@ pub async fn search(
     keeping.name = Some(name.clone());
     let experiment = keeping.experiment.clone();
     let mut volleys = match (&wanted.guns, &store, &keeping.store_url) {
-        (Some(guns), Some(store), Some(url)) => {
-            let local = fleet::find_loadgen().map_err(Error::FindLoadgen)?;
-            let preparing = fleet::Preparing {
-                guns,
-                dir: std::path::Path::new("."),
-                local: &local,
-                reach: order.requests.entries.first().map(|r| r.url.expose()),
-            };
-            let prepared = fleet::prepare(preparing, shutdown.stopping(), &mut |progress| {
-                eprintln!("{progress}")
-            })
-            .await?;
-            let Some(fleet) = prepared else {
-                return Err(Error::GunsStopped);
-            };
-            Some(capacity::guns::Volleys {
-                firing: fleet,
-                store: store.clone(),
-                store_url: url.clone(),
-                template: order,
-                slo: &slo,
-                warmup,
-                shutdown,
-                experiment: experiment.clone(),
-                labels: labels.clone(),
-                valid: None,
-            })
-        }
+        (Some(guns), Some(store), Some(url)) => Some(capacity::guns::Volleys {
+            firing: ready_guns(guns, order, shutdown).await?,
+            store: store.clone(),
+            store_url: url.clone(),
+            template: order,
+            slo: &slo,
+            warmup,
+            shutdown,
+            experiment: experiment.clone(),
+            labels: labels.clone(),
+            valid: None,
+        }),
         _ => None,
     };
     let stepper = Stepper {
@@ -191,22 +162,10 @@ pub async fn search(
         warmup,
         shutdown,
     };
-    let start = match wanted.start {
-        Some(rate) => rate,
-        None => {
-            eprintln!("Estimating a first rate: a closed loop of 16 connections for 2 s…");
-            let estimate = match &volleys {
-                Some(v) => v.estimate().await?,
-                None => stepper.estimate().await?,
-            };
-            estimate.ok_or_else(|| Error::NoAnswer {
-                target: target.clone(),
-            })?
-        }
-    };
+    let start = first_rate(wanted, volleys.as_ref(), &stepper, &target).await?;
     let start = bracket::round(start.clamp(wanted.min_rate, wanted.max_rate));
     let seed = store::capacity::random::seed_of(&id);
-    let mut plan = Plan {
+    let plan = Plan {
         id,
         name,
         experiment,
@@ -221,37 +180,27 @@ pub async fn search(
         warm: true,
         started_at_ns: capacity::now_ns(),
     };
-    // A search kept under this id and not finished (killed, interrupted) goes on from its last
-    // finished step, with the bracket its steps made.
-    if let Some(kept) = match &store {
-        Some(store) => store.search(&plan.id).await?,
-        None => None,
-    } {
-        // Only the same search goes on: the same SLO and settings (its start aside, which the
-        // first search chose). Steps measured otherwise are not mixed into it. (The target is
-        // the id's to say: an experiment's requests file is a new path each time.)
-        let same = kept.slo == slo
-            && kept.settings
-                == Settings {
-                    start: kept.settings.start,
-                    ..plan.settings.clone()
-                };
-        if matches!(kept.status, Status::Running | Status::Interrupted) {
-            if same {
-                plan.resumed = kept.steps;
-                plan.started_at_ns = kept.started_at_ns;
-            } else {
-                eprintln!(
-                    "Note: the search kept as {} was run with another SLO or settings: this one starts afresh under that id.",
-                    plan.id
-                );
-            }
-        }
+    repeated(plan, wanted, store, stepper, volleys.as_mut()).await
+}
+
+/// Runs `plan` (a search kept under its id and not finished gone on with) as `wanted` repeats
+/// it, its steps fired by `stepper` and kept in `store`, or from the guns.
+async fn repeated(
+    mut plan: Plan,
+    wanted: &order::Search,
+    store: Option<Store>,
+    stepper: Stepper<'_>,
+    volleys: Option<&mut Volleys<'_>>,
+) -> Result<Repeated, Error> {
+    if let Some(store) = &store {
+        resume(&mut plan, store).await?;
     }
     eprintln!(
-        "Searching {} of {} within {slo}: from {start} req/s, until its 95 % interval is within ±{} %",
+        "Searching {} of {} within {}: from {} req/s, until its 95 % interval is within ±{} %",
         plan.settings.figure(),
         plan.target,
+        plan.slo,
+        plan.settings.start,
         wanted.until * 100.0
     );
     let repeat = Repeat {
@@ -260,7 +209,7 @@ pub async fn search(
         budget: wanted.budget_ns.map(Duration::from_nanos),
         check: wanted.check,
     };
-    let Some(volleys) = volleys.as_mut() else {
+    let Some(volleys) = volleys else {
         return capacity::repeat(
             plan,
             repeat,
@@ -273,8 +222,106 @@ pub async fn search(
         )
         .await;
     };
+    from_guns(plan, repeat, volleys).await
+}
+
+/// A search's own bounds checked: its rates' range, its calibration check's blocks.
+fn bounded(wanted: &order::Search) -> Result<(), Error> {
+    if wanted.min_rate > wanted.max_rate {
+        return Err(prepare::Refusal::RateRange.into());
+    }
+    let most = store::capacity::check::MAX_BLOCKS;
+    if wanted.check != 0 && (wanted.check < 4 || wanted.check > most) {
+        return Err(prepare::Refusal::CheckBlocks {
+            check: wanted.check,
+            most,
+        }
+        .into());
+    }
+    if wanted.check != 0 && wanted.searches > 1 {
+        return Err(prepare::Refusal::CheckOfSearches.into());
+    }
+    Ok(())
+}
+
+/// The search's guns made ready, each reaching the order's first target.
+async fn ready_guns(
+    guns: &order::Guns,
+    order: &order::Order,
+    shutdown: &Shutdown,
+) -> Result<fleet::Fleet, Error> {
+    let local = fleet::find_loadgen().map_err(Error::FindLoadgen)?;
+    let preparing = fleet::Preparing {
+        guns,
+        dir: std::path::Path::new("."),
+        local: &local,
+        reach: order.requests.entries.first().map(|r| r.url.expose()),
+    };
+    let prepared = fleet::prepare(preparing, shutdown.stopping(), &mut |progress| {
+        eprintln!("{progress}")
+    })
+    .await?;
+    prepared.ok_or(Error::GunsStopped)
+}
+
+/// The search's first rate: the order's, or what a short closed loop served (from the guns,
+/// when it has them).
+async fn first_rate(
+    wanted: &order::Search,
+    volleys: Option<&Volleys<'_>>,
+    stepper: &Stepper<'_>,
+    target: &str,
+) -> Result<f64, Error> {
+    if let Some(rate) = wanted.start {
+        return Ok(rate);
+    }
+    eprintln!("Estimating a first rate: a closed loop of 16 connections for 2 s…");
+    let estimate = match volleys {
+        Some(v) => v.estimate().await?,
+        None => stepper.estimate().await?,
+    };
+    estimate.ok_or_else(|| Error::NoAnswer {
+        target: target.to_string(),
+    })
+}
+
+/// A search kept under `plan`'s id and not finished (killed, interrupted) goes on from its
+/// last finished step, with the bracket its steps made.
+async fn resume(plan: &mut Plan, store: &Store) -> Result<(), Error> {
+    let Some(kept) = store.search(&plan.id).await? else {
+        return Ok(());
+    };
+    // Only the same search goes on: the same SLO and settings (its start aside, which the
+    // first search chose). Steps measured otherwise are not mixed into it. (The target is
+    // the id's to say: an experiment's requests file is a new path each time.)
+    let same = kept.slo == plan.slo
+        && kept.settings
+            == Settings {
+                start: kept.settings.start,
+                ..plan.settings.clone()
+            };
+    if matches!(kept.status, Status::Running | Status::Interrupted) {
+        if same {
+            plan.resumed = kept.steps;
+            plan.started_at_ns = kept.started_at_ns;
+        } else {
+            eprintln!(
+                "Note: the search kept as {} was run with another SLO or settings: this one starts afresh under that id.",
+                plan.id
+            );
+        }
+    }
+    Ok(())
+}
+
+/// The searches repeated from the guns; one the guns could not take further says how many
+/// guns it would take.
+async fn from_guns(
+    plan: Plan,
+    repeat: Repeat,
+    volleys: &mut Volleys<'_>,
+) -> Result<Repeated, Error> {
     let mut repeated = capacity::repeat(plan, repeat, volleys, store::RunMeta::new_id).await?;
-    // A search the guns could not take further says how many guns it would take.
     for search in &mut repeated.searches {
         if search.status == Status::GeneratorLimited {
             if let Some(more) = volleys.more_guns(search) {
@@ -285,6 +332,9 @@ pub async fn search(
     }
     Ok(repeated)
 }
+
+/// A search's steps fired from its guns.
+type Volleys<'a> = capacity::guns::Volleys<'a, fleet::Fleet>;
 
 /// The settings of a search `wanted` of `sending`'s requests from `start` with `seed`.
 pub(crate) fn settings(
