@@ -224,17 +224,7 @@ async fn run_with<F: Firing>(
         events.emit(Event::SharePromise(promise.to_string()));
     }
     if todo.is_empty() {
-        events.emit(Event::NothingToRun {
-            cells: plan.cells.len(),
-            name: experiment.file.name.clone(),
-            file: Plan::file_label(experiment),
-            scale: plan.scale,
-        });
-        if store.experiment(&experiment.file.name).await?.is_none() {
-            store
-                .put_experiment(&record(experiment, &plan, &placement, Vec::new()))
-                .await?;
-        }
+        nothing_to_run(experiment, &plan, &store, &placement, events).await?;
         return Ok(report);
     }
     if report.skipped > 0 {
@@ -281,27 +271,37 @@ async fn run_with<F: Firing>(
         resume: &resume,
         events,
     };
-    match (fake, &prepared.fleet) {
-        (Some(fake), _) => cells.run(&todo, fake, &mut report, &mut stop).await?,
-        (None, Some(fleet)) => {
-            let hosts = Hosts {
-                local: &options.gun,
-                fleet,
-            };
-            cells.run(&todo, &hosts, &mut report, &mut stop).await?
-        }
-        (None, None) => {
-            cells
-                .run(&todo, &options.gun, &mut report, &mut stop)
-                .await?
-        }
-    }
+    cells
+        .fired(&todo, fake, prepared.fleet.as_ref(), &mut report, &mut stop)
+        .await?;
     events.emit(Event::Finished);
     if let Some(fleet) = prepared.fleet {
         fleet.close().await;
     }
     report.elapsed = started.elapsed();
     Ok(report)
+}
+
+/// Says there is nothing left to run, and keeps the experiment's record when it has none yet.
+async fn nothing_to_run(
+    experiment: &Experiment,
+    plan: &Plan,
+    store: &Store,
+    placement: &str,
+    events: &Events,
+) -> Result<(), Error> {
+    events.emit(Event::NothingToRun {
+        cells: plan.cells.len(),
+        name: experiment.file.name.clone(),
+        file: Plan::file_label(experiment),
+        scale: plan.scale,
+    });
+    if store.experiment(&experiment.file.name).await?.is_none() {
+        store
+            .put_experiment(&record(experiment, plan, placement, Vec::new()))
+            .await?;
+    }
+    Ok(())
 }
 
 /// What the cells share, made ready before the first: the targets built, their database,
@@ -374,23 +374,8 @@ async fn prepare(
             return Ok(None);
         }
     }
-    // A database when a built-in target is measured, or when the file has [database] and a
-    // target of its own (started by command, or remote with rows to count) is.
-    let wants_db = !builtins.is_empty()
-        || (experiment.file.database.is_some()
-            && (!needs(TargetKind::Command).is_empty() || !needs(TargetKind::Remote).is_empty()));
-    let db = if wants_db {
-        Some(database(experiment, !builtins.is_empty(), events).await?)
-    } else {
-        None
-    };
-    if let Some(process) = db.as_ref().and_then(|d| d.process.as_ref()) {
-        let gun = experiment.file.placement.gun_cpus.as_ref();
-        if let Some(shared) = crate::watch::shares_generator_cpus(process, gun) {
-            events.emit(Event::SharesGeneratorCpus(shared.clone()));
-            placement.push_str(&format!("; {shared}"));
-        }
-    }
+    let own = !needs(TargetKind::Command).is_empty() || !needs(TargetKind::Remote).is_empty();
+    let db = targets_database(experiment, !builtins.is_empty(), own, placement, events).await?;
     let ports = ports(experiment, &needed)?;
     let checkouts = setup::checkouts(experiment, &needed, events).await?;
     let built = builds(experiment, &needed, &ports, &checkouts, stop, events).await;
@@ -424,6 +409,32 @@ async fn prepare(
         built,
         checkouts,
     }))
+}
+
+/// The targets' database, when one is wanted: a built-in target is measured (`builtin`), or
+/// the file has [database] and a target of its own (`own`: started by command, or remote with
+/// rows to count) is. A throwaway cluster on the generator's CPUs is said, and `placement`
+/// says so.
+async fn targets_database(
+    experiment: &Experiment,
+    builtin: bool,
+    own: bool,
+    placement: &mut String,
+    events: &Events,
+) -> Result<Option<setup::TargetsDatabase>, Error> {
+    let wanted = builtin || (experiment.file.database.is_some() && own);
+    if !wanted {
+        return Ok(None);
+    }
+    let db = database(experiment, builtin, events).await?;
+    if let Some(process) = &db.process {
+        let gun = experiment.file.placement.gun_cpus.as_ref();
+        if let Some(shared) = crate::watch::shares_generator_cpus(process, gun) {
+            events.emit(Event::SharesGeneratorCpus(shared.clone()));
+            placement.push_str(&format!("; {shared}"));
+        }
+    }
+    Ok(Some(db))
 }
 
 /// `targets/build` of the built-in targets measured; `true` when stopped meanwhile.
@@ -570,6 +581,29 @@ struct Cells<'a> {
 }
 
 impl Cells<'_> {
+    /// Runs `todo` fired by `fake` when given, else by this machine's generator with the
+    /// guns of `fleet` when the file has them, or by this machine's alone.
+    async fn fired<F: Firing>(
+        &self,
+        todo: &[&Cell],
+        fake: Option<&F>,
+        fleet: Option<&fleet::Fleet>,
+        report: &mut RunReport,
+        stop: &mut watch::Receiver<bool>,
+    ) -> Result<(), Error> {
+        match (fake, fleet) {
+            (Some(fake), _) => self.run(todo, fake, report, stop).await,
+            (None, Some(fleet)) => {
+                let hosts = Hosts {
+                    local: &self.options.gun,
+                    fleet,
+                };
+                self.run(todo, &hosts, report, stop).await
+            }
+            (None, None) => self.run(todo, &self.options.gun, report, stop).await,
+        }
+    }
+
     /// Runs `todo` in order, each step fired by `firing`, until the end or a stop; then judges
     /// the comparisons run (their gates kept for the page even when a step failed).
     async fn run<F: Firing>(
