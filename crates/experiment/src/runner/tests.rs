@@ -968,3 +968,42 @@ async fn compared_rounds_stopped_midway_judge_no_gate() {
     let store = Store::open(&w.db).await.expect("the store");
     assert!(store.gates("sched").await.expect("the gates").is_empty());
 }
+
+#[tokio::test]
+async fn fresh_processes_are_warmed_every_round_and_kept_ones_once() {
+    for processes in ["fresh", "kept"] {
+        let w = world_of(
+            "repetitions = 8\nwarmup = \"1s\"\n",
+            &["a", "b", "c"],
+            &format!("[compare]\nbaseline = \"a\"\ncandidate = \"b\"\ncontrol = \"c\"\nprocesses = \"{processes}\"\n[load]\npath = \"/\"\nrate = 10\nduration = \"1s\"\n"),
+        );
+        let (report, seen, _) = w.run(&[], 0, false).await;
+        assert_eq!(report.ran, 24, "{processes}");
+        assert!(report.failed.is_empty(), "{processes}: {:?}", report.failed);
+        let phase = |p: &str| seen.iter().filter(|(_, q)| q == p).count();
+        assert_eq!(phase("measure"), 24, "{processes}: {seen:?}");
+        match processes {
+            // Each run a process of its own: warmed just before it is measured.
+            "fresh" => {
+                assert_eq!(phase("warmup"), 24, "{seen:?}");
+                for pair in seen.chunks(2) {
+                    let [(warmed, w), (measured, m)] = pair else {
+                        panic!("{seen:?}")
+                    };
+                    assert_eq!((w.as_str(), m.as_str()), ("warmup", "measure"));
+                    assert_eq!(warmed, &format!("{measured} (warmup)"));
+                }
+            }
+            // Each build started and warmed once, before the first round.
+            _ => {
+                assert_eq!(phase("warmup"), 3, "{seen:?}");
+                assert!(seen[..3].iter().all(|(_, p)| p == "warmup"), "{seen:?}");
+            }
+        }
+        let [gate] = report.gates.as_slice() else {
+            panic!("one gate: {:?}", report.gates)
+        };
+        let kept = processes == "kept";
+        assert_eq!(gate.processes == store::ab::Processes::Kept, kept);
+    }
+}
