@@ -269,6 +269,7 @@ async fn run_with<F: Firing>(
         keys: &keys,
         verification: &verification,
         resume: &resume,
+        answers: &prepared.answers,
         events,
     };
     cells
@@ -304,6 +305,41 @@ async fn nothing_to_run(
     Ok(())
 }
 
+/// What the cells ask of the experiment file, read from it once as their needs are made
+/// ready: below the scheduler, a cell takes these answers, not the file.
+pub(super) struct Answers {
+    /// The experiment's name, on each run and search.
+    pub(super) name: String,
+    /// The file's label and the scale, on each run (`resume::plan_labels`).
+    pub(super) plan_labels: Vec<(String, String)>,
+    /// The file's directory, where a remote probe's CA must lie.
+    pub(super) dir: std::path::PathBuf,
+    pub(super) targets: Vec<TargetSpec>,
+    /// The other processes the file names, each watched by a probe of its own.
+    pub(super) watches: Vec<crate::file::WatchSpec>,
+    pub(super) probe_interval: Duration,
+    /// Whether a local target's probe profiles it.
+    pub(super) profile: bool,
+    /// The SQL run before each cell of a target started by command, to reset its tables.
+    pub(super) reset: Option<String>,
+}
+
+impl Answers {
+    fn of(experiment: &Experiment, plan: &Plan) -> Answers {
+        let file = &experiment.file;
+        Answers {
+            name: file.name.clone(),
+            plan_labels: resume::plan_labels(experiment, plan),
+            dir: file_dir(experiment),
+            targets: file.targets.clone(),
+            watches: file.watches.clone(),
+            probe_interval: file.probe_interval,
+            profile: file.profile,
+            reset: file.database().reset.clone(),
+        }
+    }
+}
+
 /// What the cells share, made ready before the first: the targets built, their database,
 /// their ports and upstream, the guns and where they reach each remote target.
 struct Prepared {
@@ -317,6 +353,8 @@ struct Prepared {
     built: setup::Built,
     /// The targets' sources at their `ref`s, kept until the last cell ends.
     checkouts: crate::checkout::Checkouts,
+    /// What the cells ask of the file.
+    answers: Answers,
 }
 
 impl Prepared {
@@ -408,6 +446,7 @@ async fn prepare(
         needed,
         built,
         checkouts,
+        answers: Answers::of(experiment, plan),
     }))
 }
 
@@ -577,6 +616,7 @@ struct Cells<'a> {
     keys: &'a cell::ProbeKeys,
     verification: &'a [Verification],
     resume: &'a HashMap<(String, u32), String>,
+    answers: &'a Answers,
     events: &'a Events,
 }
 
@@ -861,7 +901,7 @@ impl Cells<'_> {
 
     fn context<'f, F: Firing>(&'f self, firing: &'f F) -> CellContext<'f, F> {
         CellContext {
-            experiment: self.experiment,
+            answers: self.answers,
             plan: self.plan,
             options: self.options,
             store: self.store,
