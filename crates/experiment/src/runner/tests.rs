@@ -1007,3 +1007,33 @@ async fn fresh_processes_are_warmed_every_round_and_kept_ones_once() {
         assert_eq!(gate.processes == store::ab::Processes::Kept, kept);
     }
 }
+
+#[tokio::test]
+async fn search_rounds_run_each_repetitions_searches_as_one_order_in_the_plans_order() {
+    let w = world_of(
+        "repetitions = 2\n",
+        &["a", "b"],
+        "[search]\nslo = [\"p99<=10ms\"]\nrounds = 16\n[load]\npath = \"/\"\nduration = \"1s\"\n",
+    );
+    let (report, seen, said) = w.run(&[], 0, false).await;
+    assert_eq!((report.ran, report.interrupted), (4, false));
+    assert!(report.failed.is_empty(), "{:?}", report.failed);
+    // One order a repetition, its first search the plan's first of that repetition (the
+    // targets' order alternates), the other against it; no gate without [compare].
+    assert_eq!(
+        seen,
+        [
+            ("sched target=a #1".to_string(), "step".to_string()),
+            ("sched target=b #2".to_string(), "step".to_string())
+        ]
+    );
+    let steps: Vec<&str> = said
+        .iter()
+        .filter_map(|e| match e {
+            Event::Cell { key, .. } => Some(key.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(steps, ["target=a + target=b", "target=b + target=a"]);
+    assert!(report.gates.is_empty(), "{:?}", report.gates);
+}
