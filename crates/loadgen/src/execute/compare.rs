@@ -11,6 +11,7 @@ use store::Store;
 
 use super::search::{searched_slo, settings, target, Live};
 use crate::capacity::{self, bracket, step::Stepper, Interleave, Plan};
+use crate::keep::Keeping;
 use crate::prepare::{self, Sending};
 use crate::{Error, Shutdown};
 
@@ -59,18 +60,7 @@ pub async fn compare(
         return Err(prepare::Refusal::CompareWithGuns.into());
     }
     let slo = searched_slo(wanted)?;
-    let mut orders = vec![order.clone()];
-    orders.extend(wanted.against.iter().map(|a| aimed(order, a)));
-    let sendings = orders
-        .iter()
-        .map(|o| Sending::of(&o.requests, &o.pacing))
-        .collect::<Result<Vec<_>, _>>()?;
-    // Each target's search is kept as its order says: the order's id, name and labels for
-    // the first, each other's own (or the order's labels), each watched by its own probes.
-    let keepings = orders
-        .iter()
-        .map(|o| prepare::keeping(o, command_line))
-        .collect::<Result<Vec<_>, _>>()?;
+    let (orders, sendings, keepings) = each_target(order, wanted, command_line)?;
     let id = store::RunMeta::new_id();
     let store = match &keepings[0].store_url {
         Some(url) => Some(Store::open(url).await?),
@@ -119,6 +109,30 @@ pub async fn compare(
         seed: store::capacity::random::seed_of(&id),
     };
     capacity::compare(plans, &mut lives, &interleave).await
+}
+
+/// Each target's order, sending and keeping, in the comparison's order.
+type EachTarget = (Vec<order::Order>, Vec<Sending>, Vec<Keeping>);
+
+/// The order of each target (the order's own, then each `against` aimed at its origin), its
+/// requests' sending, and how its search is kept: the order's id, name and labels for the
+/// first, each other's own (or the order's labels), each watched by its own probes.
+fn each_target(
+    order: &order::Order,
+    wanted: &order::Search,
+    command_line: &[String],
+) -> Result<EachTarget, Error> {
+    let mut orders = vec![order.clone()];
+    orders.extend(wanted.against.iter().map(|a| aimed(order, a)));
+    let sendings = orders
+        .iter()
+        .map(|o| Sending::of(&o.requests, &o.pacing))
+        .collect::<Result<Vec<_>, _>>()?;
+    let keepings = orders
+        .iter()
+        .map(|o| prepare::keeping(o, command_line))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok((orders, sendings, keepings))
 }
 
 /// Each search's name: its keeping's when every target has one (an experiment's cells),

@@ -10,6 +10,7 @@ use store::Store;
 
 use crate::capacity::{self, bracket, step::Stepper, Event, Plan, Repeat, Stepped, Steps};
 use crate::engine::shutdown::Stop;
+use crate::keep::Keeping;
 use crate::prepare::{self, Sending};
 use crate::{Error, Shutdown};
 
@@ -126,14 +127,8 @@ pub async fn search(
     let id = keeping.run_id.take().unwrap_or_else(store::RunMeta::new_id);
     let target = target(&sending);
     bounded(wanted)?;
-    let store = match &keeping.store_url {
-        Some(url) => Some(Store::open(url).await?),
-        None => None,
-    };
+    let store = store_of(&keeping, wanted.guns.is_some()).await?;
     let labels = keeping.labels.clone();
-    if wanted.guns.is_some() {
-        fleet::needs_shared_store(keeping.store_url.as_deref())?;
-    }
     let name = keeping
         .name
         .clone()
@@ -223,6 +218,18 @@ async fn repeated(
         .await;
     };
     from_guns(plan, repeat, volleys).await
+}
+
+/// The store a search is kept in, if any; with guns, one they share.
+async fn store_of(keeping: &Keeping, guns: bool) -> Result<Option<Store>, Error> {
+    let store = match &keeping.store_url {
+        Some(url) => Some(Store::open(url).await?),
+        None => None,
+    };
+    if guns {
+        fleet::needs_shared_store(keeping.store_url.as_deref())?;
+    }
+    Ok(store)
 }
 
 /// A search's own bounds checked: its rates' range, its calibration check's blocks.
