@@ -659,6 +659,42 @@ pub fn together<'c>(plan: &Plan, cells: &[&'c Cell], cell: &'c Cell) -> Vec<&'c 
         .collect()
 }
 
+/// How one step of the schedule runs its cells.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StepKind {
+    /// `[compare]` at a fixed rate (or a share of the searches' capacities): a setting's every
+    /// target and repetition, as a gate's rounds.
+    Rounds,
+    /// Searches of one setting and repetition run together, as one comparison (`[search]`
+    /// rounds, and a `[compare]` of searches).
+    Searches,
+    /// One cell on its own.
+    One,
+}
+
+/// One step of the schedule: the cells run together with a cell ([`together`]), and how.
+#[derive(Debug)]
+pub struct Step<'c> {
+    pub kind: StepKind,
+    pub cells: Vec<&'c Cell>,
+}
+
+/// The step of the schedule that `cell`, the first of `cells` not yet run, begins.
+pub fn step<'c>(plan: &Plan, cells: &[&'c Cell], cell: &'c Cell) -> Step<'c> {
+    let together = together(plan, cells, cell);
+    let kind = if plan.compare.is_some() && cell.kind != CellKind::Search {
+        StepKind::Rounds
+    } else if together.len() > 1 || plan.compares_searches() {
+        StepKind::Searches
+    } else {
+        StepKind::One
+    };
+    Step {
+        kind,
+        cells: together,
+    }
+}
+
 /// Ties each share to its searches (the whole matrix's, before `--only` cuts it: a search kept
 /// from an earlier run counts) and runs every search first. A share's searches are those of the
 /// same target, environment and requests, at the same values of every axis but `rate` and

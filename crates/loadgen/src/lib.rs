@@ -1,7 +1,7 @@
 //! `loadgen`, Showdown's gun: open-loop HTTP load that measures latency from the moment each
 //! request was due, and says so when it cannot keep its schedule.
 //!
-//! Four module trees, the order that drives them, and the command line above them:
+//! Five module trees, the order that drives them, and the command line above them:
 //!
 //! - [`engine`]: the load itself, from plain values (an [`engine::AttackPlan`]): the schedule,
 //!   the requests, the worker threads (an epoll loop for plain HTTP/1.1, hyper for TLS and
@@ -13,6 +13,9 @@
 //!   p, as a loop over a plan and a way to run steps (the generator's, the guns' through the
 //!   `fleet` crate's `Firing`, or a simulated server's in its tests); several targets'
 //!   searches interleaved and compared as ratios.
+//! - `execute`: a search order or a comparison order run from its values: its checks, the
+//!   store opened, the guns made ready, its steps printed and kept as they end (`loadgen
+//!   capacity` and `loadgen order` both call it).
 //! - [`commands`]: what `loadgen` does: `attack`, `capacity`, `demo`, `experiment`, `runs`,
 //!   the built-in `target`, and the hidden `gun` and `order` (a typed order on standard input).
 //! - [`prepare`]: the one place an [`order::Order`] (from the flags, the experiment runner or
@@ -26,6 +29,7 @@ pub mod cli;
 pub mod commands;
 pub mod engine;
 mod error;
+mod execute;
 pub mod keep;
 mod output;
 pub mod prepare;

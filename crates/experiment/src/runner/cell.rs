@@ -15,9 +15,9 @@ use super::firing::{
     Firing,
 };
 use super::options::{Error, RunOptions};
-use super::resume::plan_labels;
 use super::setup::Launcher;
-use crate::file::{Contract, Experiment, TargetKind, TargetSpec};
+use super::Answers;
+use crate::file::{Contract, TargetKind, TargetSpec};
 use crate::gun::Attack;
 use crate::http::reachable;
 use crate::plan::{Cell, CellKind, Plan};
@@ -54,7 +54,8 @@ pub(super) struct Watched {
 }
 
 pub(super) struct CellContext<'a, F: Firing> {
-    pub(super) experiment: &'a Experiment,
+    /// What the cells ask of the experiment file.
+    pub(super) answers: &'a Answers,
     pub(super) plan: &'a Plan,
     pub(super) options: &'a RunOptions,
     pub(super) store: &'a Store,
@@ -102,8 +103,7 @@ impl ProbeKeys {
 
 impl<F: Firing> CellContext<'_, F> {
     pub(super) fn spec(&self, cell: &Cell) -> Result<&TargetSpec, Error> {
-        self.experiment
-            .file
+        self.answers
             .targets
             .iter()
             .find(|t| t.name == cell.target)
@@ -115,7 +115,7 @@ impl<F: Firing> CellContext<'_, F> {
     fn labels(&self, cell: &Cell, phase: Phase, held: &str) -> Vec<(String, String)> {
         let mut labels = vec![(label::TARGET.to_string(), cell.target.clone())];
         labels.extend(cell.setting.iter().cloned());
-        labels.extend(plan_labels(self.experiment, self.plan));
+        labels.extend(self.answers.plan_labels.iter().cloned());
         labels.push((label::CELL.into(), cell.key()));
         labels.push((label::REPETITION.into(), cell.repetition.to_string()));
         labels.push((label::PHASE.into(), phase.as_str().into()));
@@ -137,12 +137,7 @@ impl<F: Firing> CellContext<'_, F> {
     }
 
     fn run_name(&self, cell: &Cell) -> String {
-        format!(
-            "{} {} #{}",
-            self.experiment.file.name,
-            cell.key(),
-            cell.repetition
-        )
+        format!("{} {} #{}", self.answers.name, cell.key(), cell.repetition)
     }
 
     /// Keeps a cell that could not be measured as a failed run, with its reason.
@@ -174,7 +169,7 @@ impl<F: Firing> CellContext<'_, F> {
                 let meta = RunMeta {
                     id: id.clone(),
                     name: self.run_name(cell),
-                    experiment: Some(self.experiment.file.name.clone()),
+                    experiment: Some(self.answers.name.clone()),
                     labels: self.labels(cell, Phase::Measure, "").into_iter().collect(),
                     shard: None,
                     tool_version: env!("CARGO_PKG_VERSION").into(),
@@ -370,7 +365,7 @@ impl<F: Firing> CellContext<'_, F> {
                 let db = self.launcher.db;
                 // Each cell starts from the same tables: the built-ins' `users` emptied, the
                 // file's `reset` run for the others.
-                match (kind, db, &self.experiment.file.database().reset) {
+                match (kind, db, &self.answers.reset) {
                     (TargetKind::Builtin, Some(db), _) => crate::database::empty_users(db).await?,
                     (TargetKind::Command, Some(db), Some(reset)) => {
                         crate::database::execute(db, reset, "run [database] reset").await?
@@ -394,8 +389,7 @@ impl<F: Firing> CellContext<'_, F> {
                 let mut config =
                     probe::sampler::SamplerConfig::new(probe::selector::Selector::Pid(t.pid()));
                 config.profile = self
-                    .experiment
-                    .file
+                    .answers
                     .profile
                     .then(probe::profile::ProfileConfig::default);
                 let running = self.start_probe(config).await?;
@@ -422,7 +416,7 @@ impl<F: Firing> CellContext<'_, F> {
                     }
                 }
                 // The other processes the file names, each a group of its own.
-                for w in &self.experiment.file.watches {
+                for w in &self.answers.watches {
                     let Some(selector) = w.selector() else {
                         continue;
                     };
@@ -505,7 +499,7 @@ impl<F: Firing> CellContext<'_, F> {
             load: cell.load.clone(),
             only_for,
             db: self.options.db.clone(),
-            experiment: self.experiment.file.name.clone(),
+            experiment: self.answers.name.clone(),
             name: if phase == Phase::Warmup {
                 format!("{} ({phase})", self.run_name(cell))
             } else {
@@ -534,9 +528,10 @@ impl<F: Firing> CellContext<'_, F> {
                 _ => Some(self.keys.tls.fingerprint.clone()),
             },
             // Checked before the run to lie in the file's directory (`runner::trusted`).
-            probe_ca: spec.probe_ca.as_ref().and_then(|ca| {
-                crate::file::inside(&super::setup::file_dir(self.experiment), ca).ok()
-            }),
+            probe_ca: spec
+                .probe_ca
+                .as_ref()
+                .and_then(|ca| crate::file::inside(&self.answers.dir, ca).ok()),
             pre_roll: self.plan.pre_roll,
             post_roll: self.plan.post_roll,
             search: (phase == Phase::Step)
@@ -587,7 +582,7 @@ impl<F: Firing> CellContext<'_, F> {
         &self,
         mut config: probe::sampler::SamplerConfig,
     ) -> Result<probe::server::RunningProbe, Error> {
-        config.interval = self.experiment.file.probe_interval;
+        config.interval = self.answers.probe_interval;
         // A group of processes that share pages (a cluster's workers, a database's backends)
         // is measured by PSS, within the slow collectors' budget: RSS summed counts a shared
         // page once in each.

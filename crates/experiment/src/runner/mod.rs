@@ -7,9 +7,10 @@
 //!
 //! The public [`run`] sweeps what an earlier runner left, then schedules: `run_with` plans,
 //! skips what is kept, makes the cells' needs ready (`prepare`: builds, database, guns,
-//! verification), and runs the rest cell by cell (`Cells`), each fired through a [`Firing`]
-//! (this machine's generator, the guns, or a test's fake), saying what it does as typed
-//! events (`event`) that one printer writes.
+//! verification), and runs the rest step by step (`Cells`: the plan names each step's kind, a
+//! cell alone, searches together or a gate's rounds), each fired through a [`Firing`] (this
+//! machine's generator, the guns, or a test's fake), then judges the comparisons run
+//! (`gates`), saying what it does as typed events (`event`) that one printer writes.
 //!
 //! - `firing`: what fires a cell's attacks, and what their results mean for the cell.
 //! - `event`: what the runner says, and the printer.
@@ -18,7 +19,9 @@
 //!   verification.
 //! - `cell`: one cell, from starting its target to keeping its run.
 //! - `rounds`: `[compare]`'s cells, every compared target up at once and every repetition a
-//!   round in a random order, and the gate judged from their runs.
+//!   round in a random order.
+//! - `gates`: the gates of the comparisons run (rounds, or searches compared in rounds),
+//!   judged once the schedule ends and kept for the experiment's page.
 //! - `share`: a cell's rate given as a share of the capacity its searches found (in a
 //!   `[compare]`, one rate for every build, of the lowest of their capacities).
 
@@ -30,11 +33,12 @@ use store::Store;
 use tokio::sync::watch;
 
 use crate::file::{Experiment, TargetKind, TargetSpec};
-use crate::plan::{Cell, CellKind, Plan};
+use crate::plan::{Cell, CellKind, Plan, Step, StepKind};
 use crate::upstream::Upstream;
 mod cell;
 mod event;
 mod firing;
+mod gates;
 mod resume;
 mod rounds;
 mod setup;
@@ -46,6 +50,7 @@ use cell::{now_ns, CellContext, Searched};
 use event::{Event, Events};
 use firing::CellOutcome;
 pub use firing::{Firing, Hosts};
+use gates::Comparison;
 mod options;
 
 pub use options::BuildError;
@@ -219,17 +224,7 @@ async fn run_with<F: Firing>(
         events.emit(Event::SharePromise(promise.to_string()));
     }
     if todo.is_empty() {
-        events.emit(Event::NothingToRun {
-            cells: plan.cells.len(),
-            name: experiment.file.name.clone(),
-            file: Plan::file_label(experiment),
-            scale: plan.scale,
-        });
-        if store.experiment(&experiment.file.name).await?.is_none() {
-            store
-                .put_experiment(&record(experiment, &plan, &placement, Vec::new()))
-                .await?;
-        }
+        nothing_to_run(experiment, &plan, &store, &placement, events).await?;
         return Ok(report);
     }
     if report.skipped > 0 {
@@ -274,29 +269,75 @@ async fn run_with<F: Firing>(
         keys: &keys,
         verification: &verification,
         resume: &resume,
+        answers: &prepared.answers,
         events,
     };
-    match (fake, &prepared.fleet) {
-        (Some(fake), _) => cells.run(&todo, fake, &mut report, &mut stop).await?,
-        (None, Some(fleet)) => {
-            let hosts = Hosts {
-                local: &options.gun,
-                fleet,
-            };
-            cells.run(&todo, &hosts, &mut report, &mut stop).await?
-        }
-        (None, None) => {
-            cells
-                .run(&todo, &options.gun, &mut report, &mut stop)
-                .await?
-        }
-    }
+    cells
+        .fired(&todo, fake, prepared.fleet.as_ref(), &mut report, &mut stop)
+        .await?;
     events.emit(Event::Finished);
     if let Some(fleet) = prepared.fleet {
         fleet.close().await;
     }
     report.elapsed = started.elapsed();
     Ok(report)
+}
+
+/// Says there is nothing left to run, and keeps the experiment's record when it has none yet.
+async fn nothing_to_run(
+    experiment: &Experiment,
+    plan: &Plan,
+    store: &Store,
+    placement: &str,
+    events: &Events,
+) -> Result<(), Error> {
+    events.emit(Event::NothingToRun {
+        cells: plan.cells.len(),
+        name: experiment.file.name.clone(),
+        file: Plan::file_label(experiment),
+        scale: plan.scale,
+    });
+    if store.experiment(&experiment.file.name).await?.is_none() {
+        store
+            .put_experiment(&record(experiment, plan, placement, Vec::new()))
+            .await?;
+    }
+    Ok(())
+}
+
+/// What the cells ask of the experiment file, read from it once as their needs are made
+/// ready: below the scheduler, a cell takes these answers, not the file.
+pub(super) struct Answers {
+    /// The experiment's name, on each run and search.
+    pub(super) name: String,
+    /// The file's label and the scale, on each run (`resume::plan_labels`).
+    pub(super) plan_labels: Vec<(String, String)>,
+    /// The file's directory, where a remote probe's CA must lie.
+    pub(super) dir: std::path::PathBuf,
+    pub(super) targets: Vec<TargetSpec>,
+    /// The other processes the file names, each watched by a probe of its own.
+    pub(super) watches: Vec<crate::file::WatchSpec>,
+    pub(super) probe_interval: Duration,
+    /// Whether a local target's probe profiles it.
+    pub(super) profile: bool,
+    /// The SQL run before each cell of a target started by command, to reset its tables.
+    pub(super) reset: Option<String>,
+}
+
+impl Answers {
+    fn of(experiment: &Experiment, plan: &Plan) -> Answers {
+        let file = &experiment.file;
+        Answers {
+            name: file.name.clone(),
+            plan_labels: resume::plan_labels(experiment, plan),
+            dir: file_dir(experiment),
+            targets: file.targets.clone(),
+            watches: file.watches.clone(),
+            probe_interval: file.probe_interval,
+            profile: file.profile,
+            reset: file.database().reset.clone(),
+        }
+    }
 }
 
 /// What the cells share, made ready before the first: the targets built, their database,
@@ -312,6 +353,8 @@ struct Prepared {
     built: setup::Built,
     /// The targets' sources at their `ref`s, kept until the last cell ends.
     checkouts: crate::checkout::Checkouts,
+    /// What the cells ask of the file.
+    answers: Answers,
 }
 
 impl Prepared {
@@ -369,23 +412,8 @@ async fn prepare(
             return Ok(None);
         }
     }
-    // A database when a built-in target is measured, or when the file has [database] and a
-    // target of its own (started by command, or remote with rows to count) is.
-    let wants_db = !builtins.is_empty()
-        || (experiment.file.database.is_some()
-            && (!needs(TargetKind::Command).is_empty() || !needs(TargetKind::Remote).is_empty()));
-    let db = if wants_db {
-        Some(database(experiment, !builtins.is_empty(), events).await?)
-    } else {
-        None
-    };
-    if let Some(process) = db.as_ref().and_then(|d| d.process.as_ref()) {
-        let gun = experiment.file.placement.gun_cpus.as_ref();
-        if let Some(shared) = crate::watch::shares_generator_cpus(process, gun) {
-            events.emit(Event::SharesGeneratorCpus(shared.clone()));
-            placement.push_str(&format!("; {shared}"));
-        }
-    }
+    let own = !needs(TargetKind::Command).is_empty() || !needs(TargetKind::Remote).is_empty();
+    let db = targets_database(experiment, !builtins.is_empty(), own, placement, events).await?;
     let ports = ports(experiment, &needed)?;
     let checkouts = setup::checkouts(experiment, &needed, events).await?;
     let built = builds(experiment, &needed, &ports, &checkouts, stop, events).await;
@@ -418,7 +446,34 @@ async fn prepare(
         needed,
         built,
         checkouts,
+        answers: Answers::of(experiment, plan),
     }))
+}
+
+/// The targets' database, when one is wanted: a built-in target is measured (`builtin`), or
+/// the file has [database] and a target of its own (`own`: started by command, or remote with
+/// rows to count) is. A throwaway cluster on the generator's CPUs is said, and `placement`
+/// says so.
+async fn targets_database(
+    experiment: &Experiment,
+    builtin: bool,
+    own: bool,
+    placement: &mut String,
+    events: &Events,
+) -> Result<Option<setup::TargetsDatabase>, Error> {
+    let wanted = builtin || (experiment.file.database.is_some() && own);
+    if !wanted {
+        return Ok(None);
+    }
+    let db = database(experiment, builtin, events).await?;
+    if let Some(process) = &db.process {
+        let gun = experiment.file.placement.gun_cpus.as_ref();
+        if let Some(shared) = crate::watch::shares_generator_cpus(process, gun) {
+            events.emit(Event::SharesGeneratorCpus(shared.clone()));
+            placement.push_str(&format!("; {shared}"));
+        }
+    }
+    Ok(Some(db))
 }
 
 /// `targets/build` of the built-in targets measured; `true` when stopped meanwhile.
@@ -561,11 +616,36 @@ struct Cells<'a> {
     keys: &'a cell::ProbeKeys,
     verification: &'a [Verification],
     resume: &'a HashMap<(String, u32), String>,
+    answers: &'a Answers,
     events: &'a Events,
 }
 
 impl Cells<'_> {
-    /// Runs `todo` in order, each fired by `firing`, until the end or a stop.
+    /// Runs `todo` fired by `fake` when given, else by this machine's generator with the
+    /// guns of `fleet` when the file has them, or by this machine's alone.
+    async fn fired<F: Firing>(
+        &self,
+        todo: &[&Cell],
+        fake: Option<&F>,
+        fleet: Option<&fleet::Fleet>,
+        report: &mut RunReport,
+        stop: &mut watch::Receiver<bool>,
+    ) -> Result<(), Error> {
+        match (fake, fleet) {
+            (Some(fake), _) => self.run(todo, fake, report, stop).await,
+            (None, Some(fleet)) => {
+                let hosts = Hosts {
+                    local: &self.options.gun,
+                    fleet,
+                };
+                self.run(todo, &hosts, report, stop).await
+            }
+            (None, None) => self.run(todo, &self.options.gun, report, stop).await,
+        }
+    }
+
+    /// Runs `todo` in order, each step fired by `firing`, until the end or a stop; then judges
+    /// the comparisons run (their gates kept for the page even when a step failed).
     async fn run<F: Firing>(
         &self,
         todo: &[&Cell],
@@ -573,7 +653,24 @@ impl Cells<'_> {
         report: &mut RunReport,
         stop: &mut watch::Receiver<bool>,
     ) -> Result<(), Error> {
-        let total = todo.len();
+        let mut compared = Vec::new();
+        let ran = self
+            .schedule(todo, firing, report, stop, &mut compared)
+            .await;
+        let judged = self.judge(compared, report).await;
+        ran.and(judged)
+    }
+
+    /// The schedule: each step of `todo` (of the kind the plan says) run in turn and its
+    /// cells' outcomes counted, until the end or a stop; the comparisons run go to `compared`.
+    async fn schedule<F: Firing>(
+        &self,
+        todo: &[&Cell],
+        firing: &F,
+        report: &mut RunReport,
+        stop: &mut watch::Receiver<bool>,
+        compared: &mut Vec<Comparison>,
+    ) -> Result<(), Error> {
         let mut left_time: Duration = todo.iter().fold(Duration::ZERO, |sum, c| {
             sum.saturating_add(self.plan.cell_time(c))
         });
@@ -588,80 +685,27 @@ impl Cells<'_> {
                 report.interrupted = true;
                 break;
             }
-            let together = crate::plan::together(self.plan, todo, cell);
-            ran.extend(together.iter().map(|c| (c.key(), c.repetition)));
+            let step = crate::plan::step(self.plan, todo, cell);
+            ran.extend(step.cells.iter().map(|c| (c.key(), c.repetition)));
             let left = todo
                 .iter()
                 .filter(|c| !ran.contains(&(c.key(), c.repetition)))
                 .count();
-            self.events.emit(Event::Cell {
-                number: done + 1,
-                total,
-                key: {
-                    let mut keys: Vec<String> = Vec::new();
-                    for key in together.iter().map(|c| c.key()) {
-                        if !keys.contains(&key) {
-                            keys.push(key);
-                        }
-                    }
-                    keys.join(" + ")
-                },
-                repetition: cell.repetition,
+            self.announce(
+                &step,
+                (done + 1, todo.len()),
+                cell.repetition,
                 left,
-                eta: left_time,
-            });
-            let outcomes = if let Some(compare) = self
-                .plan
-                .compare
-                .as_ref()
-                .filter(|_| cell.kind != CellKind::Search)
-            {
-                // A share of searches run in this sitting is of theirs alone.
-                let since = match &cell.kind {
-                    CellKind::Share { searches } => ran
-                        .iter()
-                        .any(|(key, _)| searches.contains(key))
-                        .then_some(began),
-                    _ => None,
-                };
-                let (outcomes, gate) = self
-                    .compared(&together, compare, since, firing, stop)
-                    .await?;
-                report.gates.extend(gate);
-                outcomes
-            } else if together.len() > 1 || self.plan.compares_searches() {
-                let (outcomes, searched) = self.together(&together, firing, stop).await?;
-                if let (Some(compare), Some(searched)) = (&self.plan.compare, searched) {
-                    let gate = self.capacity_gate(&together, compare, &searched)?;
-                    // Kept for the experiment's page, as printed.
-                    analysis::ab::put_gate(
-                        self.store,
-                        &rounds::kept_gate(self.experiment, self.plan, &together, &gate),
-                    )
-                    .await?;
-                    report.gates.push(gate);
-                }
-                outcomes
-            } else {
-                vec![(cell.key(), self.one(cell, firing, stop).await?)]
-            };
-            let mut interrupted = false;
-            for (key, outcome) in outcomes {
-                match outcome {
-                    CellOutcome::Done => report.ran += 1,
-                    CellOutcome::Failed(reason) => {
-                        report.ran += 1;
-                        self.events.emit(Event::CellFailed(reason.clone()));
-                        report.failed.push((key, reason));
-                    }
-                    CellOutcome::Interrupted => interrupted = true,
-                }
-            }
-            if interrupted {
+                left_time,
+            );
+            let since = searched_since(cell, &ran, began);
+            let (outcomes, comparison) = self.step(&step, since, firing, stop).await?;
+            compared.extend(comparison);
+            if self.count(outcomes, report) {
                 report.interrupted = true;
                 break;
             }
-            for c in &together {
+            for c in &step.cells {
                 left_time = left_time.saturating_sub(self.plan.cell_time(c));
             }
             if left > 0 && !self.plan.cooldown.is_zero() {
@@ -672,6 +716,86 @@ impl Cells<'_> {
             }
         }
         Ok(())
+    }
+
+    /// Says a step begins: its `(number, total)`, its cells' keys, its repetition, how many
+    /// cells are left after it and about how long they take.
+    fn announce(
+        &self,
+        step: &Step<'_>,
+        (number, total): (usize, usize),
+        repetition: u32,
+        left: usize,
+        eta: Duration,
+    ) {
+        let mut keys: Vec<String> = Vec::new();
+        for key in step.cells.iter().map(|c| c.key()) {
+            if !keys.contains(&key) {
+                keys.push(key);
+            }
+        }
+        self.events.emit(Event::Cell {
+            number,
+            total,
+            key: keys.join(" + "),
+            repetition,
+            left,
+            eta,
+        });
+    }
+
+    /// Runs one step as its kind says: its cells' outcomes, and the comparison it ran (to
+    /// judge once the schedule ends). `since`: a share's searches were begun then, in this
+    /// sitting.
+    async fn step<F: Firing>(
+        &self,
+        step: &Step<'_>,
+        since: Option<i64>,
+        firing: &F,
+        stop: &mut watch::Receiver<bool>,
+    ) -> Result<(Vec<(String, CellOutcome)>, Option<Comparison>), Error> {
+        match (step.kind, &self.plan.compare) {
+            (StepKind::Rounds, Some(compare)) => {
+                self.compared(&step.cells, compare, since, firing, stop)
+                    .await
+            }
+            (StepKind::Searches, compare) => {
+                let (outcomes, searched) = self.together(&step.cells, firing, stop).await?;
+                let comparison =
+                    searched
+                        .filter(|_| compare.is_some())
+                        .map(|searched| Comparison::Searches {
+                            cells: step.cells.iter().map(|c| (*c).clone()).collect(),
+                            searched,
+                        });
+                Ok((outcomes, comparison))
+            }
+            _ => {
+                let mut outcomes = Vec::new();
+                for cell in &step.cells {
+                    outcomes.push((cell.key(), self.one(cell, firing, stop).await?));
+                }
+                Ok((outcomes, None))
+            }
+        }
+    }
+
+    /// Counts a step's outcomes into `report` (each failed cell said); whether one was
+    /// interrupted.
+    fn count(&self, outcomes: Vec<(String, CellOutcome)>, report: &mut RunReport) -> bool {
+        let mut interrupted = false;
+        for (key, outcome) in outcomes {
+            match outcome {
+                CellOutcome::Done => report.ran += 1,
+                CellOutcome::Failed(reason) => {
+                    report.ran += 1;
+                    self.events.emit(Event::CellFailed(reason.clone()));
+                    report.failed.push((key, reason));
+                }
+                CellOutcome::Interrupted => interrupted = true,
+            }
+        }
+        interrupted
     }
 
     /// The searches of one setting and repetition compared in interleaved rounds: a target
@@ -696,50 +820,6 @@ impl Cells<'_> {
         Ok((outcomes, searched))
     }
 
-    /// The gate of a comparison of searches (`[compare]` with `[search]` rounds): the
-    /// candidate's capacity ÷ the baseline's, judged against the share it may fall.
-    fn capacity_gate(
-        &self,
-        cells: &[&Cell],
-        compare: &crate::file::CompareSpec,
-        searched: &Searched,
-    ) -> Result<analysis::ab::Gate, Error> {
-        let (allowed, _) = compare.allowed(&self.experiment.file)?;
-        let slo = self
-            .plan
-            .search
-            .as_ref()
-            .map(|s| s.slo.join(", "))
-            .unwrap_or_default();
-        let mut load = format!("capacity searches within {slo}");
-        // The setting's axes but the rate (the search's own).
-        let axes = cells
-            .first()
-            .map(|c| c.axes_but(Some("rate")))
-            .unwrap_or_default();
-        if !axes.is_empty() {
-            load = format!("{load} ({})", axes.join(" "));
-        }
-        let id = |name: &str| searched.id(name).unwrap_or_default();
-        let mut gate = analysis::ab::Gate::of_capacities(
-            (
-                &compare.baseline,
-                &compare.candidate,
-                compare.control.as_deref(),
-            ),
-            (
-                id(&compare.baseline),
-                id(&compare.candidate),
-                compare.control.as_deref().map(id),
-            ),
-            &load,
-            &searched.compared,
-            &allowed,
-        );
-        gate.revisions = self.launcher.checkouts.texts(compare.targets());
-        Ok(gate)
-    }
-
     /// One setting's cells compared in rounds (`[compare]`): a target that failed
     /// verification is refused on its own (its cells kept failed), the others run the rounds.
     /// A share of the searches' capacities is first made one rate for every build (of the
@@ -752,7 +832,7 @@ impl Cells<'_> {
         since: Option<i64>,
         firing: &F,
         stop: &mut watch::Receiver<bool>,
-    ) -> Result<(Vec<(String, CellOutcome)>, Option<analysis::ab::Gate>), Error> {
+    ) -> Result<(Vec<(String, CellOutcome)>, Option<Comparison>), Error> {
         let (mut outcomes, up) = self.refuse_unverified(cells, firing, stop).await?;
         let mut context = self.context(firing);
         let shared = match up.first().map(|c| &c.kind) {
@@ -793,9 +873,9 @@ impl Cells<'_> {
             }
         };
         let up: Vec<&Cell> = resolved.iter().collect();
-        let (more, gate) = context.run_rounds(&up, compare, stop).await?;
+        let (more, comparison) = context.run_rounds(&up, compare, stop).await?;
         outcomes.extend(more);
-        Ok((outcomes, gate))
+        Ok((outcomes, comparison))
     }
 
     /// Of cells to run together, those whose target failed verification, each refused on its
@@ -821,7 +901,7 @@ impl Cells<'_> {
 
     fn context<'f, F: Firing>(&'f self, firing: &'f F) -> CellContext<'f, F> {
         CellContext {
-            experiment: self.experiment,
+            answers: self.answers,
             plan: self.plan,
             options: self.options,
             store: self.store,
@@ -879,6 +959,18 @@ impl Cells<'_> {
                 context.run_cell(cell, id, stop).await?
             }
         })
+    }
+}
+
+/// `began`, when `cell` is a share of searches among those run in this sitting (`ran`): a share
+/// of searches run now is of theirs alone.
+fn searched_since(cell: &Cell, ran: &[(String, u32)], began: i64) -> Option<i64> {
+    match &cell.kind {
+        CellKind::Share { searches } => ran
+            .iter()
+            .any(|(key, _)| searches.contains(key))
+            .then_some(began),
+        _ => None,
     }
 }
 

@@ -3,18 +3,20 @@
 //! share of the searches' capacities is such a rate once resolved: `share::resolve_compared`). With
 //! `processes = "fresh"` (the default) each run is a process of its own, started, warmed and
 //! stopped in its round; with `"kept"` each target is started and warmed once and kept up
-//! through the rounds. The gate (`analysis::ab`) is judged from the runs kept.
+//! through the rounds. The runs kept are the comparison that `gates` judges once the schedule
+//! ends.
 
 use std::collections::BTreeMap;
 
-use analysis::ab::{Gate, Processes, Rounds};
+use analysis::ab::Processes;
 use analysis::capacity::random::Rng;
-use store::run::{RunMeta, StoredRun};
+use store::run::RunMeta;
 use store::vocabulary::Phase;
 use tokio::sync::watch;
 
 use super::cell::{CellContext, Watched};
 use super::firing::{measure_outcome, warmup_outcome, CellOutcome, Firing};
+use super::gates::Comparison;
 use super::options::Error;
 use crate::file::{CompareSpec, TargetSpec};
 use crate::plan::Cell;
@@ -60,13 +62,13 @@ struct Tally {
 
 impl<F: Firing> CellContext<'_, F> {
     /// Runs `cells` (one setting's, every compared target and repetition) as `compare`'s
-    /// rounds. Returns each cell's outcome, and the gate when every round ran.
+    /// rounds. Returns each cell's outcome, and the comparison to judge when every round ran.
     pub(super) async fn run_rounds(
         &self,
         cells: &[&Cell],
         compare: &CompareSpec,
         stop: &mut watch::Receiver<bool>,
-    ) -> Result<(Vec<(String, CellOutcome)>, Option<Gate>), Error> {
+    ) -> Result<(Vec<(String, CellOutcome)>, Option<Comparison>), Error> {
         let mut builds = Vec::new();
         for name in compare.targets() {
             let mine: BTreeMap<u32, &Cell> = cells
@@ -97,18 +99,18 @@ impl<F: Firing> CellContext<'_, F> {
             }
         };
         if interrupted {
+            // Said as such, so that the sitting is reported stopped (to run again), not run.
+            let key = cells.first().map(|c| c.key()).unwrap_or_default();
+            tally.outcomes.push((key, CellOutcome::Interrupted));
             return Ok((tally.outcomes, None));
         }
-        let gate = self.judge(cells, &rounds, compare, &tally.runs).await?;
-        if let Some(gate) = &gate {
-            // Kept for the experiment's page, as printed.
-            analysis::ab::put_gate(
-                self.store,
-                &kept_gate(self.experiment, self.plan, cells, gate),
-            )
-            .await?;
-        }
-        Ok((tally.outcomes, gate))
+        let comparison = Comparison::Rounds {
+            cells: cells.iter().map(|c| (*c).clone()).collect(),
+            rounds,
+            runs: tally.runs,
+            share: self.share.clone(),
+        };
+        Ok((tally.outcomes, Some(comparison)))
     }
 
     /// Every build started and warmed once, kept up through the rounds; whether they were
@@ -351,88 +353,5 @@ impl<F: Firing> CellContext<'_, F> {
             tally.outcomes.push((cell.key(), outcome.clone()));
         }
         Ok(())
-    }
-
-    /// The gate of the rounds' kept runs.
-    async fn judge(
-        &self,
-        cells: &[&Cell],
-        round_numbers: &[u32],
-        compare: &CompareSpec,
-        runs: &BTreeMap<(String, u32), String>,
-    ) -> Result<Option<Gate>, Error> {
-        let (_, allowed) = compare.allowed(&self.experiment.file)?;
-        let mut loaded: BTreeMap<String, StoredRun> = BTreeMap::new();
-        for id in runs.values() {
-            loaded.insert(id.clone(), self.store.load_run(id).await?);
-        }
-        let of = |name: &str| -> Vec<Option<&StoredRun>> {
-            round_numbers
-                .iter()
-                .map(|r| {
-                    runs.get(&(name.to_string(), *r))
-                        .and_then(|id| loaded.get(id))
-                })
-                .collect()
-        };
-        let rounds = Rounds {
-            baseline: of(&compare.baseline),
-            candidate: of(&compare.candidate),
-            control: compare.control.as_deref().map(of),
-        };
-        // The load as the runs were sent ("open loop, constant 2000 req/s for 10s").
-        let load = loaded
-            .values()
-            .next()
-            .map(|r| r.meta.config.load.clone())
-            .unwrap_or_default();
-        // The setting's axes; a share's rate said as what it was taken of.
-        let skip = self.share.as_ref().map(|_| "rate");
-        let mut said = cells.first().map(|c| c.axes_but(skip)).unwrap_or_default();
-        if let Some((share, capacity)) = &self.share {
-            said.push(format!(
-                "{share} of {capacity:.0} req/s, the lowest of the builds' capacities"
-            ));
-        }
-        let load = if said.is_empty() {
-            load.to_string()
-        } else {
-            format!("{load} ({})", said.join(", "))
-        };
-        let mut gate = Gate::judge(
-            (
-                &compare.baseline,
-                &compare.candidate,
-                compare.control.as_deref(),
-            ),
-            &load,
-            &rounds,
-            &allowed,
-            compare.processes,
-        );
-        gate.revisions = self.launcher.checkouts.texts(compare.targets());
-        Ok(Some(gate))
-    }
-}
-
-/// A sitting's gate as kept for the experiment's page, with its setting, file and scale.
-pub(super) fn kept_gate(
-    experiment: &crate::file::Experiment,
-    plan: &crate::plan::Plan,
-    cells: &[&Cell],
-    gate: &Gate,
-) -> analysis::ab::KeptGate {
-    analysis::ab::KeptGate {
-        id: RunMeta::new_id(),
-        experiment: experiment.file.name.clone(),
-        setting: cells
-            .first()
-            .filter(|c| !c.setting.is_empty())
-            .map(|c| c.setting_text())
-            .unwrap_or_default(),
-        file_label: crate::plan::Plan::file_label(experiment),
-        scale: plan.scale,
-        judged_at_ns: store::run::now_ns(),
-        gate: gate.clone(),
     }
 }

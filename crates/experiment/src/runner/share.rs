@@ -216,10 +216,11 @@ fn of(cell: &Cell, searches: &[Search]) -> Result<Resolved, NoRate> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
 
-    fn search(status: Status, capacity: Option<f64>) -> Search {
+    /// A search of `status` that found `capacity`, as its tests and the scheduler's need one.
+    pub(in crate::runner) fn search(status: Status, capacity: Option<f64>) -> Search {
         Search {
             id: "s".into(),
             name: "s".into(),

@@ -13,7 +13,9 @@ use store::{RunWriter, Store};
 use tokio::sync::watch;
 
 use super::event::{Event, Events};
-use super::firing::{measure_outcome, search_outcome, volley_outcome, warmup_outcome, Firing};
+use super::firing::{
+    compare_outcome, measure_outcome, search_outcome, volley_outcome, warmup_outcome, Firing,
+};
 use super::*;
 use crate::gun::Fired;
 use fleet::{FleetError, Shot, ShotError};
@@ -29,6 +31,12 @@ enum Act {
     CtrlC,
     /// Gun `i`'s connection is lost during the volley.
     LoseGun(usize),
+    /// A measured run whose corrected latency is this many nanoseconds (1 ms otherwise).
+    Latency(u64),
+    /// A comparison's search of this name ends at the generator's limit, with no pass.
+    Limited,
+    /// A comparison returns no search of this name.
+    Unreturned,
 }
 
 struct Fake {
@@ -36,15 +44,23 @@ struct Fake {
     stop: watch::Sender<bool>,
     acts: HashMap<String, Act>,
     guns: usize,
+    /// A comparison of searches' ratios to its first search, one for each other target in
+    /// the order's `against`: (ratio, its 95 % interval's low and high ends).
+    figures: Vec<(f64, f64, f64)>,
     /// (the attack's name, its phase), in the order fired.
     seen: Mutex<Vec<(String, String)>>,
 }
 
 impl Fake {
     fn summary(behind: bool) -> store::summary::Summary {
+        Self::summary_of(behind, 1_000_000)
+    }
+
+    /// A one-request run's summary, its corrected latency `latency_ns`.
+    fn summary_of(behind: bool, latency_ns: u64) -> store::summary::Summary {
         let mut totals = store::model::IntervalStats::new(0, 1_000_000_000);
         totals.lateness.record(40_000).expect("a lateness");
-        totals.corrected.record(1_000_000).expect("a latency");
+        totals.corrected.record(latency_ns).expect("a latency");
         totals.requests = 1;
         totals.sent = 1;
         let config = RunConfig {
@@ -70,8 +86,8 @@ impl Fake {
         summary
     }
 
-    /// Keeps `order`'s run complete, as loadgen would.
-    async fn keep(&self, order: &order::Order) {
+    /// Keeps `order`'s run complete with `summary`, as loadgen would.
+    async fn keep(&self, order: &order::Order, summary: store::summary::Summary) {
         let k = &order.keeping;
         let id = k.run_id.clone().unwrap_or_default();
         let meta = RunMeta {
@@ -92,7 +108,7 @@ impl Fake {
                 status: RunStatus::Complete,
                 stop_reason: None,
                 ended_at_ns: now_ns(),
-                summary: None,
+                summary: Some(summary),
                 warnings: Vec::new(),
                 clock_offsets: Vec::new(),
                 zero_mono_ns: 0,
@@ -121,23 +137,87 @@ impl Fake {
             .cloned()
             .unwrap_or(Act::Ok);
         let stopped = matches!(act, Act::CtrlC);
+        let latency = match act {
+            Act::Latency(ns) => ns,
+            _ => 1_000_000,
+        };
+        let summary = Self::summary_of(matches!(act, Act::FellBehind), latency);
         if stopped {
             let _ = self.stop.send(true);
         } else if Self::phase(order) == "measure" {
-            self.keep(order).await;
+            self.keep(order, summary.clone()).await;
         }
         Fired {
             outcome: Some(order::Outcome {
                 version: order::VERSION,
-                summary: Some(Self::summary(matches!(act, Act::FellBehind))),
+                summary: Some(summary),
                 search: None,
-                compared: None,
+                compared: (!stopped).then(|| self.compared(order)).flatten(),
                 run_id: order.keeping.run_id.clone(),
                 stopped,
             }),
             code: Some(if stopped { 3 } else { 0 }),
             said: String::new(),
         }
+    }
+}
+
+impl Fake {
+    /// What a comparison of searches (an order with `against`) returns: a search of every
+    /// target (capacity 1,000 req/s times its figure) but those `Unreturned`, and each other
+    /// target's ratio to the first as `figures` says.
+    fn compared(&self, order: &order::Order) -> Option<analysis::capacity::compare::Compared> {
+        use analysis::capacity::{compare, Status};
+        let order::Work::Search(search) = &order.work else {
+            return None;
+        };
+        if search.against.is_empty() {
+            return None;
+        }
+        let first = order.keeping.run_id.clone().unwrap_or_default();
+        let others = search.against.iter().filter_map(|a| a.keeping.as_ref());
+        let searched = std::iter::once((Self::name(order), first.clone()))
+            .chain(others.map(|k| (k.name.clone(), k.run_id.clone())));
+        let mut compared = compare::Compared {
+            id: "compared".into(),
+            rounds: 16,
+            searches: Vec::new(),
+            ratios: Vec::new(),
+            reason: "its 16 rounds run".into(),
+        };
+        for (i, (name, id)) in searched.enumerate() {
+            let figure = i.checked_sub(1).and_then(|i| self.figures.get(i).copied());
+            let mut s = super::share::tests::search(
+                Status::Compared,
+                Some(1000.0 * figure.map_or(1.0, |f| f.0)),
+            );
+            (s.id, s.name) = (id.clone(), name.clone());
+            match self.acts.get(&name) {
+                Some(Act::Unreturned) => continue,
+                Some(Act::Limited) => {
+                    (s.status, s.capacity) = (Status::GeneratorLimited, None);
+                    s.reason = "the generator was the limit at 500 req/s".into();
+                }
+                _ => {}
+            }
+            compared.searches.push(s);
+            if let Some((ratio, low, high)) = figure {
+                compared.ratios.push(compare::Ratio {
+                    of: id,
+                    of_name: name,
+                    to: first.clone(),
+                    to_name: Self::name(order),
+                    p: 0.5,
+                    ratio,
+                    low: Some(low),
+                    high: Some(high),
+                    confidence: 0.95,
+                    rounds: 16,
+                    note: String::new(),
+                });
+            }
+        }
+        Some(compared)
     }
 }
 
@@ -208,14 +288,26 @@ fn lost_link() -> ShotError {
     }
 }
 
-/// A file of two remote targets at a listener that accepts, two repetitions each; its store.
+/// A file of remote targets at a listener that accepts; its store; the figures its fake's
+/// comparisons of searches return.
 struct World {
     dir: tempfile::TempDir,
     experiment: crate::file::Experiment,
     db: String,
+    figures: Vec<(f64, f64, f64)>,
 }
 
+/// Two remote targets, two repetitions each, at a fixed rate.
 fn world() -> World {
+    world_of(
+        "repetitions = 2\n",
+        &["a", "b"],
+        "[load]\npath = \"/\"\nrate = 10\nduration = \"1s\"\n",
+    )
+}
+
+/// The file `top`, the remote targets `targets`, then `tables`.
+fn world_of(top: &str, targets: &[&str], tables: &str) -> World {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a port");
     let addr = listener.local_addr().expect("its address");
     std::thread::spawn(move || {
@@ -228,12 +320,11 @@ fn world() -> World {
     let target = |name: &str| {
         format!("[[target]]\nname = \"{name}\"\nurl = \"http://{addr}\"\nprobe = \"127.0.0.1:9\"\ncontract = \"declared\"\n")
     };
+    let targets: String = targets.iter().map(|t| target(t)).collect();
     std::fs::write(
         &file,
         format!(
-            "name = \"sched\"\nquestion = \"Does the scheduler keep its order?\"\nrepetitions = 2\n{}{}[load]\npath = \"/\"\nrate = 10\nduration = \"1s\"\n",
-            target("a"),
-            target("b")
+            "name = \"sched\"\nquestion = \"Does the scheduler keep its order?\"\n{top}{targets}{tables}"
         ),
     )
     .expect("the file");
@@ -243,6 +334,7 @@ fn world() -> World {
         dir,
         experiment,
         db,
+        figures: Vec::new(),
     }
 }
 
@@ -278,6 +370,7 @@ impl World {
                 .map(|(name, act)| (name.to_string(), act.clone()))
                 .collect(),
             guns,
+            figures: self.figures.clone(),
             seen: Mutex::new(Vec::new()),
         };
         let (events, said) = Events::collect();
@@ -491,4 +584,456 @@ fn what_a_generator_came_to_decides_its_cell() {
         volley_outcome(Ok(vec![shot("g1", Ok(fired(outcome(false, true))))]), false),
         Failed(why) if why.starts_with("gun g1 (1/1) fell behind")
     ));
+}
+
+/// A comparison's outcome that returned `searches`, each `(id, status, capacity)`.
+fn compared(searches: &[(&str, analysis::capacity::Status, Option<f64>)]) -> Option<order::Outcome> {
+    let searches = searches
+        .iter()
+        .map(|&(id, status, capacity)| {
+            let mut s = super::share::tests::search(status, capacity);
+            s.id = id.into();
+            s.reason = format!("{id} ended {}", status.as_str());
+            s
+        })
+        .collect();
+    let compared = analysis::capacity::compare::Compared {
+        id: "c".into(),
+        rounds: 16,
+        searches,
+        ratios: Vec::new(),
+        reason: "its rounds run".into(),
+    };
+    outcome(false, false).map(|o| order::Outcome {
+        compared: Some(compared),
+        ..o
+    })
+}
+
+#[test]
+fn each_search_of_a_comparison_is_judged_as_its_own_cell() {
+    use analysis::capacity::Status;
+    use CellOutcome::*;
+    let ids = ["s1".to_string(), "s2".to_string(), "s3".to_string()];
+    // Stopped, or the runner stopped: every search interrupted, to run again.
+    assert_eq!(
+        compare_outcome(Ok(None), &ids),
+        [Interrupted, Interrupted, Interrupted]
+    );
+    assert_eq!(
+        compare_outcome(Ok(Some(fired(outcome(true, false)))), &ids),
+        [Interrupted, Interrupted, Interrupted]
+    );
+    // Not run, or run without a comparison to show: every search failed with why.
+    let gun = crate::gun::GunError::Search("no such SLO".into());
+    assert_eq!(
+        compare_outcome(Err(gun), &ids),
+        vec![Failed("the search: no such SLO".into()); 3]
+    );
+    assert_eq!(
+        compare_outcome(Ok(Some(fired(outcome(false, false)))), &ids),
+        vec![Failed("loadgen could not run (exit 0): its last words".into()); 3]
+    );
+    // Each search on its own: found, or at least what the generator could drive, is a
+    // result; the generator's limit with no pass below it is not; one not returned failed.
+    let came = compared(&[
+        ("s2", Status::GeneratorLimited, None),
+        ("s1", Status::Compared, Some(1000.0)),
+        ("s9", Status::Found, Some(900.0)),
+    ]);
+    assert_eq!(
+        compare_outcome(Ok(Some(fired(came))), &ids),
+        [
+            Done,
+            Failed("s2 ended generator-limited".into()),
+            Failed("the comparison returned no search of this target (its rounds run)".into())
+        ]
+    );
+    let at_least = compared(&[
+        ("s1", Status::Found, Some(1000.0)),
+        ("s2", Status::GeneratorLimited, Some(1500.0)),
+    ]);
+    assert_eq!(
+        compare_outcome(Ok(Some(fired(at_least))), &ids[..2]),
+        [Done, Done]
+    );
+}
+
+/// `[compare]` of `a` (the baseline), `b` (the candidate) and `c` (the A/A control) at a fixed
+/// rate, in eight rounds, p50 gated at 10 %.
+fn compared_world() -> World {
+    world_of(
+        "repetitions = 8\n",
+        &["a", "b", "c"],
+        "[compare]\nbaseline = \"a\"\ncandidate = \"b\"\ncontrol = \"c\"\nmax_regression = \"p50=10%\"\n[load]\npath = \"/\"\nrate = 10\nduration = \"1s\"\n",
+    )
+}
+
+/// Every repetition of `target` measured at `latency`.
+fn latencies(target: &str, latency: impl Fn(u32) -> u64) -> Vec<(String, Act)> {
+    (1..=8)
+        .map(|r| {
+            (
+                format!("sched target={target} #{r}"),
+                Act::Latency(latency(r)),
+            )
+        })
+        .collect()
+}
+
+fn acts_of(acts: &[(String, Act)]) -> Vec<(&str, Act)> {
+    acts.iter().map(|(n, a)| (n.as_str(), a.clone())).collect()
+}
+
+/// The judged p50 of a gate.
+fn p50(gate: &analysis::ab::Gate) -> &analysis::ab::Judged {
+    gate.measures
+        .iter()
+        .find(|j| j.measure == analysis::ab::Measure::P50)
+        .expect("p50 judged")
+}
+
+#[tokio::test]
+async fn compared_rounds_run_every_build_once_a_round_each_round_in_a_random_order() {
+    let w = compared_world();
+    let (report, seen, said) = w.run(&[], 0, false).await;
+    assert_eq!((report.ran, report.interrupted), (24, false));
+    assert!(report.failed.is_empty(), "{:?}", report.failed);
+    assert!(seen.iter().all(|(_, phase)| phase == "measure"), "{seen:?}");
+    // Round r runs repetition r of every build, before round r + 1 begins.
+    let rounds: Vec<Vec<&str>> = names(&seen).chunks(3).map(<[&str]>::to_vec).collect();
+    assert_eq!(rounds.len(), 8, "{seen:?}");
+    for (r, round) in rounds.iter().enumerate() {
+        let mut sorted = round.clone();
+        sorted.sort_unstable();
+        let want: Vec<String> = ["a", "b", "c"]
+            .iter()
+            .map(|t| format!("sched target={t} #{}", r + 1))
+            .collect();
+        assert_eq!(sorted, want, "round {}: {seen:?}", r + 1);
+    }
+    // In a random order: eight rounds all alike would happen once in 6⁷.
+    let order = |round: &Vec<&str>| -> Vec<char> {
+        round
+            .iter()
+            .map(|n| n.chars().nth(13).unwrap_or('?'))
+            .collect()
+    };
+    assert!(
+        rounds.iter().any(|r| order(r) != order(&rounds[0])),
+        "every round in one order: {seen:?}"
+    );
+    // One event a setting: its rounds run as one step of the schedule.
+    assert_eq!(
+        said.iter()
+            .filter(|e| matches!(e, Event::Cell { .. }))
+            .count(),
+        1
+    );
+    // The gate, judged from the eight rounds' runs, is returned and kept for the page.
+    let [gate] = report.gates.as_slice() else {
+        panic!("one gate: {:?}", report.gates)
+    };
+    assert_eq!(
+        (gate.baseline.as_str(), gate.candidate.as_str()),
+        ("a", "b")
+    );
+    assert_eq!(gate.control.as_deref(), Some("c"));
+    assert_eq!(gate.rounds, 8);
+    assert_eq!(gate.processes, analysis::ab::Processes::Fresh);
+    let store = Store::open(&w.db).await.expect("the store");
+    let kept = analysis::ab::gates(&store, "sched").await.expect("the gates");
+    assert_eq!(kept.len(), 1);
+    assert_eq!(&kept[0].gate, gate);
+    // A comparison is one sitting's: run again, every round runs again, judged anew.
+    let (again, seen, _) = w.run(&[], 0, false).await;
+    assert_eq!((again.ran, again.skipped, seen.len()), (24, 0, 24));
+    assert_eq!(again.gates.len(), 1);
+    assert_eq!(analysis::ab::gates(&store, "sched").await.expect("the gates").len(), 2);
+}
+
+#[tokio::test]
+async fn compared_rounds_judge_an_unchanged_build_a_slower_one_and_a_noisy_one() {
+    use analysis::ab::{Outcome, Verdict};
+    let w = compared_world();
+    // The A/A control the baseline's build, 2 % either side of it by round; the candidate the
+    // same as the baseline, 25 % slower, or apart by round.
+    let control = latencies("c", |r| if r % 2 == 0 { 1_020_000 } else { 980_000 });
+    for (candidate, outcome) in [
+        (latencies("b", |_| 1_000_000), Outcome::Pass),
+        (latencies("b", |_| 1_250_000), Outcome::Regression),
+        (
+            latencies("b", |r| if r % 2 == 0 { 1_500_000 } else { 700_000 }),
+            Outcome::Inconclusive,
+        ),
+    ] {
+        let acts = [candidate, control.clone()].concat();
+        let (report, _, _) = w.run(&acts_of(&acts), 0, false).await;
+        let [gate] = report.gates.as_slice() else {
+            panic!("one gate: {:?}", report.gates)
+        };
+        assert_eq!(gate.outcome(), outcome, "{gate:?}");
+        let judged = p50(gate);
+        // The control's runs against the baseline's, round by round: it holds.
+        let aa = judged.control.as_ref().expect("the control's ratio");
+        assert!(!aa.differs(), "the A/A control holds: {aa:?}");
+        assert_eq!(judged.control_ratios.len(), 8);
+        for (i, ratio) in judged.control_ratios.iter().enumerate() {
+            let want = if i % 2 == 1 { 1.02 } else { 0.98 };
+            assert!((ratio - want).abs() < 0.005, "round {}: {ratio}", i + 1);
+        }
+        assert_eq!(judged.ratios.len(), 8);
+        match outcome {
+            Outcome::Pass => assert_eq!(judged.verdict, Verdict::NoChange),
+            Outcome::Regression => {
+                assert_eq!(judged.verdict, Verdict::Regression);
+                let change = judged.change.as_ref().expect("a change");
+                assert!((change.ratio - 1.25).abs() < 0.01, "{change:?}");
+            }
+            Outcome::Inconclusive => {
+                assert!(
+                    matches!(judged.verdict, Verdict::TooNoisy { .. }),
+                    "{judged:?}"
+                )
+            }
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_failed_round_fails_its_cell_and_the_gate_is_judged_without_it() {
+    let w = compared_world();
+    let (report, seen, _) = w
+        .run(&[("sched target=b #3", Act::FellBehind)], 0, false)
+        .await;
+    assert_eq!(
+        (report.ran, report.interrupted, seen.len()),
+        (24, false, 24)
+    );
+    let [(key, reason)] = report.failed.as_slice() else {
+        panic!("one failed cell: {:?}", report.failed)
+    };
+    assert_eq!(key, "target=b");
+    assert!(
+        reason.starts_with("the generator could not keep the schedule"),
+        "{reason}"
+    );
+    let [gate] = report.gates.as_slice() else {
+        panic!("one gate: {:?}", report.gates)
+    };
+    // Eight rounds run; the candidate's third is not among the pairs judged.
+    assert_eq!(gate.rounds, 8);
+    let judged = p50(gate);
+    assert_eq!(judged.ratios.len(), 7);
+    assert_eq!(judged.control_ratios.len(), 8);
+    assert_eq!(judged.change.as_ref().map(|c| c.rounds), Some(7));
+    // Its run is kept failed, with the reason.
+    let store = Store::open(&w.db).await.expect("the store");
+    let states = states(
+        &store,
+        &w.experiment,
+        &crate::plan::plan(&w.experiment, &Default::default()).expect("the plan"),
+    )
+    .await
+    .expect("the states");
+    assert_eq!(
+        states
+            .iter()
+            .filter(|s| matches!(s, CellState::Failed { .. }))
+            .count(),
+        1
+    );
+}
+
+/// `[compare]` of `a`, `b` and `c` (as [`compared_world`]) by their capacities: their
+/// searches compared in `[search]` rounds, capacity gated at 5 % (the default).
+fn searched_world(figures: Vec<(f64, f64, f64)>) -> World {
+    let mut w = world_of(
+        "repetitions = 1\n",
+        &["a", "b", "c"],
+        "[search]\nslo = [\"p99<=10ms\"]\nrounds = 16\n[compare]\nbaseline = \"a\"\ncandidate = \"b\"\ncontrol = \"c\"\n[load]\npath = \"/\"\nduration = \"1s\"\n",
+    );
+    w.figures = figures;
+    w
+}
+
+#[tokio::test]
+async fn searches_compared_in_rounds_are_one_order_and_their_capacities_are_gated() {
+    use analysis::ab::{Measure, Outcome, Verdict};
+    // (the candidate's ratio to the baseline, then the control's), and what the gate says.
+    let held = (1.0, 0.97, 1.03);
+    for (candidate, outcome) in [
+        ((1.0, 0.98, 1.02), Outcome::Pass),
+        ((0.80, 0.76, 0.84), Outcome::Regression),
+        ((0.96, 0.90, 1.02), Outcome::Inconclusive),
+    ] {
+        let w = searched_world(vec![candidate, held]);
+        let (report, seen, said) = w.run(&[], 0, false).await;
+        assert_eq!((report.ran, report.interrupted), (3, false));
+        assert!(report.failed.is_empty(), "{:?}", report.failed);
+        // One order: the baseline's search, with the candidate's and the control's against it.
+        assert_eq!(
+            seen,
+            [("sched target=a #1".to_string(), "step".to_string())]
+        );
+        let cell = said.iter().find_map(|e| match e {
+            Event::Cell { key, .. } => Some(key.as_str()),
+            _ => None,
+        });
+        assert_eq!(cell, Some("target=a + target=b + target=c"));
+        let [gate] = report.gates.as_slice() else {
+            panic!("one gate: {:?}", report.gates)
+        };
+        assert_eq!(gate.outcome(), outcome, "{gate:?}");
+        assert_eq!(gate.rounds, 16);
+        let [judged] = gate.measures.as_slice() else {
+            panic!("capacity alone: {:?}", gate.measures)
+        };
+        assert_eq!(judged.measure, Measure::Capacity);
+        assert_eq!(judged.baseline, Some(1000.0));
+        assert_eq!(judged.candidate, Some(1000.0 * candidate.0));
+        let control = judged.control.as_ref().expect("the control's ratio");
+        assert_eq!((control.low, control.high), (0.97, 1.03));
+        if outcome == Outcome::Inconclusive {
+            assert!(
+                matches!(judged.verdict, Verdict::TooNoisy { .. }),
+                "{judged:?}"
+            );
+        }
+        let store = Store::open(&w.db).await.expect("the store");
+        let kept = analysis::ab::gates(&store, "sched").await.expect("the gates");
+        assert_eq!(kept.len(), 1);
+        assert_eq!(&kept[0].gate, gate);
+    }
+}
+
+#[tokio::test]
+async fn a_search_a_comparison_could_not_finish_fails_its_own_cell() {
+    use analysis::ab::{Outcome, Verdict};
+    let w = searched_world(vec![(0.98, 0.95, 1.01), (1.0, 0.97, 1.03)]);
+    let (report, _, _) = w
+        .run(
+            &[
+                ("sched target=b #1", Act::Unreturned),
+                ("sched target=c #1", Act::Limited),
+            ],
+            0,
+            false,
+        )
+        .await;
+    assert_eq!(report.ran, 3);
+    assert_eq!(
+        report.failed,
+        [
+            (
+                "target=b".to_string(),
+                "the comparison returned no search of this target (its 16 rounds run)".to_string()
+            ),
+            (
+                "target=c".to_string(),
+                "the generator was the limit at 500 req/s".to_string()
+            )
+        ]
+    );
+    // The gate is still judged from what came back, and says the candidate was not measured.
+    let [gate] = report.gates.as_slice() else {
+        panic!("one gate: {:?}", report.gates)
+    };
+    assert_eq!(gate.outcome(), Outcome::Inconclusive);
+    assert!(matches!(
+        gate.measures[0].verdict,
+        Verdict::Unmeasured { .. }
+    ));
+}
+
+#[tokio::test]
+async fn a_comparison_of_searches_stopped_is_interrupted_whole_and_judges_no_gate() {
+    let w = searched_world(vec![(1.0, 0.98, 1.02), (1.0, 0.97, 1.03)]);
+    let (report, _, _) = w.run(&[("sched target=a #1", Act::CtrlC)], 0, false).await;
+    assert!(report.interrupted);
+    assert_eq!(report.ran, 0);
+    assert!(report.failed.is_empty(), "{:?}", report.failed);
+    assert!(report.gates.is_empty(), "{:?}", report.gates);
+}
+#[tokio::test]
+async fn compared_rounds_stopped_midway_judge_no_gate() {
+    let w = compared_world();
+    let (report, seen, _) = w.run(&[("sched target=a #4", Act::CtrlC)], 0, false).await;
+    assert!(report.interrupted);
+    assert!(report.gates.is_empty(), "{:?}", report.gates);
+    assert!(
+        names(&seen).iter().all(|n| !n.ends_with("#5")),
+        "nothing fired after the stop: {seen:?}"
+    );
+    let store = Store::open(&w.db).await.expect("the store");
+    assert!(analysis::ab::gates(&store, "sched").await.expect("the gates").is_empty());
+}
+
+#[tokio::test]
+async fn fresh_processes_are_warmed_every_round_and_kept_ones_once() {
+    for processes in ["fresh", "kept"] {
+        let w = world_of(
+            "repetitions = 8\nwarmup = \"1s\"\n",
+            &["a", "b", "c"],
+            &format!("[compare]\nbaseline = \"a\"\ncandidate = \"b\"\ncontrol = \"c\"\nprocesses = \"{processes}\"\n[load]\npath = \"/\"\nrate = 10\nduration = \"1s\"\n"),
+        );
+        let (report, seen, _) = w.run(&[], 0, false).await;
+        assert_eq!(report.ran, 24, "{processes}");
+        assert!(report.failed.is_empty(), "{processes}: {:?}", report.failed);
+        let phase = |p: &str| seen.iter().filter(|(_, q)| q == p).count();
+        assert_eq!(phase("measure"), 24, "{processes}: {seen:?}");
+        match processes {
+            // Each run a process of its own: warmed just before it is measured.
+            "fresh" => {
+                assert_eq!(phase("warmup"), 24, "{seen:?}");
+                for pair in seen.chunks(2) {
+                    let [(warmed, w), (measured, m)] = pair else {
+                        panic!("{seen:?}")
+                    };
+                    assert_eq!((w.as_str(), m.as_str()), ("warmup", "measure"));
+                    assert_eq!(warmed, &format!("{measured} (warmup)"));
+                }
+            }
+            // Each build started and warmed once, before the first round.
+            _ => {
+                assert_eq!(phase("warmup"), 3, "{seen:?}");
+                assert!(seen[..3].iter().all(|(_, p)| p == "warmup"), "{seen:?}");
+            }
+        }
+        let [gate] = report.gates.as_slice() else {
+            panic!("one gate: {:?}", report.gates)
+        };
+        let kept = processes == "kept";
+        assert_eq!(gate.processes == analysis::ab::Processes::Kept, kept);
+    }
+}
+
+#[tokio::test]
+async fn search_rounds_run_each_repetitions_searches_as_one_order_in_the_plans_order() {
+    let w = world_of(
+        "repetitions = 2\n",
+        &["a", "b"],
+        "[search]\nslo = [\"p99<=10ms\"]\nrounds = 16\n[load]\npath = \"/\"\nduration = \"1s\"\n",
+    );
+    let (report, seen, said) = w.run(&[], 0, false).await;
+    assert_eq!((report.ran, report.interrupted), (4, false));
+    assert!(report.failed.is_empty(), "{:?}", report.failed);
+    // One order a repetition, its first search the plan's first of that repetition (the
+    // targets' order alternates), the other against it; no gate without [compare].
+    assert_eq!(
+        seen,
+        [
+            ("sched target=a #1".to_string(), "step".to_string()),
+            ("sched target=b #2".to_string(), "step".to_string())
+        ]
+    );
+    let steps: Vec<&str> = said
+        .iter()
+        .filter_map(|e| match e {
+            Event::Cell { key, .. } => Some(key.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(steps, ["target=a + target=b", "target=b + target=a"]);
+    assert!(report.gates.is_empty(), "{:?}", report.gates);
 }

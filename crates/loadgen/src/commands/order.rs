@@ -45,7 +45,7 @@ pub async fn fire(
             })
         }
         order::Work::Search(search) if !search.against.is_empty() => {
-            let compared = super::compare::compare(order, search, shutdown, command_line).await?;
+            let compared = crate::execute::compare(order, search, shutdown, command_line).await?;
             Ok(order::Outcome {
                 version: order::VERSION,
                 stopped: compared
@@ -59,7 +59,7 @@ pub async fn fire(
             })
         }
         order::Work::Search(search) => {
-            let repeated = super::capacity::search(order, search, shutdown, command_line).await?;
+            let repeated = crate::execute::search(order, search, shutdown, command_line).await?;
             Ok(order::Outcome {
                 version: order::VERSION,
                 stopped: repeated.searches.last().map(|s| s.status)
