@@ -587,7 +587,9 @@ fn what_a_generator_came_to_decides_its_cell() {
 }
 
 /// A comparison's outcome that returned `searches`, each `(id, status, capacity)`.
-fn compared(searches: &[(&str, analysis::capacity::Status, Option<f64>)]) -> Option<order::Outcome> {
+fn compared(
+    searches: &[(&str, analysis::capacity::Status, Option<f64>)],
+) -> Option<order::Outcome> {
     let searches = searches
         .iter()
         .map(|&(id, status, capacity)| {
@@ -742,14 +744,22 @@ async fn compared_rounds_run_every_build_once_a_round_each_round_in_a_random_ord
     assert_eq!(gate.rounds, 8);
     assert_eq!(gate.processes, analysis::ab::Processes::Fresh);
     let store = Store::open(&w.db).await.expect("the store");
-    let kept = analysis::ab::gates(&store, "sched").await.expect("the gates");
+    let kept = analysis::ab::gates(&store, "sched")
+        .await
+        .expect("the gates");
     assert_eq!(kept.len(), 1);
     assert_eq!(&kept[0].gate, gate);
     // A comparison is one sitting's: run again, every round runs again, judged anew.
     let (again, seen, _) = w.run(&[], 0, false).await;
     assert_eq!((again.ran, again.skipped, seen.len()), (24, 0, 24));
     assert_eq!(again.gates.len(), 1);
-    assert_eq!(analysis::ab::gates(&store, "sched").await.expect("the gates").len(), 2);
+    assert_eq!(
+        analysis::ab::gates(&store, "sched")
+            .await
+            .expect("the gates")
+            .len(),
+        2
+    );
 }
 
 #[tokio::test]
@@ -901,7 +911,9 @@ async fn searches_compared_in_rounds_are_one_order_and_their_capacities_are_gate
             );
         }
         let store = Store::open(&w.db).await.expect("the store");
-        let kept = analysis::ab::gates(&store, "sched").await.expect("the gates");
+        let kept = analysis::ab::gates(&store, "sched")
+            .await
+            .expect("the gates");
         assert_eq!(kept.len(), 1);
         assert_eq!(&kept[0].gate, gate);
     }
@@ -966,7 +978,10 @@ async fn compared_rounds_stopped_midway_judge_no_gate() {
         "nothing fired after the stop: {seen:?}"
     );
     let store = Store::open(&w.db).await.expect("the store");
-    assert!(analysis::ab::gates(&store, "sched").await.expect("the gates").is_empty());
+    assert!(analysis::ab::gates(&store, "sched")
+        .await
+        .expect("the gates")
+        .is_empty());
 }
 
 #[tokio::test]

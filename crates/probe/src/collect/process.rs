@@ -369,7 +369,11 @@ impl Watched {
         };
         let (mut delays, mut states) = (Some(0u64), Some(ThreadStates::default()));
         for task in tasks.flatten() {
-            let Some(tid) = task.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) else {
+            let Some(tid) = task
+                .file_name()
+                .to_str()
+                .and_then(|n| n.parse::<i32>().ok())
+            else {
                 continue;
             };
             let path = task.path();
@@ -396,7 +400,11 @@ impl Watched {
                 )
                 .map(|(a, b)| a + b);
             states = states
-                .zip(files.read(&path, thread, ThreadFile::Stat, state_of).flatten())
+                .zip(
+                    files
+                        .read(&path, thread, ThreadFile::Stat, state_of)
+                        .flatten(),
+                )
                 .map(|(a, b)| a + b);
         }
         out.run_delay_ns = delays;
@@ -712,7 +720,9 @@ mod tests {
         let (go_tx, go_rx) = std::sync::mpsc::channel::<()>();
         let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
         let worker = std::thread::spawn(move || {
-            tid_tx.send(rustix::thread::gettid().as_raw_nonzero().get()).unwrap();
+            tid_tx
+                .send(rustix::thread::gettid().as_raw_nonzero().get())
+                .unwrap();
             // Spin 30 ms when told, and say so; end when the sender is dropped.
             while go_rx.recv().is_ok() {
                 let until = std::time::Instant::now() + std::time::Duration::from_millis(30);
