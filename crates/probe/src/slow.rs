@@ -412,7 +412,10 @@ mod tests {
             next_costly = costly_budget.next_due().max(t + second);
         }
         let allowed = budget * (600 * second) as f64 + (costly + figures) as f64;
-        assert!(spent as f64 <= allowed, "{spent} ns of CPU, {allowed} allowed");
+        assert!(
+            spent as f64 <= allowed,
+            "{spent} ns of CPU, {allowed} allowed"
+        );
         // The FDs classified every 10 or 11 s: 35 ms at 0.34 % of a core.
         assert!((55..=60).contains(&classified), "{classified}");
     }

@@ -32,7 +32,12 @@ fn a_cluster_starts_under_a_temporary_directory_with_a_space_and_a_quote() {
         }
     }
     let out = std::process::Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "tmpdir::start_under_tmpdir", "--ignored", "--nocapture"])
+        .args([
+            "--exact",
+            "tmpdir::start_under_tmpdir",
+            "--ignored",
+            "--nocapture",
+        ])
         .env("TMPDIR", &odd)
         .output()
         .unwrap();
