@@ -157,7 +157,7 @@ fn every_test_that_measures_time_runs_alone_under_nextest() {
         config.contains("threads-required = \"num-test-threads\"\npriority = -50\n"),
         "the timing tests' override must run them last (priority = -50)"
     );
-    let mut timing = Vec::new();
+    let (mut timing, mut beside) = (Vec::new(), Vec::new());
     let mut dirs: Vec<PathBuf> = std::fs::read_dir(crates())
         .expect("crates/")
         .flatten()
@@ -202,6 +202,8 @@ fn every_test_that_measures_time_runs_alone_under_nextest() {
                     .to_string();
                 if test.contains("exclusive()") || test.contains("one_search_at_a_time()") {
                     timing.push((format!("{krate}::{binary}"), format!("{prefix}{name}")));
+                } else if test.contains("beside()") {
+                    beside.push(format!("{prefix}{name}"));
                 }
             }
         }
@@ -221,6 +223,23 @@ fn every_test_that_measures_time_runs_alone_under_nextest() {
         missing.is_empty(),
         "timing tests not run alone by .config/nextest.toml (add them to its alone override):\n{}",
         missing.join("\n")
+    );
+    // The tests that load the CPUs without measuring a capacity (`beside()`) take two slots,
+    // so that two of them, or one and a simulation or a contestant, never run together.
+    let heavy = config
+        .split("\nthreads-required = 2\n")
+        .next()
+        .and_then(|before| before.rsplit("filter = '''").next())
+        .expect("an override of heavy tests");
+    assert!(beside.len() >= 5, "the tests beside the others: {beside:?}");
+    let light: Vec<&String> = beside
+        .iter()
+        .filter(|n| !heavy.contains(&format!("test(={n})")))
+        .collect();
+    assert!(
+        light.is_empty(),
+        "tests that load the CPUs run as light ones (name them in .config/nextest.toml's \
+         override with threads-required = 2): {light:?}"
     );
     let named = alone.matches("test(=").count();
     assert_eq!(
