@@ -214,31 +214,22 @@ impl<F: Firing> Steps for Volleys<'_, F> {
     }
 
     async fn recover(&mut self, baseline_ns: Option<u64>) -> Result<Option<Duration>, Error> {
-        let started = std::time::Instant::now();
-        for _ in 0..30 {
-            if self.shutdown.state() != Stop::Running {
-                return Ok(None);
-            }
-            tokio::time::sleep(Duration::from_millis(500)).await;
+        let shutdown = self.shutdown;
+        let this = &*self;
+        super::step::recover(shutdown, baseline_ns, || async move {
             let trickle = order::Load::Open {
                 schedule: order::Schedule::Constant {
-                    rate: 20.0,
-                    duration_ns: Some(500_000_000),
+                    rate: super::step::TRICKLE_RATE,
+                    duration_ns: Some(super::step::TRICKLE.as_nanos() as u64),
                 },
                 requests: None,
             };
-            let Some(s) = self.trickle(trickle).await? else {
-                continue;
-            };
-            match baseline_ns {
-                None => return Ok(Some(started.elapsed())),
-                Some(b) if s.latency.corrected.p50_ns <= 2 * b + 1_000_000 => {
-                    return Ok(Some(started.elapsed()))
-                }
-                Some(_) => {}
-            }
-        }
-        Ok(None)
+            Ok(this
+                .trickle(trickle)
+                .await?
+                .map(|s| s.latency.corrected.p50_ns))
+        })
+        .await
     }
 
     async fn keep(&mut self, search: &Search) -> Result<(), Error> {

@@ -216,31 +216,17 @@ impl Stepper<'_> {
             .map(|(_, s)| s.latency.corrected.p99_ns))
     }
 
-    /// Waits until the server has drained what an overloaded step left: a trickle of requests
-    /// answers within twice `baseline_ns` (the first step's median) and a millisecond, or 30 s
-    /// pass. Returns how long it took, or `None` if it never recovered.
+    /// Waits until the server has drained what an overloaded step left ([`recover`]), trickling
+    /// from this host.
     pub async fn recover(&self, baseline_ns: Option<u64>) -> Result<Option<Duration>, Error> {
-        let started = std::time::Instant::now();
-        for _ in 0..30 {
-            if self.shutdown.state() != Stop::Running {
-                return Ok(None);
-            }
-            tokio::time::sleep(Duration::from_millis(500)).await;
+        recover(self.shutdown, baseline_ns, || async {
             let trickle = Load::Open {
-                schedule: Schedule::constant(20.0, Some(Duration::from_millis(500)))?,
+                schedule: Schedule::constant(TRICKLE_RATE, Some(TRICKLE))?,
                 requests: None,
             };
-            let Some((p50, _)) = self.sample(trickle).await? else {
-                continue;
-            };
-            let Some(baseline) = baseline_ns else {
-                return Ok(Some(started.elapsed()));
-            };
-            if p50 <= 2 * baseline + 1_000_000 {
-                return Ok(Some(started.elapsed()));
-            }
-        }
-        Ok(None)
+            Ok(self.sample(trickle).await?.map(|(p50, _)| p50))
+        })
+        .await
     }
 
     /// The first rate to try: half of what 16 connections of a closed loop served in 2 s.
@@ -258,9 +244,85 @@ impl Stepper<'_> {
     }
 }
 
+/// How many requests a second a recovery's trickle sends, and for how long.
+pub const TRICKLE_RATE: f64 = 20.0;
+pub const TRICKLE: Duration = Duration::from_millis(500);
+/// The pause between two trickles that found the server still behind.
+const BETWEEN_TRICKLES: Duration = Duration::from_millis(500);
+/// The most trickles a recovery sends: about 30 s.
+const TRICKLES: u32 = 30;
+
+/// Waits until the server has drained what an overloaded step left: a trickle of requests
+/// (`trickle` sends one and returns its median corrected latency, `None` without answers)
+/// answers within twice `baseline_ns` (the first step's median) and a millisecond, or about
+/// 30 s pass. The first trickle goes at once: a server that drained while the step ended is
+/// not waited for; one still behind answers the trickle behind its queue, and is tried again
+/// after a pause. Returns how long it took, or `None` if it never recovered or the search was
+/// stopped.
+pub async fn recover<F, Fut>(
+    shutdown: &Shutdown,
+    baseline_ns: Option<u64>,
+    mut trickle: F,
+) -> Result<Option<Duration>, Error>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<Option<u64>, Error>>,
+{
+    let started = std::time::Instant::now();
+    for attempt in 0..TRICKLES {
+        if shutdown.state() != Stop::Running {
+            return Ok(None);
+        }
+        if attempt > 0 {
+            tokio::time::sleep(BETWEEN_TRICKLES).await;
+        }
+        let Some(p50) = trickle().await? else {
+            continue;
+        };
+        match baseline_ns {
+            None => return Ok(Some(started.elapsed())),
+            Some(b) if p50 <= 2 * b + 1_000_000 => return Ok(Some(started.elapsed())),
+            Some(_) => {}
+        }
+    }
+    Ok(None)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The trickles a recovery sends to a server whose median answers `p50s` in turn.
+    fn trickles(p50s: &[u64]) -> (Option<Duration>, usize) {
+        let shutdown = Shutdown::new();
+        let sent = std::cell::Cell::new(0usize);
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .build()
+            .unwrap();
+        let took = rt
+            .block_on(recover(&shutdown, Some(2_000_000), || {
+                let n = sent.get();
+                sent.set(n + 1);
+                let p50 = p50s.get(n).or(p50s.last()).copied();
+                async move { Ok(p50) }
+            }))
+            .unwrap();
+        (took, sent.get())
+    }
+
+    #[test]
+    fn a_drained_server_is_trickled_at_once_and_one_still_behind_until_it_answers() {
+        // Drained when the step ended: one trickle, no pause before it.
+        let (took, sent) = trickles(&[2_500_000]);
+        assert_eq!(sent, 1);
+        assert!(took.unwrap() < BETWEEN_TRICKLES, "{took:?}");
+        // Behind for two trickles (answers past twice the baseline and a millisecond), then
+        // drained: three trickles, two pauses.
+        let (took, sent) = trickles(&[40_000_000, 5_100_000, 4_900_000]);
+        assert_eq!(sent, 3);
+        assert!(took.unwrap() >= 2 * BETWEEN_TRICKLES, "{took:?}");
+    }
 
     #[test]
     fn a_steps_ready_connections_are_littles_law_at_its_rate_and_latency_bound() {
