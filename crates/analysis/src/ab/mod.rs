@@ -28,6 +28,7 @@
 //! candidate's interval carries the noise of its own rounds); a control much noisier than the
 //! candidate is looked into, by round, and said beside the verdict ([`looked_into`]).
 
+pub mod functions;
 mod kept;
 mod text;
 
@@ -641,6 +642,42 @@ pub struct Gate {
     /// (`origin/main at 1a2b3c4d5e6f`), by target name.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub revisions: BTreeMap<String, String>,
+    /// Where the CPU per request changed, function by function, when the runs were profiled.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub functions: Option<ByFunction>,
+}
+
+/// A comparison's CPU per request by function ([`functions`]): the candidate against the
+/// baseline, and the A/A control against it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ByFunction {
+    pub candidate: functions::Functions,
+    #[serde(default)]
+    pub control: Option<functions::Functions>,
+}
+
+impl ByFunction {
+    /// From the rounds' runs: `None` unless at least [`MIN_ROUNDS`] rounds' baseline and
+    /// candidate runs were both profiled.
+    fn of(rounds: &Rounds) -> Option<ByFunction> {
+        let sampled = |runs: &[Option<&StoredRun>]| -> Vec<Option<functions::Sampled>> {
+            runs.iter()
+                .map(|r| r.and_then(functions::Sampled::of_run))
+                .collect()
+        };
+        let baseline = sampled(&rounds.baseline);
+        let against = |other: &[Option<functions::Sampled>]| {
+            let pairs: Vec<_> = baseline
+                .iter()
+                .zip(other)
+                .map(|(a, b)| (a.as_ref(), b.as_ref()))
+                .collect();
+            functions::compare(&pairs)
+        };
+        let candidate = against(&sampled(&rounds.candidate))?;
+        let control = rounds.control.as_ref().and_then(|c| against(&sampled(c)));
+        Some(ByFunction { candidate, control })
+    }
 }
 
 /// The runs of a comparison: each round's run of every build (a round missing a build's run is
@@ -759,6 +796,7 @@ impl Gate {
             measures,
             pages: None,
             revisions: BTreeMap::new(),
+            functions: ByFunction::of(rounds),
         }
     }
 
@@ -826,6 +864,7 @@ impl Gate {
             }],
             pages: None,
             revisions: BTreeMap::new(),
+            functions: None,
         }
     }
 

@@ -243,6 +243,7 @@ fn an_eleven_percent_cpu_regression_with_a_noisy_control_fails_the_gate() {
         }],
         pages: None,
         revisions: Default::default(),
+        functions: None,
     };
     assert_eq!(gate.outcome(), Outcome::Regression);
     assert!(gate.measures[0].verdict_text().contains("round 4 read"));
@@ -347,6 +348,7 @@ fn a_gate_says_pass_regression_or_inconclusive_in_words_markdown_and_junit() {
         ],
         pages: Some("pages/index.html".into()),
         revisions: BTreeMap::new(),
+        functions: None,
     };
     assert_eq!(gate.outcome(), Outcome::Regression);
     let md = gate.markdown();
@@ -438,6 +440,7 @@ fn hostile_gate() -> Gate {
             (candidate.into(), "x`y\u{1b}[2K\u{0}".into()),
             (control.into(), "~~struck~~ **bold** &amp; $x$".into()),
         ]),
+        functions: None,
     }
 }
 
@@ -584,6 +587,7 @@ fn ordinary_names_refs_and_loads_read_as_they_are_in_the_markdown() {
         measures: Vec::new(),
         pages: Some("out/site.v2/index.html".into()),
         revisions: BTreeMap::from([("go-1.2".into(), "origin/main at 1a2b3c4d5e6f".into())]),
+        functions: None,
     };
     let md = gate.markdown();
     for said in [
@@ -685,6 +689,13 @@ fn a_comparison_of_capacities_is_a_gate_of_one_measure() {
 /// A 3 s run of 3,000 requests whose server used half a core throughout, its probe reading
 /// every 100 ms from 50 ms into the run: the samples span 2.9 s of its 3 s.
 fn half_a_core_for_three_seconds() -> store::run::StoredRun {
+    run_of(0.5, &[])
+}
+
+/// A 3 s run of 3,000 requests whose server used `cores` throughout, its probe reading every
+/// 100 ms from 50 ms into the run, and profiling it each second: `stacks` (`process;thread;
+/// frame;…`, samples) split over the three records.
+fn run_of(cores: f64, stacks: &[(String, u64)]) -> store::run::StoredRun {
     use probe::protocol::Record;
     use probe::sample::{ProcessSample, Sample};
     use std::time::Duration;
@@ -723,7 +734,7 @@ fn half_a_core_for_three_seconds() -> store::run::StoredRun {
         .map(|i| {
             let t = 50_000_000 + i * 100_000_000;
             let row = ProcessSample {
-                cpu_ns: t / 2,
+                cpu_ns: (t as f64 * cores) as u64,
                 rss_bytes: 8 << 20,
                 cpus_allowed: Some(1),
                 ..Default::default()
@@ -747,7 +758,32 @@ fn half_a_core_for_three_seconds() -> store::run::StoredRun {
                 })),
             }
         })
-        .collect();
+        .collect::<Vec<StoredRecord>>();
+    let mut records = records;
+    if !stacks.is_empty() {
+        for second in 0..3u64 {
+            let mut profile = probe::sample::Profile {
+                interval_ns: 1_000_000_000,
+                hz: 999,
+                ..Default::default()
+            };
+            // Each record a third of every stack's samples (the first takes what is left).
+            profile.set_folded(stacks.iter().map(|(stack, n)| {
+                let third = n / 3;
+                (
+                    stack.clone(),
+                    if second == 0 { n - 2 * third } else { third },
+                )
+            }));
+            profile.samples = profile.stacks.iter().map(|(_, n)| n).sum();
+            let t = (second + 1) * 1_000_000_000;
+            records.push(StoredRecord {
+                seq: 100 + second,
+                t_ns: t as i64,
+                record: Record::Profile(Box::new(profile)),
+            });
+        }
+    }
     let mut run = store::group::empty("r");
     run.status = store::run::RunStatus::Complete;
     run.ended_at_ns = Some(3_000_000_000);
@@ -773,4 +809,73 @@ fn cpu_per_request_is_the_servers_cpu_over_the_whole_run_per_request_answered() 
     let cpu = Measure::Cpu.of(&run).unwrap();
     assert!((cpu - 500.0).abs() < 1.0, "{cpu} µs a request");
     assert_eq!(Measure::Rss.of(&run), Some((8u64 << 20) as f64));
+}
+
+/// Eight rounds of a server at 500 µs a request (`work` 450, `other` 50) against a candidate
+/// that spends 100 µs more in a new function (whose name is markup, as a symbol may be): the
+/// gate names that function alone, with an interval holding +100 µs, and writes its name as
+/// literal Markdown.
+#[test]
+fn a_profiled_comparison_names_the_function_that_took_the_added_cpu() {
+    let mut rng = Rng::new(581);
+    let hostile = "hash_[x](https://e.example) @team";
+    let mut runs = Vec::new();
+    for _ in 0..8 {
+        // The host's noise: the server's CPU and the profiler's draws move a little each run.
+        let jitter = |rng: &mut Rng, n: f64| (n * (1.0 + 0.03 * rng.normal())).round() as u64;
+        let stack = |f: &str| format!("server;main;main;{f}");
+        let cores = 0.5 * (1.0 + 0.01 * rng.normal());
+        let base = run_of(
+            cores,
+            &[
+                (stack("work"), jitter(&mut rng, 2_700.0)),
+                (stack("other"), jitter(&mut rng, 300.0)),
+            ],
+        );
+        let cores = 0.6 * (1.0 + 0.01 * rng.normal());
+        let cand = run_of(
+            cores,
+            &[
+                (stack("work"), jitter(&mut rng, 2_700.0)),
+                (stack("other"), jitter(&mut rng, 300.0)),
+                (stack(hostile), jitter(&mut rng, 600.0)),
+            ],
+        );
+        runs.push((base, cand));
+    }
+    let rounds = Rounds {
+        baseline: runs.iter().map(|(a, _)| Some(a)).collect(),
+        candidate: runs.iter().map(|(_, b)| Some(b)).collect(),
+        control: None,
+    };
+    let gate = Gate::judge(
+        ("main", "pr", None),
+        "open loop, constant 1000 req/s for 3s",
+        &rounds,
+        &Allowed::none(),
+        Processes::Fresh,
+    );
+    let f = &gate.functions.as_ref().expect("profiled runs").candidate;
+    assert_eq!((f.rounds, f.tested), (8, 3));
+    let named: Vec<&functions::FunctionChange> = f.named().collect();
+    assert_eq!(named.len(), 1, "{f:?}");
+    assert_eq!(named[0].name, hostile);
+    assert!(
+        (named[0].low_us..=named[0].high_us).contains(&100.0),
+        "{:?}",
+        named[0]
+    );
+    let text = gate.text();
+    assert!(
+        text.contains("CPU per request by function: +") && text.contains(hostile),
+        "{text}"
+    );
+    // In the Markdown the symbol is literal text: no link, no mention.
+    let md = gate.markdown();
+    let line = md
+        .lines()
+        .find(|l| l.starts_with("CPU per request by function"))
+        .unwrap_or_else(|| panic!("{md}"));
+    assert!(!line.contains("](") && !line.contains(" @team"), "{line}");
+    assert!(junit(&[gate]).contains("by function: +"));
 }

@@ -150,7 +150,26 @@ impl Gate {
         if let Some(control) = &self.control {
             let _ = writeln!(out, "  {}", self.control_line(control, Form::Plain));
         }
+        for line in self.by_function() {
+            let _ = writeln!(out, "  {line}");
+        }
         out
+    }
+
+    /// Where the CPU per request went, function by function, when the runs were profiled: the
+    /// candidate's sentence, then the A/A control's.
+    pub fn by_function(&self) -> Vec<String> {
+        let Some(f) = &self.functions else {
+            return Vec::new();
+        };
+        let mut lines = vec![format!(
+            "CPU per request by function: {}",
+            f.candidate.sentence()
+        )];
+        if let Some(control) = &f.control {
+            lines.push(format!("A/A control by function: {}", control.sentence()));
+        }
+        lines
     }
 
     fn control_line(&self, control: &str, form: Form) -> String {
@@ -206,6 +225,10 @@ impl Gate {
         if let Some(control) = &self.control {
             let _ = writeln!(out, "{}\n", self.control_line(control, Form::Markdown));
         }
+        // Function names are the target's symbols: literal text, like every name from outside.
+        for line in self.by_function() {
+            let _ = writeln!(out, "{}\n", markdown_literal(&line));
+        }
         let _ = writeln!(out, "{}", self.method());
         if let Some(pages) = &self.pages {
             let _ = writeln!(out, "\nThe runs, drawn: {}", markdown_literal(pages));
@@ -256,7 +279,13 @@ impl Gate {
                 "    <testcase classname=\"showdown.compare\" name=\"{}\">",
                 xml(j.measure.title())
             );
-            let text = xml(&j.verdict_text());
+            let mut said = j.verdict_text();
+            if j.measure == Measure::Cpu {
+                if let Some(f) = &self.functions {
+                    said = format!("{said}; by function: {}", f.candidate.sentence());
+                }
+            }
+            let text = xml(&said);
             if j.allowed.is_some() && j.verdict.fails() {
                 let _ = write!(out, "<failure message=\"{text}\">{text}</failure>");
             } else if j.allowed.is_some() && j.verdict.undecided() {

@@ -128,6 +128,7 @@ fn gates(kept: &[analysis::ab::KeptGate]) -> Markup {
                         }
                     }
                 }
+                @for line in g.by_function() { p.meta { (line) } }
                 @if of.len() > 1 {
                     details {
                         summary { (of.len() - 1) " earlier sittings of this file (their runs are in the matrix below too)" }
