@@ -2,7 +2,7 @@
 //! one set of stacks (for the flame graph), the functions that took most, and the share of the
 //! top few over time, in the CPU chart's unit (100 = one core).
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap};
 
 use probe::sample::Profile;
 
@@ -182,22 +182,21 @@ impl Accumulator {
             return None;
         }
         f.folded = f.stacks.iter().cloned().zip(self.stack_samples).collect();
-        let own = own_samples(&f.folded);
-        let mut total: HashMap<&str, u64> = HashMap::new();
-        for (stack, &n) in &f.folded {
-            let frames = function_frames(stack);
-            // Once per stack, however often a recursive function appears in it.
-            let distinct: HashSet<&str> = frames.iter().copied().collect();
-            for frame in distinct {
-                *total.entry(frame).or_default() += n;
-            }
-        }
-        let mut top: Vec<FunctionShare> = own
+        // Each function's own samples and its total (once per stack, however often a recursive
+        // function appears in it), counted as the gate counts them; no CPU per request here.
+        let counted = analysis::ab::functions::Sampled::of(
+            f.folded
+                .iter()
+                .map(|(stack, &n)| (function_frames(stack), n)),
+            0.0,
+        );
+        let mut top: Vec<FunctionShare> = counted
+            .own
             .iter()
             .map(|(name, &n)| FunctionShare {
-                name: name.to_string(),
+                name: name.clone(),
                 self_samples: n,
-                total_samples: total.get(name).copied().unwrap_or(n),
+                total_samples: counted.total.get(name).copied().unwrap_or(n),
             })
             .collect();
         top.sort_by(|a, b| {
