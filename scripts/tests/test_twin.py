@@ -16,6 +16,7 @@ import os
 import re
 import shlex
 import shutil
+import signal
 import subprocess
 import time
 import uuid
@@ -325,8 +326,8 @@ def gun_attacks(gun):
     for pid in pids:
         try:
             argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-        except FileNotFoundError:
-            continue
+        except (FileNotFoundError, ProcessLookupError):
+            continue  # it ended between the listing and the read
         words = [a.decode(errors="replace") for a in argv]
         if "order" in words and any(w.endswith("loadgen") or "loadgen-" in w for w in words):
             found.append((int(pid), words))
@@ -375,13 +376,24 @@ rate = [900, 600]
     # the first cell's (the next cell's starts only after this one ends).
     killed = None
     deadline = time.monotonic() + 60
-    while killed is None and time.monotonic() < deadline and runner.poll() is None:
-        attacks = gun_attacks(GUNS[1])
-        if attacks:
-            time.sleep(4)  # the start is 3 s ahead; then about a second of load
-            os.kill(attacks[0][0], 9)
-            killed = attacks[0][0]
-        time.sleep(0.05)
+    try:
+        while killed is None and time.monotonic() < deadline and runner.poll() is None:
+            attacks = gun_attacks(GUNS[1])
+            if attacks:
+                time.sleep(4)  # the start is 3 s ahead; then about a second of load
+                os.kill(attacks[0][0], 9)
+                killed = attacks[0][0]
+            time.sleep(0.05)
+    except BaseException:
+        # The runner and its guns are this test's: a failure here must not leave them running.
+        # Interrupted as Ctrl-C would, the runner stops its guns; killed only if it does not.
+        runner.send_signal(signal.SIGINT)
+        try:
+            runner.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            runner.kill()
+            runner.communicate()
+        raise
     try:
         out, err = runner.communicate(timeout=120)
     except subprocess.TimeoutExpired:
