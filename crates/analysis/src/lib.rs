@@ -28,7 +28,8 @@
 //!   (`text`), and each sitting's gate kept for the experiment's page (`kept`); or their
 //!   capacities, from a comparison of searches (`Gate::of_capacities`); where the runs were
 //!   profiled, each function's CPU per request compared over the rounds, the changed ones
-//!   named at a 5 % false discovery rate (`functions`).
+//!   named at a 5 % false discovery rate (`functions`), and each call path's the same way, what
+//!   the differential flame graph is drawn from (`functions::paths`).
 //!
 //! What stays in the store, and why: the run model and everything a row holds. The end-of-run
 //! [`store::summary::Summary`] (its figures and its warnings) is a column of every run and is

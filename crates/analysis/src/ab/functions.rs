@@ -40,6 +40,9 @@ use store::run::StoredRun;
 
 use super::MIN_ROUNDS;
 
+mod paths;
+pub use paths::{CallTree, PathChange, DRAWN_SHARE};
+
 /// The false discovery rate of the functions named as changed, and the false coverage rate of
 /// their intervals.
 pub const FDR: f64 = 0.05;
@@ -70,6 +73,9 @@ pub struct Sampled {
     pub own: BTreeMap<String, u64>,
     /// Each function's samples anywhere on the stack.
     pub total: BTreeMap<String, u64>,
+    /// Each code path's samples (its frames outermost first, joined by `;`): the samples of
+    /// the stacks that start with it, the call tree's boxes.
+    pub paths: BTreeMap<String, u64>,
     /// Samples whose innermost frame has no symbol (`[unknown]`, `[file+0x…]`).
     pub unnamed: u64,
     /// The server's CPU per request answered in the run, µs.
@@ -105,6 +111,14 @@ impl Sampled {
             let distinct: BTreeSet<&str> = frames.iter().copied().collect();
             for f in distinct {
                 *run.total.entry(f.to_string()).or_default() += n;
+            }
+            let mut path = String::new();
+            for (i, f) in frames.iter().enumerate() {
+                if i > 0 {
+                    path.push(';');
+                }
+                path.push_str(f);
+                *run.paths.entry(path.clone()).or_default() += n;
             }
         }
         run
@@ -198,6 +212,10 @@ pub struct Functions {
     /// The named functions' totals (they and what they called), each at its function's
     /// level.
     pub total: Vec<FunctionChange>,
+    /// The same estimate for each code path of the call tree: what a differential flame graph
+    /// is drawn from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tree: Option<CallTree>,
 }
 
 /// Student's t's quantile at `q` with `df` degrees of freedom.
@@ -215,10 +233,19 @@ fn mean_se(xs: &[f64]) -> (f64, f64, usize) {
 
 /// One function's change over `rounds` (each round's baseline and candidate run).
 fn change(name: &str, part: Part, rounds: &[(&Sampled, &Sampled)]) -> FunctionChange {
-    let at = |run: &Sampled| {
-        run.per_request(run.counts(part).get(name).copied().unwrap_or(0))
-            .unwrap_or(0.0)
-    };
+    estimate(name, part, rounds, |run| {
+        run.counts(part).get(name).copied().unwrap_or(0)
+    })
+}
+
+/// The change over `rounds` of what takes `count` of a run's samples, named `name`.
+fn estimate(
+    name: &str,
+    part: Part,
+    rounds: &[(&Sampled, &Sampled)],
+    count: impl Fn(&Sampled) -> u64,
+) -> FunctionChange {
+    let at = |run: &Sampled| run.per_request(count(run)).unwrap_or(0.0);
     let base: Vec<f64> = rounds.iter().map(|(a, _)| at(a)).collect();
     let cand: Vec<f64> = rounds.iter().map(|(_, b)| at(b)).collect();
     let diffs: Vec<f64> = base.iter().zip(&cand).map(|(a, b)| b - a).collect();
@@ -323,7 +350,9 @@ pub fn compare(rounds: &[(Option<&Sampled>, Option<&Sampled>)]) -> Option<Functi
             .sum::<f64>()
             / n
     };
+    let tree = paths::tree(&pairs);
     Some(Functions {
+        tree: Some(tree),
         rounds: pairs.len(),
         unprofiled: rounds.len() - pairs.len(),
         tested: own.len(),

@@ -211,3 +211,63 @@ fn rounds_without_a_profile_are_left_out_and_said() {
         "one round of both: no interval"
     );
 }
+
+/// The call tree (what the differential flame graph is drawn from): the changed function's
+/// path and its callers' are named, with intervals that hold the change; every kept path comes
+/// after its caller and is no wider than it; paths off the changed branch are named at most at
+/// the false discovery rate, and an A/A sitting names a path about 5 times in 100.
+#[test]
+fn the_call_tree_names_the_changed_path_and_its_callers_and_noise_only_at_the_rate() {
+    let mut rng = Rng::new(5800);
+    let (sittings, delta) = (200, 10.0);
+    let changed = ["all", "main", "caller0", "f20"];
+    let (mut named, mut held, mut false_share) = (0, 0, 0.0);
+    for _ in 0..sittings {
+        let f = sitting(&mut rng, 20, delta);
+        let tree = f.tree.as_ref().unwrap();
+        assert_eq!(tree.paths[0].parent, None);
+        for (i, p) in tree.paths.iter().enumerate().skip(1) {
+            let parent = p.parent.unwrap();
+            assert!(parent < i, "{p:?}");
+            let caller = &tree.paths[parent].change;
+            assert!(
+                p.change.candidate_us <= caller.candidate_us + 1e-9,
+                "{p:?} {caller:?}"
+            );
+        }
+        // The whole is the server's CPU per request.
+        assert!((tree.paths[0].change.difference_us - f.cpu_difference_us).abs() < 1e-9);
+        let leaf = tree
+            .paths
+            .iter()
+            .find(|p| p.change.name == "f20")
+            .expect("f20's path is kept");
+        if leaf.change.named {
+            named += 1;
+            held += usize::from((leaf.change.low_us..=leaf.change.high_us).contains(&delta));
+        }
+        let all: Vec<&PathChange> = tree.named().collect();
+        let wrong = all
+            .iter()
+            .filter(|p| !changed.contains(&p.change.name.as_str()))
+            .count();
+        false_share += wrong as f64 / all.len().max(1) as f64;
+        assert!(tree.tested >= tree.paths.len());
+    }
+    let aa = (0..sittings)
+        .filter(|_| {
+            let f = sitting(&mut rng, 20, 0.0);
+            f.tree.as_ref().unwrap().named().count() > 0
+        })
+        .count();
+    let fdr = false_share / sittings as f64;
+    eprintln!(
+        "path of f20 +{delta} µs: named in {named} of {sittings}, held in {held}; \
+         false discovery rate {fdr:.4}; A/A sittings naming a path: {aa} of {sittings}"
+    );
+    assert!(named >= sittings - 2, "named in {named} of {sittings}");
+    assert!(held as f64 >= 0.93 * named as f64, "held {held} of {named}");
+    assert!(fdr <= 0.07, "false discovery rate {fdr}");
+    // 5 % of 200: 10, binomial sd 3.1.
+    assert!(aa <= 19, "A/A sittings naming a path: {aa} of {sittings}");
+}
