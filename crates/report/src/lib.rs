@@ -19,7 +19,8 @@
 //!   `tests/it/numbers.rs`).
 //! - Its renderers, which import the model and nothing from the pages above them: `plot`,
 //!   a chart's SVG with plotters; [`heatmap`], a heatmap's SVG written by hand (each cell's
-//!   count in it); `flame`, a profile's flame graphs with inferno; the pages' script
+//!   count in it); `flame`, a profile's flame graphs with inferno; [`flame_estimate`], a
+//!   gate's differential flame graph drawn from its call paths' estimates; the pages' script
 //!   (`assets/showdown.js`) draws each chart's `ChartData`.
 //! - [`flame_data`]: a profile's stacks per slice of the run, the data the page's window
 //!   flame graph draws (the window the charts are zoomed to, and it against the rest).
@@ -39,6 +40,7 @@ pub mod experiment;
 pub mod figures;
 mod flame;
 pub mod flame_data;
+pub mod flame_estimate;
 pub mod heatmap;
 pub mod model;
 pub mod pages;

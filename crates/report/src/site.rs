@@ -245,6 +245,35 @@ impl Writer<'_> {
         Ok(out)
     }
 
+    /// Each setting's latest profiled gate's differential flame graph beside the experiment's
+    /// page (`page`), its file named and its SVG held in `links` for the page to show inline.
+    fn gate_flames(
+        &mut self,
+        page: &str,
+        gates: &[analysis::ab::KeptGate],
+        links: &mut pages::ExperimentLinks,
+    ) -> Result<(), ReportError> {
+        let mut latest: BTreeMap<&str, &analysis::ab::KeptGate> = BTreeMap::new();
+        for k in gates {
+            latest.insert(&k.setting, k);
+        }
+        for (i, (setting, k)) in latest.into_iter().enumerate() {
+            let g = &k.gate;
+            let Some(f) = g.functions.as_ref() else {
+                continue;
+            };
+            let Some(svg) = crate::flame_estimate::svg(&f.candidate, (&g.baseline, &g.candidate))
+            else {
+                continue;
+            };
+            let file = self.beside(page, &format!("gate-{}.svg", i + 1), svg.as_bytes())?;
+            links
+                .gate_flames
+                .insert(setting.to_string(), pages::GateFlame { file, svg });
+        }
+        Ok(())
+    }
+
     /// A comparison's page, listed on the index once written.
     fn comparison(&mut self, c: &Comparison, index: &mut SiteIndex) -> Result<(), ReportError> {
         match charts::comparison_charts(c) {
@@ -479,6 +508,7 @@ pub async fn write(store: &Store, options: &SiteOptions) -> Result<Site, ReportE
             .filter(|g| g.file_label == record.file_label && g.scale == scale)
             .collect();
         let relative = pages::experiment_path(&record.name);
+        w.gate_flames(&relative, &fig.gates, &mut links)?;
         let path = w.page(
             &relative,
             pages::experiment_page(&fig, &across, &overlays, &links, &capacity),

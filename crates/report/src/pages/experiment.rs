@@ -16,6 +16,16 @@ use crate::model::css_color;
 pub struct ExperimentLinks {
     /// Per setting (by its text), the comparison page of its targets.
     pub comparisons: BTreeMap<String, String>,
+    /// Per setting (as its gates are kept), the differential flame graph of its latest gate.
+    pub gate_flames: BTreeMap<String, GateFlame>,
+}
+
+/// A gate's differential flame graph ([`crate::flame_estimate`]): its file beside the page,
+/// relative to it, and the same SVG, which the page shows inline.
+#[derive(Debug, Clone, Default)]
+pub struct GateFlame {
+    pub file: String,
+    pub svg: String,
 }
 
 /// `2.10 ms (1.90–2.40)`: a cell's median and its spread over repetitions.
@@ -76,7 +86,7 @@ fn when(ns: i64) -> String {
 
 /// A comparison's answer (`[compare]`): each setting's latest gate as the command printed it,
 /// measure by measure, and the sittings before it.
-fn gates(kept: &[analysis::ab::KeptGate]) -> Markup {
+fn gates(kept: &[analysis::ab::KeptGate], flames: &BTreeMap<String, GateFlame>) -> Markup {
     use analysis::ab::Outcome;
     let mut settings: Vec<&str> = kept.iter().map(|k| k.setting.as_str()).collect();
     settings.sort_unstable();
@@ -129,6 +139,13 @@ fn gates(kept: &[analysis::ab::KeptGate]) -> Markup {
                     }
                 }
                 @for line in g.by_function() { p.meta { (line) } }
+                @if let Some(flame) = flames.get(*setting) {
+                    figure.gate-flame {
+                        (maud::PreEscaped(&flame.svg))
+                        figcaption { "The candidate's call paths, coloured where their CPU per request changed beyond noise. "
+                            a href=(flame.file) { "The same graph as an SVG file" } "." }
+                    }
+                }
                 @if of.len() > 1 {
                     details {
                         summary { (of.len() - 1) " earlier sittings of this file (their runs are in the matrix below too)" }
@@ -274,7 +291,7 @@ pub fn experiment_page(
             }
             @for c in capacity { (charts(&c.charts)) }
         }
-        @if !fig.gates.is_empty() { (gates(&fig.gates)) }
+        @if !fig.gates.is_empty() { (gates(&fig.gates, &links.gate_flames)) }
         @if fixed {
         h2 { @if capacity.is_empty() && fig.gates.is_empty() { "Answers" } @else if fig.gates.is_empty() { "Answers: at fixed rates" } @else { "Beside the gate: the runs, setting by setting" } }
         ul.answers { @for s in &fig.settings { li { (fig.sentence(s)) (evidence(fig, s)) } } }

@@ -33,7 +33,7 @@ mod layout;
 mod paths;
 mod search;
 
-pub use experiment::{experiment_page, ExperimentLinks};
+pub use experiment::{experiment_page, ExperimentLinks, GateFlame};
 pub use paths::{
     comparison_path, experiment_comparison_title, experiment_path, group_path, label_path, page_of,
     run_path, search_path, slug,
