@@ -38,6 +38,11 @@ pub struct ExperimentFile {
     /// every run gets a flame graph, every comparison differential ones.
     #[serde(default)]
     pub profile: bool,
+    /// Stacks sampled a second on each CPU when profiling (`probe --profile-hz`), 1 to 1000;
+    /// 99 when not given. Short runs of a light server need more than 99 for a function's
+    /// change to show beyond noise.
+    #[serde(default)]
+    pub profile_hz: Option<u32>,
     /// Probe history kept before and after each measured run.
     #[serde(default = "pre_roll", deserialize_with = "duration")]
     pub pre_roll: Duration,
@@ -897,6 +902,16 @@ impl<'de> Deserialize<'de> for Rate {
 fn one() -> u32 {
     1
 }
+impl ExperimentFile {
+    /// What a local target's probe profiles, when the file asks it to.
+    pub fn profile_config(&self) -> Option<probe::profile::ProfileConfig> {
+        self.profile.then(|| probe::profile::ProfileConfig {
+            hz: self.profile_hz.unwrap_or(probe::profile::DEFAULT_HZ),
+            ..Default::default()
+        })
+    }
+}
+
 fn probe_interval() -> Duration {
     Duration::from_millis(100)
 }
@@ -1010,6 +1025,19 @@ fn check(file: &ExperimentFile) -> Result<(), Invalid> {
     }
     if file.repetitions == 0 {
         return Err(Invalid::new("repetitions must be at least 1"));
+    }
+    match file.profile_hz {
+        Some(hz) if !(1..=1000).contains(&hz) => {
+            return Err(Invalid::new(format!(
+                "profile_hz = {hz}: give 1 to 1000 samples a second"
+            )))
+        }
+        Some(_) if !file.profile => {
+            return Err(Invalid::new(
+                "profile_hz without profile = true: add profile = true, or drop profile_hz",
+            ))
+        }
+        _ => {}
     }
     let database = file.database();
     if database.url.is_some() && database.url_env.is_some() {
@@ -1719,6 +1747,25 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(empty.contains("must not be empty"), "{empty}");
+    }
+
+    #[test]
+    fn a_profiles_rate_is_one_to_a_thousand_and_only_with_profile() {
+        let top = |top: &str| read(&format!("{top}\n{}", with_target("run = \"go\"\n")));
+        let file = top("profile = true\nprofile_hz = 999").unwrap();
+        assert_eq!(file.profile_config().map(|p| p.hz), Some(999));
+        let plain = top("profile = true").unwrap();
+        assert_eq!(
+            plain.profile_config().map(|p| p.hz),
+            Some(probe::profile::DEFAULT_HZ)
+        );
+        assert_eq!(top("").unwrap().profile_config(), None);
+        let fast = top("profile = true\nprofile_hz = 5000")
+            .unwrap_err()
+            .to_string();
+        assert!(fast.contains("give 1 to 1000 samples a second"), "{fast}");
+        let alone = top("profile_hz = 999").unwrap_err().to_string();
+        assert!(alone.contains("add profile = true"), "{alone}");
     }
 
     #[test]

@@ -388,10 +388,7 @@ impl<F: Firing> CellContext<'_, F> {
                 };
                 let mut config =
                     probe::sampler::SamplerConfig::new(probe::selector::Selector::Pid(t.pid()));
-                config.profile = self
-                    .answers
-                    .profile
-                    .then(probe::profile::ProfileConfig::default);
+                config.profile = self.answers.profile.clone();
                 let running = self.start_probe(config).await?;
                 addrs.push(running.addr.to_string());
                 probes.push(running);

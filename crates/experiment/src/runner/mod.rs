@@ -318,8 +318,8 @@ pub(super) struct Answers {
     /// The other processes the file names, each watched by a probe of its own.
     pub(super) watches: Vec<crate::file::WatchSpec>,
     pub(super) probe_interval: Duration,
-    /// Whether a local target's probe profiles it.
-    pub(super) profile: bool,
+    /// What a local target's probe profiles, if it does.
+    pub(super) profile: Option<probe::profile::ProfileConfig>,
     /// The SQL run before each cell of a target started by command, to reset its tables.
     pub(super) reset: Option<String>,
 }
@@ -334,7 +334,7 @@ impl Answers {
             targets: file.targets.clone(),
             watches: file.watches.clone(),
             probe_interval: file.probe_interval,
-            profile: file.profile,
+            profile: file.profile_config(),
             reset: file.database().reset.clone(),
         }
     }

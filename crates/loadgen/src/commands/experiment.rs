@@ -395,10 +395,11 @@ pub fn reach_text(experiment: &Experiment, trust: &Trust) -> String {
             w.name
         ));
     }
-    if file.profile {
-        lines.push(
-            "reads   the local targets' on-CPU call stacks (perf_event_open's cpu-clock)".into(),
-        );
+    if let Some(p) = file.profile_config() {
+        lines.push(format!(
+            "reads   the local targets' on-CPU call stacks (perf_event_open's cpu-clock, {} Hz)",
+            p.hz
+        ));
     }
     if let Some(guns) = &file.guns {
         let hosts = match (&guns.from, guns.ssh.is_empty()) {

@@ -1473,6 +1473,8 @@ fn a_comparison_flags_a_slowed_build_and_passes_an_identical_one() {
 name = "{name}"
 question = "Did the branch make the server slower?"
 repetitions = 8
+profile = true
+profile_hz = 999
 warmup = "500ms"
 pre_roll = "200ms"
 post_roll = "200ms"
@@ -1528,9 +1530,42 @@ duration = "1s"
         let xml = std::fs::read_to_string(xml).unwrap_or_default();
         (out, md, xml)
     };
-    let (out, md, xml) = run("slowed", "150us", false);
+    let (out, md, xml) = run("slowed", "150us", true);
     let said = text(&out);
     assert_eq!(out.status.code(), Some(4), "{said}");
+    // Where the CPU went: the 50 µs a request the branch added are in the target's `spin`,
+    // named with an interval that holds them, and the largest change named.
+    let by_function = sentence_by_function(&said);
+    let spin = analysis_interval(by_function, "spin")
+        .unwrap_or_else(|| panic!("spin is not named: {by_function}"));
+    assert!(
+        spin.0 <= 50.0 && 50.0 <= spin.1,
+        "spin's interval misses 50 µs: {by_function}"
+    );
+    assert!(md.contains("by function"), "{md}");
+    // The experiment's page shows the differential flame graph drawn from the estimates, the
+    // same SVG as the file beside it, spin's box red.
+    let (page, html) = drawn_page(&said);
+    let svg_file = page.with_extension("gate-1.svg");
+    let svg = std::fs::read_to_string(&svg_file)
+        .unwrap_or_else(|e| panic!("{}: {e}", svg_file.display()));
+    assert!(html.contains(&svg), "the page's graph is not the file's");
+    // Its boxes (one a path that reaches it): the widest changed, coloured as grown.
+    let spin_boxes: Vec<&str> = svg
+        .split("<g ")
+        .filter(|g| {
+            g.split("<title>")
+                .nth(1)
+                .and_then(|t| t.lines().next())
+                .is_some_and(|first| first.ends_with("::spin") || first == "spin")
+        })
+        .collect();
+    assert!(
+        spin_boxes
+            .iter()
+            .any(|g| g.starts_with("class=\"changed\"") && g.contains("fill=\"rgb(255,")),
+        "no box of spin drawn as grown: {spin_boxes:?}"
+    );
     assert!(said.contains("16 cells run (0 failed)"), "{said}");
     let main = format!("main (base at {})", &base[..12]);
     assert!(
@@ -1547,6 +1582,12 @@ duration = "1s"
     let (out, md, xml) = run("identical", "100us", true);
     let said = text(&out);
     assert_eq!(out.status.code(), Some(0), "{said}");
+    // Profiled, an identical build's spin does not read as changed.
+    let by_function = sentence_by_function(&said);
+    assert!(
+        analysis_interval(by_function, "spin").is_none(),
+        "{by_function}"
+    );
     assert!(
         said.contains(&format!("pass: branch against {main}")),
         "{said}"
@@ -1560,11 +1601,7 @@ duration = "1s"
     assert!(xml.contains("failures=\"0\" skipped=\"0\""), "{xml}");
     // The experiment's page answers with the gate as the command printed it: its verdict,
     // and CPU per request's ratio with its interval as the Markdown has it.
-    let page = said
-        .lines()
-        .find_map(|l| l.strip_prefix("Report: open "))
-        .expect("the pages were drawn");
-    let html = std::fs::read_to_string(page.trim()).unwrap();
+    let (_, html) = drawn_page(&said);
     assert!(html.contains("Answers: the gate"), "{html}");
     assert!(
         html.contains(&format!("pass: branch against {main}")),
@@ -1579,4 +1616,44 @@ duration = "1s"
         html.contains(ratio),
         "the page's CPU ratio is the gate's, {ratio}: {html}"
     );
+}
+
+/// The interval (µs a request) the gate's sentence by function gives the named function whose
+/// name ends in `::NAME` (or is `NAME`): "`…::spin` +49.8 µs (interval +41.2 µs to +58.3 µs)".
+fn analysis_interval(sentence: &str, name: &str) -> Option<(f64, f64)> {
+    let at = sentence
+        .split('`')
+        .collect::<Vec<_>>()
+        .windows(2)
+        .find(|w| w[0].ends_with(&format!("::{name}")) || w[0] == name)
+        .map(|w| w[1])?;
+    let inside = at.split("(interval ").nth(1)?.split(')').next()?;
+    let mut ends = inside.split(" to ").map(|e| {
+        let e = e.trim().trim_end_matches(" µs");
+        let (sign, v) = if let Some(v) = e.strip_prefix('−') {
+            (-1.0, v)
+        } else {
+            (1.0, e.trim_start_matches('+'))
+        };
+        v.parse::<f64>().map(|v| sign * v)
+    });
+    Some((ends.next()?.ok()?, ends.next()?.ok()?))
+}
+
+/// The page a run drew (its output's "Report: open PAGE") and its HTML.
+fn drawn_page(said: &str) -> (std::path::PathBuf, String) {
+    let page = said
+        .lines()
+        .find_map(|l| l.strip_prefix("Report: open "))
+        .expect("the pages were drawn");
+    let page = std::path::PathBuf::from(page.trim());
+    let html = std::fs::read_to_string(&page).unwrap();
+    (page, html)
+}
+
+/// The gate's sentence by function, as the command printed it.
+fn sentence_by_function(said: &str) -> &str {
+    said.lines()
+        .find(|l| l.trim_start().starts_with("CPU per request by function:"))
+        .unwrap_or_else(|| panic!("no sentence by function: {said}"))
 }
