@@ -675,7 +675,12 @@ impl ByFunction {
             functions::compare(&pairs)
         };
         let candidate = against(&sampled(&rounds.candidate))?;
-        let control = rounds.control.as_ref().and_then(|c| against(&sampled(c)));
+        // The control's call tree is not drawn: its sentence says what it named.
+        let control = rounds
+            .control
+            .as_ref()
+            .and_then(|c| against(&sampled(c)))
+            .map(|f| functions::Functions { tree: None, ..f });
         Some(ByFunction { candidate, control })
     }
 }

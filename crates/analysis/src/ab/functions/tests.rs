@@ -1,8 +1,10 @@
 //! The estimator on simulated profiles: a server of 300 functions whose CPU per request falls
-//! off by rank (a few take most of it, a long tail a sample or two a run), a host whose CPU per
-//! request moves from round to round (5 %) and from run to run (3 %), each run's profile 3,000
-//! samples drawn at the functions' true shares, 8 rounds a sitting; with and without a real
-//! change to one function.
+//! off by rank (a few take most of it, a long tail a sample or two a run), on the host of
+//! [`super::super::tests`]' simulated sittings (the CPU per request drifts from run to run, an
+//! Ornstein–Uhlenbeck process of sd 4 % and correlation time 6 runs, plus 2 % of noise a run,
+//! and one run in 50 stalled, +15 %; each round's builds in a random order), each run's profile
+//! 3,000 samples drawn at the functions' true shares, 8 rounds a sitting; with and without a
+//! real change to one function.
 
 use super::*;
 use crate::capacity::random::Rng;
@@ -61,12 +63,24 @@ fn sitting(rng: &mut Rng, changed: usize, delta: f64) -> Functions {
     let base = server();
     let mut cand = base.clone();
     cand[changed] += delta;
+    let phi: f64 = (-1.0f64 / 6.0).exp();
+    let mut level = 0.04 * rng.normal();
     let runs: Vec<(Sampled, Sampled)> = (0..ROUNDS)
         .map(|_| {
-            let round = 0.05 * rng.normal();
-            let host = |rng: &mut Rng| (round + 0.03 * rng.normal()).exp();
-            let (hb, hc) = (host(rng), host(rng));
-            (run(rng, &base, hb), run(rng, &cand, hc))
+            let mut host = |rng: &mut Rng| {
+                level = phi * level + 0.04 * (1.0 - phi * phi).sqrt() * rng.normal();
+                let stall = if rng.uniform() < 0.02 { 0.15 } else { 0.0 };
+                (level + 0.02 * rng.normal() + stall).exp()
+            };
+            if rng.uniform() < 0.5 {
+                let hb = host(rng);
+                let hc = host(rng);
+                (run(rng, &base, hb), run(rng, &cand, hc))
+            } else {
+                let hc = host(rng);
+                let hb = host(rng);
+                (run(rng, &base, hb), run(rng, &cand, hc))
+            }
         })
         .collect();
     let rounds: Vec<(Option<&Sampled>, Option<&Sampled>)> =
