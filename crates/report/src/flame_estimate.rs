@@ -9,7 +9,7 @@
 //! colour and title are each path's own estimate. The page shows this very SVG inline, and
 //! writes it beside the page as a file: the two cannot disagree.
 
-use analysis::ab::functions::{CallTree, FunctionChange, Functions, FDR};
+use analysis::ab::functions::{signed_us, CallTree, FunctionChange, Functions, FDR};
 use maud::{html, Markup};
 
 /// The graph's width, pixels.
@@ -23,19 +23,9 @@ const TOP: f64 = 78.0;
 /// The label's font: monospace, about this wide a character.
 const CHAR: f64 = 6.7;
 
-/// "+12.3 µs", "−0.42 µs".
-fn us(v: f64) -> String {
-    let sign = if v < 0.0 { "−" } else { "+" };
-    if v.abs() >= 10.0 {
-        format!("{sign}{:.1} µs", v.abs())
-    } else {
-        format!("{sign}{:.2} µs", v.abs())
-    }
-}
-
 /// "12.3 µs", without a sign.
 fn plain_us(v: f64) -> String {
-    us(v).trim_start_matches(['+', '−']).to_string()
+    signed_us(v).trim_start_matches(['+', '−']).to_string()
 }
 
 /// A box's fill: grey within noise; red (grew) or blue (shrank) beyond it, deeper the larger
@@ -71,9 +61,9 @@ fn title(c: &FunctionChange, names: (&str, &str)) -> String {
         plain_us(c.baseline_us),
         names.1,
         plain_us(c.candidate_us),
-        us(c.difference_us),
-        us(c.low_us),
-        us(c.high_us),
+        signed_us(c.difference_us),
+        signed_us(c.low_us),
+        signed_us(c.high_us),
     )
 }
 

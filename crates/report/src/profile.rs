@@ -184,7 +184,7 @@ impl Accumulator {
         f.folded = f.stacks.iter().cloned().zip(self.stack_samples).collect();
         // Each function's own samples and its total (once per stack, however often a recursive
         // function appears in it), counted as the gate counts them; no CPU per request here.
-        let counted = analysis::ab::functions::Sampled::of(
+        let counted = analysis::ab::functions::Sampled::of_functions(
             f.folded
                 .iter()
                 .map(|(stack, &n)| (function_frames(stack), n)),

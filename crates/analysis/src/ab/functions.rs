@@ -82,6 +82,16 @@ pub struct Sampled {
     pub cpu_us: f64,
 }
 
+/// Adds `n` to `key`'s count, allocating its name only the first time it is seen.
+fn add(counts: &mut BTreeMap<String, u64>, key: &str, n: u64) {
+    match counts.get_mut(key) {
+        Some(c) => *c += n,
+        None => {
+            counts.insert(key.to_string(), n);
+        }
+    }
+}
+
 /// Whether a frame is named by a symbol: the probe writes one it could not name in brackets.
 fn named_frame(frame: &str) -> bool {
     !frame.starts_with('[')
@@ -89,8 +99,25 @@ fn named_frame(frame: &str) -> bool {
 
 impl Sampled {
     /// A run's profile from its stacks, each its function frames (outermost first, without the
-    /// process and the thread) and its samples, and the run's CPU per request, µs.
+    /// process and the thread) and its samples, and the run's CPU per request, µs: its
+    /// functions' samples and its call paths' ([`Sampled::paths`]).
     pub fn of<'a, S>(stacks: impl IntoIterator<Item = (S, u64)>, cpu_us: f64) -> Sampled
+    where
+        S: AsRef<[&'a str]>,
+    {
+        Sampled::count(stacks, cpu_us, true)
+    }
+
+    /// [`Sampled::of`] without the call paths: each function's own and total samples alone,
+    /// for a page's table of functions.
+    pub fn of_functions<'a, S>(stacks: impl IntoIterator<Item = (S, u64)>, cpu_us: f64) -> Sampled
+    where
+        S: AsRef<[&'a str]>,
+    {
+        Sampled::count(stacks, cpu_us, false)
+    }
+
+    fn count<'a, S>(stacks: impl IntoIterator<Item = (S, u64)>, cpu_us: f64, paths: bool) -> Sampled
     where
         S: AsRef<[&'a str]>,
     {
@@ -104,21 +131,23 @@ impl Sampled {
                 continue;
             };
             run.samples += n;
-            *run.own.entry((*innermost).to_string()).or_default() += n;
+            add(&mut run.own, innermost, n);
             if !named_frame(innermost) {
                 run.unnamed += n;
             }
             let distinct: BTreeSet<&str> = frames.iter().copied().collect();
             for f in distinct {
-                *run.total.entry(f.to_string()).or_default() += n;
+                add(&mut run.total, f, n);
             }
-            let mut path = String::new();
-            for (i, f) in frames.iter().enumerate() {
-                if i > 0 {
-                    path.push(';');
+            if paths {
+                let mut path = String::new();
+                for (i, f) in frames.iter().enumerate() {
+                    if i > 0 {
+                        path.push(';');
+                    }
+                    path.push_str(f);
+                    add(&mut run.paths, &path, n);
                 }
-                path.push_str(f);
-                *run.paths.entry(path.clone()).or_default() += n;
             }
         }
         run
@@ -212,8 +241,8 @@ pub struct Functions {
     /// The named functions' totals (they and what they called), each at its function's
     /// level.
     pub total: Vec<FunctionChange>,
-    /// The same estimate for each code path of the call tree: what a differential flame graph
-    /// is drawn from.
+    /// The same estimate for each code path of the call tree ([`call_tree`]): what a
+    /// differential flame graph is drawn from; the candidate's alone is kept.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tree: Option<CallTree>,
 }
@@ -306,18 +335,30 @@ fn widen(c: &mut FunctionChange, level: f64, rounds: usize) {
     c.high_us = c.difference_us + t * se;
 }
 
-/// The functions' changes over a comparison's rounds (each round's baseline run and candidate
-/// run, `None` where a run has no profile): `None` with fewer than [`MIN_ROUNDS`] rounds in
-/// which both runs were profiled.
-pub fn compare(rounds: &[(Option<&Sampled>, Option<&Sampled>)]) -> Option<Functions> {
+/// The rounds compared: both runs profiled, with samples and a CPU per request; `None` with
+/// fewer than [`MIN_ROUNDS`].
+fn compared<'a>(
+    rounds: &[(Option<&'a Sampled>, Option<&'a Sampled>)],
+) -> Option<Vec<(&'a Sampled, &'a Sampled)>> {
     let pairs: Vec<(&Sampled, &Sampled)> = rounds
         .iter()
         .filter_map(|(a, b)| Some(((*a)?, (*b)?)))
         .filter(|(a, b)| a.per_request(0).is_some() && b.per_request(0).is_some())
         .collect();
-    if pairs.len() < MIN_ROUNDS {
-        return None;
-    }
+    (pairs.len() >= MIN_ROUNDS).then_some(pairs)
+}
+
+/// The call tree's changes over the same rounds as [`compare`]'s ([`paths`]): what the
+/// differential flame graph is drawn from, `None` where [`compare`] gives none.
+pub fn call_tree(rounds: &[(Option<&Sampled>, Option<&Sampled>)]) -> Option<CallTree> {
+    compared(rounds).map(|pairs| paths::tree(&pairs))
+}
+
+/// The functions' changes over a comparison's rounds (each round's baseline run and candidate
+/// run, `None` where a run has no profile): `None` with fewer than [`MIN_ROUNDS`] rounds in
+/// which both runs were profiled.
+pub fn compare(rounds: &[(Option<&Sampled>, Option<&Sampled>)]) -> Option<Functions> {
+    let pairs = compared(rounds)?;
     let names: BTreeSet<&str> = pairs
         .iter()
         .flat_map(|(a, b)| a.own.keys().chain(b.own.keys()))
@@ -350,9 +391,8 @@ pub fn compare(rounds: &[(Option<&Sampled>, Option<&Sampled>)]) -> Option<Functi
             .sum::<f64>()
             / n
     };
-    let tree = paths::tree(&pairs);
     Some(Functions {
-        tree: Some(tree),
+        tree: None,
         rounds: pairs.len(),
         unprofiled: rounds.len() - pairs.len(),
         tested: own.len(),
@@ -367,7 +407,7 @@ pub fn compare(rounds: &[(Option<&Sampled>, Option<&Sampled>)]) -> Option<Functi
 }
 
 /// "+102.3 µs", "−4.1 µs", "+0.85 µs".
-fn signed_us(us: f64) -> String {
+pub fn signed_us(us: f64) -> String {
     let sign = if us < 0.0 { "−" } else { "+" };
     let a = us.abs();
     if a >= 10.0 {

@@ -666,21 +666,29 @@ impl ByFunction {
                 .collect()
         };
         let baseline = sampled(&rounds.baseline);
-        let against = |other: &[Option<functions::Sampled>]| {
-            let pairs: Vec<_> = baseline
-                .iter()
-                .zip(other)
+        fn paired<'a>(
+            a: &'a [Option<functions::Sampled>],
+            b: &'a [Option<functions::Sampled>],
+        ) -> Vec<(
+            Option<&'a functions::Sampled>,
+            Option<&'a functions::Sampled>,
+        )> {
+            a.iter()
+                .zip(b)
                 .map(|(a, b)| (a.as_ref(), b.as_ref()))
-                .collect();
-            functions::compare(&pairs)
+                .collect()
+        }
+        let runs = sampled(&rounds.candidate);
+        let pairs = paired(&baseline, &runs);
+        // The candidate's call tree is drawn; the control's sentence says what it named.
+        let candidate = functions::Functions {
+            tree: functions::call_tree(&pairs),
+            ..functions::compare(&pairs)?
         };
-        let candidate = against(&sampled(&rounds.candidate))?;
-        // The control's call tree is not drawn: its sentence says what it named.
         let control = rounds
             .control
             .as_ref()
-            .and_then(|c| against(&sampled(c)))
-            .map(|f| functions::Functions { tree: None, ..f });
+            .and_then(|c| functions::compare(&paired(&baseline, &sampled(c))));
         Some(ByFunction { candidate, control })
     }
 }

@@ -3,7 +3,7 @@
 //! change are grey although their share of the samples fell, and every box sits on its caller.
 
 use super::*;
-use analysis::ab::functions::{compare, Sampled};
+use analysis::ab::functions::{call_tree, compare, Sampled};
 
 /// A run: `parse` 60 µs, `hash` 20 µs + `added`, `log` 20 µs a request, each sampled at 5 a
 /// µs, give or take the round's jitter.
@@ -24,7 +24,10 @@ fn graph(added: f64) -> (Functions, String) {
     let runs: Vec<(Sampled, Sampled)> =
         (0..8).map(|k| (run(0.0, k), run(added, k + 100))).collect();
     let rounds: Vec<_> = runs.iter().map(|(a, b)| (Some(a), Some(b))).collect();
-    let f = compare(&rounds).unwrap();
+    let f = Functions {
+        tree: call_tree(&rounds),
+        ..compare(&rounds).unwrap()
+    };
     let svg = svg(&f, ("main", "slower")).unwrap();
     (f, svg)
 }

@@ -58,8 +58,26 @@ fn run(rng: &mut Rng, us: &[f64], host: f64) -> Sampled {
     Sampled::of(frames, sum * host)
 }
 
-/// A sitting of [`ROUNDS`] rounds, the candidate's function `changed` taking `delta` µs more.
+/// A sitting of [`ROUNDS`] rounds, the candidate's function `changed` taking `delta` µs more,
+/// compared function by function.
 fn sitting(rng: &mut Rng, changed: usize, delta: f64) -> Functions {
+    let runs = sitting_runs(rng, changed, delta);
+    compare(&paired(&runs)).unwrap()
+}
+
+/// The same sitting's call tree, with its functions' figures.
+fn sitting_tree(rng: &mut Rng, changed: usize, delta: f64) -> (Functions, CallTree) {
+    let runs = sitting_runs(rng, changed, delta);
+    let rounds = paired(&runs);
+    (compare(&rounds).unwrap(), call_tree(&rounds).unwrap())
+}
+
+fn paired(runs: &[(Sampled, Sampled)]) -> Vec<(Option<&Sampled>, Option<&Sampled>)> {
+    runs.iter().map(|(a, b)| (Some(a), Some(b))).collect()
+}
+
+/// Each round's (baseline, candidate) runs of such a sitting.
+fn sitting_runs(rng: &mut Rng, changed: usize, delta: f64) -> Vec<(Sampled, Sampled)> {
     let base = server();
     let mut cand = base.clone();
     cand[changed] += delta;
@@ -83,9 +101,7 @@ fn sitting(rng: &mut Rng, changed: usize, delta: f64) -> Functions {
             }
         })
         .collect();
-    let rounds: Vec<(Option<&Sampled>, Option<&Sampled>)> =
-        runs.iter().map(|(a, b)| (Some(a), Some(b))).collect();
-    compare(&rounds).unwrap()
+    runs
 }
 
 fn own<'a>(f: &'a Functions, name: &str) -> &'a FunctionChange {
@@ -237,8 +253,7 @@ fn the_call_tree_names_the_changed_path_and_its_callers_and_noise_only_at_the_ra
     let changed = ["all", "main", "caller0", "f20"];
     let (mut named, mut held, mut false_share) = (0, 0, 0.0);
     for _ in 0..sittings {
-        let f = sitting(&mut rng, 20, delta);
-        let tree = f.tree.as_ref().unwrap();
+        let (f, tree) = sitting_tree(&mut rng, 20, delta);
         assert_eq!(tree.paths[0].parent, None);
         for (i, p) in tree.paths.iter().enumerate().skip(1) {
             let parent = p.parent.unwrap();
@@ -269,10 +284,7 @@ fn the_call_tree_names_the_changed_path_and_its_callers_and_noise_only_at_the_ra
         assert!(tree.tested >= tree.paths.len());
     }
     let aa = (0..sittings)
-        .filter(|_| {
-            let f = sitting(&mut rng, 20, 0.0);
-            f.tree.as_ref().unwrap().named().count() > 0
-        })
+        .filter(|_| sitting_tree(&mut rng, 20, 0.0).1.named().count() > 0)
         .count();
     let fdr = false_share / sittings as f64;
     eprintln!(
