@@ -40,6 +40,7 @@ use store::run::StoredRun;
 
 use super::MIN_ROUNDS;
 
+pub mod knee;
 mod paths;
 pub use paths::{CallTree, PathChange, DRAWN_SHARE};
 
@@ -279,33 +280,68 @@ fn estimate(
     let cand: Vec<f64> = rounds.iter().map(|(_, b)| at(b)).collect();
     let diffs: Vec<f64> = base.iter().zip(&cand).map(|(a, b)| b - a).collect();
     let (mean, se, df) = mean_se(&diffs);
-    let p = if se > 0.0 {
-        StudentsT::new(0.0, 1.0, df as f64).map_or(1.0, |t| 2.0 * (1.0 - t.cdf((mean / se).abs())))
-    } else if mean == 0.0 {
-        1.0
-    } else {
-        0.0
-    };
-    let t975 = t_quantile(0.975, df);
-    let half = t975 * se;
-    FunctionChange {
-        name: name.to_string(),
-        part,
-        baseline_us: base.iter().sum::<f64>() / base.len() as f64,
-        candidate_us: cand.iter().sum::<f64>() / cand.len() as f64,
+    let avg = |xs: &[f64]| xs.iter().sum::<f64>() / xs.len() as f64;
+    Estimate {
+        baseline_us: avg(&base),
+        candidate_us: avg(&cand),
         difference_us: mean,
-        low_us: mean - half,
-        high_us: mean + half,
-        level: CONFIDENCE,
-        p,
-        named: false,
-        could_see_us: (t975 + t_quantile(0.8, df)) * se,
+        se,
+        df,
+    }
+    .change(name, part)
+}
+
+/// A change estimated with a standard error on `df` degrees of freedom (Student's t), before
+/// any function is named.
+struct Estimate {
+    baseline_us: f64,
+    candidate_us: f64,
+    difference_us: f64,
+    se: f64,
+    df: usize,
+}
+
+impl Estimate {
+    /// Its 95 % interval, its two-sided p-value against none and the smallest change it would
+    /// show, for the function `name`.
+    fn change(self, name: &str, part: Part) -> FunctionChange {
+        let Estimate {
+            baseline_us,
+            candidate_us,
+            difference_us: mean,
+            se,
+            df,
+        } = self;
+        let p = if se > 0.0 {
+            StudentsT::new(0.0, 1.0, df as f64)
+                .map_or(1.0, |t| 2.0 * (1.0 - t.cdf((mean / se).abs())))
+        } else if mean == 0.0 {
+            1.0
+        } else {
+            0.0
+        };
+        let t975 = t_quantile(0.975, df);
+        let half = t975 * se;
+        FunctionChange {
+            name: name.to_string(),
+            part,
+            baseline_us,
+            candidate_us,
+            difference_us: mean,
+            low_us: mean - half,
+            high_us: mean + half,
+            level: CONFIDENCE,
+            p,
+            named: false,
+            could_see_us: (t975 + t_quantile(0.8, df)) * se,
+        }
     }
 }
 
 /// Names the Benjamini–Hochberg selection at [`FDR`] among `changes` and widens the named
-/// ones' intervals to the false-coverage-rate level 1 − R·FDR/m.
-fn select(changes: &mut [FunctionChange], rounds: usize) {
+/// ones' intervals (Student's t on `df` degrees of freedom) to the false-coverage-rate level
+/// 1 − R·FDR/m.
+fn select(changes: &mut [FunctionChange], df: usize) {
     let m = changes.len();
     let mut ps: Vec<f64> = changes.iter().map(|c| c.p).collect();
     ps.sort_by(f64::total_cmp);
@@ -322,14 +358,14 @@ fn select(changes: &mut [FunctionChange], rounds: usize) {
     let level = 1.0 - named as f64 * FDR / m as f64;
     for c in changes.iter_mut().filter(|c| c.p <= cut) {
         c.named = true;
-        widen(c, level, rounds);
+        widen(c, level, df);
     }
 }
 
-/// Widens `c`'s 95 % interval over `rounds` to `level`.
-fn widen(c: &mut FunctionChange, level: f64, rounds: usize) {
-    let t = t_quantile(1.0 - (1.0 - level) / 2.0, rounds - 1);
-    let se = (c.high_us - c.difference_us) / t_quantile(0.975, rounds - 1);
+/// Widens `c`'s 95 % interval (Student's t on `df` degrees of freedom) to `level`.
+fn widen(c: &mut FunctionChange, level: f64, df: usize) {
+    let t = t_quantile(1.0 - (1.0 - level) / 2.0, df);
+    let se = (c.high_us - c.difference_us) / t_quantile(0.975, df);
     c.level = level;
     c.low_us = c.difference_us - t * se;
     c.high_us = c.difference_us + t * se;
@@ -351,7 +387,12 @@ fn compared<'a>(
 /// The call tree's changes over the same rounds as [`compare`]'s ([`paths`]): what the
 /// differential flame graph is drawn from, `None` where [`compare`] gives none.
 pub fn call_tree(rounds: &[(Option<&Sampled>, Option<&Sampled>)]) -> Option<CallTree> {
-    compared(rounds).map(|pairs| paths::tree(&pairs))
+    compared(rounds).map(|pairs| {
+        let runs: Vec<&Sampled> = pairs.iter().flat_map(|(a, b)| [*a, *b]).collect();
+        paths::tree(&runs, pairs.len() - 1, |name, count| {
+            estimate(name, Part::Total, &pairs, count)
+        })
+    })
 }
 
 /// The functions' changes over a comparison's rounds (each round's baseline run and candidate
@@ -368,7 +409,7 @@ pub fn compare(rounds: &[(Option<&Sampled>, Option<&Sampled>)]) -> Option<Functi
         .iter()
         .map(|name| change(name, Part::Own, &pairs))
         .collect();
-    select(&mut own, pairs.len());
+    select(&mut own, pairs.len() - 1);
     own.sort_by(|a, b| {
         b.named
             .cmp(&a.named)
@@ -381,7 +422,7 @@ pub fn compare(rounds: &[(Option<&Sampled>, Option<&Sampled>)]) -> Option<Functi
         .filter(|c| c.named)
         .map(|c| {
             let mut t = change(&c.name, Part::Total, &pairs);
-            widen(&mut t, c.level, pairs.len());
+            widen(&mut t, c.level, pairs.len() - 1);
             t
         })
         .collect();
@@ -430,6 +471,32 @@ impl FunctionChange {
 }
 
 impl Functions {
+    /// The largest change a function's figures could have hidden, µs a request: the noisiest
+    /// function's [`FunctionChange::could_see_us`].
+    pub fn could_hide_us(&self) -> f64 {
+        self.own
+            .iter()
+            .map(|c| c.could_see_us)
+            .filter(|v| v.is_finite())
+            .fold(0.0_f64, f64::max)
+    }
+
+    /// "; 7 % and 6 % of the samples had no symbol (…): where that CPU went is not said", or
+    /// nothing when both builds' shares are under [`UNNAMED_SAID`].
+    pub fn unnamed_said(&self) -> String {
+        let (a, b) = self.unnamed;
+        if a.max(b) > UNNAMED_SAID {
+            format!(
+                "; {:.0} % and {:.0} % of the samples had no symbol (a JIT without a perf map, \
+                 a binary stripped): where that CPU went is not said",
+                a * 100.0,
+                b * 100.0
+            )
+        } else {
+            String::new()
+        }
+    }
+
     /// The named functions.
     pub fn named(&self) -> impl Iterator<Item = &FunctionChange> {
         self.own.iter().filter(|c| c.named)
@@ -452,16 +519,10 @@ impl Functions {
             }
         );
         let mut s = if named.is_empty() {
-            let biggest = self
-                .own
-                .iter()
-                .map(|c| c.could_see_us)
-                .filter(|v| v.is_finite())
-                .fold(0.0_f64, f64::max);
             format!(
                 "no function's CPU per request moved beyond noise ({tested}; the noisiest \
                  could have hidden a change of {} a request)",
-                signed_us(biggest).trim_start_matches('+')
+                signed_us(self.could_hide_us()).trim_start_matches('+')
             )
         } else {
             let sum: f64 = named.iter().map(|c| c.difference_us).sum();
@@ -485,15 +546,7 @@ impl Functions {
                 list.join(", ")
             )
         };
-        let (a, b) = self.unnamed;
-        if a.max(b) > UNNAMED_SAID {
-            s.push_str(&format!(
-                "; {:.0} % and {:.0} % of the samples had no symbol (a JIT without a perf map, \
-                 a binary stripped): where that CPU went is not said",
-                a * 100.0,
-                b * 100.0
-            ));
-        }
+        s.push_str(&self.unnamed_said());
         s
     }
 }

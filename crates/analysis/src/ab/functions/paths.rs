@@ -20,7 +20,7 @@ use std::collections::{BTreeSet, HashMap};
 
 use serde::{Deserialize, Serialize};
 
-use super::{estimate, select, FunctionChange, Part, Sampled};
+use super::{select, FunctionChange, Sampled};
 
 /// A path narrower in the candidate than this share of its CPU per request is not kept: in a
 /// graph 1,200 pixels wide it would be under a pixel and a quarter.
@@ -60,23 +60,28 @@ impl CallTree {
     }
 }
 
-/// The call tree of `pairs` (each round's baseline and candidate run, at least
-/// [`super::MIN_ROUNDS`]).
-pub(super) fn tree(pairs: &[(&Sampled, &Sampled)]) -> CallTree {
-    let keys: BTreeSet<&str> = pairs
+/// The call tree of `runs` (every run compared), each path's change estimated by `estimate`
+/// (its name, and how many of a run's samples are the path's) with Student's t on `df`
+/// degrees of freedom.
+pub(super) fn tree(
+    runs: &[&Sampled],
+    df: usize,
+    estimate: impl Fn(&str, &dyn Fn(&Sampled) -> u64) -> FunctionChange,
+) -> CallTree {
+    let keys: BTreeSet<&str> = runs
         .iter()
-        .flat_map(|(a, b)| a.paths.keys().chain(b.paths.keys()))
+        .flat_map(|run| run.paths.keys())
         .map(String::as_str)
         .collect();
     // The root, then the paths in order: a caller's path sorts before every path it starts.
-    let mut changes = vec![estimate(ROOT, Part::Total, pairs, |run| run.samples)];
+    let mut changes = vec![estimate(ROOT, &|run: &Sampled| run.samples)];
     changes.extend(keys.iter().map(|key| {
         let name = key.rsplit(';').next().unwrap_or(key);
-        estimate(name, Part::Total, pairs, |run| {
+        estimate(name, &|run: &Sampled| {
             run.paths.get(*key).copied().unwrap_or(0)
         })
     }));
-    select(&mut changes, pairs.len());
+    select(&mut changes, df);
     let tested = changes.len();
     let mut changes = changes.into_iter();
     let Some(root) = changes.next() else {

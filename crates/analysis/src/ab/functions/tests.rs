@@ -9,14 +9,14 @@
 use super::*;
 use crate::capacity::random::Rng;
 
-const FUNCTIONS: usize = 300;
+pub(super) const FUNCTIONS: usize = 300;
 const SAMPLES: usize = 3_000;
 const ROUNDS: usize = 8;
 /// The server's CPU per request, µs, before any change.
 const CPU_US: f64 = 200.0;
 
 /// Each function's CPU per request, µs: rank i takes a share ∝ 1 / (i + 1)^1.1.
-fn server() -> Vec<f64> {
+pub(super) fn server() -> Vec<f64> {
     let w: Vec<f64> = (0..FUNCTIONS)
         .map(|i| 1.0 / ((i + 1) as f64).powf(1.1))
         .collect();
@@ -32,6 +32,11 @@ fn stack(i: usize) -> Vec<String> {
 /// One run of a server whose functions take `us` µs a request, on a host at `host` (its
 /// factor on every function's CPU): its profile of [`SAMPLES`] samples at the true shares.
 fn run(rng: &mut Rng, us: &[f64], host: f64) -> Sampled {
+    sampled(rng, us, host, SAMPLES)
+}
+
+/// [`run`] with `samples` samples.
+pub(super) fn sampled(rng: &mut Rng, us: &[f64], host: f64, samples: usize) -> Sampled {
     let sum: f64 = us.iter().sum();
     let mut cumulative = Vec::with_capacity(us.len());
     let mut acc = 0.0;
@@ -40,7 +45,7 @@ fn run(rng: &mut Rng, us: &[f64], host: f64) -> Sampled {
         cumulative.push(acc);
     }
     let mut counts = vec![0u64; us.len()];
-    for _ in 0..SAMPLES {
+    for _ in 0..samples {
         let x = rng.uniform();
         let i = cumulative.partition_point(|c| *c < x).min(us.len() - 1);
         counts[i] += 1;

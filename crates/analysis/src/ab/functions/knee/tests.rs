@@ -1,0 +1,226 @@
+//! The knee's estimator on simulated searches: the server of [`super::super::tests`] (300
+//! functions, 200 µs a request) plus a lock whose spin's CPU per request depends on the rate,
+//! searched for a capacity of 1,000 req/s in a search's order of steps (a coarse climb, then
+//! fine steps up and down beside the knee), each step a run on the drifting host of the gate's
+//! simulation (an Ornstein–Uhlenbeck process of sd 4 % and correlation time 6 steps, 2 % of
+//! noise a step, one step in 50 stalled, +15 %), its profile 3,000 samples at the capacity and
+//! fewer in proportion below it.
+
+use super::super::tests::{sampled, server};
+use super::*;
+use crate::capacity::random::Rng;
+
+const CAPACITY: f64 = 1_000.0;
+/// Samples of a step at the capacity.
+const SAMPLES: f64 = 3_000.0;
+
+/// A search's steps: its rate and whether it passed, in the order run.
+const STEPS: [(f64, bool); 10] = [
+    (250.0, true),
+    (500.0, true),
+    (1_000.0, false),
+    (750.0, true),
+    (875.0, true),
+    (940.0, false),
+    (810.0, true),
+    (905.0, false),
+    (840.0, true),
+    (870.0, true),
+];
+
+/// The lock is the server's last function.
+fn lock_name() -> String {
+    format!("f{}", super::super::tests::FUNCTIONS)
+}
+
+/// One simulated search of a server whose lock takes `lock(rate)` µs a request.
+fn search(rng: &mut Rng, lock: impl Fn(f64) -> f64) -> Vec<(f64, bool, Sampled)> {
+    let phi: f64 = (-1.0f64 / 6.0).exp();
+    let mut level = 0.04 * rng.normal();
+    STEPS
+        .iter()
+        .map(|&(rate, passed)| {
+            level = phi * level + 0.04 * (1.0 - phi * phi).sqrt() * rng.normal();
+            let stall = if rng.uniform() < 0.02 { 0.15 } else { 0.0 };
+            let host = (level + 0.02 * rng.normal() + stall).exp();
+            let mut us = server();
+            us.push(lock(rate));
+            let samples = (SAMPLES * rate / CAPACITY) as usize;
+            (rate, passed, sampled(rng, &us, host, samples))
+        })
+        .collect()
+}
+
+fn knee_of(steps: &[(f64, bool, Sampled)]) -> Knee {
+    let steps: Vec<KneeStep> = steps
+        .iter()
+        .map(|(rate, passed, run)| KneeStep {
+            rate: *rate,
+            passed: *passed,
+            run: Some(run),
+        })
+        .collect();
+    knee(&steps, CAPACITY).unwrap()
+}
+
+/// A lock whose spin grows with the rate (2 µs a request at a quarter of the capacity, 4.5 at
+/// half, 42 at it: 1 % of the CPU to 17 %) is named as having grown, first, in nearly every
+/// search, and of the functions named, on average 5 % or fewer did not change.
+#[test]
+fn a_lock_that_grows_with_the_rate_is_named_at_the_knee_and_little_else() {
+    let mut rng = Rng::new(59);
+    let lock = lock_name();
+    let sittings = 300;
+    let (mut first, mut false_share) = (0, 0.0);
+    for _ in 0..sittings {
+        let k = knee_of(&search(&mut rng, |r| 2.0 + 40.0 * (r / CAPACITY).powi(4)));
+        if k.grew().next().is_some_and(|c| c.name == lock) {
+            first += 1;
+        }
+        let named: Vec<&FunctionChange> = k.functions.named().collect();
+        let wrong = named.iter().filter(|c| c.name != lock).count();
+        false_share += wrong as f64 / named.len().max(1) as f64;
+    }
+    let fdr = false_share / sittings as f64;
+    // Measured: 294 of 300, a false discovery rate of 3.5 %.
+    assert!(
+        first >= 285,
+        "the lock named first in {first} of {sittings}"
+    );
+    assert!(fdr <= 0.06, "false discovery rate {fdr:.3}");
+}
+
+/// With no function's CPU per request depending on the rate, a search names one about one
+/// time in twenty (Benjamini–Hochberg keeps the chance of naming any at 5 % when none
+/// changed), and each function's p-value is uniform: its trend test holds its level on these
+/// counts, this host and these steps.
+#[test]
+fn with_nothing_growing_a_search_names_a_function_about_one_time_in_twenty() {
+    let mut rng = Rng::new(60);
+    let sittings = 300;
+    let (mut naming, mut tests, mut below) = (0, 0, 0);
+    for _ in 0..sittings {
+        let k = knee_of(&search(&mut rng, |_| 2.0));
+        if k.functions.named().next().is_some() {
+            naming += 1;
+        }
+        for c in &k.functions.own[..k.functions.tested] {
+            tests += 1;
+            if c.p < 0.05 {
+                below += 1;
+            }
+        }
+    }
+    // Measured: 18 of 300; 4.3 % of the p-values below 0.05.
+    assert!(
+        naming <= 30,
+        "{naming} of {sittings} searches named a function"
+    );
+    let share = below as f64 / tests as f64;
+    assert!(
+        (0.035..=0.065).contains(&share),
+        "{share:.4} of {tests} p-values below 0.05"
+    );
+}
+
+/// On a lock whose CPU per request grows in a straight line with the rate (2 µs at half the
+/// capacity, +20 µs for each further 500 req/s), the named lock's interval holds the change
+/// from the passing steps' mean rate to the failing steps' at least as often as its level
+/// promises.
+#[test]
+fn a_named_functions_interval_holds_its_change_on_a_straight_line() {
+    let mut rng = Rng::new(61);
+    let lock = lock_name();
+    let sittings = 300;
+    let (mut named, mut held) = (0, 0);
+    for _ in 0..sittings {
+        let k = knee_of(&search(&mut rng, |r| 2.0 + 20.0 * (r - 500.0) / 500.0));
+        let Some(c) = k.functions.named().find(|c| c.name == lock) else {
+            continue;
+        };
+        named += 1;
+        let truth = 20.0 * (k.failing.mean - k.passing.mean) / 500.0;
+        if c.low_us <= truth && truth <= c.high_us {
+            held += 1;
+        }
+    }
+    assert!(named >= 285, "named in {named} of {sittings}");
+    assert!(
+        held as f64 >= 0.95 * named as f64,
+        "held in {held} of {named}"
+    );
+}
+
+/// Too few steps, or no failing step above a passing one within the window: no knee.
+#[test]
+fn a_knee_needs_steps_that_pass_and_fail_around_the_capacity() {
+    let run = Sampled::of([(vec!["main", "work"], 100)], 100.0);
+    let step = |rate: f64, passed: bool| KneeStep {
+        rate,
+        passed,
+        run: Some(&run),
+    };
+    assert!(knee(
+        &[step(600.0, true), step(800.0, true), step(1_100.0, false)],
+        CAPACITY
+    )
+    .is_none());
+    let all_pass: Vec<KneeStep> = [600.0, 700.0, 800.0, 900.0].map(|r| step(r, true)).to_vec();
+    assert!(knee(&all_pass, CAPACITY).is_none());
+    // Steps outside a factor of two of the capacity are not the knee's.
+    let far = [
+        step(100.0, true),
+        step(200.0, true),
+        step(3_000.0, false),
+        step(4_000.0, false),
+    ];
+    assert!(knee(&far, CAPACITY).is_none());
+    let unprofiled = KneeStep {
+        rate: 900.0,
+        passed: true,
+        run: None,
+    };
+    let k = knee(
+        &[
+            step(600.0, true),
+            step(800.0, true),
+            step(1_100.0, false),
+            step(1_200.0, false),
+            unprofiled,
+        ],
+        CAPACITY,
+    )
+    .unwrap();
+    assert_eq!(k.unprofiled, 1);
+    assert_eq!(k.passing.text(), "2 steps at 600–800 req/s");
+    assert_eq!(k.failing.text(), "2 steps at 1100–1200 req/s");
+}
+
+/// The sentence names what grew with its shares and its interval, and says what was tested;
+/// the limit's citation is its first clause.
+#[test]
+fn the_knee_says_what_grew_in_words() {
+    let mut rng = Rng::new(62);
+    let k = knee_of(&search(&mut rng, |r| 2.0 + 40.0 * (r / CAPACITY).powi(4)));
+    let lock = lock_name();
+    let said = k.sentence();
+    assert!(
+        said.starts_with("From the passing steps (6 steps at 500–875 req/s) to the failing ones (3 steps at 905–1000 req/s)"),
+        "{said}"
+    );
+    assert!(said.contains(&format!("`{lock}` grew from ")), "{said}");
+    assert!(
+        said.contains("over 9 steps, each a line against the rate"),
+        "{said}"
+    );
+    assert!(said.contains("5 % false discovery rate"), "{said}");
+    let cited = k.cited().unwrap();
+    assert!(
+        cited.starts_with(&format!("at the knee `{lock}` grew from "))
+            && cited.ends_with(" a request)"),
+        "{cited}"
+    );
+    // Its share rose: the failing steps' above the passing steps'.
+    let s = &k.shares[0];
+    assert!(s.name == lock && s.failing > s.passing, "{s:?}");
+}
