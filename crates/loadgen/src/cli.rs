@@ -393,6 +393,11 @@ pub struct TargetArgs {
     /// whose capacity is 1 / DURATION requests a second.
     #[arg(long, value_name = "DURATION", default_value = "0s", value_parser = parse_duration)]
     pub work: Duration,
+    /// Serve on two worker threads, each request's --work done holding one lock they share,
+    /// the other thread spinning for it (`wait_for_lock`): a server whose lock contention
+    /// grows with its load.
+    #[arg(long, requires = "work")]
+    pub lock: bool,
 }
 
 /// How to print the summary.

@@ -104,9 +104,10 @@ fn layout(tree: &CallTree) -> Vec<(f64, f64, usize)> {
     boxes
 }
 
-/// The differential flame graph of a gate's `functions` (the candidate's, against the
-/// baseline; `names` are the two builds'), as an SVG document; `None` without a call tree.
-pub fn svg(functions: &Functions, names: (&str, &str)) -> Option<String> {
+/// The differential flame graph of `functions` (the candidate's against the baseline's;
+/// `names` the two, "main" and "pr", "the passing steps" and "the failing steps"; `over` what
+/// the estimates are over, "8 rounds"), as an SVG document; `None` without a call tree.
+pub fn svg(functions: &Functions, names: (&str, &str), over: &str) -> Option<String> {
     let tree = functions.tree.as_ref().filter(|t| !t.paths.is_empty())?;
     let boxes = layout(tree);
     let depth = boxes.iter().map(|b| b.2).max().unwrap_or(0);
@@ -119,16 +120,15 @@ pub fn svg(functions: &Functions, names: (&str, &str)) -> Option<String> {
     let named = tree.named().count();
     let lines = [
         format!(
-            "Each box a call path, as wide as {}'s CPU per request on it ({} in all); red: more than {}'s, blue: less, beyond noise; grey: within noise.",
+            "Each box a call path, as wide as the CPU per request on it in {} ({} in all); red: more than in {}, blue: less, beyond noise; grey: within noise.",
             names.1,
             plain_us(root.candidate_us),
             names.0
         ),
         format!(
-            "{named} of {} call paths named as changed ({:.0} % false discovery rate, {} rounds); hover a box for both builds' µs a request and its interval.",
+            "{named} of {} call paths named as changed ({:.0} % false discovery rate, {over}); hover a box for the µs a request of both and its interval.",
             tree.tested,
             FDR * 100.0,
-            functions.rounds
         ),
         match &tree.hidden_largest {
             Some(h) => format!(

@@ -20,8 +20,10 @@
 //! - Its renderers, which import the model and nothing from the pages above them: `plot`,
 //!   a chart's SVG with plotters; [`heatmap`], a heatmap's SVG written by hand (each cell's
 //!   count in it); `flame`, a profile's flame graphs with inferno; [`flame_estimate`], a
-//!   gate's differential flame graph drawn from its call paths' estimates; the pages' script
+//!   gate's (or a search's knee's) differential flame graph drawn from its call paths' estimates; the pages' script
 //!   (`assets/showdown.js`) draws each chart's `ChartData`.
+//! - [`knee`]: a search's steps' profiles over their judged windows, for what grew with the
+//!   rate at its knee (`analysis::ab::functions::knee`) and its differential flame graph.
 //! - [`flame_data`]: a profile's stacks per slice of the run, the data the page's window
 //!   flame graph draws (the window the charts are zoomed to, and it against the rest).
 //! - [`assets`]: the files beside the pages (uPlot, vendored and pinned; the pages' script).
@@ -42,6 +44,7 @@ mod flame;
 pub mod flame_data;
 pub mod flame_estimate;
 pub mod heatmap;
+pub mod knee;
 pub mod model;
 pub mod pages;
 mod plot;

@@ -262,7 +262,9 @@ impl Writer<'_> {
             let Some(f) = g.functions.as_ref() else {
                 continue;
             };
-            let Some(svg) = crate::flame_estimate::svg(&f.candidate, (&g.baseline, &g.candidate))
+            let over = format!("{} rounds", f.candidate.rounds);
+            let Some(svg) =
+                crate::flame_estimate::svg(&f.candidate, (&g.baseline, &g.candidate), &over)
             else {
                 continue;
             };
@@ -524,7 +526,18 @@ pub async fn write(store: &Store, options: &SiteOptions) -> Result<Site, ReportE
         match drawn {
             Ok(charts) => {
                 let relative = pages::search_path(&search.id);
-                w.page(&relative, pages::search_page(&search, &charts, &cache))?;
+                let found = crate::knee::of(&search, &cache);
+                let graph = match found.knee().and_then(crate::knee::svg) {
+                    Some(svg) => Some(pages::KneeGraph {
+                        file: w.beside(&relative, "knee.svg", svg.as_bytes())?,
+                        svg,
+                    }),
+                    None => None,
+                };
+                w.page(
+                    &relative,
+                    pages::search_page(&search, &charts, &cache, &found, graph.as_ref()),
+                )?;
                 index
                     .searches
                     .push((search.name.clone(), pages::finding(&search), relative));

@@ -222,6 +222,9 @@ pub struct FunctionChange {
     /// The smallest change these rounds would show 80 % of the time at 95 %, µs a request:
     /// (t₀.₉₇₅ + t₀.₈) × the standard error of the mean difference.
     pub could_see_us: f64,
+    /// The degrees of freedom of its Student's t (the rounds less one for a gate's).
+    #[serde(default)]
+    pub df: f64,
 }
 
 /// Where the CPU per request changed between two builds, function by function.
@@ -249,8 +252,8 @@ pub struct Functions {
 }
 
 /// Student's t's quantile at `q` with `df` degrees of freedom.
-fn t_quantile(q: f64, df: usize) -> f64 {
-    StudentsT::new(0.0, 1.0, df as f64).map_or(f64::INFINITY, |t| t.inverse_cdf(q))
+fn t_quantile(q: f64, df: f64) -> f64 {
+    StudentsT::new(0.0, 1.0, df).map_or(f64::INFINITY, |t| t.inverse_cdf(q))
 }
 
 /// Mean, standard error and degrees of freedom of `xs`.
@@ -286,7 +289,7 @@ fn estimate(
         candidate_us: avg(&cand),
         difference_us: mean,
         se,
-        df,
+        df: df as f64,
     }
     .change(name, part)
 }
@@ -298,7 +301,7 @@ struct Estimate {
     candidate_us: f64,
     difference_us: f64,
     se: f64,
-    df: usize,
+    df: f64,
 }
 
 impl Estimate {
@@ -313,8 +316,7 @@ impl Estimate {
             df,
         } = self;
         let p = if se > 0.0 {
-            StudentsT::new(0.0, 1.0, df as f64)
-                .map_or(1.0, |t| 2.0 * (1.0 - t.cdf((mean / se).abs())))
+            StudentsT::new(0.0, 1.0, df).map_or(1.0, |t| 2.0 * (1.0 - t.cdf((mean / se).abs())))
         } else if mean == 0.0 {
             1.0
         } else {
@@ -334,14 +336,14 @@ impl Estimate {
             p,
             named: false,
             could_see_us: (t975 + t_quantile(0.8, df)) * se,
+            df,
         }
     }
 }
 
 /// Names the Benjamini–Hochberg selection at [`FDR`] among `changes` and widens the named
-/// ones' intervals (Student's t on `df` degrees of freedom) to the false-coverage-rate level
-/// 1 − R·FDR/m.
-fn select(changes: &mut [FunctionChange], df: usize) {
+/// ones' intervals to the false-coverage-rate level 1 − R·FDR/m.
+fn select(changes: &mut [FunctionChange]) {
     let m = changes.len();
     let mut ps: Vec<f64> = changes.iter().map(|c| c.p).collect();
     ps.sort_by(f64::total_cmp);
@@ -358,14 +360,14 @@ fn select(changes: &mut [FunctionChange], df: usize) {
     let level = 1.0 - named as f64 * FDR / m as f64;
     for c in changes.iter_mut().filter(|c| c.p <= cut) {
         c.named = true;
-        widen(c, level, df);
+        widen(c, level);
     }
 }
 
-/// Widens `c`'s 95 % interval (Student's t on `df` degrees of freedom) to `level`.
-fn widen(c: &mut FunctionChange, level: f64, df: usize) {
-    let t = t_quantile(1.0 - (1.0 - level) / 2.0, df);
-    let se = (c.high_us - c.difference_us) / t_quantile(0.975, df);
+/// Widens `c`'s 95 % interval (Student's t on its degrees of freedom) to `level`.
+fn widen(c: &mut FunctionChange, level: f64) {
+    let t = t_quantile(1.0 - (1.0 - level) / 2.0, c.df);
+    let se = (c.high_us - c.difference_us) / t_quantile(0.975, c.df);
     c.level = level;
     c.low_us = c.difference_us - t * se;
     c.high_us = c.difference_us + t * se;
@@ -389,7 +391,7 @@ fn compared<'a>(
 pub fn call_tree(rounds: &[(Option<&Sampled>, Option<&Sampled>)]) -> Option<CallTree> {
     compared(rounds).map(|pairs| {
         let runs: Vec<&Sampled> = pairs.iter().flat_map(|(a, b)| [*a, *b]).collect();
-        paths::tree(&runs, pairs.len() - 1, |name, count| {
+        paths::tree(&runs, 0, |name, count| {
             estimate(name, Part::Total, &pairs, count)
         })
     })
@@ -409,7 +411,7 @@ pub fn compare(rounds: &[(Option<&Sampled>, Option<&Sampled>)]) -> Option<Functi
         .iter()
         .map(|name| change(name, Part::Own, &pairs))
         .collect();
-    select(&mut own, pairs.len() - 1);
+    select(&mut own);
     own.sort_by(|a, b| {
         b.named
             .cmp(&a.named)
@@ -422,7 +424,7 @@ pub fn compare(rounds: &[(Option<&Sampled>, Option<&Sampled>)]) -> Option<Functi
         .filter(|c| c.named)
         .map(|c| {
             let mut t = change(&c.name, Part::Total, &pairs);
-            widen(&mut t, c.level, pairs.len() - 1);
+            widen(&mut t, c.level);
             t
         })
         .collect();

@@ -19,7 +19,7 @@
 use std::convert::Infallible;
 use std::io;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -53,6 +53,11 @@ pub struct TargetConfig {
     /// else meanwhile: a server whose capacity is known, 1 / `work` requests a second.
     pub work: Duration,
     pub stall: Option<Stall>,
+    /// Serve on two worker threads instead of one, each request's `work` done holding one
+    /// lock they share, the other thread waiting for it by spinning ([`wait_for_lock`]): a
+    /// server whose lock contention grows with its load, as a profile shows. A `stall` then
+    /// freezes one of the two.
+    pub lock: bool,
     /// Keep, for every request, its path and query and when its response was ready: the
     /// server-side truth that tests hold the generator's figures against.
     pub record_responses: bool,
@@ -135,9 +140,17 @@ impl TargetServer {
         let addr = listener.local_addr()?;
         let stats = Arc::new(TargetStats::default());
         let (stop, stopped) = oneshot::channel();
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()?;
+        let runtime = if config.lock {
+            tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(2)
+                .thread_name("target-worker")
+                .enable_all()
+                .build()?
+        } else {
+            tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()?
+        };
         let thread_stats = stats.clone();
         let thread = std::thread::Builder::new()
             .name("target".into())
@@ -186,6 +199,7 @@ async fn serve(
         tokio::spawn(stall_periodically(stall, stats.clone()));
     }
     let builder = Arc::new(auto::Builder::new(TokioExecutor::new()));
+    let lock = config.lock.then(|| Arc::new(AtomicBool::new(false)));
     loop {
         let accepted = tokio::select! {
             _ = &mut stopped => return,
@@ -201,11 +215,14 @@ async fn serve(
         };
         let _ = stream.set_nodelay(true);
         let (builder, stats) = (builder.clone(), stats.clone());
-        let (service_time, work, record) =
-            (config.service_time, config.work, config.record_responses);
+        let work = Work {
+            service_time: config.service_time,
+            cpu: config.work,
+            lock: lock.clone(),
+            record: config.record_responses,
+        };
         tokio::spawn(async move {
-            let service =
-                service_fn(move |req| handle(req, service_time, work, record, stats.clone()));
+            let service = service_fn(move |req| handle(req, work.clone(), stats.clone()));
             let _ = builder
                 .serve_connection(TokioIo::new(stream), service)
                 .await;
@@ -245,13 +262,38 @@ fn spin(work: Duration) {
     }
 }
 
+/// Waits for `lock` by spinning until it is free and taken, in a function of its own so that
+/// a profile names the lock's contention (`wait_for_lock`): the longer the lock is held by the
+/// other thread, the more of the server's CPU is spent here.
+#[inline(never)]
+fn wait_for_lock(lock: &AtomicBool) {
+    while lock
+        .compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed)
+        .is_err()
+    {
+        while lock.load(Ordering::Relaxed) {
+            std::hint::spin_loop();
+        }
+    }
+}
+
+/// How an ordinary request is served.
+#[derive(Clone)]
+struct Work {
+    service_time: Duration,
+    /// CPU spent on it ([`spin`]).
+    cpu: Duration,
+    /// The lock held while spending it, when the server has one.
+    lock: Option<Arc<AtomicBool>>,
+    record: bool,
+}
+
 async fn handle(
     req: Request<Incoming>,
-    service_time: Duration,
-    work: Duration,
-    record: bool,
+    work: Work,
     stats: Arc<TargetStats>,
 ) -> Result<Response<Full<Bytes>>, Infallible> {
+    let (service_time, record) = (work.service_time, work.record);
     stats.enter();
     let target = req.uri().path_and_query().map(|p| p.to_string());
     let path = req.uri().path().to_string();
@@ -272,8 +314,15 @@ async fn handle(
         if !service_time.is_zero() {
             tokio::time::sleep(service_time).await;
         }
-        if !work.is_zero() {
-            spin(work);
+        if !work.cpu.is_zero() {
+            match &work.lock {
+                Some(lock) => {
+                    wait_for_lock(lock);
+                    spin(work.cpu);
+                    lock.store(false, Ordering::Release);
+                }
+                None => spin(work.cpu),
+            }
         }
         let now = SystemTime::now()
             .duration_since(UNIX_EPOCH)
@@ -304,6 +353,7 @@ pub async fn serve_until_stdin_closes(args: &crate::cli::TargetArgs) -> Result<(
             service_time: args.service_time,
             work: args.work,
             stall,
+            lock: args.lock,
             record_responses: false,
         },
     )

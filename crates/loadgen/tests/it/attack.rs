@@ -80,6 +80,7 @@ fn a_stall_shows_in_corrected_latency_and_hides_in_service_time() {
         work: Duration::ZERO,
         stall: Some(stall),
         record_responses: true,
+        ..TargetConfig::default()
     })
     .unwrap();
     let url = target.url("/now?seq={{seq}}");

@@ -1657,3 +1657,100 @@ fn sentence_by_function(said: &str) -> &str {
         .find(|l| l.trim_start().starts_with("CPU per request by function:"))
         .unwrap_or_else(|| panic!("no sentence by function: {said}"))
 }
+
+/// A profiled search of a server whose lock contention grows with its load (the built-in
+/// target's two worker threads sharing one lock, the one that waits spinning for it, both on
+/// one CPU): at its knee the search page names the lock's frame (`wait_for_lock`) as what grew
+/// with the rate, with its shares on either side and its interval, the limit's sentence cites
+/// it (on the search's page and on the experiment's), and the differential flame graph drawn
+/// from the same estimates colours the lock's box as grown, the page showing the very SVG
+/// written beside it.
+#[test]
+fn a_search_of_a_server_whose_lock_contention_grows_names_the_lock_at_the_knee() {
+    let _cpu = one_search_at_a_time();
+    let work = tempfile::tempdir().unwrap();
+    let db = format!("sqlite://{}/runs.db", work.path().display());
+    let site = work.path().join("site");
+    let file = write(
+        work.path(),
+        "knee.toml",
+        &format!(
+            r#"
+name = "knee"
+question = "What grows at the locked server's knee?"
+pre_roll = "200ms"
+post_roll = "200ms"
+profile = true
+profile_hz = 999
+
+[placement]
+gun_cpus = "0"
+target_cpus = "1"
+
+[search]
+slo = ["p99<=20ms", "errors<=1%"]
+step = "1s"
+warmup = "300ms"
+
+[[target]]
+name = "locked"
+command = ["{LOADGEN}", "target", "--listen", "127.0.0.1:{{port}}", "--work", "1ms", "--lock"]
+
+[load]
+path = "/"
+"#
+        ),
+    );
+    let out = experiment(&["run", &file, "--report", site.to_str().unwrap()], &db, "");
+    let said = text(&out);
+    assert!(out.status.success(), "{said}");
+    let page = std::fs::read_dir(site.join("searches"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|e| e == "html"))
+        .expect("the search's page");
+    let html = std::fs::read_to_string(&page).unwrap();
+    let lock = "`loadgen::commands::target::wait_for_lock`";
+    let sentence = html
+        .split("id=\"knee\"")
+        .nth(1)
+        .and_then(|s| s.split("</p>").next())
+        .unwrap_or_else(|| panic!("no knee on the page: {html}"));
+    assert!(
+        sentence.contains(&format!("{lock} grew +")) && sentence.contains(" a request (interval +"),
+        "the lock is not named as grown: {sentence}"
+    );
+    assert!(sentence.contains("5 % false discovery rate"), "{sentence}");
+    // The limit's sentence cites it, here and on the experiment's page.
+    let cited = format!("at the knee {lock} grew from ");
+    let limit = html
+        .split("What limited the server at")
+        .nth(1)
+        .and_then(|s| s.split("</summary>").next())
+        .unwrap_or_else(|| panic!("no limit: {html}"));
+    assert!(limit.contains(&cited), "{limit}");
+    assert!(
+        experiment_page(&site).contains(&cited),
+        "the experiment's page does not cite it"
+    );
+    // The graph beside the page is the page's, the lock's box red.
+    let svg_file = page.with_extension("knee.svg");
+    let svg = std::fs::read_to_string(&svg_file)
+        .unwrap_or_else(|e| panic!("{}: {e}", svg_file.display()));
+    assert!(html.contains(&svg), "the page's graph is not the file's");
+    let lock_boxes: Vec<&str> = svg
+        .split("<g ")
+        .filter(|g| {
+            g.split("<title>")
+                .nth(1)
+                .and_then(|t| t.lines().next())
+                .is_some_and(|first| first.ends_with("::wait_for_lock"))
+        })
+        .collect();
+    assert!(
+        lock_boxes
+            .iter()
+            .any(|g| g.starts_with("class=\"changed\"") && g.contains("fill=\"rgb(255,")),
+        "no box of the lock drawn as grown: {lock_boxes:?}"
+    );
+}

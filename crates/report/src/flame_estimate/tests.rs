@@ -28,7 +28,7 @@ fn graph(added: f64) -> (Functions, String) {
         tree: call_tree(&rounds),
         ..compare(&rounds).unwrap()
     };
-    let svg = svg(&f, ("main", "slower")).unwrap();
+    let svg = svg(&f, ("main", "slower"), "8 rounds").unwrap();
     (f, svg)
 }
 

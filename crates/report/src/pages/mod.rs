@@ -38,7 +38,7 @@ pub use paths::{
     comparison_path, experiment_comparison_title, experiment_path, group_path, label_path, page_of,
     run_path, search_path, slug,
 };
-pub use search::{finding, search_page};
+pub use search::{finding, search_page, KneeGraph};
 
 use layout::{charts, label_chips, layout, runs_table, status, table};
 

@@ -10,6 +10,7 @@ use super::layout::{charts, layout};
 use super::paths::{run_path, search_path};
 use crate::charts::Chart;
 use crate::figures::RunFigures;
+use crate::knee::Found;
 
 /// The capacity in a sentence.
 pub fn finding(s: &Search) -> String {
@@ -75,10 +76,69 @@ fn check(c: &analysis::capacity::check::Check) -> Markup {
     }
 }
 
+/// "6.1 %" of a share 0–1.
+fn share(v: f64) -> String {
+    format!("{:.1} %", v * 100.0)
+}
+
+/// What grew with the rate at the knee: the sentence, each named function's shares and µs a
+/// request on either side with its interval (or, when none is named, the largest few, within
+/// noise), and the differential flame graph drawn from the same estimates.
+fn knee(found: &Found, graph: Option<&KneeGraph>) -> Markup {
+    let Some(k) = found.knee() else {
+        return html! {
+            @if let Some(why) = found.why_not() {
+                h2 { "At the knee: what grew with the rate" }
+                p.meta { (why) }
+            }
+        };
+    };
+    let f = &k.functions;
+    let named = f.named().count();
+    let shown: Vec<&analysis::ab::functions::FunctionChange> = if named > 0 {
+        f.named().collect()
+    } else {
+        f.own.iter().take(f.tested.min(5)).collect()
+    };
+    let shares = |name: &str| k.shares.iter().find(|s| s.name == name);
+    html! {
+        h2 { "At the knee: what grew with the rate" }
+        p.answer id="knee" { (k.sentence()) "." }
+        p.meta { "Each function's CPU per request at each step (the step's CPU per request over its judged window × the function's share of that window's samples), the failing steps' mean against the passing steps', over the " (f.rounds) " valid profiled steps within a factor of " (analysis::ab::functions::knee::WINDOW) " of C_0.5 (" (format!("{:.0}", k.capacity)) " req/s): " (k.passing.text()) " passing, " (k.failing.text()) " failing, each step weighed by its samples. Its interval is Student's t on the two groups' pooled spread. A function is named when its change is beyond noise with every function tested at once (Benjamini–Hochberg, 5 % false discovery rate); its interval is then adjusted for the functions tested. The steps ran one after the other: a host that slowed and so made steps fail would read as every function grown." }
+        div.scroll { table {
+            thead { tr { th { "function (its own code)" } th { "share of the samples: passing → failing" } th { "µs a request, passing" } th { "failing" } th { "change (interval)" } th { "" } } }
+            tbody { @for c in &shown { tr {
+                td { code { (c.name) } }
+                td.num { @if let Some(s) = shares(&c.name) { (share(s.passing)) " → " (share(s.failing)) } @else { "—" } }
+                td.num { (format!("{:.1}", c.baseline_us)) }
+                td.num { (format!("{:.1}", c.candidate_us)) }
+                td.num { (c.figure()) }
+                td { @if c.named { (if c.difference_us > 0.0 { "grew" } else { "fell" }) " beyond noise (" (format!("{:.2} %", c.level * 100.0)) " interval)" } @else { "within noise (95 % interval)" } }
+            } } }
+        } }
+        @if let Some(g) = graph {
+            figure.knee-flame {
+                (maud::PreEscaped(&g.svg))
+                figcaption { "The failing steps' call paths, each as wide as its mean CPU per request there, coloured where it differs from the passing steps' beyond noise. "
+                    a href=(g.file) { "The same graph as an SVG file" } "." }
+            }
+        }
+    }
+}
+
+/// The knee's differential flame graph: its SVG, shown inline, and the file beside the page.
+#[derive(Debug, Clone)]
+pub struct KneeGraph {
+    pub file: String,
+    pub svg: String,
+}
+
 pub fn search_page(
     s: &Search,
     charts_: &[Chart],
     runs: &HashMap<String, Arc<RunFigures>>,
+    found: &Found,
+    graph: Option<&KneeGraph>,
 ) -> Markup {
     let body = html! {
         h1 { "Capacity: " (s.name) }
@@ -95,9 +155,10 @@ pub fn search_page(
         @if let Some(d) = &s.drift { p { "Drift: " (d.text()) "." } }
         @if let Some(c) = &s.check { (check(c)) }
         p { "The figure is this sitting's: " (analysis::capacity::sitting(&s.steps).unwrap_or_else(|| "the host was not read over its steps".into())) "." }
-        @if let Some((rate, why)) = crate::search::failed_step_limit(s, runs) {
+        @if let Some((rate, why)) = crate::search::cited_limit(s, runs, found) {
             p { "What limited the server at " (rate) " req/s, the step that ended the search, as its probes (the server's, its database's and the watched groups', over the step's judged window) saw it: " (super::why(&why)) }
         }
+        (knee(found, graph))
         (charts(charts_))
         h2 { "Steps" }
         p.meta { "Each step is one window judged on its own figures: it passes when every SLO term's figure is within its bound and 99 % of the rate was served; a step whose queue grew until its last third broke the SLO (or that served under 99 % of the rate) fails as unstable; a queue that grew without breaking it is said in the why. A step where the generator was the limit is invalid: left out of the estimate, and the search bisects below it for the highest rate the generator drives validly. C_p is estimated from every valid step together (a logistic curve of the pass probability against the log of the rate, with a 95 % profile-likelihood interval, widened when steps close in time vary together). Each term's 95 % interval (batch means over the window's intervals) is shown beside its figure, for the reader; it does not decide the step." }

