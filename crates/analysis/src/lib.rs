@@ -29,7 +29,9 @@
 //!   capacities, from a comparison of searches (`Gate::of_capacities`); where the runs were
 //!   profiled, each function's CPU per request compared over the rounds, the changed ones
 //!   named at a 5 % false discovery rate (`functions`), and each call path's the same way, what
-//!   the differential flame graph is drawn from (`functions::paths`).
+//!   the differential flame graph is drawn from (`functions::paths`); and at a profiled
+//!   search's knee, each function's and path's CPU per request in its failing steps against
+//!   its passing ones, the same way (`functions::knee`).
 //!
 //! What stays in the store, and why: the run model and everything a row holds. The end-of-run
 //! [`store::summary::Summary`] (its figures and its warnings) is a column of every run and is
