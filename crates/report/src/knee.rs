@@ -138,3 +138,32 @@ pub fn svg(k: &Knee) -> Option<String> {
         ),
     )
 }
+
+/// [`crate::search::failed_step_limit`], its short sentence citing what grew with the rate at the knee
+/// (`found`) when something did: "its CPU: 0.91 of the 1.00 cores it may use (91 %); at the knee
+/// `wait_for_lock` grew from 0.07 % to 38 % of its samples (+204.1 µs a request)".
+pub fn cited_limit(
+    s: &Search,
+    runs: &HashMap<String, Arc<RunFigures>>,
+    found: &Found,
+) -> Option<(f64, analysis::saturation::Finding)> {
+    let (rate, mut finding) = crate::search::failed_step_limit(s, runs)?;
+    if let Some(cited) = found.knee().and_then(|k| k.cited()) {
+        finding.short = format!("{}; {cited}", finding.short);
+    }
+    Some((rate, finding))
+}
+
+/// Each target's limit at an experiment's setting (`settings`, as
+/// [`crate::search::experiment_capacity`] found them) citing what grew at the knee of its
+/// search nearest its figure.
+pub fn cite_limits(
+    settings: &mut [crate::search::SettingCapacity],
+    runs: &HashMap<String, Arc<RunFigures>>,
+) {
+    for t in settings.iter_mut().flat_map(|s| s.targets.iter_mut()) {
+        if let Some(s) = t.nearest_search() {
+            t.limit = cited_limit(s, runs, &of(s, runs));
+        }
+    }
+}

@@ -23,7 +23,8 @@
 //!   gate's (or a search's knee's) differential flame graph drawn from its call paths' estimates; the pages' script
 //!   (`assets/showdown.js`) draws each chart's `ChartData`.
 //! - [`knee`]: a search's steps' profiles over their judged windows, for what grew with the
-//!   rate at its knee (`analysis::ab::functions::knee`) and its differential flame graph.
+//!   rate at its knee (`analysis::ab::functions::knee`), its differential flame graph, and
+//!   the limit's sentence citing it.
 //! - [`flame_data`]: a profile's stacks per slice of the run, the data the page's window
 //!   flame graph draws (the window the charts are zoomed to, and it against the rest).
 //! - [`assets`]: the files beside the pages (uPlot, vendored and pinned; the pages' script).

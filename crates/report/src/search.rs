@@ -212,7 +212,7 @@ impl TargetCapacity {
     }
 
     /// The search whose own figure is nearest the pooled one (the lower of two as near).
-    fn nearest_search(&self) -> Option<&Search> {
+    pub fn nearest_search(&self) -> Option<&Search> {
         let m = self.figure()?;
         self.searches
             .iter()
@@ -311,9 +311,7 @@ pub fn experiment_capacity(
                 t.per_cpu_second = cpu.and_then(|c| c.per_cpu_second);
                 t.peak_rss_bytes = rss;
             }
-            t.limit = t
-                .nearest_search()
-                .and_then(|s| cited_limit(s, runs, &crate::knee::of(s, runs)));
+            t.limit = t.nearest_search().and_then(|s| failed_step_limit(s, runs));
         }
         setting.charts = setting_charts(setting)?;
     }
@@ -337,21 +335,6 @@ pub fn failed_step_limit(
     }
     let run = runs.get(step.run_id.as_ref()?)?;
     Some((step.rate, run.system.as_ref()?.finding()))
-}
-
-/// [`failed_step_limit`], its short sentence citing what grew with the rate at the knee
-/// (`found`) when something did: "its CPU: 0.91 of the 1.00 cores it may use (91 %); at the knee
-/// `wait_for_lock` grew from 0.07 % to 38 % of its samples (+204.1 µs a request)".
-pub fn cited_limit(
-    s: &Search,
-    runs: &HashMap<String, Arc<RunFigures>>,
-    found: &crate::knee::Found,
-) -> Option<(f64, analysis::saturation::Finding)> {
-    let (rate, mut finding) = failed_step_limit(s, runs)?;
-    if let Some(cited) = found.knee().and_then(|k| k.cited()) {
-        finding.short = format!("{}; {cited}", finding.short);
-    }
-    Some((rate, finding))
 }
 
 /// The capacities side by side (each target's figure, its 95 % interval as whiskers), and the

@@ -488,7 +488,7 @@ pub async fn write(store: &Store, options: &SiteOptions) -> Result<Site, ReportE
             );
             w.comparison(&Comparison { title, runs }, &mut index)?;
         }
-        let capacity = match crate::search::experiment_capacity(record, &searches, &cache) {
+        let mut capacity = match crate::search::experiment_capacity(record, &searches, &cache) {
             Ok(c) => c,
             Err(e) => {
                 w.site
@@ -497,6 +497,7 @@ pub async fn write(store: &Store, options: &SiteOptions) -> Result<Site, ReportE
                 continue;
             }
         };
+        crate::knee::cite_limits(&mut capacity, &cache);
         fig.slo = capacity
             .iter()
             .flat_map(|c| &c.targets)

@@ -155,7 +155,7 @@ pub fn search_page(
         @if let Some(d) = &s.drift { p { "Drift: " (d.text()) "." } }
         @if let Some(c) = &s.check { (check(c)) }
         p { "The figure is this sitting's: " (analysis::capacity::sitting(&s.steps).unwrap_or_else(|| "the host was not read over its steps".into())) "." }
-        @if let Some((rate, why)) = crate::search::cited_limit(s, runs, found) {
+        @if let Some((rate, why)) = crate::knee::cited_limit(s, runs, found) {
             p { "What limited the server at " (rate) " req/s, the step that ended the search, as its probes (the server's, its database's and the watched groups', over the step's judged window) saw it: " (super::why(&why)) }
         }
         (knee(found, graph))
