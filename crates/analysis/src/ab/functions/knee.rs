@@ -42,6 +42,12 @@ use super::{paths, select, widen, Estimate, FunctionChange, Functions, Part, Sam
 /// The steps compared lie within this factor of the capacity, either side.
 pub const WINDOW: f64 = 2.0;
 
+/// How much a function's share of the samples must rise from the passing steps to the failing
+/// ones for the limit to cite it as what grew: a quarter (and its growth a tenth of the
+/// server's). A function whose CPU per request grew
+/// while its share held grew with the server as a whole.
+pub const CITED_SHARE_GROWTH: f64 = 1.25;
+
 /// Steps needed (profiled, within the window), a passing one and a failing one among them:
 /// two degrees of freedom left at least for the spread.
 pub const MIN_STEPS: usize = 5;
@@ -378,6 +384,15 @@ pub fn knee(steps: &[KneeStep], capacity: f64) -> Option<Knee> {
     })
 }
 
+/// "×1.83" of `b` against `a`.
+fn times(a: f64, b: f64) -> String {
+    if a > 0.0 {
+        format!("×{:.2}", b / a)
+    } else {
+        "from none".into()
+    }
+}
+
 /// "6.1 %", "0.42 %".
 fn percent(share: f64) -> String {
     let p = share * 100.0;
@@ -427,29 +442,54 @@ impl Knee {
         )
     }
 
-    /// For the limit's sentence: "at the knee `wait_for_lock` grew from 6.1 % to 19 % of its
-    /// samples (+24.0 µs a request)", or where its share did not rise (what else grew more),
-    /// "at the knee `spin` grew +8.3 µs a request (92 % of its samples, then 57 %)"; `None`
-    /// when nothing grew beyond noise.
-    pub fn cited(&self) -> Option<String> {
-        let c = self.grew().next()?;
-        let s = self.share(&c.name)?;
-        let us = super::signed_us(c.difference_us);
-        Some(if s.failing > s.passing {
-            format!(
-                "at the knee `{}` grew from {} to {} of its samples ({us} a request)",
-                c.name,
-                percent(s.passing),
-                percent(s.failing),
-            )
-        } else {
-            format!(
-                "at the knee `{}` grew {us} a request ({} of its samples, then {})",
-                c.name,
-                percent(s.passing),
-                percent(s.failing),
-            )
+    /// The named function that grew most whose share of the samples also rose by
+    /// [`CITED_SHARE_GROWTH`] or more and whose growth is a tenth or more of the server's: one
+    /// that grew more than the server as a whole, and by enough to account for it.
+    fn grew_more(&self) -> Option<(&FunctionChange, &Share)> {
+        let whole = self.whole().map_or(0.0, |(a, b)| b - a);
+        self.grew().find_map(|c| {
+            let s = self.share(&c.name)?;
+            (s.failing > 0.0
+                && s.failing >= s.passing * CITED_SHARE_GROWTH
+                && c.difference_us >= 0.1 * whole)
+                .then_some((c, s))
         })
+    }
+
+    /// Functions grew, none more than the server as a whole: its requests cost more where it
+    /// fails, every function in proportion.
+    pub fn in_proportion(&self) -> bool {
+        self.grew().next().is_some() && self.grew_more().is_none()
+    }
+
+    /// The server's CPU per request, the passing steps' and the failing steps', µs.
+    fn whole(&self) -> Option<(f64, f64)> {
+        let root = &self.functions.tree.as_ref()?.paths.first()?.change;
+        Some((root.baseline_us, root.candidate_us))
+    }
+
+    /// For the limit's sentence: "at the knee `wait_for_lock` grew from 6.1 % to 19 % of its
+    /// samples (+24.0 µs a request)"; where functions grew but none more than the whole, "at
+    /// the knee the server's CPU per request grew +807.5 µs (×1.83), its functions in
+    /// proportion"; `None` when nothing grew beyond noise.
+    pub fn cited(&self) -> Option<String> {
+        if let Some((c, s)) = self.grew_more() {
+            return Some(format!(
+                "at the knee `{}` grew from {} to {} of its samples ({} a request)",
+                c.name,
+                percent(s.passing),
+                percent(s.failing),
+                super::signed_us(c.difference_us)
+            ));
+        }
+        self.grew().next()?;
+        let (a, b) = self.whole()?;
+        Some(format!(
+            "at the knee the server's CPU per request grew {} ({}), its functions in \
+             proportion",
+            super::signed_us(b - a),
+            times(a, b)
+        ))
     }
 
     /// What grew with the rate, in a sentence: "From the passing steps (5 steps at 640–800
@@ -497,6 +537,17 @@ impl Knee {
                 list.join(", ")
             )
         };
+        if self.in_proportion() {
+            s.push_str(&format!(
+                "; no function's share of the samples rose by a quarter with a tenth of the \
+                 growth: the requests cost more \
+                 as a whole where the server fails ({} a request), every function in \
+                 proportion (requests queued, retried or timed out, or the host), not one \
+                 function",
+                self.whole()
+                    .map_or_else(|| "—".into(), |(a, b)| times(a, b))
+            ));
+        }
         s.push_str(&f.unnamed_said());
         s
     }

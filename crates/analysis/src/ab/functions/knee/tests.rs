@@ -255,3 +255,39 @@ fn the_knee_says_what_grew_in_words() {
     let s = &k.shares[0];
     assert!(s.name == lock && s.failing > s.passing, "{s:?}");
 }
+
+/// A server whose every function costs a third more a request where it fails (its requests
+/// queued or retried, the host slower) names functions as grown, but cites none of them as
+/// what grew: it says the whole grew, in proportion.
+#[test]
+fn a_server_that_grows_as_a_whole_is_said_to_not_one_function() {
+    let mut rng = Rng::new(63);
+    let phi: f64 = (-1.0f64 / 6.0).exp();
+    let mut level = 0.04 * rng.normal();
+    let steps: Vec<(f64, bool, Sampled)> = STEPS
+        .iter()
+        .map(|&(rate, passed)| {
+            level = phi * level + 0.04 * (1.0 - phi * phi).sqrt() * rng.normal();
+            let host = (level + 0.02 * rng.normal()).exp() * if passed { 1.0 } else { 1.33 };
+            let mut us = server();
+            us.push(2.0);
+            let samples = (SAMPLES * rate / CAPACITY) as usize;
+            (rate, passed, sampled(&mut rng, &us, host, samples))
+        })
+        .collect();
+    let k = knee_of(&steps);
+    assert!(k.grew().next().is_some(), "{}", k.sentence());
+    assert!(k.in_proportion(), "{}", k.sentence());
+    let cited = k.cited().unwrap();
+    assert!(
+        cited.starts_with("at the knee the server's CPU per request grew +")
+            && cited.ends_with("its functions in proportion"),
+        "{cited}"
+    );
+    assert!(
+        k.sentence()
+            .contains("no function's share of the samples rose by a quarter"),
+        "{}",
+        k.sentence()
+    );
+}
