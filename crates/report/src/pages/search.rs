@@ -98,7 +98,10 @@ fn knee(found: &Found, graph: Option<&KneeGraph>) -> Markup {
     let shown: Vec<&analysis::ab::functions::FunctionChange> = if named > 0 {
         f.named().collect()
     } else {
-        f.own.iter().take(f.tested.min(5)).collect()
+        f.own
+            .iter()
+            .take(f.tested.min(analysis::ab::functions::knee::SHOWN))
+            .collect()
     };
     let shares = |name: &str| k.shares.iter().find(|s| s.name == name);
     html! {

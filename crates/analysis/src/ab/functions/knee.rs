@@ -55,6 +55,9 @@ pub const MIN_STEPS: usize = 5;
 /// Own samples over the steps a function needs to be tested.
 pub const MIN_SAMPLES: u64 = 50;
 
+/// Functions shown when none is named: those that moved most.
+pub const SHOWN: usize = 5;
+
 /// One step of a search as the knee reads it.
 #[derive(Debug, Clone, Copy)]
 pub struct KneeStep<'a> {
@@ -123,7 +126,8 @@ pub struct Knee {
     /// and the call tree's. Its `own` holds the `tested` functions
     /// first, then those with fewer than [`MIN_SAMPLES`] samples, not tested (p-value 1).
     pub functions: Functions,
-    /// The named functions' shares of the samples in each group, in the order named.
+    /// The named functions' shares of the samples in each group, in the order named (where
+    /// none is named, the [`SHOWN`] tested functions that moved most).
     pub shares: Vec<Share>,
 }
 
@@ -352,9 +356,11 @@ pub fn knee(steps: &[KneeStep], capacity: f64) -> Option<Knee> {
             part as f64 / all as f64
         }
     };
+    // The named functions', or where none is named the five tested that moved most.
+    let named = own.iter().filter(|c| c.named).count();
     let shares = own
         .iter()
-        .filter(|c| c.named)
+        .take(if named > 0 { named } else { tested.min(SHOWN) })
         .map(|c| {
             let count = |run: &Sampled| run.own.get(&c.name).copied().unwrap_or(0);
             Share {
