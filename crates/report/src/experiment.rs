@@ -5,6 +5,7 @@
 //! The runs are the experiment's measured runs (label `phase=measure`) of the file and scale it
 //! last ran at (labels `file` and `scale`); warm-ups and older files' runs are left out.
 
+use analysis::ab::functions::percent;
 use analysis::saturation::Finding;
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -562,18 +563,6 @@ fn where_the_last_lost(ranked: &[(&CellFigures, Spread)]) -> Option<String> {
             last.target, other.target
         )
     })
-}
-
-/// A share (0–1) as a percentage a reader can use: never "0.0 %" for something that was there.
-fn percent(share: f64) -> String {
-    let p = share * 100.0;
-    if p >= 10.0 {
-        format!("{p:.0} %")
-    } else if p >= 0.1 {
-        format!("{p:.1} %")
-    } else {
-        format!("{p:.2} %")
-    }
 }
 
 /// Everything an experiment's page shows.

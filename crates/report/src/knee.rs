@@ -156,14 +156,16 @@ pub fn cited_limit(
 
 /// Each target's limit at an experiment's setting (`settings`, as
 /// [`crate::search::experiment_capacity`] found them) citing what grew at the knee of its
-/// search nearest its figure.
+/// search nearest its figure (`knees`: each search's, by its id).
 pub fn cite_limits(
     settings: &mut [crate::search::SettingCapacity],
     runs: &HashMap<String, Arc<RunFigures>>,
+    knees: &HashMap<String, Found>,
 ) {
     for t in settings.iter_mut().flat_map(|s| s.targets.iter_mut()) {
         if let Some(s) = t.nearest_search() {
-            t.limit = cited_limit(s, runs, &of(s, runs));
+            let found = knees.get(&s.id).unwrap_or(&Found::NoCapacity);
+            t.limit = cited_limit(s, runs, found);
         }
     }
 }

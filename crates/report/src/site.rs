@@ -448,6 +448,11 @@ pub async fn write(store: &Store, options: &SiteOptions) -> Result<Site, ReportE
         .collect();
     all.extend(merged_groups.values().cloned());
     let searches = analysis::capacity::searches(store).await?;
+    // What grew at each search's knee, read once: its page and its experiment's cite it.
+    let knees: HashMap<String, crate::knee::Found> = searches
+        .iter()
+        .map(|s| (s.id.clone(), crate::knee::of(s, &cache)))
+        .collect();
     for record in &records {
         let mut fig = crate::experiment::figures(record, &all);
         let drawn = fig.across().and_then(|across| {
@@ -497,7 +502,7 @@ pub async fn write(store: &Store, options: &SiteOptions) -> Result<Site, ReportE
                 continue;
             }
         };
-        crate::knee::cite_limits(&mut capacity, &cache);
+        crate::knee::cite_limits(&mut capacity, &cache, &knees);
         fig.slo = capacity
             .iter()
             .flat_map(|c| &c.targets)
@@ -527,7 +532,9 @@ pub async fn write(store: &Store, options: &SiteOptions) -> Result<Site, ReportE
         match drawn {
             Ok(charts) => {
                 let relative = pages::search_path(&search.id);
-                let found = crate::knee::of(&search, &cache);
+                let found = knees
+                    .get(&search.id)
+                    .unwrap_or(&crate::knee::Found::NoCapacity);
                 let graph = match found.knee().and_then(crate::knee::svg) {
                     Some(svg) => Some(pages::KneeGraph {
                         file: w.beside(&relative, "knee.svg", svg.as_bytes())?,
@@ -537,7 +544,7 @@ pub async fn write(store: &Store, options: &SiteOptions) -> Result<Site, ReportE
                 };
                 w.page(
                     &relative,
-                    pages::search_page(&search, &charts, &cache, &found, graph.as_ref()),
+                    pages::search_page(&search, &charts, &cache, found, graph.as_ref()),
                 )?;
                 index
                     .searches

@@ -449,6 +449,18 @@ pub fn compare(rounds: &[(Option<&Sampled>, Option<&Sampled>)]) -> Option<Functi
     })
 }
 
+/// A share (0–1) as a percentage a reader can use: never "0.0 %" for something that was there.
+pub fn percent(share: f64) -> String {
+    let p = share * 100.0;
+    if p >= 10.0 {
+        format!("{p:.0} %")
+    } else if p >= 0.1 {
+        format!("{p:.1} %")
+    } else {
+        format!("{p:.2} %")
+    }
+}
+
 /// "+102.3 µs", "−4.1 µs", "+0.85 µs".
 pub fn signed_us(us: f64) -> String {
     let sign = if us < 0.0 { "−" } else { "+" };

@@ -11,6 +11,7 @@ use super::paths::{run_path, search_path};
 use crate::charts::Chart;
 use crate::figures::RunFigures;
 use crate::knee::Found;
+use analysis::ab::functions::percent;
 
 /// The capacity in a sentence.
 pub fn finding(s: &Search) -> String {
@@ -76,11 +77,6 @@ fn check(c: &analysis::capacity::check::Check) -> Markup {
     }
 }
 
-/// "6.1 %" of a share 0–1.
-fn share(v: f64) -> String {
-    format!("{:.1} %", v * 100.0)
-}
-
 /// What grew with the rate at the knee: the sentence, each named function's shares and µs a
 /// request on either side with its interval (or, when none is named, the largest few, within
 /// noise), and the differential flame graph drawn from the same estimates.
@@ -112,7 +108,7 @@ fn knee(found: &Found, graph: Option<&KneeGraph>) -> Markup {
             thead { tr { th { "function (its own code)" } th { "share of the samples: passing → failing" } th { "µs a request, passing" } th { "failing" } th { "change (interval)" } th { "" } } }
             tbody { @for c in &shown { tr {
                 td { code { (c.name) } }
-                td.num { @if let Some(s) = shares(&c.name) { (share(s.passing)) " → " (share(s.failing)) } @else { "—" } }
+                td.num { @if let Some(s) = shares(&c.name) { (percent(s.passing)) " → " (percent(s.failing)) } @else { "—" } }
                 td.num { (format!("{:.1}", c.baseline_us)) }
                 td.num { (format!("{:.1}", c.candidate_us)) }
                 td.num { (c.figure()) }

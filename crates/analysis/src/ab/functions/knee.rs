@@ -37,7 +37,7 @@ use std::collections::BTreeSet;
 
 use serde::{Deserialize, Serialize};
 
-use super::{paths, select, widen, Estimate, FunctionChange, Functions, Part, Sampled};
+use super::{paths, percent, select, widen, Estimate, FunctionChange, Functions, Part, Sampled};
 
 /// The steps compared lie within this factor of the capacity, either side.
 pub const WINDOW: f64 = 2.0;
@@ -119,8 +119,6 @@ pub struct Knee {
     pub capacity: f64,
     pub passing: Group,
     pub failing: Group,
-    /// Steps within the window left out: no profile, or no CPU per request.
-    pub unprofiled: usize,
     /// Each function's change from the passing steps to the failing ones (the "baseline" the
     /// passing steps' mean, the "candidate" the failing steps'; `rounds` the steps compared),
     /// and the call tree's. Its `own` holds the `tested` functions
@@ -165,95 +163,163 @@ fn inverse(a: &[f64], k: usize) -> Option<Vec<f64>> {
     Some(inv)
 }
 
-/// A function's change over `steps` (rate, passed, profile): the failing steps' mean CPU per
-/// request minus the passing steps', each step weighed by N / c² for its N samples and its CPU
-/// per request c, with its standard error from weighted least squares of the steps' figures
-/// on the rate and on whether the step failed (the rate takes up what grew smoothly within
-/// each group, the failing what flipped), Student's t on n − 3 degrees of freedom. Where the
-/// rate and the failing cannot be told apart (each group at one rate), on the failing alone,
-/// n − 2.
-fn compared(
-    name: &str,
-    part: Part,
-    steps: &[(f64, bool, &Sampled)],
-    count: impl Fn(&Sampled) -> u64,
-) -> FunctionChange {
-    // (rate, failed, figure, weight); the rate centred and in units of the steps' spread.
-    let mut rows: Vec<[f64; 4]> = steps
-        .iter()
-        .map(|(rate, passed, run)| {
-            let y = run.per_request(count(run)).unwrap_or(0.0);
-            let w = run.samples as f64 / (run.cpu_us * run.cpu_us);
-            [*rate, if *passed { 0.0 } else { 1.0 }, y, w]
-        })
-        .collect();
-    let sw: f64 = rows.iter().map(|r| r[3]).sum();
-    let centre = rows.iter().map(|r| r[0] * r[3]).sum::<f64>() / sw;
-    let spread = rows
-        .iter()
-        .map(|r| (r[0] - centre).abs())
-        .fold(0.0, f64::max)
-        .max(f64::MIN_POSITIVE);
-    for r in &mut rows {
-        r[0] = (r[0] - centre) / spread;
-    }
-    let group = |failed: f64| {
-        let (mut w, mut wy, mut wx) = (0.0, 0.0, 0.0);
-        for r in rows.iter().filter(|r| r[1] == failed) {
-            w += r[3];
-            wy += r[3] * r[2];
-            wx += r[3] * r[0];
+/// The steps as every function's estimate sees them: the same for each function, so made
+/// once. Each step's rate (centred, in units of the steps' spread), whether it failed, and its
+/// weight N / c² for its N samples and its CPU per request c; the model's columns (1, failed
+/// and, where it can be told apart, the rate), the inverse of their weighted cross-products,
+/// and the variance factor of the contrast: the failing steps' fitted mean minus the passing
+/// steps'.
+struct Design<'a> {
+    runs: Vec<&'a Sampled>,
+    passed: Vec<bool>,
+    /// (rate, failed, weight).
+    rows: Vec<[f64; 3]>,
+    /// Columns in the model: 3 with the rate, 2 without it, 0 when neither can be fitted.
+    k: usize,
+    inverse: Vec<f64>,
+    /// g′ (X′WX)⁻¹ g for the contrast g.
+    contrast: f64,
+    df: f64,
+}
+
+impl<'a> Design<'a> {
+    fn of(steps: &[(f64, bool, &'a Sampled)]) -> Design<'a> {
+        let mut rows: Vec<[f64; 3]> = steps
+            .iter()
+            .map(|(rate, passed, run)| {
+                let w = run.samples as f64 / (run.cpu_us * run.cpu_us);
+                [*rate, if *passed { 0.0 } else { 1.0 }, w]
+            })
+            .collect();
+        let sw: f64 = rows.iter().map(|r| r[2]).sum();
+        let centre = rows.iter().map(|r| r[0] * r[2]).sum::<f64>() / sw;
+        let spread = rows
+            .iter()
+            .map(|r| (r[0] - centre).abs())
+            .fold(0.0, f64::max)
+            .max(f64::MIN_POSITIVE);
+        for r in &mut rows {
+            r[0] = (r[0] - centre) / spread;
         }
-        (wy / w, wx / w)
-    };
-    let ((mp, xp), (mf, xf)) = (group(0.0), group(1.0));
-    // The model's columns: 1, failed and (when it can be told apart) the rate.
-    let fit = |k: usize| -> Option<(f64, f64)> {
-        let x = |r: &[f64; 4]| [1.0, r[1], r[0]];
-        let mut a = vec![0.0; k * k];
-        let mut b = vec![0.0; k];
-        for r in &rows {
-            let xr = x(r);
-            for i in 0..k {
-                b[i] += r[3] * xr[i] * r[2];
-                for j in 0..k {
-                    a[i * k + j] += r[3] * xr[i] * xr[j];
+        let mean_rate = |failed: f64| {
+            let (mut w, mut wx) = (0.0, 0.0);
+            for r in rows.iter().filter(|r| r[1] == failed) {
+                w += r[2];
+                wx += r[2] * r[0];
+            }
+            wx / w
+        };
+        let g = [0.0, 1.0, mean_rate(1.0) - mean_rate(0.0)];
+        let n = rows.len() as f64;
+        let fit = |k: usize| -> Option<(Vec<f64>, f64)> {
+            let mut a = vec![0.0; k * k];
+            for r in &rows {
+                let x = [1.0, r[1], r[0]];
+                for i in 0..k {
+                    for j in 0..k {
+                        a[i * k + j] += r[2] * x[i] * x[j];
+                    }
                 }
             }
+            let inv = inverse(&a, k)?;
+            let contrast = (0..k)
+                .flat_map(|i| (0..k).map(move |j| (i, j)))
+                .map(|(i, j)| g[i] * inv[i * k + j] * g[j])
+                .sum();
+            Some((inv, contrast))
+        };
+        let (k, (inverse, contrast)) = match fit(3).filter(|_| n - 3.0 >= 1.0) {
+            Some(f) => (3, f),
+            None => match fit(2) {
+                Some(f) => (2, f),
+                None => (0, (Vec::new(), 0.0)),
+            },
+        };
+        Design {
+            runs: steps.iter().map(|(_, _, run)| *run).collect(),
+            passed: steps.iter().map(|(_, p, _)| *p).collect(),
+            rows,
+            k,
+            inverse,
+            contrast,
+            df: n - if k == 0 { 2.0 } else { k as f64 },
         }
-        let inv = inverse(&a, k)?;
-        let beta: Vec<f64> = (0..k)
-            .map(|i| (0..k).map(|j| inv[i * k + j] * b[j]).sum())
-            .collect();
-        let rss: f64 = rows
-            .iter()
-            .map(|r| {
-                let xr = x(r);
-                let fitted: f64 = (0..k).map(|i| beta[i] * xr[i]).sum();
-                r[3] * (r[2] - fitted).powi(2)
-            })
-            .sum();
-        let df = rows.len() as f64 - k as f64;
-        // The contrast: the failing steps' fitted mean minus the passing steps'.
-        let g = [0.0, 1.0, xf - xp];
-        let var: f64 = (0..k)
-            .flat_map(|i| (0..k).map(move |j| (i, j)))
-            .map(|(i, j)| g[i] * inv[i * k + j] * g[j])
-            .sum();
-        Some(((rss / df * var).max(0.0).sqrt(), df))
-    };
-    let (se, df) = fit(3)
-        .filter(|(_, df)| *df >= 1.0)
-        .or_else(|| fit(2))
-        .unwrap_or((0.0, rows.len() as f64 - 2.0));
-    Estimate {
-        baseline_us: mp,
-        candidate_us: mf,
-        difference_us: mf - mp,
-        se,
-        df,
     }
-    .change(name, part)
+
+    /// A function's change: the failing steps' weighted mean CPU per request minus the passing
+    /// steps', its standard error from weighted least squares of the steps' figures on the
+    /// model's columns (the rate takes up what grew smoothly within each group, the failing
+    /// what flipped), Student's t on n − 3 degrees of freedom (n − 2 where the rate and the
+    /// failing cannot be told apart, each group at one rate).
+    fn compared(&self, name: &str, part: Part, count: impl Fn(&Sampled) -> u64) -> FunctionChange {
+        let ys: Vec<f64> = self
+            .runs
+            .iter()
+            .map(|run| run.per_request(count(run)).unwrap_or(0.0))
+            .collect();
+        let mean = |failed: f64| {
+            let (mut w, mut wy) = (0.0, 0.0);
+            for (r, y) in self.rows.iter().zip(&ys).filter(|(r, _)| r[1] == failed) {
+                w += r[2];
+                wy += r[2] * y;
+            }
+            wy / w
+        };
+        let (mp, mf) = (mean(0.0), mean(1.0));
+        let k = self.k;
+        let se = if k == 0 {
+            0.0
+        } else {
+            let mut b = vec![0.0; k];
+            for (r, y) in self.rows.iter().zip(&ys) {
+                let x = [1.0, r[1], r[0]];
+                for (i, bi) in b.iter_mut().enumerate() {
+                    *bi += r[2] * x[i] * y;
+                }
+            }
+            let beta: Vec<f64> = (0..k)
+                .map(|i| (0..k).map(|j| self.inverse[i * k + j] * b[j]).sum())
+                .collect();
+            let rss: f64 = self
+                .rows
+                .iter()
+                .zip(&ys)
+                .map(|(r, y)| {
+                    let x = [1.0, r[1], r[0]];
+                    let fitted: f64 = (0..k).map(|i| beta[i] * x[i]).sum();
+                    r[2] * (y - fitted).powi(2)
+                })
+                .sum();
+            (rss / self.df * self.contrast).max(0.0).sqrt()
+        };
+        Estimate {
+            baseline_us: mp,
+            candidate_us: mf,
+            difference_us: mf - mp,
+            se,
+            df: self.df,
+        }
+        .change(name, part)
+    }
+
+    /// A share of the samples pooled over the passing (or the failing) steps.
+    fn pooled(&self, passed: bool, count: &dyn Fn(&Sampled) -> u64) -> f64 {
+        let (mut part, mut all) = (0u64, 0u64);
+        for (run, _) in self
+            .runs
+            .iter()
+            .zip(&self.passed)
+            .filter(|(_, p)| **p == passed)
+        {
+            part += count(run);
+            all += run.samples;
+        }
+        if all == 0 {
+            0.0
+        } else {
+            part as f64 / all as f64
+        }
+    }
 }
 
 /// What grew with the rate at the knee of a search whose capacity is `capacity` (C_0.5), from
@@ -286,16 +352,18 @@ pub fn knee(steps: &[KneeStep], capacity: f64) -> Option<Knee> {
     if failing.mean <= passing.mean {
         return None;
     }
-    let points: Vec<(f64, bool, &Sampled)> = used.clone();
-    let names: BTreeSet<&str> = points
+    let design = Design::of(&used);
+    let names: BTreeSet<&str> = design
+        .runs
         .iter()
-        .flat_map(|(_, _, run)| run.own.keys())
+        .flat_map(|run| run.own.keys())
         .map(String::as_str)
         .collect();
     let samples_of = |name: &str| -> u64 {
-        points
+        design
+            .runs
             .iter()
-            .map(|(_, _, run)| run.own.get(name).copied().unwrap_or(0))
+            .map(|run| run.own.get(name).copied().unwrap_or(0))
             .sum()
     };
     // A function with few samples is not tested: its figures are a sample or two a step, too
@@ -305,7 +373,7 @@ pub fn knee(steps: &[KneeStep], capacity: f64) -> Option<Knee> {
         .iter()
         .partition(|name| samples_of(name) >= MIN_SAMPLES);
     let own_of = |name: &str| {
-        compared(name, Part::Own, &points, |run| {
+        design.compared(name, Part::Own, |run| {
             run.own.get(name).copied().unwrap_or(0)
         })
     };
@@ -332,30 +400,17 @@ pub fn knee(steps: &[KneeStep], capacity: f64) -> Option<Knee> {
         .iter()
         .filter(|c| c.named)
         .map(|c| {
-            let mut t = compared(&c.name, Part::Total, &points, |run| {
+            let mut t = design.compared(&c.name, Part::Total, |run| {
                 run.total.get(&c.name).copied().unwrap_or(0)
             });
             widen(&mut t, c.level);
             t
         })
         .collect();
-    let runs: Vec<&Sampled> = points.iter().map(|(_, _, run)| *run).collect();
-    let tree = paths::tree(&runs, MIN_SAMPLES, |name, count| {
-        compared(name, Part::Total, &points, count)
+    let tree = paths::tree(&design.runs, MIN_SAMPLES, |name, count| {
+        design.compared(name, Part::Total, count)
     });
-    let root = compared(paths::ROOT, Part::Total, &points, |run| run.samples);
-    let pooled = |passed: bool, count: &dyn Fn(&Sampled) -> u64| {
-        let (mut part, mut all) = (0u64, 0u64);
-        for (_, _, run) in used.iter().filter(|(_, p, _)| *p == passed) {
-            part += count(run);
-            all += run.samples;
-        }
-        if all == 0 {
-            0.0
-        } else {
-            part as f64 / all as f64
-        }
-    };
+    let root = design.compared(paths::ROOT, Part::Total, |run| run.samples);
     // The named functions', or where none is named the five tested that moved most.
     let named = own.iter().filter(|c| c.named).count();
     let shares = own
@@ -365,8 +420,8 @@ pub fn knee(steps: &[KneeStep], capacity: f64) -> Option<Knee> {
             let count = |run: &Sampled| run.own.get(&c.name).copied().unwrap_or(0);
             Share {
                 name: c.name.clone(),
-                passing: pooled(true, &count),
-                failing: pooled(false, &count),
+                passing: design.pooled(true, &count),
+                failing: design.pooled(false, &count),
             }
         })
         .collect();
@@ -375,13 +430,15 @@ pub fn knee(steps: &[KneeStep], capacity: f64) -> Option<Knee> {
         capacity,
         passing,
         failing,
-        unprofiled: within.len() - used.len(),
         functions: Functions {
-            rounds: points.len(),
+            rounds: design.runs.len(),
             unprofiled: within.len() - used.len(),
             tested,
             cpu_difference_us: root.difference_us,
-            unnamed: (pooled(true, &unnamed), pooled(false, &unnamed)),
+            unnamed: (
+                design.pooled(true, &unnamed),
+                design.pooled(false, &unnamed),
+            ),
             own,
             total,
             tree: Some(tree),
@@ -396,18 +453,6 @@ fn times(a: f64, b: f64) -> String {
         format!("×{:.2}", b / a)
     } else {
         "from none".into()
-    }
-}
-
-/// "6.1 %", "0.42 %".
-fn percent(share: f64) -> String {
-    let p = share * 100.0;
-    if p >= 10.0 {
-        format!("{p:.0} %")
-    } else if p >= 1.0 {
-        format!("{p:.1} %")
-    } else {
-        format!("{p:.2} %")
     }
 }
 
@@ -515,8 +560,11 @@ impl Knee {
             } else {
                 String::new()
             },
-            if self.unprofiled > 0 {
-                format!(" ({} left out: a step without a profile)", self.unprofiled)
+            if self.functions.unprofiled > 0 {
+                format!(
+                    " ({} left out: a step without a profile)",
+                    self.functions.unprofiled
+                )
             } else {
                 String::new()
             }

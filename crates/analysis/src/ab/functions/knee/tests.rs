@@ -221,7 +221,7 @@ fn a_knee_needs_steps_that_pass_and_fail_around_the_capacity() {
         CAPACITY,
     )
     .unwrap();
-    assert_eq!(k.unprofiled, 1);
+    assert_eq!(k.functions.unprofiled, 1);
     assert_eq!(k.passing.text(), "3 steps at 600–800 req/s");
     assert_eq!(k.failing.text(), "2 steps at 1100–1200 req/s");
 }
