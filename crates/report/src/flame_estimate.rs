@@ -18,8 +18,8 @@ const WIDTH: f64 = 1200.0;
 const MARGIN: f64 = 10.0;
 /// A box's height, pixels.
 const ROW: f64 = 17.0;
-/// Where the boxes start below the title and its lines.
-const TOP: f64 = 78.0;
+/// Where the boxes start below the title and its four lines.
+const TOP: f64 = 93.0;
 /// The label's font: monospace, about this wide a character.
 const CHAR: f64 = 6.7;
 
@@ -120,9 +120,12 @@ pub fn svg(functions: &Functions, names: (&str, &str), over: &str) -> Option<Str
     let named = tree.named().count();
     let lines = [
         format!(
-            "Each box a call path, as wide as the CPU per request on it in {} ({} in all); red: more than in {}, blue: less, beyond noise; grey: within noise.",
+            "Each box a call path, as wide as the CPU per request on it in {} ({} in all).",
             names.1,
             plain_us(root.candidate_us),
+        ),
+        format!(
+            "Red: more than in {}, blue: less, beyond noise; grey: within noise.",
             names.0
         ),
         format!(
