@@ -32,6 +32,11 @@
 //!   the differential flame graph is drawn from (`functions::paths`); and at a profiled
 //!   search's knee, each function's and path's CPU per request in its failing steps against
 //!   its passing ones, the same way (`functions::knee`).
+//! - [`history`]: an experiment across its sittings: each series' figure per sitting (capacity,
+//!   CPU per request, memory, latency), the change points found across them by E-divisive
+//!   means with a permutation test (`divisive`), each change's size from the random-effects
+//!   levels either side (`pool`), read from the store (`read`) and said in words and Markdown
+//!   (`text`).
 //!
 //! What stays in the store, and why: the run model and everything a row holds. The end-of-run
 //! [`store::summary::Summary`] (its figures and its warnings) is a column of every run and is
@@ -41,6 +46,7 @@
 
 pub mod ab;
 pub mod capacity;
+pub mod history;
 pub mod saturation;
 pub mod summary;
 pub mod system;

@@ -39,6 +39,10 @@ pub enum Command {
     Capacity(Box<CapacityArgs>),
     /// Run an experiment file: its targets, its matrix of cells, its pages.
     Experiment(ExperimentArgs),
+    /// An experiment's sittings in the order they ran: each series' figure in each (capacity
+    /// within the SLO, CPU per request, memory, latency), the change points found across them,
+    /// each named by the revisions between which it happened, with its size and 95 % interval.
+    History(HistoryArgs),
     /// Serve the built-in target on its own (the demo starts it this way).
     #[command(hide = true)]
     Target(TargetArgs),
@@ -55,6 +59,66 @@ pub enum Command {
 /// to do comes on its standard input (`order::GunRequest`), never as flags.
 #[derive(Debug, Clone, Args)]
 pub struct GunArgs {}
+
+/// `loadgen history`: an experiment's history from the store.
+#[derive(Debug, Clone, Args)]
+pub struct HistoryArgs {
+    /// The store: sqlite://PATH or postgres://USER@HOST/DATABASE.
+    #[arg(long, value_name = "URL", env = "SHOWDOWN_DB", hide_env_values = true, default_value = store::DEFAULT_URL)]
+    pub db: String,
+
+    /// The experiment (its file's `name`, or the --experiment its runs were kept under).
+    #[arg(long, value_name = "NAME")]
+    pub experiment: String,
+
+    /// Exit 4 when a change that made a measure worse lies within the last N sittings (a
+    /// nightly job's gate).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub fail_within: Option<u32>,
+
+    /// The chance of calling a change where none happened, over all the history's series.
+    #[arg(long, value_name = "P", default_value = "0.05", value_parser = parse_level)]
+    pub level: f64,
+
+    /// The fewest sittings either side of a change.
+    #[arg(long, value_name = "N", default_value = "3", value_parser = clap::value_parser!(u32).range(2..))]
+    pub min_segment: u32,
+
+    /// The smallest change called one, in percent (2: a change under 2 % is not one).
+    #[arg(long, value_name = "PCT", default_value = "0", value_parser = parse_percent_change)]
+    pub min_change: f64,
+
+    /// How to print it.
+    #[arg(long, value_enum, default_value_t = HistoryFormat::Text)]
+    pub output: HistoryFormat,
+}
+
+/// How `loadgen history` prints.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum HistoryFormat {
+    Text,
+    Json,
+    /// Tables for a CI job's summary or a pull request.
+    Markdown,
+}
+
+fn parse_level(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(p) if p > 0.0 && p < 0.5 => Ok(p),
+        _ => Err(format!(
+            "expected a probability between 0 and 0.5, such as 0.05, not {text:?}"
+        )),
+    }
+}
+
+fn parse_percent_change(text: &str) -> Result<f64, String> {
+    match text.trim_end_matches('%').parse::<f64>() {
+        Ok(p) if (0.0..100.0).contains(&p) => Ok(p / 100.0),
+        _ => Err(format!(
+            "expected a percentage from 0 to under 100, such as 2, not {text:?}"
+        )),
+    }
+}
 
 /// Where a run is kept, and under what name.
 #[derive(Debug, Clone, Args)]
@@ -215,6 +279,10 @@ pub enum ExperimentCommand {
         /// Redo the cells kept as failed too.
         #[arg(long)]
         retry_failed: bool,
+        /// Run every cell again as a new sitting (the next point of the experiment's history,
+        /// `loadgen history`), rather than resume the latest sitting.
+        #[arg(long)]
+        again: bool,
         /// Draw the pages (this experiment's and every kept run's) into DIR at the end.
         #[arg(long, value_name = "DIR", default_value = "site")]
         report: PathBuf,

@@ -3,13 +3,14 @@
 //! setting, and one computed sentence per setting.
 //!
 //! The runs are the experiment's measured runs (label `phase=measure`) of the file and scale it
-//! last ran at (labels `file` and `scale`); warm-ups and older files' runs are left out.
+//! last ran at, in its latest sitting (labels `file`, `scale` and `sitting`: `ExperimentRecord::
+//! shows`); warm-ups, earlier sittings and older files' runs are left out.
 
 use analysis::ab::functions::percent;
 use analysis::saturation::Finding;
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use store::vocabulary::{label, LimitedBy, Phase};
+use store::vocabulary::{LimitedBy, Phase};
 
 use store::experiment::ExperimentRecord;
 use store::run::RunStatus;
@@ -601,7 +602,6 @@ pub fn figures(record: &ExperimentRecord, runs: &[Arc<RunFigures>]) -> Experimen
     }
     // The searches' settings are answered in capacity (crate::search), not here.
     settings.retain(|s| !record.definition.searched.contains(s));
-    let scale = record.scale.to_string();
     let mut warmups = 0;
     let mut older = 0;
     let mut mine: Vec<&Arc<RunFigures>> = Vec::new();
@@ -609,9 +609,7 @@ pub fn figures(record: &ExperimentRecord, runs: &[Arc<RunFigures>]) -> Experimen
         .iter()
         .filter(|r| r.experiment.as_deref() == Some(&record.name))
     {
-        let current = r.labels.get(label::FILE) == Some(&record.file_label)
-            && r.labels.get(label::SCALE) == Some(&scale);
-        if !current {
+        if !record.shows(&r.labels) {
             older += 1;
         } else if Phase::of(&r.labels) == Some(Phase::Warmup) {
             warmups += 1;

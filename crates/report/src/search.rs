@@ -247,9 +247,7 @@ pub fn experiment_capacity(
     let ours: Vec<&Search> = searches
         .iter()
         .filter(|s| {
-            s.experiment.as_deref() == Some(record.name.as_str())
-                && s.labels.get(label::FILE) == Some(&record.file_label)
-                && s.labels.get(label::SCALE) == Some(&record.scale.to_string())
+            s.experiment.as_deref() == Some(record.name.as_str()) && record.shows(&s.labels)
         })
         .collect();
     let search_rate = format!("rate={}", analysis::capacity::SEARCH_RATE);

@@ -21,6 +21,21 @@ pub struct ExperimentRecord {
     pub updated_at_ns: i64,
 }
 
+impl ExperimentRecord {
+    /// Whether a run or search with `labels` is of what this experiment's page shows: the
+    /// file and scale it last ran from, and its latest sitting (where sittings are labelled).
+    pub fn shows(&self, labels: &std::collections::BTreeMap<String, String>) -> bool {
+        use crate::vocabulary::label;
+        labels.get(label::FILE) == Some(&self.file_label)
+            && labels.get(label::SCALE) == Some(&self.scale.to_string())
+            && self
+                .definition
+                .sitting
+                .as_ref()
+                .is_none_or(|s| labels.get(label::SITTING) == Some(s))
+    }
+}
+
 /// The experiment as run, for its page.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Definition {
@@ -44,6 +59,10 @@ pub struct Definition {
     /// every build, of the lowest of their capacities.
     #[serde(default)]
     pub compared: bool,
+    /// The sitting its page shows (the latest run of the file): the runs of earlier sittings
+    /// are the history's (`loadgen history`). `None` for experiments kept before sittings.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sitting: Option<String>,
 }
 
 impl Definition {
@@ -78,6 +97,7 @@ impl Definition {
                 })
                 .collect(),
             compared: self.compared,
+            sitting: self.sitting.clone(),
         }
     }
 }
@@ -224,5 +244,61 @@ impl Store {
         .execute(self.pool())
         .await?;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeMap;
+
+    fn labels(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    /// An experiment's page is its latest sitting's: a run of the same file and scale in an
+    /// earlier sitting is the history's, not the page's; kept before sittings, every run of the
+    /// file and scale is.
+    #[test]
+    fn the_page_shows_its_latest_sitting_of_its_file_and_scale() {
+        let mut record = ExperimentRecord {
+            name: "e".into(),
+            question: "?".into(),
+            file_label: "f1".into(),
+            scale: 1.0,
+            definition: Definition {
+                sitting: Some("s2".into()),
+                ..Default::default()
+            },
+            verification: Vec::new(),
+            updated_at_ns: 0,
+        };
+        let run = |file: &str, scale: &str, sitting: Option<&str>| {
+            let mut l = labels(&[("file", file), ("scale", scale)]);
+            if let Some(s) = sitting {
+                l.insert("sitting".into(), s.into());
+            }
+            l
+        };
+        assert!(record.shows(&run("f1", "1", Some("s2"))));
+        assert!(
+            !record.shows(&run("f1", "1", Some("s1"))),
+            "an earlier sitting"
+        );
+        assert!(
+            !record.shows(&run("f1", "1", None)),
+            "a run kept before sittings"
+        );
+        assert!(!record.shows(&run("f0", "1", Some("s2"))), "another file");
+        assert!(
+            !record.shows(&run("f1", "0.1", Some("s2"))),
+            "another scale"
+        );
+        record.definition.sitting = None;
+        assert!(record.shows(&run("f1", "1", Some("s1"))));
+        assert!(record.shows(&run("f1", "1", None)));
     }
 }

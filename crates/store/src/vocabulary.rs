@@ -180,10 +180,16 @@ pub mod label {
     /// (`origin/main at 1a2b3c4d5e6f`).
     pub const REVISION: &str = "revision";
 
+    /// One sitting of an experiment: every run (and search) one `loadgen experiment run`
+    /// made, until a sitting of its own is asked for again (`--again`), carries the same id
+    /// (a UUID v7, so that ids sort by when the sitting began). What `loadgen history` lays on
+    /// its time axis.
+    pub const SITTING: &str = "sitting";
+
     /// Labels that say how a run was made, not what it measured: no page of their own.
-    pub const BOOKKEEPING: [&str; 12] = [
+    pub const BOOKKEEPING: [&str; 13] = [
         FILE, SCALE, PLACEMENT, HELD, PHASE, REPETITION, SHARE, CAPACITY, GUN, GUN_CLOCK, SLO,
-        REVISION,
+        REVISION, SITTING,
     ];
 
     /// Whether a label is the experiment runner's bookkeeping rather than a setting.

@@ -112,7 +112,7 @@ pub(super) fn line(event: &Event) -> Option<String> {
             file,
             scale,
         } => format!(
-            "All {cells} cells of {name} are kept already (file {file}, scale {scale}): nothing to run."
+            "All {cells} cells of {name} are kept already (file {file}, scale {scale}): nothing to run (--again runs them all again as a new sitting)."
         ),
         Event::Resuming {
             name,
@@ -253,7 +253,7 @@ mod tests {
                 file: "f".into(),
                 scale: 0.1
             }),
-            "All 4 cells of runner are kept already (file f, scale 0.1): nothing to run."
+            "All 4 cells of runner are kept already (file f, scale 0.1): nothing to run (--again runs them all again as a new sitting)."
         );
         assert_eq!(
             said(Event::Resuming {

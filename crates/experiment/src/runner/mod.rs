@@ -55,7 +55,7 @@ mod options;
 
 pub use options::BuildError;
 pub use options::{Error, RunOptions, RunReport, Trust, SECRET};
-pub use resume::{states, CellState};
+pub use resume::{sitting, states, CellState};
 pub use setup::LaunchError;
 use setup::{
     builds, database, database_cpus, failures, file_dir, named_database, ports, verify_targets,
@@ -66,6 +66,7 @@ use setup::{
 fn record(
     experiment: &Experiment,
     plan: &Plan,
+    sitting: Option<&str>,
     placement: &str,
     verification: Vec<Verification>,
 ) -> ExperimentRecord {
@@ -92,6 +93,7 @@ fn record(
             file: std::fs::read_to_string(&experiment.path).unwrap_or_default(),
             searched: plan.searched.clone(),
             compared: plan.compare.is_some(),
+            sitting: sitting.map(str::to_string),
         },
         verification,
         updated_at_ns: now_ns(),
@@ -210,7 +212,10 @@ async fn run_with<F: Firing>(
         fleet::needs_shared_store(Some(&options.db))?;
     }
     let store = Store::open(&options.db).await?;
-    let states = states(&store, experiment, &plan).await?;
+    // A comparison is one sitting's: its rounds all run again, each time.
+    let again = options.again || plan.compare.is_some();
+    let sitting = resume::sitting(&store, experiment, &plan, again).await?;
+    let states = states(&store, experiment, &plan, sitting.as_deref()).await?;
     let (todo, resume) = todo_of(&plan, &states, options.retry_failed);
     let mut report = RunReport {
         skipped: plan.cells.len() - todo.len(),
@@ -224,7 +229,15 @@ async fn run_with<F: Firing>(
         events.emit(Event::SharePromise(promise.to_string()));
     }
     if todo.is_empty() {
-        nothing_to_run(experiment, &plan, &store, &placement, events).await?;
+        nothing_to_run(
+            experiment,
+            &plan,
+            sitting.as_deref(),
+            &store,
+            &placement,
+            events,
+        )
+        .await?;
         return Ok(report);
     }
     if report.skipped > 0 {
@@ -250,10 +263,18 @@ async fn run_with<F: Firing>(
         return Ok(report);
     };
     let launcher = prepared.launcher(experiment);
-    let verification = verification(
-        experiment, &plan, &store, &launcher, &prepared, &placement, events,
-    )
-    .await?;
+    let verification = verification(experiment, &store, &launcher, &prepared, events).await?;
+    // The page's record: this sitting's, with how its targets fared.
+    let answers = Answers::of(experiment, &plan, sitting.as_deref());
+    store
+        .put_experiment(&record(
+            experiment,
+            &plan,
+            sitting.as_deref(),
+            &placement,
+            verification.clone(),
+        ))
+        .await?;
     let workdir = tempfile_dir()?;
     // Its files (the probes' token and keys) go with it, even after a SIGKILL.
     let mut files = custody::Group::new("experiment files");
@@ -269,7 +290,7 @@ async fn run_with<F: Firing>(
         keys: &keys,
         verification: &verification,
         resume: &resume,
-        answers: &prepared.answers,
+        answers: &answers,
         events,
     };
     cells
@@ -287,6 +308,7 @@ async fn run_with<F: Firing>(
 async fn nothing_to_run(
     experiment: &Experiment,
     plan: &Plan,
+    sitting: Option<&str>,
     store: &Store,
     placement: &str,
     events: &Events,
@@ -299,7 +321,7 @@ async fn nothing_to_run(
     });
     if store.experiment(&experiment.file.name).await?.is_none() {
         store
-            .put_experiment(&record(experiment, plan, placement, Vec::new()))
+            .put_experiment(&record(experiment, plan, sitting, placement, Vec::new()))
             .await?;
     }
     Ok(())
@@ -310,7 +332,7 @@ async fn nothing_to_run(
 pub(super) struct Answers {
     /// The experiment's name, on each run and search.
     pub(super) name: String,
-    /// The file's label and the scale, on each run (`resume::plan_labels`).
+    /// The file's label, the scale and the sitting, on each run (`resume::plan_labels`).
     pub(super) plan_labels: Vec<(String, String)>,
     /// The file's directory, where a remote probe's CA must lie.
     pub(super) dir: std::path::PathBuf,
@@ -325,11 +347,11 @@ pub(super) struct Answers {
 }
 
 impl Answers {
-    fn of(experiment: &Experiment, plan: &Plan) -> Answers {
+    fn of(experiment: &Experiment, plan: &Plan, sitting: Option<&str>) -> Answers {
         let file = &experiment.file;
         Answers {
             name: file.name.clone(),
-            plan_labels: resume::plan_labels(experiment, plan),
+            plan_labels: resume::plan_labels(experiment, plan, sitting),
             dir: file_dir(experiment),
             targets: file.targets.clone(),
             watches: file.watches.clone(),
@@ -353,8 +375,6 @@ struct Prepared {
     built: setup::Built,
     /// The targets' sources at their `ref`s, kept until the last cell ends.
     checkouts: crate::checkout::Checkouts,
-    /// What the cells ask of the file.
-    answers: Answers,
 }
 
 impl Prepared {
@@ -446,7 +466,6 @@ async fn prepare(
         needed,
         built,
         checkouts,
-        answers: Answers::of(experiment, plan),
     }))
 }
 
@@ -576,15 +595,13 @@ async fn reach(
     Ok(reach)
 }
 
-/// The targets verified (and what earlier runs found of the others), kept on the
-/// experiment's record.
+/// The targets verified, and what earlier runs found of the others: for the experiment's
+/// record.
 async fn verification(
     experiment: &Experiment,
-    plan: &Plan,
     store: &Store,
     launcher: &Launcher<'_>,
     prepared: &Prepared,
-    placement: &str,
     events: &Events,
 ) -> Result<Vec<Verification>, Error> {
     let mut verification =
@@ -599,9 +616,6 @@ async fn verification(
             }
         }
     }
-    store
-        .put_experiment(&record(experiment, plan, placement, verification.clone()))
-        .await?;
     Ok(verification)
 }
 

@@ -15,6 +15,9 @@ pub struct RunOptions {
     pub db: String,
     /// Redo the cells kept as failed.
     pub retry_failed: bool,
+    /// Run every cell again as a new sitting (the next point of the experiment's history),
+    /// rather than resume the latest.
+    pub again: bool,
     /// This machine's generator.
     pub gun: fleet::Local,
     /// Show a live line (on a terminal).

@@ -1,6 +1,7 @@
 //! Where each cell of a plan stands, from the store: done, failed (with its reason), started
 //! and not finished, or still to run. A cell is found again by the file's content, the scale,
-//! its key and its repetition, so a changed file starts afresh.
+//! its key and its repetition, so a changed file starts afresh, and within its sitting (the
+//! label `sitting`), so that `--again` starts a sitting of its own.
 
 use std::collections::BTreeMap;
 
@@ -11,12 +12,55 @@ use store::Store;
 use crate::file::Experiment;
 use crate::plan::Plan;
 
-/// The labels every run of the experiment carries, beside its cell's.
-pub(super) fn plan_labels(experiment: &Experiment, plan: &Plan) -> Vec<(String, String)> {
-    vec![
+/// The labels every run of the experiment carries, beside its cell's: the file, the scale,
+/// and the sitting (none only for a sitting begun before sittings were labelled).
+pub(super) fn plan_labels(
+    experiment: &Experiment,
+    plan: &Plan,
+    sitting: Option<&str>,
+) -> Vec<(String, String)> {
+    let mut labels = vec![
         (label::FILE.into(), Plan::file_label(experiment)),
         (label::SCALE.into(), plan.scale.to_string()),
-    ]
+    ];
+    if let Some(id) = sitting {
+        labels.push((label::SITTING.into(), id.to_string()));
+    }
+    labels
+}
+
+/// The sitting a run of this file and scale belongs to: a new one when `again` (the runner
+/// asks for one for a comparison too, whose rounds all run again each time) or when none is
+/// kept; else the latest kept, so that an interrupted sitting is resumed and a finished one
+/// left as it is. `None` for a sitting begun before sittings were labelled, which is resumed
+/// as it was.
+pub async fn sitting(
+    store: &Store,
+    experiment: &Experiment,
+    plan: &Plan,
+    again: bool,
+) -> Result<Option<String>, store::StoreError> {
+    let new = || Some(uuid::Uuid::now_v7().to_string());
+    if again {
+        return Ok(new());
+    }
+    let mut filter = RunFilter {
+        experiment: Some(experiment.file.name.clone()),
+        ..Default::default()
+    };
+    filter.labels.extend(plan_labels(experiment, plan, None));
+    let runs = store.list_runs(&filter).await?;
+    // Ids are UUID v7s: the highest began last.
+    let latest = runs
+        .iter()
+        .filter_map(|r| r.labels.get(label::SITTING))
+        .max()
+        .cloned();
+    Ok(match latest {
+        Some(id) => Some(id),
+        None if runs.is_empty() => new(),
+        None => None,
+    })
 }
 
 /// Where each cell stands.
@@ -41,12 +85,13 @@ pub async fn states(
     store: &Store,
     experiment: &Experiment,
     plan: &Plan,
+    sitting: Option<&str>,
 ) -> Result<Vec<CellState>, store::StoreError> {
     let mut filter = RunFilter {
         experiment: Some(experiment.file.name.clone()),
         ..Default::default()
     };
-    for (k, v) in plan_labels(experiment, plan) {
+    for (k, v) in plan_labels(experiment, plan, sitting) {
         filter.labels.insert(k, v);
     }
     filter

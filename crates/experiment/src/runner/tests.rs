@@ -344,6 +344,7 @@ impl World {
             plan: Default::default(),
             db: self.db.clone(),
             retry_failed,
+            again: false,
             gun: fleet::Local {
                 loadgen: self.dir.path().join("no-loadgen"),
                 cpus: None,
@@ -361,6 +362,16 @@ impl World {
         guns: usize,
         retry_failed: bool,
     ) -> (RunReport, Vec<(String, String)>, Vec<Event>) {
+        self.run_as(acts, guns, self.options(retry_failed)).await
+    }
+
+    /// [`World::run`] with `options`.
+    async fn run_as(
+        &self,
+        acts: &[(&str, Act)],
+        guns: usize,
+        options: RunOptions,
+    ) -> (RunReport, Vec<(String, String)>, Vec<Event>) {
         let (tx, rx) = watch::channel(false);
         let fake = Fake {
             store: Store::open(&self.db).await.expect("the store"),
@@ -374,15 +385,9 @@ impl World {
             seen: Mutex::new(Vec::new()),
         };
         let (events, said) = Events::collect();
-        let report = run_with(
-            &self.experiment,
-            &self.options(retry_failed),
-            &events,
-            rx,
-            Some(&fake),
-        )
-        .await
-        .expect("the run");
+        let report = run_with(&self.experiment, &options, &events, rx, Some(&fake))
+            .await
+            .expect("the run");
         let seen = fake.seen.into_inner().expect("seen");
         let said = said.lock().expect("said").clone();
         (report, seen, said)
@@ -428,6 +433,57 @@ async fn cells_run_in_the_plans_interleaved_order_and_a_second_run_skips_them() 
         .iter()
         .any(|e| matches!(e, Event::NothingToRun { cells: 4, .. })));
     assert!(started.elapsed().expect("time") < Duration::from_secs(60));
+}
+
+/// `--again` runs every cell again as a sitting of its own, which the history reads as its
+/// next point; a run without it resumes the latest sitting, and says there is nothing to run
+/// once that sitting is whole.
+#[tokio::test]
+async fn again_runs_every_cell_as_a_new_sitting_and_the_history_has_two() {
+    let w = world();
+    let (first, _, _) = w.run(&[], 0, false).await;
+    assert_eq!(first.ran, 4);
+    let again = RunOptions {
+        again: true,
+        ..w.options(false)
+    };
+    let (second, seen, _) = w.run_as(&[], 0, again).await;
+    assert_eq!((second.ran, second.skipped), (4, 0));
+    assert_eq!(seen.len(), 4);
+    let (third, seen, said) = w.run(&[], 0, false).await;
+    assert_eq!((third.ran, third.skipped), (0, 4));
+    assert!(seen.is_empty());
+    assert!(said
+        .iter()
+        .any(|e| matches!(e, Event::NothingToRun { cells: 4, .. })));
+
+    let store = Store::open(&w.db).await.expect("the store");
+    let runs = store
+        .list_runs(&store::run::RunFilter::default())
+        .await
+        .expect("the runs");
+    let sittings: std::collections::BTreeSet<&String> = runs
+        .iter()
+        .map(|r| {
+            r.labels
+                .get(label::SITTING)
+                .expect("every run in a sitting")
+        })
+        .collect();
+    assert_eq!(sittings.len(), 2, "{sittings:?}");
+    let history = analysis::history::read::history(&store, "sched", Default::default())
+        .await
+        .expect("the history");
+    assert_eq!(history.sittings.len(), 2);
+    assert_eq!(history.unplaced, 0);
+    assert!(!history.series.is_empty());
+    for series in &history.series {
+        assert_eq!(series.points.len(), 2, "{:?}", series.key);
+        assert!(
+            series.points.iter().all(|p| p.runs == 2),
+            "two repetitions a sitting"
+        );
+    }
 }
 
 #[tokio::test]
@@ -839,13 +895,13 @@ async fn a_failed_round_fails_its_cell_and_the_gate_is_judged_without_it() {
     assert_eq!(judged.change.as_ref().map(|c| c.rounds), Some(7));
     // Its run is kept failed, with the reason.
     let store = Store::open(&w.db).await.expect("the store");
-    let states = states(
-        &store,
-        &w.experiment,
-        &crate::plan::plan(&w.experiment, &Default::default()).expect("the plan"),
-    )
-    .await
-    .expect("the states");
+    let plan = crate::plan::plan(&w.experiment, &Default::default()).expect("the plan");
+    let sitting = sitting(&store, &w.experiment, &plan, false)
+        .await
+        .expect("the sitting");
+    let states = states(&store, &w.experiment, &plan, sitting.as_deref())
+        .await
+        .expect("the states");
     assert_eq!(
         states
             .iter()

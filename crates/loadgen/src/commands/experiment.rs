@@ -59,13 +59,15 @@ pub async fn run(args: &ExperimentArgs, shutdown: &Shutdown) -> Result<RunEnd, E
         ExperimentCommand::Status { cells } => {
             let (experiment, plan) = read(cells)?;
             let store = store::Store::open(&cells.db).await?;
-            let states = runner::states(&store, &experiment, &plan).await?;
+            let sitting = runner::sitting(&store, &experiment, &plan, false).await?;
+            let states = runner::states(&store, &experiment, &plan, sitting.as_deref()).await?;
             print!("{}", status_text(&experiment, &plan, &states));
             Ok(RunEnd::Completed)
         }
         ExperimentCommand::Run {
             cells,
             retry_failed,
+            again,
             report: pages,
             no_report,
             markdown,
@@ -95,6 +97,7 @@ pub async fn run(args: &ExperimentArgs, shutdown: &Shutdown) -> Result<RunEnd, E
                 plan: plan_options(cells),
                 db: cells.db.clone(),
                 retry_failed: *retry_failed,
+                again: *again,
                 gun,
                 live: std::io::stderr().is_terminal(),
                 trust: trust_of(trust),

@@ -1,6 +1,7 @@
 //! What `loadgen` does, one module a command: `attack`, `capacity` (and `compare`, its
 //! `--against`: targets' searches interleaved), `demo`, `experiment` (the runner is the
-//! `experiment` crate's), `runs`, the built-in `target` (which the demo starts), `gun` (a
+//! `experiment` crate's), `history` (an experiment's sittings and the changes across them),
+//! `runs`, the built-in `target` (which the demo starts), `gun` (a
 //! gun host's side of an experiment fired over SSH) and `order` (one typed order on standard
 //! input, how the runner and the guns start a generator). Each takes its checked flags (`cli`)
 //! or its order, and gives back how the run ended.
@@ -11,6 +12,7 @@ mod compare;
 mod demo;
 pub mod experiment;
 mod gun;
+mod history;
 mod order;
 mod runs;
 pub mod target;
@@ -33,6 +35,7 @@ pub async fn run(
         Command::Demo(args) => demo::run(&args, shutdown, command_line).await,
         Command::Runs(args) => runs::run(&args).await.map(|()| RunEnd::Completed),
         Command::Experiment(args) => experiment::run(&args, shutdown).await,
+        Command::History(args) => history::run(&args).await,
         Command::Gun(_) => gun::run(shutdown).await,
         Command::Order => order::run(shutdown, command_line).await,
         Command::Target(args) => target::serve_until_stdin_closes(&args)

@@ -18,6 +18,7 @@ mod eventloop;
 mod experiment;
 mod faults;
 mod hdr_log;
+mod history;
 mod hostile_input;
 mod keep;
 mod limits;

@@ -246,7 +246,7 @@ pub fn experiment_page(
             br; (d.placement) "."
             @for (target, held) in &held { br; (target) ": held by " (held) "." }
             @if fig.warmups > 0 { br; (fig.warmups) " warm-up runs are kept apart and left out of every figure." }
-            @if fig.older > 0 { br; (fig.older) " runs of earlier versions of the file (or other scales) are not shown here; the index lists them." }
+            @if fig.older > 0 { br; (fig.older) " runs of earlier sittings, earlier versions of the file or other scales are not shown here: the index lists them, and " code { "loadgen history --experiment " (r.name) } " sets the sittings side by side." }
         }
         @if !failed_targets.is_empty() {
             div.warnings {

@@ -33,7 +33,7 @@ async fn the_page_answers_from_every_repetition_and_says_what_failed() {
     // Counts: 8 measured runs, one failed; the warm-up and the older file's run left out.
     assert!(page.contains("7 of 8 runs complete"), "run counts");
     assert!(page.contains("1 warm-up runs are kept apart"));
-    assert!(page.contains("1 runs of earlier versions of the file"));
+    assert!(page.contains("1 runs of earlier sittings, earlier versions of the file"));
     // The older file's 50 ms run would put a 50-something ms p99 on the page.
     assert!(
         !page.contains("(50."),

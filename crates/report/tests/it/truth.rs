@@ -58,6 +58,7 @@ async fn drawn() -> Drawn {
             definition: Definition {
                 searched: Vec::new(),
                 compared: false,
+                sitting: None,
                 source: None,
                 targets: vec!["node".into(), "go".into()],
                 axes: vec![("rate".into(), vec!["2000".into()])],

@@ -74,6 +74,7 @@ pub async fn drawn() -> Drawn {
             definition: Definition {
                 searched: Vec::new(),
                 compared: false,
+                sitting: None,
                 source: Some("a test".into()),
                 targets: vec!["fast".into(), "slow".into()],
                 axes: vec![("rate".into(), vec!["100".into(), "200".into()])],
@@ -177,6 +178,7 @@ pub async fn drawn_closed() -> Drawn {
             definition: Definition {
                 searched: Vec::new(),
                 compared: false,
+                sitting: None,
                 source: None,
                 targets: vec!["fast".into(), "slow".into()],
                 axes: vec![("connections".into(), vec!["10".into()])],

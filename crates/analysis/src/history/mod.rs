@@ -1,0 +1,316 @@
+//! An experiment's history across sittings: when a server changed, and by how much.
+//!
+//! A **sitting** is what one `loadgen experiment run` made (its runs and searches carry the
+//! label `sitting`), or, outside the runner, the runs and searches sharing a `revision` label
+//! (`--label revision=…` on `attack` and `capacity`). Each sitting gives every series one
+//! point: a **series** is one target, one setting (the cell without its target) and one
+//! measure (capacity within the SLO, CPU per request, memory, latency), its point the geometric
+//! mean of the sitting's runs of that cell (a search's fitted capacity), with its variance where
+//! the sitting knows one (a search's interval, or the spread of two or more repetitions).
+//!
+//! **Change points** are found on each series' logarithm by E-divisive means ([`divisive`]),
+//! each split tested by permutations at the history's level divided among its series
+//! (Bonferroni: a history of twelve series at 5 % tests each at 0.42 %), with at least
+//! [`Config::min_segment`] sittings either side. A change's **size** is the ratio of the
+//! random-effects levels ([`pool`]) of the sittings either side, between the changes around it,
+//! with its 95 % interval; a change smaller than [`Config::min_change`] is not one.
+//!
+//! Modules: [`divisive`] (the cut), [`pool`] (the levels), [`read`] (a history from the store),
+//! [`text`] (the history in words and in Markdown).
+
+pub mod divisive;
+pub mod pool;
+pub mod read;
+pub mod text;
+
+use serde::{Deserialize, Serialize};
+
+use crate::ab::Measure;
+use pool::Pooled;
+
+/// How a history is judged.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Config {
+    /// The chance of calling a change in a history where none happened, over all its series.
+    pub level: f64,
+    /// The fewest sittings either side of a change.
+    pub min_segment: usize,
+    /// The smallest change called one, as a share (0.02: 2 %).
+    pub min_change: f64,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            level: 0.05,
+            min_segment: 3,
+            min_change: 0.0,
+        }
+    }
+}
+
+/// One sitting.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Sitting {
+    pub id: String,
+    /// When its first run started, Unix ns.
+    pub started_at_ns: i64,
+    /// The revisions its targets were built at (`origin/main at 1a2b3c4d5e6f`), each once.
+    pub revisions: Vec<String>,
+}
+
+/// What a series is of.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct Key {
+    pub target: String,
+    /// The cell's setting without its target (`rate=2000`), "" without axes.
+    pub setting: String,
+    pub measure: Measure,
+}
+
+impl Key {
+    /// "node, rate=2000: CPU per request".
+    pub fn text(&self) -> String {
+        let at = if self.setting.is_empty() {
+            String::new()
+        } else {
+            format!(", {}", self.setting)
+        };
+        format!("{}{at}: {}", self.target, self.measure.title())
+    }
+}
+
+/// One sitting's figure of a series.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Point {
+    /// Its sitting's index in [`History::sittings`].
+    pub sitting: usize,
+    /// The target's revision in that sitting, if it was built at one.
+    pub revision: Option<String>,
+    /// The figure, in the measure's unit (geometric mean of its runs).
+    pub value: f64,
+    /// The variance of its logarithm, where the sitting knows it.
+    pub variance: Option<f64>,
+    /// The runs (or searches) it is of.
+    pub runs: usize,
+}
+
+/// A change point of a series.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Change {
+    /// The first point after it (an index in the series' points).
+    pub at: usize,
+    /// The sittings either side (indices in [`History::sittings`]).
+    pub before_sitting: usize,
+    pub after_sitting: usize,
+    /// The target's revisions either side, where it was built at one.
+    pub before_revision: Option<String>,
+    pub after_revision: Option<String>,
+    /// The permutation p-value of the split, and the level it was tested at.
+    pub p: f64,
+    pub tested_at: f64,
+    /// After ÷ before, with its 95 % interval.
+    pub ratio: f64,
+    pub low: f64,
+    pub high: f64,
+    /// Whether the measure got worse (capacity down; CPU, memory or latency up).
+    pub worse: bool,
+}
+
+/// A series judged: its points, its change points, and the level between them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Series {
+    pub key: Key,
+    pub points: Vec<Point>,
+    pub changes: Vec<Change>,
+    /// The levels between changes, of the logarithm: one more than the changes (none with fewer
+    /// than two points).
+    pub segments: Vec<Pooled>,
+}
+
+/// A series' level now, in its measure's unit.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Level {
+    pub value: f64,
+    /// Its 95 % interval.
+    pub low: f64,
+    pub high: f64,
+    /// Where a new sitting's figure falls, 95 % of the time (3 sittings or more).
+    pub predict: Option<(f64, f64)>,
+}
+
+impl Series {
+    /// The level of the sittings since the last change.
+    pub fn level(&self) -> Option<Level> {
+        let p = self.segments.last()?;
+        Some(Level {
+            value: p.mean.exp(),
+            low: p.low.exp(),
+            high: p.high.exp(),
+            predict: p.predict.map(|(l, h)| (l.exp(), h.exp())),
+        })
+    }
+}
+
+/// An experiment's history, judged.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct History {
+    pub experiment: String,
+    /// Oldest first.
+    pub sittings: Vec<Sitting>,
+    pub series: Vec<Series>,
+    pub config: Config,
+    /// The permutations each split was tested with.
+    pub permutations: usize,
+    /// Runs and searches of the experiment in no sitting (kept before sittings were labelled,
+    /// with no revision label either): not in the history.
+    pub unplaced: usize,
+}
+
+/// A series before it is judged.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Raw {
+    pub key: Key,
+    pub points: Vec<Point>,
+}
+
+impl History {
+    /// `series` judged against `config`.
+    pub fn judge(
+        experiment: &str,
+        sittings: Vec<Sitting>,
+        series: Vec<Raw>,
+        unplaced: usize,
+        config: Config,
+    ) -> History {
+        let tested = series.len().max(1);
+        let level = config.level / tested as f64;
+        // Enough permutations that the level can be reached ten times over.
+        let permutations = ((10.0 / level).ceil() as usize).max(999);
+        let series = series
+            .into_iter()
+            .map(|raw| judge_series(raw, &config, level, permutations))
+            .collect();
+        History {
+            experiment: experiment.to_string(),
+            sittings,
+            series,
+            config,
+            permutations,
+            unplaced,
+        }
+    }
+
+    /// The changes that made a measure worse and lie within the last `n` sittings.
+    pub fn worse_within(&self, n: usize) -> Vec<(&Series, &Change)> {
+        let first = self.sittings.len().saturating_sub(n);
+        self.series
+            .iter()
+            .flat_map(|s| s.changes.iter().map(move |c| (s, c)))
+            .filter(|(_, c)| c.worse && c.after_sitting >= first)
+            .collect()
+    }
+}
+
+/// Whether a higher figure of `measure` is worse.
+fn higher_is_worse(measure: Measure) -> bool {
+    measure != Measure::Capacity
+}
+
+/// The levels of the segments of `points` cut at `cuts` (log scale).
+fn segments(points: &[Point], cuts: &[usize]) -> Vec<Option<Pooled>> {
+    let mut bounds = vec![0];
+    bounds.extend_from_slice(cuts);
+    bounds.push(points.len());
+    bounds
+        .windows(2)
+        .map(|w| {
+            let part = &points[w[0]..w[1]];
+            let y: Vec<f64> = part.iter().map(|p| p.value.ln()).collect();
+            let v: Option<Vec<f64>> = part.iter().map(|p| p.variance).collect();
+            pool::pool(&y, v.as_deref())
+        })
+        .collect()
+}
+
+/// `after ÷ before` with its 95 % interval (Welch–Satterthwaite degrees of freedom).
+fn ratio(before: &Pooled, after: &Pooled) -> (f64, f64, f64) {
+    let d = after.mean - before.mean;
+    let (a, b) = (before.se_used.powi(2), after.se_used.powi(2));
+    let se = (a + b).sqrt();
+    let df = if a + b > 0.0 {
+        (a + b).powi(2) / (a * a / before.df + b * b / after.df)
+    } else {
+        before.df + after.df
+    };
+    let t = pool::t975(df);
+    (d.exp(), (d - t * se).exp(), (d + t * se).exp())
+}
+
+fn judge_series(raw: Raw, config: &Config, level: f64, permutations: usize) -> Series {
+    let Raw { key, points } = raw;
+    let logs: Vec<f64> = points.iter().map(|p| p.value.ln()).collect();
+    let divisive = divisive::Config {
+        level,
+        permutations,
+        min_segment: config.min_segment,
+        seed: crate::capacity::random::seed_of(&key.text()),
+    };
+    let mut splits = divisive::changes(&logs, &divisive);
+    // A change smaller than the least called one is not one: drop the smallest such, re-pool,
+    // until every change left is large enough.
+    loop {
+        let cuts: Vec<usize> = splits.iter().map(|s| s.at).collect();
+        let levels = segments(&points, &cuts);
+        let small = levels
+            .windows(2)
+            .enumerate()
+            .filter_map(|(i, w)| {
+                let (Some(a), Some(b)) = (&w[0], &w[1]) else {
+                    return Some((i, 0.0));
+                };
+                let size = (b.mean - a.mean).exp() - 1.0;
+                (size.abs() < config.min_change).then_some((i, size.abs()))
+            })
+            .min_by(|a, b| a.1.total_cmp(&b.1));
+        match small {
+            Some((i, _)) => {
+                splits.remove(i);
+            }
+            None => break,
+        }
+    }
+    let cuts: Vec<usize> = splits.iter().map(|s| s.at).collect();
+    let levels: Vec<Pooled> = segments(&points, &cuts).into_iter().flatten().collect();
+    let changes = splits
+        .iter()
+        .zip(levels.windows(2))
+        .map(|(split, w)| {
+            let (r, low, high) = ratio(&w[0], &w[1]);
+            let before = &points[split.at - 1];
+            let after = &points[split.at];
+            Change {
+                at: split.at,
+                before_sitting: before.sitting,
+                after_sitting: after.sitting,
+                before_revision: before.revision.clone(),
+                after_revision: after.revision.clone(),
+                p: split.p,
+                tested_at: level,
+                ratio: r,
+                low,
+                high,
+                worse: (r > 1.0) == higher_is_worse(key.measure),
+            }
+        })
+        .collect();
+    Series {
+        key,
+        points,
+        changes,
+        segments: levels,
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,62 @@
+//! `loadgen history`: an experiment's sittings from the store, the change points across them,
+//! in words, JSON or Markdown; exit 4 when a change that made a measure worse is recent
+//! (`--fail-within N`).
+
+use std::io::Write;
+
+use analysis::history::{self, Config};
+use store::Store;
+
+use crate::cli::{HistoryArgs, HistoryFormat};
+use crate::{Error, RunEnd};
+
+/// Runs `loadgen history`.
+pub async fn run(args: &HistoryArgs) -> Result<RunEnd, Error> {
+    let store = Store::open(&args.db).await?;
+    let config = Config {
+        level: args.level,
+        min_segment: args.min_segment as usize,
+        min_change: args.min_change,
+    };
+    let history = history::read::history(&store, &args.experiment, config).await?;
+    store.close().await;
+    if history.sittings.is_empty() && history.unplaced == 0 {
+        return Err(Error::Usage(format!(
+            "nothing of experiment {:?} is kept in {}: `loadgen runs list` shows what is, and \
+             `loadgen experiment run FILE --again` adds a sitting",
+            redact::printable(&args.experiment),
+            redact::text(&args.db)
+        )));
+    }
+    let text = match args.output {
+        HistoryFormat::Text => history.to_text(),
+        HistoryFormat::Markdown => history.to_markdown(),
+        HistoryFormat::Json => {
+            let mut json = serde_json::to_string_pretty(&history).map_err(Error::Json)?;
+            json.push('\n');
+            json
+        }
+    };
+    std::io::stdout()
+        .lock()
+        .write_all(text.as_bytes())
+        .map_err(Error::Output)?;
+    let Some(n) = args.fail_within else {
+        return Ok(RunEnd::Completed);
+    };
+    let worse = history.worse_within(n as usize);
+    if worse.is_empty() {
+        return Ok(RunEnd::Completed);
+    }
+    for (series, change) in worse {
+        eprintln!(
+            "A change made {} worse within the last {n} sittings, {}: ×{:.3} ({:.3}–{:.3}).",
+            series.key.text(),
+            history.between(change),
+            change.ratio,
+            change.low,
+            change.high
+        );
+    }
+    Ok(RunEnd::Regression)
+}
