@@ -84,6 +84,12 @@ pub struct HistoryArgs {
     #[arg(long, value_name = "N", default_value = "3", value_parser = clap::value_parser!(u32).range(2..))]
     pub min_segment: u32,
 
+    /// A reference target of the experiment (repeatable): each other target's figures are
+    /// divided, sitting by sitting, by those of the reference that varies least beside them
+    /// over 8 sittings or more, taking out the host's drift (`loadgen target --work-kind`).
+    #[arg(long = "reference", value_name = "TARGET")]
+    pub references: Vec<String>,
+
     /// The smallest change called one, in percent (2: a change under 2 % is not one).
     #[arg(long, value_name = "PCT", default_value = "0", value_parser = parse_percent_change)]
     pub min_change: f64,
@@ -466,6 +472,17 @@ pub struct TargetArgs {
     /// grows with its load.
     #[arg(long, requires = "work")]
     pub lock: bool,
+    /// What --work is made of: spin (arithmetic), chase (dependent loads through 64 MiB, missing
+    /// the caches) or syscall (system calls): the references a history's figures are
+    /// normalised by (`loadgen history --reference`).
+    #[arg(
+        long,
+        value_name = "KIND",
+        value_enum,
+        default_value = "spin",
+        requires = "work"
+    )]
+    pub work_kind: crate::commands::target::WorkKind,
 }
 
 /// How to print the summary.

@@ -15,12 +15,18 @@
 //! random-effects levels ([`pool`]) of the sittings either side, between the changes around it,
 //! with its 95 % interval; a change smaller than [`Config::min_change`] is not one.
 //!
-//! Modules: [`divisive`] (the cut), [`pool`] (the levels), [`read`] (a history from the store),
-//! [`text`] (the history in words and in Markdown).
+//! **References.** With references named (`--reference spin`), each target's series is divided
+//! sitting by sitting by the reference that tracks it best ([`reference`]), so that the host's
+//! drift from sitting to sitting, which moves both, is taken out before changes are sought.
+//!
+//! Modules: [`divisive`] (the cut), [`pool`] (the levels), [`reference`] (sittings made
+//! comparable), [`read`] (a history from the store), [`text`] (the history in words and in
+//! Markdown).
 
 pub mod divisive;
 pub mod pool;
 pub mod read;
+pub mod reference;
 pub mod text;
 
 use serde::{Deserialize, Serialize};
@@ -121,6 +127,9 @@ pub struct Change {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Series {
     pub key: Key,
+    /// How it was made comparable across sittings, when references were named.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub normalised: Option<reference::Normalised>,
     pub points: Vec<Point>,
     pub changes: Vec<Change>,
     /// The levels between changes, of the logarithm: one more than the changes (none with fewer
@@ -140,6 +149,15 @@ pub struct Level {
 }
 
 impl Series {
+    /// A figure of this series in words: in its measure's unit, or, divided by a reference,
+    /// as a multiple of the reference's ("1.042× spin").
+    pub fn value_text(&self, value: f64) -> String {
+        match self.normalised.as_ref().and_then(|n| n.reference.as_ref()) {
+            Some(reference) => format!("{value:.3}× {reference}"),
+            None => self.key.measure.value_text(value),
+        }
+    }
+
     /// The level of the sittings since the last change.
     pub fn level(&self) -> Option<Level> {
         let p = self.segments.last()?;
@@ -175,21 +193,27 @@ pub struct Raw {
 }
 
 impl History {
-    /// `series` judged against `config`.
+    /// `series` judged against `config`, each target's divided by the reference of
+    /// `references` that tracks it best.
     pub fn judge(
         experiment: &str,
         sittings: Vec<Sitting>,
         series: Vec<Raw>,
         unplaced: usize,
         config: Config,
+        references: &[String],
     ) -> History {
+        let series = reference::normalise(series, references);
         let tested = series.len().max(1);
         let level = config.level / tested as f64;
         // Enough permutations that the level can be reached ten times over.
         let permutations = ((10.0 / level).ceil() as usize).max(999);
         let series = series
             .into_iter()
-            .map(|raw| judge_series(raw, &config, level, permutations))
+            .map(|(raw, normalised)| Series {
+                normalised,
+                ..judge_series(raw, &config, level, permutations)
+            })
             .collect();
         History {
             experiment: experiment.to_string(),
@@ -306,6 +330,7 @@ fn judge_series(raw: Raw, config: &Config, level: f64, permutations: usize) -> S
         .collect();
     Series {
         key,
+        normalised: None,
         points,
         changes,
         segments: levels,

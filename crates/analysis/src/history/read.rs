@@ -102,11 +102,14 @@ impl Found {
     }
 }
 
-/// The history of `experiment` as kept in `store`, judged against `config`.
+/// The history of `experiment` as kept in `store`, judged against `config`, its targets'
+/// figures divided by the reference of `references` (targets of the experiment) that tracks
+/// each best.
 pub async fn history(
     store: &Store,
     experiment: &str,
     config: Config,
+    references: &[String],
 ) -> Result<History, StoreError> {
     let mut found = Found::default();
     let runs = store
@@ -186,10 +189,10 @@ pub async fn history(
             search.labels.get(label::REVISION),
         );
     }
-    Ok(judged(experiment, found, config))
+    Ok(judged(experiment, found, config, references))
 }
 
-fn judged(experiment: &str, found: Found, config: Config) -> History {
+fn judged(experiment: &str, found: Found, config: Config, references: &[String]) -> History {
     let mut order: Vec<(i64, String, BTreeSet<String>)> = found
         .sittings
         .into_iter()
@@ -224,7 +227,14 @@ fn judged(experiment: &str, found: Found, config: Config) -> History {
             Raw { key, points }
         })
         .collect();
-    History::judge(experiment, sittings, series, found.unplaced, config)
+    History::judge(
+        experiment,
+        sittings,
+        series,
+        found.unplaced,
+        config,
+        references,
+    )
 }
 
 /// One sitting's figures of a series as one point: their geometric mean, with the variance of

@@ -67,6 +67,7 @@ fn judge(world: &World, rng: &mut Rng, measure: Measure, config: Config) -> Hist
         vec![world.draw(rng, measure)],
         0,
         config,
+        &[],
     )
 }
 

@@ -101,6 +101,9 @@ impl History {
                 n => format!("{n} changes"),
             }
         );
+        if let Some(n) = &s.normalised {
+            out.push_str(&format!("  {}\n", n.text()));
+        }
         for c in &s.changes {
             out.push_str(&format!(
                 "  {} {}: ×{:.3} ({:.3}–{:.3}), p = {:.4}\n",
@@ -112,7 +115,7 @@ impl History {
                 c.p
             ));
         }
-        let unit = |v: f64| s.key.measure.value_text(v);
+        let unit = |v: f64| s.value_text(v);
         match s.level() {
             Some(super::Level {
                 value: level,
@@ -175,10 +178,12 @@ impl History {
             }
             out.push('\n');
         }
-        out.push_str("| series | sittings | level now (95 %) | a new sitting (95 %) |\n");
-        out.push_str("|---|---|---|---|\n");
+        out.push_str(
+            "| series | sittings | level now (95 %) | a new sitting (95 %) | across sittings |\n",
+        );
+        out.push_str("|---|---|---|---|---|\n");
         for s in &self.series {
-            let unit = |v: f64| s.key.measure.value_text(v);
+            let unit = |v: f64| s.value_text(v);
             let (level, predict) = match s.level() {
                 Some(l) => (
                     format!("{} ({}–{})", unit(l.value), unit(l.low), unit(l.high)),
@@ -187,8 +192,12 @@ impl History {
                 ),
                 None => ("—".into(), "—".into()),
             };
+            let across = s
+                .normalised
+                .as_ref()
+                .map_or("raw".to_string(), |n| md(&n.text()));
             out.push_str(&format!(
-                "| {} | {} | {level} | {predict} |\n",
+                "| {} | {} | {level} | {predict} | {across} |\n",
                 md(&s.key.text()),
                 s.points.len()
             ));

@@ -471,7 +471,7 @@ async fn again_runs_every_cell_as_a_new_sitting_and_the_history_has_two() {
         })
         .collect();
     assert_eq!(sittings.len(), 2, "{sittings:?}");
-    let history = analysis::history::read::history(&store, "sched", Default::default())
+    let history = analysis::history::read::history(&store, "sched", Default::default(), &[])
         .await
         .expect("the history");
     assert_eq!(history.sittings.len(), 2);

@@ -18,7 +18,8 @@ pub async fn run(args: &HistoryArgs) -> Result<RunEnd, Error> {
         min_segment: args.min_segment as usize,
         min_change: args.min_change,
     };
-    let history = history::read::history(&store, &args.experiment, config).await?;
+    let history =
+        history::read::history(&store, &args.experiment, config, &args.references).await?;
     store.close().await;
     if history.sittings.is_empty() && history.unplaced == 0 {
         return Err(Error::Usage(format!(
@@ -26,6 +27,23 @@ pub async fn run(args: &HistoryArgs) -> Result<RunEnd, Error> {
              `loadgen experiment run FILE --again` adds a sitting",
             redact::printable(&args.experiment),
             redact::text(&args.db)
+        )));
+    }
+    let targets: std::collections::BTreeSet<&str> = history
+        .series
+        .iter()
+        .map(|s| s.key.target.split(" ÷ ").next().unwrap_or_default())
+        .collect();
+    if let Some(missing) = args
+        .references
+        .iter()
+        .find(|r| !targets.contains(r.as_str()))
+    {
+        return Err(Error::Usage(format!(
+            "no target {:?} in the history of {}: --reference names one of its targets ({})",
+            redact::printable(missing),
+            redact::printable(&args.experiment),
+            targets.into_iter().collect::<Vec<_>>().join(", ")
         )));
     }
     let text = match args.output {

@@ -44,6 +44,21 @@ pub struct Stall {
     pub length: Duration,
 }
 
+/// What a request's `work` is made of: the references a history normalises a target's
+/// figures by (`loadgen history --reference`), each slowed by a different part of a host.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum WorkKind {
+    /// Arithmetic in registers ([`spin`]): the core's clock and its share of the core.
+    #[default]
+    Spin,
+    /// A chase of dependent loads through 64 MiB in a random order ([`chase`]): the caches and
+    /// memory, as a server walking its heap is slowed.
+    Chase,
+    /// System calls, one after another ([`syscalls`]): the kernel's entry and exit, as a
+    /// server doing I/O is slowed (mitigations, a hypervisor's exits).
+    Syscall,
+}
+
 /// How the built-in target behaves.
 #[derive(Debug, Clone, Default)]
 pub struct TargetConfig {
@@ -52,6 +67,8 @@ pub struct TargetConfig {
     /// CPU each ordinary request spends on the server's only thread, which serves nothing
     /// else meanwhile: a server whose capacity is known, 1 / `work` requests a second.
     pub work: Duration,
+    /// What the `work` is made of.
+    pub work_kind: WorkKind,
     pub stall: Option<Stall>,
     /// Serve on two worker threads instead of one, each request's `work` done holding one
     /// lock they share, the other thread waiting for it by spinning ([`wait_for_lock`]): a
@@ -218,6 +235,7 @@ async fn serve(
         let work = Work {
             service_time: config.service_time,
             cpu: config.work,
+            kind: config.work_kind,
             lock: lock.clone(),
             record: config.record_responses,
         };
@@ -262,6 +280,62 @@ fn spin(work: Duration) {
     }
 }
 
+/// The chain [`chase`] walks: 64 MiB of indices, one cycle through them all in a random
+/// order (Sattolo's shuffle), so that every load depends on the one before and misses the
+/// caches. Made once, on the first request that chases.
+fn chain() -> &'static [u32] {
+    static CHAIN: std::sync::OnceLock<Vec<u32>> = std::sync::OnceLock::new();
+    CHAIN.get_or_init(|| {
+        let n = (64 << 20) / std::mem::size_of::<u32>();
+        let mut order: Vec<u32> = (0..n as u32).collect();
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        for i in (1..n).rev() {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            order.swap(i, (x % i as u64) as usize);
+        }
+        let mut next = vec![0u32; n];
+        for w in 0..n {
+            next[order[w] as usize] = order[(w + 1) % n];
+        }
+        next
+    })
+}
+
+/// A request's `work` as a pointer chase ([`WorkKind::Chase`]), in a function of its own so
+/// that a profile names it.
+#[inline(never)]
+fn chase(work: Duration) {
+    let next = chain();
+    let until = std::time::Instant::now() + work;
+    let mut at = 0usize;
+    loop {
+        for _ in 0..64 {
+            at = next.get(at).copied().unwrap_or(0) as usize;
+        }
+        std::hint::black_box(at);
+        if std::time::Instant::now() >= until {
+            return;
+        }
+    }
+}
+
+/// A request's `work` as system calls ([`WorkKind::Syscall`]): `getppid`, which the kernel
+/// answers at once, so that the time is its entries and exits.
+#[inline(never)]
+fn syscalls(work: Duration) {
+    let until = std::time::Instant::now() + work;
+    loop {
+        for _ in 0..16 {
+            std::hint::black_box(rustix::process::getppid());
+        }
+        if std::time::Instant::now() >= until {
+            return;
+        }
+    }
+}
+
 /// Waits for `lock` by spinning until it is free and taken, in a function of its own so that
 /// a profile names the lock's contention (`wait_for_lock`): the longer the lock is held by the
 /// other thread, the more of the server's CPU is spent here.
@@ -281,8 +355,9 @@ fn wait_for_lock(lock: &AtomicBool) {
 #[derive(Clone)]
 struct Work {
     service_time: Duration,
-    /// CPU spent on it ([`spin`]).
+    /// CPU spent on it ([`spin`], [`chase`] or [`syscalls`]).
     cpu: Duration,
+    kind: WorkKind,
     /// The lock held while spending it, when the server has one.
     lock: Option<Arc<AtomicBool>>,
     record: bool,
@@ -315,13 +390,18 @@ async fn handle(
             tokio::time::sleep(service_time).await;
         }
         if !work.cpu.is_zero() {
+            let spend = |cpu| match work.kind {
+                WorkKind::Spin => spin(cpu),
+                WorkKind::Chase => chase(cpu),
+                WorkKind::Syscall => syscalls(cpu),
+            };
             match &work.lock {
                 Some(lock) => {
                     wait_for_lock(lock);
-                    spin(work.cpu);
+                    spend(work.cpu);
                     lock.store(false, Ordering::Release);
                 }
-                None => spin(work.cpu),
+                None => spend(work.cpu),
             }
         }
         let now = SystemTime::now()
@@ -352,6 +432,7 @@ pub async fn serve_until_stdin_closes(args: &crate::cli::TargetArgs) -> Result<(
         TargetConfig {
             service_time: args.service_time,
             work: args.work,
+            work_kind: args.work_kind,
             stall,
             lock: args.lock,
             record_responses: false,

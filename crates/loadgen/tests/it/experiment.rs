@@ -1754,3 +1754,78 @@ path = "/"
         "no box of the lock drawn as grown: {lock_boxes:?}"
     );
 }
+
+/// The nightly example of docs/history.md, run as copied (at a tenth of its scale): a sitting,
+/// then `--again` a second, and `loadgen history` sets the two side by side, the server beside
+/// its A/A twin and the three references, and says no reference can be chosen yet.
+#[test]
+fn the_nightly_example_runs_two_sittings_that_the_history_reads() {
+    let _cpus = beside();
+    let work = tempfile::tempdir().unwrap();
+    let db = format!("sqlite://{}/runs.db", work.path().display());
+    let file = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../experiments/examples/nightly/nightly.toml"
+    );
+    // The references are `loadgen target`: loadgen on PATH, as the file asks.
+    let bin = std::path::Path::new(LOADGEN).parent().unwrap();
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let run = |again: bool| {
+        let mut cmd = Command::new(LOADGEN);
+        cmd.args([
+            "experiment",
+            "run",
+            file,
+            "--scale",
+            "0.1",
+            "--no-report",
+            "--db",
+            &db,
+        ])
+        .env("PATH", &path)
+        .stdin(Stdio::null());
+        if again {
+            cmd.arg("--again");
+        }
+        let out = cmd.output().unwrap();
+        let said = text(&out);
+        assert!(out.status.success(), "{said}");
+        assert!(said.contains("10 cells run (0 failed)"), "{said}");
+    };
+    run(false);
+    run(true);
+    let out = Command::new(LOADGEN)
+        .args(["history", "--db", &db, "--experiment", "nightly-example"])
+        .args([
+            "--reference",
+            "spin",
+            "--reference",
+            "chase",
+            "--reference",
+            "syscall",
+        ])
+        .output()
+        .unwrap();
+    let said = text(&out);
+    assert!(out.status.success(), "{said}");
+    assert!(
+        said.contains("History of nightly-example: 2 sittings"),
+        "{said}"
+    );
+    for target in ["server", "server-again"] {
+        assert!(
+            said.contains(&format!("{target}: CPU per request: 2 sittings, no change\n  raw figures (from sitting to sitting): no reference ran in 8 or more of its sittings")),
+            "{said}"
+        );
+    }
+    for reference in ["spin", "chase", "syscall"] {
+        assert!(
+            said.contains(&format!("{reference}: CPU per request: 2 sittings")),
+            "{said}"
+        );
+    }
+}
