@@ -167,13 +167,14 @@ python3 -m pytest -q terraform/tests
 # The gate's CI examples (ci/), as their ecosystems check them: the schemas GitHub's and
 # GitLab's CI files are published with (check-jsonschema's vendored copies), and actionlint
 # (with shellcheck on its run steps) for the workflow. The example server's own checks.
-say "the gate's CI examples (actionlint, check-jsonschema) and example server (go vet)"
-actionlint ci/github/showdown-gate.yml
-check-jsonschema --builtin-schema vendor.github-workflows ci/github/showdown-gate.yml
-check-jsonschema --builtin-schema vendor.gitlab-ci ci/gitlab/showdown-gate.gitlab-ci.yml
+say "the gate's and the nightly's CI examples (actionlint, check-jsonschema) and example server (go vet)"
+actionlint ci/github/showdown-gate.yml ci/github/showdown-nightly.yml
+check-jsonschema --builtin-schema vendor.github-workflows ci/github/showdown-gate.yml ci/github/showdown-nightly.yml
+check-jsonschema --builtin-schema vendor.gitlab-ci ci/gitlab/showdown-gate.gitlab-ci.yml ci/gitlab/showdown-nightly.gitlab-ci.yml
 (cd experiments/examples/gate/server && test -z "$(gofmt -l .)" && go vet ./...)
 # The jobs' own shell, run as their runners would (a stand-in loadgen, a real git repository):
-# the base branch's gate, exit 1 and 5 failing the job.
+# the base branch's gate, exit 1 and 5 failing the job; a night's new sitting, its store from the
+# environment, exit 4 failing it.
 python3 -m pytest -q ci/tests
 
 say "cargo nextest run --workspace --release"

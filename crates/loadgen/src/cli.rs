@@ -84,6 +84,11 @@ pub struct HistoryArgs {
     #[arg(long, value_name = "N", default_value = "3", value_parser = clap::value_parser!(u32).range(2..))]
     pub min_segment: u32,
 
+    /// Judge only this measure (repeatable): capacity, cpu, rss, p50, p99 [default: all]. Each
+    /// series is tested at the level divided among those judged, so fewer find smaller changes.
+    #[arg(long = "measure", value_name = "MEASURE", value_parser = parse_history_measure)]
+    pub measures: Vec<analysis::ab::Measure>,
+
     /// A reference target of the experiment (repeatable): each other target's figures are
     /// divided, sitting by sitting, by those of the reference that varies least beside them
     /// over 8 sittings or more, taking out the host's drift (`loadgen target --work-kind`).
@@ -94,9 +99,22 @@ pub struct HistoryArgs {
     #[arg(long, value_name = "PCT", default_value = "0", value_parser = parse_percent_change)]
     pub min_change: f64,
 
+    /// What a split is held against: normal (sittings drawn from a normal distribution, which
+    /// finds a change in a short history) or permutation (each segment's own sittings shuffled:
+    /// no distribution assumed, but a short history cannot reach a small p-value).
+    #[arg(long, value_enum, default_value_t = HistoryNull::Normal)]
+    pub null: HistoryNull,
+
     /// How to print it.
     #[arg(long, value_enum, default_value_t = HistoryFormat::Text)]
     pub output: HistoryFormat,
+}
+
+/// `loadgen history --null`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum HistoryNull {
+    Normal,
+    Permutation,
 }
 
 /// How `loadgen history` prints.
@@ -106,6 +124,19 @@ pub enum HistoryFormat {
     Json,
     /// Tables for a CI job's summary or a pull request.
     Markdown,
+}
+
+fn parse_history_measure(text: &str) -> Result<analysis::ab::Measure, String> {
+    use analysis::ab::Measure;
+    match text.parse::<Measure>() {
+        Ok(Measure::Pss) => {
+            Err("a history follows rss, not pss (which reads like rss on one host)".into())
+        }
+        Ok(m) => Ok(m),
+        Err(_) => Err(format!(
+            "expected capacity, cpu, rss, p50 or p99, not {text:?}"
+        )),
+    }
 }
 
 fn parse_level(text: &str) -> Result<f64, String> {

@@ -9,7 +9,8 @@
 //! the sitting knows one (a search's interval, or the spread of two or more repetitions).
 //!
 //! **Change points** are found on each series' logarithm by E-divisive means ([`divisive`]),
-//! each split tested by permutations at the history's level divided among its series
+//! each split held against draws of the null (normal sittings, or each segment's own shuffled)
+//! at the history's level divided among its series
 //! (Bonferroni: a history of twelve series at 5 % tests each at 0.42 %), with at least
 //! [`Config::min_segment`] sittings either side. A change's **size** is the ratio of the
 //! random-effects levels ([`pool`]) of the sittings either side, between the changes around it,
@@ -43,6 +44,9 @@ pub struct Config {
     pub min_segment: usize,
     /// The smallest change called one, as a share (0.02: 2 %).
     pub min_change: f64,
+    /// What a split is held against.
+    #[serde(default)]
+    pub null: divisive::Null,
 }
 
 impl Default for Config {
@@ -51,6 +55,7 @@ impl Default for Config {
             level: 0.05,
             min_segment: 3,
             min_change: 0.0,
+            null: divisive::Null::Normal,
         }
     }
 }
@@ -112,7 +117,7 @@ pub struct Change {
     /// The target's revisions either side, where it was built at one.
     pub before_revision: Option<String>,
     pub after_revision: Option<String>,
-    /// The permutation p-value of the split, and the level it was tested at.
+    /// The p-value of the split against the null, and the level it was tested at.
     pub p: f64,
     pub tested_at: f64,
     /// After ÷ before, with its 95 % interval.
@@ -178,7 +183,7 @@ pub struct History {
     pub sittings: Vec<Sitting>,
     pub series: Vec<Series>,
     pub config: Config,
-    /// The permutations each split was tested with.
+    /// The draws of the null each split was held against.
     pub permutations: usize,
     /// Runs and searches of the experiment in no sitting (kept before sittings were labelled,
     /// with no revision label either): not in the history.
@@ -206,7 +211,7 @@ impl History {
         let series = reference::normalise(series, references);
         let tested = series.len().max(1);
         let level = config.level / tested as f64;
-        // Enough permutations that the level can be reached ten times over.
+        // Enough draws that the level can be reached ten times over.
         let permutations = ((10.0 / level).ceil() as usize).max(999);
         let series = series
             .into_iter()
@@ -277,6 +282,7 @@ fn judge_series(raw: Raw, config: &Config, level: f64, permutations: usize) -> S
     let divisive = divisive::Config {
         level,
         permutations,
+        null: config.null,
         min_segment: config.min_segment,
         seed: crate::capacity::random::seed_of(&key.text()),
     };

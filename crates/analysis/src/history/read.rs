@@ -102,14 +102,20 @@ impl Found {
     }
 }
 
-/// The history of `experiment` as kept in `store`, judged against `config`, its targets'
-/// figures divided by the reference of `references` (targets of the experiment) that tracks
-/// each best.
+/// The series a history judges: its `measures` (all where empty), each target's divided by the
+/// reference of `references` (targets of the experiment) that tracks it best.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Selection<'a> {
+    pub references: &'a [String],
+    pub measures: &'a [Measure],
+}
+
+/// The history of `experiment` as kept in `store`, its `selection` judged against `config`.
 pub async fn history(
     store: &Store,
     experiment: &str,
     config: Config,
-    references: &[String],
+    selection: Selection<'_>,
 ) -> Result<History, StoreError> {
     let mut found = Found::default();
     let runs = store
@@ -189,10 +195,10 @@ pub async fn history(
             search.labels.get(label::REVISION),
         );
     }
-    Ok(judged(experiment, found, config, references))
+    Ok(judged(experiment, found, config, selection))
 }
 
-fn judged(experiment: &str, found: Found, config: Config, references: &[String]) -> History {
+fn judged(experiment: &str, found: Found, config: Config, selection: Selection<'_>) -> History {
     let mut order: Vec<(i64, String, BTreeSet<String>)> = found
         .sittings
         .into_iter()
@@ -215,6 +221,9 @@ fn judged(experiment: &str, found: Found, config: Config, references: &[String])
     let series = found
         .figures
         .into_iter()
+        .filter(|(key, _)| {
+            selection.measures.is_empty() || selection.measures.contains(&key.measure)
+        })
         .map(|(key, by_sitting)| {
             let mut points: Vec<Point> = by_sitting
                 .into_iter()
@@ -233,7 +242,7 @@ fn judged(experiment: &str, found: Found, config: Config, references: &[String])
         series,
         found.unplaced,
         config,
-        references,
+        selection.references,
     )
 }
 

@@ -22,9 +22,13 @@ impl History {
         } else {
             String::new()
         };
+        let null = match self.config.null {
+            super::divisive::Null::Normal => "draws of normal sittings",
+            super::divisive::Null::Permutation => "permutations of each segment's sittings",
+        };
         format!(
             "Change points by E-divisive means on each series' logarithm (Matteson and James 2014, \
-             as Apache Otava finds them), each split tested by {} permutations at {:.2} % ({:.0} % \
+             as Apache Otava finds them), each split held against {} {null} at {:.2} % ({:.0} % \
              over {n} series, Bonferroni), with at least {} sittings either side{least}. A change's \
              size is the ratio of the random-effects levels of the sittings either side of it, \
              with its 95 % interval (Student's t on the larger of the modified Hartung–Knapp error and the sittings' spread).",

@@ -471,9 +471,10 @@ async fn again_runs_every_cell_as_a_new_sitting_and_the_history_has_two() {
         })
         .collect();
     assert_eq!(sittings.len(), 2, "{sittings:?}");
-    let history = analysis::history::read::history(&store, "sched", Default::default(), &[])
-        .await
-        .expect("the history");
+    let history =
+        analysis::history::read::history(&store, "sched", Default::default(), Default::default())
+            .await
+            .expect("the history");
     assert_eq!(history.sittings.len(), 2);
     assert_eq!(history.unplaced, 0);
     assert!(!history.series.is_empty());

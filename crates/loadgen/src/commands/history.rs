@@ -4,10 +4,11 @@
 
 use std::io::Write;
 
+use analysis::history::divisive::Null;
 use analysis::history::{self, Config};
 use store::Store;
 
-use crate::cli::{HistoryArgs, HistoryFormat};
+use crate::cli::{HistoryArgs, HistoryFormat, HistoryNull};
 use crate::{Error, RunEnd};
 
 /// Runs `loadgen history`.
@@ -17,9 +18,16 @@ pub async fn run(args: &HistoryArgs) -> Result<RunEnd, Error> {
         level: args.level,
         min_segment: args.min_segment as usize,
         min_change: args.min_change,
+        null: match args.null {
+            HistoryNull::Normal => Null::Normal,
+            HistoryNull::Permutation => Null::Permutation,
+        },
     };
-    let history =
-        history::read::history(&store, &args.experiment, config, &args.references).await?;
+    let selection = history::read::Selection {
+        references: &args.references,
+        measures: &args.measures,
+    };
+    let history = history::read::history(&store, &args.experiment, config, selection).await?;
     store.close().await;
     if history.sittings.is_empty() && history.unplaced == 0 {
         return Err(Error::Usage(format!(
