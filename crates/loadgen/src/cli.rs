@@ -110,6 +110,14 @@ pub struct HistoryArgs {
     pub output: HistoryFormat,
 }
 
+/// `loadgen target --work-kind` (the target's `WorkKind`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum WorkKindArg {
+    Spin,
+    Chase,
+    Syscall,
+}
+
 /// `loadgen history --null`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum HistoryNull {
@@ -513,7 +521,7 @@ pub struct TargetArgs {
         default_value = "spin",
         requires = "work"
     )]
-    pub work_kind: crate::commands::target::WorkKind,
+    pub work_kind: WorkKindArg,
 }
 
 /// How to print the summary.

@@ -46,7 +46,7 @@ pub struct Stall {
 
 /// What a request's `work` is made of: the references a history normalises a target's
 /// figures by (`loadgen history --reference`), each slowed by a different part of a host.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum WorkKind {
     /// Arithmetic in registers ([`spin`]): the core's clock and its share of the core.
     #[default]
@@ -432,7 +432,11 @@ pub async fn serve_until_stdin_closes(args: &crate::cli::TargetArgs) -> Result<(
         TargetConfig {
             service_time: args.service_time,
             work: args.work,
-            work_kind: args.work_kind,
+            work_kind: match args.work_kind {
+                crate::cli::WorkKindArg::Spin => WorkKind::Spin,
+                crate::cli::WorkKindArg::Chase => WorkKind::Chase,
+                crate::cli::WorkKindArg::Syscall => WorkKind::Syscall,
+            },
             stall,
             lock: args.lock,
             record_responses: false,
