@@ -246,7 +246,14 @@ impl Follower {
         }
         .max(1);
         self.offset = (next + lost) as i64 - seq as i64;
-        let t = last_t.map_or_else(|| clock::now() as i64 - self.zero_mono as i64, |t| t + 1);
+        // Halfway through the time the probe was down: the records either side are moved onto
+        // the final clock offset when the run ends (by µs or ms), and the gap must stay between
+        // them, or a rate would be taken across the restart.
+        let t = match (last_t, t_ns) {
+            (Some(last), Some(first)) if first > last => last + (first - last) / 2,
+            (Some(last), _) => last + 1,
+            (None, _) => clock::now() as i64 - self.zero_mono as i64,
+        };
         self.writer.gap(
             self.index,
             StoredGap {
