@@ -92,15 +92,19 @@ def test_the_job_fails_what_the_gate_could_not_measure_and_runs_the_base_branchs
     assert args[:3] == ["experiment", "run", "showdown/gate.base.toml"], args
 
 
-def test_the_jobs_pin_what_they_install_and_keep_no_token():
-    workflow = yaml.safe_load((ROOT / "ci/github/showdown-gate.yml").read_text())
-    steps = workflow["jobs"]["gate"]["steps"]
+@pytest.mark.parametrize("workflow_file, job", [("showdown-gate.yml", "gate"), ("showdown-nightly.yml", "nightly")])
+def test_the_workflows_pin_their_actions_and_keep_no_token(workflow_file, job):
+    workflow = yaml.safe_load((ROOT / "ci/github" / workflow_file).read_text())
+    steps = workflow["jobs"][job]["steps"]
     for step in steps:
         if "uses" in step:
             ref = step["uses"].split("@", 1)[1]
             assert len(ref) == 40 and all(c in "0123456789abcdef" for c in ref), step["uses"]
-    checkout = next(s for s in steps if s["uses"].startswith("actions/checkout@") if "uses" in s)
+    checkout = next(s for s in steps if "uses" in s and s["uses"].startswith("actions/checkout@"))
     assert checkout["with"]["persist-credentials"] is False
+
+
+def test_the_jobs_pin_what_they_install_and_keep_no_token():
     for text in [
         (ROOT / "ci/github/showdown-gate.yml").read_text(),
         (ROOT / "ci/gitlab/showdown-gate.gitlab-ci.yml").read_text(),

@@ -251,8 +251,8 @@ pub struct Functions {
     pub tree: Option<CallTree>,
 }
 
-/// Student's t's quantile at `q` with `df` degrees of freedom.
-fn t_quantile(q: f64, df: f64) -> f64 {
+/// Student's t's quantile at `q` with `df` degrees of freedom (any, not only whole ones).
+pub(crate) fn t_quantile(q: f64, df: f64) -> f64 {
     StudentsT::new(0.0, 1.0, df).map_or(f64::INFINITY, |t| t.inverse_cdf(q))
 }
 

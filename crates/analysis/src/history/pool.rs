@@ -17,8 +17,6 @@
 //! the measurement error too), the interval t(k − 1) · s/√k and the prediction t(k − 1) ·
 //! s·√(1 + 1/k).
 
-use statrs::distribution::{ContinuousCDF, StudentsT};
-
 /// The level of a set of sittings, with its 95 % interval and where a new sitting would fall.
 #[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Pooled {
@@ -42,9 +40,9 @@ pub struct Pooled {
     pub predict: Option<(f64, f64)>,
 }
 
-/// Student's t's 97.5 % quantile on `df` degrees of freedom.
+/// Student's t's 97.5 % quantile on `df` degrees of freedom (not whole where Welch's are).
 pub fn t975(df: f64) -> f64 {
-    StudentsT::new(0.0, 1.0, df).map_or(f64::INFINITY, |t| t.inverse_cdf(0.975))
+    crate::ab::functions::t_quantile(0.975, df)
 }
 
 /// DerSimonian–Laird's fit of `y` with variances `v`: (level, its SE, τ², Q, the weights).
