@@ -153,18 +153,53 @@ pub(super) fn ports(
     Ok(ports)
 }
 
-/// A port nothing listens on now, and that `taken` does not claim.
+/// A port nothing listens on now, and that `taken` does not claim, chosen below the kernel's
+/// ephemeral range ([`below_ephemeral`]): a port from that range (what binding port 0 gives) can
+/// be taken as the source port of one of this host's own connections (the generator's, a
+/// probe's, a check's) between its choice and the target's bind, and the target then fails to
+/// start (a sitting of five interleaved targets lost one target so).
 fn free_port(taken: impl Fn(u16) -> bool) -> Result<u16, Error> {
-    for _ in 0..100 {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .map_err(|e| Error::Setup(format!("cannot find a free port: {e}")))?
-            .port();
-        if !taken(port) {
+    let (low, high) = below_ephemeral(
+        std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+            .ok()
+            .as_deref(),
+    );
+    let mut x = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0x9e37_79b9, |d| d.as_nanos() as u64)
+        ^ (u64::from(std::process::id()) << 32);
+    for _ in 0..200 {
+        let port = if low < high {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            low + (x % u64::from(high - low)) as u16
+        } else {
+            // No room below the ephemeral range: one the kernel picks.
+            std::net::TcpListener::bind("127.0.0.1:0")
+                .and_then(|l| l.local_addr())
+                .map_err(|e| Error::Setup(format!("cannot find a free port: {e}")))?
+                .port()
+        };
+        if !taken(port) && std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() {
             return Ok(port);
         }
     }
     Err(Error::Setup("cannot find a free port".into()))
+}
+
+/// The ports the runner chooses from, `[low, high)`: from 10000 up to the first of the
+/// ephemeral range (`ip_local_port_range`'s first number; 32768, Linux's default, when it
+/// cannot be read). Empty when that range starts at 11000 or lower.
+fn below_ephemeral(range: Option<&str>) -> (u16, u16) {
+    let first = range
+        .and_then(|r| r.split_whitespace().next()?.parse::<u16>().ok())
+        .unwrap_or(32768);
+    if first > 11000 {
+        (10000, first)
+    } else {
+        (0, 0)
+    }
 }
 
 /// The checkouts of the targets in `names` with a `ref` (none without one): each said as it
@@ -613,4 +648,29 @@ pub(super) fn failures(v: &Verification) -> String {
         .collect::<Vec<_>>()
         .join("; ");
     redact::text(&text)
+}
+
+#[cfg(test)]
+mod port_tests {
+    use super::*;
+
+    #[test]
+    fn ports_are_chosen_below_the_ephemeral_range() {
+        assert_eq!(below_ephemeral(Some("32768\t60999\n")), (10000, 32768));
+        assert_eq!(below_ephemeral(Some("40000 65000")), (10000, 40000));
+        assert_eq!(below_ephemeral(None), (10000, 32768));
+        assert_eq!(below_ephemeral(Some("1024 65535")), (0, 0));
+        let (low, high) = below_ephemeral(
+            std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+                .ok()
+                .as_deref(),
+        );
+        let chosen: Vec<u16> = (0..20).map(|_| free_port(|_| false).unwrap()).collect();
+        if low < high {
+            assert!(chosen.iter().all(|p| (low..high).contains(p)), "{chosen:?}");
+        }
+        // What `taken` claims is never chosen.
+        let first = chosen[0];
+        assert!((0..20).all(|_| free_port(|p| p == first).unwrap() != first));
+    }
 }
