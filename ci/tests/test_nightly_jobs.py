@@ -69,9 +69,9 @@ def test_a_night_runs_a_new_sitting_and_fails_when_it_made_a_measure_worse(tmp_p
     assert done.returncode == job_exit, done.stdout + done.stderr
     calls = (out / "calls").read_text().splitlines()
     assert calls[0].startswith("experiment run showdown/nightly.toml --again"), calls
-    references = "--reference spin --reference chase --reference syscall"
-    assert calls[1] == f"history --experiment nightly-example {references} --output markdown", calls
-    assert calls[2] == f"history --experiment nightly-example {references} --fail-within 1", calls
+    # The references are the file's `[history] references`: none on the command line.
+    assert calls[1] == "history --experiment nightly-example --output markdown", calls
+    assert calls[2] == "history --experiment nightly-example --fail-within 1", calls
     assert not any("s3cret" in c or "--db" in c for c in calls), "the store's URL went on a command line"
     assert "History of" in (tmp_path / summary).read_text()
 

@@ -80,6 +80,19 @@ pub struct ExperimentFile {
     pub watches: Vec<WatchSpec>,
     /// Gun hosts that fire every cell together over SSH, instead of this machine.
     pub guns: Option<crate::guns::GunsSpec>,
+    /// How `loadgen history` and the history page read the file's sittings.
+    #[serde(default)]
+    pub history: HistorySpec,
+}
+
+/// `[history]`: how the sittings of this file are read across nights (docs/history.md).
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct HistorySpec {
+    /// Targets of the file run as references (a CPU spin, a pointer chase, system calls): each
+    /// other target's history is divided, sitting by sitting, by the one that tracks it best.
+    #[serde(default)]
+    pub references: Vec<String>,
 }
 
 /// A variable of the user's environment that an experiment file reads, and the field that
@@ -546,6 +559,32 @@ impl TargetSpec {
     pub fn run_name(&self) -> &str {
         self.run.as_deref().unwrap_or(&self.name)
     }
+}
+
+/// `[history] references`: targets of the file, each once, and at least one target that is
+/// not a reference (whose history they divide).
+fn check_history(file: &ExperimentFile) -> Result<(), Invalid> {
+    let references = &file.history.references;
+    let names: Vec<&str> = file.targets.iter().map(|t| t.name.as_str()).collect();
+    for (i, r) in references.iter().enumerate() {
+        if !names.contains(&r.as_str()) {
+            return Err(Invalid::new(format!(
+                "[history] references: {r:?} is not a [[target]] of the file ({}): name a target run as a reference",
+                names.join(", ")
+            )));
+        }
+        if references[..i].contains(r) {
+            return Err(Invalid::new(format!(
+                "[history] references: {r:?} is named twice: name it once"
+            )));
+        }
+    }
+    if !references.is_empty() && names.iter().all(|n| references.iter().any(|r| r == n)) {
+        return Err(Invalid::new(
+            "[history] references names every target: leave out the targets whose history they divide",
+        ));
+    }
+    Ok(())
 }
 
 /// `[search]`: what `loadgen capacity` looks for in every cell.
@@ -1023,6 +1062,7 @@ fn check(file: &ExperimentFile) -> Result<(), Invalid> {
     if file.targets.is_empty() {
         return Err(Invalid::new("no [[target]]: name at least one"));
     }
+    check_history(file)?;
     if file.repetitions == 0 {
         return Err(Invalid::new("repetitions must be at least 1"));
     }
@@ -1571,6 +1611,47 @@ mod tests {
         format!(
             "name = \"x\"\nquestion = \"q\"\n[load]\npath = \"/\"\nrate = 1\nduration = \"1s\"\n[[target]]\nname = \"mine\"\n{target}"
         )
+    }
+
+    /// `[history] references` names targets of the file, each once, and leaves at least one
+    /// target to divide; each mistake is refused in one line that names it.
+    #[test]
+    fn history_references_are_targets_of_the_file_and_not_all_of_them() {
+        let two = "command = [\"./server\", \"{port}\"]\n[[target]]\nname = \"spin\"\ncommand = [\"./spin\", \"{port}\"]\n";
+        let file = read(&format!(
+            "{}\n[history]\nreferences = [\"spin\"]",
+            with_target(two)
+        ))
+        .unwrap();
+        assert_eq!(file.history.references, ["spin"]);
+        assert!(read(&with_target(two))
+            .unwrap()
+            .history
+            .references
+            .is_empty());
+        for (references, said) in [
+            (
+                "[\"spinn\"]",
+                "\"spinn\" is not a [[target]] of the file (mine, spin)",
+            ),
+            ("[\"spin\", \"spin\"]", "\"spin\" is named twice"),
+            ("[\"spin\", \"mine\"]", "names every target"),
+        ] {
+            let err = read(&format!(
+                "{}\n[history]\nreferences = {references}",
+                with_target(two)
+            ))
+            .unwrap_err()
+            .to_string();
+            assert!(err.contains(said) && !err.contains('\n'), "{err}");
+        }
+        let err = read(&format!(
+            "{}\n[history]\nreference = [\"spin\"]",
+            with_target(two)
+        ))
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("unknown field `reference`"), "{err}");
     }
 
     #[test]

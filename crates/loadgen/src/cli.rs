@@ -92,8 +92,13 @@ pub struct HistoryArgs {
     /// A reference target of the experiment (repeatable): each other target's figures are
     /// divided, sitting by sitting, by those of the reference that varies least beside them
     /// over 8 sittings or more, taking out the host's drift (`loadgen target --work-kind`).
-    #[arg(long = "reference", value_name = "TARGET")]
+    /// Without it, the references the experiment file names in `[history] references`.
+    #[arg(long = "reference", value_name = "TARGET", conflicts_with = "raw")]
     pub references: Vec<String>,
+
+    /// Judge every target's own figures, not divided by the references the file names.
+    #[arg(long)]
+    pub raw: bool,
 
     /// The smallest change called one, in percent (2: a change under 2 % is not one).
     #[arg(long, value_name = "PCT", default_value = "0", value_parser = parse_percent_change)]

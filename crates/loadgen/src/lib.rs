@@ -1,7 +1,7 @@
 //! `loadgen`, Showdown's gun: open-loop HTTP load that measures latency from the moment each
 //! request was due, and says so when it cannot keep its schedule.
 //!
-//! Five module trees, the order that drives them, and the command line above them:
+//! Five module trees, a pointer chase, the order that drives them, and the command line above them:
 //!
 //! - [`engine`]: the load itself, from plain values (an [`engine::AttackPlan`]): the schedule,
 //!   the requests, the worker threads (an epoll loop for plain HTTP/1.1, hyper for TLS and
@@ -13,6 +13,8 @@
 //!   p, as a loop over a plan and a way to run steps (the generator's, the guns' through the
 //!   `fleet` crate's `Firing`, or a simulated server's in its tests); several targets'
 //!   searches interleaved and compared as ratios.
+//! - [`chase`]: a pointer chase through 64 MiB, the built-in target's `--work-kind chase` and
+//!   the memory's latency timed after each step of a search.
 //! - `execute`: a search order or a comparison order run from its values: its checks, the
 //!   store opened, the guns made ready, its steps printed and kept as they end (`loadgen
 //!   capacity` and `loadgen order` both call it).
@@ -25,6 +27,7 @@
 //!   is what goes wrong, in words.
 
 pub mod capacity;
+pub mod chase;
 pub mod cli;
 pub mod commands;
 pub mod engine;

@@ -22,6 +22,8 @@
 //!   count in it); `flame`, a profile's flame graphs with inferno; [`flame_estimate`], a
 //!   gate's (or a search's knee's) differential flame graph drawn from its call paths' estimates; the pages' script
 //!   (`assets/showdown.js`) draws each chart's `ChartData`.
+//! - [`history`]: an experiment's history across sittings (`analysis::history`) as charts:
+//!   each series sitting by sitting with its levels and changes, and the host in each sitting.
 //! - [`knee`]: a search's steps' profiles over their judged windows, for what grew with the
 //!   rate at its knee (`analysis::ab::functions::knee`), its differential flame graph, and
 //!   the limit's sentence citing it.
@@ -45,6 +47,7 @@ mod flame;
 pub mod flame_data;
 pub mod flame_estimate;
 pub mod heatmap;
+pub mod history;
 pub mod knee;
 pub mod model;
 pub mod pages;

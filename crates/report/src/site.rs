@@ -276,6 +276,54 @@ impl Writer<'_> {
         Ok(())
     }
 
+    /// An experiment's history page, judged with the references its file names; its path,
+    /// or `None` where a chart could not be drawn (listed with the reason).
+    async fn history(
+        &mut self,
+        store: &Store,
+        record: &store::experiment::ExperimentRecord,
+        index: &mut SiteIndex,
+    ) -> Result<Option<String>, ReportError> {
+        let selection = analysis::history::read::Selection {
+            references: &record.definition.references,
+            measures: &[],
+        };
+        let h = analysis::history::read::history(
+            store,
+            &record.name,
+            analysis::history::Config::default(),
+            selection,
+        )
+        .await?;
+        let drawn = h
+            .series
+            .iter()
+            .map(|s| crate::history::series_chart(&h, s))
+            .collect::<Result<Vec<_>, _>>()
+            .and_then(|series| {
+                Ok(pages::HistoryCharts {
+                    series,
+                    host: crate::history::host_chart(&h)?,
+                })
+            });
+        match drawn {
+            Ok(drawn) => {
+                let relative = pages::history_path(&record.name);
+                self.page(&relative, pages::history_page(&h, &record.question, &drawn))?;
+                index
+                    .histories
+                    .push((record.name.clone(), relative.clone()));
+                Ok(Some(relative))
+            }
+            Err(e) => {
+                self.site
+                    .failures
+                    .push((format!("history of {}", record.name), e.to_string()));
+                Ok(None)
+            }
+        }
+    }
+
     /// A comparison's page, listed on the index once written.
     fn comparison(&mut self, c: &Comparison, index: &mut SiteIndex) -> Result<(), ReportError> {
         match charts::comparison_charts(c) {
@@ -295,6 +343,34 @@ impl Writer<'_> {
         }
         Ok(())
     }
+}
+
+/// How many sittings of `experiment` the runs and searches name (a sitting's label, else a
+/// revision's), without reading any run: a history page is drawn from two.
+fn sittings_of(
+    experiment: &str,
+    runs: &[figures::Headline],
+    searches: &[analysis::capacity::Search],
+) -> usize {
+    use store::vocabulary::label;
+    let of = |labels: &BTreeMap<String, String>| {
+        labels
+            .get(label::SITTING)
+            .or_else(|| labels.get(label::REVISION))
+            .cloned()
+    };
+    let mut seen: HashSet<String> = runs
+        .iter()
+        .filter(|h| h.experiment.as_deref() == Some(experiment))
+        .filter_map(|h| of(&h.labels))
+        .collect();
+    seen.extend(
+        searches
+            .iter()
+            .filter(|s| s.experiment.as_deref() == Some(experiment))
+            .filter_map(|s| of(&s.labels)),
+    );
+    seen.len()
 }
 
 /// The name, relative to `page`, of its file `PAGE.SUFFIX`.
@@ -454,6 +530,12 @@ pub async fn write(store: &Store, options: &SiteOptions) -> Result<Site, ReportE
         .map(|s| (s.id.clone(), crate::knee::of(s, &cache)))
         .collect();
     for record in &records {
+        // Its history first: drawn even where its latest sitting's page cannot be.
+        let history = if sittings_of(&record.name, &index.runs, &searches) >= 2 {
+            w.history(store, record, &mut index).await?
+        } else {
+            None
+        };
         let mut fig = crate::experiment::figures(record, &all);
         let drawn = fig.across().and_then(|across| {
             let overlays = fig
@@ -472,7 +554,10 @@ pub async fn write(store: &Store, options: &SiteOptions) -> Result<Site, ReportE
                 continue;
             }
         };
-        let mut links = pages::ExperimentLinks::default();
+        let mut links = pages::ExperimentLinks {
+            history,
+            ..Default::default()
+        };
         for setting in &fig.settings {
             let runs: Vec<Arc<RunFigures>> = fig
                 .cells_of(setting)

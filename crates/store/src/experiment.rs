@@ -63,6 +63,10 @@ pub struct Definition {
     /// are the history's (`loadgen history`). `None` for experiments kept before sittings.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sitting: Option<String>,
+    /// The targets the file's `[history]` names as references: each other target's history
+    /// divided by the one that tracks it best (`loadgen history`, the history page).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub references: Vec<String>,
 }
 
 impl Definition {
@@ -98,6 +102,7 @@ impl Definition {
                 .collect(),
             compared: self.compared,
             sitting: self.sitting.clone(),
+            references: self.references.iter().map(|t| text(t)).collect(),
         }
     }
 }

@@ -209,6 +209,11 @@ pub struct StepHost {
     /// Of the generator's CPUs, the share other processes took, %.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub others_on_generator_pct: Option<f64>,
+    /// One dependent load of a pointer chase through 64 MiB, timed on the generator's CPU
+    /// just after the step, ns: the host's memory latency then (`None` in searches kept
+    /// before it was timed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chase_ns: Option<f64>,
 }
 
 /// How the host varied over a search's steps, in a sentence ("over 17 steps, steal 0.2–1.4 %,
@@ -234,6 +239,9 @@ pub fn sitting(steps: &[Step]) -> Option<String> {
         } else {
             format!("clocked at {m_lo:.0}–{m_hi:.0} MHz")
         });
+    }
+    if let Some((c_lo, c_hi)) = range(hosts.iter().filter_map(|h| h.chase_ns).collect()) {
+        parts.push(format!("a load from memory {c_lo:.0}–{c_hi:.0} ns"));
     }
     if let Some((_, o_hi)) = range(
         hosts
@@ -603,13 +611,14 @@ mod tests {
                 busy_pct: 60.0,
                 cpu_mhz: Some(2445.4),
                 others_on_generator_pct: Some(others),
+                chase_ns: Some(80.0 + others),
             })
         };
         assert_eq!(sitting(&[step(None)]), None);
         let said = sitting(&[step(host(0.2, 1.0)), step(None), step(host(1.4, 3.0))]).unwrap();
         assert_eq!(
             said,
-            "over 2 steps, steal 0.2–1.4 % of the host's CPU time, its CPUs 60–60 % busy, clocked at 2445 MHz, other processes took up to 3.0 % of the generator's CPUs"
+            "over 2 steps, steal 0.2–1.4 % of the host's CPU time, its CPUs 60–60 % busy, clocked at 2445 MHz, a load from memory 81–83 ns, other processes took up to 3.0 % of the generator's CPUs"
         );
     }
 }

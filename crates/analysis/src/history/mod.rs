@@ -14,17 +14,22 @@
 //! (Bonferroni: a history of twelve series at 5 % tests each at 0.42 %), with at least
 //! [`Config::min_segment`] sittings either side. A change's **size** is the ratio of the
 //! random-effects levels ([`pool`]) of the sittings either side, between the changes around it,
-//! with its 95 % interval; a change smaller than [`Config::min_change`] is not one.
+//! with its 95 % interval; a change smaller than [`Config::min_change`] is not one, nor is one
+//! whose interval holds 1 (the split's test and its size disagree on a direction).
 //!
 //! **References.** With references named (`--reference spin`), each target's series is divided
 //! sitting by sitting by the reference that tracks it best ([`reference`]), so that the host's
 //! drift from sitting to sitting, which moves both, is taken out before changes are sought.
 //!
+//! **The host** in each sitting ([`host`]): steal, the CPUs' clock and a load from memory,
+//! read over its steps and runs and shown beside its figures.
+//!
 //! Modules: [`divisive`] (the cut), [`pool`] (the levels), [`reference`] (sittings made
-//! comparable), [`read`] (a history from the store), [`text`] (the history in words and in
-//! Markdown).
+//! comparable), [`host`] (the host in each sitting), [`read`] (a history from the store),
+//! [`text`] (the history in words and in Markdown).
 
 pub mod divisive;
+pub mod host;
 pub mod pool;
 pub mod read;
 pub mod reference;
@@ -68,6 +73,9 @@ pub struct Sitting {
     pub started_at_ns: i64,
     /// The revisions its targets were built at (`origin/main at 1a2b3c4d5e6f`), each once.
     pub revisions: Vec<String>,
+    /// The host over it, where its steps or runs read it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<host::SittingHost>,
 }
 
 /// What a series is of.
@@ -104,6 +112,28 @@ pub struct Point {
     pub variance: Option<f64>,
     /// The runs (or searches) it is of.
     pub runs: usize,
+}
+
+impl Point {
+    /// Its 95 % interval in the measure's unit, where the sitting knows its variance: for the
+    /// mean of two or more runs, Student's t on their number less one (exact for normal
+    /// logarithms); for one search, the normal's 1.96 (its variance read from the search's own
+    /// 95 % interval, which this gives back). `None` for a point divided by a reference, whose
+    /// variance adds two sittings' and has no stated degrees of freedom.
+    pub fn interval(&self, divided: bool) -> Option<(f64, f64)> {
+        let v = self.variance.filter(|v| v.is_finite() && *v > 0.0)?;
+        if divided || !(self.value.is_finite() && self.value > 0.0) {
+            return None;
+        }
+        let q = if self.runs >= 2 {
+            pool::t975((self.runs - 1) as f64)
+        } else {
+            1.959_964
+        };
+        let half = q * v.sqrt();
+        let log = self.value.ln();
+        Some(((log - half).exp(), (log + half).exp()))
+    }
 }
 
 /// A change point of a series.
@@ -287,8 +317,10 @@ fn judge_series(raw: Raw, config: &Config, level: f64, permutations: usize) -> S
         seed: crate::capacity::random::seed_of(&key.text()),
     };
     let mut splits = divisive::changes(&logs, &divisive);
-    // A change smaller than the least called one is not one: drop the smallest such, re-pool,
-    // until every change left is large enough.
+    // A change smaller than the least called one is not one, nor is one whose size's 95 %
+    // interval holds 1 (no change: the split's test and its size disagree, as for a level
+    // moved 0.3 % in a reference whose sittings barely vary): drop the smallest such, re-pool,
+    // until every change left is large enough and sure of its direction.
     loop {
         let cuts: Vec<usize> = splits.iter().map(|s| s.at).collect();
         let levels = segments(&points, &cuts);
@@ -299,8 +331,9 @@ fn judge_series(raw: Raw, config: &Config, level: f64, permutations: usize) -> S
                 let (Some(a), Some(b)) = (&w[0], &w[1]) else {
                     return Some((i, 0.0));
                 };
-                let size = (b.mean - a.mean).exp() - 1.0;
-                (size.abs() < config.min_change).then_some((i, size.abs()))
+                let size = ((b.mean - a.mean).exp() - 1.0).abs();
+                let (_, low, high) = ratio(a, b);
+                (size < config.min_change || (low <= 1.0 && 1.0 <= high)).then_some((i, size))
             })
             .min_by(|a, b| a.1.total_cmp(&b.1));
         match small {

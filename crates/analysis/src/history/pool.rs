@@ -65,39 +65,34 @@ fn dersimonian_laird(y: &[f64], v: &[f64]) -> (f64, f64, f64, f64, Vec<f64>) {
 }
 
 /// The figures `y` pooled; `v` their variances, when every one has one (else equal weights).
-/// `None` with no figure, or a figure or variance that is not finite.
+/// `None` with fewer than two figures (one sitting says nothing of the drift between sittings,
+/// which a level's interval must hold), or a figure that is not finite.
 pub fn pool(y: &[f64], v: Option<&[f64]>) -> Option<Pooled> {
     let k = y.len();
-    if k == 0 || y.iter().any(|y| !y.is_finite()) {
+    if k < 2 || y.iter().any(|y| !y.is_finite()) {
         return None;
     }
     let v = v.filter(|v| v.len() == k && v.iter().all(|v| v.is_finite() && *v > 0.0));
     let kf = k as f64;
-    let df = (kf - 1.0).max(1.0);
+    let df = kf - 1.0;
     let predict_df = kf - 2.0;
     match v {
         Some(v) => {
             let (mean, se, tau2, q, ws) = dersimonian_laird(y, v);
             let sws: f64 = ws.iter().sum();
             // Modified Hartung–Knapp: the weighted spread about the level, never below 1.
-            let hk = if k > 1 {
-                ws.iter()
-                    .zip(y)
-                    .map(|(w, y)| w * (y - mean).powi(2))
-                    .sum::<f64>()
-                    / (kf - 1.0)
-            } else {
-                1.0
-            };
+            let hk = ws
+                .iter()
+                .zip(y)
+                .map(|(w, y)| w * (y - mean).powi(2))
+                .sum::<f64>()
+                / (kf - 1.0);
             // Never below the sittings' own spread about their plain mean: with few sittings of
             // unequal precision the weighted variance alone held 92 % where 95 % was claimed
             // (6 sittings, drift 4 %, errors 1–5 %: the simulated world below).
-            let spread = if k > 1 {
-                let plain = y.iter().sum::<f64>() / kf;
-                (y.iter().map(|y| (y - plain).powi(2)).sum::<f64>() / (kf - 1.0) / kf).sqrt()
-            } else {
-                0.0
-            };
+            let plain = y.iter().sum::<f64>() / kf;
+            let spread =
+                (y.iter().map(|y| (y - plain).powi(2)).sum::<f64>() / (kf - 1.0) / kf).sqrt();
             let se_used = (hk.max(1.0) / sws).sqrt().max(spread);
             let t = t975(df);
             // A new sitting's figure: the level's error, the drift, and a sitting's own error.
@@ -120,9 +115,6 @@ pub fn pool(y: &[f64], v: Option<&[f64]>) -> Option<Pooled> {
             })
         }
         None => {
-            if k < 2 {
-                return None;
-            }
             let mean = y.iter().sum::<f64>() / kf;
             let var = y.iter().map(|y| (y - mean).powi(2)).sum::<f64>() / (kf - 1.0);
             let se = (var / kf).sqrt();
@@ -168,6 +160,14 @@ mod tests {
         (5.0, 2493.0, 3.0, 2338.0),
         (27.0, 16886.0, 29.0, 17825.0),
     ];
+
+    /// One sitting has no level: its own interval says nothing of the drift between sittings.
+    #[test]
+    fn one_sitting_is_no_level() {
+        assert!(pool(&[6.8], Some(&[0.005])).is_none());
+        assert!(pool(&[6.8], None).is_none());
+        assert!(pool(&[6.8, 6.9], Some(&[0.005, 0.004])).is_some());
+    }
 
     /// The published DerSimonian–Laird figures of the BCG trials (metafor's `rma(yi, vi,
     /// data = dat.bcg, method = "DL")`, Viechtbauer 2010, and its documentation): Q = 152.2330

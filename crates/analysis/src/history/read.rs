@@ -6,7 +6,7 @@ use store::run::{RunFilter, RunStatus};
 use store::vocabulary::{label, Phase};
 use store::{Store, StoreError};
 
-use super::{Config, History, Key, Point, Raw, Sitting};
+use super::{host, Config, History, Key, Point, Raw, Sitting};
 use crate::ab::Measure;
 use crate::capacity::{self, SEARCH_RATE};
 
@@ -22,7 +22,8 @@ fn sitting_of(labels: &BTreeMap<String, String>) -> Option<&String> {
 }
 
 /// The setting of a cell from its labels: every label that is neither bookkeeping nor the
-/// target, the cell, or a search's own (a search's `rate=search` said by its measure).
+/// target, the cell, or a search's own (its id, its step, the id of the comparison that
+/// interleaved it, all new in every sitting; a search's `rate=search` said by its measure).
 fn setting_of(labels: &BTreeMap<String, String>) -> String {
     labels
         .iter()
@@ -33,6 +34,7 @@ fn setting_of(labels: &BTreeMap<String, String>) -> String {
                     label::CELL,
                     capacity::label::SEARCH,
                     capacity::label::STEP,
+                    capacity::label::COMPARE,
                 ]
                 .contains(&k.as_str())
                 && (k.as_str() != "rate" || v.as_str() != SEARCH_RATE)
@@ -57,6 +59,8 @@ struct Found {
     /// Sitting id → (earliest start, revisions).
     sittings: BTreeMap<String, (i64, BTreeSet<String>)>,
     figures: BTreeMap<Key, BTreeMap<String, Gathered>>,
+    /// Sitting id → what its steps and runs read of the host.
+    hosts: BTreeMap<String, host::Gather>,
     unplaced: usize,
 }
 
@@ -137,6 +141,7 @@ pub async fn history(
             continue;
         };
         let run = store.load_run(&listing.id).await?;
+        found.hosts.entry(sitting.clone()).or_default().run(&run);
         let target = listing
             .labels
             .get(label::TARGET)
@@ -167,6 +172,10 @@ pub async fn history(
         let Some(sitting) = found.place(&search.labels, search.started_at_ns) else {
             continue;
         };
+        let gather = found.hosts.entry(sitting.clone()).or_default();
+        for h in search.steps.iter().filter_map(|s| s.host.as_ref()) {
+            gather.step(h);
+        }
         // The figure searched for, with its interval where the steps bound it both ways.
         let Some(fit) = search.estimates.first() else {
             continue;
@@ -213,6 +222,7 @@ fn judged(experiment: &str, found: Found, config: Config, selection: Selection<'
     let sittings = order
         .into_iter()
         .map(|(at, id, revisions)| Sitting {
+            host: found.hosts.get(&id).and_then(host::Gather::done),
             id,
             started_at_ns: at,
             revisions: revisions.into_iter().collect(),

@@ -55,6 +55,7 @@ impl World {
                 id: format!("s{i}"),
                 started_at_ns: i as i64,
                 revisions: vec![format!("r{i}")],
+                host: None,
             })
             .collect()
     }

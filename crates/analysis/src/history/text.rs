@@ -91,6 +91,14 @@ impl History {
         for s in &self.series {
             out.push_str(&self.series_text(s));
         }
+        if self.sittings.iter().any(|s| s.host.is_some()) {
+            out.push_str("\nThe host in each sitting (a change in every series at once, with one here, is the host's):\n");
+            for (i, s) in self.sittings.iter().enumerate() {
+                if let Some(h) = &s.host {
+                    out.push_str(&format!("  {}: {}\n", self.sitting_text(i), h.text()));
+                }
+            }
+        }
         out
     }
 
@@ -205,6 +213,26 @@ impl History {
                 md(&s.key.text()),
                 s.points.len()
             ));
+        }
+        if self.sittings.iter().any(|s| s.host.is_some()) {
+            out.push_str("\n<details><summary>The host in each sitting</summary>\n\n");
+            out.push_str(
+                "| sitting | steal | clock | a load from memory | over |\n|---|---|---|---|---|\n",
+            );
+            let or_dash = |v: Option<f64>, f: &dyn Fn(f64) -> String| v.map_or("—".into(), f);
+            for (i, s) in self.sittings.iter().enumerate() {
+                if let Some(h) = &s.host {
+                    out.push_str(&format!(
+                        "| {} | {} | {} | {} | {} |\n",
+                        md(&self.sitting_text(i)),
+                        or_dash(h.steal_pct, &|v| format!("{v:.1} %")),
+                        or_dash(h.cpu_mhz, &|v| format!("{v:.0} MHz")),
+                        or_dash(h.chase_ns, &|v| format!("{v:.0} ns")),
+                        h.over
+                    ));
+                }
+            }
+            out.push_str("\n</details>\n");
         }
         out
     }

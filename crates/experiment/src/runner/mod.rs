@@ -94,6 +94,7 @@ fn record(
             searched: plan.searched.clone(),
             compared: plan.compare.is_some(),
             sitting: sitting.map(str::to_string),
+            references: experiment.file.history.references.clone(),
         },
         verification,
         updated_at_ns: now_ns(),

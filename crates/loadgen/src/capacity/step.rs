@@ -112,6 +112,7 @@ fn host_over(
         busy_pct: 100.0 * busy / total,
         cpu_mhz: cpu_mhz(),
         others_on_generator_pct: others,
+        chase_ns: None,
     })
 }
 
@@ -167,9 +168,16 @@ impl Stepper<'_> {
         let mut collect = Collect::default();
         let before = host_ticks();
         let done = keep::execute_with(&plan, &keeping, self.shutdown, &mut [&mut collect]).await?;
-        let host = host_over(before, host_ticks(), &done.summary);
+        let mut host = host_over(before, host_ticks(), &done.summary);
         if self.shutdown.state() != Stop::Running {
             return Ok(None);
+        }
+        // The memory's latency just after the step, while the server drains (a few ms of the
+        // generator's CPU, none of the step's window).
+        if let Some(h) = host.as_mut() {
+            h.chase_ns = tokio::task::spawn_blocking(crate::chase::time_per_load)
+                .await
+                .ok();
         }
         let steady: Vec<IntervalStats> = collect
             .0

@@ -23,8 +23,20 @@ pub async fn run(args: &HistoryArgs) -> Result<RunEnd, Error> {
             HistoryNull::Permutation => Null::Permutation,
         },
     };
+    // The references asked for, else those the experiment's file names (its latest run's).
+    let references = if args.references.is_empty() && !args.raw {
+        store
+            .experiments()
+            .await?
+            .into_iter()
+            .find(|r| r.name == args.experiment)
+            .map(|r| r.definition.references)
+            .unwrap_or_default()
+    } else {
+        args.references.clone()
+    };
     let selection = history::read::Selection {
-        references: &args.references,
+        references: &references,
         measures: &args.measures,
     };
     let history = history::read::history(&store, &args.experiment, config, selection).await?;
@@ -42,6 +54,8 @@ pub async fn run(args: &HistoryArgs) -> Result<RunEnd, Error> {
         .iter()
         .map(|s| s.key.target.split(" ÷ ").next().unwrap_or_default())
         .collect();
+    // A reference the file names but no sitting ran yet is left to the history, which says
+    // that no reference tracks the target; one asked for by name must be there.
     if let Some(missing) = args
         .references
         .iter()

@@ -280,45 +280,11 @@ fn spin(work: Duration) {
     }
 }
 
-/// The chain [`chase`] walks: 64 MiB of indices, one cycle through them all in a random
-/// order (Sattolo's shuffle), so that every load depends on the one before and misses the
-/// caches. Made once, on the first request that chases.
-fn chain() -> &'static [u32] {
-    static CHAIN: std::sync::OnceLock<Vec<u32>> = std::sync::OnceLock::new();
-    CHAIN.get_or_init(|| {
-        let n = (64 << 20) / std::mem::size_of::<u32>();
-        let mut order: Vec<u32> = (0..n as u32).collect();
-        let mut x = 0x9e37_79b9_7f4a_7c15u64;
-        for i in (1..n).rev() {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            order.swap(i, (x % i as u64) as usize);
-        }
-        let mut next = vec![0u32; n];
-        for w in 0..n {
-            next[order[w] as usize] = order[(w + 1) % n];
-        }
-        next
-    })
-}
-
-/// A request's `work` as a pointer chase ([`WorkKind::Chase`]), in a function of its own so
-/// that a profile names it.
+/// A request's `work` as a pointer chase ([`WorkKind::Chase`]): dependent loads through
+/// 64 MiB (`crate::chase`), the memory's latency.
 #[inline(never)]
 fn chase(work: Duration) {
-    let next = chain();
-    let until = std::time::Instant::now() + work;
-    let mut at = 0usize;
-    loop {
-        for _ in 0..64 {
-            at = next.get(at).copied().unwrap_or(0) as usize;
-        }
-        std::hint::black_box(at);
-        if std::time::Instant::now() >= until {
-            return;
-        }
-    }
+    crate::chase::chase_for(work);
 }
 
 /// A request's `work` as system calls ([`WorkKind::Syscall`]): `getppid`, which the kernel

@@ -1757,7 +1757,8 @@ path = "/"
 
 /// The nightly example of docs/history.md, run as copied (at a tenth of its scale): a sitting,
 /// then `--again` a second, and `loadgen history` sets the two side by side, the server beside
-/// its A/A twin and the three references, and says no reference can be chosen yet.
+/// its A/A twin and the three references its file names, says no reference can be chosen yet,
+/// and shows the host the probes read in each sitting.
 #[test]
 fn the_nightly_example_runs_two_sittings_that_the_history_reads() {
     let _cpus = beside();
@@ -1800,14 +1801,6 @@ fn the_nightly_example_runs_two_sittings_that_the_history_reads() {
     run(true);
     let out = Command::new(LOADGEN)
         .args(["history", "--db", &db, "--experiment", "nightly-example"])
-        .args([
-            "--reference",
-            "spin",
-            "--reference",
-            "chase",
-            "--reference",
-            "syscall",
-        ])
         .output()
         .unwrap();
     let said = text(&out);
@@ -1828,4 +1821,10 @@ fn the_nightly_example_runs_two_sittings_that_the_history_reads() {
             "{said}"
         );
     }
+    assert!(
+        said.contains("The host in each sitting")
+            && said.matches("steal ").count() >= 2
+            && said.contains("steps and runs)"),
+        "{said}"
+    );
 }

@@ -6,80 +6,11 @@
 #![allow(clippy::unwrap_used)]
 
 use analysis::capacity::random::Rng;
-use serde_json::{json, Value};
+use serde_json::Value;
+
+use crate::synthetic::{keep, level, no_host, record, revision};
 
 const SITTINGS: usize = 16;
-const DAY_NS: i64 = 86_400_000_000_000;
-
-/// The revision main was at in sitting `i` (a new commit every night).
-fn revision(i: usize) -> String {
-    format!("origin/main at {:012x}", 0xa1b2_c3d4_0000u64 + i as u64)
-}
-
-/// A kept search of `target` in sitting `i` with capacity `rate` (±1 % its interval), from a
-/// real search's body with its figures replaced.
-fn search(template: &Value, target: &str, i: usize, rate: f64) -> Value {
-    let mut s = template.clone();
-    s["id"] = json!(format!("0190aaaa-0000-7000-8000-{i:06}{target}"));
-    s["name"] = json!(format!("nightly target={target} #1"));
-    s["experiment"] = json!("nightly");
-    s["labels"] = json!({
-        "target": target,
-        "rate": "search",
-        "sitting": format!("0190aaaa-0000-7000-8000-{i:012}"),
-        "revision": revision(i),
-    });
-    s["estimates"] = json!([{
-        "p": 0.5, "rate": rate, "low": rate * 0.99, "high": rate * 1.01,
-        "confidence": 0.95, "dispersion": 1.0, "steps": 20, "passes": 10
-    }]);
-    s["capacity"] = json!(rate);
-    s["started_at_ns"] = json!(1_790_000_000_000_000_000i64 + i as i64 * DAY_NS);
-    s["updated_at_ns"] = s["started_at_ns"].clone();
-    s
-}
-
-/// Keeps one search of each target in each sitting, with the capacities given.
-fn keep(url: &str, figures: &[(&str, Vec<f64>)]) {
-    let template: Value = serde_json::from_str(include_str!(
-        "../../../analysis/src/capacity/testdata/users-go.json"
-    ))
-    .unwrap();
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    rt.block_on(async {
-        let store = store::Store::open(url).await.unwrap();
-        for (target, rates) in figures {
-            for (i, rate) in rates.iter().enumerate() {
-                let body = search(&template, target, i, *rate);
-                let id = body["id"].as_str().unwrap().to_string();
-                let name = body["name"].as_str().unwrap().to_string();
-                let at = body["started_at_ns"].as_i64().unwrap();
-                let row = store::kept::SearchRow {
-                    id: &id,
-                    name: &name,
-                    experiment: Some("nightly"),
-                    status: "found",
-                    started_at_ns: at,
-                    updated_at_ns: at,
-                };
-                store.put_kept_search(&row, &body).await.unwrap();
-            }
-        }
-        store.close().await;
-    });
-}
-
-/// go's level in sitting `i`: 8 % less capacity from sitting 6, 5 % more from sitting 11.
-fn level(i: usize) -> f64 {
-    match i {
-        0..6 => 1000.0,
-        6..11 => 1000.0 / 1.08,
-        _ => 1000.0 / 1.08 * 1.05,
-    }
-}
 
 fn keep_history(url: &str) {
     let mut rng = Rng::new(20261130);
@@ -88,7 +19,12 @@ fn keep_history(url: &str) {
         go.push(level(i) * (0.01 * rng.normal()).exp());
         control.push(1000.0 * (0.01 * rng.normal()).exp());
     }
-    keep(url, &[("go", go), ("go-again", control)]);
+    keep(
+        url,
+        "nightly",
+        &[("go", go), ("go-again", control)],
+        no_host,
+    );
 }
 
 #[test]
@@ -190,7 +126,12 @@ fn a_reference_run_in_every_sitting_takes_out_the_hosts_drift() {
         // Slowed by something else than the server is.
         chase.push(300.0 * (0.08 * rng.normal()).exp());
     }
-    keep(&url, &[("go", go), ("spin", spin), ("chase", chase)]);
+    keep(
+        &url,
+        "nightly",
+        &[("go", go), ("spin", spin), ("chase", chase)],
+        no_host,
+    );
     let history = |more: &[&str]| {
         let mut args = vec!["history", "--db", &url, "--experiment", "nightly"];
         args.extend_from_slice(more);
@@ -213,6 +154,29 @@ fn a_reference_run_in_every_sitting_takes_out_the_hosts_drift() {
         revision(6)
     );
     assert!(text.contains(&regression), "{regression}\n{text}");
+
+    // The file names its references (`[history] references`): the history divides by them
+    // unasked, and `--raw` judges the targets' own figures.
+    record(
+        &url,
+        "nightly",
+        &["go", "spin", "chase"],
+        &["spin", "chase"],
+    );
+    let out = history(&[]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && text.contains("go ÷ spin: capacity within the SLO"),
+        "{text}"
+    );
+    let out = history(&["--raw"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success()
+            && text.contains("go: capacity within the SLO: 16 sittings")
+            && !text.contains('÷'),
+        "{text}"
+    );
 
     // A reference the history does not hold: said, with the targets it does.
     let out = history(&["--reference", "spinn"]);

@@ -6,6 +6,8 @@ mod common;
 mod fits;
 #[path = "../../../store/tests/support/postgres.rs"]
 mod postgres;
+#[path = "../../../report/tests/support/history.rs"]
+mod synthetic;
 
 mod architecture;
 mod attack;

@@ -18,6 +18,9 @@ pub struct ExperimentLinks {
     pub comparisons: BTreeMap<String, String>,
     /// Per setting (as its gates are kept), the differential flame graph of its latest gate.
     pub gate_flames: BTreeMap<String, GateFlame>,
+    /// The experiment's history page, relative to the site's root, where it has two sittings
+    /// or more.
+    pub history: Option<String>,
 }
 
 /// A gate's differential flame graph ([`crate::flame_estimate`]): its file beside the page,
@@ -247,6 +250,7 @@ pub fn experiment_page(
             @for (target, held) in &held { br; (target) ": held by " (held) "." }
             @if fig.warmups > 0 { br; (fig.warmups) " warm-up runs are kept apart and left out of every figure." }
             @if fig.older > 0 { br; (fig.older) " runs of earlier sittings, earlier versions of the file or other scales are not shown here: the index lists them, and " code { "loadgen history --experiment " (r.name) } " sets the sittings side by side." }
+            @if let Some(path) = &links.history { br; a href={ "../" (path) } { "Its history" } ": every sitting side by side, and the changes across them." }
         }
         @if !failed_targets.is_empty() {
             div.warnings {

@@ -40,6 +40,7 @@ td.better { color: #146c2e; } td.worse { color: var(--warn); }
 .badge.running { background: #eee; color: #444; } .badge.warn, .badge.failed { background: #fdecea; color: var(--warn); }
 .question { font-size: 1.1rem; margin: .2rem 0 .6rem; }
 ul.answers li { margin: .35rem 0; }
+ul.answers li.worse strong { color: var(--warn); } ul.answers li.better strong { color: #146c2e; }
 td.failed { color: var(--warn); }
 .chip { display: inline-block; padding: 0 .45rem; margin: 0 .2rem .2rem 0; border: 1px solid var(--line); border-radius: 10px; font-size: .85em; text-decoration: none; }
 .swatch { display: inline-block; width: 1.6em; height: .6em; border-radius: 2px; margin-right: .4em; vertical-align: middle; }

@@ -14,6 +14,7 @@
 //! labels/<slug>.html          the runs carrying one label
 //! experiments/<slug>.html     an experiment: its question answered from its cells
 //! searches/<id>.html          a capacity search: what it found, its steps
+//! history/<slug>.html         an experiment's sittings side by side, the changes across them
 //! ```
 
 use std::collections::BTreeMap;
@@ -29,14 +30,16 @@ use crate::model::{color, css_color};
 use crate::tables::{self, format_bytes, Cell, Table};
 
 mod experiment;
+mod history;
 mod layout;
 mod paths;
 mod search;
 
 pub use experiment::{experiment_page, ExperimentLinks, GateFlame};
+pub use history::{history_page, HistoryCharts};
 pub use paths::{
-    comparison_path, experiment_comparison_title, experiment_path, group_path, label_path, page_of,
-    run_path, search_path, slug,
+    comparison_path, experiment_comparison_title, experiment_path, group_path, history_path,
+    label_path, page_of, run_path, search_path, slug,
 };
 pub use search::{finding, search_page, KneeGraph};
 
@@ -52,6 +55,8 @@ pub struct SiteIndex {
     pub groups: Vec<(String, usize)>,
     /// Experiments run from a file: (name, question, page).
     pub experiments: Vec<(String, String, String)>,
+    /// Experiments' histories across sittings: (name, page).
+    pub histories: Vec<(String, String)>,
     /// Capacity searches: (name, what they found, page).
     pub searches: Vec<(String, String, String)>,
     /// Pages that could not be drawn: (what, why). Shown on the index, never silently dropped.
@@ -93,7 +98,9 @@ pub fn index(site: &SiteIndex) -> Markup {
         }
         @if !site.experiments.is_empty() {
             h2 { "Experiments" }
-            ul { @for (name, question, path) in &site.experiments { li { a href=(path) { (name) } " — " (question) } } }
+            ul { @for (name, question, path) in &site.experiments { li { a href=(path) { (name) } " — " (question)
+                @if let Some((_, history)) = site.histories.iter().find(|(n, _)| n == name) { " · " a href=(history) { "its history" } }
+            } } }
         }
         @if !site.searches.is_empty() {
             h2 { "Capacity searches" }

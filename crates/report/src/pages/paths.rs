@@ -69,6 +69,11 @@ pub fn experiment_path(name: &str) -> String {
     format!("experiments/{}.html", slug(name))
 }
 
+/// An experiment's history across its sittings.
+pub fn history_path(name: &str) -> String {
+    format!("history/{}.html", slug(name))
+}
+
 /// The title of an experiment's automatic comparison.
 pub fn experiment_comparison_title(experiment: &str) -> String {
     format!("experiment {experiment}")

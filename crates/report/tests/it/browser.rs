@@ -91,7 +91,7 @@ fn chromium_with(page: &Path, profile: &Path, modes: &[&str]) -> (String, String
     (stdout, stderr)
 }
 
-struct Screenshot {
+pub(crate) struct Screenshot {
     width: usize,
     height: usize,
     rgb: Vec<[u8; 3]>,
@@ -117,7 +117,7 @@ impl Screenshot {
         }
     }
 
-    fn count(&self, color: [u8; 3]) -> usize {
+    pub(crate) fn count(&self, color: [u8; 3]) -> usize {
         self.rgb.iter().filter(|&&p| p == color).count()
     }
 
@@ -126,11 +126,11 @@ impl Screenshot {
     }
 }
 
-const BLUE: [u8; 3] = [0x1f, 0x77, 0xb4];
+pub(crate) const BLUE: [u8; 3] = [0x1f, 0x77, 0xb4];
 const ORANGE: [u8; 3] = [0xff, 0x7f, 0x0e];
 
 /// Opens `page` and checks that it rendered; returns the DOM and the screenshot.
-fn open(page: &Path, work: &Path, name: &str) -> (String, Screenshot) {
+pub(crate) fn open(page: &Path, work: &Path, name: &str) -> (String, Screenshot) {
     let profile = work.join(format!("profile-{name}"));
     let shot = work.join(format!("{name}.png"));
     let (_, stderr) = chromium_run(page, &profile, &format!("--screenshot={}", shot.display()));

@@ -9,9 +9,12 @@ mod fits;
 mod postgres;
 #[path = "../support/runs.rs"]
 mod runs;
+#[path = "../support/history.rs"]
+mod synthetic;
 
 mod browser;
 mod experiment;
+mod history;
 mod numbers;
 mod pages;
 mod truth;

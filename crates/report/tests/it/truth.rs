@@ -59,6 +59,7 @@ async fn drawn() -> Drawn {
                 searched: Vec::new(),
                 compared: false,
                 sitting: None,
+                references: Vec::new(),
                 source: None,
                 targets: vec!["node".into(), "go".into()],
                 axes: vec![("rate".into(), vec!["2000".into()])],
