@@ -1828,3 +1828,35 @@ fn the_nightly_example_runs_two_sittings_that_the_history_reads() {
         "{said}"
     );
 }
+
+/// The gate example and the CI jobs copied together: each job's `--ref NAME=…` names a target
+/// of the example, and the example plans with exactly those flags.
+#[test]
+fn the_gate_example_plans_with_the_ci_jobs_own_refs() {
+    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
+    let file = format!("{root}/experiments/examples/gate/gate.toml");
+    for job in [
+        "ci/github/showdown-gate.yml",
+        "ci/gitlab/showdown-gate.gitlab-ci.yml",
+    ] {
+        let yaml = std::fs::read_to_string(format!("{root}/{job}")).unwrap();
+        let names: Vec<&str> = yaml
+            .split("--ref \"")
+            .skip(1)
+            .filter_map(|rest| rest.split('=').next())
+            .collect();
+        assert_eq!(names, ["base", "base-again"], "{job}");
+        let mut cmd = Command::new(LOADGEN);
+        cmd.args(["experiment", "plan", &file]);
+        for name in &names {
+            cmd.args(["--ref", &format!("{name}=HEAD")]);
+        }
+        let out = cmd.stdin(Stdio::null()).output().unwrap();
+        let said = text(&out);
+        assert!(out.status.success(), "{job}: {said}");
+        assert!(
+            said.contains("base") && said.contains("pr"),
+            "{job}: {said}"
+        );
+    }
+}
