@@ -6,7 +6,6 @@
 use serde::{Deserialize, Serialize};
 
 use crate::capacity::StepHost;
-use probe::protocol::Record;
 use store::run::StoredRun;
 
 /// The host over one sitting: each figure the mean over the steps and runs that read it.
@@ -66,23 +65,20 @@ impl Gather {
         self.chase.extend(h.chase_ns.filter(|c| c.is_finite()));
     }
 
-    /// A fixed-rate run: the steal its first probe read of the host, over the run.
+    /// A fixed-rate run: the steal its target's probe read of the host over the attack, as the
+    /// run's saturation figures have it (`crate::system::System`).
     pub(crate) fn run(&mut self, run: &StoredRun) {
-        let Some(probe) = run.probes.first() else {
+        let Some(end) = run
+            .summary
+            .as_ref()
+            .map(|s| (s.duration.attack_s * 1e9) as i64)
+        else {
             return;
         };
-        let steal: Vec<f64> = probe
-            .records
-            .iter()
-            .filter_map(|r| match &r.record {
-                Record::Sample(s) => s.host.as_ref()?.steal_pct,
-                _ => None,
-            })
-            .filter(|s| s.is_finite())
-            .collect();
-        if let Some(s) = mean(&steal) {
+        let steal = crate::system::System::of(&run.probes, 0, end).and_then(|s| s.target.steal);
+        if let Some(s) = steal.filter(|s| s.is_finite()) {
             self.over += 1;
-            self.steal.push(s);
+            self.steal.push(s * 100.0);
         }
     }
 
