@@ -72,6 +72,9 @@ pub fn series_chart(h: &History, s: &Series) -> Result<Chart, PlotError> {
             .map(|p| (x(p.sitting), p.value / scale))
             .collect(),
     );
+    // Sittings are separate measurements, and a series may miss one (a target that did not
+    // start): nothing drawn between them, so no line bridges a sitting with no figure.
+    figure.markers_only = true;
     figure.spread = s
         .points
         .iter()
