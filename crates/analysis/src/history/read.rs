@@ -165,10 +165,14 @@ pub async fn history(
             }
         }
     }
-    for search in capacity::searches(store).await? {
+    for mut search in capacity::searches(store).await? {
         if search.experiment.as_deref() != Some(experiment) {
             continue;
         }
+        // Every sitting's figure by today's rule, from its steps: a search kept by an older
+        // Showdown is not judged by the estimate it kept, so that a change in the rule is not
+        // read as a change in the server.
+        search.estimate_all();
         let Some(sitting) = found.place(&search.labels, search.started_at_ns) else {
             continue;
         };

@@ -92,7 +92,7 @@ fn a_history_page_shows_each_series_its_changes_and_the_host() {
         "a chart per series and the host's"
     );
     assert!(
-        html.contains("steal 2.0 %, 2445 MHz, a load from memory 110 ns (over 48 steps and runs)"),
+        html.contains("steal 2.0 %, 2445 MHz, a load from memory 110 ns (over 66 steps and runs)"),
         "sitting #16's host: {html}"
     );
 

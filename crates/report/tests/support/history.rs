@@ -51,6 +51,23 @@ fn search(
         "confidence": 0.95, "dispersion": 1.0, "steps": 20, "passes": 10
     }]);
     s["capacity"] = json!(rate);
+    // Steps whose fit is `rate` (the history fits each search again from its steps): two at
+    // each of 11 rates 0.4 % apart around it, passing below and failing above, one of the two
+    // either way at the middle three, so that the fit's curve is symmetric about `rate`.
+    let (pass, fail) = (template["steps"][1].clone(), template["steps"][0].clone());
+    let mut steps = Vec::new();
+    for k in -5i32..=5 {
+        for again in [false, true] {
+            let passed = k < 0 && !(k == -1 && again) || (k >= 0 && k <= 1 && !again);
+            let mut step = if passed { pass.clone() } else { fail.clone() };
+            let number = steps.len() + 1;
+            step["number"] = json!(number);
+            step["round"] = json!(number);
+            step["rate"] = json!(rate * (1.0 + 0.004 * f64::from(k)));
+            steps.push(step);
+        }
+    }
+    s["steps"] = json!(steps);
     s["started_at_ns"] = json!(1_790_000_000_000_000_000i64 + i as i64 * DAY_NS);
     s["updated_at_ns"] = s["started_at_ns"].clone();
     if let Some((steal, chase)) = host(i) {
