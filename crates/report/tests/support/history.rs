@@ -58,7 +58,7 @@ fn search(
     let mut steps = Vec::new();
     for k in -5i32..=5 {
         for again in [false, true] {
-            let passed = k < 0 && !(k == -1 && again) || (k >= 0 && k <= 1 && !again);
+            let passed = k < 0 && !(k == -1 && again) || ((0..=1).contains(&k) && !again);
             let mut step = if passed { pass.clone() } else { fail.clone() };
             let number = steps.len() + 1;
             step["number"] = json!(number);
