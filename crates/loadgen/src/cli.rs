@@ -12,9 +12,50 @@ use crate::engine::request::{self, RequestOptions};
 use crate::error::Error;
 use crate::keep::Keeping;
 
+/// What the tools read from the environment, listed in `loadgen --help` and its man page.
+pub const ENVIRONMENT: &str = "\
+Environment:
+  SHOWDOWN_DB        the store, as --db (sqlite://FILE or postgres://…)
+  SHOWDOWN_HEADERS   request headers, one per line, as -H: a token kept off the command line
+  SHOWDOWN_TARGETS   the targets/ directory an experiment file's built-in targets come from
+                     (else the first targets/ holding a run script, here or above)
+  SHOWDOWN_LOADGEN   the loadgen binary the experiment runner starts (else this one)
+  DATABASE_URL       (or the name in an experiment file's url_env) the database it names
+  XDG_RUNTIME_DIR    where the runner's leases are kept, so that the next run ends what a
+                     killed one started (else TMPDIR/showdown-UID)";
+
+/// What to add to clap's refusal of `--connections` beside an open loop's flags: the word
+/// means a closed loop on the command line (hey's `-c`), while in an experiment file beside a
+/// rate it is the pool's cap (wrk2's `-c`), which the command line spells `--max-connections`.
+pub fn hint(error: &clap::Error) -> Option<&'static str> {
+    let text = error.to_string();
+    let open = [
+        "--rate",
+        "--steps",
+        "--ramp",
+        "--max-connections",
+        "--ready-connections",
+        "--batch",
+    ];
+    (error.kind() == clap::error::ErrorKind::ArgumentConflict
+        && text.contains("--connections")
+        && open.iter().any(|flag| text.contains(flag)))
+    .then_some(
+        "--connections is a closed loop of that many connections (hey -c); an open loop's pool \
+         of at most N connections (wrk2 -c, and an experiment file's connections beside a rate) \
+         is --max-connections N",
+    )
+}
+
 /// Showdown's load generator: open-loop, coordinated-omission-aware HTTP load.
 #[derive(Debug, Parser)]
-#[command(name = "loadgen", version, about, propagate_version = true)]
+#[command(
+    name = "loadgen",
+    version,
+    about,
+    propagate_version = true,
+    after_help = ENVIRONMENT
+)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
@@ -43,6 +84,13 @@ pub enum Command {
     /// within the SLO, CPU per request, memory, latency), the change points found across them,
     /// each named by the revisions between which it happened, with its size and 95 % interval.
     History(HistoryArgs),
+    /// Print a shell's completions for loadgen: `source <(loadgen completions bash)`.
+    Completions {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print loadgen's manual page (roff): `loadgen man > loadgen.1 && man ./loadgen.1`.
+    Man,
     /// Serve the built-in target on its own (the demo starts it this way).
     #[command(hide = true)]
     Target(TargetArgs),

@@ -14,10 +14,11 @@ fn main() -> ExitCode {
         }
         Err(e) => {
             // A refused value may be a secret: the message is redacted as anything kept is.
-            eprintln!(
-                "Error: {}",
-                redact::text(&probe::cli::one_line(&e, "loadgen"))
-            );
+            let mut line = probe::cli::one_line(&e, "loadgen");
+            if let Some(hint) = loadgen::cli::hint(&e) {
+                line = format!("{line}; {hint}");
+            }
+            eprintln!("Error: {}", redact::text(&line));
             return ExitCode::from(2);
         }
     };

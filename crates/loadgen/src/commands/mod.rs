@@ -1,7 +1,8 @@
 //! What `loadgen` does, one module a command: `attack`, `capacity` (and `compare`, its
 //! `--against`: targets' searches interleaved), `demo`, `experiment` (the runner is the
 //! `experiment` crate's), `history` (an experiment's sittings and the changes across them),
-//! `runs`, the built-in `target` (which the demo starts), `gun` (a
+//! `runs`, `completions` and `man` (the shell's completions and the manual page, from the
+//! flags themselves), the built-in `target` (which the demo starts), `gun` (a
 //! gun host's side of an experiment fired over SSH) and `order` (one typed order on standard
 //! input, how the runner and the guns start a generator). Each takes its checked flags (`cli`)
 //! or its order, and gives back how the run ended.
@@ -9,6 +10,7 @@
 mod attack;
 mod capacity;
 mod compare;
+mod completions;
 mod demo;
 pub mod experiment;
 mod gun;
@@ -36,6 +38,8 @@ pub async fn run(
         Command::Runs(args) => runs::run(&args).await.map(|()| RunEnd::Completed),
         Command::Experiment(args) => experiment::run(&args, shutdown).await,
         Command::History(args) => history::run(&args).await,
+        Command::Completions { shell } => completions::completions(shell),
+        Command::Man => completions::man(),
         Command::Gun(_) => gun::run(shutdown).await,
         Command::Order => order::run(shutdown, command_line).await,
         Command::Target(args) => target::serve_until_stdin_closes(&args)

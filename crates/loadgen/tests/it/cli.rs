@@ -597,3 +597,93 @@ fn the_target_with_an_open_pipe_on_stdin_stops_on_sigterm_and_sigint() {
         assert!(status.is_some(), "{signal:?}: still serving 5 s later");
     }
 }
+
+/// `loadgen completions bash` is a script bash loads and binds to loadgen, offering its
+/// subcommands; `loadgen man` is a manual page per command, each naming its flags; `--help`
+/// lists every variable of the environment the tools read.
+#[test]
+fn completions_load_in_bash_the_man_page_has_every_command_and_help_lists_the_environment() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("loadgen.bash");
+    let out = Command::new(env!("CARGO_BIN_EXE_loadgen"))
+        .args(["completions", "bash"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    std::fs::write(&script, &out.stdout).unwrap();
+    // Loaded, bound, and asked what follows `loadgen ca`: capacity.
+    let probe = format!(
+        "source {}; complete -p loadgen; COMP_WORDS=(loadgen ca); COMP_CWORD=1; _loadgen loadgen ca loadgen; echo \"${{COMPREPLY[@]}}\"",
+        script.display()
+    );
+    let out = Command::new("bash")
+        .args(["--norc", "-c", &probe])
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{said} {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(said.contains("-F _loadgen loadgen"), "{said}");
+    assert_eq!(said.lines().last(), Some("capacity"), "{said}");
+
+    let out = Command::new(env!("CARGO_BIN_EXE_loadgen"))
+        .arg("man")
+        .output()
+        .unwrap();
+    let man = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success());
+    for page in [
+        "loadgen",
+        "loadgen-attack",
+        "loadgen-capacity",
+        "loadgen-experiment",
+        "loadgen-history",
+        "loadgen-runs",
+    ] {
+        assert!(man.contains(&format!(".TH {page} 1")), "{page}");
+    }
+    assert!(
+        man.contains("\\-\\-slo"),
+        "capacity's flags are on its page"
+    );
+
+    let help = common::loadgen(&["--help"]);
+    let help = String::from_utf8_lossy(&help.stdout);
+    for variable in [
+        "SHOWDOWN_DB",
+        "SHOWDOWN_HEADERS",
+        "SHOWDOWN_TARGETS",
+        "SHOWDOWN_LOADGEN",
+        "DATABASE_URL",
+        "XDG_RUNTIME_DIR",
+    ] {
+        assert!(help.contains(variable), "{variable}: {help}");
+    }
+}
+
+/// `--connections` beside a rate is refused naming the flag the user meant: on the command line
+/// it is a closed loop (hey's -c), the pool's cap of an open loop (wrk2's -c, and what an
+/// experiment file's `connections` is beside a rate) is `--max-connections`.
+#[test]
+fn connections_beside_a_rate_is_refused_naming_max_connections() {
+    let out = common::loadgen(&[
+        "attack",
+        "--rate",
+        "100",
+        "--connections",
+        "10",
+        "--duration",
+        "1s",
+        "http://127.0.0.1:9/",
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.contains("--connections") && stderr.contains("is --max-connections N"),
+        "{stderr}"
+    );
+}

@@ -412,7 +412,7 @@ fn four(v: f64) -> String {
         let digits = n.abs().to_string();
         let mut grouped = String::new();
         for (i, c) in digits.chars().enumerate() {
-            if i > 0 && (digits.len() - i) % 3 == 0 {
+            if i > 0 && (digits.len() - i).is_multiple_of(3) {
                 grouped.push(',');
             }
             grouped.push(c);

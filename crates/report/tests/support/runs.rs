@@ -113,7 +113,7 @@ fn interval(index: u64, spec: &Spec, lcg: &mut Lcg) -> StoredInterval {
     for _ in 0..spec.rate {
         let jitter = lcg.next() % (spec.base_us * 1000);
         let mut latency = spec.base_us * 1000 + jitter;
-        if index == 17 && lcg.next() % 10 == 0 {
+        if index == 17 && lcg.next().is_multiple_of(10) {
             latency = 5_000_000_000;
         }
         stats.corrected.record(latency).unwrap();
@@ -185,7 +185,7 @@ pub fn probe_sample(n: u64, zero_mono: u64) -> Record {
     } else {
         80 << 20
     };
-    let slow = n % 10 == 0;
+    let slow = n.is_multiple_of(10);
     let mut processes = vec![process(100, "node", 40.0 + (n % 7) as f64, rss, slow, n)];
     if n >= 200 {
         processes.push(process(101, HOSTILE_COMM, 20.0, 30 << 20, slow, n));
