@@ -22,6 +22,8 @@
 //!   does said as typed events.
 //! - [`targets`]: a contestant started (one of `targets/` by name, or a server by its command
 //!   line), read ready, stopped with SIGTERM.
+//! - [`tools`]: the programs the file needs on this host (toolchains, `initdb`, `ssh`), found
+//!   before anything starts.
 //! - [`verify`]: a running target held to `targets/CONTRACT.md` before it is measured.
 //! - [`database`]: the targets' schema, emptied and counted.
 //! - [`http`]: one-off HTTP exchanges for those checks.
@@ -41,6 +43,7 @@ pub mod plan;
 pub mod ports;
 pub mod runner;
 pub mod targets;
+pub mod tools;
 pub mod upstream;
 pub mod verify;
 pub mod watch;

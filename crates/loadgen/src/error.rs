@@ -18,6 +18,9 @@ pub enum Error {
     /// or a pipe (`prepare`'s checks, and a search's).
     #[error(transparent)]
     Refused(#[from] crate::prepare::Refusal),
+    /// Programs an experiment file needs that this host lacks (`experiment::tools`).
+    #[error("{0}")]
+    MissingTools(String),
     /// The experiment file cannot be read, or says something that cannot be run.
     #[error(transparent)]
     ExperimentFile(#[from] experiment::file::FileError),

@@ -51,6 +51,7 @@ use event::{Event, Events};
 use firing::CellOutcome;
 pub use firing::{Firing, Hosts};
 use gates::Comparison;
+pub use setup::user_cwd;
 mod options;
 
 pub use options::BuildError;

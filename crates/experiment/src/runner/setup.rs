@@ -118,7 +118,7 @@ pub(super) fn target_cwd(
 }
 
 /// A target's `cwd` in the user's tree.
-pub(super) fn user_cwd(experiment: &Experiment, spec: &TargetSpec) -> PathBuf {
+pub fn user_cwd(experiment: &Experiment, spec: &TargetSpec) -> PathBuf {
     file_dir(experiment).join(spec.cwd.as_deref().unwrap_or(Path::new(".")))
 }
 

@@ -54,7 +54,12 @@ pub async fn run(args: &ExperimentArgs, shutdown: &Shutdown) -> Result<RunEnd, E
             let (experiment, plan) = read(cells)?;
             print!("{}", plan_text(&experiment, &plan));
             print!("{}", reach_text(&experiment, &trust_of(trust)));
-            Ok(RunEnd::Completed)
+            let needed = needed(&experiment, &plan);
+            print!("{}", needed_text(&needed));
+            match experiment::tools::missing(&needed) {
+                Some(why) => Err(Error::MissingTools(why)),
+                None => Ok(RunEnd::Completed),
+            }
         }
         ExperimentCommand::Status { cells } => {
             let (experiment, plan) = read(cells)?;
@@ -267,6 +272,29 @@ fn trust_of(args: &TrustArgs) -> Trust {
 
 /// `plan`'s account of everything the file would run on this machine, read of the user's
 /// environment and send, and to where; and what `run` will ask the user to confirm first.
+/// The programs the plan's targets need on this host (`experiment::tools`).
+fn needed(experiment: &Experiment, plan: &Plan) -> Vec<experiment::tools::Needed> {
+    experiment::tools::needed(experiment, &plan.targets.iter().cloned().collect())
+}
+
+/// "needs   go, for server's build: /usr/bin/go", a line each, the missing ones said so.
+pub fn needed_text(needed: &[experiment::tools::Needed]) -> String {
+    needed
+        .iter()
+        .map(|n| {
+            let line = match &n.found {
+                Some(path) => format!("needs   {}, for {}: {}", n.program, n.why, path.display()),
+                None => format!(
+                    "needs   {}, for {}: MISSING (not found {})",
+                    n.program, n.why, n.looked
+                ),
+            };
+            // The file's words: shown, never obeyed (a name may hold escape codes).
+            format!("{}\n", redact::printable(&redact::text(&line)))
+        })
+        .collect()
+}
+
 pub fn reach_text(experiment: &Experiment, trust: &Trust) -> String {
     let file = &experiment.file;
     let mut lines: Vec<String> = Vec::new();

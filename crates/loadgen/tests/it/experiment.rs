@@ -1831,6 +1831,52 @@ fn the_nightly_example_runs_two_sittings_that_the_history_reads() {
 
 /// The gate example and the CI jobs copied together: each job's `--ref NAME=…` names a target
 /// of the example, and the example plans with exactly those flags.
+/// `experiment plan` names every program the file needs with where it was found, and fails,
+/// naming what is missing and for which target, on a host that lacks one: found before a
+/// sitting, not in it.
+#[test]
+fn a_plan_names_the_programs_the_file_needs_and_fails_on_a_missing_one() {
+    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
+    let file = format!("{root}/experiments/examples/gate/gate.toml");
+    let plan = |path: &std::ffi::OsStr| {
+        let out = Command::new(LOADGEN)
+            .args(["experiment", "plan", &file])
+            .env("PATH", path)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        (out.status.code(), text(&out))
+    };
+    // With go on PATH: each target's build names it, where it is.
+    let go = std::env::split_paths(&std::env::var_os("PATH").unwrap())
+        .find(|d| d.join("go").is_file())
+        .expect("go is on PATH (the README's test command installs it)");
+    let (code, said) = plan(
+        &std::env::join_paths([go.as_path(), Path::new("/usr/bin"), Path::new("/bin")]).unwrap(),
+    );
+    assert_eq!(code, Some(0), "{said}");
+    for target in ["base", "pr", "base-again"] {
+        let line = format!(
+            "needs   go, for {target}'s build: {}",
+            go.join("go").display()
+        );
+        assert!(said.contains(&line), "{line}: {said}");
+    }
+    // Without it: the plan is still printed, then one line names go once, for each build.
+    let empty = tempfile::tempdir().unwrap();
+    let (code, said) = plan(empty.path().as_os_str());
+    assert_eq!(code, Some(1), "{said}");
+    assert!(
+        said.contains("needs   go, for pr's build: MISSING (not found on PATH)"),
+        "{said}"
+    );
+    let error = said.lines().find(|l| l.starts_with("Error:")).unwrap();
+    assert_eq!(
+        error,
+        "Error: this host lacks go (for base's build, pr's build, base-again's build; not found on PATH): install it, or put it on PATH"
+    );
+}
+
 #[test]
 fn the_gate_example_plans_with_the_ci_jobs_own_refs() {
     let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
