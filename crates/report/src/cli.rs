@@ -28,7 +28,7 @@ pub struct Cli {
     #[arg(long = "label", value_name = "KEY=VALUE", value_parser = store::run::parse_label)]
     pub labels: Vec<(String, String)>,
 
-    /// Only this run (id, id prefix or name; repeat for several). With --format, its tables.
+    /// Only this run (id, id prefix or name; repeat for several). With --output, its tables.
     #[arg(long = "run", value_name = "RUN")]
     pub runs: Vec<String>,
 
@@ -38,7 +38,8 @@ pub struct Cli {
     pub comparisons: Vec<Selection>,
 
     /// html: the pages. json, csv, markdown: print the tables instead (the runs' headline
-    /// figures; with --run, each run's percentiles; with --compare, the comparisons).
-    #[arg(long, value_enum, default_value_t = Format::Html)]
+    /// figures; with --run, each run's percentiles; with --compare, the comparisons). The same
+    /// flag as loadgen's commands' `--output`; `--format` is still taken.
+    #[arg(long = "output", alias = "format", value_enum, default_value_t = Format::Html)]
     pub format: Format,
 }

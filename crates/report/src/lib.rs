@@ -112,7 +112,7 @@ pub async fn run_async(cli: &Cli) -> Result<Outcome, ReportError> {
     Ok(Outcome::Tables)
 }
 
-/// The tables a `--format` other than html asks for, as text.
+/// The tables an `--output` other than html asks for, as text.
 pub async fn print_tables(
     store: &Store,
     cli: &Cli,

@@ -211,7 +211,7 @@ pub struct Table {
     pub rows: Vec<Vec<Cell>>,
 }
 
-/// How `--format` prints tables.
+/// How `--output` prints tables.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Format {
     /// The static pages (the default).

@@ -477,7 +477,7 @@ async fn tables_print_as_json_csv_and_markdown() {
     let totals = totals(&f.store, &f.node).await;
     let tables = |format: &str| {
         let cli = report::Cli::try_parse_from([
-            "report", "--db", &f.db, "--run", &f.node, "--format", format,
+            "report", "--db", &f.db, "--run", &f.node, "--output", format,
         ])
         .unwrap();
         let store = &f.store;
@@ -521,7 +521,7 @@ async fn tables_print_as_json_csv_and_markdown() {
         "report",
         "--db",
         &f.db,
-        "--format",
+        "--output",
         "csv",
         "--experiment",
         "node-vs-go",
