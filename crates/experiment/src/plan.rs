@@ -252,8 +252,21 @@ pub struct Plan {
     pub compare: Option<crate::file::CompareSpec>,
 }
 
-/// A search's steps, for estimates: about this many per cell.
-pub const SEARCH_STEPS: u32 = 8;
+/// A search's steps, for estimates, when it runs alone: it ends when its interval is within
+/// ±5 % (or at `max_steps`, 30), which took 18 steps at the median of the simulated searches
+/// (docs/benchmarks/capacity.md) and 17–20 in four real ones of the Go server. (With `rounds`,
+/// each target runs one step a round.)
+pub const SEARCH_STEPS: u32 = 18;
+
+/// What a search's step costs beside its window and warm-up: starting and judging it, and, after
+/// a step that failed, the server's drain. Measured on the project's VM: 1 s a step in four
+/// searches of 10 s steps (18 steps in 3.9 minutes), 2 s in 40 steps of 1 s interleaved in
+/// rounds (140 s), 1.5–3.4 s in the Go server's A/A comparisons of 5 s steps.
+pub const STEP_OVERHEAD: Duration = Duration::from_secs(2);
+
+/// How `estimate` counts a search, said beside it: a search's length is not known before it
+/// runs.
+pub const SEARCH_ESTIMATE: &str = "each search counted at 18 steps, as a median search takes, or its rounds; a search ends when its interval is within its --until, or at its step limit";
 
 impl Plan {
     /// Whether `[compare]` gates capacity: its builds' searches compared in rounds (a
@@ -275,8 +288,16 @@ impl Plan {
                     .step
                     .unwrap_or(Duration::from_secs(10))
                     .saturating_add(s.warmup.unwrap_or(Duration::from_secs(2)))
-                    .saturating_add(Duration::from_secs(1));
-                let steps = step.saturating_mul(s.rounds.unwrap_or(SEARCH_STEPS));
+                    .saturating_add(STEP_OVERHEAD);
+                let alone = s.max_steps.map_or(SEARCH_STEPS, |m| {
+                    u32::try_from(m).unwrap_or(u32::MAX).min(SEARCH_STEPS)
+                });
+                // A check runs a step at each of five rates a block, then the search again.
+                let checked = s
+                    .check
+                    .map_or(0, |blocks| blocks.saturating_mul(5).saturating_add(alone));
+                let count = s.rounds.unwrap_or(alone).saturating_add(checked);
+                let steps = step.saturating_mul(count);
                 // A budget ends a search at its first step begun past it.
                 s.budget
                     .map_or(steps, |b| steps.min(b.saturating_add(step)))
@@ -1083,7 +1104,7 @@ mod tests {
         // The time a comparison takes: a step of each target per round.
         assert_eq!(
             p.cell_load_time(cells[0]),
-            Duration::from_secs(13) * 12,
+            Duration::from_secs(14) * 12,
             "{:?}",
             p.search
         );
@@ -1112,11 +1133,18 @@ mod tests {
         let p = plan(&e, &half).unwrap();
         let search = p.search.as_ref().unwrap();
         assert_eq!(search.budget, Some(Duration::from_secs(20)));
-        // Steps of 5 s + 1 s of warm-up + 1 s between: eight would be 56 s, the budget ends
-        // the search at its first step begun past 20 s.
-        assert_eq!(p.cell_load_time(&p.cells[0]), Duration::from_secs(27));
+        // Steps of 5 s + 1 s of warm-up + 2 s besides: eighteen would be 144 s, the budget
+        // ends the search at its first step begun past 20 s.
+        assert_eq!(p.cell_load_time(&p.cells[0]), Duration::from_secs(28));
         let p = plan(&e, &PlanOptions::default()).unwrap();
-        assert_eq!(p.cell_load_time(&p.cells[0]), Duration::from_secs(53));
+        assert_eq!(p.cell_load_time(&p.cells[0]), Duration::from_secs(54));
+        // Without a budget, 18 steps of 14 s: the four searches of 10 s steps measured took
+        // 3.6-4.3 minutes.
+        let e = experiment(
+            "[search]\nslo = [\"p99<=10ms\"]\n[[target]]\nname = \"node\"\n[matrix]\nrate = [\"search\"]\n",
+        );
+        let p = plan(&e, &PlanOptions::default()).unwrap();
+        assert_eq!(p.cell_load_time(&p.cells[0]), Duration::from_secs(18 * 14));
     }
 
     #[test]

@@ -5,7 +5,7 @@ use std::io::IsTerminal;
 use std::time::Duration;
 
 use experiment::file::Experiment;
-use experiment::plan::{Plan, PlanError, PlanOptions};
+use experiment::plan::{CellKind, Plan, PlanError, PlanOptions};
 use experiment::runner::{self, CellState, RunOptions, Trust};
 
 use crate::cli::{CellArgs, ExperimentArgs, ExperimentCommand, TrustArgs};
@@ -499,7 +499,7 @@ fn all_checks(experiment: &Experiment) -> Vec<&experiment::file::CheckSpec> {
 /// `plan`'s text: every cell in order, and the time it takes.
 pub fn plan_text(experiment: &Experiment, plan: &Plan) -> String {
     let mut out = format!(
-        "{} — {}\n{} cells ({} targets × {} settings × {} repetitions{}), about {}\n\n",
+        "{} — {}\n{} cells ({} targets × {} settings × {} repetitions{}), about {}{}\n\n",
         redact::printable(&experiment.file.name),
         redact::printable(&experiment.file.question),
         plan.cells.len(),
@@ -511,7 +511,12 @@ pub fn plan_text(experiment: &Experiment, plan: &Plan) -> String {
         } else {
             format!(", scaled ×{}", plan.scale)
         },
-        short(plan.estimate())
+        short(plan.estimate()),
+        if plan.cells.iter().any(|c| c.kind == CellKind::Search) {
+            format!(" ({})", experiment::plan::SEARCH_ESTIMATE)
+        } else {
+            String::new()
+        }
     );
     if !plan.warnings.is_empty() {
         out.push_str("The generator may not keep the schedule of these cells on this host:\n");
