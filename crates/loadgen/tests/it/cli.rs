@@ -652,6 +652,11 @@ fn completions_load_in_bash_the_man_page_has_every_command_and_help_lists_the_en
 
     let help = common::loadgen(&["--help"]);
     let help = String::from_utf8_lossy(&help.stdout);
+    let docs = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../docs/loadgen.md"
+    ))
+    .unwrap();
     for variable in [
         "SHOWDOWN_DB",
         "SHOWDOWN_HEADERS",
@@ -661,6 +666,10 @@ fn completions_load_in_bash_the_man_page_has_every_command_and_help_lists_the_en
         "XDG_RUNTIME_DIR",
     ] {
         assert!(help.contains(variable), "{variable}: {help}");
+        assert!(
+            docs.contains(&format!("| `{variable}` |")),
+            "{variable} in docs/loadgen.md's table"
+        );
     }
 }
 
