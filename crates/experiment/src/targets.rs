@@ -609,11 +609,6 @@ fn find_program(
         });
     }
     let program = argv.first().map(String::as_str).unwrap_or_default();
-    let runnable = |p: &Path| {
-        use std::os::unix::fs::PermissionsExt;
-        p.metadata()
-            .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-    };
     let missing = |where_: String| Error::NoProgram {
         name: name.to_string(),
         program: program.to_string(),
@@ -639,10 +634,21 @@ fn find_program(
         .map(|(_, v)| std::ffi::OsString::from(v))
         .or_else(|| std::env::var_os("PATH"))
         .unwrap_or_default();
-    std::env::split_paths(&path)
+    on_path(program, &path).ok_or_else(|| missing(" on PATH".into()))
+}
+
+/// `program` in the first directory of `path` (a `PATH` value) that holds it runnable.
+pub(crate) fn on_path(program: &str, path: &std::ffi::OsStr) -> Option<PathBuf> {
+    std::env::split_paths(path)
         .map(|dir| dir.join(program))
         .find(|p| runnable(p))
-        .ok_or_else(|| missing(" on PATH".into()))
+}
+
+/// A file the kernel would run: a regular file with an execute bit.
+pub(crate) fn runnable(path: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    path.metadata()
+        .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
 }
 
 /// Fails when something already listens on `port` (a server left from elsewhere would be

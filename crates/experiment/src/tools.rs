@@ -143,27 +143,17 @@ fn program_of(program: &str, cwd: &Path, later: bool, why: String) -> Option<Nee
     Some(Needed {
         program: program.into(),
         why,
-        found: runnable(&path).then_some(path),
+        found: crate::targets::runnable(&path).then_some(path),
         looked: format!("in {}", cwd.display()),
     })
 }
 
 fn on_path(program: &str, why: String) -> Needed {
-    let found = std::env::var_os("PATH").and_then(|paths| {
-        std::env::split_paths(&paths)
-            .map(|dir| dir.join(program))
-            .find(|p| runnable(p))
-    });
+    let found = std::env::var_os("PATH").and_then(|path| crate::targets::on_path(program, &path));
     Needed {
         program: program.into(),
         why,
         found,
         looked: "on PATH".into(),
     }
-}
-
-fn runnable(path: &Path) -> bool {
-    use std::os::unix::fs::PermissionsExt;
-    path.metadata()
-        .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
 }
