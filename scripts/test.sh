@@ -31,13 +31,15 @@ if ! python3 -c 'import hdrh' 2>/dev/null; then
 fi
 
 # The lab's offline checks: python-hcl2 parses the Terraform, checkov reviews it, cloud-init
-# validates the rendered user data, pytest runs them.
+# validates the rendered user data, pytest runs them; kubernetes-validate checks the guns' Job.
 pip_missing=()
 python3 -c 'import hcl2' 2>/dev/null || pip_missing+=(python-hcl2==8.1.4)
 python3 -c 'import pytest' 2>/dev/null || pip_missing+=(pytest)
 python3 -c 'import yaml' 2>/dev/null || pip_missing+=(pyyaml)
 command -v checkov >/dev/null || pip_missing+=(checkov==3.3.30)
 command -v check-jsonschema >/dev/null || pip_missing+=(check-jsonschema==0.39.0)
+# The guns' Kubernetes Job, checked against the OpenAPI schemas of Kubernetes 1.35-1.37.
+kubernetes-validate --version 2>/dev/null | grep -q 1.37.0 || pip_missing+=(kubernetes-validate==1.37.0)
 if [ ${#pip_missing[@]} -gt 0 ]; then
   say "installing ${pip_missing[*]} (pip)"
   python3 -m pip install --quiet --disable-pip-version-check "${pip_missing[@]}"

@@ -970,7 +970,7 @@ pub(crate) fn duration<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::E
     })
 }
 
-fn some_duration<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
+pub(crate) fn some_duration<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
     duration(d).map(Some)
 }
 
@@ -1114,6 +1114,9 @@ fn check(file: &ExperimentFile) -> Result<(), Invalid> {
     }
     if let Some(guns) = &file.guns {
         guns.check().map_err(|e| Invalid::new(e.to_string()))?;
+        if guns.kubernetes.is_some() && file.search.is_some() {
+            return Err(Invalid::new("[search] with [guns] kubernetes: a search runs as a loadgen capacity of its own, which cannot take over the runner's pods; run the search's cells from SSH guns, or the search alone with loadgen capacity from a Job of its own (docs/guns.md)"));
+        }
         if let Some(t) = file.targets.iter().find(|t| !t.is_remote()) {
             return Err(Invalid::new(format!(
                 "target {:?}: with [guns], every target is remote (url and probe): the guns reach a target and its probe by address, not this machine's loopback",
@@ -1828,6 +1831,47 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(empty.contains("must not be empty"), "{empty}");
+    }
+
+    #[test]
+    fn guns_as_a_kubernetes_job_are_checked_before_anything_listens() {
+        let remote = "url = \"http://10.0.1.5:8080\"\nprobe = \"10.0.1.5:7700\"\n";
+        let guns = |g: &str| read(&format!("{}\n[guns]\n{g}", with_target(remote)));
+        let k = |fields: &str| {
+            guns(&format!(
+                "kubernetes = {{ count = 3, image = \"me/loadgen:1\", listen = \"0.0.0.0:7411\"{fields} }}\n"
+            ))
+        };
+        let file = k(", advertise = \"10.0.0.5:7411\", wait = \"2m\", apply = true").unwrap();
+        match file.guns.unwrap().guns().hosts {
+            order::GunHosts::Kubernetes(spec) => {
+                assert_eq!(spec.count, 3);
+                assert_eq!(spec.wait_ns, Some(120_000_000_000));
+                assert!(spec.apply);
+            }
+            other => panic!("{other:?}"),
+        }
+        for (fields, says) in [
+            (", count = 0", "duplicate key"),
+            (", job = \"Guns\"", "is not a Kubernetes name"),
+            (", cpus = 0", "whole number of CPUs"),
+            (", memory = \"1.5Gi\"", "not a quantity"),
+            (", advertise = \"10.0.0.5\"", "is not host:port"),
+            (", wait = \"soon\"", "is not a duration"),
+            (", token = \"x\"", "unknown field"),
+        ] {
+            let e = k(fields).unwrap_err().to_string();
+            assert!(e.contains(says), "{fields}: {e}");
+        }
+        let zero = guns("kubernetes = { count = 0, image = \"i\", listen = \"h:1\" }\n")
+            .unwrap_err()
+            .to_string();
+        assert!(zero.contains("count must be 1 or more"), "{zero}");
+        let both =
+            guns("ssh = [\"g\"]\nkubernetes = { count = 1, image = \"i\", listen = \"h:1\" }\n")
+                .unwrap_err()
+                .to_string();
+        assert!(both.contains("names the guns alone"), "{both}");
     }
 
     #[test]

@@ -37,6 +37,64 @@ pub struct GunsSpec {
         deserialize_with = "crate::file::duration"
     )]
     pub clock_tolerance: Duration,
+    /// Or the guns as pods of a Kubernetes Indexed Job this runner renders (docs/guns.md).
+    pub kubernetes: Option<KubernetesSpec>,
+}
+
+/// `[guns] kubernetes = { … }`: the Job the runner renders, and where its pods dial.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct KubernetesSpec {
+    /// How many guns (pods, one a node).
+    pub count: u32,
+    /// The image built from the repository's Dockerfile.
+    pub image: String,
+    /// Where this runner listens for the pods, host:port.
+    pub listen: String,
+    /// Where the pods dial, host:port as the cluster reaches this runner (default: listen).
+    pub advertise: Option<String>,
+    pub namespace: Option<String>,
+    /// The Job's name (default showdown-guns).
+    pub job: Option<String>,
+    /// Whole CPUs a pod (default 2).
+    pub cpus: Option<u32>,
+    /// Memory a pod (default 1Gi).
+    pub memory: Option<String>,
+    /// The file the Job is written to (default `<job>.yaml` beside the experiment file).
+    pub manifest: Option<PathBuf>,
+    /// The runner applies the Job and its Secret with kubectl, and resumes it.
+    #[serde(default)]
+    pub apply: bool,
+    /// How long the runner waits for every pod to dial in (default 5m).
+    #[serde(default, deserialize_with = "crate::file::some_duration")]
+    pub wait: Option<Duration>,
+}
+
+impl KubernetesSpec {
+    fn order(&self) -> order::Kubernetes {
+        order::Kubernetes {
+            count: self.count,
+            image: self.image.clone(),
+            listen: self.listen.clone(),
+            advertise: self.advertise.clone(),
+            namespace: self.namespace.clone(),
+            job: self.job.clone(),
+            cpus: self.cpus,
+            memory: self.memory.clone(),
+            manifest: self.manifest.as_ref().map(|m| m.display().to_string()),
+            apply: self.apply,
+            wait_ns: self.wait.map(order::nanos),
+        }
+    }
+}
+
+/// Why `[guns]` cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum GunsError {
+    #[error("[guns]: kubernetes = {{ … }} names the guns alone: drop ssh, from, ssh_config and loadgen (the pods run their image's loadgen)")]
+    KubernetesAlone,
+    #[error(transparent)]
+    Fleet(#[from] fleet::FleetError),
 }
 
 fn clock_tolerance() -> Duration {
@@ -51,11 +109,14 @@ impl GunsSpec {
     /// carries.
     pub fn guns(&self) -> order::Guns {
         order::Guns {
-            hosts: order::GunHosts::Ssh {
-                destinations: self.ssh.clone(),
-                config: self.ssh_config.as_ref().map(|c| c.display().to_string()),
-                from: self.from,
-                terraform_dir: self.terraform_dir.as_ref().map(|d| d.display().to_string()),
+            hosts: match &self.kubernetes {
+                Some(k) => order::GunHosts::Kubernetes(k.order()),
+                None => order::GunHosts::Ssh {
+                    destinations: self.ssh.clone(),
+                    config: self.ssh_config.as_ref().map(|c| c.display().to_string()),
+                    from: self.from,
+                    terraform_dir: self.terraform_dir.as_ref().map(|d| d.display().to_string()),
+                },
             },
             cpus: self.cpus.as_ref().map(ToString::to_string),
             threads: self.threads,
@@ -66,7 +127,15 @@ impl GunsSpec {
     }
 
     /// What serde cannot check.
-    pub fn check(&self) -> Result<(), fleet::FleetError> {
-        fleet::check(&self.guns())
+    pub fn check(&self) -> Result<(), GunsError> {
+        if self.kubernetes.is_some()
+            && (!self.ssh.is_empty()
+                || self.from.is_some()
+                || self.ssh_config.is_some()
+                || self.loadgen.is_some())
+        {
+            return Err(GunsError::KubernetesAlone);
+        }
+        fleet::check(&self.guns()).map_err(GunsError::from)
     }
 }

@@ -77,8 +77,12 @@ pub fn needed(experiment: &Experiment, names: &BTreeSet<String>) -> Vec<Needed> 
             });
         }
     }
-    if file.guns.is_some() {
-        out.push(on_path("ssh", "the guns".into()));
+    match file.guns.as_ref().map(|g| &g.kubernetes) {
+        Some(None) => out.push(on_path("ssh", "the guns".into())),
+        Some(Some(k)) if k.apply => {
+            out.push(on_path("kubectl", "the guns' Job (apply = true)".into()))
+        }
+        _ => {}
     }
     out
 }

@@ -13,6 +13,9 @@ pub enum FleetError {
     /// What the guns' SSH transport says: their spec, their lab, a connection.
     #[error(transparent)]
     Ssh(#[from] SshError),
+    /// What the guns' Kubernetes transport says: their spec, the listener, the pods gathered.
+    #[error(transparent)]
+    Kubernetes(Box<crate::kubernetes::KubeError>),
     /// One gun refused, or lost, with why.
     #[error("gun {gun}: {why}")]
     Remote { gun: String, why: GunFault },
@@ -97,6 +100,9 @@ pub enum GunFault {
     Timeout { what: String, limit: Duration },
     #[error("{0}")]
     Io(#[source] std::io::Error),
+    /// What a pod's image is not.
+    #[error("{0}")]
+    Image(String),
 }
 
 /// Why a gun's clock could not be read.

@@ -13,8 +13,8 @@
 //! SHA-256 compared; this machine's installed where the gun's differs), the gun's clock
 //! measured against this one (NTP's way: the reply with the shortest round trip; kept, and
 //! corrected for in each shard's start), its CPUs checked, the target reached from it. A gun
-//! that fails any of these is refused, with why, before anything runs. A second transport (a
-//! Kubernetes Job, say) is a module beside [`ssh`] implementing [`Transport`] and [`Link`], a
+//! that fails any of these is refused, with why, before anything runs. The second transport,
+//! [`kubernetes`], is a module beside [`ssh`] implementing [`Transport`] and [`Link`], a
 //! variant of [`order::GunHosts`] and an arm of [`prepare::of`]: the rest is written once.
 //!
 //! Modules:
@@ -36,12 +36,17 @@
 //! - `error`: [`FleetError`], [`GunFault`], [`ClockFault`], [`ShotError`].
 //! - [`ssh`]: the first transport, OpenSSH: one multiplexed connection a gun, the hardening,
 //!   and the guns of a lab (Terraform's outputs, the twin).
+//! - [`kubernetes`]: the second transport, the pods of one Indexed Job the runner renders
+//!   (`render`), each dialling back to the runner over TLS with the sitting's token
+//!   (`rendezvous`, `wire`), its sessions channels of that one connection (`link`); the pod's
+//!   side, `loadgen gun --dial`, is `agent`.
 //! - `tests` (tests only): a second transport in one file, its guns tasks of this process
 //!   answering `GunRequest`s, made ready and fired by the same code as SSH's.
 
 mod error;
 mod fired;
 pub mod firing;
+pub mod kubernetes;
 mod local;
 mod prepare;
 mod ready;

@@ -218,6 +218,9 @@ pub fn of(guns: &order::Guns, dir: &Path) -> Result<Box<dyn Transport>, FleetErr
             };
             Ok(Box::new(crate::ssh::Ssh::new(&lab, dir)?))
         }
+        order::GunHosts::Kubernetes(spec) => {
+            Ok(Box::new(crate::kubernetes::Kubernetes::new(spec, dir)?))
+        }
     }
 }
 
@@ -236,5 +239,8 @@ fn check_hosts(hosts: &order::GunHosts) -> Result<(), FleetError> {
             terraform_dir: terraform_dir.as_deref().map(Path::new),
         })
         .map_err(FleetError::from),
+        order::GunHosts::Kubernetes(spec) => {
+            crate::kubernetes::check(spec).map_err(FleetError::from)
+        }
     }
 }

@@ -104,9 +104,17 @@ pub enum Command {
 }
 
 /// `loadgen gun`: what the experiment runner starts on a gun host over SSH (docs/guns.md); what
-/// to do comes on its standard input (`order::GunRequest`), never as flags.
+/// to do comes on its standard input (`order::GunRequest`), never as flags. With `--dial`, a
+/// Kubernetes Job's pod: it connects out to the runner and runs each session it is asked for.
 #[derive(Debug, Clone, Args)]
-pub struct GunArgs {}
+pub struct GunArgs {
+    /// The runner, host:port, to dial (a pod of the Job the runner rendered).
+    #[arg(long, value_name = "HOST:PORT", requires = "secrets")]
+    pub dial: Option<String>,
+    /// The directory of the Job's Secret: its token and the runner's fingerprint.
+    #[arg(long, value_name = "DIR", requires = "dial")]
+    pub secrets: Option<PathBuf>,
+}
 
 /// `loadgen history`: an experiment's history from the store.
 #[derive(Debug, Clone, Args)]

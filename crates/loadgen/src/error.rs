@@ -91,6 +91,9 @@ pub enum Error {
     /// `loadgen gun`'s request, read from standard input over SSH.
     #[error("gun: {0} (this command is the experiment runner's, over SSH)")]
     GunRequest(#[source] order::OrderError),
+    /// A pod's gun, dialling its runner.
+    #[error("gun: {0}")]
+    Dial(#[source] fleet::kubernetes::agent::AgentError),
     #[error("this loadgen: {0}")]
     Exe(#[source] io::Error),
     #[error("cannot read {}: {source}", .path.display())]

@@ -255,6 +255,47 @@ pub enum GunHosts {
         #[serde(default)]
         terraform_dir: Option<String>,
     },
+    /// Pods of a Kubernetes Indexed Job this runner renders (and applies, when told), each
+    /// dialling back to the runner over TLS.
+    Kubernetes(Kubernetes),
+}
+
+/// The guns as pods of one Kubernetes Indexed Job: what the Job is rendered from, and where
+/// its pods dial this runner.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Kubernetes {
+    /// How many guns: the Job's completions and parallelism, one pod a node.
+    pub count: u32,
+    /// The image whose `loadgen` the pods run (the repository's Dockerfile builds it).
+    pub image: String,
+    /// Where this runner listens for the pods, `host:port`.
+    pub listen: String,
+    /// Where the pods dial, `host:port` as the cluster reaches this runner (default: `listen`).
+    #[serde(default)]
+    pub advertise: Option<String>,
+    /// The namespace of the Job and its Secret (default `default`).
+    #[serde(default)]
+    pub namespace: Option<String>,
+    /// The Job's name (default `showdown-guns`); its Secret is `<name>-dial`.
+    #[serde(default)]
+    pub job: Option<String>,
+    /// Whole CPUs each pod requests and is limited to (Guaranteed QoS; default 2).
+    #[serde(default)]
+    pub cpus: Option<u32>,
+    /// Memory each pod requests and is limited to, as Kubernetes writes it (default `1Gi`).
+    #[serde(default)]
+    pub memory: Option<String>,
+    /// The file the Job is written to (no secret in it); default `<job>.yaml` in the current
+    /// directory.
+    #[serde(default)]
+    pub manifest: Option<String>,
+    /// The runner applies the Job and its Secret with `kubectl` and resumes the Job itself.
+    #[serde(default)]
+    pub apply: bool,
+    /// How long the runner waits for every pod to dial in (default 300 s).
+    #[serde(default)]
+    pub wait_ns: Option<u64>,
 }
 
 impl Default for GunHosts {

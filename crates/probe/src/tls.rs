@@ -113,6 +113,16 @@ impl ServerTls {
         Ok((Self::from_pem_files(&cert, &key)?, true))
     }
 
+    /// A certificate made now for `names` and kept in memory only: one a process pins for as
+    /// long as it listens (the guns' rendezvous), its fingerprint handed to its peers.
+    pub fn ephemeral(names: &[String]) -> Result<Self, TlsError> {
+        let made = rcgen::generate_simple_self_signed(names.to_vec())
+            .map_err(|e| TlsError::Config(format!("cannot generate a certificate: {e}")))?;
+        let key = PrivateKeyDer::try_from(made.signing_key.serialize_der())
+            .map_err(|e| TlsError::Config(format!("cannot use the generated key: {e}")))?;
+        Self::new(vec![made.cert.der().clone()], key)
+    }
+
     fn new(
         chain: Vec<CertificateDer<'static>>,
         key: PrivateKeyDer<'static>,

@@ -1008,6 +1008,12 @@ fn trusted(experiment: &Experiment, trust: &Trust, store: &str) -> Result<(), Er
             .map_err(|e| Error::Setup(format!("{field}: {e}")))?;
     }
     if let Some(guns) = &experiment.file.guns {
+        if !trust.guns && guns.kubernetes.is_some() {
+            return Err(Error::Setup(format!(
+                "[guns] kubernetes: this file renders a Job of gun pods (applied with your kubectl when it says apply = true) and sends them every order: see it in `loadgen experiment plan {}`, then run again with --trust-guns if it is yours",
+                experiment.path.display()
+            )));
+        }
         if !trust.guns {
             let config = guns
                 .ssh_config

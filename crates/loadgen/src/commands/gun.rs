@@ -17,7 +17,10 @@ use store::run::now_ns;
 
 use crate::{Error, RunEnd};
 
-pub async fn run(shutdown: &crate::Shutdown) -> Result<RunEnd, Error> {
+pub async fn run(args: &crate::cli::GunArgs, shutdown: &crate::Shutdown) -> Result<RunEnd, Error> {
+    if let (Some(address), Some(secrets)) = (&args.dial, &args.secrets) {
+        return dial(address, secrets).await;
+    }
     let request: GunRequest =
         tokio::task::spawn_blocking(|| order::read_line(std::io::stdin().lock()))
             .await?
@@ -31,6 +34,24 @@ pub async fn run(shutdown: &crate::Shutdown) -> Result<RunEnd, Error> {
         }
         GunRequest::Fire { order, cpus } => fire(*order, cpus, shutdown.subscribe()).await,
     }
+}
+
+/// A Kubernetes Job's pod: dials the runner and serves its sessions until it says goodbye;
+/// a connection lost is an error, which fails the pod's index.
+async fn dial(address: &str, secrets: &std::path::Path) -> Result<RunEnd, Error> {
+    let name = |var: &str| std::env::var(var).unwrap_or_else(|_| "?".into());
+    let dial = fleet::kubernetes::agent::Dial {
+        address: address.to_string(),
+        secrets: secrets.to_path_buf(),
+        index: fleet::kubernetes::agent::index_from_env().map_err(Error::Dial)?,
+        pod: name("POD_NAME"),
+        node: name("NODE_NAME"),
+        loadgen: std::env::current_exe().map_err(Error::Exe)?,
+    };
+    fleet::kubernetes::agent::serve(&dial)
+        .await
+        .map_err(Error::Dial)?;
+    Ok(RunEnd::Completed)
 }
 
 fn answer_clock() -> Result<RunEnd, Error> {

@@ -40,7 +40,7 @@ pub async fn run(
         Command::History(args) => history::run(&args).await,
         Command::Completions { shell } => completions::completions(shell),
         Command::Man => completions::man(),
-        Command::Gun(_) => gun::run(shutdown).await,
+        Command::Gun(args) => gun::run(&args, shutdown).await,
         Command::Order => order::run(shutdown, command_line).await,
         Command::Target(args) => target::serve_until_stdin_closes(&args)
             .await

@@ -1,0 +1,269 @@
+//! Where the pods dial: the runner's TLS listener (a certificate made for the sitting, pinned
+//! by the pods through the Secret), each pod's hello checked (the sitting's token, an index of
+//! the Job not already in), and the barrier: every index in, or those missing named once the
+//! wait is over.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::io::BufReader;
+use tokio::sync::{Notify, OnceCell};
+
+use super::link::KubeLink;
+use super::wire::{self, Hello, Welcome};
+use super::{KubeError, Resolved};
+use crate::FleetError;
+
+/// How long a pod has to finish its handshake and hello.
+const HELLO: Duration = Duration::from_secs(10);
+
+/// The runner's listener for one sitting's pods.
+pub struct Rendezvous {
+    listener: Mutex<Option<std::net::TcpListener>>,
+    tls: probe::tls::ServerTls,
+    token: String,
+    count: u32,
+    wait: Duration,
+    namespace: String,
+    job: String,
+    /// Each index's link once its pod is in; taken by the fleet.
+    slots: Arc<Mutex<Vec<Option<KubeLink>>>>,
+    /// Set once every pod is in: a pod dialling after that is refused.
+    sealed: Arc<std::sync::atomic::AtomicBool>,
+    arrived: Arc<Notify>,
+    gathered: OnceCell<Result<(), String>>,
+    accepting: Mutex<Option<tokio::task::JoinHandle<()>>>,
+}
+
+impl std::fmt::Debug for Rendezvous {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Rendezvous")
+            .field("job", &self.job)
+            .field("count", &self.count)
+            .finish()
+    }
+}
+
+impl Drop for Rendezvous {
+    fn drop(&mut self) {
+        if let Some(task) = self.accepting.lock().ok().and_then(|mut t| t.take()) {
+            task.abort();
+        }
+    }
+}
+
+/// A token of 32 random bytes, hex.
+fn token() -> Result<String, KubeError> {
+    let mut bytes = [0u8; 32];
+    let mut filled = 0;
+    while filled < bytes.len() {
+        let rest = bytes.get_mut(filled..).unwrap_or_default();
+        match rustix::rand::getrandom(rest, rustix::rand::GetRandomFlags::empty()) {
+            Ok(n) => filled += n,
+            Err(e) => return Err(KubeError::Tls(format!("no randomness for a token: {e}"))),
+        }
+    }
+    Ok(hex::encode(bytes))
+}
+
+impl Rendezvous {
+    /// Listens on `resolved.listen` now (a port taken is said before anything is rendered).
+    pub fn listen(
+        resolved: &Resolved,
+        tls: probe::tls::ServerTls,
+    ) -> Result<Rendezvous, KubeError> {
+        let listen_error = |error| KubeError::Listen {
+            address: resolved.listen.clone(),
+            error,
+        };
+        let listener = std::net::TcpListener::bind(&resolved.listen).map_err(listen_error)?;
+        listener.set_nonblocking(true).map_err(listen_error)?;
+        Ok(Rendezvous {
+            listener: Mutex::new(Some(listener)),
+            tls,
+            token: token()?,
+            count: resolved.job.count,
+            wait: resolved.wait,
+            namespace: resolved.job.namespace.clone(),
+            job: resolved.job.name.clone(),
+            slots: Arc::new(Mutex::new((0..resolved.job.count).map(|_| None).collect())),
+            sealed: Arc::new(std::sync::atomic::AtomicBool::new(false)),
+            arrived: Arc::new(Notify::new()),
+            gathered: OnceCell::new(),
+            accepting: Mutex::new(None),
+        })
+    }
+
+    pub fn token(&self) -> &str {
+        &self.token
+    }
+
+    pub fn fingerprint(&self) -> &str {
+        &self.tls.fingerprint
+    }
+
+    /// `start` (the pods started, then gathered) run once, whoever asks first; its outcome
+    /// told to every asker.
+    pub async fn started<F, Fut>(&self, start: F) -> Result<(), FleetError>
+    where
+        F: FnOnce() -> Fut,
+        Fut: std::future::Future<Output = Result<(), FleetError>>,
+    {
+        let outcome = self
+            .gathered
+            .get_or_init(|| async { start().await.map_err(|e| e.to_string()) })
+            .await;
+        outcome.clone().map_err(|why| KubeError::Gather(why).into())
+    }
+
+    /// Accepts pods until every index is in, or the wait is over (the missing named).
+    pub async fn gather(&self) -> Result<(), KubeError> {
+        self.accept();
+        let deadline = tokio::time::Instant::now() + self.wait;
+        loop {
+            let notified = self.arrived.notified();
+            let mut missing = self.missing();
+            if missing.is_empty() {
+                self.sealed.store(true, std::sync::atomic::Ordering::SeqCst);
+                return Ok(());
+            }
+            if tokio::time::timeout_at(deadline, notified).await.is_err() {
+                missing = self.missing();
+                // Those that came are told goodbye (their pods end well), before the runner
+                // gives up.
+                let came: Vec<KubeLink> = match self.slots.lock() {
+                    Ok(mut slots) => slots.iter_mut().filter_map(Option::take).collect(),
+                    Err(_) => Vec::new(),
+                };
+                for link in came {
+                    crate::Link::close(Box::new(link)).await;
+                }
+                return Err(KubeError::Missing {
+                    missing,
+                    count: self.count,
+                    waited: self.wait,
+                    namespace: self.namespace.clone(),
+                    job: self.job.clone(),
+                });
+            }
+        }
+    }
+
+    fn missing(&self) -> Vec<u32> {
+        match self.slots.lock() {
+            Ok(slots) => (0..self.count)
+                .filter(|i| slots.get(*i as usize).is_none_or(Option::is_none))
+                .collect(),
+            Err(_) => (0..self.count).collect(),
+        }
+    }
+
+    /// Gun `n`'s link, once gathered.
+    pub fn link(&self, n: usize) -> Result<KubeLink, FleetError> {
+        self.slots
+            .lock()
+            .ok()
+            .and_then(|mut s| s.get_mut(n).and_then(Option::take))
+            .ok_or(FleetError::NoGuns)
+    }
+
+    /// Starts the accepting task (once).
+    fn accept(&self) {
+        let Some(listener) = self.listener.lock().ok().and_then(|mut l| l.take()) else {
+            return;
+        };
+        let Ok(listener) = tokio::net::TcpListener::from_std(listener) else {
+            return;
+        };
+        let acceptor = tokio_rustls::TlsAcceptor::from(self.tls.config.clone());
+        let (token, slots, arrived, job, sealed) = (
+            self.token.clone(),
+            self.slots.clone(),
+            self.arrived.clone(),
+            self.job.clone(),
+            self.sealed.clone(),
+        );
+        let task = tokio::spawn(async move {
+            loop {
+                let Ok((tcp, peer)) = listener.accept().await else {
+                    continue;
+                };
+                let _ = tcp.set_nodelay(true);
+                let (acceptor, token, slots, arrived, job, sealed) = (
+                    acceptor.clone(),
+                    token.clone(),
+                    slots.clone(),
+                    arrived.clone(),
+                    job.clone(),
+                    sealed.clone(),
+                );
+                tokio::spawn(async move {
+                    let welcomed = tokio::time::timeout(HELLO, async {
+                        let tls = acceptor.accept(tcp).await.ok()?;
+                        let mut tls = BufReader::new(tls);
+                        let hello: Hello = wire::read_line(&mut tls).await.ok()?;
+                        let refusal = if sealed.load(std::sync::atomic::Ordering::SeqCst) {
+                            Some(format!(
+                                "the sitting's guns are all in: index {} came late or twice",
+                                hello.index
+                            ))
+                        } else {
+                            refuse(&hello, &token, &slots)
+                        };
+                        let answer = match &refusal {
+                            None => Welcome::Welcome,
+                            Some(why) => Welcome::Refused { why: why.clone() },
+                        };
+                        wire::write_line(tls.get_mut(), &answer).await.ok()?;
+                        if let Some(why) = refusal {
+                            eprintln!("guns: a pod from {peer} refused: {why}");
+                            return None;
+                        }
+                        Some((hello, tls))
+                    })
+                    .await;
+                    let Ok(Some((hello, tls))) = welcomed else {
+                        return;
+                    };
+                    let name = format!("{job}/{} ({})", hello.index, hello.node);
+                    let link = KubeLink::start(name, tls);
+                    if let Ok(mut s) = slots.lock() {
+                        if let Some(slot) = s.get_mut(hello.index as usize) {
+                            *slot = Some(link);
+                        }
+                    }
+                    arrived.notify_waiters();
+                });
+            }
+        });
+        if let Ok(mut t) = self.accepting.lock() {
+            *t = Some(task);
+        }
+    }
+}
+
+/// Why a pod's hello is refused, if it is.
+fn refuse(hello: &Hello, token: &str, slots: &Mutex<Vec<Option<KubeLink>>>) -> Option<String> {
+    if !wire::same_token(&hello.token.0, token) {
+        return Some("its token is not this sitting's (a pod of another sitting's Job?)".into());
+    }
+    if hello.version != wire::VERSION {
+        return Some(format!(
+            "it speaks version {} of the guns' protocol, this runner {}: build the image from this tree",
+            hello.version,
+            wire::VERSION
+        ));
+    }
+    let Ok(slots) = slots.lock() else {
+        return Some("the runner's registry is unusable".into());
+    };
+    match slots.get(hello.index as usize) {
+        None => Some(format!(
+            "index {} is beyond the Job's {} guns",
+            hello.index,
+            slots.len()
+        )),
+        Some(Some(_)) => Some(format!("index {} is in already", hello.index)),
+        Some(None) => None,
+    }
+}
