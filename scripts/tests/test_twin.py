@@ -334,6 +334,24 @@ def gun_attacks(gun):
     return found
 
 
+def go_target(env, duration="6s"):
+    """The twin's target as an experiment file names it, and its load of GET /now."""
+    return f"""[[target]]
+name = "go"
+url = "{env['TWIN_TARGET_URL']}"
+probe = "{env['TWIN_PROBE']}"
+probe_token_file = "{env['TWIN_PROBE_TOKEN_FILE']}"
+probe_fingerprint = "{env['TWIN_PROBE_FINGERPRINT']}"
+contract = "declared"
+ready = "/healthz"
+
+[load]
+path = "/now"
+duration = "{duration}"
+timeout = "5s"
+"""
+
+
 def test_an_experiment_across_three_guns(env, tmp_path):
     """`experiment run` in sd-op with [guns] from = "twin": every cell fired from the three gun
     namespaces over OpenSSH, one start, merged exactly; a gun killed mid-cell fails that cell
@@ -347,20 +365,7 @@ question = "Do three guns fire one schedule together?"
 from = "twin"
 threads = 1
 
-[[target]]
-name = "go"
-url = "{env['TWIN_TARGET_URL']}"
-probe = "{env['TWIN_PROBE']}"
-probe_token_file = "{env['TWIN_PROBE_TOKEN_FILE']}"
-probe_fingerprint = "{env['TWIN_PROBE_FINGERPRINT']}"
-contract = "declared"
-ready = "/healthz"
-
-[load]
-path = "/now"
-duration = "6s"
-timeout = "5s"
-
+{go_target(env)}
 [matrix]
 rate = [900, 600]
 """)
@@ -407,6 +412,185 @@ rate = [900, 600]
     # The runner checked the target where the guns reach it: through the first gun.
     assert re.search(rf"go is checked where the guns reach it: through {GUNS[0]} \(http://127\.0\.0\.1:\d+\)", err), err
 
+    check_cells(name, GUNS, GUNS[1], site)
+
+
+KUBE_LISTEN = "10.77.4.1:7411"  # sd-op on the operators' bridge, which every gun reaches
+
+
+def kube_experiment(tmp_path, env, name, count, rates, wait="60s", duration="6s"):
+    """An experiment file whose guns are a Kubernetes Job's pods dialling sd-op."""
+    spec = tmp_path / f"{name}.toml"
+    spec.write_text(f"""
+name = "{name}"
+question = "Do the Job's pods fire one schedule together?"
+[guns]
+threads = 1
+kubernetes = {{ count = {count}, image = "showdown/loadgen:twin", listen = "{KUBE_LISTEN}", job = "{name}", manifest = "{tmp_path / 'job.yaml'}", wait = "{wait}" }}
+
+{go_target(env, duration)}
+[matrix]
+rate = {json.dumps(rates)}
+""")
+    return spec
+
+
+def kube_runner(spec, env, tmp_path, site):
+    """`experiment run` in sd-op; the Secret it would apply written to a file of the test's."""
+    cmd = [
+        str(TWIN), "op", "--", "experiment", "run", str(spec), "--trust-guns", "--send-store-url",
+        "--report", str(site), "--probe-token-file", f"go={env['TWIN_PROBE_TOKEN_FILE']}",
+    ]
+    environment = dict(os.environ, SHOWDOWN_GUNS_SECRET_FILE=str(tmp_path / "secret.yaml"))
+    return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=environment)
+
+
+def rendered(tmp_path, runner, timeout=30):
+    """The Job and the Secret the runner rendered, read as YAML once both are written."""
+    import yaml
+    deadline = time.monotonic() + timeout
+    job, secret = tmp_path / "job.yaml", tmp_path / "secret.yaml"
+    while not (job.exists() and secret.exists()):
+        assert runner.poll() is None, runner.communicate()
+        assert time.monotonic() < deadline, "the runner wrote no Job and Secret"
+        time.sleep(0.05)
+    (job_doc,) = list(yaml.safe_load_all(job.read_text()))
+    (secret_doc,) = list(yaml.safe_load_all(secret.read_text()))
+    assert job_doc["kind"] == "Job" and secret_doc["kind"] == "Secret"
+    assert secret_doc["stringData"]["token"] not in job.read_text()
+    return job_doc, secret_doc
+
+
+def start_pod(job_doc, secret_doc, index, gun, tmp_path):
+    """Pod `index` of the Job, as the kubelet would start it on node `gun`: the container's own
+    command, arguments and environment read from the Job (the image's loadgen is this build; the
+    Secret's volume a directory of its files; the downward API's fields filled;
+    JOB_COMPLETION_INDEX set), in the gun's namespace, a process group of its own."""
+    pod = job_doc["spec"]["template"]["spec"]
+    (container,) = pod["containers"]
+    (volume,) = [v for v in pod["volumes"] if "secret" in v]
+    assert volume["secret"]["secretName"] == secret_doc["metadata"]["name"]
+    mount = {m["name"]: m["mountPath"] for m in container["volumeMounts"]}[volume["name"]]
+    secrets = tmp_path / f"secret-{index}"
+    secrets.mkdir()
+    for key, value in secret_doc["stringData"].items():
+        (secrets / key).write_text(value)
+    loadgen = os.environ.get("LOADGEN", os.path.join(os.environ.get("CARGO_TARGET_DIR", ROOT / "target"), "release", "loadgen"))
+    command = [loadgen if c == "/usr/local/bin/loadgen" else c for c in container["command"]]
+    args = [str(secrets) if a == mount else a for a in container["args"]]
+    fields = {"spec.nodeName": gun, "metadata.name": f"{job_doc['metadata']['name']}-{index}-twin"}
+    environment = {e["name"]: e.get("value") or fields[e["valueFrom"]["fieldRef"]["fieldPath"]] for e in container["env"]}
+    environment.update(PATH=os.environ["PATH"], JOB_COMPLETION_INDEX=str(index))
+    work = tmp_path / f"work-{index}"
+    work.mkdir()
+    return subprocess.Popen(
+        ["ip", "netns", "exec", gun, "env", "-i", *[f"{k}={v}" for k, v in environment.items()], *command, *args],
+        cwd=work, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+    )
+
+
+def finish(runner, pods, timeout=120):
+    """The runner's and the pods' outputs once they end (ended if they do not)."""
+    try:
+        out, err = runner.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        runner.send_signal(signal.SIGINT)
+        out, err = runner.communicate(timeout=30)
+    ends = []
+    for p in pods:
+        try:
+            ends.append((p.wait(timeout=40),) + p.communicate())
+        except subprocess.TimeoutExpired:
+            os.killpg(p.pid, signal.SIGKILL)
+            ends.append((p.wait(),) + p.communicate())
+    return out, err, ends
+
+
+def test_guns_as_pods_of_a_kubernetes_job(env, tmp_path):
+    """[guns] kubernetes: the runner renders the Job and its Secret; the pods, started from the
+    Job's own command, arguments and environment in the gun namespaces (one 3 s late), dial in;
+    every cell waits for all three, starts at one instant and merges exactly; a gun's attack
+    killed mid-cell fails that cell alone, naming the gun; every pod exits 0 at the end."""
+    name = f"kube-{uuid.uuid4().hex[:6]}"
+    spec = kube_experiment(tmp_path, env, name, 3, [900, 600])
+    site = tmp_path / "site"
+    runner = kube_runner(spec, env, tmp_path, site)
+    pods = []
+    try:
+        job_doc, secret_doc = rendered(tmp_path, runner)
+        for index, gun in enumerate(GUNS):
+            if index == 2:
+                time.sleep(3)  # a late pod: the barrier waits for it
+            pods.append(start_pod(job_doc, secret_doc, index, gun, tmp_path))
+        killed = None
+        deadline = time.monotonic() + 60
+        while killed is None and time.monotonic() < deadline and runner.poll() is None:
+            attacks = gun_attacks(GUNS[1])
+            if attacks:
+                time.sleep(4)  # the start is 3 s ahead; then about a second of load
+                os.kill(attacks[0][0], 9)
+                killed = attacks[0][0]
+            time.sleep(0.05)
+    except BaseException:
+        runner.send_signal(signal.SIGINT)
+        finish(runner, pods, timeout=30)
+        raise
+    out, err, ends = finish(runner, pods)
+    assert killed is not None, f"no attack of the first cell in {GUNS[1]}\n{out}\n{err}"
+    labels = [f"{name}/{i} ({gun})" for i, gun in enumerate(GUNS)]
+    for label in labels:
+        assert re.search(rf"gun {re.escape(label)}: loadgen \S+ \(this build\), clock [+-]\d", err), err
+    assert re.search(rf"cell failed: gun {re.escape(labels[1])} \(2/3\)", err), err
+    assert [code for code, _, _ in ends] == [0, 0, 0], ends
+    check_cells(name, labels, labels[1], site)
+
+
+def test_a_pod_that_never_dials_in_or_dies_mid_cell(env, tmp_path):
+    """The barrier names the pod that never dialled in once the wait is over, and nothing runs;
+    a pod killed mid-cell (its gun and everything under it) fails that cell, naming the gun and
+    its lost connection, and exits as killed, which the Job's failure policy fails its index on."""
+    name = f"kube-{uuid.uuid4().hex[:6]}"
+    spec = kube_experiment(tmp_path, env, name, 2, [400], wait="5s")
+    runner = kube_runner(spec, env, tmp_path, tmp_path / "site")
+    job_doc, secret_doc = rendered(tmp_path, runner)
+    started = time.monotonic()
+    pods = [start_pod(job_doc, secret_doc, 0, GUNS[0], tmp_path)]
+    out, err, ends = finish(runner, pods, timeout=60)
+    assert runner.returncode != 0, err
+    assert "1 of 2 guns did not dial in within 5s: pod 1" in err, err
+    assert time.monotonic() - started < 30, "the barrier did not give up at its wait"
+    assert ends[0][0] == 0, ends  # told goodbye, the pod that came ends well
+    assert not [r for r in loadgen_json("runs", "list", "--output", "json") if r.get("experiment") == name]
+
+    lost = tmp_path / "lost"
+    lost.mkdir()
+    name = f"kube-{uuid.uuid4().hex[:6]}"
+    spec = kube_experiment(lost, env, name, 2, [400], duration="8s")
+    runner = kube_runner(spec, env, lost, lost / "site")
+    job_doc, secret_doc = rendered(lost, runner)
+    pods = [start_pod(job_doc, secret_doc, i, GUNS[i], lost) for i in range(2)]
+    try:
+        deadline = time.monotonic() + 60
+        while not gun_attacks(GUNS[1]) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(5)
+        os.killpg(pods[1].pid, signal.SIGKILL)  # the pod dies: its gun, its sessions, its attack
+    except BaseException:
+        runner.send_signal(signal.SIGINT)
+        finish(runner, pods, timeout=30)
+        raise
+    out, err, ends = finish(runner, pods)
+    assert re.search(rf"cell failed: gun {re.escape(name)}/1 \({GUNS[1]}\) \(2/2\): .*connection was lost", err), err
+    assert ends[1][0] == -signal.SIGKILL and ends[0][0] == 0, ends
+    shards = [r for r in loadgen_json("runs", "list", "--output", "json") if r.get("experiment") == name]
+    kept = [loadgen_json("runs", "show", r["id"], "--output", "json") for r in shards if r["shard"]["index"] == 0]
+    assert kept and kept[0]["status"] == "failed" and kept[0]["summary"]["requests"]["total"] == 1600, kept
+
+
+def check_cells(name, labels, killed_label, site):
+    """The experiment `name`'s two cells from three guns (their shards labelled `labels`): the
+    rate-900 cell failed, every shard naming `killed_label`, the others' shards whole; the
+    rate-600 cell one start, merged exactly, each gun's row on its group's page."""
     runs = [r for r in loadgen_json("runs", "list", "--output", "json") if r.get("experiment") == name]
     groups = {}
     for r in runs:
@@ -414,7 +598,7 @@ rate = [900, 600]
     assert sorted(groups) == ["600", "900"], runs
     for rate, shards in groups.items():
         assert sorted(r["shard"]["index"] for r in shards) == [0, 1, 2], shards
-        assert sorted(r["labels"]["gun"] for r in shards) == list(GUNS), shards
+        assert sorted(r["labels"]["gun"] for r in shards) == sorted(labels), shards
         assert len({r["shard"]["group"] for r in shards}) == 1, shards
 
     # The failed cell: kept, every shard failed with the reason naming the killed gun; the
@@ -422,8 +606,8 @@ rate = [900, 600]
     failed = [loadgen_json("runs", "show", r["id"], "--output", "json") for r in groups["900"]]
     for shard in failed:
         assert shard["status"] == "failed", shard["status"]
-        assert GUNS[1] in (shard["stop_reason"] or ""), shard["stop_reason"]
-    whole = [s for s in failed if s["meta"]["labels"]["gun"] != GUNS[1]]
+        assert killed_label in (shard["stop_reason"] or ""), shard["stop_reason"]
+    whole = [s for s in failed if s["meta"]["labels"]["gun"] != killed_label]
     assert [s["summary"]["requests"]["total"] for s in whole] == [1800, 1800], [s["summary"] for s in whole]
 
     # The kept cell: one schedule, one start, merged exactly.
@@ -453,8 +637,9 @@ rate = [900, 600]
     mine = [t for t in texts if group in t]
     assert mine, list((site / "groups").iterdir())
     assert "<h2>Guns</h2>" in mine[0]
-    for gun in GUNS:
+    for gun in labels:
         assert f">{gun} (clock " in mine[0], gun
+
 
 
 def test_a_search_across_guns(env):
