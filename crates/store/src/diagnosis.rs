@@ -6,10 +6,12 @@
 //!
 //! The causes, in the order they are tested: a worker thread of the generator saturated its
 //! core; the generator's CPUs were saturated (by its own threads, still the generator, or by
-//! other processes); requests waited for a free connection (because the cap is too low for the
-//! rate even at the server's fastest pace, or because the server slowed down: Little's law at
-//! its fastest response tells which); new connections were slow to be accepted (a SYN
-//! retransmitted: the server's accept queue was full); else no measurement explains it.
+//! other processes); the generator started its schedule late (its first send after its time,
+//! the requests due meanwhile at least half of the late ones); requests waited for a free
+//! connection (because the cap is too low for the rate even at the server's fastest pace, or
+//! because the server slowed down: Little's law at its fastest response tells which); new
+//! connections were slow to be accepted (a SYN retransmitted: the server's accept queue was
+//! full); else no measurement explains it.
 
 use hdrhistogram::Histogram;
 
@@ -51,6 +53,8 @@ pub struct Evidence<'a> {
     pub slow_connects: u64,
     /// Lateness beyond which a send counts as late, ns.
     pub limit_ns: u64,
+    /// The first request's actual send − its intended time, ns.
+    pub start_late_ns: Option<i64>,
 }
 
 /// Connections `rate` req/s needs if every response took `fastest_ns` (Little's law).
@@ -73,15 +77,22 @@ pub fn cause(e: &Evidence<'_>) -> LimitedBy {
             LimitedBy::GeneratorCpusShared
         };
     }
+    let rate = if e.attack_s > 0.0 {
+        t.requests as f64 / e.attack_s
+    } else {
+        0.0
+    };
+    // A start later than the limit makes every request due meanwhile late: the cause when
+    // those are at least half of the late ones.
+    if let Some(start) = e.start_late_ns.filter(|&s| s > e.limit_ns as i64) {
+        if 2.0 * rate * start as f64 / 1e9 >= e.late as f64 {
+            return LimitedBy::LateStart;
+        }
+    }
     if t.waited_for_connection > 0 && t.waited_for_connection * 2 >= e.late {
         // The pool filled. Little's law at the server's fastest response says how many
         // connections the rate needs if the server kept that pace: if the cap is well above it,
         // the pool filled because the server slowed down, not because the cap is small.
-        let rate = if e.attack_s > 0.0 {
-            t.requests as f64 / e.attack_s
-        } else {
-            0.0
-        };
         let needed = needed_connections(rate, t.service.min()).max(1.0);
         return if !t.service.is_empty() && e.max_connections as f64 >= 2.0 * needed {
             LimitedBy::ServerResponses
@@ -156,6 +167,10 @@ pub fn explain(summary: &Summary, cpus: &str, max_connections: usize, batch_ns: 
         Some(LimitedBy::ServerAccept) => format!(
             "Cause: the server was slow to accept new connections: connecting took {connect_p99} at p99, and {} connections took over 0.9 s (a SYN retransmission: its accept queue was full).",
             g.slow_connects
+        ),
+        Some(LimitedBy::LateStart) => format!(
+            "Cause: a late start: the first request left {} after it was due (the generator's process paused, or its host busy, as the schedule began), and the requests due meanwhile are at least half of those sent late. Run it again; a gun that starts late every time needs its host looked at.",
+            g.start_late_ns.map_or("?".into(), |ns| format_ns(ns.max(0) as u64))
         ),
         Some(LimitedBy::Unknown) | None => format!(
             "Cause not found in the measurements: the busiest generator thread was busy {} of a core, its CPUs ({cpus}) {} busy, no request waited for a connection beyond what explains the lateness, and connections opened in {connect_p99} at p99.",

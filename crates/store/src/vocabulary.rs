@@ -29,6 +29,10 @@ pub enum LimitedBy {
     /// New connections were slow to be accepted (a full accept queue).
     #[serde(rename = "server accept")]
     ServerAccept,
+    /// The generator began its schedule late (paused, or its host busy as it started), and
+    /// the requests due meanwhile are most of those sent late.
+    #[serde(rename = "late start")]
+    LateStart,
     /// None of the measurements explains it.
     #[serde(rename = "unknown")]
     Unknown,
@@ -43,6 +47,7 @@ impl LimitedBy {
             LimitedBy::ConnectionCap => "connection cap",
             LimitedBy::ServerResponses => "server responses",
             LimitedBy::ServerAccept => "server accept",
+            LimitedBy::LateStart => "late start",
             LimitedBy::Unknown => "unknown",
         }
     }
@@ -50,7 +55,10 @@ impl LimitedBy {
     /// Whether the generator, not the server, is to blame: such a run says nothing of the
     /// server, and an experiment's cell is failed rather than kept as the server's result.
     pub fn is_generator(self) -> bool {
-        matches!(self, LimitedBy::Generator | LimitedBy::GeneratorCpusShared)
+        matches!(
+            self,
+            LimitedBy::Generator | LimitedBy::GeneratorCpusShared | LimitedBy::LateStart
+        )
     }
 }
 

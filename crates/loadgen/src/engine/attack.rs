@@ -457,6 +457,7 @@ pub async fn attack(
             own_share,
             connect: (!connect.is_empty()).then_some(connect),
             arrivals: gaps.as_ref().and_then(GapFit::fit),
+            start_late_ns: timing.start_late_ns(),
         },
     })
 }

@@ -64,11 +64,20 @@ pub enum WorkerMessage {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Timing {
     pub first_sent: Option<Nanos>,
+    /// When the first request sent was due.
+    pub first_intended: Option<Nanos>,
     pub last_sent: Option<Nanos>,
     pub last_completed: Option<Nanos>,
 }
 
 impl Timing {
+    /// How long after it was due the run's first request left: a generator's own start against
+    /// its time zero (on its clock).
+    pub fn start_late_ns(&self) -> Option<i64> {
+        let (sent, due) = (self.first_sent?, self.first_intended?);
+        Some(i64::try_from(sent).ok()? - i64::try_from(due).ok()?)
+    }
+
     /// Combines two workers' timings.
     pub fn merge(self, other: Timing) -> Timing {
         fn pick(a: Option<Nanos>, b: Option<Nanos>, f: fn(Nanos, Nanos) -> Nanos) -> Option<Nanos> {
@@ -79,6 +88,7 @@ impl Timing {
         }
         Timing {
             first_sent: pick(self.first_sent, other.first_sent, Nanos::min),
+            first_intended: pick(self.first_intended, other.first_intended, Nanos::min),
             last_sent: pick(self.last_sent, other.last_sent, Nanos::max),
             last_completed: pick(self.last_completed, other.last_completed, Nanos::max),
         }
@@ -215,6 +225,7 @@ impl Recorder {
     pub fn sent(&mut self, sent: Nanos, intended: Nanos, body_bytes: u64) {
         self.roll_to(sent);
         self.timing.first_sent.get_or_insert(sent);
+        self.timing.first_intended.get_or_insert(intended);
         self.timing.last_sent = Some(sent);
         if let Some(gaps) = &mut self.gaps {
             gaps.sent(sent);

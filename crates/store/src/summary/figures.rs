@@ -184,6 +184,10 @@ pub struct GeneratorFigures {
     /// The generator's own share of those CPUs' time, all its threads (0–1).
     #[serde(default)]
     pub own_share: Option<f64>,
+    /// How long after it was due the first request left (actual − intended send time, on the
+    /// generator's clock): a gun's start against its run group's T0, the skew between guns.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start_late_ns: Option<i64>,
     /// Poisson arrivals: how far the gaps between the sends were from exponential.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub arrivals: Option<ArrivalFit>,

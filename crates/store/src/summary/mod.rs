@@ -67,6 +67,8 @@ pub struct GeneratorFacts {
     pub connect: Option<Histogram<u64>>,
     /// Poisson arrivals: the achieved gaps against exponential.
     pub arrivals: Option<ArrivalFit>,
+    /// The first request's actual send − its intended time, ns (on the generator's clock).
+    pub start_late_ns: Option<i64>,
 }
 
 fn ratio(a: f64, b: f64) -> f64 {
@@ -154,6 +156,7 @@ impl Summary {
                 connect,
                 slow_connects,
                 limit_ns: limit,
+                start_late_ns: facts.generator.start_late_ns,
             })
         });
         let cpu_s = facts.cpu.as_secs_f64();
@@ -213,6 +216,7 @@ impl Summary {
                 cpus_busy,
                 own_share,
                 arrivals: facts.generator.arrivals,
+                start_late_ns: facts.generator.start_late_ns,
                 sent_late_beyond_interval: t.sent_late_beyond_interval,
                 waited_for_connection: t.waited_for_connection,
                 connections_opened: t.connections_opened,
@@ -386,6 +390,30 @@ mod tests {
         })
     }
 
+    /// 1,000 req/s for 30 s: a start 1 s late makes the 1,000 requests due meanwhile late,
+    /// which are most of the 1,500 late: a late start, the generator's doing. A start 5 ms late
+    /// explains 5 of them: the cause is elsewhere.
+    #[test]
+    fn a_late_start_that_explains_the_late_sends_is_named() {
+        let late_start = |start_late_ns: i64| GeneratorFacts {
+            start_late_ns: Some(start_late_ns),
+            ..Default::default()
+        };
+        let s = summary_of(1_500, 0, late_start(1_000_000_000));
+        assert!(s.generator.behind);
+        assert_eq!(s.generator.limited_by, Some(LimitedBy::LateStart));
+        assert_eq!(s.generator.start_late_ns, Some(1_000_000_000));
+        assert!(
+            s.warnings[0]
+                .contains("Cause: a late start: the first request left 1.00s after it was due"),
+            "{}",
+            s.warnings[0]
+        );
+        assert!(crate::diagnosis::generator_fell_behind(&s).is_some());
+        let s = summary_of(1_500, 0, late_start(5_000_000));
+        assert_eq!(s.generator.limited_by, Some(LimitedBy::Unknown));
+    }
+
     #[test]
     fn a_handful_of_late_sends_is_a_figure_not_an_alarm() {
         let s = summary_of(12, 0, GeneratorFacts::default());
@@ -402,6 +430,7 @@ mod tests {
             own_share: Some(thread),
             connect: None,
             arrivals: None,
+            start_late_ns: None,
         };
         let cause = |s: Summary| (s.generator.limited_by, s.warnings[0].clone());
         let (by, text) = cause(summary_of(3_000, 0, busy(0.97, 0.98)));
