@@ -279,7 +279,18 @@ impl Table {
     }
 }
 
-/// The HDR percentile table: corrected latency and service time at p50 … max.
+/// The spread of a run group's guns' starts: the earliest and latest first send after T0
+/// (each gun's T0 on its own clock, corrected by its measured offset), when every gun said.
+pub fn guns_skew(run: &RunFigures) -> Option<(i64, i64)> {
+    let starts: Option<Vec<i64>> = run
+        .guns
+        .iter()
+        .map(|g| g.summary.generator.start_late_ns)
+        .collect();
+    let starts = starts?;
+    Some((*starts.iter().min()?, *starts.iter().max()?))
+}
+
 /// A run group's guns, one row a shard: its share of the requests, its rate, how late its
 /// sends were, its CPU, and whether it kept its schedule.
 pub fn guns(run: &RunFigures) -> Table {
@@ -288,6 +299,7 @@ pub fn guns(run: &RunFigures) -> Table {
         Column::new("status", "status"),
         Column::new("share", "share of requests"),
         Column::new("rate", "rate"),
+        Column::new("start_late_ns", "first send after T0"),
         Column::new("lateness_p99_ns", "lateness p99"),
         Column::new("lateness_max_ns", "lateness max"),
         Column::new("late", "sent late (> 1 ms)"),
@@ -323,6 +335,10 @@ pub fn guns(run: &RunFigures) -> Table {
                     Unit::Ratio,
                 ),
                 Cell::Number(s.requests.rate, Unit::PerSecond),
+                match s.generator.start_late_ns {
+                    Some(late) => Cell::Number(late as f64, Unit::Nanos),
+                    None => Cell::text("—"),
+                },
                 Cell::Number(s.generator.lateness.p99_ns as f64, Unit::Nanos),
                 Cell::Number(s.generator.lateness.max_ns as f64, Unit::Nanos),
                 Cell::Number(s.generator.late as f64, Unit::Count),
@@ -340,6 +356,7 @@ pub fn guns(run: &RunFigures) -> Table {
     Table { columns, rows }
 }
 
+/// The HDR percentile table: corrected latency and service time at p50 … max.
 pub fn percentiles(run: &RunFigures) -> Table {
     let columns = vec![
         Column::new("percentile", "percentile"),

@@ -214,6 +214,11 @@ pub fn run_page(
                 }
                 "."
             }
+            @if let Some((first, last)) = tables::guns_skew(run) {
+                p.meta.skew {
+                    "Skew: the guns' first sends left " (fmt_ms(first)) " to " (fmt_ms(last)) " after T0, a spread of " strong { (fmt_ms(last - first)) } ". Each gun's T0 is the group's start on its own clock, corrected by the offset measured before the first cell (its \"clock\"); a spread beyond the offsets' uncertainty is the guns' own lateness."
+                }
+            }
             (table(&tables::guns(run)))
         }
         h2 { "Latency percentiles" }
@@ -535,6 +540,11 @@ fn comparison_table(c: &Comparison, t: &Table) -> Markup {
             }
         }
     }
+}
+
+/// Nanoseconds as milliseconds, two decimals, signed when negative.
+fn fmt_ms(ns: i64) -> String {
+    format!("{:.2} ms", ns as f64 / 1e6)
 }
 
 #[cfg(test)]
