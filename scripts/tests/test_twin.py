@@ -512,7 +512,7 @@ def test_guns_as_pods_of_a_kubernetes_job(env, tmp_path):
     every cell waits for all three, starts at one instant and merges exactly; a gun's attack
     killed mid-cell fails that cell alone, naming the gun; every pod exits 0 at the end."""
     name = f"kube-{uuid.uuid4().hex[:6]}"
-    spec = kube_experiment(tmp_path, env, name, 3, [900, 600])
+    spec = kube_experiment(tmp_path, env, name, 3, [900, 600, 300])
     site = tmp_path / "site"
     runner = kube_runner(spec, env, tmp_path, site)
     pods = []
@@ -531,18 +531,54 @@ def test_guns_as_pods_of_a_kubernetes_job(env, tmp_path):
                 os.kill(attacks[0][0], 9)
                 killed = attacks[0][0]
             time.sleep(0.05)
+        # The third cell (rate=300): the third gun's generator, once its workers wait for T0,
+        # is stopped for 4 s: its first send leaves late by what the test imposes.
+        stopped, seen = None, set()
+        deadline = time.monotonic() + 90
+        while stopped is None and time.monotonic() < deadline and runner.poll() is None:
+            for pid, _ in gun_attacks(GUNS[2]):
+                seen.add(pid)
+                if len(seen) == 3 and waiting_workers(pid):
+                    os.kill(pid, signal.SIGSTOP)
+                    time.sleep(4)
+                    resumed = time.time_ns()
+                    os.kill(pid, signal.SIGCONT)
+                    stopped = resumed
+                    break
+            time.sleep(0.02)
     except BaseException:
         runner.send_signal(signal.SIGINT)
         finish(runner, pods, timeout=30)
         raise
     out, err, ends = finish(runner, pods)
     assert killed is not None, f"no attack of the first cell in {GUNS[1]}\n{out}\n{err}"
+    assert stopped is not None, f"no attack of the third cell in {GUNS[2]}\n{out}\n{err}"
     labels = [f"{name}/{i} ({gun})" for i, gun in enumerate(GUNS)]
     for label in labels:
         assert re.search(rf"gun {re.escape(label)}: loadgen \S+ \(this build\), clock [+-]\d", err), err
     assert re.search(rf"cell failed: gun {re.escape(labels[1])} \(2/3\)", err), err
     assert [code for code, _, _ in ends] == [0, 0, 0], ends
-    check_cells(name, labels, labels[1], site)
+    groups = check_cells(name, labels, labels[1], site, rates=("300", "600", "900"))
+
+    # The skew: each gun's first send after T0 (one clock here), as its shard stored it.
+    def starts(rate):
+        shards = [loadgen_json("runs", "show", r["id"], "--output", "json") for r in groups[rate]]
+        by_gun = {s["meta"]["labels"]["gun"]: s for s in shards}
+        return [by_gun[label]["summary"]["generator"]["start_late_ns"] for label in labels], by_gun
+    kept, _ = starts("600")
+    assert all(0 <= late < 20e6 for late in kept), kept
+    late, by_gun = starts("300")
+    t0 = by_gun[labels[2]]["meta"]["started_at_ns"]
+    imposed = stopped - t0
+    assert imposed > 0.5e9, imposed  # stopped past T0
+    print(f"skew: imposed {imposed / 1e6:.1f} ms, measured {late[2] / 1e6:.1f} ms; the others {[x / 1e6 for x in late[:2]]} ms")
+    assert abs(late[2] - imposed) < 50e6, (late, imposed)
+    assert all(0 <= x < 20e6 for x in late[:2]), late
+    # A gun that started late is the generator's doing: its cell fails, named, with the cause.
+    assert re.search(rf"cell failed: gun {re.escape(labels[2])} \(3/3\) fell behind: .*Cause: a late start", err), err
+    group = groups["600"][0]["shard"]["group"]
+    page = [p.read_text() for p in (site / "groups").glob("*.html") if group in p.read_text()][0]
+    assert re.search(r"Skew: the guns\S* first sends left \d+\.\d\d ms to \d+\.\d\d ms after T0", page), page
 
 
 def test_a_pod_that_never_dials_in_or_dies_mid_cell(env, tmp_path):
@@ -587,7 +623,17 @@ def test_a_pod_that_never_dials_in_or_dies_mid_cell(env, tmp_path):
     assert kept and kept[0]["status"] == "failed" and kept[0]["summary"]["requests"]["total"] == 1600, kept
 
 
-def check_cells(name, labels, killed_label, site):
+def waiting_workers(pid):
+    """Whether a generator's worker threads (named loadgen-N) are up: its attack's time zero is
+    set and its workers wait for it."""
+    try:
+        names = [(t / "comm").read_text().strip() for t in Path(f"/proc/{pid}/task").iterdir()]
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+    return any(n.startswith("loadgen-") for n in names)
+
+
+def check_cells(name, labels, killed_label, site, rates=("600", "900")):
     """The experiment `name`'s two cells from three guns (their shards labelled `labels`): the
     rate-900 cell failed, every shard naming `killed_label`, the others' shards whole; the
     rate-600 cell one start, merged exactly, each gun's row on its group's page."""
@@ -595,7 +641,7 @@ def check_cells(name, labels, killed_label, site):
     groups = {}
     for r in runs:
         groups.setdefault(r["labels"]["rate"], []).append(r)
-    assert sorted(groups) == ["600", "900"], runs
+    assert sorted(groups) == sorted(rates), runs
     for rate, shards in groups.items():
         assert sorted(r["shard"]["index"] for r in shards) == [0, 1, 2], shards
         assert sorted(r["labels"]["gun"] for r in shards) == sorted(labels), shards
@@ -639,6 +685,7 @@ def check_cells(name, labels, killed_label, site):
     assert "<h2>Guns</h2>" in mine[0]
     for gun in labels:
         assert f">{gun} (clock " in mine[0], gun
+    return groups
 
 
 
@@ -658,6 +705,39 @@ def test_a_search_across_guns(env):
         # 2.5 s at the step's rate, one schedule split three ways.
         assert merged["summary"]["requests"]["total"] == step["rate"] * 5 // 2, merged["summary"]["requests"]
     assert search["capacity"] == 2000, search
+
+
+def test_a_search_from_the_pods_of_a_job(env, tmp_path):
+    """`loadgen capacity --guns-from kubernetes` in sd-op: the same search as over SSH, its steps
+    split across the Job's three pods (started from the rendered Job), kept as run groups and
+    judged on the merged histograms; every pod told goodbye at the end."""
+    name = f"kube-{uuid.uuid4().hex[:6]}"
+    fields = f"count=3,image=showdown/loadgen:twin,listen={KUBE_LISTEN},job={name},manifest={tmp_path / 'job.yaml'},wait=60s"
+    cmd = [str(TWIN), "op", "--", "capacity", "--guns-from", "kubernetes", "--kubernetes", fields,
+           "--gun-threads", "1", "--slo", "p99<=50ms", "--start", "1000", "--step", "2s",
+           "--warmup", "500ms", "--max-steps", "2", "--output", "json", env["TWIN_TARGET_URL"] + "/now"]
+    environment = dict(os.environ, SHOWDOWN_GUNS_SECRET_FILE=str(tmp_path / "secret.yaml"))
+    runner = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=environment)
+    pods = []
+    try:
+        job_doc, secret_doc = rendered(tmp_path, runner)
+        pods = [start_pod(job_doc, secret_doc, i, gun, tmp_path) for i, gun in enumerate(GUNS)]
+    except BaseException:
+        runner.send_signal(signal.SIGINT)
+        finish(runner, pods, timeout=30)
+        raise
+    out, err, ends = finish(runner, pods)
+    assert runner.returncode == 0, err
+    labels = [f"{name}/{i} ({gun})" for i, gun in enumerate(GUNS)]
+    search = json.loads(out)["searches"][0]
+    assert [s["rate"] for s in search["steps"]] == [1000, 2000], search["steps"]
+    for step in search["steps"]:
+        assert step["judgement"]["verdict"] == "pass", step
+        shards = loadgen_json("runs", "list", "--group", step["run_id"], "--output", "json")
+        assert sorted(r["labels"]["gun"] for r in shards) == labels, shards
+        merged = loadgen_json("runs", "show", "--group", step["run_id"], "--output", "json")
+        assert merged["summary"]["requests"]["total"] == step["rate"] * 5 // 2, merged["summary"]["requests"]
+    assert [code for code, _, _ in ends] == [0, 0, 0], ends
 
 
 def value_at_quantile(histogram, quantile):

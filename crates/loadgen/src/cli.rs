@@ -22,7 +22,11 @@ Environment:
   SHOWDOWN_LOADGEN   the loadgen binary the experiment runner starts (else this one)
   DATABASE_URL       (or the name in an experiment file's url_env) the database it names
   XDG_RUNTIME_DIR    where the runner's leases are kept, so that the next run ends what a
-                     killed one started (else TMPDIR/showdown-UID)";
+                     killed one started (else TMPDIR/showdown-UID)
+  SHOWDOWN_GUNS_SECRET_FILE  with Kubernetes guns the runner does not apply, the file
+                     (mode 0600) it writes the pods' Secret to
+  JOB_COMPLETION_INDEX, NODE_NAME, POD_NAME  a gun pod's index, node and name (set by
+                     Kubernetes for loadgen gun --dial)";
 
 /// What to add to clap's refusal of `--connections` beside an open loop's flags: the word
 /// means a closed loop on the command line (hey's `-c`), while in an experiment file beside a
@@ -467,8 +471,10 @@ pub enum FlagValueError {
     Check { text: String, most: u32 },
     #[error("expected a whole number of rounds from {min} to 1000 (the ratio's interval needs {min} or more)", min = order::MIN_ROUNDS)]
     Rounds,
-    #[error("expected terraform or twin, not {0:?}")]
+    #[error("expected terraform, twin or kubernetes, not {0:?}")]
     GunSource(String),
+    #[error("{0}")]
+    Kubernetes(String),
     #[error("expected a duration such as 30s, 500ms or 2m, not {0:?}")]
     Duration(String),
     #[error("a step lasts from 100ms to 1h, not {0:?}")]
@@ -881,9 +887,15 @@ pub struct GunsArgs {
     /// Every step is split across the guns and judged on their merged histograms.
     #[arg(long = "gun", value_name = "DESTINATION", conflicts_with = "guns_from")]
     pub guns: Vec<String>,
-    /// The guns of a lab instead: `terraform` (its outputs) or `twin` (scripts/twin.sh).
-    #[arg(long, value_name = "LAB", value_parser = parse_gun_source)]
-    pub guns_from: Option<order::Lab>,
+    /// The guns of a lab instead: `terraform` (its outputs) or `twin` (scripts/twin.sh); or
+    /// `kubernetes`: the pods of a Job this command renders, as --kubernetes says.
+    #[arg(long, value_name = "SOURCE", value_parser = parse_gun_source, requires_if("kubernetes", "kubernetes"))]
+    pub guns_from: Option<GunsFrom>,
+    /// With --guns-from kubernetes: the Job, as `[guns] kubernetes` writes it, comma-separated:
+    /// count=3,image=IMAGE,listen=HOST:PORT[,advertise=HOST:PORT][,namespace=NS][,job=NAME]
+    /// [,cpus=N][,memory=1Gi][,manifest=FILE][,wait=5m][,apply] (docs/guns.md).
+    #[arg(long, value_name = "FIELDS", value_parser = parse_kubernetes)]
+    pub kubernetes: Option<order::Kubernetes>,
     /// With --guns-from terraform: the lab's directory [default: terraform].
     #[arg(long, value_name = "DIR")]
     pub terraform_dir: Option<PathBuf>,
@@ -908,11 +920,17 @@ impl GunsArgs {
     /// The guns these flags name, if any.
     pub fn guns(&self) -> Option<order::Guns> {
         (!self.guns.is_empty() || self.guns_from.is_some()).then(|| order::Guns {
-            hosts: order::GunHosts::Ssh {
-                destinations: self.guns.clone(),
-                config: self.ssh_config.as_ref().map(|p| p.display().to_string()),
-                from: self.guns_from,
-                terraform_dir: self.terraform_dir.as_ref().map(|p| p.display().to_string()),
+            hosts: match (self.guns_from, &self.kubernetes) {
+                (Some(GunsFrom::Kubernetes), Some(k)) => order::GunHosts::Kubernetes(k.clone()),
+                (from, _) => order::GunHosts::Ssh {
+                    destinations: self.guns.clone(),
+                    config: self.ssh_config.as_ref().map(|p| p.display().to_string()),
+                    from: match from {
+                        Some(GunsFrom::Lab(lab)) => Some(lab),
+                        _ => None,
+                    },
+                    terraform_dir: self.terraform_dir.as_ref().map(|p| p.display().to_string()),
+                },
             },
             cpus: self.gun_cpus.as_ref().map(ToString::to_string),
             threads: self.gun_threads,
@@ -923,12 +941,70 @@ impl GunsArgs {
     }
 }
 
-fn parse_gun_source(text: &str) -> Result<order::Lab, FlagValueError> {
+/// Where `--guns-from` finds the guns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GunsFrom {
+    Lab(order::Lab),
+    Kubernetes,
+}
+
+fn parse_gun_source(text: &str) -> Result<GunsFrom, FlagValueError> {
     match text {
-        "terraform" => Ok(order::Lab::Terraform),
-        "twin" => Ok(order::Lab::Twin),
+        "terraform" => Ok(GunsFrom::Lab(order::Lab::Terraform)),
+        "twin" => Ok(GunsFrom::Lab(order::Lab::Twin)),
+        "kubernetes" => Ok(GunsFrom::Kubernetes),
         _ => Err(FlagValueError::GunSource(text.to_string())),
     }
+}
+
+/// `--kubernetes count=3,image=…,listen=…`: the fields of `[guns] kubernetes`.
+fn parse_kubernetes(text: &str) -> Result<order::Kubernetes, FlagValueError> {
+    let bad = |why: String| FlagValueError::Kubernetes(why);
+    let mut k = order::Kubernetes {
+        count: 0,
+        image: String::new(),
+        listen: String::new(),
+        advertise: None,
+        namespace: None,
+        job: None,
+        cpus: None,
+        memory: None,
+        manifest: None,
+        apply: false,
+        wait_ns: None,
+    };
+    for field in text.split(',').map(str::trim).filter(|f| !f.is_empty()) {
+        let (key, value) = field.split_once('=').unwrap_or((field, ""));
+        let number = |v: &str| {
+            v.parse::<u32>()
+                .map_err(|_| bad(format!("{key}={v:?} is not a whole number")))
+        };
+        match key {
+            "count" => k.count = number(value)?,
+            "cpus" => k.cpus = Some(number(value)?),
+            "image" => k.image = value.to_string(),
+            "listen" => k.listen = value.to_string(),
+            "advertise" => k.advertise = Some(value.to_string()),
+            "namespace" => k.namespace = Some(value.to_string()),
+            "job" => k.job = Some(value.to_string()),
+            "memory" => k.memory = Some(value.to_string()),
+            "manifest" => k.manifest = Some(value.to_string()),
+            "apply" if value.is_empty() || value == "true" => k.apply = true,
+            "wait" => {
+                k.wait_ns = Some(order::nanos(
+                    humantime::parse_duration(value)
+                        .map_err(|_| bad(format!("wait={value:?} is not a duration such as 5m")))?,
+                ))
+            }
+            _ => {
+                return Err(bad(format!(
+                    "{field:?} is not one of count, image, listen, advertise, namespace, job, cpus, memory, manifest, wait, apply"
+                )))
+            }
+        }
+    }
+    fleet::kubernetes::check(&k).map_err(|e| bad(e.to_string()))?;
+    Ok(k)
 }
 
 #[derive(Debug, Clone, Args)]

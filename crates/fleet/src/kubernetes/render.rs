@@ -216,6 +216,25 @@ mod tests {
         );
     }
 
+    /// The Job runs the image the repository's Dockerfile builds: its loadgen where the
+    /// Dockerfile copies it, as the user it makes.
+    #[test]
+    fn the_job_runs_the_dockerfiles_loadgen_as_its_user() {
+        let dockerfile =
+            std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../Dockerfile"))
+                .unwrap();
+        let copied = dockerfile
+            .lines()
+            .find(|l| l.starts_with("COPY --from=build") && l.contains("release/loadgen"))
+            .unwrap();
+        let to = copied.split_whitespace().last().unwrap();
+        assert_eq!(format!("{to}loadgen"), LOADGEN);
+        assert!(
+            dockerfile.contains(&format!("--uid {USER} ")),
+            "{dockerfile}"
+        );
+    }
+
     #[test]
     fn names_and_memory_are_what_kubernetes_takes() {
         assert!(valid_name("showdown-guns") && valid_name("g1"));

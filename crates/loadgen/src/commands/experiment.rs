@@ -447,9 +447,33 @@ pub fn reach_text(experiment: &Experiment, trust: &Trust) -> String {
         } else {
             " (run needs --trust-guns)"
         };
-        lines.push(format!(
-            "sends   every order over SSH to {hosts}{config}, signed in by your SSH agent{confirm}"
-        ));
+        match &guns.kubernetes {
+            Some(k) => {
+                let job = k.job.as_deref().unwrap_or("showdown-guns");
+                let namespace = k.namespace.as_deref().unwrap_or("default");
+                let manifest = k
+                    .manifest
+                    .as_ref()
+                    .map_or_else(|| format!("{job}.yaml"), |m| m.display().to_string());
+                lines.push(format!(
+                    "writes  the guns' Job ({} pods of {}, {namespace}/{job}) to {manifest}",
+                    k.count, k.image
+                ));
+                if k.apply {
+                    lines.push(format!(
+                        "applies it and its Secret with your kubectl (a Job {namespace}/{job} there is replaced){confirm}"
+                    ));
+                }
+                lines.push(format!(
+                    "listens on {} for the pods, which dial {}; sends them every order{confirm}",
+                    k.listen,
+                    k.advertise.as_deref().unwrap_or(&k.listen)
+                ));
+            }
+            None => lines.push(format!(
+                "sends   every order over SSH to {hosts}{config}, signed in by your SSH agent{confirm}"
+            )),
+        }
         if let Some(loadgen) = &guns.loadgen {
             lines.push(format!("runs    {loadgen} on the guns"));
         }

@@ -157,25 +157,34 @@ pub async fn search(
         warmup,
         shutdown,
     };
-    let start = first_rate(wanted, volleys.as_ref(), &stepper, &target).await?;
-    let start = bracket::round(start.clamp(wanted.min_rate, wanted.max_rate));
-    let seed = analysis::capacity::random::seed_of(&id);
-    let plan = Plan {
-        id,
-        name,
-        experiment,
-        target,
-        labels,
-        slo: slo.clone(),
-        settings: settings(wanted, &sending, start, seed),
-        max_steps: wanted.max_steps,
-        budget: wanted.budget_ns.map(Duration::from_nanos),
-        step,
-        resumed: Vec::new(),
-        warm: true,
-        started_at_ns: capacity::now_ns(),
-    };
-    repeated(plan, wanted, store, stepper, volleys.as_mut()).await
+    // The guns are closed on every way out, so that each is told goodbye (a Job's pods end
+    // well rather than find their connection lost).
+    let searched = async {
+        let start = first_rate(wanted, volleys.as_ref(), &stepper, &target).await?;
+        let start = bracket::round(start.clamp(wanted.min_rate, wanted.max_rate));
+        let seed = analysis::capacity::random::seed_of(&id);
+        let plan = Plan {
+            id,
+            name,
+            experiment,
+            target,
+            labels,
+            slo: slo.clone(),
+            settings: settings(wanted, &sending, start, seed),
+            max_steps: wanted.max_steps,
+            budget: wanted.budget_ns.map(Duration::from_nanos),
+            step,
+            resumed: Vec::new(),
+            warm: true,
+            started_at_ns: capacity::now_ns(),
+        };
+        repeated(plan, wanted, store, stepper, volleys.as_mut()).await
+    }
+    .await;
+    if let Some(v) = volleys {
+        v.firing.close().await;
+    }
+    searched
 }
 
 /// Runs `plan` (a search kept under its id and not finished gone on with) as `wanted` repeats

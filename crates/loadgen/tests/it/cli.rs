@@ -664,6 +664,8 @@ fn completions_load_in_bash_the_man_page_has_every_command_and_help_lists_the_en
         "SHOWDOWN_LOADGEN",
         "DATABASE_URL",
         "XDG_RUNTIME_DIR",
+        "SHOWDOWN_GUNS_SECRET_FILE",
+        "JOB_COMPLETION_INDEX",
     ] {
         assert!(help.contains(variable), "{variable}: {help}");
         assert!(

@@ -491,6 +491,62 @@ fn a_malformed_header_from_the_environment_is_refused_without_its_value() {
     );
 }
 
+/// A file's Kubernetes guns too: the runner would render a Job, listen for its pods, and with
+/// `apply` run the user's kubectl against their cluster. Untrusted, nothing is written or
+/// listened on; the plan says what would be, and names kubectl when `apply` needs it.
+#[test]
+fn a_files_kubernetes_guns_are_used_only_once_the_user_trusts_them() {
+    let work = tempfile::tempdir().unwrap();
+    let file = work.path().join("k8s.toml");
+    let write = |apply: bool| {
+        std::fs::write(
+            &file,
+            format!(
+                "name = \"k8s\"\nquestion = \"Whose pods?\"\n[guns]\nkubernetes = {{ count = 3, image = \"me/loadgen:1\", listen = \"127.0.0.1:7411\", apply = {apply} }}\n[[target]]\nname = \"r\"\nurl = \"http://127.0.0.1:9\"\nprobe = \"127.0.0.1:9\"\ncontract = \"declared\"\n[load]\npath = \"/\"\nrate = 10\nduration = \"1s\"\n"
+            ),
+        )
+        .unwrap()
+    };
+    write(false);
+    let path = file.display().to_string();
+    let db = "postgres://runs@127.0.0.1:1/showdown_runs";
+    let (ok, _, err) = experiment_in(work.path(), &["run", &path, "--no-report", "--db", db], &[]);
+    assert!(!ok, "{err}");
+    assert!(err.contains("renders a Job of gun pods"), "{err}");
+    assert!(err.contains("--trust-guns"), "{err}");
+    assert!(
+        !work.path().join("showdown-guns.yaml").exists(),
+        "a Job was written untrusted"
+    );
+    let (ok, plan, err) = experiment_in(work.path(), &["plan", &path], &[]);
+    assert!(ok, "{err}");
+    assert!(
+        plan.contains("writes  the guns' Job (3 pods of me/loadgen:1, default/showdown-guns) to showdown-guns.yaml"),
+        "{plan}"
+    );
+    assert!(
+        plan.contains("listens on 127.0.0.1:7411 for the pods, which dial 127.0.0.1:7411"),
+        "{plan}"
+    );
+    assert!(
+        plan.contains("(run needs --trust-guns)") && !plan.contains("kubectl"),
+        "{plan}"
+    );
+    // With apply, the plan names kubectl; where there is none, it says so and fails.
+    write(true);
+    let empty = tempfile::tempdir().unwrap();
+    let (ok, plan, err) = experiment_in(
+        work.path(),
+        &["plan", &path],
+        &[("PATH", &empty.path().display().to_string())],
+    );
+    assert!(
+        plan.contains("applies it and its Secret with your kubectl"),
+        "{plan}"
+    );
+    assert!(!ok && err.contains("kubectl"), "{plan}\n{err}");
+}
+
 /// A file's `[guns]` are used only once the user trusts them: its SSH config could run
 /// commands on this machine (a ProxyCommand), and every order goes to its hosts. A destination
 /// with a shell's characters is refused whatever the flags.
