@@ -352,6 +352,20 @@ timeout = "5s"
 """
 
 
+def kill_first_attack(runner, gun):
+    """The first generator seen in `gun`'s namespace, killed once it has run about a second
+    (its start is 3 s ahead): its PID, or None if none came within a minute."""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and runner.poll() is None:
+        attacks = gun_attacks(gun)
+        if attacks:
+            time.sleep(4)
+            os.kill(attacks[0][0], 9)
+            return attacks[0][0]
+        time.sleep(0.05)
+    return None
+
+
 def test_an_experiment_across_three_guns(env, tmp_path):
     """`experiment run` in sd-op with [guns] from = "twin": every cell fired from the three gun
     namespaces over OpenSSH, one start, merged exactly; a gun killed mid-cell fails that cell
@@ -379,16 +393,8 @@ rate = [900, 600]
     # The first cell (rate=900): once sd-gun2's generator has run a while, it is killed. Its
     # order is on its standard input, not its command line: the first generator seen there is
     # the first cell's (the next cell's starts only after this one ends).
-    killed = None
-    deadline = time.monotonic() + 60
     try:
-        while killed is None and time.monotonic() < deadline and runner.poll() is None:
-            attacks = gun_attacks(GUNS[1])
-            if attacks:
-                time.sleep(4)  # the start is 3 s ahead; then about a second of load
-                os.kill(attacks[0][0], 9)
-                killed = attacks[0][0]
-            time.sleep(0.05)
+        killed = kill_first_attack(runner, GUNS[1])
     except BaseException:
         # The runner and its guns are this test's: a failure here must not leave them running.
         # Interrupted as Ctrl-C would, the runner stops its guns; killed only if it does not.
@@ -522,15 +528,7 @@ def test_guns_as_pods_of_a_kubernetes_job(env, tmp_path):
             if index == 2:
                 time.sleep(3)  # a late pod: the barrier waits for it
             pods.append(start_pod(job_doc, secret_doc, index, gun, tmp_path))
-        killed = None
-        deadline = time.monotonic() + 60
-        while killed is None and time.monotonic() < deadline and runner.poll() is None:
-            attacks = gun_attacks(GUNS[1])
-            if attacks:
-                time.sleep(4)  # the start is 3 s ahead; then about a second of load
-                os.kill(attacks[0][0], 9)
-                killed = attacks[0][0]
-            time.sleep(0.05)
+        killed = kill_first_attack(runner, GUNS[1])
         # The third cell (rate=300): the third gun's generator, once its workers wait for T0,
         # is stopped for 4 s: its first send leaves late by what the test imposes.
         stopped, seen = None, set()
