@@ -19,11 +19,14 @@
 //! - `identity`: a process named by PID and start time, so that a reused PID is never taken
 //!   for it.
 //! - [`lease`]: the file each runner keeps of what it started, and the sweep of a dead one's.
+//! - `tether`: a command ended with the process that started it and held to its CPUs, set
+//!   between `fork` and `exec` ([`tethered`]).
 
 mod cgroup;
 pub mod environment;
 mod identity;
 pub mod lease;
+mod tether;
 
 use std::ffi::CString;
 use std::path::PathBuf;
@@ -34,6 +37,7 @@ use std::time::Duration;
 pub use identity::Identity;
 use lease::{GroupRecord, Lease};
 pub use lease::{LeaseDirError, Left, Swept};
+pub use tether::{tethered, BadCpus};
 
 /// How a group holds its processes.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -135,20 +139,6 @@ pub fn sweep() -> Swept {
         }
     }
     lease::sweep_in(dir, custody.cgroup_parent.as_deref())
-}
-
-/// A command that starts `program` tethered to this process: `setpriv --pdeathsig TERM` ends it
-/// when this process ends, even killed outright, and `taskset -c CPUS` holds it and everything
-/// it forks to those CPUs. Both exec, so the PID is the program's own. Add the program's
-/// arguments to what is returned.
-pub fn tethered(program: &std::ffi::OsStr, cpus: Option<&str>) -> std::process::Command {
-    let mut command = std::process::Command::new("setpriv");
-    command.args(["--pdeathsig", "TERM", "--"]);
-    if let Some(cpus) = cpus {
-        command.args(["taskset", "-c", cpus]);
-    }
-    command.arg(program);
-    command
 }
 
 /// Whether groups are cgroups here (a server that daemonizes is held too).

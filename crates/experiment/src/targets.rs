@@ -296,15 +296,25 @@ impl Target {
         // Tethered: ended with the process that started it, even one killed outright, held to
         // its CPUs with everything it forks; its PID its own.
         let mut env = launch.env.clone();
+        let invalid = |why: String| Error::Spawn {
+            name: launch.name.clone(),
+            source: std::io::Error::new(std::io::ErrorKind::InvalidInput, why),
+        };
+        let cpus = (launch.cpus.as_deref())
+            .map(str::parse::<probe::cpus::CpuList>)
+            .transpose()
+            .map_err(|e| invalid(e.to_string()))?;
         let tethered = |program: &std::ffi::OsStr| {
-            Command::from(custody::tethered(program, launch.cpus.as_deref()))
+            custody::tethered(program, cpus.as_ref().map(probe::cpus::CpuList::cpus))
+                .map(Command::from)
+                .map_err(|e| invalid(e.to_string()))
         };
         let mut command = match &launch.program {
             Program::Builtin { dir, name } => {
                 if !NAMES.contains(&name.as_str()) {
                     return Err(Error::UnknownName(name.clone()));
                 }
-                let mut command = tethered(dir.join("run").as_os_str());
+                let mut command = tethered(dir.join("run").as_os_str())?;
                 command.arg(name);
                 if !env.iter().any(|(n, _)| n == "PORT") {
                     env.push(("PORT".into(), "0".into()));
@@ -316,7 +326,7 @@ impl Target {
             } => {
                 let program = find_program(&launch.name, argv, cwd, &launch.env)?;
                 port_is_free(&launch.name, *port)?;
-                let mut command = tethered(program.as_ref());
+                let mut command = tethered(program.as_ref())?;
                 command.args(argv.iter().skip(1)).current_dir(cwd);
                 command
             }

@@ -1,6 +1,6 @@
 //! This machine's `loadgen order` ([`Local`]): one process told one typed order on its standard
-//! input, run as a process of its own (tethered: ended with this one, held with `taskset` to
-//! its CPUs), its environment built from nothing ([`custody::environment`]). Nothing of the
+//! input, run as a process of its own (tethered: ended with this one, held to its CPUs, by
+//! [`custody::tethered`]), its environment built from nothing ([`custody::environment`]). Nothing of the
 //! order is on its command line, which every local user can read in `ps`, nor in its
 //! environment: the store's URL (with its password), the headers, the requests and the
 //! probe's token are in the order, on a pipe only this process holds.
@@ -66,10 +66,20 @@ impl Local {
         output: Output,
         stop: impl Future<Output = ()>,
     ) -> Result<Ran, FleetError> {
-        let mut command = tokio::process::Command::from(custody::tethered(
+        let invalid = |why: String| FleetError::Spawn {
+            path: self.loadgen.clone(),
+            error: std::io::Error::new(std::io::ErrorKind::InvalidInput, why),
+        };
+        let cpus = (self.cpus.as_deref())
+            .map(str::parse::<probe::cpus::CpuList>)
+            .transpose()
+            .map_err(|e| invalid(e.to_string()))?;
+        let tethered = custody::tethered(
             self.loadgen.as_os_str(),
-            self.cpus.as_deref(),
-        ));
+            cpus.as_ref().map(probe::cpus::CpuList::cpus),
+        )
+        .map_err(|e| invalid(e.to_string()))?;
+        let mut command = tokio::process::Command::from(tethered);
         command.arg("order");
         // A search fired from guns opens its own SSH connections to them, signed in by the
         // user's agent as the runner's are; no other generator gets it.
