@@ -29,6 +29,7 @@ nothing else: what one wake-up costs this machine in CPU, and how late it comes.
 
     python3 bench/loadgen.py                     # 5,000 and 20,000 req/s, unthrottled, memory
     python3 bench/loadgen.py --duration 2 --repeat 1 --rates 5000 --skip-memory
+    python3 bench/loadgen.py --static target/image/usr/local/bin/loadgen   # the image's build too
 """
 
 import argparse
@@ -51,7 +52,7 @@ LOADGEN = ROOT / "target" / "release" / "loadgen"
 FLOOR_C = ROOT / "bench" / "floor.c"
 
 # The table's columns, in order. "wrk2" is plain wrk in the unthrottled rows when wrk is there.
-COLUMNS = ["loadgen", "loadgen --batch 1ms", "wrk2", "oha", "vegeta", "floor"]
+COLUMNS = ["loadgen", "loadgen static", "loadgen --batch 1ms", "wrk2", "oha", "vegeta", "floor"]
 # wrk2's -R for "as fast as it can": far above what one thread reaches.
 WRK2_UNTHROTTLED = 100_000_000
 
@@ -249,8 +250,9 @@ def build_floor(workdir):
 class Setup:
     """What this run measures with: the binaries found, the target, the connections."""
 
-    def __init__(self, loadgen, floor, url, targets, connections):
+    def __init__(self, loadgen, floor, url, targets, connections, static=None):
         self.loadgen, self.floor, self.url = str(loadgen), floor, url
+        self.static = str(static) if static else None
         self.targets, self.connections = targets, connections
         self.wrk2 = shutil.which("wrk2")
         self.wrk = shutil.which("wrk")
@@ -259,7 +261,7 @@ class Setup:
 
     def columns(self):
         present = {"wrk2": self.wrk2 or self.wrk, "oha": self.oha, "vegeta": self.vegeta,
-                   "floor": self.floor}
+                   "floor": self.floor, "loadgen static": self.static}
         return [c for c in COLUMNS if present.get(c, True)]
 
     def unthrottled_wrk2(self):
@@ -274,9 +276,10 @@ class Setup:
         url, conns = self.url, str(self.connections)
         loadgen = [self.loadgen, "attack", "--duration", d, "--threads", "1", "--no-store",
                    "--output", "json"]
-        if tool == "loadgen":
+        if tool in ("loadgen", "loadgen static"):
             load = ["--rate", str(rate)] if rate else ["--connections", conns]
-            return loadgen + load + [url], parse_loadgen
+            binary = [self.static] if tool == "loadgen static" else []
+            return binary + loadgen[len(binary):] + load + [url], parse_loadgen
         if tool == "loadgen --batch 1ms" and rate:
             return loadgen + ["--rate", str(rate), "--batch", "1ms", url], parse_loadgen
         if tool == "wrk2" and not rate and self.wrk:
@@ -535,6 +538,20 @@ def print_tables(setup, med, syscalls, rates, strace, duration, repeat, connecti
         if "wrk2" in peers and unthrottled:
             print(f"\nUnthrottled, ÷ wrk2 is ÷ {setup.unthrottled_wrk2()}.")
 
+    if "loadgen static" in columns:
+        print("\nThe static build (musl) against the dynamic one (glibc), ratios of medians, this "
+              "run:\n")
+        print("| | loadgen static ÷ loadgen |\n|---|---:|")
+        for label, rate, metric in (
+                [(f"CPU µs/request at {r} req/s", r, "cpu_us") for r in fixed]
+                + [(f"send lateness p99 at {r} req/s", r, "lateness_p99") for r in fixed]
+                + ([("req/s unthrottled", 0, "achieved"), ("CPU µs/request unthrottled", 0, "cpu_us")]
+                   if unthrottled else [])
+                + [(f"peak RSS, {load_name(r, connections)}", r, "rss_mib") for r in rates]):
+            v = ratio(get(rate, "loadgen static", metric), get(rate, "loadgen", metric))
+            if v is not None:
+                print(f"| {label} | {fmt(v, 2)}× |")
+
     if "floor" in columns:
         # Only loadgen's default pacing wakes once per request as the floor does; --batch 1ms
         # wakes once a millisecond, so a difference per request would mean nothing.
@@ -612,6 +629,9 @@ def main():
     ap.add_argument("--loadgen", type=Path,
                     help="the loadgen binary to measure, as it is (default: build "
                          "target/release/loadgen with cargo first)")
+    ap.add_argument("--static", type=Path,
+                    help="also measure this loadgen (the image's static build, "
+                         "scripts/static-build.sh), taking turns with the first")
     ap.add_argument("--json", help="also write all figures to this file")
     args = ap.parse_args()
     if args.repeat < 1 or args.duration < 1:
@@ -633,7 +653,8 @@ def main():
     try:
         targets = Path(workdir) / "targets.txt"
         targets.write_text(f"GET {nginx.url}\n")
-        setup = Setup(loadgen, build_floor(workdir), nginx.url, targets, args.connections)
+        setup = Setup(loadgen, build_floor(workdir), nginx.url, targets, args.connections,
+                      args.static)
         for tool, path in [("wrk2", setup.wrk2), ("oha", setup.oha), ("vegeta", setup.vegeta)]:
             if not path:
                 print(f"{tool}: not on PATH: skipped" +

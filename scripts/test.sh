@@ -83,6 +83,18 @@ if [ "$(id -u)" = 0 ] && { [ ! -x /usr/sbin/sshd ] || ! command -v ssh >/dev/nul
   apt_install openssh-server openssh-client
 fi
 
+# The gun's image is built static (scripts/static-build.sh, as the Dockerfile does): musl-gcc
+# and the Rust target <arch>-unknown-linux-musl; the twin starts the Kubernetes pods from it.
+if ! command -v musl-gcc >/dev/null; then
+  say "installing musl-tools (the gun's image is built static)"
+  apt_install musl-tools
+fi
+musl_target=$(uname -m)-unknown-linux-musl
+if [ ! -d "$(rustc --print sysroot)/lib/rustlib/$musl_target" ]; then
+  say "adding the Rust target $musl_target (rustup target add)"
+  rustup target add "$musl_target"
+fi
+
 # PostgreSQL: one throwaway cluster for the whole run, on a free port; the tests make a database
 # each in it. Stopped and removed on exit.
 pg_bin() {
@@ -181,6 +193,10 @@ python3 -m pytest -q ci/tests
 
 say "cargo nextest run --workspace --release"
 cargo nextest run --workspace --release "$@"
+
+# The gun's image's root (static binaries): test_image.py runs it, the twin's pods run from it.
+say "the gun's image, static (scripts/static-build.sh target/image)"
+bash scripts/static-build.sh "${CARGO_TARGET_DIR:-target}/image"
 
 # The lab's twin (network namespaces, as root): uses the release binaries the tests just built.
 say "the lab's twin on one machine (pytest scripts/tests)"

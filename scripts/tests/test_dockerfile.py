@@ -1,5 +1,5 @@
-"""The Dockerfile of the gun and the probe: what it is made of is checked everywhere, and where a
-Docker daemon answers it is built and run.
+"""The Dockerfile of the gun and the probe: what it is made of is checked everywhere (its root is
+built and run by test_image.py), and where a Docker daemon answers it is built and run.
 
     python3 -m pytest -q scripts/tests/test_dockerfile.py
 """
@@ -25,33 +25,46 @@ def rust_version():
     return m.group(1)
 
 
-def test_its_bases_are_pinned_and_its_rust_is_the_one_the_workspace_states():
-    bases = [i.split()[1] for i in INSTRUCTIONS if i.startswith("FROM ")]
-    assert len(bases) == 2, bases
-    for base in bases:
-        name, _, tag = base.partition(":")
-        assert tag and tag != "latest", f"{base}: pin a tag"
-    assert bases[0].startswith(f"rust:{rust_version()}-"), (bases[0], rust_version())
+def stages():
+    """The Dockerfile's stages: [(base, [instructions after its FROM])]."""
+    found = []
+    for i in INSTRUCTIONS:
+        if i.startswith("FROM "):
+            found.append((i.split()[1], []))
+        else:
+            found[-1][1].append(i)
+    return found
 
 
-def test_it_builds_the_workspaces_two_binaries_locked_and_copies_those():
-    build = [i for i in INSTRUCTIONS if i.startswith("RUN cargo build")]
-    assert build == ["RUN cargo build --release --locked -p loadgen -p probe"], build
+def test_its_build_is_pinned_and_its_rust_is_the_one_the_workspace_states():
+    (build, _), (image, _) = stages()
+    name, _, tag = build.partition(":")
+    assert tag and tag != "latest", f"{build}: pin a tag"
+    assert build.startswith(f"rust:{rust_version()}-"), (build, rust_version())
+    assert image == "scratch", f"the image's base is {image}: the gun's image is empty but for its root"
+
+
+def test_it_builds_the_static_root_locked_and_the_image_is_that_root_alone():
+    (_, build), (_, image) = stages()
+    assert "RUN bash scripts/static-build.sh /image" in build, build
+    setup = [i for i in build if i.startswith("RUN apt-get")]
+    assert setup and "musl-tools" in setup[0] and 'rustup target add "$(uname -m)-unknown-linux-musl"' in setup[0]
+    script = (ROOT / "scripts" / "static-build.sh").read_text(encoding="utf-8")
+    assert 'cargo build --release --locked --target "$target" -p loadgen -p probe' in script
     for crate in ("loadgen", "probe"):
         assert (ROOT / "crates" / crate / "src" / "main.rs").is_file(), crate
-    copy = [i for i in INSTRUCTIONS if i.startswith("COPY --from=build")]
-    assert copy == [
-        "COPY --from=build /src/target/release/loadgen /src/target/release/probe /usr/local/bin/"
-    ], copy
-    assert INSTRUCTIONS[-2:] == ['ENTRYPOINT ["loadgen"]', 'CMD ["--help"]']
+    assert [i for i in image if i.startswith("COPY")] == ["COPY --from=build /image/ /"], image
+    assert not [i for i in image if i.startswith("RUN")], "an empty image runs nothing"
+    assert image[-2:] == ['ENTRYPOINT ["/usr/local/bin/loadgen"]', 'CMD ["--help"]']
 
 
-def test_it_runs_as_a_user_of_its_own_and_its_context_leaves_the_build_out():
-    users = [i.split()[1] for i in INSTRUCTIONS if i.startswith("USER ")]
-    assert users and users[-1] not in ("root", "0"), users
-    assert INSTRUCTIONS.index(f"USER {users[-1]}") > max(
-        n for n, i in enumerate(INSTRUCTIONS) if i.startswith("RUN ")
-    ), "USER after the last RUN"
+def test_it_runs_as_the_user_its_root_names_and_its_context_leaves_the_build_out():
+    (_, _), (_, image) = stages()
+    (user,) = [i.split()[1] for i in image if i.startswith("USER ")]
+    uid, _, gid = user.partition(":")
+    assert uid.isdigit() and uid != "0" and gid == uid, user  # numeric: an empty image has no lookup
+    script = (ROOT / "scripts" / "static-build.sh").read_text(encoding="utf-8")
+    assert f"user={uid}\n" in script, "static-build.sh's passwd names another user"
     ignored = (ROOT / ".dockerignore").read_text(encoding="utf-8").split()
     assert "target/" in ignored and ".git/" in ignored
 

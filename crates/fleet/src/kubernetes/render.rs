@@ -216,23 +216,32 @@ mod tests {
         );
     }
 
-    /// The Job runs the image the repository's Dockerfile builds: its loadgen where the
-    /// Dockerfile copies it, as the user it makes.
+    /// The Job runs the image the repository's Dockerfile builds: its loadgen where
+    /// scripts/static-build.sh puts it in the root the Dockerfile copies, as the user it makes.
+    /// (scripts/tests/test_image.py runs the pods from that root.)
     #[test]
-    fn the_job_runs_the_dockerfiles_loadgen_as_its_user() {
-        let dockerfile =
-            std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../Dockerfile"))
-                .unwrap();
-        let copied = dockerfile
-            .lines()
-            .find(|l| l.starts_with("COPY --from=build") && l.contains("release/loadgen"))
-            .unwrap();
-        let to = copied.split_whitespace().last().unwrap();
-        assert_eq!(format!("{to}loadgen"), LOADGEN);
+    fn the_job_runs_the_images_loadgen_as_its_user() {
+        let read = |path: &str| {
+            std::fs::read_to_string(format!("{}/../../{path}", env!("CARGO_MANIFEST_DIR"))).unwrap()
+        };
+        let dockerfile = read("Dockerfile");
+        let script = read("scripts/static-build.sh");
         assert!(
-            dockerfile.contains(&format!("--uid {USER} ")),
+            dockerfile
+                .lines()
+                .any(|l| l == "COPY --from=build /image/ /"),
             "{dockerfile}"
         );
+        let (dir, name) = LOADGEN.rsplit_once('/').unwrap();
+        assert_eq!(name, "loadgen");
+        assert!(script.contains(&format!("\"$out{dir}/$bin\"")), "{script}");
+        assert!(
+            dockerfile
+                .lines()
+                .any(|l| l == format!("USER {USER}:{USER}")),
+            "{dockerfile}"
+        );
+        assert!(script.contains(&format!("user={USER}\n")), "{script}");
     }
 
     #[test]
