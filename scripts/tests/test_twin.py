@@ -25,6 +25,8 @@ from pathlib import Path
 import pytest
 from hdrh.histogram import HdrHistogram
 
+import container
+
 ROOT = Path(__file__).resolve().parents[2]
 TWIN = ROOT / "scripts" / "twin.sh"
 STATE = Path(os.environ.get("TWIN_STATE_DIR", "/run/showdown-twin"))
@@ -422,6 +424,11 @@ rate = [900, 600]
 
 
 KUBE_LISTEN = "10.77.4.1:7411"  # sd-op on the operators' bridge, which every gun reaches
+# Where the pods dial: a name, resolved in the image from the /etc/hosts the kubelet mounts.
+KUBE_ADVERTISE = "runner.twin:7411"
+POD_HOSTS = "127.0.0.1 localhost\n10.77.4.1 runner.twin\n"
+# The environment a runtime gives a container whose image sets none.
+RUNTIME_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 
 def kube_experiment(tmp_path, env, name, count, rates, wait="60s", duration="6s"):
@@ -432,7 +439,7 @@ name = "{name}"
 question = "Do the Job's pods fire one schedule together?"
 [guns]
 threads = 1
-kubernetes = {{ count = {count}, image = "showdown/loadgen:twin", listen = "{KUBE_LISTEN}", job = "{name}", manifest = "{tmp_path / 'job.yaml'}", wait = "{wait}" }}
+kubernetes = {{ count = {count}, image = "showdown/loadgen:twin", listen = "{KUBE_LISTEN}", advertise = "{KUBE_ADVERTISE}", job = "{name}", manifest = "{tmp_path / 'job.yaml'}", wait = "{wait}" }}
 
 {go_target(env, duration)}
 [matrix]
@@ -441,13 +448,15 @@ rate = {json.dumps(rates)}
     return spec
 
 
-def kube_runner(spec, env, tmp_path, site):
-    """`experiment run` in sd-op; the Secret it would apply written to a file of the test's."""
+def kube_runner(spec, env, tmp_path, site, image):
+    """`experiment run` in sd-op, from the image's loadgen (the pods' build: the static binary
+    runs on this host too); the Secret it would apply written to a file of the test's."""
     cmd = [
         str(TWIN), "op", "--", "experiment", "run", str(spec), "--trust-guns", "--send-store-url",
         "--report", str(site), "--probe-token-file", f"go={env['TWIN_PROBE_TOKEN_FILE']}",
     ]
-    environment = dict(os.environ, SHOWDOWN_GUNS_SECRET_FILE=str(tmp_path / "secret.yaml"))
+    environment = dict(os.environ, SHOWDOWN_GUNS_SECRET_FILE=str(tmp_path / "secret.yaml"),
+                       LOADGEN=str(image / container.LOADGEN.lstrip("/")))
     return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=environment)
 
 
@@ -467,32 +476,35 @@ def rendered(tmp_path, runner, timeout=30):
     return job_doc, secret_doc
 
 
-def start_pod(job_doc, secret_doc, index, gun, tmp_path):
+def start_pod(job_doc, secret_doc, index, gun, tmp_path, image):
     """Pod `index` of the Job, as the kubelet would start it on node `gun`: the container's own
-    command, arguments and environment read from the Job (the image's loadgen is this build; the
-    Secret's volume a directory of its files; the downward API's fields filled;
-    JOB_COMPLETION_INDEX set), in the gun's namespace, a process group of its own."""
+    command, arguments and environment read from the Job, run in the image's root (container.py:
+    read-only, as its user, a tmpfs at /tmp; the Secret's volume a directory of its files; the
+    kubelet's /etc/hosts; the downward API's fields filled; JOB_COMPLETION_INDEX set), in the
+    gun's namespace, a process group of its own."""
     pod = job_doc["spec"]["template"]["spec"]
-    (container,) = pod["containers"]
+    (container_,) = pod["containers"]
+    user = pod["securityContext"]
+    assert user["runAsUser"] == user["runAsGroup"] == user["fsGroup"] == container.USER, user
+    assert container_["securityContext"]["readOnlyRootFilesystem"] is True
     (volume,) = [v for v in pod["volumes"] if "secret" in v]
     assert volume["secret"]["secretName"] == secret_doc["metadata"]["name"]
-    mount = {m["name"]: m["mountPath"] for m in container["volumeMounts"]}[volume["name"]]
+    mount = {m["name"]: m["mountPath"] for m in container_["volumeMounts"]}[volume["name"]]
     secrets = tmp_path / f"secret-{index}"
     secrets.mkdir()
     for key, value in secret_doc["stringData"].items():
+        # As the kubelet writes a Secret's files: root's, the pod's fsGroup's, its defaultMode.
         (secrets / key).write_text(value)
-    loadgen = os.environ.get("LOADGEN", os.path.join(os.environ.get("CARGO_TARGET_DIR", ROOT / "target"), "release", "loadgen"))
-    command = [loadgen if c == "/usr/local/bin/loadgen" else c for c in container["command"]]
-    args = [str(secrets) if a == mount else a for a in container["args"]]
+        os.chown(secrets / key, 0, user["fsGroup"])
+        os.chmod(secrets / key, volume["secret"]["defaultMode"])
+    hosts = tmp_path / f"hosts-{index}"
+    hosts.write_text(POD_HOSTS)
     fields = {"spec.nodeName": gun, "metadata.name": f"{job_doc['metadata']['name']}-{index}-twin"}
-    environment = {e["name"]: e.get("value") or fields[e["valueFrom"]["fieldRef"]["fieldPath"]] for e in container["env"]}
-    environment.update(PATH=os.environ["PATH"], JOB_COMPLETION_INDEX=str(index))
-    work = tmp_path / f"work-{index}"
-    work.mkdir()
-    return subprocess.Popen(
-        ["ip", "netns", "exec", gun, "env", "-i", *[f"{k}={v}" for k, v in environment.items()], *command, *args],
-        cwd=work, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
-    )
+    environment = {e["name"]: e.get("value") or fields[e["valueFrom"]["fieldRef"]["fieldPath"]] for e in container_["env"]}
+    environment.update(PATH=RUNTIME_PATH, JOB_COMPLETION_INDEX=str(index))
+    cmd = container.command(image, tmp_path / f"pod-{index}", container_["command"] + container_["args"],
+                            environment, mounts={mount: secrets, "/etc/hosts": hosts}, netns=gun)
+    return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
 
 
 def finish(runner, pods, timeout=120):
@@ -512,7 +524,7 @@ def finish(runner, pods, timeout=120):
     return out, err, ends
 
 
-def test_guns_as_pods_of_a_kubernetes_job(env, tmp_path):
+def test_guns_as_pods_of_a_kubernetes_job(env, tmp_path, image):
     """[guns] kubernetes: the runner renders the Job and its Secret; the pods, started from the
     Job's own command, arguments and environment in the gun namespaces (one 3 s late), dial in;
     every cell waits for all three, starts at one instant and merges exactly; a gun's attack
@@ -520,14 +532,14 @@ def test_guns_as_pods_of_a_kubernetes_job(env, tmp_path):
     name = f"kube-{uuid.uuid4().hex[:6]}"
     spec = kube_experiment(tmp_path, env, name, 3, [900, 600, 300])
     site = tmp_path / "site"
-    runner = kube_runner(spec, env, tmp_path, site)
+    runner = kube_runner(spec, env, tmp_path, site, image)
     pods = []
     try:
         job_doc, secret_doc = rendered(tmp_path, runner)
         for index, gun in enumerate(GUNS):
             if index == 2:
                 time.sleep(3)  # a late pod: the barrier waits for it
-            pods.append(start_pod(job_doc, secret_doc, index, gun, tmp_path))
+            pods.append(start_pod(job_doc, secret_doc, index, gun, tmp_path, image))
         killed = kill_first_attack(runner, GUNS[1])
         # The third cell (rate=300): the third gun's generator, once its workers wait for T0,
         # is stopped for 4 s: its first send leaves late by what the test imposes.
@@ -579,16 +591,16 @@ def test_guns_as_pods_of_a_kubernetes_job(env, tmp_path):
     assert re.search(r"Skew: the guns\S* first sends left \d+\.\d\d ms to \d+\.\d\d ms after T0", page), page
 
 
-def test_a_pod_that_never_dials_in_or_dies_mid_cell(env, tmp_path):
+def test_a_pod_that_never_dials_in_or_dies_mid_cell(env, tmp_path, image):
     """The barrier names the pod that never dialled in once the wait is over, and nothing runs;
     a pod killed mid-cell (its gun and everything under it) fails that cell, naming the gun and
     its lost connection, and exits as killed, which the Job's failure policy fails its index on."""
     name = f"kube-{uuid.uuid4().hex[:6]}"
     spec = kube_experiment(tmp_path, env, name, 2, [400], wait="5s")
-    runner = kube_runner(spec, env, tmp_path, tmp_path / "site")
+    runner = kube_runner(spec, env, tmp_path, tmp_path / "site", image)
     job_doc, secret_doc = rendered(tmp_path, runner)
     started = time.monotonic()
-    pods = [start_pod(job_doc, secret_doc, 0, GUNS[0], tmp_path)]
+    pods = [start_pod(job_doc, secret_doc, 0, GUNS[0], tmp_path, image)]
     out, err, ends = finish(runner, pods, timeout=60)
     assert runner.returncode != 0, err
     assert "1 of 2 guns did not dial in within 5s: pod 1" in err, err
@@ -600,9 +612,9 @@ def test_a_pod_that_never_dials_in_or_dies_mid_cell(env, tmp_path):
     lost.mkdir()
     name = f"kube-{uuid.uuid4().hex[:6]}"
     spec = kube_experiment(lost, env, name, 2, [400], duration="8s")
-    runner = kube_runner(spec, env, lost, lost / "site")
+    runner = kube_runner(spec, env, lost, lost / "site", image)
     job_doc, secret_doc = rendered(lost, runner)
-    pods = [start_pod(job_doc, secret_doc, i, GUNS[i], lost) for i in range(2)]
+    pods = [start_pod(job_doc, secret_doc, i, GUNS[i], lost, image) for i in range(2)]
     try:
         deadline = time.monotonic() + 60
         while not gun_attacks(GUNS[1]) and time.monotonic() < deadline:
@@ -705,21 +717,22 @@ def test_a_search_across_guns(env):
     assert search["capacity"] == 2000, search
 
 
-def test_a_search_from_the_pods_of_a_job(env, tmp_path):
+def test_a_search_from_the_pods_of_a_job(env, tmp_path, image):
     """`loadgen capacity --guns-from kubernetes` in sd-op: the same search as over SSH, its steps
     split across the Job's three pods (started from the rendered Job), kept as run groups and
     judged on the merged histograms; every pod told goodbye at the end."""
     name = f"kube-{uuid.uuid4().hex[:6]}"
-    fields = f"count=3,image=showdown/loadgen:twin,listen={KUBE_LISTEN},job={name},manifest={tmp_path / 'job.yaml'},wait=60s"
+    fields = f"count=3,image=showdown/loadgen:twin,listen={KUBE_LISTEN},advertise={KUBE_ADVERTISE},job={name},manifest={tmp_path / 'job.yaml'},wait=60s"
     cmd = [str(TWIN), "op", "--", "capacity", "--guns-from", "kubernetes", "--kubernetes", fields,
            "--gun-threads", "1", "--slo", "p99<=50ms", "--start", "1000", "--step", "2s",
            "--warmup", "500ms", "--max-steps", "2", "--output", "json", env["TWIN_TARGET_URL"] + "/now"]
-    environment = dict(os.environ, SHOWDOWN_GUNS_SECRET_FILE=str(tmp_path / "secret.yaml"))
+    environment = dict(os.environ, SHOWDOWN_GUNS_SECRET_FILE=str(tmp_path / "secret.yaml"),
+                       LOADGEN=str(image / container.LOADGEN.lstrip("/")))
     runner = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=environment)
     pods = []
     try:
         job_doc, secret_doc = rendered(tmp_path, runner)
-        pods = [start_pod(job_doc, secret_doc, i, gun, tmp_path) for i, gun in enumerate(GUNS)]
+        pods = [start_pod(job_doc, secret_doc, i, gun, tmp_path, image) for i, gun in enumerate(GUNS)]
     except BaseException:
         runner.send_signal(signal.SIGINT)
         finish(runner, pods, timeout=30)
