@@ -448,15 +448,16 @@ rate = {json.dumps(rates)}
     return spec
 
 
-def kube_runner(spec, env, tmp_path, site, image):
+def kube_runner(spec, env, tmp_path, site, image, loadgen=None):
     """`experiment run` in sd-op, from the image's loadgen (the pods' build: the static binary
-    runs on this host too); the Secret it would apply written to a file of the test's."""
+    runs on this host too) unless `loadgen` names another; the Secret it would apply written to
+    a file of the test's."""
     cmd = [
         str(TWIN), "op", "--", "experiment", "run", str(spec), "--trust-guns", "--send-store-url",
         "--report", str(site), "--probe-token-file", f"go={env['TWIN_PROBE_TOKEN_FILE']}",
     ]
     environment = dict(os.environ, SHOWDOWN_GUNS_SECRET_FILE=str(tmp_path / "secret.yaml"),
-                       LOADGEN=str(image / container.LOADGEN.lstrip("/")))
+                       LOADGEN=str(loadgen or image / container.LOADGEN.lstrip("/")))
     return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=environment)
 
 
@@ -631,6 +632,23 @@ def test_a_pod_that_never_dials_in_or_dies_mid_cell(env, tmp_path, image):
     shards = [r for r in loadgen_json("runs", "list", "--output", "json") if r.get("experiment") == name]
     kept = [loadgen_json("runs", "show", r["id"], "--output", "json") for r in shards if r["shard"]["index"] == 0]
     assert kept and kept[0]["status"] == "failed" and kept[0]["summary"]["requests"]["total"] == 1600, kept
+
+
+def test_a_runner_that_is_not_the_images_build_is_refused(env, tmp_path, image):
+    """A runner of another build than the pods' image (this machine's glibc build against the
+    image's static one) is refused once the pods are in, naming the fix; nothing runs, and the
+    pods are told goodbye."""
+    name = f"kube-{uuid.uuid4().hex[:6]}"
+    spec = kube_experiment(tmp_path, env, name, 1, [400])
+    native = Path(os.environ.get("CARGO_TARGET_DIR", ROOT / "target")) / "release" / "loadgen"
+    runner = kube_runner(spec, env, tmp_path, tmp_path / "site", image, loadgen=native)
+    job_doc, secret_doc = rendered(tmp_path, runner)
+    pods = [start_pod(job_doc, secret_doc, 0, GUNS[0], tmp_path, image)]
+    out, err, ends = finish(runner, pods, timeout=60)
+    assert runner.returncode != 0, err
+    assert "its image's loadgen is not this runner's build" in err and "docker cp" in err, err
+    assert ends[0][0] == 0, ends
+    assert not [r for r in loadgen_json("runs", "list", "--output", "json") if r.get("experiment") == name]
 
 
 def waiting_workers(pid):

@@ -35,7 +35,9 @@ pub struct ReadyGun {
 }
 
 /// The gun's `loadgen`: this build (`local`, whose SHA-256 is `build`), found or installed;
-/// `reach` checked from it; its clock measured. `asked`: `[guns] loadgen`.
+/// `reach` checked from it; its clock measured. `asked`: `[guns] loadgen`. A gun refused is
+/// closed before the refusal is returned (a pod told goodbye, an SSH master ended), not left to
+/// a drop that the process's exit may outrun.
 pub(crate) async fn ready(
     link: Box<dyn Link>,
     local: &Path,
@@ -43,10 +45,48 @@ pub(crate) async fn ready(
     asked: Option<&str>,
     reach: Option<&str>,
 ) -> Result<ReadyGun, FleetError> {
+    match readied(&*link, local, build, asked, reach).await {
+        Ok(Readied {
+            loadgen,
+            offset_ns,
+            uncertainty_ns,
+            check,
+            copied,
+        }) => Ok(ReadyGun {
+            link,
+            loadgen,
+            offset_ns,
+            uncertainty_ns,
+            check,
+            copied,
+        }),
+        Err(e) => {
+            link.close().await;
+            Err(e)
+        }
+    }
+}
+
+/// What [`ready`] found of a gun.
+struct Readied {
+    loadgen: String,
+    offset_ns: i64,
+    uncertainty_ns: i64,
+    check: GunCheck,
+    copied: bool,
+}
+
+async fn readied(
+    link: &dyn Link,
+    local: &Path,
+    build: &str,
+    asked: Option<&str>,
+    reach: Option<&str>,
+) -> Result<Readied, FleetError> {
     let mut seen: Option<GunCheck> = None;
     let mut found = None;
     for candidate in link.candidates(asked, build) {
-        if let Some(check) = check(&*link, &candidate, reach).await? {
+        if let Some(check) = check(link, &candidate, reach).await? {
             if check.build == build {
                 found = Some((candidate, check, false));
                 break;
@@ -59,7 +99,7 @@ pub(crate) async fn ready(
         None => {
             let arch = seen.as_ref().map(|c| c.arch.as_str());
             let installed = link.install(local, build, arch).await?;
-            match check(&*link, &installed, reach).await? {
+            match check(link, &installed, reach).await? {
                 Some(c) if c.build == build => (installed, c, true),
                 _ => {
                     return Err(FleetError::remote(
@@ -76,9 +116,8 @@ pub(crate) async fn ready(
             GunFault::Unreachable(why.clone()),
         ));
     }
-    let (offset_ns, uncertainty_ns) = clock(&*link, &loadgen).await?;
-    Ok(ReadyGun {
-        link,
+    let (offset_ns, uncertainty_ns) = clock(link, &loadgen).await?;
+    Ok(Readied {
         loadgen,
         offset_ns,
         uncertainty_ns,

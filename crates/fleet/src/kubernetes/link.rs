@@ -241,7 +241,7 @@ impl Link for KubeLink {
             Err(FleetError::remote(
                 &self.name,
                 GunFault::Image(
-                    "its image's loadgen is not this build: build the image from this tree (docker build -t IMAGE .) and push it, or run this runner from the image's loadgen".into(),
+                    "its image's loadgen is not this runner's build (their SHA-256s differ): run the runner from the image's own loadgen, copied out with id=$(docker create IMAGE) && docker cp \"$id\":/usr/local/bin/loadgen . (docs/guns.md, In a container)".into(),
                 ),
             ))
         })
