@@ -296,18 +296,13 @@ impl Target {
         // Tethered: ended with the process that started it, even one killed outright, held to
         // its CPUs with everything it forks; its PID its own.
         let mut env = launch.env.clone();
-        let invalid = |why: String| Error::Spawn {
-            name: launch.name.clone(),
-            source: std::io::Error::new(std::io::ErrorKind::InvalidInput, why),
-        };
-        let cpus = (launch.cpus.as_deref())
-            .map(str::parse::<probe::cpus::CpuList>)
-            .transpose()
-            .map_err(|e| invalid(e.to_string()))?;
         let tethered = |program: &std::ffi::OsStr| {
-            custody::tethered(program, cpus.as_ref().map(probe::cpus::CpuList::cpus))
+            fleet::tethered(program, launch.cpus.as_deref())
                 .map(Command::from)
-                .map_err(|e| invalid(e.to_string()))
+                .map_err(|source| Error::Spawn {
+                    name: launch.name.clone(),
+                    source,
+                })
         };
         let mut command = match &launch.program {
             Program::Builtin { dir, name } => {

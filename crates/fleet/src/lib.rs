@@ -63,7 +63,7 @@ use std::time::Duration;
 pub use error::{ClockFault, FleetError, GunFault, ShotError};
 pub use fired::Fired;
 pub use firing::{Firing, Hosts};
-pub use local::{find_loadgen, Local, Output, Ran};
+pub use local::{find_loadgen, tethered, Local, Output, Ran};
 pub use prepare::{check, prepare, prepare_over, Preparing, Progress};
 pub use ready::ReadyGun;
 pub use transport::{Link, Session, Transport};

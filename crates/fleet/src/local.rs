@@ -56,6 +56,21 @@ pub struct Ran {
     pub stderr: Vec<u8>,
 }
 
+/// [`custody::tethered`] with its CPUs as a `taskset -c` list (read by
+/// [`probe::cpus::CpuList`]); a list that is none is an `InvalidInput` error naming it.
+pub fn tethered(
+    program: &std::ffi::OsStr,
+    cpus: Option<&str>,
+) -> std::io::Result<std::process::Command> {
+    let invalid = |why: String| std::io::Error::new(std::io::ErrorKind::InvalidInput, why);
+    let cpus = cpus
+        .map(str::parse::<probe::cpus::CpuList>)
+        .transpose()
+        .map_err(|e| invalid(e.to_string()))?;
+    custody::tethered(program, cpus.as_ref().map(probe::cpus::CpuList::cpus))
+        .map_err(|e| invalid(e.to_string()))
+}
+
 impl Local {
     /// Runs `order` in a `loadgen order` process of its own; when `stop` resolves meanwhile,
     /// interrupts it (SIGINT, as Ctrl-C would: loadgen keeps what it recorded and says it
@@ -66,19 +81,13 @@ impl Local {
         output: Output,
         stop: impl Future<Output = ()>,
     ) -> Result<Ran, FleetError> {
-        let invalid = |why: String| FleetError::Spawn {
-            path: self.loadgen.clone(),
-            error: std::io::Error::new(std::io::ErrorKind::InvalidInput, why),
-        };
-        let cpus = (self.cpus.as_deref())
-            .map(str::parse::<probe::cpus::CpuList>)
-            .transpose()
-            .map_err(|e| invalid(e.to_string()))?;
-        let tethered = custody::tethered(
-            self.loadgen.as_os_str(),
-            cpus.as_ref().map(probe::cpus::CpuList::cpus),
-        )
-        .map_err(|e| invalid(e.to_string()))?;
+        let tethered =
+            tethered(self.loadgen.as_os_str(), self.cpus.as_deref()).map_err(|error| {
+                FleetError::Spawn {
+                    path: self.loadgen.clone(),
+                    error,
+                }
+            })?;
         let mut command = tokio::process::Command::from(tethered);
         command.arg("order");
         // A search fired from guns opens its own SSH connections to them, signed in by the
