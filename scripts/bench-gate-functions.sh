@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Does the gate name the function a build added, and only it (docs/gate.md, "Where the CPU
-# went")? SITTINGS sittings of the gate example (experiments/examples/gate: a Go server whose
+# went")? SITTINGS sittings of the gate example (experiments/examples/ci: a Go server whose
 # candidate spends 115 µs a request more in a function it added, `main.audit`, and the
 # baseline's build again as the A/A control), profiled at 999 Hz, 8 rounds of DURATION at 500
 # req/s. For each sitting: whether the gate named main.audit, whether the interval of its CPU
@@ -15,14 +15,14 @@ sittings=${1:-10}
 duration=${2:-2s}
 # shellcheck source=scripts/bench-lib.sh
 . "$here/bench-lib.sh"
-server="$root/experiments/examples/gate/server"
+server="$root/experiments/examples/ci/server"
 {
   echo "profile = true"
   echo "profile_hz = 999"
   sed -e "s/^duration = .*/duration = \"$duration\"/" \
     -e "s/^warmup = .*/warmup = \"1s\"/" \
     -e "s|^cwd = \"server\"|cwd = \"$server\"|" \
-    "$root/experiments/examples/gate/gate.toml"
+    "$root/experiments/examples/ci/gate.toml"
 } >"$out/gate.toml"
 started=$(date +%s)
 for i in $(seq 1 "$sittings"); do

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # How sensitive is the gate ([compare], docs/gate.md)? One long sitting of the example's Go
-# server (experiments/examples/gate/server): a baseline spinning 1 ms a request, a candidate
+# server (experiments/examples/ci/server): a baseline spinning 1 ms a request, a candidate
 # spending 10 % more CPU a request (1 ms, then 0.115 ms in main.audit; net/http's own share
 # counted), and the baseline's build entered again (the A/A control), in ROUNDS interleaved
 # rounds of DURATION at 500 req/s,
@@ -19,12 +19,12 @@ rounds=${1:-48}
 duration=${2:-3s}
 # shellcheck source=scripts/bench-lib.sh
 . "$here/bench-lib.sh"
-server="$root/experiments/examples/gate/server"
+server="$root/experiments/examples/ci/server"
 sed -e "s/^repetitions = .*/repetitions = $rounds/" \
   -e "s/^duration = .*/duration = \"$duration\"/" \
   -e "s|^cwd = \"server\"|cwd = \"$server\"|" \
   -e "s/^max_regression = .*/max_regression = \"cpu=5%\"/" \
-  "$root/experiments/examples/gate/gate.toml" >"$out/gate.toml"
+  "$root/experiments/examples/ci/gate.toml" >"$out/gate.toml"
 started=$(date +%s)
 set +e
 "$loadgen" experiment run "$out/gate.toml" --db "sqlite://$out/runs.db" --no-report \

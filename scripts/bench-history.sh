@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # A history measured on this machine (docs/history.md): SITTINGS sittings of the nightly
-# example (experiments/examples/nightly: the gate example's Go server, its A/A twin, and the
+# example (experiments/examples/ci/nightly.toml: the gate example's Go server, its A/A twin, and the
 # spin, chase and syscall references, all on CPU 1), one after another, each `--again`. The
 # server's build changes twice at known sittings: its WORK goes from 1 ms to 1.08 ms after the
 # first third (a regression), then to 1.029 ms after the second (an improvement of 5 %); the
@@ -32,7 +32,7 @@ capacity) judged=capacity name="capacity within the SLO" ;;
 esac
 # shellcheck source=scripts/bench-lib.sh
 . "$here/bench-lib.sh"
-server="$root/experiments/examples/gate/server"
+server="$root/experiments/examples/ci/server"
 PATH="$(dirname "$loadgen"):$PATH"
 export PATH
 db="sqlite://$out/runs.db"
@@ -68,7 +68,7 @@ while time.monotonic() < end:
     /^repetitions = / && capacity { print "repetitions = 1"; next }
     { print }
     END { if (capacity) print "\n[search]\nslo = [\"p99<=20ms\"]\nstep = \"2s\"\nwarmup = \"1s\"\nrounds = 8" }' \
-    capacity="$([ "$measure" = capacity ] && echo 1 || echo 0)" "$root/experiments/examples/nightly/nightly.toml" |
+    capacity="$([ "$measure" = capacity ] && echo 1 || echo 0)" "$root/experiments/examples/ci/nightly.toml" |
     sed -e 's/^name = "nightly-example"/name = "nightly-bench"/' >"$out/nightly.toml"
   "$loadgen" experiment run "$out/nightly.toml" --again --scale "$scale" --no-report --db "$db" \
     >"$out/sitting-$i.log" 2>&1 || {

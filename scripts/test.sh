@@ -185,7 +185,7 @@ say "the gate's and the nightly's CI examples (actionlint, check-jsonschema) and
 actionlint ci/github/showdown-gate.yml ci/github/showdown-nightly.yml
 check-jsonschema --builtin-schema vendor.github-workflows ci/github/showdown-gate.yml ci/github/showdown-nightly.yml
 check-jsonschema --builtin-schema vendor.gitlab-ci ci/gitlab/showdown-gate.gitlab-ci.yml ci/gitlab/showdown-nightly.gitlab-ci.yml
-(cd experiments/examples/gate/server && test -z "$(gofmt -l .)" && go vet ./...)
+(cd experiments/examples/ci/server && test -z "$(gofmt -l .)" && go vet ./...)
 # The jobs' own shell, run as their runners would (a stand-in loadgen, a real git repository):
 # the base branch's gate, exit 1 and 5 failing the job; a night's new sitting, its store from the
 # environment, exit 4 failing it.

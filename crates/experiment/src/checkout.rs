@@ -144,6 +144,86 @@ pub struct Wanted<'a> {
     pub reference: &'a str,
 }
 
+/// Where a wanted target's source is: its repository's top, `cwd` inside it, the commit.
+struct Located {
+    top: PathBuf,
+    inside: PathBuf,
+    commit: String,
+}
+
+/// The repository holding `w.cwd` and the commit `w.reference` names there; the error names
+/// the target, the ref and what to do.
+async fn locate(git: &Git<'_>, w: &Wanted<'_>) -> Result<Located, CheckoutError> {
+    let fail = |why: TargetCheckoutError| CheckoutError::Target {
+        target: w.target.to_string(),
+        reference: w.reference.to_string(),
+        why,
+    };
+    let cwd = w.cwd.canonicalize().map_err(|source| {
+        fail(TargetCheckoutError::Cwd {
+            cwd: w.cwd.clone(),
+            source,
+        })
+    })?;
+    let top = git
+        .run(&cwd, &["rev-parse", "--show-toplevel"])
+        .await
+        .map_err(|source| {
+            fail(TargetCheckoutError::NotInRepository {
+                cwd: cwd.clone(),
+                source,
+            })
+        })?;
+    let top = PathBuf::from(top)
+        .canonicalize()
+        .map_err(|e| fail(TargetCheckoutError::Top(e)))?;
+    let inside = cwd
+        .strip_prefix(&top)
+        .map_err(|_| {
+            fail(TargetCheckoutError::Outside {
+                cwd: cwd.clone(),
+                top: top.clone(),
+            })
+        })?
+        .to_path_buf();
+    let commit = git
+        .run(
+            &top,
+            &[
+                "rev-parse",
+                "--verify",
+                "--quiet",
+                &format!("{}^{{commit}}", w.reference),
+            ],
+        )
+        .await
+        .map_err(|_| fail(TargetCheckoutError::NoCommit { top: top.clone() }))?;
+    Ok(Located {
+        top,
+        inside,
+        commit,
+    })
+}
+
+/// The commit each `wanted` target's `ref` names, without checking anything out (what `plan`
+/// says, and fails on when a ref names nothing): (target, ref, commit).
+pub async fn resolve(
+    wanted: &[Wanted<'_>],
+    env: &[(OsString, OsString)],
+) -> Result<Vec<(String, String, String)>, CheckoutError> {
+    let git = Git { env };
+    let mut out = Vec::new();
+    for w in wanted {
+        let located = locate(&git, w).await?;
+        out.push((
+            w.target.to_string(),
+            w.reference.to_string(),
+            located.commit,
+        ));
+    }
+    Ok(out)
+}
+
 impl Checkouts {
     /// Checks out every `wanted` target's source, with `env` the environment git runs in.
     /// The error names the target, the ref and what to do.
@@ -170,42 +250,12 @@ impl Checkouts {
                 reference: w.reference.to_string(),
                 why,
             };
-            let cwd = w.cwd.canonicalize().map_err(|source| {
-                fail(TargetCheckoutError::Cwd {
-                    cwd: w.cwd.clone(),
-                    source,
-                })
-            })?;
-            let top = git
-                .run(&cwd, &["rev-parse", "--show-toplevel"])
-                .await
-                .map_err(|source| {
-                    fail(TargetCheckoutError::NotInRepository {
-                        cwd: cwd.clone(),
-                        source,
-                    })
-                })?;
-            let top = PathBuf::from(top)
-                .canonicalize()
-                .map_err(|e| fail(TargetCheckoutError::Top(e)))?;
-            let inside = cwd.strip_prefix(&top).map_err(|_| {
-                fail(TargetCheckoutError::Outside {
-                    cwd: cwd.clone(),
-                    top: top.clone(),
-                })
-            })?;
-            let commit = git
-                .run(
-                    &top,
-                    &[
-                        "rev-parse",
-                        "--verify",
-                        "--quiet",
-                        &format!("{}^{{commit}}", w.reference),
-                    ],
-                )
-                .await
-                .map_err(|_| fail(TargetCheckoutError::NoCommit { top: top.clone() }))?;
+            let Located {
+                top,
+                inside,
+                commit,
+            } = locate(&git, w).await?;
+            let inside = inside.as_path();
             let key = (top.clone(), commit.clone());
             let checkout = match made.get(&key) {
                 Some(path) => path.clone(),

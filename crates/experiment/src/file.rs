@@ -93,6 +93,14 @@ pub struct HistorySpec {
     /// other target's history is divided, sitting by sitting, by the one that tracks it best.
     #[serde(default)]
     pub references: Vec<String>,
+    /// The measures `loadgen history` judges by default (`["cpu"]`; all of capacity, cpu,
+    /// rss, p50 and p99 when empty): each series is tested at the level divided among those
+    /// judged, so a nightly gate on fewer finds smaller changes and calls fewer false ones.
+    #[serde(default)]
+    pub measures: Vec<String>,
+    /// The chance of calling a change where none happened, over every series judged (0.05
+    /// when absent): `loadgen history`'s `--level` by default.
+    pub level: Option<f64>,
 }
 
 /// A variable of the user's environment that an experiment file reads, and the field that
@@ -397,7 +405,8 @@ pub struct TargetSpec {
     /// The `targets/run` name, when it differs from `name`.
     pub run: Option<String>,
     /// Your server's command line, run without a shell: `["node", "server.js"]`. `{port}` in
-    /// it (or in `env`) is the port the runner chose for it.
+    /// it (or in `env`) is the port the runner chose for it; `{loadgen}` as its first word is
+    /// the runner's own `loadgen` (`["{loadgen}", "target", …]`, its built-in target).
     pub command: Option<Vec<String>>,
     /// Where `command` and `build` run, relative to the experiment file (its directory when
     /// absent).
@@ -583,6 +592,29 @@ fn check_history(file: &ExperimentFile) -> Result<(), Invalid> {
         return Err(Invalid::new(
             "[history] references names every target: leave out the targets whose history they divide",
         ));
+    }
+    for (i, m) in file.history.measures.iter().enumerate() {
+        match m.parse::<analysis::ab::Measure>() {
+            Ok(analysis::ab::Measure::Pss) | Err(_) => {
+                return Err(Invalid::new(format!(
+                    "[history] measures: {:?} is not a measure a history follows: write some of \"capacity\", \"cpu\", \"rss\", \"p50\", \"p99\"",
+                    redact::printable(m)
+                )))
+            }
+            Ok(_) if file.history.measures[..i].contains(m) => {
+                return Err(Invalid::new(format!(
+                    "[history] measures: {m:?} is named twice: name it once"
+                )))
+            }
+            Ok(_) => {}
+        }
+    }
+    if let Some(level) = file.history.level {
+        if !(level > 0.0 && level < 0.5) {
+            return Err(Invalid::new(format!(
+                "[history] level = {level} is not a chance between 0 and 0.5: write e.g. level = 0.05"
+            )));
+        }
     }
     Ok(())
 }
@@ -976,6 +1008,9 @@ pub(crate) fn some_duration<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Du
 
 /// Where the runner writes the port it chose for a target started by command.
 pub const PORT_PLACEHOLDER: &str = "{port}";
+/// A command's first word that runs the runner's own `loadgen` (its built-in target as a
+/// reference, say): the same build as the generator, found whether or not it is on PATH.
+pub const LOADGEN_PLACEHOLDER: &str = "{loadgen}";
 
 /// Why a file cannot be used.
 #[derive(Debug, thiserror::Error)]

@@ -57,7 +57,13 @@ pub fn needed(experiment: &Experiment, names: &BTreeSet<String>) -> Vec<Needed> 
                         format!("{}'s build", t.name),
                     ));
                 }
-                if let Some(program) = t.command.as_ref().and_then(|c| c.first()) {
+                // `{loadgen}` is the runner itself: there is nothing to find.
+                if let Some(program) = t
+                    .command
+                    .as_ref()
+                    .and_then(|c| c.first())
+                    .filter(|p| *p != crate::file::LOADGEN_PLACEHOLDER)
+                {
                     // A path the build makes is not there before it.
                     let later = later || t.build.is_some();
                     out.extend(program_of(program, &cwd, later, t.name.clone()));

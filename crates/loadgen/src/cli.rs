@@ -131,21 +131,24 @@ pub struct HistoryArgs {
     #[arg(long, value_name = "NAME")]
     pub experiment: String,
 
-    /// Exit 4 when a change that made a measure worse lies within the last N sittings (a
-    /// nightly job's gate).
+    /// Exit 4 when one of the last N sittings made a measure worse: the first sitting after a
+    /// change point, or after a possible change too recent to confirm (`--fail-within 1`: the
+    /// last sitting did; a nightly job's gate).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub fail_within: Option<u32>,
 
-    /// The chance of calling a change where none happened, over all the history's series.
-    #[arg(long, value_name = "P", default_value = "0.05", value_parser = parse_level)]
-    pub level: f64,
+    /// The chance of calling a change where none happened, over all the history's series
+    /// [default: the file's `[history] level`, else 0.05].
+    #[arg(long, value_name = "P", value_parser = parse_level)]
+    pub level: Option<f64>,
 
     /// The fewest sittings either side of a change.
     #[arg(long, value_name = "N", default_value = "3", value_parser = clap::value_parser!(u32).range(2..))]
     pub min_segment: u32,
 
-    /// Judge only this measure (repeatable): capacity, cpu, rss, p50, p99 [default: all]. Each
-    /// series is tested at the level divided among those judged, so fewer find smaller changes.
+    /// Judge only this measure (repeatable): capacity, cpu, rss, p50, p99 [default: the file's
+    /// `[history] measures`, else all]. Each series is tested at the level divided among those
+    /// judged, so fewer find smaller changes.
     #[arg(long = "measure", value_name = "MEASURE", value_parser = parse_history_measure)]
     pub measures: Vec<analysis::ab::Measure>,
 

@@ -126,9 +126,24 @@ pub fn series_chart(h: &History, s: &Series) -> Result<Chart, PlotError> {
             (x(c.before_sitting) + x(c.after_sitting)) / 2.0,
         ));
     }
+    if let Some(p) = &s.possible {
+        let c = &p.change;
+        lines.push(Line::rule(
+            format!(
+                "possibly {}: ×{:.3} ({:.3}–{:.3}), {} more to confirm",
+                if c.worse { "worse" } else { "better" },
+                c.ratio,
+                c.low,
+                c.high,
+                p.more
+            ),
+            if c.worse { WORSE } else { BETTER },
+            (x(c.before_sitting) + x(c.after_sitting)) / 2.0,
+        ));
+    }
     let title = series_title(s);
     let caption = format!(
-        "{} sittings. A bar on a figure is its 95 % interval, where the sitting knows one{}; the dashed line is the random-effects level of the sittings between changes, its bars that level's 95 % interval; a rule marks each change found.",
+        "{} sittings. A bar on a figure is its 95 % interval, where the sitting knows one{}; the dashed line is the random-effects level of the sittings between changes, its bars that level's 95 % interval; a rule marks each change found, and a possible change too recent to confirm.",
         s.points.len(),
         if divided {
             " (none for a figure divided by a reference)"

@@ -67,6 +67,12 @@ pub struct Definition {
     /// divided by the one that tracks it best (`loadgen history`, the history page).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub references: Vec<String>,
+    /// The measures the file's `[history]` judges by default (`cpu`, `p99`, …; all when empty).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub history_measures: Vec<String>,
+    /// The file's `[history] level`, where it sets one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub history_level: Option<f64>,
 }
 
 impl Definition {
@@ -103,6 +109,8 @@ impl Definition {
             compared: self.compared,
             sitting: self.sitting.clone(),
             references: self.references.iter().map(|t| text(t)).collect(),
+            history_measures: self.history_measures.clone(),
+            history_level: self.history_level,
         }
     }
 }

@@ -30,7 +30,7 @@
 
 pub mod functions;
 mod kept;
-mod text;
+pub(crate) mod text;
 
 pub use kept::{gates, put_gate, KeptGate};
 pub use text::junit;

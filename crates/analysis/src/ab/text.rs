@@ -333,7 +333,7 @@ pub fn junit(gates: &[Gate]) -> String {
 ///   override, a zero-width space) is shown as its escape, `\u{1b}`.
 ///
 /// An emoji's `:shortcode:` is left to be drawn.
-fn markdown_literal(text: &str) -> String {
+pub(crate) fn markdown_literal(text: &str) -> String {
     const ESCAPED: &str = "\\`*_{}[]()#!|~&$";
     const JOINER: char = '\u{200D}';
     let push = |out: &mut String, c: char| match c {

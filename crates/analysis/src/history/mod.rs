@@ -21,6 +21,10 @@
 //! sitting by sitting by the reference that tracks it best ([`reference`]), so that the host's
 //! drift from sitting to sitting, which moves both, is taken out before changes are sought.
 //!
+//! **A change too recent to confirm** ([`tail`]): the last sittings, fewer than
+//! [`Config::min_segment`], held against the level since the last change; a **possible**
+//! change, said with the sittings it still needs, and held against `--fail-within` too.
+//!
 //! **The host** in each sitting ([`host`]): steal, the CPUs' clock and a load from memory,
 //! read over its steps and runs and shown beside its figures.
 //!
@@ -33,6 +37,7 @@ pub mod host;
 pub mod pool;
 pub mod read;
 pub mod reference;
+pub mod tail;
 pub mod text;
 
 use serde::{Deserialize, Serialize};
@@ -167,6 +172,9 @@ pub struct Series {
     pub normalised: Option<reference::Normalised>,
     pub points: Vec<Point>,
     pub changes: Vec<Change>,
+    /// A change the last sittings suggest, too recent for a change point ([`tail`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub possible: Option<tail::Possible>,
     /// The levels between changes, of the logarithm: one more than the changes (none with fewer
     /// than two points).
     pub segments: Vec<Pooled>,
@@ -260,13 +268,19 @@ impl History {
         }
     }
 
-    /// The changes that made a measure worse and lie within the last `n` sittings.
-    pub fn worse_within(&self, n: usize) -> Vec<(&Series, &Change)> {
+    /// The changes that made a measure worse whose first worse sitting is one of the last
+    /// `n`: change points, and possible changes too recent to confirm (`Some` with the
+    /// sittings each still needs). `n = 1`: the last sitting made a measure worse.
+    pub fn worse_within(&self, n: usize) -> Vec<(&Series, &Change, Option<usize>)> {
         let first = self.sittings.len().saturating_sub(n);
         self.series
             .iter()
-            .flat_map(|s| s.changes.iter().map(move |c| (s, c)))
-            .filter(|(_, c)| c.worse && c.after_sitting >= first)
+            .flat_map(|s| {
+                let confirmed = s.changes.iter().map(move |c| (s, c, None));
+                let possible = s.possible.iter().map(move |p| (s, &p.change, Some(p.more)));
+                confirmed.chain(possible)
+            })
+            .filter(|(_, c, _)| c.worse && c.after_sitting >= first)
             .collect()
     }
 }
@@ -367,11 +381,21 @@ fn judge_series(raw: Raw, config: &Config, level: f64, permutations: usize) -> S
             }
         })
         .collect();
+    let start = cuts.last().copied().unwrap_or(0);
+    let possible = tail::possible(
+        &points,
+        start,
+        config.min_segment,
+        config.min_change,
+        level,
+        higher_is_worse(key.measure),
+    );
     Series {
         key,
         normalised: None,
         points,
         changes,
+        possible,
         segments: levels,
     }
 }

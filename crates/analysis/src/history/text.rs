@@ -127,6 +127,19 @@ impl History {
                 c.p
             ));
         }
+        if let Some(p) = &s.possible {
+            let c = &p.change;
+            out.push_str(&format!(
+                "  possibly {} {}: ×{:.3} ({:.3}–{:.3}), p = {:.4}; {}\n",
+                if c.worse { "worse" } else { "better" },
+                self.between(c),
+                c.ratio,
+                c.low,
+                c.high,
+                c.p,
+                confirm(p.more)
+            ));
+        }
         let unit = |v: f64| s.value_text(v);
         match s.level() {
             Some(super::Level {
@@ -160,27 +173,37 @@ impl History {
 
     /// The history in Markdown.
     pub fn to_markdown(&self) -> String {
-        let mut out = format!("### History of `{}`\n\n", self.experiment);
+        let mut out = format!("### History of {}\n\n", md(&self.experiment));
         out.push_str(&format!(
             "{} sittings. {}\n\n",
             self.sittings.len(),
             self.method()
         ));
-        let changes: Vec<(&Series, &Change)> = self
+        let changes: Vec<(&Series, &Change, Option<usize>)> = self
             .series
             .iter()
-            .flat_map(|s| s.changes.iter().map(move |c| (s, c)))
+            .flat_map(|s| {
+                let confirmed = s.changes.iter().map(move |c| (s, c, None));
+                let possible = s.possible.iter().map(move |p| (s, &p.change, Some(p.more)));
+                confirmed.chain(possible)
+            })
             .collect();
         if changes.is_empty() {
             out.push_str("No change point in any series.\n\n");
         } else {
             out.push_str("| series | change | where | after ÷ before (95 %) | p |\n");
             out.push_str("|---|---|---|---|---|\n");
-            for (s, c) in changes {
+            for (s, c, more) in changes {
+                let verdict = match (c.worse, more) {
+                    (true, None) => "❌ worse".to_string(),
+                    (false, None) => "✅ better".to_string(),
+                    (true, Some(more)) => format!("⚠️ possibly worse: {}", confirm(more)),
+                    (false, Some(more)) => format!("possibly better: {}", confirm(more)),
+                };
                 out.push_str(&format!(
                     "| {} | {} | {} | ×{:.3} ({:.3}–{:.3}) | {:.4} |\n",
                     md(&s.key.text()),
-                    if c.worse { "❌ worse" } else { "✅ better" },
+                    verdict,
                     md(&self.between(c)),
                     c.ratio,
                     c.low,
@@ -238,7 +261,17 @@ impl History {
     }
 }
 
-/// Text safe in a Markdown table cell.
+/// "needs 2 more sittings to confirm".
+fn confirm(more: usize) -> String {
+    match more {
+        1 => "needs 1 more sitting to confirm".to_string(),
+        n => format!("needs {n} more sittings to confirm"),
+    }
+}
+
+/// Text from the store (a target's name, a revision) safe in a Markdown table cell: one line,
+/// no control character, and nothing Markdown, HTML or the host's own links would read as
+/// markup (the comparison's escaping, `ab::text`).
 fn md(text: &str) -> String {
-    text.replace('|', "\\|")
+    crate::ab::text::markdown_literal(text)
 }

@@ -51,7 +51,7 @@ use event::{Event, Events};
 use firing::CellOutcome;
 pub use firing::{Firing, Hosts};
 use gates::Comparison;
-pub use setup::user_cwd;
+pub use setup::{resolve_refs, user_cwd};
 mod options;
 
 pub use options::BuildError;
@@ -96,6 +96,8 @@ fn record(
             compared: plan.compare.is_some(),
             sitting: sitting.map(str::to_string),
             references: experiment.file.history.references.clone(),
+            history_measures: experiment.file.history.measures.clone(),
+            history_level: experiment.file.history.level,
         },
         verification,
         updated_at_ns: now_ns(),
@@ -377,6 +379,8 @@ struct Prepared {
     built: setup::Built,
     /// The targets' sources at their `ref`s, kept until the last cell ends.
     checkouts: crate::checkout::Checkouts,
+    /// The `loadgen` binary, for `{loadgen}` in a target's command.
+    loadgen: std::path::PathBuf,
 }
 
 impl Prepared {
@@ -390,6 +394,7 @@ impl Prepared {
             ports: &self.ports,
             checkouts: &self.checkouts,
             reach: self.reach.clone(),
+            loadgen: &self.loadgen,
         }
     }
 }
@@ -468,6 +473,7 @@ async fn prepare(
         needed,
         built,
         checkouts,
+        loadgen: options.gun.loadgen.clone(),
     }))
 }
 

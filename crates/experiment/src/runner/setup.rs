@@ -14,7 +14,9 @@ use super::event::{Event, Events};
 use super::options::{BuildError, Error, SECRET};
 use crate::checkout::{Checkouts, Wanted};
 use crate::declared;
-use crate::file::{CheckSpec, Contract, Experiment, TargetKind, TargetSpec, PORT_PLACEHOLDER};
+use crate::file::{
+    CheckSpec, Contract, Experiment, TargetKind, TargetSpec, LOADGEN_PLACEHOLDER, PORT_PLACEHOLDER,
+};
 use crate::targets::{Launch, Program, Target};
 use crate::upstream::Upstream;
 use crate::verify::{self, Expect, Verdict};
@@ -209,19 +211,7 @@ pub(super) async fn checkouts(
     names: &[String],
     events: &Events,
 ) -> Result<Checkouts, Error> {
-    let wanted: Vec<Wanted> = experiment
-        .file
-        .targets
-        .iter()
-        .filter(|t| names.contains(&t.name))
-        .filter_map(|t| {
-            Some(Wanted {
-                target: &t.name,
-                cwd: user_cwd(experiment, t),
-                reference: t.git_ref.as_deref()?,
-            })
-        })
-        .collect();
+    let wanted = wanted(experiment, names);
     let env = crate::environment::build(&crate::environment::Base::current(), &[], &[]);
     let checkouts = Checkouts::make(&wanted, &env)
         .await
@@ -237,6 +227,40 @@ pub(super) async fn checkouts(
         });
     }
     Ok(checkouts)
+}
+
+/// The targets in `names` with a `ref`, as the checkouts want them.
+fn wanted<'a>(experiment: &'a Experiment, names: &[String]) -> Vec<Wanted<'a>> {
+    experiment
+        .file
+        .targets
+        .iter()
+        .filter(|t| names.contains(&t.name))
+        .filter_map(|t| {
+            Some(Wanted {
+                target: &t.name,
+                cwd: user_cwd(experiment, t),
+                reference: t.git_ref.as_deref()?,
+            })
+        })
+        .collect()
+}
+
+/// The commit each `ref` of the targets in `names` names, checking nothing out: (target, ref,
+/// commit), what `experiment plan` says; a ref that names nothing is the error a run would
+/// meet.
+pub async fn resolve_refs(
+    experiment: &Experiment,
+    names: &[String],
+) -> Result<Vec<(String, String, String)>, Error> {
+    let wanted = wanted(experiment, names);
+    let env = crate::environment::build(&crate::environment::Base::current(), &[], &[]);
+    crate::checkout::resolve(&wanted, &env)
+        .await
+        .map_err(|error| Error::Checkout {
+            error: Box::new(error),
+            file: experiment.path.clone(),
+        })
 }
 
 /// How long a `build` may run when the file sets no `build_timeout`.
@@ -432,6 +456,8 @@ pub(super) struct Launcher<'a> {
     /// A remote target's base URL as the runner reaches it, where not its own (through the
     /// first gun, with `[guns]`).
     pub(super) reach: BTreeMap<String, String>,
+    /// The `loadgen` binary, for `{loadgen}` in a target's command.
+    pub(super) loadgen: &'a Path,
 }
 
 impl Launcher<'_> {
@@ -483,7 +509,17 @@ impl Launcher<'_> {
                     .get(&spec.name)
                     .ok_or_else(|| LaunchError::NoPort(spec.name.clone()))?;
                 let place = |text: &str| text.replace(PORT_PLACEHOLDER, &port.to_string());
-                let argv: Vec<String> = spec.command.iter().flatten().map(|a| place(a)).collect();
+                let loadgen = self.loadgen.to_string_lossy();
+                let argv: Vec<String> = spec
+                    .command
+                    .iter()
+                    .flatten()
+                    .enumerate()
+                    .map(|(i, a)| match i {
+                        0 if a == LOADGEN_PLACEHOLDER => loadgen.to_string(),
+                        _ => place(a),
+                    })
+                    .collect();
                 let cwd = target_cwd(self.experiment, spec, self.checkouts);
                 let program = Program::Command {
                     argv,

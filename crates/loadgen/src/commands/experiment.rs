@@ -56,10 +56,21 @@ pub async fn run(args: &ExperimentArgs, shutdown: &Shutdown) -> Result<RunEnd, E
             print!("{}", reach_text(&experiment, &trust_of(trust)));
             let needed = needed(&experiment, &plan);
             print!("{}", needed_text(&needed));
-            match experiment::tools::missing(&needed) {
-                Some(why) => Err(Error::MissingTools(why)),
-                None => Ok(RunEnd::Completed),
+            if let Some(why) = experiment::tools::missing(&needed) {
+                return Err(Error::MissingTools(why));
             }
+            // Each ref resolved as a run would resolve it: one that names nothing fails here.
+            for (target, reference, commit) in
+                runner::resolve_refs(&experiment, &plan.targets).await?
+            {
+                println!(
+                    "builds  {} at {} = commit {}",
+                    redact::printable(&target),
+                    redact::printable(&reference),
+                    commit.get(..12).unwrap_or(&commit)
+                );
+            }
+            Ok(RunEnd::Completed)
         }
         ExperimentCommand::Status { cells } => {
             let (experiment, plan) = read(cells)?;

@@ -1,6 +1,7 @@
 //! `loadgen history`: an experiment's sittings from the store, the change points across them,
-//! in words, JSON or Markdown; exit 4 when a change that made a measure worse is recent
-//! (`--fail-within N`).
+//! in words, JSON or Markdown; exit 4 when one of the last N sittings made a measure worse
+//! (`--fail-within N`: a change point whose first sitting after it is one of them, or a
+//! possible change there that too few sittings follow yet to confirm).
 
 use std::io::Write;
 
@@ -14,8 +15,19 @@ use crate::{Error, RunEnd};
 /// Runs `loadgen history`.
 pub async fn run(args: &HistoryArgs) -> Result<RunEnd, Error> {
     let store = Store::open(&args.db).await?;
+    // The experiment's file (its latest run's) sets what a bare `loadgen history` judges: its
+    // references, measures and level; a flag given overrides each.
+    let defined = store
+        .experiments()
+        .await?
+        .into_iter()
+        .find(|r| r.name == args.experiment)
+        .map(|r| r.definition);
     let config = Config {
-        level: args.level,
+        level: args
+            .level
+            .or(defined.as_ref().and_then(|d| d.history_level))
+            .unwrap_or(0.05),
         min_segment: args.min_segment as usize,
         min_change: args.min_change,
         null: match args.null {
@@ -23,21 +35,30 @@ pub async fn run(args: &HistoryArgs) -> Result<RunEnd, Error> {
             HistoryNull::Permutation => Null::Permutation,
         },
     };
-    // The references asked for, else those the experiment's file names (its latest run's).
     let references = if args.references.is_empty() && !args.raw {
-        store
-            .experiments()
-            .await?
-            .into_iter()
-            .find(|r| r.name == args.experiment)
-            .map(|r| r.definition.references)
+        defined
+            .as_ref()
+            .map(|d| d.references.clone())
             .unwrap_or_default()
     } else {
         args.references.clone()
     };
+    let measures: Vec<analysis::ab::Measure> = if args.measures.is_empty() {
+        defined
+            .as_ref()
+            .map(|d| {
+                d.history_measures
+                    .iter()
+                    .filter_map(|m| m.parse().ok())
+                    .collect()
+            })
+            .unwrap_or_default()
+    } else {
+        args.measures.clone()
+    };
     let selection = history::read::Selection {
         references: &references,
-        measures: &args.measures,
+        measures: &measures,
     };
     let history = history::read::history(&store, &args.experiment, config, selection).await?;
     store.close().await;
@@ -69,7 +90,13 @@ pub async fn run(args: &HistoryArgs) -> Result<RunEnd, Error> {
         )));
     }
     let text = match args.output {
-        HistoryFormat::Text => history.to_text(),
+        // Names and revisions come from the store: each line shown as itself, its escapes
+        // written out rather than obeyed.
+        HistoryFormat::Text => history
+            .to_text()
+            .lines()
+            .map(|line| redact::printable(line) + "\n")
+            .collect(),
         HistoryFormat::Markdown => history.to_markdown(),
         HistoryFormat::Json => {
             let mut json = serde_json::to_string_pretty(&history).map_err(Error::Json)?;
@@ -88,11 +115,22 @@ pub async fn run(args: &HistoryArgs) -> Result<RunEnd, Error> {
     if worse.is_empty() {
         return Ok(RunEnd::Completed);
     }
-    for (series, change) in worse {
+    let within = match n {
+        1 => "the last sitting".to_string(),
+        n => format!("the last {n} sittings"),
+    };
+    for (series, change, more) in worse {
+        let how = match more {
+            None => "A change".to_string(),
+            Some(1) => "A possible change (1 more sitting confirms or dismisses it)".to_string(),
+            Some(more) => {
+                format!("A possible change ({more} more sittings confirm or dismiss it)")
+            }
+        };
         eprintln!(
-            "A change made {} worse within the last {n} sittings, {}: ×{:.3} ({:.3}–{:.3}).",
-            series.key.text(),
-            history.between(change),
+            "{how} made {} worse in {within}, {}: ×{:.3} ({:.3}–{:.3}).",
+            redact::printable(&series.key.text()),
+            redact::printable(&history.between(change)),
             change.ratio,
             change.low,
             change.high

@@ -1755,10 +1755,12 @@ path = "/"
     );
 }
 
-/// The nightly example of docs/history.md, run as copied (at a tenth of its scale): a sitting,
-/// then `--again` a second, and `loadgen history` sets the two side by side, the server beside
-/// its A/A twin and the three references its file names, says no reference can be chosen yet,
-/// and shows the host the probes read in each sitting.
+/// The nightly example of docs/history.md, run as copied (at a tenth of its scale) by a user who
+/// followed the README's `cargo run`, with no `loadgen` on PATH: a sitting, then `--again` a
+/// second, and `loadgen history` sets the two side by side, the server (built at HEAD, in a
+/// checkout of its own) beside its A/A twin and the three references its file names (the
+/// runner's own loadgen), says no reference can be chosen yet, names the commit each sitting
+/// measured, and shows the host the probes read in each sitting.
 #[test]
 fn the_nightly_example_runs_two_sittings_that_the_history_reads() {
     let _cpus = beside();
@@ -1766,15 +1768,14 @@ fn the_nightly_example_runs_two_sittings_that_the_history_reads() {
     let db = format!("sqlite://{}/runs.db", work.path().display());
     let file = concat!(
         env!("CARGO_MANIFEST_DIR"),
-        "/../../experiments/examples/nightly/nightly.toml"
+        "/../../experiments/examples/ci/nightly.toml"
     );
-    // The references are `loadgen target`: loadgen on PATH, as the file asks.
-    let bin = std::path::Path::new(LOADGEN).parent().unwrap();
-    let path = format!(
-        "{}:{}",
-        bin.display(),
-        std::env::var("PATH").unwrap_or_default()
-    );
+    // A PATH without loadgen: the references are `{loadgen}`, the runner itself.
+    let path: Vec<std::path::PathBuf> =
+        std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())
+            .filter(|d| !d.join("loadgen").exists())
+            .collect();
+    let path = std::env::join_paths(path).unwrap();
     let run = |again: bool| {
         let mut cmd = Command::new(LOADGEN);
         cmd.args([
@@ -1809,6 +1810,17 @@ fn the_nightly_example_runs_two_sittings_that_the_history_reads() {
         said.contains("History of nightly-example: 2 sittings"),
         "{said}"
     );
+    let head = Command::new("git")
+        .args(["rev-parse", "--short=12", "HEAD"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .unwrap();
+    let head = String::from_utf8_lossy(&head.stdout).trim().to_string();
+    assert!(
+        said.contains(&format!("#1 (HEAD at {head})"))
+            && said.contains(&format!("#2 (HEAD at {head})")),
+        "each sitting names the commit it measured: {said}"
+    );
     for target in ["server", "server-again"] {
         assert!(
             said.contains(&format!("{target}: CPU per request: 2 sittings, no change\n  raw figures (from sitting to sitting): no reference ran in 8 or more of its sittings")),
@@ -1837,7 +1849,7 @@ fn the_nightly_example_runs_two_sittings_that_the_history_reads() {
 #[test]
 fn a_plan_names_the_programs_the_file_needs_and_fails_on_a_missing_one() {
     let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
-    let file = format!("{root}/experiments/examples/gate/gate.toml");
+    let file = format!("{root}/experiments/examples/ci/gate.toml");
     let plan = |path: &std::ffi::OsStr| {
         let out = Command::new(LOADGEN)
             .args(["experiment", "plan", &file])
@@ -1880,7 +1892,7 @@ fn a_plan_names_the_programs_the_file_needs_and_fails_on_a_missing_one() {
 #[test]
 fn the_gate_example_plans_with_the_ci_jobs_own_refs() {
     let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
-    let file = format!("{root}/experiments/examples/gate/gate.toml");
+    let file = format!("{root}/experiments/examples/ci/gate.toml");
     for job in [
         "ci/github/showdown-gate.yml",
         "ci/gitlab/showdown-gate.gitlab-ci.yml",

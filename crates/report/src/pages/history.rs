@@ -67,6 +67,11 @@ pub fn history_page(h: &History, question: &str, drawn: &HistoryCharts) -> Marku
         .iter()
         .flat_map(|s| s.changes.iter().map(move |c| (s, c)))
         .collect();
+    let possible: Vec<(&Series, &analysis::history::tail::Possible)> = h
+        .series
+        .iter()
+        .filter_map(|s| s.possible.as_ref().map(|p| (s, p)))
+        .collect();
     let body = html! {
         h1 { "History: " (h.experiment) }
         p.question { (question) }
@@ -79,6 +84,14 @@ pub fn history_page(h: &History, question: &str, drawn: &HistoryCharts) -> Marku
             @if h.unplaced > 0 { " " (h.unplaced) " runs or searches of it are in no sitting (kept before sittings were labelled, with no revision label): not in the history." }
         }
         h2 { "Changes found" }
+        @if !possible.is_empty() {
+            ul.answers { @for (s, p) in &possible {
+                li class=(if p.change.worse { "worse" } else { "better" }) {
+                    strong { (series_title(s)) } ": possibly " (if p.change.worse { "worse " } else { "better " }) (h.between(&p.change)) ": " (change_text(&p.change))
+                    "; too recent to confirm: " (p.more) (if p.more == 1 { " more sitting" } else { " more sittings" }) " confirm or dismiss it."
+                }
+            } }
+        }
         @if changes.is_empty() {
             p.answer { strong { "No change point in any series." } }
         } @else {

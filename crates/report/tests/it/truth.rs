@@ -60,6 +60,8 @@ async fn drawn() -> Drawn {
                 compared: false,
                 sitting: None,
                 references: Vec::new(),
+                history_measures: Vec::new(),
+                history_level: None,
                 source: None,
                 targets: vec!["node".into(), "go".into()],
                 axes: vec![("rate".into(), vec!["2000".into()])],

@@ -136,6 +136,8 @@ pub fn record(url: &str, experiment: &str, targets: &[&str], references: &[&str]
             definition: store::experiment::Definition {
                 targets: targets.iter().map(|t| t.to_string()).collect(),
                 references: references.iter().map(|t| t.to_string()).collect(),
+                history_measures: Vec::new(),
+                history_level: None,
                 ..Default::default()
             },
             verification: Vec::new(),

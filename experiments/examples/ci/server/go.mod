@@ -1,0 +1,3 @@
+module example.com/showdown-ci-example/server
+
+go 1.25.0

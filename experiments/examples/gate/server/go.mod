@@ -1,3 +1,0 @@
-module github.com/showdown-bench/showdown/experiments/examples/gate/server
-
-go 1.25.0
