@@ -118,8 +118,7 @@ variable "target" {
 
 variable "showdown_repository" {
   type        = string
-  description = "The Git repository each host builds Showdown from, over HTTPS (the proxy lets its host through; building takes a few GiB of memory: the API host gets swap for it)."
-  default     = "https://github.com/showdown-bench/showdown.git"
+  description = "The Git repository each host builds Showdown from, over HTTPS: the repository you keep Showdown in (Showdown publishes no release yet, so there is no default). The proxy lets its host through; building takes a few GiB of memory: the API host gets swap for it."
 
   validation {
     condition     = can(regex("^https://[^/:@]+/", var.showdown_repository))

@@ -1,95 +1,220 @@
-"""The gate's CI jobs as their runners would run them: the GitHub step's and the GitLab job's
-shell, in a real git repository whose base branch holds the gate, with a stand-in `loadgen`
-that exits as told and keeps the file it was given. A pull request cannot change its own gate,
-and a gate that failed to measure (exit 1) or could not tell (exit 5) fails the job unless the
-user opts out of the latter."""
+"""The gate's CI jobs as their runners run them, with the loadgen this tree builds: each job's own
+shell, in a real git repository whose main holds the gate example (experiments/examples/ci/,
+scaled to 3 rounds of 2 s), through a real pull request: a build that spends more CPU a request
+(exit 4, failing the job), a build identical in what it runs (exit 0), a build that does not
+compile (exit 1), and a build whose speed differs from one process to the next (exit 5: too
+noisy to tell, failing the job unless the user lets it pass). The gate run is the base branch's:
+a pull request that loosens its own gate is measured against the base branch's. Only what needs
+the network stands in: `cargo install` and `rustup`, in the install step's own test."""
 
-import os
 import pathlib
-import subprocess
 
 import pytest
 import yaml
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
-BASE_GATE = 'name = "gate"  # the base branch\'s\n'
-PR_GATE = 'name = "gate"\nmax_regression = "cpu=500%"  # loosened by the pull request\n'
+import jobs
 
-STUB = """#!/bin/sh
-# A stand-in loadgen: keeps its arguments and the gate file it was given, exits as told.
-printf '%s\\n' "$@" > "$STUB_OUT/args"
-cat "$3" > "$STUB_OUT/gate"
-exit "$STUB_EXIT"
+ROOT = jobs.ROOT
+
+# The example, scaled: 3 rounds (the fewest a gate takes) of 2 s after 0.5 s of warm-up, CPU per
+# request gated alone (a Go server's peak memory in runs of 2 s moves ±5 % with its collector),
+# and the pull request's slowdown taken out of the file (here it is the pull request's code).
+GATE = jobs.scaled(
+    (jobs.EXAMPLE / "gate.toml").read_text(),
+    [
+        ("repetitions = 8", "repetitions = 3"),
+        ('warmup = "3s"', 'warmup = "500ms"'),
+        ('duration = "10s"', 'duration = "2s"'),
+        ('max_regression = "cpu=5%,rss=5%"', 'max_regression = "cpu=5%"'),
+        ('env = { WORK = "1ms", AUDIT = "115us" }', 'env = { WORK = "1ms" }'),
+    ],
+)
+
+MAIN_GO = "showdown/server/main.go"
+
+# What each pull request does to the server, and what the gate must say of it.
+PULL_REQUESTS = {
+    # 400 µs more a request in audit, on about 1.15 ms: 35 % more CPU a request.
+    "slower": (
+        'audited := duration("AUDIT", 0)',
+        'audited := duration("AUDIT", 400*time.Microsecond)',
+    ),
+    # The same code, a comment changed: the same build.
+    "identical": (
+        "// A small server to gate:",
+        "// A small server (its comment edited) to gate:",
+    ),
+    # Does not compile.
+    "broken": ("func main() {", "func main() {\n\tundefined()"),
+    # Each start of this build spends 40 % more or less a request than the last, as a build
+    # whose speed depends on where it lands would: rounds that disagree.
+    "noisy": (
+        'work := duration("WORK", 100*time.Microsecond)',
+        'work := duration("WORK", 100*time.Microsecond)\n'
+        '\tif starts, _ := os.ReadFile("starts"); len(starts)%2 == 0 {\n'
+        "\t\twork = work * 14 / 10\n"
+        "\t} else {\n"
+        "\t\twork = work * 6 / 10\n"
+        "\t}\n"
+        '\t_ = appendStart()',
+    ),
+}
+
+NOISY_HELPER = """
+// appendStart counts this build's starts in the file starts.
+func appendStart() error {
+	f, err := os.OpenFile("starts", os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	_, err = f.Write([]byte("."))
+	return err
+}
 """
 
 
-def git(repo, *args):
-    subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True)
+def pull_request(tmp_path, change):
+    """A repository whose main holds the scaled gate, checked out at a pull request that makes
+    `change` to the server and loosens its own gate (which the job must not run)."""
+    repo = jobs.user_repository(tmp_path / "repo", gate=GATE)
+    jobs.git(repo, "checkout", "-q", "-b", "pr")
+    old, new = PULL_REQUESTS[change]
+    jobs.edit(repo / MAIN_GO, old, new)
+    if change == "noisy":
+        with (repo / MAIN_GO).open("a") as f:
+            f.write(NOISY_HELPER)
+    jobs.edit(repo / "showdown/gate.toml", 'max_regression = "cpu=5%"', 'max_regression = "cpu=500%"')
+    jobs.git(repo, "add", "-A")
+    jobs.git(repo, "commit", "-q", "-m", f"a {change} pull request")
+    return repo
 
 
-@pytest.fixture
-def repo(tmp_path):
-    """A repository whose main (its origin's, as CI sees it) holds the gate, and whose working
-    tree is a pull request that loosened it."""
-    repo = tmp_path / "repo"
-    (repo / "showdown").mkdir(parents=True)
-    git(repo, "init", "-q", "-b", "main")
-    git(repo, "config", "user.email", "ci@example.invalid")
-    git(repo, "config", "user.name", "ci")
-    (repo / "showdown" / "gate.toml").write_text(BASE_GATE)
-    git(repo, "add", ".")
-    git(repo, "commit", "-q", "-m", "gate")
-    git(repo, "update-ref", "refs/remotes/origin/main", "HEAD")
-    (repo / "showdown" / "gate.toml").write_text(PR_GATE)
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    (bin_dir / "loadgen").write_text(STUB)
-    (bin_dir / "loadgen").chmod(0o755)
-    out = tmp_path / "out"
-    out.mkdir()
-    return repo, bin_dir, out
+def github_gate():
+    shell, env = jobs.github(jobs.GITHUB_GATE, "gate", "Compare the pull request with its base")
+    return shell, {**env, "BASE_REF": "main"}
 
 
-def github_script():
-    workflow = yaml.safe_load((ROOT / "ci/github/showdown-gate.yml").read_text())
-    job = workflow["jobs"]["gate"]
-    step = next(s for s in job["steps"] if s.get("name") == "Compare the pull request with its base")
-    return step["run"], dict(job["env"]), {"BASE_REF": "main"}
+def gitlab_gate():
+    shell, env = jobs.gitlab(jobs.GITLAB_GATE, "showdown-gate", install=False)
+    return shell, {**env, "CI_MERGE_REQUEST_TARGET_BRANCH_NAME": "main"}
 
 
-def gitlab_script():
-    job = yaml.safe_load((ROOT / "ci/gitlab/showdown-gate.gitlab-ci.yml").read_text())["showdown-gate"]
-    # The lines after the install (the fetch, the token and cargo need GitLab's network).
-    script = job["script"]
-    lines = script[next(i for i, line in enumerate(script) if line.startswith("cargo install")) + 1 :]
-    return "set -e\n" + "\n".join(lines), dict(job["variables"]), {"CI_MERGE_REQUEST_TARGET_BRANCH_NAME": "main"}
+def gate(tmp_path, script, change, allow_inconclusive="false"):
+    """Runs the job's gate step on a pull request making `change`; its result and the verdict
+    it wrote (the job's Markdown)."""
+    repo = pull_request(tmp_path, change)
+    shell, env = script()
+    summary = tmp_path / "summary.md"
+    env = jobs.with_loadgen(
+        {**env, "GITHUB_STEP_SUMMARY": str(summary), "SHOWDOWN_ALLOW_INCONCLUSIVE": allow_inconclusive}
+    )
+    done = jobs.run(shell, repo, env, timeout=600)
+    said = done.stdout + done.stderr
+    markdown = summary if script is github_gate else repo / "showdown-gate.md"
+    verdict = markdown.read_text() if markdown.exists() else ""
+    # The base branch's gate ran, not the pull request's loosened one.
+    assert (repo / "showdown/gate.base.toml").read_text() == GATE, said
+    if change != "broken":
+        assert (repo / "showdown-gate.xml").is_file(), said
+        assert "cpu=500%" not in verdict and "500 %" not in verdict, verdict
+    return done.returncode, said, verdict
 
 
-@pytest.mark.parametrize("script", [github_script, gitlab_script], ids=["github", "gitlab"])
-@pytest.mark.parametrize(
-    "loadgen_exit, allow_inconclusive, job_exit",
-    [(0, "false", 0), (4, "false", 4), (1, "false", 1), (5, "false", 5), (5, "true", 0), (1, "true", 1)],
-)
-def test_the_job_fails_what_the_gate_could_not_measure_and_runs_the_base_branchs_gate(
-    repo, script, loadgen_exit, allow_inconclusive, job_exit
-):
-    repo, bin_dir, out = repo
-    run, variables, base = script()
-    env = {
-        "PATH": f"{bin_dir}:{os.environ['PATH']}",
-        "HOME": str(out),
-        "GITHUB_STEP_SUMMARY": str(out / "summary.md"),
-        **{k: str(v) for k, v in variables.items()},
-        **base,
-        "SHOWDOWN_ALLOW_INCONCLUSIVE": allow_inconclusive,
-        "STUB_OUT": str(out),
-        "STUB_EXIT": str(loadgen_exit),
-    }
-    done = subprocess.run(["bash", "-c", run], cwd=repo, env=env, capture_output=True, text=True, timeout=60)
-    assert done.returncode == job_exit, done.stdout + done.stderr
-    assert (out / "gate").read_text() == BASE_GATE, "the pull request's own gate was run"
-    args = (out / "args").read_text().split("\n")
-    assert args[:3] == ["experiment", "run", "showdown/gate.base.toml"], args
+SCRIPTS = pytest.mark.parametrize("script", [github_gate, gitlab_gate], ids=["github", "gitlab"])
+
+
+@SCRIPTS
+def test_a_slower_pull_request_fails_the_job_with_exit_4(tmp_path, script):
+    code, said, verdict = gate(tmp_path, script, "slower")
+    assert code == 4, said
+    assert "regression" in verdict, verdict
+
+
+@SCRIPTS
+def test_an_identical_pull_request_passes(tmp_path, script):
+    code, said, verdict = gate(tmp_path, script, "identical")
+    assert code == 0, said + verdict
+
+
+@SCRIPTS
+def test_a_pull_request_that_does_not_build_fails_the_job_with_exit_1(tmp_path, script):
+    code, said, _ = gate(tmp_path, script, "broken")
+    assert code == 1, said
+    assert "undefined" in said, "the build's own error is said"
+
+
+@SCRIPTS
+def test_a_gate_too_noisy_to_tell_fails_the_job_with_exit_5(tmp_path, script):
+    code, said, verdict = gate(tmp_path, script, "noisy")
+    assert code == 5, said + verdict
+    if script is github_gate:
+        assert "::error title=Showdown gate::inconclusive" in said, said
+    assert "add rounds" in verdict, verdict
+
+
+def test_a_gate_too_noisy_to_tell_passes_when_the_user_allows_it(tmp_path):
+    code, said, _ = gate(tmp_path, github_gate, "noisy", allow_inconclusive="true")
+    assert code == 0, said
+    assert "::warning title=Showdown gate::inconclusive" in said, said
+
+
+def install(script_of, tmp_path, **env):
+    """The install step's shell, with `cargo` and `rustup` standing in for what needs the
+    network (they keep their arguments), and this tree's loadgen installed."""
+    shell, variables = script_of()
+    stand_ins = tmp_path / "stand-ins"
+    stand_ins.mkdir(exist_ok=True)
+    for tool in ["cargo", "rustup"]:
+        path = stand_ins / tool
+        path.write_text(f'#!/bin/sh\nprintf "%s\\n" "$*" >> "{tmp_path}/{tool}.args"\n')
+        path.chmod(0o755)
+    full = jobs.with_loadgen({**variables, **env})
+    full["PATH"] = f"{stand_ins}:{full['PATH']}"
+    return jobs.run(shell, tmp_path, full, timeout=60)
+
+
+INSTALLS = {
+    "github-gate": lambda: jobs.github(jobs.GITHUB_GATE, "gate", "Install Showdown's loadgen"),
+    "github-nightly": lambda: jobs.github(jobs.GITHUB_NIGHTLY, "nightly", "Install Showdown's loadgen"),
+    "gitlab-gate": lambda: jobs.gitlab(jobs.GITLAB_GATE, "showdown-gate", install=True),
+    "gitlab-nightly": lambda: jobs.gitlab(jobs.GITLAB_NIGHTLY, "showdown-nightly", install=True),
+}
+
+
+@pytest.mark.parametrize("job", INSTALLS)
+def test_the_install_builds_the_pinned_commit_and_refuses_another_version(tmp_path, job):
+    script_of = INSTALLS[job]
+    # Unset: one line naming both variables, nothing installed.
+    done = install(script_of, tmp_path)
+    assert done.returncode == 1 and "set SHOWDOWN_GIT" in done.stdout, done.stdout + done.stderr
+    assert not (tmp_path / "cargo.args").exists()
+    pinned = {"SHOWDOWN_GIT": "https://git.example.invalid/you/showdown.git", "SHOWDOWN_REV": "0" * 40}
+    # Set: the pinned commit built with --locked; this tree's loadgen is the version the job
+    # names, so the job goes on.
+    done = install(script_of, tmp_path, **pinned)
+    assert done.returncode == 0, done.stdout + done.stderr
+    args = (tmp_path / "cargo.args").read_text()
+    assert f"install --locked --git {pinned['SHOWDOWN_GIT']} --rev {'0' * 40} loadgen" in args, args
+    # A build of another version than the job's: refused, naming both.
+    done = install(script_of, tmp_path, **pinned, SHOWDOWN_VERSION="0.0.1")
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert f"builds loadgen {jobs.workspace_version()}, and this job is written for loadgen 0.0.1" in done.stdout
+
+
+def test_the_jobs_name_this_trees_version_and_rust_and_no_address_nothing_backs():
+    version, rust = jobs.workspace_version(), jobs.rust_version()
+    for path in [jobs.GITHUB_GATE, jobs.GITHUB_NIGHTLY, jobs.GITLAB_GATE, jobs.GITLAB_NIGHTLY]:
+        text = path.read_text()
+        assert f'SHOWDOWN_VERSION: "{version}"' in text, path
+        assert "showdown-bench" not in text and "--rev c2c5351" not in text, path
+        assert 'SHOWDOWN_GIT: ""' in text and 'SHOWDOWN_REV: ""' in text, path
+    for path in [jobs.GITHUB_GATE, jobs.GITHUB_NIGHTLY]:
+        assert f'SHOWDOWN_RUST: "{rust}"' in path.read_text(), path
+    gitlab = yaml.safe_load(jobs.GITLAB_GATE.read_text())["showdown-gate"]
+    assert gitlab["image"] == f"rust:{rust}-bookworm"
+    for path in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
+        assert "showdown-bench/showdown" not in path.read_text(), path
 
 
 @pytest.mark.parametrize("workflow_file, job", [("showdown-gate.yml", "gate"), ("showdown-nightly.yml", "nightly")])
@@ -104,13 +229,18 @@ def test_the_workflows_pin_their_actions_and_keep_no_token(workflow_file, job):
     assert checkout["with"]["persist-credentials"] is False
 
 
-def test_the_jobs_pin_what_they_install_and_keep_no_token():
-    for text in [
-        (ROOT / "ci/github/showdown-gate.yml").read_text(),
-        (ROOT / "ci/gitlab/showdown-gate.gitlab-ci.yml").read_text(),
-    ]:
-        installs = [line for line in text.splitlines() if "cargo install" in line]
-        assert installs and all('--rev "$SHOWDOWN_REV"' in line for line in installs), installs
-    gitlab = yaml.safe_load((ROOT / "ci/gitlab/showdown-gate.gitlab-ci.yml").read_text())["showdown-gate"]
+def test_the_gitlab_job_drops_its_token_and_may_not_fail_quietly():
+    gitlab = yaml.safe_load(jobs.GITLAB_GATE.read_text())["showdown-gate"]
     assert "allow_failure" not in gitlab
     assert any("git remote set-url origin" in line for line in gitlab["script"])
+
+
+def test_the_example_folder_is_what_the_jobs_read():
+    """The jobs read showdown/gate.toml and showdown/nightly.toml: the example folder holds
+    both, and the server they build, at the paths the jobs name."""
+    for path in [jobs.GITHUB_GATE, jobs.GITLAB_GATE]:
+        assert "showdown/gate.toml" in path.read_text()
+    for path in [jobs.GITHUB_NIGHTLY, jobs.GITLAB_NIGHTLY]:
+        assert "showdown/nightly.toml" in path.read_text()
+    assert {p.name for p in jobs.EXAMPLE.iterdir()} >= {"gate.toml", "nightly.toml", "server"}
+    assert pathlib.Path(jobs.EXAMPLE / "server/main.go").is_file()

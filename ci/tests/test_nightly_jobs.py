@@ -1,103 +1,100 @@
-"""The nightly jobs as their runners would run them: the GitHub step's and the GitLab job's
-shell, with a stand-in `loadgen` that keeps each command line it was given and exits as told.
-Each night runs a new sitting (--again) into the store named by SHOWDOWN_DB from the
-environment (never a --db on the command line, which would show its password), writes the
-history as Markdown, and fails the night whose sitting made a measure worse (exit 4)."""
+"""The nightly jobs as their runners run them, with the loadgen this tree builds: each job's own
+shell, night after night, in a real git repository whose main holds the nightly example
+(experiments/examples/ci/nightly.toml, the server at ref = "HEAD" and its A/A twin, scaled to
+2 s runs), into a store named by SHOWDOWN_DB from the environment. Four nights on one commit
+pass; then a commit that doubles the server's CPU a request lands on main, and that night fails
+(exit 4, `--fail-within 1`), naming the server, the measure and the two commits between which
+it got worse."""
 
-import os
-import pathlib
-import subprocess
+import shutil
 
 import pytest
-import yaml
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
+import jobs
 
-STUB = """#!/bin/sh
-# A stand-in loadgen: keeps its command line, prints a history, and exits as told.
-printf '%s\\n' "$*" >> "$STUB_OUT/calls"
-case "$*" in
-  *--fail-within*) exit "$STUB_HISTORY_EXIT" ;;
-  history*) echo "### History of \\`nightly-example\\`" ;;
-esac
-exit 0
-"""
-
-
-def github_script():
-    workflow = yaml.safe_load((ROOT / "ci/github/showdown-nightly.yml").read_text())
-    job = workflow["jobs"]["nightly"]
-    step = next(s for s in job["steps"] if s.get("name") == "Run a sitting and judge the history")
-    env = {k: str(v) for k, v in job["env"].items() if not str(v).startswith("${{")}
-    return "set -e\n" + step["run"], env, "summary.md"
+# The example without its three references (each would add 4 runs a night here), judged on CPU
+# per request at 1 %: the nights before the change must pass.
+NIGHTLY = jobs.scaled(
+    (jobs.EXAMPLE / "nightly.toml").read_text(),
+    [('warmup = "3s"', 'warmup = "500ms"'), ('duration = "10s"', 'duration = "2s"')],
+)
+_AT = NIGHTLY.index("# The references:")
+_LOAD = NIGHTLY.index("[load]")
+NIGHTLY = NIGHTLY[:_AT] + '[history]\nmeasures = ["cpu"]\nlevel = 0.01\n\n' + NIGHTLY[_LOAD:]
 
 
-def gitlab_script():
-    job = yaml.safe_load((ROOT / "ci/gitlab/showdown-nightly.gitlab-ci.yml").read_text())["showdown-nightly"]
-    # The lines after the install (cargo needs the network).
-    script = job["script"]
-    lines = script[next(i for i, line in enumerate(script) if line.startswith("cargo install")) + 1 :]
-    return "set -e\n" + "\n".join(lines), {k: str(v) for k, v in job["variables"].items()}, "showdown-history.md"
+def github_night():
+    shell, env = jobs.github(jobs.GITHUB_NIGHTLY, "nightly", "Run a sitting and judge the history")
+    return shell, env, "summary.md"
 
 
-def stub(tmp_path):
-    """The stand-in loadgen's directory, and where it keeps what it was given."""
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    (bin_dir / "loadgen").write_text(STUB)
-    (bin_dir / "loadgen").chmod(0o755)
-    out = tmp_path / "out"
-    out.mkdir()
-    return bin_dir, out
+def gitlab_night():
+    shell, env = jobs.gitlab(jobs.GITLAB_NIGHTLY, "showdown-nightly", install=False)
+    return shell, env, "showdown-history.md"
 
 
-@pytest.mark.parametrize("script", [github_script, gitlab_script], ids=["github", "gitlab"])
-@pytest.mark.parametrize("history_exit, job_exit", [(0, 0), (4, 4), (1, 1)])
-def test_a_night_runs_a_new_sitting_and_fails_when_it_made_a_measure_worse(tmp_path, script, history_exit, job_exit):
-    run, variables, summary = script()
-    bin_dir, out = stub(tmp_path)
-    env = {
-        "PATH": f"{bin_dir}:{os.environ['PATH']}",
-        "HOME": str(out),
-        "GITHUB_STEP_SUMMARY": str(tmp_path / "summary.md"),
-        **variables,
-        "SHOWDOWN_DB": "postgres://showdown:s3cret@db.example.invalid/showdown",
-        "STUB_OUT": str(out),
-        "STUB_HISTORY_EXIT": str(history_exit),
-    }
-    done = subprocess.run(["bash", "-c", run], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
-    assert done.returncode == job_exit, done.stdout + done.stderr
-    calls = (out / "calls").read_text().splitlines()
-    assert calls[0].startswith("experiment run showdown/nightly.toml --again"), calls
-    # The references are the file's `[history] references`: none on the command line.
-    assert calls[1] == "history --experiment nightly-example --output markdown", calls
-    assert calls[2] == "history --experiment nightly-example --fail-within 1", calls
-    assert not any("s3cret" in c or "--db" in c for c in calls), "the store's URL went on a command line"
-    assert "History of" in (tmp_path / summary).read_text()
+def night(repo, script, db, tmp_path):
+    """One night: the job's shell on main's checkout, its store `db`."""
+    shell, env, summary = script()
+    summary = tmp_path / summary if script is github_night else repo / summary
+    if summary.exists():
+        summary.unlink()
+    env = jobs.with_loadgen({**env, "SHOWDOWN_DB": db, "GITHUB_STEP_SUMMARY": str(tmp_path / "summary.md")})
+    done = jobs.run(shell, repo, env, timeout=600)
+    said = done.stdout + done.stderr
+    assert "History of nightly-example" in summary.read_text(), said
+    return done.returncode, said
 
 
-@pytest.mark.parametrize("script", [github_script, gitlab_script], ids=["github", "gitlab"])
+def head(repo):
+    import subprocess
+
+    return subprocess.run(
+        ["git", "-C", str(repo), "rev-parse", "--short=12", "HEAD"], capture_output=True, text=True, check=True
+    ).stdout.strip()
+
+
+def test_the_night_a_commit_made_the_server_slower_fails_and_names_the_commits(tmp_path):
+    repo = jobs.user_repository(tmp_path / "repo", nightly=NIGHTLY)
+    db = tmp_path / "nightly.db"
+    url = f"sqlite://{db}"
+    for n, script in enumerate([github_night, gitlab_night, github_night, gitlab_night], start=1):
+        code, said = night(repo, script, url, tmp_path)
+        assert code == 0, f"night {n}: {said}"
+    before = head(repo)
+    # The change: 1.1 ms more a request in audit, on about 1.15 ms.
+    jobs.edit(
+        repo / "showdown/server/main.go",
+        'audited := duration("AUDIT", 0)',
+        'audited := duration("AUDIT", 1100*time.Microsecond)',
+    )
+    jobs.commit(repo, "audit every request")
+    after = head(repo)
+    shutil.copy(db, tmp_path / "nightly-gitlab.db")
+    for script, store in [(github_night, url), (gitlab_night, f"sqlite://{tmp_path / 'nightly-gitlab.db'}")]:
+        code, said = night(repo, script, store, tmp_path)
+        assert code == 4, said
+        line = (
+            "A possible change (2 more sittings confirm or dismiss it) made server: CPU per request "
+            f"worse in the last sitting, between sitting #4 (HEAD at {before}) and #5 (HEAD at {after})"
+        )
+        assert line in said, said
+
+
+@pytest.mark.parametrize("script", [github_night, gitlab_night], ids=["github", "gitlab"])
 def test_a_night_without_a_store_says_so_and_runs_nothing(tmp_path, script):
-    run, variables, _ = script()
-    bin_dir, out = stub(tmp_path)
-    env = {
-        "PATH": f"{bin_dir}:{os.environ['PATH']}",
-        "GITHUB_STEP_SUMMARY": str(tmp_path / "summary.md"),
-        **variables,
-        "SHOWDOWN_DB": "",
-        "STUB_OUT": str(out),
-        "STUB_HISTORY_EXIT": "0",
-    }
-    done = subprocess.run(["bash", "-c", run], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
+    shell, env, _ = script()
+    repo = jobs.user_repository(tmp_path / "repo", nightly=NIGHTLY)
+    done = jobs.run(shell, repo, jobs.with_loadgen({**env, "SHOWDOWN_DB": ""}), timeout=60)
     assert done.returncode == 1
     assert "SHOWDOWN_DB is not set" in done.stdout + done.stderr
-    assert not (out / "calls").exists()
+    assert not (repo / "showdown-pages").exists()
 
 
-def test_the_nightly_jobs_pin_what_they_install_and_never_cancel_a_sitting():
-    # The actions' pins and the checkout's token: test_gate_jobs checks both workflows.
-    workflow = yaml.safe_load((ROOT / "ci/github/showdown-nightly.yml").read_text())
+def test_the_nightly_jobs_keep_the_store_off_command_lines_and_never_cancel_a_sitting():
+    import yaml
+
+    workflow = yaml.safe_load(jobs.GITHUB_NIGHTLY.read_text())
     assert workflow["concurrency"]["cancel-in-progress"] is False
-    for path in ["ci/github/showdown-nightly.yml", "ci/gitlab/showdown-nightly.gitlab-ci.yml"]:
-        installs = [line for line in (ROOT / path).read_text().splitlines() if "cargo install" in line]
-        assert installs and all('--rev "$SHOWDOWN_REV"' in line for line in installs), installs
+    for shell, _, _ in [github_night(), gitlab_night()]:
+        assert "--db" not in shell and "SHOWDOWN_DB" in shell

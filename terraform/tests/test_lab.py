@@ -469,8 +469,8 @@ def render(template, values):
 SHA = "0" * 63 + "1"
 
 
-def egress_domains(repository="https://github.com/showdown-bench/showdown.git"):
-    """local.egress_domains as Terraform computes it, for the default repository."""
+def egress_domains(repository="https://github.com/YOU/showdown.git"):
+    """local.egress_domains as Terraform computes it, for the repository docs/lab.md names."""
     expression = text(local("egress_domains"))
     names = re.findall(r"'(\.?[a-z0-9][a-z0-9.-]*\.[a-z]+)'", expression)
     assert 'regex("^https://([^/:@]+)/",var.showdown_repository)[0]' in expression

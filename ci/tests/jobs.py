@@ -1,0 +1,117 @@
+"""What the CI jobs' tests share: each job's own shell read from its YAML, the loadgen this tree
+builds, and a user's repository as the jobs expect it: showdown/ holding a copy of
+experiments/examples/ci/ (gate.toml, nightly.toml and the server they build), scaled down so
+that a gate or a night takes about a minute here."""
+
+import os
+import pathlib
+import shutil
+import subprocess
+
+import yaml
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+EXAMPLE = ROOT / "experiments/examples/ci"
+GITHUB_GATE = ROOT / "ci/github/showdown-gate.yml"
+GITHUB_NIGHTLY = ROOT / "ci/github/showdown-nightly.yml"
+GITLAB_GATE = ROOT / "ci/gitlab/showdown-gate.gitlab-ci.yml"
+GITLAB_NIGHTLY = ROOT / "ci/gitlab/showdown-nightly.gitlab-ci.yml"
+
+
+def loadgen():
+    """The loadgen this tree builds (`cargo build --release`, which the test command runs first)."""
+    target = pathlib.Path(os.environ.get("CARGO_TARGET_DIR", ROOT / "target"))
+    if not target.is_absolute():
+        target = ROOT / target
+    path = target / "release/loadgen"
+    assert path.is_file(), f"{path} is not built: run cargo build --release -p loadgen first"
+    return path
+
+
+def workspace_version():
+    """The workspace's version, from Cargo.toml."""
+    for line in (ROOT / "Cargo.toml").read_text().splitlines():
+        if line.startswith("version = "):
+            return line.split('"')[1]
+    raise AssertionError("Cargo.toml has no version")
+
+
+def rust_version():
+    for line in (ROOT / "Cargo.toml").read_text().splitlines():
+        if line.startswith("rust-version = "):
+            return line.split('"')[1]
+    raise AssertionError("Cargo.toml has no rust-version")
+
+
+def github(path, job, step):
+    """A GitHub job's step: its shell (run as Actions runs it, `bash -e`) and the job's env."""
+    workflow = yaml.safe_load(path.read_text())
+    spec = workflow["jobs"][job]
+    found = next(s for s in spec["steps"] if s.get("name") == step)
+    env = {k: str(v) for k, v in spec["env"].items() if not str(v).startswith("${{")}
+    return "set -e\n" + found["run"], env
+
+
+def gitlab(path, job, install):
+    """A GitLab job's script, as its runner runs it (each line in turn, stopping at the first
+    that fails), and its variables: `install` the item that installs loadgen, the rest after
+    it (True), or the install alone (False); the lines before it need GitLab's own remote."""
+    spec = yaml.safe_load(path.read_text())[job]
+    script = spec["script"]
+    at = next(i for i, item in enumerate(script) if "cargo install" in item)
+    items = [script[at]] if install else script[at + 1 :]
+    return "set -e\n" + "\n".join(items), {k: str(v) for k, v in spec["variables"].items()}
+
+
+def scaled(text, replacements):
+    """`text` with each (old, new) replaced exactly once: the example's shape is held, so a
+    change to it that the test no longer scales fails here, by name."""
+    for old, new in replacements:
+        assert text.count(old) == 1, f"the example no longer holds {old!r} once"
+        text = text.replace(old, new)
+    return text
+
+
+def git(repo, *args):
+    subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True)
+
+
+def user_repository(path, gate=None, nightly=None):
+    """A repository at `path` whose main holds showdown/ (the example's server, and the gate and
+    nightly files given, else the example's), with origin/main at that commit, as the jobs'
+    checkouts see it."""
+    showdown = path / "showdown"
+    shutil.copytree(EXAMPLE / "server", showdown / "server", ignore=shutil.ignore_patterns("gate-server"))
+    (showdown / "gate.toml").write_text(gate or (EXAMPLE / "gate.toml").read_text())
+    (showdown / "nightly.toml").write_text(nightly or (EXAMPLE / "nightly.toml").read_text())
+    git(path, "init", "-q", "-b", "main")
+    git(path, "config", "user.email", "ci@example.invalid")
+    git(path, "config", "user.name", "ci")
+    commit(path, "showdown")
+    return path
+
+
+def commit(repo, message):
+    """Commits the working tree on the current branch, and points origin/main at main."""
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "--allow-empty", "-m", message)
+    git(repo, "update-ref", "refs/remotes/origin/main", "refs/heads/main")
+
+
+def edit(path, old, new):
+    """Replaces `old` (there once) with `new` in the file at `path`."""
+    text = path.read_text()
+    assert text.count(old) == 1, f"{path} no longer holds {old!r} once"
+    path.write_text(text.replace(old, new))
+
+
+def with_loadgen(env):
+    """`env` with this tree's loadgen first on PATH, as an install would have put it."""
+    bin_dir = loadgen().parent
+    return {**env, "PATH": f"{bin_dir}:{os.environ['PATH']}"}
+
+
+def run(shell, cwd, env, timeout):
+    """The job's shell, run by bash in `cwd` with `env` (and HOME, and what git needs)."""
+    full = {"HOME": os.environ.get("HOME", str(cwd)), "LANG": "C.UTF-8", **env}
+    return subprocess.run(["bash", "-c", shell], cwd=cwd, env=full, capture_output=True, text=True, timeout=timeout)
