@@ -1038,8 +1038,9 @@ fn trusted(experiment: &Experiment, trust: &Trust, store: &str) -> Result<(), Er
             ));
         }
         if let Some(config) = &guns.ssh_config {
-            let text = read_config(config)?;
-            if let Err(refusal) = fleet::ssh::config_refusal(config, &text, trust.ssh_proxy) {
+            let refused = fleet::ssh::read_config(config)
+                .and_then(|text| fleet::ssh::config_refusal(config, &text, trust.ssh_proxy));
+            if let Err(refusal) = refused {
                 return Err(Error::Setup(redact::printable(&refusal.to_string())));
             }
         }
@@ -1064,21 +1065,6 @@ fn trusted(experiment: &Experiment, trust: &Trust, store: &str) -> Result<(), Er
         )));
     }
     Ok(())
-}
-
-/// A file's SSH config, read to be checked (at most 1 MiB: a config is a few lines).
-fn read_config(path: &std::path::Path) -> Result<String, Error> {
-    use std::io::Read;
-    let mut text = String::new();
-    std::fs::File::open(path)
-        .and_then(|f| f.take(1 << 20).read_to_string(&mut text))
-        .map_err(|e| {
-            Error::Setup(format!(
-                "[guns] ssh_config: cannot read {}: {e}",
-                redact::printable(&path.display().to_string())
-            ))
-        })?;
-    Ok(text)
 }
 
 /// A remote target's probe token is read only from a file the user named on the command line

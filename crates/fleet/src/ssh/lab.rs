@@ -102,51 +102,119 @@ pub fn resolve(lab: &Lab<'_>, dir: &Path) -> Result<Resolved, SshError> {
     })
 }
 
-/// Directives of an SSH config that would void the guns' hardening, which the command line's
-/// options cannot override (a later `-o` does not remove a forward, and a known-hosts file of
-/// the config's choosing makes `StrictHostKeyChecking=yes` check against its keys): refused in
-/// a file's `ssh_config` whatever the flags.
-const VOIDING: [&str; 12] = [
-    "userknownhostsfile",
-    "globalknownhostsfile",
-    "knownhostscommand",
-    "remoteforward",
-    "localforward",
-    "dynamicforward",
-    "permitremoteopen",
-    "tunnel",
-    "localcommand",
-    "include",
-    "match",
-    "proxyusefdpass",
+/// The directives a file's SSH config may set: who the guns are and how to sign in to them,
+/// and how the connection behaves. Anything else is refused, whatever the flags: a known-hosts
+/// file or command of the config's choosing (which `StrictHostKeyChecking=yes` would then check
+/// against), a forward, a tunnel, a local command, another file (`Include`), a condition that
+/// runs a command (`Match exec`), a library ssh loads (`PKCS11Provider`,
+/// `SecurityKeyProvider`), variables sent to the guns (`SendEnv`, `SetEnv`), a remote command:
+/// an allowlist, since ssh learns new directives and a denylist would not.
+const ALLOWED: [&str; 39] = [
+    "host",
+    "hostname",
+    "user",
+    "port",
+    "identityfile",
+    "identitiesonly",
+    "certificatefile",
+    "identityagent",
+    "addkeystoagent",
+    "addressfamily",
+    "bindaddress",
+    "bindinterface",
+    "connecttimeout",
+    "connectionattempts",
+    "serveraliveinterval",
+    "serveralivecountmax",
+    "tcpkeepalive",
+    "compression",
+    "ciphers",
+    "macs",
+    "kexalgorithms",
+    "hostkeyalgorithms",
+    "pubkeyacceptedalgorithms",
+    "pubkeyacceptedkeytypes",
+    "casignaturealgorithms",
+    "preferredauthentications",
+    "pubkeyauthentication",
+    "passwordauthentication",
+    "kbdinteractiveauthentication",
+    "batchmode",
+    "loglevel",
+    "stricthostkeychecking",
+    "checkhostip",
+    "hashknownhosts",
+    "forwardagent",
+    "forwardx11",
+    "ipqos",
+    "rekeylimit",
+    "requesttty",
 ];
 
 /// Directives that run a command or reach a host besides the gun: taken only when the user
 /// confirms them (`--trust-ssh-proxy`), as a lab behind a bastion needs.
 const PROXIES: [&str; 2] = ["proxycommand", "proxyjump"];
 
+/// The most of an SSH config that is read: a config is a few lines, and one that is larger is
+/// refused rather than read in part (ssh would read the rest).
+pub const MAX_CONFIG: u64 = 1 << 20;
+
+/// A file's SSH config, read whole to be checked: refused above [`MAX_CONFIG`].
+pub fn read_config(path: &Path) -> Result<String, SshError> {
+    use std::io::Read;
+    let mut bytes = Vec::new();
+    std::fs::File::open(path)
+        .and_then(|f| f.take(MAX_CONFIG + 1).read_to_end(&mut bytes))
+        .map_err(|error| SshError::ConfigRead {
+            path: path.to_path_buf(),
+            error,
+        })?;
+    if bytes.len() as u64 > MAX_CONFIG {
+        return Err(SshError::ConfigTooLarge(path.to_path_buf()));
+    }
+    String::from_utf8(bytes).map_err(|_| SshError::ConfigNotText(path.to_path_buf()))
+}
+
 /// Why a file's SSH config `text` (from `path`) cannot be used as it is: the first directive
-/// that voids the hardening, or a proxy the user did not confirm.
+/// that is not one of [`ALLOWED`], a proxy the user did not confirm, or a keyword ssh would
+/// read otherwise than it is written (ssh drops quotes inside a keyword: `"Match"` and
+/// `P"roxyCommand"` are Match and ProxyCommand to it).
 pub fn config_refusal(path: &Path, text: &str, proxies_confirmed: bool) -> Result<(), SshError> {
     for (n, line) in text.lines().enumerate() {
-        let line = line.trim();
+        let line = line.trim_matches(|c: char| c == ' ' || c == '\t' || c == '\r');
         if line.is_empty() || line.starts_with('#') {
             continue;
         }
-        let keyword = line
-            .split(|c: char| c.is_whitespace() || c == '=')
-            .next()
-            .unwrap_or_default()
-            .to_ascii_lowercase();
+        // ssh's keyword: up to the first space, tab or `=` (its `strdelim`).
+        let keyword = line.split([' ', '\t', '=']).next().unwrap_or_default();
         let at = format!("{} line {}", path.display(), n + 1);
-        if VOIDING.contains(&keyword.as_str()) {
-            return Err(SshError::Voiding { at, keyword });
+        if keyword.is_empty() || !keyword.chars().all(|c| c.is_ascii_alphanumeric()) {
+            return Err(SshError::Unplain { at });
         }
-        if PROXIES.contains(&keyword.as_str()) && !proxies_confirmed {
-            return Err(SshError::Proxy { at, keyword });
+        let keyword = keyword.to_ascii_lowercase();
+        if PROXIES.contains(&keyword.as_str()) {
+            if !proxies_confirmed {
+                return Err(SshError::Proxy { at, keyword });
+            }
+            continue;
+        }
+        if !ALLOWED.contains(&keyword.as_str()) {
+            return Err(SshError::Voiding { at, keyword });
         }
     }
     Ok(())
+}
+
+/// The proxies a file's SSH config sets, as lines to show (`plan`).
+pub fn config_proxies(text: &str) -> Vec<String> {
+    text.lines()
+        .map(str::trim)
+        .filter(|line| {
+            let keyword = line.split([' ', '\t', '=']).next().unwrap_or_default();
+            PROXIES.contains(&keyword.to_ascii_lowercase().as_str())
+        })
+        .map(str::to_string)
+        .collect()
 }
 
 /// A destination ssh takes as one host and nothing else: `user@host`, an address (`[::1]`
@@ -209,10 +277,28 @@ mod tests {
             ("  localforward=5432 db:5432", "localforward"),
             ("Match exec \"touch /tmp/x\"", "match"),
             ("Include ~/.ssh/other", "include"),
+            ("PKCS11Provider /tmp/x.so", "pkcs11provider"),
+            ("SecurityKeyProvider /tmp/x.so", "securitykeyprovider"),
+            ("SendEnv SHOWDOWN_DB", "sendenv"),
+            ("KnownHostsCommand /bin/cat /tmp/keys", "knownhostscommand"),
         ] {
             let text = format!("{plain}{bad}\n");
             let said = said(config_refusal(path, &text, true)).unwrap_or_default();
             assert!(said.contains(&format!("line 4 sets {word}")), "{said}");
+        }
+        // ssh unquotes a keyword: a quote in one is refused, whatever the flags.
+        for bad in [
+            "\"Match\" exec \"touch /tmp/x\"",
+            "P\"roxyCommand\" touch /tmp/x",
+            "\"RemoteForward\" 9000 /run/agent.sock",
+            "Ho\u{301}st x",
+        ] {
+            let text = format!("{plain}{bad}\n");
+            let said = said(config_refusal(path, &text, true)).unwrap_or_default();
+            assert!(
+                said.contains("line 4") && said.contains("plain"),
+                "{bad}: {said}"
+            );
         }
         let bastion = format!("{plain}  ProxyJump bastion\n");
         let refused = said(config_refusal(path, &bastion, false)).unwrap_or_default();

@@ -8,7 +8,10 @@ mod link;
 
 use std::path::{Path, PathBuf};
 
-pub use lab::{check, config_refusal, parse_ssh_guns, resolve, Lab, Resolved, LAB_STORE_ENV};
+pub use lab::{
+    check, config_proxies, config_refusal, parse_ssh_guns, read_config, resolve, Lab, Resolved,
+    LAB_STORE_ENV, MAX_CONFIG,
+};
 pub use link::SshLink;
 
 use crate::transport::{BoxFuture, Link, Transport};
@@ -45,9 +48,23 @@ pub enum SshError {
     SshGuns(#[source] serde_json::Error),
     #[error("[guns]: the lab has no guns")]
     NoGuns,
-    /// A directive of a file's SSH config (`at`: its file and line) that voids the hardening.
-    #[error("[guns] ssh_config: {at} sets {keyword}, which would void the guns' hardening (known hosts, forwards, local commands, other files): remove it from the config you give the guns")]
+    /// A directive of a file's SSH config (`at`: its file and line) that is not one a gun's
+    /// config may set.
+    #[error("[guns] ssh_config: {at} sets {keyword}, which the guns' SSH does not take from a file (it could void their hardening: known hosts, forwards, commands, libraries, other files); a file's config may set who the guns are and how to sign in: Host, HostName, User, Port, IdentityFile, timeouts and algorithms")]
     Voiding { at: String, keyword: String },
+    /// A keyword ssh would read otherwise than it is written (quoted, or not plain letters).
+    #[error("[guns] ssh_config: {at} has a keyword that is not plain letters and digits (ssh drops quotes inside a keyword, so it would read another one than is shown): write it plain")]
+    Unplain { at: String },
+    #[error("[guns] ssh_config: cannot read {}: {error}", .path.display())]
+    ConfigRead {
+        path: PathBuf,
+        #[source]
+        error: std::io::Error,
+    },
+    #[error("[guns] ssh_config: {} is over 1 MiB: a config is a few lines, and one this large is not read in part (ssh would read the rest)", .0.display())]
+    ConfigTooLarge(PathBuf),
+    #[error("[guns] ssh_config: {} is not UTF-8 text", .0.display())]
+    ConfigNotText(PathBuf),
     /// A proxy of a file's SSH config the user did not confirm.
     #[error("[guns] ssh_config: {at} sets {keyword}, which runs a command or reaches a host besides the guns: if it is your bastion, run again with --trust-ssh-proxy")]
     Proxy { at: String, keyword: String },

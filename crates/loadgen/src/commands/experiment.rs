@@ -23,9 +23,15 @@ fn read(cells: &CellArgs) -> Result<(Experiment, Plan), Error> {
     }
     let options = plan_options(cells);
     let plan = experiment::plan::plan(&experiment, &options).map_err(|error| match error {
-        // What the flags asked for (--scale, --only) is a usage error; the rest is the file's.
+        // What the flags asked for (--scale, --only, --repetitions) is a usage error; the rest
+        // is the file's.
         PlanError::Scale(_) | PlanError::NoCellMatches => {
             Error::Usage(format!("{}: {error}", cells.file.display()))
+        }
+        PlanError::Repetitions | PlanError::CompareRounds(_) | PlanError::SearchRepetitions(_)
+            if cells.repetitions.is_some() =>
+        {
+            Error::Usage(format!("{}: --repetitions: {error}", cells.file.display()))
         }
         error => Error::Plan {
             file: cells.file.clone(),
@@ -47,6 +53,33 @@ fn short(d: Duration) -> String {
     humantime::format_duration(Duration::from_secs(d.as_secs().max(1))).to_string()
 }
 
+/// What a file's SSH config does, as `plan` says it: checked as a run checks it (the
+/// directives a gun's config may set, a proxy shown with what it runs), or why it is refused.
+fn ssh_config_lines(path: &std::path::Path, trust: &Trust) -> Vec<String> {
+    let checked = fleet::ssh::read_config(path)
+        .and_then(|text| fleet::ssh::config_refusal(path, &text, true).map(|()| text));
+    match checked {
+        Err(refusal) => vec![format!("refuses {refusal}")],
+        Ok(text) => {
+            let mut lines = vec![format!(
+                "checks  the SSH config {}: it sets only who the guns are and how to sign in (Host, HostName, User, Port, IdentityFile, timeouts, algorithms)",
+                path.display()
+            )];
+            let confirmed = if trust.ssh_proxy {
+                " (confirmed: --trust-ssh-proxy)"
+            } else {
+                " (run needs --trust-ssh-proxy)"
+            };
+            for proxy in fleet::ssh::config_proxies(&text) {
+                lines.push(format!(
+                    "runs    `{proxy}`, the SSH config's proxy{confirmed}"
+                ));
+            }
+            lines
+        }
+    }
+}
+
 /// Runs an `experiment` command.
 pub async fn run(args: &ExperimentArgs, shutdown: &Shutdown) -> Result<RunEnd, Error> {
     match &args.command {
@@ -58,6 +91,17 @@ pub async fn run(args: &ExperimentArgs, shutdown: &Shutdown) -> Result<RunEnd, E
             print!("{}", needed_text(&needed));
             if let Some(why) = experiment::tools::missing(&needed) {
                 return Err(Error::MissingTools(why));
+            }
+            // A file's SSH config the run would refuse (its proxies wait for the flag).
+            if let Some(path) = experiment
+                .file
+                .guns
+                .as_ref()
+                .and_then(|g| g.ssh_config.as_ref())
+            {
+                fleet::ssh::read_config(path)
+                    .and_then(|text| fleet::ssh::config_refusal(path, &text, true))
+                    .map_err(|e| Error::Guns(e.into()))?;
             }
             // Each ref resolved as a run would resolve it: one that names nothing fails here.
             for (target, reference, commit) in
@@ -481,9 +525,14 @@ pub fn reach_text(experiment: &Experiment, trust: &Trust) -> String {
                     k.advertise.as_deref().unwrap_or(&k.listen)
                 ));
             }
-            None => lines.push(format!(
-                "sends   every order over SSH to {hosts}{config}, signed in by your SSH agent{confirm}"
-            )),
+            None => {
+                lines.push(format!(
+                    "sends   every order over SSH to {hosts}{config}, signed in by your SSH agent{confirm}"
+                ));
+                if let Some(path) = &guns.ssh_config {
+                    lines.extend(ssh_config_lines(path, trust));
+                }
+            }
         }
         if let Some(loadgen) = &guns.loadgen {
             lines.push(format!("runs    {loadgen} on the guns"));

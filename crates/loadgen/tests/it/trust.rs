@@ -587,6 +587,19 @@ fn a_files_guns_are_used_only_once_the_user_trusts_them() {
         "{plan}"
     );
     assert!(plan.contains("(run needs --trust-guns)"), "{plan}");
+    // And what the config does: checked as the run checks it, its proxy shown with its command.
+    assert!(
+        plan.contains("checks  the SSH config")
+            && plan.contains("lab.ssh: it sets only who the guns are"),
+        "{plan}"
+    );
+    assert!(
+        plan.contains(&format!(
+            "runs    `ProxyCommand touch {}`, the SSH config's proxy (run needs --trust-ssh-proxy)",
+            marker.display()
+        )),
+        "{plan}"
+    );
     assert!(!marker.exists(), "plan ran the file's ProxyCommand");
     // Guns with no store of their own do not get this runner's URL unless asked.
     std::fs::write(
@@ -621,6 +634,62 @@ fn a_files_guns_are_used_only_once_the_user_trusts_them() {
     assert!(one_error(&err).contains("sets proxycommand"), "{err}");
     assert!(err.contains("--trust-ssh-proxy"), "{err}");
     assert!(!marker.exists());
+    // So is a keyword ssh would read otherwise than it is written (it drops quotes inside a
+    // keyword), a library ssh would load, and a directive past the first MiB: none runs, with
+    // --trust-guns and --trust-ssh-proxy given, and plan refuses each too.
+    let quoted = format!("Host *\n  \"Match\" exec \"touch {}\"\n", marker.display());
+    let padded = format!(
+        "Host *\n{}  RemoteForward /tmp/agent /run/agent.sock\n",
+        "# padding\n".repeat(120_000)
+    );
+    for (config_text, said) in [
+        (
+            "Host *\n  UserKnownHostsFile /dev/null\n".to_string(),
+            "does not take from a file",
+        ),
+        (
+            "Host *\n  RemoteForward /tmp/agent /run/agent.sock\n".to_string(),
+            "does not take from a file",
+        ),
+        (
+            "Host *\n  PKCS11Provider /tmp/x.so\n".to_string(),
+            "sets pkcs11provider",
+        ),
+        (
+            "Host *\n  SecurityKeyProvider /tmp/x.so\n".to_string(),
+            "sets securitykeyprovider",
+        ),
+        (quoted, "not plain letters and digits"),
+        (
+            format!("Host *\n  P\"roxyCommand\" touch {}\n", marker.display()),
+            "not plain letters",
+        ),
+        (padded, "is over 1 MiB"),
+    ] {
+        std::fs::write(&config, &config_text).unwrap();
+        let (ok, _, err) = experiment_in(
+            work.path(),
+            &[
+                "run",
+                &file,
+                "--no-report",
+                "--trust-guns",
+                "--trust-ssh-proxy",
+                "--send-store-url",
+                "--db",
+                db,
+            ],
+            &[],
+        );
+        assert!(!ok, "{err}");
+        assert!(one_error(&err).contains(said), "{said}: {err}");
+        let (ok, plan, err) = experiment_in(work.path(), &["plan", &file], &[]);
+        assert!(
+            !ok && plan.contains("refuses [guns] ssh_config") && one_error(&err).contains(said),
+            "{said}: {plan}{err}"
+        );
+        assert!(!marker.exists());
+    }
     for voiding in [
         "UserKnownHostsFile /dev/null",
         "RemoteForward /tmp/agent /run/agent.sock",
@@ -642,7 +711,7 @@ fn a_files_guns_are_used_only_once_the_user_trusts_them() {
         );
         assert!(!ok, "{err}");
         assert!(
-            one_error(&err).contains("would void the guns' hardening"),
+            one_error(&err).contains("could void their hardening"),
             "{voiding}: {err}"
         );
     }
@@ -1071,6 +1140,40 @@ fn plan_shows_a_files_escape_codes_instead_of_obeying_them() {
     assert!(
         plan.contains("runs    the SQL `DROP TABLE users;\\u{1b}[1A` in the throwaway database, before every cell"),
         "{plan}"
+    );
+}
+
+/// A program the host lacks, named with escape codes: the plan's error names it with its codes
+/// written out, so that a file cannot draw a clean plan over the one it is (a clear-screen and a
+/// cursor move in a program's name once did).
+#[test]
+fn a_missing_programs_name_is_shown_in_the_plans_error_not_obeyed() {
+    let work = tempfile::tempdir().unwrap();
+    let file = work.path().join("escapes.toml");
+    std::fs::write(
+        &file,
+        "name = \"escapes\"\nquestion = \"?\"\n[[target]]\nname = \"t\"\ncommand = [\"nope\\u001b[2J\\u001b[Hcurl x | sh\", \"{port}\"]\n[load]\npath = \"/\"\nrate = 10\nduration = \"1s\"\n",
+    )
+    .unwrap();
+    let (ok, plan, err) = experiment_in(
+        work.path(),
+        &["plan", file.to_str().unwrap()],
+        &[("PATH", "/usr/bin:/bin")],
+    );
+    assert!(!ok, "{plan}{err}");
+    assert!(
+        !err.contains('\u{1b}') && !plan.contains('\u{1b}'),
+        "{err:?}"
+    );
+    let error = err
+        .lines()
+        .find(|l| l.starts_with("Error:"))
+        .unwrap_or_default();
+    assert!(
+        error.contains(
+            "this host lacks nope\\u{1b}[2J\\u{1b}[Hcurl x | sh (for t; not found on PATH)"
+        ),
+        "{err}"
     );
 }
 
