@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Every command line the docs show, held to the tools' own --help; every relative link, to a file.
+"""Every command line the docs show or the tools suggest, held to the tools' own --help; every
+relative link, to a file; a manual page for every command.
 
     python3 scripts/check-docs.py [--root DIR] [--bin DIR]
 
@@ -10,6 +11,12 @@ after `cargo run --release -p NAME --`, `target/release/NAME`, `taskset -c CPUS`
 gives must be in the help of the deepest one. A relative link must name a file that exists, and
 an anchor into a Markdown file one of its headings (GitHub's rule for their ids). Prints one
 line per mismatch and exits 1 if there is any; the binaries come from --bin (target/release).
+
+The tools' own suggestions are held the same way: a backquoted command line in any command's
+--help, or in a string of the tools' source (an error's "run `loadgen …`"), outside tests. And
+`loadgen man` must hold a page for every visible command, to any depth. No command line may
+put a secret where every local user can read it: `$SHOWDOWN_DB` or another secret variable, a
+password in a URL, a secret header's value.
 """
 
 import argparse
@@ -25,7 +32,14 @@ TOOLS = ("loadgen", "probe", "report")
 PREFIXES = [
     re.compile(r"^cargo run (?:--release )?-p (loadgen|probe|report) -- "),
     re.compile(r"^(?:\./)?target/release/(loadgen|probe|report) "),
+    re.compile(r"^\./(loadgen|probe|report) "),
 ]
+# A secret on a command line, which every local user can read (ps, /proc/PID/cmdline): the
+# store's URL or the headers from the variables that hold them, a password in a URL, a secret
+# header's value.
+SECRET_VARIABLES = re.compile(r"\$\{?(SHOWDOWN_DB|SHOWDOWN_HEADERS|DATABASE_URL|PGPASSWORD)\b")
+PASSWORD_IN_URL = re.compile(r"://[^/@\s:]+:[^/@\s]+@")
+SECRET_HEADER = re.compile(r"^\s*(authorization|proxy-authorization|cookie|x-api-key|api-key|x-auth-token)\s*:", re.I)
 WRAPPERS = [
     re.compile(r"^(?:sudo |env (?:[A-Z_]+=\S+ )*)"),
     re.compile(r"^taskset -c \S+ "),
@@ -132,11 +146,27 @@ def tokens(rest):
     return out
 
 
+def secrets_in(words):
+    """Why a command line puts a secret where every local user reads it (a list of sentences)."""
+    found = []
+    for i, w in enumerate(words):
+        if SECRET_VARIABLES.search(w):
+            found.append(f"{w} puts a secret on the command line: leave it to the environment")
+        elif PASSWORD_IN_URL.search(w):
+            found.append("a password in a URL on the command line: give the store as SHOWDOWN_DB")
+        elif i > 0 and words[i - 1] in ("-H", "--header") and SECRET_HEADER.match(w):
+            found.append("a secret header on the command line: give it in SHOWDOWN_HEADERS")
+    return found
+
+
 def check_command(bin_dir, tool, rest):
     """What is wrong with one command line (a list of sentences)."""
     words = tokens(rest)
     if words is None:
         return []
+    secrets = secrets_in(words)
+    if secrets:
+        return secrets
     path = [tool]
     text = help_of(bin_dir, tuple(path))
     if text is None:
@@ -256,6 +286,62 @@ def check(root, bin_dir):
     return commands, problems
 
 
+def command_paths(bin_dir, tool):
+    """Every visible command of `tool`, as paths from it: (tool,), (tool, "runs"), (tool,
+    "runs", "show"), …"""
+    found, stack = [], [(tool,)]
+    while stack:
+        path = stack.pop()
+        found.append(path)
+        text = help_of(bin_dir, path) or ""
+        stack.extend(path + (s,) for s in sorted(subcommands(text)) if s != "help")
+    return sorted(found)
+
+
+def check_man(bin_dir):
+    """`loadgen man` holds a page for every visible command, to any depth (`loadgen-runs-show`)."""
+    out = subprocess.run([str(pathlib.Path(bin_dir) / "loadgen"), "man"], capture_output=True, text=True, timeout=60, check=False)
+    if out.returncode != 0:
+        return ["`loadgen man` fails"]
+    pages = set(re.findall(r"^\.TH (\S+) ", out.stdout, re.M))
+    return [
+        f"`loadgen man` has no page {'-'.join(path)} for `{' '.join(path)}`"
+        for path in command_paths(bin_dir, "loadgen")
+        if "-".join(path) not in pages
+    ]
+
+
+def check_suggestions(root, bin_dir):
+    """Every command line a tool suggests, in its --help or in the messages its source writes
+    (a backquoted `loadgen …`, `probe …` or `report …`), held to the tools' --help as the docs'
+    are: a suggestion that names no such command or flag sends its reader nowhere."""
+    problems, seen = [], 0
+    for tool in TOOLS:
+        for path in command_paths(bin_dir, tool):
+            for span in re.findall(r"`([^`\n]+)`", help_of(bin_dir, path) or ""):
+                found = command_of(span)
+                if found:
+                    seen += 1
+                    problems += [f"`{' '.join(path)} --help`: `{span}`: {why}" for why in check_command(bin_dir, *found)]
+    for source in sorted((root / "crates").rglob("*.rs")):
+        if "tests" in source.parts or "benches" in source.parts:
+            continue
+        text = source.read_text(encoding="utf-8")
+        # Code under #[cfg(test)] is the tests', not a message to a user.
+        text = text.split("#[cfg(test)]", 1)[0]
+        for number, line in enumerate(text.splitlines(), 1):
+            if line.lstrip().startswith("//"):
+                continue
+            for literal in re.findall(r'"((?:[^"\\]|\\.)*)"', line):
+                for span in re.findall(r"`([^`]+)`", literal):
+                    found = command_of(span)
+                    if found:
+                        seen += 1
+                        where = f"{source.relative_to(root)}:{number}"
+                        problems += [f"{where}: `{span}`: {why}" for why in check_command(bin_dir, *found)]
+    return seen, problems
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     here = pathlib.Path(__file__).resolve().parent.parent
@@ -267,9 +353,14 @@ def main():
             print(f"check-docs: no {args.bin / tool}: build it (cargo build --release -p {tool})", file=sys.stderr)
             return 2
     commands, problems = check(args.root.resolve(), args.bin.resolve())
+    suggested, wrong = check_suggestions(args.root.resolve(), args.bin.resolve())
+    problems += wrong + check_man(args.bin.resolve())
     for p in problems:
         print(p)
-    print(f"check-docs: {commands} command lines, {len(problems)} mismatches", file=sys.stderr)
+    print(
+        f"check-docs: {commands} command lines in the docs, {suggested} suggested by the tools, {len(problems)} mismatches",
+        file=sys.stderr,
+    )
     return 1 if problems else 0
 
 

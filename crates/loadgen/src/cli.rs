@@ -33,6 +33,17 @@ Environment:
 /// rate it is the pool's cap (wrk2's `-c`), which the command line spells `--max-connections`.
 pub fn hint(error: &clap::Error) -> Option<&'static str> {
     let text = error.to_string();
+    // `capacity --rate`: a search chooses its rates; clap's nearest flag (`--targets`) is not
+    // what was meant.
+    if error.kind() == clap::error::ErrorKind::UnknownArgument
+        && text.contains("'--rate'")
+        && text.contains("capacity")
+    {
+        return Some(
+            "capacity searches for the rate: give --start R for its first (and --min-rate, \
+             --max-rate); a fixed rate is `loadgen attack --rate R`",
+        );
+    }
     let open = [
         "--rate",
         "--steps",
@@ -825,8 +836,10 @@ pub struct CapacityArgs {
     #[arg(long, value_name = "ORIGIN", value_parser = parse_origin, conflicts_with = "searches")]
     pub against: Vec<String>,
 
-    /// After the search, check its figure: N blocks of one step at each of C_0.75, C_0.5 and
-    /// C_0.25 from its fit (each block in a seeded random order), then the search again. Says
+    /// After the search, check its figure: N blocks of one step at each of five rates fixed
+    /// before the first block, the two ends of C_0.5's 95 % interval and C_0.75, C_0.5 and
+    /// C_0.25 of its fitted curve (each block in a seeded random order), then the search
+    /// again. Says
     /// whether the server passed as often as the fit says (and which way not), on the search's
     /// page too. 30 blocks tell a figure 5 % off at a knee 10 % wide.
     #[arg(long, value_name = "N", default_value = "0", value_parser = parse_check, conflicts_with_all = ["searches", "against"])]

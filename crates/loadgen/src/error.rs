@@ -159,3 +159,60 @@ pub enum Error {
         source: io::Error,
     },
 }
+
+impl Error {
+    /// The exit code this error ends a command with: 2 for a bad command line (flags that do
+    /// not go together or are missing, a value that cannot be used, a file a flag names that is
+    /// not there, the environment variable standing for a flag), as clap's own refusals; 1 for
+    /// anything else (what a file says, a store, a target, a gun, the host). `command_line` is false for `loadgen order` and
+    /// `loadgen gun`, whose orders come from a pipe: there a refused order is 1.
+    pub fn exit_code(&self, command_line: bool) -> u8 {
+        use crate::prepare::Refusal as R;
+        let bad = match self {
+            Error::Usage(_) => return 2,
+            _ if !command_line => false,
+            Error::Refused(r) => matches!(
+                r,
+                R::Connections { .. }
+                    | R::Timeout
+                    | R::PoissonBatched
+                    | R::Threads(_)
+                    | R::PoissonClosed
+                    | R::ClosedWithoutEnd
+                    | R::RateWithoutEnd
+                    | R::Interval
+                    | R::Shard
+                    | R::TokenWithoutTrust
+                    | R::ProbesWithoutStore
+                    | R::Fingerprint(_)
+                    | R::RateRange
+                    | R::CheckBlocks { .. }
+                    | R::CompareWithGuns
+            ),
+            Error::Schedule(_) => true,
+            Error::Request(e) => matches!(
+                e,
+                RequestError::BadUrl { .. }
+                    | RequestError::UserInfo { .. }
+                    | RequestError::BadHeader(_)
+                    | RequestError::BadMethod(_)
+                    | RequestError::Template { .. }
+                    | RequestError::TwoBodies
+                    // A file a flag names that is not there to read.
+                    | RequestError::BodyFile { .. }
+                    | RequestError::TargetsFile { .. }
+            ),
+            // The same, for the files `--hdr-log`, `--probe-token-file` and `--probe-ca` name.
+            Error::HdrLog { .. } | Error::TokenFile(_) | Error::ProbeCa { .. } => true,
+            Error::Attack(AttackError::StartAt(_)) => true,
+            Error::Store(store::StoreError::BadUrl { .. }) => true,
+            Error::Guns(fleet::FleetError::UnsharedStore) => true,
+            _ => false,
+        };
+        if bad {
+            2
+        } else {
+            1
+        }
+    }
+}

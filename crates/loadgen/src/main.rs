@@ -22,19 +22,21 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    // `loadgen order` and `loadgen gun` read their orders from a pipe, not the command line.
+    let command_line = !matches!(
+        cli.command,
+        loadgen::cli::Command::Order | loadgen::cli::Command::Gun(_)
+    );
     match loadgen::run(cli, loadgen::Shutdown::new()) {
         Ok(end) => ExitCode::from(end.exit_code()),
         Err(e) => {
+            // One line, its secrets out and its escapes written out rather than obeyed: an
+            // error may carry a name from a file, a store or a gun.
             eprintln!(
                 "Error: {}",
-                redact::text(&probe::cli::flatten(&e.to_string()))
+                redact::printable(&redact::text(&probe::cli::flatten(&e.to_string())))
             );
-            // Flags that do not go together are a bad command line, as clap's own refusals are.
-            ExitCode::from(if matches!(e, loadgen::Error::Usage(_)) {
-                2
-            } else {
-                1
-            })
+            ExitCode::from(e.exit_code(command_line))
         }
     }
 }

@@ -158,7 +158,8 @@ pub struct Search {
     #[serde(default = "sixteen")]
     pub rounds: u32,
     /// Blocks of a calibration check run after a single search (0: none): one step at each of
-    /// C_0.75, C_0.5 and C_0.25 from its fit per block, then the search again.
+    /// five rates of its fit per block (the two ends of C_0.5's interval, C_0.75, C_0.5 and
+    /// C_0.25), then the search again.
     #[serde(default)]
     pub check: u32,
 }

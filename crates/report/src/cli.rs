@@ -13,7 +13,7 @@ use crate::tables::Format;
 #[command(name = "report", version, about, long_about = None)]
 pub struct Cli {
     /// The store: a SQLite file (sqlite://PATH) or a Postgres URL (postgres://…).
-    #[arg(long, env = "SHOWDOWN_DB", default_value = store::DEFAULT_URL, value_name = "URL")]
+    #[arg(long, env = "SHOWDOWN_DB", hide_env_values = true, default_value = store::DEFAULT_URL, value_name = "URL")]
     pub db: String,
 
     /// The directory the pages go to (created if needed; pages already there are replaced).

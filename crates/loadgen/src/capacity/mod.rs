@@ -16,8 +16,8 @@
 //!   their figures.
 //! - [`repeat`]: searches repeated, their steps pooled into one estimate, until its interval
 //!   is narrow enough or a budget is spent.
-//! - [`check`]: a search's calibration check: blocks of one step at three levels of its fit,
-//!   then the search again.
+//! - [`check`]: a search's calibration check: blocks of one step at five rates of its fit
+//!   (the two ends of C_0.5's interval, C_0.75, C_0.5 and C_0.25), then the search again.
 //! - [`bracket`]: where the coarse search goes next, from the verdicts.
 //! - [`updown`]: where the steps beside the knee go: the biased-coin up-and-down rule.
 //! - [`step`]: one step run and judged by the generator; the recovery between steps; the

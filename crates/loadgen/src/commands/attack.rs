@@ -22,7 +22,7 @@ pub async fn run(
     if let Some(t) = slo.server_terms().next() {
         if keeping.probes.is_empty() {
             return Err(Error::Usage(format!(
-                "--slo {t}: the server's own figure, read by the probe that watches it: give --probe HOST:PORT (loadgen probe --pid PID on the server's host)"
+                "--slo {t}: the server's own figure, read by the probe that watches it: give --probe HOST:PORT (`probe serve --pid PID` on the server's host)"
             )));
         }
     }

@@ -15,20 +15,25 @@ pub fn completions(shell: clap_complete::Shell) -> Result<RunEnd, Error> {
     print(&out)
 }
 
-/// Prints loadgen's manual page, its subcommands' after it, as roff.
+/// Prints loadgen's manual page and every command's after it, to any depth (`loadgen-runs-show`,
+/// `loadgen-experiment-run`), as roff: one page a command, each with its own flags.
 pub fn man() -> Result<RunEnd, Error> {
-    let command = Cli::command();
+    let mut command = Cli::command().disable_help_subcommand(true);
+    command.build();
     let mut out = Vec::new();
-    clap_mangen::Man::new(command.clone())
-        .render(&mut out)
+    pages(&command, "loadgen", &mut out)?;
+    print(&out)
+}
+
+/// `command`'s page, named `name`, then its visible subcommands' pages, depth first.
+fn pages(command: &clap::Command, name: &str, out: &mut Vec<u8>) -> Result<(), Error> {
+    clap_mangen::Man::new(command.clone().name(name.to_string()))
+        .render(out)
         .map_err(written)?;
     for sub in command.get_subcommands().filter(|s| !s.is_hide_set()) {
-        let name = format!("loadgen-{}", sub.get_name());
-        clap_mangen::Man::new(sub.clone().name(name))
-            .render(&mut out)
-            .map_err(written)?;
+        pages(sub, &format!("{name}-{}", sub.get_name()), out)?;
     }
-    print(&out)
+    Ok(())
 }
 
 fn written(source: std::io::Error) -> Error {

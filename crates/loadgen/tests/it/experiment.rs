@@ -1916,5 +1916,30 @@ fn the_gate_example_plans_with_the_ci_jobs_own_refs() {
             said.contains("base") && said.contains("pr"),
             "{job}: {said}"
         );
+        assert!(
+            said.contains("builds  base at HEAD = commit "),
+            "{job}: {said}"
+        );
     }
+    // A ref that names no commit fails the plan, as it would fail the run, in one line that
+    // names the target, the ref and what to do.
+    let out = Command::new(LOADGEN)
+        .args([
+            "experiment",
+            "plan",
+            &file,
+            "--ref",
+            "base=origin/no-such-branch",
+        ])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{said}");
+    assert!(
+        said.contains("target \"base\": ref \"origin/no-such-branch\": no such commit")
+            && said.contains("fetch it first")
+            && said.lines().count() == 1,
+        "{said}"
+    );
 }
