@@ -439,7 +439,7 @@ name = "{name}"
 question = "Do the Job's pods fire one schedule together?"
 [guns]
 threads = 1
-kubernetes = {{ count = {count}, image = "showdown/loadgen:twin", listen = "{KUBE_LISTEN}", advertise = "{KUBE_ADVERTISE}", job = "{name}", manifest = "{tmp_path / 'job.yaml'}", wait = "{wait}" }}
+kubernetes = {{ count = {count}, image = "showdown/loadgen:twin", listen = "{KUBE_LISTEN}", advertise = "{KUBE_ADVERTISE}", job = "{name}", manifest = "job.yaml", wait = "{wait}" }}
 
 {go_target(env, duration)}
 [matrix]

@@ -227,12 +227,27 @@ impl ExperimentFile {
     }
 }
 
+impl ExperimentFile {
+    /// The files of the user's machine the runner writes for this file where the file says:
+    /// its Kubernetes guns' `manifest`. Held inside the file's directory as the files it reads
+    /// are ([`inside`]).
+    pub fn written_files(&self) -> Vec<(String, PathBuf)> {
+        self.guns
+            .as_ref()
+            .and_then(|g| g.kubernetes.as_ref())
+            .and_then(|k| k.manifest.clone())
+            .map(|m| ("[guns] kubernetes manifest".to_string(), m))
+            .into_iter()
+            .collect()
+    }
+}
+
 /// Why a file an experiment file names is not read; each says the fix.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum NamedFileError {
     #[error("{path} passes through the symbolic link {link}, which is never followed: name the file itself, inside the experiment file's directory")]
     Link { path: String, link: String },
-    #[error("{0} is outside the experiment file's directory: a file reads only what lies beside it; copy it there and name it relative to the file")]
+    #[error("{0} is outside the experiment file's directory: a file reads and writes only what lies beside it; name it relative to the file, inside its directory")]
     Outside(String),
 }
 
@@ -1894,6 +1909,14 @@ mod tests {
             (", advertise = \"10.0.0.5\"", "is not host:port"),
             (", wait = \"soon\"", "is not a duration"),
             (", token = \"x\"", "unknown field"),
+            (
+                ", manifest = \"/tmp/x.yaml\"",
+                "outside the experiment file's directory",
+            ),
+            (
+                ", manifest = \"../x.yaml\"",
+                "outside the experiment file's directory",
+            ),
         ] {
             let e = k(fields).unwrap_err().to_string();
             assert!(e.contains(says), "{fields}: {e}");
@@ -1901,7 +1924,11 @@ mod tests {
         let zero = guns("kubernetes = { count = 0, image = \"i\", listen = \"h:1\" }\n")
             .unwrap_err()
             .to_string();
-        assert!(zero.contains("count must be 1 or more"), "{zero}");
+        assert!(zero.contains("count must be 1 to 1000"), "{zero}");
+        let huge = guns("kubernetes = { count = 4294967295, image = \"i\", listen = \"h:1\" }\n")
+            .unwrap_err()
+            .to_string();
+        assert!(huge.contains("count must be 1 to 1000"), "{huge}");
         let both =
             guns("ssh = [\"g\"]\nkubernetes = { count = 1, image = \"i\", listen = \"h:1\" }\n")
                 .unwrap_err()

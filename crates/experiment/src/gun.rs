@@ -290,17 +290,10 @@ impl Attack {
     }
 }
 
-/// Writes a file only its owner may read (a request's query and body, a probe's token).
+/// Writes a file only its owner may read (a request's query and body, a probe's token), whole
+/// and never through a link (`probe::files`).
 pub fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    use std::io::Write;
-    use std::os::unix::fs::OpenOptionsExt;
-    std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(0o600)
-        .open(path)?
-        .write_all(bytes)
+    probe::files::replace(path, bytes, 0o600)
 }
 
 /// Why an attack could not be fired (not why it failed: that is [`Fired`]).

@@ -93,6 +93,8 @@ impl KubernetesSpec {
 pub enum GunsError {
     #[error("[guns]: kubernetes = {{ … }} names the guns alone: drop ssh, from, ssh_config and loadgen (the pods run their image's loadgen)")]
     KubernetesAlone,
+    #[error("[guns] kubernetes: manifest {0:?} is outside the experiment file's directory: a file writes only beside itself; name it relative to the file, without ..")]
+    ManifestOutside(String),
     #[error(transparent)]
     Fleet(#[from] fleet::FleetError),
 }
@@ -135,6 +137,19 @@ impl GunsSpec {
                 || self.loadgen.is_some())
         {
             return Err(GunsError::KubernetesAlone);
+        }
+        if let Some(manifest) = self.kubernetes.as_ref().and_then(|k| k.manifest.as_ref()) {
+            use std::path::Component;
+            if manifest.components().any(|c| {
+                matches!(
+                    c,
+                    Component::RootDir | Component::Prefix(_) | Component::ParentDir
+                )
+            }) {
+                return Err(GunsError::ManifestOutside(redact::printable(
+                    &manifest.display().to_string(),
+                )));
+            }
         }
         fleet::check(&self.guns()).map_err(GunsError::from)
     }

@@ -2,6 +2,44 @@
 //! and its last words, from its standard error. Why a run could not be fired at all is a
 //! [`crate::FleetError`]; why a gun's shard came to nothing, a [`crate::ShotError`].
 
+use tokio::io::{AsyncRead, AsyncReadExt};
+
+/// The most of a generator's standard output kept: its one outcome line (`order::MAX_LINE`)
+/// and the newline after it.
+pub(crate) const KEEP_OUTPUT: usize = order::MAX_LINE as usize + 1;
+
+/// The most of a generator's standard error kept: its last words, the tail of it.
+pub(crate) const KEEP_ERRORS: usize = 64 << 10;
+
+/// What a generator, a gun or a pod wrote on `from`, read to its end but kept within `keep`
+/// bytes (its head for an outcome, its tail for last words): a peer that writes without end
+/// costs the runner no more memory than that, and is still drained so that it never blocks.
+pub(crate) async fn read_capped<R: AsyncRead + Unpin>(
+    from: &mut R,
+    keep: usize,
+    tail: bool,
+) -> Vec<u8> {
+    let mut kept = Vec::new();
+    let mut chunk = vec![0u8; 64 << 10];
+    loop {
+        let n = match from.read(&mut chunk).await {
+            Ok(0) | Err(_) => break,
+            Ok(n) => n,
+        };
+        let read = chunk.get(..n).unwrap_or_default();
+        if tail {
+            kept.extend_from_slice(read);
+            if kept.len() > keep {
+                kept.drain(..kept.len() - keep);
+            }
+        } else if kept.len() < keep {
+            let room = keep - kept.len();
+            kept.extend_from_slice(read.get(..room.min(n)).unwrap_or_default());
+        }
+    }
+    kept
+}
+
 /// What one attack came to.
 #[derive(Debug, Clone)]
 pub struct Fired {
@@ -53,5 +91,22 @@ impl Fired {
             },
             self.said
         )
+    }
+}
+
+#[cfg(test)]
+mod capped_tests {
+    #![allow(clippy::unwrap_used)]
+
+    /// A peer that writes 10 MiB keeps only the head (or the tail) asked for, read to its end.
+    #[tokio::test]
+    async fn output_beyond_the_cap_is_read_and_dropped() {
+        let bytes: Vec<u8> = (0..10 << 20).map(|i| (i % 251) as u8).collect();
+        let head = super::read_capped(&mut &bytes[..], 1000, false).await;
+        assert_eq!(head, bytes[..1000]);
+        let tail = super::read_capped(&mut &bytes[..], 1000, true).await;
+        assert_eq!(tail, bytes[bytes.len() - 1000..]);
+        let short = super::read_capped(&mut &b"ok\n"[..], 1000, true).await;
+        assert_eq!(short, b"ok\n");
     }
 }

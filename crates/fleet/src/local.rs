@@ -15,7 +15,7 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use order::Order;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncWriteExt;
 
 use crate::FleetError;
 
@@ -143,18 +143,16 @@ impl Local {
         let mut stderr = child.stderr.take();
         let waiting = async {
             let read_out = async {
-                let mut buf = Vec::new();
-                if let Some(o) = stdout.as_mut() {
-                    let _ = o.read_to_end(&mut buf).await;
+                match stdout.as_mut() {
+                    Some(o) => crate::fired::read_capped(o, crate::fired::KEEP_OUTPUT, false).await,
+                    None => Vec::new(),
                 }
-                buf
             };
             let read_err = async {
-                let mut buf = Vec::new();
-                if let Some(e) = stderr.as_mut() {
-                    let _ = e.read_to_end(&mut buf).await;
+                match stderr.as_mut() {
+                    Some(e) => crate::fired::read_capped(e, crate::fired::KEEP_ERRORS, true).await,
+                    None => Vec::new(),
                 }
-                buf
             };
             let (o, e) = tokio::join!(read_out, read_err);
             (o, e, child.wait().await)

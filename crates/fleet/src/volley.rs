@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use order::{GunRequest, Order};
 use store::run::now_ns;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncWriteExt;
 
 use crate::ready::ReadyGun;
 use crate::transport::{Link, Session, Transport};
@@ -264,16 +264,8 @@ async fn shoot(
             .map_err(ShotError::Send)?;
         let _ = s.flush().await;
     }
-    let read_out = async {
-        let mut buf = Vec::new();
-        let _ = output.read_to_end(&mut buf).await;
-        buf
-    };
-    let read_err = async {
-        let mut buf = Vec::new();
-        let _ = errors.read_to_end(&mut buf).await;
-        buf
-    };
+    let read_out = crate::fired::read_capped(&mut output, crate::fired::KEEP_OUTPUT, false);
+    let read_err = crate::fired::read_capped(&mut errors, crate::fired::KEEP_ERRORS, true);
     let waiting = async {
         let (o, e) = tokio::join!(read_out, read_err);
         (o, e, ended.await)

@@ -5,6 +5,11 @@ use std::process::ExitCode;
 use clap::Parser;
 
 fn main() -> ExitCode {
+    // Not dumpable before anything else (its order may already wait on standard input): the
+    // built-in target alone is left readable, its figures come from its /proc files.
+    if std::env::args_os().nth(1).is_none_or(|a| a != "target") {
+        probe::keep_secrets_in();
+    }
     let cli = match loadgen::Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) if !e.use_stderr() => {

@@ -7,6 +7,18 @@ use crate::keep::{Executed, Keeping};
 use crate::{Error, Summary};
 use analysis::summary::SummaryText as _;
 
+/// Text for a terminal whose names came from a store, a file or a gun: each line shown as
+/// itself, its escapes (a clear-screen, a cursor move, a bidirectional override) written out
+/// rather than obeyed, the line breaks kept.
+pub fn shown(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for line in text.lines() {
+        out.push_str(&redact::printable(line));
+        out.push('\n');
+    }
+    out
+}
+
 /// How to run this program again as typed: `loadgen` when that is what `PATH` finds, else this
 /// executable's path (relative to the working directory when it is below it), as after
 /// `cargo run`, which leaves `loadgen` off `PATH`.

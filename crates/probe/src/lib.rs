@@ -23,7 +23,8 @@
 //! - [`tls`]: the stream's TLS: certificates, fingerprints, pinning; [`token`]: a token file,
 //!   read one way everywhere.
 //! - [`clock`]: the host's clocks in nanoseconds; [`cpus`]: CPU lists and `/proc/stat`'s ticks,
-//!   read here once for every crate.
+//!   read here once for every crate; [`files`]: a file written whole in place of its name (a
+//!   key, a token, a manifest, a page), never through a link.
 
 pub mod activity;
 pub mod buffer;
@@ -32,6 +33,7 @@ pub mod client;
 pub mod clock;
 pub mod collect;
 pub mod cpus;
+pub mod files;
 pub mod profile;
 pub mod protocol;
 pub mod record;

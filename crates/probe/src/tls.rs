@@ -4,7 +4,6 @@
 //!
 //! The token travels inside the TLS session, so it is checked only after the handshake.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -143,25 +142,12 @@ impl ServerTls {
     }
 }
 
-/// Writes a file readable by its owner only (the key), atomically.
+/// Writes a file readable by its owner only (the key), atomically, never through a link.
 fn write_private(path: &Path, bytes: &[u8]) -> Result<(), TlsError> {
-    use std::os::unix::fs::OpenOptionsExt;
-    let err = |source| TlsError::Write {
+    crate::files::replace(path, bytes, 0o600).map_err(|source| TlsError::Write {
         path: path.to_path_buf(),
         source,
-    };
-    let tmp = path.with_extension("tmp");
-    let mut file = std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(0o600)
-        .open(&tmp)
-        .map_err(err)?;
-    file.write_all(bytes)
-        .and_then(|_| file.sync_all())
-        .map_err(err)?;
-    std::fs::rename(&tmp, path).map_err(err)
+    })
 }
 
 /// How a subscriber trusts the probe.

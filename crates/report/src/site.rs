@@ -49,16 +49,7 @@ pub struct SiteOptions {
 /// not written through to the file it points at, and a reader never sees half a page. Pages are
 /// readable by all, as a static site's are.
 fn replace(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    use std::io::Write;
-    use std::os::unix::fs::PermissionsExt;
-    let dir = path.parent().unwrap_or(Path::new("."));
-    let mut file = tempfile::Builder::new()
-        .prefix(".showdown-")
-        .tempfile_in(dir)?;
-    file.write_all(bytes)?;
-    file.as_file()
-        .set_permissions(std::fs::Permissions::from_mode(0o644))?;
-    file.persist(path).map(|_| ()).map_err(|e| e.error)
+    probe::files::replace(path, bytes, 0o644)
 }
 
 /// What was written.

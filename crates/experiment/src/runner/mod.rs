@@ -1009,14 +1009,28 @@ fn trusted(experiment: &Experiment, trust: &Trust, store: &str) -> Result<(), Er
         }
     }
     probe_tokens(experiment, trust)?;
-    for (field, path) in experiment.file.read_files() {
+    for (field, path) in experiment
+        .file
+        .read_files()
+        .into_iter()
+        .chain(experiment.file.written_files())
+    {
         crate::file::inside(&file_dir(experiment), &path)
             .map_err(|e| Error::Setup(format!("{field}: {e}")))?;
     }
     if let Some(guns) = &experiment.file.guns {
-        if !trust.guns && guns.kubernetes.is_some() {
+        if let (false, Some(k)) = (trust.guns, &guns.kubernetes) {
             return Err(Error::Setup(format!(
-                "[guns] kubernetes: this file renders a Job of gun pods (applied with your kubectl when it says apply = true) and sends them every order: see it in `loadgen experiment plan {}`, then run again with --trust-guns if it is yours",
+                "[guns] kubernetes: this file renders a Job of {} gun pods of {} in {}/{}{} and sends them every order: see it in `loadgen experiment plan {}`, then run again with --trust-guns if it is yours",
+                k.count,
+                redact::printable(&k.image),
+                redact::printable(k.namespace.as_deref().unwrap_or("default")),
+                redact::printable(k.job.as_deref().unwrap_or("showdown-guns")),
+                if k.apply {
+                    " (applied with your kubectl in its current context, replacing Showdown's own Job of that name)"
+                } else {
+                    ""
+                },
                 experiment.path.display()
             )));
         }

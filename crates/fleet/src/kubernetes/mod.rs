@@ -23,13 +23,17 @@ pub use rendezvous::Rendezvous;
 use crate::transport::{BoxFuture, Link, Transport};
 use crate::FleetError;
 
+/// The most pods a Job of guns holds: each is a slot, a name and a connection of the runner's,
+/// and a thousand guns is more than any generator needs.
+pub const MAX_COUNT: u32 = 1000;
+
 /// How long the runner waits for every pod to dial in, unless the guns say.
 pub const WAIT: Duration = Duration::from_secs(300);
 
 /// Why the Kubernetes guns cannot be rendered, listened for or gathered.
 #[derive(Debug, thiserror::Error)]
 pub enum KubeError {
-    #[error("[guns] kubernetes: count must be 1 or more")]
+    #[error("[guns] kubernetes: count must be 1 to {MAX_COUNT}")]
     Count,
     #[error("[guns] kubernetes: job {0:?} is not a Kubernetes name: lower-case letters, digits and -, a letter first, at most 40")]
     Name(String),
@@ -63,6 +67,16 @@ pub enum KubeError {
     NoKubectl(#[source] std::io::Error),
     #[error("kubectl {what} failed: {said}")]
     Kubectl { what: &'static str, said: String },
+    #[error("[guns] kubernetes: kubectl has no current context: choose the cluster with kubectl config use-context NAME")]
+    NoContext,
+    /// A Job or Secret of the guns' name that Showdown did not make.
+    #[error("[guns] kubernetes: a {kind} {namespace}/{name} exists in kubectl's context {context} that Showdown did not make (no app.kubernetes.io/managed-by: showdown): it is not replaced; name the guns' Job otherwise (job = \"…\"), or remove it yourself")]
+    NotOurs {
+        kind: &'static str,
+        name: String,
+        namespace: String,
+        context: String,
+    },
     /// The gathering's failure, as told to every gun that awaited it.
     #[error("{0}")]
     Gather(String),
@@ -95,7 +109,7 @@ pub struct Resolved {
 /// `spec`'s defaults filled and every field checked, before anything listens or is written;
 /// a relative manifest is read from `dir`.
 pub fn resolve(spec: &order::Kubernetes, dir: &Path) -> Result<Resolved, KubeError> {
-    if spec.count == 0 {
+    if spec.count == 0 || spec.count > MAX_COUNT {
         return Err(KubeError::Count);
     }
     let name = spec.job.clone().unwrap_or_else(|| "showdown-guns".into());
@@ -167,6 +181,8 @@ pub struct Kubernetes {
     resolved: Resolved,
     spec: order::Kubernetes,
     rendezvous: Arc<Rendezvous>,
+    /// The kubectl that applies the Job (`kubectl` on PATH).
+    kubectl: PathBuf,
 }
 
 impl Kubernetes {
@@ -197,16 +213,18 @@ impl Kubernetes {
             resolved,
             spec: spec.clone(),
             rendezvous: Arc::new(rendezvous),
+            kubectl: PathBuf::from("kubectl"),
         })
     }
 
-    /// The Secret this sitting's pods dial with, as YAML: for `kubectl apply -f -` only (it is
-    /// written to no file by the runner).
-    pub fn secret_yaml(&self) -> String {
-        render::yaml(&[self
-            .resolved
-            .job
-            .secret_object(self.rendezvous.token(), self.rendezvous.fingerprint())])
+    /// The Secret this sitting's pods dial with, as YAML: for `kubectl apply -f -`, or the
+    /// 0600 file `SHOWDOWN_GUNS_SECRET_FILE` names; `owner` the applied Job's uid.
+    pub fn secret_yaml(&self, owner: Option<&str>) -> String {
+        render::yaml(&[self.resolved.job.secret_object(
+            self.rendezvous.token(),
+            self.rendezvous.fingerprint(),
+            owner,
+        )])
     }
 
     /// Where the Job was written.
@@ -243,103 +261,198 @@ impl Kubernetes {
             );
             if let Some(path) = std::env::var_os("SHOWDOWN_GUNS_SECRET_FILE") {
                 let path = PathBuf::from(path);
-                write_file(&path, self.secret_yaml().as_bytes(), 0o600)
+                write_file(&path, self.secret_yaml(None).as_bytes(), 0o600)
                     .map_err(|error| KubeError::Manifest { path, error })?;
             }
         }
         self.rendezvous.gather().await.map_err(FleetError::from)
     }
 
-    /// `kubectl apply` of the Secret and the Job (a Job of the same name, Showdown's, deleted
-    /// first: its pods' template cannot change), then the Job resumed.
+    /// `kubectl apply` of the Job and its Secret, then the Job resumed, all in the context
+    /// kubectl has now (read once, said, and named on every call after). A Job or Secret of the
+    /// same name that Showdown did not make (no `app.kubernetes.io/managed-by: showdown`) is
+    /// refused, not replaced; Showdown's own Job of that name is deleted first (its pods'
+    /// template cannot change). The Secret is applied as the Job's dependent, so Kubernetes
+    /// removes it with the Job.
     async fn apply(&self) -> Result<(), KubeError> {
         let j = &self.resolved.job;
+        let context = context_of(&self.kubectl).await?;
+        eprintln!(
+            "guns: applying the Job {}/{} ({} pods of {}) with kubectl's context {}",
+            j.namespace,
+            j.name,
+            j.count,
+            redact::printable(&j.image),
+            redact::printable(&context)
+        );
+        let at = ["--context", context.as_str(), "-n", j.namespace.as_str()];
+        for (kind, name) in [("job", j.name.clone()), ("secret", j.secret())] {
+            let found = kubectl(
+                &self.kubectl,
+                "get",
+                &[
+                    &at[..],
+                    &[
+                        "get",
+                        kind,
+                        &name,
+                        "--ignore-not-found",
+                        "-o",
+                        "jsonpath={.metadata.name}/{.metadata.labels.app\\.kubernetes\\.io/managed-by}",
+                    ],
+                ]
+                .concat(),
+                None,
+            )
+            .await?;
+            let found = found.trim();
+            if !found.is_empty() && found != format!("{name}/{}", render::MANAGED_BY) {
+                return Err(KubeError::NotOurs {
+                    kind,
+                    name,
+                    namespace: j.namespace.clone(),
+                    context: context.clone(),
+                });
+            }
+        }
         kubectl(
+            &self.kubectl,
             "delete",
             &[
-                "-n",
-                &j.namespace,
-                "delete",
-                "job",
-                &j.name,
-                "--ignore-not-found",
-                "--wait=true",
-            ],
+                &at[..],
+                &[
+                    "delete",
+                    "job",
+                    &j.name,
+                    "--ignore-not-found",
+                    "--wait=true",
+                ],
+            ]
+            .concat(),
             None,
         )
         .await?;
-        let objects = format!("{}{}", self.secret_yaml(), render::yaml(&[j.job()]));
-        kubectl("apply", &["apply", "-f", "-"], Some(objects)).await?;
+        // The Job first, suspended: its uid makes the Secret its dependent.
+        let uid = kubectl(
+            &self.kubectl,
+            "apply",
+            &[
+                &at[..],
+                &["apply", "-f", "-", "-o", "jsonpath={.metadata.uid}"],
+            ]
+            .concat(),
+            Some(render::yaml(&[j.job()])),
+        )
+        .await?;
         kubectl(
+            &self.kubectl,
+            "apply",
+            &[&at[..], &["apply", "-f", "-"]].concat(),
+            Some(self.secret_yaml(Some(uid.trim()))),
+        )
+        .await?;
+        kubectl(
+            &self.kubectl,
             "patch",
             &[
-                "-n",
-                &j.namespace,
-                "patch",
-                "job",
-                &j.name,
-                "--type=merge",
-                "-p",
-                "{\"spec\":{\"suspend\":false}}",
-            ],
+                &at[..],
+                &[
+                    "patch",
+                    "job",
+                    &j.name,
+                    "--type=merge",
+                    "-p",
+                    "{\"spec\":{\"suspend\":false}}",
+                ],
+            ]
+            .concat(),
             None,
         )
         .await
+        .map(|_| ())
     }
 }
 
-/// `kubectl` with `args`, `input` on its standard input.
+/// The cluster kubectl would apply to now (its current context), as `plan` shows it and
+/// `apply` names it on every call.
+pub async fn current_context() -> Result<String, KubeError> {
+    context_of(Path::new("kubectl")).await
+}
+
+async fn context_of(program: &Path) -> Result<String, KubeError> {
+    let context = kubectl(program, "context", &["config", "current-context"], None).await?;
+    match context.trim() {
+        "" => Err(KubeError::NoContext),
+        context => Ok(context.to_string()),
+    }
+}
+
+/// `kubectl` with `args`, `input` on its standard input: its standard output (at most 64 KiB
+/// of it). It runs with the base environment and `KUBECONFIG` only: never the runner's store
+/// URL or headers.
 async fn kubectl(
+    program: &Path,
     what: &'static str,
     args: &[&str],
     input: Option<String>,
-) -> Result<(), KubeError> {
-    use tokio::io::AsyncWriteExt;
-    let mut child = tokio::process::Command::new("kubectl")
+) -> Result<String, KubeError> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut command = tokio::process::Command::new(program);
+    command
         .args(args)
         .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .map_err(KubeError::NoKubectl)?;
+        .kill_on_drop(true);
+    custody::environment::apply(
+        command.as_std_mut(),
+        &custody::environment::build(
+            &custody::environment::Base::current(),
+            &[],
+            &["KUBECONFIG".to_string()],
+        ),
+    );
+    let mut child = command.spawn().map_err(KubeError::NoKubectl)?;
     if let Some(mut stdin) = child.stdin.take() {
         if let Some(input) = input {
             let _ = stdin.write_all(input.as_bytes()).await;
         }
     }
-    let out = tokio::time::timeout(Duration::from_secs(120), child.wait_with_output())
+    let (mut stdout, mut stderr) = (child.stdout.take(), child.stderr.take());
+    let read = async {
+        let (mut out, mut err) = (Vec::new(), Vec::new());
+        if let Some(s) = stdout.as_mut() {
+            let _ = s.take(64 << 10).read_to_end(&mut out).await;
+        }
+        if let Some(s) = stderr.as_mut() {
+            let _ = s.take(64 << 10).read_to_end(&mut err).await;
+        }
+        let status = child.wait().await;
+        (out, err, status)
+    };
+    let (out, err, status) = tokio::time::timeout(Duration::from_secs(120), read)
         .await
         .map_err(|_| KubeError::Kubectl {
             what,
             said: "no answer within 120 s".into(),
-        })?
-        .map_err(KubeError::NoKubectl)?;
-    if out.status.success() {
-        Ok(())
+        })?;
+    let status = status.map_err(KubeError::NoKubectl)?;
+    if status.success() {
+        Ok(String::from_utf8_lossy(&out).into_owned())
     } else {
         Err(KubeError::Kubectl {
             what,
-            said: crate::last_line(&String::from_utf8_lossy(&out.stderr))
-                .unwrap_or_else(|| out.status.to_string()),
+            said: redact::printable(
+                &crate::last_line(&String::from_utf8_lossy(&err))
+                    .unwrap_or_else(|| status.to_string()),
+            ),
         })
     }
 }
 
-/// Writes `bytes` to `path` with `mode`, through a file of its own renamed into place.
+/// Writes `bytes` to `path` with `mode`, whole and never through a link (`probe::files`).
 fn write_file(path: &Path, bytes: &[u8], mode: u32) -> std::io::Result<()> {
-    use std::io::Write;
-    use std::os::unix::fs::OpenOptionsExt;
-    let tmp = path.with_extension("tmp");
-    let mut file = std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(mode)
-        .open(&tmp)?;
-    file.write_all(bytes)?;
-    file.sync_all()?;
-    std::fs::rename(&tmp, path)
+    probe::files::replace(path, bytes, mode)
 }
 
 impl Transport for Kubernetes {
@@ -367,5 +480,114 @@ impl Transport for Kubernetes {
             let link = self.rendezvous.link(n)?;
             Ok::<_, FleetError>(Box::new(link) as Box<dyn Link>)
         })
+    }
+}
+
+#[cfg(test)]
+mod apply_tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    /// A stand-in for kubectl (no API server is reachable here): it keeps each command line,
+    /// answers the current context, says whether a Job of the guns' name exists and whose it is
+    /// (the file `job` in `dir`), keeps what it is asked to apply, and gives the Job a uid.
+    fn stand_in(dir: &Path) -> PathBuf {
+        let script = dir.join("kubectl");
+        let d = dir.display();
+        std::fs::write(
+            &script,
+            format!(
+                "#!/bin/sh\nprintf '%s\\n' \"$*\" >> {d}/calls\ncase \"$*\" in\n  'config current-context') echo kind-lab ;;\n  *' get job '*) cat {d}/job 2>/dev/null ;;\n  *' get secret '*) ;;\n  *'apply -f - -o jsonpath'*) cat > {d}/job.yaml; echo 0f6d3c1e-7a1b-4f0e-9d1c-2b3a4c5d6e7f ;;\n  *'apply -f -'*) cat > {d}/secret.yaml ;;\nesac\n"
+            ),
+        )
+        .unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+        script
+    }
+
+    fn guns(dir: &Path) -> Kubernetes {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let spec = order::Kubernetes {
+            count: 2,
+            image: "registry.example/showdown/loadgen:0.2.0".into(),
+            listen: format!("127.0.0.1:{port}"),
+            advertise: None,
+            namespace: None,
+            job: None,
+            cpus: None,
+            memory: None,
+            manifest: None,
+            apply: true,
+            wait_ns: None,
+        };
+        let mut k = Kubernetes::new(&spec, dir).unwrap();
+        k.kubectl = stand_in(dir);
+        k
+    }
+
+    /// A Job of the guns' name that Showdown did not make is refused, naming the context,
+    /// before anything is deleted or applied.
+    #[tokio::test]
+    async fn a_job_showdown_did_not_make_is_refused_not_replaced() {
+        let dir = tempfile::tempdir().unwrap();
+        let k = guns(dir.path());
+        std::fs::write(dir.path().join("job"), "showdown-guns/").unwrap();
+        let said = k.apply().await.unwrap_err().to_string();
+        assert!(
+            said.contains("a job default/showdown-guns exists in kubectl's context kind-lab that Showdown did not make"),
+            "{said}"
+        );
+        let calls = std::fs::read_to_string(dir.path().join("calls")).unwrap();
+        assert!(
+            !calls.contains(" delete ") && !calls.contains(" apply "),
+            "{calls}"
+        );
+    }
+
+    /// Showdown's own Job is replaced, every call in the context read first, and the Secret
+    /// applied after the Job as its dependent (Kubernetes removes it with the Job).
+    #[tokio::test]
+    async fn its_own_job_is_replaced_in_the_context_read_once_and_the_secret_is_the_jobs() {
+        let dir = tempfile::tempdir().unwrap();
+        let k = guns(dir.path());
+        std::fs::write(dir.path().join("job"), "showdown-guns/showdown").unwrap();
+        k.apply().await.unwrap();
+        let calls = std::fs::read_to_string(dir.path().join("calls")).unwrap();
+        let calls: Vec<&str> = calls.lines().collect();
+        assert_eq!(calls.first(), Some(&"config current-context"), "{calls:?}");
+        assert!(
+            calls
+                .iter()
+                .skip(1)
+                .all(|c| c.starts_with("--context kind-lab -n default ")),
+            "{calls:?}"
+        );
+        let verbs: Vec<&str> = calls
+            .iter()
+            .skip(1)
+            .map(|c| c.split(' ').nth(4).unwrap_or_default())
+            .collect();
+        assert_eq!(
+            verbs,
+            ["get", "get", "delete", "apply", "apply", "patch"],
+            "{calls:?}"
+        );
+        let secret = std::fs::read_to_string(dir.path().join("secret.yaml")).unwrap();
+        assert!(
+            secret.contains("\"ownerReferences\"")
+                && secret.contains("\"uid\": \"0f6d3c1e-7a1b-4f0e-9d1c-2b3a4c5d6e7f\"")
+                && secret.contains("\"kind\": \"Job\""),
+            "{secret}"
+        );
+        let job = std::fs::read_to_string(dir.path().join("job.yaml")).unwrap();
+        assert!(
+            job.contains("\"kind\": \"Job\"") && !job.contains("token"),
+            "{job}"
+        );
     }
 }

@@ -4,6 +4,10 @@
 
 use serde_json::{json, Value};
 
+/// The `app.kubernetes.io/managed-by` label on what the runner renders: what it applies
+/// replaces only objects that carry it.
+pub const MANAGED_BY: &str = "showdown";
+
 /// Where a pod finds its Secret's files.
 pub const SECRETS_DIR: &str = "/var/run/secrets/showdown";
 /// `loadgen` in the image (the repository's Dockerfile puts it there).
@@ -40,7 +44,7 @@ impl JobSpec {
     fn labels(&self) -> Value {
         json!({
             "app.kubernetes.io/name": "showdown-gun",
-            "app.kubernetes.io/managed-by": "showdown",
+            "app.kubernetes.io/managed-by": MANAGED_BY,
             "showdown.dev/guns": self.name,
         })
     }
@@ -122,12 +126,22 @@ impl JobSpec {
     }
 
     /// The Secret the pods dial with: this sitting's token and the fingerprint of the
-    /// certificate the runner listens with.
-    pub fn secret_object(&self, token: &str, fingerprint: &str) -> Value {
+    /// certificate the runner listens with. With `owner`, the uid of the Job applied, the
+    /// Secret is the Job's dependent: Kubernetes removes it with the Job (its
+    /// `ttlSecondsAfterFinished`, or the next sitting's delete), so no token is left behind.
+    pub fn secret_object(&self, token: &str, fingerprint: &str, owner: Option<&str>) -> Value {
+        let mut metadata =
+            json!({ "name": self.secret(), "namespace": self.namespace, "labels": self.labels() });
+        if let (Some(uid), Some(m)) = (owner, metadata.as_object_mut()) {
+            m.insert(
+                "ownerReferences".into(),
+                json!([{ "apiVersion": "batch/v1", "kind": "Job", "name": self.name, "uid": uid }]),
+            );
+        }
         json!({
             "apiVersion": "v1",
             "kind": "Secret",
-            "metadata": { "name": self.secret(), "namespace": self.namespace, "labels": self.labels() },
+            "metadata": metadata,
             "type": "Opaque",
             "stringData": { "token": token, "fingerprint": fingerprint }
         })
@@ -208,7 +222,7 @@ mod tests {
         );
         // Nothing secret in the Job: the token is the Secret's alone.
         let text = yaml(std::slice::from_ref(&job));
-        let secret = yaml(&[spec().secret_object("tok3n", "AB:CD")]);
+        let secret = yaml(&[spec().secret_object("tok3n", "AB:CD", None)]);
         assert!(!text.contains("tok3n") && secret.contains("tok3n"));
         assert_eq!(
             pod["volumes"][0]["secret"]["secretName"],
@@ -259,7 +273,14 @@ mod tests {
     fn the_rendered_objects_validate_against_the_last_three_kubernetes_schemas() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("guns.yaml");
-        let objects = [spec().secret_object("tok3n", "AB:CD"), spec().job()];
+        let objects = [
+            spec().secret_object(
+                "tok3n",
+                "AB:CD",
+                Some("0f6d3c1e-7a1b-4f0e-9d1c-2b3a4c5d6e7f"),
+            ),
+            spec().job(),
+        ];
         std::fs::write(&path, yaml(&objects)).unwrap();
         for version in VALIDATED {
             let out = std::process::Command::new("kubernetes-validate")

@@ -17,6 +17,10 @@ use crate::FleetError;
 /// How long a pod has to finish its handshake and hello.
 const HELLO: Duration = Duration::from_secs(10);
 
+/// Handshakes in progress at once beyond the Job's pods: a connection past that is closed at
+/// once, so that a flood of connections to the listener costs the runner nothing.
+const SPARE_HANDSHAKES: usize = 16;
+
 /// The runner's listener for one sitting's pods.
 pub struct Rendezvous {
     listener: Mutex<Option<std::net::TcpListener>>,
@@ -28,6 +32,9 @@ pub struct Rendezvous {
     job: String,
     /// Each index's link once its pod is in; taken by the fleet.
     slots: Arc<Mutex<Vec<Option<KubeLink>>>>,
+    /// Each index claimed by a hello that passed (before its link is in the slot): a second
+    /// hello of the same index is refused even while the first is still being welcomed.
+    claimed: Arc<Mutex<Vec<bool>>>,
     /// Set once every pod is in: a pod dialling after that is refused.
     sealed: Arc<std::sync::atomic::AtomicBool>,
     arrived: Arc<Notify>,
@@ -87,6 +94,7 @@ impl Rendezvous {
             namespace: resolved.job.namespace.clone(),
             job: resolved.job.name.clone(),
             slots: Arc::new(Mutex::new((0..resolved.job.count).map(|_| None).collect())),
+            claimed: Arc::new(Mutex::new(vec![false; resolved.job.count as usize])),
             sealed: Arc::new(std::sync::atomic::AtomicBool::new(false)),
             arrived: Arc::new(Notify::new()),
             gathered: OnceCell::new(),
@@ -125,9 +133,12 @@ impl Rendezvous {
             let mut missing = self.missing();
             if missing.is_empty() {
                 self.sealed.store(true, std::sync::atomic::Ordering::SeqCst);
+                // Every pod is in: the listener is closed, nothing more is accepted.
+                self.stop_accepting();
                 return Ok(());
             }
             if tokio::time::timeout_at(deadline, notified).await.is_err() {
+                self.stop_accepting();
                 missing = self.missing();
                 // Those that came are told goodbye (their pods end well), before the runner
                 // gives up.
@@ -167,6 +178,13 @@ impl Rendezvous {
             .ok_or(FleetError::NoGuns)
     }
 
+    /// Ends the accepting task, which closes the listener.
+    fn stop_accepting(&self) {
+        if let Some(task) = self.accepting.lock().ok().and_then(|mut t| t.take()) {
+            task.abort();
+        }
+    }
+
     /// Starts the accepting task (once).
     fn accept(&self) {
         let Some(listener) = self.listener.lock().ok().and_then(|mut l| l.take()) else {
@@ -176,28 +194,42 @@ impl Rendezvous {
             return;
         };
         let acceptor = tokio_rustls::TlsAcceptor::from(self.tls.config.clone());
-        let (token, slots, arrived, job, sealed) = (
+        let (token, slots, claimed, arrived, job, sealed) = (
             self.token.clone(),
             self.slots.clone(),
+            self.claimed.clone(),
             self.arrived.clone(),
             self.job.clone(),
             self.sealed.clone(),
         );
+        let handshakes = Arc::new(tokio::sync::Semaphore::new(
+            self.count as usize + SPARE_HANDSHAKES,
+        ));
         let task = tokio::spawn(async move {
             loop {
-                let Ok((tcp, peer)) = listener.accept().await else {
+                let (tcp, peer) = match listener.accept().await {
+                    Ok(accepted) => accepted,
+                    Err(_) => {
+                        // Out of descriptors, say: not a reason to spin.
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                        continue;
+                    }
+                };
+                let Ok(permit) = handshakes.clone().try_acquire_owned() else {
                     continue;
                 };
                 let _ = tcp.set_nodelay(true);
-                let (acceptor, token, slots, arrived, job, sealed) = (
+                let (acceptor, token, slots, claimed, arrived, job, sealed) = (
                     acceptor.clone(),
                     token.clone(),
                     slots.clone(),
+                    claimed.clone(),
                     arrived.clone(),
                     job.clone(),
                     sealed.clone(),
                 );
                 tokio::spawn(async move {
+                    let _permit = permit;
                     let welcomed = tokio::time::timeout(HELLO, async {
                         let tls = acceptor.accept(tcp).await.ok()?;
                         let mut tls = BufReader::new(tls);
@@ -208,13 +240,23 @@ impl Rendezvous {
                                 hello.index
                             ))
                         } else {
-                            refuse(&hello, &token, &slots)
+                            refuse(&hello, &token, &claimed)
                         };
                         let answer = match &refusal {
                             None => Welcome::Welcome,
                             Some(why) => Welcome::Refused { why: why.clone() },
                         };
-                        wire::write_line(tls.get_mut(), &answer).await.ok()?;
+                        if wire::write_line(tls.get_mut(), &answer).await.is_err() {
+                            // Not welcomed after all: its index is free for the pod's retry.
+                            if refusal.is_none() {
+                                if let Ok(mut c) = claimed.lock() {
+                                    if let Some(slot) = c.get_mut(hello.index as usize) {
+                                        *slot = false;
+                                    }
+                                }
+                            }
+                            return None;
+                        }
                         if let Some(why) = refusal {
                             eprintln!("guns: a pod from {peer} refused: {why}");
                             return None;
@@ -242,8 +284,8 @@ impl Rendezvous {
     }
 }
 
-/// Why a pod's hello is refused, if it is.
-fn refuse(hello: &Hello, token: &str, slots: &Mutex<Vec<Option<KubeLink>>>) -> Option<String> {
+/// Why a pod's hello is refused, if it is; its index claimed when it is not.
+fn refuse(hello: &Hello, token: &str, claimed: &Mutex<Vec<bool>>) -> Option<String> {
     if !wire::same_token(&hello.token.0, token) {
         return Some("its token is not this sitting's (a pod of another sitting's Job?)".into());
     }
@@ -254,16 +296,19 @@ fn refuse(hello: &Hello, token: &str, slots: &Mutex<Vec<Option<KubeLink>>>) -> O
             wire::VERSION
         ));
     }
-    let Ok(slots) = slots.lock() else {
+    let Ok(mut claimed) = claimed.lock() else {
         return Some("the runner's registry is unusable".into());
     };
-    match slots.get(hello.index as usize) {
+    let count = claimed.len();
+    match claimed.get_mut(hello.index as usize) {
         None => Some(format!(
-            "index {} is beyond the Job's {} guns",
-            hello.index,
-            slots.len()
+            "index {} is beyond the Job's {count} guns",
+            hello.index
         )),
-        Some(Some(_)) => Some(format!("index {} is in already", hello.index)),
-        Some(None) => None,
+        Some(true) => Some(format!("index {} is in already", hello.index)),
+        Some(slot) => {
+            *slot = true;
+            None
+        }
     }
 }

@@ -242,6 +242,6 @@ impl<F: Firing> Steps for Volleys<'_, F> {
     }
 
     fn event(&mut self, event: Event<'_>) {
-        eprintln!("{}", super::words::event(event));
+        eprint!("{}", crate::output::shown(&super::words::event(event)));
     }
 }

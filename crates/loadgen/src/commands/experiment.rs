@@ -86,7 +86,21 @@ pub async fn run(args: &ExperimentArgs, shutdown: &Shutdown) -> Result<RunEnd, E
         ExperimentCommand::Plan { cells, trust } => {
             let (experiment, plan) = read(cells)?;
             print!("{}", plan_text(&experiment, &plan));
-            print!("{}", reach_text(&experiment, &trust_of(trust)));
+            // The cluster a file's `apply = true` would apply to, read (not changed) now.
+            let applies = experiment
+                .file
+                .guns
+                .as_ref()
+                .and_then(|g| g.kubernetes.as_ref())
+                .is_some_and(|k| k.apply);
+            let kube_context = match applies {
+                true => fleet::kubernetes::current_context().await.ok(),
+                false => None,
+            };
+            print!(
+                "{}",
+                reach_text(&experiment, &trust_of(trust), kube_context)
+            );
             let needed = needed(&experiment, &plan);
             print!("{}", needed_text(&needed));
             if let Some(why) = experiment::tools::missing(&needed) {
@@ -121,7 +135,10 @@ pub async fn run(args: &ExperimentArgs, shutdown: &Shutdown) -> Result<RunEnd, E
             let store = store::Store::open(&cells.db).await?;
             let sitting = runner::sitting(&store, &experiment, &plan, false).await?;
             let states = runner::states(&store, &experiment, &plan, sitting.as_deref()).await?;
-            print!("{}", status_text(&experiment, &plan, &states));
+            print!(
+                "{}",
+                crate::output::shown(&status_text(&experiment, &plan, &states))
+            );
             Ok(RunEnd::Completed)
         }
         ExperimentCommand::Run {
@@ -350,7 +367,7 @@ pub fn needed_text(needed: &[experiment::tools::Needed]) -> String {
         .collect()
 }
 
-pub fn reach_text(experiment: &Experiment, trust: &Trust) -> String {
+pub fn reach_text(experiment: &Experiment, trust: &Trust, kube_context: Option<String>) -> String {
     let file = &experiment.file;
     let mut lines: Vec<String> = Vec::new();
     let words = |list: &[String]| {
@@ -516,7 +533,10 @@ pub fn reach_text(experiment: &Experiment, trust: &Trust) -> String {
                 ));
                 if k.apply {
                     lines.push(format!(
-                        "applies it and its Secret with your kubectl (a Job {namespace}/{job} there is replaced){confirm}"
+                        "applies it and its Secret with your kubectl, in its context {} (Showdown's own Job {namespace}/{job} there is replaced; one it did not make is refused){confirm}",
+                        kube_context
+                            .clone()
+                            .unwrap_or_else(|| "(none: kubectl config use-context NAME)".into())
                     ));
                 }
                 lines.push(format!(

@@ -92,11 +92,7 @@ pub async fn run(args: &HistoryArgs) -> Result<RunEnd, Error> {
     let text = match args.output {
         // Names and revisions come from the store: each line shown as itself, its escapes
         // written out rather than obeyed.
-        HistoryFormat::Text => history
-            .to_text()
-            .lines()
-            .map(|line| redact::printable(line) + "\n")
-            .collect(),
+        HistoryFormat::Text => crate::output::shown(&history.to_text()),
         HistoryFormat::Markdown => history.to_markdown(),
         HistoryFormat::Json => {
             let mut json = serde_json::to_string_pretty(&history).map_err(Error::Json)?;

@@ -31,7 +31,7 @@ pub async fn run(args: &RunsArgs) -> Result<(), Error> {
             let runs = store.list_runs(&filter).await?;
             let text = match output {
                 OutputFormat::Json => json(&runs)?,
-                OutputFormat::Text => list_text(&runs),
+                OutputFormat::Text => crate::output::shown(&list_text(&runs)),
             };
             print(&mut out, text)
         }
@@ -43,7 +43,7 @@ pub async fn run(args: &RunsArgs) -> Result<(), Error> {
                     store::export::json(&run, &mut buf).map_err(Error::Output)?;
                     String::from_utf8_lossy(&buf).into_owned() + "\n"
                 }
-                OutputFormat::Text => show_text(&run),
+                OutputFormat::Text => crate::output::shown(&show_text(&run)),
             };
             print(&mut out, text)
         }
@@ -73,7 +73,10 @@ pub async fn run(args: &RunsArgs) -> Result<(), Error> {
         RunsCommand::Delete { run } => {
             let id = store.resolve(run).await?;
             store.delete_run(&id).await?;
-            print(&mut out, format!("deleted run {id}\n"))
+            print(
+                &mut out,
+                crate::output::shown(&format!("deleted run {id}\n")),
+            )
         }
         RunsCommand::Import { file } => {
             let imported = store::import::import_file(&store, file).await?;
@@ -94,7 +97,7 @@ pub async fn run(args: &RunsArgs) -> Result<(), Error> {
             if imported.is_empty() {
                 text.push_str("no run in the file\n");
             }
-            print(&mut out, text)
+            print(&mut out, crate::output::shown(&text))
         }
     }
 }

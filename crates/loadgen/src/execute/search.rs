@@ -63,10 +63,11 @@ impl Steps for Live<'_> {
         let line = capacity::words::event(event);
         // A comparison's lines name their target; its rounds are the comparison's own.
         match &self.name {
-            Some(name) if !matches!(event, Event::Round { .. }) => {
-                eprintln!("  [{name}] {}", line.trim_start())
-            }
-            _ => eprintln!("{line}"),
+            Some(name) if !matches!(event, Event::Round { .. }) => eprint!(
+                "{}",
+                crate::output::shown(&format!("  [{name}] {}", line.trim_start()))
+            ),
+            _ => eprint!("{}", crate::output::shown(&line)),
         }
     }
 }
@@ -273,8 +274,9 @@ async fn ready_guns(
         local: &local,
         reach: order.requests.entries.first().map(|r| r.url.expose()),
     };
+    // A gun's name, node and version come from the gun: shown, not obeyed.
     let prepared = fleet::prepare(preparing, shutdown.stopping(), &mut |progress| {
-        eprintln!("{progress}")
+        eprint!("{}", crate::output::shown(&progress.to_string()))
     })
     .await?;
     prepared.ok_or(Error::GunsStopped)

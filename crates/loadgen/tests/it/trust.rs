@@ -512,7 +512,10 @@ fn a_files_kubernetes_guns_are_used_only_once_the_user_trusts_them() {
     let db = "postgres://runs@127.0.0.1:1/showdown_runs";
     let (ok, _, err) = experiment_in(work.path(), &["run", &path, "--no-report", "--db", db], &[]);
     assert!(!ok, "{err}");
-    assert!(err.contains("renders a Job of gun pods"), "{err}");
+    assert!(
+        err.contains("renders a Job of 3 gun pods of me/loadgen:1 in default/showdown-guns"),
+        "{err}"
+    );
     assert!(err.contains("--trust-guns"), "{err}");
     assert!(
         !work.path().join("showdown-guns.yaml").exists(),
@@ -541,10 +544,16 @@ fn a_files_kubernetes_guns_are_used_only_once_the_user_trusts_them() {
         &[("PATH", &empty.path().display().to_string())],
     );
     assert!(
-        plan.contains("applies it and its Secret with your kubectl"),
+        plan.contains("applies it and its Secret with your kubectl, in its context (none: kubectl config use-context NAME)"),
         "{plan}"
     );
     assert!(!ok && err.contains("kubectl"), "{plan}\n{err}");
+    // The trust refusal names what apply would do, and where.
+    let (ok, _, err) = experiment_in(work.path(), &["run", &path, "--no-report", "--db", db], &[]);
+    assert!(
+        !ok && err.contains("applied with your kubectl in its current context, replacing Showdown's own Job of that name"),
+        "{err}"
+    );
 }
 
 /// A file's `[guns]` are used only once the user trusts them: its SSH config could run

@@ -561,5 +561,8 @@ mod tests {
             "{s}"
         );
         assert_eq!(slug("x"), slug("x"));
+        // 128 bits of the name's hash: 32 hex digits after the readable part.
+        let hash = slug("x").rsplit('-').next().unwrap_or_default().to_string();
+        assert_eq!(hash.len(), 32, "{hash}");
     }
 }

@@ -4,8 +4,9 @@
 
 use crate::figures::RunFigures;
 
-/// A name for a file: lowercase letters, digits and dashes, then a short hash of the full text
-/// so that two names that differ only in punctuation get two files.
+/// A name for a file: lowercase letters, digits and dashes, then 128 bits of SHA-256 of the
+/// full text, so that two names that differ only in punctuation get two files, and no name
+/// from a store can be made to land on another's page (a 32-bit hash could be, by search).
 pub fn slug(text: &str) -> String {
     let mut out = String::new();
     for c in text.chars().flat_map(char::to_lowercase) {
@@ -19,11 +20,12 @@ pub fn slug(text: &str) -> String {
         }
     }
     let trimmed = out.trim_end_matches('-');
-    // FNV-1a: stable across versions and platforms, unlike std's hasher.
-    let hash = text.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
-        (h ^ b as u64).wrapping_mul(0x0100_0000_01b3)
-    });
-    format!("{trimmed}-{:08x}", hash as u32)
+    use sha2::Digest;
+    let hash = sha2::Sha256::digest(text.as_bytes());
+    format!(
+        "{trimmed}-{}",
+        hex::encode(hash.get(..16).unwrap_or_default())
+    )
 }
 
 /// A run's page: its id as the file name when the id is one Showdown makes (a UUID), else a

@@ -19,6 +19,12 @@ static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations");
 pub enum StoreError {
     #[error("{url:?} is not a store URL: use sqlite://PATH or postgres://USER@HOST/DATABASE")]
     BadUrl { url: String },
+    #[error("cannot create the store's file {path}: {source}")]
+    File {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
     #[error("cannot create the directory for {path}: {source}")]
     Directory {
         path: String,
@@ -245,10 +251,39 @@ impl Store {
                 .parent()
                 .filter(|d| !d.as_os_str().is_empty())
             {
-                std::fs::create_dir_all(dir).map_err(|source| StoreError::Directory {
-                    path: path.clone(),
-                    source,
-                })?;
+                // A store's runs are its owner's (a URL, a header or a token a run named may
+                // be in them): a directory made for it is theirs alone, as is a file made new.
+                use std::os::unix::fs::DirBuilderExt;
+                std::fs::DirBuilder::new()
+                    .recursive(true)
+                    .mode(0o700)
+                    .create(dir)
+                    .map_err(|source| StoreError::Directory {
+                        path: path.clone(),
+                        source,
+                    })?;
+            }
+            let file = Path::new(&path);
+            if std::fs::symlink_metadata(file).is_err()
+                && !path.starts_with(':')
+                && !url.contains("mode=ro")
+            {
+                use std::os::unix::fs::OpenOptionsExt;
+                // Created empty, 0600, before SQLite makes it with the umask's mode (its -wal
+                // and -shm take the main file's); an empty file is a store SQLite starts.
+                let made = std::fs::OpenOptions::new()
+                    .write(true)
+                    .create_new(true)
+                    .mode(0o600)
+                    .open(file);
+                if let Err(source) = made {
+                    if source.kind() != std::io::ErrorKind::AlreadyExists {
+                        return Err(StoreError::File {
+                            path: path.clone(),
+                            source,
+                        });
+                    }
+                }
             }
             if !connect_url.contains("mode=") {
                 connect_url.push(if connect_url.contains('?') { '&' } else { '?' });

@@ -501,3 +501,29 @@ async fn a_comparisons_gates_are_kept_in_order_and_redacted() {
     })
     .await;
 }
+
+/// A SQLite store made new is its owner's alone, whatever the umask: the file 0600 (its -wal
+/// and -shm take its mode) and a directory made for it 0700; a store already there keeps its own.
+#[tokio::test]
+async fn a_new_sqlite_store_is_its_owners_alone() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("new/deeper/runs.db");
+    let store = Store::open(&format!("sqlite://{}", path.display()))
+        .await
+        .unwrap();
+    store.close().await;
+    let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(&path), 0o600);
+    assert_eq!(mode(&dir.path().join("new")), 0o700);
+    assert_eq!(mode(&dir.path().join("new/deeper")), 0o700);
+    let shared = dir.path().join("shared.db");
+    std::fs::write(&shared, b"").unwrap();
+    std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o640)).unwrap();
+    Store::open(&format!("sqlite://{}", shared.display()))
+        .await
+        .unwrap()
+        .close()
+        .await;
+    assert_eq!(mode(&shared), 0o640, "a store already there keeps its mode");
+}
