@@ -186,7 +186,15 @@ fn the_search_files_run_scaled() {
         command
             .args(["experiment", "run"])
             .arg(root.join("experiments").join(format!("{name}.toml")))
-            .args(["--scale", "0.05", "--repetitions", "1", "--no-report", "--db", &db]);
+            .args([
+                "--scale",
+                "0.05",
+                "--repetitions",
+                "1",
+                "--no-report",
+                "--db",
+                &db,
+            ]);
         for o in only {
             command.args(["--only", o]);
         }
