@@ -23,7 +23,7 @@ GATE = jobs.scaled(
     (jobs.EXAMPLE / "gate.toml").read_text(),
     [
         ("repetitions = 8", "repetitions = 3"),
-        ('warmup = "3s"', 'warmup = "500ms"'),
+        ('warmup = "3s"', 'warmup = "500ms"\npre_roll = "200ms"\npost_roll = "200ms"'),
         ('duration = "10s"', 'duration = "2s"'),
         ('max_regression = "cpu=5%,rss=5%"', 'max_regression = "cpu=5%"'),
         ('env = { WORK = "1ms", AUDIT = "115us" }', 'env = { WORK = "1ms" }'),

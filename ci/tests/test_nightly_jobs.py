@@ -16,7 +16,10 @@ import jobs
 # per request at 1 %: the nights before the change must pass.
 NIGHTLY = jobs.scaled(
     (jobs.EXAMPLE / "nightly.toml").read_text(),
-    [('warmup = "3s"', 'warmup = "500ms"'), ('duration = "10s"', 'duration = "2s"')],
+    [
+        ('warmup = "3s"', 'warmup = "500ms"\npre_roll = "200ms"\npost_roll = "200ms"'),
+        ('duration = "10s"', 'duration = "2s"'),
+    ],
 )
 _AT = NIGHTLY.index("# The references:")
 _LOAD = NIGHTLY.index("[load]")

@@ -2,7 +2,19 @@
 // The endpoints of ../CONTRACT.md, one function each, and the dispatch by path and method.
 
 const crypto = require('node:crypto');
-const { setTimeout: sleep } = require('node:timers/promises');
+const { setTimeout: timeout } = require('node:timers/promises');
+
+// Waits at least ms of wall time. A Node timer counts from the event loop's cached clock, in
+// whole ms, so it may fire up to a ms early; the remainder is waited out again.
+async function sleep(ms) {
+  const start = process.hrtime.bigint();
+  await timeout(ms);
+  for (;;) {
+    const left = ms - Number(process.hrtime.bigint() - start) / 1e6;
+    if (left <= 0) return;
+    await timeout(Math.ceil(left));
+  }
+}
 const compute = require('./compute');
 const { readJsonObject, textField, msParameter } = require('./input');
 const { HttpError, sendBody, sendJson, sendError, nowBody, isDraining } = require('./reply');

@@ -698,9 +698,40 @@ pub struct CompareSpec {
     /// slow to start, but a process's own difference then reads as its build's).
     #[serde(default)]
     pub processes: analysis::ab::Processes,
+    /// `"auto"`: the rounds run until every gated measure is decided, read after each round
+    /// with a confidence sequence that holds at every look (`analysis::ab::sequential`), from
+    /// `min_rounds` to `max_rounds`, within `budget`; the file's `repetitions` are then not
+    /// read. Absent: the file's `repetitions` are the rounds, read once.
+    pub rounds: Option<String>,
+    /// With `rounds = "auto"`: the rounds before the first look (5 when absent, 3 at least;
+    /// the confidence sequence bounds nothing before 5).
+    pub min_rounds: Option<u32>,
+    /// With `rounds = "auto"`: the most rounds (40 when absent).
+    pub max_rounds: Option<u32>,
+    /// With `rounds = "auto"`: the time the rounds may take (`"15m"`); no round starts that
+    /// the rounds so far say would end past it.
+    #[serde(default, deserialize_with = "some_duration")]
+    pub budget: Option<Duration>,
+}
+
+/// A gate's rounds read after every round (`[compare] rounds = "auto"`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct AutoRounds {
+    pub min: u32,
+    pub max: u32,
+    pub budget: Option<Duration>,
 }
 
 impl CompareSpec {
+    /// The rounds read after every round, when the file says `rounds = "auto"`.
+    pub fn auto(&self) -> Option<AutoRounds> {
+        (self.rounds.as_deref() == Some("auto")).then(|| AutoRounds {
+            min: self.min_rounds.unwrap_or(5),
+            max: self.max_rounds.unwrap_or(40),
+            budget: self.budget,
+        })
+    }
+
     /// The measures gated and the change each may make: capacity, by the searches of `file`
     /// compared in rounds (a `[search]` with rounds), and the others, by its runs at a fixed
     /// rate (a rate in requests a second without `[search]`, or a share of the capacities
@@ -1243,6 +1274,46 @@ fn check_compare(file: &ExperimentFile, compare: &CompareSpec) -> Result<(), Inv
     if let Some(search) = &file.search {
         if search.rounds.is_none() {
             return Err(Invalid::new("[compare] with [search] gates capacity from searches compared in interleaved rounds: add rounds = 16 to [search]"));
+        }
+    }
+    match compare.rounds.as_deref() {
+        None if compare.min_rounds.is_some()
+            || compare.max_rounds.is_some()
+            || compare.budget.is_some() =>
+        {
+            return Err(Invalid::new(
+                "[compare] min_rounds, max_rounds and budget go with rounds = \"auto\": add it, or drop them (the file's repetitions are then the rounds)",
+            ));
+        }
+        None => {}
+        Some("auto") => {
+            let auto = compare.auto().unwrap_or(AutoRounds {
+                min: 5,
+                max: 40,
+                budget: None,
+            });
+            if (auto.min as usize) < analysis::ab::MIN_ROUNDS
+                || auto.max < auto.min
+                || auto.max > 1000
+            {
+                return Err(Invalid::new(format!(
+                    "[compare] rounds = \"auto\" looks from min_rounds ({}) to max_rounds ({}): give {} ≤ min_rounds ≤ max_rounds ≤ 1000",
+                    auto.min,
+                    auto.max,
+                    analysis::ab::MIN_ROUNDS
+                )));
+            }
+            if file.search.is_some() && !file.has_shares() {
+                return Err(Invalid::new(
+                    "[compare] rounds = \"auto\" reads rounds at a fixed rate (or a share of the capacities found); a comparison of searches runs [search] rounds: set those instead",
+                ));
+            }
+        }
+        Some(other) => {
+            return Err(Invalid::new(format!(
+                "[compare] rounds = {:?}: write rounds = \"auto\" (read after every round until decided), or leave it out and give repetitions",
+                redact::printable(other)
+            )));
         }
     }
     if file.guns.is_some() {

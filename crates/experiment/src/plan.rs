@@ -484,7 +484,14 @@ pub fn plan(experiment: &Experiment, options: &PlanOptions) -> Result<Plan, Plan
         _ => file.targets.iter().map(|t| t.name.clone()).collect(),
     };
     // The count first: four axes of a hundred values must be refused, not built.
-    let repetitions = options.repetitions.unwrap_or(file.repetitions).max(1);
+    // A gate read after every round plans its most rounds (`--repetitions` names them too);
+    // the runner stops once it is decided.
+    let auto = file.compare.as_ref().and_then(|c| c.auto());
+    let repetitions = options
+        .repetitions
+        .or(auto.map(|a| a.max))
+        .unwrap_or(file.repetitions)
+        .max(1);
     // A comparison of searches has its rounds in [search]; one at a fixed rate (a rate, or a
     // share of the searches' capacities), its repetitions.
     let compares_searches = file.compare.is_some() && file.search.is_some();

@@ -150,7 +150,9 @@ test('GET /compute spends the CPU asked, after delay_ms when given', async (t) =
   assertNow(answer(res, 200));
   spent = process.cpuUsage(before);
   assert.ok((spent.user + spent.system) / 1000 >= 5, 'less than 5 ms of CPU');
-  assert.ok(res.ms >= 25, `answered after ${res.ms.toFixed(1)} ms`);
+  // Only the delay is a wall-clock promise: the 5 ms are of the process's CPU clock, which
+  // counts every thread (the collector's helpers too), so they may pass in less wall time.
+  assert.ok(res.ms >= 20, `answered after ${res.ms.toFixed(1)} ms`);
   answer(await request(port, 'GET', '/compute?ms=0'), 200);
 });
 

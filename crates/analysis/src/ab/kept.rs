@@ -52,6 +52,7 @@ mod tests {
             &Rounds::default(),
             &Allowed::default(),
             Processes::Fresh,
+            crate::ab::Reading::Once,
         );
         let kept = |id: &str, at: i64| KeptGate {
             id: id.into(),

@@ -30,6 +30,7 @@
 
 pub mod functions;
 mod kept;
+pub mod sequential;
 pub(crate) mod text;
 
 pub use kept::{gates, put_gate, KeptGate};
@@ -49,6 +50,18 @@ pub const CONFIDENCE: f64 = 0.95;
 
 /// The fewest rounds that give an interval.
 pub const MIN_ROUNDS: usize = 3;
+
+/// How a gate's rounds are read.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Reading {
+    /// Once, when the rounds the file asks for have run: Student's t over the rounds.
+    #[default]
+    Once,
+    /// After every round, until every gated measure is decided (`[compare] rounds = "auto"`):
+    /// a confidence sequence ([`sequential`]), which holds at every look at once.
+    Sequential,
+}
 
 /// How the builds' processes are run in a comparison.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -338,6 +351,15 @@ pub struct Change {
     pub could_see: f64,
 }
 
+/// Each round's log-ratio, candidate ÷ baseline, of the pairs whose values are both positive.
+fn log_ratios(pairs: &[(f64, f64)]) -> Vec<f64> {
+    pairs
+        .iter()
+        .filter(|(a, b)| *a > 0.0 && *b > 0.0 && a.is_finite() && b.is_finite())
+        .map(|(a, b)| (b / a).ln())
+        .collect()
+}
+
 /// Student's t quantiles for 95 % two-sided and 80 % one-sided, `df` degrees of freedom.
 fn t_quantiles(df: usize) -> (f64, f64) {
     const T80: [f64; 30] = [
@@ -353,14 +375,28 @@ fn t_quantiles(df: usize) -> (f64, f64) {
 }
 
 impl Change {
+    /// The ratio over `pairs` read as `reading` says: once ([`Change::paired`]), or after every
+    /// round, its interval the confidence sequence's ([`sequential`]).
+    pub fn paired_as(pairs: &[(f64, f64)], reading: Reading) -> Option<Change> {
+        let once = Change::paired(pairs)?;
+        match reading {
+            Reading::Once => Some(once),
+            Reading::Sequential => {
+                let (low, high) = sequential::interval(&log_ratios(pairs), 1.0 - CONFIDENCE)
+                    .unwrap_or((f64::NEG_INFINITY, f64::INFINITY));
+                Some(Change {
+                    low: low.exp(),
+                    high: high.exp(),
+                    ..once
+                })
+            }
+        }
+    }
+
     /// The ratio over `pairs` (each round's baseline and candidate value): `None` with fewer
     /// than [`MIN_ROUNDS`] rounds holding both, or a value that is not positive.
     pub fn paired(pairs: &[(f64, f64)]) -> Option<Change> {
-        let logs: Vec<f64> = pairs
-            .iter()
-            .filter(|(a, b)| *a > 0.0 && *b > 0.0 && a.is_finite() && b.is_finite())
-            .map(|(a, b)| (b / a).ln())
-            .collect();
+        let logs = log_ratios(pairs);
         let n = logs.len();
         if n < MIN_ROUNDS {
             return None;
@@ -645,6 +681,13 @@ pub struct Gate {
     /// Where the CPU per request changed, function by function, when the runs were profiled.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub functions: Option<ByFunction>,
+    /// How its rounds were read: once, or after every round until decided.
+    #[serde(default)]
+    pub reading: Reading,
+    /// Why a gate read after every round stopped where it did ("decided after 9 rounds", or
+    /// the budget spent and how many more rounds would decide).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stopped: Option<String>,
 }
 
 /// A comparison's CPU per request by function ([`functions`]): the candidate against the
@@ -743,18 +786,19 @@ impl Gate {
         rounds: &Rounds,
         allowed: &Allowed,
         processes: Processes,
+        reading: Reading,
     ) -> Gate {
         let measures = Measure::FIXED
             .iter()
             .map(|&measure| {
                 let ab = pairs(measure, &rounds.baseline, &rounds.candidate);
-                let change = Change::paired(&ab);
+                let change = Change::paired_as(&ab, reading);
                 let aa = rounds
                     .control
                     .as_ref()
                     .map(|c| pairs(measure, &rounds.baseline, c))
                     .unwrap_or_default();
-                let control = Change::paired(&aa);
+                let control = Change::paired_as(&aa, reading);
                 let ratios = |p: &[(f64, f64)]| p.iter().map(|(a, b)| b / a).collect();
                 let gated = allowed.0.get(&measure).copied();
                 let verdict = match (&change, gated) {
@@ -810,7 +854,40 @@ impl Gate {
             pages: None,
             revisions: BTreeMap::new(),
             functions: ByFunction::of(rounds),
+            reading,
+            stopped: None,
         }
+    }
+
+    /// Whether every gated measure is decided (a regression, an improvement, within the band
+    /// or no change): a gate read after every round stops here.
+    pub fn decided(&self) -> bool {
+        self.gated().all(|j| !j.verdict.undecided())
+    }
+
+    /// The rounds in all that the undecided gated measures would need, were the rounds to come
+    /// like these (at most `most`): for each, the rounds after which the confidence sequence
+    /// would lie on one side of the nearer end of its band.
+    pub fn rounds_to_decide(&self, most: usize) -> Option<usize> {
+        self.gated()
+            .filter(|j| j.verdict.undecided())
+            .map(|j| {
+                let logs: Vec<f64> = j
+                    .ratios
+                    .iter()
+                    .filter(|r| **r > 0.0)
+                    .map(|r| r.ln())
+                    .collect();
+                let edge = j.allowed.map_or(0.0, f64::ln_1p);
+                let mean = logs.iter().sum::<f64>() / logs.len().max(1) as f64;
+                let nearer = if (mean - edge).abs() < (mean + edge).abs() {
+                    edge
+                } else {
+                    -edge
+                };
+                sequential::rounds_to_decide(&logs, nearer, 1.0 - CONFIDENCE, most)
+            })
+            .try_fold(0, |most_needed, needed| Some(most_needed.max(needed?)))
     }
 
     /// The capacities of searches compared in interleaved rounds, judged: the baseline's search
@@ -878,6 +955,8 @@ impl Gate {
             pages: None,
             revisions: BTreeMap::new(),
             functions: None,
+            reading: Reading::Once,
+            stopped: None,
         }
     }
 

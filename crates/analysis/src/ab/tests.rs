@@ -244,6 +244,8 @@ fn an_eleven_percent_cpu_regression_with_a_noisy_control_fails_the_gate() {
         pages: None,
         revisions: Default::default(),
         functions: None,
+        reading: Reading::Once,
+        stopped: None,
     };
     assert_eq!(gate.outcome(), Outcome::Regression);
     assert!(gate.measures[0].verdict_text().contains("round 4 read"));
@@ -349,6 +351,8 @@ fn a_gate_says_pass_regression_or_inconclusive_in_words_markdown_and_junit() {
         pages: Some("pages/index.html".into()),
         revisions: BTreeMap::new(),
         functions: None,
+        reading: Reading::Once,
+        stopped: None,
     };
     assert_eq!(gate.outcome(), Outcome::Regression);
     let md = gate.markdown();
@@ -441,6 +445,8 @@ fn hostile_gate() -> Gate {
             (control.into(), "~~struck~~ **bold** &amp; $x$".into()),
         ]),
         functions: None,
+        reading: Reading::Once,
+        stopped: None,
     }
 }
 
@@ -588,6 +594,8 @@ fn ordinary_names_refs_and_loads_read_as_they_are_in_the_markdown() {
         pages: Some("out/site.v2/index.html".into()),
         revisions: BTreeMap::from([("go-1.2".into(), "origin/main at 1a2b3c4d5e6f".into())]),
         functions: None,
+        reading: Reading::Once,
+        stopped: None,
     };
     let md = gate.markdown();
     for said in [
@@ -854,6 +862,7 @@ fn a_profiled_comparison_names_the_function_that_took_the_added_cpu() {
         &rounds,
         &Allowed::none(),
         Processes::Fresh,
+        crate::ab::Reading::Once,
     );
     let f = &gate.functions.as_ref().expect("profiled runs").candidate;
     assert_eq!((f.rounds, f.tested), (8, 3));
@@ -878,4 +887,51 @@ fn a_profiled_comparison_names_the_function_that_took_the_added_cpu() {
         .unwrap_or_else(|| panic!("{md}"));
     assert!(!line.contains("](") && !line.contains(" @team"), "{line}");
     assert!(junit(&[gate]).contains("by function: +"));
+}
+
+/// A gate read after every round (`rounds = "auto"`, from the 5th to the 40th, a 5 % band) on a
+/// simulated server whose rounds' log-ratios spread by 4 % (a server with a database: ±8 % at
+/// two SDs), stopping at the first look that decides: a 10 % regression is found in nearly
+/// every gate, an identical build is almost never called one and mostly passes, and a build at
+/// the band's edge is called a regression in at most 5 % (the confidence sequence holds at
+/// every look). The t interval read the same way calls the edge a regression far more often.
+#[test]
+fn a_gate_read_after_every_round_keeps_its_error_rates() {
+    let mut rng = Rng::new(7676);
+    let gates = 2000;
+    let (min, max, sigma, band) = (5, 40, 0.04, 0.05);
+    let outcome = |truth: f64, reading: Reading, rng: &mut Rng| -> (usize, usize, f64) {
+        let (mut regressions, mut passes, mut rounds) = (0, 0, 0usize);
+        for _ in 0..gates {
+            let mut pairs = Vec::new();
+            for n in 1..=max {
+                pairs.push((1.0, (truth.ln() + sigma * rng.normal()).exp()));
+                if n < min {
+                    continue;
+                }
+                let change = Change::paired_as(&pairs, reading).unwrap();
+                let verdict = Verdict::of(&change, band, None, Processes::Fresh);
+                if !verdict.undecided() || n == max {
+                    regressions += usize::from(verdict.fails());
+                    passes += usize::from(!verdict.fails() && !verdict.undecided());
+                    rounds += n;
+                    break;
+                }
+            }
+        }
+        (regressions, passes, rounds as f64 / gates as f64)
+    };
+    let slower = outcome(1.10, Reading::Sequential, &mut rng);
+    let same = outcome(1.00, Reading::Sequential, &mut rng);
+    let edge = outcome(1.05, Reading::Sequential, &mut rng);
+    let edge_t = outcome(1.05, Reading::Once, &mut rng);
+    eprintln!(
+        "of {gates} gates: 1.10× regression {} (mean rounds {:.1}); 1.00× regression {}, pass {} ({:.1}); 1.05× regression {} ({:.1}); t read every round at 1.05×: {}",
+        slower.0, slower.2, same.0, same.1, same.2, edge.0, edge.2, edge_t.0
+    );
+    assert!(slower.0 as f64 >= 0.95 * gates as f64, "{slower:?}");
+    assert!(same.0 as f64 <= 0.01 * gates as f64, "{same:?}");
+    assert!(same.1 as f64 >= 0.9 * gates as f64, "{same:?}");
+    assert!(edge.0 as f64 <= 0.05 * gates as f64, "{edge:?}");
+    assert!(edge_t.0 > 2 * edge.0.max(10), "{edge_t:?} against {edge:?}");
 }

@@ -138,6 +138,9 @@ impl Gate {
     pub fn text(&self) -> String {
         let mut out = self.headline();
         out.push('\n');
+        if let Some(stopped) = &self.stopped {
+            let _ = writeln!(out, "  {stopped}");
+        }
         for j in &self.measures {
             let (a, b) = j.values();
             let _ = writeln!(
@@ -203,6 +206,9 @@ impl Gate {
             "### {mark} Showdown: {}\n",
             self.headline_as(Form::Markdown)
         );
+        if let Some(stopped) = &self.stopped {
+            let _ = writeln!(out, "{}\n", markdown_literal(stopped));
+        }
         out.push_str(
             "| measure | baseline | candidate | candidate ÷ baseline (95 % interval) | allowed | verdict |\n",
         );
@@ -245,7 +251,11 @@ impl Gate {
             Processes::Fresh => "each run a process of its own, started and warmed for it",
             Processes::Kept => "each build one process, kept up through the rounds",
         };
-        format!("Each round ran both builds once, in a random order, at the same rate ({processes}); each ratio is the geometric mean of the rounds' ratios with Student's t over rounds. \"Could see\" is the smallest change these rounds would show 80 % of the time.")
+        let interval = match self.reading {
+            super::Reading::Once => "with Student's t over rounds",
+            super::Reading::Sequential => "with a 95 % confidence sequence over rounds (read after every round, it holds at every look at once: Lai's, for normal log-ratios of unknown spread)",
+        };
+        format!("Each round ran both builds once, in a random order, at the same rate ({processes}); each ratio is the geometric mean of the rounds' ratios {interval}. \"Could see\" is the smallest change these rounds would show 80 % of the time.")
     }
 
     fn failures(&self) -> (usize, usize) {

@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use analysis::ab::{Gate, Rounds};
+use analysis::ab::{Gate, Reading, Rounds};
 use store::run::{RunMeta, StoredRun};
 
 use super::cell::Searched;
@@ -23,6 +23,9 @@ pub(super) enum Comparison {
         rounds: Vec<u32>,
         runs: BTreeMap<(String, u32), String>,
         share: Option<(String, f64)>,
+        /// Read once, or after every round (`rounds = "auto"`), and why it stopped there.
+        reading: Reading,
+        stopped: Option<String>,
     },
     /// Searches compared in `[search]` rounds: one setting and repetition's cells, and what
     /// the comparison returned.
@@ -50,10 +53,13 @@ impl Cells<'_> {
                     rounds,
                     runs,
                     share,
+                    reading,
+                    stopped,
                 } => {
-                    let gate = self
-                        .rounds_gate(&cells, &rounds, compare, &runs, share.as_ref())
+                    let mut gate = self
+                        .rounds_gate(&cells, &rounds, compare, &runs, share.as_ref(), reading)
                         .await?;
+                    gate.stopped = stopped;
                     (cells, gate)
                 }
                 Comparison::Searches { cells, searched } => {
@@ -79,6 +85,7 @@ impl Cells<'_> {
         compare: &CompareSpec,
         runs: &BTreeMap<(String, u32), String>,
         share: Option<&(String, f64)>,
+        reading: Reading,
     ) -> Result<Gate, Error> {
         let (_, allowed) = compare.allowed(&self.experiment.file)?;
         let mut loaded: BTreeMap<String, StoredRun> = BTreeMap::new();
@@ -115,6 +122,7 @@ impl Cells<'_> {
             &rounds,
             &allowed,
             compare.processes,
+            reading,
         );
         gate.revisions = self.launcher.checkouts.texts(compare.targets());
         Ok(gate)

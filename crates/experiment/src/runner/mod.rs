@@ -895,7 +895,8 @@ impl Cells<'_> {
             }
         };
         let up: Vec<&Cell> = resolved.iter().collect();
-        let (more, comparison) = context.run_rounds(&up, compare, stop).await?;
+        let (_, allowed) = compare.allowed(&self.experiment.file)?;
+        let (more, comparison) = context.run_rounds(&up, compare, &allowed, stop).await?;
         outcomes.extend(more);
         Ok((outcomes, comparison))
     }

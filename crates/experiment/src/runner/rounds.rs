@@ -4,11 +4,14 @@
 //! `processes = "fresh"` (the default) each run is a process of its own, started, warmed and
 //! stopped in its round; with `"kept"` each target is started and warmed once and kept up
 //! through the rounds. The runs kept are the comparison that `gates` judges once the schedule
-//! ends.
+//! ends. With `rounds = "auto"` the runs kept so far are judged after every round from
+//! `min_rounds` on, read with a confidence sequence, and the rounds stop once every gated
+//! measure is decided, at `max_rounds`, or before a round the budget would not hold.
 
 use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
 
-use analysis::ab::Processes;
+use analysis::ab::{Allowed, Gate, Processes, Reading, Rounds};
 use analysis::capacity::random::Rng;
 use store::run::RunMeta;
 use store::vocabulary::Phase;
@@ -60,6 +63,16 @@ struct Tally {
     runs: BTreeMap<(String, u32), String>,
 }
 
+/// A gate read after every round: what it is held to, and when its rounds began.
+struct Looks<'a> {
+    compare: &'a CompareSpec,
+    allowed: &'a Allowed,
+    auto: crate::file::AutoRounds,
+    began: Instant,
+    /// Why the rounds stopped where they did, once they did.
+    stopped: Option<String>,
+}
+
 impl<F: Firing> CellContext<'_, F> {
     /// Runs `cells` (one setting's, every compared target and repetition) as `compare`'s
     /// rounds. Returns each cell's outcome, and the comparison to judge when every round ran.
@@ -67,6 +80,7 @@ impl<F: Firing> CellContext<'_, F> {
         &self,
         cells: &[&Cell],
         compare: &CompareSpec,
+        allowed: &Allowed,
         stop: &mut watch::Receiver<bool>,
     ) -> Result<(Vec<(String, CellOutcome)>, Option<Comparison>), Error> {
         let mut builds = Vec::new();
@@ -88,13 +102,20 @@ impl<F: Firing> CellContext<'_, F> {
         let mut tally = Tally::default();
         let mut rng = Rng::new(analysis::capacity::random::seed_of(&RunMeta::new_id()));
         let rounds = repetitions(cells);
+        let mut looks = compare.auto().map(|auto| Looks {
+            compare,
+            allowed,
+            auto,
+            began: Instant::now(),
+            stopped: None,
+        });
         let interrupted = match compare.processes {
             Processes::Kept => {
-                self.kept(&builds, &rounds, &mut rng, stop, &mut tally)
+                self.kept(&builds, &rounds, &mut rng, stop, &mut tally, &mut looks)
                     .await?
             }
             Processes::Fresh => {
-                self.fresh(&builds, &rounds, &mut rng, stop, &mut tally)
+                self.fresh(&builds, &rounds, &mut rng, stop, &mut tally, &mut looks)
                     .await?
             }
         };
@@ -104,11 +125,21 @@ impl<F: Firing> CellContext<'_, F> {
             tally.outcomes.push((key, CellOutcome::Interrupted));
             return Ok((tally.outcomes, None));
         }
+        // The rounds that ran: a gate read after every round may have stopped early.
+        let ran: Vec<u32> = rounds
+            .into_iter()
+            .filter(|r| tally.runs.keys().any(|(_, round)| round == r))
+            .collect();
+        let reading = looks
+            .as_ref()
+            .map_or(Reading::Once, |_| Reading::Sequential);
         let comparison = Comparison::Rounds {
             cells: cells.iter().map(|c| (*c).clone()).collect(),
-            rounds,
+            rounds: ran,
             runs: tally.runs,
             share: self.share.clone(),
+            reading,
+            stopped: looks.and_then(|l| l.stopped),
         };
         Ok((tally.outcomes, Some(comparison)))
     }
@@ -122,6 +153,7 @@ impl<F: Firing> CellContext<'_, F> {
         rng: &mut Rng,
         stop: &mut watch::Receiver<bool>,
         tally: &mut Tally,
+        looks: &mut Option<Looks<'_>>,
     ) -> Result<bool, Error> {
         let mut up = Vec::new();
         for b in builds {
@@ -146,13 +178,19 @@ impl<F: Firing> CellContext<'_, F> {
             }
         }
         if !interrupted {
-            'rounds: for &repetition in rounds {
+            'rounds: for (done, &repetition) in rounds.iter().enumerate() {
                 let order = (0..up.len()).filter(|&i| warm[i]).collect();
                 for i in shuffled(rng, order) {
                     if self.measure(&up[i], repetition, stop, tally).await? {
                         interrupted = true;
                         break 'rounds;
                     }
+                }
+                if self
+                    .looked(looks, builds, &rounds[..=done], rounds.len(), tally)
+                    .await?
+                {
+                    break;
                 }
             }
         }
@@ -172,9 +210,10 @@ impl<F: Firing> CellContext<'_, F> {
         rng: &mut Rng,
         stop: &mut watch::Receiver<bool>,
         tally: &mut Tally,
+        looks: &mut Option<Looks<'_>>,
     ) -> Result<bool, Error> {
         let mut dead = vec![false; builds.len()];
-        for &repetition in rounds {
+        for (done, &repetition) in rounds.iter().enumerate() {
             let order = (0..builds.len()).filter(|&i| !dead[i]).collect();
             for i in shuffled(rng, order) {
                 let b = &builds[i];
@@ -206,8 +245,112 @@ impl<F: Firing> CellContext<'_, F> {
                     return Ok(true);
                 }
             }
+            if self
+                .looked(looks, builds, &rounds[..=done], rounds.len(), tally)
+                .await?
+            {
+                break;
+            }
         }
         Ok(false)
+    }
+
+    /// A gate read after every round, after the rounds `ran`: whether to stop here (every
+    /// gated measure decided, or the budget would not hold another round), its reason kept in
+    /// `looks`. At the last of `planned` rounds, why it ends undecided, if it does.
+    async fn looked(
+        &self,
+        looks: &mut Option<Looks<'_>>,
+        builds: &[Build<'_>],
+        ran: &[u32],
+        planned: usize,
+        tally: &Tally,
+    ) -> Result<bool, Error> {
+        let Some(looks) = looks.as_mut() else {
+            return Ok(false);
+        };
+        let done = ran.len();
+        if done < looks.auto.min as usize {
+            return Ok(false);
+        }
+        let gate = self.gate_so_far(looks, builds, ran, tally).await?;
+        if gate.decided() {
+            looks.stopped = Some(format!(
+                "Read after every round from round {}: decided after {done} rounds (of at most {planned}).",
+                looks.auto.min
+            ));
+            return Ok(true);
+        }
+        let more = |gate: &Gate| match gate.rounds_to_decide(10_000) {
+            Some(n) => format!("about {n} rounds in all would decide it at this spread"),
+            None => {
+                "no number of rounds like these would decide it (the ratio sits on the band's edge)"
+                    .into()
+            }
+        };
+        let elapsed = looks.began.elapsed();
+        let per_round = elapsed / done as u32;
+        if let Some(budget) = looks.auto.budget {
+            if done < planned && elapsed + per_round > budget {
+                looks.stopped = Some(format!(
+                    "Read after every round: undecided when the budget of {} was spent, after {done} rounds ({} each); {}.",
+                    humantime::format_duration(budget),
+                    humantime::format_duration(Duration::from_secs(per_round.as_secs().max(1))),
+                    more(&gate)
+                ));
+                return Ok(true);
+            }
+        }
+        if done == planned {
+            looks.stopped = Some(format!(
+                "Read after every round: undecided at the most rounds, {planned}; {}.",
+                more(&gate)
+            ));
+        }
+        Ok(false)
+    }
+
+    /// The gate of the rounds `ran` so far, read as a confidence sequence.
+    async fn gate_so_far(
+        &self,
+        looks: &Looks<'_>,
+        builds: &[Build<'_>],
+        ran: &[u32],
+        tally: &Tally,
+    ) -> Result<Gate, Error> {
+        let mut loaded: BTreeMap<String, store::run::StoredRun> = BTreeMap::new();
+        for ((name, round), id) in &tally.runs {
+            if ran.contains(round) && builds.iter().any(|b| &b.name == name) {
+                loaded.insert(id.clone(), self.store.load_run(id).await?);
+            }
+        }
+        let of = |name: &str| -> Vec<Option<&store::run::StoredRun>> {
+            ran.iter()
+                .map(|r| {
+                    tally
+                        .runs
+                        .get(&(name.to_string(), *r))
+                        .and_then(|id| loaded.get(id))
+                })
+                .collect()
+        };
+        let rounds = Rounds {
+            baseline: of(&looks.compare.baseline),
+            candidate: of(&looks.compare.candidate),
+            control: looks.compare.control.as_deref().map(of),
+        };
+        Ok(Gate::judge(
+            (
+                &looks.compare.baseline,
+                &looks.compare.candidate,
+                looks.compare.control.as_deref(),
+            ),
+            "",
+            &rounds,
+            looks.allowed,
+            looks.compare.processes,
+            Reading::Sequential,
+        ))
     }
 
     /// Starts a process of `build` to serve `cells`, ready; or why it did not start (kept as

@@ -622,6 +622,16 @@ pub fn plan_text(experiment: &Experiment, plan: &Plan) -> String {
             String::new()
         }
     );
+    if let Some(auto) = plan.compare.as_ref().and_then(|c| c.auto()) {
+        out.push_str(&format!(
+            "The rounds are read after every round from round {} (a confidence sequence) and stop once every gated measure is decided: at most {} rounds{}, so the cells and time above are the most.\n\n",
+            auto.min,
+            plan.repetitions,
+            auto.budget
+                .map(|b| format!(", within {}", humantime::format_duration(b)))
+                .unwrap_or_default()
+        ));
+    }
     if !plan.warnings.is_empty() {
         out.push_str("The generator may not keep the schedule of these cells on this host:\n");
         for w in &plan.warnings {

@@ -1943,3 +1943,88 @@ fn the_gate_example_plans_with_the_ci_jobs_own_refs() {
         "{said}"
     );
 }
+
+/// `[compare] rounds = "auto"`: the gate read after every round, with a confidence sequence,
+/// stops as soon as every gated measure is decided. A build that spends twice the CPU a request
+/// is a regression at the first look (5 rounds: the sequence bounds nothing before), an
+/// identical one is within a wide band as soon; a build 4 % slower against a 5 % band is not
+/// decided in the 6 rounds allowed, and the gate says so with how many rounds would decide it,
+/// and exits 5.
+#[test]
+fn a_gate_read_after_every_round_stops_once_it_is_decided() {
+    let _cpu = one_search_at_a_time();
+    let work = tempfile::tempdir().unwrap();
+    let db = format!("sqlite://{}/runs.db", work.path().display());
+    let gate = |name: &str, candidate: &str, band: &str, rounds: &str| {
+        write(
+            work.path(),
+            &format!("{name}.toml"),
+            &format!(
+                r#"
+name = "{name}"
+question = "Slower?"
+warmup = "200ms"
+pre_roll = "200ms"
+post_roll = "200ms"
+
+[placement]
+gun_cpus = "0"
+target_cpus = "1"
+
+[compare]
+baseline = "main"
+candidate = "branch"
+max_regression = "cpu={band}"
+rounds = "auto"
+{rounds}
+
+[[target]]
+name = "main"
+command = {}
+
+[[target]]
+name = "branch"
+command = {}
+
+[load]
+path = "/"
+rate = 200
+duration = "1s"
+"#,
+                serve_work("1ms"),
+                serve_work(candidate)
+            ),
+        )
+    };
+    let run = |file: &str| {
+        let out = experiment(&["run", file, "--no-report"], &db, "");
+        (out.status.code(), text(&out))
+    };
+    let (code, said) = run(&gate("twice", "2ms", "5%", "max_rounds = 12"));
+    assert_eq!(code, Some(4), "{said}");
+    assert!(
+        said.contains("regression: branch against main, 5 interleaved rounds")
+            && said.contains(
+                "Read after every round from round 5: decided after 5 rounds (of at most 12)"
+            )
+            && said.contains("10 cells run (0 failed)"),
+        "{said}"
+    );
+    let (code, said) = run(&gate("same", "1ms", "50%", "max_rounds = 12"));
+    assert_eq!(code, Some(0), "{said}");
+    assert!(said.contains("decided after 5 rounds"), "{said}");
+    let (code, said) = run(&gate("edge", "1040us", "5%", "max_rounds = 6"));
+    assert_eq!(code, Some(5), "{said}");
+    assert!(
+        said.contains("undecided at the most rounds, 6; about ")
+            && said.contains(" rounds in all would decide it at this spread"),
+        "{said}"
+    );
+    // The file's own checks: the rounds' bounds, and min/max without "auto".
+    let (code, said) = run(&gate("bad", "1ms", "5%", "min_rounds = 2"));
+    assert_eq!(code, Some(1), "{said}");
+    assert!(
+        said.contains("give 3 ≤ min_rounds ≤ max_rounds ≤ 1000"),
+        "{said}"
+    );
+}
