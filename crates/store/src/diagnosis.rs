@@ -193,3 +193,13 @@ pub fn generator_fell_behind(summary: &Summary) -> Option<String> {
         format!("the generator could not keep the schedule: {warning}")
     })
 }
+
+/// Whether the host, not the generator's own work, made it fall behind: other processes took
+/// its CPUs, or its process paused as the schedule began. Such a run may go another way once
+/// the host is quiet; one the generator's own load limited will not.
+pub fn host_held_the_generator_back(summary: &Summary) -> bool {
+    matches!(
+        summary.generator.limited_by,
+        Some(LimitedBy::GeneratorCpusShared | LimitedBy::LateStart)
+    )
+}

@@ -247,13 +247,46 @@ impl<F: Firing> CellContext<'_, F> {
             };
         }
         let mut measured_id = None;
-        if matches!(outcome, CellOutcome::Done) {
+        let mut run_id = run_id;
+        let mut again = true;
+        while matches!(outcome, CellOutcome::Done) {
             let measure = self.attack(cell, spec, &w, Phase::Measure, None, run_id.clone());
             measured_id = Some(run_id.clone());
-            outcome = match self.volley(&measure, stop).await {
-                Some(outcome) => outcome,
-                None => measure_outcome(self.fire(&measure, stop).await),
+            let held_back;
+            (outcome, held_back) = match self.volley(&measure, stop).await {
+                Some(outcome) => (outcome, false),
+                None => {
+                    let fired = self.fire(&measure, stop).await;
+                    let held_back = matches!(&fired, Ok(Some(f)) if f
+                        .summary()
+                        .is_some_and(store::diagnosis::host_held_the_generator_back));
+                    (measure_outcome(fired), held_back)
+                }
             };
+            // Other processes held the generator back: the run is kept as failed, and the cell
+            // measured once more when the generator's CPUs are quiet.
+            let CellOutcome::Failed(reason) = &outcome else {
+                break;
+            };
+            if !(held_back && again) {
+                break;
+            }
+            self.keep_failed(cell, reason, measured_id.take()).await?;
+            let gun_cpus = self.answers.gun_cpus.as_ref();
+            let waited = tokio::select! {
+                waited = super::quiet::wait(gun_cpus, super::quiet::LONGEST) => waited,
+                _ = stop.changed() => {
+                    outcome = CellOutcome::Interrupted;
+                    break;
+                }
+            };
+            self.events.emit(Event::MeasureAgain {
+                key: cell.key(),
+                waited,
+            });
+            again = false;
+            run_id = RunMeta::new_id();
+            outcome = CellOutcome::Done;
         }
         drop((w.probes, w.reader));
         if let Some(failed) = self.stop_target(cell, w.target, &outcome).await {

@@ -57,6 +57,12 @@ pub(super) enum Event {
         rate: f64,
     },
     CellFailed(String),
+    /// A measured run that other processes held back, kept as failed and run again once the
+    /// generator's CPUs were quiet (or the wait gave up).
+    MeasureAgain {
+        key: String,
+        waited: super::quiet::Waited,
+    },
     StopNote {
         target: String,
         how: String,
@@ -152,6 +158,23 @@ pub(super) fn line(event: &Event) -> Option<String> {
             if *searches == 1 { "" } else { "es" },
         ),
         Event::CellFailed(reason) => format!("  cell failed: {reason}"),
+        Event::MeasureAgain { key, waited } => {
+            let how = match waited {
+                super::quiet::Waited::Quiet(after) => format!(
+                    "they were quiet after {:.1} s",
+                    after.as_secs_f64()
+                ),
+                super::quiet::Waited::StillBusy(busy) => format!(
+                    "they were still {:.0} % busy after {} s, so it goes again anyway",
+                    busy * 100.0,
+                    super::quiet::LONGEST.as_secs()
+                ),
+                super::quiet::Waited::Unknown => "this host does not say how busy they are".into(),
+            };
+            format!(
+                "  other processes held the generator back (its run kept as failed); waited for its CPUs to be quiet: {how}; measuring {key} again"
+            )
+        }
         Event::StopNote { target, how } => format!("  note: stopping {target}: {how}"),
         Event::DatabaseUrlUnused => "Note: DATABASE_URL is set but not used: this experiment file names no database (add url_env = \"DATABASE_URL\" under [database] to use it).".into(),
         Event::StartingDatabase { cpus } => format!(

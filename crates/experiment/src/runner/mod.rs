@@ -39,6 +39,7 @@ mod cell;
 mod event;
 mod firing;
 mod gates;
+mod quiet;
 mod resume;
 mod rounds;
 mod setup;
@@ -348,6 +349,8 @@ pub(super) struct Answers {
     pub(super) profile: Option<probe::profile::ProfileConfig>,
     /// The SQL run before each cell of a target started by command, to reset its tables.
     pub(super) reset: Option<String>,
+    /// The generator's CPUs (`None`: any), watched for quiet before a run is measured again.
+    pub(super) gun_cpus: Option<probe::cpus::CpuList>,
 }
 
 impl Answers {
@@ -362,6 +365,7 @@ impl Answers {
             probe_interval: file.probe_interval,
             profile: file.profile_config(),
             reset: file.database().reset.clone(),
+            gun_cpus: file.placement.gun_cpus.clone(),
         }
     }
 }

@@ -37,6 +37,8 @@ enum Act {
     Limited,
     /// A comparison returns no search of this name.
     Unreturned,
+    /// Other processes took the generator's CPUs in the first this many measured runs.
+    HeldBack(usize),
 }
 
 struct Fake {
@@ -141,7 +143,19 @@ impl Fake {
             Act::Latency(ns) => ns,
             _ => 1_000_000,
         };
-        let summary = Self::summary_of(matches!(act, Act::FellBehind), latency);
+        let mut summary = Self::summary_of(matches!(act, Act::FellBehind), latency);
+        if let Act::HeldBack(times) = act {
+            let measured = self
+                .seen
+                .lock()
+                .expect("seen")
+                .iter()
+                .filter(|(name, phase)| *name == Self::name(order) && phase == "measure")
+                .count();
+            if measured <= times {
+                summary.generator.limited_by = Some(LimitedBy::GeneratorCpusShared);
+            }
+        }
         if stopped {
             let _ = self.stop.send(true);
         } else if Self::phase(order) == "measure" {
@@ -532,6 +546,61 @@ async fn a_failed_cell_is_kept_with_its_reason_and_the_matrix_goes_on() {
     let (retried, seen, _) = w.run(&[], 0, true).await;
     assert_eq!((retried.ran, retried.skipped), (1, 3));
     assert_eq!(names(&seen), ["sched target=a #1"]);
+}
+
+#[tokio::test]
+async fn a_run_other_processes_held_back_is_measured_again_once() {
+    let w = world();
+    // Held back once: kept as failed, measured again, the cell done.
+    let (report, seen, said) = w
+        .run(&[("sched target=a #1", Act::HeldBack(1))], 0, false)
+        .await;
+    assert_eq!(report.ran, 4);
+    assert!(report.failed.is_empty(), "{:?}", report.failed);
+    let fired: Vec<_> = seen
+        .iter()
+        .filter(|(name, phase)| name == "sched target=a #1" && phase == "measure")
+        .collect();
+    assert_eq!(fired.len(), 2, "{seen:?}");
+    assert!(
+        said.iter()
+            .any(|e| matches!(e, Event::MeasureAgain { key, .. } if key == "target=a")),
+        "{said:?}"
+    );
+    let runs = Store::open(&w.db)
+        .await
+        .expect("the store")
+        .list_runs(&store::RunFilter::default())
+        .await
+        .expect("the runs");
+    let failed = runs
+        .iter()
+        .filter(|r| r.status == RunStatus::Failed)
+        .count();
+    assert_eq!(failed, 1, "the held-back run is kept, as failed");
+    // Held back twice: the cell fails (once again is all it gets), and a generator that its
+    // own work limited is not measured again at all.
+    let w = world();
+    let (report, seen, _) = w
+        .run(
+            &[
+                ("sched target=a #1", Act::HeldBack(2)),
+                ("sched target=b #1", Act::FellBehind),
+            ],
+            0,
+            false,
+        )
+        .await;
+    assert_eq!(report.failed.len(), 2, "{:?}", report.failed);
+    let measured = |name: &str| {
+        seen.iter()
+            .filter(|(n, phase)| n == name && phase == "measure")
+            .count()
+    };
+    assert_eq!(
+        (measured("sched target=a #1"), measured("sched target=b #1")),
+        (2, 1)
+    );
 }
 
 #[tokio::test]
