@@ -1,0 +1,200 @@
+#!/usr/bin/env bash
+# Does a gate read after every round (`[compare] rounds = "auto"`, docs/gate.md) decide on a
+# real server with a database, and keep its error rates? The write-up's Go server
+# (targets/go, POST /users: one row inserted in a throwaway PostgreSQL) against a candidate
+# that stores each password hashed with SHA-256 HASHES times: SITTINGS sittings of each
+# condition, each a fresh `experiment run` (every run a fresh process, the database emptied
+# before the rounds), CPU per request gated at 5 %, at most MAX rounds within BUDGET.
+#
+#   scripts/bench-gate-auto.sh [SITTINGS] [CONDITIONS]      (default 20 "slower identical edge")
+#   SLOWER=130 EDGE=65 MAX=40 BUDGET=15m RATE=400 DURATION=4s scripts/bench-gate-auto.sh 3 slower
+#
+# Prints each sitting (exit code, rounds, minutes, the ratio read) and, per condition, the exits
+# and the median time; then holds them to issue 76's marks, scaled to the sittings run: the
+# slower build exits 4 in ≥ 90 %, the identical one exits 4 in ≤ 5 % and 0 in ≥ 75 %, the
+# edge build exits 4 in ≤ 5 % (each as an exact binomial acceptance: a count the mark's rate
+# would give less than 5 % of the time fails). Exits 1 when a mark is missed. The pooled ratio
+# of every round of a condition is the truth its sittings are held to (tune SLOWER to 1.10 and
+# EDGE to 1.05 from it).
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+sittings=${1:-20}
+conditions=${2:-slower identical edge}
+slower=${SLOWER:-130}
+edge=${EDGE:-65}
+max=${MAX:-40}
+budget=${BUDGET:-15m}
+rate=${RATE:-400}
+duration=${DURATION:-4s}
+# shellcheck source=scripts/bench-lib.sh
+. "$here/bench-lib.sh"
+
+# source DIR HASHES: a copy of the Go contestant whose POST /users stores the password hashed
+# HASHES times (0: the contestant as it is).
+source_copy() {
+  mkdir -p "$1"
+  (cd "$root/targets/go" && cp ./*.go go.mod go.sum "$1/")
+  rm -f "$1"/*_test.go
+  if [ "$2" -gt 0 ]; then
+    cat >"$1/hash.go" <<EOF
+package main
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+)
+
+// hashPassword is the candidate's change: the password stored as SHA-256 applied $2 times.
+func hashPassword(password string) string {
+	sum := []byte(password)
+	for i := 0; i < $2; i++ {
+		next := sha256.Sum256(sum)
+		sum = next[:]
+	}
+	return hex.EncodeToString(sum)
+}
+EOF
+    sed -i 's/a\.db\.insertUser(r\.Context(), email, password)/a.db.insertUser(r.Context(), email, hashPassword(password))/' \
+      "$1/handlers.go"
+    grep -q 'hashPassword(password)' "$1/handlers.go" || {
+      echo "targets/go/handlers.go no longer calls a.db.insertUser(r.Context(), email, password): update this script" >&2
+      exit 1
+    }
+  fi
+}
+
+# file CONDITION: the experiment file of one condition's sittings.
+file() {
+  local candidate
+  case "$1" in
+    slower) candidate="$out/slower" ;;
+    edge) candidate="$out/edge" ;;
+    identical) candidate="$out/base" ;;
+  esac
+  cat <<EOF
+name = "gate-auto-$1"
+question = "Did the candidate make POST /users hungrier than the baseline?"
+warmup = "3s"
+
+[placement]
+gun_cpus = "0"
+target_cpus = "1"
+
+[database]
+schema = "schema.sql"
+pool = 20
+
+[compare]
+baseline = "base"
+candidate = "pr"
+max_regression = "cpu=5%"
+rounds = "auto"
+max_rounds = $max
+budget = "$budget"
+
+[[target]]
+name = "base"
+cwd = "$out/base"
+build = ["go", "build", "-o", "server", "."]
+command = ["./server"]
+env = { PORT = "{port}" }
+ready = "/healthz"
+
+[[target]]
+name = "pr"
+cwd = "$candidate"
+build = ["go", "build", "-o", "server", "."]
+command = ["./server"]
+env = { PORT = "{port}" }
+ready = "/healthz"
+
+[load]
+method = "POST"
+path = "/users"
+headers = { "Content-Type" = "application/json" }
+body = '{"email":"user{{seq}}@example.com","password":"{{hex:40}}"}'
+rate = $rate
+duration = "$duration"
+timeout = "5s"
+EOF
+}
+
+cp "$root/targets/schema.sql" "$out/schema.sql"
+source_copy "$out/base" 0
+source_copy "$out/slower" "$slower"
+source_copy "$out/edge" "$edge"
+echo "$sittings sittings of: $conditions (slower: $slower hashes, edge: $edge; $rate req/s, runs of $duration, at most $max rounds in $budget)"
+: >"$out/results.tsv"
+for condition in $conditions; do
+  file "$condition" >"$out/$condition.toml"
+  for sitting in $(seq 1 "$sittings"); do
+    started=$(date +%s)
+    set +e
+    "$loadgen" experiment run "$out/$condition.toml" --db "sqlite://$out/runs.db" --no-report \
+      --json "$out/$condition-$sitting.json" >"$out/$condition-$sitting.log" 2>&1
+    code=$?
+    set -e
+    took=$(($(date +%s) - started))
+    if [ ! -s "$out/$condition-$sitting.json" ]; then
+      echo "$condition, sitting $sitting: no verdict (exit $code):" >&2
+      tail -15 "$out/$condition-$sitting.log" >&2
+      exit 1
+    fi
+    printf '%s\t%s\t%s\t%s\t%s\n' "$condition" "$sitting" "$code" "$took" "$out/$condition-$sitting.json" >>"$out/results.tsv"
+    python3 - "$condition" "$sitting" "$code" "$took" "$out/$condition-$sitting.json" <<'PY'
+import json, sys
+condition, sitting, code, took, path = sys.argv[1:]
+cpu = next(m for m in json.load(open(path))[0]["measures"] if m["measure"] == "cpu")
+change = cpu.get("change") or {}
+print(f"{condition:<9} sitting {sitting:>2}: exit {code}, {len(cpu['ratios']):>2} rounds, "
+      f"{int(took) / 60:4.1f} min, CPU per request {change.get('ratio', float('nan')):.3f} "
+      f"({change.get('low', float('nan')):.3f}–{change.get('high', float('nan')):.3f})", flush=True)
+PY
+  done
+done
+python3 - "$out/results.tsv" <<'PY'
+import json, math, statistics, sys
+from collections import defaultdict
+rows = [line.rstrip("\n").split("\t") for line in open(sys.argv[1])]
+by = defaultdict(list)
+for condition, sitting, code, took, path in rows:
+    cpu = next(m for m in json.load(open(path))[0]["measures"] if m["measure"] == "cpu")
+    by[condition].append((int(code), int(took), [math.log(r) for r in cpu["ratios"] if r > 0]))
+
+def binom_cdf(k, n, p):
+    return sum(math.comb(n, i) * p**i * (1 - p) ** (n - i) for i in range(k + 1))
+
+def at_least(count, n, rate):
+    """The count passes a mark "at least rate": fails only below what rate gives 95 % of the time."""
+    return binom_cdf(count - 1, n, rate) < 0.95 if count > 0 else binom_cdf(0, n, rate) >= 0.05
+
+def at_most(count, n, rate):
+    return 1 - binom_cdf(count - 1, n, rate) >= 0.05 if count > 0 else True
+
+failed = []
+for condition, sittings in by.items():
+    n = len(sittings)
+    exits = defaultdict(int)
+    for code, _, _ in sittings:
+        exits[code] += 1
+    logs = [x for _, _, xs in sittings for x in xs]
+    pooled = math.exp(sum(logs) / len(logs))
+    sd = statistics.stdev(logs) if len(logs) > 1 else float("nan")
+    minutes = statistics.median(t for _, t, _ in sittings) / 60
+    rounds = statistics.median(len(xs) for _, _, xs in sittings)
+    print(f"{condition}: {n} sittings, exits " + ", ".join(f"{c}: {k}" for c, k in sorted(exits.items()))
+          + f"; median {minutes:.1f} min and {rounds:g} rounds; pooled ratio {pooled:.3f} over "
+          f"{len(logs)} rounds, per-round sd {sd * 100:.1f} %")
+    if condition == "slower" and not at_least(exits[4], n, 0.90):
+        failed.append(f"the slower build exited 4 in {exits[4]} of {n} (mark: 90 %)")
+    if condition == "identical":
+        if not at_most(exits[4], n, 0.05):
+            failed.append(f"the identical build exited 4 in {exits[4]} of {n} (mark: at most 5 %)")
+        if not at_least(exits[0], n, 0.75):
+            failed.append(f"the identical build passed in {exits[0]} of {n} (mark: 75 %)")
+    if condition == "edge" and not at_most(exits[4], n, 0.05):
+        failed.append(f"the edge build exited 4 in {exits[4]} of {n} (mark: at most 5 %)")
+for f in failed:
+    print("MISSED:", f)
+sys.exit(1 if failed else 0)
+PY
