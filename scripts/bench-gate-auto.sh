@@ -75,6 +75,8 @@ file() {
 name = "gate-auto-$1"
 question = "Did the candidate make POST /users hungrier than the baseline?"
 warmup = "3s"
+pre_roll = "200ms"
+post_roll = "200ms"
 
 [placement]
 gun_cpus = "0"
