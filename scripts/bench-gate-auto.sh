@@ -8,6 +8,8 @@
 #
 #   scripts/bench-gate-auto.sh [SITTINGS] [CONDITIONS]      (default 20 "slower identical edge")
 #   SLOWER=130 EDGE=65 MAX=40 BUDGET=15m RATE=400 DURATION=4s scripts/bench-gate-auto.sh 3 slower
+#   KEEP=~/gate-auto scripts/bench-gate-auto.sh 20 identical   (the store, verdicts and logs kept
+#                                                               there, sittings added across days)
 #
 # Prints each sitting (exit code, rounds, minutes, the ratio read) and, per condition, the exits
 # and the median time; then holds them to issue 76's marks, scaled to the sittings run: the
@@ -28,6 +30,9 @@ rate=${RATE:-400}
 duration=${DURATION:-4s}
 # shellcheck source=scripts/bench-lib.sh
 . "$here/bench-lib.sh"
+# Where the sittings are kept: the private directory (removed at the end) unless KEEP names one.
+keep=${KEEP:-$out}
+mkdir -p "$keep"
 
 # source DIR HASHES: a copy of the Go contestant whose POST /users stores the password hashed
 # HASHES times (0: the contestant as it is).
@@ -126,24 +131,25 @@ source_copy "$out/base" 0
 source_copy "$out/slower" "$slower"
 source_copy "$out/edge" "$edge"
 echo "$sittings sittings of: $conditions (slower: $slower hashes, edge: $edge; $rate req/s, runs of $duration, at most $max rounds in $budget)"
-: >"$out/results.tsv"
+touch "$keep/results.tsv"
 for condition in $conditions; do
   file "$condition" >"$out/$condition.toml"
-  for sitting in $(seq 1 "$sittings"); do
+  first=$(($(awk -F'\t' -v c="$condition" '$1 == c' "$keep/results.tsv" | wc -l) + 1))
+  for sitting in $(seq "$first" $((first + sittings - 1))); do
     started=$(date +%s)
     set +e
-    "$loadgen" experiment run "$out/$condition.toml" --db "sqlite://$out/runs.db" --no-report \
-      --json "$out/$condition-$sitting.json" >"$out/$condition-$sitting.log" 2>&1
+    "$loadgen" experiment run "$out/$condition.toml" --db "sqlite://$keep/runs.db" --no-report \
+      --again --json "$keep/$condition-$sitting.json" >"$keep/$condition-$sitting.log" 2>&1
     code=$?
     set -e
     took=$(($(date +%s) - started))
-    if [ ! -s "$out/$condition-$sitting.json" ]; then
+    if [ ! -s "$keep/$condition-$sitting.json" ]; then
       echo "$condition, sitting $sitting: no verdict (exit $code):" >&2
-      tail -15 "$out/$condition-$sitting.log" >&2
+      tail -15 "$keep/$condition-$sitting.log" >&2
       exit 1
     fi
-    printf '%s\t%s\t%s\t%s\t%s\n' "$condition" "$sitting" "$code" "$took" "$out/$condition-$sitting.json" >>"$out/results.tsv"
-    python3 - "$condition" "$sitting" "$code" "$took" "$out/$condition-$sitting.json" <<'PY'
+    printf '%s\t%s\t%s\t%s\t%s\n' "$condition" "$sitting" "$code" "$took" "$keep/$condition-$sitting.json" >>"$keep/results.tsv"
+    python3 - "$condition" "$sitting" "$code" "$took" "$keep/$condition-$sitting.json" <<'PY'
 import json, sys
 condition, sitting, code, took, path = sys.argv[1:]
 cpu = next(m for m in json.load(open(path))[0]["measures"] if m["measure"] == "cpu")
@@ -154,7 +160,7 @@ print(f"{condition:<9} sitting {sitting:>2}: exit {code}, {len(cpu['ratios']):>2
 PY
   done
 done
-python3 - "$out/results.tsv" <<'PY'
+python3 - "$keep/results.tsv" <<'PY'
 import json, math, statistics, sys
 from collections import defaultdict
 rows = [line.rstrip("\n").split("\t") for line in open(sys.argv[1])]
