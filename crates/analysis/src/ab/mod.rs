@@ -14,7 +14,9 @@
 //! of freedom). Paired by round, what the host does from one round to the next (drift, a noisy
 //! neighbour, a warmer cache) cancels; in a random order within the round, what it does inside
 //! one favours neither build. The proof is [`tests`]' simulated host: slow drift, correlated
-//! noise, a rare stall, both with and without a real change.
+//! noise, a rare stall, both with and without a real change. A gate read after every round
+//! (`[compare] rounds = "auto"`, [`Reading::Sequential`]) takes its interval from a confidence
+//! sequence instead ([`sequential`]), which holds at every look at once.
 //!
 //! **Processes.** Two *processes* of one build differ (their memory layout, how far a
 //! garbage collector let the heap grow, which core each lands on): two of the example's Go

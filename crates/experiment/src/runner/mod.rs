@@ -19,7 +19,8 @@
 //!   verification.
 //! - `cell`: one cell, from starting its target to keeping its run.
 //! - `rounds`: `[compare]`'s cells, every compared target up at once and every repetition a
-//!   round in a random order.
+//!   round in a random order; with `rounds = "auto"` judged after each round until decided.
+//! - `quiet`: waiting for the generator's CPUs to be quiet before a held-back run goes again.
 //! - `gates`: the gates of the comparisons run (rounds, or searches compared in rounds),
 //!   judged once the schedule ends and kept for the experiment's page.
 //! - `share`: a cell's rate given as a share of the capacity its searches found (in a
