@@ -176,6 +176,13 @@ pub struct Ticks {
 }
 
 impl Ticks {
+    /// The ticks now, from `/proc/stat` (`None` where it cannot be read).
+    pub fn now() -> Option<Ticks> {
+        std::fs::read_to_string("/proc/stat")
+            .ok()
+            .map(|stat| Ticks::parse(&stat))
+    }
+
     pub fn parse(stat: &str) -> Ticks {
         let mut out = Ticks::default();
         for line in stat.lines().take_while(|l| l.starts_with("cpu")) {
@@ -211,6 +218,13 @@ impl Ticks {
             .filter(|(cpu, ..)| cpus.contains(*cpu))
             .fold((0, 0), |(b, t), &(_, busy, total)| (b + busy, t + total))
     }
+}
+
+/// The busy share (0–1) between two (busy, total) readings of ticks, if time passed.
+pub fn busy_between(before: (u64, u64), after: (u64, u64)) -> Option<f64> {
+    let total = after.1.checked_sub(before.1)?;
+    let busy = after.0.checked_sub(before.0)?;
+    (total > 0).then(|| busy as f64 / total as f64)
 }
 
 #[cfg(test)]

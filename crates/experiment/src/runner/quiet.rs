@@ -6,7 +6,7 @@
 
 use std::time::{Duration, Instant};
 
-use probe::cpus::{CpuList, Ticks};
+use probe::cpus::{busy_between, CpuList, Ticks};
 
 /// The busy share of the generator's CPUs under which they count as quiet: what the target,
 /// idle between runs, and the runner's own probes leave.
@@ -30,12 +30,8 @@ pub(super) enum Waited {
 
 /// Busy and total clock ticks of `cpus` (every CPU when `None`), now.
 fn ticks(cpus: Option<&CpuList>) -> Option<(u64, u64)> {
-    let stat = std::fs::read_to_string("/proc/stat").ok()?;
-    let t = Ticks::parse(&stat);
-    Some(match cpus {
-        Some(list) => t.of(list),
-        None => t.all,
-    })
+    let t = Ticks::now()?;
+    Some(cpus.map_or(t.all, |list| t.of(list)))
 }
 
 /// Waits until a window of `cpus` (the generator's; every CPU when it is not pinned) is less
@@ -51,9 +47,8 @@ pub(super) async fn wait(cpus: Option<&CpuList>, longest: Duration) -> Waited {
         let Some(after) = ticks(cpus) else {
             return Waited::Unknown;
         };
-        let total = after.1.saturating_sub(before.1);
-        if total > 0 {
-            busy = after.0.saturating_sub(before.0) as f64 / total as f64;
+        if let Some(share) = busy_between(before, after) {
+            busy = share;
             if busy < QUIET {
                 return Waited::Quiet(started.elapsed());
             }

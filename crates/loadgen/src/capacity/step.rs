@@ -75,12 +75,6 @@ pub fn limit_of(
     })
 }
 
-/// The host's CPU ticks now (`None` without /proc/stat).
-fn host_ticks() -> Option<probe::cpus::Ticks> {
-    let stat = std::fs::read_to_string("/proc/stat").ok()?;
-    Some(probe::cpus::Ticks::parse(&stat))
-}
-
 /// The CPUs' mean clock from /proc/cpuinfo, MHz, where the kernel reports one.
 fn cpu_mhz() -> Option<f64> {
     let info = std::fs::read_to_string("/proc/cpuinfo").ok()?;
@@ -166,9 +160,9 @@ impl Stepper<'_> {
             .insert(analysis::capacity::label::STEP.into(), number.to_string());
         keeping.labels.insert("rate".into(), rate.to_string());
         let mut collect = Collect::default();
-        let before = host_ticks();
+        let before = probe::cpus::Ticks::now();
         let done = keep::execute_with(&plan, &keeping, self.shutdown, &mut [&mut collect]).await?;
-        let mut host = host_over(before, host_ticks(), &done.summary);
+        let mut host = host_over(before, probe::cpus::Ticks::now(), &done.summary);
         if self.shutdown.state() != Stop::Running {
             return Ok(None);
         }

@@ -2,6 +2,7 @@
 //! `/proc/stat`: when sends run late while the generator's own threads are far from busy, a
 //! busy CPU means another process took it. Lists and ticks are read by `probe::cpus`.
 
+pub use probe::cpus::busy_between;
 use probe::cpus::{CpuList, Ticks};
 use rustix::thread::{sched_getaffinity, CpuSet};
 
@@ -15,15 +16,7 @@ pub fn allowed() -> CpuList {
 
 /// Busy and total clock ticks of `cpus` now (`None` without /proc/stat).
 pub fn ticks(cpus: &CpuList) -> Option<(u64, u64)> {
-    let stat = std::fs::read_to_string("/proc/stat").ok()?;
-    Some(Ticks::parse(&stat).of(cpus))
-}
-
-/// The busy share (0–1) between two readings of [`ticks`], if time passed.
-pub fn busy_between(before: (u64, u64), after: (u64, u64)) -> Option<f64> {
-    let total = after.1.checked_sub(before.1)?;
-    let busy = after.0.checked_sub(before.0)?;
-    (total > 0).then(|| busy as f64 / total as f64)
+    Ticks::now().map(|t| t.of(cpus))
 }
 
 #[cfg(test)]
