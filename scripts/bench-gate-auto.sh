@@ -68,6 +68,19 @@ EOF
   fi
 }
 
+# target NAME DIR: a [[target]] table for the Go server built in DIR.
+target() {
+  cat <<EOF
+[[target]]
+name = "$1"
+cwd = "$2"
+build = ["go", "build", "-o", "server", "."]
+command = ["./server"]
+env = { PORT = "{port}" }
+ready = "/healthz"
+EOF
+}
+
 # file CONDITION: the experiment file of one condition's sittings.
 file() {
   local candidate
@@ -99,21 +112,9 @@ rounds = "auto"
 max_rounds = $max
 budget = "$budget"
 
-[[target]]
-name = "base"
-cwd = "$out/base"
-build = ["go", "build", "-o", "server", "."]
-command = ["./server"]
-env = { PORT = "{port}" }
-ready = "/healthz"
+$(target base "$out/base")
 
-[[target]]
-name = "pr"
-cwd = "$candidate"
-build = ["go", "build", "-o", "server", "."]
-command = ["./server"]
-env = { PORT = "{port}" }
-ready = "/healthz"
+$(target pr "$candidate")
 
 [load]
 method = "POST"
