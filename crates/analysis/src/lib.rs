@@ -21,7 +21,8 @@
 //!   with its 95 % interval (`fit`), repeated searches pooled (`repeated`), targets compared by
 //!   the ratio of their figures over interleaved rounds (`compare`), a figure's calibration
 //!   check judged (`check`), the seeded generator of the up-and-down coin and the simulations
-//!   (`random`); and the search as kept (`put_search`, `searches`).
+//!   (`random`), when a server has warmed (`warm`: its latency's trend over a sliding
+//!   window); and the search as kept (`put_search`, `searches`).
 //! - [`ab`]: two builds compared at a fixed rate over interleaved rounds (`[compare]`): each
 //!   measure's ratio with its 95 % interval (paired over rounds, Student's t), its verdict
 //!   against the change allowed and the A/A control, the gate in words, Markdown and JUnit

@@ -650,6 +650,10 @@ pub struct SearchSpec {
     /// The load before each step's window (`2s` when absent).
     #[serde(default, deserialize_with = "some_duration")]
     pub warmup: Option<Duration>,
+    /// The longest the server is warmed before the first step, until its median latency stops
+    /// trending (`2m` when absent, `0s`: not warmed).
+    #[serde(default, deserialize_with = "some_duration")]
+    pub settle: Option<Duration>,
     pub min_rate: Option<f64>,
     pub max_rate: Option<f64>,
     pub max_steps: Option<u64>,

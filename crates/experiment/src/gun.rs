@@ -184,6 +184,9 @@ impl Attack {
         if let Some(d) = spec.warmup {
             search.warmup_ns = order::nanos(d);
         }
+        if let Some(d) = spec.settle {
+            search.settle_ns = order::nanos(d);
+        }
         if let Some(r) = spec.min_rate {
             search.min_rate = r;
         }

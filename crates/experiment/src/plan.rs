@@ -604,6 +604,12 @@ pub fn plan(experiment: &Experiment, options: &PlanOptions) -> Result<Plan, Plan
                 s.warmup.unwrap_or(Duration::from_secs(2)),
                 Duration::from_millis(200),
             ));
+            // The warm-up's bound: 0 stays 0 (not warmed), and a bound keeps room for the
+            // fewest samples judged.
+            s.settle = Some(match s.settle.unwrap_or(Duration::from_secs(120)) {
+                d if d.is_zero() => d,
+                d => scaled(d, Duration::from_secs(5)),
+            });
             s.budget = s
                 .budget
                 .map(|b| scale_duration(b, options.scale).max(Duration::from_secs(1)));

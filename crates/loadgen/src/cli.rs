@@ -803,6 +803,12 @@ pub struct CapacityArgs {
     #[arg(long, value_name = "DURATION", default_value = "2s", value_parser = parse_warmup)]
     pub warmup: Duration,
 
+    /// Before the first step, the server is held at half the first step's rate until its
+    /// median latency stops trending (a JIT, pools and caches warming), at most this long
+    /// (0: not warmed; at most 1h).
+    #[arg(long, value_name = "DURATION", default_value = "2m", value_parser = parse_warmup)]
+    pub settle: Duration,
+
     /// The lowest rate to try.
     #[arg(long, value_name = "REQ/S", default_value = "1", value_parser = parse_rate)]
     pub min_rate: f64,
@@ -1297,6 +1303,7 @@ impl CapacityArgs {
                 p: self.p,
                 step_ns: order::nanos(self.step),
                 warmup_ns: order::nanos(self.warmup),
+                settle_ns: order::nanos(self.settle),
                 min_rate: self.min_rate,
                 max_rate: self.max_rate,
                 max_steps: self.max_steps,

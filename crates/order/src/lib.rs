@@ -137,6 +137,10 @@ pub struct Search {
     pub p: f64,
     pub step_ns: u64,
     pub warmup_ns: u64,
+    /// The longest the server is warmed before the first step, until its latency stops
+    /// trending (0: not warmed).
+    #[serde(default = "two_minutes")]
+    pub settle_ns: u64,
     pub min_rate: f64,
     pub max_rate: f64,
     pub max_steps: u64,
@@ -203,6 +207,10 @@ impl Against {
 
 /// The fewest rounds a comparison runs (its ratio's interval is drawn from them).
 pub use analysis::capacity::compare::MIN_ROUNDS;
+
+fn two_minutes() -> u64 {
+    120_000_000_000
+}
 
 fn sixteen() -> u32 {
     16
@@ -684,7 +692,7 @@ fn half() -> f64 {
 
 impl Search {
     /// A search within `slo` with `loadgen capacity`'s defaults: C_0.5 of windows of 10 s after
-    /// 2 s of warm-up, from 1 to 1,000,000 req/s, a coarse bracket to 8 %, until the 95 %
+    /// 2 s of warm-up, the server warmed first for at most 2 min, from 1 to 1,000,000 req/s, a coarse bracket to 8 %, until the 95 %
     /// interval is within ±5 %, at most 30 steps, one search.
     pub fn new(slo: Vec<Term>) -> Search {
         Search {
@@ -694,6 +702,7 @@ impl Search {
             p: 0.5,
             step_ns: 10_000_000_000,
             warmup_ns: 2_000_000_000,
+            settle_ns: two_minutes(),
             min_rate: 1.0,
             max_rate: 1_000_000.0,
             max_steps: 30,
@@ -911,6 +920,7 @@ mod tests {
             p: 0.5,
             step_ns: 10,
             warmup_ns: 2,
+            settle_ns: 3,
             min_rate: 1.0,
             max_rate: 1e6,
             max_steps: 30,

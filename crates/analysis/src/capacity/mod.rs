@@ -5,8 +5,8 @@
 //! independent samples, [`batch`] for a window's correlated ones), C_p estimated from every
 //! step with its 95 % interval ([`fit`]), repeated searches pooled ([`repeated`]), targets
 //! compared by the ratio of their figures over interleaved rounds ([`compare`]), a figure's
-//! calibration check ([`check`]), the seeded generator ([`random`]), and the search as kept,
-//! for its page.
+//! calibration check ([`check`]), the seeded generator ([`random`]), when a server has warmed
+//! ([`warm`]), and the search as kept, for its page.
 
 pub mod batch;
 pub mod check;
@@ -17,6 +17,7 @@ pub mod judge;
 pub mod random;
 pub mod repeated;
 pub mod slo;
+pub mod warm;
 
 pub use judge::{Judgement, Verdict};
 pub use repeated::{agreed, median, Agreed, Repeated};
@@ -257,36 +258,60 @@ pub fn sitting(steps: &[Step]) -> Option<String> {
 }
 
 /// The server warmed before a search's first judged step: a rate below the first step's, held
-/// in one-second samples until their p99 settled (its connections, pools and JIT warm), or not.
+/// in one-second samples until their median latency stopped trending ([`warm`]: its
+/// connections, pools and JIT warm), or the warm-up's bound passed.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Warmed {
     pub rate: f64,
     pub seconds: f64,
-    /// Whether the last two samples' p99 agreed (within a fifth and half a millisecond).
+    /// Whether the samples' median latency stopped trending.
     pub settled: bool,
     /// Each sample's p99 (corrected), ns.
     pub p99_ns: Vec<u64>,
+    /// Each sample's median (corrected), ns (empty in searches kept before it was).
+    #[serde(default)]
+    pub p50_ns: Vec<u64>,
+    /// The trend of the last samples, when there were enough.
+    #[serde(default)]
+    pub trend: Option<warm::Trend>,
 }
 
 impl Warmed {
-    /// "warmed at 2,000 req/s for 3 s until its p99 settled (41.2ms → 1.31ms → 1.28ms)".
+    /// "warmed 74 s at 3,000 req/s: its median latency fell 31 % (1.92ms → 1.32ms), then
+    /// held", or, where it did not settle, what that means for the figure.
     pub fn text(&self) -> String {
-        let p99: Vec<String> = self
-            .p99_ns
-            .iter()
-            .map(|&n| store::summary::format_ns(n))
-            .collect();
-        format!(
-            "warmed at {:.0} req/s for {:.0} s {} (p99 of each second: {})",
-            self.rate,
-            self.seconds,
-            if self.settled {
-                "until its p99 settled"
-            } else {
-                "without its p99 settling"
-            },
-            p99.join(" → ")
-        )
+        let ns = store::summary::format_ns;
+        let at = format!("warmed {:.0} s at {:.0} req/s", self.seconds, self.rate);
+        let p50: Vec<f64> = self.p50_ns.iter().map(|&n| n as f64).collect();
+        let (Some(trend), Some(first), Some(last)) =
+            (self.trend, self.p50_ns.first(), self.p50_ns.last())
+        else {
+            // Too few samples to judge a trend, or a search kept before they were.
+            let p99: Vec<String> = self.p99_ns.iter().map(|&n| ns(n)).collect();
+            return format!("{at} (p99 of each second: {})", p99.join(" → "));
+        };
+        let moved = warm::moved(&p50, &trend).unwrap_or(0.0);
+        let how = if moved.abs() < warm::SMALL {
+            format!("its median latency held ({} → {})", ns(*first), ns(*last))
+        } else {
+            format!(
+                "its median latency {} {:.0} % ({} → {})",
+                if moved < 0.0 { "fell" } else { "rose" },
+                moved.abs() * 100.0,
+                ns(*first),
+                ns(*last)
+            )
+        };
+        if self.settled {
+            format!("{at}: {how}, then held")
+        } else {
+            format!(
+                "{at}: {how} and was still {} {:.0} % over its last {} s when the warm-up's bound passed: WARNING: the server had not settled, so the first steps may read it cold; warm it longer (--settle) or search again",
+                if trend.change < 0.0 { "falling" } else { "rising" },
+                trend.change.abs() * 100.0,
+                trend.samples
+            )
+        }
     }
 }
 

@@ -7,6 +7,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use analysis::capacity::warm::Sample;
 use analysis::capacity::{judge, Search, Slo};
 use fleet::Firing;
 use store::model::IntervalStats;
@@ -199,7 +200,7 @@ impl<F: Firing> Steps for Volleys<'_, F> {
         }))
     }
 
-    async fn sample(&mut self, rate: f64) -> Result<Option<u64>, Error> {
+    async fn sample(&mut self, rate: f64) -> Result<Option<Sample>, Error> {
         let load = order::Load::Open {
             schedule: order::Schedule::Constant {
                 rate,
@@ -207,10 +208,10 @@ impl<F: Firing> Steps for Volleys<'_, F> {
             },
             requests: None,
         };
-        Ok(self
-            .trickle(load)
-            .await?
-            .map(|s| s.latency.corrected.p99_ns))
+        Ok(self.trickle(load).await?.map(|s| Sample {
+            p50_ns: s.latency.corrected.p50_ns,
+            p99_ns: s.latency.corrected.p99_ns,
+        }))
     }
 
     async fn recover(&mut self, baseline_ns: Option<u64>) -> Result<Option<Duration>, Error> {

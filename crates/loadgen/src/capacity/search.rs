@@ -15,6 +15,7 @@ use std::collections::BTreeMap;
 use std::future::Future;
 use std::time::Duration;
 
+use analysis::capacity::warm::{self, Sample};
 use analysis::capacity::{Judgement, Search, Settings, Slo, Status, Step, Verdict, Warmed};
 
 use super::bracket::{Bracket, Next};
@@ -47,9 +48,9 @@ pub struct Plan {
     /// Steps already run by an earlier attempt of the same search (kept, interrupted): the
     /// search goes on after them, with the bracket they made.
     pub resumed: Vec<Step>,
-    /// Whether to warm the server before the first step (not for a search repeated right after
-    /// another, whose steps left it warm).
-    pub warm: bool,
+    /// The longest to warm the server before the first step, until its latency stops trending
+    /// (`None`: not warmed, as a search repeated right after another, whose steps left it warm).
+    pub warm: Option<Duration>,
     pub started_at_ns: i64,
 }
 
@@ -61,7 +62,7 @@ impl Plan {
         let mut plan = self.clone();
         plan.id = id;
         plan.resumed = Vec::new();
-        plan.warm = false;
+        plan.warm = None;
         plan.started_at_ns = super::now_ns();
         plan.settings.start = super::bracket::round(
             (rate * (1.0 - 2.0 * resolution)).clamp(self.settings.min_rate, self.settings.max_rate),
@@ -143,9 +144,9 @@ pub trait Steps {
         baseline_ns: Option<u64>,
     ) -> impl Future<Output = Result<Option<Duration>, Error>>;
 
-    /// A short run at `rate` that is not a step (not kept, not judged): its p99, or `None`
-    /// without answers.
-    fn sample(&mut self, rate: f64) -> impl Future<Output = Result<Option<u64>, Error>>;
+    /// A second at `rate` that is not a step (not kept, not judged): its median and p99, or
+    /// `None` without answers.
+    fn sample(&mut self, rate: f64) -> impl Future<Output = Result<Option<Sample>, Error>>;
 
     /// Keeps the search so far (after every step, and at its end).
     fn keep(&mut self, search: &Search) -> impl Future<Output = Result<(), Error>>;
@@ -222,25 +223,29 @@ fn balanced(search: &Search) -> bool {
     fine >= MIN_FINE && passes >= MIN_EACH && points.len() - passes >= MIN_EACH
 }
 
-/// The most one-second samples a warm-up takes.
-pub const WARM_SAMPLES: usize = 10;
-
-/// Warms the server at `rate` in one-second samples until two in a row agree on their p99.
-async fn warm(steps: &mut impl Steps, rate: f64) -> Result<Option<Warmed>, Error> {
+/// Warms the server at `rate` in one-second samples until their median latency stops
+/// trending ([`analysis::capacity::warm`]), at most `longest`.
+async fn warm(
+    steps: &mut impl Steps,
+    rate: f64,
+    longest: Duration,
+) -> Result<Option<Warmed>, Error> {
+    let mut p50_ns: Vec<u64> = Vec::new();
     let mut p99_ns: Vec<u64> = Vec::new();
+    let mut trend = None;
     let mut settled = false;
-    for _ in 0..WARM_SAMPLES {
+    for _ in 0..longest.as_secs().max(1) {
         if steps.stopped() {
             return Ok(None);
         }
-        let Some(p99) = steps.sample(rate).await? else {
+        let Some(sample) = steps.sample(rate).await? else {
             continue;
         };
-        if let Some(&last) = p99_ns.last() {
-            let (a, b) = (last as f64, p99 as f64);
-            settled = (a - b).abs() <= 0.2 * a.max(b) + 500_000.0;
-        }
-        p99_ns.push(p99);
+        p50_ns.push(sample.p50_ns);
+        p99_ns.push(sample.p99_ns);
+        let p50: Vec<f64> = p50_ns.iter().map(|&n| n as f64).collect();
+        trend = warm::trend(&p50, warm::window(longest.as_secs()));
+        settled = trend.is_some_and(|t| t.flat());
         if settled {
             break;
         }
@@ -253,6 +258,8 @@ async fn warm(steps: &mut impl Steps, rate: f64) -> Result<Option<Warmed>, Error
         seconds: p99_ns.len() as f64,
         settled,
         p99_ns,
+        p50_ns,
+        trend,
     }))
 }
 
@@ -277,7 +284,7 @@ pub struct Searcher {
     max_steps: u64,
     budget: Option<Duration>,
     window: Duration,
-    warm: bool,
+    warm: Option<Duration>,
     resumed: usize,
     started: std::time::Instant,
     baseline_ns: Option<u64>,
@@ -360,8 +367,9 @@ impl Searcher {
             steps.event(Event::Resumed {
                 after: self.resumed,
             });
-        } else if self.warm {
-            self.search.warmed = warm(steps, super::bracket::round(self.rate / 2.0)).await?;
+        } else if let Some(longest) = self.warm {
+            let rate = super::bracket::round(self.rate / 2.0);
+            self.search.warmed = warm(steps, rate, longest).await?;
             if let Some(w) = &self.search.warmed {
                 steps.event(Event::Warmed { warmed: w });
             }
@@ -599,11 +607,12 @@ mod tests {
             "{}",
             s.reason
         );
-        // The server was warmed first, until two samples agreed, and said so.
+        // The server was warmed first, until its samples' median latency was seen not to
+        // trend (one window of a 2-minute bound), and said so.
         let w = s.warmed.as_ref().unwrap();
-        assert!(w.settled && w.seconds == 2.0 && w.rate == 250.0, "{w:?}");
+        assert!(w.settled && w.seconds == 20.0 && w.rate == 250.0, "{w:?}");
         assert!(
-            sim.said[0].contains("warmed at 250 req/s"),
+            sim.said[0].contains("warmed 20 s at 250 req/s: its median latency held"),
             "{:?}",
             sim.said
         );
@@ -750,7 +759,7 @@ mod tests {
             Ok(Some(Duration::from_millis(500)))
         }
 
-        async fn sample(&mut self, _: f64) -> Result<Option<u64>, Error> {
+        async fn sample(&mut self, _: f64) -> Result<Option<Sample>, Error> {
             Ok(None)
         }
 

@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use std::collections::BTreeMap;
 
+use analysis::capacity::warm::Sample;
 use analysis::capacity::{judge, Search, Settings, Slo};
 use store::model::IntervalStats;
 
@@ -100,8 +101,11 @@ impl Steps for Simulated {
         Ok(self.recovers.then_some(Duration::from_millis(500)))
     }
 
-    async fn sample(&mut self, _: f64) -> Result<Option<u64>, Error> {
-        Ok(Some(1_000_000))
+    async fn sample(&mut self, _: f64) -> Result<Option<Sample>, Error> {
+        Ok(Some(Sample {
+            p50_ns: 500_000,
+            p99_ns: 1_000_000,
+        }))
     }
 
     async fn keep(&mut self, _: &Search) -> Result<(), Error> {
@@ -151,7 +155,7 @@ pub fn plan(start: f64) -> Plan {
         budget: None,
         step: Duration::from_secs(10),
         resumed: Vec::new(),
-        warm: true,
+        warm: Some(Duration::from_secs(120)),
         started_at_ns: 0,
     }
 }

@@ -5,6 +5,7 @@
 use std::io;
 use std::time::Duration;
 
+use analysis::capacity::warm::Sample;
 use analysis::capacity::{judge, Search, Slo};
 use store::model::IntervalStats;
 use store::summary::Summary;
@@ -206,16 +207,17 @@ impl Stepper<'_> {
         Ok((s.requests.ok > 0).then_some((s.latency.corrected.p50_ns, s)))
     }
 
-    /// One second at `rate`, not kept: its p99 (corrected), or `None` without answers.
-    pub async fn sample_at(&self, rate: f64) -> Result<Option<u64>, Error> {
+    /// One second at `rate`, not kept: its median and p99 (corrected), or `None` without
+    /// answers.
+    pub async fn sample_at(&self, rate: f64) -> Result<Option<Sample>, Error> {
         let load = Load::Open {
             schedule: Schedule::constant(rate, Some(Duration::from_secs(1)))?,
             requests: None,
         };
-        Ok(self
-            .sample(load)
-            .await?
-            .map(|(_, s)| s.latency.corrected.p99_ns))
+        Ok(self.sample(load).await?.map(|(p50_ns, s)| Sample {
+            p50_ns,
+            p99_ns: s.latency.corrected.p99_ns,
+        }))
     }
 
     /// Waits until the server has drained what an overloaded step left ([`recover`]), trickling

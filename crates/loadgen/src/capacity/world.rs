@@ -22,6 +22,7 @@ use std::rc::Rc;
 use std::time::Duration;
 
 use analysis::capacity::random::Rng;
+use analysis::capacity::warm::Sample;
 use analysis::capacity::{Search, Settings, Slo};
 
 use super::search::{Event, Plan, Stepped, Steps};
@@ -337,7 +338,7 @@ impl Steps for World {
         Ok(Some(Duration::from_secs(2)))
     }
 
-    async fn sample(&mut self, _: f64) -> Result<Option<u64>, Error> {
+    async fn sample(&mut self, _: f64) -> Result<Option<Sample>, Error> {
         Ok(None)
     }
 
@@ -415,7 +416,7 @@ pub fn plan_in(p: f64, seed: u64, regime: &Regime) -> Plan {
         budget: None,
         step: Duration::from_secs_f64(regime.step_s),
         resumed: Vec::new(),
-        warm: false,
+        warm: None,
         started_at_ns: 0,
     }
 }

@@ -192,7 +192,7 @@ async fn plan_of(
         budget: None,
         step: Duration::from_nanos(wanted.step_ns),
         resumed: Vec::new(),
-        warm: true,
+        warm: super::search::warm(wanted),
         started_at_ns: capacity::now_ns(),
     })
 }

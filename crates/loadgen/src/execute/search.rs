@@ -5,6 +5,7 @@
 
 use std::time::Duration;
 
+use analysis::capacity::warm::Sample;
 use analysis::capacity::{Arrival, Repeated, Search, Settings, Slo, Status, Verdict};
 use store::Store;
 
@@ -44,7 +45,7 @@ impl Steps for Live<'_> {
         self.stepper.recover(baseline_ns).await
     }
 
-    async fn sample(&mut self, rate: f64) -> Result<Option<u64>, Error> {
+    async fn sample(&mut self, rate: f64) -> Result<Option<Sample>, Error> {
         self.stepper.sample_at(rate).await
     }
 
@@ -176,7 +177,7 @@ pub async fn search(
             budget: wanted.budget_ns.map(Duration::from_nanos),
             step,
             resumed: Vec::new(),
-            warm: true,
+            warm: warm(wanted),
             started_at_ns: capacity::now_ns(),
         };
         repeated(plan, wanted, store, stepper, volleys.as_mut()).await
@@ -353,6 +354,11 @@ async fn from_guns(
 
 /// A search's steps fired from its guns.
 type Volleys<'a> = capacity::guns::Volleys<'a, fleet::Fleet>;
+
+/// How long `wanted` warms its server before the first step at most (`None`: not at all).
+pub(crate) fn warm(wanted: &order::Search) -> Option<Duration> {
+    (wanted.settle_ns > 0).then(|| Duration::from_nanos(wanted.settle_ns))
+}
 
 /// The settings of a search `wanted` of `sending`'s requests from `start` with `seed`.
 pub(crate) fn settings(

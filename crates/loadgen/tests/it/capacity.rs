@@ -112,6 +112,9 @@ fn the_capacity_found_is_within_ten_percent_of_the_truth() {
             "2s",
             "--warmup",
             "500ms",
+            // The built-in target is warm at once: one short window of the warm-up.
+            "--settle",
+            "10s",
             // The default 30 steps: once in CI a search of this target ended at ±9.5 % after
             // 25 steps beside its knee, on a host the suite shares (a knee wider than the
             // simulated worlds' sharp one: docs/benchmarks/capacity.md, the worlds grid).
@@ -178,6 +181,9 @@ fn a_step_whose_queue_builds_slowly_fails_as_unstable_though_its_p99_is_inside_t
             "3s",
             "--warmup",
             "500ms",
+            // The built-in target is warm at once: one short window of the warm-up.
+            "--settle",
+            "10s",
             "--start",
             &rate,
             "--min-rate",
@@ -221,6 +227,9 @@ fn a_hog_on_the_generators_cpu_makes_the_search_find_the_generators_limit_not_th
             "2s",
             "--warmup",
             "500ms",
+            // The built-in target is warm at once: one short window of the warm-up.
+            "--settle",
+            "10s",
             "--start",
             "40000",
             "--threads",
@@ -295,6 +304,9 @@ fn settled(url: &str, against: &[String]) -> analysis::capacity::compare::Compar
             "1s",
             "--warmup",
             "300ms",
+            // The built-in target is warm at once: one short window of the warm-up.
+            "--settle",
+            "10s",
             "--start",
             "500",
             "--rounds",
@@ -434,6 +446,9 @@ fn a_check_runs_blocks_at_the_five_levels_and_finds_the_built_in_targets_figure_
         "500ms",
         "--warmup",
         "200ms",
+        // The built-in target is warm at once: one short window of the warm-up.
+        "--settle",
+        "10s",
         "--max-steps",
         "45",
         "--check",

@@ -1247,6 +1247,7 @@ fn a_gun_refuses_a_search_with_guns_of_its_own() {
             p: 0.5,
             step_ns: 1_000_000_000,
             warmup_ns: 0,
+            settle_ns: 0,
             min_rate: 1.0,
             max_rate: 10.0,
             max_steps: 2,
