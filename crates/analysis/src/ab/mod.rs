@@ -364,14 +364,9 @@ fn log_ratios(pairs: &[(f64, f64)]) -> Vec<f64> {
 
 /// Student's t quantiles for 95 % two-sided and 80 % one-sided, `df` degrees of freedom.
 fn t_quantiles(df: usize) -> (f64, f64) {
-    const T80: [f64; 30] = [
-        1.376, 1.061, 0.978, 0.941, 0.920, 0.906, 0.896, 0.889, 0.883, 0.879, 0.876, 0.873, 0.870,
-        0.868, 0.866, 0.865, 0.863, 0.862, 0.861, 0.860, 0.859, 0.858, 0.858, 0.857, 0.856, 0.856,
-        0.855, 0.855, 0.854, 0.854,
-    ];
     let t80 = match df {
         0 => f64::INFINITY,
-        d => T80.get(d - 1).copied().unwrap_or(0.842),
+        d => functions::t_quantile(0.80, d as f64),
     };
     (crate::capacity::batch::t975(df), t80)
 }

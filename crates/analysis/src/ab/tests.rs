@@ -285,7 +285,8 @@ fn the_ratio_over_rounds_is_their_geometric_mean_with_a_t_interval() {
     assert!((ch.ratio - mean.exp()).abs() < 1e-9);
     let logs = [(1.1f64).ln(), (1.2f64).ln(), 0.0];
     let sd = (logs.iter().map(|l| (l - mean).powi(2)).sum::<f64>() / 2.0).sqrt();
-    let half = 4.303 * sd / 3f64.sqrt();
+    // t₀.₉₇₅(2) = 4.30265 (statrs's; tables print 4.303).
+    let half = 4.302_652_729_7 * sd / 3f64.sqrt();
     assert!((ch.low - (mean - half).exp()).abs() < 1e-9);
     assert!((ch.high - (mean + half).exp()).abs() < 1e-9);
     assert_eq!(ch.rounds, 3);
@@ -934,4 +935,24 @@ fn a_gate_read_after_every_round_keeps_its_error_rates() {
     assert!(same.1 as f64 >= 0.9 * gates as f64, "{same:?}");
     assert!(edge.0 as f64 <= 0.05 * gates as f64, "{edge:?}");
     assert!(edge_t.0 > 2 * edge.0.max(10), "{edge_t:?} against {edge:?}");
+}
+
+/// Student's t at every df, not a table to 30 and the normal beyond: the quantiles tables print
+/// (to their three decimals), and above 30 df still above the normal's.
+#[test]
+fn t_quantiles_hold_at_every_df() {
+    for (df, t975, t80) in [
+        (1, 12.706, 1.376),
+        (9, 2.262, 0.883),
+        (30, 2.042, 0.854),
+        (40, 2.021, 0.851),
+        (60, 2.000, 0.848),
+        (120, 1.980, 0.845),
+    ] {
+        let (a, b) = super::t_quantiles(df);
+        assert!((a - t975).abs() < 5e-4, "{df}: {a}");
+        assert!((b - t80).abs() < 5e-4, "{df}: {b}");
+    }
+    assert!(super::t_quantiles(31).0 > 2.03);
+    assert_eq!(super::t_quantiles(0).0, f64::INFINITY);
 }

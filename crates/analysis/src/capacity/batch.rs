@@ -22,16 +22,12 @@ pub const MIN_BATCHES: usize = 5;
 /// At most this many batches: more adds little and shortens each below the correlation.
 pub const MAX_BATCHES: usize = 10;
 
-/// Student's t for a two-sided 95 % interval with `df` degrees of freedom.
+/// Student's t for a two-sided 95 % interval with `df` degrees of freedom (statrs's, at every
+/// df: was a table to 30 df and the normal's 1.96 beyond, 2–4 % narrow from 31 to 60 df).
 pub(crate) fn t975(df: usize) -> f64 {
-    const T: [f64; 30] = [
-        12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160,
-        2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056,
-        2.052, 2.048, 2.045, 2.042,
-    ];
     match df {
         0 => f64::INFINITY,
-        d => T.get(d - 1).copied().unwrap_or(1.960),
+        d => crate::ab::functions::t_quantile(0.975, d as f64),
     }
 }
 
