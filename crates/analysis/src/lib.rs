@@ -35,7 +35,8 @@
 //!   its passing ones, the same way (`functions::knee`).
 //! - [`history`]: an experiment across its sittings: each series' figure per sitting (capacity,
 //!   CPU per request, memory, latency), the change points found across them by E-divisive
-//!   means, each split held against draws of the null (`divisive`), each change's size from the random-effects
+//!   means, each split held against draws of the null (`divisive`, carrying the lag-1
+//!   correlation read within the segments, `serial`), each change's size from the random-effects
 //!   levels either side (`pool`), read from the store (`read`) and said in words and Markdown
 //!   (`text`).
 //!

@@ -59,6 +59,9 @@ pub struct Config {
     /// The fewest points a segment may hold (at least 2, for the within-segment sums).
     pub min_segment: usize,
     pub seed: u64,
+    /// The lag-1 correlation of consecutive sittings the normal null carries (0: independent):
+    /// a host's sittings one after another are alike, and a null without it cuts their runs.
+    pub rho: f64,
 }
 
 /// A change point: the series changed between point `at − 1` and point `at`.
@@ -192,7 +195,7 @@ fn null_p(
         for w in bounds.windows(2) {
             let segment = &mut drawn[w[0]..w[1]];
             match config.null {
-                Null::Normal => segment.iter_mut().for_each(|v| *v = rng.normal()),
+                Null::Normal => ar1(segment, config.rho, rng),
                 Null::Permutation => shuffle(segment, rng),
             }
         }
@@ -205,6 +208,18 @@ fn null_p(
         }
     }
     (1 + reached) as f64 / (1 + config.permutations) as f64
+}
+
+/// Fills `xs` with a stationary AR(1) series of unit variance and lag-1 correlation `rho`.
+fn ar1(xs: &mut [f64], rho: f64, rng: &mut Rng) {
+    let innovation = (1.0 - rho * rho).max(0.0).sqrt();
+    let mut last = rng.normal();
+    for (i, v) in xs.iter_mut().enumerate() {
+        if i > 0 {
+            last = rho * last + innovation * rng.normal();
+        }
+        *v = last;
+    }
 }
 
 /// Fisher–Yates.

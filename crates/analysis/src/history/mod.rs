@@ -37,6 +37,7 @@ pub mod host;
 pub mod pool;
 pub mod read;
 pub mod reference;
+pub mod serial;
 pub mod tail;
 pub mod text;
 
@@ -226,6 +227,10 @@ pub struct History {
     /// Runs and searches of the experiment in no sitting (kept before sittings were labelled,
     /// with no revision label either): not in the history.
     pub unplaced: usize,
+    /// The lag-1 correlation of consecutive sittings within the series' segments, which the
+    /// null carries (none with too few sittings to read it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub serial: Option<serial::Serial>,
 }
 
 /// A series before it is judged.
@@ -251,13 +256,23 @@ impl History {
         let level = config.level / tested as f64;
         // Enough draws that the level can be reached ten times over.
         let permutations = ((10.0 / level).ceil() as usize).max(999);
-        let series = series
-            .into_iter()
-            .map(|(raw, normalised)| Series {
-                normalised,
-                ..judge_series(raw, &config, level, permutations)
-            })
-            .collect();
+        // Cut once with independent sittings, measure the lag-1 correlation left within the
+        // segments of every series, and cut again with a null that carries it.
+        let judged = |rho: f64| -> Vec<Series> {
+            series
+                .iter()
+                .map(|(raw, normalised)| Series {
+                    normalised: normalised.clone(),
+                    ..judge_series(raw.clone(), &config, level, permutations, rho)
+                })
+                .collect()
+        };
+        let first = judged(0.0);
+        let serial = serial::within(&first);
+        let series = match serial {
+            Some(s) if s.rho > 0.0 => judged(s.rho),
+            _ => first,
+        };
         History {
             experiment: experiment.to_string(),
             sittings,
@@ -265,6 +280,7 @@ impl History {
             config,
             permutations,
             unplaced,
+            serial,
         }
     }
 
@@ -320,7 +336,7 @@ fn ratio(before: &Pooled, after: &Pooled) -> (f64, f64, f64) {
     (d.exp(), (d - t * se).exp(), (d + t * se).exp())
 }
 
-fn judge_series(raw: Raw, config: &Config, level: f64, permutations: usize) -> Series {
+fn judge_series(raw: Raw, config: &Config, level: f64, permutations: usize, rho: f64) -> Series {
     let Raw { key, points } = raw;
     let logs: Vec<f64> = points.iter().map(|p| p.value.ln()).collect();
     let divisive = divisive::Config {
@@ -329,6 +345,7 @@ fn judge_series(raw: Raw, config: &Config, level: f64, permutations: usize) -> S
         null: config.null,
         min_segment: config.min_segment,
         seed: crate::capacity::random::seed_of(&key.text()),
+        rho,
     };
     let mut splits = divisive::changes(&logs, &divisive);
     // A change smaller than the least called one is not one, nor is one whose size's 95 %

@@ -94,7 +94,8 @@ fn noise_alone_is_cut_no_more_often_than_the_level() {
         .count();
     let rate = cut as f64 / draws as f64;
     eprintln!("noise: {cut} of {draws} histories cut");
-    // 5 % with its Monte Carlo error (±1 point at 2 SE). Measured: 112 of 2000.
+    // 5 % with its Monte Carlo error (±1 point at 2 SE). Measured: 73 of 2000 (112 before the
+    // null carried the correlation read within the segments).
     assert!(rate <= 0.065, "{cut} of {draws} noise histories were cut");
 }
 
@@ -147,21 +148,24 @@ fn a_regression_and_an_improvement_are_found_at_their_sittings() {
             assert_eq!(c.after_revision.as_deref(), Some(&*format!("r{}", c.at)));
         }
     }
-    // Measured: 161 exact, 185 within a sitting, 1 elsewhere; the intervals held 340 of 360.
+    eprintln!(
+        "changes: {exact} exact, {near} within a sitting, {elsewhere} elsewhere; intervals held {held} of {intervals}"
+    );
+    // Measured: 144 exact, 167 within a sitting, 4 elsewhere, the intervals held 312 of 332
+    // (161, 185 and 1 with the independent null, before the null carried the correlation read
+    // within the series' segments: one series of 16 sittings reads it only roughly, and what
+    // it reads costs a little power).
     assert!(
-        exact >= 150,
+        exact >= 135,
         "both changes found at their sittings in {exact} of {draws}"
     );
     assert!(
-        near >= 175,
+        near >= 160,
         "both found within a sitting in {near} of {draws}"
     );
     assert!(
         elsewhere <= 14,
         "{elsewhere} of {draws} had a change found elsewhere"
-    );
-    eprintln!(
-        "changes: {exact} exact, {near} within a sitting, {elsewhere} elsewhere; intervals held {held} of {intervals}"
     );
     let coverage = held as f64 / intervals as f64;
     assert!(coverage >= 0.93, "the intervals held {held} of {intervals}");
@@ -256,4 +260,111 @@ fn the_energy_statistic_peaks_where_the_mean_moved() {
     assert_eq!(at, 5);
     assert!(q > 0.0);
     assert!(divisive::best_split(&x[..3], 2).is_none());
+}
+
+/// A change-free history whose sittings wander in runs: the drift of each sitting is AR(1)
+/// with lag-1 correlation `rho`.
+fn wandering(n: usize, rho: f64, rng: &mut Rng) -> Raw {
+    let mut drift = rng.normal();
+    let points = (0..n)
+        .map(|i| {
+            if i > 0 {
+                drift = rho * drift + (1.0 - rho * rho).sqrt() * rng.normal();
+            }
+            Point {
+                sitting: i,
+                revision: Some(format!("r{i}")),
+                value: (1000f64.ln() + 0.03 * drift).exp(),
+                variance: None,
+                runs: 1,
+            }
+        })
+        .collect();
+    Raw {
+        key: Key {
+            target: "go".into(),
+            setting: String::new(),
+            measure: Measure::Capacity,
+        },
+        points,
+    }
+}
+
+/// Sittings correlated one to the next (ρ = 0.3), no change: 16 sittings, four series a
+/// history (capacity of two targets, CPU and p99 of one, as a nightly has), at 5 % over the
+/// history. The null carries the correlation read within the segments: histories cut ≤ 7 %
+/// (measured 25 of 400; was 14.5 % with independent draws, for one series).
+#[test]
+fn sittings_correlated_one_to_the_next_are_not_cut_as_changes() {
+    let mut rng = Rng::new(31);
+    let world = World {
+        n: 16,
+        shifts: vec![],
+        drift: 0.0,
+        noise: 0.0,
+        known: false,
+    };
+    let draws = 400;
+    let mut cut = 0;
+    let mut rhos = Vec::new();
+    for _ in 0..draws {
+        let series: Vec<Raw> = (0..4)
+            .map(|i| {
+                let mut raw = wandering(16, 0.3, &mut rng);
+                raw.key.target = format!("t{i}");
+                raw
+            })
+            .collect();
+        let h = History::judge("sim", world.sittings(), series, 0, Config::default(), &[]);
+        rhos.push(h.serial.map_or(0.0, |s| s.rho));
+        if h.series.iter().any(|s| !s.changes.is_empty()) {
+            cut += 1;
+        }
+    }
+    rhos.sort_by(f64::total_cmp);
+    eprintln!(
+        "rho 0.3: {cut} of {draws} histories cut; rho read: median {:.2}",
+        rhos[draws / 2]
+    );
+    assert!(cut as f64 / draws as f64 <= 0.07, "{cut} of {draws}");
+}
+
+/// The same correlated sittings with a 10 % regression at sitting 8 in one series (3.3 times the
+/// sittings' SD): found within a sitting of where it happened in more than half the histories.
+/// The correlation costs power: measured 120 of 200, where the independent null, which also
+/// cut 14.5 % of change-free histories, found 174.
+#[test]
+fn a_change_among_correlated_sittings_is_still_found() {
+    let mut rng = Rng::new(37);
+    let world = World {
+        n: 16,
+        shifts: vec![],
+        drift: 0.0,
+        noise: 0.0,
+        known: false,
+    };
+    let draws = 200;
+    let mut found = 0;
+    for _ in 0..draws {
+        let series: Vec<Raw> = (0..4)
+            .map(|i| {
+                let mut raw = wandering(16, 0.3, &mut rng);
+                raw.key.target = format!("t{i}");
+                if i == 0 {
+                    for p in raw.points.iter_mut().skip(8) {
+                        p.value /= 1.10;
+                    }
+                }
+                raw
+            })
+            .collect();
+        let h = History::judge("sim", world.sittings(), series, 0, Config::default(), &[]);
+        if h.series[0].changes.iter().any(|c| c.at.abs_diff(8) <= 1) {
+            found += 1;
+        }
+    }
+    eprintln!(
+        "a 10 % change among correlated sittings: found at its sitting in {found} of {draws}"
+    );
+    assert!(found as f64 / draws as f64 >= 0.5, "{found} of {draws}");
 }

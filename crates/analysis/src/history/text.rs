@@ -22,9 +22,15 @@ impl History {
         } else {
             String::new()
         };
-        let null = match self.config.null {
-            super::divisive::Null::Normal => "draws of normal sittings",
-            super::divisive::Null::Permutation => "permutations of each segment's sittings",
+        let null = match (self.config.null, self.serial) {
+            (super::divisive::Null::Normal, Some(s)) if s.rho > 0.0 => format!(
+                "draws of normal sittings correlated {:.2} one to the next (the lag-1 correlation read within the series' segments, over {} sittings)",
+                s.rho, s.sittings
+            ),
+            (super::divisive::Null::Normal, _) => "draws of normal sittings".to_string(),
+            (super::divisive::Null::Permutation, _) => {
+                "permutations of each segment's sittings".to_string()
+            }
         };
         format!(
             "Change points by E-divisive means on each series' logarithm (Matteson and James 2014, \
