@@ -290,6 +290,32 @@ fn wandering(n: usize, rho: f64, rng: &mut Rng) -> Raw {
     }
 }
 
+/// A history of four series of 16 sittings correlated one to the next (ρ = 0.3), the first
+/// series' level divided by `first_falls` from sitting 8 on.
+fn correlated(rng: &mut Rng, first_falls: f64) -> History {
+    let sittings = World {
+        n: 16,
+        shifts: vec![],
+        drift: 0.0,
+        noise: 0.0,
+        known: false,
+    }
+    .sittings();
+    let series: Vec<Raw> = (0..4)
+        .map(|i| {
+            let mut raw = wandering(16, 0.3, rng);
+            raw.key.target = format!("t{i}");
+            if i == 0 {
+                for p in raw.points.iter_mut().skip(8) {
+                    p.value /= first_falls;
+                }
+            }
+            raw
+        })
+        .collect();
+    History::judge("sim", sittings, series, 0, Config::default(), &[])
+}
+
 /// Sittings correlated one to the next (ρ = 0.3), no change: 16 sittings, four series a
 /// history (capacity of two targets, CPU and p99 of one, as a nightly has), at 5 % over the
 /// history. The null carries the correlation read within the segments: histories cut ≤ 7 %
@@ -297,25 +323,11 @@ fn wandering(n: usize, rho: f64, rng: &mut Rng) -> Raw {
 #[test]
 fn sittings_correlated_one_to_the_next_are_not_cut_as_changes() {
     let mut rng = Rng::new(31);
-    let world = World {
-        n: 16,
-        shifts: vec![],
-        drift: 0.0,
-        noise: 0.0,
-        known: false,
-    };
     let draws = 400;
     let mut cut = 0;
     let mut rhos = Vec::new();
     for _ in 0..draws {
-        let series: Vec<Raw> = (0..4)
-            .map(|i| {
-                let mut raw = wandering(16, 0.3, &mut rng);
-                raw.key.target = format!("t{i}");
-                raw
-            })
-            .collect();
-        let h = History::judge("sim", world.sittings(), series, 0, Config::default(), &[]);
+        let h = correlated(&mut rng, 1.0);
         rhos.push(h.serial.map_or(0.0, |s| s.rho));
         if h.series.iter().any(|s| !s.changes.is_empty()) {
             cut += 1;
@@ -336,33 +348,15 @@ fn sittings_correlated_one_to_the_next_are_not_cut_as_changes() {
 #[test]
 fn a_change_among_correlated_sittings_is_still_found() {
     let mut rng = Rng::new(37);
-    let world = World {
-        n: 16,
-        shifts: vec![],
-        drift: 0.0,
-        noise: 0.0,
-        known: false,
-    };
     let draws = 200;
-    let mut found = 0;
-    for _ in 0..draws {
-        let series: Vec<Raw> = (0..4)
-            .map(|i| {
-                let mut raw = wandering(16, 0.3, &mut rng);
-                raw.key.target = format!("t{i}");
-                if i == 0 {
-                    for p in raw.points.iter_mut().skip(8) {
-                        p.value /= 1.10;
-                    }
-                }
-                raw
-            })
-            .collect();
-        let h = History::judge("sim", world.sittings(), series, 0, Config::default(), &[]);
-        if h.series[0].changes.iter().any(|c| c.at.abs_diff(8) <= 1) {
-            found += 1;
-        }
-    }
+    let found = (0..draws)
+        .filter(|_| {
+            correlated(&mut rng, 1.10).series[0]
+                .changes
+                .iter()
+                .any(|c| c.at.abs_diff(8) <= 1)
+        })
+        .count();
     eprintln!(
         "a 10 % change among correlated sittings: found at its sitting in {found} of {draws}"
     );
