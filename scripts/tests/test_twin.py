@@ -722,7 +722,8 @@ def test_a_search_across_guns(env):
     one start, kept as a run group, judged on the merged histograms."""
     out = twin("op", "--", "capacity", "--guns-from", "twin", "--gun-threads", "1",
                "--slo", "p99<=50ms", "--start", "1000", "--step", "2s", "--warmup", "500ms",
-               "--max-steps", "2", "--output", "json", env["TWIN_TARGET_URL"] + "/now", timeout=120)
+               "--settle", "10s", "--max-steps", "2", "--output", "json",
+               env["TWIN_TARGET_URL"] + "/now", timeout=120)
     search = json.loads(out.stdout)["searches"][0]
     assert [s["rate"] for s in search["steps"]] == [1000, 2000], search["steps"]
     for step in search["steps"]:
@@ -743,7 +744,8 @@ def test_a_search_from_the_pods_of_a_job(env, tmp_path, image):
     fields = f"count=3,image=showdown/loadgen:twin,listen={KUBE_LISTEN},advertise={KUBE_ADVERTISE},job={name},manifest={tmp_path / 'job.yaml'},wait=60s"
     cmd = [str(TWIN), "op", "--", "capacity", "--guns-from", "kubernetes", "--kubernetes", fields,
            "--gun-threads", "1", "--slo", "p99<=50ms", "--start", "1000", "--step", "2s",
-           "--warmup", "500ms", "--max-steps", "2", "--output", "json", env["TWIN_TARGET_URL"] + "/now"]
+           "--warmup", "500ms", "--settle", "10s", "--max-steps", "2", "--output", "json",
+           env["TWIN_TARGET_URL"] + "/now"]
     environment = dict(os.environ, SHOWDOWN_GUNS_SECRET_FILE=str(tmp_path / "secret.yaml"),
                        LOADGEN=str(image / container.LOADGEN.lstrip("/")))
     runner = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=environment)
