@@ -33,6 +33,16 @@
 //! level, exactly as for a gate ([`super`]); the call tree's paths likewise
 //! ([`super::paths`]). The proof is this module's simulated searches.
 //!
+//! **A host that makes steps fail.** The steps ran one after the other, and where the host
+//! slowed a step (another process, a neighbour on the hypervisor, the memory system) every
+//! function costs more there by the host's factor, and the step is likelier to fail: read as
+//! it is, every function grows from the passing steps to the failing ones. So each step's
+//! figures are first divided by its size factor ([`size_factors`]): the median, over the
+//! functions with [`SIZE_SAMPLES`] samples or more and a sample in every step, of the
+//! function's CPU per request there over its geometric mean across the steps (the median of
+//! ratios of RNA-seq's DESeq). What a function then grows by is what it grew beyond the server
+//! as a whole; the server's own change (`whole`) is estimated on the figures as read.
+//!
 use std::collections::BTreeSet;
 
 use serde::{Deserialize, Serialize};
@@ -54,6 +64,12 @@ pub const MIN_STEPS: usize = 5;
 
 /// Own samples over the steps a function needs to be tested.
 pub const MIN_SAMPLES: u64 = 50;
+
+/// Own samples over the steps a function needs to count in the steps' size factors.
+pub const SIZE_SAMPLES: u64 = 200;
+
+/// Functions the size factors need: with fewer, the steps are compared as read.
+pub const SIZE_FUNCTIONS: usize = 5;
 
 /// Functions shown when none is named: those that moved most.
 pub const SHOWN: usize = 5;
@@ -127,6 +143,73 @@ pub struct Knee {
     /// The named functions' shares of the samples in each group, in the order named (where
     /// none is named, the [`SHOWN`] tested functions that moved most).
     pub shares: Vec<Share>,
+    /// The server's CPU per request from the passing steps to the failing ones, as read (the
+    /// functions' changes are beyond it: each step scaled by its size factor).
+    #[serde(default)]
+    pub whole: Option<FunctionChange>,
+    /// The steps' size factors, where they could be read.
+    #[serde(default)]
+    pub scaled: Option<Scaled>,
+}
+
+/// The steps' size factors: how many functions they were read on, and their range.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Scaled {
+    pub functions: usize,
+    pub low: f64,
+    pub high: f64,
+}
+
+/// Each run's size factor: the median over the functions with [`SIZE_SAMPLES`] own samples or
+/// more and a sample in every run of the function's CPU per request in the run over its
+/// geometric mean across the runs, the factors scaled to a geometric mean of 1; `None` with
+/// fewer than [`SIZE_FUNCTIONS`] such functions. With the functions read on.
+pub fn size_factors(runs: &[&Sampled]) -> Option<(Vec<f64>, usize)> {
+    let names: BTreeSet<&str> = runs
+        .iter()
+        .flat_map(|run| run.own.keys())
+        .map(String::as_str)
+        .collect();
+    // Each function's log CPU per request in every run, about its mean over the runs.
+    let logs: Vec<Vec<f64>> = names
+        .iter()
+        .filter_map(|name| {
+            let counts: Vec<u64> = runs
+                .iter()
+                .map(|run| run.own.get(*name).copied().unwrap_or(0))
+                .collect();
+            if counts.iter().sum::<u64>() < SIZE_SAMPLES || counts.contains(&0) {
+                return None;
+            }
+            let logs: Vec<f64> = runs
+                .iter()
+                .zip(&counts)
+                .map(|(run, n)| run.per_request(*n).map(f64::ln))
+                .collect::<Option<_>>()?;
+            let mean = logs.iter().sum::<f64>() / logs.len() as f64;
+            Some(logs.iter().map(|l| l - mean).collect())
+        })
+        .collect();
+    if logs.len() < SIZE_FUNCTIONS {
+        return None;
+    }
+    let medians: Vec<f64> = (0..runs.len())
+        .map(|j| {
+            let mut r: Vec<f64> = logs.iter().map(|l| l[j]).collect();
+            r.sort_by(f64::total_cmp);
+            let m = r.len() / 2;
+            if r.len() % 2 == 1 {
+                r[m]
+            } else {
+                (r[m - 1] + r[m]) / 2.0
+            }
+        })
+        .collect();
+    let centre = medians.iter().sum::<f64>() / medians.len() as f64;
+    Some((
+        medians.iter().map(|m| (m - centre).exp()).collect(),
+        logs.len(),
+    ))
 }
 
 /// The inverse of the symmetric `k`×`k` matrix `a` (row-major), `None` when it is singular
@@ -352,7 +435,26 @@ pub fn knee(steps: &[KneeStep], capacity: f64) -> Option<Knee> {
     if failing.mean <= passing.mean {
         return None;
     }
-    let design = Design::of(&used);
+    let raw = Design::of(&used);
+    let runs: Vec<&Sampled> = used.iter().map(|(_, _, run)| *run).collect();
+    let sized = size_factors(&runs);
+    let scaled_runs: Vec<Sampled> = match &sized {
+        Some((factors, _)) => runs
+            .iter()
+            .zip(factors)
+            .map(|(run, f)| Sampled {
+                cpu_us: run.cpu_us / f,
+                ..(*run).clone()
+            })
+            .collect(),
+        None => runs.iter().map(|run| (*run).clone()).collect(),
+    };
+    let scaled_steps: Vec<(f64, bool, &Sampled)> = used
+        .iter()
+        .zip(&scaled_runs)
+        .map(|((rate, passed, _), run)| (*rate, *passed, run))
+        .collect();
+    let design = Design::of(&scaled_steps);
     let names: BTreeSet<&str> = design
         .runs
         .iter()
@@ -410,7 +512,7 @@ pub fn knee(steps: &[KneeStep], capacity: f64) -> Option<Knee> {
     let tree = paths::tree(&design.runs, MIN_SAMPLES, |name, count| {
         design.compared(name, Part::Total, count)
     });
-    let root = design.compared(paths::ROOT, Part::Total, |run| run.samples);
+    let whole = raw.compared(paths::ROOT, Part::Total, |run| run.samples);
     // The named functions', or where none is named the five tested that moved most.
     let named = own.iter().filter(|c| c.named).count();
     let shares = own
@@ -434,7 +536,7 @@ pub fn knee(steps: &[KneeStep], capacity: f64) -> Option<Knee> {
             rounds: design.runs.len(),
             unprofiled: within.len() - used.len(),
             tested,
-            cpu_difference_us: root.difference_us,
+            cpu_difference_us: whole.difference_us,
             unnamed: (
                 design.pooled(true, &unnamed),
                 design.pooled(false, &unnamed),
@@ -444,6 +546,12 @@ pub fn knee(steps: &[KneeStep], capacity: f64) -> Option<Knee> {
             tree: Some(tree),
         },
         shares,
+        whole: Some(whole),
+        scaled: sized.map(|(factors, functions)| Scaled {
+            functions,
+            low: factors.iter().copied().fold(f64::INFINITY, f64::min),
+            high: factors.iter().copied().fold(0.0, f64::max),
+        }),
     })
 }
 
@@ -510,13 +618,27 @@ impl Knee {
     /// Functions grew, none more than the server as a whole: its requests cost more where it
     /// fails, every function in proportion.
     pub fn in_proportion(&self) -> bool {
-        self.grew().next().is_some() && self.grew_more().is_none()
+        self.whole_grew() && self.grew_more().is_none()
     }
 
-    /// The server's CPU per request, the passing steps' and the failing steps', µs.
+    /// The server's CPU per request, the passing steps' and the failing steps', µs, as read.
     fn whole(&self) -> Option<(f64, f64)> {
-        let root = &self.functions.tree.as_ref()?.paths.first()?.change;
-        Some((root.baseline_us, root.candidate_us))
+        let c = self.server()?;
+        Some((c.baseline_us, c.candidate_us))
+    }
+
+    /// The server's change as read (older knees: the call tree's root).
+    fn server(&self) -> Option<&FunctionChange> {
+        match &self.whole {
+            Some(c) => Some(c),
+            None => Some(&self.functions.tree.as_ref()?.paths.first()?.change),
+        }
+    }
+
+    /// The server's CPU per request grew beyond noise from the passing steps to the failing
+    /// ones (its 95 % interval above 0).
+    fn whole_grew(&self) -> bool {
+        self.server().is_some_and(|c| c.low_us > 0.0)
     }
 
     /// For the limit's sentence: "at the knee `wait_for_lock` grew from 6.1 % to 19 % of its
@@ -533,7 +655,9 @@ impl Knee {
                 super::signed_us(c.difference_us)
             ));
         }
-        self.grew().next()?;
+        if !self.whole_grew() {
+            return None;
+        }
         let (a, b) = self.whole()?;
         Some(format!(
             "at the knee the server's CPU per request grew {} ({}), its functions in \
@@ -567,8 +691,20 @@ impl Knee {
                 )
             } else {
                 String::new()
-            }
+            },
         );
+        let tested = match &self.scaled {
+            Some(s) => format!(
+                "{tested}, each step's figures over its size factor ({:.2}–{:.2}, the median \
+                 ratio over {} functions) so that a host that slowed steps cancels",
+                s.low, s.high, s.functions
+            ),
+            None => format!(
+                "{tested}, the steps as read (fewer than {SIZE_FUNCTIONS} functions with \
+                 {SIZE_SAMPLES} samples in every step to scale them by: a host that slowed \
+                 steps reads as every function grown)"
+            ),
+        };
         let head = format!(
             "From the passing steps ({}) to the failing ones ({}) the server's CPU per request \
              moved {}",

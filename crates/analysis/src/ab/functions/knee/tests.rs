@@ -42,14 +42,25 @@ fn lock_name() -> String {
 
 /// One simulated search of a server whose lock takes `lock(rate, passed)` µs a request.
 fn search(rng: &mut Rng, lock: impl Fn(f64, bool) -> f64) -> Vec<(f64, bool, Sampled)> {
+    steps_on(rng, lock, |_, planned, _| planned)
+}
+
+/// [`search`]'s steps, each passing where `passes(rate, planned, host)` says: as [`STEPS`]
+/// planned it, or as the host's factor on the server's CPU left it.
+fn steps_on(
+    rng: &mut Rng,
+    lock: impl Fn(f64, bool) -> f64,
+    passes: impl Fn(f64, bool, f64) -> bool,
+) -> Vec<(f64, bool, Sampled)> {
     let phi: f64 = (-1.0f64 / 6.0).exp();
     let mut level = 0.04 * rng.normal();
     STEPS
         .iter()
-        .map(|&(rate, passed)| {
+        .map(|&(rate, planned)| {
             level = phi * level + 0.04 * (1.0 - phi * phi).sqrt() * rng.normal();
             let stall = if rng.uniform() < 0.02 { 0.15 } else { 0.0 };
             let host = (level + 0.02 * rng.normal() + stall).exp();
+            let passed = passes(rate, planned, host);
             let mut us = server();
             us.push(lock(rate, passed));
             let samples = (SAMPLES * rate / CAPACITY) as usize;
@@ -59,6 +70,11 @@ fn search(rng: &mut Rng, lock: impl Fn(f64, bool) -> f64) -> Vec<(f64, bool, Sam
 }
 
 fn knee_of(steps: &[(f64, bool, Sampled)]) -> Knee {
+    knee_of_any(steps).unwrap()
+}
+
+/// The knee of `steps`, `None` where they have none.
+fn knee_of_any(steps: &[(f64, bool, Sampled)]) -> Option<Knee> {
     let steps: Vec<KneeStep> = steps
         .iter()
         .map(|(rate, passed, run)| KneeStep {
@@ -67,7 +83,7 @@ fn knee_of(steps: &[(f64, bool, Sampled)]) -> Knee {
             run: Some(run),
         })
         .collect();
-    knee(&steps, CAPACITY).unwrap()
+    knee(&steps, CAPACITY)
 }
 
 /// A lock whose spin grows with the rate (2 µs a request at none, 12 at the capacity) and
@@ -95,7 +111,8 @@ fn a_lock_that_grows_with_the_rate_is_named_at_the_knee_and_little_else() {
         false_share += wrong as f64 / named.len().max(1) as f64;
     }
     let fdr = false_share / sittings as f64;
-    // Measured: 300 of 300, a false discovery rate of 5.7 % (its Monte Carlo error about 0.9
+    eprintln!("the lock first in {first} of {sittings}, false discovery rate {fdr:.3}");
+    // Measured: 300 of 300, a false discovery rate of 5.1 % (5.7 % before the size factors) (its Monte Carlo error about 0.9
     // points: a sitting that names one function more reads 0.5).
     assert!(
         first >= 285,
@@ -125,7 +142,8 @@ fn with_nothing_growing_a_search_names_a_function_about_one_time_in_twenty() {
             }
         }
     }
-    // Measured: 11 of 300; 4.8 % of the p-values below 0.05.
+    eprintln!("{naming} of {sittings} named; {below} of {tests} p-values below 0.05");
+    // Measured: 13 of 300; 4.9 % of the p-values below 0.05.
     assert!(
         naming <= 30,
         "{naming} of {sittings} searches named a function"
@@ -172,7 +190,8 @@ fn a_named_functions_interval_holds_its_change() {
             held += 1;
         }
     }
-    // Measured: named in 300 of 300, held in 295 (truth +26.4 µs).
+    eprintln!("named in {named} of {sittings}, held in {held} (truth {truth:.2} µs)");
+    // Measured: named in 300 of 300, held in 300 (truth +26.4 µs).
     assert!(named >= 285, "named in {named} of {sittings}");
     assert!(
         held as f64 >= 0.95 * named as f64,
@@ -257,8 +276,8 @@ fn the_knee_says_what_grew_in_words() {
 }
 
 /// A server whose every function costs a third more a request where it fails (its requests
-/// queued or retried, the host slower) names functions as grown, but cites none of them as
-/// what grew: it says the whole grew, in proportion.
+/// queued or retried, the host slower) names no function: each step's size factor takes the
+/// whole's growth out; it says the whole grew, in proportion.
 #[test]
 fn a_server_that_grows_as_a_whole_is_said_to_not_one_function() {
     let mut rng = Rng::new(63);
@@ -276,7 +295,7 @@ fn a_server_that_grows_as_a_whole_is_said_to_not_one_function() {
         })
         .collect();
     let k = knee_of(&steps);
-    assert!(k.grew().next().is_some(), "{}", k.sentence());
+    assert!(k.functions.named().next().is_none(), "{}", k.sentence());
     assert!(k.in_proportion(), "{}", k.sentence());
     let cited = k.cited().unwrap();
     assert!(
@@ -289,5 +308,64 @@ fn a_server_that_grows_as_a_whole_is_said_to_not_one_function() {
             .contains("no function's share of the samples rose by a quarter"),
         "{}",
         k.sentence()
+    );
+}
+
+/// One simulated search on a host that makes steps fail: the same steps, host and server as
+/// [`search`], but a step passes only where the host left the server its capacity (the rate
+/// times the host's factor at most 905 req/s), so beside the knee a slow host is what fails a
+/// step; the lock takes `lock(rate, passed)` µs a request. `None` where no step within the
+/// window failed, or none passed.
+fn host_search(rng: &mut Rng, lock: impl Fn(f64, bool) -> f64) -> Option<Knee> {
+    knee_of_any(&steps_on(rng, lock, |rate, _, host| rate * host <= 905.0))
+}
+
+/// Where the host's slowness is what fails a step, every function costs more in the failing
+/// steps by the host's factor; each step's size factor takes that out, so a search with no
+/// function growing names one about one time in twenty, and with the lock growing names it
+/// first with a false discovery rate about 5 %.
+#[test]
+fn a_host_that_makes_steps_fail_does_not_name_functions() {
+    let mut rng = Rng::new(64);
+    let lock = lock_name();
+    let sittings = 300;
+    let (mut searches, mut naming) = (0, 0);
+    for _ in 0..sittings {
+        let Some(k) = host_search(&mut rng, |_, _| 2.0) else {
+            continue;
+        };
+        searches += 1;
+        if k.functions.named().next().is_some() {
+            naming += 1;
+        }
+    }
+    let (mut found, mut first, mut false_share) = (0, 0, 0.0);
+    for _ in 0..sittings {
+        let Some(k) = host_search(&mut rng, convoy) else {
+            continue;
+        };
+        found += 1;
+        if k.grew().next().is_some_and(|c| c.name == lock) {
+            first += 1;
+        }
+        let named: Vec<&FunctionChange> = k.functions.named().collect();
+        let wrong = named.iter().filter(|c| c.name != lock).count();
+        false_share += wrong as f64 / named.len().max(1) as f64;
+    }
+    let fdr = false_share / found as f64;
+    eprintln!(
+        "null: {naming} of {searches} named a function; lock: first in {first} of {found}, \
+         false discovery rate {fdr:.3}"
+    );
+    // Measured: 15 of 300 named a function, the lock first in 299 of 299, a false discovery
+    // rate of 4.6 %; read as they were (no size factors) 25 of 300 and 7.5 %.
+    assert!(
+        naming as f64 <= 0.06 * searches as f64,
+        "{naming} of {searches} searches named a function"
+    );
+    assert!(fdr <= 0.06, "false discovery rate {fdr:.3}");
+    assert!(
+        first as f64 >= 0.9 * found as f64,
+        "the lock first in {first} of {found}"
     );
 }
