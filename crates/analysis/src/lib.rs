@@ -29,10 +29,11 @@
 //!   (`text`), and each sitting's gate kept for the experiment's page (`kept`); or their
 //!   capacities, from a comparison of searches (`Gate::of_capacities`); where the runs were
 //!   profiled, each function's CPU per request compared over the rounds, the changed ones
-//!   named at a 5 % false discovery rate (`functions`), and each call path's the same way, what
+//!   named at a 5 % false discovery rate (`functions`), their variances moderated across them
+//!   (`functions::moderated`), and each call path's the same way, what
 //!   the differential flame graph is drawn from (`functions::paths`); and at a profiled
 //!   search's knee, each function's and path's CPU per request in its failing steps against
-//!   its passing ones, the same way (`functions::knee`).
+//!   its passing ones, the same way, each step scaled by its size factor (`functions::knee`).
 //! - [`history`]: an experiment across its sittings: each series' figure per sitting (capacity,
 //!   CPU per request, memory, latency), the change points found across them by E-divisive
 //!   means, each split held against draws of the null (`divisive`, carrying the lag-1

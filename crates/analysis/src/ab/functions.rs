@@ -18,13 +18,15 @@
 //! rounds' spread, so the interval holds it.
 //!
 //! **Many functions at once.** A profile names hundreds of functions; at 95 % each, a few would
-//! read as changed by chance alone. Every function with a sample is tested (its rounds'
-//! differences, Student's t against none), and the functions *named* as changed are the
-//! Benjamini–Hochberg selection at a false discovery rate of [`FDR`]: of the functions named,
-//! on average 5 % or fewer did not change. A named function's interval is the
-//! false-coverage-rate interval of Benjamini and Yekutieli (2005): at level 1 − R·0.05/m for R
-//! named of m tested, so that of the intervals shown for named functions, on average 5 % or
-//! fewer miss their function's change. A function not named has its plain 95 % interval, and
+//! read as changed by chance alone. Every function with [`MIN_SAMPLES`] own samples over the
+//! runs compared is tested (its rounds' differences, a moderated t against none: its variance
+//! shrunk towards the trend of the others' in their level, [`moderated`]), and the functions
+//! *named* as changed are the Benjamini–Hochberg selection at a false discovery rate of
+//! [`FDR`]: of the functions named, on average 5 % or fewer did not change. A named function's
+//! interval is the false-coverage-rate interval of Benjamini and Yekutieli (2005): at level
+//! 1 − R·0.05/m for R named of m tested, so that of the intervals shown for named functions, on
+//! average 5 % or fewer miss their function's change. A function not named has its plain 95 %
+//! interval, and
 //! the smallest change its rounds would have shown ([`FunctionChange::could_see_us`]). The
 //! proof is [`tests`]' simulated profiles: a host whose CPU per request moves from run to
 //! run, hundreds of functions sampled at a few thousand samples a run, with and without one
@@ -41,12 +43,19 @@ use store::run::StoredRun;
 use super::MIN_ROUNDS;
 
 pub mod knee;
+pub mod moderated;
 mod paths;
 pub use paths::{CallTree, PathChange, DRAWN_SHARE};
 
 /// The false discovery rate of the functions named as changed, and the false coverage rate of
 /// their intervals.
 pub const FDR: f64 = 0.05;
+
+/// Own samples over the runs compared a function needs to be tested: one with fewer is a
+/// sample or two a run, too far from a normal spread for Student's t; how many samples a
+/// function has is independent of its change when it has none, so the choice keeps the tests'
+/// level.
+pub const MIN_SAMPLES: u64 = 50;
 
 /// The confidence of a function's interval when it is not named.
 pub const CONFIDENCE: f64 = 0.95;
@@ -234,8 +243,13 @@ pub struct Functions {
     pub rounds: usize,
     /// Rounds left out: a run of either build without a profile (or without samples).
     pub unprofiled: usize,
-    /// Functions tested (with a sample in a run compared), of their own samples.
+    /// Functions tested (with [`MIN_SAMPLES`] own samples over the runs compared): the first
+    /// `tested` of `own`.
     pub tested: usize,
+    /// The degrees of freedom of the prior the tested functions' variances were shrunk
+    /// towards (infinite: the trend alone), `None` where they were not moderated.
+    #[serde(default)]
+    pub prior: Option<f64>,
     /// The server's CPU per request, candidate minus baseline, µs: the mean of the rounds'.
     pub cpu_difference_us: f64,
     /// The share of each build's samples without a symbol (mean over its runs).
@@ -278,6 +292,11 @@ fn estimate(
     rounds: &[(&Sampled, &Sampled)],
     count: impl Fn(&Sampled) -> u64,
 ) -> FunctionChange {
+    estimated(rounds, count).change(name, part)
+}
+
+/// The change over `rounds` of what takes `count` of a run's samples, before it is tested.
+fn estimated(rounds: &[(&Sampled, &Sampled)], count: impl Fn(&Sampled) -> u64) -> Estimate {
     let at = |run: &Sampled| run.per_request(count(run)).unwrap_or(0.0);
     let base: Vec<f64> = rounds.iter().map(|(a, _)| at(a)).collect();
     let cand: Vec<f64> = rounds.iter().map(|(_, b)| at(b)).collect();
@@ -291,7 +310,6 @@ fn estimate(
         se,
         df: df as f64,
     }
-    .change(name, part)
 }
 
 /// A change estimated with a standard error on `df` degrees of freedom (Student's t), before
@@ -341,6 +359,40 @@ impl Estimate {
     }
 }
 
+/// The inverse of the symmetric `k`×`k` matrix `a` (row-major), `None` when it is singular
+/// (a pivot under a billionth of its diagonal's).
+pub(super) fn inverse(a: &[f64], k: usize) -> Option<Vec<f64>> {
+    let mut m = a.to_vec();
+    let mut inv: Vec<f64> = (0..k * k)
+        .map(|i| if i / k == i % k { 1.0 } else { 0.0 })
+        .collect();
+    for col in 0..k {
+        let pivot =
+            (col..k).max_by(|&i, &j| m[i * k + col].abs().total_cmp(&m[j * k + col].abs()))?;
+        let scale = a[col * k + col].abs().max(f64::MIN_POSITIVE);
+        if m[pivot * k + col].abs() <= 1e-9 * scale {
+            return None;
+        }
+        for c in 0..k {
+            m.swap(col * k + c, pivot * k + c);
+            inv.swap(col * k + c, pivot * k + c);
+        }
+        let d = m[col * k + col];
+        for c in 0..k {
+            m[col * k + c] /= d;
+            inv[col * k + c] /= d;
+        }
+        for r in (0..k).filter(|&r| r != col) {
+            let f = m[r * k + col];
+            for c in 0..k {
+                m[r * k + c] -= f * m[col * k + c];
+                inv[r * k + c] -= f * inv[col * k + c];
+            }
+        }
+    }
+    Some(inv)
+}
+
 /// Names the Benjamini–Hochberg selection at [`FDR`] among `changes` and widens the named
 /// ones' intervals to the false-coverage-rate level 1 − R·FDR/m.
 fn select(changes: &mut [FunctionChange]) {
@@ -362,6 +414,46 @@ fn select(changes: &mut [FunctionChange]) {
         c.named = true;
         widen(c, level);
     }
+}
+
+/// Every function of `many` tested at once (its estimate by `estimate`, the variances
+/// moderated across them, the Benjamini–Hochberg selection named), named first, then by the
+/// size of the change; then those of `few`, not tested (p-value 1); with the prior's degrees of
+/// freedom where the variances were moderated.
+fn tested(
+    many: &[&str],
+    few: &[&str],
+    estimate: impl Fn(&str) -> Estimate,
+    part: Part,
+    moderate: bool,
+) -> (Vec<FunctionChange>, Option<f64>) {
+    let mut estimates: Vec<Estimate> = many.iter().map(|name| estimate(name)).collect();
+    let prior = moderate
+        .then(|| moderated::moderate(&mut estimates))
+        .flatten()
+        .map(|p| p.df.min(1e6));
+    let mut own: Vec<FunctionChange> = estimates
+        .into_iter()
+        .zip(many)
+        .map(|(e, name)| e.change(name, part))
+        .collect();
+    select(&mut own);
+    let by_size = |a: &FunctionChange, b: &FunctionChange| {
+        b.named
+            .cmp(&a.named)
+            .then(b.difference_us.abs().total_cmp(&a.difference_us.abs()))
+    };
+    own.sort_by(by_size);
+    let mut untested: Vec<FunctionChange> = few
+        .iter()
+        .map(|name| FunctionChange {
+            p: 1.0,
+            ..estimate(name).change(name, part)
+        })
+        .collect();
+    untested.sort_by(by_size);
+    own.extend(untested);
+    (own, prior)
 }
 
 /// Widens `c`'s 95 % interval (Student's t on its degrees of freedom) to `level`.
@@ -401,22 +493,37 @@ pub fn call_tree(rounds: &[(Option<&Sampled>, Option<&Sampled>)]) -> Option<Call
 /// run, `None` where a run has no profile): `None` with fewer than [`MIN_ROUNDS`] rounds in
 /// which both runs were profiled.
 pub fn compare(rounds: &[(Option<&Sampled>, Option<&Sampled>)]) -> Option<Functions> {
+    compare_with(rounds, true)
+}
+
+/// [`compare`], the variances moderated or each function's own.
+fn compare_with(
+    rounds: &[(Option<&Sampled>, Option<&Sampled>)],
+    moderate: bool,
+) -> Option<Functions> {
     let pairs = compared(rounds)?;
     let names: BTreeSet<&str> = pairs
         .iter()
         .flat_map(|(a, b)| a.own.keys().chain(b.own.keys()))
         .map(String::as_str)
         .collect();
-    let mut own: Vec<FunctionChange> = names
+    let samples_of = |name: &str| -> u64 {
+        pairs
+            .iter()
+            .flat_map(|(a, b)| [a, b])
+            .map(|run| run.own.get(name).copied().unwrap_or(0))
+            .sum()
+    };
+    let (many, few): (Vec<&str>, Vec<&str>) = names
         .iter()
-        .map(|name| change(name, Part::Own, &pairs))
-        .collect();
-    select(&mut own);
-    own.sort_by(|a, b| {
-        b.named
-            .cmp(&a.named)
-            .then(b.difference_us.abs().total_cmp(&a.difference_us.abs()))
-    });
+        .partition(|name| samples_of(name) >= MIN_SAMPLES);
+    let (own, prior) = tested(
+        &many,
+        &few,
+        |name| estimated(&pairs, |run| run.own.get(name).copied().unwrap_or(0)),
+        Part::Own,
+        moderate,
+    );
     // A named function's total, at its own figure's level: it too is shown because it was
     // selected.
     let total = own
@@ -438,7 +545,8 @@ pub fn compare(rounds: &[(Option<&Sampled>, Option<&Sampled>)]) -> Option<Functi
         tree: None,
         rounds: pairs.len(),
         unprofiled: rounds.len() - pairs.len(),
-        tested: own.len(),
+        tested: many.len(),
+        prior,
         cpu_difference_us: pairs.iter().map(|(a, b)| b.cpu_us - a.cpu_us).sum::<f64>() / n,
         unnamed: (
             unnamed(&mut pairs.iter().map(|p| p.0)),
@@ -490,9 +598,25 @@ impl Functions {
     pub fn could_hide_us(&self) -> f64 {
         self.own
             .iter()
+            .take(self.tested)
             .map(|c| c.could_see_us)
             .filter(|v| v.is_finite())
             .fold(0.0_f64, f64::max)
+    }
+
+    /// ", their variances moderated (shrunk towards their trend in the function's level, 12
+    /// degrees of freedom)", or nothing where they were not.
+    pub fn moderation_said(&self) -> String {
+        match self.prior {
+            Some(d0) if d0 >= 1e4 => ", their variances moderated (each the trend of the \
+                 functions' variances in their level, but a function noisier than it)"
+                .to_string(),
+            Some(d0) => format!(
+                ", their variances moderated (shrunk towards the trend of the functions' \
+                 variances in their level, worth {d0:.0} degrees of freedom)"
+            ),
+            None => String::new(),
+        }
     }
 
     /// "; 7 % and 6 % of the samples had no symbol (…): where that CPU went is not said", or
@@ -522,15 +646,22 @@ impl Functions {
     /// rate, intervals adjusted for the functions tested)".
     pub fn sentence(&self) -> String {
         let named: Vec<&FunctionChange> = self.named().collect();
+        let few = self.own.len() - self.tested;
         let tested = format!(
-            "{} functions' own CPU tested over {} rounds{}",
+            "{} functions' own CPU tested over {} rounds{}{}{}",
             self.tested,
             self.rounds,
+            if few > 0 {
+                format!(", {few} with fewer than {MIN_SAMPLES} samples over them not")
+            } else {
+                String::new()
+            },
             if self.unprofiled > 0 {
                 format!(" ({} left out: a run without a profile)", self.unprofiled)
             } else {
                 String::new()
-            }
+            },
+            self.moderation_said()
         );
         let mut s = if named.is_empty() {
             format!(

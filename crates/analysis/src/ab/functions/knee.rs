@@ -47,7 +47,7 @@ use std::collections::BTreeSet;
 
 use serde::{Deserialize, Serialize};
 
-use super::{paths, percent, select, widen, Estimate, FunctionChange, Functions, Part, Sampled};
+use super::{inverse, paths, percent, widen, Estimate, FunctionChange, Functions, Part, Sampled};
 
 /// The steps compared lie within this factor of the capacity, either side.
 pub const WINDOW: f64 = 2.0;
@@ -63,7 +63,7 @@ pub const CITED_SHARE_GROWTH: f64 = 1.25;
 pub const MIN_STEPS: usize = 5;
 
 /// Own samples over the steps a function needs to be tested.
-pub const MIN_SAMPLES: u64 = 50;
+pub use super::MIN_SAMPLES;
 
 /// Own samples over the steps a function needs to count in the steps' size factors.
 pub const SIZE_SAMPLES: u64 = 200;
@@ -212,40 +212,6 @@ pub fn size_factors(runs: &[&Sampled]) -> Option<(Vec<f64>, usize)> {
     ))
 }
 
-/// The inverse of the symmetric `k`×`k` matrix `a` (row-major), `None` when it is singular
-/// (a pivot under a billionth of its diagonal's).
-fn inverse(a: &[f64], k: usize) -> Option<Vec<f64>> {
-    let mut m = a.to_vec();
-    let mut inv: Vec<f64> = (0..k * k)
-        .map(|i| if i / k == i % k { 1.0 } else { 0.0 })
-        .collect();
-    for col in 0..k {
-        let pivot =
-            (col..k).max_by(|&i, &j| m[i * k + col].abs().total_cmp(&m[j * k + col].abs()))?;
-        let scale = a[col * k + col].abs().max(f64::MIN_POSITIVE);
-        if m[pivot * k + col].abs() <= 1e-9 * scale {
-            return None;
-        }
-        for c in 0..k {
-            m.swap(col * k + c, pivot * k + c);
-            inv.swap(col * k + c, pivot * k + c);
-        }
-        let d = m[col * k + col];
-        for c in 0..k {
-            m[col * k + c] /= d;
-            inv[col * k + c] /= d;
-        }
-        for r in (0..k).filter(|&r| r != col) {
-            let f = m[r * k + col];
-            for c in 0..k {
-                m[r * k + c] -= f * m[col * k + c];
-                inv[r * k + c] -= f * inv[col * k + c];
-            }
-        }
-    }
-    Some(inv)
-}
-
 /// The steps as every function's estimate sees them: the same for each function, so made
 /// once. Each step's rate (centred, in units of the steps' spread), whether it failed, and its
 /// weight N / c² for its N samples and its CPU per request c; the model's columns (1, failed
@@ -335,6 +301,11 @@ impl<'a> Design<'a> {
     /// what flipped), Student's t on n − 3 degrees of freedom (n − 2 where the rate and the
     /// failing cannot be told apart, each group at one rate).
     fn compared(&self, name: &str, part: Part, count: impl Fn(&Sampled) -> u64) -> FunctionChange {
+        self.estimate(count).change(name, part)
+    }
+
+    /// [`Design::compared`] before it is tested.
+    fn estimate(&self, count: impl Fn(&Sampled) -> u64) -> Estimate {
         let ys: Vec<f64> = self
             .runs
             .iter()
@@ -382,7 +353,6 @@ impl<'a> Design<'a> {
             se,
             df: self.df,
         }
-        .change(name, part)
     }
 
     /// A share of the samples pooled over the passing (or the failing) steps.
@@ -474,30 +444,14 @@ pub fn knee(steps: &[KneeStep], capacity: f64) -> Option<Knee> {
     let (many, few): (Vec<&str>, Vec<&str>) = names
         .iter()
         .partition(|name| samples_of(name) >= MIN_SAMPLES);
-    let own_of = |name: &str| {
-        design.compared(name, Part::Own, |run| {
-            run.own.get(name).copied().unwrap_or(0)
-        })
-    };
-    let mut own: Vec<FunctionChange> = many.iter().map(|name| own_of(name)).collect();
-    select(&mut own);
-    let by_size = |a: &FunctionChange, b: &FunctionChange| {
-        b.named
-            .cmp(&a.named)
-            .then(b.difference_us.abs().total_cmp(&a.difference_us.abs()))
-    };
-    own.sort_by(by_size);
-    let tested = own.len();
-    // Those not tested after, with no p-value of their own.
-    let mut untested: Vec<FunctionChange> = few
-        .iter()
-        .map(|name| FunctionChange {
-            p: 1.0,
-            ..own_of(name)
-        })
-        .collect();
-    untested.sort_by(by_size);
-    own.extend(untested);
+    let (own, prior) = super::tested(
+        &many,
+        &few,
+        |name| design.estimate(|run| run.own.get(name).copied().unwrap_or(0)),
+        Part::Own,
+        true,
+    );
+    let tested = many.len();
     let total = own
         .iter()
         .filter(|c| c.named)
@@ -536,6 +490,7 @@ pub fn knee(steps: &[KneeStep], capacity: f64) -> Option<Knee> {
             rounds: design.runs.len(),
             unprofiled: within.len() - used.len(),
             tested,
+            prior,
             cpu_difference_us: whole.difference_us,
             unnamed: (
                 design.pooled(true, &unnamed),
@@ -692,7 +647,7 @@ impl Knee {
             } else {
                 String::new()
             },
-        );
+        ) + &f.moderation_said();
         let tested = match &self.scaled {
             Some(s) => format!(
                 "{tested}, each step's figures over its size factor ({:.2}–{:.2}, the median \
