@@ -278,7 +278,8 @@ pub struct Warmed {
 
 impl Warmed {
     /// "warmed 74 s at 3,000 req/s: its median latency fell 31 % (1.92ms → 1.32ms), then
-    /// held", or, where it did not settle, what that means for the figure.
+    /// held", "warmed 20 s at 243 req/s: its median latency held (1.21ms → 1.19ms)" for a
+    /// server warm at once, or, where it did not settle, what that means for the figure.
     pub fn text(&self) -> String {
         let ns = store::summary::format_ns;
         let at = format!("warmed {:.0} s at {:.0} req/s", self.seconds, self.rate);
@@ -291,7 +292,8 @@ impl Warmed {
             return format!("{at} (p99 of each second: {})", p99.join(" → "));
         };
         let moved = warm::moved(&p50, &trend).unwrap_or(0.0);
-        let how = if moved.abs() < warm::SMALL {
+        let held = moved.abs() < warm::SMALL;
+        let how = if held {
             format!("its median latency held ({} → {})", ns(*first), ns(*last))
         } else {
             format!(
@@ -302,7 +304,9 @@ impl Warmed {
                 ns(*last)
             )
         };
-        if self.settled {
+        if self.settled && held {
+            format!("{at}: {how}")
+        } else if self.settled {
             format!("{at}: {how}, then held")
         } else {
             format!(
@@ -607,6 +611,45 @@ pub async fn search(store: &Store, id: &str) -> Result<Option<Search>, StoreErro
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A warm-up's three wordings: fell then held, held from the start, and not settled.
+    #[test]
+    fn a_warm_up_says_how_the_latency_moved_in_one_of_three_ways() {
+        let warmed = |p50_us: &[f64], settled: bool| {
+            let p50: Vec<f64> = p50_us.iter().map(|u| u * 1e3).collect();
+            Warmed {
+                rate: 3000.0,
+                seconds: p50.len() as f64,
+                settled,
+                p99_ns: p50.iter().map(|n| (n * 3.0) as u64).collect(),
+                p50_ns: p50.iter().map(|&n| n as u64).collect(),
+                trend: warm::trend(&p50, 20),
+            }
+            .text()
+        };
+        let fell: Vec<f64> = (0..60)
+            .map(|i| 1320.0 + 600.0 * (-(i as f64) / 8.0).exp())
+            .collect();
+        let said = warmed(&fell, true);
+        assert!(
+            said.starts_with("warmed 60 s at 3000 req/s: its median latency fell ")
+                && said.ends_with(", then held"),
+            "{said}"
+        );
+        let flat: Vec<f64> = (0..20).map(|i| 1210.0 - i as f64).collect();
+        let said = warmed(&flat, true);
+        assert_eq!(
+            said,
+            "warmed 20 s at 3000 req/s: its median latency held (1.21ms → 1.19ms)"
+        );
+        let falling: Vec<f64> = (0..30).map(|i| 2000.0 - 20.0 * i as f64).collect();
+        let said = warmed(&falling, false);
+        assert!(
+            said.contains("and was still falling ")
+                && said.contains("WARNING: the server had not settled"),
+            "{said}"
+        );
+    }
 
     #[test]
     fn the_sitting_is_said_from_every_step_the_host_was_read_over() {

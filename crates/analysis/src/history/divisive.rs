@@ -211,7 +211,7 @@ fn null_p(
 }
 
 /// Fills `xs` with a stationary AR(1) series of unit variance and lag-1 correlation `rho`.
-fn ar1(xs: &mut [f64], rho: f64, rng: &mut Rng) {
+pub(super) fn ar1(xs: &mut [f64], rho: f64, rng: &mut Rng) {
     let innovation = (1.0 - rho * rho).max(0.0).sqrt();
     let mut last = rng.normal();
     for (i, v) in xs.iter_mut().enumerate() {

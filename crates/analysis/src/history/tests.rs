@@ -14,6 +14,8 @@ struct World {
     drift: f64,
     noise: f64,
     known: bool,
+    /// The drift's lag-1 correlation from one sitting to the next (0: independent).
+    rho: f64,
 }
 
 impl World {
@@ -26,14 +28,24 @@ impl World {
     }
 
     fn draw(&self, rng: &mut Rng, measure: Measure) -> Raw {
+        // Correlated sittings: the drift an AR(1) series, as the null's draws are.
+        let mut wander = Vec::new();
+        if self.rho > 0.0 {
+            wander = vec![0.0; self.n];
+            divisive::ar1(&mut wander, self.rho, rng);
+        }
         let points = (0..self.n)
             .map(|i| Point {
                 sitting: i,
                 revision: Some(format!("r{i}")),
                 value: (1000f64.ln()
                     + self.level(i)
-                    + self.drift * rng.normal()
-                    + self.noise * rng.normal())
+                    + self.drift * wander.get(i).copied().unwrap_or_else(|| rng.normal())
+                    + if self.rho > 0.0 && self.noise == 0.0 {
+                        0.0
+                    } else {
+                        self.noise * rng.normal()
+                    })
                 .exp(),
                 variance: self.known.then_some(self.noise * self.noise),
                 runs: 1,
@@ -82,6 +94,7 @@ fn noise_alone_is_cut_no_more_often_than_the_level() {
         drift: 0.03,
         noise: 0.01,
         known: true,
+        rho: 0.0,
     };
     let mut rng = Rng::new(7);
     let draws = 2000;
@@ -112,6 +125,7 @@ fn a_regression_and_an_improvement_are_found_at_their_sittings() {
         drift: 0.01,
         noise: 0.01,
         known: true,
+        rho: 0.0,
     };
     let mut rng = Rng::new(11);
     let draws = 200;
@@ -181,6 +195,7 @@ fn a_change_below_the_least_asked_for_is_not_one() {
         drift: 0.005,
         noise: 0.005,
         known: true,
+        rho: 0.0,
     };
     let mut rng = Rng::new(3);
     let found = judge(&world, &mut rng, Measure::Cpu, Config::default());
@@ -214,6 +229,7 @@ fn sittings_without_their_own_interval_are_judged_by_their_spread() {
         drift: 0.01,
         noise: 0.01,
         known: false,
+        rho: 0.0,
     };
     let mut rng = Rng::new(5);
     let h = judge(&world, &mut rng, Measure::P99, Config::default());
@@ -234,6 +250,7 @@ fn the_last_sittings_are_asked_for_changes_that_made_things_worse() {
         drift: 0.005,
         noise: 0.005,
         known: true,
+        rho: 0.0,
     };
     let mut rng = Rng::new(9);
     let h = judge(&worse_late, &mut rng, Measure::Capacity, Config::default());
@@ -262,48 +279,21 @@ fn the_energy_statistic_peaks_where_the_mean_moved() {
     assert!(divisive::best_split(&x[..3], 2).is_none());
 }
 
-/// A change-free history whose sittings wander in runs: the drift of each sitting is AR(1)
-/// with lag-1 correlation `rho`.
-fn wandering(n: usize, rho: f64, rng: &mut Rng) -> Raw {
-    let mut drift = rng.normal();
-    let points = (0..n)
-        .map(|i| {
-            if i > 0 {
-                drift = rho * drift + (1.0 - rho * rho).sqrt() * rng.normal();
-            }
-            Point {
-                sitting: i,
-                revision: Some(format!("r{i}")),
-                value: (1000f64.ln() + 0.03 * drift).exp(),
-                variance: None,
-                runs: 1,
-            }
-        })
-        .collect();
-    Raw {
-        key: Key {
-            target: "go".into(),
-            setting: String::new(),
-            measure: Measure::Capacity,
-        },
-        points,
-    }
-}
-
 /// A history of four series of 16 sittings correlated one to the next (ρ = 0.3), the first
 /// series' level divided by `first_falls` from sitting 8 on.
 fn correlated(rng: &mut Rng, first_falls: f64) -> History {
-    let sittings = World {
+    let world = World {
         n: 16,
         shifts: vec![],
-        drift: 0.0,
+        drift: 0.03,
         noise: 0.0,
         known: false,
-    }
-    .sittings();
+        rho: 0.3,
+    };
+    let sittings = world.sittings();
     let series: Vec<Raw> = (0..4)
         .map(|i| {
-            let mut raw = wandering(16, 0.3, rng);
+            let mut raw = world.draw(rng, Measure::Capacity);
             raw.key.target = format!("t{i}");
             if i == 0 {
                 for p in raw.points.iter_mut().skip(8) {
