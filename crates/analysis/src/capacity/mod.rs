@@ -135,6 +135,10 @@ pub struct Drift {
     pub ratio: f64,
     pub low: f64,
     pub high: f64,
+    /// Where the drift was shown: the figure's interval as fitted, before it was widened to
+    /// hold both halves' figures.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fitted: Option<(Option<f64>, Option<f64>)>,
 }
 
 impl Drift {
@@ -153,9 +157,12 @@ impl Drift {
             pct(self.low),
             pct(self.high),
             if self.shown() {
-                "the host drifted within the search: the figure is an average over the drifts its steps met, and its interval does not allow for the drift (search again, or in a shorter sitting)"
+                format!(
+                    "WARNING: the host drifted within the search: the figure is an average over the drifts its steps met, and its interval is widened to hold both halves' figures ({:.0} and {:.0} req/s); search again, or in a shorter sitting",
+                    self.first, self.second
+                )
             } else {
-                "no drift shown"
+                "no drift shown".to_string()
             }
         )
     }
@@ -514,12 +521,29 @@ impl Search {
             Vec::new()
         };
         self.drift = self.drift_test();
+        self.widen_by_drift();
         self.capacity = match self.status {
             Status::GeneratorLimited | Status::AboveMaximum | Status::BelowMinimum => {
                 self.highest_pass
             }
             _ => self.estimate().map(|e| e.rate).or(self.highest_pass),
         };
+    }
+
+    /// Where the drift test shows the host moved, C_p's interval widened to hold both halves'
+    /// figures: the capacity the search read moved between them, and an interval fitted as one
+    /// curve over the sitting does not allow for that.
+    fn widen_by_drift(&mut self) {
+        let Some(drift) = self.drift.as_mut().filter(|d| d.shown()) else {
+            return;
+        };
+        let p = self.settings.p;
+        let (lo, hi) = (drift.first.min(drift.second), drift.first.max(drift.second));
+        if let Some(e) = self.estimates.iter_mut().find(|e| e.p == p) {
+            drift.fitted = Some((e.low, e.high));
+            e.low = e.low.map(|l| l.min(lo));
+            e.high = e.high.map(|h| h.max(hi));
+        }
     }
 
     /// The drift test: C_p of the first and second half of the valid steps beside the knee,
@@ -551,6 +575,7 @@ impl Search {
             ratio,
             low,
             high,
+            fitted: None,
         })
     }
 

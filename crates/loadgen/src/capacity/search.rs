@@ -799,5 +799,19 @@ mod tests {
         let d = moved.drift.clone().unwrap();
         assert!(d.shown() && d.ratio > 1.05, "{d:?}");
         assert!(super::super::text(&moved).contains("Drift: it moved +"));
+        // Its interval widened to hold both halves' figures, the fitted one kept, and said.
+        let e = moved.estimate().unwrap();
+        let (low, high) = (e.low.unwrap(), e.high.unwrap());
+        assert!(
+            low <= d.first.min(d.second) && high >= d.first.max(d.second),
+            "{e:?} {d:?}"
+        );
+        assert!(d.fitted.is_some(), "{d:?}");
+        assert!(
+            d.text().contains("WARNING: the host drifted") && d.text().contains("widened"),
+            "{}",
+            d.text()
+        );
+        assert!(steady.drift.as_ref().is_some_and(|d| d.fitted.is_none()));
     }
 }
