@@ -7,8 +7,11 @@
 //! reference keeps what is the target's own. Each kind of reference is slowed by a different
 //! part of the host (the core's clock, the caches and memory, the kernel's entries), so the one
 //! that tracks a target best is chosen from the history itself: the one whose ratio varies least
-//! from sitting to sitting, over at least [`CALIBRATION`] sittings. Where none varies less than
-//! the raw figure, none tracks the target, and its raw figures are judged, as said.
+//! from sitting to sitting over its first [`CALIBRATION`] sittings (the calibration), and the
+//! choice is frozen there: the sittings after it are judged with the reference the calibration
+//! chose, not one chosen on them, so a change in a later sitting cannot choose its own
+//! reference. Where none varies less than the raw figure over the calibration, none tracks the
+//! target, and its raw figures are judged, as said.
 //!
 //! **Spread** is the root mean square of successive differences of the logarithm, ÷ √2 (von
 //! Neumann's): for sittings that vary about one level it estimates their SD, and a rare change
@@ -27,10 +30,11 @@ pub struct Normalised {
     /// The reference the figures are divided by, `None` where none tracked the target (or
     /// too few sittings held both).
     pub reference: Option<String>,
-    /// The raw figure's spread from sitting to sitting (a share: 0.05 is 5 %), with three
-    /// sittings or more.
+    /// The raw figure's spread from sitting to sitting (a share: 0.05 is 5 %) over the first
+    /// [`CALIBRATION`] sittings, with three or more.
     pub raw_spread: Option<f64>,
-    /// Each reference's ratio's spread, for those run in enough of the same sittings.
+    /// Each reference's ratio's spread over the first [`CALIBRATION`] sittings that held both,
+    /// for those run in enough of the same sittings.
     pub spreads: Vec<(String, f64)>,
     /// Sittings that held both the target and the chosen reference, of the target's.
     pub sittings: usize,
@@ -82,8 +86,14 @@ pub fn normalise(series: Vec<Raw>, references: &[String]) -> Vec<(Raw, Option<No
             out.push((s.clone(), None));
             continue;
         }
-        let raw_values: Vec<f64> = s.points.iter().map(|p| p.value).collect();
-        let raw_spread = spread(&raw_values);
+        // The calibration: the first sittings, where the choice is made and frozen.
+        let calibration = |points: &[Point]| -> Option<f64> {
+            let mut points: Vec<&Point> = points.iter().collect();
+            points.sort_by_key(|p| p.sitting);
+            let values: Vec<f64> = points.iter().take(CALIBRATION).map(|p| p.value).collect();
+            spread(&values)
+        };
+        let raw_spread = calibration(&s.points);
         let mut candidates: Vec<(String, f64, Vec<Point>)> = refs
             .iter()
             .filter(|r| r.key.setting == s.key.setting && r.key.measure == s.key.measure)
@@ -92,8 +102,7 @@ pub fn normalise(series: Vec<Raw>, references: &[String]) -> Vec<(Raw, Option<No
                 if points.len() < CALIBRATION {
                     return None;
                 }
-                let values: Vec<f64> = points.iter().map(|p| p.value).collect();
-                Some((r.key.target.clone(), spread(&values)?, points))
+                Some((r.key.target.clone(), calibration(&points)?, points))
             })
             .collect();
         candidates.sort_by(|a, b| a.1.total_cmp(&b.1));
@@ -157,7 +166,7 @@ impl Normalised {
                     .find(|(n, _)| n == r)
                     .map_or(0.0, |(_, v)| *v);
                 format!(
-                    "divided by the reference {r} run in the same sittings ({} of them): {:.1} % from sitting to sitting against {raw}raw{}",
+                    "divided by the reference {r} run in the same sittings ({} of them), chosen on the first {CALIBRATION} and frozen since: {:.1} % from sitting to sitting against {raw}raw{}",
                     self.sittings,
                     best * 100.0,
                     others(Some(r))
@@ -167,7 +176,7 @@ impl Normalised {
                 "raw figures ({raw}from sitting to sitting): no reference ran in {CALIBRATION} or more of its sittings"
             ),
             None => format!(
-                "raw figures ({raw}from sitting to sitting): no reference tracks it{}",
+                "raw figures ({raw}from sitting to sitting over the first {CALIBRATION}): no reference tracks it{}",
                 others(None)
             ),
         }
@@ -233,6 +242,42 @@ mod tests {
         // The references are kept as they are: the host's drift, seen.
         assert_eq!(judged[1].0.key.target, "spin");
         assert!(judged[1].1.is_none());
+    }
+
+    /// The choice is made on the first sittings and frozen: a reference that tracks the target
+    /// only after them (its bottleneck the target's from sitting 8 on) is not chosen, however
+    /// well it tracks it over the whole history.
+    #[test]
+    fn the_reference_is_chosen_on_the_calibration_sittings_and_frozen() {
+        let mut rng = Rng::new(43);
+        let n = 24;
+        let (mut target, mut spin, mut chase) = (vec![], vec![], vec![]);
+        for i in 0..n {
+            let core = 0.10 * rng.normal();
+            let memory = 0.10 * rng.normal();
+            let moved = if i < CALIBRATION { core } else { memory };
+            target.push(1000.0 * (moved + 0.01 * rng.normal()).exp());
+            spin.push(900.0 * (core + 0.01 * rng.normal()).exp());
+            chase.push(400.0 * (memory + 0.01 * rng.normal()).exp());
+        }
+        let whole = |r: &[f64]| {
+            let ratio: Vec<f64> = target.iter().zip(r).map(|(t, r)| t / r).collect();
+            spread(&ratio).unwrap()
+        };
+        // Over all 24 sittings chase tracks the target better; over the first 8, spin.
+        assert!(whole(&chase) < whole(&spin));
+        let judged = normalise(
+            vec![raw("go", &target), raw("spin", &spin), raw("chase", &chase)],
+            &["spin".into(), "chase".into()],
+        );
+        let how = judged[0].1.as_ref().unwrap();
+        assert_eq!(how.reference.as_deref(), Some("spin"));
+        assert!(
+            how.text()
+                .contains("chosen on the first 8 and frozen since"),
+            "{}",
+            how.text()
+        );
     }
 
     /// A target moved by nothing the references share is left raw, and says why; so is one

@@ -137,13 +137,14 @@ fn a_reference_run_in_every_sitting_takes_out_the_hosts_drift() {
     };
     let out = history(&["--reference", "spin", "--reference", "chase"]);
     let text = String::from_utf8_lossy(&out.stdout);
+    eprintln!("{text}");
     assert!(out.status.success(), "{text}");
     assert!(
         text.contains("go ÷ spin: capacity within the SLO: 16 sittings"),
         "{text}"
     );
     assert!(
-        text.contains("divided by the reference spin run in the same sittings (16 of them)"),
+        text.contains("divided by the reference spin run in the same sittings (16 of them), chosen on the first 8 and frozen since"),
         "{text}"
     );
     let regression = format!(
