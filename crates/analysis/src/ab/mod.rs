@@ -32,6 +32,7 @@
 
 pub mod functions;
 mod kept;
+pub mod process;
 pub mod sequential;
 pub(crate) mod text;
 
@@ -685,6 +686,10 @@ pub struct Gate {
     /// the budget spent and how many more rounds would decide).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stopped: Option<String>,
+    /// A capacity gate's spread between processes of one build, read from the A/A controls of
+    /// its experiment's sittings and allowed for in its intervals ([`process`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub process: Option<process::Between>,
 }
 
 /// A comparison's CPU per request by function ([`functions`]): the candidate against the
@@ -853,6 +858,7 @@ impl Gate {
             functions: ByFunction::of(rounds),
             reading,
             stopped: None,
+            process: None,
         }
     }
 
@@ -887,15 +893,35 @@ impl Gate {
             .try_fold(0, |most_needed, needed| Some(most_needed.max(needed?)))
     }
 
+    /// Its A/A control of capacity as measured (before any spread between processes was
+    /// allowed for), where it has one.
+    pub fn capacity_control(&self) -> Option<Change> {
+        let judged = self
+            .measures
+            .iter()
+            .find(|j| j.measure == Measure::Capacity)?;
+        let control = judged.control.as_ref()?;
+        Some(match &self.process {
+            Some(b) => b.narrow(control),
+            None => control.clone(),
+        })
+    }
+
     /// The capacities of searches compared in interleaved rounds, judged: the baseline's search
     /// is `ids.0`, the first of `compared` (its ratios are each other search's ÷ the first's);
     /// `allowed`'s capacity is the share the candidate's may fall (not gated when absent).
+    ///
+    /// `past` are the gates kept of the same experiment and setting before: where they and
+    /// this one hold [`process::MIN_SITTINGS`] A/A controls of capacity, the spread between
+    /// processes of one build is read from them and allowed for in the candidate's and the
+    /// control's intervals ([`process`]).
     pub fn of_capacities(
         names: (&str, &str, Option<&str>),
         ids: (&str, &str, Option<&str>),
         load: &str,
         compared: &Compared,
         allowed: &Allowed,
+        past: &[Gate],
     ) -> Gate {
         let gated = allowed.0.get(&Measure::Capacity).copied();
         let capacity = |id: &str| {
@@ -918,10 +944,27 @@ impl Gate {
         };
         let candidate = change(ids.1);
         let control = ids.2.map(change).and_then(Result::ok);
-        let note = match (&candidate, &control) {
+        let process = control.as_ref().and_then(|aa| {
+            let mut controls: Vec<Change> =
+                past.iter().filter_map(Gate::capacity_control).collect();
+            controls.push(aa.clone());
+            process::Between::read(&controls)
+        });
+        let (candidate, control) = match &process {
+            Some(b) => (candidate.map(|c| b.widen(&c)), control.map(|c| b.widen(&c))),
+            None => (candidate, control),
+        };
+        let mut note = match (&candidate, &control) {
             (Ok(c), Some(aa)) => looked_into(c, aa, &[]),
             _ => String::new(),
         };
+        if let Some(b) = &process {
+            note = if note.is_empty() {
+                b.text()
+            } else {
+                format!("{note}; {}", b.text())
+            };
+        }
         let verdict = match (&candidate, gated) {
             (Ok(c), Some(allowed)) => Verdict::of_capacity(c, allowed, control.as_ref()),
             (Ok(c), None) if c.differs() => Verdict::Changed,
@@ -950,6 +993,7 @@ impl Gate {
                 note,
             }],
             pages: None,
+            process,
             revisions: BTreeMap::new(),
             functions: None,
             reading: Reading::Once,

@@ -246,6 +246,7 @@ fn an_eleven_percent_cpu_regression_with_a_noisy_control_fails_the_gate() {
         functions: None,
         reading: Reading::Once,
         stopped: None,
+        process: None,
     };
     assert_eq!(gate.outcome(), Outcome::Regression);
     assert!(gate.measures[0].verdict_text().contains("round 4 read"));
@@ -354,6 +355,7 @@ fn a_gate_says_pass_regression_or_inconclusive_in_words_markdown_and_junit() {
         functions: None,
         reading: Reading::Once,
         stopped: None,
+        process: None,
     };
     assert_eq!(gate.outcome(), Outcome::Regression);
     let md = gate.markdown();
@@ -448,6 +450,7 @@ fn hostile_gate() -> Gate {
         functions: None,
         reading: Reading::Once,
         stopped: None,
+        process: None,
     }
 }
 
@@ -597,6 +600,7 @@ fn ordinary_names_refs_and_loads_read_as_they_are_in_the_markdown() {
         functions: None,
         reading: Reading::Once,
         stopped: None,
+        process: None,
     };
     let md = gate.markdown();
     for said in [
@@ -654,19 +658,21 @@ fn a_comparison_of_capacities_is_a_gate_of_one_measure() {
             String::new()
         },
     };
-    let compared = |cand: Option<(f64, f64)>| Compared {
+    let compared_with = |cand: Option<(f64, f64)>, aa: (f64, f64, f64)| Compared {
         id: "x".into(),
         rounds: 16,
         searches: Vec::new(),
-        ratios: vec![ratio("c", 0.85, cand), ratio("a", 1.01, Some((0.97, 1.05)))],
+        ratios: vec![ratio("c", 0.85, cand), ratio("a", aa.0, Some((aa.1, aa.2)))],
         reason: String::new(),
     };
+    let compared = |cand: Option<(f64, f64)>| compared_with(cand, (1.01, 0.97, 1.05));
     let gate = Gate::of_capacities(
         ("base", "pr", Some("base-again")),
         ("b", "c", Some("a")),
         "a capacity search within p99<=10ms",
         &compared(Some((0.80, 0.90))),
         &Allowed::capacity(),
+        &[],
     );
     assert_eq!(gate.outcome(), Outcome::Regression);
     assert_eq!(gate.rounds, 16);
@@ -686,12 +692,50 @@ fn a_comparison_of_capacities_is_a_gate_of_one_measure() {
         "",
         &compared(None),
         &Allowed::capacity(),
+        &[],
     );
     assert_eq!(gate.outcome(), Outcome::Inconclusive);
     assert!(
         gate.measures[0].verdict_text().contains("do not bound it"),
         "{}",
         gate.measures[0].verdict_text()
+    );
+    // Two past sittings' controls and this one's, each 2 % apart with a narrow interval: the
+    // spread between processes is read from them, allowed for in both intervals, said, and
+    // each past control is read as measured.
+    let apart = compared_with(Some((0.80, 0.90)), (1.02, 1.015, 1.025));
+    let past = Gate::of_capacities(
+        ("base", "pr", Some("base-again")),
+        ("b", "c", Some("a")),
+        "",
+        &apart,
+        &Allowed::capacity(),
+        &[],
+    );
+    assert!(past.process.is_none());
+    let gate = Gate::of_capacities(
+        ("base", "pr", Some("base-again")),
+        ("b", "c", Some("a")),
+        "",
+        &apart,
+        &Allowed::capacity(),
+        &[past.clone(), past],
+    );
+    let b = gate.process.expect("read from three controls");
+    assert_eq!(b.sittings, 3);
+    let j = &gate.measures[0];
+    let (c, aa) = (j.change.as_ref().unwrap(), j.control.as_ref().unwrap());
+    assert!(c.low < 0.80 && c.high > 0.90, "{c:?}");
+    assert!(aa.low < 1.0 && aa.high > 1.04, "{aa:?}");
+    let back = gate.capacity_control().unwrap();
+    assert!(
+        (back.low - 1.015).abs() < 1e-9 && (back.high - 1.025).abs() < 1e-9,
+        "{back:?}"
+    );
+    assert!(
+        j.note.contains("processes of one build differ by"),
+        "{}",
+        j.note
     );
 }
 

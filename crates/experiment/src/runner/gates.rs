@@ -63,7 +63,8 @@ impl Cells<'_> {
                     (cells, gate)
                 }
                 Comparison::Searches { cells, searched } => {
-                    let gate = self.capacity_gate(&cells, compare, &searched)?;
+                    let past = self.past_gates(&cells).await?;
+                    let gate = self.capacity_gate(&cells, compare, &searched, &past)?;
                     (cells, gate)
                 }
             };
@@ -135,6 +136,7 @@ impl Cells<'_> {
         cells: &[Cell],
         compare: &CompareSpec,
         searched: &Searched,
+        past: &[Gate],
     ) -> Result<Gate, Error> {
         let (allowed, _) = compare.allowed(&self.experiment.file)?;
         let slo = self
@@ -167,9 +169,24 @@ impl Cells<'_> {
             &load,
             &searched.compared,
             &allowed,
+            past,
         );
         gate.revisions = self.launcher.checkouts.texts(compare.targets());
         Ok(gate)
+    }
+}
+
+impl Cells<'_> {
+    /// The gates kept of this experiment at the setting of `cells` in earlier sittings: where
+    /// their A/A controls are, the spread between processes of one build is read from them.
+    async fn past_gates(&self, cells: &[Cell]) -> Result<Vec<Gate>, Error> {
+        let setting = setting_of(cells);
+        Ok(analysis::ab::gates(self.store, &self.experiment.file.name)
+            .await?
+            .into_iter()
+            .filter(|g| g.setting == setting)
+            .map(|g| g.gate)
+            .collect())
     }
 }
 
@@ -190,6 +207,15 @@ fn rounds_load(sent: &str, cells: &[Cell], share: Option<&(String, f64)>) -> Str
     }
 }
 
+/// The setting of `cells` in words, as a gate is kept with it ("" without axes).
+fn setting_of(cells: &[Cell]) -> String {
+    cells
+        .first()
+        .filter(|c| !c.setting.is_empty())
+        .map(|c| c.setting_text())
+        .unwrap_or_default()
+}
+
 /// A sitting's gate as kept for the experiment's page, with its setting, file and scale.
 fn kept_gate(
     experiment: &crate::file::Experiment,
@@ -200,11 +226,7 @@ fn kept_gate(
     analysis::ab::KeptGate {
         id: RunMeta::new_id(),
         experiment: experiment.file.name.clone(),
-        setting: cells
-            .first()
-            .filter(|c| !c.setting.is_empty())
-            .map(|c| c.setting_text())
-            .unwrap_or_default(),
+        setting: setting_of(cells),
         file_label: crate::plan::Plan::file_label(experiment),
         scale: plan.scale,
         judged_at_ns: store::run::now_ns(),

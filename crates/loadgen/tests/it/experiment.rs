@@ -2032,3 +2032,116 @@ duration = "1s"
         "{said}"
     );
 }
+
+/// A capacity gate with an A/A control, the store holding two earlier sittings' gates of the
+/// same experiment whose controls read identical builds 3 % apart: the gate reads the spread
+/// between processes of one build from the three controls, allows for it in both intervals,
+/// and says so.
+#[test]
+fn a_capacity_gate_reads_the_spread_between_processes_from_its_sittings_controls() {
+    use analysis::ab::{put_gate, Allowed, Gate, KeptGate};
+    use analysis::capacity::compare::{Compared, Ratio};
+    let _cpu = one_search_at_a_time();
+    let work = tempfile::tempdir().unwrap();
+    let db = format!("sqlite://{}/runs.db", work.path().display());
+    let serve = serve_work("1ms");
+    let file = write(
+        work.path(),
+        "aa.toml",
+        &format!(
+            r#"
+name = "aa"
+question = "Does pr sustain as much as base?"
+pre_roll = "200ms"
+post_roll = "200ms"
+
+[placement]
+gun_cpus = "0"
+target_cpus = "1"
+
+[search]
+slo = ["p99<=20ms", "errors<=1%"]
+step = "1s"
+warmup = "300ms"
+settle = "10s"
+rounds = 8
+
+[[target]]
+name = "base"
+command = {serve}
+
+[[target]]
+name = "pr"
+command = {serve}
+
+[[target]]
+name = "base-again"
+command = {serve}
+
+[compare]
+baseline = "base"
+candidate = "pr"
+control = "base-again"
+max_regression = "capacity=5%"
+
+[load]
+path = "/"
+"#
+        ),
+    );
+    // Two earlier sittings, their controls 3 % apart with narrow intervals.
+    let ratio = |of: &str, value: f64, low: f64, high: f64| Ratio {
+        of: of.into(),
+        of_name: of.into(),
+        to: "b".into(),
+        to_name: "base".into(),
+        p: 0.5,
+        ratio: value,
+        low: Some(low),
+        high: Some(high),
+        confidence: 0.95,
+        rounds: 8,
+        note: String::new(),
+    };
+    let compared = Compared {
+        id: "earlier".into(),
+        rounds: 8,
+        searches: Vec::new(),
+        ratios: vec![ratio("c", 1.0, 0.99, 1.01), ratio("a", 1.03, 1.025, 1.035)],
+        reason: String::new(),
+    };
+    let earlier = Gate::of_capacities(
+        ("base", "pr", Some("base-again")),
+        ("b", "c", Some("a")),
+        "capacity searches",
+        &compared,
+        &Allowed::capacity(),
+        &[],
+    );
+    tokio::runtime::Runtime::new().unwrap().block_on(async {
+        let store = Store::open(&db).await.unwrap();
+        for (i, at) in [1_000, 2_000].into_iter().enumerate() {
+            let kept = KeptGate {
+                id: format!("earlier-{i}"),
+                experiment: "aa".into(),
+                setting: String::new(),
+                file_label: "earlier".into(),
+                scale: 1.0,
+                judged_at_ns: at,
+                gate: earlier.clone(),
+            };
+            put_gate(&store, &kept).await.unwrap();
+        }
+    });
+    let out = experiment(&["run", &file], &db, "");
+    let said = text(&out);
+    assert!(
+        said.contains("processes of one build differ by ")
+            && said.contains("read from 3 sittings' A/A controls"),
+        "{said}"
+    );
+    assert!(
+        said.contains("A/A control (base-again against base): capacity "),
+        "{said}"
+    );
+}

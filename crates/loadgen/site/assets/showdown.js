@@ -1,0 +1,717 @@
+// Showdown's pages, made explorable: each chart's model (the JSON beside its SVG) drawn with
+// uPlot (hover for every series' value; on time charts one crosshair and one zoom for all
+// charts of the page, double-click to reset; a series toggled from its legend), the flame graph
+// of the charts' window (alone or against the rest of the run), and the runs tables filtered
+// and sorted. Without JavaScript the SVGs and the whole tables stay: nothing here is needed to
+// read a page, only to look closer.
+(function () {
+  'use strict';
+
+  // Four significant digits, whole and thousands-separated from 10,000, "--" where there is no
+  // value: as the SVG's axes write them (report::number, held to this by tests/it/numbers.rs).
+  function fmt(v) {
+    if (v == null || !isFinite(v)) return '--';
+    if (v === 0) return '0';
+    var a = Math.abs(v);
+    if (a >= 1e4) return Math.round(v).toLocaleString('en-US');
+    return String(Number(v.toPrecision(4)));
+  }
+
+  // An axis label: a log axis leaves the splits between decades it has no room for null.
+  function tick(v) {
+    return v == null ? '' : fmt(v);
+  }
+
+  // The series' points on one x array, as uPlot draws them: undefined where a series has no
+  // point at that x (the line goes on across it), null where it has a gap (the line stops). An x
+  // a series has more than once (a search's steps retried at one rate) is on the array as many
+  // times, each of its points kept, in its order: none hides another.
+  function align(series) {
+    var most = new Map();
+    series.forEach(function (s) {
+      var here = new Map();
+      s.x.forEach(function (x) {
+        here.set(x, (here.get(x) || 0) + 1);
+      });
+      here.forEach(function (n, x) {
+        most.set(x, Math.max(most.get(x) || 0, n));
+      });
+    });
+    var unique = Array.from(most.keys()).sort(function (a, b) {
+      return a - b;
+    });
+    var xs = [];
+    var first = new Map();
+    unique.forEach(function (x) {
+      first.set(x, xs.length);
+      for (var k = 0; k < most.get(x); k++) xs.push(x);
+    });
+    var data = [xs];
+    series.forEach(function (s) {
+      var ys = new Array(xs.length);
+      var used = new Map();
+      s.x.forEach(function (x, i) {
+        var k = used.get(x) || 0;
+        used.set(x, k + 1);
+        ys[first.get(x) + k] = s.y[i];
+      });
+      data.push(ys);
+    });
+    return data;
+  }
+
+  // The attack's window and the probes' events, drawn under the lines as the SVG has them.
+  function marks(model) {
+    return function (u) {
+      var ctx = u.ctx;
+      var top = u.bbox.top;
+      var height = u.bbox.height;
+      ctx.save();
+      if (model.attack) {
+        ctx.fillStyle = 'rgba(0,0,0,0.06)';
+        var x0 = u.valToPos(model.x_range[0], 'x', true);
+        var a0 = u.valToPos(model.attack[0], 'x', true);
+        var a1 = u.valToPos(model.attack[1], 'x', true);
+        var x1 = u.valToPos(model.x_range[1], 'x', true);
+        var left = Math.max(u.bbox.left, Math.min(x0, a0));
+        var right = Math.min(u.bbox.left + u.bbox.width, Math.max(x1, a1));
+        if (a0 > left) ctx.fillRect(left, top, a0 - left, height);
+        if (right > a1) ctx.fillRect(a1, top, right - a1, height);
+      }
+      ctx.strokeStyle = 'rgba(0,0,0,0.35)';
+      ctx.lineWidth = 1;
+      model.markers.forEach(function (m) {
+        var x = Math.round(u.valToPos(m, 'x', true)) + 0.5;
+        ctx.beginPath();
+        ctx.moveTo(x, top);
+        ctx.lineTo(x, top + height);
+        ctx.stroke();
+      });
+      ctx.restore();
+    };
+  }
+
+  var charts = []; // time charts: one crosshair, one zoom
+  var plots = []; // by percentile and across settings
+  var syncing = false;
+
+  // --- the flame graph of the charts' window, and that window against the rest of the run ---
+
+  // biome-ignore lint/suspicious/noAssignInExpressions: the profile files' scripts fill this same object
+  var profiles = (window.showdownProfiles = window.showdownProfiles || {});
+  var flames = [];
+  var view = null; // the charts' x window, or null: the whole run
+  var page = null; // every chart's whole x range: the run with its pre- and post-roll
+  var span = null;
+
+  // Every chart back to the whole range (the double-click), the pre- and post-roll included.
+  function whole() {
+    if (!charts.length || !span) return;
+    page = span;
+    charts[0].setScale('x', { min: span[0], max: span[1] });
+  }
+
+  function esc(t) {
+    return String(t).replace(/[&<>"]/g, function (c) {
+      return { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;' }[c];
+    });
+  }
+
+  // The stacks of some slices as a tree of frames: each node's samples, with what it called.
+  function fold(data, slices) {
+    var root = { name: 'all', n: 0, kids: new Map() };
+    slices.forEach(function (s) {
+      for (var i = 0; i + 1 < s.counts.length; i += 2) {
+        var stack = data.stacks[s.counts[i]];
+        var n = s.counts[i + 1];
+        root.n += n;
+        var node = root;
+        for (var j = 0; j < stack.length; j++) {
+          var name = data.frames[stack[j]];
+          var kid = node.kids.get(name);
+          if (!kid) {
+            kid = { name: name, n: 0, kids: new Map() };
+            node.kids.set(name, kid);
+          }
+          kid.n += n;
+          node = kid;
+        }
+      }
+    });
+    return root;
+  }
+
+  // A warm colour from the name, as flame graphs have it: the same function, the same colour.
+  function warm(name) {
+    var h = 0;
+    for (var i = 0; i < name.length; i++) h = (h * 31 + name.charCodeAt(i)) >>> 0;
+    return 'hsl(' + (h % 50) + ',85%,' + (55 + ((h >> 8) % 15)) + '%)';
+  }
+
+  function drawFlame(panel) {
+    var data = panel.data;
+    var box = panel.el.querySelector('.flame-live');
+    if (!data || !box) return;
+    var w = view || [-Infinity, Infinity];
+    var inside = [];
+    var rest = [];
+    data.slices.forEach(function (s) {
+      var mid = (s.from + s.to) / 2;
+      (mid >= w[0] && mid <= w[1] ? inside : rest).push(s);
+    });
+    var tree = fold(data, inside);
+    var other = fold(data, rest);
+    var against = panel.mode === 'against' && other.n > 0 && tree.n > 0;
+    var from = inside.length ? inside[0].from : NaN;
+    var to = inside.length ? inside[inside.length - 1].to : NaN;
+    var head =
+      '<p class="flame-head" data-window="' +
+      (view ? view[0] + ',' + view[1] : 'all') +
+      '" data-samples="' +
+      tree.n +
+      '" data-rest="' +
+      other.n +
+      '">' +
+      (inside.length
+        ? 'Stacks of ' +
+          from.toFixed(1) +
+          '–' +
+          to.toFixed(1) +
+          ' s: ' +
+          tree.n.toLocaleString('en-US') +
+          ' samples in ' +
+          inside.length +
+          (inside.length === 1 ? ' slice' : ' slices') +
+          '; the rest of the run: ' +
+          other.n.toLocaleString('en-US') +
+          ' samples.'
+        : "No profile slice has its middle in the charts' window: widen it.") +
+      '</p><p class="flame-modes">' +
+      '<label><input type="radio" name="' +
+      panel.name +
+      '" value="window"' +
+      (panel.mode === 'window' ? ' checked' : '') +
+      '> this window</label> ' +
+      '<label><input type="radio" name="' +
+      panel.name +
+      '" value="against"' +
+      (panel.mode === 'against' ? ' checked' : '') +
+      '> this window against the rest of the run</label>' +
+      (panel.mode === 'against' && !against
+        ? ' <span class="meta">(zoom a chart first: the rest of the run has no samples)</span>'
+        : '') +
+      '</p>';
+    // Rows from the root up; a box as wide as its share of the window's samples.
+    var width = 1000;
+    var row = 17;
+    var boxes = [];
+    var depth = 0;
+    var maxDelta = 0;
+    (function walk(node, otherNode, x, level) {
+      var share = node.n / tree.n;
+      var delta = null;
+      if (against) {
+        var before = otherNode ? otherNode.n / other.n : 0;
+        delta = 100 * (share - before);
+        maxDelta = Math.max(maxDelta, Math.abs(delta));
+      }
+      var wpx = share * width;
+      if (wpx < 0.3) return;
+      depth = Math.max(depth, level);
+      boxes.push({ node: node, x: x, w: wpx, level: level, delta: delta, before: otherNode ? otherNode.n : 0 });
+      var kids = Array.from(node.kids.values()).sort(function (a, b) {
+        return a.name < b.name ? -1 : a.name > b.name ? 1 : 0;
+      });
+      kids.forEach(function (k) {
+        walk(k, otherNode ? otherNode.kids.get(k.name) : null, x, level + 1);
+        x += (k.n / tree.n) * width;
+      });
+    })(tree, other, 0, 0);
+    var height = (depth + 1) * row;
+    var svg = [
+      '<svg viewBox="0 0 ' +
+        width +
+        ' ' +
+        height +
+        '" width="100%" font-size="11" font-family="sans-serif" role="img">',
+    ];
+    boxes.forEach(function (b) {
+      var y = height - (b.level + 1) * row;
+      var fill = warm(b.node.name);
+      var title =
+        b.node.name +
+        ' (' +
+        b.node.n.toLocaleString('en-US') +
+        ' samples, ' +
+        ((100 * b.node.n) / tree.n).toFixed(2) +
+        ' %';
+      var attrs = ' data-frame="' + esc(b.node.name) + '" data-n="' + b.node.n + '"';
+      if (b.delta !== null) {
+        var k = maxDelta > 0 ? Math.round((200 * Math.abs(b.delta)) / maxDelta) : 0;
+        fill =
+          b.delta > 0 ? 'rgb(255,' + (255 - k) + ',' + (255 - k) + ')' : 'rgb(' + (255 - k) + ',' + (255 - k) + ',255)';
+        title +=
+          '; ' +
+          ((100 * b.before) / other.n).toFixed(2) +
+          ' % in the rest of the run: ' +
+          (b.delta >= 0 ? '+' : '') +
+          b.delta.toFixed(2) +
+          ' points';
+        attrs += ' data-delta="' + b.delta.toFixed(4) + '"';
+      }
+      title += ')';
+      var chars = Math.floor((b.w - 4) / 6.2);
+      var label = chars >= 3 ? (b.node.name.length > chars ? b.node.name.slice(0, chars - 2) + '..' : b.node.name) : '';
+      svg.push(
+        '<g' +
+          attrs +
+          '><title>' +
+          esc(title) +
+          '</title><rect x="' +
+          b.x.toFixed(2) +
+          '" y="' +
+          y +
+          '" width="' +
+          b.w.toFixed(2) +
+          '" height="' +
+          (row - 1) +
+          '" rx="2" fill="' +
+          fill +
+          '"></rect>' +
+          (label ? '<text x="' + (b.x + 3).toFixed(2) + '" y="' + (y + row - 5) + '">' + esc(label) + '</text>' : '') +
+          '</g>',
+      );
+    });
+    svg.push('</svg>');
+    box.innerHTML = head + (tree.n ? svg.join('') : '');
+    box.querySelectorAll('input[type=radio]').forEach(function (r) {
+      r.addEventListener('change', function () {
+        panel.mode = r.value;
+        drawFlame(panel);
+      });
+    });
+  }
+
+  function flamePanels() {
+    document.querySelectorAll('details.flame-window').forEach(function (el, i) {
+      var panel = { el: el, key: el.getAttribute('data-key'), name: 'flame-mode-' + i, mode: 'window', data: null };
+      flames.push(panel);
+      function open() {
+        if (!el.open) return;
+        if (panel.data || profiles[panel.key]) {
+          panel.data = profiles[panel.key];
+          drawFlame(panel);
+          return;
+        }
+        if (panel.loading) return;
+        panel.loading = true;
+        var script = document.createElement('script');
+        script.src = el.getAttribute('data-src');
+        script.onload = function () {
+          panel.data = profiles[panel.key] || null;
+          drawFlame(panel);
+        };
+        script.onerror = function () {
+          el.querySelector('.flame-live').textContent =
+            'Could not load ' + el.getAttribute('data-src') + ': keep it beside the page.';
+        };
+        document.head.appendChild(script);
+      }
+      el.addEventListener('toggle', open);
+      open();
+    });
+  }
+
+  // The window the charts show: the flame graphs follow it.
+  function windowChanged(u) {
+    var min = u.scales.x.min;
+    var max = u.scales.x.max;
+    if (!page) return;
+    view = min <= page[0] && max >= page[1] ? null : [min, max];
+    flames.forEach(function (p) {
+      if (p.el.open) drawFlame(p);
+    });
+  }
+
+  // Every chart of the page follows a zoom made on any of them, however it was made.
+  function follow(u, key) {
+    if (key !== 'x' || syncing) return;
+    windowChanged(u);
+    syncing = true;
+    var min = u.scales.x.min;
+    var max = u.scales.x.max;
+    charts.forEach(function (o) {
+      if (o !== u && (o.scales.x.min !== min || o.scales.x.max !== max)) {
+        o.setScale('x', { min: min, max: max });
+      }
+    });
+    syncing = false;
+  }
+
+  // x = 1 / (1 - p) as the percentile it stands for: 90%, 99.9%, 99.95%.
+  function percentile(x) {
+    if (x == null || !isFinite(x) || x < 1) return '--';
+    var digits = Math.max(0, Math.ceil(Math.log10(x) - 1e-9) - 2);
+    return (100 * (1 - 1 / x)).toFixed(digits) + '%';
+  }
+
+  // What each kind of chart's x axis is: its scale (the range the SVG draws, from the model),
+  // ticks, and how the legend writes a value.
+  function xAxis(model) {
+    var axis = model.x_axis;
+    var range = function () {
+      return model.x_range.slice();
+    };
+    switch (axis.kind) {
+      case 'percentile':
+        return {
+          scale: { time: false, distr: 3, log: 10, range: range },
+          label: 'percentile',
+          value: percentile,
+          ticks: {
+            splits: function () {
+              var out = [];
+              for (var v = 1; v <= model.x_range[1] * 1.0001; v *= 10) out.push(v);
+              return out;
+            },
+            values: function (u, vals) {
+              return vals.map(function (v) {
+                return v === 1 ? '0%' : percentile(v);
+              });
+            },
+          },
+        };
+      case 'names':
+        return {
+          scale: { time: false, range: range },
+          label: model.x_label,
+          value: function (v) {
+            return v == null ? '--' : axis.names[Math.round(v)] || '--';
+          },
+          ticks: {
+            splits: function () {
+              return axis.names.map(function (n, i) {
+                return i;
+              });
+            },
+            values: function (u, vals) {
+              return vals.map(function (v) {
+                return axis.names[v] || '';
+              });
+            },
+          },
+        };
+      case 'numbers':
+        return {
+          scale: axis.log ? { time: false, distr: 3, log: 10, range: range } : { time: false, range: range },
+          label: model.x_label,
+          value: fmt,
+          ticks: {
+            values: function (u, vals) {
+              return vals.map(tick);
+            },
+          },
+        };
+      default:
+        return {
+          scale: { time: false },
+          label: 't (s)',
+          value: function (v) {
+            return v == null ? '--' : v.toFixed(2) + ' s';
+          },
+          ticks: {},
+        };
+    }
+  }
+
+  // A rule across the plot where a series marks one x (a capacity), and a bar from the lowest
+  // to the highest of the repetitions at each setting.
+  function spreads(model) {
+    return function (u) {
+      var ctx = u.ctx;
+      ctx.save();
+      ctx.lineWidth = 1.5;
+      model.series.forEach(function (s, i) {
+        if (!s.rule || !u.series[i + 1].show) return;
+        var x = Math.round(u.valToPos(s.x[0], 'x', true)) + 0.5;
+        ctx.strokeStyle = s.color;
+        ctx.setLineDash([6, 4]);
+        ctx.beginPath();
+        ctx.moveTo(x, u.bbox.top);
+        ctx.lineTo(x, u.bbox.top + u.bbox.height);
+        ctx.stroke();
+        ctx.setLineDash([]);
+      });
+      model.series.forEach(function (s, i) {
+        if (!s.spread || !u.series[i + 1].show) return;
+        ctx.strokeStyle = s.color;
+        s.spread.forEach(function (b) {
+          var x = Math.round(u.valToPos(b[0], 'x', true)) + 0.5;
+          ctx.beginPath();
+          ctx.moveTo(x, u.valToPos(b[1], 'y', true));
+          ctx.lineTo(x, u.valToPos(b[2], 'y', true));
+          ctx.stroke();
+        });
+      });
+      ctx.restore();
+    };
+  }
+
+  function draw(figure) {
+    var script = figure.querySelector('script.chart-data');
+    var model;
+    try {
+      model = JSON.parse(script.textContent);
+    } catch (_e) {
+      return; // the SVG stays
+    }
+    if (!model.series.length) return;
+    var timeline = model.x_axis.kind === 'time';
+    if (timeline) {
+      span = span ? [Math.min(span[0], model.x_range[0]), Math.max(span[1], model.x_range[1])] : model.x_range.slice();
+    }
+    var x = xAxis(model);
+    var box = document.createElement('div');
+    box.className = 'live-chart';
+    figure.insertBefore(box, figure.querySelector('figcaption'));
+    var stepped = uPlot.paths && uPlot.paths.stepped ? uPlot.paths.stepped({ align: 1 }) : null;
+    var series = [
+      {
+        label: x.label,
+        value: function (u, v) {
+          return x.value(v);
+        },
+      },
+    ];
+    model.series.forEach(function (s) {
+      var opts = {
+        label: s.name,
+        stroke: s.color,
+        width: 1.5,
+        spanGaps: !timeline,
+        value: function (u, v) {
+          return fmt(v);
+        },
+        points:
+          s.points || s.markers_only ? { show: true, size: s.markers_only ? 10 : 7, fill: s.color } : { show: false },
+      };
+      if (s.markers_only || s.rule)
+        opts.paths = function () {
+          return null;
+        };
+      if (s.rule) {
+        // Drawn across the plot by the draw hook; the legend reads where it stands.
+        opts.points = { show: false };
+        opts.value = function () {
+          return fmt(s.x[0]);
+        };
+      }
+      if (s.own) {
+        // A stack's layer: the legend reads the layer's own value, not the sum drawn.
+        var own = new Map();
+        s.x.forEach(function (x, i) {
+          if (s.own[i] != null) own.set(x, s.own[i]);
+        });
+        opts.value = function (u, v, si, di) {
+          var o = di == null ? undefined : own.get(u.data[0][di]);
+          return fmt(o === undefined ? v : o);
+        };
+      }
+      if (s.dashed) opts.dash = [6, 4];
+      if (s.filled) opts.fill = s.color + '55';
+      if (s.step && stepped) opts.paths = stepped;
+      series.push(opts);
+    });
+    // A band is two edges no legend lists, filled between (p50 to p99 of each interval).
+    var edges = [];
+    var bands = [];
+    (model.bands || []).forEach(function (b) {
+      var low = series.length + edges.length;
+      edges.push({ x: b.x, y: b.low }, { x: b.x, y: b.high });
+      bands.push({ series: [low + 1, low], fill: b.color + '2e' });
+    });
+    edges.forEach(function (e, i) {
+      series.push({
+        label: model.bands[i >> 1].name + (i % 2 ? ' (high)' : ' (low)'),
+        stroke: 'transparent',
+        width: 0,
+        spanGaps: false,
+        value: function (u, v) {
+          return fmt(v);
+        },
+        points: { show: false },
+      });
+    });
+    // Where the SVG fixes the y axis (from 0, up to the highest bar, or on a log scale for
+    // latencies spanning more than a decade and a half), so does this chart.
+    var scales = { x: x.scale };
+    if (model.y_range) {
+      var yRange = function () {
+        return model.y_range.slice();
+      };
+      scales.y = model.y_log ? { distr: 3, log: 10, range: yRange } : { range: yRange };
+    }
+    var width = Math.max(320, box.clientWidth || figure.clientWidth || 640);
+    var u = new uPlot(
+      {
+        title: model.title,
+        width: width,
+        height: 260,
+        scales: scales,
+        // Time charts share one crosshair and one zoom; the others are read one at a time.
+        cursor: timeline
+          ? {
+              sync: { key: 'showdown', setSeries: true },
+              drag: { x: true, y: false, setScale: true },
+              bind: {
+                dblclick: function () {
+                  return function () {
+                    whole();
+                    return null;
+                  };
+                },
+              },
+            }
+          : { drag: { x: false, y: false } },
+        legend: { live: true },
+        series: series,
+        bands: bands,
+        axes: [
+          Object.assign({ label: model.x_label, size: 40 }, x.ticks),
+          Object.assign(
+            {
+              label: model.y_label,
+              size: 60,
+              values: function (u, vals) {
+                return vals.map(tick);
+              },
+            },
+            // A log y axis labelled where the SVG labels it (1, 2, 5 times powers of ten).
+            model.y_ticks && model.y_ticks.length
+              ? {
+                  splits: function () {
+                    return model.y_ticks.slice();
+                  },
+                  // Every one of them labelled: uPlot's log filter would keep only some.
+                  filter: function (u, splits) {
+                    return splits;
+                  },
+                }
+              : {},
+          ),
+        ],
+        hooks: timeline ? { drawClear: [marks(model)], setScale: [follow] } : { draw: [spreads(model)] },
+      },
+      align(model.series.concat(edges)),
+      box,
+    );
+    u.root.setAttribute('data-chart', figure.id);
+    var rows = u.root.querySelectorAll('.u-legend .u-series');
+    for (var i = series.length - edges.length; i < series.length; i++) {
+      if (rows[i]) rows[i].style.display = 'none';
+    }
+    (timeline ? charts : plots).push(u);
+    figure.classList.add('live');
+    if (window.ResizeObserver) {
+      new ResizeObserver(function () {
+        var w = Math.max(320, box.clientWidth);
+        if (Math.abs(w - u.width) > 4) u.setSize({ width: w, height: 260 });
+      }).observe(box);
+    }
+  }
+
+  // --- the runs tables: a filter, and every column sorted by a click on its header ---
+
+  function filterRows(input) {
+    var words = input.value.toLowerCase().split(/\s+/).filter(Boolean);
+    document.querySelectorAll('tr[data-search]').forEach(function (tr) {
+      var text = tr.getAttribute('data-search');
+      var hit = words.every(function (w) {
+        return text.indexOf(w) >= 0;
+      });
+      tr.classList.toggle('filtered', !hit);
+    });
+  }
+
+  function sortBy(th) {
+    var table = th.closest('table');
+    var index = Array.prototype.indexOf.call(th.parentNode.children, th);
+    var down = th.getAttribute('aria-sort') === 'ascending';
+    table.querySelectorAll('th').forEach(function (h) {
+      h.removeAttribute('aria-sort');
+    });
+    th.setAttribute('aria-sort', down ? 'descending' : 'ascending');
+    var body = table.tBodies[0];
+    var rows = Array.prototype.slice.call(body.rows);
+    function key(tr) {
+      var td = tr.cells[index];
+      if (!td) return '';
+      var v = td.getAttribute('data-v');
+      return v !== null && v !== '' && !isNaN(Number(v)) ? Number(v) : td.textContent.trim().toLowerCase();
+    }
+    rows.sort(function (a, b) {
+      var ka = key(a);
+      var kb = key(b);
+      var c = typeof ka === 'number' && typeof kb === 'number' ? ka - kb : String(ka).localeCompare(String(kb));
+      return down ? -c : c;
+    });
+    rows.forEach(function (r) {
+      body.appendChild(r);
+    });
+  }
+
+  function tables() {
+    var input = document.getElementById('filter');
+    if (input) {
+      input.hidden = false;
+      input.addEventListener('input', function () {
+        filterRows(input);
+      });
+    }
+    document.querySelectorAll('table.sortable th').forEach(function (th) {
+      th.tabIndex = 0;
+      th.title = 'sort by this column';
+      th.addEventListener('click', function () {
+        sortBy(th);
+      });
+      th.addEventListener('keydown', function (e) {
+        if (e.key === 'Enter') sortBy(th);
+      });
+    });
+  }
+
+  function start() {
+    tables();
+    flamePanels();
+    if (typeof uPlot === 'undefined') return;
+    document.querySelectorAll('figure[data-chart]').forEach(draw);
+    whole();
+    document.documentElement.setAttribute('data-charts', String(charts.length + plots.length));
+  }
+
+  window.showdownCharts = charts;
+  window.showdownPlots = plots;
+  if (document.readyState === 'loading') {
+    document.addEventListener('DOMContentLoaded', start);
+  } else {
+    start();
+  }
+
+  // Node's unit tests (tools/js/test) run this file with a stand-in window and document, and
+  // take its functions from here. A page has no `module` (or, should an element's id be "module",
+  // one without exports): nothing happens there.
+  if (typeof module !== 'undefined' && module.exports) {
+    module.exports = {
+      fmt: fmt,
+      percentile: percentile,
+      align: align,
+      xAxis: xAxis,
+      fold: fold,
+      warm: warm,
+      esc: esc,
+      drawFlame: drawFlame,
+      filterRows: filterRows,
+      sortBy: sortBy,
+    };
+  }
+})();
