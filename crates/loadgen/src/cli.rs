@@ -851,9 +851,17 @@ pub struct CapacityArgs {
     #[arg(long, value_name = "N", default_value = "0", value_parser = parse_check, conflicts_with_all = ["searches", "against"])]
     pub check: u32,
 
-    /// The rounds of a comparison (--against): one step of every target each.
+    /// The rounds of a comparison (--against): one step of every target each (with
+    /// --sequential, the most it may run).
     #[arg(long, value_name = "N", default_value = "16", value_parser = parse_rounds, requires = "against")]
     pub rounds: u32,
+
+    /// Read a comparison (--against) at 8, 16, 32, … rounds up to --rounds, and stop at the
+    /// first look where every ratio is decided: its interval excludes 1, or lies within
+    /// ± --until of it. Each look's intervals are read at 1 − 5 % ÷ (the looks), so the answer
+    /// holds 95 % however the rounds stopped.
+    #[arg(long, requires = "against")]
+    pub sequential: bool,
 
     /// Summary format.
     #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
@@ -1313,6 +1321,7 @@ impl CapacityArgs {
                 guns: self.guns.guns(),
                 against: self.against.iter().map(order::Against::at).collect(),
                 rounds: self.rounds,
+                sequential: self.sequential,
                 check: self.check,
             })),
             requests: self.request.requests()?,

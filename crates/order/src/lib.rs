@@ -158,9 +158,14 @@ pub struct Search {
     /// their figures. Empty: one target.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub against: Vec<Against>,
-    /// The rounds of such a comparison.
+    /// The rounds of such a comparison (with `sequential`, the most it may run).
     #[serde(default = "sixteen")]
     pub rounds: u32,
+    /// Read the comparison at 8, 16, 32, … rounds and stop at the first look where every ratio
+    /// is decided (its interval excludes 1, or lies within ± `until` of it), each look's
+    /// intervals read so that the answer holds 95 % however the rounds stopped.
+    #[serde(default)]
+    pub sequential: bool,
     /// Blocks of a calibration check run after a single search (0: none): one step at each of
     /// five rates of its fit per block (the two ends of C_0.5's interval, C_0.75, C_0.5 and
     /// C_0.25), then the search again.
@@ -712,6 +717,7 @@ impl Search {
             guns: None,
             against: Vec::new(),
             rounds: 16,
+            sequential: false,
             check: 0,
         }
     }
@@ -958,6 +964,7 @@ mod tests {
                 },
             ],
             rounds: 12,
+            sequential: false,
             check: 30,
         }));
         search.keeping.store = Some(StoreAt::GunFile {

@@ -92,7 +92,15 @@ impl Ratio {
                     Difference::Lower => format!("{a}'s capacity is lower"),
                     _ => "not shown to differ".to_string(),
                 };
-                format!("{a} ÷ {b}: {r:.3}× (95 % interval {low:.3}–{high:.3}, {over}): {verdict}")
+                let level = if self.confidence > CONFIDENCE {
+                    format!(
+                        "95 % interval however the rounds stopped, each look read at {:.2} %",
+                        self.confidence * 100.0
+                    )
+                } else {
+                    "95 % interval".to_string()
+                };
+                format!("{a} ÷ {b}: {r:.3}× ({level} {low:.3}–{high:.3}, {over}): {verdict}")
             }
             _ => format!(
                 "{a} ÷ {b}: {r:.3}× ({over}; no 95 % interval: {})",
@@ -132,6 +140,12 @@ fn by_round(search: &Search, rounds: &[u32]) -> Vec<Vec<Point>> {
 /// C_p(of) ÷ C_p(to) at `of`'s p from their interleaved steps, with its 95 % interval (the
 /// profile likelihood of the ratio, [`fit::ratio_profile`]); `None` without steps in rounds.
 pub fn ratio(of: &Search, to: &Search) -> Option<Ratio> {
+    ratio_at(of, to, CONFIDENCE)
+}
+
+/// [`ratio`] with its interval at `confidence`: each look of a sequential comparison
+/// ([`Looks`]) reads it at more than 95 %.
+pub fn ratio_at(of: &Search, to: &Search, confidence: f64) -> Option<Ratio> {
     let p = of.settings.p;
     let rounds = rounds(&[of, to]);
     if rounds.is_empty() {
@@ -139,7 +153,7 @@ pub fn ratio(of: &Search, to: &Search) -> Option<Ratio> {
     }
     let all = |s: &Search| -> Vec<Point> { by_round(s, &rounds).into_iter().flatten().collect() };
     let (a, b) = (all(to), all(of));
-    let (ratio, low, high) = fit::ratio_profile(&a, &b, p)?;
+    let (ratio, low, high) = fit::ratio_profile_at(&a, &b, p, confidence)?;
     let mut made = Ratio {
         of: of.id.clone(),
         of_name: of.name.clone(),
@@ -149,7 +163,7 @@ pub fn ratio(of: &Search, to: &Search) -> Option<Ratio> {
         ratio,
         low: None,
         high: None,
-        confidence: CONFIDENCE,
+        confidence,
         rounds: rounds.len() as u32,
         note: String::new(),
     };
@@ -184,6 +198,52 @@ pub fn ratio(of: &Search, to: &Search) -> Option<Ratio> {
 
 /// The fewest rounds a ratio's interval is given from.
 pub const MIN_ROUNDS: u32 = 8;
+
+/// A comparison read as its rounds come: looks at 8, 16, 32, … rounds up to the most it may
+/// run (and at the most), each ratio's interval at each look read at 1 − 0.05 ÷ K for K looks
+/// (Bonferroni's spending of the 5 % over the looks: whatever look it stops at, and however the
+/// looks depend on each other, an interval misses with a chance of 5 % at most), stopping at
+/// the first look where every ratio is decided: its interval excludes 1, or lies within
+/// ± `margin` of it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Looks {
+    /// The most rounds to run.
+    pub most: u32,
+    /// How far from 1 a ratio may lie and be called the same (0.05: ± 5 %).
+    pub margin: f64,
+}
+
+impl Looks {
+    /// The rounds it looks after, ascending.
+    pub fn at(&self) -> Vec<u32> {
+        let mut at = Vec::new();
+        let mut r = MIN_ROUNDS;
+        while r < self.most {
+            at.push(r);
+            r = r.saturating_mul(2);
+        }
+        at.push(self.most.max(MIN_ROUNDS));
+        at
+    }
+
+    /// The confidence each look's intervals are read at.
+    pub fn confidence(&self) -> f64 {
+        1.0 - (1.0 - CONFIDENCE) / self.at().len() as f64
+    }
+
+    /// Whether `ratio` is decided: it has an interval, and it excludes 1 or lies within
+    /// ± [`Looks::margin`] of it.
+    pub fn decided(&self, ratio: &Ratio) -> bool {
+        match (ratio.low, ratio.high) {
+            (Some(low), Some(high)) => {
+                low > 1.0
+                    || high < 1.0
+                    || (low >= 1.0 / (1.0 + self.margin) && high <= 1.0 + self.margin)
+            }
+            _ => false,
+        }
+    }
+}
 
 #[cfg(test)]
 mod tests {

@@ -130,6 +130,17 @@ pub fn ratio(a: (f64, f64, f64), b: (f64, f64, f64)) -> Option<(f64, f64, f64)> 
 /// round cancels in the ratio as it does in the design. (ratio, low, high); the ends `None`
 /// where the steps do not bound them; `None` without steps on both sides.
 pub fn ratio_profile(a: &[Point], b: &[Point], p: f64) -> Option<(f64, Option<f64>, Option<f64>)> {
+    ratio_profile_at(a, b, p, CONFIDENCE)
+}
+
+/// [`ratio_profile`] with its interval at `confidence` (a sequential comparison reads each of
+/// its looks at more than 95 %).
+pub fn ratio_profile_at(
+    a: &[Point],
+    b: &[Point],
+    p: f64,
+    confidence: f64,
+) -> Option<(f64, Option<f64>, Option<f64>)> {
     let (da, db) = (Data::new(a)?, Data::new(b)?);
     let offset = (p / (1.0 - p)).ln();
     let (fa, fb) = (da.best(offset), db.best(offset));
@@ -142,7 +153,7 @@ pub fn ratio_profile(a: &[Point], b: &[Point], p: f64) -> Option<(f64, Option<f6
     // The best joint likelihood with the ratio held at δ.
     let joint = |delta: f64| golden(&|t| pa(t) + pb(t + delta), lo, hi, 1e-6).0;
     let deviance = |delta: f64| 2.0 * (best - joint(delta)).max(0.0);
-    let level = level(paired_dispersion(&da, fa, &db, fb, offset));
+    let level = level_at(paired_dispersion(&da, fa, &db, fb, offset), confidence);
     let delta = tb - ta;
     let bounded =
         |points: &[Point]| points.iter().any(|p| p.pass) && points.iter().any(|p| !p.pass);
@@ -181,11 +192,22 @@ fn paired_dispersion(
 /// wider of the model's χ²₁ and φ̂ · F(1, G − 1), the reference of a variance estimated from G
 /// clusters; χ²₁ alone without two clusters.
 fn level((phi, clusters): (f64, usize)) -> f64 {
-    if clusters >= 2 {
-        let t = super::batch::t975(clusters - 1);
-        CHI2_95.max(t * t * phi)
-    } else {
+    level_at((phi, clusters), CONFIDENCE)
+}
+
+/// [`level`] for an interval at `confidence`.
+fn level_at((phi, clusters): (f64, usize), confidence: f64) -> f64 {
+    let chi2 = if confidence == CONFIDENCE {
         CHI2_95
+    } else {
+        use statrs::distribution::{ChiSquared, ContinuousCDF};
+        ChiSquared::new(1.0).map_or(CHI2_95, |c| c.inverse_cdf(confidence))
+    };
+    if clusters >= 2 {
+        let t = crate::ab::functions::t_quantile((1.0 + confidence) / 2.0, (clusters - 1) as f64);
+        chi2.max(t * t * phi)
+    } else {
+        chi2
     }
 }
 

@@ -2,11 +2,15 @@
 //! order within the round, until the rounds or the budget are spent; then the ratio of each
 //! target's C_p to the first's, with its 95 % interval ([`analysis::capacity::compare`]). The
 //! number of rounds is fixed before the first (no stopping when the ratio looks narrow), so
-//! that the interval's coverage is the one checked below (and on the worlds grid, `worlds`).
+//! that the interval's coverage is the one checked below (and on the worlds grid, `worlds`);
+//! or it is read at looks fixed before the first round ([`Looks`]: 8, 16, 32, … rounds), each
+//! at the confidence that keeps 95 % over all of them, and stops at the first look where every
+//! ratio is decided.
 
 use std::time::{Duration, Instant};
 
-use analysis::capacity::compare::{self as ratios, Compared};
+use analysis::capacity::compare::{self as ratios, Compared, Looks, Ratio};
+use analysis::capacity::fit::CONFIDENCE;
 use analysis::capacity::random::Rng;
 
 use super::search::{Event, Plan, Searcher, Steps};
@@ -23,6 +27,16 @@ pub struct Interleave {
     pub budget: Option<Duration>,
     /// Seeds the order within rounds.
     pub seed: u64,
+    /// Read at looks, stopping once decided (`rounds` then the most), or once at the end.
+    pub looks: Option<Looks>,
+}
+
+/// Each later search's ratio to the first's, its interval at `confidence`.
+fn ratios_of(searches: &[&analysis::capacity::Search], confidence: f64) -> Vec<Ratio> {
+    searches[1..]
+        .iter()
+        .filter_map(|s| ratios::ratio_at(s, searches[0], confidence))
+        .collect()
 }
 
 /// Runs the searches of `plans` interleaved, `steps[i]` running the steps of `plans[i]`.
@@ -48,8 +62,27 @@ pub async fn compare<S: Steps>(
                 s.search.name
             );
         }
+        if let Some(looks) = interleave.looks.filter(|l| l.at().contains(&round)) {
+            let now: Vec<&analysis::capacity::Search> =
+                searchers.iter().map(|s| &s.search).collect();
+            let read = ratios_of(&now, looks.confidence());
+            if !read.is_empty() && read.iter().all(|r| looks.decided(r)) {
+                let at = looks.at();
+                let look = at.iter().position(|r| *r == round).map_or(0, |i| i + 1);
+                break format!(
+                    "decided after {round} rounds, at look {look} of {} (each ratio's interval excludes 1 or lies within ±{:.0} % of it)",
+                    at.len(),
+                    looks.margin * 100.0
+                );
+            }
+        }
         if round >= interleave.rounds {
-            break format!("its {round} rounds were run");
+            break match interleave.looks {
+                Some(_) => format!(
+                    "its {round} rounds, the most it may run, were run without deciding every ratio"
+                ),
+                None => format!("its {round} rounds were run"),
+            };
         }
         if let Some(b) = interleave.budget.filter(|b| started.elapsed() >= *b) {
             break format!(
@@ -79,10 +112,8 @@ pub async fn compare<S: Steps>(
         searcher.close(&format!("the comparison ended: {reason}"));
         searches.push(searcher.finish(steps).await?);
     }
-    let ratios = searches[1..]
-        .iter()
-        .filter_map(|s| ratios::ratio(s, &searches[0]))
-        .collect();
+    let confidence = interleave.looks.map_or(CONFIDENCE, |l| l.confidence());
+    let ratios = ratios_of(&searches.iter().collect::<Vec<_>>(), confidence);
     Ok(Compared {
         id: interleave.id.clone(),
         rounds: round,
@@ -175,6 +206,7 @@ mod tests {
             rounds: 8,
             budget: None,
             seed: 7,
+            looks: None,
         };
         let c = rt
             .block_on(compare(plans, &mut [a, b], &interleave))

@@ -40,6 +40,21 @@ fn median(mut values: Vec<f64>) -> f64 {
 /// `n` comparisons in `regime` of a server against one `speed` times as fast on the same host,
 /// `rounds` rounds each, from seed `first`: each comparison's ratio.
 pub fn comparisons(regime: Regime, speed: f64, n: u64, first: u64, rounds: u32) -> Vec<Ratio> {
+    comparisons_with(regime, speed, n, first, rounds, None)
+        .into_iter()
+        .map(|(r, _)| r)
+        .collect()
+}
+
+/// [`comparisons`] read at `looks` where given, each with the rounds it ran.
+pub fn comparisons_with(
+    regime: Regime,
+    speed: f64,
+    n: u64,
+    first: u64,
+    rounds: u32,
+    looks: Option<analysis::capacity::compare::Looks>,
+) -> Vec<(Ratio, u32)> {
     let seeds: Vec<u64> = (first..first + n).collect();
     on_two_threads(&seeds, |rt, seed| {
         let a = World::in_regime(seed, regime);
@@ -59,10 +74,11 @@ pub fn comparisons(regime: Regime, speed: f64, n: u64, first: u64, rounds: u32) 
             rounds,
             budget: None,
             seed,
+            looks,
         };
         rt.block_on(compare(plans, &mut [a, b], &interleave))
             .ok()
-            .and_then(|c| c.ratios.into_iter().next())
+            .and_then(|c| c.ratios.into_iter().next().map(|r| (r, c.rounds)))
     })
     .into_iter()
     .flatten()
@@ -250,6 +266,61 @@ mod tests {
             higher as f64 >= 0.5 * n as f64,
             "A/B higher {higher} of {n}"
         );
+    }
+
+    #[test]
+    #[cfg_attr(
+        debug_assertions,
+        ignore = "hundreds of simulated comparisons: run with --release"
+    )]
+    fn a_comparison_read_as_its_rounds_come_holds_95_percent_and_stops_early() {
+        // The gate's world (a knee 2 % wide, a host moving 2.5 times as much over a minute),
+        // read at 8, 16, 32 and 64 rounds, each look at 98.75 %, stopping once the ratio is
+        // decided (its interval excludes 1 or lies within ±5 %): A/A intervals hold 1 in at
+        // least 95 %, and a server 1.1× as fast is said higher in most, before the most rounds.
+        let regime = Regime::gate(0.02, 2.5, 0.0);
+        let looks = analysis::capacity::compare::Looks {
+            most: 64,
+            margin: 0.05,
+        };
+        let n = 200;
+        let rounds_of = |done: &[(Ratio, u32)]| {
+            let mut r: Vec<u32> = done.iter().map(|(_, r)| *r).collect();
+            r.sort_unstable();
+            r.get(r.len() / 2).copied().unwrap_or(0)
+        };
+        let aa = comparisons_with(regime, 1.0, n, 2_100_000, 64, Some(looks));
+        let ab = comparisons_with(regime, 1.1, n, 2_200_000, 64, Some(looks));
+        let (aa_held, _) = held(&aa.iter().map(|(r, _)| r.clone()).collect::<Vec<_>>(), 1.0);
+        let ab_ratios: Vec<Ratio> = ab.iter().map(|(r, _)| r.clone()).collect();
+        let (ab_held, higher) = held(&ab_ratios, 1.1);
+        let decided = |done: &[(Ratio, u32)]| done.iter().filter(|(r, _)| looks.decided(r)).count();
+        eprintln!(
+            "sequential, looks at {:?} each at {:.4}: A/A held {} (decided {} of {n}, median {} rounds); \
+             A/B 1.1 held {}, said higher {} (decided {}, median {} rounds)",
+            looks.at(),
+            looks.confidence(),
+            share(aa_held, aa.len()),
+            decided(&aa),
+            rounds_of(&aa),
+            share(ab_held, ab.len()),
+            share(higher, ab.len()),
+            decided(&ab),
+            rounds_of(&ab),
+        );
+        assert!(
+            aa_held as f64 >= 0.95 * n as f64,
+            "A/A held {aa_held} of {n}"
+        );
+        assert!(
+            ab_held as f64 >= 0.95 * n as f64,
+            "A/B held {ab_held} of {n}"
+        );
+        assert!(
+            higher as f64 >= 0.8 * n as f64,
+            "A/B higher {higher} of {n}"
+        );
+        assert!(rounds_of(&ab) < 64, "A/B median rounds {}", rounds_of(&ab));
     }
 
     #[test]

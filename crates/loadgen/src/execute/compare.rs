@@ -96,17 +96,39 @@ pub async fn compare(
             name: Some(name.clone()),
         });
     }
+    let rounds = if wanted.sequential {
+        format!(
+            "up to {} rounds, read at {} and stopped once decided",
+            wanted.rounds,
+            analysis::capacity::compare::Looks {
+                most: wanted.rounds,
+                margin: wanted.until,
+            }
+            .at()
+            .iter()
+            .map(u32::to_string)
+            .collect::<Vec<_>>()
+            .join(", ")
+        )
+    } else {
+        format!("{} rounds", wanted.rounds)
+    };
     eprintln!(
-        "Comparing {} of {} targets within {slo}: {} rounds, one step of each per round in a random order",
+        "Comparing {} of {} targets within {slo}: {rounds}, one step of each per round in a random order",
         plans[0].settings.figure(),
         plans.len(),
-        wanted.rounds
     );
     let interleave = Interleave {
         id: id.clone(),
         rounds: wanted.rounds,
         budget: wanted.budget_ns.map(Duration::from_nanos),
         seed: analysis::capacity::random::seed_of(&id),
+        looks: wanted
+            .sequential
+            .then_some(analysis::capacity::compare::Looks {
+                most: wanted.rounds,
+                margin: wanted.until,
+            }),
     };
     capacity::compare(plans, &mut lives, &interleave).await
 }

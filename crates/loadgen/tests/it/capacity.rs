@@ -289,31 +289,33 @@ fn compared(url: &str, against: &[String], args: &[&str]) -> analysis::capacity:
     serde_json::from_slice(&out.stdout).expect("the comparison as JSON")
 }
 
+/// The flags of the suite's comparisons of the built-in target: 1 s steps, `rounds` rounds.
+fn comparison_args(rounds: &str) -> Vec<&str> {
+    vec![
+        "--slo",
+        "p99<=20ms",
+        "--slo",
+        "errors<=1%",
+        "--step",
+        "1s",
+        "--warmup",
+        "300ms",
+        // The built-in target is warm at once: one short window of the warm-up.
+        "--settle",
+        "10s",
+        "--start",
+        "500",
+        "--rounds",
+        rounds,
+    ]
+}
+
 /// The comparison at 12 rounds; where a ratio has no interval (it says more rounds would
 /// narrow it) or one wider than ±15 %, the comparison is run again as the user would, at twice
 /// the rounds. At 12 rounds of 1 s about one ratio in ten has a figure whose 12 steps (three
 /// clusters) do not bound it on both sides, an honest "no interval", not a claim of difference.
 fn settled(url: &str, against: &[String]) -> analysis::capacity::compare::Compared {
-    let run = |rounds: &str| {
-        let args = [
-            "--slo",
-            "p99<=20ms",
-            "--slo",
-            "errors<=1%",
-            "--step",
-            "1s",
-            "--warmup",
-            "300ms",
-            // The built-in target is warm at once: one short window of the warm-up.
-            "--settle",
-            "10s",
-            "--start",
-            "500",
-            "--rounds",
-            rounds,
-        ];
-        compared(url, against, &args)
-    };
+    let run = |rounds: &str| compared(url, against, &comparison_args(rounds));
     let first = run("12");
     assert_eq!(first.rounds, 12, "{}", first.reason);
     let mut answered = true;
@@ -341,6 +343,35 @@ fn settled(url: &str, against: &[String]) -> analysis::capacity::compare::Compar
     let again = run("24");
     assert_eq!(again.rounds, 24, "{}", again.reason);
     again
+}
+
+/// A comparison read as its rounds come (`--sequential`): a server 0.8× as fast is decided
+/// lower at a look before the most rounds, its interval read at the look's confidence and said
+/// to hold 95 % however the rounds stopped.
+#[test]
+fn a_sequential_comparison_stops_once_it_is_decided() {
+    let _cpu = exclusive();
+    let (a, b) = (Target::start("1ms"), Target::start("1250us"));
+    let origin = b.url.trim_end_matches('/').to_string();
+    let mut args = comparison_args("32");
+    args.push("--sequential");
+    let c = compared(&a.url, &[origin], &args);
+    let r = &c.ratios[0];
+    assert!(c.reason.starts_with("decided after "), "{}", c.reason);
+    assert!(c.rounds < 32 && [8, 16].contains(&c.rounds), "{}", c.reason);
+    assert!((r.confidence - (1.0 - 0.05 / 3.0)).abs() < 1e-9, "{r:?}");
+    assert_eq!(
+        r.difference(),
+        analysis::capacity::compare::Difference::Lower,
+        "{}",
+        r.text()
+    );
+    assert!(
+        r.text()
+            .contains("95 % interval however the rounds stopped"),
+        "{}",
+        r.text()
+    );
 }
 
 /// One sitting of three targets taking turns on CPU 1: the first (1 ms a request), a slower

@@ -1265,6 +1265,7 @@ fn a_gun_refuses_a_search_with_guns_of_its_own() {
             }),
             against: Vec::new(),
             rounds: 16,
+            sequential: false,
             check: 0,
         })),
         requests: order::Requests {
