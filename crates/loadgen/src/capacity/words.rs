@@ -135,6 +135,9 @@ pub fn text(search: &Search) -> String {
     }
     if search.estimate().is_some() {
         out.push_str(&format!("Checked: {}\n", analysis::capacity::CHECKED));
+        if let Some(w) = search.estimate().and_then(|e| e.wide_knee()) {
+            out.push_str(&format!("{w}\n"));
+        }
     }
     for e in search.estimates.iter().skip(1) {
         out.push_str(&format!(

@@ -147,6 +147,7 @@ pub fn search_page(
             (arrivals(s)) }
         p.answer { strong { "Capacity: " (finding(s)) "." } }
         @if s.estimate().is_some() { p.checked { "How far to trust it: " (analysis::capacity::CHECKED) "." } }
+        @if let Some(w) = s.estimate().and_then(|e| e.wide_knee()) { div.warnings { p { (w) "." } } }
         @for e in s.estimates.iter().skip(1) { p { "Also C_" (e.p) " ≈ " (e.text()) " (" (analysis::capacity::ALSO_CHECKED) ")." } }
         @if s.estimate().is_some() { p { "What it promises: " (s.settings.promise()) "." } }
         p { "Why it ends there: " (s.reason) }
