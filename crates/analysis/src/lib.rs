@@ -27,7 +27,8 @@
 //!   measure's ratio with its 95 % interval (paired over rounds, Student's t), its verdict
 //!   against the change allowed and the A/A control, the gate in words, Markdown and JUnit
 //!   (`text`), and each sitting's gate kept for the experiment's page (`kept`); or their
-//!   capacities, from a comparison of searches (`Gate::of_capacities`); where the runs were
+//!   capacities, from a comparison of searches (`Gate::of_capacities`, the spread between
+//!   processes of one build read from the sittings' A/A controls, `process`); where the runs were
 //!   profiled, each function's CPU per request compared over the rounds, the changed ones
 //!   named at a 5 % false discovery rate (`functions`), their variances moderated across them
 //!   (`functions::moderated`), and each call path's the same way, what

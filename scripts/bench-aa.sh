@@ -1,0 +1,120 @@
+#!/usr/bin/env bash
+# Does a capacity comparison's interval hold on real servers? Each sitting starts two fresh
+# processes of one server (the same build: an A/A comparison) on CPU 1 and compares their
+# capacities with `loadgen capacity URL --against ORIGIN` (the generator on CPU 0, ROUNDS
+# interleaved rounds of one 1-second step each, within p99 <= 20 ms and errors <= 1 %), for the
+# built-in target (1 ms of CPU a request, the control), the Go contestant and the Node one
+# (GET /compute?ms=1 each). Every sitting's ratio is appended to a file kept across runs, so the
+# benchmark can run across days and its figures grow: per server, how many intervals exclude 1
+# (at most 4 of 40 expected), the spread of the standardised differences sd(z) = sd(ln r ÷ se)
+# (about 1 where the intervals are as wide as the ratios vary), and k̂ = sd(ln r) ÷ the median se
+# (at most 0.95 claimed).
+#
+#   scripts/bench-aa.sh [SITTINGS] [SERVERS]   (default 2 sittings of "builtin go node": ~5 min)
+#
+# ROUNDS sets the rounds (16); BENCH_AA_DIR the directory kept across runs (its sittings in
+# sittings.jsonl, the searches in store.db: ~/.showdown/bench-aa by default).
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+sittings=${1:-2}
+servers=${2:-"builtin go node"}
+rounds=${ROUNDS:-16}
+kept=${BENCH_AA_DIR:-$HOME/.showdown/bench-aa}
+mkdir -p "$kept"
+# shellcheck source=scripts/bench-lib.sh
+. "$here/bench-lib.sh"
+
+# start_two SERVER PORT1 PORT2: two fresh processes of SERVER on CPU 1; prints the path to load.
+start_two() {
+  case $1 in
+    builtin)
+      for port in "$2" "$3"; do
+        taskset -c 1 setsid "$loadgen" target --listen "127.0.0.1:$port" --work 1ms \
+          >"$out/builtin-$port.log" 2>&1 &
+        pids+=("$!")
+      done
+      wait_for "$2" /
+      wait_for "$3" /
+      echo /
+      ;;
+    *)
+      start_target "$1" "$2" >&2
+      start_target "$1" "$3" >&2
+      echo "/compute?ms=1"
+      ;;
+  esac
+}
+
+# wait_for PORT PATH: until the server answers (20 s at most).
+wait_for() {
+  for _ in $(seq 1 100); do
+    curl -fsS "http://127.0.0.1:$1$2" >/dev/null 2>&1 && return 0
+    sleep 0.2
+  done
+  echo "nothing answered on port $1" >&2
+  return 1
+}
+
+# stop_all: ends this sitting's servers (their process groups).
+stop_all() {
+  for pid in "${pids[@]}"; do kill -- -"$pid" 2>/dev/null || kill "$pid" 2>/dev/null || true; done
+  pids=()
+}
+
+port=18600
+for _ in $(seq 1 "$sittings"); do
+  for server in $servers; do
+    port=$((port + 2))
+    path=$(start_two "$server" "$port" "$((port + 1))")
+    started=$(date +%s)
+    set +e
+    taskset -c 0 "$loadgen" capacity "http://127.0.0.1:$port$path" \
+      --against "http://127.0.0.1:$((port + 1))" --rounds "$rounds" \
+      --slo 'p99<=20ms' --slo 'errors<=1%' --step 1s --warmup 300ms --start 500 \
+      --db "sqlite://$kept/store.db" --output json >"$out/c.json" 2>"$out/c.log"
+    code=$?
+    set -e
+    stop_all
+    python3 - "$out/c.json" "$server" "$code" "$(($(date +%s) - started))" "$kept/sittings.jsonl" <<'PY'
+import json, sys, time
+path, server, code, seconds, kept = sys.argv[1:]
+try:
+    c = json.load(open(path))
+    r = c["ratios"][0]
+except (OSError, ValueError, KeyError, IndexError) as e:
+    print(f"{server}: no comparison (exit {code}): {e}")
+    sys.exit(0)
+row = {"at": int(time.time()), "server": server, "rounds": c["rounds"], "ratio": r["ratio"],
+       "low": r.get("low"), "high": r.get("high"), "seconds": int(seconds)}
+with open(kept, "a") as f:
+    f.write(json.dumps(row) + "\n")
+interval = f"{row['low']:.3f}–{row['high']:.3f}" if row["low"] else "no interval"
+print(f"{server:<8} {row['ratio']:.3f}× ({interval}) over {row['rounds']} rounds, {seconds} s")
+PY
+  done
+done
+
+# Every sitting kept so far, per server.
+python3 - "$kept/sittings.jsonl" <<'PY'
+import json, math, statistics, sys
+from collections import defaultdict
+by = defaultdict(list)
+for line in open(sys.argv[1]):
+    row = json.loads(line)
+    by[row["server"]].append(row)
+print(f"\n{'server':<8} {'sittings':>8} {'no interval':>11} {'exclude 1':>9} {'sd(z)':>6} {'k̂':>6} {'median ±':>8}")
+for server, rows in sorted(by.items()):
+    shown = [r for r in rows if r["low"] and r["high"]]
+    # The interval's half-width in ln over t₀.₉₇₅ on rounds − 1 df (Cornish–Fisher): its se.
+    def t975(df):
+        z = 1.959964
+        return z + (z**3 + z) / (4 * df) + (5 * z**5 + 16 * z**3 + 3 * z) / (96 * df**2)
+    se = [math.log(r["high"] / r["low"]) / 2 / t975(r["rounds"] - 1) for r in shown]
+    logs = [math.log(r["ratio"]) for r in shown]
+    exclude = sum(1 for r in shown if r["low"] > 1 or r["high"] < 1)
+    z = [l / s for l, s in zip(logs, se) if s > 0]
+    sdz = statistics.stdev(z) if len(z) > 1 else float("nan")
+    k = statistics.stdev(logs) / statistics.median(se) if len(shown) > 1 else float("nan")
+    half = statistics.median([(r["high"] / r["low"]) ** 0.5 - 1 for r in shown]) if shown else float("nan")
+    print(f"{server:<8} {len(rows):>8} {len(rows) - len(shown):>11} {exclude:>9} {sdz:>6.2f} {k:>6.2f} {half * 100:>7.1f} %")
+PY
