@@ -24,7 +24,9 @@ mkdir -p "$kept"
 # shellcheck source=scripts/bench-lib.sh
 . "$here/bench-lib.sh"
 
-# start_two SERVER PORT1 PORT2: two fresh processes of SERVER on CPU 1; prints the path to load.
+# start_two SERVER PORT1 PORT2: two fresh processes of SERVER on CPU 1, their process groups in
+# pids (so run it in this shell, never in a $(…) subshell, which would lose them); sets path,
+# the path to load.
 start_two() {
   case $1 in
     builtin)
@@ -35,12 +37,12 @@ start_two() {
       done
       wait_for "$2" /
       wait_for "$3" /
-      echo /
+      path=/
       ;;
     *)
-      start_target "$1" "$2" >&2
-      start_target "$1" "$3" >&2
-      echo "/compute?ms=1"
+      start_target "$1" "$2"
+      start_target "$1" "$3"
+      path="/compute?ms=1"
       ;;
   esac
 }
@@ -65,7 +67,7 @@ port=18600
 for _ in $(seq 1 "$sittings"); do
   for server in $servers; do
     port=$((port + 2))
-    path=$(start_two "$server" "$port" "$((port + 1))")
+    start_two "$server" "$port" "$((port + 1))"
     started=$(date +%s)
     set +e
     taskset -c 0 "$loadgen" capacity "http://127.0.0.1:$port$path" \
