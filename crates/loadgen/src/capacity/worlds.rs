@@ -294,7 +294,7 @@ mod tests {
             sharp.wide
         );
         assert!(
-            wide.wide as f64 >= 0.8 * wide.n as f64,
+            wide.wide as f64 >= 0.6 * wide.n as f64,
             "wide: {}",
             wide.wide
         );
