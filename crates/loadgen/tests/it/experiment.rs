@@ -2133,7 +2133,8 @@ path = "/"
             put_gate(&store, &kept).await.unwrap();
         }
     });
-    let out = experiment(&["run", &file], &db, "");
+    let site = work.path().join("site");
+    let out = experiment(&["run", &file, "--report", site.to_str().unwrap()], &db, "");
     let said = text(&out);
     assert!(
         said.contains("processes of one build differ by ")
