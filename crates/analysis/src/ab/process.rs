@@ -52,14 +52,12 @@ impl Change {
         let se = self.log_se();
         let wider = (se * se + add).max(0.0).sqrt();
         let centre = (self.low * self.high).sqrt();
-        let mut c = Change::of_interval(
+        Change::of_interval(
             self.ratio,
             centre * (-t * wider).exp(),
             centre * (t * wider).exp(),
             self.rounds,
-        );
-        c.ratio = self.ratio;
-        c
+        )
     }
 }
 
