@@ -18,15 +18,19 @@ import jobs
 ROOT = jobs.ROOT
 
 # The example, scaled: 3 rounds (the fewest a gate takes) of 2 s after 0.5 s of warm-up, CPU per
-# request gated alone (a Go server's peak memory in runs of 2 s moves ±5 % with its collector),
-# and the pull request's slowdown taken out of the file (here it is the pull request's code).
+# request gated alone (a Go server's peak memory in runs of 2 s moves ±5 % with its collector)
+# within 10 %, and the pull request's slowdown taken out of the file (here it is the pull
+# request's code). These tests are of the jobs, not of the gate's power: at 3 rounds Student's t
+# has 2 df (4.30), so a 5 % band is decided only where rounds spread by less than about 2 %, and
+# on this VM they spread by 1-2.5 % (an identical build read "too noisy", 0.957-1.074, once in CI);
+# 10 % holds rounds that spread by up to 3.5 %, and the slower build (+35 %) stays far past it.
 GATE = jobs.scaled(
     (jobs.EXAMPLE / "gate.toml").read_text(),
     [
         ("repetitions = 8", "repetitions = 3"),
         ('warmup = "3s"', 'warmup = "500ms"\npre_roll = "200ms"\npost_roll = "200ms"'),
         ('duration = "10s"', 'duration = "2s"'),
-        ('max_regression = "cpu=5%,rss=5%"', 'max_regression = "cpu=5%"'),
+        ('max_regression = "cpu=5%,rss=5%"', 'max_regression = "cpu=10%"'),
         ('env = { WORK = "1ms", AUDIT = "115us" }', 'env = { WORK = "1ms" }'),
     ],
 )
@@ -85,7 +89,7 @@ def pull_request(tmp_path, change):
     if change == "noisy":
         with (repo / MAIN_GO).open("a") as f:
             f.write(NOISY_HELPER)
-    jobs.edit(repo / "showdown/gate.toml", 'max_regression = "cpu=5%"', 'max_regression = "cpu=500%"')
+    jobs.edit(repo / "showdown/gate.toml", 'max_regression = "cpu=10%"', 'max_regression = "cpu=500%"')
     jobs.git(repo, "add", "-A")
     jobs.git(repo, "commit", "-q", "-m", f"a {change} pull request")
     return repo
