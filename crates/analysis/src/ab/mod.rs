@@ -690,6 +690,11 @@ pub struct Gate {
     /// its experiment's sittings and allowed for in its intervals ([`process`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub process: Option<process::Between>,
+    /// Where a figure it compared does not hold what it claims, one line each, by build
+    /// ("pr's search: WARNING: its knee reads 24 % wide …"): a capacity gate's searches'
+    /// [`crate::capacity::Search::warnings`].
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
 }
 
 /// A comparison's CPU per request by function ([`functions`]): the candidate against the
@@ -859,6 +864,7 @@ impl Gate {
             reading,
             stopped: None,
             process: None,
+            warnings: Vec::new(),
         }
     }
 
@@ -973,6 +979,12 @@ impl Gate {
                 why: why.to_string(),
             },
         };
+        let names_by_id = |id: &str| match id {
+            _ if id == ids.0 => Some(names.0),
+            _ if id == ids.1 => Some(names.1),
+            _ if Some(id) == ids.2 => names.2,
+            _ => None,
+        };
         Gate {
             baseline: names.0.into(),
             candidate: names.1.into(),
@@ -998,6 +1010,16 @@ impl Gate {
             functions: None,
             reading: Reading::Once,
             stopped: None,
+            warnings: compared
+                .searches
+                .iter()
+                .flat_map(|s| {
+                    let name = names_by_id(s.id.as_str()).unwrap_or(s.name.as_str());
+                    s.warnings()
+                        .into_iter()
+                        .map(move |w| format!("{name}'s search: {w}"))
+                })
+                .collect(),
         }
     }
 

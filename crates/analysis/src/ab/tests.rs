@@ -246,6 +246,7 @@ fn an_eleven_percent_cpu_regression_with_a_noisy_control_fails_the_gate() {
         functions: None,
         reading: Reading::Once,
         stopped: None,
+        warnings: Vec::new(),
         process: None,
     };
     assert_eq!(gate.outcome(), Outcome::Regression);
@@ -355,6 +356,7 @@ fn a_gate_says_pass_regression_or_inconclusive_in_words_markdown_and_junit() {
         functions: None,
         reading: Reading::Once,
         stopped: None,
+        warnings: Vec::new(),
         process: None,
     };
     assert_eq!(gate.outcome(), Outcome::Regression);
@@ -450,6 +452,7 @@ fn hostile_gate() -> Gate {
         functions: None,
         reading: Reading::Once,
         stopped: None,
+        warnings: Vec::new(),
         process: None,
     }
 }
@@ -600,6 +603,7 @@ fn ordinary_names_refs_and_loads_read_as_they_are_in_the_markdown() {
         functions: None,
         reading: Reading::Once,
         stopped: None,
+        warnings: Vec::new(),
         process: None,
     };
     let md = gate.markdown();
@@ -736,6 +740,42 @@ fn a_comparison_of_capacities_is_a_gate_of_one_measure() {
         j.note.contains("processes of one build differ by"),
         "{}",
         j.note
+    );
+    assert!(gate.warnings.is_empty(), "{:?}", gate.warnings);
+    // A search whose host drifted: its warning is the gate's, named by its build, on the
+    // terminal and in the Markdown.
+    let mut drifted: crate::capacity::Search =
+        serde_json::from_str(include_str!("../capacity/testdata/users-go.json")).unwrap();
+    drifted.id = "c".into();
+    drifted.drift = Some(crate::capacity::Drift {
+        first: 1_000.0,
+        second: 900.0,
+        ratio: 0.9,
+        low: 0.85,
+        high: 0.95,
+        fitted: None,
+    });
+    let mut with_search = compared(Some((0.80, 0.90)));
+    with_search.searches.push(drifted);
+    let gate = Gate::of_capacities(
+        ("base", "pr", Some("base-again")),
+        ("b", "c", Some("a")),
+        "",
+        &with_search,
+        &Allowed::capacity(),
+        &[],
+    );
+    let said = "pr's search: WARNING: the host drifted within the search";
+    assert!(
+        gate.warnings.iter().any(|w| w.starts_with(said)),
+        "{:?}",
+        gate.warnings
+    );
+    assert!(gate.text().contains(said), "{}", gate.text());
+    assert!(
+        gate.markdown().contains(&format!("⚠️ {said}")),
+        "{}",
+        gate.markdown()
     );
 }
 

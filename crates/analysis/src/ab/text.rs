@@ -156,6 +156,9 @@ impl Gate {
         for line in self.by_function() {
             let _ = writeln!(out, "  {line}");
         }
+        for w in &self.warnings {
+            let _ = writeln!(out, "  {w}");
+        }
         out
     }
 
@@ -234,6 +237,10 @@ impl Gate {
         // Function names are the target's symbols: literal text, like every name from outside.
         for line in self.by_function() {
             let _ = writeln!(out, "{}\n", markdown_literal(&line));
+        }
+        // A build's name is the user's: literal text.
+        for w in &self.warnings {
+            let _ = writeln!(out, "⚠️ {}\n", markdown_literal(w));
         }
         let _ = writeln!(out, "{}", self.method());
         if let Some(pages) = &self.pages {

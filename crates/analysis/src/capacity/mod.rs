@@ -156,15 +156,16 @@ impl Drift {
             pct(self.ratio),
             pct(self.low),
             pct(self.high),
-            if self.shown() {
-                format!(
-                    "WARNING: the host drifted within the search: the figure is an average over the drifts its steps met, and its interval is widened to hold both halves' figures ({:.0} and {:.0} req/s); search again, or in a shorter sitting",
-                    self.first, self.second
-                )
-            } else {
-                "no drift shown".to_string()
-            }
+            self.warning().unwrap_or_else(|| "no drift shown".to_string())
         )
+    }
+
+    /// "WARNING: the host drifted within the search: …", where the drift is shown.
+    pub fn warning(&self) -> Option<String> {
+        self.shown().then(|| format!(
+            "WARNING: the host drifted within the search: the figure is an average over the drifts its steps met, and its interval is widened to hold both halves' figures ({:.0} and {:.0} req/s); search again, or in a shorter sitting",
+            self.first, self.second
+        ))
     }
 }
 
@@ -317,14 +318,22 @@ impl Warmed {
             format!("{at}: {how}, then held")
         } else {
             format!(
-                "{at}: {how} and was still {} {:.0} % over its last {} s when the warm-up's bound passed: WARNING: the server had not settled, so the first steps may read it cold; warm it longer (--settle) or search again",
+                "{at}: {how} and was still {} {:.0} % over its last {} s when the warm-up's bound passed: {NOT_SETTLED}",
                 if trend.change < 0.0 { "falling" } else { "rising" },
                 trend.change.abs() * 100.0,
                 trend.samples
             )
         }
     }
+
+    /// [`NOT_SETTLED`], where the server did not settle.
+    pub fn warning(&self) -> Option<String> {
+        (!self.settled).then(|| NOT_SETTLED.to_string())
+    }
 }
+
+/// What a warm-up that did not settle means for the figure, and what to do.
+pub const NOT_SETTLED: &str = "WARNING: the server had not settled, so the first steps may read it cold; warm it longer (--settle) or search again";
 
 /// What a search's 95 % interval was checked on, said beside every figure: where it holds and
 /// where it does not (docs/benchmarks/capacity.md, "The worlds grid").
@@ -481,6 +490,20 @@ impl Search {
     /// C_p at the p searched for, with its interval, when estimated.
     pub fn estimate(&self) -> Option<&fit::Fitted> {
         self.estimates.first()
+    }
+
+    /// Where its figure does not hold what it claims, one line each with what to do: a knee
+    /// wider than the interval was proven on, a host that drifted, a server that had not
+    /// settled before the first step.
+    pub fn warnings(&self) -> Vec<String> {
+        [
+            self.estimate().and_then(fit::Fitted::wide_knee),
+            self.drift.as_ref().and_then(Drift::warning),
+            self.warmed.as_ref().and_then(Warmed::warning),
+        ]
+        .into_iter()
+        .flatten()
+        .collect()
     }
 
     /// Estimates C_p at the p searched for and at the other of 0.5 and 0.9 from every valid
