@@ -34,7 +34,8 @@
 //!   (`functions::moderated`), and each call path's the same way, what
 //!   the differential flame graph is drawn from (`functions::paths`); and at a profiled
 //!   search's knee, each function's and path's CPU per request in its failing steps against
-//!   its passing ones, the same way, each step scaled by its size factor (`functions::knee`).
+//!   its passing ones, the same way, each step scaled by its size factor (`functions::knee`),
+//!   read from the search's steps' kept runs by `capacity::knee`.
 //! - [`history`]: an experiment across its sittings: each series' figure per sitting (capacity,
 //!   CPU per request, memory, latency), the change points found across them by E-divisive
 //!   means, each split held against draws of the null (`divisive`, carrying the lag-1

@@ -1,70 +1,19 @@
-//! The knee of a search, function by function: each step's profile over its judged window and
-//! its CPU per request there, read from the step's run, for
-//! [`analysis::ab::functions::knee`] to say which functions' CPU per request grew with the
-//! rate around the capacity, and its differential flame graph of the failing steps against
-//! the passing ones.
+//! The knee of a search on its page: each step's profile over its judged window and its CPU
+//! per request there, read from the step's run figures, for [`analysis::capacity::knee`] to
+//! say which functions' CPU per request grew with the rate around the capacity, and its
+//! differential flame graph of the failing steps against the passing ones.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use analysis::ab::functions::knee::{self, Knee, KneeStep};
+use analysis::ab::functions::knee::Knee;
 use analysis::ab::functions::Sampled;
 use analysis::capacity::{Search, Step};
 
 use crate::figures::RunFigures;
 use crate::profile::function_frames;
 
-/// The knee, or why there is none.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Found {
-    Knee(Box<Knee>),
-    /// No step of the search was profiled.
-    Unprofiled,
-    /// Too few profiled steps around the capacity, or none failing above a pass there.
-    TooFew,
-    /// The search has no C_0.5 (nor a capacity) to centre the steps on.
-    NoCapacity,
-}
-
-impl Found {
-    pub fn knee(&self) -> Option<&Knee> {
-        match self {
-            Found::Knee(k) => Some(k),
-            _ => None,
-        }
-    }
-
-    /// Why the page shows no knee, in a sentence.
-    pub fn why_not(&self) -> Option<String> {
-        match self {
-            Found::Knee(_) => None,
-            Found::Unprofiled => Some(
-                "Its steps were not profiled: with profile = true in the experiment's file (or \
-                 its probe started with --profile), this says which functions' CPU per request \
-                 grew with the rate at the knee."
-                    .into(),
-            ),
-            Found::TooFew => Some(format!(
-                "Too few profiled steps around the capacity to say what grew with the rate: it \
-                 takes {} valid steps within a factor of {} of C_0.5, a passing one below a \
-                 failing one.",
-                knee::MIN_STEPS,
-                knee::WINDOW
-            )),
-            Found::NoCapacity => None,
-        }
-    }
-}
-
-/// The rate the knee is centred on: C_0.5 where it was estimated, else the search's figure.
-fn centre(search: &Search) -> Option<f64> {
-    search
-        .estimates
-        .iter()
-        .find(|e| e.p == 0.5)
-        .map(|e| e.rate)
-        .or(search.capacity)
-}
+pub use analysis::capacity::knee::Found;
 
 /// A step's profile over its judged window (after its warm-up: the probe's records that
 /// overlap it), with its CPU per request there: `None` when its run holds no profile or its
@@ -95,36 +44,10 @@ fn step_sampled(search: &Search, step: &Step, run: &RunFigures) -> Option<Sample
 
 /// What grew with the rate at `search`'s knee, from its steps' runs in `runs`.
 pub fn of(search: &Search, runs: &HashMap<String, Arc<RunFigures>>) -> Found {
-    let Some(capacity) = centre(search) else {
-        return Found::NoCapacity;
-    };
-    let valid: Vec<&Step> = search.steps.iter().filter(|s| s.valid()).collect();
-    let sampled: Vec<(f64, bool, Option<Sampled>)> = valid
-        .iter()
-        .map(|s| {
-            let run = s.run_id.as_ref().and_then(|id| runs.get(id));
-            (
-                s.rate,
-                s.judgement.verdict.passed(),
-                run.and_then(|r| step_sampled(search, s, r)),
-            )
-        })
-        .collect();
-    if sampled.iter().all(|(_, _, s)| s.is_none()) {
-        return Found::Unprofiled;
-    }
-    let steps: Vec<KneeStep> = sampled
-        .iter()
-        .map(|(rate, passed, run)| KneeStep {
-            rate: *rate,
-            passed: *passed,
-            run: run.as_ref(),
-        })
-        .collect();
-    match knee::knee(&steps, capacity) {
-        Some(k) => Found::Knee(Box::new(k)),
-        None => Found::TooFew,
-    }
+    analysis::capacity::knee::of(search, |step| {
+        let run = runs.get(step.run_id.as_deref()?)?;
+        step_sampled(search, step, run)
+    })
 }
 
 /// The knee's differential flame graph: the failing steps against the passing ones.

@@ -25,7 +25,7 @@
 //! - [`history`]: an experiment's history across sittings (`analysis::history`) as charts:
 //!   each series sitting by sitting with its levels and changes, and the host in each sitting.
 //! - [`knee`]: a search's steps' profiles over their judged windows, for what grew with the
-//!   rate at its knee (`analysis::ab::functions::knee`), its differential flame graph, and
+//!   rate at its knee (`analysis::capacity::knee`), its differential flame graph, and
 //!   the limit's sentence citing it.
 //! - [`flame_data`]: a profile's stacks per slice of the run, the data the page's window
 //!   flame graph draws (the window the charts are zoomed to, and it against the rest).

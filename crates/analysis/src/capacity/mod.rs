@@ -6,7 +6,8 @@
 //! step with its 95 % interval ([`fit`]), repeated searches pooled ([`repeated`]), targets
 //! compared by the ratio of their figures over interleaved rounds ([`compare`]), a figure's
 //! calibration check ([`check`]), the seeded generator ([`random`]), when a server has warmed
-//! ([`warm`]), and the search as kept, for its page.
+//! ([`warm`]), what grew with the rate at the knee, from the steps' kept runs ([`knee`]), and
+//! the search as kept, for its page.
 
 pub mod batch;
 pub mod check;
@@ -14,6 +15,7 @@ pub mod compare;
 pub mod fit;
 pub mod interval;
 pub mod judge;
+pub mod knee;
 pub mod random;
 pub mod repeated;
 pub mod slo;

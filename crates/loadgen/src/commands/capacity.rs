@@ -1,7 +1,12 @@
 //! `loadgen capacity`: the flags' order, the search run (`execute::search`: its steps printed
 //! and kept as they end), its summary, where it was kept.
 
+use std::collections::{BTreeMap, HashMap};
+
+use analysis::capacity::knee::{self, Found};
+use analysis::capacity::repeated::Repeated;
 use analysis::capacity::Status;
+use serde::Serialize;
 
 use crate::capacity;
 use crate::cli::{CapacityArgs, OutputFormat};
@@ -20,10 +25,17 @@ pub async fn run(
     };
     let store_url = prepare::keeping(&order, command_line)?.store_url;
     let repeated = search(&order, wanted, shutdown, command_line).await?;
+    let knees = match (&store_url, order.probes.is_some()) {
+        (Some(url), true) => knees(url, &repeated).await?,
+        _ => BTreeMap::new(),
+    };
     print_out(
         args.output,
-        || capacity::words::repeated(&repeated),
-        &repeated,
+        || with_knees(capacity::words::repeated(&repeated), &knees, &repeated),
+        &Answer {
+            repeated: &repeated,
+            knees: &knees,
+        },
     )?;
     if let Some(url) = store_url {
         let ids: Vec<&str> = repeated.searches.iter().map(|s| s.id.as_str()).collect();
@@ -40,6 +52,46 @@ pub async fn run(
         Some(Status::Interrupted) => RunEnd::Stopped,
         _ => RunEnd::Completed,
     })
+}
+
+/// A search's answer as JSON: the searches, and what grew with the rate at each one's knee
+/// (by search id; absent without a probe or a store to read the steps' runs back from).
+#[derive(Serialize)]
+struct Answer<'a> {
+    #[serde(flatten)]
+    repeated: &'a Repeated,
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    knees: &'a BTreeMap<String, Found>,
+}
+
+/// What grew with the rate at each search's knee, from its steps' runs kept in the store at
+/// `url` (the probes' profiles and CPU over each step's window).
+async fn knees(url: &str, repeated: &Repeated) -> Result<BTreeMap<String, Found>, Error> {
+    let store = store::Store::open(url).await?;
+    let mut out = BTreeMap::new();
+    for search in &repeated.searches {
+        let mut runs = HashMap::new();
+        for id in search.steps.iter().filter_map(|s| s.run_id.as_deref()) {
+            runs.insert(id.to_string(), store.load_run(id).await?);
+        }
+        out.insert(search.id.clone(), knee::of_runs(search, &runs));
+    }
+    Ok(out)
+}
+
+/// The searches' text, then what grew at each one's knee (or why that cannot be said).
+fn with_knees(mut text: String, knees: &BTreeMap<String, Found>, repeated: &Repeated) -> String {
+    for search in &repeated.searches {
+        let Some(said) = knees.get(&search.id).and_then(Found::text) else {
+            continue;
+        };
+        if repeated.searches.len() > 1 {
+            text.push_str(&format!("\nSearch {}: {said}\n", search.id));
+        } else {
+            text.push_str(&format!("\n{said}\n"));
+        }
+    }
+    text
 }
 
 /// Prints a search's or a comparison's answer: `text()` as text, or `value` as JSON.

@@ -252,7 +252,7 @@ fn faults_on_the_probe_link_lose_no_sample_and_no_profile() {
         Selector::Pid(std::process::id() as i32),
         Default::default(),
         100_000,
-        true,
+        Some(probe::profile::DEFAULT_HZ),
     );
     let toxi = Toxiproxy::start();
     let link = toxi.api.proxy("probe", probe.addr).to_string();

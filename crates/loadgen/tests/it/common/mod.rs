@@ -201,20 +201,24 @@ pub fn local_probe_with(
     serve_config: probe::server::ServeConfig,
     max_records: usize,
 ) -> LocalProbe {
-    local_probe_profiling(selector, serve_config, max_records, false)
+    local_probe_profiling(selector, serve_config, max_records, None)
 }
 
-/// A probe on a loopback port, profiling its target's stacks if `profile`.
+/// A probe on a loopback port, profiling its target's stacks at `profile_hz` samples a second
+/// if given.
 pub fn local_probe_profiling(
     selector: probe::selector::Selector,
     serve_config: probe::server::ServeConfig,
     max_records: usize,
-    profile: bool,
+    profile_hz: Option<u32>,
 ) -> LocalProbe {
     let config = probe::sampler::SamplerConfig {
         interval: Duration::from_millis(50),
         clock_shift_ns: serve_config.clock_shift_ns,
-        profile: profile.then(probe::profile::ProfileConfig::default),
+        profile: profile_hz.map(|hz| probe::profile::ProfileConfig {
+            hz,
+            ..Default::default()
+        }),
         ..probe::sampler::SamplerConfig::new(selector)
     };
     let sampler = probe::sampler::Sampler::new(config).unwrap();
