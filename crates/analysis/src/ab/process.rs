@@ -42,14 +42,22 @@ impl Change {
     /// The standard error of the mean log-ratio behind the interval (Student's t on the
     /// rounds less one).
     fn log_se(&self) -> f64 {
-        let t = t_quantile(0.975, self.rounds.saturating_sub(1).max(1) as f64);
+        self.log_se_at(self.t975())
+    }
+
+    /// Student's t at 97.5 % on the rounds less one.
+    fn t975(&self) -> f64 {
+        t_quantile(0.975, self.rounds.saturating_sub(1).max(1) as f64)
+    }
+
+    fn log_se_at(&self, t: f64) -> f64 {
         (self.high / self.low).ln().abs() / (2.0 * t)
     }
 
     /// The interval about the same centre with a standard error of √(se² + `add`) in ln.
     fn with_variance(&self, add: f64) -> Change {
-        let t = t_quantile(0.975, self.rounds.saturating_sub(1).max(1) as f64);
-        let se = self.log_se();
+        let t = self.t975();
+        let se = self.log_se_at(t);
         let wider = (se * se + add).max(0.0).sqrt();
         let centre = (self.low * self.high).sqrt();
         Change::of_interval(

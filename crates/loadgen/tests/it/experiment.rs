@@ -932,14 +932,36 @@ fn serve_work(work: &str) -> String {
 }
 
 fn two_servers(dir: &Path, name: &str, search: &str, rest: &str) -> String {
-    let serve = serve_work;
+    searched_servers(
+        dir,
+        (name, "Which sustains more within p99 <= 20 ms?"),
+        &[("slow", serve_work("2ms")), ("fast", serve_work("1ms"))],
+        search,
+        rest,
+    )
+}
+
+/// An experiment file `name`.toml asking `question` of `targets` (each a name and its
+/// command), searched in 1 s steps within p99 ≤ 20 ms and errors ≤ 1 % (`search`: more of
+/// `[search]`), the load on `/` (`rest`: more of `[load]`, or tables after it).
+fn searched_servers(
+    dir: &Path,
+    (name, question): (&str, &str),
+    targets: &[(&str, String)],
+    search: &str,
+    rest: &str,
+) -> String {
+    let targets: String = targets
+        .iter()
+        .map(|(name, command)| format!("[[target]]\nname = \"{name}\"\ncommand = {command}\n\n"))
+        .collect();
     write(
         dir,
         &format!("{name}.toml"),
         &format!(
             r#"
 name = "{name}"
-question = "Which sustains more within p99 <= 20 ms?"
+question = "{question}"
 pre_roll = "200ms"
 post_roll = "200ms"
 
@@ -955,20 +977,10 @@ warmup = "300ms"
 settle = "10s"
 {search}
 
-[[target]]
-name = "slow"
-command = {}
-
-[[target]]
-name = "fast"
-command = {}
-
-[load]
+{targets}[load]
 path = "/"
 {rest}
-"#,
-            serve("2ms"),
-            serve("1ms")
+"#
         ),
     )
 }
@@ -2045,49 +2057,22 @@ fn a_capacity_gate_reads_the_spread_between_processes_from_its_sittings_controls
     let work = tempfile::tempdir().unwrap();
     let db = format!("sqlite://{}/runs.db", work.path().display());
     let serve = serve_work("1ms");
-    let file = write(
+    let file = searched_servers(
         work.path(),
-        "aa.toml",
-        &format!(
-            r#"
-name = "aa"
-question = "Does pr sustain as much as base?"
-pre_roll = "200ms"
-post_roll = "200ms"
-
-[placement]
-gun_cpus = "0"
-target_cpus = "1"
-
-[search]
-slo = ["p99<=20ms", "errors<=1%"]
-step = "1s"
-warmup = "300ms"
-settle = "10s"
-rounds = 8
-
-[[target]]
-name = "base"
-command = {serve}
-
-[[target]]
-name = "pr"
-command = {serve}
-
-[[target]]
-name = "base-again"
-command = {serve}
-
+        ("aa", "Does pr sustain as much as base?"),
+        &[
+            ("base", serve.clone()),
+            ("pr", serve.clone()),
+            ("base-again", serve),
+        ],
+        "rounds = 8",
+        r#"
 [compare]
 baseline = "base"
 candidate = "pr"
 control = "base-again"
 max_regression = "capacity=5%"
-
-[load]
-path = "/"
-"#
-        ),
+"#,
     );
     // Two earlier sittings, their controls 3 % apart with narrow intervals.
     let ratio = |of: &str, value: f64, low: f64, high: f64| Ratio {
