@@ -17,6 +17,7 @@ use hdrhistogram::Histogram;
 
 use crate::model::IntervalStats;
 use crate::summary::figures::Summary;
+use crate::summary::figures::LATENESS_LIMIT_NS;
 use crate::summary::text::format_ns;
 use crate::vocabulary::LimitedBy;
 
@@ -120,11 +121,35 @@ fn connections_text(n: f64) -> String {
     }
 }
 
-/// The cause of a run's lateness in a sentence, with the figures that show it and what to
-/// change (`cpus` is the generator's CPU list, `max_connections` the pool's cap, `batch_ns`
-/// the pacing window: an attack paced in batches already is not told to pace in batches).
-pub fn explain(summary: &Summary, cpus: &str, max_connections: usize, batch_ns: u64) -> String {
+/// "BEHIND SCHEDULE: 1,234 requests (2.1 %) were sent over 1ms after their time … Cause: …",
+/// the summary's warning where its sends fell behind; `None` where they did not.
+pub fn behind(summary: &Summary) -> Option<String> {
     let g = &summary.generator;
+    if !g.behind {
+        return None;
+    }
+    let share = 100.0 * g.late as f64 / summary.requests.sent.max(1) as f64;
+    Some(format!(
+        "BEHIND SCHEDULE: {} requests ({share:.1} %) were sent over {} after their time (p99 lateness {}). \
+         Corrected latencies still count from the intended send times, but the server received less load than scheduled. {}",
+        g.late,
+        format_ns(LATENESS_LIMIT_NS + g.batch_ns),
+        format_ns(g.lateness.p99_ns),
+        explain(summary)
+    ))
+}
+
+/// The cause of a run's lateness in a sentence, with the figures that show it and what to
+/// change: the generator's CPUs, the pool's cap and the pacing window are the summary's (an
+/// attack paced in batches already is not told to pace in batches).
+pub fn explain(summary: &Summary) -> String {
+    let g = &summary.generator;
+    let (cpus, batch_ns) = (g.cpus.as_str(), g.batch_ns);
+    // A run kept before the cap was kept with its summary names the flag alone.
+    let max_connections = match g.max_connections {
+        0 => String::new(),
+        n => format!(" {n}"),
+    };
     let batch = if batch_ns == 0 {
         "Pace in batches (--batch 1ms, as wrk2 does), "
     } else {
@@ -150,7 +175,7 @@ pub fn explain(summary: &Summary, cpus: &str, max_connections: usize, batch_ns: 
             pct(g.busiest_thread)
         ),
         Some(LimitedBy::ServerResponses) => format!(
-            "Cause: the server fell behind: requests waited for a free connection, the pool full at --max-connections {max_connections} with every connection waiting for a response. At the pace of its fastest response ({}) the {:.0} req/s sent would have needed {}; its responses took {} at p50, and it answered {:.0} req/s.",
+            "Cause: the server fell behind: requests waited for a free connection, the pool full at --max-connections{max_connections} with every connection waiting for a response. At the pace of its fastest response ({}) the {:.0} req/s sent would have needed {}; its responses took {} at p50, and it answered {:.0} req/s.",
             format_ns(summary.latency.service.min_ns),
             summary.requests.rate,
             connections_text(needed_connections(
@@ -161,7 +186,7 @@ pub fn explain(summary: &Summary, cpus: &str, max_connections: usize, batch_ns: 
             summary.requests.throughput,
         ),
         Some(LimitedBy::ConnectionCap) => format!(
-            "Cause: the connection cap: {} requests waited for a free connection, the pool held at --max-connections {max_connections}; raise it to send on time.",
+            "Cause: the connection cap: {} requests waited for a free connection, the pool held at --max-connections{max_connections}; raise it to send on time.",
             g.waited_for_connection
         ),
         Some(LimitedBy::ServerAccept) => format!(
@@ -185,12 +210,10 @@ pub fn explain(summary: &Summary, cpus: &str, max_connections: usize, batch_ns: 
 pub fn generator_fell_behind(summary: &Summary) -> Option<String> {
     let limited = summary.generator.limited_by?;
     limited.is_generator().then(|| {
-        let warning = summary
-            .warnings
-            .iter()
-            .find(|w| w.starts_with("BEHIND SCHEDULE"))
-            .map_or("", String::as_str);
-        format!("the generator could not keep the schedule: {warning}")
+        format!(
+            "the generator could not keep the schedule: {}",
+            behind(summary).unwrap_or_default()
+        )
     })
 }
 

@@ -151,6 +151,15 @@ impl ArrivalFit {
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct GeneratorFigures {
+    /// The generator's CPUs ("0-1"), where they were read: what its diagnosis names.
+    #[serde(default)]
+    pub cpus: String,
+    /// The connection pool's cap (0 in runs kept before it was kept here).
+    #[serde(default)]
+    pub max_connections: usize,
+    /// The pacing window, ns (0: paced request by request).
+    #[serde(default)]
+    pub batch_ns: u64,
     /// Actual − intended send time, over all requests sent.
     pub lateness: LatencyStats,
     /// Whether sends were late enough to matter: more than 1 % of the requests sent (and at

@@ -206,6 +206,13 @@ impl Summary {
                 .map(|(kind, n)| (kind.name().to_string(), n))
                 .collect(),
             generator: GeneratorFigures {
+                cpus: facts
+                    .generator
+                    .cpus_busy
+                    .as_ref()
+                    .map_or(String::new(), |(_, list)| list.clone()),
+                max_connections: config.max_connections,
+                batch_ns: config.batch_ns,
                 lateness,
                 behind,
                 late,
@@ -243,28 +250,8 @@ impl Summary {
                 "STOPPED EARLY: {reason}. The figures cover what was recorded until then."
             ));
         }
-        if g.behind {
-            let share = 100.0 * g.late as f64 / self.requests.sent.max(1) as f64;
-            let mut text = format!(
-                "BEHIND SCHEDULE: {} requests ({share:.1} %) were sent over {} after their time (p99 lateness {}). \
-                 Corrected latencies still count from the intended send times, but the server received less load than scheduled.",
-                g.late,
-                format_ns(LATENESS_LIMIT_NS + facts.config.batch_ns),
-                format_ns(g.lateness.p99_ns),
-            );
-            let cpus = facts
-                .generator
-                .cpus_busy
-                .as_ref()
-                .map_or(String::new(), |(_, list)| list.clone());
-            text.push(' ');
-            text.push_str(&crate::diagnosis::explain(
-                self,
-                &cpus,
-                facts.config.max_connections,
-                facts.config.batch_ns,
-            ));
-            out.push(text);
+        if let Some(behind) = crate::diagnosis::behind(self) {
+            out.push(behind);
         }
         if !self.open_loop {
             out.push(
@@ -459,8 +446,9 @@ mod tests {
         );
         assert!(text.contains("--batch 1ms"), "{text}");
         // An attack paced in batches already is not told to pace in batches.
-        let batched =
-            crate::diagnosis::explain(&summary_of(3_000, 0, busy(0.97, 0.98)), "0", 8, 1_000_000);
+        let mut paced = summary_of(3_000, 0, busy(0.97, 0.98));
+        paced.generator.batch_ns = 1_000_000;
+        let batched = crate::diagnosis::explain(&paced);
         assert!(
             batched.contains("Already paced in batches: add --threads")
                 && !batched.contains("--batch"),
