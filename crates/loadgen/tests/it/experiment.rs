@@ -1963,9 +1963,9 @@ fn the_gate_example_plans_with_the_ci_jobs_own_refs() {
 /// `[compare] rounds = "auto"`: the gate read after every round, with a confidence sequence,
 /// stops as soon as every gated measure is decided. A build that spends twice the CPU a request
 /// is a regression at the first look (5 rounds: the sequence bounds nothing before), an
-/// identical one is within a wide band as soon; a build 4 % slower against a 5 % band is not
-/// decided in the 6 rounds allowed, and the gate says so with how many rounds would decide it,
-/// and exits 5.
+/// identical one is within a wide band as soon; a build on the band's edge (5 % slower against
+/// a 5 % band) is not decided in the 6 rounds allowed, and the gate says so with how many rounds
+/// would decide it, and exits 5.
 #[test]
 fn a_gate_read_after_every_round_stops_once_it_is_decided() {
     let _cpu = one_search_at_a_time();
@@ -2029,7 +2029,11 @@ duration = "1s"
     let (code, said) = run(&gate("same", "1ms", "50%", "max_rounds = 12"));
     assert_eq!(code, Some(0), "{said}");
     assert!(said.contains("decided after 5 rounds"), "{said}");
-    let (code, said) = run(&gate("edge", "1040us", "5%", "max_rounds = 6"));
+    // On the edge: 1,052 µs of work where the baseline spends 1,000, each beside about 42 µs of
+    // the server's own a request, is 1.050×. At 1,040 µs (1.037×) a CI run whose rounds spread
+    // by 0.3 % decided it within the band (1.029–1.046): a 4 % change is not on the edge where
+    // the host is quiet.
+    let (code, said) = run(&gate("edge", "1052us", "5%", "max_rounds = 6"));
     assert_eq!(code, Some(5), "{said}");
     assert!(
         said.contains("undecided at the most rounds, 6; about ")
