@@ -170,6 +170,17 @@ impl Sampled {
     pub fn of_run(run: &StoredRun) -> Option<Sampled> {
         let cpu_us = super::Measure::Cpu.of(run)?;
         let end = (run.summary.as_ref()?.duration.attack_s * 1e9) as i64 + 500_000_000;
+        Sampled::of_records(run, |t_ns, _| t_ns > 0 && t_ns <= end, cpu_us)
+    }
+
+    /// The target's probe's profile records of `run` that `keep` (by a record's time and the
+    /// span before it that it covers, ns), the process and the thread of each stack left out,
+    /// with `cpu_us` a request: `None` without a sample.
+    pub fn of_records(
+        run: &StoredRun,
+        keep: impl Fn(i64, i64) -> bool,
+        cpu_us: f64,
+    ) -> Option<Sampled> {
         let probe = run
             .probes
             .iter()
@@ -177,20 +188,17 @@ impl Sampled {
         let folded: Vec<(String, u64)> = probe
             .records
             .iter()
-            .filter(|r| r.t_ns > 0 && r.t_ns <= end)
             .filter_map(|r| match &r.record {
-                Record::Profile(p) => Some(p.folded()),
+                Record::Profile(p) if keep(r.t_ns, p.interval_ns as i64) => Some(p.folded()),
                 _ => None,
             })
             .flatten()
             .collect();
-        if folded.is_empty() {
-            return None;
-        }
         let stacks = folded
             .iter()
             .map(|(stack, n)| (stack.split(';').skip(2).collect::<Vec<&str>>(), *n));
-        Some(Sampled::of(stacks, cpu_us))
+        let sampled = Sampled::of(stacks, cpu_us);
+        (sampled.samples > 0).then_some(sampled)
     }
 
     /// A function's CPU per request in this run, µs, from its `count` of the run's samples:

@@ -5,8 +5,6 @@
 
 use std::collections::HashMap;
 
-use probe::protocol::Record;
-use probe::sample::Role;
 use serde::{Deserialize, Serialize};
 use store::run::StoredRun;
 
@@ -128,24 +126,9 @@ pub fn step_sampled(search: &Search, step: &Step, run: &StoredRun) -> Option<Sam
         return None;
     }
     let cpu_us = 1e6 * cores / achieved;
-    let probe = run
-        .probes
-        .iter()
-        .find(|p| p.meta.host.role == Role::Target)?;
-    let mut counts: HashMap<String, u64> = HashMap::new();
-    for r in &probe.records {
-        if let Record::Profile(p) = &r.record {
-            let start = r.t_ns.saturating_sub(p.interval_ns as i64);
-            if r.t_ns > from_ns && start < to_ns {
-                for (stack, n) in p.folded() {
-                    *counts.entry(stack).or_default() += n;
-                }
-            }
-        }
-    }
-    let stacks = counts
-        .iter()
-        .map(|(stack, n)| (stack.split(';').skip(2).collect::<Vec<&str>>(), *n));
-    let sampled = Sampled::of(stacks, cpu_us);
-    (sampled.samples > 0).then_some(sampled)
+    Sampled::of_records(
+        run,
+        |t_ns, span_ns| t_ns > from_ns && t_ns.saturating_sub(span_ns) < to_ns,
+        cpu_us,
+    )
 }
