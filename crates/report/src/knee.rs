@@ -1,53 +1,32 @@
-//! The knee of a search on its page: each step's profile over its judged window and its CPU
-//! per request there, read from the step's run figures, for [`analysis::capacity::knee`] to
-//! say which functions' CPU per request grew with the rate around the capacity, and its
-//! differential flame graph of the failing steps against the passing ones.
+//! The knee of a search on its page: what [`analysis::capacity::knee`] reads of its steps'
+//! kept runs (which functions' CPU per request grew with the rate around the capacity), its
+//! differential flame graph of the failing steps against the passing ones, and the limit's
+//! sentence citing it.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
 use analysis::ab::functions::knee::Knee;
-use analysis::ab::functions::Sampled;
-use analysis::capacity::{Search, Step};
+use analysis::capacity::Search;
 
 use crate::figures::RunFigures;
-use crate::profile::function_frames;
 
 pub use analysis::capacity::knee::Found;
 
-/// A step's profile over its judged window (after its warm-up: the probe's records that
-/// overlap it), with its CPU per request there: `None` when its run holds no profile or its
-/// probe no CPU.
-fn step_sampled(search: &Search, step: &Step, run: &RunFigures) -> Option<Sampled> {
-    let cpu = crate::search::step_cpu(search, step, run)?;
-    let cpu_us = 1e6 / cpu.per_cpu_second?;
-    let profile = run.target_probe()?.profile.as_ref()?;
-    let from = search.settings.warmup_s;
-    let to = from + step.window_s;
-    // A record covers (from, to], a second as the probe sends them: those that overlap the
-    // window, which a step as short as a second or two cannot do better than.
-    let mut counts: HashMap<u32, u64> = HashMap::new();
-    for slice in &profile.slices {
-        if slice.to > from && slice.from < to {
-            for (i, n) in &slice.counts {
-                *counts.entry(*i).or_default() += n;
-            }
-        }
-    }
-    let stacks: Vec<(Vec<&str>, u64)> = counts
-        .iter()
-        .filter_map(|(i, n)| Some((function_frames(profile.stacks.get(*i as usize)?), *n)))
-        .collect();
-    let sampled = Sampled::of(stacks, cpu_us);
-    (sampled.samples > 0).then_some(sampled)
-}
-
-/// What grew with the rate at `search`'s knee, from its steps' runs in `runs`.
-pub fn of(search: &Search, runs: &HashMap<String, Arc<RunFigures>>) -> Found {
-    analysis::capacity::knee::of(search, |step| {
-        let run = runs.get(step.run_id.as_deref()?)?;
-        step_sampled(search, step, run)
+/// What grew with the rate at `search`'s knee, its steps' runs read from `store` by
+/// [`analysis::capacity::knee::read`] (the terminal's reader too), where the site's figures
+/// (`runs`) show a profile in one of them.
+pub async fn of(
+    store: &store::Store,
+    search: &Search,
+    runs: &HashMap<String, Arc<RunFigures>>,
+) -> Result<Found, store::StoreError> {
+    analysis::capacity::knee::read(store, search, |id| {
+        runs.get(id)
+            .and_then(|r| r.target_probe())
+            .is_some_and(|p| p.profile.is_some())
     })
+    .await
 }
 
 /// The knee's differential flame graph: the failing steps against the passing ones.

@@ -24,8 +24,8 @@
 //!   (`assets/showdown.js`) draws each chart's `ChartData`.
 //! - [`history`]: an experiment's history across sittings (`analysis::history`) as charts:
 //!   each series sitting by sitting with its levels and changes, and the host in each sitting.
-//! - [`knee`]: a search's steps' profiles over their judged windows, for what grew with the
-//!   rate at its knee (`analysis::capacity::knee`), its differential flame graph, and
+//! - [`knee`]: what grew with the rate at a search's knee, its steps' kept runs read by
+//!   `analysis::capacity::knee::read` (as `loadgen capacity` reads them), its differential flame graph, and
 //!   the limit's sentence citing it.
 //! - [`flame_data`]: a profile's stacks per slice of the run, the data the page's window
 //!   flame graph draws (the window the charts are zoomed to, and it against the rest).

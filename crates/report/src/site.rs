@@ -516,10 +516,10 @@ pub async fn write(store: &Store, options: &SiteOptions) -> Result<Site, ReportE
     all.extend(merged_groups.values().cloned());
     let searches = analysis::capacity::searches(store).await?;
     // What grew at each search's knee, read once: its page and its experiment's cite it.
-    let knees: HashMap<String, crate::knee::Found> = searches
-        .iter()
-        .map(|s| (s.id.clone(), crate::knee::of(s, &cache)))
-        .collect();
+    let mut knees: HashMap<String, crate::knee::Found> = HashMap::new();
+    for s in &searches {
+        knees.insert(s.id.clone(), crate::knee::of(store, s, &cache).await?);
+    }
     for record in &records {
         // Its history first: drawn even where its latest sitting's page cannot be.
         let history = if sittings_of(&record.name, &index.runs, &searches) >= 2 {

@@ -111,6 +111,29 @@ pub fn of_runs(search: &Search, runs: &HashMap<String, StoredRun>) -> Found {
     })
 }
 
+/// The knee of `search`, its steps' runs read from `store` one search at a time (the one reader
+/// of a step's window: the terminal and the page say the same figures). Where `profiled` says
+/// no step's run holds a profile, nothing is read.
+pub async fn read(
+    store: &store::Store,
+    search: &Search,
+    profiled: impl Fn(&str) -> bool,
+) -> Result<Found, store::StoreError> {
+    let ids: Vec<&str> = search
+        .steps
+        .iter()
+        .filter_map(|s| s.run_id.as_deref())
+        .collect();
+    if !ids.iter().any(|id| profiled(id)) {
+        return Ok(of(search, |_| None));
+    }
+    let mut runs = HashMap::new();
+    for id in ids {
+        runs.insert(id.to_string(), store.load_run(id).await?);
+    }
+    Ok(of_runs(search, &runs))
+}
+
 /// A step's profile over its judged window (after its warm-up: the target's probe's profile
 /// records that overlap it, a record covering the interval before its time), with the
 /// server's CPU per request there (its CPU over the window ÷ the rate it answered): `None`

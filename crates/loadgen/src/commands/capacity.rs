@@ -1,7 +1,7 @@
 //! `loadgen capacity`: the flags' order, the search run (`execute::search`: its steps printed
 //! and kept as they end), its summary, where it was kept.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 
 use analysis::capacity::knee::{self, Found};
 use analysis::capacity::repeated::Repeated;
@@ -70,11 +70,10 @@ async fn knees(url: &str, repeated: &Repeated) -> Result<BTreeMap<String, Found>
     let store = store::Store::open(url).await?;
     let mut out = BTreeMap::new();
     for search in &repeated.searches {
-        let mut runs = HashMap::new();
-        for id in search.steps.iter().filter_map(|s| s.run_id.as_deref()) {
-            runs.insert(id.to_string(), store.load_run(id).await?);
-        }
-        out.insert(search.id.clone(), knee::of_runs(search, &runs));
+        out.insert(
+            search.id.clone(),
+            knee::read(&store, search, |_| true).await?,
+        );
     }
     Ok(out)
 }
