@@ -767,6 +767,9 @@ mod tests {
 
     #[test]
     fn this_process_reads_as_itself() {
+        // A sleep is a voluntary switch: a test process fresh from its start may not have
+        // blocked yet (nextest runs each test in one of its own), and its count would read 0.
+        std::thread::sleep(std::time::Duration::from_millis(2));
         let root = ProcRoot::default();
         let mut me = Watched::open(&root, std::process::id() as i32).unwrap();
         let full = me.read(&SystemFacts::current(), true).unwrap().sample;
