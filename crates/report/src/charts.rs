@@ -233,7 +233,8 @@ pub fn load_charts(run: &RunFigures) -> Result<Vec<Chart>, PlotError> {
     ])
 }
 
-/// One probe's charts.
+/// One probe's charts: its tree's CPU, memory, threads, FDs, sockets and switches; each
+/// process's CPU and memory; the top functions over time; a database's backends.
 pub fn probe_charts(
     run: &RunFigures,
     index: usize,
@@ -245,51 +246,21 @@ pub fn probe_charts(
         .filter(|(_, what)| !what.starts_with("attached"))
         .map(|(t, _)| *t)
         .collect();
-    let titles: Vec<String> = [
-        "CPU",
-        "Memory (RSS)",
-        "Threads",
-        "File descriptors",
-        "TCP sockets",
-        "Context switches",
-        "CPU by process",
-        "CPU by function",
-        "Memory by process",
-    ]
-    .iter()
-    .map(|t| {
-        if run.probes.len() > 1 {
-            format!("{t}: {}", probe.watching())
+    let p = ProbeCharts {
+        run,
+        probe,
+        index,
+        marks: if markers.is_empty() {
+            ""
         } else {
-            t.to_string()
-        }
-    })
-    .collect();
-    let chart = |title: usize, y_label, lines| TimeChart {
-        title: &titles[title],
-        y_label,
-        x_range: run.span,
-        attack: Some(run.attack),
-        lines,
-        bands: Vec::new(),
-        markers: markers.clone(),
+            " Thin grey lines: processes starting or exiting (see the events)."
+        },
+        markers,
     };
-    let id = |name: &str| format!("probe-{index}-{name}");
-    let marks = if markers.is_empty() {
-        ""
-    } else {
-        " Thin grey lines: processes starting or exiting (see the events)."
-    };
-    let no_samples = "The probe sent no samples of the target (did it find the process?).";
-    let mut fds = vec![Line::new("all", DARK, probe.fds.points.clone())];
-    fds.extend(stepped_lines(
-        &probe.fd_kinds,
-        &[BLUE, GREEN, ORANGE, PURPLE, RED, GREY],
-    ));
     let backends = if probe.connected.points.is_empty() {
         None
     } else {
-        Some(backends_chart(run, probe, &id("backends"))?)
+        Some(backends_chart(run, probe, &p.id("backends"))?)
     };
     // A database elsewhere (a managed one) is known only by what it says of itself.
     if probe.cpu.points.is_empty() {
@@ -297,83 +268,16 @@ pub fn probe_charts(
             return Ok(vec![chart]);
         }
     }
-    let mut out = vec![
-        time(
-            &id("cpu"),
-            chart(
-                0,
-                "CPU (%, 100 = one core)",
-                {
-                    let mut lines = vec![
-                        Line::new(format!("{}'s process tree", probe.watching()), BLUE, probe.cpu.points.clone()),
-                        Line::new(format!("whole host ({} cores; 1 s mean)", probe.host.cpus), GREY, probe.host_cpu.points.clone()),
-                    ];
-                    // Saturation beside utilization, where the probe could read it.
-                    if !probe.run_wait.points.is_empty() {
-                        lines.push(Line::new("its threads waiting for a CPU", ORANGE, probe.run_wait.points.clone()));
-                    }
-                    if !probe.throttled.points.is_empty() {
-                        lines.push(Line::new("quota periods throttled (%)", RED, probe.throttled.points.clone()));
-                    }
-                    lines
-                },
-            ),
-            &format!("The target's CPU comes from its CPU clock; the whole host's from /proc/stat's clock ticks, which miss short bursts on a mostly idle host, and include the load generator when both share a machine. Saturation, where the kernel shows it: the time the target's threads were runnable but waited for a CPU (schedstat, per second, 100 = one core's worth), and the share of its cgroup quota's periods that ended throttled. {SHADED}{marks}"),
-            no_samples,
-        )?,
-        time(&id("rss"), chart(1, "RSS (MiB)", vec![Line::new("resident set", BLUE, probe.rss_mib.points.clone())]), &format!("Resident memory of the whole tree.{marks}"), no_samples)?,
-        time(&id("threads"), chart(2, "threads", vec![Line::new("threads", BLUE, probe.threads.points.clone())]), &format!("Threads of the whole tree.{marks}"), no_samples)?,
-        time(
-            &id("fds"),
-            chart(3, "open FDs", fds),
-            &format!(
-                "Open file descriptors, in all and by kind (kinds at the slow collectors' pace, about once a second: drawn as steps, a dot per sample).{}{marks}",
-                match probe.fd_limits.0 {
-                    Some(limit) => format!(" Soft limit per process: {limit}."),
-                    None => String::new(),
-                }
-            ),
-            no_samples,
-        )?,
-        time(
-            &id("tcp"),
-            chart(4, "sockets", stepped_lines(&probe.tcp, &[BLUE, GREY, RED, ORANGE, PURPLE])),
-            "The tree's TCP sockets by state, and connections waiting in the listen sockets' accept queues (sampled about once a second: steps, a dot per sample).",
-            "No TCP figures: the slow collectors did not run (see the probe's --slow-budget).",
-        )?,
-        time(
-            &id("switches"),
-            chart(5, "context switches per second", stepped_lines(&probe.switches, &[BLUE, RED])),
-            "Voluntary switches (waiting on I/O or a lock) and involuntary ones (preempted: more runnable threads than cores), per second between consecutive samples (about once a second; none across a gap).",
-            "No context switch figures: the slow collectors did not run.",
-        )?,
-    ];
+    let mut out = p.tree()?;
     if !probe.members.is_empty() {
-        out.push(time(
-            &id("members"),
-            chart(
-                6,
-                "CPU (%, 100 = one core)",
-                lines(&probe.members, &PALETTE),
-            ),
-            "Each process of the tree (e.g. the workers of a cluster).",
-            "",
-        )?);
-        out.push(time(
-            &id("members-rss"),
-            chart(8, "RSS (MiB)", lines(&probe.members_rss, &PALETTE)),
-            "Each process's resident memory, in the CPU chart's colours: a worker that grows alone shows here, where the tree's total hides it.",
-            "",
-        )?);
+        out.extend(p.members()?);
     }
     if let Some(profile) = &probe.profile {
-        out.push(time(
-            &id("functions"),
-            chart(
-                7,
-                "CPU (%, 100 = one core)",
-                lines(&profile.over_time, &PALETTE),
-            ),
+        out.push(p.time(
+            "functions",
+            "CPU by function",
+            "CPU (%, 100 = one core)",
+            lines(&profile.over_time, &PALETTE),
             &format!(
                 "The five functions with the most samples of their own in the attack window: each second, its samples × the CPU one sample stands for ({} Hz per CPU), on the CPU chart's scale.",
                 profile.hz
@@ -383,6 +287,135 @@ pub fn probe_charts(
     }
     out.extend(backends);
     Ok(out)
+}
+
+/// What every chart of one probe shares: its run's timeline, its events as markers.
+struct ProbeCharts<'a> {
+    run: &'a RunFigures,
+    probe: &'a ProbeFigures,
+    index: usize,
+    markers: Vec<f64>,
+    /// What the captions say of the markers, where there are any.
+    marks: &'static str,
+}
+
+/// What a probe's chart says where it has no samples of the target.
+const NO_SAMPLES: &str = "The probe sent no samples of the target (did it find the process?).";
+
+impl ProbeCharts<'_> {
+    /// The chart's id on the page.
+    fn id(&self, name: &str) -> String {
+        format!("probe-{}-{name}", self.index)
+    }
+
+    /// A chart of the probe's `lines` on the run's timeline, titled (with what it watched,
+    /// where the run has several probes).
+    fn time(
+        &self,
+        name: &str,
+        title: &str,
+        y_label: &str,
+        lines: Vec<Line>,
+        caption: &str,
+        empty: &str,
+    ) -> Result<Chart, PlotError> {
+        let title = if self.run.probes.len() > 1 {
+            format!("{title}: {}", self.probe.watching())
+        } else {
+            title.to_string()
+        };
+        let spec = TimeChart {
+            title: &title,
+            y_label,
+            x_range: self.run.span,
+            attack: Some(self.run.attack),
+            lines,
+            bands: Vec::new(),
+            markers: self.markers.clone(),
+        };
+        time(&self.id(name), spec, caption, empty)
+    }
+
+    /// The whole tree's CPU (with the host's and its saturation), memory, threads, FDs, TCP
+    /// sockets and context switches.
+    fn tree(&self) -> Result<Vec<Chart>, PlotError> {
+        let (probe, marks) = (self.probe, self.marks);
+        let mut cpu = vec![
+            Line::new(
+                format!("{}'s process tree", probe.watching()),
+                BLUE,
+                probe.cpu.points.clone(),
+            ),
+            Line::new(
+                format!("whole host ({} cores; 1 s mean)", probe.host.cpus),
+                GREY,
+                probe.host_cpu.points.clone(),
+            ),
+        ];
+        // Saturation beside utilization, where the probe could read it.
+        if !probe.run_wait.points.is_empty() {
+            cpu.push(Line::new(
+                "its threads waiting for a CPU",
+                ORANGE,
+                probe.run_wait.points.clone(),
+            ));
+        }
+        if !probe.throttled.points.is_empty() {
+            cpu.push(Line::new(
+                "quota periods throttled (%)",
+                RED,
+                probe.throttled.points.clone(),
+            ));
+        }
+        let mut fds = vec![Line::new("all", DARK, probe.fds.points.clone())];
+        fds.extend(stepped_lines(
+            &probe.fd_kinds,
+            &[BLUE, GREEN, ORANGE, PURPLE, RED, GREY],
+        ));
+        let fd_limit = match probe.fd_limits.0 {
+            Some(limit) => format!(" Soft limit per process: {limit}."),
+            None => String::new(),
+        };
+        Ok(vec![
+            self.time("cpu", "CPU", "CPU (%, 100 = one core)", cpu,
+                &format!("The target's CPU comes from its CPU clock; the whole host's from /proc/stat's clock ticks, which miss short bursts on a mostly idle host, and include the load generator when both share a machine. Saturation, where the kernel shows it: the time the target's threads were runnable but waited for a CPU (schedstat, per second, 100 = one core's worth), and the share of its cgroup quota's periods that ended throttled. {SHADED}{marks}"),
+                NO_SAMPLES)?,
+            self.time("rss", "Memory (RSS)", "RSS (MiB)", vec![Line::new("resident set", BLUE, probe.rss_mib.points.clone())], &format!("Resident memory of the whole tree.{marks}"), NO_SAMPLES)?,
+            self.time("threads", "Threads", "threads", vec![Line::new("threads", BLUE, probe.threads.points.clone())], &format!("Threads of the whole tree.{marks}"), NO_SAMPLES)?,
+            self.time("fds", "File descriptors", "open FDs", fds,
+                &format!("Open file descriptors, in all and by kind (kinds at the slow collectors' pace, about once a second: drawn as steps, a dot per sample).{fd_limit}{marks}"),
+                NO_SAMPLES)?,
+            self.time("tcp", "TCP sockets", "sockets", stepped_lines(&probe.tcp, &[BLUE, GREY, RED, ORANGE, PURPLE]),
+                "The tree's TCP sockets by state, and connections waiting in the listen sockets' accept queues (sampled about once a second: steps, a dot per sample).",
+                "No TCP figures: the slow collectors did not run (see the probe's --slow-budget).")?,
+            self.time("switches", "Context switches", "context switches per second", stepped_lines(&probe.switches, &[BLUE, RED]),
+                "Voluntary switches (waiting on I/O or a lock) and involuntary ones (preempted: more runnable threads than cores), per second between consecutive samples (about once a second; none across a gap).",
+                "No context switch figures: the slow collectors did not run.")?,
+        ])
+    }
+
+    /// Each process of the tree: its CPU and its memory.
+    fn members(&self) -> Result<Vec<Chart>, PlotError> {
+        let probe = self.probe;
+        Ok(vec![
+            self.time(
+                "members",
+                "CPU by process",
+                "CPU (%, 100 = one core)",
+                lines(&probe.members, &PALETTE),
+                "Each process of the tree (e.g. the workers of a cluster).",
+                "",
+            )?,
+            self.time(
+                "members-rss",
+                "Memory by process",
+                "RSS (MiB)",
+                lines(&probe.members_rss, &PALETTE),
+                "Each process's resident memory, in the CPU chart's colours: a worker that grows alone shows here, where the tree's total hides it.",
+                "",
+            )?,
+        ])
+    }
 }
 
 /// What a database said of its backends: the active ones stacked by what they waited on, and

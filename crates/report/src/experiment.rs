@@ -298,66 +298,11 @@ impl CellFigures {
                 self.failed[0].1
             ));
         }
-        let mut server = Vec::new();
         let errors = self.spread(Metric::ErrorRate).filter(|e| e.median > 0.001);
-        if let Some(e) = errors {
-            let kinds: BTreeMap<&str, u64> = self
-                .runs
-                .iter()
-                .flat_map(|r| r.summary.errors.iter().map(|(k, v)| (k.as_str(), *v)))
-                .fold(BTreeMap::new(), |mut m, (k, v)| {
-                    *m.entry(k).or_default() += v;
-                    m
-                });
-            let kinds: Vec<String> = kinds.iter().map(|(k, v)| format!("{k} {v}")).collect();
-            server.push(format!(
-                "{} of requests failed ({})",
-                percent(e.median),
-                kinds.join(", ")
-            ));
-        }
-        let mut broke = vec![false; self.runs.len()];
-        // A term's figure of a run: from its requests, or the server's from its probe.
-        let value = |term: &analysis::capacity::Term, r: &RunFigures| {
-            if term.figure.is_server() {
-                r.system.as_ref().and_then(|s| term.of_server(&s.target))
-            } else {
-                term.of(&r.summary)
-            }
-        };
-        for term in slo.iter().flat_map(|s| &s.terms) {
-            for (i, r) in self.runs.iter().enumerate() {
-                broke[i] |= value(term, r).is_some_and(|v| v > term.bound);
-            }
-            // Errors over the bound are said above already.
-            if errors.is_some() && term.figure == analysis::capacity::slo::Figure::Errors {
-                continue;
-            }
-            let broken = Spread::of(self.runs.iter().filter_map(|r| value(term, r)).collect())
-                .filter(|v| v.median > term.bound);
-            if let Some(v) = broken {
-                server.push(format!(
-                    "{} {} broke the SLO's {term}{}",
-                    term.figure,
-                    term.value_text(v.median),
-                    if v.n > 1 {
-                        format!(" (the median of {} repetitions)", v.n)
-                    } else {
-                        String::new()
-                    }
-                ));
-            }
-        }
-        // The server fell behind the rate offered: its sends went late because of it.
-        let unserved: Vec<&Arc<RunFigures>> = self.runs.iter().filter(|r| fell_behind(r)).collect();
-        if let Some(r) = unserved.first() {
-            server.push(format!(
-                "the rate offered was not kept in {} of {} repetitions: {} of its sends left over 1 ms late, because the server was behind",
-                unserved.len(),
-                self.runs.len(),
-                r.summary.generator.late
-            ));
-        }
+        let mut server: Vec<String> = errors.map(|e| self.errors_text(e)).into_iter().collect();
+        let (broken, broke) = self.slo_broken(slo, errors.is_some());
+        server.extend(broken);
+        server.extend(self.unserved());
         if symptoms.is_empty() && server.is_empty() {
             return None;
         }
@@ -373,38 +318,7 @@ impl CellFigures {
             })
             .map(|(r, _)| r)
             .collect();
-        let generator: Vec<&&Arc<RunFigures>> = struggling
-            .iter()
-            .filter(|r| {
-                r.summary.generator.behind
-                    && r.summary
-                        .generator
-                        .limited_by
-                        .is_some_and(LimitedBy::is_generator)
-            })
-            .collect();
-        let cause = if !struggling.is_empty() && 2 * generator.len() > struggling.len() {
-            let cause = generator[0]
-                .summary
-                .generator
-                .limited_by
-                .unwrap_or(LimitedBy::Unknown);
-            Some(Cause::Generator(format!(
-                "the generator was the limit, not the server: in {} of {} repetitions its sends fell behind, held back by {cause}, so this cell says nothing of the server (give the generator CPUs of its own, or more threads)",
-                generator.len(),
-                self.runs.len()
-            )))
-        } else {
-            let findings: Vec<Finding> = struggling
-                .iter()
-                .filter_map(|r| r.system.as_ref().map(|s| s.finding()))
-                .collect();
-            modal(&findings).map(|(finding, agreeing)| Cause::Server {
-                finding,
-                agreeing,
-                of: struggling.len(),
-            })
-        };
+        let cause = self.cause(&struggling);
         // Repetitions that failed outright say why themselves: a limit is sought only where
         // the server was loaded past what it held.
         let overloaded = !server.is_empty() || !struggling.is_empty();
@@ -416,6 +330,114 @@ impl CellFigures {
             overloaded,
             measured: self.runs.iter().any(|r| r.system.is_some()),
             symptoms,
+        })
+    }
+
+    /// "2.1 % of requests failed (timeout 40, connect 2)": the median error rate, and the
+    /// errors of every repetition by kind.
+    fn errors_text(&self, e: Spread) -> String {
+        let kinds: BTreeMap<&str, u64> = self
+            .runs
+            .iter()
+            .flat_map(|r| r.summary.errors.iter().map(|(k, v)| (k.as_str(), *v)))
+            .fold(BTreeMap::new(), |mut m, (k, v)| {
+                *m.entry(k).or_default() += v;
+                m
+            });
+        let kinds: Vec<String> = kinds.iter().map(|(k, v)| format!("{k} {v}")).collect();
+        format!(
+            "{} of requests failed ({})",
+            percent(e.median),
+            kinds.join(", ")
+        )
+    }
+
+    /// Each term of the SLO the repetitions' median broke (errors left out where `errors_said`
+    /// already), and which repetitions broke any term.
+    fn slo_broken(
+        &self,
+        slo: Option<&analysis::capacity::Slo>,
+        errors_said: bool,
+    ) -> (Vec<String>, Vec<bool>) {
+        let mut said = Vec::new();
+        let mut broke = vec![false; self.runs.len()];
+        // A term's figure of a run: from its requests, or the server's from its probe.
+        let value = |term: &analysis::capacity::Term, r: &RunFigures| {
+            if term.figure.is_server() {
+                r.system.as_ref().and_then(|s| term.of_server(&s.target))
+            } else {
+                term.of(&r.summary)
+            }
+        };
+        for term in slo.iter().flat_map(|s| &s.terms) {
+            for (i, r) in self.runs.iter().enumerate() {
+                broke[i] |= value(term, r).is_some_and(|v| v > term.bound);
+            }
+            if errors_said && term.figure == analysis::capacity::slo::Figure::Errors {
+                continue;
+            }
+            let broken = Spread::of(self.runs.iter().filter_map(|r| value(term, r)).collect())
+                .filter(|v| v.median > term.bound);
+            if let Some(v) = broken {
+                said.push(format!(
+                    "{} {} broke the SLO's {term}{}",
+                    term.figure,
+                    term.value_text(v.median),
+                    if v.n > 1 {
+                        format!(" (the median of {} repetitions)", v.n)
+                    } else {
+                        String::new()
+                    }
+                ));
+            }
+        }
+        (said, broke)
+    }
+
+    /// The server fell behind the rate offered: its sends went late because of it.
+    fn unserved(&self) -> Option<String> {
+        let unserved: Vec<&Arc<RunFigures>> = self.runs.iter().filter(|r| fell_behind(r)).collect();
+        unserved.first().map(|r| format!(
+            "the rate offered was not kept in {} of {} repetitions: {} of its sends left over 1 ms late, because the server was behind",
+            unserved.len(),
+            self.runs.len(),
+            r.summary.generator.late
+        ))
+    }
+
+    /// What limited the repetitions that did not hold up: the generator where it held most of
+    /// them back, else the finding most of them share.
+    fn cause(&self, struggling: &[&Arc<RunFigures>]) -> Option<Cause> {
+        let generator: Vec<&&Arc<RunFigures>> = struggling
+            .iter()
+            .filter(|r| {
+                r.summary.generator.behind
+                    && r.summary
+                        .generator
+                        .limited_by
+                        .is_some_and(LimitedBy::is_generator)
+            })
+            .collect();
+        if !struggling.is_empty() && 2 * generator.len() > struggling.len() {
+            let cause = generator[0]
+                .summary
+                .generator
+                .limited_by
+                .unwrap_or(LimitedBy::Unknown);
+            return Some(Cause::Generator(format!(
+                "the generator was the limit, not the server: in {} of {} repetitions its sends fell behind, held back by {cause}, so this cell says nothing of the server (give the generator CPUs of its own, or more threads)",
+                generator.len(),
+                self.runs.len()
+            )));
+        }
+        let findings: Vec<Finding> = struggling
+            .iter()
+            .filter_map(|r| r.system.as_ref().map(|s| s.finding()))
+            .collect();
+        modal(&findings).map(|(finding, agreeing)| Cause::Server {
+            finding,
+            agreeing,
+            of: struggling.len(),
         })
     }
 
@@ -767,77 +789,7 @@ impl ExperimentFigures {
         if !metric.lower_is_better() {
             ranked.reverse();
         }
-        let show = |v: f64| match metric {
-            Metric::Throughput => format!("{} req/s", thousands(v)),
-            _ => short_ms(v),
-        };
-        // With the throughput, the latency it came with.
-        let with_p99 = |c: &CellFigures| match (metric, c.spread(Metric::P99)) {
-            (Metric::Throughput, Some(p)) => format!(" at p99 {}", short_ms(p.median)),
-            _ => String::new(),
-        };
-        let mut out = format!("At {}: ", setting_text(setting));
-        match ranked.as_slice() {
-            [] => out.push_str("no target completed a run."),
-            [(only, s)] => out.push_str(&format!(
-                "only {} completed: {}{}.",
-                only.target,
-                show(s.median),
-                with_p99(only)
-            )),
-            [(best, b), rest @ ..] => {
-                let others: Vec<String> = rest
-                    .iter()
-                    .map(|(c, s)| {
-                        let factor = match metric {
-                            Metric::Throughput if s.median > 0.0 => {
-                                format!("{:.1}× fewer", b.median / s.median)
-                            }
-                            Metric::Throughput => "none served".into(),
-                            _ if b.median > 0.0 => format!("{:.1}×", s.median / b.median),
-                            _ => "∞×".into(),
-                        };
-                        format!("{} {} ({factor}){}", c.target, show(s.median), with_p99(c))
-                    })
-                    .collect();
-                let verb = match metric {
-                    Metric::Throughput => "served the most",
-                    _ => "had the lowest p99",
-                };
-                out.push_str(&format!(
-                    "{} {verb}, {}{}, against {}",
-                    best.target,
-                    show(b.median),
-                    with_p99(best),
-                    others.join(", ")
-                ));
-                let (second, s2) = &rest[0];
-                if b.n < 2 || s2.n < 2 {
-                    out.push_str(
-                        "; one repetition each, so no spread to compare the difference with",
-                    );
-                } else if b.apart(s2) {
-                    out.push_str(&format!(
-                        "; the difference with {} is larger than the spread between repetitions ({}–{} against {}–{})",
-                        second.target,
-                        show(b.min),
-                        show(b.max),
-                        show(s2.min),
-                        show(s2.max)
-                    ));
-                } else {
-                    out.push_str(&format!(
-                        "; but the repetitions overlap ({}–{} against {}–{}): the difference with {} is within the spread",
-                        show(b.min),
-                        show(b.max),
-                        show(s2.min),
-                        show(s2.max),
-                        second.target
-                    ));
-                }
-                out.push('.');
-            }
-        }
+        let mut out = format!("At {}: {}", setting_text(setting), ranking(metric, &ranked));
         if let Some(why) = where_the_last_lost(&ranked) {
             out.push(' ');
             out.push_str(&why);
@@ -1015,139 +967,224 @@ impl ExperimentFigures {
 
     /// One setting's charts: every target's representative run on one time axis.
     pub fn overlay(&self, setting: &Setting) -> Result<Vec<Chart>, PlotError> {
-        let cells = self.cells_of(setting);
-        let runs: Vec<(&str, &Arc<RunFigures>)> = cells
+        let runs: Vec<(&str, &Arc<RunFigures>)> = self
+            .cells_of(setting)
             .iter()
             .filter_map(|c| c.representative().map(|r| (c.target.as_str(), r)))
             .collect();
-        let span = runs.iter().fold((0.0f64, 1.0f64), |s, (_, r)| {
-            (s.0.min(r.span.0), s.1.max(r.span.1))
+        let o = Overlay {
+            fig: self,
+            setting: setting_text(setting),
+            span: runs.iter().fold((0.0f64, 1.0f64), |s, (_, r)| {
+                (s.0.min(r.span.0), s.1.max(r.span.1))
+            }),
+            attack_end: runs.iter().map(|(_, r)| r.attack.1).fold(0.0, f64::max),
+            runs,
+        };
+        let name = &o.setting;
+        let (fds, fd_caption) = o.fds();
+        let p99 = o.per(&|r| {
+            r.load
+                .latency
+                .get(2)
+                .map(|s| s.points.clone())
+                .unwrap_or_default()
         });
-        let attack_end = runs.iter().map(|(_, r)| r.attack.1).fold(0.0, f64::max);
-        let id = |what: &str| crate::pages::slug(&format!("{} {what}", setting_text(setting)));
-        let line = |target: &str, points: Vec<(f64, f64)>| {
-            Line::new(target.to_string(), self.color_of(target), points)
-        };
-        let time = |what: &str, title: String, y: &str, lines: Vec<Line>, caption: String| {
-            crate::charts::time(
-                &id(what),
-                TimeChart {
-                    title: &title,
-                    y_label: y,
-                    x_range: span,
-                    attack: Some((0.0, attack_end)),
-                    lines,
-                    bands: Vec::new(),
-                    markers: Vec::new(),
-                },
-                &caption,
-                "Nothing to draw: no run, or no probe.",
-            )
-        };
-        let per = |pick: &dyn Fn(&RunFigures) -> Vec<(f64, f64)>| -> Vec<Line> {
-            runs.iter().map(|(t, r)| line(t, pick(r))).collect()
-        };
-        let probe_series = |pick: fn(&crate::figures::ProbeFigures) -> &crate::figures::Series| {
-            per(&|r: &RunFigures| {
-                r.target_probe()
-                    .map(|p| pick(p).points.clone())
-                    .unwrap_or_default()
-            })
-        };
-        let which = "Each target's median repetition (by p99); grey: before and after the load.";
-        let mut fds = probe_series(|p| &p.fds);
+        Ok(vec![
+            o.time("p99", format!("p99 latency over time, {name}"), "corrected latency (ms)", p99,
+                format!("Per interval, from intended send times. {WHICH}"))?,
+            o.time("cpu", format!("Target CPU, {name}"), "CPU (%, 100 = one core)", o.probe_series(|p| &p.cpu),
+                format!("The whole process tree. {WHICH}"))?,
+            o.time("rss", format!("Target memory (RSS), {name}"), "RSS (MiB)", o.probe_series(|p| &p.rss_mib), WHICH.to_string())?,
+            o.time("threads", format!("Target threads, {name}"), "threads", o.probe_series(|p| &p.threads), WHICH.to_string())?,
+            o.time("fds", format!("Target open FDs, {name}"), "open FDs", fds, fd_caption)?,
+            crate::charts::distribution(
+                &o.id("distribution"),
+                &format!("Latency by percentile, {name}"),
+                o.per(&|r| r.distribution.first().map(|s| s.points.clone()).unwrap_or_default()),
+                "Corrected latency over each whole run, on HdrHistogram's axis (1/(1−p), log scale).",
+            )?,
+        ])
+    }
+}
+
+/// Which run of each target an overlay draws.
+const WHICH: &str = "Each target's median repetition (by p99); grey: before and after the load.";
+
+/// One setting's targets drawn over each other: each target's representative run, on a
+/// timeline spanning them all.
+struct Overlay<'a> {
+    fig: &'a ExperimentFigures,
+    setting: String,
+    runs: Vec<(&'a str, &'a Arc<RunFigures>)>,
+    span: (f64, f64),
+    attack_end: f64,
+}
+
+impl Overlay<'_> {
+    fn id(&self, what: &str) -> String {
+        crate::pages::slug(&format!("{} {what}", self.setting))
+    }
+
+    /// A target's line, in its colour.
+    fn line(&self, target: &str, points: Vec<(f64, f64)>) -> Line {
+        Line::new(target.to_string(), self.fig.color_of(target), points)
+    }
+
+    /// A line a target, of what `pick` reads of its run.
+    fn per(&self, pick: &dyn Fn(&RunFigures) -> Vec<(f64, f64)>) -> Vec<Line> {
+        self.runs
+            .iter()
+            .map(|(t, r)| self.line(t, pick(r)))
+            .collect()
+    }
+
+    /// A line a target, of a series of its target's probe.
+    fn probe_series(
+        &self,
+        pick: fn(&crate::figures::ProbeFigures) -> &crate::figures::Series,
+    ) -> Vec<Line> {
+        self.per(&|r: &RunFigures| {
+            r.target_probe()
+                .map(|p| pick(p).points.clone())
+                .unwrap_or_default()
+        })
+    }
+
+    fn time(
+        &self,
+        what: &str,
+        title: String,
+        y: &str,
+        lines: Vec<Line>,
+        caption: String,
+    ) -> Result<Chart, PlotError> {
+        crate::charts::time(
+            &self.id(what),
+            TimeChart {
+                title: &title,
+                y_label: y,
+                x_range: self.span,
+                attack: Some((0.0, self.attack_end)),
+                lines,
+                bands: Vec::new(),
+                markers: Vec::new(),
+            },
+            &caption,
+            "Nothing to draw: no run, or no probe.",
+        )
+    }
+
+    /// Each target's open FDs, with its FD limits dashed where they are near enough to be
+    /// drawn (else named in the caption), and the caption.
+    fn fds(&self) -> (Vec<Line>, String) {
+        let mut fds = self.probe_series(|p| &p.fds);
         let fd_max = fds
             .iter()
             .flat_map(|l| l.points.iter().map(|p| p.1))
             .fold(0.0, f64::max);
         let mut limits_text = Vec::new();
-        for (target, r) in &runs {
+        for (target, r) in &self.runs {
             let Some(p) = r.target_probe() else { continue };
             for (name, limit) in [("soft", p.fd_limits.0), ("hard", p.fd_limits.1)] {
                 let Some(limit) = limit else { continue };
                 let limit = limit as f64;
                 if limit <= fd_max.max(1.0) * 4.0 {
-                    fds.push(line(target, vec![(span.0, limit), (span.1, limit)]).dashed());
-                    let last = fds.len() - 1;
-                    fds[last].name = format!("{target} {name} limit");
+                    let mut line = self
+                        .line(target, vec![(self.span.0, limit), (self.span.1, limit)])
+                        .dashed();
+                    line.name = format!("{target} {name} limit");
+                    fds.push(line);
                 } else {
                     limits_text.push(format!("{target}'s {name} limit {limit:.0}"));
                 }
             }
         }
-        let fd_caption = if limits_text.is_empty() {
-            format!("Open FDs of each target's process tree; dashed: the FD limits. {which}")
+        let caption = if limits_text.is_empty() {
+            format!("Open FDs of each target's process tree; dashed: the FD limits. {WHICH}")
         } else {
             format!(
-                "Open FDs of each target's process tree; {} far above, not drawn. {which}",
+                "Open FDs of each target's process tree; {} far above, not drawn. {WHICH}",
                 limits_text.join(", ")
             )
         };
-        let setting_name = setting_text(setting);
-        let mut out = vec![
-            time(
-                "p99",
-                format!("p99 latency over time, {setting_name}"),
-                "corrected latency (ms)",
-                per(&|r| {
-                    r.load
-                        .latency
-                        .get(2)
-                        .map(|s| s.points.clone())
-                        .unwrap_or_default()
-                }),
-                format!("Per interval, from intended send times. {which}"),
-            )?,
-            time(
-                "cpu",
-                format!("Target CPU, {setting_name}"),
-                "CPU (%, 100 = one core)",
-                probe_series(|p| &p.cpu),
-                format!("The whole process tree. {which}"),
-            )?,
-            time(
-                "rss",
-                format!("Target memory (RSS), {setting_name}"),
-                "RSS (MiB)",
-                probe_series(|p| &p.rss_mib),
-                which.to_string(),
-            )?,
-            time(
-                "threads",
-                format!("Target threads, {setting_name}"),
-                "threads",
-                probe_series(|p| &p.threads),
-                which.to_string(),
-            )?,
-            time(
-                "fds",
-                format!("Target open FDs, {setting_name}"),
-                "open FDs",
-                fds,
-                fd_caption,
-            )?,
-        ];
-        let lines: Vec<Line> = runs
-            .iter()
-            .map(|(t, r)| {
-                line(
-                    t,
-                    r.distribution
-                        .first()
-                        .map(|s| s.points.clone())
-                        .unwrap_or_default(),
-                )
-            })
-            .collect();
-        let title = format!("Latency by percentile, {setting_name}");
-        out.push(crate::charts::distribution(
-            &id("distribution"),
-            &title,
-            lines,
-            "Corrected latency over each whole run, on HdrHistogram's axis (1/(1−p), log scale).",
-        )?);
-        Ok(out)
+        (fds, caption)
     }
+}
+
+/// The targets ranked by `metric` (best first): the best, the others against it as factors
+/// (with the p99 each throughput came with), and whether the first two differ by more than
+/// their repetitions spread.
+fn ranking(metric: Metric, ranked: &[(&CellFigures, Spread)]) -> String {
+    let show = |v: f64| match metric {
+        Metric::Throughput => format!("{} req/s", thousands(v)),
+        _ => short_ms(v),
+    };
+    // With the throughput, the latency it came with.
+    let with_p99 = |c: &CellFigures| match (metric, c.spread(Metric::P99)) {
+        (Metric::Throughput, Some(p)) => format!(" at p99 {}", short_ms(p.median)),
+        _ => String::new(),
+    };
+    let (best, b, rest) = match ranked {
+        [] => return "no target completed a run.".into(),
+        [(only, s)] => {
+            return format!(
+                "only {} completed: {}{}.",
+                only.target,
+                show(s.median),
+                with_p99(only)
+            )
+        }
+        [(best, b), rest @ ..] => (best, b, rest),
+    };
+    let others: Vec<String> = rest
+        .iter()
+        .map(|(c, s)| {
+            let factor = match metric {
+                Metric::Throughput if s.median > 0.0 => {
+                    format!("{:.1}× fewer", b.median / s.median)
+                }
+                Metric::Throughput => "none served".into(),
+                _ if b.median > 0.0 => format!("{:.1}×", s.median / b.median),
+                _ => "∞×".into(),
+            };
+            format!("{} {} ({factor}){}", c.target, show(s.median), with_p99(c))
+        })
+        .collect();
+    let verb = match metric {
+        Metric::Throughput => "served the most",
+        _ => "had the lowest p99",
+    };
+    let mut out = format!(
+        "{} {verb}, {}{}, against {}",
+        best.target,
+        show(b.median),
+        with_p99(best),
+        others.join(", ")
+    );
+    let (second, s2) = &rest[0];
+    let ranges = format!(
+        "{}–{} against {}–{}",
+        show(b.min),
+        show(b.max),
+        show(s2.min),
+        show(s2.max)
+    );
+    if b.n < 2 || s2.n < 2 {
+        out.push_str("; one repetition each, so no spread to compare the difference with");
+    } else if b.apart(s2) {
+        out.push_str(&format!(
+            "; the difference with {} is larger than the spread between repetitions ({ranges})",
+            second.target
+        ));
+    } else {
+        out.push_str(&format!(
+            "; but the repetitions overlap ({ranges}): the difference with {} is within the spread",
+            second.target
+        ));
+    }
+    out.push('.');
+    out
 }
 
 #[cfg(test)]

@@ -535,129 +535,38 @@ fn distribution(name: &str, h: &hdrhistogram::Histogram<u64>) -> Series {
 
 /// A probe's figures; its profile is of `window`, the attack (s on the run's timeline).
 fn probe_figures(probe: &store::run::StoredProbe, window: (f64, f64)) -> ProbeFigures {
-    let host = &probe.meta.host;
-    let mut profile = crate::profile::Accumulator::new(window);
-    let mut f = ProbeFigures {
-        label: format!(
-            "{} ({} on {})",
-            probe.meta.address, host.selector, host.hostname
-        ),
-        host: host.clone(),
-        clock: probe.meta.clock,
-        cpu: Series::new("CPU"),
-        rss_mib: Series::new("RSS"),
-        threads: Series::new("threads"),
-        fds: Series::new("open FDs"),
-        host_cpu: Series::new("host CPU"),
-        run_wait: Series::new("waiting for a CPU"),
-        throttled: Series::new("quota throttled"),
-        connected: Series::new("connected"),
-        active: probe::sample::WaitClass::ALL
-            .iter()
-            .map(|c| Series::new(c.label()))
-            .collect(),
-        ..Default::default()
+    let mut f = no_figures(probe);
+    let mut reading = Reading {
+        profile: crate::profile::Accumulator::new(window),
+        memory: MemoryPeak::default(),
+        members: BTreeMap::new(),
+        members_rss: BTreeMap::new(),
+        switches: None,
+        delay: None,
+        periods: None,
     };
-    let kinds = ["sockets", "files", "pipes", "epoll", "eventfd", "other"];
-    f.fd_kinds = kinds.iter().map(|n| Series::new(n)).collect();
-    let states = [
-        "established",
-        "time_wait",
-        "close_wait",
-        "syn_recv",
-        "accept queue",
-    ];
-    f.tcp = states.iter().map(|n| Series::new(n)).collect();
-    f.switches = ["voluntary/s", "involuntary/s"]
-        .iter()
-        .map(|n| Series::new(n))
-        .collect();
-    let mut memory = MemoryPeak::default();
-    let mut members: BTreeMap<i32, Series> = BTreeMap::new();
-    let mut members_rss: BTreeMap<i32, Series> = BTreeMap::new();
-    let mut previous_switches: Option<(f64, u64, u64)> = None;
-    // (time, run delay ns) and (periods, throttled periods) at the last sample having them.
-    let mut previous_delay: Option<(f64, u64)> = None;
-    let mut previous_periods: Option<(u64, u64)> = None;
     let gap_times: Vec<f64> = probe.gaps.iter().map(|g| g.t_ns as f64 / 1e9).collect();
     for r in &probe.records {
         let t = r.t_ns as f64 / 1e9;
         // A rate is taken between consecutive samples only, never across lost records.
-        if let Some((t0, _, _)) = previous_switches {
-            if gap_times.iter().any(|&g| g > t0 && g <= t) {
-                previous_switches = None;
-            }
+        let lost_since = |t0: f64| gap_times.iter().any(|&g| g > t0 && g <= t);
+        if reading.switches.is_some_and(|(t0, _, _)| lost_since(t0)) {
+            reading.switches = None;
         }
-        if let Some((t0, _)) = previous_delay {
-            if gap_times.iter().any(|&g| g > t0 && g <= t) {
-                previous_delay = None;
-                previous_periods = None;
-            }
+        if reading.delay.is_some_and(|(t0, _)| lost_since(t0)) {
+            reading.delay = None;
+            reading.periods = None;
         }
         match &r.record {
             Record::Event(e) => f.events.push((t, describe_event(&e.kind))),
-            Record::Profile(p) => profile.add(t, p),
-            Record::Sample(s) => {
-                f.samples += 1;
-                if let Some(host) = &s.host {
-                    if let Some(cpu) = host.cpu_pct {
-                        f.host_cpu.points.push((t, cpu));
-                    }
-                }
-                if let Some(c) = &s.cgroup {
-                    if let Some((p0, t0)) = previous_periods {
-                        let periods = c.periods.saturating_sub(p0);
-                        let throttled = c.throttled_periods.saturating_sub(t0);
-                        // No period passed: no quota (or no runnable thread), nothing to draw.
-                        if periods > 0 {
-                            f.throttled
-                                .points
-                                .push((t, 100.0 * throttled as f64 / periods as f64));
-                        }
-                    }
-                    previous_periods = Some((c.periods, c.throttled_periods));
-                }
-                if let Some(a) = &s.database {
-                    f.connected.points.push((t, a.backends as f64));
-                    for (series, &n) in f.active.iter_mut().zip(a.active.iter()) {
-                        series.points.push((t, n as f64));
-                    }
-                }
-                let Some(total) = &s.total else { continue };
-                if let Some(delay) = total.run_delay_ns {
-                    if let Some((t0, d0)) = previous_delay.filter(|(t0, _)| t > *t0) {
-                        let cores = delay.saturating_sub(d0) as f64 / 1e9 / (t - t0);
-                        f.run_wait.points.push((t, 100.0 * cores));
-                    }
-                    previous_delay = Some((t, delay));
-                }
-                add_totals(&mut f, t, total, &mut previous_switches);
-                memory.add(s, total);
-                // A database's backends come and go by the dozen: its total says enough.
-                if s.processes.len() > 1 && host.role != probe::sample::Role::Database {
-                    for p in &s.processes {
-                        let name = || Series::new(&format!("{} {}", p.pid, p.comm));
-                        if let Some(cpu) = p.cpu_pct {
-                            members
-                                .entry(p.pid)
-                                .or_insert_with(name)
-                                .points
-                                .push((t, cpu));
-                        }
-                        members_rss
-                            .entry(p.pid)
-                            .or_insert_with(name)
-                            .points
-                            .push((t, p.rss_bytes as f64 / MIB));
-                    }
-                }
-            }
+            Record::Profile(p) => reading.profile.add(t, p),
+            Record::Sample(s) => reading.sample(&mut f, t, s),
         }
     }
-    f.memory = memory.finish();
-    f.members = members.into_values().collect();
-    f.members_rss = members_rss.into_values().collect();
-    f.profile = profile.finish();
+    f.memory = reading.memory.finish();
+    f.members = reading.members.into_values().collect();
+    f.members_rss = reading.members_rss.into_values().collect();
+    f.profile = reading.profile.finish();
     f.host_cpu.points = trailing_mean(&f.host_cpu.points, 1.0);
     for g in &probe.gaps {
         let what = match g.to_seq {
@@ -676,6 +585,114 @@ fn probe_figures(probe: &store::run::StoredProbe, window: (f64, f64)) -> ProbeFi
         f.gaps.push((g.t_ns as f64 / 1e9, what));
     }
     f
+}
+
+/// A probe's figures before its records are read: its label, its host, and each series named.
+fn no_figures(probe: &store::run::StoredProbe) -> ProbeFigures {
+    let host = &probe.meta.host;
+    let named = |names: &[&str]| names.iter().map(|n| Series::new(n)).collect();
+    ProbeFigures {
+        label: format!(
+            "{} ({} on {})",
+            probe.meta.address, host.selector, host.hostname
+        ),
+        host: host.clone(),
+        clock: probe.meta.clock,
+        cpu: Series::new("CPU"),
+        rss_mib: Series::new("RSS"),
+        threads: Series::new("threads"),
+        fds: Series::new("open FDs"),
+        host_cpu: Series::new("host CPU"),
+        run_wait: Series::new("waiting for a CPU"),
+        throttled: Series::new("quota throttled"),
+        connected: Series::new("connected"),
+        active: probe::sample::WaitClass::ALL
+            .iter()
+            .map(|c| Series::new(c.label()))
+            .collect(),
+        fd_kinds: named(&["sockets", "files", "pipes", "epoll", "eventfd", "other"]),
+        tcp: named(&[
+            "established",
+            "time_wait",
+            "close_wait",
+            "syn_recv",
+            "accept queue",
+        ]),
+        switches: named(&["voluntary/s", "involuntary/s"]),
+        ..Default::default()
+    }
+}
+
+/// What reading a probe's records carries from one to the next: its profile, its memory's
+/// peak, each process's series, and the counters whose rates are read between samples.
+struct Reading {
+    profile: crate::profile::Accumulator,
+    memory: MemoryPeak,
+    members: BTreeMap<i32, Series>,
+    members_rss: BTreeMap<i32, Series>,
+    /// (time, voluntary, involuntary) switches at the last sample having them.
+    switches: Option<(f64, u64, u64)>,
+    /// (time, run delay ns) at the last sample having it.
+    delay: Option<(f64, u64)>,
+    /// (periods, throttled periods) at the last sample having them.
+    periods: Option<(u64, u64)>,
+}
+
+impl Reading {
+    /// A sample at `t` into the figures.
+    fn sample(&mut self, f: &mut ProbeFigures, t: f64, s: &probe::sample::Sample) {
+        f.samples += 1;
+        if let Some(cpu) = s.host.as_ref().and_then(|h| h.cpu_pct) {
+            f.host_cpu.points.push((t, cpu));
+        }
+        if let Some(c) = &s.cgroup {
+            if let Some((p0, t0)) = self.periods {
+                let periods = c.periods.saturating_sub(p0);
+                let throttled = c.throttled_periods.saturating_sub(t0);
+                // No period passed: no quota (or no runnable thread), nothing to draw.
+                if periods > 0 {
+                    f.throttled
+                        .points
+                        .push((t, 100.0 * throttled as f64 / periods as f64));
+                }
+            }
+            self.periods = Some((c.periods, c.throttled_periods));
+        }
+        if let Some(a) = &s.database {
+            f.connected.points.push((t, a.backends as f64));
+            for (series, &n) in f.active.iter_mut().zip(a.active.iter()) {
+                series.points.push((t, n as f64));
+            }
+        }
+        let Some(total) = &s.total else { return };
+        if let Some(delay) = total.run_delay_ns {
+            if let Some((t0, d0)) = self.delay.filter(|(t0, _)| t > *t0) {
+                let cores = delay.saturating_sub(d0) as f64 / 1e9 / (t - t0);
+                f.run_wait.points.push((t, 100.0 * cores));
+            }
+            self.delay = Some((t, delay));
+        }
+        add_totals(f, t, total, &mut self.switches);
+        self.memory.add(s, total);
+        // A database's backends come and go by the dozen: its total says enough.
+        if s.processes.len() > 1 && f.host.role != probe::sample::Role::Database {
+            for p in &s.processes {
+                let name = || Series::new(&format!("{} {}", p.pid, p.comm));
+                if let Some(cpu) = p.cpu_pct {
+                    self.members
+                        .entry(p.pid)
+                        .or_insert_with(name)
+                        .points
+                        .push((t, cpu));
+                }
+                self.members_rss
+                    .entry(p.pid)
+                    .or_insert_with(name)
+                    .points
+                    .push((t, p.rss_bytes as f64 / MIB));
+            }
+        }
+    }
 }
 
 /// Each point replaced by the mean of the points in the `window` seconds up to it. The host's

@@ -84,10 +84,42 @@ pub fn series_chart(h: &History, s: &Series) -> Result<Chart, PlotError> {
         })
         .collect();
     let mut lines = vec![figure];
+    lines.extend(levels(s, scale));
+    lines.extend(change_rules(s));
+    let title = series_title(s);
+    let caption = format!(
+        "{} sittings. A bar on a figure is its 95 % interval, where the sitting knows one{}; the dashed line is the random-effects level of the sittings between changes, its bars that level's 95 % interval; a rule marks each change found, and a possible change too recent to confirm.",
+        s.points.len(),
+        if divided {
+            " (none for a figure divided by a reference)"
+        } else {
+            ""
+        }
+    );
+    crate::charts::xy(
+        &crate::pages::slug(&format!("history {title}")),
+        XyChart {
+            title: &title,
+            x_label: "sitting (oldest first)",
+            y_label: &unit,
+            x: XAxis::Names(sitting_names(h)),
+            y_log: false,
+            lines,
+        },
+        &caption,
+        "No sitting has this figure.",
+    )
+}
+
+/// The level of the sittings between changes, each a dashed line with its 95 % interval as a
+/// bar at each end (figures divided by `scale`).
+fn levels(s: &Series, scale: f64) -> Vec<Line> {
+    let x = |sitting: usize| sitting as f64;
     // The segments' bounds: the points between changes.
     let mut bounds: Vec<usize> = vec![0];
     bounds.extend(s.changes.iter().map(|c| c.at));
     bounds.push(s.points.len());
+    let mut lines = Vec::new();
     for (w, segment) in bounds.windows(2).zip(&s.segments) {
         let (Some(first), Some(last)) = (s.points.get(w[0]), s.points.get(w[1].saturating_sub(1)))
         else {
@@ -114,56 +146,49 @@ pub fn series_chart(h: &History, s: &Series) -> Result<Chart, PlotError> {
         l.spread = vec![(x(first.sitting), lo, hi), (x(last.sitting), lo, hi)];
         lines.push(l);
     }
-    for c in &s.changes {
-        let (color, word) = if c.worse {
-            (WORSE, "worse")
-        } else {
-            (BETTER, "better")
-        };
-        lines.push(Line::rule(
-            format!("{word}: ×{:.3} ({:.3}–{:.3})", c.ratio, c.low, c.high),
-            color,
-            (x(c.before_sitting) + x(c.after_sitting)) / 2.0,
-        ));
-    }
+    lines
+}
+
+/// A rule between the sittings of each change found, and of a possible change too recent to
+/// confirm.
+fn change_rules(s: &Series) -> Vec<Line> {
+    let between =
+        |c: &analysis::history::Change| (c.before_sitting as f64 + c.after_sitting as f64) / 2.0;
+    let colour = |worse: bool| if worse { WORSE } else { BETTER };
+    let word = |worse: bool| if worse { "worse" } else { "better" };
+    let mut lines: Vec<Line> = s
+        .changes
+        .iter()
+        .map(|c| {
+            Line::rule(
+                format!(
+                    "{}: ×{:.3} ({:.3}–{:.3})",
+                    word(c.worse),
+                    c.ratio,
+                    c.low,
+                    c.high
+                ),
+                colour(c.worse),
+                between(c),
+            )
+        })
+        .collect();
     if let Some(p) = &s.possible {
         let c = &p.change;
         lines.push(Line::rule(
             format!(
                 "possibly {}: ×{:.3} ({:.3}–{:.3}), {} more to confirm",
-                if c.worse { "worse" } else { "better" },
+                word(c.worse),
                 c.ratio,
                 c.low,
                 c.high,
                 p.more
             ),
-            if c.worse { WORSE } else { BETTER },
-            (x(c.before_sitting) + x(c.after_sitting)) / 2.0,
+            colour(c.worse),
+            between(c),
         ));
     }
-    let title = series_title(s);
-    let caption = format!(
-        "{} sittings. A bar on a figure is its 95 % interval, where the sitting knows one{}; the dashed line is the random-effects level of the sittings between changes, its bars that level's 95 % interval; a rule marks each change found, and a possible change too recent to confirm.",
-        s.points.len(),
-        if divided {
-            " (none for a figure divided by a reference)"
-        } else {
-            ""
-        }
-    );
-    crate::charts::xy(
-        &crate::pages::slug(&format!("history {title}")),
-        XyChart {
-            title: &title,
-            x_label: "sitting (oldest first)",
-            y_label: &unit,
-            x: XAxis::Names(sitting_names(h)),
-            y_log: false,
-            lines,
-        },
-        &caption,
-        "No sitting has this figure.",
-    )
+    lines
 }
 
 /// The host in each sitting, on one axis: steal (%), a load from memory (ns ÷ 100) and how

@@ -68,56 +68,20 @@ fn knee(search: &Search) -> Option<Line> {
     Some(Line::rule("capacity", PALETTE[7], search.capacity?))
 }
 
-/// The search's charts.
+/// The search's charts: each SLO term against the offered rate, served against offered, and
+/// the server's CPU and efficiency at each rate.
 pub fn charts(
     search: &Search,
     runs: &HashMap<String, Arc<RunFigures>>,
 ) -> Result<Vec<Chart>, PlotError> {
     let mut steps: Vec<&Step> = search.steps.iter().collect();
     steps.sort_by(|a, b| a.rate.total_cmp(&b.rate));
-    let rates = || steps.iter().map(|s| s.rate);
-    let (lo, hi) = rates().fold((f64::MAX, 0.0f64), |(a, b), r| (a.min(r), b.max(r)));
+    let (lo, hi) = steps.iter().fold((f64::MAX, 0.0f64), |(a, b), s| {
+        (a.min(s.rate), b.max(s.rate))
+    });
     let mut out = Vec::new();
     for (i, term) in search.slo.terms.iter().enumerate() {
-        let errors = term.figure == Figure::Errors;
-        let scale = if errors { 100.0 } else { 1e-6 };
-        let mut points = Vec::new();
-        let mut spread = Vec::new();
-        for s in &steps {
-            if let Some(t) = s.judgement.terms.get(i).filter(|t| t.value.is_finite()) {
-                points.push((s.rate, t.value * scale));
-                let high = if t.high.is_finite() { t.high } else { t.value };
-                spread.push((s.rate, t.low * scale, high * scale));
-            }
-        }
-        let bound = term.bound * scale;
-        let mut line = Line::new(term.figure.to_string(), color(0), points);
-        line.spread = spread;
-        let mut lines = vec![
-            line,
-            Line::new(
-                format!("SLO {term}"),
-                PALETTE[3],
-                vec![(lo, bound), (hi, bound)],
-            )
-            .dashed(),
-        ];
-        lines.extend(knee(search));
-        let (y_label, id) = if errors {
-            ("failed requests (%)".to_string(), "errors".to_string())
-        } else {
-            (format!("{} latency (ms)", term.figure), format!("term-{i}"))
-        };
-        out.push(xy(
-            &id,
-            &format!("{} against the offered rate", term.figure),
-            "offered rate (req/s)",
-            &y_label,
-            term.figure.is_latency(),
-            lines,
-            "Each step's estimate over its steady window, with its 95 % interval as a bar (batch means over the window's intervals: it holds on correlated latencies); the dashed red line is the SLO's bound, the grey one the capacity found.",
-            "No step finished.",
-        )?);
+        out.push(term_chart(search, &steps, i, term, (lo, hi))?);
     }
     let served: Vec<(f64, f64)> = steps
         .iter()
@@ -138,6 +102,66 @@ pub fn charts(
         "Requests finished per second within each step's window; on the dashed line, every request offered was served.",
         "No step finished.",
     )?);
+    out.extend(cpu_charts(search, &steps, runs)?);
+    Ok(out)
+}
+
+/// One term of the SLO against the offered rate: each step's estimate with its interval, the
+/// bound dashed across the steps' rates `(lo, hi)`, the capacity found.
+fn term_chart(
+    search: &Search,
+    steps: &[&Step],
+    i: usize,
+    term: &analysis::capacity::Term,
+    (lo, hi): (f64, f64),
+) -> Result<Chart, PlotError> {
+    let errors = term.figure == Figure::Errors;
+    let scale = if errors { 100.0 } else { 1e-6 };
+    let mut points = Vec::new();
+    let mut spread = Vec::new();
+    for s in steps {
+        if let Some(t) = s.judgement.terms.get(i).filter(|t| t.value.is_finite()) {
+            points.push((s.rate, t.value * scale));
+            let high = if t.high.is_finite() { t.high } else { t.value };
+            spread.push((s.rate, t.low * scale, high * scale));
+        }
+    }
+    let bound = term.bound * scale;
+    let mut line = Line::new(term.figure.to_string(), color(0), points);
+    line.spread = spread;
+    let mut lines = vec![
+        line,
+        Line::new(
+            format!("SLO {term}"),
+            PALETTE[3],
+            vec![(lo, bound), (hi, bound)],
+        )
+        .dashed(),
+    ];
+    lines.extend(knee(search));
+    let (y_label, id) = if errors {
+        ("failed requests (%)".to_string(), "errors".to_string())
+    } else {
+        (format!("{} latency (ms)", term.figure), format!("term-{i}"))
+    };
+    xy(
+        &id,
+        &format!("{} against the offered rate", term.figure),
+        "offered rate (req/s)",
+        &y_label,
+        term.figure.is_latency(),
+        lines,
+        "Each step's estimate over its steady window, with its 95 % interval as a bar (batch means over the window's intervals: it holds on correlated latencies); the dashed red line is the SLO's bound, the grey one the capacity found.",
+        "No step finished.",
+    )
+}
+
+/// The server's CPU at each step's rate, and its requests per CPU-second, from its probe.
+fn cpu_charts(
+    search: &Search,
+    steps: &[&Step],
+    runs: &HashMap<String, Arc<RunFigures>>,
+) -> Result<Vec<Chart>, PlotError> {
     let cpu: Vec<(f64, StepCpu)> = steps
         .iter()
         .filter_map(|s| {
@@ -151,31 +175,33 @@ pub fn charts(
         lines.push(Line::new("server CPU", color(1), pct));
         lines.extend(knee(search));
     }
-    out.push(xy(
-        "cpu",
-        "The server's CPU against the offered rate",
-        "offered rate (req/s)",
-        "CPU (% of one core)",
-        false,
-        lines,
-        "The mean CPU of the server's process tree over each step's window, from the probe.",
-        "No probe watched the server: give --probe to see its CPU.",
-    )?);
     let per: Vec<(f64, f64)> = cpu
         .iter()
         .filter_map(|(r, c)| Some((*r, c.per_cpu_second?)))
         .collect();
-    out.push(xy(
-        "efficiency",
-        "Requests per CPU-second against the offered rate",
-        "offered rate (req/s)",
-        "requests per CPU-second",
-        false,
-        vec![Line::new("requests per CPU-second", color(2), per)],
-        "Requests served per second of the server's CPU: its efficiency at each rate.",
-        "No probe watched the server: give --probe to see its CPU.",
-    )?);
-    Ok(out)
+    let no_probe = "No probe watched the server: give --probe to see its CPU.";
+    Ok(vec![
+        xy(
+            "cpu",
+            "The server's CPU against the offered rate",
+            "offered rate (req/s)",
+            "CPU (% of one core)",
+            false,
+            lines,
+            "The mean CPU of the server's process tree over each step's window, from the probe.",
+            no_probe,
+        )?,
+        xy(
+            "efficiency",
+            "Requests per CPU-second against the offered rate",
+            "offered rate (req/s)",
+            "requests per CPU-second",
+            false,
+            vec![Line::new("requests per CPU-second", color(2), per)],
+            "Requests served per second of the server's CPU: its efficiency at each rate.",
+            no_probe,
+        )?,
+    ])
 }
 
 /// One target's capacity at one setting of an experiment, over its repetitions.
@@ -338,6 +364,30 @@ pub fn failed_step_limit(
 /// The capacities side by side (each target's figure, its 95 % interval as whiskers), and the
 /// first SLO term's curve of the search nearest each target's figure, overlaid.
 fn setting_charts(setting: &SettingCapacity) -> Result<Vec<Chart>, PlotError> {
+    let mut out = vec![capacity_bars(setting)?];
+    let first = setting
+        .targets
+        .iter()
+        .flat_map(|t| t.searches.first())
+        .next()
+        .and_then(|s| s.slo.terms.first().copied());
+    if let Some(term) = first {
+        out.push(curves_chart(setting, term)?);
+    }
+    Ok(out)
+}
+
+/// A figure of the SLO's term in the unit its charts draw: errors in %, latencies in ms.
+fn drawn(figure: Figure, value: f64) -> f64 {
+    if figure == Figure::Errors {
+        value * 100.0
+    } else {
+        value * 1e-6
+    }
+}
+
+/// Each target's capacity at the setting, with its 95 % interval as whiskers.
+fn capacity_bars(setting: &SettingCapacity) -> Result<Chart, PlotError> {
     let names: Vec<String> = setting.targets.iter().map(|t| t.target.clone()).collect();
     let mut line = Line::new(
         "capacity",
@@ -375,6 +425,14 @@ fn setting_charts(setting: &SettingCapacity) -> Result<Vec<Chart>, PlotError> {
         "No search found a capacity yet.",
     )?;
     bars.title = format!("Capacity by target at {}", setting.setting);
+    Ok(bars)
+}
+
+/// Every target's search nearest its figure, step by step, against the SLO's first `term`.
+fn curves_chart(
+    setting: &SettingCapacity,
+    term: analysis::capacity::Term,
+) -> Result<Chart, PlotError> {
     let mut curves = Vec::new();
     for (i, t) in setting.targets.iter().enumerate() {
         let Some(s) = t.nearest_search().or(t.searches.first()) else {
@@ -385,66 +443,44 @@ fn setting_charts(setting: &SettingCapacity) -> Result<Vec<Chart>, PlotError> {
         let points: Vec<(f64, f64)> = steps
             .iter()
             .filter_map(|st| {
-                let term = st.judgement.terms.first()?;
-                let scale = if term.term.figure == Figure::Errors {
-                    100.0
-                } else {
-                    1e-6
-                };
-                term.value
+                let t = st.judgement.terms.first()?;
+                t.value
                     .is_finite()
-                    .then_some((st.rate, term.value * scale))
+                    .then_some((st.rate, drawn(t.term.figure, t.value)))
             })
             .collect();
         curves.push(Line::new(t.target.clone(), color(i), points));
     }
-    let first = setting
-        .targets
+    let (lo, hi) = curves
         .iter()
-        .flat_map(|t| t.searches.first())
-        .next()
-        .and_then(|s| s.slo.terms.first().copied());
-    let mut out = vec![bars];
-    if let Some(term) = first {
-        let scale = if term.figure == Figure::Errors {
-            100.0
-        } else {
-            1e-6
-        };
-        let (lo, hi) = curves
-            .iter()
-            .flat_map(|l| l.points.iter().map(|p| p.0))
-            .fold((f64::MAX, 0.0f64), |(a, b), x| (a.min(x), b.max(x)));
-        if lo <= hi {
-            curves.push(
-                Line::new(
-                    format!("SLO {term}"),
-                    PALETTE[3],
-                    vec![(lo, term.bound * scale), (hi, term.bound * scale)],
-                )
-                .dashed(),
-            );
-        }
-        out.push(xy(
-            &format!("curves-{}", crate::pages::slug(&setting.setting)),
-            &format!("{} against the offered rate, every target", term.figure),
-            "offered rate (req/s)",
-            &format!(
-                "{} ({})",
-                term.figure,
-                if term.figure == Figure::Errors {
-                    "%"
-                } else {
-                    "ms"
-                }
-            ),
-            term.figure.is_latency(),
-            curves,
-            "Each target's search nearest its figure, step by step; the dashed line is the SLO's bound.",
-            "No step finished.",
-        )?);
+        .flat_map(|l| l.points.iter().map(|p| p.0))
+        .fold((f64::MAX, 0.0f64), |(a, b), x| (a.min(x), b.max(x)));
+    if lo <= hi {
+        let bound = drawn(term.figure, term.bound);
+        curves.push(
+            Line::new(
+                format!("SLO {term}"),
+                PALETTE[3],
+                vec![(lo, bound), (hi, bound)],
+            )
+            .dashed(),
+        );
     }
-    Ok(out)
+    let unit = if term.figure == Figure::Errors {
+        "%"
+    } else {
+        "ms"
+    };
+    xy(
+        &format!("curves-{}", crate::pages::slug(&setting.setting)),
+        &format!("{} against the offered rate, every target", term.figure),
+        "offered rate (req/s)",
+        &format!("{} ({unit})", term.figure),
+        term.figure.is_latency(),
+        curves,
+        "Each target's search nearest its figure, step by step; the dashed line is the SLO's bound.",
+        "No step finished.",
+    )
 }
 
 /// The ratio of two figures' 95 % interval in words, from their own intervals (the searches

@@ -27,7 +27,6 @@ pub const AUTO_COMPARISON_LIMIT: usize = 20;
 /// Differential flame graphs drawn for one comparison.
 const MAX_DIFFERENTIALS: usize = 8;
 
-/// Labels the experiment runner keeps for its own bookkeeping: no label page, no comparison.
 /// Whether a run is an experiment's warm-up (left out of every figure).
 fn is_warmup(labels: &BTreeMap<String, String>) -> bool {
     Phase::of(labels) == Some(Phase::Warmup)
@@ -370,20 +369,13 @@ fn beside_name(page: &str, suffix: &str) -> String {
     format!("{}.{suffix}", page.trim_end_matches(".html"))
 }
 
-/// Draws every page into `options.out`.
+/// Draws every page into `options.out`: the runs' pages, the groups', the labels' and the
+/// comparisons', each experiment's, each search's, then the index of them all.
 pub async fn write(store: &Store, options: &SiteOptions) -> Result<Site, ReportError> {
     std::fs::create_dir_all(&options.out).map_err(|source| ReportError::Write {
         path: options.out.clone(),
         source,
     })?;
-    let mut only = Vec::new();
-    for id in &options.only {
-        only.push(store.resolve(id).await?);
-    }
-    let mut listings = store.list_runs(&options.filter).await?;
-    if !only.is_empty() {
-        listings.retain(|l| only.contains(&l.id));
-    }
     let mut w = Writer {
         out: &options.out,
         site: Site::default(),
@@ -395,139 +387,237 @@ pub async fn write(store: &Store, options: &SiteOptions) -> Result<Site, ReportE
     }
     let mut index = SiteIndex::default();
     let mut cache: HashMap<String, Arc<RunFigures>> = HashMap::new();
-    for listing in &listings {
-        let run = Arc::new(figures::load(store, &listing.id).await?);
-        if let Some(path) = w.run_page(&pages::run_path(&run.id), &run)? {
-            w.site.run_pages.insert(run.id.clone(), path);
-        }
-        index.runs.push(run.headline());
-        cache.insert(run.id.clone(), run);
-    }
-
-    let mut groups: BTreeMap<String, usize> = BTreeMap::new();
-    for l in &listings {
-        if let Some(shard) = &l.shard {
-            *groups.entry(shard.group.clone()).or_default() += 1;
-        }
-    }
-    // A group's merged run stands for its shards wherever runs are compared (an experiment's
-    // cell is one run, whichever guns fired it).
-    let mut merged_groups: HashMap<String, Arc<RunFigures>> = HashMap::new();
-    for (group, shards) in &groups {
-        let mut merged = figures::of(&store::group::load_group(store, group).await?);
-        let mut guns: Vec<Arc<RunFigures>> = cache
-            .values()
-            .filter(|r| r.shard.as_ref().is_some_and(|s| &s.group == group))
-            .cloned()
-            .collect();
-        guns.sort_by_key(|g| g.shard.as_ref().map(|s| s.index));
-        merged.guns = guns;
-        w.run_page(&pages::group_path(group), &merged)?;
-        index.groups.push((group.clone(), *shards));
-        merged_groups.insert(group.clone(), Arc::new(merged));
-    }
-
+    let listings = w.runs(store, options, &mut index, &mut cache).await?;
+    let merged = w.groups(store, &listings, &mut index, &cache).await?;
     let records = store.experiments().await?;
-    let mut comparisons: Vec<(String, Vec<String>)> = Vec::new();
-    let mut experiments: BTreeMap<&str, Vec<String>> = BTreeMap::new();
-    let mut labels: BTreeMap<(String, String), Vec<String>> = BTreeMap::new();
-    let mut warmups: HashSet<&str> = HashSet::new();
-    for h in &index.runs {
-        if is_warmup(&h.labels) {
-            warmups.insert(&h.id);
-        } else if let Some(e) = &h.experiment {
-            experiments.entry(e).or_default().push(h.id.clone());
-        }
-        for (k, v) in &h.labels {
-            labels
-                .entry((k.clone(), v.clone()))
-                .or_default()
-                .push(h.id.clone());
-        }
-    }
-    for (experiment, ids) in &experiments {
-        // An experiment run from a file has a page of its own, which compares its cells.
-        let has_page = records.iter().any(|r| r.name == *experiment);
-        if ids.len() > 1 && !has_page {
-            comparisons.push((pages::experiment_comparison_title(experiment), ids.clone()));
-        }
-    }
-    for ((k, v), ids) in &labels {
-        // Warm-ups and the runner's bookkeeping labels are left out of comparisons; a label
-        // every run of an experiment carries would only repeat its comparison.
-        let measured: Vec<String> = ids
-            .iter()
-            .filter(|id| !warmups.contains(id.as_str()))
-            .cloned()
-            .collect();
-        let compared = !store::vocabulary::label::is_bookkeeping(k)
-            && (2..=AUTO_COMPARISON_LIMIT).contains(&measured.len());
-        if compared && !comparisons.iter().any(|(_, same)| *same == measured) {
-            comparisons.push((format!("{k}={v}"), measured.clone()));
-        }
-        let runs: Vec<_> = index
-            .runs
-            .iter()
-            .filter(|h| ids.contains(&h.id))
-            .cloned()
-            .collect();
-        let comparison = comparisons
-            .iter()
-            .find(|(_, same)| *same == measured)
-            .map(|(title, _)| pages::comparison_path(title));
-        w.page(
-            &pages::label_path(k, v),
-            pages::label_page(k, v, &runs, comparison.as_deref()),
-        )?;
-    }
-    for (title, ids) in &comparisons {
-        let runs = ids.iter().filter_map(|id| cache.get(id)).cloned().collect();
-        let c = Comparison {
-            title: title.clone(),
-            runs,
-        };
-        w.comparison(&c, &mut index)?;
-    }
-    for selection in &options.comparisons {
-        let runs = compare::load(store, selection, &mut cache).await?;
-        if runs.is_empty() {
-            return Err(ReportError::EmptyComparison(selection.spec.clone()));
-        }
-        for run in &runs {
-            // Outside the site's filter, or a merged group: it gets its page too, so that the
-            // comparison's links lead somewhere.
-            let path = pages::page_of(run);
-            if !w.written.contains(&path) {
-                w.run_page(&path, run)?;
-            }
-        }
-        let c = Comparison {
-            title: selection.spec.clone(),
-            runs,
-        };
-        w.comparison(&c, &mut index)?;
-    }
-
+    w.labels(&records, &mut index, &cache)?;
+    w.selected(store, options, &mut index, &mut cache).await?;
     let mut all: Vec<Arc<RunFigures>> = cache
         .values()
         .filter(|r| r.shard.is_none())
         .cloned()
         .collect();
-    all.extend(merged_groups.values().cloned());
+    all.extend(merged.into_values());
     let searches = analysis::capacity::searches(store).await?;
     // What grew at each search's knee, read once: its page and its experiment's cite it.
     let mut knees: HashMap<String, crate::knee::Found> = HashMap::new();
     for s in &searches {
         knees.insert(s.id.clone(), crate::knee::of(store, s, &cache).await?);
     }
+    let read = Read {
+        all: &all,
+        searches: &searches,
+        cache: &cache,
+        knees: &knees,
+    };
     for record in &records {
+        w.experiment(store, record, &read, &mut index).await?;
+    }
+    for search in &searches {
+        w.search(search, &read, &mut index)?;
+    }
+    index.failures = w.site.failures.clone();
+    w.site.index = w.page("index.html", pages::index(&index))?;
+    Ok(w.site)
+}
+
+/// What every experiment's and search's page reads: the runs' figures (each shard's merged
+/// group in place of its shards in `all`), the searches, and what grew at their knees.
+struct Read<'a> {
+    all: &'a [Arc<RunFigures>],
+    searches: &'a [analysis::capacity::Search],
+    cache: &'a HashMap<String, Arc<RunFigures>>,
+    knees: &'a HashMap<String, crate::knee::Found>,
+}
+
+/// The runs by what ties them: each experiment's (not its warm-ups), each label's, and the
+/// warm-ups.
+struct Ties<'a> {
+    experiments: BTreeMap<&'a str, Vec<String>>,
+    labels: BTreeMap<(String, String), Vec<String>>,
+    warmups: HashSet<&'a str>,
+}
+
+impl<'a> Ties<'a> {
+    fn of(runs: &'a [figures::Headline]) -> Ties<'a> {
+        let mut ties = Ties {
+            experiments: BTreeMap::new(),
+            labels: BTreeMap::new(),
+            warmups: HashSet::new(),
+        };
+        for h in runs {
+            if is_warmup(&h.labels) {
+                ties.warmups.insert(&h.id);
+            } else if let Some(e) = &h.experiment {
+                ties.experiments.entry(e).or_default().push(h.id.clone());
+            }
+            for (k, v) in &h.labels {
+                ties.labels
+                    .entry((k.clone(), v.clone()))
+                    .or_default()
+                    .push(h.id.clone());
+            }
+        }
+        ties
+    }
+}
+
+impl Writer<'_> {
+    /// Each run's page (the site's filter, or `--only`), its figures kept in `cache`; the runs'
+    /// listings.
+    async fn runs(
+        &mut self,
+        store: &Store,
+        options: &SiteOptions,
+        index: &mut SiteIndex,
+        cache: &mut HashMap<String, Arc<RunFigures>>,
+    ) -> Result<Vec<store::run::RunListing>, ReportError> {
+        let mut only = Vec::new();
+        for id in &options.only {
+            only.push(store.resolve(id).await?);
+        }
+        let mut listings = store.list_runs(&options.filter).await?;
+        if !only.is_empty() {
+            listings.retain(|l| only.contains(&l.id));
+        }
+        for listing in &listings {
+            let run = Arc::new(figures::load(store, &listing.id).await?);
+            if let Some(path) = self.run_page(&pages::run_path(&run.id), &run)? {
+                self.site.run_pages.insert(run.id.clone(), path);
+            }
+            index.runs.push(run.headline());
+            cache.insert(run.id.clone(), run);
+        }
+        Ok(listings)
+    }
+
+    /// Each run group's page, its shards merged; the merged runs by group. A group's merged
+    /// run stands for its shards wherever runs are compared (an experiment's cell is one run,
+    /// whichever guns fired it).
+    async fn groups(
+        &mut self,
+        store: &Store,
+        listings: &[store::run::RunListing],
+        index: &mut SiteIndex,
+        cache: &HashMap<String, Arc<RunFigures>>,
+    ) -> Result<HashMap<String, Arc<RunFigures>>, ReportError> {
+        let mut groups: BTreeMap<String, usize> = BTreeMap::new();
+        for l in listings {
+            if let Some(shard) = &l.shard {
+                *groups.entry(shard.group.clone()).or_default() += 1;
+            }
+        }
+        let mut merged_groups = HashMap::new();
+        for (group, shards) in &groups {
+            let mut merged = figures::of(&store::group::load_group(store, group).await?);
+            let mut guns: Vec<Arc<RunFigures>> = cache
+                .values()
+                .filter(|r| r.shard.as_ref().is_some_and(|s| &s.group == group))
+                .cloned()
+                .collect();
+            guns.sort_by_key(|g| g.shard.as_ref().map(|s| s.index));
+            merged.guns = guns;
+            self.run_page(&pages::group_path(group), &merged)?;
+            index.groups.push((group.clone(), *shards));
+            merged_groups.insert(group.clone(), Arc::new(merged));
+        }
+        Ok(merged_groups)
+    }
+
+    /// Each label's page, and the comparisons made without asking: of an experiment's runs
+    /// where it has no page of its own, and of a label's 2 to [`AUTO_COMPARISON_LIMIT`] runs.
+    fn labels(
+        &mut self,
+        records: &[store::experiment::ExperimentRecord],
+        index: &mut SiteIndex,
+        cache: &HashMap<String, Arc<RunFigures>>,
+    ) -> Result<(), ReportError> {
+        let ties = Ties::of(&index.runs);
+        let mut comparisons: Vec<(String, Vec<String>)> = Vec::new();
+        for (experiment, ids) in &ties.experiments {
+            // An experiment run from a file has a page of its own, which compares its cells.
+            let has_page = records.iter().any(|r| r.name == *experiment);
+            if ids.len() > 1 && !has_page {
+                comparisons.push((pages::experiment_comparison_title(experiment), ids.clone()));
+            }
+        }
+        for ((k, v), ids) in &ties.labels {
+            // Warm-ups and the runner's bookkeeping labels are left out of comparisons; a
+            // label every run of an experiment carries would only repeat its comparison.
+            let measured: Vec<String> = ids
+                .iter()
+                .filter(|id| !ties.warmups.contains(id.as_str()))
+                .cloned()
+                .collect();
+            let compared = !store::vocabulary::label::is_bookkeeping(k)
+                && (2..=AUTO_COMPARISON_LIMIT).contains(&measured.len());
+            if compared && !comparisons.iter().any(|(_, same)| *same == measured) {
+                comparisons.push((format!("{k}={v}"), measured.clone()));
+            }
+            let runs: Vec<_> = index
+                .runs
+                .iter()
+                .filter(|h| ids.contains(&h.id))
+                .cloned()
+                .collect();
+            let comparison = comparisons
+                .iter()
+                .find(|(_, same)| *same == measured)
+                .map(|(title, _)| pages::comparison_path(title));
+            self.page(
+                &pages::label_path(k, v),
+                pages::label_page(k, v, &runs, comparison.as_deref()),
+            )?;
+        }
+        for (title, ids) in comparisons {
+            let runs = ids.iter().filter_map(|id| cache.get(id)).cloned().collect();
+            self.comparison(&Comparison { title, runs }, index)?;
+        }
+        Ok(())
+    }
+
+    /// Each comparison asked for (`--compare`), with a page for each of its runs that has none
+    /// (outside the site's filter, or a merged group), so that its links lead somewhere.
+    async fn selected(
+        &mut self,
+        store: &Store,
+        options: &SiteOptions,
+        index: &mut SiteIndex,
+        cache: &mut HashMap<String, Arc<RunFigures>>,
+    ) -> Result<(), ReportError> {
+        for selection in &options.comparisons {
+            let runs = compare::load(store, selection, cache).await?;
+            if runs.is_empty() {
+                return Err(ReportError::EmptyComparison(selection.spec.clone()));
+            }
+            for run in &runs {
+                let path = pages::page_of(run);
+                if !self.written.contains(&path) {
+                    self.run_page(&path, run)?;
+                }
+            }
+            let title = selection.spec.clone();
+            self.comparison(&Comparison { title, runs }, index)?;
+        }
+        Ok(())
+    }
+
+    /// An experiment's page (and its history's, its settings' comparisons, its gates' flame
+    /// graphs); where it cannot be drawn, why, on the index.
+    async fn experiment(
+        &mut self,
+        store: &Store,
+        record: &store::experiment::ExperimentRecord,
+        read: &Read<'_>,
+        index: &mut SiteIndex,
+    ) -> Result<(), ReportError> {
         // Its history first: drawn even where its latest sitting's page cannot be.
-        let history = if sittings_of(&record.name, &index.runs, &searches) >= 2 {
-            w.history(store, record, &mut index).await?
+        let history = if sittings_of(&record.name, &index.runs, read.searches) >= 2 {
+            self.history(store, record, index).await?
         } else {
             None
         };
-        let mut fig = crate::experiment::figures(record, &all);
+        let mut fig = crate::experiment::figures(record, read.all);
         let drawn = fig.across().and_then(|across| {
             let overlays = fig
                 .settings
@@ -536,19 +626,62 @@ pub async fn write(store: &Store, options: &SiteOptions) -> Result<Site, ReportE
                 .collect::<Result<Vec<_>, _>>()?;
             Ok((across, overlays))
         });
+        let failed =
+            |e: &dyn std::fmt::Display| (format!("experiment {}", record.name), e.to_string());
         let (across, overlays) = match drawn {
             Ok(d) => d,
             Err(e) => {
-                w.site
-                    .failures
-                    .push((format!("experiment {}", record.name), e.to_string()));
-                continue;
+                self.site.failures.push(failed(&e));
+                return Ok(());
             }
         };
         let mut links = pages::ExperimentLinks {
             history,
             ..Default::default()
         };
+        self.setting_comparisons(&record.name, &fig, &mut links, index)?;
+        let mut capacity =
+            match crate::search::experiment_capacity(record, read.searches, read.cache) {
+                Ok(c) => c,
+                Err(e) => {
+                    self.site.failures.push(failed(&e));
+                    return Ok(());
+                }
+            };
+        crate::knee::cite_limits(&mut capacity, read.cache, read.knees);
+        fig.slo = capacity
+            .iter()
+            .flat_map(|c| &c.targets)
+            .flat_map(|t| &t.searches)
+            .map(|s| s.slo.clone())
+            .next();
+        fig.gates = analysis::ab::gates(store, &record.name)
+            .await?
+            .into_iter()
+            .filter(|g| g.file_label == record.file_label && g.scale == record.scale)
+            .collect();
+        let relative = pages::experiment_path(&record.name);
+        self.gate_flames(&relative, &fig.gates, &mut links)?;
+        let path = self.page(
+            &relative,
+            pages::experiment_page(&fig, &across, &overlays, &links, &capacity),
+        )?;
+        self.site.experiment_pages.insert(record.name.clone(), path);
+        index
+            .experiments
+            .push((record.name.clone(), record.question.clone(), relative));
+        Ok(())
+    }
+
+    /// A comparison of each setting's targets (their representative runs), where it has two
+    /// or more, linked from the experiment's page.
+    fn setting_comparisons(
+        &mut self,
+        experiment: &str,
+        fig: &crate::experiment::ExperimentFigures,
+        links: &mut pages::ExperimentLinks,
+        index: &mut SiteIndex,
+    ) -> Result<(), ReportError> {
         for setting in &fig.settings {
             let runs: Vec<Arc<RunFigures>> = fig
                 .cells_of(setting)
@@ -558,82 +691,51 @@ pub async fn write(store: &Store, options: &SiteOptions) -> Result<Site, ReportE
             if runs.len() < 2 {
                 continue;
             }
-            let title = format!(
-                "{} at {}",
-                record.name,
-                crate::experiment::setting_text(setting)
-            );
-            links.comparisons.insert(
-                crate::experiment::setting_text(setting),
-                pages::comparison_path(&title),
-            );
-            w.comparison(&Comparison { title, runs }, &mut index)?;
+            let text = crate::experiment::setting_text(setting);
+            let title = format!("{experiment} at {text}");
+            links
+                .comparisons
+                .insert(text, pages::comparison_path(&title));
+            self.comparison(&Comparison { title, runs }, index)?;
         }
-        let mut capacity = match crate::search::experiment_capacity(record, &searches, &cache) {
-            Ok(c) => c,
+        Ok(())
+    }
+
+    /// A search's page, with its knee's graph beside it; where it cannot be drawn, why, on the
+    /// index.
+    fn search(
+        &mut self,
+        search: &analysis::capacity::Search,
+        read: &Read<'_>,
+        index: &mut SiteIndex,
+    ) -> Result<(), ReportError> {
+        let charts = match crate::search::charts(search, read.cache) {
+            Ok(charts) => charts,
             Err(e) => {
-                w.site
-                    .failures
-                    .push((format!("experiment {}", record.name), e.to_string()));
-                continue;
+                let what = format!("search {}", search.name);
+                self.site.failures.push((what, e.to_string()));
+                return Ok(());
             }
         };
-        crate::knee::cite_limits(&mut capacity, &cache, &knees);
-        fig.slo = capacity
-            .iter()
-            .flat_map(|c| &c.targets)
-            .flat_map(|t| &t.searches)
-            .map(|s| s.slo.clone())
-            .next();
-        let scale = record.scale;
-        fig.gates = analysis::ab::gates(store, &record.name)
-            .await?
-            .into_iter()
-            .filter(|g| g.file_label == record.file_label && g.scale == scale)
-            .collect();
-        let relative = pages::experiment_path(&record.name);
-        w.gate_flames(&relative, &fig.gates, &mut links)?;
-        let path = w.page(
+        let relative = pages::search_path(&search.id);
+        let found = read
+            .knees
+            .get(&search.id)
+            .unwrap_or(&crate::knee::Found::NoCapacity);
+        let graph = match found.knee().and_then(crate::knee::svg) {
+            Some(svg) => Some(pages::KneeGraph {
+                file: self.beside(&relative, "knee.svg", svg.as_bytes())?,
+                svg,
+            }),
+            None => None,
+        };
+        self.page(
             &relative,
-            pages::experiment_page(&fig, &across, &overlays, &links, &capacity),
+            pages::search_page(search, &charts, read.cache, found, graph.as_ref()),
         )?;
-        w.site.experiment_pages.insert(record.name.clone(), path);
         index
-            .experiments
-            .push((record.name.clone(), record.question.clone(), relative));
+            .searches
+            .push((search.name.clone(), pages::finding(search), relative));
+        Ok(())
     }
-
-    for search in searches {
-        let drawn = crate::search::charts(&search, &cache);
-        match drawn {
-            Ok(charts) => {
-                let relative = pages::search_path(&search.id);
-                let found = knees
-                    .get(&search.id)
-                    .unwrap_or(&crate::knee::Found::NoCapacity);
-                let graph = match found.knee().and_then(crate::knee::svg) {
-                    Some(svg) => Some(pages::KneeGraph {
-                        file: w.beside(&relative, "knee.svg", svg.as_bytes())?,
-                        svg,
-                    }),
-                    None => None,
-                };
-                w.page(
-                    &relative,
-                    pages::search_page(&search, &charts, &cache, found, graph.as_ref()),
-                )?;
-                index
-                    .searches
-                    .push((search.name.clone(), pages::finding(&search), relative));
-            }
-            Err(e) => w
-                .site
-                .failures
-                .push((format!("search {}", search.name), e.to_string())),
-        }
-    }
-
-    index.failures = w.site.failures.clone();
-    w.site.index = w.page("index.html", pages::index(&index))?;
-    Ok(w.site)
 }

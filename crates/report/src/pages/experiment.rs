@@ -9,7 +9,9 @@ use super::paths::page_of;
 use std::collections::BTreeMap;
 
 use crate::charts::Chart;
+use crate::experiment::{setting_text, CellFigures, ExperimentFigures, Group, Metric, Setting};
 use crate::model::css_color;
+use crate::search::SettingCapacity;
 
 /// What an experiment's page links to beside its runs.
 #[derive(Debug, Clone, Default)]
@@ -32,8 +34,7 @@ pub struct GateFlame {
 }
 
 /// `2.10 ms (1.90–2.40)`: a cell's median and its spread over repetitions.
-fn spread_text(metric: crate::experiment::Metric, s: Option<crate::experiment::Spread>) -> String {
-    use crate::experiment::Metric;
+fn spread_text(metric: Metric, s: Option<crate::experiment::Spread>) -> String {
     let Some(s) = s else { return "—".into() };
     let f = |v: f64| {
         let v = metric.shown(v);
@@ -64,10 +65,7 @@ fn short(reason: &str) -> String {
 }
 
 /// The figures behind each "did not hold up" of a setting's answer, one click away.
-fn evidence(
-    fig: &crate::experiment::ExperimentFigures,
-    setting: &crate::experiment::Setting,
-) -> Markup {
+fn evidence(fig: &ExperimentFigures, setting: &Setting) -> Markup {
     html! {
         @for (target, f) in fig.evidence(setting) {
             details.finding {
@@ -160,103 +158,174 @@ fn gates(kept: &[analysis::ab::KeptGate], flames: &BTreeMap<String, GateFlame>) 
     }
 }
 
-/// An experiment's page.
-pub fn experiment_page(
-    fig: &crate::experiment::ExperimentFigures,
-    across: &[(String, Vec<Chart>)],
-    overlays: &[Vec<Chart>],
-    links: &ExperimentLinks,
-    capacity: &[crate::search::SettingCapacity],
-) -> Markup {
-    use crate::experiment::{setting_text, Metric};
-    let r = &fig.record;
-    let d = &r.definition;
-    let done = fig.cells.iter().map(|c| c.runs.len()).sum::<usize>();
-    let failed = fig.cells.iter().map(|c| c.failed.len()).sum::<usize>();
-    let searched: usize = capacity
-        .iter()
-        .flat_map(|c| &c.targets)
-        .map(|t| t.searches.len())
-        .sum();
-    // Searches are counted apart from the fixed loads' runs (shares of a capacity among them).
-    let expected = fig.cells.len() * d.repetitions as usize;
-    // A comparison's searches run once a setting (the search's rounds are theirs).
-    let search_repetitions = if d.compared {
-        1
-    } else {
-        d.repetitions as usize
-    };
-    let to_search = d.searched.len() * d.targets.len() * search_repetitions;
-    let to_search = if capacity.is_empty() {
-        0
-    } else {
-        to_search.max(searched)
-    };
-    // Fixed loads beside the searches: shown once one of them has a run.
-    let fixed = capacity.is_empty()
-        || fig
-            .cells
+/// What ran of an experiment, and what is to run: its header's counts.
+struct Counts {
+    /// Complete runs of its fixed loads, and failed ones.
+    done: usize,
+    failed: usize,
+    /// Runs its fixed loads are to have (0 where only searches ran).
+    expected: usize,
+    /// Searches finished, and to finish.
+    searched: usize,
+    to_search: usize,
+    /// Whether its fixed loads are shown: always without searches, and beside them once one
+    /// of them has a run.
+    fixed: bool,
+}
+
+impl Counts {
+    fn of(fig: &ExperimentFigures, capacity: &[SettingCapacity]) -> Counts {
+        let d = &fig.record.definition;
+        let done = fig.cells.iter().map(|c| c.runs.len()).sum::<usize>();
+        let failed = fig.cells.iter().map(|c| c.failed.len()).sum::<usize>();
+        let searched: usize = capacity
             .iter()
-            .any(|c| !c.runs.is_empty() || !c.failed.is_empty());
-    let expected = if fixed { expected } else { 0 };
-    let failed_targets: Vec<_> = r.verification.iter().filter(|v| !v.passed).collect();
-    // How each target was held to a host size (a cgroup, or why not), from its runs' labels.
-    let mut held: BTreeMap<&str, &str> = BTreeMap::new();
+            .flat_map(|c| &c.targets)
+            .map(|t| t.searches.len())
+            .sum();
+        // A comparison's searches run once a setting (the search's rounds are theirs).
+        let search_repetitions = if d.compared {
+            1
+        } else {
+            d.repetitions as usize
+        };
+        let to_search = if capacity.is_empty() {
+            0
+        } else {
+            (d.searched.len() * d.targets.len() * search_repetitions).max(searched)
+        };
+        let fixed = capacity.is_empty()
+            || fig
+                .cells
+                .iter()
+                .any(|c| !c.runs.is_empty() || !c.failed.is_empty());
+        // Searches are counted apart from the fixed loads' runs (shares of a capacity).
+        let expected = if fixed {
+            fig.cells.len() * d.repetitions as usize
+        } else {
+            0
+        };
+        Counts {
+            done,
+            failed,
+            expected,
+            searched,
+            to_search,
+            fixed,
+        }
+    }
+}
+
+/// How each target was held to a host size (a cgroup, or why not), from its runs' labels.
+fn held(fig: &ExperimentFigures) -> BTreeMap<&str, &str> {
+    let mut held = BTreeMap::new();
     for c in &fig.cells {
         for run in &c.runs {
             if let Some(h) = run.labels.get(store::vocabulary::label::HELD) {
-                held.insert(&c.target, h);
+                held.insert(c.target.as_str(), h.as_str());
             }
         }
     }
-    // What the targets ran on, for every answer: the host size they were held to.
-    let held_text = {
-        let mut kinds: Vec<&&str> = held.values().collect();
-        kinds.dedup();
-        match kinds.as_slice() {
-            [one] => format!(", held by {one}"),
-            _ => String::new(),
-        }
-    };
-    let matrix_metrics = [
-        Metric::Throughput,
-        Metric::P50,
-        Metric::P99,
-        Metric::Max,
-        Metric::ErrorRate,
-        Metric::Cpu,
-        Metric::PeakRss,
-    ];
-    let writeup_metrics = [
-        Metric::Throughput,
-        Metric::Mean,
-        Metric::Stdev,
-        Metric::P99,
-        Metric::ErrorRate,
-        Metric::PerThousand,
-    ];
+    held
+}
+
+/// What the targets ran on, for every answer: ", held by …" where all were held one way.
+fn held_text(held: &BTreeMap<&str, &str>) -> String {
+    let mut kinds: Vec<&&str> = held.values().collect();
+    kinds.dedup();
+    match kinds.as_slice() {
+        [one] => format!(", held by {one}"),
+        _ => String::new(),
+    }
+}
+
+/// An experiment's page: a plan of sections, each over its part of the figures.
+pub fn experiment_page(
+    fig: &ExperimentFigures,
+    across: &[(String, Vec<Chart>)],
+    overlays: &[Vec<Chart>],
+    links: &ExperimentLinks,
+    capacity: &[SettingCapacity],
+) -> Markup {
+    let counts = Counts::of(fig, capacity);
+    let held = held(fig);
     let body = html! {
+        (header(fig, links, capacity, &counts, &held))
+        (unmeasured(fig))
+        @if !capacity.is_empty() { (capacity_answers(capacity, &held_text(&held))) }
+        @if !fig.gates.is_empty() { (gates(&fig.gates, &links.gate_flames)) }
+        @if counts.fixed {
+            (fixed_answers(fig, capacity))
+            (matrix(fig))
+            (beside(fig))
+            (as_tabled(fig))
+            @for (heading, list) in across {
+                h2 { (heading) }
+                (charts(list))
+            }
+            @for (setting, list) in fig.settings.iter().zip(overlays) {
+                (at_setting(fig, links, setting, list))
+            }
+        }
+        (summaries(fig, counts.done))
+        (verification(fig))
+        h2 { "The experiment file" }
+        details { summary { "As run" } pre { (fig.record.definition.file) } }
+    };
+    layout(&format!("Experiment {}", fig.record.name), "../", body)
+}
+
+/// The question, what ran of it and on what, and where its history is.
+fn header(
+    fig: &ExperimentFigures,
+    links: &ExperimentLinks,
+    capacity: &[SettingCapacity],
+    n: &Counts,
+    held: &BTreeMap<&str, &str>,
+) -> Markup {
+    let r = &fig.record;
+    let d = &r.definition;
+    let settings = fig.settings.len()
+        + if capacity.is_empty() {
+            0
+        } else {
+            d.searched.len()
+        };
+    let not_run = n.expected.saturating_sub(n.done + n.failed) + (n.to_search - n.searched);
+    html! {
         h1 { "Experiment " (r.name) }
         p.question { strong { (r.question) } }
         p.meta {
             @if let Some(source) = &d.source { (source) br; }
-            (d.targets.len()) " targets × " (fig.settings.len() + if capacity.is_empty() { 0 } else { d.searched.len() }) " settings × " (d.repetitions) " repetitions: "
-            @if to_search > 0 { (searched) " of " (to_search) " searches finished" @if expected > 0 { ", " } }
-            @if expected > 0 { (done) " of " (expected) " runs complete" }
-            @if failed > 0 { ", " span.badge.failed { (failed) " failed" } }
-            @if done + failed < expected || searched < to_search { ", " ((expected.saturating_sub(done + failed)) + (to_search - searched)) " not run yet" }
+            (d.targets.len()) " targets × " (settings) " settings × " (d.repetitions) " repetitions: "
+            @if n.to_search > 0 { (n.searched) " of " (n.to_search) " searches finished" @if n.expected > 0 { ", " } }
+            @if n.expected > 0 { (n.done) " of " (n.expected) " runs complete" }
+            @if n.failed > 0 { ", " span.badge.failed { (n.failed) " failed" } }
+            @if not_run > 0 { ", " (not_run) " not run yet" }
             ". File " code { (r.file_label) } @if r.scale != 1.0 { ", scaled ×" (r.scale) " (a quick look, not the full experiment)" } "."
             br; (d.placement) "."
-            @for (target, held) in &held { br; (target) ": held by " (held) "." }
+            @for (target, held) in held { br; (target) ": held by " (held) "." }
             @if fig.warmups > 0 { br; (fig.warmups) " warm-up runs are kept apart and left out of every figure." }
             @if fig.older > 0 { br; (fig.older) " runs of earlier sittings, earlier versions of the file or other scales are not shown here: the index lists them, and " code { "loadgen history --experiment " (r.name) } " sets the sittings side by side." }
             @if let Some(path) = &links.history { br; a href={ "../" (path) } { "Its history" } ": every sitting side by side, and the changes across them." }
         }
-        @if !failed_targets.is_empty() {
+    }
+}
+
+/// The targets that failed verification, and why: they were not measured.
+fn unmeasured(fig: &ExperimentFigures) -> Markup {
+    let failed: Vec<_> = fig
+        .record
+        .verification
+        .iter()
+        .filter(|v| !v.passed)
+        .collect();
+    html! {
+        @if !failed.is_empty() {
             div.warnings {
                 h2 { "Targets not measured: they failed verification" }
                 ul {
-                    @for v in &failed_targets {
+                    @for v in &failed {
                         li { strong { (v.target) } ": "
                             @for (check, outcome) in &v.checks {
                                 @if let store::vocabulary::Outcome::Failed(why) = outcome {
@@ -268,53 +337,76 @@ pub fn experiment_page(
                 }
             }
         }
-        @if !capacity.is_empty() {
-            h2 { "Answers: capacity within the SLO" }
-            ul.answers { @for c in capacity { li { (crate::search::capacity_sentence(c, &held_text)) } } }
-            div.scroll {
-                table {
-                    thead { tr { th { "setting" } th { "target" } th { "capacity (req/s)" } th { "95 % interval" } th { "each search's figure" } th { "requests per CPU-second at capacity" } th { "target peak memory at capacity" } th { "limited by (the step that ended its search)" } th { "searches" } } }
-                    tbody {
-                        @for c in capacity {
-                            @for t in &c.targets {
-                                tr {
-                                    td { (c.setting) }
-                                    th { (t.target) }
-                                    td.num { @if let Some(m) = t.figure() { (format!("{m:.0}")) } @else { "—" } }
-                                    td.num { @if let Some((lo, hi)) = t.agreed().and_then(|a| Some((a.low?, a.high?))) { (format!("{lo:.0}–{hi:.0}")) } @else { "none" } }
-                                    td { @for s in &t.searches { @if let Some(c) = s.capacity { (format!("{c:.0}")) } @else { (s.status.as_str()) } br; } }
-                                    td.num { @if let Some(v) = t.per_cpu_second { (format!("{v:.0}")) } @else { "—" } }
-                                    td.num { @if let Some(b) = t.peak_rss_bytes { (crate::tables::format_bytes(b as f64)) } @else { "—" } }
-                                    td.why { @if let Some((rate, f)) = &t.limit { (super::why_at(&crate::experiment::thousands(*rate), f)) } @else { "—" } }
-                                    td { @for s in &t.searches { a href={ "../" (crate::pages::search_path(&s.id)) } { (s.status.as_str()) } " " } }
-                                }
+    }
+}
+
+/// The searches' answers: a sentence a setting, a row a target, and their charts.
+fn capacity_answers(capacity: &[SettingCapacity], held_text: &str) -> Markup {
+    html! {
+        h2 { "Answers: capacity within the SLO" }
+        ul.answers { @for c in capacity { li { (crate::search::capacity_sentence(c, held_text)) } } }
+        div.scroll {
+            table {
+                thead { tr { th { "setting" } th { "target" } th { "capacity (req/s)" } th { "95 % interval" } th { "each search's figure" } th { "requests per CPU-second at capacity" } th { "target peak memory at capacity" } th { "limited by (the step that ended its search)" } th { "searches" } } }
+                tbody {
+                    @for c in capacity {
+                        @for t in &c.targets {
+                            tr {
+                                td { (c.setting) }
+                                th { (t.target) }
+                                td.num { @if let Some(m) = t.figure() { (format!("{m:.0}")) } @else { "—" } }
+                                td.num { @if let Some((lo, hi)) = t.agreed().and_then(|a| Some((a.low?, a.high?))) { (format!("{lo:.0}–{hi:.0}")) } @else { "none" } }
+                                td { @for s in &t.searches { @if let Some(c) = s.capacity { (format!("{c:.0}")) } @else { (s.status.as_str()) } br; } }
+                                td.num { @if let Some(v) = t.per_cpu_second { (format!("{v:.0}")) } @else { "—" } }
+                                td.num { @if let Some(b) = t.peak_rss_bytes { (crate::tables::format_bytes(b as f64)) } @else { "—" } }
+                                td.why { @if let Some((rate, f)) = &t.limit { (super::why_at(&crate::experiment::thousands(*rate), f)) } @else { "—" } }
+                                td { @for s in &t.searches { a href={ "../" (crate::pages::search_path(&s.id)) } { (s.status.as_str()) } " " } }
                             }
                         }
                     }
                 }
             }
-            @for c in capacity { (charts(&c.charts)) }
         }
-        @if !fig.gates.is_empty() { (gates(&fig.gates, &links.gate_flames)) }
-        @if fixed {
+        @for c in capacity { (charts(&c.charts)) }
+    }
+}
+
+/// The fixed loads' answers, a sentence a setting with what limited each target.
+fn fixed_answers(fig: &ExperimentFigures, capacity: &[SettingCapacity]) -> Markup {
+    html! {
         h2 { @if capacity.is_empty() && fig.gates.is_empty() { "Answers" } @else if fig.gates.is_empty() { "Answers: at fixed rates" } @else { "Beside the gate: the runs, setting by setting" } }
         ul.answers { @for s in &fig.settings { li { (fig.sentence(s)) (evidence(fig, s)) } } }
-        }
-        @if fixed {
+    }
+}
+
+/// The figures a matrix cell shows.
+const MATRIX: [Metric; 7] = [
+    Metric::Throughput,
+    Metric::P50,
+    Metric::P99,
+    Metric::Max,
+    Metric::ErrorRate,
+    Metric::Cpu,
+    Metric::PeakRss,
+];
+
+/// Targets by settings, each cell its runs' medians and spreads.
+fn matrix(fig: &ExperimentFigures) -> Markup {
+    html! {
         h2 { "The matrix" }
         p.meta { "Each cell: the median over repetitions, and (lowest–highest) when they differ. Latencies are corrected (from intended send times), in ms; throughput counts successful responses per second; CPU is the target's process tree (100 = one core); memory is its RSS, or its processes' PSS summed where it is a tree of several (a cluster's workers share pages). The database and the watched groups are never counted in a target's figures: they are beside the matrix." }
         div.scroll.matrix {
             table {
                 thead { tr { th { "target" } @for s in &fig.settings { th { (setting_text(s)) } } } }
                 tbody {
-                    @for target in &d.targets {
+                    @for target in &fig.record.definition.targets {
                         tr {
                             th { span.swatch style={ "background:" (css_color(fig.color_of(target))) } {} (target) }
                             @for s in &fig.settings {
                                 @let cell = fig.cells.iter().find(|c| &c.target == target && &c.setting == s);
                                 @match cell {
                                     Some(c) if !c.runs.is_empty() => td {
-                                        @for m in matrix_metrics {
+                                        @for m in MATRIX {
                                             small { (m.title()) } ": " (spread_text(m, c.spread(m))) br;
                                         }
                                         @if !c.failed.is_empty() { span.badge.failed { (c.failed.len()) " failed" } }
@@ -328,9 +420,18 @@ pub fn experiment_page(
                 }
             }
         }
-        }
-        @let beside: Vec<(&crate::experiment::CellFigures, crate::experiment::Group)> = fig.cells.iter().flat_map(|c| c.beside().into_iter().map(move |g| (c, g))).collect();
-        @if fixed && !beside.is_empty() {
+    }
+}
+
+/// What ran beside each target (a database, watched groups), never counted in its figures.
+fn beside(fig: &ExperimentFigures) -> Markup {
+    let beside: Vec<(&CellFigures, Group)> = fig
+        .cells
+        .iter()
+        .flat_map(|c| c.beside().into_iter().map(move |g| (c, g)))
+        .collect();
+    html! {
+        @if !beside.is_empty() {
         h2 { "Beside the targets" }
         p.meta { "What ran beside each target, each a group of its own: its figures are never counted in the target's. CPU is the group's mean over the load (100 = one core); memory its peak, PSS where its processes share pages (a database's backends share its buffers: RSS summed would count them once in each)." }
         div.scroll {
@@ -355,58 +456,86 @@ pub fn experiment_page(
             }
         }
         }
-        @if fixed {
+    }
+}
+
+/// The figures the write-ups tabled.
+const WRITEUPS: [Metric; 6] = [
+    Metric::Throughput,
+    Metric::Mean,
+    Metric::Stdev,
+    Metric::P99,
+    Metric::ErrorRate,
+    Metric::PerThousand,
+];
+
+/// The cells as the write-ups tabled them.
+fn as_tabled(fig: &ExperimentFigures) -> Markup {
+    html! {
         h2 { "As the write-ups tabled it" }
         p.meta { "RPS (successful responses per second), mean latency and its standard deviation (002's tables), error rate and time per 1,000 requests (003's slides)." }
         div.scroll {
             table {
-                thead { tr { th { "setting" } th { "target" } @for m in writeup_metrics { th { (m.title()) } } } }
+                thead { tr { th { "setting" } th { "target" } @for m in WRITEUPS { th { (m.title()) } } } }
                 tbody {
                     @for c in &fig.cells {
                         tr {
                             td { (setting_text(&c.setting)) }
                             td { (c.target) }
                             @if c.runs.is_empty() {
-                                td.failed colspan=(writeup_metrics.len()) {
+                                td.failed colspan=(WRITEUPS.len()) {
                                     @if let Some((_, why)) = c.failed.first() { details { summary { "FAILED: " (short(why)) } (why) } } @else { "not run yet" }
                                 }
                             } @else {
-                                @for m in writeup_metrics { td.n { (spread_text(m, c.spread(m))) } }
+                                @for m in WRITEUPS { td.n { (spread_text(m, c.spread(m))) } }
                             }
                         }
                     }
                 }
             }
         }
-        @for (heading, list) in across {
-            h2 { (heading) }
-            (charts(list))
-        }
-        @for (setting, list) in fig.settings.iter().zip(overlays) {
-            h2 { "At " (setting_text(setting)) }
-            p { (fig.sentence(setting)) } (evidence(fig, setting))
-            p.meta {
-                @if let Some(path) = links.comparisons.get(&setting_text(setting)) {
-                    a href={ "../" (path) } {
-                        "Compare these targets' runs"
-                        @if fig.cells_of(setting).iter().any(|c| c.runs.iter().any(|r| r.probes.iter().any(|p| p.profile.is_some()))) {
-                            ", and where their CPU went (flame graphs)"
-                        }
-                    } " · "
+    }
+}
+
+/// One setting: its answer, links to its comparison and its runs, and its charts.
+fn at_setting(
+    fig: &ExperimentFigures,
+    links: &ExperimentLinks,
+    setting: &Setting,
+    list: &[Chart],
+) -> Markup {
+    let profiled = fig.cells_of(setting).iter().any(|c| {
+        c.runs
+            .iter()
+            .any(|r| r.probes.iter().any(|p| p.profile.is_some()))
+    });
+    html! {
+        h2 { "At " (setting_text(setting)) }
+        p { (fig.sentence(setting)) } (evidence(fig, setting))
+        p.meta {
+            @if let Some(path) = links.comparisons.get(&setting_text(setting)) {
+                a href={ "../" (path) } {
+                    "Compare these targets' runs"
+                    @if profiled { ", and where their CPU went (flame graphs)" }
+                } " · "
+            }
+            "Runs: "
+            @for c in fig.cells_of(setting) {
+                @for (i, run) in c.runs.iter().enumerate() {
+                    a.chip href={ "../" (page_of(run)) } { (c.target) " #" (run.labels.get(store::vocabulary::label::REPETITION).cloned().unwrap_or_else(|| (i + 1).to_string())) }
                 }
-                "Runs: "
-                @for c in fig.cells_of(setting) {
-                    @for (i, run) in c.runs.iter().enumerate() {
-                        a.chip href={ "../" (page_of(run)) } { (c.target) " #" (run.labels.get(store::vocabulary::label::REPETITION).cloned().unwrap_or_else(|| (i + 1).to_string())) }
-                    }
-                    @for (run, _) in &c.failed {
-                        a.chip href={ "../" (page_of(run)) } { (c.target) " (" (run.status.as_str()) ")" }
-                    }
+                @for (run, _) in &c.failed {
+                    a.chip href={ "../" (page_of(run)) } { (c.target) " (" (run.status.as_str()) ")" }
                 }
             }
-            (charts(list))
         }
-        }
+        (charts(list))
+    }
+}
+
+/// Every complete run's summary, as the showdown write-up printed its runs.
+fn summaries(fig: &ExperimentFigures, done: usize) -> Markup {
+    html! {
         h2 { "Every run's summary" }
         details {
             summary { "Vegeta-style summaries of the " (done) " complete runs (the showdown write-up's shape)" }
@@ -417,6 +546,13 @@ pub fn experiment_page(
                 }
             }
         }
+    }
+}
+
+/// What each target was held to before it was measured, and how it did.
+fn verification(fig: &ExperimentFigures) -> Markup {
+    let r = &fig.record;
+    html! {
         @if !r.verification.is_empty() {
             h2 { "Verification" }
             p.meta { "Before it is measured, each target is held to targets/CONTRACT.md (the built-in targets) or to the checks its experiment file declares (servers Showdown did not write). A target that fails is not measured." }
@@ -436,8 +572,5 @@ pub fn experiment_page(
                 }
             }
         }
-        h2 { "The experiment file" }
-        details { summary { "As run" } pre { (d.file) } }
-    };
-    layout(&format!("Experiment {}", r.name), "../", body)
+    }
 }

@@ -63,24 +63,9 @@ pub struct SiteIndex {
     pub failures: Vec<(String, String)>,
 }
 
+/// The site's index: what could not be drawn, the labels, the experiments, searches,
+/// comparisons and groups, then every run by experiment.
 pub fn index(site: &SiteIndex) -> Markup {
-    let mut experiments: BTreeMap<Option<&str>, Vec<Headline>> = BTreeMap::new();
-    for h in &site.runs {
-        experiments
-            .entry(h.experiment.as_deref())
-            .or_default()
-            .push(h.clone());
-    }
-    let mut labels: BTreeMap<(&str, &str), usize> = BTreeMap::new();
-    for h in &site.runs {
-        for (k, v) in h
-            .labels
-            .iter()
-            .filter(|(k, _)| !store::vocabulary::label::is_bookkeeping(k))
-        {
-            *labels.entry((k.as_str(), v.as_str())).or_default() += 1;
-        }
-    }
     let body = html! {
         h1 { "Runs" }
         p.meta { (site.runs.len()) " runs kept in the store, newest last in each experiment." }
@@ -93,6 +78,25 @@ pub fn index(site: &SiteIndex) -> Markup {
         @if site.runs.is_empty() {
             p { "No runs yet: run " code { "cargo run -p loadgen -- demo" } " or " code { "loadgen attack" } ", then draw the pages again." }
         }
+        (index_links(site))
+        (index_runs(site))
+    };
+    layout("Runs", "", body)
+}
+
+/// The index's links: by label, then each experiment, search, comparison and run group.
+fn index_links(site: &SiteIndex) -> Markup {
+    let mut labels: BTreeMap<(&str, &str), usize> = BTreeMap::new();
+    for h in &site.runs {
+        for (k, v) in h
+            .labels
+            .iter()
+            .filter(|(k, _)| !store::vocabulary::label::is_bookkeeping(k))
+        {
+            *labels.entry((k.as_str(), v.as_str())).or_default() += 1;
+        }
+    }
+    html! {
         @if !labels.is_empty() {
             p { "By label: " @for ((k, v), n) in &labels { a.chip href=(label_path(k, v)) { (k) "=" (v) " (" (n) ")" } } }
         }
@@ -114,9 +118,27 @@ pub fn index(site: &SiteIndex) -> Markup {
             h2 { "Run groups (several gun hosts)" }
             ul { @for (name, n) in &site.groups { li { a href=(group_path(name)) { (name) } " — " (n) " shards, merged" } } }
         }
-        // The runs: warm-ups and the runner's bookkeeping labels hidden until asked (plain
-        // CSS, so it works with JavaScript off); the filter and the sorting need the script.
-        @let warmups = site.runs.iter().filter(|h| store::vocabulary::Phase::of(&h.labels) == Some(store::vocabulary::Phase::Warmup)).count();
+    }
+}
+
+/// Every run, by experiment: warm-ups and the runner's bookkeeping labels hidden until asked
+/// (plain CSS, so it works with JavaScript off); the filter and the sorting need the script.
+fn index_runs(site: &SiteIndex) -> Markup {
+    let mut experiments: BTreeMap<Option<&str>, Vec<Headline>> = BTreeMap::new();
+    for h in &site.runs {
+        experiments
+            .entry(h.experiment.as_deref())
+            .or_default()
+            .push(h.clone());
+    }
+    let warmups = site
+        .runs
+        .iter()
+        .filter(|h| {
+            store::vocabulary::Phase::of(&h.labels) == Some(store::vocabulary::Phase::Warmup)
+        })
+        .count();
+    html! {
         @if !site.runs.is_empty() {
             @if warmups > 0 {
                 input #show-warmups type="checkbox";
@@ -143,8 +165,7 @@ pub fn index(site: &SiteIndex) -> Markup {
             (runs_table(runs, ""))
         }
         }
-    };
-    layout("Runs", "", body)
+    }
 }
 
 /// The runs carrying one label, with the path of the comparison of exactly these runs.
@@ -173,7 +194,7 @@ pub struct Flames {
     pub by_window: Option<String>,
 }
 
-/// A run's page (or a run group's, merged).
+/// A run's page (or a run group's, merged): a plan of sections.
 pub fn run_page(
     run: &RunFigures,
     load: &[Chart],
@@ -181,6 +202,34 @@ pub fn run_page(
     flames: &[Flames],
 ) -> Markup {
     let body = html! {
+        (run_header(run))
+        h2 { "Summary" }
+        pre { (run.summary.to_text()) }
+        @if !run.guns.is_empty() { (guns_section(run)) }
+        h2 { "Latency percentiles" }
+        p.meta {
+            (run.summary.latency.corrected.count) " requests completed. Corrected latency counts from each request's intended send time (what users of an open system see); service time from its actual send (what wrk and hey show). HdrHistogram, 3 significant digits."
+        }
+        (table(&tables::percentiles(run)))
+        h2 { "Load" }
+        (charts(load))
+        (heatmaps(run))
+        @for (i, (probe, charts_of_probe)) in run.probes.iter().zip(probes).enumerate() {
+            (probe_section(run, i, probe, charts_of_probe, flames.get(i).cloned().unwrap_or_default()))
+        }
+        @if run.probes.is_empty() {
+            h2 { "Target" }
+            p { "No probe watched the target in this run: add " code { "--probe HOST:PORT" } " to see its CPU, memory, threads, FDs and sockets on the same timeline." }
+        }
+        h2 { "Configuration" }
+        (configuration(run))
+    };
+    layout(&run.name, "../", body)
+}
+
+/// The run's name, id, start, status, experiment and shard, its labels and its warnings.
+fn run_header(run: &RunFigures) -> Markup {
+    html! {
         h1 { (run.name) }
         p.meta {
             "run " code { (run.id) } " · started " (run.started) " · " (status(run.status.as_str()))
@@ -202,33 +251,43 @@ pub fn run_page(
                 ul { @for w in &run.warnings { li { (w) } } }
             }
         }
-        h2 { "Summary" }
-        pre { (run.summary.to_text()) }
-        @if !run.guns.is_empty() {
-            h2 { "Guns" }
-            p.meta {
-                "The run's " (run.guns.len()) " gun hosts each sent one request in " (run.guns.len()) " of one schedule from one start; the figures above are their histograms added, exactly. The cell counts only when every gun kept its schedule. Each gun's own page: "
-                @for (i, g) in run.guns.iter().enumerate() {
-                    @if i > 0 { ", " }
-                    a href={ "../" (run_path(&g.id)) } { (g.labels.get(store::vocabulary::label::GUN).cloned().unwrap_or_else(|| format!("shard {}", i + 1))) }
-                }
-                "."
-            }
-            @if let Some((first, last)) = tables::guns_skew(run) {
-                p.meta.skew {
-                    "Skew: the guns' first sends left " (fmt_ms(first)) " to " (fmt_ms(last)) " after T0, a spread of " strong { (fmt_ms(last - first)) } ". Each gun's T0 is the group's start on its own clock, corrected by the offset measured before the first cell (its \"clock\"); a spread beyond the offsets' uncertainty is the guns' own lateness."
-                }
-            }
-            (table(&tables::guns(run)))
-        }
-        h2 { "Latency percentiles" }
+    }
+}
+
+/// A merged run's guns: each one's page, their start's skew, their figures side by side.
+fn guns_section(run: &RunFigures) -> Markup {
+    html! {
+        h2 { "Guns" }
         p.meta {
-            (run.summary.latency.corrected.count) " requests completed. Corrected latency counts from each request's intended send time (what users of an open system see); service time from its actual send (what wrk and hey show). HdrHistogram, 3 significant digits."
+            "The run's " (run.guns.len()) " gun hosts each sent one request in " (run.guns.len()) " of one schedule from one start; the figures above are their histograms added, exactly. The cell counts only when every gun kept its schedule. Each gun's own page: "
+            @for (i, g) in run.guns.iter().enumerate() {
+                @if i > 0 { ", " }
+                a href={ "../" (run_path(&g.id)) } { (g.labels.get(store::vocabulary::label::GUN).cloned().unwrap_or_else(|| format!("shard {}", i + 1))) }
+            }
+            "."
         }
-        (table(&tables::percentiles(run)))
-        h2 { "Load" }
-        (charts(load))
-        @let maps: Vec<(String, String)> = run.load.heatmaps.iter().filter_map(|m| m.data()).map(|d| (d.kind.clone(), crate::heatmap::svg(&d, &format!("{} latency, count by time and latency", d.kind)))).collect();
+        @if let Some((first, last)) = tables::guns_skew(run) {
+            p.meta.skew {
+                "Skew: the guns' first sends left " (fmt_ms(first)) " to " (fmt_ms(last)) " after T0, a spread of " strong { (fmt_ms(last - first)) } ". Each gun's T0 is the group's start on its own clock, corrected by the offset measured before the first cell (its \"clock\"); a spread beyond the offsets' uncertainty is the guns' own lateness."
+            }
+        }
+        (table(&tables::guns(run)))
+    }
+}
+
+/// The latency heatmaps, corrected beside service time, where the run has them.
+fn heatmaps(run: &RunFigures) -> Markup {
+    let maps: Vec<(String, String)> = run
+        .load
+        .heatmaps
+        .iter()
+        .filter_map(|m| m.data())
+        .map(|d| {
+            let title = format!("{} latency, count by time and latency", d.kind);
+            (d.kind.clone(), crate::heatmap::svg(&d, &title))
+        })
+        .collect();
+    html! {
         @if !maps.is_empty() {
             h2 { "Latency heatmap" }
             p.meta { "Every completed request in one cell: its slice of the run (an interval) and its latency (eight bins a decade, log scale); the darker, the more requests. Percentile lines hide what this shows: two modes, a slow tail that comes and goes. Hover a cell for its count. Corrected latency (from the intended send) beside service time (from the actual send)." }
@@ -238,32 +297,35 @@ pub fn run_page(
                 }
             }
         }
-        @for (i, (probe, charts_of_probe)) in run.probes.iter().zip(probes).enumerate() {
-            h2 {
-                @match probe.host.role {
-                    probe::sample::Role::Target => { "Target" }
-                    _ => { (probe.watching()) }
-                }
-                ", as probe " (i + 1) " saw it: " (probe.label)
+    }
+}
+
+/// What probe `i` saw: its facts, its charts, its profile, its events.
+fn probe_section(
+    run: &RunFigures,
+    i: usize,
+    probe: &ProbeFigures,
+    charts_of_probe: &[Chart],
+    flames: Flames,
+) -> Markup {
+    html! {
+        h2 {
+            @match probe.host.role {
+                probe::sample::Role::Target => { "Target" }
+                _ => { (probe.watching()) }
             }
-            (probe_facts(probe, run.system.as_ref().filter(|_| run.struggled())))
-            (charts(charts_of_probe))
-            (profile_section(probe, flames.get(i).cloned().unwrap_or_default()))
-            @if !probe.events.is_empty() {
-                details {
-                    summary { (probe.events.len()) @if probe.events.len() == 1 { " event" } @else { " events" } }
-                    table { @for (t, what) in &probe.events { tr { td.n { (format!("{t:.3}")) " s" } td { (what) } } } }
-                }
+            ", as probe " (i + 1) " saw it: " (probe.label)
+        }
+        (probe_facts(probe, run.system.as_ref().filter(|_| run.struggled())))
+        (charts(charts_of_probe))
+        (profile_section(probe, flames))
+        @if !probe.events.is_empty() {
+            details {
+                summary { (probe.events.len()) @if probe.events.len() == 1 { " event" } @else { " events" } }
+                table { @for (t, what) in &probe.events { tr { td.n { (format!("{t:.3}")) " s" } td { (what) } } } }
             }
         }
-        @if run.probes.is_empty() {
-            h2 { "Target" }
-            p { "No probe watched the target in this run: add " code { "--probe HOST:PORT" } " to see its CPU, memory, threads, FDs and sockets on the same timeline." }
-        }
-        h2 { "Configuration" }
-        (configuration(run))
-    };
-    layout(&run.name, "../", body)
+    }
 }
 
 /// Where the tree's CPU went: the flame graphs (files beside the page), the top functions, and
