@@ -81,6 +81,71 @@ impl Local {
         output: Output,
         stop: impl Future<Output = ()>,
     ) -> Result<Ran, FleetError> {
+        let mut command = self.command(order, output)?;
+        let mut group = (output == Output::Read).then(|| {
+            custody::Group::new(&format!(
+                "generator of {}",
+                order.keeping.name.as_deref().unwrap_or("an order")
+            ))
+        });
+        if let Some(group) = &group {
+            group.hold(command.as_std_mut());
+        }
+        let mut child = command.spawn().map_err(|error| FleetError::Spawn {
+            path: self.loadgen.clone(),
+            error,
+        })?;
+        if let (Some(group), Some(pid)) = (group.as_mut(), child.id()) {
+            group.started(pid);
+        }
+        if let Some(mut input) = child.stdin.take() {
+            // A generator that ended before reading says why on its standard error.
+            let _ = input.write_all(&order.line()).await;
+        }
+        let pid = child
+            .id()
+            .and_then(|p| rustix::process::Pid::from_raw(p as i32));
+        let signal = |signal: rustix::process::Signal| {
+            if let Some(pid) = pid {
+                let _ = rustix::process::kill_process(pid, signal);
+            }
+        };
+        let waiting = read_and_wait(&mut child);
+        tokio::pin!(waiting);
+        tokio::pin!(stop);
+        let (stdout, stderr, status) = tokio::select! {
+            done = &mut waiting => done,
+            () = &mut stop => {
+                signal(rustix::process::Signal::INT);
+                match output {
+                    Output::Read => (&mut waiting).await,
+                    Output::Relay => match tokio::time::timeout(RELAY_GRACE, &mut waiting).await {
+                        Ok(done) => done,
+                        Err(_) => {
+                            signal(rustix::process::Signal::KILL);
+                            (&mut waiting).await
+                        }
+                    },
+                }
+            }
+        };
+        let status = status.map_err(FleetError::Wait)?;
+        drop(group);
+        Ok(Ran {
+            code: status.code(),
+            stdout,
+            stderr,
+        })
+    }
+
+    /// `loadgen order`, tethered to this process and held to the gun's CPUs, its environment
+    /// built from nothing (with the SSH agent for a search fired from guns), its output read
+    /// or relayed.
+    fn command(
+        &self,
+        order: &Order,
+        output: Output,
+    ) -> Result<tokio::process::Command, FleetError> {
         let tethered =
             tethered(self.loadgen.as_os_str(), self.cpus.as_deref()).map_err(|error| {
                 FleetError::Spawn {
@@ -111,78 +176,30 @@ impl Local {
             .stdout(out())
             .stderr(out())
             .kill_on_drop(true);
-        let mut group = (output == Output::Read).then(|| {
-            custody::Group::new(&format!(
-                "generator of {}",
-                order.keeping.name.as_deref().unwrap_or("an order")
-            ))
-        });
-        if let Some(group) = &group {
-            group.hold(command.as_std_mut());
-        }
-        let mut child = command.spawn().map_err(|error| FleetError::Spawn {
-            path: self.loadgen.clone(),
-            error,
-        })?;
-        if let (Some(group), Some(pid)) = (group.as_mut(), child.id()) {
-            group.started(pid);
-        }
-        if let Some(mut input) = child.stdin.take() {
-            // A generator that ended before reading says why on its standard error.
-            let _ = input.write_all(&order.line()).await;
-        }
-        let pid = child
-            .id()
-            .and_then(|p| rustix::process::Pid::from_raw(p as i32));
-        let signal = |signal: rustix::process::Signal| {
-            if let Some(pid) = pid {
-                let _ = rustix::process::kill_process(pid, signal);
-            }
-        };
-        let mut stdout = child.stdout.take();
-        let mut stderr = child.stderr.take();
-        let waiting = async {
-            let read_out = async {
-                match stdout.as_mut() {
-                    Some(o) => crate::fired::read_capped(o, crate::fired::KEEP_OUTPUT, false).await,
-                    None => Vec::new(),
-                }
-            };
-            let read_err = async {
-                match stderr.as_mut() {
-                    Some(e) => crate::fired::read_capped(e, crate::fired::KEEP_ERRORS, true).await,
-                    None => Vec::new(),
-                }
-            };
-            let (o, e) = tokio::join!(read_out, read_err);
-            (o, e, child.wait().await)
-        };
-        tokio::pin!(waiting);
-        tokio::pin!(stop);
-        let (stdout, stderr, status) = tokio::select! {
-            done = &mut waiting => done,
-            () = &mut stop => {
-                signal(rustix::process::Signal::INT);
-                match output {
-                    Output::Read => (&mut waiting).await,
-                    Output::Relay => match tokio::time::timeout(RELAY_GRACE, &mut waiting).await {
-                        Ok(done) => done,
-                        Err(_) => {
-                            signal(rustix::process::Signal::KILL);
-                            (&mut waiting).await
-                        }
-                    },
-                }
-            }
-        };
-        let status = status.map_err(FleetError::Wait)?;
-        drop(group);
-        Ok(Ran {
-            code: status.code(),
-            stdout,
-            stderr,
-        })
+        Ok(command)
     }
+}
+
+/// The child's standard output and error read (each up to its cap), and its exit.
+async fn read_and_wait(
+    child: &mut tokio::process::Child,
+) -> (Vec<u8>, Vec<u8>, std::io::Result<std::process::ExitStatus>) {
+    let mut stdout = child.stdout.take();
+    let mut stderr = child.stderr.take();
+    let read_out = async {
+        match stdout.as_mut() {
+            Some(o) => crate::fired::read_capped(o, crate::fired::KEEP_OUTPUT, false).await,
+            None => Vec::new(),
+        }
+    };
+    let read_err = async {
+        match stderr.as_mut() {
+            Some(e) => crate::fired::read_capped(e, crate::fired::KEEP_ERRORS, true).await,
+            None => Vec::new(),
+        }
+    };
+    let (o, e) = tokio::join!(read_out, read_err);
+    (o, e, child.wait().await)
 }
 
 /// The `loadgen` binary: `SHOWDOWN_LOADGEN`, or this executable if it is loadgen, or a

@@ -72,71 +72,18 @@ fn read_secret(dir: &Path, name: &str) -> Result<String, AgentError> {
         .map_err(|error| AgentError::Secret { path, error })
 }
 
+/// The runner's TLS stream, as the pod dials it.
+type Link = tokio_rustls::client::TlsStream<tokio::net::TcpStream>;
+
 /// Dials the runner and serves its sessions until it says goodbye (`Ok`) or the connection is
 /// lost (`Err`, after every session has ended or been ended).
 pub async fn serve(dial: &Dial) -> Result<(), AgentError> {
     let token = read_secret(&dial.secrets, "token")?;
-    let fingerprint = read_secret(&dial.secrets, "fingerprint")?;
-    let pin = probe::tls::parse_fingerprint(&fingerprint)
-        .map_err(|e| AgentError::Fingerprint(e.to_string()))?;
-    let client = probe::tls::ClientTls::new(&probe::tls::Trust::Fingerprint(pin))
-        .map_err(|e| AgentError::Fingerprint(e.to_string()))?;
-    let connector = tokio_rustls::TlsConnector::from(client.config);
-    let host = dial
-        .address
-        .rsplit_once(':')
-        .map_or(dial.address.as_str(), |(h, _)| h);
-    let name = probe::tls::ClientTls::server_name(host).map_err(|e| AgentError::Unreachable {
-        address: dial.address.clone(),
-        why: e.to_string(),
-    })?;
-    let deadline = tokio::time::Instant::now() + DIAL_FOR;
-    let tls = loop {
-        let attempt = async {
-            let tcp = tokio::net::TcpStream::connect(&dial.address).await?;
-            let _ = tcp.set_nodelay(true);
-            connector.connect(name.clone(), tcp).await
-        };
-        match tokio::time::timeout(Duration::from_secs(10), attempt).await {
-            Ok(Ok(tls)) => break tls,
-            failed => {
-                if tokio::time::Instant::now() >= deadline {
-                    return Err(AgentError::Unreachable {
-                        address: dial.address.clone(),
-                        why: match failed {
-                            Ok(Err(e)) => e.to_string(),
-                            _ => "no answer within 10 s".into(),
-                        },
-                    });
-                }
-                tokio::time::sleep(Duration::from_secs(1)).await;
-            }
-        }
-    };
-    let mut tls = BufReader::new(tls);
-    let hello = Hello {
-        version: wire::VERSION,
-        token: order::Secret(token),
-        index: dial.index,
-        pod: dial.pod.clone(),
-        node: dial.node.clone(),
-    };
-    let lost = |e: wire::WireError| AgentError::Lost(e.to_string());
-    wire::write_line(tls.get_mut(), &hello)
-        .await
-        .map_err(lost)?;
-    match wire::read_line::<Welcome, _>(&mut tls)
-        .await
-        .map_err(lost)?
-    {
-        Welcome::Welcome => {}
-        Welcome::Refused { why } => return Err(AgentError::Refused(why)),
-    }
+    let tls = greet(connect(dial).await?, dial, token).await?;
     eprintln!("gun {}: in, at {}", dial.index, dial.address);
     // The reader, not its inner stream: what it read past the welcome (the first frames) is
     // in its buffer.
     let (read, mut write) = tokio::io::split(tls);
-
     // Frames out: every session's output, errors and exit.
     let (out, mut outgoing) = mpsc::unbounded_channel::<Frame>();
     let writer = tokio::spawn(async move {
@@ -159,72 +106,182 @@ pub async fn serve(dial: &Dial) -> Result<(), AgentError> {
             }
         }
     });
-
-    let mut sessions: HashMap<u32, Running> = HashMap::new();
     let (ended_tx, mut ended) = mpsc::unbounded_channel::<u32>();
+    let mut sessions = Sessions {
+        running: HashMap::new(),
+        loadgen: &dial.loadgen,
+        out: out.clone(),
+        ended: ended_tx,
+    };
     let outcome = loop {
         tokio::select! {
             next = incoming.recv() => match next {
-                Some(Ok(Some(frame))) => match frame.tag {
-                    wire::OPEN => {
-                        let running = open(&dial.loadgen, frame.session, out.clone(), ended_tx.clone());
-                        match running {
-                            Ok(r) => { sessions.insert(frame.session, r); }
-                            Err(e) => {
-                                let _ = out.send(Frame::new(wire::ERRORS, frame.session, format!("cannot run {}: {e}\n", dial.loadgen.display()).into_bytes()));
-                                let _ = out.send(Frame::exit(frame.session, Some(127)));
-                            }
-                        }
+                Some(Ok(Some(frame))) => {
+                    if let Some(end) = sessions.take(frame).await {
+                        break end;
                     }
-                    wire::INPUT => {
-                        if let Some(stdin) = sessions.get_mut(&frame.session).and_then(|r| r.stdin.as_mut()) {
-                            if stdin.write_all(&frame.bytes).await.is_err() {
-                                // The session's process is gone; its exit says so.
-                            }
-                        }
-                    }
-                    wire::INPUT_END => {
-                        if let Some(r) = sessions.get_mut(&frame.session) {
-                            r.stdin = None;
-                        }
-                    }
-                    wire::KILL => {
-                        if let Some(r) = sessions.get_mut(&frame.session) {
-                            r.kill();
-                        }
-                    }
-                    wire::BYE => break Ok(()),
-                    other => break Err(AgentError::Lost(format!("a frame of kind {other} is not the protocol"))),
-                },
+                }
                 Some(Ok(None)) | None => break Err(AgentError::Lost("the runner closed it without a goodbye".into())),
                 Some(Err(e)) => break Err(AgentError::Lost(e.to_string())),
             },
-            Some(id) = ended.recv() => { sessions.remove(&id); }
+            Some(id) = ended.recv() => { sessions.running.remove(&id); }
         }
     };
     // Every session's standard input closed: an attack stops as Ctrl-C would and keeps what it
     // recorded; one still running after the grace is ended.
-    for r in sessions.values_mut() {
+    let mut running = std::mem::take(&mut sessions.running);
+    drop(sessions);
+    for r in running.values_mut() {
         r.stdin = None;
     }
     let _ = tokio::time::timeout(GRACE, async {
-        while !sessions.is_empty() {
+        while !running.is_empty() {
             match ended.recv().await {
                 Some(id) => {
-                    sessions.remove(&id);
+                    running.remove(&id);
                 }
                 None => break,
             }
         }
     })
     .await;
-    for r in sessions.values_mut() {
+    for r in running.values_mut() {
         r.kill();
     }
     drop(out);
     reader.abort();
     let _ = tokio::time::timeout(Duration::from_secs(5), writer).await;
     outcome
+}
+
+/// The TLS connection to the runner, its certificate pinned by the fingerprint in the pod's
+/// Secret: tried every second, each attempt given 10 s, until [`DIAL_FOR`] has passed.
+async fn connect(dial: &Dial) -> Result<Link, AgentError> {
+    let fingerprint = read_secret(&dial.secrets, "fingerprint")?;
+    let pin = probe::tls::parse_fingerprint(&fingerprint)
+        .map_err(|e| AgentError::Fingerprint(e.to_string()))?;
+    let client = probe::tls::ClientTls::new(&probe::tls::Trust::Fingerprint(pin))
+        .map_err(|e| AgentError::Fingerprint(e.to_string()))?;
+    let connector = tokio_rustls::TlsConnector::from(client.config);
+    let host = dial
+        .address
+        .rsplit_once(':')
+        .map_or(dial.address.as_str(), |(h, _)| h);
+    let name = probe::tls::ClientTls::server_name(host).map_err(|e| AgentError::Unreachable {
+        address: dial.address.clone(),
+        why: e.to_string(),
+    })?;
+    let deadline = tokio::time::Instant::now() + DIAL_FOR;
+    loop {
+        let attempt = async {
+            let tcp = tokio::net::TcpStream::connect(&dial.address).await?;
+            let _ = tcp.set_nodelay(true);
+            connector.connect(name.clone(), tcp).await
+        };
+        match tokio::time::timeout(Duration::from_secs(10), attempt).await {
+            Ok(Ok(tls)) => return Ok(tls),
+            failed => {
+                if tokio::time::Instant::now() >= deadline {
+                    return Err(AgentError::Unreachable {
+                        address: dial.address.clone(),
+                        why: match failed {
+                            Ok(Err(e)) => e.to_string(),
+                            _ => "no answer within 10 s".into(),
+                        },
+                    });
+                }
+                tokio::time::sleep(Duration::from_secs(1)).await;
+            }
+        }
+    }
+}
+
+/// The pod says who it is, with the runner's token; the runner welcomes it or refuses.
+async fn greet(tls: Link, dial: &Dial, token: String) -> Result<BufReader<Link>, AgentError> {
+    let mut tls = BufReader::new(tls);
+    let hello = Hello {
+        version: wire::VERSION,
+        token: order::Secret(token),
+        index: dial.index,
+        pod: dial.pod.clone(),
+        node: dial.node.clone(),
+    };
+    let lost = |e: wire::WireError| AgentError::Lost(e.to_string());
+    wire::write_line(tls.get_mut(), &hello)
+        .await
+        .map_err(lost)?;
+    match wire::read_line::<Welcome, _>(&mut tls)
+        .await
+        .map_err(lost)?
+    {
+        Welcome::Welcome => Ok(tls),
+        Welcome::Refused { why } => Err(AgentError::Refused(why)),
+    }
+}
+
+/// The sessions the runner opened on this pod, each a `loadgen gun` process.
+struct Sessions<'a> {
+    running: HashMap<u32, Running>,
+    loadgen: &'a Path,
+    out: mpsc::UnboundedSender<Frame>,
+    ended: mpsc::UnboundedSender<u32>,
+}
+
+impl Sessions<'_> {
+    /// Does what a frame from the runner says: open a session, feed or close its input, end
+    /// it; `Some` where the connection ends (a goodbye, or a frame not of the protocol).
+    async fn take(&mut self, frame: Frame) -> Option<Result<(), AgentError>> {
+        match frame.tag {
+            wire::OPEN => {
+                match open(
+                    self.loadgen,
+                    frame.session,
+                    self.out.clone(),
+                    self.ended.clone(),
+                ) {
+                    Ok(r) => {
+                        self.running.insert(frame.session, r);
+                    }
+                    Err(e) => {
+                        let why = format!("cannot run {}: {e}\n", self.loadgen.display());
+                        let _ = self.out.send(Frame::new(
+                            wire::ERRORS,
+                            frame.session,
+                            why.into_bytes(),
+                        ));
+                        let _ = self.out.send(Frame::exit(frame.session, Some(127)));
+                    }
+                }
+            }
+            wire::INPUT => {
+                if let Some(stdin) = self
+                    .running
+                    .get_mut(&frame.session)
+                    .and_then(|r| r.stdin.as_mut())
+                {
+                    // A session whose process is gone: its exit says so.
+                    let _ = stdin.write_all(&frame.bytes).await;
+                }
+            }
+            wire::INPUT_END => {
+                if let Some(r) = self.running.get_mut(&frame.session) {
+                    r.stdin = None;
+                }
+            }
+            wire::KILL => {
+                if let Some(r) = self.running.get_mut(&frame.session) {
+                    r.kill();
+                }
+            }
+            wire::BYE => return Some(Ok(())),
+            other => {
+                return Some(Err(AgentError::Lost(format!(
+                    "a frame of kind {other} is not the protocol"
+                ))))
+            }
+        }
+        None
+    }
 }
 
 /// A session's `loadgen gun` process, as far as the loop holds it.

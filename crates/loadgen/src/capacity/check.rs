@@ -39,7 +39,6 @@ pub async fn check(
         return Ok(());
     };
     let seed = found.settings.seed ^ SALT;
-    let mut rng = Rng::new(seed);
     let mut done = Check {
         claim,
         blocks,
@@ -59,57 +58,7 @@ pub async fn check(
         blocks,
         rates: &rates,
     });
-    let first = found.steps.len() as u32;
-    let mut baseline_ns = None;
-    let mut finished = true;
-    'blocks: for block in 1..=blocks {
-        let mut order: Vec<usize> = (0..rates.len()).collect();
-        // Fisher–Yates, seeded: the order of this block's levels.
-        for i in (1..order.len()).rev() {
-            let j = ((rng.uniform() * (i + 1) as f64) as usize).min(i);
-            order.swap(i, j);
-        }
-        for &level in &order {
-            let Some(&(_, rate)) = rates.get(level) else {
-                continue;
-            };
-            let number = first + done.steps.len() as u32 + 1;
-            let Some(s) = (if steps.stopped() {
-                None
-            } else {
-                steps.run(found, number, rate, plan.step).await?
-            }) else {
-                finished = false;
-                break 'blocks;
-            };
-            steps.event(Event::Stepped {
-                number,
-                rate,
-                judgement: &s.judgement,
-                again: false,
-                limit: s.limit.as_ref(),
-            });
-            let verdict = s.judgement.verdict;
-            if verdict == Verdict::Pass && baseline_ns.is_none() {
-                baseline_ns = Some(s.p50_ns);
-            }
-            done.steps.push(CheckStep {
-                block,
-                level: level as u8,
-                rate,
-                pass: verdict.passed(),
-                valid: verdict != Verdict::Invalid,
-                run_id: s.run_id,
-            });
-            done.levels = check::levels(&claim, &done.steps);
-            found.check = Some(done.clone());
-            steps.keep(found).await?;
-            if !verdict.passed() && steps.recover(baseline_ns).await?.is_none() {
-                finished = false;
-                break 'blocks;
-            }
-        }
-    }
+    let finished = run_blocks(found, plan, &mut done, &rates, steps).await?;
     done.halves = check::halves(&done.steps, blocks);
     if finished {
         let figure = found.capacity.unwrap_or(claim.rate);
@@ -134,6 +83,68 @@ pub async fn check(
     );
     found.check = Some(done);
     steps.keep(found).await
+}
+
+/// The check's blocks, each of one step at every level in a seeded random order, the check
+/// kept with `found` after each step; whether every block ran (the search was not stopped,
+/// and the server recovered after every step that did not pass).
+async fn run_blocks(
+    found: &mut Search,
+    plan: &Plan,
+    done: &mut Check,
+    rates: &[(String, f64)],
+    steps: &mut impl Steps,
+) -> Result<bool, Error> {
+    let mut rng = Rng::new(done.seed);
+    let first = found.steps.len() as u32;
+    let mut baseline_ns = None;
+    for block in 1..=done.blocks {
+        let mut order: Vec<usize> = (0..rates.len()).collect();
+        // Fisher–Yates, seeded: the order of this block's levels.
+        for i in (1..order.len()).rev() {
+            let j = ((rng.uniform() * (i + 1) as f64) as usize).min(i);
+            order.swap(i, j);
+        }
+        for &level in &order {
+            let Some(&(_, rate)) = rates.get(level) else {
+                continue;
+            };
+            let number = first + done.steps.len() as u32 + 1;
+            let Some(s) = (if steps.stopped() {
+                None
+            } else {
+                steps.run(found, number, rate, plan.step).await?
+            }) else {
+                return Ok(false);
+            };
+            steps.event(Event::Stepped {
+                number,
+                rate,
+                judgement: &s.judgement,
+                again: false,
+                limit: s.limit.as_ref(),
+            });
+            let verdict = s.judgement.verdict;
+            if verdict == Verdict::Pass && baseline_ns.is_none() {
+                baseline_ns = Some(s.p50_ns);
+            }
+            done.steps.push(CheckStep {
+                block,
+                level: level as u8,
+                rate,
+                pass: verdict.passed(),
+                valid: verdict != Verdict::Invalid,
+                run_id: s.run_id,
+            });
+            done.levels = check::levels(&done.claim, &done.steps);
+            found.check = Some(done.clone());
+            steps.keep(found).await?;
+            if !verdict.passed() && steps.recover(baseline_ns).await?.is_none() {
+                return Ok(false);
+            }
+        }
+    }
+    Ok(true)
 }
 
 #[cfg(test)]

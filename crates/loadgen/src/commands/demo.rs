@@ -103,44 +103,9 @@ pub async fn run(
     shutdown: &Shutdown,
     command_line: &[String],
 ) -> Result<RunEnd, Error> {
-    let stall = if args.stall.is_zero() {
-        None
-    } else if args.stall >= args.stall_every {
-        return Err(Error::Usage(
-            "--stall must be shorter than --stall-every, e.g. --stall 100ms --stall-every 1s"
-                .into(),
-        ));
-    } else {
-        Some(Stall {
-            every: args.stall_every,
-            length: args.stall,
-        })
-    };
+    let stall = stall(args)?;
     let target = TargetProcess::start(args)?;
-    let spec = RequestSpec::new(
-        &format!("http://{}/now", target.addr),
-        &RequestOptions::default(),
-    )?;
-    let plan = AttackPlan {
-        mix: RequestMix::single(spec),
-        load: Load::Open {
-            schedule: Schedule::constant(args.rate, Some(args.duration))?,
-            requests: None,
-        },
-        threads: args.threads,
-        max_connections: args.max_connections,
-        ready_connections: 0,
-        h2: false,
-        insecure: false,
-        keepalive: true,
-        timeout: Duration::from_secs(30),
-        interval: args.out.interval,
-        grace: Duration::from_secs(3),
-        max_lateness: None,
-        batch: Duration::ZERO,
-        arrivals: Default::default(),
-        shard: (0, 1),
-    };
+    let plan = plan(args, &target)?;
     let mut keeping = args.store.keeping(command_line)?;
     keeping.hdr_log = args.out.hdr_log.clone();
     if keeping.name.is_none() {
@@ -204,6 +169,52 @@ pub async fn run(
         draw_report(dir, &done, &keeping, args.out.output).await?;
     }
     Ok(RunEnd::of(&done.summary))
+}
+
+/// How the built-in target freezes (`--stall`, `--stall-every`), or not at all.
+fn stall(args: &DemoArgs) -> Result<Option<Stall>, Error> {
+    if args.stall.is_zero() {
+        Ok(None)
+    } else if args.stall >= args.stall_every {
+        Err(Error::Usage(
+            "--stall must be shorter than --stall-every, e.g. --stall 100ms --stall-every 1s"
+                .into(),
+        ))
+    } else {
+        Ok(Some(Stall {
+            every: args.stall_every,
+            length: args.stall,
+        }))
+    }
+}
+
+/// The demo's attack: GET /now of the built-in target at `--rate`, open loop, for
+/// `--duration`.
+fn plan(args: &DemoArgs, target: &TargetProcess) -> Result<AttackPlan, Error> {
+    let spec = RequestSpec::new(
+        &format!("http://{}/now", target.addr),
+        &RequestOptions::default(),
+    )?;
+    Ok(AttackPlan {
+        mix: RequestMix::single(spec),
+        load: Load::Open {
+            schedule: Schedule::constant(args.rate, Some(args.duration))?,
+            requests: None,
+        },
+        threads: args.threads,
+        max_connections: args.max_connections,
+        ready_connections: 0,
+        h2: false,
+        insecure: false,
+        keepalive: true,
+        timeout: Duration::from_secs(30),
+        interval: args.out.interval,
+        grace: Duration::from_secs(3),
+        max_lateness: None,
+        batch: Duration::ZERO,
+        arrivals: Default::default(),
+        shard: (0, 1),
+    })
 }
 
 /// What the probe saw of the target during the attack.

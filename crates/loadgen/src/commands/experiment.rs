@@ -83,53 +83,7 @@ fn ssh_config_lines(path: &std::path::Path, trust: &Trust) -> Vec<String> {
 /// Runs an `experiment` command.
 pub async fn run(args: &ExperimentArgs, shutdown: &Shutdown) -> Result<RunEnd, Error> {
     match &args.command {
-        ExperimentCommand::Plan { cells, trust } => {
-            let (experiment, plan) = read(cells)?;
-            print!("{}", plan_text(&experiment, &plan));
-            // The cluster a file's `apply = true` would apply to, read (not changed) now.
-            let applies = experiment
-                .file
-                .guns
-                .as_ref()
-                .and_then(|g| g.kubernetes.as_ref())
-                .is_some_and(|k| k.apply);
-            let kube_context = match applies {
-                true => fleet::kubernetes::current_context().await.ok(),
-                false => None,
-            };
-            print!(
-                "{}",
-                reach_text(&experiment, &trust_of(trust), kube_context)
-            );
-            let needed = needed(&experiment, &plan);
-            print!("{}", needed_text(&needed));
-            if let Some(why) = experiment::tools::missing(&needed) {
-                return Err(Error::MissingTools(why));
-            }
-            // A file's SSH config the run would refuse (its proxies wait for the flag).
-            if let Some(path) = experiment
-                .file
-                .guns
-                .as_ref()
-                .and_then(|g| g.ssh_config.as_ref())
-            {
-                fleet::ssh::read_config(path)
-                    .and_then(|text| fleet::ssh::config_refusal(path, &text, true))
-                    .map_err(|e| Error::Guns(e.into()))?;
-            }
-            // Each ref resolved as a run would resolve it: one that names nothing fails here.
-            for (target, reference, commit) in
-                runner::resolve_refs(&experiment, &plan.targets).await?
-            {
-                println!(
-                    "builds  {} at {} = commit {}",
-                    redact::printable(&target),
-                    redact::printable(&reference),
-                    commit.get(..12).unwrap_or(&commit)
-                );
-            }
-            Ok(RunEnd::Completed)
-        }
+        ExperimentCommand::Plan { cells, trust } => plan(cells, trust).await,
         ExperimentCommand::Status { cells } => {
             let (experiment, plan) = read(cells)?;
             let store = store::Store::open(&cells.db).await?;
@@ -152,104 +106,174 @@ pub async fn run(args: &ExperimentArgs, shutdown: &Shutdown) -> Result<RunEnd, E
             json,
             trust,
         } => {
-            let (experiment, plan) = read(cells)?;
-            eprintln!(
-                "Experiment {}: {} cells, about {}. {}",
-                redact::printable(&experiment.file.name),
-                plan.cells.len(),
-                short(plan.estimate()),
-                redact::printable(&experiment.file.question)
-            );
-            let gun = fleet::Local {
-                loadgen: fleet::find_loadgen().map_err(Error::FindLoadgen)?,
-                cpus: experiment
-                    .file
-                    .placement
-                    .gun_cpus
-                    .as_ref()
-                    .map(ToString::to_string),
-            };
-            pin_to(experiment.file.placement.gun_cpus.as_ref())?;
-            let options = RunOptions {
-                plan: plan_options(cells),
-                db: cells.db.clone(),
+            let how = How {
                 retry_failed: *retry_failed,
                 again: *again,
-                gun,
-                live: std::io::stderr().is_terminal(),
-                trust: trust_of(trust),
-            };
-            let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
-            let mut stopping = shutdown.subscribe();
-            tokio::spawn(async move {
-                while stopping.changed().await.is_ok() {
-                    if *stopping.borrow() != Stop::Running {
-                        let _ = stop_tx.send(true);
-                    }
-                }
-            });
-            let report = runner::run(&experiment, &options, stop_rx).await?;
-            println!(
-                "{}: {} cells run ({} failed), {} kept already, in {}.",
-                redact::printable(&experiment.file.name),
-                report.ran,
-                report.failed.len(),
-                report.skipped,
-                short(report.elapsed)
-            );
-            for (cell, why) in &report.failed {
-                println!(
-                    "  failed: {}: {}",
-                    redact::printable(cell),
-                    redact::printable(why)
-                );
-            }
-            if report.interrupted {
-                println!(
-                    "Interrupted: run `loadgen experiment run {}` again to go on where it stopped.",
-                    cells.file.display()
-                );
-            }
-            let mut gates = report.gates;
-            if !no_report {
-                let site = crate::output::draw_site(&cells.db, pages).await?;
-                let page = site
-                    .experiment_pages
-                    .get(&experiment.file.name)
-                    .unwrap_or(&site.index);
-                println!("Report: open {}", page.display());
-                for gate in &mut gates {
-                    gate.pages = Some(page.display().to_string());
-                }
-            }
-            if experiment.file.compare.is_some() && !report.interrupted {
-                let to = Written {
+                pages: (!no_report).then_some(pages.as_path()),
+                written: Written {
                     markdown: markdown.as_deref(),
                     junit: junit.as_deref(),
                     json: json.as_deref(),
-                };
-                let end = gated(&gates, &to)?;
-                // A build that did not build, start, pass its checks or last its runs was not
-                // measured: that is a failure of the gate, not "too noisy to tell" (exit 5,
-                // which CI jobs may let pass).
-                if let Some((cell, why)) = report.failed.first() {
-                    return Err(Error::Unmeasured(format!(
-                        "the comparison could not measure every build: {}: {} ({} cell{} failed; see above)",
-                        redact::printable(cell),
-                        redact::printable(why),
-                        report.failed.len(),
-                        if report.failed.len() == 1 { "" } else { "s" }
-                    )));
-                }
-                return Ok(end);
-            }
-            Ok(if report.interrupted {
-                RunEnd::Stopped
-            } else {
-                RunEnd::Completed
-            })
+                },
+            };
+            run_file(cells, trust, &how, shutdown).await
         }
     }
+}
+
+/// `experiment plan`: the cells in order, everything the file would run, read and send, the
+/// programs it needs, and each git ref resolved; refused where a run would be.
+async fn plan(cells: &CellArgs, trust: &TrustArgs) -> Result<RunEnd, Error> {
+    let (experiment, plan) = read(cells)?;
+    print!("{}", plan_text(&experiment, &plan));
+    let guns = experiment.file.guns.as_ref();
+    // The cluster a file's `apply = true` would apply to, read (not changed) now.
+    let applies = guns
+        .and_then(|g| g.kubernetes.as_ref())
+        .is_some_and(|k| k.apply);
+    let kube_context = match applies {
+        true => fleet::kubernetes::current_context().await.ok(),
+        false => None,
+    };
+    print!(
+        "{}",
+        reach_text(&experiment, &trust_of(trust), kube_context)
+    );
+    let needed = needed(&experiment, &plan);
+    print!("{}", needed_text(&needed));
+    if let Some(why) = experiment::tools::missing(&needed) {
+        return Err(Error::MissingTools(why));
+    }
+    // A file's SSH config the run would refuse (its proxies wait for the flag).
+    if let Some(path) = guns.and_then(|g| g.ssh_config.as_ref()) {
+        fleet::ssh::read_config(path)
+            .and_then(|text| fleet::ssh::config_refusal(path, &text, true))
+            .map_err(|e| Error::Guns(e.into()))?;
+    }
+    // Each ref resolved as a run would resolve it: one that names nothing fails here.
+    for (target, reference, commit) in runner::resolve_refs(&experiment, &plan.targets).await? {
+        println!(
+            "builds  {} at {} = commit {}",
+            redact::printable(&target),
+            redact::printable(&reference),
+            commit.get(..12).unwrap_or(&commit)
+        );
+    }
+    Ok(RunEnd::Completed)
+}
+
+/// How `experiment run` runs a file: which cells again, and where its pages and a
+/// comparison's verdicts go.
+struct How<'a> {
+    retry_failed: bool,
+    again: bool,
+    /// The site's folder, unless `--no-report`.
+    pages: Option<&'a std::path::Path>,
+    written: Written<'a>,
+}
+
+/// `experiment run`: every cell not kept yet, then the pages, then (for `[compare]`) the
+/// gate's verdicts and its exit.
+async fn run_file(
+    cells: &CellArgs,
+    trust: &TrustArgs,
+    how: &How<'_>,
+    shutdown: &Shutdown,
+) -> Result<RunEnd, Error> {
+    let (experiment, plan) = read(cells)?;
+    eprintln!(
+        "Experiment {}: {} cells, about {}. {}",
+        redact::printable(&experiment.file.name),
+        plan.cells.len(),
+        short(plan.estimate()),
+        redact::printable(&experiment.file.question)
+    );
+    let gun_cpus = experiment.file.placement.gun_cpus.as_ref();
+    let gun = fleet::Local {
+        loadgen: fleet::find_loadgen().map_err(Error::FindLoadgen)?,
+        cpus: gun_cpus.map(ToString::to_string),
+    };
+    pin_to(gun_cpus)?;
+    let options = RunOptions {
+        plan: plan_options(cells),
+        db: cells.db.clone(),
+        retry_failed: how.retry_failed,
+        again: how.again,
+        gun,
+        live: std::io::stderr().is_terminal(),
+        trust: trust_of(trust),
+    };
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    let mut stopping = shutdown.subscribe();
+    tokio::spawn(async move {
+        while stopping.changed().await.is_ok() {
+            if *stopping.borrow() != Stop::Running {
+                let _ = stop_tx.send(true);
+            }
+        }
+    });
+    let report = runner::run(&experiment, &options, stop_rx).await?;
+    print!("{}", ran_text(&experiment.file.name, &report, cells));
+    let mut gates = report.gates;
+    if let Some(pages) = how.pages {
+        let site = crate::output::draw_site(&cells.db, pages).await?;
+        let page = site
+            .experiment_pages
+            .get(&experiment.file.name)
+            .unwrap_or(&site.index);
+        println!("Report: open {}", page.display());
+        for gate in &mut gates {
+            gate.pages = Some(page.display().to_string());
+        }
+    }
+    if experiment.file.compare.is_none() || report.interrupted {
+        return Ok(if report.interrupted {
+            RunEnd::Stopped
+        } else {
+            RunEnd::Completed
+        });
+    }
+    let end = gated(&gates, &how.written)?;
+    // A build that did not build, start, pass its checks or last its runs was not measured:
+    // that is a failure of the gate, not "too noisy to tell" (exit 5, which CI jobs may let
+    // pass).
+    if let Some((cell, why)) = report.failed.first() {
+        return Err(Error::Unmeasured(format!(
+            "the comparison could not measure every build: {}: {} ({} cell{} failed; see above)",
+            redact::printable(cell),
+            redact::printable(why),
+            report.failed.len(),
+            if report.failed.len() == 1 { "" } else { "s" }
+        )));
+    }
+    Ok(end)
+}
+
+/// What a run of the file did: its cells run, failed and kept already, each failure, and how
+/// to go on where it was interrupted.
+fn ran_text(name: &str, report: &runner::RunReport, cells: &CellArgs) -> String {
+    let mut out = format!(
+        "{}: {} cells run ({} failed), {} kept already, in {}.\n",
+        redact::printable(name),
+        report.ran,
+        report.failed.len(),
+        report.skipped,
+        short(report.elapsed)
+    );
+    for (cell, why) in &report.failed {
+        out.push_str(&format!(
+            "  failed: {}: {}\n",
+            redact::printable(cell),
+            redact::printable(why)
+        ));
+    }
+    if report.interrupted {
+        out.push_str(&format!(
+            "Interrupted: run `loadgen experiment run {}` again to go on where it stopped.\n",
+            cells.file.display()
+        ));
+    }
+    out
 }
 
 /// Where a comparison's verdicts are written.
@@ -342,8 +366,6 @@ fn trust_of(args: &TrustArgs) -> Trust {
     }
 }
 
-/// `plan`'s account of everything the file would run on this machine, read of the user's
-/// environment and send, and to where; and what `run` will ask the user to confirm first.
 /// The programs the plan's targets need on this host (`experiment::tools`).
 fn needed(experiment: &Experiment, plan: &Plan) -> Vec<experiment::tools::Needed> {
     experiment::tools::needed(experiment, &plan.targets.iter().cloned().collect())
@@ -367,67 +389,14 @@ pub fn needed_text(needed: &[experiment::tools::Needed]) -> String {
         .collect()
 }
 
+/// `plan`'s account of everything the file would run on this machine, read of the user's
+/// environment and send, and to where; and what `run` will ask the user to confirm first: its
+/// targets', its database's, this host's and its guns', a line each.
 pub fn reach_text(experiment: &Experiment, trust: &Trust, kube_context: Option<String>) -> String {
     let file = &experiment.file;
     let mut lines: Vec<String> = Vec::new();
-    let words = |list: &[String]| {
-        list.iter()
-            .map(|w| redact::text(w))
-            .collect::<Vec<_>>()
-            .join(" ")
-    };
     for t in &file.targets {
-        let cwd = t
-            .cwd
-            .as_ref()
-            .map(|d| format!(" (in {})", d.display()))
-            .unwrap_or_default();
-        if let Some(reference) = &t.git_ref {
-            lines.push(format!(
-                "reads   {}: its source at git ref {} (cloned with --shared into a temporary directory; your repository untouched)",
-                t.name,
-                redact::text(reference)
-            ));
-        }
-        if let Some(build) = &t.build {
-            lines.push(format!("runs    {}: build `{}`{cwd}", t.name, words(build)));
-        }
-        if let Some(command) = &t.command {
-            lines.push(format!("runs    {}: `{}`{cwd}", t.name, words(command)));
-        }
-        if let Some(url) = &t.url {
-            lines.push(format!(
-                "sends   {}: requests to {}",
-                t.name,
-                redact::text(url)
-            ));
-        }
-        if let Some(probe) = &t.probe {
-            lines.push(format!("reads   {}: its probe at {probe}", t.name));
-            let confirmed = trust.probe_tokens.iter().find(|(name, _)| *name == t.name);
-            match (confirmed, &t.probe_token_file) {
-                (Some((_, f)), _) => lines.push(format!(
-                    "sends   the contents of {} to {probe}, as {}'s probe token (confirmed: --probe-token-file)",
-                    f.display(),
-                    t.name
-                )),
-                (None, Some(f)) => lines.push(format!(
-                    "sends   the contents of {} to {probe}, as {}'s probe token (run needs --probe-token-file {}={}; never read otherwise)",
-                    f.display(),
-                    t.name,
-                    t.name,
-                    f.display()
-                )),
-                (None, None) => {}
-            }
-        }
-        for check in &t.checks {
-            lines.push(format!(
-                "sends   {}: the check {}",
-                t.name,
-                check_text(check)
-            ));
-        }
+        lines.extend(target_lines(t, trust));
     }
     for check in &file.checks {
         lines.push(format!(
@@ -435,7 +404,95 @@ pub fn reach_text(experiment: &Experiment, trust: &Trust, kube_context: Option<S
             check_text(check)
         ));
     }
-    let database = file.database();
+    lines.extend(database_lines(experiment, trust));
+    lines.extend(host_lines(file, trust));
+    if let Some(guns) = &file.guns {
+        lines.extend(guns_lines(guns, trust, kube_context));
+    }
+    if lines.is_empty() {
+        return String::new();
+    }
+    format!(
+        "\nWhat this file runs, reads and sends:\n{}\n",
+        lines
+            .iter()
+            .map(|l| format!("  {}", redact::printable(l)))
+            .collect::<Vec<_>>()
+            .join("\n")
+    )
+}
+
+/// A command's words, each with its secrets taken out.
+fn words(list: &[String]) -> String {
+    list.iter()
+        .map(|w| redact::text(w))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// What a target's spec reaches: its source, its build and command, its URL, its probe (and
+/// that probe's token file), its checks.
+fn target_lines(t: &experiment::file::TargetSpec, trust: &Trust) -> Vec<String> {
+    let mut lines = Vec::new();
+    let cwd = t
+        .cwd
+        .as_ref()
+        .map(|d| format!(" (in {})", d.display()))
+        .unwrap_or_default();
+    if let Some(reference) = &t.git_ref {
+        lines.push(format!(
+            "reads   {}: its source at git ref {} (cloned with --shared into a temporary directory; your repository untouched)",
+            t.name,
+            redact::text(reference)
+        ));
+    }
+    if let Some(build) = &t.build {
+        lines.push(format!("runs    {}: build `{}`{cwd}", t.name, words(build)));
+    }
+    if let Some(command) = &t.command {
+        lines.push(format!("runs    {}: `{}`{cwd}", t.name, words(command)));
+    }
+    if let Some(url) = &t.url {
+        lines.push(format!(
+            "sends   {}: requests to {}",
+            t.name,
+            redact::text(url)
+        ));
+    }
+    if let Some(probe) = &t.probe {
+        lines.push(format!("reads   {}: its probe at {probe}", t.name));
+        let confirmed = trust.probe_tokens.iter().find(|(name, _)| *name == t.name);
+        match (confirmed, &t.probe_token_file) {
+            (Some((_, f)), _) => lines.push(format!(
+                "sends   the contents of {} to {probe}, as {}'s probe token (confirmed: --probe-token-file)",
+                f.display(),
+                t.name
+            )),
+            (None, Some(f)) => lines.push(format!(
+                "sends   the contents of {} to {probe}, as {}'s probe token (run needs --probe-token-file {}={}; never read otherwise)",
+                f.display(),
+                t.name,
+                t.name,
+                f.display()
+            )),
+            (None, None) => {}
+        }
+    }
+    for check in &t.checks {
+        lines.push(format!(
+            "sends   {}: the check {}",
+            t.name,
+            check_text(check)
+        ));
+    }
+    lines
+}
+
+/// What the file's database is used for: its URL (or the variable holding it), its schema,
+/// its reset, the checks' queries.
+fn database_lines(experiment: &Experiment, trust: &Trust) -> Vec<String> {
+    let mut lines = Vec::new();
+    let database = experiment.file.database();
     let named = database.url.is_some() || database.url_env.is_some();
     let confirm_database = if trust.database {
         " (confirmed: --trust-database)"
@@ -476,6 +533,13 @@ pub fn reach_text(experiment: &Experiment, trust: &Trust, kube_context: Option<S
             ));
         }
     }
+    lines
+}
+
+/// What the file reads on this host: its variables, its watched processes, the targets'
+/// call stacks.
+fn host_lines(file: &experiment::file::ExperimentFile, trust: &Trust) -> Vec<String> {
+    let mut lines = Vec::new();
     for v in file.variables() {
         let confirm = if trust.pass_env.contains(&v.name) {
             " (confirmed: --pass-env)".to_string()
@@ -504,78 +568,75 @@ pub fn reach_text(experiment: &Experiment, trust: &Trust, kube_context: Option<S
             p.hz
         ));
     }
-    if let Some(guns) = &file.guns {
-        let hosts = match (&guns.from, guns.ssh.is_empty()) {
-            (Some(from), _) => format!("the guns of the lab (from = {from:?})"),
-            (None, _) => guns.ssh.join(", "),
-        };
-        let config = guns
-            .ssh_config
-            .as_ref()
-            .map(|c| format!(", with the SSH config {}", c.display()))
-            .unwrap_or_default();
-        let confirm = if trust.guns {
-            " (confirmed: --trust-guns)"
-        } else {
-            " (run needs --trust-guns)"
-        };
-        match &guns.kubernetes {
-            Some(k) => {
-                let job = k.job.as_deref().unwrap_or("showdown-guns");
-                let namespace = k.namespace.as_deref().unwrap_or("default");
-                let manifest = k
-                    .manifest
-                    .as_ref()
-                    .map_or_else(|| format!("{job}.yaml"), |m| m.display().to_string());
+    lines
+}
+
+/// What the file's guns reach: the hosts over SSH (and their SSH config), or the Kubernetes
+/// Job it writes and applies; the loadgen they run; the store's URL they get.
+fn guns_lines(
+    guns: &experiment::guns::GunsSpec,
+    trust: &Trust,
+    kube_context: Option<String>,
+) -> Vec<String> {
+    let mut lines = Vec::new();
+    let confirm = if trust.guns {
+        " (confirmed: --trust-guns)"
+    } else {
+        " (run needs --trust-guns)"
+    };
+    match &guns.kubernetes {
+        Some(k) => {
+            let job = k.job.as_deref().unwrap_or("showdown-guns");
+            let namespace = k.namespace.as_deref().unwrap_or("default");
+            let manifest = k
+                .manifest
+                .as_ref()
+                .map_or_else(|| format!("{job}.yaml"), |m| m.display().to_string());
+            lines.push(format!(
+                "writes  the guns' Job ({} pods of {}, {namespace}/{job}) to {manifest}",
+                k.count, k.image
+            ));
+            if k.apply {
                 lines.push(format!(
-                    "writes  the guns' Job ({} pods of {}, {namespace}/{job}) to {manifest}",
-                    k.count, k.image
-                ));
-                if k.apply {
-                    lines.push(format!(
-                        "applies it and its Secret with your kubectl, in its context {} (Showdown's own Job {namespace}/{job} there is replaced; one it did not make is refused){confirm}",
-                        kube_context
-                            .clone()
-                            .unwrap_or_else(|| "(none: kubectl config use-context NAME)".into())
-                    ));
-                }
-                lines.push(format!(
-                    "listens on {} for the pods, which dial {}; sends them every order{confirm}",
-                    k.listen,
-                    k.advertise.as_deref().unwrap_or(&k.listen)
+                    "applies it and its Secret with your kubectl, in its context {} (Showdown's own Job {namespace}/{job} there is replaced; one it did not make is refused){confirm}",
+                    kube_context.unwrap_or_else(|| "(none: kubectl config use-context NAME)".into())
                 ));
             }
-            None => {
-                lines.push(format!(
-                    "sends   every order over SSH to {hosts}{config}, signed in by your SSH agent{confirm}"
-                ));
-                if let Some(path) = &guns.ssh_config {
-                    lines.extend(ssh_config_lines(path, trust));
-                }
+            lines.push(format!(
+                "listens on {} for the pods, which dial {}; sends them every order{confirm}",
+                k.listen,
+                k.advertise.as_deref().unwrap_or(&k.listen)
+            ));
+        }
+        None => {
+            let hosts = match &guns.from {
+                Some(from) => format!("the guns of the lab (from = {from:?})"),
+                None => guns.ssh.join(", "),
+            };
+            let config = guns
+                .ssh_config
+                .as_ref()
+                .map(|c| format!(", with the SSH config {}", c.display()))
+                .unwrap_or_default();
+            lines.push(format!(
+                "sends   every order over SSH to {hosts}{config}, signed in by your SSH agent{confirm}"
+            ));
+            if let Some(path) = &guns.ssh_config {
+                lines.extend(ssh_config_lines(path, trust));
             }
         }
-        if let Some(loadgen) = &guns.loadgen {
-            lines.push(format!("runs    {loadgen} on the guns"));
-        }
-        match &guns.store_env_file {
-            Some(f) => lines.push(format!("reads   the store's URL on the guns from {f}")),
-            None if trust.send_store_url => lines.push(
-                "sends   this runner's store URL to the guns (confirmed: --send-store-url)".into(),
-            ),
-            None => {}
-        }
     }
-    if lines.is_empty() {
-        return String::new();
+    if let Some(loadgen) = &guns.loadgen {
+        lines.push(format!("runs    {loadgen} on the guns"));
     }
-    format!(
-        "\nWhat this file runs, reads and sends:\n{}\n",
-        lines
-            .iter()
-            .map(|l| format!("  {}", redact::printable(l)))
-            .collect::<Vec<_>>()
-            .join("\n")
-    )
+    match &guns.store_env_file {
+        Some(f) => lines.push(format!("reads   the store's URL on the guns from {f}")),
+        None if trust.send_store_url => lines.push(
+            "sends   this runner's store URL to the guns (confirmed: --send-store-url)".into(),
+        ),
+        None => {}
+    }
+    lines
 }
 
 /// A check as the plan lists it: its request and, when it has them, its headers' names.

@@ -23,44 +23,12 @@ pub async fn run(args: &HistoryArgs) -> Result<RunEnd, Error> {
         .into_iter()
         .find(|r| r.name == args.experiment)
         .map(|r| r.definition);
-    let config = Config {
-        level: args
-            .level
-            .or(defined.as_ref().and_then(|d| d.history_level))
-            .unwrap_or(0.05),
-        min_segment: args.min_segment as usize,
-        min_change: args.min_change,
-        null: match args.null {
-            HistoryNull::Normal => Null::Normal,
-            HistoryNull::Permutation => Null::Permutation,
-        },
-    };
-    let references = if args.references.is_empty() && !args.raw {
-        defined
-            .as_ref()
-            .map(|d| d.references.clone())
-            .unwrap_or_default()
-    } else {
-        args.references.clone()
-    };
-    let measures: Vec<analysis::ab::Measure> = if args.measures.is_empty() {
-        defined
-            .as_ref()
-            .map(|d| {
-                d.history_measures
-                    .iter()
-                    .filter_map(|m| m.parse().ok())
-                    .collect()
-            })
-            .unwrap_or_default()
-    } else {
-        args.measures.clone()
-    };
+    let asked = Asked::of(args, defined.as_ref());
     let selection = history::read::Selection {
-        references: &references,
-        measures: &measures,
+        references: &asked.references,
+        measures: &asked.measures,
     };
-    let history = history::read::history(&store, &args.experiment, config, selection).await?;
+    let history = history::read::history(&store, &args.experiment, asked.config, selection).await?;
     store.close().await;
     if history.sittings.is_empty() && history.unplaced == 0 {
         return Err(Error::Usage(format!(
@@ -104,18 +72,67 @@ pub async fn run(args: &HistoryArgs) -> Result<RunEnd, Error> {
         .lock()
         .write_all(text.as_bytes())
         .map_err(Error::Output)?;
-    let Some(n) = args.fail_within else {
-        return Ok(RunEnd::Completed);
-    };
-    let worse = history.worse_within(n as usize);
-    if worse.is_empty() {
-        return Ok(RunEnd::Completed);
+    Ok(match args.fail_within {
+        Some(n) if gated(&history, n as usize) => RunEnd::Regression,
+        _ => RunEnd::Completed,
+    })
+}
+
+/// What the history judges: the flags given, else the experiment file's.
+struct Asked {
+    config: Config,
+    references: Vec<String>,
+    measures: Vec<analysis::ab::Measure>,
+}
+
+impl Asked {
+    fn of(args: &HistoryArgs, defined: Option<&store::experiment::Definition>) -> Asked {
+        let config = Config {
+            level: args
+                .level
+                .or(defined.and_then(|d| d.history_level))
+                .unwrap_or(0.05),
+            min_segment: args.min_segment as usize,
+            min_change: args.min_change,
+            null: match args.null {
+                HistoryNull::Normal => Null::Normal,
+                HistoryNull::Permutation => Null::Permutation,
+            },
+        };
+        let references = if args.references.is_empty() && !args.raw {
+            defined.map(|d| d.references.clone()).unwrap_or_default()
+        } else {
+            args.references.clone()
+        };
+        let measures = if args.measures.is_empty() {
+            defined
+                .map(|d| {
+                    d.history_measures
+                        .iter()
+                        .filter_map(|m| m.parse().ok())
+                        .collect()
+                })
+                .unwrap_or_default()
+        } else {
+            args.measures.clone()
+        };
+        Asked {
+            config,
+            references,
+            measures,
+        }
     }
+}
+
+/// `--fail-within N`: says on standard error each change that made a measure worse in the
+/// last `n` sittings (or a possible one there), and whether there was any.
+fn gated(history: &history::History, n: usize) -> bool {
+    let worse = history.worse_within(n);
     let within = match n {
         1 => "the last sitting".to_string(),
         n => format!("the last {n} sittings"),
     };
-    for (series, change, more) in worse {
+    for (series, change, more) in &worse {
         let how = match more {
             None => "A change".to_string(),
             Some(1) => "A possible change (1 more sitting confirms or dismisses it)".to_string(),
@@ -132,5 +149,5 @@ pub async fn run(args: &HistoryArgs) -> Result<RunEnd, Error> {
             change.high
         );
     }
-    Ok(RunEnd::Regression)
+    !worse.is_empty()
 }

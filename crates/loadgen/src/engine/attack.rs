@@ -287,7 +287,8 @@ pub fn time_zero(at: Option<SystemTime>) -> Result<Anchor, AttackError> {
 }
 
 /// Runs the attack described by `plan` from time zero `anchor` until its end or until
-/// `shutdown` stops it.
+/// `shutdown` stops it: its workers started, their intervals gathered into `sinks` as they
+/// complete, and what the generator measured of itself.
 pub async fn attack(
     plan: &AttackPlan,
     anchor: Anchor,
@@ -295,46 +296,8 @@ pub async fn attack(
     sinks: &mut [&mut dyn IntervalSink],
 ) -> Result<RunOutcome, AttackError> {
     let connector = Connector::new(plan.mix.origin(), plan.h2, plan.insecure).await?;
-    let threads = plan.threads.max(1);
-    let timeout = clock::nanos(plan.timeout).max(1);
-    let interval = clock::nanos(plan.interval).max(1_000_000);
-    let (shard, shards) = (plan.shard.0 as u64, plan.shard.1.max(1) as u64);
-    let load = match &plan.load {
-        Load::Open { schedule, requests } => WorkerLoad::Open {
-            schedule: schedule.clone(),
-            limit: *requests,
-            max_connections: plan.max_connections.max(threads),
-        },
-        Load::Closed {
-            connections,
-            requests,
-            duration,
-        } => WorkerLoad::Closed {
-            // This shard's share of the connections and of the requests.
-            connections: share(*connections as u64, shards, shard) as usize,
-            limit: requests.map(|n| share(n, shards, shard)),
-            deadline: duration.map(|d| anchor.mono + clock::nanos(d)),
-            next: AtomicU64::new(0),
-        },
-    };
-    let shared = Arc::new(RunShared {
-        mix: plan.mix.clone(),
-        connector,
-        load,
-        start: anchor.mono,
-        interval,
-        timeout,
-        keepalive: plan.keepalive,
-        threads,
-        grace: plan.grace,
-        batch: clock::nanos(plan.batch),
-        arrivals: plan.arrivals,
-        ready_connections: plan.ready_connections,
-        gauges: Default::default(),
-        shard,
-        shards,
-    });
-
+    let shared = Arc::new(run_shared(plan, anchor, connector));
+    let (threads, timeout, interval) = (shared.threads, shared.timeout, shared.interval);
     let mut failed_sinks = vec![false; sinks.len()];
     let mut warnings = Vec::new();
     for (i, sink) in sinks.iter_mut().enumerate() {
@@ -343,11 +306,7 @@ pub async fn attack(
             warnings.push(format!("could not start {}: {e}", sink.name()));
         }
     }
-
-    let cpu_before = thread_cpu();
-    let cpus = crate::engine::cpus::allowed();
-    let ticks_before = crate::engine::cpus::ticks(&cpus);
-    let (process_before, wall_before) = (clock::process_cpu(), clock::now());
+    let meter = Meter::start();
     let (tx, mut rx) = mpsc::unbounded_channel();
     let mut handles = Vec::with_capacity(threads);
     for index in 0..threads {
@@ -365,7 +324,6 @@ pub async fn attack(
         }
     }
     drop(tx);
-
     let mut gather = Gather::new(threads);
     let mut run = RunState {
         totals: IntervalStats::new(0, timeout),
@@ -376,32 +334,9 @@ pub async fn attack(
         max_lateness: plan.max_lateness.map(clock::nanos),
         shutdown,
     };
-    let mut timing = Timing::default();
-    let mut worker_cpu = Duration::ZERO;
-    let mut busiest: Option<f64> = None;
-    let mut connect = store::model::new_histogram(timeout);
-    let mut gaps: Option<GapFit> = None;
+    let mut workers = Workers::new(timeout);
     while let Some(message) = rx.recv().await {
-        if let WorkerMessage::Done {
-            timing: t,
-            cpu,
-            busy,
-            connect: c,
-            gaps: g,
-            ..
-        } = &message
-        {
-            timing = timing.merge(*t);
-            worker_cpu += *cpu;
-            busiest = Some(busiest.map_or(*busy, |b: f64| b.max(*busy)));
-            let _ = connect.add(&**c);
-            if let Some(g) = g {
-                match &mut gaps {
-                    Some(all) => all.merge(g),
-                    None => gaps = Some((**g).clone()),
-                }
-            }
-        }
+        workers.take(&message);
         for stats in gather.accept(message) {
             run.complete(stats, None, sinks);
         }
@@ -427,39 +362,156 @@ pub async fn attack(
             }
         }
     }
-    let cpu = worker_cpu + thread_cpu().saturating_sub(cpu_before);
-    let cpus_busy = ticks_before
-        .zip(crate::engine::cpus::ticks(&cpus))
-        .and_then(|(before, after)| crate::engine::cpus::busy_between(before, after))
-        .map(|busy| (busy, cpus.to_string()));
-    // This process's threads (workers, the aggregator, the store's writer) as a share of the
-    // same CPUs' time: what of `cpus_busy` was the generator's own doing.
-    let own_share = {
-        let cpu = clock::process_cpu()
-            .saturating_sub(process_before)
-            .as_secs_f64();
-        let wall = clock::now().saturating_sub(wall_before) as f64 / 1e9;
-        (wall > 0.0 && !cpus.is_empty()).then(|| (cpu / (wall * cpus.len() as f64)).min(1.0))
-    };
+    let (cpus_busy, own_share) = meter.read();
     Ok(RunOutcome {
         totals: run.totals,
         anchor,
         interval: Duration::from_nanos(interval),
         intervals: run.intervals,
-        timing,
+        timing: workers.timing,
         stopped: shutdown.reason(),
-        cpu,
+        cpu: workers.cpu + thread_cpu().saturating_sub(meter.cpu_before),
         peak_rss_bytes: peak_rss_bytes(),
         warnings: run.warnings,
         generator: store::summary::GeneratorFacts {
-            busiest_thread: busiest,
+            busiest_thread: workers.busiest,
             cpus_busy,
             own_share,
-            connect: (!connect.is_empty()).then_some(connect),
-            arrivals: gaps.as_ref().and_then(GapFit::fit),
-            start_late_ns: timing.start_late_ns(),
+            connect: (!workers.connect.is_empty()).then_some(workers.connect),
+            arrivals: workers.gaps.as_ref().and_then(GapFit::fit),
+            start_late_ns: workers.timing.start_late_ns(),
         },
     })
+}
+
+/// What every worker of `plan`'s run shares: its requests, its connector, this shard's part
+/// of the load, its clock and its settings.
+fn run_shared(plan: &AttackPlan, anchor: Anchor, connector: Connector) -> RunShared {
+    let threads = plan.threads.max(1);
+    let (shard, shards) = (plan.shard.0 as u64, plan.shard.1.max(1) as u64);
+    let load = match &plan.load {
+        Load::Open { schedule, requests } => WorkerLoad::Open {
+            schedule: schedule.clone(),
+            limit: *requests,
+            max_connections: plan.max_connections.max(threads),
+        },
+        Load::Closed {
+            connections,
+            requests,
+            duration,
+        } => WorkerLoad::Closed {
+            // This shard's share of the connections and of the requests.
+            connections: share(*connections as u64, shards, shard) as usize,
+            limit: requests.map(|n| share(n, shards, shard)),
+            deadline: duration.map(|d| anchor.mono + clock::nanos(d)),
+            next: AtomicU64::new(0),
+        },
+    };
+    RunShared {
+        mix: plan.mix.clone(),
+        connector,
+        load,
+        start: anchor.mono,
+        interval: clock::nanos(plan.interval).max(1_000_000),
+        timeout: clock::nanos(plan.timeout).max(1),
+        keepalive: plan.keepalive,
+        threads,
+        grace: plan.grace,
+        batch: clock::nanos(plan.batch),
+        arrivals: plan.arrivals,
+        ready_connections: plan.ready_connections,
+        gauges: Default::default(),
+        shard,
+        shards,
+    }
+}
+
+/// What the workers said of themselves as they finished: their send timing, CPU, busiest
+/// share of a core, connect times and arrival gaps, merged.
+struct Workers {
+    timing: Timing,
+    cpu: Duration,
+    busiest: Option<f64>,
+    connect: hdrhistogram::Histogram<u64>,
+    gaps: Option<GapFit>,
+}
+
+impl Workers {
+    fn new(timeout: Nanos) -> Workers {
+        Workers {
+            timing: Timing::default(),
+            cpu: Duration::ZERO,
+            busiest: None,
+            connect: store::model::new_histogram(timeout),
+            gaps: None,
+        }
+    }
+
+    /// Merges a worker's last message (every other message is its intervals').
+    fn take(&mut self, message: &WorkerMessage) {
+        let WorkerMessage::Done {
+            timing,
+            cpu,
+            busy,
+            connect,
+            gaps,
+            ..
+        } = message
+        else {
+            return;
+        };
+        self.timing = self.timing.merge(*timing);
+        self.cpu += *cpu;
+        self.busiest = Some(self.busiest.map_or(*busy, |b| b.max(*busy)));
+        let _ = self.connect.add(&**connect);
+        if let Some(g) = gaps {
+            match &mut self.gaps {
+                Some(all) => all.merge(g),
+                None => self.gaps = Some((**g).clone()),
+            }
+        }
+    }
+}
+
+/// The generator's CPUs and its own CPU time, read when its workers start and again at the
+/// end: how busy those CPUs were, and what share of them was the generator's own.
+struct Meter {
+    cpu_before: Duration,
+    cpus: probe::cpus::CpuList,
+    ticks_before: Option<(u64, u64)>,
+    process_before: Duration,
+    wall_before: Nanos,
+}
+
+impl Meter {
+    fn start() -> Meter {
+        let cpus = crate::engine::cpus::allowed();
+        Meter {
+            cpu_before: thread_cpu(),
+            ticks_before: crate::engine::cpus::ticks(&cpus),
+            cpus,
+            process_before: clock::process_cpu(),
+            wall_before: clock::now(),
+        }
+    }
+
+    /// The CPUs' busy share (and which they were), and this process's threads (workers, the
+    /// aggregator, the store's writer) as a share of the same CPUs' time: what of it was the
+    /// generator's own doing.
+    fn read(&self) -> (Option<(f64, String)>, Option<f64>) {
+        let cpus_busy = self
+            .ticks_before
+            .zip(crate::engine::cpus::ticks(&self.cpus))
+            .and_then(|(before, after)| crate::engine::cpus::busy_between(before, after))
+            .map(|busy| (busy, self.cpus.to_string()));
+        let cpu = clock::process_cpu()
+            .saturating_sub(self.process_before)
+            .as_secs_f64();
+        let wall = clock::now().saturating_sub(self.wall_before) as f64 / 1e9;
+        let own_share = (wall > 0.0 && !self.cpus.is_empty())
+            .then(|| (cpu / (wall * self.cpus.len() as f64)).min(1.0));
+        (cpus_busy, own_share)
+    }
 }
 
 struct RunState<'a> {

@@ -97,44 +97,12 @@ pub async fn execute_with(
     shutdown: &Shutdown,
     extra: &mut [&mut dyn IntervalSink],
 ) -> Result<Executed, Error> {
-    let mut hdr_log = match &keeping.hdr_log {
-        Some(path) => {
-            let comment = format!(
-                "showdown-loadgen {}: {} · {}",
-                env!("CARGO_PKG_VERSION"),
-                plan.describe_target(),
-                plan.describe_load()
-            );
-            Some(
-                HdrLogSink::create(path, &comment).map_err(|source| Error::HdrLog {
-                    path: path.clone(),
-                    source,
-                })?,
-            )
-        }
-        None => None,
-    };
+    let mut hdr_log = hdr_log(plan, keeping)?;
     let store = match &keeping.store_url {
         Some(url) => Some(Store::open(url).await?),
         None => None,
     };
-
-    let mut connected = Vec::new();
-    for (index, target) in keeping.probes.iter().enumerate() {
-        let link = Connected::connect(index as u32, target.clone(), keeping.pre_roll)
-            .await
-            .map_err(|e| Error::Probe {
-                address: target.address.clone(),
-                message: e.to_string(),
-            })?;
-        if keeping.profile && link.meta.host.profile_hz.is_none() {
-            return Err(Error::Probe {
-                address: target.address.clone(),
-                message: "it does not profile: restart it with `probe serve --profile …` (CAP_PERFMON or root), or drop --profile".into(),
-            });
-        }
-        connected.push(link);
-    }
+    let connected = connect_probes(keeping).await?;
     let anchor = attack::time_zero(keeping.start_at)?;
     let (writer, run_id) = match &store {
         Some(store) => {
@@ -158,7 +126,6 @@ pub async fn execute_with(
             .collect(),
         None => Vec::new(),
     };
-
     let expected = match &plan.load {
         Load::Open { schedule, .. } => schedule.duration(),
         Load::Closed { duration, .. } => *duration,
@@ -182,8 +149,98 @@ pub async fn execute_with(
     if let Some(p) = &progress {
         p.clear();
     }
+    let probes = post_roll(links, keeping, shutdown).await;
+    let mut outcome = match outcome {
+        Ok(outcome) => outcome,
+        Err(e) => {
+            // The attack could not start: the run is kept as a failed one.
+            if let Some(writer) = writer {
+                let failed = finish(
+                    RunStatus::Incomplete,
+                    Some(e.to_string()),
+                    None,
+                    &probes,
+                    anchor.mono,
+                );
+                writer.finish(failed).await;
+            }
+            return Err(e.into());
+        }
+    };
+    outcome
+        .warnings
+        .extend(probes.iter().filter_map(|p| p.problem.clone()));
+    let mut summary = attack::summarize(plan, &outcome);
+    if let Some(writer) = writer {
+        let status = if outcome.stopped.is_some() {
+            RunStatus::Incomplete
+        } else {
+            RunStatus::Complete
+        };
+        let done = finish(
+            status,
+            outcome.stopped.clone(),
+            Some(summary.clone()),
+            &probes,
+            anchor.mono,
+        );
+        let report = writer.finish(done).await;
+        summary.warnings.extend(store_warning(report));
+    }
+    Ok(Executed {
+        summary,
+        run_id,
+        probes,
+    })
+}
 
-    // The post-roll: the probes keep reporting how the server settles (not after an abort).
+/// The HdrHistogram interval log the run writes (`--hdr-log`), headed by what it measured.
+fn hdr_log(plan: &AttackPlan, keeping: &Keeping) -> Result<Option<HdrLogSink>, Error> {
+    let Some(path) = &keeping.hdr_log else {
+        return Ok(None);
+    };
+    let comment = format!(
+        "showdown-loadgen {}: {} · {}",
+        env!("CARGO_PKG_VERSION"),
+        plan.describe_target(),
+        plan.describe_load()
+    );
+    HdrLogSink::create(path, &comment)
+        .map(Some)
+        .map_err(|source| Error::HdrLog {
+            path: path.clone(),
+            source,
+        })
+}
+
+/// Each probe connected (its pre-roll asked for), and able to profile where the run must.
+async fn connect_probes(keeping: &Keeping) -> Result<Vec<Connected>, Error> {
+    let mut connected = Vec::new();
+    for (index, target) in keeping.probes.iter().enumerate() {
+        let link = Connected::connect(index as u32, target.clone(), keeping.pre_roll)
+            .await
+            .map_err(|e| Error::Probe {
+                address: target.address.clone(),
+                message: e.to_string(),
+            })?;
+        if keeping.profile && link.meta.host.profile_hz.is_none() {
+            return Err(Error::Probe {
+                address: target.address.clone(),
+                message: "it does not profile: restart it with `probe serve --profile …` (CAP_PERFMON or root), or drop --profile".into(),
+            });
+        }
+        connected.push(link);
+    }
+    Ok(connected)
+}
+
+/// The post-roll: the probes keep reporting how the server settles (not after an abort);
+/// then each link stopped, with what it kept.
+async fn post_roll(
+    links: Vec<probes::ProbeLink>,
+    keeping: &Keeping,
+    shutdown: &Shutdown,
+) -> Vec<LinkReport> {
     if !links.is_empty() && shutdown.state() != Stop::Abort {
         let mut stop = shutdown.subscribe();
         tokio::select! {
@@ -195,72 +252,33 @@ pub async fn execute_with(
     for link in links {
         probes.push(link.stop().await);
     }
+    probes
+}
 
-    let outcome = match outcome {
-        Ok(outcome) => outcome,
-        Err(e) => {
-            // The attack could not start: the run is kept as a failed one.
-            if let Some(writer) = writer {
-                writer
-                    .finish(finish(
-                        RunStatus::Incomplete,
-                        Some(e.to_string()),
-                        None,
-                        &probes,
-                        anchor.mono,
-                    ))
-                    .await;
-            }
-            return Err(e.into());
-        }
-    };
-    let mut outcome = outcome;
-    outcome
-        .warnings
-        .extend(probes.iter().filter_map(|p| p.problem.clone()));
-    let mut summary = attack::summarize(plan, &outcome);
-    if let Some(writer) = writer {
-        let status = if outcome.stopped.is_some() {
-            RunStatus::Incomplete
-        } else {
-            RunStatus::Complete
-        };
-        let report = writer
-            .finish(finish(
-                status,
-                outcome.stopped.clone(),
-                Some(summary.clone()),
-                &probes,
-                anchor.mono,
-            ))
-            .await;
-        if let Some(path) = &report.saved_to {
-            summary.warnings.push(format!(
-                "THE STORE WAS DOWN at the end of the run ({}): the run is saved in {}; bring it in with `loadgen runs import {} --db URL` once the store is back.",
-                report.first_error.as_deref().unwrap_or("unreachable"),
-                path.display(),
-                path.display()
-            ));
-        } else if report.rows_failed == 0 && report.retries > 0 {
-            summary.warnings.push(format!(
-                "The store was out of reach during the run ({}); every row was written once it came back.",
-                report.first_error.as_deref().unwrap_or("unreachable")
-            ));
-        } else if report.rows_failed > 0 {
-            if let Some(problem) = report.first_error {
-                summary.warnings.push(format!(
-                    "THE STORE FAILED: {problem} ({} of {} rows not kept).",
-                    report.rows_failed,
-                    report.rows_failed + report.rows_written
-                ));
-            }
-        }
+/// What the summary says of a store that was down or failed while the run was written.
+fn store_warning(report: store::writer::WriteReport) -> Option<String> {
+    let error = report.first_error.as_deref().unwrap_or("unreachable");
+    if let Some(path) = &report.saved_to {
+        Some(format!(
+            "THE STORE WAS DOWN at the end of the run ({error}): the run is saved in {}; bring it in with `loadgen runs import {} --db URL` once the store is back.",
+            path.display(),
+            path.display()
+        ))
+    } else if report.rows_failed == 0 && report.retries > 0 {
+        Some(format!(
+            "The store was out of reach during the run ({error}); every row was written once it came back."
+        ))
+    } else if report.rows_failed > 0 {
+        report.first_error.as_ref().map(|problem| {
+            format!(
+                "THE STORE FAILED: {problem} ({} of {} rows not kept).",
+                report.rows_failed,
+                report.rows_failed + report.rows_written
+            )
+        })
+    } else {
+        None
     }
-    Ok(Executed {
-        summary,
-        run_id,
-        probes,
-    })
 }
 
 /// Where a run goes when its store is down at the end (relative to the working directory).
