@@ -20,33 +20,41 @@ impl SummaryText for Summary {
         if !self.warnings.is_empty() {
             s.push('\n');
         }
-        let r = &self.requests;
-        let d = &self.duration;
-        let row = |s: &mut String, label: &str, fields: &str, values: String| {
+        let rows = [what_ran(self), answers(self), generator(self)];
+        for (label, fields, values) in rows.into_iter().flatten() {
             let line = format!("{label:<13} {fields:<38} {values}");
             let _ = writeln!(s, "{}", line.trim_end());
-        };
-        row(&mut s, "Target", "", self.target.clone());
-        row(
-            &mut s,
+        }
+        s
+    }
+}
+
+/// One row of the summary: its label, what its figures are, the figures.
+type Row = (&'static str, &'static str, String);
+
+/// What was sent, to where, for how long, and the latencies.
+fn what_ran(summary: &Summary) -> Vec<Row> {
+    let r = &summary.requests;
+    let d = &summary.duration;
+    let threads = summary.generator.threads;
+    vec![
+        ("Target", "", summary.target.clone()),
+        (
             "Load",
             "",
             format!(
-                "{}, {} thread{}, {}",
-                self.load,
-                self.generator.threads,
-                if self.generator.threads == 1 { "" } else { "s" },
-                self.protocol
+                "{}, {threads} thread{}, {}",
+                summary.load,
+                if threads == 1 { "" } else { "s" },
+                summary.protocol
             ),
-        );
-        row(
-            &mut s,
+        ),
+        (
             "Requests",
             "[total, rate, throughput]",
             format!("{}, {:.2}, {:.2}", r.total, r.rate, r.throughput),
-        );
-        row(
-            &mut s,
+        ),
+        (
             "Duration",
             "[total, attack, wait]",
             format!(
@@ -55,147 +63,157 @@ impl SummaryText for Summary {
                 format_secs(d.attack_s),
                 format_secs(d.wait_s)
             ),
-        );
-        row(
-            &mut s,
+        ),
+        (
             "Latencies",
             "[min, mean, 50, 90, 95, 99, 99.9, max]",
             String::new(),
-        );
-        row(
-            &mut s,
+        ),
+        (
             "  corrected",
             "from intended send (what users see)",
-            latency_row(&self.latency.corrected),
-        );
-        row(
-            &mut s,
+            latency_row(&summary.latency.corrected),
+        ),
+        (
             "  service",
             "from actual send (what wrk/hey show)",
-            latency_row(&self.latency.service),
-        );
-        row(
-            &mut s,
-            "Bytes In",
-            "[total, mean]",
-            format!("{}, {:.2}", self.bytes.in_total, self.bytes.in_mean),
-        );
-        row(
-            &mut s,
-            "Bytes Out",
-            "[total, mean]",
-            format!("{}, {:.2}", self.bytes.out_total, self.bytes.out_mean),
-        );
-        row(
-            &mut s,
-            "Success",
-            "[ratio]",
-            format!("{:.2}%", r.success_ratio * 100.0),
-        );
-        let codes: Vec<String> = self
+            latency_row(&summary.latency.service),
+        ),
+    ]
+}
+
+/// What came back: bytes, the share answered, the status codes, the errors.
+fn answers(summary: &Summary) -> Vec<Row> {
+    let pairs = |list: Vec<String>| list.join(" ");
+    let codes = pairs(
+        summary
             .status_codes
             .iter()
             .map(|(c, n)| format!("{c}:{n}"))
-            .collect();
-        row(&mut s, "Status Codes", "[code:count]", codes.join(" "));
-        let errors: Vec<String> = self
+            .collect(),
+    );
+    let errors = pairs(
+        summary
             .errors
             .iter()
             .map(|(k, n)| format!("{k}:{n}"))
-            .collect();
-        row(
-            &mut s,
+            .collect(),
+    );
+    let b = &summary.bytes;
+    vec![
+        (
+            "Bytes In",
+            "[total, mean]",
+            format!("{}, {:.2}", b.in_total, b.in_mean),
+        ),
+        (
+            "Bytes Out",
+            "[total, mean]",
+            format!("{}, {:.2}", b.out_total, b.out_mean),
+        ),
+        (
+            "Success",
+            "[ratio]",
+            format!("{:.2}%", summary.requests.success_ratio * 100.0),
+        ),
+        ("Status Codes", "[code:count]", codes),
+        (
             "Error Set",
             "[kind:count]",
             if errors.is_empty() {
                 "none".into()
             } else {
-                errors.join(" ")
+                errors
             },
-        );
-        let g = &self.generator;
-        if self.open_loop {
-            row(
-                &mut s,
-                "Generator",
-                "[lateness 50, 99, max]",
-                if g.lateness.count == 0 {
-                    "no requests sent".into()
-                } else {
-                    format!(
-                        "{}, {}, {}",
-                        format_ns(g.lateness.p50_ns),
-                        format_ns(g.lateness.p99_ns),
-                        format_ns(g.lateness.max_ns)
-                    )
-                },
-            );
-        } else {
-            row(&mut s, "Generator", "", String::new());
-        }
-        if self.open_loop && g.late > 0 && !g.behind {
-            row(
-                &mut s,
-                "",
-                "",
-                format!(
-                    "{} requests ({:.2} %) sent over {} late: too few to doubt the run",
-                    g.late,
-                    100.0 * g.late as f64 / self.requests.sent.max(1) as f64,
-                    format_ns(LATENESS_LIMIT_NS)
-                ),
-            );
-        }
-        if let Some(f) = &g.arrivals {
-            row(
-                &mut s,
-                "Arrivals",
-                "[Poisson: gaps vs exponential]",
-                format!(
-                    "KS distance {:.4} at {:.2}× the mean gap, over {} gaps ({}; 5 % critical {:.4})",
-                    f.ks,
-                    f.at_mean_gaps,
-                    f.gaps,
-                    if f.as_intended() {
-                        "as intended"
-                    } else {
-                        "NOT as intended"
-                    },
-                    f.critical
-                ),
-            );
-        }
-        if let Some(c) = &g.connect {
-            let mut line = format!(
-                "{}, {}, {}",
-                format_ns(c.p50_ns),
-                format_ns(c.p99_ns),
-                format_ns(c.max_ns)
-            );
-            if g.slow_connects > 0 {
-                let _ = write!(line, "; {} over 0.9 s (SYN retransmitted)", g.slow_connects);
-            }
-            row(&mut s, "Connect", "[time to connect 50, 99, max]", line);
-        }
-        let mut cost = format!(
-            "cpu {} = {:.1}µs/request",
-            format_secs(g.cpu_s),
-            g.cpu_per_request_us
-        );
-        if let Some(b) = g.busiest_thread {
-            let _ = write!(cost, " (busiest thread {:.0} % of a core)", b * 100.0);
-        }
-        if let Some(rss) = g.peak_rss_bytes {
-            let _ = write!(cost, ", peak memory {:.1} MiB", rss as f64 / 1048576.0);
-        }
-        let _ = write!(
-            cost,
-            ", {} connections opened, peak in flight {}",
-            g.connections_opened, g.peak_in_flight
-        );
-        row(&mut s, "", "", cost);
-        s
+        ),
+    ]
+}
+
+/// What the generator did: how late it sent, its arrivals, its connects, what it cost.
+fn generator(summary: &Summary) -> Vec<Row> {
+    let g = &summary.generator;
+    let mut rows = Vec::new();
+    let lateness = match (summary.open_loop, g.lateness.count) {
+        (false, _) => String::new(),
+        (true, 0) => "no requests sent".into(),
+        (true, _) => format!(
+            "{}, {}, {}",
+            format_ns(g.lateness.p50_ns),
+            format_ns(g.lateness.p99_ns),
+            format_ns(g.lateness.max_ns)
+        ),
+    };
+    let fields = if summary.open_loop {
+        "[lateness 50, 99, max]"
+    } else {
+        ""
+    };
+    rows.push(("Generator", fields, lateness));
+    if summary.open_loop && g.late > 0 && !g.behind {
+        rows.push((
+            "",
+            "",
+            format!(
+                "{} requests ({:.2} %) sent over {} late: too few to doubt the run",
+                g.late,
+                100.0 * g.late as f64 / summary.requests.sent.max(1) as f64,
+                format_ns(LATENESS_LIMIT_NS)
+            ),
+        ));
     }
+    if let Some(f) = &g.arrivals {
+        rows.push((
+            "Arrivals",
+            "[Poisson: gaps vs exponential]",
+            format!(
+                "KS distance {:.4} at {:.2}× the mean gap, over {} gaps ({}; 5 % critical {:.4})",
+                f.ks,
+                f.at_mean_gaps,
+                f.gaps,
+                if f.as_intended() {
+                    "as intended"
+                } else {
+                    "NOT as intended"
+                },
+                f.critical
+            ),
+        ));
+    }
+    if let Some(c) = &g.connect {
+        let mut line = format!(
+            "{}, {}, {}",
+            format_ns(c.p50_ns),
+            format_ns(c.p99_ns),
+            format_ns(c.max_ns)
+        );
+        if g.slow_connects > 0 {
+            let _ = write!(line, "; {} over 0.9 s (SYN retransmitted)", g.slow_connects);
+        }
+        rows.push(("Connect", "[time to connect 50, 99, max]", line));
+    }
+    rows.push(("", "", cost(g)));
+    rows
+}
+
+/// What the generator cost: its CPU, busiest thread, memory and connections.
+fn cost(g: &store::summary::GeneratorFigures) -> String {
+    let mut cost = format!(
+        "cpu {} = {:.1}µs/request",
+        format_secs(g.cpu_s),
+        g.cpu_per_request_us
+    );
+    if let Some(b) = g.busiest_thread {
+        let _ = write!(cost, " (busiest thread {:.0} % of a core)", b * 100.0);
+    }
+    if let Some(rss) = g.peak_rss_bytes {
+        let _ = write!(cost, ", peak memory {:.1} MiB", rss as f64 / 1048576.0);
+    }
+    let _ = write!(
+        cost,
+        ", {} connections opened, peak in flight {}",
+        g.connections_opened, g.peak_in_flight
+    );
+    cost
 }
 
 /// A latency's figures in one row: min, mean, p50, p90, p95, p99, p99.9, max.

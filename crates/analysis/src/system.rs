@@ -297,144 +297,158 @@ impl System {
                 ..own
             };
         }
-        let server = self.target.usage_by("the server");
-        let limit_of = |_: &Participant, db: bool| {
-            if db {
-                Limit::DatabaseCpu
-            } else {
-                Limit::OtherCpu
-            }
+        let beside = Beside {
+            server: self.target.usage_by("the server"),
+            evidence,
+            all: self
+                .database
+                .iter()
+                .map(|d| (d, Limit::DatabaseCpu))
+                .chain(self.others.iter().map(|o| (o, Limit::OtherCpu)))
+                .collect(),
         };
-        let beside: Vec<(&Participant, bool)> = self
-            .database
-            .iter()
-            .map(|d| (d, true))
-            .chain(self.others.iter().map(|o| (o, false)))
-            .collect();
-        // A participant busy as much as it may be.
-        for &(p, db) in &beside {
-            let Some(s) = &p.saturation else { continue };
-            if let Some(share) = s.cpu_share().filter(|&x| x >= CPU_SATURATED) {
-                let name = &p.name;
-                return Finding::new(
-                    limit_of(p, db),
-                    format!("{name}'s CPU: {} ({:.0} %)", s.used_short(), share * 100.0),
-                    format!(
-                        "{name}'s CPU: it used {:.2} cores, {:.0} % of what it may use, while {server}; {evidence}",
-                        s.cpu_cores,
-                        share * 100.0
-                    ),
-                );
-            }
-        }
-        if let Some(db) = &self.database {
-            let name = &db.name;
-            if let Some(a) = &db.activity {
-                if let Some((class, waiting)) = a.contended() {
-                    let what = match class {
-                        WaitClass::Io => "storage",
-                        _ => "locks",
-                    };
-                    return Finding::new(
-                        Limit::DatabaseWait,
-                        format!(
-                            "{name}'s {what}: {waiting:.1} of its {:.1} active backends waited on them",
-                            a.active_total()
-                        ),
-                        format!(
-                            "{name}'s {what}: {waiting:.1} of its {:.1} active backends on average waited on locks or storage, most on {}, while {server}; {evidence}",
-                            a.active_total(),
-                            class.label()
-                        ),
-                    );
-                }
-            }
-        }
-        // A participant's own processes queued for its CPUs, longer than the target's threads
-        // did for theirs: on CPUs of its own, or on CPUs it shares with the target where it
-        // ran more than the target did (the shared CPU went mostly to it: a query of
-        // milliseconds a request, the server's few microseconds beside it).
-        for &(p, db) in &beside {
-            let Some(s) = &p.saturation else { continue };
+        self.saturated(&beside)
+            .or_else(|| self.database_waited(&beside))
+            .or_else(|| self.queued(&beside))
+            .or_else(|| self.pool(&beside))
+            .or_else(|| self.shared_run_queue(&own, &beside))
+            .unwrap_or_else(|| self.own(own, &beside.evidence))
+    }
+
+    /// A participant busy as much as it may be.
+    fn saturated(&self, b: &Beside<'_>) -> Option<Finding> {
+        let (server, evidence) = (&b.server, &b.evidence);
+        b.all.iter().find_map(|&(p, limit)| {
+            let s = p.saturation.as_ref()?;
+            let share = s.cpu_share().filter(|&x| x >= CPU_SATURATED)?;
+            let name = &p.name;
+            Some(Finding::new(
+                limit,
+                format!("{name}'s CPU: {} ({:.0} %)", s.used_short(), share * 100.0),
+                format!(
+                    "{name}'s CPU: it used {:.2} cores, {:.0} % of what it may use, while {server}; {evidence}",
+                    s.cpu_cores,
+                    share * 100.0
+                ),
+            ))
+        })
+    }
+
+    /// The database's backends waiting on its locks or its storage.
+    fn database_waited(&self, b: &Beside<'_>) -> Option<Finding> {
+        let (server, evidence) = (&b.server, &b.evidence);
+        let db = self.database.as_ref()?;
+        let a = db.activity.as_ref()?;
+        let (class, waiting) = a.contended()?;
+        let name = &db.name;
+        let what = match class {
+            WaitClass::Io => "storage",
+            _ => "locks",
+        };
+        Some(Finding::new(
+            Limit::DatabaseWait,
+            format!(
+                "{name}'s {what}: {waiting:.1} of its {:.1} active backends waited on them",
+                a.active_total()
+            ),
+            format!(
+                "{name}'s {what}: {waiting:.1} of its {:.1} active backends on average waited on locks or storage, most on {}, while {server}; {evidence}",
+                a.active_total(),
+                class.label()
+            ),
+        ))
+    }
+
+    /// A participant's own processes queued for its CPUs, longer than the target's threads
+    /// did for theirs: on CPUs of its own, or on CPUs it shares with the target where it ran
+    /// more than the target did (the shared CPU went mostly to it: a query of milliseconds a
+    /// request, the server's few microseconds beside it).
+    fn queued(&self, b: &Beside<'_>) -> Option<Finding> {
+        let (server, evidence) = (&b.server, &b.evidence);
+        b.all.iter().find_map(|&(p, limit)| {
+            let s = p.saturation.as_ref()?;
             let shared = self.shared_cpus(s);
-            if let Some(wait) = s.run_delay_cores.filter(|&w| {
+            let wait = s.run_delay_cores.filter(|&w| {
                 w >= RUN_QUEUE_FLOOR
                     && w >= RUN_QUEUE * s.cpu_cores
                     && w > self.target.run_delay_cores.unwrap_or(0.0)
                     && (shared.is_none() || s.cpu_cores > self.target.cpu_cores)
-            }) {
-                let name = &p.name;
-                let there = match &shared {
-                    Some(cpus) => format!(" (CPU {cpus}, which the server shares with it)"),
-                    None => String::new(),
-                };
-                return Finding::new(
-                    limit_of(p, db),
-                    format!(
-                        "{name}'s CPU{there}: its processes waited {wait:.2} s a second for one"
-                    ),
-                    format!(
-                        "{name}'s CPU{there}: its processes waited {wait:.2} s a second for a CPU ({:.0} % of the time they ran), more of them runnable at once than CPUs to run them; it used {:.2} cores, {:.0} % of what it may use, while {server}; {evidence}",
-                        100.0 * wait / s.cpu_cores.max(f64::MIN_POSITIVE),
-                        s.cpu_cores,
-                        s.cpu_share().unwrap_or(0.0) * 100.0
-                    ),
-                );
-            }
-        }
-        // Its connections to the database all busy, the database neither saturated nor
-        // queued for its CPUs (then they were busy because it was slow): a pool.
-        if let Some((db, a)) = self
-            .database
-            .as_ref()
-            .and_then(|d| Some((d, d.activity.as_ref()?)))
-        {
-            let name = &db.name;
-            if let Some(busy) = a.pool_busy() {
-                return Finding::new(
-                    Limit::Pool,
-                    format!(
-                        "its pool of connections to {name}: {:.1} of {:.1} busy on average",
-                        a.busy(),
-                        a.backends
-                    ),
-                    format!(
-                        "a wait inside the server: its connections to {name}, {:.1} of {:.1} busy on average ({:.0} %), while {server}; {evidence}",
-                        a.busy(),
-                        a.backends,
-                        busy * 100.0
-                    ),
-                );
-            }
-        }
-        // The target's threads waited for CPUs a participant's processes also ran on: the
-        // busiest such participant is named.
-        if let (Limit::RunQueue, Some(wait)) = (own.limit, self.target.run_delay_cores) {
-            let sharing = beside
-                .iter()
-                .filter_map(|(p, _)| {
-                    let s = p.saturation.as_ref()?;
-                    Some((p, s, self.shared_cpus(s)?))
-                })
-                .max_by(|a, b| a.1.cpu_cores.total_cmp(&b.1.cpu_cores));
-            if let Some((p, s, shared)) = sharing {
-                let name = &p.name;
-                return Finding::new(
-                    Limit::RunQueue,
-                    format!(
-                        "CPU {shared}, shared with {name}: its threads waited {wait:.2} s a second for it"
-                    ),
-                    format!(
-                        "CPU {shared}, which it shares with {name}: its threads waited {wait:.2} s a second for a CPU ({:.0} % of the time they ran) while {name} ran {:.2} cores there; {}; {evidence}",
-                        100.0 * wait / self.target.cpu_cores.max(f64::MIN_POSITIVE),
-                        s.cpu_cores,
-                        self.target.usage(),
-                    ),
-                );
-            }
-        }
+            })?;
+            let name = &p.name;
+            let there = match &shared {
+                Some(cpus) => format!(" (CPU {cpus}, which the server shares with it)"),
+                None => String::new(),
+            };
+            Some(Finding::new(
+                limit,
+                format!("{name}'s CPU{there}: its processes waited {wait:.2} s a second for one"),
+                format!(
+                    "{name}'s CPU{there}: its processes waited {wait:.2} s a second for a CPU ({:.0} % of the time they ran), more of them runnable at once than CPUs to run them; it used {:.2} cores, {:.0} % of what it may use, while {server}; {evidence}",
+                    100.0 * wait / s.cpu_cores.max(f64::MIN_POSITIVE),
+                    s.cpu_cores,
+                    s.cpu_share().unwrap_or(0.0) * 100.0
+                ),
+            ))
+        })
+    }
+
+    /// Its connections to the database all busy, the database neither saturated nor queued
+    /// for its CPUs (then they were busy because it was slow): a pool.
+    fn pool(&self, b: &Beside<'_>) -> Option<Finding> {
+        let (server, evidence) = (&b.server, &b.evidence);
+        let db = self.database.as_ref()?;
+        let a = db.activity.as_ref()?;
+        let busy = a.pool_busy()?;
+        let name = &db.name;
+        Some(Finding::new(
+            Limit::Pool,
+            format!(
+                "its pool of connections to {name}: {:.1} of {:.1} busy on average",
+                a.busy(),
+                a.backends
+            ),
+            format!(
+                "a wait inside the server: its connections to {name}, {:.1} of {:.1} busy on average ({:.0} %), while {server}; {evidence}",
+                a.busy(),
+                a.backends,
+                busy * 100.0
+            ),
+        ))
+    }
+
+    /// The target's threads waited for CPUs a participant's processes also ran on: the
+    /// busiest such participant is named.
+    fn shared_run_queue(&self, own: &Finding, b: &Beside<'_>) -> Option<Finding> {
+        let evidence = &b.evidence;
+        let wait = self
+            .target
+            .run_delay_cores
+            .filter(|_| own.limit == Limit::RunQueue)?;
+        let (p, s, shared) = b
+            .all
+            .iter()
+            .filter_map(|(p, _)| {
+                let s = p.saturation.as_ref()?;
+                Some((p, s, self.shared_cpus(s)?))
+            })
+            .max_by(|a, b| a.1.cpu_cores.total_cmp(&b.1.cpu_cores))?;
+        let name = &p.name;
+        Some(Finding::new(
+            Limit::RunQueue,
+            format!("CPU {shared}, shared with {name}: its threads waited {wait:.2} s a second for it"),
+            format!(
+                "CPU {shared}, which it shares with {name}: its threads waited {wait:.2} s a second for a CPU ({:.0} % of the time they ran) while {name} ran {:.2} cores there; {}; {evidence}",
+                100.0 * wait / self.target.cpu_cores.max(f64::MIN_POSITIVE),
+                s.cpu_cores,
+                self.target.usage(),
+            ),
+        ))
+    }
+
+    /// The target's own verdict, with what ran beside it; a wait, where it is one, said as
+    /// the server's own (measured, and the database not saturated).
+    fn own(&self, own: Finding, evidence: &str) -> Finding {
         match (own.limit, &self.database) {
-            // Measured and not saturated: the wait was the server's own.
             (Limit::Wait, Some(db)) => Finding::new(
                 Limit::Wait,
                 format!(
@@ -455,6 +469,15 @@ impl System {
             },
         }
     }
+}
+
+/// What ran beside the target, for a finding about it: how the server was loaded (said in
+/// every finding), the participants' figures, and each participant with the limit its CPU
+/// is (the database's, or another group's).
+struct Beside<'a> {
+    server: String,
+    evidence: String,
+    all: Vec<(&'a Participant, Limit)>,
 }
 
 #[cfg(test)]

@@ -1151,19 +1151,49 @@ fn check(file: &ExperimentFile) -> Result<(), Invalid> {
     if file.repetitions == 0 {
         return Err(Invalid::new("repetitions must be at least 1"));
     }
-    match file.profile_hz {
-        Some(hz) if !(1..=1000).contains(&hz) => {
-            return Err(Invalid::new(format!(
-                "profile_hz = {hz}: give 1 to 1000 samples a second"
-            )))
-        }
-        Some(_) if !file.profile => {
-            return Err(Invalid::new(
-                "profile_hz without profile = true: add profile = true, or drop profile_hz",
-            ))
-        }
-        _ => {}
+    check_profile(file)?;
+    check_database(file)?;
+    check_names(file)?;
+    if let Some(guns) = &file.guns {
+        check_guns(file, guns)?;
     }
+    check_watches(&file.watches)?;
+    let mut names = std::collections::BTreeSet::new();
+    for t in &file.targets {
+        if !names.insert(t.name.as_str()) {
+            return Err(Invalid::new(format!("two targets are named {:?}", t.name)));
+        }
+        check_target(t, file.database.is_some())?;
+    }
+    for c in &file.checks {
+        check_check(c, file.database.is_some())
+            .map_err(|e| Invalid::new(format!("[[check]] {e}")))?;
+    }
+    if let Some(search) = &file.search {
+        check_searched(file, search)?;
+    }
+    if let Some(compare) = &file.compare {
+        check_compare(file, compare)?;
+    }
+    check_matrix(file, &names)
+}
+
+/// `profile_hz`: 1 to 1000 samples a second, and only with `profile = true`.
+fn check_profile(file: &ExperimentFile) -> Result<(), Invalid> {
+    match file.profile_hz {
+        Some(hz) if !(1..=1000).contains(&hz) => Err(Invalid::new(format!(
+            "profile_hz = {hz}: give 1 to 1000 samples a second"
+        ))),
+        Some(_) if !file.profile => Err(Invalid::new(
+            "profile_hz without profile = true: add profile = true, or drop profile_hz",
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// `[database]`: a URL or the variable holding one (not both), its `env` a variable name,
+/// `cpus` only for the throwaway PostgreSQL.
+fn check_database(file: &ExperimentFile) -> Result<(), Invalid> {
     let database = file.database();
     if database.url.is_some() && database.url_env.is_some() {
         return Err(Invalid::new("[database]: give url or url_env, not both"));
@@ -1177,6 +1207,14 @@ fn check(file: &ExperimentFile) -> Result<(), Invalid> {
             "[database] env must be a variable name, e.g. \"DATABASE_URL\"",
         ));
     }
+    if database.cpus.is_some() && (database.url.is_some() || database.url_env.is_some()) {
+        return Err(Invalid::new("[database] cpus places the throwaway PostgreSQL: a database of yours (url, url_env) runs where you put it"));
+    }
+    Ok(())
+}
+
+/// Every load's headers valid HTTP headers, every variable's name a variable name.
+fn check_names(file: &ExperimentFile) -> Result<(), Invalid> {
     for (table, load) in file.load_specs() {
         for (name, value) in load.headers.iter().flatten() {
             if !is_header(name, value) {
@@ -1194,56 +1232,44 @@ fn check(file: &ExperimentFile) -> Result<(), Invalid> {
             )));
         }
     }
-    if database.cpus.is_some() && (database.url.is_some() || database.url_env.is_some()) {
-        return Err(Invalid::new("[database] cpus places the throwaway PostgreSQL: a database of yours (url, url_env) runs where you put it"));
+    Ok(())
+}
+
+/// `[guns]`: its own checks; no search from Kubernetes pods; every target remote.
+fn check_guns(file: &ExperimentFile, guns: &crate::guns::GunsSpec) -> Result<(), Invalid> {
+    guns.check().map_err(|e| Invalid::new(e.to_string()))?;
+    if guns.kubernetes.is_some() && file.search.is_some() {
+        return Err(Invalid::new("[search] with [guns] kubernetes: a search runs as a loadgen capacity of its own, which cannot take over the runner's pods; run the search's cells from SSH guns, or the search alone with loadgen capacity from a Job of its own (docs/guns.md)"));
     }
-    if let Some(guns) = &file.guns {
-        guns.check().map_err(|e| Invalid::new(e.to_string()))?;
-        if guns.kubernetes.is_some() && file.search.is_some() {
-            return Err(Invalid::new("[search] with [guns] kubernetes: a search runs as a loadgen capacity of its own, which cannot take over the runner's pods; run the search's cells from SSH guns, or the search alone with loadgen capacity from a Job of its own (docs/guns.md)"));
-        }
-        if let Some(t) = file.targets.iter().find(|t| !t.is_remote()) {
-            return Err(Invalid::new(format!(
-                "target {:?}: with [guns], every target is remote (url and probe): the guns reach a target and its probe by address, not this machine's loopback",
-                t.name
-            )));
-        }
+    if let Some(t) = file.targets.iter().find(|t| !t.is_remote()) {
+        return Err(Invalid::new(format!(
+            "target {:?}: with [guns], every target is remote (url and probe): the guns reach a target and its probe by address, not this machine's loopback",
+            t.name
+        )));
     }
-    check_watches(&file.watches)?;
-    let mut names = std::collections::BTreeSet::new();
-    for t in &file.targets {
-        if !names.insert(t.name.as_str()) {
-            return Err(Invalid::new(format!("two targets are named {:?}", t.name)));
-        }
-        check_target(t, file.database.is_some())?;
+    Ok(())
+}
+
+/// `[search]`: its own checks; the search chooses the rates, so the matrix has no steps axis,
+/// and its rate axis holds only "search" and shares of the capacity found.
+fn check_searched(file: &ExperimentFile, search: &SearchSpec) -> Result<(), Invalid> {
+    check_search(search)?;
+    if file.matrix.contains_key("steps") {
+        return Err(Invalid::new(
+            "[search] chooses the rates: drop the steps axis",
+        ));
     }
-    for c in &file.checks {
-        check_check(c, file.database.is_some())
-            .map_err(|e| Invalid::new(format!("[[check]] {e}")))?;
-    }
-    if let Some(search) = &file.search {
-        check_search(search)?;
-        if file.matrix.contains_key("steps") {
-            return Err(Invalid::new(
-                "[search] chooses the rates: drop the steps axis",
-            ));
-        }
-        // The rate axis may name the search and shares of what it finds, not rates.
-        if let Some(toml::Value::Array(rates)) = file.matrix.get("rate") {
-            for v in rates {
-                let fits = v.as_str().is_some_and(|t| {
-                    t == analysis::capacity::SEARCH_RATE || matches!(t.parse(), Ok(Rate::Share(_)))
-                });
-                if !fits {
-                    return Err(Invalid::new(format!("matrix.rate: {v} with [search]: the search chooses the rates; the axis may hold \"search\" (the cell that searches) and shares of the capacity it finds, such as \"80%\"")));
-                }
+    if let Some(toml::Value::Array(rates)) = file.matrix.get("rate") {
+        for v in rates {
+            let fits = v.as_str().is_some_and(|t| {
+                t == analysis::capacity::SEARCH_RATE || matches!(t.parse(), Ok(Rate::Share(_)))
+            });
+            if !fits {
+                return Err(Invalid::new(format!("matrix.rate: {v} with [search]: the search chooses the rates; the axis may hold \"search\" (the cell that searches) and shares of the capacity it finds, such as \"80%\"")));
             }
         }
     }
-    if let Some(compare) = &file.compare {
-        check_compare(file, compare)?;
-    }
-    check_matrix(file, &names)
+    Ok(())
 }
 
 /// `[compare]`: its targets the file's (all of them, each named once), a fixed rate of an open

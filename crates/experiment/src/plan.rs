@@ -459,6 +459,86 @@ pub fn axes(experiment: &Experiment) -> Vec<Axis> {
 /// Expands the matrix into cells.
 pub fn plan(experiment: &Experiment, options: &PlanOptions) -> Result<Plan, PlanError> {
     let file = &experiment.file;
+    bounds(experiment, options)?;
+    let axes = axes(experiment);
+    let targets: Vec<String> = match file.matrix.get("target") {
+        Some(toml::Value::Array(names)) => names.iter().map(label_value).collect(),
+        _ => file.targets.iter().map(|t| t.name.clone()).collect(),
+    };
+    let repetitions = repetitions(experiment, options)?;
+    // The count first: four axes of a hundred values must be refused, not built.
+    let count = axes
+        .iter()
+        .fold(1usize, |n, a| n.saturating_mul(a.values.len()))
+        .saturating_mul(targets.len())
+        .saturating_mul(repetitions as usize);
+    if count > MAX_CELLS {
+        return Err(PlanError::TooManyCells(count));
+    }
+    let settings = settings(&axes);
+    let mut all = Vec::new();
+    for repetition in 1..=repetitions {
+        let mut settings_order: Vec<&Vec<(String, toml::Value)>> = settings.iter().collect();
+        let mut targets_order: Vec<&String> = targets.iter().collect();
+        // Every other repetition in reverse: what runs first is not always the same.
+        if repetition % 2 == 0 {
+            settings_order.reverse();
+            targets_order.reverse();
+        }
+        for setting in settings_order {
+            for target in &targets_order {
+                all.push(cell(
+                    experiment,
+                    target,
+                    setting,
+                    repetition,
+                    options.scale,
+                )?);
+            }
+        }
+    }
+    if file.compare.is_some() && file.search.is_some() {
+        // Each setting's searches once: a comparison's rounds are [search]'s.
+        all.retain(|c: &Cell| c.kind != CellKind::Search || c.repetition == 1);
+    }
+    let all = shares(all)?;
+    interleavable(experiment, &all)?;
+    let mut searched: Vec<Vec<(String, String)>> = Vec::new();
+    for c in all.iter().filter(|c| c.kind == CellKind::Search) {
+        if !searched.contains(&c.setting) {
+            searched.push(c.setting.clone());
+        }
+    }
+    let mut cells: Vec<Cell> = all.into_iter().filter(|c| options.selects(c)).collect();
+    for (i, c) in cells.iter_mut().enumerate() {
+        c.number = i + 1;
+    }
+    if cells.is_empty() {
+        return Err(PlanError::NoCellMatches);
+    }
+    let mut plan = Plan {
+        axes,
+        targets,
+        repetitions,
+        scale: options.scale,
+        warmup: scale_duration(file.warmup, options.scale),
+        cooldown: scale_duration(file.cooldown, options.scale),
+        pre_roll: roll(file.pre_roll, options.scale),
+        post_roll: roll(file.post_roll, options.scale),
+        warnings: capacity(experiment, &cells),
+        promises: Vec::new(),
+        search: file.search.clone().map(|s| scaled_search(s, options.scale)),
+        searched,
+        cells,
+        compare: file.compare.clone(),
+    };
+    plan.promises = promises(&plan);
+    Ok(plan)
+}
+
+/// The scale, the repetitions and the CPUs named: within bounds, and on this host.
+fn bounds(experiment: &Experiment, options: &PlanOptions) -> Result<(), PlanError> {
+    let file = &experiment.file;
     if !(options.scale > 0.0 && options.scale <= MAX_SCALE) {
         return Err(PlanError::Scale(options.scale));
     }
@@ -478,43 +558,36 @@ pub fn plan(experiment: &Experiment, options: &PlanOptions) -> Result<Plan, Plan
                 .map_err(|error| PlanError::Cpus { field, error })?;
         }
     }
-    let axes = axes(experiment);
-    let targets: Vec<String> = match file.matrix.get("target") {
-        Some(toml::Value::Array(names)) => names.iter().map(label_value).collect(),
-        _ => file.targets.iter().map(|t| t.name.clone()).collect(),
-    };
-    // The count first: four axes of a hundred values must be refused, not built.
-    // A gate read after every round plans its most rounds (`--repetitions` names them too);
-    // the runner stops once it is decided.
+    Ok(())
+}
+
+/// How many times each cell runs: `--repetitions`, a gate's most rounds when it is read after
+/// every round (the runner stops once it is decided), or the file's. A comparison at a fixed
+/// rate needs its fewest rounds; one of searches has its rounds in `[search]`.
+fn repetitions(experiment: &Experiment, options: &PlanOptions) -> Result<u32, PlanError> {
+    let file = &experiment.file;
     let auto = file.compare.as_ref().and_then(|c| c.auto());
     let repetitions = options
         .repetitions
         .or(auto.map(|a| a.max))
         .unwrap_or(file.repetitions)
         .max(1);
-    // A comparison of searches has its rounds in [search]; one at a fixed rate (a rate, or a
-    // share of the searches' capacities), its repetitions.
-    let compares_searches = file.compare.is_some() && file.search.is_some();
     if file.compare.is_some()
         && (file.search.is_none() || file.has_shares())
         && (repetitions as usize) < analysis::ab::MIN_ROUNDS
     {
         return Err(PlanError::CompareRounds(repetitions));
     }
-    if compares_searches && !file.has_shares() && repetitions > 1 {
+    if file.compare.is_some() && file.search.is_some() && !file.has_shares() && repetitions > 1 {
         return Err(PlanError::SearchRepetitions(repetitions));
     }
-    let count = axes
-        .iter()
-        .fold(1usize, |n, a| n.saturating_mul(a.values.len()))
-        .saturating_mul(targets.len())
-        .saturating_mul(repetitions as usize);
-    if count > MAX_CELLS {
-        return Err(PlanError::TooManyCells(count));
-    }
-    // Every setting: the odometer over the axes, the last one turning fastest.
+    Ok(repetitions)
+}
+
+/// Every setting: the odometer over the axes, the last one turning fastest.
+fn settings(axes: &[Axis]) -> Vec<Vec<(String, toml::Value)>> {
     let mut settings: Vec<Vec<(String, toml::Value)>> = vec![Vec::new()];
-    for axis in &axes {
+    for axis in axes {
         settings = settings
             .into_iter()
             .flat_map(|s| {
@@ -526,101 +599,49 @@ pub fn plan(experiment: &Experiment, options: &PlanOptions) -> Result<Plan, Plan
             })
             .collect();
     }
-    let mut all = Vec::new();
-    for repetition in 1..=repetitions {
-        let reverse = repetition % 2 == 0;
-        let mut settings_order: Vec<&Vec<(String, toml::Value)>> = settings.iter().collect();
-        let mut targets_order: Vec<&String> = targets.iter().collect();
-        if reverse {
-            settings_order.reverse();
-            targets_order.reverse();
-        }
-        for setting in settings_order {
-            for target in &targets_order {
-                all.push(cell(
-                    experiment,
-                    target,
-                    setting,
-                    repetition,
-                    options.scale,
-                )?);
-            }
-        }
-    }
-    if compares_searches {
-        // Each setting's searches once: their rounds are [search]'s.
-        all.retain(|c: &Cell| c.kind != CellKind::Search || c.repetition == 1);
-    }
-    let all = shares(all)?;
-    interleavable(experiment, &all)?;
-    let mut searched: Vec<Vec<(String, String)>> = Vec::new();
-    for c in all.iter().filter(|c| c.kind == CellKind::Search) {
-        if !searched.contains(&c.setting) {
-            searched.push(c.setting.clone());
-        }
-    }
-    let mut cells: Vec<Cell> = all
-        .into_iter()
-        .filter(|cell| {
-            // Every key given must match; values given for the same key are alternatives.
-            let matches = |k: &str, v: &String| match k {
-                "target" => &cell.target == v,
-                "repetition" => &cell.repetition.to_string() == v,
-                _ => cell.setting.iter().any(|(ck, cv)| ck == k && cv == v),
-            };
-            options.only.iter().all(|(k, _)| {
-                options
-                    .only
-                    .iter()
-                    .filter(|(other, _)| other == k)
-                    .any(|(_, v)| matches(k, v))
-            })
+    settings
+}
+
+/// `[search]` at `scale`: its step, warm-up, settling bound and budget scaled, each kept above
+/// the least it can work with.
+fn scaled_search(mut s: crate::file::SearchSpec, scale: f64) -> crate::file::SearchSpec {
+    let scaled = |d: Duration, least: Duration| d.mul_f64(scale).max(least);
+    s.step = Some(scaled(
+        s.step.unwrap_or(Duration::from_secs(10)),
+        Duration::from_secs(1),
+    ));
+    s.warmup = Some(scaled(
+        s.warmup.unwrap_or(Duration::from_secs(2)),
+        Duration::from_millis(200),
+    ));
+    // The warm-up's bound: 0 stays 0 (not warmed), and a bound keeps room for the fewest
+    // samples judged.
+    s.settle = Some(match s.settle.unwrap_or(Duration::from_secs(120)) {
+        d if d.is_zero() => d,
+        d => scaled(d, Duration::from_secs(5)),
+    });
+    s.budget = s
+        .budget
+        .map(|b| scale_duration(b, scale).max(Duration::from_secs(1)));
+    s
+}
+
+impl PlanOptions {
+    /// Whether `--only` selects `cell`: every key given must match; values given for the same
+    /// key are alternatives.
+    fn selects(&self, cell: &Cell) -> bool {
+        let matches = |k: &str, v: &String| match k {
+            "target" => &cell.target == v,
+            "repetition" => &cell.repetition.to_string() == v,
+            _ => cell.setting.iter().any(|(ck, cv)| ck == k && cv == v),
+        };
+        self.only.iter().all(|(k, _)| {
+            self.only
+                .iter()
+                .filter(|(other, _)| other == k)
+                .any(|(_, v)| matches(k, v))
         })
-        .collect();
-    for (i, c) in cells.iter_mut().enumerate() {
-        c.number = i + 1;
     }
-    if cells.is_empty() {
-        return Err(PlanError::NoCellMatches);
-    }
-    let mut plan = Plan {
-        axes,
-        targets,
-        repetitions,
-        scale: options.scale,
-        warmup: scale_duration(file.warmup, options.scale),
-        cooldown: scale_duration(file.cooldown, options.scale),
-        pre_roll: roll(file.pre_roll, options.scale),
-        post_roll: roll(file.post_roll, options.scale),
-        warnings: capacity(experiment, &cells),
-        promises: Vec::new(),
-        search: experiment.file.search.clone().map(|mut s| {
-            let scaled = |d: Duration, least: Duration| d.mul_f64(options.scale).max(least);
-            s.step = Some(scaled(
-                s.step.unwrap_or(Duration::from_secs(10)),
-                Duration::from_secs(1),
-            ));
-            s.warmup = Some(scaled(
-                s.warmup.unwrap_or(Duration::from_secs(2)),
-                Duration::from_millis(200),
-            ));
-            // The warm-up's bound: 0 stays 0 (not warmed), and a bound keeps room for the
-            // fewest samples judged.
-            s.settle = Some(match s.settle.unwrap_or(Duration::from_secs(120)) {
-                d if d.is_zero() => d,
-                d => scaled(d, Duration::from_secs(5)),
-            });
-            s.budget = s
-                .budget
-                .map(|b| scale_duration(b, options.scale).max(Duration::from_secs(1)));
-            s
-        }),
-        searched,
-        cells,
-        compare: experiment.file.compare.clone(),
-    };
-    plan.promises = promises(&plan);
-    Ok(plan)
 }
 
 /// With `[search] rounds`, the searches of a setting and repetition run as one comparison:
@@ -802,25 +823,100 @@ fn cell(
     if let Some(own) = &spec.load {
         load = load.with(own);
     }
-    let mut env = spec.env.clone();
-    let mut scalars = LoadSpec::default();
-    let mut searches_here = false;
-    let mut parameters: Vec<(String, String)> = Vec::new();
+    let mut at = At {
+        load,
+        env: spec.env.clone(),
+        scalars: LoadSpec::default(),
+        searches: false,
+        parameters: Vec::new(),
+    };
     for (key, value) in setting {
+        at.apply(file, key, value)?;
+    }
+    let mut load = scaled(&at.load.with(&at.scalars), scale);
+    if at.searches {
+        load.rate = None;
+    }
+    for (placeholder, value) in &at.parameters {
+        let put = |text: &mut String| *text = text.replace(placeholder, value);
+        load.path.iter_mut().for_each(put);
+        load.body.iter_mut().for_each(put);
+        for entry in load.mix.iter_mut().flatten() {
+            put(&mut entry.path);
+            entry.body.iter_mut().for_each(put);
+        }
+    }
+    let cell = Cell {
+        number: 0,
+        target: target.to_string(),
+        setting: setting
+            .iter()
+            .map(|(k, v)| (k.clone(), label_value(v)))
+            .collect(),
+        repetition,
+        kind: match (&experiment.file.search, load.share()) {
+            (None, _) => CellKind::Fixed,
+            (Some(_), None) => CellKind::Search,
+            (Some(_), Some(_)) => CellKind::Share {
+                searches: Vec::new(),
+            },
+        },
+        load,
+        env: at.env,
+    };
+    let checked = match (relative_path(&cell.load), &cell.kind) {
+        (Some(path), _) => Err(LoadError::RelativePath(redact::printable(path))),
+        (None, CellKind::Search) => check_search_load(&cell.load),
+        (None, CellKind::Fixed) if cell.load.share().is_some() => {
+            Err(LoadError::ShareWithoutSearch)
+        }
+        (None, _) => check_load(&cell.load),
+    };
+    checked.map_err(|why| PlanError::Cell {
+        cell: cell.key(),
+        why,
+    })?;
+    cell.slo().map_err(|why| PlanError::Slo {
+        cell: cell.key(),
+        why,
+    })?;
+    Ok(cell)
+}
+
+/// A cell's load as its setting's values make it: the load (a named one), the scalars set by
+/// axes, its environment, whether it is the cell that searches, and the placeholders to fill.
+struct At {
+    load: LoadSpec,
+    env: std::collections::BTreeMap<String, String>,
+    scalars: LoadSpec,
+    searches: bool,
+    /// `{axis}` and its value, for the paths and bodies.
+    parameters: Vec<(String, String)>,
+}
+
+impl At {
+    /// One axis's `value` at this setting.
+    fn apply(
+        &mut self,
+        file: &crate::file::ExperimentFile,
+        key: &str,
+        value: &toml::Value,
+    ) -> Result<(), PlanError> {
         let bad = |what: &'static str| PlanError::AxisValue {
-            key: key.clone(),
+            key: key.to_string(),
             value: value.to_string(),
             what,
         };
-        match key.as_str() {
+        let scalars = &mut self.scalars;
+        match key {
             "load" => {
                 let name = value.as_str().unwrap_or_default();
                 if let Some(named) = file.loads.get(name) {
-                    load = load.with(named);
+                    self.load = self.load.with(named);
                 }
             }
             "rate" => match value.as_str() {
-                Some(SEARCH_RATE) if file.search.is_some() => searches_here = true,
+                Some(SEARCH_RATE) if file.search.is_some() => self.searches = true,
                 Some(text) => {
                     let rate = text.parse::<Rate>().map_err(|_| {
                         bad("a rate: a number, a share of the capacity (\"80%\"), or \"search\" with [search]")
@@ -850,60 +946,15 @@ fn cell(
             }
             other => match other.strip_prefix("env.") {
                 Some(var) => {
-                    env.insert(var.to_string(), label_value(value));
+                    self.env.insert(var.to_string(), label_value(value));
                 }
-                None => parameters.push((format!("{{{other}}}"), label_value(value))),
+                None => self
+                    .parameters
+                    .push((format!("{{{other}}}"), label_value(value))),
             },
         }
+        Ok(())
     }
-    let mut load = scaled(&load.with(&scalars), scale);
-    if searches_here {
-        load.rate = None;
-    }
-    for (placeholder, value) in &parameters {
-        let put = |text: &mut String| *text = text.replace(placeholder, value);
-        load.path.iter_mut().for_each(put);
-        load.body.iter_mut().for_each(put);
-        for entry in load.mix.iter_mut().flatten() {
-            put(&mut entry.path);
-            entry.body.iter_mut().for_each(put);
-        }
-    }
-    let cell = Cell {
-        number: 0,
-        target: target.to_string(),
-        setting: setting
-            .iter()
-            .map(|(k, v)| (k.clone(), label_value(v)))
-            .collect(),
-        repetition,
-        kind: match (&experiment.file.search, load.share()) {
-            (None, _) => CellKind::Fixed,
-            (Some(_), None) => CellKind::Search,
-            (Some(_), Some(_)) => CellKind::Share {
-                searches: Vec::new(),
-            },
-        },
-        load,
-        env,
-    };
-    let checked = match (relative_path(&cell.load), &cell.kind) {
-        (Some(path), _) => Err(LoadError::RelativePath(redact::printable(path))),
-        (None, CellKind::Search) => check_search_load(&cell.load),
-        (None, CellKind::Fixed) if cell.load.share().is_some() => {
-            Err(LoadError::ShareWithoutSearch)
-        }
-        (None, _) => check_load(&cell.load),
-    };
-    checked.map_err(|why| PlanError::Cell {
-        cell: cell.key(),
-        why,
-    })?;
-    cell.slo().map_err(|why| PlanError::Slo {
-        cell: cell.key(),
-        why,
-    })?;
-    Ok(cell)
 }
 
 fn number(v: &toml::Value) -> Option<f64> {

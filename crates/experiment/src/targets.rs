@@ -290,52 +290,96 @@ enum Waited {
     Foreign(String),
 }
 
+/// The command that starts `launch`: tethered (ended with the process that started it, even
+/// one killed outright, held to its CPUs with everything it forks; its PID its own), its
+/// environment built from nothing, its output piped.
+fn command(launch: &Launch) -> Result<Command, Error> {
+    let mut env = launch.env.clone();
+    let tethered = |program: &std::ffi::OsStr| {
+        fleet::tethered(program, launch.cpus.as_deref())
+            .map(Command::from)
+            .map_err(|source| Error::Spawn {
+                name: launch.name.clone(),
+                source,
+            })
+    };
+    let mut command = match &launch.program {
+        Program::Builtin { dir, name } => {
+            if !NAMES.contains(&name.as_str()) {
+                return Err(Error::UnknownName(name.clone()));
+            }
+            let mut command = tethered(dir.join("run").as_os_str())?;
+            command.arg(name);
+            if !env.iter().any(|(n, _)| n == "PORT") {
+                env.push(("PORT".into(), "0".into()));
+            }
+            command
+        }
+        Program::Command {
+            argv, cwd, port, ..
+        } => {
+            let program = find_program(&launch.name, argv, cwd, &launch.env)?;
+            port_is_free(&launch.name, *port)?;
+            let mut command = tethered(program.as_ref())?;
+            command.args(argv.iter().skip(1)).current_dir(cwd);
+            command
+        }
+    };
+    let base = crate::environment::Base::current();
+    crate::environment::apply(
+        command.as_std_mut(),
+        &crate::environment::build(&base, &env, &launch.pass_env),
+    );
+    command
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true);
+    Ok(command)
+}
+
+/// Waits for a started target to be ready: a built-in one says so on its standard output
+/// (its port, then checked to be its own), one started by command is waited for on its port
+/// (or its ready check).
+async fn wait(
+    launch: &Launch,
+    child: &mut tokio::process::Child,
+    group: &custody::Group,
+    stdout: tokio::process::ChildStdout,
+    tail: &Tail,
+) -> Result<Waited, Waiting> {
+    match &launch.program {
+        Program::Builtin { .. } => {
+            let line = ready_line(stdout, tail.clone());
+            match tokio::time::timeout(launch.ready_timeout, line).await {
+                Ok(Some(ready)) => match crate::ports::listener(ready.port, &group.members()) {
+                    Listener::Ours(_) => Ok(Waited::Ready(ready)),
+                    Listener::Foreign(who) => Ok(Waited::Foreign(who)),
+                    Listener::Nobody => Err(Waiting::Socket(ready.port)),
+                },
+                Ok(None) => Ok(Waited::Exited),
+                Err(_) => Err(Waiting::ReadyLine),
+            }
+        }
+        Program::Command { port, ready, .. } => {
+            tokio::spawn(keep_lines(stdout, tail.clone()));
+            wait_ready(child, group, *port, ready.as_deref(), launch.ready_timeout)
+                .await
+                .map(|waited| match waited {
+                    Waited::Ready(ready) => Waited::Ready(Ready {
+                        stack: launch.name.clone(),
+                        ..ready
+                    }),
+                    other => other,
+                })
+        }
+    }
+}
+
 impl Target {
     /// Starts `launch` and waits until it is ready.
     pub async fn start(launch: &Launch) -> Result<Target, Error> {
-        // Tethered: ended with the process that started it, even one killed outright, held to
-        // its CPUs with everything it forks; its PID its own.
-        let mut env = launch.env.clone();
-        let tethered = |program: &std::ffi::OsStr| {
-            fleet::tethered(program, launch.cpus.as_deref())
-                .map(Command::from)
-                .map_err(|source| Error::Spawn {
-                    name: launch.name.clone(),
-                    source,
-                })
-        };
-        let mut command = match &launch.program {
-            Program::Builtin { dir, name } => {
-                if !NAMES.contains(&name.as_str()) {
-                    return Err(Error::UnknownName(name.clone()));
-                }
-                let mut command = tethered(dir.join("run").as_os_str())?;
-                command.arg(name);
-                if !env.iter().any(|(n, _)| n == "PORT") {
-                    env.push(("PORT".into(), "0".into()));
-                }
-                command
-            }
-            Program::Command {
-                argv, cwd, port, ..
-            } => {
-                let program = find_program(&launch.name, argv, cwd, &launch.env)?;
-                port_is_free(&launch.name, *port)?;
-                let mut command = tethered(program.as_ref())?;
-                command.args(argv.iter().skip(1)).current_dir(cwd);
-                command
-            }
-        };
-        let base = crate::environment::Base::current();
-        crate::environment::apply(
-            command.as_std_mut(),
-            &crate::environment::build(&base, &env, &launch.pass_env),
-        );
-        command
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .kill_on_drop(true);
+        let mut command = command(launch)?;
         // Its group, and the limits on it, before it starts: it and everything it forks are
         // held from its first instruction.
         let mut group = custody::Group::new(&launch.name);
@@ -356,38 +400,7 @@ impl Target {
         let Some(stdout) = child.stdout.take() else {
             return Err(spawn_error(std::io::Error::other("no standard output")));
         };
-        let waited = match &launch.program {
-            Program::Builtin { .. } => {
-                let line = ready_line(stdout, tail.clone());
-                match tokio::time::timeout(launch.ready_timeout, line).await {
-                    Ok(Some(ready)) => match crate::ports::listener(ready.port, &group.members()) {
-                        Listener::Ours(_) => Ok(Waited::Ready(ready)),
-                        Listener::Foreign(who) => Ok(Waited::Foreign(who)),
-                        Listener::Nobody => Err(Waiting::Socket(ready.port)),
-                    },
-                    Ok(None) => Ok(Waited::Exited),
-                    Err(_) => Err(Waiting::ReadyLine),
-                }
-            }
-            Program::Command { port, ready, .. } => {
-                tokio::spawn(keep_lines(stdout, tail.clone()));
-                wait_ready(
-                    &mut child,
-                    &group,
-                    *port,
-                    ready.as_deref(),
-                    launch.ready_timeout,
-                )
-                .await
-                .map(|waited| match waited {
-                    Waited::Ready(ready) => Waited::Ready(Ready {
-                        stack: launch.name.clone(),
-                        ..ready
-                    }),
-                    other => other,
-                })
-            }
-        };
+        let waited = wait(launch, &mut child, &group, stdout, &tail).await;
         let port = match &launch.program {
             Program::Command { port, .. } => *port,
             Program::Builtin { .. } => 0,

@@ -228,6 +228,51 @@ fn explain_open_error(shown: &str, e: &sqlx::Error) -> String {
     format!("cannot open the store {shown}: {e}")
 }
 
+/// A SQLite store's directory and file, made where missing: a store's runs are its owner's
+/// (a URL, a header or a token a run named may be in them), so a directory made for it is
+/// theirs alone (0700), as is a file made new (0600, before SQLite makes it with the umask's
+/// mode; its -wal and -shm take the main file's; an empty file is a store SQLite starts).
+fn make_sqlite_file(url: &str) -> Result<(), StoreError> {
+    let path = sqlite_path(url).to_string();
+    if path.is_empty() {
+        return Err(StoreError::BadUrl {
+            url: redact::text(url),
+        });
+    }
+    if let Some(dir) = Path::new(&path)
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+    {
+        use std::os::unix::fs::DirBuilderExt;
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir)
+            .map_err(|source| StoreError::Directory {
+                path: path.clone(),
+                source,
+            })?;
+    }
+    let file = Path::new(&path);
+    if std::fs::symlink_metadata(file).is_err()
+        && !path.starts_with(':')
+        && !url.contains("mode=ro")
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        let made = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(file);
+        if let Err(source) = made {
+            if source.kind() != std::io::ErrorKind::AlreadyExists {
+                return Err(StoreError::File { path, source });
+            }
+        }
+    }
+    Ok(())
+}
+
 impl Store {
     /// Opens the store at `url` (`sqlite://PATH`, created with its directory if missing, or
     /// `postgres://…`) and applies the schema.
@@ -241,50 +286,7 @@ impl Store {
         }
         let mut connect_url = url.to_string();
         if sqlite {
-            let path = sqlite_path(url).to_string();
-            if path.is_empty() {
-                return Err(StoreError::BadUrl {
-                    url: redact::text(url),
-                });
-            }
-            if let Some(dir) = Path::new(&path)
-                .parent()
-                .filter(|d| !d.as_os_str().is_empty())
-            {
-                // A store's runs are its owner's (a URL, a header or a token a run named may
-                // be in them): a directory made for it is theirs alone, as is a file made new.
-                use std::os::unix::fs::DirBuilderExt;
-                std::fs::DirBuilder::new()
-                    .recursive(true)
-                    .mode(0o700)
-                    .create(dir)
-                    .map_err(|source| StoreError::Directory {
-                        path: path.clone(),
-                        source,
-                    })?;
-            }
-            let file = Path::new(&path);
-            if std::fs::symlink_metadata(file).is_err()
-                && !path.starts_with(':')
-                && !url.contains("mode=ro")
-            {
-                use std::os::unix::fs::OpenOptionsExt;
-                // Created empty, 0600, before SQLite makes it with the umask's mode (its -wal
-                // and -shm take the main file's); an empty file is a store SQLite starts.
-                let made = std::fs::OpenOptions::new()
-                    .write(true)
-                    .create_new(true)
-                    .mode(0o600)
-                    .open(file);
-                if let Err(source) = made {
-                    if source.kind() != std::io::ErrorKind::AlreadyExists {
-                        return Err(StoreError::File {
-                            path: path.clone(),
-                            source,
-                        });
-                    }
-                }
-            }
+            make_sqlite_file(url)?;
             if !connect_url.contains("mode=") {
                 connect_url.push(if connect_url.contains('?') { '&' } else { '?' });
                 connect_url.push_str("mode=rwc");

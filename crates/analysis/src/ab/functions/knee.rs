@@ -408,17 +408,7 @@ pub fn knee(steps: &[KneeStep], capacity: f64) -> Option<Knee> {
     let raw = Design::of(&used);
     let runs: Vec<&Sampled> = used.iter().map(|(_, _, run)| *run).collect();
     let sized = size_factors(&runs);
-    let scaled_runs: Vec<Sampled> = match &sized {
-        Some((factors, _)) => runs
-            .iter()
-            .zip(factors)
-            .map(|(run, f)| Sampled {
-                cpu_us: run.cpu_us / f,
-                ..(*run).clone()
-            })
-            .collect(),
-        None => runs.iter().map(|run| (*run).clone()).collect(),
-    };
+    let scaled_runs = scaled(&runs, sized.as_ref().map(|(f, _)| f.as_slice()));
     let scaled_steps: Vec<(f64, bool, &Sampled)> = used
         .iter()
         .zip(&scaled_runs)
@@ -467,20 +457,7 @@ pub fn knee(steps: &[KneeStep], capacity: f64) -> Option<Knee> {
         design.compared(name, Part::Total, count)
     });
     let whole = raw.compared(paths::ROOT, Part::Total, |run| run.samples);
-    // The named functions', or where none is named the five tested that moved most.
-    let named = own.iter().filter(|c| c.named).count();
-    let shares = own
-        .iter()
-        .take(if named > 0 { named } else { tested.min(SHOWN) })
-        .map(|c| {
-            let count = |run: &Sampled| run.own.get(&c.name).copied().unwrap_or(0);
-            Share {
-                name: c.name.clone(),
-                passing: design.pooled(true, &count),
-                failing: design.pooled(false, &count),
-            }
-        })
-        .collect();
+    let shares = shares(&design, &own, tested);
     let unnamed = |run: &Sampled| run.unnamed;
     Some(Knee {
         capacity,
@@ -508,6 +485,38 @@ pub fn knee(steps: &[KneeStep], capacity: f64) -> Option<Knee> {
             high: factors.iter().copied().fold(0.0, f64::max),
         }),
     })
+}
+
+/// Each run with its CPU per request divided by its size factor (`None`: as it was).
+fn scaled(runs: &[&Sampled], factors: Option<&[f64]>) -> Vec<Sampled> {
+    match factors {
+        Some(factors) => runs
+            .iter()
+            .zip(factors)
+            .map(|(run, f)| Sampled {
+                cpu_us: run.cpu_us / f,
+                ..(*run).clone()
+            })
+            .collect(),
+        None => runs.iter().map(|run| (*run).clone()).collect(),
+    }
+}
+
+/// The share of the samples of the named functions (or, where none is named, of the five
+/// tested that moved most) in the passing steps and in the failing ones.
+fn shares(design: &Design<'_>, own: &[FunctionChange], tested: usize) -> Vec<Share> {
+    let named = own.iter().filter(|c| c.named).count();
+    own.iter()
+        .take(if named > 0 { named } else { tested.min(SHOWN) })
+        .map(|c| {
+            let count = |run: &Sampled| run.own.get(&c.name).copied().unwrap_or(0);
+            Share {
+                name: c.name.clone(),
+                passing: design.pooled(true, &count),
+                failing: design.pooled(false, &count),
+            }
+        })
+        .collect()
 }
 
 /// "×1.83" of `b` against `a`.
