@@ -190,7 +190,7 @@ check-jsonschema --builtin-schema vendor.gitlab-ci ci/gitlab/showdown-gate.gitla
 # repository holding the example folder: real pull requests (slower: exit 4, identical: 0, not
 # building: 1, noisy: 5) and five real nights, the last after a commit that slows the server.
 # About 8 minutes; they measure, so nothing else runs beside them.
-python3 -m pytest -q ci/tests
+python3 -m pytest -q -rs ci/tests
 
 say "cargo nextest run --workspace --release"
 cargo nextest run --workspace --release "$@"
