@@ -11,8 +11,8 @@ use tokio::sync::watch;
 
 use super::event::{Event, Events};
 use super::firing::{
-    compare_outcome, measure_outcome, search_outcome, volley_outcome, warmup_outcome, CellOutcome,
-    Firing,
+    compare_outcome, held_back, measure_outcome, search_outcome, volley_outcome, warmup_outcome,
+    CellOutcome, Firing,
 };
 use super::options::{Error, RunOptions};
 use super::setup::Launcher;
@@ -140,6 +140,29 @@ impl<F: Firing> CellContext<'_, F> {
         format!("{} {} #{}", self.answers.name, cell.key(), cell.repetition)
     }
 
+    /// A measured run that other processes held back, kept as failed with `reason` (under
+    /// `id`): waits for the generator's CPUs to be quiet (at most [`super::quiet::LONGEST`]) and
+    /// says that `cell` is measured again; `false` where the user stopped meanwhile.
+    pub(super) async fn quiet_again(
+        &self,
+        cell: &Cell,
+        reason: &str,
+        id: Option<String>,
+        stop: &mut watch::Receiver<bool>,
+    ) -> Result<bool, Error> {
+        self.keep_failed(cell, reason, id).await?;
+        let gun_cpus = self.answers.gun_cpus.as_ref();
+        let waited = tokio::select! {
+            waited = super::quiet::wait(gun_cpus, super::quiet::LONGEST) => waited,
+            _ = stop.changed() => return Ok(false),
+        };
+        self.events.emit(Event::MeasureAgain {
+            key: cell.key(),
+            waited,
+        });
+        Ok(true)
+    }
+
     /// Keeps a cell that could not be measured as a failed run, with its reason.
     pub(super) async fn keep_failed(
         &self,
@@ -252,15 +275,13 @@ impl<F: Firing> CellContext<'_, F> {
         while matches!(outcome, CellOutcome::Done) {
             let measure = self.attack(cell, spec, &w, Phase::Measure, None, run_id.clone());
             measured_id = Some(run_id.clone());
-            let held_back;
-            (outcome, held_back) = match self.volley(&measure, stop).await {
+            let held;
+            (outcome, held) = match self.volley(&measure, stop).await {
                 Some(outcome) => (outcome, false),
                 None => {
                     let fired = self.fire(&measure, stop).await;
-                    let held_back = matches!(&fired, Ok(Some(f)) if f
-                        .summary()
-                        .is_some_and(store::diagnosis::host_held_the_generator_back));
-                    (measure_outcome(fired), held_back)
+                    let held = held_back(&fired);
+                    (measure_outcome(fired), held)
                 }
             };
             // Other processes held the generator back: the run is kept as failed, and the cell
@@ -268,22 +289,16 @@ impl<F: Firing> CellContext<'_, F> {
             let CellOutcome::Failed(reason) = &outcome else {
                 break;
             };
-            if !(held_back && again) {
+            if !(held && again) {
                 break;
             }
-            self.keep_failed(cell, reason, measured_id.take()).await?;
-            let gun_cpus = self.answers.gun_cpus.as_ref();
-            let waited = tokio::select! {
-                waited = super::quiet::wait(gun_cpus, super::quiet::LONGEST) => waited,
-                _ = stop.changed() => {
-                    outcome = CellOutcome::Interrupted;
-                    break;
-                }
-            };
-            self.events.emit(Event::MeasureAgain {
-                key: cell.key(),
-                waited,
-            });
+            if !self
+                .quiet_again(cell, reason, measured_id.take(), stop)
+                .await?
+            {
+                outcome = CellOutcome::Interrupted;
+                break;
+            }
             again = false;
             run_id = RunMeta::new_id();
             outcome = CellOutcome::Done;

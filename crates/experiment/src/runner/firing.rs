@@ -81,6 +81,14 @@ pub(super) fn warmup_outcome(fired: Result<Option<Fired>, GunError>) -> CellOutc
     }
 }
 
+/// Whether other processes held a fired run's generator back (they took its CPUs, or paused
+/// it as its schedule began): a run to measure again once its CPUs are quiet.
+pub(super) fn held_back(fired: &Result<Option<Fired>, GunError>) -> bool {
+    matches!(fired, Ok(Some(f)) if f
+        .summary()
+        .is_some_and(store::diagnosis::host_held_the_generator_back))
+}
+
 /// A measured run's outcome: done unless the generator fell behind, could not run, or was
 /// stopped.
 pub(super) fn measure_outcome(fired: Result<Option<Fired>, GunError>) -> CellOutcome {

@@ -1110,6 +1110,56 @@ async fn compared_rounds_stopped_midway_judge_no_gate() {
         .is_empty());
 }
 
+/// A gate's round whose run other processes held back is kept as failed and measured again in
+/// its round once the generator's CPUs are quiet, as a cell of its own is; held back twice, the
+/// round's cell fails. With fresh processes and kept ones alike.
+#[tokio::test]
+async fn a_round_other_processes_held_back_is_measured_again_once() {
+    for processes in ["fresh", "kept"] {
+        let world = || {
+            world_of(
+                "repetitions = 8\n",
+                &["a", "b", "c"],
+                &format!("[compare]\nbaseline = \"a\"\ncandidate = \"b\"\ncontrol = \"c\"\nprocesses = \"{processes}\"\nmax_regression = \"p50=10%\"\n[load]\npath = \"/\"\nrate = 10\nduration = \"1s\"\n"),
+            )
+        };
+        let w = world();
+        let (report, seen, said) = w
+            .run(&[("sched target=b #3", Act::HeldBack(1))], 0, false)
+            .await;
+        assert_eq!(report.ran, 24, "{processes}");
+        assert!(report.failed.is_empty(), "{processes}: {:?}", report.failed);
+        let measured = |name: &str| {
+            seen.iter()
+                .filter(|(n, phase)| n == name && phase == "measure")
+                .count()
+        };
+        assert_eq!(measured("sched target=b #3"), 2, "{processes}: {seen:?}");
+        assert!(
+            said.iter()
+                .any(|e| matches!(e, Event::MeasureAgain { key, .. } if key == "target=b")),
+            "{processes}: {said:?}"
+        );
+        let [gate] = report.gates.as_slice() else {
+            panic!("one gate: {:?}", report.gates)
+        };
+        assert_eq!(gate.rounds, 8, "{processes}: every round counted");
+        // Held back twice: the round's cell fails, kept with its reason.
+        let w = world();
+        let (report, seen, _) = w
+            .run(&[("sched target=b #3", Act::HeldBack(2))], 0, false)
+            .await;
+        assert_eq!(report.failed.len(), 1, "{processes}: {:?}", report.failed);
+        assert_eq!(
+            seen.iter()
+                .filter(|(n, phase)| n == "sched target=b #3" && phase == "measure")
+                .count(),
+            2,
+            "{processes}"
+        );
+    }
+}
+
 #[tokio::test]
 async fn fresh_processes_are_warmed_every_round_and_kept_ones_once() {
     for processes in ["fresh", "kept"] {
