@@ -626,22 +626,28 @@ fn a_check_fails_on_a_server_whose_capacity_moves_under_it() {
         halves.second.0 < halves.first.0 && halves.z < 0.0,
         "the second half passed less often: {halves:?}"
     );
-    // The check fails: the halves differ ("moved"), or, where the knee is so sharp that the
-    // first half's passes were few too, every level passed less often than the figure allows
-    // ("figure high"). The search again, on the quiet server, agrees with the first: it is not
-    // void.
+    // The check fails, never "held": the halves differ ("moved"), or, where the knee is so
+    // sharp that the first half's passes were few too, every level passed less often than the
+    // figure allows ("figure high"), or the search run again excludes the first ("void": a
+    // host that moved during the first search too, as one CI run's did, 705 req/s against
+    // about 990). Where it is not void, the search again (the loop ended) agrees with the first.
     assert!(
-        matches!(check.outcome, Outcome::Moved | Outcome::High),
+        matches!(
+            check.outcome,
+            Outcome::Moved | Outcome::High | Outcome::Void
+        ),
         "{}",
         check.text()
     );
-    let again = check.again.as_ref().expect("the search again");
-    let (low, high) = (again.low.unwrap(), again.high.unwrap());
-    let first = repeated.searches[0].capacity.unwrap();
-    assert!(
-        (low * 0.9..=high * 1.1).contains(&first),
-        "{again:?} against {first}"
-    );
+    if check.outcome != Outcome::Void {
+        let again = check.again.as_ref().expect("the search again");
+        let (low, high) = (again.low.unwrap(), again.high.unwrap());
+        let first = repeated.searches[0].capacity.unwrap();
+        assert!(
+            (low * 0.9..=high * 1.1).contains(&first),
+            "{again:?} against {first}"
+        );
+    }
     // What the terminal prints after the figure (as text; JSON carries the outcome).
     assert!(
         ["void, the sitting moved", "failed, the figure reads high"]
