@@ -116,17 +116,17 @@ fn term_chart(
     (lo, hi): (f64, f64),
 ) -> Result<Chart, PlotError> {
     let errors = term.figure == Figure::Errors;
-    let scale = if errors { 100.0 } else { 1e-6 };
+    let scale = |v: f64| drawn(term.figure, v);
     let mut points = Vec::new();
     let mut spread = Vec::new();
     for s in steps {
         if let Some(t) = s.judgement.terms.get(i).filter(|t| t.value.is_finite()) {
-            points.push((s.rate, t.value * scale));
+            points.push((s.rate, scale(t.value)));
             let high = if t.high.is_finite() { t.high } else { t.value };
-            spread.push((s.rate, t.low * scale, high * scale));
+            spread.push((s.rate, scale(t.low), scale(high)));
         }
     }
-    let bound = term.bound * scale;
+    let bound = scale(term.bound);
     let mut line = Line::new(term.figure.to_string(), color(0), points);
     line.spread = spread;
     let mut lines = vec![
