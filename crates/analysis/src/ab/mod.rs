@@ -917,10 +917,10 @@ impl Gate {
     /// is `ids.0`, the first of `compared` (its ratios are each other search's ÷ the first's);
     /// `allowed`'s capacity is the share the candidate's may fall (not gated when absent).
     ///
-    /// `past` are the gates kept of the same experiment and setting before: where they and
-    /// this one hold [`process::MIN_SITTINGS`] A/A controls of capacity, the spread between
-    /// processes of one build is read from them and allowed for in the candidate's and the
-    /// control's intervals ([`process`]).
+    /// `past` are the gates kept of the same experiment and setting before: where the gate has
+    /// an A/A control and they and this one hold [`process::MIN_SITTINGS`] controls of
+    /// capacity with intervals, the spread between processes of one build is read from them
+    /// and allowed for in the candidate's and the control's intervals ([`process`]).
     pub fn of_capacities(
         names: (&str, &str, Option<&str>),
         ids: (&str, &str, Option<&str>),
@@ -950,10 +950,13 @@ impl Gate {
         };
         let candidate = change(ids.1);
         let control = ids.2.map(change).and_then(Result::ok);
-        let process = control.as_ref().and_then(|aa| {
+        // Read where the experiment has a control, from the past sittings' and this one's where
+        // it has an interval (a control whose search read no interval leaves the spread to the
+        // others: the processes still differ).
+        let process = ids.2.and_then(|_| {
             let mut controls: Vec<Change> =
                 past.iter().filter_map(Gate::capacity_control).collect();
-            controls.push(aa.clone());
+            controls.extend(control.clone());
             process::Between::read(&controls)
         });
         let (candidate, control) = match &process {

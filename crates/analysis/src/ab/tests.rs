@@ -723,8 +723,9 @@ fn a_comparison_of_capacities_is_a_gate_of_one_measure() {
         "",
         &apart,
         &Allowed::capacity(),
-        &[past.clone(), past],
+        &[past.clone(), past.clone()],
     );
+    let past_gate = past;
     let b = gate.process.expect("read from three controls");
     assert_eq!(b.sittings, 3);
     let j = &gate.measures[0];
@@ -742,6 +743,31 @@ fn a_comparison_of_capacities_is_a_gate_of_one_measure() {
         j.note
     );
     assert!(gate.warnings.is_empty(), "{:?}", gate.warnings);
+    // This sitting's control read no interval: the spread is read from the three past
+    // sittings' controls (the processes still differ) and allowed for in the candidate's.
+    let mut unbounded = apart.clone();
+    unbounded.ratios[1] = ratio("a", 1.02, None);
+    let gate = Gate::of_capacities(
+        ("base", "pr", Some("base-again")),
+        ("b", "c", Some("a")),
+        "",
+        &unbounded,
+        &Allowed::capacity(),
+        &[gate.clone(), gate.clone(), gate],
+    );
+    assert_eq!(gate.process.map(|b| b.sittings), Some(3));
+    let c = gate.measures[0].change.as_ref().unwrap();
+    assert!(c.low < 0.80 && c.high > 0.90, "{c:?}");
+    // Without a control, nothing is read: the past spread belongs to the experiment's control.
+    let gate = Gate::of_capacities(
+        ("base", "pr", None),
+        ("b", "c", None),
+        "",
+        &apart,
+        &Allowed::capacity(),
+        &[past_gate.clone(), past_gate.clone(), past_gate],
+    );
+    assert!(gate.process.is_none());
     // A search whose host drifted: its warning is the gate's, named by its build, on the
     // terminal and in the Markdown.
     let mut drifted: crate::capacity::Search =

@@ -554,6 +554,7 @@ fn a_check_runs_blocks_at_the_five_levels_and_finds_the_built_in_targets_figure_
 /// and the check fails, never "held".
 #[test]
 fn a_check_fails_on_a_server_whose_capacity_moves_under_it() {
+    use analysis::capacity::check::Outcome;
     use std::io::BufRead;
     let _cpu = exclusive();
     let target = Target::start("1ms");
@@ -619,13 +620,17 @@ fn a_check_fails_on_a_server_whose_capacity_moves_under_it() {
     assert!(status.success());
     let repeated: Repeated = serde_json::from_str(&json).unwrap();
     let check = repeated.searches[0].check.as_ref().expect("a check");
-    use analysis::capacity::check::Outcome;
     assert_eq!(check.steps.len(), blocks * levels, "every block ran");
     let halves = check.halves.as_ref().expect("halves");
+    // The loop ran through the second half: it passed no more often than the first (where the
+    // first half's passes were few too, both may read 0 of 25, as one CI run's did).
     assert!(
-        halves.second.0 < halves.first.0 && halves.z < 0.0,
-        "the second half passed less often: {halves:?}"
+        halves.second.0 <= halves.first.0 && halves.z <= 0.0,
+        "the second half passed no more often: {halves:?}"
     );
+    if check.outcome == Outcome::Moved {
+        assert!(halves.second.0 < halves.first.0, "{halves:?}");
+    }
     // The check fails, never "held": the halves differ ("moved"), or, where the knee is so
     // sharp that the first half's passes were few too, every level passed less often than the
     // figure allows ("figure high"), or the search run again excludes the first ("void": a
