@@ -9,6 +9,9 @@
 //! Modules:
 //!
 //! - [`summary`]: the end-of-run summary in words, for a terminal (`SummaryText::to_text`).
+//! - [`tail`]: a run's p50, p99 and p99.9 after its warm-up, each with a 95 % interval over
+//!   batch means of its recorded intervals kept in at most 20 slots (`Slots`), or the check
+//!   that failed instead (too short, too few, correlated longer than the run, a trend).
 //! - [`saturation`]: what limited the server, from a probe's figures over a window (its CPU,
 //!   its quota, the run queue, steal, storage, the accept queue, or a wait).
 //! - [`system`]: the target, its database and the watched groups together, and the verdict
@@ -55,3 +58,4 @@ pub mod history;
 pub mod saturation;
 pub mod summary;
 pub mod system;
+pub mod tail;

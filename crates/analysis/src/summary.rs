@@ -80,6 +80,35 @@ fn what_ran(summary: &Summary) -> Vec<Row> {
             latency_row(&summary.latency.service),
         ),
     ]
+    .into_iter()
+    .chain(tails(summary))
+    .collect()
+}
+
+/// The corrected p50, p99 and p99.9 after the warm-up with their 95 % intervals (batch
+/// means), then why any has none.
+fn tails(summary: &Summary) -> Vec<Row> {
+    let Some(t) = &summary.tails else {
+        return Vec::new();
+    };
+    let figures = t
+        .figures
+        .iter()
+        .map(|f| format!("{} {}", format_ns(f.value_ns), crate::tail::bounds_text(f)))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let mut rows = vec![(
+        "  tails",
+        "[50, 99, 99.9] with 95 % intervals",
+        format!("{figures}; warm-up {}", format_secs(t.warmup_s)),
+    )];
+    rows.extend(
+        t.figures
+            .iter()
+            .filter_map(crate::tail::reason)
+            .map(|why| ("", "", why)),
+    );
+    rows
 }
 
 /// What came back: bytes, the share answered, the status codes, the errors.

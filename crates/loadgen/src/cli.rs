@@ -623,9 +623,20 @@ pub struct OutputArgs {
     #[arg(long, value_name = "FILE")]
     pub hdr_log: Option<PathBuf>,
 
-    /// Length of one interval of the per-interval figures.
-    #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = parse_duration)]
-    pub interval: Duration,
+    /// Length of one interval of the per-interval figures [default: 1s, or 100ms for runs
+    /// shorter than 30s, so that their tails' intervals have ten batches to read].
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub interval: Option<Duration>,
+}
+
+impl OutputArgs {
+    /// The interval asked for, or the default for a run of `duration` (unknown: 1 s).
+    pub fn interval_for(&self, duration: Option<Duration>) -> Duration {
+        self.interval.unwrap_or(match duration {
+            Some(d) if d < Duration::from_secs(30) => Duration::from_millis(100),
+            _ => Duration::from_secs(1),
+        })
+    }
 }
 
 /// What to send, and how: the request and the connections, shared by `attack` and `capacity`.
@@ -1263,7 +1274,7 @@ impl AttackArgs {
             version: order::VERSION,
             work: order::Work::Attack(order::Attack {
                 load,
-                interval_ns: order::nanos(self.out.interval),
+                interval_ns: order::nanos(self.out.interval_for(self.duration)),
                 grace_ns: order::nanos(self.grace),
                 max_lateness_ns: self.max_lateness.map(order::nanos),
                 start_at_ns: self.shard.start_at.map(crate::prepare::unix_ns),

@@ -402,10 +402,13 @@ fn finish(run: &StoredRun, fold: IntervalFold) -> RunFigures {
         load,
         last_end,
     } = fold;
-    let (summary, recomputed) = match &run.summary {
+    let (mut summary, recomputed) = match &run.summary {
         Some(s) => (s.clone(), false),
         None => (recompute_summary(run, &totals, last_end), true),
     };
+    if summary.tails.is_none() {
+        summary.tails = analysis::tail::of_run(run);
+    }
     let attack_end = summary.duration.attack_s.max(0.0);
     let percentiles = PERCENTILES
         .iter()

@@ -156,7 +156,10 @@ pub fn ratio(parts: &[(u64, u64)]) -> Option<Estimate> {
     Some(e)
 }
 
-fn merge<'a>(parts: impl IntoIterator<Item = &'a Histogram<u64>>) -> Option<Histogram<u64>> {
+/// The union of `parts` (histograms of one run); `None` where it holds nothing.
+pub(crate) fn merge<'a>(
+    parts: impl IntoIterator<Item = &'a Histogram<u64>>,
+) -> Option<Histogram<u64>> {
     let mut parts = parts.into_iter();
     let mut merged = parts.next()?.clone();
     for p in parts {

@@ -208,7 +208,7 @@ fn plan(args: &DemoArgs, target: &TargetProcess) -> Result<AttackPlan, Error> {
         insecure: false,
         keepalive: true,
         timeout: Duration::from_secs(30),
-        interval: args.out.interval,
+        interval: args.out.interval_for(Some(args.duration)),
         grace: Duration::from_secs(3),
         max_lateness: None,
         batch: Duration::ZERO,

@@ -9,10 +9,12 @@
 //! - [`probes`]: following probes through a run and storing what they send.
 //! - [`hdrlog`]: the per-interval histograms as an HdrHistogram interval log.
 //! - `progress`: the live line on a terminal.
+//! - `tails`: the run's p50, p99 and p99.9 with their intervals, taken in as intervals close.
 
 pub mod hdrlog;
 pub mod probes;
 mod progress;
+mod tails;
 
 use std::collections::BTreeMap;
 use std::io;
@@ -28,6 +30,7 @@ use crate::engine::shutdown::{Shutdown, Stop};
 use crate::keep::hdrlog::HdrLogSink;
 use crate::keep::probes::{Connected, LinkReport, ProbeTarget};
 use crate::keep::progress::Progress;
+use crate::keep::tails::TailSink;
 use crate::Error;
 
 /// How a run is kept and what watches it (from the command line).
@@ -132,7 +135,8 @@ pub async fn execute_with(
     };
     let mut progress = Progress::for_terminal(expected);
     let mut store_sink = writer.as_ref().map(|w| StoreSink(w.handle()));
-    let mut sinks: Vec<&mut dyn IntervalSink> = Vec::new();
+    let mut tails = TailSink::new(plan.interval);
+    let mut sinks: Vec<&mut dyn IntervalSink> = vec![&mut tails];
     if let Some(h) = hdr_log.as_mut() {
         sinks.push(h);
     }
@@ -171,6 +175,7 @@ pub async fn execute_with(
         .warnings
         .extend(probes.iter().filter_map(|p| p.problem.clone()));
     let mut summary = attack::summarize(plan, &outcome);
+    summary.tails = tails.tails();
     if let Some(writer) = writer {
         let status = if outcome.stopped.is_some() {
             RunStatus::Incomplete

@@ -559,3 +559,70 @@ fn poisson_arrivals_send_exponential_gaps_through_both_engines() {
     let closed = cli(&["-c", "2", "--duration", "1s", "--arrival", "poisson", &url]);
     assert!(closed.unwrap().contains("needs an open loop"));
 }
+
+/// A run's tails as a user meets them, from the real binary: `--output json` carries the p50,
+/// p99 and p99.9 after the first second, each with its 95 % interval or why it has none, and
+/// the terminal prints them below the latencies. 12 s at 500 req/s is 5,500 requests after the
+/// warm-up: the p99 needs 10,000 (20 above it in each of five batches), so it says so; the p50
+/// has five batches of 1,100 and either its interval, holding its figure, or the check that
+/// failed.
+#[test]
+fn a_run_carries_its_tails_with_their_intervals_or_why_not() {
+    let target = TargetServer::start(TargetConfig::default()).unwrap();
+    let url = target.url("/now");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_loadgen"))
+        .args(["attack", &url, "-r", "500", "-d", "12s", "--output", "json"])
+        .env_remove("SHOWDOWN_DB")
+        .arg("--no-store")
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{said}");
+    let summary: store::summary::Summary = serde_json::from_str(&said).unwrap();
+    let tails = summary.tails.expect("tails");
+    use store::summary::TailInterval;
+    assert!((tails.warmup_s - 1.0).abs() < 1e-9, "{tails:?}");
+    assert!((5_300..=5_600).contains(&tails.requests), "{tails:?}");
+    let percentiles: Vec<f64> = tails.figures.iter().map(|f| f.percentile).collect();
+    assert_eq!(percentiles, [50.0, 99.0, 99.9]);
+    match &tails.figures[0].interval {
+        TailInterval::Bounded {
+            low_ns,
+            high_ns,
+            batches,
+        } => {
+            assert_eq!(*batches, 5);
+            let v = tails.figures[0].value_ns;
+            assert!(*low_ns <= v && v <= *high_ns, "{tails:?}");
+        }
+        other => assert!(
+            matches!(
+                other,
+                TailInterval::Clumped { .. }
+                    | TailInterval::Grows { .. }
+                    | TailInterval::Correlated { .. }
+                    | TailInterval::Trend { .. }
+            ),
+            "{other:?}"
+        ),
+    }
+    assert!(
+        matches!(
+            tails.figures[1].interval,
+            TailInterval::Few { needed: 10_000, .. }
+        ),
+        "{tails:?}"
+    );
+    // The terminal's rows.
+    let text = std::process::Command::new(env!("CARGO_BIN_EXE_loadgen"))
+        .args(["attack", &url, "-r", "500", "-d", "3s", "--no-store"])
+        .env_remove("SHOWDOWN_DB")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(
+        text.contains("  tails       [50, 99, 99.9] with 95 % intervals")
+            && text.contains("p99: no interval: 1,000 requests after the warm-up"),
+        "{text}"
+    );
+}

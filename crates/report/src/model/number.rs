@@ -30,23 +30,9 @@ pub fn number(v: f64) -> String {
     }
 }
 
-/// A whole number (rounded) with a comma between each three digits, as every page writes a
-/// rate: `25,000`; none (not finite) is `0`.
-pub fn thousands(v: f64) -> String {
-    let v = if v.is_finite() { v.round() } else { 0.0 };
-    let digits = format!("{:.0}", v.abs());
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    if v < 0.0 {
-        out.insert(0, '-');
-    }
-    out
-}
+/// A whole number with a comma between each three digits (the store's, which the terminal's
+/// summary writes too).
+pub use store::summary::thousands;
 
 /// The label of x = 1 / (1 − p) on the distribution chart: `90%`, `99.9%`; only at powers of ten.
 pub fn percentile_label(x: f64) -> String {

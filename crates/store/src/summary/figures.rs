@@ -246,4 +246,57 @@ pub struct Summary {
     pub stopped: Option<String>,
     /// Reasons to read the figures with care, most important first.
     pub warnings: Vec<String>,
+    /// The corrected latencies' p50, p99 and p99.9 after the run's warm-up, each with its 95 %
+    /// interval over batch means or why it has none (absent from runs kept before it was).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tails: Option<Tails>,
+}
+
+/// A run's latency quantiles after its warm-up, each with a 95 % interval that holds on
+/// correlated latencies (batch means) or the reason it has none (`analysis::tail`).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Tails {
+    /// What was dropped from the run's start before the quantiles were read, seconds.
+    pub warmup_s: f64,
+    /// The requests read (after the warm-up).
+    pub requests: u64,
+    /// Each quantile read.
+    pub figures: Vec<TailFigure>,
+}
+
+/// One latency quantile of a run and its interval.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct TailFigure {
+    /// The quantile, in percent (99.0 for the p99).
+    pub percentile: f64,
+    /// The quantile of the corrected latencies after the warm-up, ns.
+    pub value_ns: u64,
+    /// Its 95 % interval, or why none is shown.
+    pub interval: TailInterval,
+}
+
+/// A quantile's 95 % interval, or the reason it has none: each check is fixed in advance.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum TailInterval {
+    /// The interval, ns, read over this many consecutive batches.
+    Bounded {
+        low_ns: u64,
+        high_ns: u64,
+        batches: u32,
+    },
+    /// Fewer recorded intervals after the warm-up than the batches need.
+    Short { intervals: u32, needed: u32 },
+    /// Too few requests above the quantile: each batch needs its share, `needed` in all.
+    Few { requests: u64, needed: u64 },
+    /// The requests above the quantile come in clumps: their counts across the slots spread
+    /// `dispersion` × as much as independent ones would, leaving about `clumps` a batch.
+    Clumped { dispersion: f64, clumps: f64 },
+    /// The spread of five batches' figures against ten's (their means' variances): latencies
+    /// correlated for longer than a batch.
+    Grows { ratio: f64, limit: f64 },
+    /// The batches' figures correlated one to the next (lag-1).
+    Correlated { lag1: f64, limit: f64 },
+    /// The figure moved from the run's first third to its last, ns.
+    Trend { first_ns: u64, last_ns: u64 },
 }

@@ -18,9 +18,10 @@ use hdrhistogram::Histogram;
 
 pub use figures::{
     ArrivalFit, ByteFigures, DurationFigures, GeneratorFigures, Latencies, LatencyStats,
-    RequestFigures, Summary, ARRIVAL_KS_LIMIT, LATENESS_LIMIT_NS, SCHEMA,
+    RequestFigures, Summary, TailFigure, TailInterval, Tails, ARRIVAL_KS_LIMIT, LATENESS_LIMIT_NS,
+    SCHEMA,
 };
-pub use text::{format_duration, format_ns, nanos};
+pub use text::{format_duration, format_ns, nanos, thousands};
 
 use crate::config::RunConfig;
 use crate::diagnosis::SYN_RETRANSMISSION_NS;
@@ -237,6 +238,7 @@ impl Summary {
             },
             stopped: facts.stopped.clone(),
             warnings: Vec::new(),
+            tails: None,
         };
         summary.warnings = summary.compute_warnings(facts);
         summary

@@ -33,3 +33,21 @@ pub fn format_duration(d: Duration) -> String {
 pub fn nanos(d: Duration) -> u64 {
     u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
 }
+
+/// A whole number (rounded) with a comma between each three digits, as every page writes a
+/// rate: `25,000`; none (not finite) is `0`.
+pub fn thousands(v: f64) -> String {
+    let v = if v.is_finite() { v.round() } else { 0.0 };
+    let digits = format!("{:.0}", v.abs());
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    if v < 0.0 {
+        out.insert(0, '-');
+    }
+    out
+}
