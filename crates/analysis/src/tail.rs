@@ -42,7 +42,7 @@
 use hdrhistogram::Histogram;
 use store::summary::{format_ns, thousands, TailFigure, TailInterval, Tails};
 
-use crate::capacity::batch::{merge, t975};
+use crate::capacity::batch::{merge, spread, t975, widest};
 use crate::capacity::interval;
 
 /// At most this many slots are kept: when full, neighbours merge (so a run past its first
@@ -211,12 +211,18 @@ impl Slots {
     pub fn tails(&self) -> Option<Tails> {
         let slots = self.read();
         let whole = merge(slots.iter())?;
+        // Cut once for every quantile: ten batches and five (both where there are ten slots).
+        let cut = Cut {
+            slots: &slots,
+            ten: batches(&slots, 10),
+            five: batches(&slots, 5),
+        };
         Some(Tails {
             warmup_s: (self.first * self.interval_ns) as f64 / 1e9,
             requests: whole.len(),
             figures: PERCENTILES
                 .iter()
-                .map(|&p| figure(&slots, &whole, p))
+                .map(|&p| figure(&cut, &whole, p))
                 .collect(),
         })
     }
@@ -243,13 +249,20 @@ fn batches(slots: &[Histogram<u64>], n: usize) -> Vec<Histogram<u64>> {
 }
 
 /// The quantile `p` (percent) of `whole`, the union of `slots`, with its interval or why none.
-fn figure(slots: &[Histogram<u64>], whole: &Histogram<u64>, p: f64) -> TailFigure {
+/// A run's slots, and cut into ten and five consecutive batches.
+struct Cut<'a> {
+    slots: &'a [Histogram<u64>],
+    ten: Vec<Histogram<u64>>,
+    five: Vec<Histogram<u64>>,
+}
+
+fn figure(cut: &Cut<'_>, whole: &Histogram<u64>, p: f64) -> TailFigure {
     let q = p / 100.0;
     let value_ns = whole.value_at_quantile(q);
     TailFigure {
         percentile: p,
         value_ns,
-        interval: interval_of(slots, whole, q),
+        interval: interval_of(cut, whole, q, value_ns),
     }
 }
 
@@ -260,21 +273,19 @@ fn per_batch(q: f64) -> u64 {
     ((EXCEEDANCES as f64 / (1.0 - q).max(1e-9) - 1e-6).ceil() as u64).max(BATCH_LEAST)
 }
 
-fn interval_of(slots: &[Histogram<u64>], whole: &Histogram<u64>, q: f64) -> TailInterval {
-    let k = slots.len();
+fn interval_of(cut: &Cut<'_>, whole: &Histogram<u64>, q: f64, figure: u64) -> TailInterval {
     let n = whole.len();
-    if k < 10 {
+    if cut.slots.len() < 10 {
         return TailInterval::Short {
-            intervals: k as u32,
+            intervals: cut.slots.len() as u32,
             needed: 10,
         };
     }
-    let count = if n / 10 >= TEN_BATCHES_FROM.max(per_batch(q)) {
-        10
+    let (chosen, count) = if n / 10 >= TEN_BATCHES_FROM.max(per_batch(q)) {
+        (&cut.ten, 10)
     } else {
-        5
+        (&cut.five, 5)
     };
-    let chosen = batches(slots, count);
     let least = chosen.iter().map(Histogram::len).min().unwrap_or(0);
     if chosen.len() < count || least < per_batch(q) {
         return TailInterval::Few {
@@ -282,7 +293,7 @@ fn interval_of(slots: &[Histogram<u64>], whole: &Histogram<u64>, q: f64) -> Tail
             needed: per_batch(q) * count as u64,
         };
     }
-    let dispersion = dispersion(slots, whole.value_at_quantile(q));
+    let dispersion = dispersion(cut.slots, figure);
     let above = least as f64 * (1.0 - q);
     if above < CLUMPS * dispersion {
         return TailInterval::Clumped {
@@ -293,29 +304,30 @@ fn interval_of(slots: &[Histogram<u64>], whole: &Histogram<u64>, q: f64) -> Tail
     let at = |b: &[Histogram<u64>]| -> Vec<f64> {
         b.iter().map(|h| h.value_at_quantile(q) as f64).collect()
     };
-    let figures = at(&chosen);
-    let (ten, five) = (at(&batches(slots, 10)), at(&batches(slots, 5)));
+    let figures = at(chosen);
     // A batch's figure is a bucket's edge: it carries the histogram's rounding, a uniform error
     // over the bucket's width, beside its sampling error.
-    let figure = whole.value_at_quantile(q);
     let width = (whole.highest_equivalent(figure) - whole.lowest_equivalent(figure) + 1) as f64;
-    if let Some(why) = checks(&ten, &five, &figures, width * width / 12.0) {
+    if let Some(why) = checks(
+        &at(&cut.ten),
+        &at(&cut.five),
+        &figures,
+        width * width / 12.0,
+    ) {
         return why;
     }
-    let var = moments(&figures).1;
-    let half = t975(count - 1) * (var / count as f64).sqrt();
-    let centre = whole.value_at_quantile(q) as f64;
-    let independent = interval::quantile(whole, q);
-    let (mut low, mut high) = (centre - half, centre + half);
-    if let Some(e) = independent {
-        low = low.min(e.low);
-        high = high.max(e.high);
-    }
+    let Some(independent) = interval::quantile(whole, q) else {
+        return TailInterval::Few {
+            requests: n,
+            needed: per_batch(q) * count as u64,
+        };
+    };
+    let e = widest(independent, spread(figure as f64, &figures));
     let floor = whole.lowest_equivalent(whole.min()) as f64;
     TailInterval::Bounded {
-        low_ns: low.max(floor).max(0.0) as u64,
-        high_ns: if high.is_finite() {
-            high.ceil() as u64
+        low_ns: e.low.max(floor).max(0.0) as u64,
+        high_ns: if e.high.is_finite() {
+            e.high.ceil() as u64
         } else {
             u64::MAX
         },

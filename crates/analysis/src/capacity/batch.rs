@@ -71,7 +71,7 @@ pub fn batches<T>(parts: &[T], least: u64, count: impl Fn(&T) -> u64) -> Vec<Vec
 
 /// Student's t interval of the batches' `estimates` around `centre` (the whole window's
 /// figure): `None` with fewer than [`MIN_BATCHES`].
-fn spread(centre: f64, estimates: &[f64]) -> Option<(f64, f64)> {
+pub(crate) fn spread(centre: f64, estimates: &[f64]) -> Option<(f64, f64)> {
     let k = estimates.len();
     if k < MIN_BATCHES {
         return None;
@@ -84,7 +84,7 @@ fn spread(centre: f64, estimates: &[f64]) -> Option<(f64, f64)> {
 
 /// The wider of the independent interval and the batches' one; with too few batches to say,
 /// the independent low end and no upper end.
-fn widest(independent: Estimate, batched: Option<(f64, f64)>) -> Estimate {
+pub(crate) fn widest(independent: Estimate, batched: Option<(f64, f64)>) -> Estimate {
     match batched {
         Some((low, high)) => Estimate {
             value: independent.value,
