@@ -78,8 +78,14 @@ fn searches(url: &str, args: &[&str]) -> Repeated {
     serde_json::from_slice(&out.stdout).expect("the searches as JSON")
 }
 
-/// The most the target serves: what 16 connections of a closed loop get from it.
+/// The most the target serves: what 16 connections of a closed loop get from it, the higher of
+/// two 3 s readings (what the suite's host takes only lowers a reading).
 fn truth(url: &str) -> f64 {
+    reading(url).max(reading(url))
+}
+
+/// What 16 connections of a closed loop get from the target in 3 s.
+fn reading(url: &str) -> f64 {
     let out = on_cpu0(&[
         "attack",
         url,
@@ -99,11 +105,7 @@ fn truth(url: &str) -> f64 {
 fn the_capacity_found_is_within_ten_percent_of_the_truth() {
     let _cpu = exclusive();
     let target = Target::start("1ms");
-    let truth = truth(&target.url);
-    assert!(
-        (700.0..1_050.0).contains(&truth),
-        "1 ms a request: {truth} req/s at most"
-    );
+    let before = truth(&target.url);
     let repeated = searches(
         &target.url,
         &[
@@ -126,6 +128,15 @@ fn the_capacity_found_is_within_ten_percent_of_the_truth() {
             "--max-steps",
             "45",
         ],
+    );
+    // The truth read before and after the search, the higher kept: a closed loop reads the
+    // target's ceiling or less, and what the suite's host takes only lowers it (a CI run read
+    // 819 req/s before a search that found 984, ±0.4 %).
+    let after = truth(&target.url);
+    let truth = before.max(after);
+    assert!(
+        (700.0..1_050.0).contains(&truth),
+        "1 ms a request: {before} and {after} req/s at most"
     );
     // One search: C_0.5 of 2 s windows, estimated from every step, with its 95 % interval.
     assert_eq!(repeated.searches.len(), 1, "{}", repeated.stopped);
