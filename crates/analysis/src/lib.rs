@@ -12,6 +12,9 @@
 //! - [`tail`]: a run's p50, p99 and p99.9 after its warm-up, each with a 95 % interval over
 //!   batch means of its recorded intervals kept in at most 20 slots (`Slots`), or the check
 //!   that failed instead (too short, too few, correlated longer than the run, a trend).
+//! - [`validity`]: whether a run's figures can be trusted on the machine that made them, one
+//!   verdict (valid, degraded with its reasons, not measurable below what a timed wake-up is
+//!   late here) and what it rests on (rates, lateness, the generator's CPUs, steal, the clock).
 //! - [`saturation`]: what limited the server, from a probe's figures over a window (its CPU,
 //!   its quota, the run queue, steal, storage, the accept queue, or a wait).
 //! - [`system`]: the target, its database and the watched groups together, and the verdict
@@ -59,3 +62,4 @@ pub mod saturation;
 pub mod summary;
 pub mod system;
 pub mod tail;
+pub mod validity;

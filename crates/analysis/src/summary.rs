@@ -20,7 +20,12 @@ impl SummaryText for Summary {
         if !self.warnings.is_empty() {
             s.push('\n');
         }
-        let rows = [what_ran(self), answers(self), generator(self)];
+        let rows = [
+            what_ran(self),
+            answers(self),
+            generator(self),
+            validity(self),
+        ];
         for (label, fields, values) in rows.into_iter().flatten() {
             let line = format!("{label:<13} {fields:<38} {values}");
             let _ = writeln!(s, "{}", line.trim_end());
@@ -222,6 +227,21 @@ fn generator(summary: &Summary) -> Vec<Row> {
     }
     rows.push(("", "", cost(g)));
     rows
+}
+
+/// The run's verdict on this machine, then what it rests on.
+fn validity(summary: &Summary) -> Vec<Row> {
+    let Some(v) = &summary.validity else {
+        return Vec::new();
+    };
+    vec![
+        (
+            "Validity",
+            "[verdict; what it rests on]",
+            crate::validity::verdict_text(v),
+        ),
+        ("", "", crate::validity::evidence_text(summary, v)),
+    ]
 }
 
 /// What the generator cost: its CPU, busiest thread, memory and connections.

@@ -409,6 +409,9 @@ fn finish(run: &StoredRun, fold: IntervalFold) -> RunFigures {
     if summary.tails.is_none() {
         summary.tails = analysis::tail::of_run(run);
     }
+    if summary.validity.is_none() {
+        summary.validity = Some(analysis::validity::judge(&summary, None));
+    }
     let attack_end = summary.duration.attack_s.max(0.0);
     let percentiles = PERCENTILES
         .iter()

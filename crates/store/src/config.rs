@@ -20,6 +20,11 @@ pub struct RunConfig {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub arrival: Option<crate::vocabulary::Arrival>,
     pub timeout_ns: u64,
+    /// An open loop's offered rate, req/s: what its schedule (this gun's share of it) asks
+    /// for over its length, or its rate when it has no length (`None`: a closed loop, or a run
+    /// kept before it was).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub offered_rps: Option<f64>,
     /// The command line that ran it.
     pub command_line: Vec<String>,
     /// Everything else about the attack (requests, schedule, flags), as loadgen describes it.

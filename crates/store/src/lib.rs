@@ -16,7 +16,8 @@
 //! - [`group`]: several gun hosts' shards of one run, merged exactly.
 //! - [`export`]: a run as an HdrHistogram interval log, CSV or JSON.
 //! - [`summary`]: the end-of-run figures (JSON, and their text in `analysis::summary`) from a
-//!   run's totals, with the warnings kept beside them.
+//!   run's totals, with the warnings kept beside them; its tails and its validity (the
+//!   verdict and the machine's floor, `summary::validity`) as `analysis` judged them.
 //! - [`diagnosis`]: what held a run back when it fell behind, and what to change.
 //! - [`kept`]: capacity searches and comparisons' gates as kept: the columns of their rows and
 //!   a JSON body whose type (and whose judging) is the `analysis` crate's, above this one.

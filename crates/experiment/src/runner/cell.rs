@@ -208,6 +208,7 @@ impl<F: Firing> CellContext<'_, F> {
                         batch_ns: 0,
                         arrival: None,
                         timeout_ns: 0,
+                        offered_rps: None,
                         command_line: Vec::new(),
                         details: serde_json::to_value(&cell.load).unwrap_or_default(),
                     },

@@ -123,6 +123,19 @@ impl AttackPlan {
             .join(" + ")
     }
 
+    /// An open loop's offered rate, req/s: its schedule's requests over its length (its rate
+    /// where it has none), this gun's share of it.
+    pub fn offered_rps(&self) -> Option<f64> {
+        let Load::Open { schedule, .. } = &self.load else {
+            return None;
+        };
+        let whole = match schedule.duration().map(|d| d.as_secs_f64()) {
+            Some(d) if d > 0.0 => schedule.count_at(d) / d,
+            _ => schedule.peak_rate(),
+        };
+        Some(whole / f64::from(self.shard.1.max(1)))
+    }
+
     pub fn is_open_loop(&self) -> bool {
         matches!(self.load, Load::Open { .. })
     }
@@ -142,6 +155,7 @@ impl AttackPlan {
                 .is_open_loop()
                 .then(|| store::vocabulary::Arrival::of(self.arrivals, self.batch)),
             timeout_ns: clock::nanos(self.timeout),
+            offered_rps: self.offered_rps(),
             command_line: Vec::new(),
             details: serde_json::Value::Null,
         }
@@ -362,7 +376,7 @@ pub async fn attack(
             }
         }
     }
-    let (cpus_busy, own_share) = meter.read();
+    let (cpus_busy, own_share, steal) = meter.read();
     Ok(RunOutcome {
         totals: run.totals,
         anchor,
@@ -377,6 +391,7 @@ pub async fn attack(
             busiest_thread: workers.busiest,
             cpus_busy,
             own_share,
+            steal,
             connect: (!workers.connect.is_empty()).then_some(workers.connect),
             arrivals: workers.gaps.as_ref().and_then(GapFit::fit),
             start_late_ns: workers.timing.start_late_ns(),
@@ -478,7 +493,7 @@ impl Workers {
 struct Meter {
     cpu_before: Duration,
     cpus: probe::cpus::CpuList,
-    ticks_before: Option<(u64, u64)>,
+    ticks_before: Option<probe::cpus::Ticks>,
     process_before: Duration,
     wall_before: Nanos,
 }
@@ -488,29 +503,35 @@ impl Meter {
         let cpus = crate::engine::cpus::allowed();
         Meter {
             cpu_before: thread_cpu(),
-            ticks_before: crate::engine::cpus::ticks(&cpus),
+            ticks_before: probe::cpus::Ticks::now(),
             cpus,
             process_before: clock::process_cpu(),
             wall_before: clock::now(),
         }
     }
 
-    /// The CPUs' busy share (and which they were), and this process's threads (workers, the
-    /// aggregator, the store's writer) as a share of the same CPUs' time: what of it was the
-    /// generator's own doing.
-    fn read(&self) -> (Option<(f64, String)>, Option<f64>) {
-        let cpus_busy = self
-            .ticks_before
-            .zip(crate::engine::cpus::ticks(&self.cpus))
-            .and_then(|(before, after)| crate::engine::cpus::busy_between(before, after))
+    /// The CPUs' busy share (and which they were), this process's threads (workers, the
+    /// aggregator, the store's writer) as a share of the same CPUs' time (what of it was the
+    /// generator's own doing), and the share of every CPU's time the hypervisor stole.
+    fn read(&self) -> (Option<(f64, String)>, Option<f64>, Option<f64>) {
+        let pair = self.ticks_before.as_ref().zip(probe::cpus::Ticks::now());
+        let cpus_busy = pair
+            .as_ref()
+            .and_then(|(before, after)| {
+                crate::engine::cpus::busy_between(before.of(&self.cpus), after.of(&self.cpus))
+            })
             .map(|busy| (busy, self.cpus.to_string()));
+        let steal = pair.and_then(|(before, after)| {
+            let total = after.all.1.checked_sub(before.all.1).filter(|t| *t > 0)?;
+            Some(after.steal.saturating_sub(before.steal) as f64 / total as f64)
+        });
         let cpu = clock::process_cpu()
             .saturating_sub(self.process_before)
             .as_secs_f64();
         let wall = clock::now().saturating_sub(self.wall_before) as f64 / 1e9;
         let own_share = (wall > 0.0 && !self.cpus.is_empty())
             .then(|| (cpu / (wall * self.cpus.len() as f64)).min(1.0));
-        (cpus_busy, own_share)
+        (cpus_busy, own_share, steal)
     }
 }
 

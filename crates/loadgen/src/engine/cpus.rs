@@ -3,7 +3,7 @@
 //! busy CPU means another process took it. Lists and ticks are read by `probe::cpus`.
 
 pub use probe::cpus::busy_between;
-use probe::cpus::{CpuList, Ticks};
+use probe::cpus::CpuList;
 use rustix::thread::{sched_getaffinity, CpuSet};
 
 /// The CPUs this process may run on (its affinity).
@@ -12,11 +12,6 @@ pub fn allowed() -> CpuList {
         Ok(set) => CpuList::new((0..CpuSet::MAX_CPU).filter(|&c| set.is_set(c)).collect()),
         Err(_) => CpuList::default(),
     }
-}
-
-/// Busy and total clock ticks of `cpus` now (`None` without /proc/stat).
-pub fn ticks(cpus: &CpuList) -> Option<(u64, u64)> {
-    Ticks::now().map(|t| t.of(cpus))
 }
 
 #[cfg(test)]

@@ -17,7 +17,9 @@
 //! - `recorder`: each worker's per-interval counters and HdrHistograms.
 //! - `timer`: sleeping to a deadline with microsecond precision; [`clock`]: the one
 //!   monotonic clock; `cpus`: how busy the generator's CPUs were; [`shutdown`]: stopping a
-//!   run early without losing what it recorded.
+//!   run early without losing what it recorded; [`floor`]: what this machine can time (a
+//!   clock reading against a system call, a timed wake-up's CPU and lateness), measured once
+//!   a process, what a run's validity is judged against.
 
 pub mod arrivals;
 pub mod attack;
@@ -25,6 +27,7 @@ mod client;
 pub mod clock;
 mod cpus;
 mod eventloop;
+pub mod floor;
 mod h1response;
 mod hyper;
 mod recorder;

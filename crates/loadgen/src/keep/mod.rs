@@ -133,6 +133,8 @@ pub async fn execute_with(
         Load::Open { schedule, .. } => schedule.duration(),
         Load::Closed { duration, .. } => *duration,
     };
+    // What this machine can time, measured once a process before its first attack (60 ms).
+    let floor = crate::engine::floor::measured();
     let mut progress = Progress::for_terminal(expected);
     let mut store_sink = writer.as_ref().map(|w| StoreSink(w.handle()));
     let mut tails = TailSink::new(plan.interval);
@@ -176,6 +178,7 @@ pub async fn execute_with(
         .extend(probes.iter().filter_map(|p| p.problem.clone()));
     let mut summary = attack::summarize(plan, &outcome);
     summary.tails = tails.tails();
+    summary.validity = Some(analysis::validity::judge(&summary, floor));
     if let Some(writer) = writer {
         let status = if outcome.stopped.is_some() {
             RunStatus::Incomplete

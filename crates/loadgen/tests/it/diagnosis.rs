@@ -94,6 +94,17 @@ fn a_cpu_hog_on_the_generators_cpu_is_named() {
             && warning.contains("of which the generator's own threads took"),
         "{warning}"
     );
+    // The run's verdict: degraded, its sends held back by the CPUs it shared.
+    let v = &s["validity"];
+    assert_eq!(v["verdict"], "degraded", "{v:#}");
+    assert!(
+        v["flaws"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|f| f["kind"] == "behind" && f["by"] == "generator cpus shared"),
+        "{v:#}"
+    );
 }
 
 #[test]
@@ -125,6 +136,17 @@ fn a_saturated_generator_thread_is_named() {
     let g = &s["generator"];
     assert_eq!(g["limited_by"], "generator", "{s:#}");
     assert!(g["busiest_thread"].as_f64().unwrap() >= 0.9, "{s:#}");
+    let kinds: Vec<&str> = s["validity"]["flaws"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|f| f["kind"].as_str())
+        .collect();
+    assert_eq!(s["validity"]["verdict"], "degraded", "{s:#}");
+    assert!(
+        kinds.contains(&"behind") && kinds.contains(&"busy_thread"),
+        "{kinds:?}"
+    );
 }
 
 #[test]

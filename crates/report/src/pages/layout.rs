@@ -35,6 +35,11 @@ td.better { color: #146c2e; } td.worse { color: var(--warn); }
 .warnings { border: 2px solid var(--warn); background: #fdecea; padding: .6rem 1rem; border-radius: 4px; margin: 1rem 0; }
 .warnings h2 { color: var(--warn); border: 0; margin: 0 0 .3rem; }
 .warnings li { margin: .2rem 0; }
+.validity { border-left: 4px solid var(--muted); padding: .1rem 1rem; margin: 1rem 0; }
+.validity.valid { border-color: #2e7d32; }
+.validity.degraded { border-color: var(--warn); }
+.validity.not-measurable { border-color: var(--warn); background: #fdecea; }
+.validity h2 { border: 0; margin: .3rem 0; }
 .badge { display: inline-block; padding: 0 .45rem; border-radius: 3px; font-size: .85em; background: #eee; }
 .badge.complete { background: #e3f4e6; color: #146c2e; } .badge.incomplete { background: #fff0d6; color: #8a5300; }
 .badge.running { background: #eee; color: #444; } .badge.warn, .badge.failed { background: #fdecea; color: var(--warn); }

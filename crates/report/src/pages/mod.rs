@@ -203,6 +203,7 @@ pub fn run_page(
 ) -> Markup {
     let body = html! {
         (run_header(run))
+        (validity_section(run))
         h2 { "Summary" }
         pre { (run.summary.to_text()) }
         @if !run.guns.is_empty() { (guns_section(run)) }
@@ -249,6 +250,28 @@ fn run_header(run: &RunFigures) -> Markup {
             div.warnings {
                 h2 { "⚠ Warnings" }
                 ul { @for w in &run.warnings { li { (w) } } }
+            }
+        }
+    }
+}
+
+/// The run's verdict on the machine that made it, and what it rests on.
+fn validity_section(run: &RunFigures) -> Markup {
+    let Some(v) = &run.summary.validity else {
+        return html! {};
+    };
+    let class = match v.verdict {
+        store::summary::Verdict::Valid => "validity valid",
+        store::summary::Verdict::Degraded => "validity degraded",
+        store::summary::Verdict::NotMeasurable => "validity not-measurable",
+    };
+    html! {
+        section class=(class) {
+            h2 { "Validity" }
+            p { strong { (analysis::validity::verdict_text(v)) } }
+            p.meta { (analysis::validity::evidence_text(&run.summary, v)) }
+            @if v.floor.is_none() {
+                p.meta { "Judged on the run alone: what this machine's clock and wake-ups cost was not measured with it (a run kept before it was, or shards merged)." }
             }
         }
     }

@@ -64,6 +64,10 @@ impl LatencyStats {
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct RequestFigures {
+    /// An open loop's offered rate, req/s: what its schedule asked for (absent for a closed
+    /// loop, and from runs kept before it was).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub offered: Option<f64>,
     /// Requests issued by the schedule (closed loop: started).
     pub total: u64,
     /// Requests written to a connection.
@@ -193,6 +197,9 @@ pub struct GeneratorFigures {
     /// The generator's own share of those CPUs' time, all its threads (0–1).
     #[serde(default)]
     pub own_share: Option<f64>,
+    /// The share of every CPU's time the hypervisor gave other guests over the attack (0–1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub steal: Option<f64>,
     /// How long after it was due the first request left (actual − intended send time, on the
     /// generator's clock): a gun's start against its run group's T0, the skew between guns.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -250,6 +257,10 @@ pub struct Summary {
     /// interval over batch means or why it has none (absent from runs kept before it was).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tails: Option<Tails>,
+    /// Whether the figures can be trusted on the machine that made them, and why not
+    /// (absent from runs kept before it was).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub validity: Option<super::validity::Validity>,
 }
 
 /// A run's latency quantiles after its warm-up, each with a 95 % interval that holds on

@@ -11,6 +11,7 @@
 
 pub(crate) mod figures;
 pub(crate) mod text;
+pub mod validity;
 
 use std::time::{Duration, SystemTime};
 
@@ -22,6 +23,7 @@ pub use figures::{
     SCHEMA,
 };
 pub use text::{format_duration, format_ns, nanos, thousands};
+pub use validity::{Flaw, Floor, Validity, Verdict};
 
 use crate::config::RunConfig;
 use crate::diagnosis::SYN_RETRANSMISSION_NS;
@@ -64,6 +66,8 @@ pub struct GeneratorFacts {
     /// How much of those CPUs' time the generator's own process took (all its threads, 0–1):
     /// busy CPUs are another process's doing only for the rest.
     pub own_share: Option<f64>,
+    /// The share of every CPU's time the hypervisor gave other guests over the attack (0–1).
+    pub steal: Option<f64>,
     /// Time to establish each new connection (TCP, and TLS when used), ns.
     pub connect: Option<Histogram<u64>>,
     /// Poisson arrivals: the achieved gaps against exponential.
@@ -171,6 +175,7 @@ impl Summary {
             started_at: humantime::format_rfc3339_millis(facts.started).to_string(),
             interval_s: facts.interval.as_secs_f64(),
             requests: RequestFigures {
+                offered: config.offered_rps,
                 total: t.requests,
                 sent: t.sent,
                 responses: t.responses,
@@ -223,6 +228,7 @@ impl Summary {
                 busiest_thread,
                 cpus_busy,
                 own_share,
+                steal: facts.generator.steal,
                 arrivals: facts.generator.arrivals,
                 start_late_ns: facts.generator.start_late_ns,
                 sent_late_beyond_interval: t.sent_late_beyond_interval,
@@ -239,6 +245,7 @@ impl Summary {
             stopped: facts.stopped.clone(),
             warnings: Vec::new(),
             tails: None,
+            validity: None,
         };
         summary.warnings = summary.compute_warnings(facts);
         summary
@@ -420,6 +427,7 @@ mod tests {
             connect: None,
             arrivals: None,
             start_late_ns: None,
+            steal: None,
         };
         let cause = |s: Summary| (s.generator.limited_by, s.warnings[0].clone());
         let (by, text) = cause(summary_of(3_000, 0, busy(0.97, 0.98)));
