@@ -206,5 +206,29 @@ pub fn evidence_text(summary: &Summary, v: &Validity) -> String {
     parts.join("; ")
 }
 
+/// A machine's self-test, one sentence, as a run's page cites it.
+pub fn selftest_text(t: &store::selftest::SelfTest) -> String {
+    let when =
+        std::time::UNIX_EPOCH + std::time::Duration::from_nanos(t.measured_at_ns.max(0) as u64);
+    let o = &t.omission;
+    let p = &t.pacing;
+    format!(
+        "This host's self-test (loadgen selftest, {}): corrected p99 {} against {} true on a \
+         server freezing {} every {} ({:.1} % off, {}); one thread paced cleanly up to {} req/s, \
+         {:.2}× its unthrottled {}; a timed wake-up {} late at p99.",
+        humantime::format_rfc3339_seconds(when),
+        format_ns(o.corrected_p99_ns),
+        format_ns(o.truth_p99_ns),
+        format_ns(o.stall_ns),
+        format_ns(o.every_ns),
+        o.error * 100.0,
+        if o.held() { "held" } else { "missed its 2 %" },
+        thousands(p.clean_rps),
+        p.ratio(),
+        thousands(p.unthrottled_rps),
+        format_ns(t.floor.wakeup_late_p99_ns.round() as u64),
+    )
+}
+
 #[cfg(test)]
 mod tests;

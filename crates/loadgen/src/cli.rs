@@ -82,6 +82,11 @@ pub enum Command {
     Attack(Box<AttackArgs>),
     /// Attack a built-in target that freezes periodically, watched by a probe; nothing to install.
     Demo(Box<DemoArgs>),
+    /// Measure what this machine can time (about 2 minutes, loopback only): its clock and
+    /// timed wake-ups, corrected latency against a server that freezes (its true p99 known),
+    /// and the most one thread paces cleanly against what it sends unthrottled. Kept in the
+    /// store; the pages of runs on this host cite it.
+    Selftest(SelftestArgs),
     /// List, show, export or delete kept runs.
     Runs(RunsArgs),
     /// Find C_p: the highest constant rate at which a step's window meets an SLO (p99, errors, …)
@@ -603,6 +608,31 @@ pub struct TargetArgs {
         requires = "work"
     )]
     pub work_kind: WorkKindArg,
+}
+
+/// `loadgen selftest`: what this machine can time.
+#[derive(Debug, Clone, Args)]
+pub struct SelftestArgs {
+    /// The store to keep the self-test in: sqlite://PATH or postgres://USER@HOST/DATABASE.
+    #[arg(long, value_name = "URL", env = "SHOWDOWN_DB", hide_env_values = true, default_value = store::DEFAULT_URL)]
+    pub db: String,
+
+    /// Do not keep the self-test.
+    #[arg(long)]
+    pub no_store: bool,
+
+    /// How long the coordinated-omission check attacks the freezing server (at least 10 s:
+    /// ten freezes).
+    #[arg(long, value_name = "DURATION", default_value = "20s", value_parser = parse_duration)]
+    pub omission: Duration,
+
+    /// How long each pacing run lasts.
+    #[arg(long, value_name = "DURATION", default_value = "2s", value_parser = parse_duration)]
+    pub pacing_step: Duration,
+
+    /// Print as text or as one JSON object.
+    #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
+    pub output: OutputFormat,
 }
 
 /// How to print the summary.

@@ -259,6 +259,9 @@ pub struct RunFigures {
     /// A run group's shards, one a gun host (their own pages and figures), so that a slow gun
     /// is seen beside the merged figures rather than inside them.
     pub guns: Vec<std::sync::Arc<RunFigures>>,
+    /// The newest `loadgen selftest` kept of the host the run was made on, which its page
+    /// cites beside the run's validity.
+    pub selftest: Option<store::selftest::SelfTest>,
 }
 
 impl RunFigures {
@@ -379,7 +382,9 @@ impl IntervalFold {
 pub async fn load(store: &store::Store, id: &str) -> Result<RunFigures, store::StoreError> {
     let mut fold = IntervalFold::default();
     let run = store.load_run_streaming(id, |i| fold.add(&i)).await?;
-    Ok(finish(&run, fold))
+    let mut figures = finish(&run, fold);
+    figures.selftest = store.latest_selftest(&figures.gun_host.hostname).await?;
+    Ok(figures)
 }
 
 fn ms(ns: u64) -> f64 {
@@ -491,6 +496,7 @@ fn finish(run: &StoredRun, fold: IntervalFold) -> RunFigures {
         shard: run.meta.shard.clone(),
         system,
         guns: Vec::new(),
+        selftest: None,
     }
 }
 

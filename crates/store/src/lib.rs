@@ -19,6 +19,8 @@
 //!   run's totals, with the warnings kept beside them; its tails and its validity (the
 //!   verdict and the machine's floor, `summary::validity`) as `analysis` judged them.
 //! - [`diagnosis`]: what held a run back when it fell behind, and what to change.
+//! - [`selftest`]: what `loadgen selftest` measured of a machine (its clock, a timed wake-up,
+//!   coordinated omission against its truth, pacing), one row a self-test, read back by host.
 //! - [`kept`]: capacity searches and comparisons' gates as kept: the columns of their rows and
 //!   a JSON body whose type (and whose judging) is the `analysis` crate's, above this one.
 //! - [`vocabulary`]: the words crates exchange: causes, check outcomes, phases, label names.
@@ -36,6 +38,7 @@ pub mod import;
 pub mod kept;
 pub mod model;
 pub mod run;
+pub mod selftest;
 pub mod summary;
 pub mod vocabulary;
 pub mod writer;

@@ -29,27 +29,34 @@ use crate::output::{draw_report, print_kept, print_summary};
 use crate::{keep, RunEnd};
 
 /// The built-in target in a child process; ended when dropped.
-struct TargetProcess {
+pub(crate) struct TargetProcess {
     child: Child,
-    addr: String,
+    pub(crate) addr: String,
 }
 
 impl TargetProcess {
     fn start(args: &DemoArgs) -> Result<Self, Error> {
+        Self::start_with(args.stall, args.stall_every, args.service_time)
+    }
+
+    /// The built-in target freezing for `stall` (0: never) every `every`, answering in
+    /// `service` otherwise.
+    pub(crate) fn start_with(
+        stall: Duration,
+        every: Duration,
+        service: Duration,
+    ) -> Result<Self, Error> {
         let exe = std::env::current_exe().map_err(Error::Target)?;
         let mut child = Command::new(exe)
             .arg("target")
-            .args([
-                "--stall",
-                &humantime::format_duration(args.stall).to_string(),
-            ])
+            .args(["--stall", &humantime::format_duration(stall).to_string()])
             .args([
                 "--stall-every",
-                &humantime::format_duration(args.stall_every).to_string(),
+                &humantime::format_duration(every).to_string(),
             ])
             .args([
                 "--service-time",
-                &humantime::format_duration(args.service_time).to_string(),
+                &humantime::format_duration(service).to_string(),
             ])
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())

@@ -1,5 +1,6 @@
 //! What `loadgen` does, one module a command: `attack`, `capacity` (and `compare`, its
-//! `--against`: targets' searches interleaved), `demo`, `experiment` (the runner is the
+//! `--against`: targets' searches interleaved), `demo`, `selftest` (what this machine can
+//! time), `experiment` (the runner is the
 //! `experiment` crate's), `history` (an experiment's sittings and the changes across them),
 //! `runs`, `completions` and `man` (the shell's completions and the manual page, from the
 //! flags themselves), the built-in `target` (which the demo starts), `gun` (a
@@ -17,6 +18,7 @@ mod gun;
 mod history;
 mod order;
 mod runs;
+mod selftest;
 pub mod target;
 
 use crate::cli::Command;
@@ -35,6 +37,7 @@ pub async fn run(
         }
         Command::Capacity(args) => capacity::run(&args, shutdown, command_line).await,
         Command::Demo(args) => demo::run(&args, shutdown, command_line).await,
+        Command::Selftest(args) => selftest::run(&args, shutdown).await,
         Command::Runs(args) => runs::run(&args).await.map(|()| RunEnd::Completed),
         Command::Experiment(args) => experiment::run(&args, shutdown).await,
         Command::History(args) => history::run(&args).await,

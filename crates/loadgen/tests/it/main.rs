@@ -27,6 +27,7 @@ mod limits;
 mod report;
 mod secrets;
 mod seed_experiments;
+mod selftest;
 mod slo;
 mod store_down;
 mod trust;

@@ -273,6 +273,10 @@ fn validity_section(run: &RunFigures) -> Markup {
             @if v.floor.is_none() {
                 p.meta { "Judged on the run alone: what this machine's clock and wake-ups cost was not measured with it (a run kept before it was, or shards merged)." }
             }
+            @match &run.selftest {
+                Some(t) => p.meta { (analysis::validity::selftest_text(t)) },
+                None => p.meta { "No self-test of " (run.gun_host.hostname) " is kept: " code { "loadgen selftest" } " measures what it can time (about 30 seconds), and this page then cites it." },
+            }
         }
     }
 }
