@@ -167,7 +167,12 @@ pub fn evidence_text(summary: &Summary, v: &Validity) -> String {
             )
         })
         .unwrap_or_else(|| format!("{} req/s sent", thousands(sent_rate)));
-    parts.push(if summary.open_loop {
+    parts.push(if summary.open_loop && g.lateness.count == 0 {
+        match r.offered {
+            Some(o) => format!("{} req/s offered, no requests sent", thousands(o)),
+            None => "no requests sent".into(),
+        }
+    } else if summary.open_loop {
         format!(
             "{offered}, {} answered; sends p99 {} late",
             thousands(r.throughput),

@@ -63,6 +63,15 @@ fn a_run_on_a_quiet_machine_is_valid_and_says_what_it_rests_on() {
     }
     // Without a floor, the verdict rests on the run alone.
     assert_eq!(judge(&s, None).verdict, Verdict::Valid);
+    // A run that sent nothing (every connection refused) says so, not a lateness of 0.
+    let mut none = s.clone();
+    none.generator.lateness.count = 0;
+    none.requests.sent = 0;
+    let e = evidence_text(&none, &judge(&none, None));
+    assert!(
+        e.starts_with("1,000 req/s offered, no requests sent;"),
+        "{e}"
+    );
 }
 
 #[test]
