@@ -37,7 +37,9 @@ pub fn judge(summary: &Summary, floor: Option<&Floor>) -> Validity {
     if let Some(share) = g.busiest_thread.filter(|b| *b >= SATURATED) {
         flaws.push(Flaw::BusyThread { share });
     }
-    if let Some(share) = others(summary)
+    if let Some(share) = summary
+        .generator
+        .others_share()
         .filter(|o| *o >= OTHERS_TO_BLAME && g.cpus_busy.is_some_and(|b| b >= SATURATED))
     {
         flaws.push(Flaw::Others { share });
@@ -86,11 +88,6 @@ fn server_side(by: LimitedBy) -> bool {
 }
 
 /// Other processes' share of the generator's CPUs' time over the attack (0–1).
-fn others(summary: &Summary) -> Option<f64> {
-    let g = &summary.generator;
-    Some((g.cpus_busy? - g.own_share.unwrap_or(0.0)).max(0.0))
-}
-
 /// The verdict and its reasons, one line: `valid`, `degraded: …`, `not measurable: …`.
 pub fn verdict_text(v: &Validity) -> String {
     let reasons: Vec<String> = v.flaws.iter().map(flaw_text).collect();
@@ -188,7 +185,7 @@ pub fn evidence_text(summary: &Summary, v: &Validity) -> String {
     if let Some(b) = g.busiest_thread {
         parts.push(format!("busiest thread {:.0} % of a core", b * 100.0));
     }
-    if let Some(o) = others(summary) {
+    if let Some(o) = summary.generator.others_share() {
         parts.push(format!("others {:.0} % of its CPUs", o * 100.0));
     }
     if let Some(s) = g.steal {
@@ -232,6 +229,47 @@ pub fn selftest_text(t: &store::selftest::SelfTest) -> String {
         p.ratio(),
         thousands(p.unthrottled_rps),
         format_ns(t.floor.wakeup_late_p99_ns.round() as u64),
+    )
+}
+
+/// The self-test in words, as `loadgen selftest` prints it (the page cites it with
+/// [`selftest_text`]).
+pub fn selftest_report(t: &store::selftest::SelfTest) -> String {
+    let f = &t.floor;
+    let o = &t.omission;
+    let p = &t.pacing;
+    format!(
+        "Self-test of {} ({}, {} CPUs):\n\
+         \x20 clock        {} {:.0} ns a reading ({}); a system call {:.0} ns\n\
+         \x20 wake-up      {} of CPU, {} late at p50, {} at p99 ({} timed wake-ups)\n\
+         \x20 omission     corrected p99 {} against {} true (freezing {} every {}, {} req/s over {} connections): {:.1} % off, {} (within {:.0} %)\n\
+         \x20              service p99 {}: what a tool timing from the send reports\n\
+         \x20 pacing       one thread: {} req/s unthrottled (closed loop, {} connections); paced cleanly up to {} req/s, {:.2}× of it\n",
+        t.host,
+        t.kernel,
+        t.cpus,
+        f.clock_source.as_deref().unwrap_or("unknown"),
+        f.clock_read_ns,
+        if f.vdso { "vDSO" } else { "a system call" },
+        f.syscall_ns,
+        format_ns(f.wakeup_cpu_ns.round() as u64),
+        format_ns(f.wakeup_late_p50_ns.round() as u64),
+        format_ns(f.wakeup_late_p99_ns.round() as u64),
+        f.wakeups,
+        format_ns(o.corrected_p99_ns),
+        format_ns(o.truth_p99_ns),
+        format_ns(o.stall_ns),
+        format_ns(o.every_ns),
+        thousands(o.rate),
+        o.connections,
+        o.error * 100.0,
+        if o.held() { "held" } else { "MISSED" },
+        o.limit * 100.0,
+        format_ns(o.service_p99_ns),
+        thousands(p.unthrottled_rps),
+        p.unthrottled_connections,
+        thousands(p.clean_rps),
+        p.ratio(),
     )
 }
 

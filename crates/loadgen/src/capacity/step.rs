@@ -97,11 +97,7 @@ fn host_over(
     let total = after.all.1.checked_sub(before.all.1).filter(|t| *t > 0)? as f64;
     let busy = after.all.0.saturating_sub(before.all.0) as f64;
     let steal = after.steal.saturating_sub(before.steal) as f64;
-    let g = &summary.generator;
-    let others = match (g.cpus_busy.as_ref(), g.own_share) {
-        (Some(busy), Some(own)) => Some(((busy - own).max(0.0)) * 100.0),
-        _ => None,
-    };
+    let others = summary.generator.others_share().map(|o| o * 100.0);
     Some(analysis::capacity::StepHost {
         steal_pct: 100.0 * steal / total,
         busy_pct: 100.0 * busy / total,

@@ -103,7 +103,7 @@ async fn keep_and_print(test: &SelfTest, args: &SelftestArgs) -> Result<(), Erro
         Some(redact::text(&args.db))
     };
     if args.output == OutputFormat::Text {
-        print!("{}", words(test));
+        print!("{}", analysis::validity::selftest_report(test));
         if let Some(url) = kept {
             println!("Kept in {url}: the pages of runs on {} cite it.", test.host);
         }
@@ -221,44 +221,4 @@ async fn pacing(
         clean_rps,
         tried,
     })
-}
-
-/// The self-test in words.
-pub fn words(t: &SelfTest) -> String {
-    let f = &t.floor;
-    let o = &t.omission;
-    let p = &t.pacing;
-    format!(
-        "Self-test of {} ({}, {} CPUs):\n\
-         \x20 clock        {} {:.0} ns a reading ({}); a system call {:.0} ns\n\
-         \x20 wake-up      {} of CPU, {} late at p50, {} at p99 ({} timed wake-ups)\n\
-         \x20 omission     corrected p99 {} against {} true (freezing {} every {}, {} req/s over {} connections): {:.1} % off, {} (within {:.0} %)\n\
-         \x20              service p99 {}: what a tool timing from the send reports\n\
-         \x20 pacing       one thread: {} req/s unthrottled (closed loop, {} connections); paced cleanly up to {} req/s, {:.2}× of it\n",
-        t.host,
-        t.kernel,
-        t.cpus,
-        f.clock_source.as_deref().unwrap_or("unknown"),
-        f.clock_read_ns,
-        if f.vdso { "vDSO" } else { "a system call" },
-        f.syscall_ns,
-        format_ns(f.wakeup_cpu_ns.round() as u64),
-        format_ns(f.wakeup_late_p50_ns.round() as u64),
-        format_ns(f.wakeup_late_p99_ns.round() as u64),
-        f.wakeups,
-        format_ns(o.corrected_p99_ns),
-        format_ns(o.truth_p99_ns),
-        format_ns(o.stall_ns),
-        format_ns(o.every_ns),
-        thousands(o.rate),
-        o.connections,
-        o.error * 100.0,
-        if o.held() { "held" } else { "MISSED" },
-        o.limit * 100.0,
-        format_ns(o.service_p99_ns),
-        thousands(p.unthrottled_rps),
-        p.unthrottled_connections,
-        thousands(p.clean_rps),
-        p.ratio(),
-    )
 }

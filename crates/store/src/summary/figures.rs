@@ -228,6 +228,14 @@ pub struct GeneratorFigures {
     pub peak_rss_bytes: Option<u64>,
 }
 
+impl GeneratorFigures {
+    /// The share of the generator's CPUs other processes took during the attack (0–1): how
+    /// busy they were less the generator's own share (all of it when that was not read).
+    pub fn others_share(&self) -> Option<f64> {
+        Some((self.cpus_busy? - self.own_share.unwrap_or(0.0)).max(0.0))
+    }
+}
+
 /// The whole summary. Serialized as is for `--output json`, and stored with each run.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Summary {
