@@ -30,6 +30,18 @@ nothing else: what one wake-up costs this machine in CPU, and how late it comes.
     python3 bench/loadgen.py                     # 5,000 and 20,000 req/s, unthrottled, memory
     python3 bench/loadgen.py --duration 2 --repeat 1 --rates 5000 --skip-memory
     python3 bench/loadgen.py --static target/image/usr/local/bin/loadgen   # the image's build too
+    python3 bench/loadgen.py --pacing 0.5,0.6,0.7,0.8,0.9 --rates "" --skip-strace --skip-memory
+
+--pacing: loadgen (one request at a time, and --batch 1ms, wrk2's grid) and wrk2 each paced at
+shares of their own unthrottled rate (loadgen's closed loop; wrk2 with -R far above what it
+reaches), one thread, the same connections: the highest share each paces cleanly. Clean: nginx
+counted at least 97 % of the asked rate (wrk2 opens its connections 5 ms apart and so falls
+about 1 % short in 10 s), and the sends kept their schedule: loadgen by its own record of every
+send (not behind: under 1 % of sends over 1 ms late, plus the batch window), wrk2, which keeps
+no such record, by its corrected p99 (from each request's intended time: lateness and service
+together) at most twice its p99 at the first share and at least 2 ms (its 1 ms grid alone shows
+about 2 ms): a generator falling behind shows as its queue growing in that p99. Corrected p99
+also grows with the server's own queue, which is why loadgen is judged on its sends.
 """
 
 import argparse
@@ -190,6 +202,7 @@ def parse_loadgen(text):
     return {"p50": ms(lat["p50_ns"]), "p99": ms(lat["p99_ns"]),
             "service_p50": ms(s["latency"]["service"]["p50_ns"]),
             "lateness_p99": ms(s["generator"]["lateness"]["p99_ns"]),
+            "behind": bool(s["generator"]["behind"]),
             "errors": sum(s["errors"].values())}
 
 
@@ -576,6 +589,71 @@ def print_tables(setup, med, syscalls, rates, strace, duration, repeat, connecti
                   f"{floor_cpu[0]:.1f} µs/wake-up.")
 
 
+PACED_ACHIEVED = 0.97
+PACED_P99_MS = 2.0
+PACED_P99_GROWTH = 2.0
+
+
+def pacing(setup, nginx, gun_cpu, shares, duration):
+    """loadgen and wrk2 paced at `shares` of their own unthrottled rate, until one is not clean:
+    {tool: {"unthrottled": req/s, "tried": [(share, rate, figures, clean)], "clean": share}}."""
+    out = {}
+    for tool in ("loadgen", "loadgen --batch 1ms", "wrk2"):
+        if tool == "wrk2" and not setup.wrk2:
+            print("pacing: wrk2 not on PATH: loadgen alone")
+            continue
+        if tool == "loadgen --batch 1ms" and "loadgen" in out:
+            top = {"achieved": out["loadgen"]["unthrottled"]}
+        elif tool == "wrk2":
+            top = measure_cmd(setup, nginx, gun_cpu, [setup.wrk2, "-t1", f"-c{setup.connections}",
+                              f"-d{duration}s", f"-R{WRK2_UNTHROTTLED}", "--latency",
+                              setup.url], parse_wrk, duration)
+        else:
+            top = measure(setup, nginx, gun_cpu, tool, 0, duration)
+        unthrottled = top["achieved"]
+        print(f"  pacing {tool:<19} unthrottled {unthrottled:,.0f} req/s", flush=True)
+        tried, clean_share, bound = [], 0.0, None
+        for share in shares:
+            rate = round(unthrottled * share)
+            row = measure(setup, nginx, gun_cpu, tool, rate, duration)
+            p99 = row.get("p99")
+            if bound is None and p99 is not None:
+                bound = max(PACED_P99_MS, PACED_P99_GROWTH * p99)
+            on_time = (not row.get("behind", True) if tool.startswith("loadgen")
+                       else p99 is not None and p99 <= bound)
+            clean = row["achieved"] >= PACED_ACHIEVED * rate and on_time
+            extra = (f"  lateness p99 {fmt(row.get('lateness_p99'), 3)} ms, "
+                     f"{'behind' if row.get('behind') else 'on schedule'} by its own record"
+                     if tool.startswith("loadgen") else "")
+            print(f"  pacing {tool:<19} {share:.2f}× = {rate:>7,} req/s: achieved "
+                  f"{row['achieved']:>9,.0f}/s  p99 {fmt(p99, 3)} ms  cpu "
+                  f"{fmt(row.get('cpu_us'), 1)} µs/req  {'clean' if clean else 'NOT clean'}{extra}",
+                  flush=True)
+            tried.append((share, rate, row, clean))
+            if not clean:
+                break
+            clean_share = share
+        out[tool] = {"unthrottled": unthrottled, "tried": tried, "clean": clean_share}
+    if out:
+        print("\nPaced cleanly (nginx counted >= 97 % of the rate; loadgen not behind by its "
+              "record of every send, wrk2's corrected p99 at most twice that at the first share, "
+              "at least 2 ms), as a share of the tool's own unthrottled rate:\n")
+        print("| tool | unthrottled req/s | highest clean share | its rate |\n|---|---:|---:|---:|")
+        for tool, r in out.items():
+            print(f"| {tool} | {r['unthrottled']:,.0f} | {r['clean']:.2f}× | "
+                  f"{r['unthrottled'] * r['clean']:,.0f} |")
+    return out
+
+
+def measure_cmd(setup, nginx, gun_cpu, cmd, parse, duration):
+    """One run of a command not in Setup.command: achieved (nginx's count), CPU, its figures."""
+    before = nginx.handled()
+    text, cpu_s, rss = measured(cmd, gun_cpu, timeout=3 * duration + 30)
+    handled = nginx.handled() - before - 1
+    return {"achieved": handled / duration, "cpu_us": 1e6 * cpu_s / max(handled, 1),
+            "rss_mib": rss / 1048576, **parse(text)}
+
+
 def memory_over_time(loadgen, nginx, gun_cpu, rate, duration):
     """RSS of loadgen (and oha) sampled every few seconds of a long run at a fixed rate."""
     series = {}
@@ -632,6 +710,9 @@ def main():
     ap.add_argument("--static", type=Path,
                     help="also measure this loadgen (the image's static build, "
                          "scripts/static-build.sh), taking turns with the first")
+    ap.add_argument("--pacing", default="",
+                    help="shares of each tool's own unthrottled rate to pace loadgen and wrk2 "
+                         "at, comma-separated, e.g. 0.5,0.6,0.7,0.8,0.9 (default: none)")
     ap.add_argument("--json", help="also write all figures to this file")
     args = ap.parse_args()
     if args.repeat < 1 or args.duration < 1:
@@ -664,6 +745,8 @@ def main():
         samples = run_rounds(setup, nginx, gun_cpu, rates, args.duration, args.repeat)
         syscalls = {} if args.skip_strace else count_syscalls(
             setup, nginx, gun_cpu, strace_rate, args.strace_duration, workdir)
+        shares = [float(x) for x in args.pacing.split(",") if x]
+        paced = pacing(setup, nginx, gun_cpu, shares, args.duration) if shares else {}
         memory = {} if args.skip_memory else memory_over_time(
             loadgen, nginx, gun_cpu, args.memory_rate, args.memory_duration)
     finally:
@@ -678,7 +761,7 @@ def main():
                       "rounds": rows} for (rate, tool), rows in samples.items()],
             "medians": [{"rate": rate, "tool": tool, **{m: list(v) for m, v in metrics.items()}}
                         for (rate, tool), metrics in med.items()],
-            "syscalls": syscalls, "memory": memory}, indent=2))
+            "syscalls": syscalls, "memory": memory, "pacing": paced}, indent=2))
 
 
 if __name__ == "__main__":

@@ -16,6 +16,10 @@
 //! - **One timer, re-armed only when the deadline changes**: a `timerfd` on
 //!   `CLOCK_MONOTONIC` at the absolute time of the next request (or of the next interval's
 //!   close, the earliest timeout, the grace period's end).
+//! - **No sleep shorter than a wake-up**: a send due sooner than a timed wake-up's CPU or
+//!   lateness here ([`floor::spin_window`], about 20 µs on these VMs) is waited for by polling
+//!   the clock, then the sockets once; arming the timer alone cost 36 % of a thread pacing
+//!   60,000 req/s here. The time polled is left out of the thread's busy share.
 //! - **No allocation per request**: a fixed request's bytes are made once per run; responses
 //!   are parsed in one read buffer per thread and counted, not kept.
 //!
@@ -27,6 +31,7 @@ use std::collections::VecDeque;
 use std::io::IoSliceMut;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::sync::Arc;
+use std::time::Duration;
 
 use http::Method;
 use nix::sys::socket::{recvmsg, setsockopt, sockopt, ControlMessageOwned, MsgFlags};
@@ -44,6 +49,7 @@ use tokio::sync::{mpsc, watch};
 use crate::engine::arrivals::Arrivals;
 use crate::engine::client::classify_connect;
 use crate::engine::clock::{self, Nanos};
+use crate::engine::floor;
 use crate::engine::h1response::{Progress, ResponseReader};
 use crate::engine::recorder::{Exchange, Recorder, WorkerMessage};
 use crate::engine::shutdown::{Shutdown, Stop};
@@ -125,6 +131,11 @@ struct Engine {
     timer: OwnedFd,
     /// The deadline the timer is set to, until it fires.
     armed: Option<Nanos>,
+    /// A send due within this is waited for by polling the clock, not slept for
+    /// ([`floor::spin_window`]).
+    spin: Nanos,
+    /// Time spent polling the clock for a send, ns: CPU spent, but not work (the busy share).
+    polled: Nanos,
     conns: Vec<Option<Conn>>,
     free: Vec<usize>,
     next_gen: u32,
@@ -209,6 +220,8 @@ impl Engine {
             epoll,
             timer,
             armed: None,
+            spin: floor::spin_window(),
+            polled: 0,
             conns: Vec::new(),
             free: Vec::new(),
             next_gen: 0,
@@ -266,7 +279,17 @@ impl Engine {
             }
             let wake = self.plan(now, next);
             events.clear();
-            let poll_only = behind || wake <= clock::now();
+            let now = clock::now();
+            // A wake-up this soon would cost more CPU than the wait and come after it: poll
+            // the clock to it, then the sockets once without sleeping.
+            let spin = !behind && wake > now && wake - now <= self.spin;
+            if spin {
+                while clock::now() < wake {
+                    std::hint::spin_loop();
+                }
+                self.polled += clock::now() - now;
+            }
+            let poll_only = behind || spin || wake <= clock::now();
             if !poll_only {
                 self.arm(wake)?;
             }
@@ -1021,7 +1044,8 @@ impl Engine {
         if left > 0 {
             self.rec.cancelled(now, left);
         }
-        self.rec.finish(now, clock::thread_cpu());
+        self.rec
+            .finish(now, clock::thread_cpu(), Duration::from_nanos(self.polled));
     }
 }
 

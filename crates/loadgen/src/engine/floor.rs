@@ -11,7 +11,7 @@ use rustix::time::{
 };
 use store::summary::Floor;
 
-use crate::engine::clock;
+use crate::engine::clock::{self, Nanos};
 use crate::engine::timer::{once_at, precise_thread};
 
 /// Clock readings timed in each of three rounds (the fastest round kept).
@@ -20,13 +20,36 @@ const READINGS: u32 = 20_000;
 const WAKEUPS: u32 = 200;
 const WAKE_GAP_NS: u64 = 200_000;
 
+/// The floor of this process, once measured.
+static FLOOR: OnceLock<Option<Floor>> = OnceLock::new();
+
+/// A wake-up's cost and lateness before the floor is measured (these VMs: 15–18 µs of CPU,
+/// 18–22 µs late at p50).
+const SPIN_UNMEASURED: Nanos = 20_000;
+/// The longest a worker waits for a send by polling the clock, however slow wake-ups are here.
+const SPIN_MAX: Nanos = 100_000;
+
 /// The machine's floor, measured the first time it is asked for in this process (about 60 ms),
 /// `None` where a timer could not be made.
 pub fn measured() -> Option<&'static Floor> {
-    static FLOOR: OnceLock<Option<Floor>> = OnceLock::new();
     FLOOR
         .get_or_init(|| std::thread::spawn(measure).join().ok().flatten())
         .as_ref()
+}
+
+/// How soon a send must be due for a worker to wait for it by polling the clock rather than
+/// sleep: a timed wake-up's CPU or its p50 lateness, whichever is more. A shorter sleep costs
+/// more CPU than the wait it saves and wakes after the send was due. From the floor where this
+/// process has measured it (never measured here: that would delay a schedule's start), else
+/// [`SPIN_UNMEASURED`]; at most [`SPIN_MAX`].
+pub fn spin_window() -> Nanos {
+    FLOOR
+        .get()
+        .and_then(Option::as_ref)
+        .map_or(SPIN_UNMEASURED, |f| {
+            f.wakeup_cpu_ns.max(f.wakeup_late_p50_ns).round() as Nanos
+        })
+        .min(SPIN_MAX)
 }
 
 /// Measures the floor on the calling thread (whose timer slack it cuts).
@@ -103,5 +126,9 @@ mod tests {
         assert!(f.wakeup_cpu_ns > 0.0);
         // A process asks once: the second answer is the first.
         assert!(std::ptr::eq(measured().unwrap(), measured().unwrap()));
+        // Once measured, a send is polled for within a wake-up's CPU or p50 lateness here.
+        let m = measured().unwrap();
+        let window = m.wakeup_cpu_ns.max(m.wakeup_late_p50_ns).round() as Nanos;
+        assert_eq!(spin_window(), window.min(SPIN_MAX));
     }
 }

@@ -190,7 +190,7 @@ async fn run(
     if left > 0 {
         rec.cancelled(now, left);
     }
-    rec.finish(now, clock::thread_cpu());
+    rec.finish(now, clock::thread_cpu(), Duration::ZERO);
     started.map_err(|source| WorkerError::Pace { index, source })
 }
 

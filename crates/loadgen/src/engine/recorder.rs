@@ -330,7 +330,9 @@ impl Recorder {
     }
 
     /// Sends the last, partial interval and says the worker is done. Nothing is recorded after.
-    pub fn finish(&mut self, now: Nanos, cpu: Duration) {
+    /// `polled` is CPU time the thread spent waiting for a send by polling the clock: spent,
+    /// but not work, so its busy share leaves it out.
+    pub fn finish(&mut self, now: Nanos, cpu: Duration, polled: Duration) {
         self.roll_to(now);
         self.emit(self.current.index + 1);
         self.finished = true;
@@ -338,9 +340,12 @@ impl Recorder {
             worker: self.worker,
             timing: self.timing,
             cpu,
-            // A share of one core: CPU time since this recorder was made (on this thread)
-            // over the time since then.
-            busy: (cpu.saturating_sub(self.born_cpu).as_secs_f64()
+            // A share of one core: CPU time since this recorder was made (on this thread),
+            // less what it spent polling the clock, over the time since then.
+            busy: (cpu
+                .saturating_sub(self.born_cpu)
+                .saturating_sub(polled)
+                .as_secs_f64()
                 / (now.saturating_sub(self.born).max(1) as f64 / 1e9))
                 .min(1.0),
             connect: std::mem::replace(&mut self.connect, Box::new(store::model::new_histogram(1))),
@@ -384,7 +389,7 @@ mod tests {
             error: None,
         };
         r.finished(start, &done);
-        r.finish(start + 2_600 * MS, Duration::ZERO);
+        r.finish(start + 2_600 * MS, Duration::ZERO, Duration::ZERO);
         let iv = intervals(&mut rx);
         assert_eq!(
             iv.iter().map(|s| s.index).collect::<Vec<_>>(),
@@ -410,7 +415,7 @@ mod tests {
         let mut r = Recorder::new(0, 0, 1_000 * MS, 30_000 * MS, tx, Default::default());
         r.requested(999 * MS);
         r.sent(1_001 * MS, 999 * MS, 0);
-        r.finish(1_002 * MS, Duration::ZERO);
+        r.finish(1_002 * MS, Duration::ZERO, Duration::ZERO);
         let iv = intervals(&mut rx);
         assert_eq!(iv[1].sent_late_beyond_interval, 1);
         assert!((iv[1].lateness.max() as f64 - 2e6).abs() < 2e3);
@@ -443,7 +448,7 @@ mod tests {
             },
         );
         r.cancelled(200 * MS, 1);
-        r.finish(200 * MS, Duration::ZERO);
+        r.finish(200 * MS, Duration::ZERO, Duration::ZERO);
         let s = &intervals(&mut rx)[0];
         assert_eq!(s.errors.get(ErrorKind::Refused), 1);
         assert_eq!(s.errors.get(ErrorKind::Timeout), 1);
