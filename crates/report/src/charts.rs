@@ -457,26 +457,76 @@ fn backends_chart(run: &RunFigures, probe: &ProbeFigures, id: &str) -> Result<Ch
     )
 }
 
+/// A comparison's charts of the load: id, title, y axis, a run's series, what it shows.
+type LoadChart = (
+    &'static str,
+    &'static str,
+    &'static str,
+    fn(&RunFigures) -> Option<&Series>,
+    &'static str,
+);
+const LOAD_CHARTS: [LoadChart; 3] = [
+    (
+        "p99",
+        "p99 latency over time",
+        "corrected latency (ms)",
+        |r| r.load.latency.get(2),
+        "Per interval, from intended send times.",
+    ),
+    (
+        "p50",
+        "Median latency over time",
+        "corrected latency (ms)",
+        |r| r.load.latency.first(),
+        "Per interval, from intended send times.",
+    ),
+    (
+        "throughput",
+        "Throughput over time",
+        "successful requests per second",
+        |r| r.load.rates.get(1),
+        "Responses with a 2xx/3xx status, per second of each interval.",
+    ),
+];
+
+/// A comparison's charts of the target, from each run's first probe: id, title, y axis, the
+/// probe's series.
+type ProbeChart = (
+    &'static str,
+    &'static str,
+    &'static str,
+    fn(&ProbeFigures) -> &Series,
+);
+const PROBE_CHARTS: [ProbeChart; 4] = [
+    ("cpu", "Target CPU", "CPU (%, 100 = one core)", |p| &p.cpu),
+    ("rss", "Target memory (RSS)", "RSS (MiB)", |p| &p.rss_mib),
+    ("threads", "Target threads", "threads", |p| &p.threads),
+    ("fds", "Target open FDs", "open FDs", |p| &p.fds),
+];
+
+/// One line per run of a comparison, in the run's colour: the series `pick` takes from it.
+fn run_lines(c: &Comparison, pick: &dyn Fn(&RunFigures) -> Option<&Series>) -> Vec<Line> {
+    let names = c.run_names();
+    c.runs
+        .iter()
+        .enumerate()
+        .map(|(i, r)| {
+            Line::new(
+                format!("#{} {}", i + 1, names[i]),
+                color(i),
+                pick(r).map(|s| s.points.clone()).unwrap_or_default(),
+            )
+        })
+        .collect()
+}
+
 /// A comparison's charts: one line per run, in the run's colour.
 pub fn comparison_charts(c: &Comparison) -> Result<Vec<Chart>, PlotError> {
-    let names = c.run_names();
     let span = c.runs.iter().fold((0.0f64, 1.0f64), |s, r| {
         (s.0.min(r.span.0), s.1.max(r.span.1))
     });
     let attack_end = c.runs.iter().map(|r| r.attack.1).fold(0.0, f64::max);
-    let per_run = |pick: &dyn Fn(&RunFigures) -> Option<&Series>| -> Vec<Line> {
-        c.runs
-            .iter()
-            .enumerate()
-            .map(|(i, r)| {
-                Line::new(
-                    format!("#{} {}", i + 1, names[i]),
-                    color(i),
-                    pick(r).map(|s| s.points.clone()).unwrap_or_default(),
-                )
-            })
-            .collect()
-    };
+    let per_run = |pick: &dyn Fn(&RunFigures) -> Option<&Series>| run_lines(c, pick);
     let chart = |title, y_label, lines| TimeChart {
         title,
         y_label,
@@ -488,55 +538,23 @@ pub fn comparison_charts(c: &Comparison) -> Result<Vec<Chart>, PlotError> {
     };
     let no_probe = "None of these runs had a probe.";
     let first_probe = "From each run's first probe.";
-    let mut out = vec![
-        time(
-            "p99",
-            chart(
-                "p99 latency over time",
-                "corrected latency (ms)",
-                per_run(&|r| r.load.latency.get(2)),
-            ),
-            "Per interval, from intended send times.",
+    let mut out = Vec::new();
+    for (id, title, y_label, pick, note) in LOAD_CHARTS {
+        let lines = per_run(&pick);
+        out.push(time(
+            id,
+            chart(title, y_label, lines),
+            note,
             "No interval recorded a request.",
-        )?,
-        time(
-            "p50",
-            chart(
-                "Median latency over time",
-                "corrected latency (ms)",
-                per_run(&|r| r.load.latency.first()),
-            ),
-            "Per interval, from intended send times.",
-            "No interval recorded a request.",
-        )?,
-        time(
-            "throughput",
-            chart(
-                "Throughput over time",
-                "successful requests per second",
-                per_run(&|r| r.load.rates.get(1)),
-            ),
-            "Responses with a 2xx/3xx status, per second of each interval.",
-            "No interval recorded a request.",
-        )?,
-        distribution(
-            "distribution",
-            "Latency by percentile",
-            per_run(&|r| r.distribution.first()),
-            "Corrected latency over each whole run.",
-        )?,
-    ];
-    for (id, title, y_label, pick) in [
-        (
-            "cpu",
-            "Target CPU",
-            "CPU (%, 100 = one core)",
-            (|p| &p.cpu) as fn(&ProbeFigures) -> &Series,
-        ),
-        ("rss", "Target memory (RSS)", "RSS (MiB)", |p| &p.rss_mib),
-        ("threads", "Target threads", "threads", |p| &p.threads),
-        ("fds", "Target open FDs", "open FDs", |p| &p.fds),
-    ] {
+        )?);
+    }
+    out.push(distribution(
+        "distribution",
+        "Latency by percentile",
+        per_run(&|r| r.distribution.first()),
+        "Corrected latency over each whole run.",
+    )?);
+    for (id, title, y_label, pick) in PROBE_CHARTS {
         out.push(time(
             id,
             chart(title, y_label, per_run(&|r| r.target_probe().map(pick))),

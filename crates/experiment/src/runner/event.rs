@@ -103,33 +103,6 @@ pub(super) enum Event {
 /// The line an event is said in (`None`: nothing to say).
 pub(super) fn line(event: &Event) -> Option<String> {
     Some(match event {
-        Event::Left(left) => format!("Note: {left}."),
-        Event::SweepProblem(problem) => format!("Warning: {problem}."),
-        Event::HeldBy(holding) => {
-            format!("Note: the servers started by command are held by {holding}.")
-        }
-        Event::ScheduleWarning(w) => {
-            format!("Warning: the generator may not keep the schedule of {w}")
-        }
-        Event::SharePromise(w) => format!("Note: {w}."),
-        Event::NothingToRun {
-            cells,
-            name,
-            file,
-            scale,
-        } => format!(
-            "All {cells} cells of {name} are kept already (file {file}, scale {scale}): nothing to run (--again runs them all again as a new sitting)."
-        ),
-        Event::Resuming {
-            name,
-            skipped,
-            cells,
-        } => format!("Resuming {name}: {skipped} of {cells} cells are kept already and skipped."),
-        Event::Withheld(names) => format!(
-            "Note: {} not given to the builds and targets: a password is in it (name it in a target's pass_env to give it).",
-            names.join(", ")
-        ),
-        Event::SharesGeneratorCpus(shared) => format!("Warning: {shared}."),
         Event::Guns(progress) => progress.to_string(),
         Event::ReachedThrough {
             target,
@@ -158,24 +131,60 @@ pub(super) fn line(event: &Event) -> Option<String> {
             if *searches == 1 { "" } else { "es" },
         ),
         Event::CellFailed(reason) => format!("  cell failed: {reason}"),
-        Event::MeasureAgain { key, waited } => {
-            let how = match waited {
-                super::quiet::Waited::Quiet(after) => format!(
-                    "they were quiet after {:.1} s",
-                    after.as_secs_f64()
-                ),
-                super::quiet::Waited::StillBusy(busy) => format!(
-                    "they were still {:.0} % busy after {} s, so it goes again anyway",
-                    busy * 100.0,
-                    super::quiet::LONGEST.as_secs()
-                ),
-                super::quiet::Waited::Unknown => "this host does not say how busy they are".into(),
-            };
-            format!(
-                "  other processes held the generator back (its run kept as failed); waited for its CPUs to be quiet: {how}; measuring {key} again"
-            )
-        }
+        Event::MeasureAgain { key, waited } => format!(
+            "  other processes held the generator back (its run kept as failed); waited for its CPUs to be quiet: {}; measuring {key} again",
+            waited_text(waited)
+        ),
         Event::StopNote { target, how } => format!("  note: stopping {target}: {how}"),
+        Event::Finished => return None,
+        Event::Left(_)
+        | Event::SweepProblem(_)
+        | Event::HeldBy(_)
+        | Event::ScheduleWarning(_)
+        | Event::SharePromise(_)
+        | Event::NothingToRun { .. }
+        | Event::Resuming { .. }
+        | Event::Withheld(_)
+        | Event::SharesGeneratorCpus(_)
+        | Event::DatabaseUrlUnused
+        | Event::StartingDatabase { .. }
+        | Event::CheckedOut { .. }
+        | Event::Building { .. }
+        | Event::BuildOutput { .. }
+        | Event::Verified { .. } => return setup_line(event),
+    })
+}
+
+/// The line of an event of the run's setup, before its first cell (`None` for the others).
+fn setup_line(event: &Event) -> Option<String> {
+    Some(match event {
+        Event::Left(left) => format!("Note: {left}."),
+        Event::SweepProblem(problem) => format!("Warning: {problem}."),
+        Event::HeldBy(holding) => {
+            format!("Note: the servers started by command are held by {holding}.")
+        }
+        Event::ScheduleWarning(w) => {
+            format!("Warning: the generator may not keep the schedule of {w}")
+        }
+        Event::SharePromise(w) => format!("Note: {w}."),
+        Event::NothingToRun {
+            cells,
+            name,
+            file,
+            scale,
+        } => format!(
+            "All {cells} cells of {name} are kept already (file {file}, scale {scale}): nothing to run (--again runs them all again as a new sitting)."
+        ),
+        Event::Resuming {
+            name,
+            skipped,
+            cells,
+        } => format!("Resuming {name}: {skipped} of {cells} cells are kept already and skipped."),
+        Event::Withheld(names) => format!(
+            "Note: {} not given to the builds and targets: a password is in it (name it in a target's pass_env to give it).",
+            names.join(", ")
+        ),
+        Event::SharesGeneratorCpus(shared) => format!("Warning: {shared}."),
         Event::DatabaseUrlUnused => "Note: DATABASE_URL is set but not used: this experiment file names no database (add url_env = \"DATABASE_URL\" under [database] to use it).".into(),
         Event::StartingDatabase { cpus } => format!(
             "Starting a throwaway PostgreSQL for the targets{}…",
@@ -201,8 +210,23 @@ pub(super) fn line(event: &Event) -> Option<String> {
                 Some(why) => format!("FAILED ({why}): it will not be measured"),
             }
         ),
-        Event::Finished => return None,
+        _ => return None,
     })
+}
+
+/// How the wait for the generator's CPUs to be quiet ended, in words.
+fn waited_text(waited: &super::quiet::Waited) -> String {
+    match waited {
+        super::quiet::Waited::Quiet(after) => {
+            format!("they were quiet after {:.1} s", after.as_secs_f64())
+        }
+        super::quiet::Waited::StillBusy(busy) => format!(
+            "they were still {:.0} % busy after {} s, so it goes again anyway",
+            busy * 100.0,
+            super::quiet::LONGEST.as_secs()
+        ),
+        super::quiet::Waited::Unknown => "this host does not say how busy they are".into(),
+    }
 }
 
 /// Where events go: the printer, or a test's list.

@@ -125,52 +125,13 @@ impl Summary {
         let t = facts.totals;
         let attack = facts.attack.as_secs_f64();
         let wait = facts.wait.as_secs_f64();
-        let lateness = LatencyStats::of(&t.lateness);
         let config = facts.config;
-        let open = config.open_loop;
-        // Batching makes requests up to one window late on purpose: only lateness beyond that
-        // is the generator falling behind. A handful of late sends out of thousands is a
-        // figure, not a reason to doubt the run.
-        let limit = LATENESS_LIMIT_NS + facts.config.batch_ns;
-        let late = if t.lateness.is_empty() || t.lateness.max() <= limit {
-            0
-        } else {
-            t.lateness.count_between(limit + 1, t.lateness.max())
-        };
-        let behind = open && late > (t.sent / 100).max(20);
-        let connect = facts.generator.connect.as_ref().filter(|h| !h.is_empty());
-        let slow_connects = connect.map_or(0, |h| {
-            if h.max() < SYN_RETRANSMISSION_NS {
-                0
-            } else {
-                h.count_between(SYN_RETRANSMISSION_NS, h.max())
-            }
-        });
-        let busiest_thread = facts.generator.busiest_thread;
-        let cpus_busy = facts.generator.cpus_busy.as_ref().map(|(b, _)| *b);
-        let own_share = facts.generator.own_share;
-        let limited_by = behind.then(|| {
-            crate::diagnosis::cause(&crate::diagnosis::Evidence {
-                totals: t,
-                late,
-                attack_s: attack,
-                max_connections: config.max_connections,
-                busiest_thread,
-                cpus_busy,
-                own_share,
-                connect,
-                slow_connects,
-                limit_ns: limit,
-                start_late_ns: facts.generator.start_late_ns,
-            })
-        });
-        let cpu_s = facts.cpu.as_secs_f64();
         let mut summary = Summary {
             schema: SCHEMA.into(),
             tool: concat!("showdown-loadgen ", env!("CARGO_PKG_VERSION")).into(),
             target: config.target.clone(),
             load: config.load.clone(),
-            open_loop: open,
+            open_loop: config.open_loop,
             protocol: if config.h2 { "h2" } else { "http/1.1" }.into(),
             started_at: humantime::format_rfc3339_millis(facts.started).to_string(),
             interval_s: facts.interval.as_secs_f64(),
@@ -211,37 +172,7 @@ impl Summary {
                 .nonzero()
                 .map(|(kind, n)| (kind.name().to_string(), n))
                 .collect(),
-            generator: GeneratorFigures {
-                cpus: facts
-                    .generator
-                    .cpus_busy
-                    .as_ref()
-                    .map_or(String::new(), |(_, list)| list.clone()),
-                max_connections: config.max_connections,
-                batch_ns: config.batch_ns,
-                lateness,
-                behind,
-                late,
-                limited_by,
-                connect: connect.map(LatencyStats::of),
-                slow_connects,
-                busiest_thread,
-                cpus_busy,
-                own_share,
-                steal: facts.generator.steal,
-                arrivals: facts.generator.arrivals,
-                start_late_ns: facts.generator.start_late_ns,
-                sent_late_beyond_interval: t.sent_late_beyond_interval,
-                waited_for_connection: t.waited_for_connection,
-                connections_opened: t.connections_opened,
-                resent: t.resent,
-                peak_connections: t.connections_open,
-                peak_in_flight: t.in_flight,
-                threads: config.threads,
-                cpu_s,
-                cpu_per_request_us: ratio(cpu_s * 1e6, t.requests as f64),
-                peak_rss_bytes: facts.peak_rss_bytes,
-            },
+            generator: generator_figures(facts),
             stopped: facts.stopped.clone(),
             warnings: Vec::new(),
             tails: None,
@@ -310,6 +241,78 @@ impl Summary {
         }
         out.extend(facts.notes.iter().cloned());
         out
+    }
+}
+
+/// The generator's figures of a run: its sends' lateness, whether it fell behind and what
+/// held it back, its connections, CPU and memory.
+fn generator_figures(facts: &RunFacts<'_>) -> GeneratorFigures {
+    let t = facts.totals;
+    let config = facts.config;
+    let g = &facts.generator;
+    // Batching makes requests up to one window late on purpose: only lateness beyond that
+    // is the generator falling behind. A handful of late sends out of thousands is a
+    // figure, not a reason to doubt the run.
+    let limit = LATENESS_LIMIT_NS + config.batch_ns;
+    let late = beyond(&t.lateness, limit + 1);
+    let behind = config.open_loop && late > (t.sent / 100).max(20);
+    let connect = g.connect.as_ref().filter(|h| !h.is_empty());
+    let slow_connects = connect.map_or(0, |h| beyond(h, SYN_RETRANSMISSION_NS));
+    let cpus_busy = g.cpus_busy.as_ref().map(|(b, _)| *b);
+    let limited_by = behind.then(|| {
+        crate::diagnosis::cause(&crate::diagnosis::Evidence {
+            totals: t,
+            late,
+            attack_s: facts.attack.as_secs_f64(),
+            max_connections: config.max_connections,
+            busiest_thread: g.busiest_thread,
+            cpus_busy,
+            own_share: g.own_share,
+            connect,
+            slow_connects,
+            limit_ns: limit,
+            start_late_ns: g.start_late_ns,
+        })
+    });
+    let cpu_s = facts.cpu.as_secs_f64();
+    GeneratorFigures {
+        cpus: g
+            .cpus_busy
+            .as_ref()
+            .map_or(String::new(), |(_, list)| list.clone()),
+        max_connections: config.max_connections,
+        batch_ns: config.batch_ns,
+        lateness: LatencyStats::of(&t.lateness),
+        behind,
+        late,
+        limited_by,
+        connect: connect.map(LatencyStats::of),
+        slow_connects,
+        busiest_thread: g.busiest_thread,
+        cpus_busy,
+        own_share: g.own_share,
+        steal: g.steal,
+        arrivals: g.arrivals,
+        start_late_ns: g.start_late_ns,
+        sent_late_beyond_interval: t.sent_late_beyond_interval,
+        waited_for_connection: t.waited_for_connection,
+        connections_opened: t.connections_opened,
+        resent: t.resent,
+        peak_connections: t.connections_open,
+        peak_in_flight: t.in_flight,
+        threads: config.threads,
+        cpu_s,
+        cpu_per_request_us: ratio(cpu_s * 1e6, t.requests as f64),
+        peak_rss_bytes: facts.peak_rss_bytes,
+    }
+}
+
+/// How many values of `h` are at least `from`.
+fn beyond(h: &hdrhistogram::Histogram<u64>, from: u64) -> u64 {
+    if h.is_empty() || h.max() < from {
+        0
+    } else {
+        h.count_between(from, h.max())
     }
 }
 
