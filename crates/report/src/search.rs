@@ -570,17 +570,7 @@ pub fn capacity_sentence(setting: &SettingCapacity, held: &str) -> String {
     let Some(best) = ranked.first() else {
         return format!("{at}No search found a capacity yet.");
     };
-    let slo = best
-        .searches
-        .first()
-        .map(|s| {
-            let arrival = s
-                .settings
-                .arrival
-                .map_or(String::new(), |a| format!(", arrivals {}", a.text()));
-            format!("{}{arrival}", s.slo)
-        })
-        .unwrap_or_default();
+    let slo = slo_words(best);
     // What the targets ran on: the host size their searches' runs were held to.
     let held_by = best
         .searches
@@ -589,26 +579,7 @@ pub fn capacity_sentence(setting: &SettingCapacity, held: &str) -> String {
         .map(|h| format!(", held by {h}"));
     let held = held_by.as_deref().unwrap_or(held);
     let m = best.figure().unwrap_or(0.0);
-    let figure = best
-        .searches
-        .first()
-        .map_or("C_0.5".into(), |s| s.settings.figure());
-    // What the figure rests on: its 95 % interval over every step of its searches.
-    let spread = match best.agreed() {
-        Some(a) => match (a.low, a.high, a.half_width) {
-            (Some(lo), Some(hi), Some(h)) => format!(
-                "{figure}, 95 % interval {lo:.0}–{hi:.0}, ±{:.1} %, from {}",
-                h * 100.0,
-                if a.searches > 1 {
-                    format!("{} searches' steps pooled", a.searches)
-                } else {
-                    "one search's steps".into()
-                }
-            ),
-            _ => format!("{figure}, no 95 % interval: its steps do not bound it"),
-        },
-        None => figure.clone(),
-    };
+    let spread = spread_words(best);
     let at_least = best.only_at_least();
     let mut text = match &at_least {
         Some(why) => format!(
@@ -621,22 +592,7 @@ pub fn capacity_sentence(setting: &SettingCapacity, held: &str) -> String {
         ),
     };
     for other in ranked.iter().skip(1) {
-        let o = other.figure().unwrap_or(0.0);
-        if o <= 0.0 {
-            continue;
-        }
-        let beyond = interleaved_words(best, other)
-            .unwrap_or_else(|| ratio_words(best.agreed(), other.agreed()));
-        let (at, own) = match (&at_least, other.only_at_least()) {
-            (_, Some(_)) => ("", " (at least)"),
-            (Some(_), None) => ("at least ", ""),
-            (None, None) => ("", ""),
-        };
-        text.push_str(&format!(
-            ": {at}{:.2}× {}'s {o:.0}{own} ({beyond})",
-            m / o,
-            other.target
-        ));
+        text.push_str(&against_words(best, other, at_least.is_some()));
     }
     let missing: Vec<&str> = setting
         .targets
@@ -649,6 +605,66 @@ pub fn capacity_sentence(setting: &SettingCapacity, held: &str) -> String {
     }
     text.push('.');
     text
+}
+
+/// The SLO a target's searches held it to, and their arrivals.
+fn slo_words(best: &TargetCapacity) -> String {
+    best.searches
+        .first()
+        .map(|s| {
+            let arrival = s
+                .settings
+                .arrival
+                .map_or(String::new(), |a| format!(", arrivals {}", a.text()));
+            format!("{}{arrival}", s.slo)
+        })
+        .unwrap_or_default()
+}
+
+/// How the best target compares with another (nothing where the other has no figure): the
+/// ratio of their figures and whether it is beyond their spread.
+fn against_words(best: &TargetCapacity, other: &TargetCapacity, best_at_least: bool) -> String {
+    let m = best.figure().unwrap_or(0.0);
+    let o = other.figure().unwrap_or(0.0);
+    if o <= 0.0 {
+        return String::new();
+    }
+    let beyond = interleaved_words(best, other)
+        .unwrap_or_else(|| ratio_words(best.agreed(), other.agreed()));
+    let (at, own) = match (best_at_least, other.only_at_least()) {
+        (_, Some(_)) => ("", " (at least)"),
+        (true, None) => ("at least ", ""),
+        (false, None) => ("", ""),
+    };
+    format!(
+        ": {at}{:.2}× {}'s {o:.0}{own} ({beyond})",
+        m / o,
+        other.target
+    )
+}
+
+/// What a target's figure rests on: its name and its 95 % interval over every step of its
+/// searches, or why it has none.
+fn spread_words(best: &TargetCapacity) -> String {
+    let figure = best
+        .searches
+        .first()
+        .map_or("C_0.5".into(), |s| s.settings.figure());
+    match best.agreed() {
+        Some(a) => match (a.low, a.high, a.half_width) {
+            (Some(lo), Some(hi), Some(h)) => format!(
+                "{figure}, 95 % interval {lo:.0}–{hi:.0}, ±{:.1} %, from {}",
+                h * 100.0,
+                if a.searches > 1 {
+                    format!("{} searches' steps pooled", a.searches)
+                } else {
+                    "one search's steps".into()
+                }
+            ),
+            _ => format!("{figure}, no 95 % interval: its steps do not bound it"),
+        },
+        None => figure,
+    }
 }
 
 #[cfg(test)]

@@ -106,33 +106,47 @@ pub fn repeated(repeated: &Repeated) -> String {
 
 /// The search in words: the figure with its 95 % interval, why it ends there, every step.
 pub fn text(search: &Search) -> String {
-    let mut out = String::new();
+    let mut out = headline(search);
+    out.push_str(&notes(search));
+    out.push('\n');
+    out.push_str(&steps_table(search));
+    out
+}
+
+/// The figure's line: the capacity with its interval, at least a rate, or not found.
+fn headline(search: &Search) -> String {
     let slo = &search.slo;
     match (search.status, search.capacity) {
-        (Status::GeneratorLimited, Some(cap)) => out.push_str(&format!(
+        (Status::GeneratorLimited, Some(cap)) => format!(
             "Capacity: at least {cap} req/s within {slo} (the generator's limit: it could not drive {} req/s validly)\n",
             search.generator_limit.map_or("more".into(), |l| l.to_string())
-        )),
-        (Status::AboveMaximum | Status::BelowMinimum, Some(cap)) => out.push_str(&format!(
+        ),
+        (Status::AboveMaximum | Status::BelowMinimum, Some(cap)) => format!(
             "Capacity: at least {cap} req/s within {slo} ({})\n",
             search.status.as_str()
-        )),
+        ),
         (_, Some(cap)) => match search.estimate() {
-            Some(e) => out.push_str(&format!(
+            Some(e) => format!(
                 "Capacity: {} = {} within {slo}\n",
                 search.settings.figure(),
                 e.text()
-            )),
-            None => out.push_str(&format!(
+            ),
+            None => format!(
                 "Capacity: at least {cap} req/s within {slo} (its highest pass: no fail bounds it; {})\n",
                 search.status.as_str()
-            )),
+            ),
         },
-        (_, None) => out.push_str(&format!(
+        (_, None) => format!(
             "Capacity: not found within {slo} ({})\n",
             search.status.as_str()
-        )),
+        ),
     }
+}
+
+/// What the figure is checked against and promises, why the search ends there, and what it
+/// found of the server and the host on the way: a line each.
+fn notes(search: &Search) -> String {
+    let mut out = String::new();
     if search.estimate().is_some() {
         out.push_str(&format!("Checked: {}\n", analysis::capacity::CHECKED));
         if let Some(w) = search.estimate().and_then(|e| e.wide_knee()) {
@@ -172,14 +186,18 @@ pub fn text(search: &Search) -> String {
     if let Some(a) = search.settings.arrival {
         out.push_str(&format!("Arrivals: {}\n", a.text()));
     }
-    out.push('\n');
+    out
+}
+
+/// Every step of the search: its rate, verdict, what was served and each SLO term measured.
+fn steps_table(search: &Search) -> String {
     let headers: Vec<String> = search
         .slo
         .terms
         .iter()
         .map(|t| format!("{} [95 %]", t.figure))
         .collect();
-    out.push_str(&format!(
+    let mut out = format!(
         "{:>4}  {:<6}  {:>10}  {:<16}  {:>10}  {}\n",
         "step",
         "phase",
@@ -187,7 +205,7 @@ pub fn text(search: &Search) -> String {
         "verdict",
         "served",
         headers.join("  ")
-    ));
+    );
     for s in &search.steps {
         let terms: Vec<String> = s.judgement.terms.iter().map(measured).collect();
         out.push_str(&format!(
