@@ -185,6 +185,15 @@ impl History {
             self.sittings.len(),
             self.method()
         ));
+        out.push_str(&self.changes_markdown());
+        out.push_str(&self.levels_markdown());
+        out.push_str(&self.hosts_markdown());
+        out
+    }
+
+    /// The change points of every series, confirmed and possible, as a Markdown table.
+    fn changes_markdown(&self) -> String {
+        let mut out = String::new();
         let changes: Vec<(&Series, &Change, Option<usize>)> = self
             .series
             .iter()
@@ -219,6 +228,12 @@ impl History {
             }
             out.push('\n');
         }
+        out
+    }
+
+    /// Every series' level now and what a new sitting would read, as a Markdown table.
+    fn levels_markdown(&self) -> String {
+        let mut out = String::new();
         out.push_str(
             "| series | sittings | level now (95 %) | a new sitting (95 %) | across sittings |\n",
         );
@@ -243,6 +258,12 @@ impl History {
                 s.points.len()
             ));
         }
+        out
+    }
+
+    /// The host in each sitting, folded away (nothing where no sitting read its host).
+    fn hosts_markdown(&self) -> String {
+        let mut out = String::new();
         if self.sittings.iter().any(|s| s.host.is_some()) {
             out.push_str("\n<details><summary>The host in each sitting</summary>\n\n");
             out.push_str(
