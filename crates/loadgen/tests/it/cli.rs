@@ -396,8 +396,8 @@ fn a_probe_token_is_never_sent_without_tls_verification() {
     );
 }
 
-/// The demo's slow figures (FD kinds, TCP states, context switches) arrive every second of the
-/// attack, and say what was true: the 8 connections loadgen held open are 8 established
+/// The demo's slow figures (FD kinds, TCP states, context switches) arrive about every second
+/// of the attack, and say what was true: the 8 connections loadgen held open are 8 established
 /// sockets of the target.
 #[test]
 fn the_demo_probe_shows_its_slow_figures_every_second_and_they_are_right() {
@@ -441,14 +441,21 @@ fn the_demo_probe_shows_its_slow_figures_every_second_and_they_are_right() {
             }
         }
     }
-    for second in 0..4 {
-        let window = second * 1_000_000_000..(second + 1) * 1_000_000_000;
-        assert!(
-            slow.iter()
-                .any(|(t, _, switches)| window.contains(t) && *switches),
-            "no slow figures in second {second} of the attack: {slow:?}"
-        );
-    }
+    // Every second, give or take the half of one a busy host may shift a pass by (a CI run
+    // read one 100 ms early, at 1.92 s, then 3.02 s: none within the wall second from 2 s): the
+    // first within the attack's first second, none more than 1.5 s after the one before, the
+    // last in its final second.
+    let times: Vec<i64> = slow
+        .iter()
+        .filter(|(t, _, switches)| *switches && (0..4_000_000_000).contains(t))
+        .map(|(t, ..)| *t)
+        .collect();
+    assert!(
+        times.first().is_some_and(|&t| t < 1_000_000_000)
+            && times.last().is_some_and(|&t| t >= 3_000_000_000)
+            && times.windows(2).all(|w| w[1] - w[0] <= 1_500_000_000),
+        "the slow figures did not come every second of the attack: {slow:?}"
+    );
     // Once the pool is open, every sample during the attack counts the 8 connections.
     let steady: Vec<u64> = slow
         .iter()
