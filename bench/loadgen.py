@@ -328,19 +328,15 @@ def measure(setup, nginx, gun_cpu, tool, rate, duration):
     if spec is None:
         return None
     cmd, parse = spec
-    before = nginx.handled()
-    text, cpu_s, rss = measured(cmd, gun_cpu, timeout=3 * duration + 30)
-    handled = nginx.handled() - before - 1
-    try:
-        figures = parse(text)
-    except (ValueError, KeyError, TypeError, subprocess.CalledProcessError) as e:
-        figures = {}
-        print(f"  ! could not read {tool}'s output: {e}", file=sys.stderr)
+    row = measure_cmd(setup, nginx, gun_cpu, cmd, parse, duration)
     if tool == "floor":
         # No requests: its own count of wake-ups, and its own CPU for the loop alone.
-        return {"achieved": figures.get("wakeups", 0) / duration, "rss_mib": None, **figures}
-    return {"achieved": handled / duration, "cpu_us": 1e6 * cpu_s / max(handled, 1),
-            "rss_mib": rss / 1048576, **figures}
+        # (Its parsed figures carry its own cpu_us, per wake-up; none when they did not parse.)
+        row = {**row, "achieved": row.get("wakeups", 0) / duration, "rss_mib": None}
+        if "wakeups" not in row:
+            row.pop("cpu_us", None)
+        return row
+    return row
 
 
 def run_rounds(setup, nginx, gun_cpu, rates, duration, repeat):
@@ -650,8 +646,13 @@ def measure_cmd(setup, nginx, gun_cpu, cmd, parse, duration):
     before = nginx.handled()
     text, cpu_s, rss = measured(cmd, gun_cpu, timeout=3 * duration + 30)
     handled = nginx.handled() - before - 1
+    try:
+        figures = parse(text)
+    except (ValueError, KeyError, TypeError, subprocess.CalledProcessError) as e:
+        figures = {}
+        print(f"  ! could not read {cmd[0]}'s output: {e}", file=sys.stderr)
     return {"achieved": handled / duration, "cpu_us": 1e6 * cpu_s / max(handled, 1),
-            "rss_mib": rss / 1048576, **parse(text)}
+            "rss_mib": rss / 1048576, **figures}
 
 
 def memory_over_time(loadgen, nginx, gun_cpu, rate, duration):

@@ -279,17 +279,18 @@ impl Engine {
             }
             let wake = self.plan(now, next);
             events.clear();
-            let now = clock::now();
+            let mut now = clock::now();
             // A wake-up this soon would cost more CPU than the wait and come after it: poll
             // the clock to it, then the sockets once without sleeping.
-            let spin = !behind && wake > now && wake - now <= self.spin;
-            if spin {
-                while clock::now() < wake {
+            if !behind && wake > now && wake - now <= self.spin {
+                let from = now;
+                while now < wake {
                     std::hint::spin_loop();
+                    now = clock::now();
                 }
-                self.polled += clock::now() - now;
+                self.polled += now - from;
             }
-            let poll_only = behind || spin || wake <= clock::now();
+            let poll_only = behind || wake <= now;
             if !poll_only {
                 self.arm(wake)?;
             }
