@@ -177,23 +177,49 @@ impl Subscriber {
             None => Box::new(stream),
             Some(tls) => {
                 let text = addr.to_string();
-                let tls_error = |reason: String| ClientError::Tls {
-                    addr: text.clone(),
-                    reason,
-                };
-                let host = text.rsplit_once(':').map_or(text.as_str(), |(h, _)| h);
-                let name = ClientTls::server_name(host).map_err(|e| tls_error(e.to_string()))?;
-                let connector = tokio_rustls::TlsConnector::from(tls.config.clone());
-                let stream = connector.connect(name, stream).await.map_err(|e| {
-                    tls_error(match e.get_ref().map(|inner| inner.to_string()) {
-                        Some(inner) if !inner.is_empty() => inner,
-                        _ => format!("{e}; does the probe run with TLS (probe serve --tls-cert or --tls-generate)?"),
-                    })
-                })?;
-                Box::new(stream)
+                Self::tls_handshake(stream, &text, tls).await?
             }
         };
-        let mut framed = Framed::new(stream, ClientCodec::default());
+        Self::hello(
+            Framed::new(stream, ClientCodec::default()),
+            token,
+            start,
+            client,
+        )
+        .await
+    }
+
+    /// The TLS handshake with the probe at `addr` (as `host:port`) over `stream`.
+    async fn tls_handshake(
+        stream: TcpStream,
+        addr: &str,
+        tls: &ClientTls,
+    ) -> Result<Box<dyn Connection>, ClientError> {
+        let tls_error = |reason: String| ClientError::Tls {
+            addr: addr.to_string(),
+            reason,
+        };
+        let host = addr.rsplit_once(':').map_or(addr, |(h, _)| h);
+        let name = ClientTls::server_name(host).map_err(|e| tls_error(e.to_string()))?;
+        let connector = tokio_rustls::TlsConnector::from(tls.config.clone());
+        let stream = connector.connect(name, stream).await.map_err(|e| {
+            tls_error(match e.get_ref().map(|inner| inner.to_string()) {
+                Some(inner) if !inner.is_empty() => inner,
+                _ => format!(
+                    "{e}; does the probe run with TLS (probe serve --tls-cert or --tls-generate)?"
+                ),
+            })
+        })?;
+        Ok(Box::new(stream))
+    }
+
+    /// Says hello over `framed` and waits for the welcome.
+    async fn hello(
+        mut framed: Framed<Box<dyn Connection>, ClientCodec>,
+        token: Option<&str>,
+        start: Start,
+        client: &str,
+    ) -> Result<Self, ClientError> {
         framed
             .send(ClientMessage::Hello {
                 version: VERSION,

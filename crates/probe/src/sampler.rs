@@ -205,112 +205,7 @@ impl Sampler {
         let started_cpu = thread_cpu_ns();
         let mono = mono_ns();
         let wall = wall_ns();
-        let mut events = Vec::new();
-        let event = |kind| Event {
-            mono_ns: mono,
-            wall_ns: wall,
-            kind,
-        };
-        if missed > 0 {
-            events.push(event(EventKind::MissedTicks { count: missed }));
-        }
-
-        // Attach when there is no target (its exit is noticed below, by the regular read).
-        let mut attached = false;
-        if self.root.is_none() && mono >= self.next_resolve {
-            self.next_resolve = mono + self.resolve_period();
-            if let Some(pid) = self.config.selector.resolve(&self.config.root, self.myself) {
-                let opened = Watched::open(&self.config.root, pid);
-                let cmdline = opened.as_ref().map(Watched::cmdline).unwrap_or_default();
-                let first_seen = match self.exec_seen {
-                    Some((seen, at)) if seen == pid => at,
-                    _ => mono,
-                };
-                let mid_exec = cmdline.is_empty()
-                    && opened.as_ref().is_ok_and(Watched::has_program)
-                    && mono < first_seen + EXEC_WAIT_NS;
-                if mid_exec {
-                    self.exec_seen = Some((pid, first_seen));
-                    // Caught between its parent's fork and the end of its exec (a target just
-                    // started): its name and command line are not yet its own. Look again at
-                    // the next tick (a program that blanked its own stays blank: attached
-                    // after a second of that).
-                    self.next_resolve = mono;
-                } else if let Ok(handle) = opened {
-                    self.exec_seen = None;
-                    let fd_limits = handle.fd_limits();
-                    events.push(event(EventKind::Attached {
-                        pid,
-                        comm: handle.comm.clone(),
-                        cmdline,
-                        fd_limit_soft: fd_limits.0,
-                        fd_limit_hard: fd_limits.1,
-                    }));
-                    if let Some(kind) = unreadable(&handle, &[]) {
-                        events.push(event(kind));
-                    }
-                    self.root = Some(pid);
-                    self.processes
-                        .insert(pid, ProcessState::new(handle, fd_limits));
-                    attached = true;
-                }
-            }
-        }
-
-        let full = mono >= self.next_full;
-        if full {
-            self.next_full =
-                mono + FULL_PERIOD.as_nanos() as u64 - self.config.interval.as_nanos() as u64 / 2;
-        }
-        let slow = self.slow.take();
-        let slow_arrived = slow.is_some();
-        if self.config.tree && self.root.is_some() && (full || slow.is_some()) {
-            let scanned = slow.as_ref().map(|r| r.tree.as_slice()).unwrap_or_default();
-            self.grow_tree(scanned, full, &mut events, event);
-        }
-
-        // This tick's figures of every process; drop those that are gone.
-        let mut rows = Vec::with_capacity(self.processes.len());
-        let mut gone = Vec::new();
-        for (&pid, state) in self.processes.iter_mut() {
-            match state.handle.read(&self.facts, full) {
-                Ok(reading) => rows.push(state.complete(reading, mono)),
-                Err(_) => gone.push(pid),
-            }
-        }
-        // The watched set changes only here, at attaching and in `grow_tree`: tell the slow
-        // collectors then (and at full ticks), not at every tick.
-        let changed = full || slow_arrived || attached || !gone.is_empty();
-        if self.root.is_some_and(|root| gone.contains(&root)) {
-            // The target is gone: so is the tree under it. Look for the next one at once.
-            let root = self.root.take().unwrap_or_default();
-            events.push(event(EventKind::TargetExited { pid: root }));
-            self.processes.clear();
-            rows.clear();
-            self.next_resolve = 0;
-        } else {
-            for pid in gone {
-                self.processes.remove(&pid);
-                events.push(event(EventKind::ProcessExited { pid }));
-            }
-        }
-        // Root first, then by PID.
-        if let Some(root) = self.root {
-            if let Some(at) = rows.iter().position(|r| r.pid == root) {
-                let row = rows.remove(at);
-                rows.insert(0, row);
-            }
-        }
-        let slow_cpu_ns = slow.map_or(0, |r| self.apply_slow(r, &mut rows));
-        if changed {
-            let identities = self
-                .processes
-                .iter()
-                .map(|(&pid, state)| (pid, state.handle.start_ticks))
-                .collect();
-            self.slow.watch(self.root, identities, attached);
-            self.profiled.set(self.root, self.processes.keys().copied());
-        }
+        let (rows, mut events, full, slow_cpu_ns) = self.gather(mono, wall, missed);
 
         let host = if full {
             self.host.as_mut().and_then(|h| h.sample().ok())
@@ -343,6 +238,160 @@ impl Sampler {
             probe,
         };
         (sample, events)
+    }
+
+    /// This tick's rows (root first) and events, with the tree brought up to date; also whether
+    /// it is a full tick, and the CPU time of the slow pass whose figures it took.
+    fn gather(
+        &mut self,
+        mono: u64,
+        wall: u64,
+        missed: u64,
+    ) -> (Vec<ProcessSample>, Vec<Event>, bool, u64) {
+        let mut events = Vec::new();
+        let event = |kind| Event {
+            mono_ns: mono,
+            wall_ns: wall,
+            kind,
+        };
+        if missed > 0 {
+            events.push(event(EventKind::MissedTicks { count: missed }));
+        }
+
+        // Attach when there is no target (its exit is noticed below, by the regular read).
+        let attached = self.attach(mono, &mut events, event);
+
+        let full = mono >= self.next_full;
+        if full {
+            self.next_full =
+                mono + FULL_PERIOD.as_nanos() as u64 - self.config.interval.as_nanos() as u64 / 2;
+        }
+        let slow = self.slow.take();
+        let slow_arrived = slow.is_some();
+        if self.config.tree && self.root.is_some() && (full || slow.is_some()) {
+            let scanned = slow.as_ref().map(|r| r.tree.as_slice()).unwrap_or_default();
+            self.grow_tree(scanned, full, &mut events, event);
+        }
+
+        // This tick's figures of every process; drop those that are gone.
+        let (mut rows, gone) = self.read_rows(full, mono);
+        // The watched set changes only here, at attaching and in `grow_tree`: tell the slow
+        // collectors then (and at full ticks), not at every tick.
+        let changed = full || slow_arrived || attached || !gone.is_empty();
+        self.drop_gone(gone, &mut rows, &mut events, event);
+        let slow_cpu_ns = slow.map_or(0, |r| self.apply_slow(r, &mut rows));
+        if changed {
+            self.watch_changed(attached);
+        }
+        (rows, events, full, slow_cpu_ns)
+    }
+
+    /// Looks for the target when there is none and it is time to; says whether it attached.
+    fn attach(
+        &mut self,
+        mono: u64,
+        events: &mut Vec<Event>,
+        event: impl Fn(EventKind) -> Event,
+    ) -> bool {
+        if self.root.is_some() || mono < self.next_resolve {
+            return false;
+        }
+        self.next_resolve = mono + self.resolve_period();
+        let Some(pid) = self.config.selector.resolve(&self.config.root, self.myself) else {
+            return false;
+        };
+        let opened = Watched::open(&self.config.root, pid);
+        let cmdline = opened.as_ref().map(Watched::cmdline).unwrap_or_default();
+        let first_seen = match self.exec_seen {
+            Some((seen, at)) if seen == pid => at,
+            _ => mono,
+        };
+        let mid_exec = cmdline.is_empty()
+            && opened.as_ref().is_ok_and(Watched::has_program)
+            && mono < first_seen + EXEC_WAIT_NS;
+        if mid_exec {
+            self.exec_seen = Some((pid, first_seen));
+            // Caught between its parent's fork and the end of its exec (a target just
+            // started): its name and command line are not yet its own. Look again at
+            // the next tick (a program that blanked its own stays blank: attached
+            // after a second of that).
+            self.next_resolve = mono;
+            return false;
+        }
+        let Ok(handle) = opened else {
+            return false;
+        };
+        self.exec_seen = None;
+        let fd_limits = handle.fd_limits();
+        events.push(event(EventKind::Attached {
+            pid,
+            comm: handle.comm.clone(),
+            cmdline,
+            fd_limit_soft: fd_limits.0,
+            fd_limit_hard: fd_limits.1,
+        }));
+        if let Some(kind) = unreadable(&handle, &[]) {
+            events.push(event(kind));
+        }
+        self.root = Some(pid);
+        self.processes
+            .insert(pid, ProcessState::new(handle, fd_limits));
+        true
+    }
+
+    /// This tick's row of every watched process, and the PIDs of those that could not be read.
+    fn read_rows(&mut self, full: bool, mono: u64) -> (Vec<ProcessSample>, Vec<i32>) {
+        let mut rows = Vec::with_capacity(self.processes.len());
+        let mut gone = Vec::new();
+        for (&pid, state) in self.processes.iter_mut() {
+            match state.handle.read(&self.facts, full) {
+                Ok(reading) => rows.push(state.complete(reading, mono)),
+                Err(_) => gone.push(pid),
+            }
+        }
+        (rows, gone)
+    }
+
+    /// Forgets the processes that are gone (the whole tree with the target), each with its
+    /// event, and puts the root's row first.
+    fn drop_gone(
+        &mut self,
+        gone: Vec<i32>,
+        rows: &mut Vec<ProcessSample>,
+        events: &mut Vec<Event>,
+        event: impl Fn(EventKind) -> Event,
+    ) {
+        if self.root.is_some_and(|root| gone.contains(&root)) {
+            // The target is gone: so is the tree under it. Look for the next one at once.
+            let root = self.root.take().unwrap_or_default();
+            events.push(event(EventKind::TargetExited { pid: root }));
+            self.processes.clear();
+            rows.clear();
+            self.next_resolve = 0;
+        } else {
+            for pid in gone {
+                self.processes.remove(&pid);
+                events.push(event(EventKind::ProcessExited { pid }));
+            }
+        }
+        // Root first, then by PID.
+        if let Some(root) = self.root {
+            if let Some(at) = rows.iter().position(|r| r.pid == root) {
+                let row = rows.remove(at);
+                rows.insert(0, row);
+            }
+        }
+    }
+
+    /// Tells the slow collectors and the profiler which processes are watched now.
+    fn watch_changed(&mut self, attached: bool) {
+        let identities = self
+            .processes
+            .iter()
+            .map(|(&pid, state)| (pid, state.handle.start_ticks))
+            .collect();
+        self.slow.watch(self.root, identities, attached);
+        self.profiled.set(self.root, self.processes.keys().copied());
     }
 
     /// The root's cgroup CPU controller now, opened anew when the root changes.
@@ -590,32 +639,42 @@ fn total(rows: &[ProcessSample]) -> Option<ProcessSample> {
         t.pss_bytes = add(t.pss_bytes, r.pss_bytes);
         t.uss_bytes = add(t.uss_bytes, r.uss_bytes);
         if let Some(k) = &r.fd_kinds {
-            let s = t.fd_kinds.get_or_insert_with(Default::default);
-            s.socket += k.socket;
-            s.file += k.file;
-            s.pipe += k.pipe;
-            s.epoll += k.epoll;
-            s.eventfd += k.eventfd;
-            s.timerfd += k.timerfd;
-            s.other += k.other;
+            add_fd_kinds(&mut t.fd_kinds, k);
         }
         if let Some(k) = &r.tcp {
-            let s = t.tcp.get_or_insert_with(Default::default);
-            s.established += k.established;
-            s.syn_sent += k.syn_sent;
-            s.syn_recv += k.syn_recv;
-            s.fin_wait1 += k.fin_wait1;
-            s.fin_wait2 += k.fin_wait2;
-            s.time_wait += k.time_wait;
-            s.close += k.close;
-            s.close_wait += k.close_wait;
-            s.last_ack += k.last_ack;
-            s.listen += k.listen;
-            s.closing += k.closing;
-            s.accept_queue += k.accept_queue;
+            add_tcp(&mut t.tcp, k);
         }
     }
     Some(t)
+}
+
+/// Adds a row's FDs by kind to the total's.
+fn add_fd_kinds(total: &mut Option<crate::sample::FdKinds>, k: &crate::sample::FdKinds) {
+    let s = total.get_or_insert_with(Default::default);
+    s.socket += k.socket;
+    s.file += k.file;
+    s.pipe += k.pipe;
+    s.epoll += k.epoll;
+    s.eventfd += k.eventfd;
+    s.timerfd += k.timerfd;
+    s.other += k.other;
+}
+
+/// Adds a row's TCP sockets by state to the total's.
+fn add_tcp(total: &mut Option<crate::sample::TcpSockets>, k: &crate::sample::TcpSockets) {
+    let s = total.get_or_insert_with(Default::default);
+    s.established += k.established;
+    s.syn_sent += k.syn_sent;
+    s.syn_recv += k.syn_recv;
+    s.fin_wait1 += k.fin_wait1;
+    s.fin_wait2 += k.fin_wait2;
+    s.time_wait += k.time_wait;
+    s.close += k.close;
+    s.close_wait += k.close_wait;
+    s.last_ack += k.last_ack;
+    s.listen += k.listen;
+    s.closing += k.closing;
+    s.accept_queue += k.accept_queue;
 }
 
 /// A sampler running on a thread of its own into a buffer; stopped when dropped.

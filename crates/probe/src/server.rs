@@ -18,6 +18,7 @@
 use std::collections::HashMap;
 use std::future::Future;
 use std::net::{IpAddr, SocketAddr};
+use std::ops::ControlFlow;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -312,44 +313,10 @@ async fn subscription<S: AsyncRead + AsyncWrite + Unpin>(
 ) -> Result<(), FrameError> {
     let mut framed = Framed::new(stream, ProbeCodec::new(shared.config.max_frame));
     let refuse = |reason: String| ProbeMessage::Refused { reason };
-    let hello = match tokio::time::timeout(shared.config.hello_timeout, framed.next()).await {
-        Ok(Some(Ok(hello))) => hello,
-        Ok(Some(Err(e))) => {
-            let _ = framed.send(refuse(format!("bad hello: {e}"))).await;
-            return Err(e);
-        }
-        Ok(None) => return Ok(()),
-        Err(_) => {
-            return framed
-                .send(refuse("no hello within the time limit".into()))
-                .await
-        }
+    let (client, start) = match read_hello(&mut framed, peer, shared).await {
+        ControlFlow::Continue(hello) => hello,
+        ControlFlow::Break(ended) => return ended,
     };
-    let ClientMessage::Hello {
-        version,
-        client,
-        token,
-        start,
-    } = hello
-    else {
-        return framed
-            .send(refuse("the first message must be hello".into()))
-            .await;
-    };
-    if version != VERSION {
-        let reason =
-            format!("protocol version {version} is not supported; this probe speaks {VERSION}");
-        return framed.send(refuse(reason)).await;
-    }
-    if let Some(expected) = &shared.config.token {
-        let given = token.unwrap_or_default();
-        if !bool::from(given.as_bytes().ct_eq(expected.as_bytes())) {
-            let delay = shared.failures.delay(peer.ip());
-            tracing::warn!(%peer, client, "refused a subscriber with a wrong token; answering in {delay:?}");
-            tokio::time::sleep(delay).await;
-            return framed.send(refuse("wrong token".into())).await;
-        }
-    }
     // Authenticated: from here on a subscriber slot, not a pending one.
     drop(pending);
     let Ok(_permit) = shared.permits.clone().try_acquire_owned() else {
@@ -360,10 +327,67 @@ async fn subscription<S: AsyncRead + AsyncWrite + Unpin>(
         return framed.send(refuse(reason)).await;
     };
     tracing::info!(%peer, client, ?start, "subscriber connected");
+    let cursor = welcome(&mut framed, shared, start).await?;
+    stream_records(&mut framed, shared, cursor).await
+}
+
+/// Reads the subscriber's `hello` and checks its version and token: the client's name and where
+/// it starts, or how the subscription ended (refused, or the client gone).
+async fn read_hello<S: AsyncRead + AsyncWrite + Unpin>(
+    framed: &mut Framed<S, ProbeCodec>,
+    peer: SocketAddr,
+    shared: &Shared,
+) -> ControlFlow<Result<(), FrameError>, (String, Start)> {
+    let refuse = |reason: String| ProbeMessage::Refused { reason };
+    let hello = match tokio::time::timeout(shared.config.hello_timeout, framed.next()).await {
+        Ok(Some(Ok(hello))) => hello,
+        Ok(Some(Err(e))) => {
+            let _ = framed.send(refuse(format!("bad hello: {e}"))).await;
+            return ControlFlow::Break(Err(e));
+        }
+        Ok(None) => return ControlFlow::Break(Ok(())),
+        Err(_) => {
+            let reason = "no hello within the time limit".into();
+            return ControlFlow::Break(framed.send(refuse(reason)).await);
+        }
+    };
+    let ClientMessage::Hello {
+        version,
+        client,
+        token,
+        start,
+    } = hello
+    else {
+        let reason = "the first message must be hello".into();
+        return ControlFlow::Break(framed.send(refuse(reason)).await);
+    };
+    if version != VERSION {
+        let reason =
+            format!("protocol version {version} is not supported; this probe speaks {VERSION}");
+        return ControlFlow::Break(framed.send(refuse(reason)).await);
+    }
+    if let Some(expected) = &shared.config.token {
+        let given = token.unwrap_or_default();
+        if !bool::from(given.as_bytes().ct_eq(expected.as_bytes())) {
+            let delay = shared.failures.delay(peer.ip());
+            tracing::warn!(%peer, client, "refused a subscriber with a wrong token; answering in {delay:?}");
+            tokio::time::sleep(delay).await;
+            return ControlFlow::Break(framed.send(refuse("wrong token".into())).await);
+        }
+    }
+    ControlFlow::Continue((client, start))
+}
+
+/// Tells the subscriber in `welcome` what the buffer holds; returns where its records start.
+async fn welcome<S: AsyncRead + AsyncWrite + Unpin>(
+    framed: &mut Framed<S, ProbeCodec>,
+    shared: &Shared,
+    start: Start,
+) -> Result<u64, FrameError> {
     let (oldest, next, instance) = shared
         .buffer
         .with(|b| (b.oldest_seq(), b.next_seq(), b.instance()));
-    let mut cursor = match start {
+    let cursor = match start {
         Start::Live => next,
         Start::Oldest => oldest,
         // Numbers of another run of the probe mean nothing here: all it holds is new.
@@ -386,31 +410,21 @@ async fn subscription<S: AsyncRead + AsyncWrite + Unpin>(
             instance,
         })
         .await?;
+    Ok(cursor)
+}
+
+/// Sends records from `cursor` on as they arrive, and answers pings, until the subscriber
+/// leaves.
+async fn stream_records<S: AsyncRead + AsyncWrite + Unpin>(
+    framed: &mut Framed<S, ProbeCodec>,
+    shared: &Shared,
+    mut cursor: u64,
+) -> Result<(), FrameError> {
+    let refuse = |reason: String| ProbeMessage::Refused { reason };
     let mut appended = shared.buffer.subscribe();
     loop {
-        match shared
-            .buffer
-            .with(|b| b.read_encoded(cursor, 256, shared.config.max_frame))
-        {
-            Read::Gap { from, to } => {
-                framed
-                    .send(ProbeMessage::Gap {
-                        from_seq: from,
-                        to_seq: to,
-                    })
-                    .await?;
-                cursor = to + 1;
-                continue;
-            }
-            Read::Records(records) if !records.is_empty() => {
-                cursor += records.len() as u64;
-                for json in records {
-                    framed.feed(Encoded(json)).await?;
-                }
-                SinkExt::<Encoded>::flush(&mut framed).await?;
-                continue;
-            }
-            Read::Records(_) => {}
+        if send_held(framed, shared, &mut cursor).await? {
+            continue;
         }
         tokio::select! {
             changed = appended.changed() => if changed.is_err() { return Ok(()) },
@@ -430,6 +444,40 @@ async fn subscription<S: AsyncRead + AsyncWrite + Unpin>(
                 Some(Err(e)) => return Err(e),
             },
         }
+    }
+}
+
+/// Sends the records the buffer holds from `cursor` on (a `gap` for those it no longer holds)
+/// and moves `cursor` past them; says whether there were any.
+async fn send_held<S: AsyncRead + AsyncWrite + Unpin>(
+    framed: &mut Framed<S, ProbeCodec>,
+    shared: &Shared,
+    cursor: &mut u64,
+) -> Result<bool, FrameError> {
+    let at = *cursor;
+    match shared
+        .buffer
+        .with(|b| b.read_encoded(at, 256, shared.config.max_frame))
+    {
+        Read::Gap { from, to } => {
+            framed
+                .send(ProbeMessage::Gap {
+                    from_seq: from,
+                    to_seq: to,
+                })
+                .await?;
+            *cursor = to + 1;
+            Ok(true)
+        }
+        Read::Records(records) if !records.is_empty() => {
+            *cursor += records.len() as u64;
+            for json in records {
+                framed.feed(Encoded(json)).await?;
+            }
+            SinkExt::<Encoded>::flush(&mut *framed).await?;
+            Ok(true)
+        }
+        Read::Records(_) => Ok(false),
     }
 }
 

@@ -203,126 +203,200 @@ fn costly_share(budget: f64, figures_ns: u64, interval: Duration) -> f64 {
 }
 
 fn run(config: SlowConfig, shared: &Shared) {
-    let mut handles: HashMap<Identity, (Watched, bool)> = HashMap::new();
-    let mut pss_read: HashSet<Identity> = HashSet::new();
-    let mut thread_files = ThreadFiles::default();
-    let mut diag = SockDiag::open().ok();
-    let start = mono_ns();
-    let mut figures_budget = Budget::new(config.budget * CORE_BUDGET, start);
-    let mut costly_budget = Budget::new(config.budget, start);
-    let mut scan_budget = Budget::new(config.budget, start);
-    let (mut next_figures, mut next_costly, mut next_scan) = (0u64, 0u64, 0u64);
-    loop {
-        let (root, targets, now) = {
-            let mut state = shared.lock();
-            loop {
-                if state.stop {
-                    return;
-                }
-                let t = mono_ns();
-                // A pass is due when either tier's budget allows: the costly figures come as
-                // soon as theirs does, not at the next saturation pass after it.
-                let next_pass = next_figures.min(next_costly);
-                let due = state.now
-                    || (!state.targets.is_empty()
-                        && (t >= next_pass || (config.tree && t >= next_scan)));
-                if due {
-                    break;
-                }
-                let wait = if state.targets.is_empty() {
-                    Duration::from_secs(1)
-                } else {
-                    let next = if config.tree {
-                        next_pass.min(next_scan)
-                    } else {
-                        next_pass
-                    };
-                    Duration::from_nanos(next.saturating_sub(t))
-                };
-                state = shared
-                    .wake
-                    .wait_timeout(state, wait)
-                    .map(|(s, _)| s)
-                    .unwrap_or_else(|e| e.into_inner().0);
-            }
-            let now = std::mem::take(&mut state.now);
-            (state.root, state.targets.clone(), now)
-        };
+    let mut passes = Passes::new(&config);
+    while let Some((root, targets, now)) = passes.wait(&config, shared) {
         let mut results = SlowResults::default();
         let began = mono_ns();
-        if now || began >= next_figures || began >= next_costly {
-            let started = thread_cpu_ns();
-            let costly = now || began >= next_costly;
-            let mut costly_ns = 0;
-            let wanted: HashSet<Identity> = targets.iter().copied().collect();
-            handles.retain(|id, _| wanted.contains(id));
-            pss_read.retain(|id| wanted.contains(id));
-            let mut table: Option<TcpTable> = None;
-            for &(pid, start) in &targets {
-                let (handle, netlink) = match handles.get(&(pid, start)) {
-                    Some(h) => h,
-                    None => match Watched::open(&config.root, pid) {
-                        Ok(h) if h.start_ticks == start => {
-                            let netlink = diag.as_ref().is_some_and(|d| d.sees(&config.root, pid));
-                            handles.entry((pid, start)).or_insert((h, netlink))
-                        }
-                        _ => continue,
-                    },
-                };
-                let mut figures = measure_core(handle, &config, &mut thread_files);
-                // A process never measured for PSS is, at once: a group's memory is a sum
-                // over every member, and one that joined since the last costly pass (a new
-                // backend of a database) would leave the sum incomplete until the next.
-                if config.pss && !costly && !pss_read.contains(&(pid, start)) {
-                    figures.pss_uss = handle.pss_uss();
-                }
-                if figures.pss_uss.is_some() || costly {
-                    pss_read.insert((pid, start));
-                }
-                if costly {
-                    let from = thread_cpu_ns();
-                    let table = match (*netlink, &mut diag) {
-                        (true, Some(d)) => {
-                            if table.is_none() {
-                                table = d.dump().ok();
-                            }
-                            table.as_ref()
-                        }
-                        _ => None,
-                    };
-                    measure_costly(handle, table, &config, &mut figures);
-                    costly_ns += thread_cpu_ns().saturating_sub(from);
-                }
-                results.figures.insert((pid, start), figures);
-            }
-            thread_files.pass();
-            let cost = thread_cpu_ns().saturating_sub(started);
-            results.cpu_ns += cost;
-            let interval = began + config.interval.as_nanos() as u64;
-            let figures_ns = cost.saturating_sub(costly_ns);
-            figures_budget.spend(began, figures_ns);
-            next_figures = figures_budget.next_due().max(interval);
-            // The costly figures have what the saturation figures leave of `slow_budget`, and
-            // at least half of it: with both, the slow passes keep within the budget.
-            costly_budget.share = costly_share(config.budget, figures_ns, config.interval);
-            if costly {
-                costly_budget.spend(began, costly_ns);
-            }
-            next_costly = costly_budget.next_due().max(interval);
+        if now || began >= passes.next_figures || began >= passes.next_costly {
+            passes.measure(&config, &targets, now, began, &mut results);
         }
-        if config.tree && (now || began >= next_scan) {
+        if config.tree && (now || began >= passes.next_scan) {
             if let Some(root) = root {
-                let started = thread_cpu_ns();
-                results.tree = descendants(&collect::parents(&config.root), root);
-                let cost = thread_cpu_ns().saturating_sub(started);
-                results.cpu_ns += cost;
-                scan_budget.spend(began, cost);
-                next_scan = scan_budget
-                    .next_due()
-                    .max(began + SCAN_INTERVAL.as_nanos() as u64);
+                passes.scan(&config, root, began, &mut results);
             }
         }
         shared.lock().results = Some(results);
+    }
+}
+
+/// What the slow collectors' thread keeps between passes: the processes' open files, the
+/// budgets, and when each tier is due next.
+#[derive(Debug)]
+struct Passes {
+    handles: HashMap<Identity, (Watched, bool)>,
+    pss_read: HashSet<Identity>,
+    thread_files: ThreadFiles,
+    diag: Option<SockDiag>,
+    figures_budget: Budget,
+    costly_budget: Budget,
+    scan_budget: Budget,
+    next_figures: u64,
+    next_costly: u64,
+    next_scan: u64,
+}
+
+impl Passes {
+    /// Nothing open yet, every budget full, every tier due.
+    fn new(config: &SlowConfig) -> Self {
+        let diag = SockDiag::open().ok();
+        let start = mono_ns();
+        Passes {
+            handles: HashMap::new(),
+            pss_read: HashSet::new(),
+            thread_files: ThreadFiles::default(),
+            diag,
+            figures_budget: Budget::new(config.budget * CORE_BUDGET, start),
+            costly_budget: Budget::new(config.budget, start),
+            scan_budget: Budget::new(config.budget, start),
+            next_figures: 0,
+            next_costly: 0,
+            next_scan: 0,
+        }
+    }
+
+    /// Waits until a pass is due: the root, the processes to measure and whether the pass was
+    /// asked for at once; `None` once the thread is to stop.
+    fn wait(
+        &self,
+        config: &SlowConfig,
+        shared: &Shared,
+    ) -> Option<(Option<i32>, Vec<Identity>, bool)> {
+        let mut state = shared.lock();
+        loop {
+            if state.stop {
+                return None;
+            }
+            let t = mono_ns();
+            // A pass is due when either tier's budget allows: the costly figures come as
+            // soon as theirs does, not at the next saturation pass after it.
+            let next_pass = self.next_figures.min(self.next_costly);
+            let due = state.now
+                || (!state.targets.is_empty()
+                    && (t >= next_pass || (config.tree && t >= self.next_scan)));
+            if due {
+                break;
+            }
+            let wait = if state.targets.is_empty() {
+                Duration::from_secs(1)
+            } else {
+                let next = if config.tree {
+                    next_pass.min(self.next_scan)
+                } else {
+                    next_pass
+                };
+                Duration::from_nanos(next.saturating_sub(t))
+            };
+            state = shared
+                .wake
+                .wait_timeout(state, wait)
+                .map(|(s, _)| s)
+                .unwrap_or_else(|e| e.into_inner().0);
+        }
+        let now = std::mem::take(&mut state.now);
+        Some((state.root, state.targets.clone(), now))
+    }
+
+    /// A pass over `targets`: the saturation figures, and the costly ones when they are due
+    /// (or `now`); then when each tier is due next.
+    fn measure(
+        &mut self,
+        config: &SlowConfig,
+        targets: &[Identity],
+        now: bool,
+        began: u64,
+        results: &mut SlowResults,
+    ) {
+        let started = thread_cpu_ns();
+        let costly = now || began >= self.next_costly;
+        let mut costly_ns = 0;
+        let wanted: HashSet<Identity> = targets.iter().copied().collect();
+        self.handles.retain(|id, _| wanted.contains(id));
+        self.pss_read.retain(|id| wanted.contains(id));
+        let mut table: Option<TcpTable> = None;
+        for &(pid, start) in targets {
+            if let Some((figures, ns)) = self.measure_one(config, (pid, start), costly, &mut table)
+            {
+                costly_ns += ns;
+                results.figures.insert((pid, start), figures);
+            }
+        }
+        self.thread_files.pass();
+        let cost = thread_cpu_ns().saturating_sub(started);
+        results.cpu_ns += cost;
+        let interval = began + config.interval.as_nanos() as u64;
+        let figures_ns = cost.saturating_sub(costly_ns);
+        self.figures_budget.spend(began, figures_ns);
+        self.next_figures = self.figures_budget.next_due().max(interval);
+        // The costly figures have what the saturation figures leave of `slow_budget`, and
+        // at least half of it: with both, the slow passes keep within the budget.
+        self.costly_budget.share = costly_share(config.budget, figures_ns, config.interval);
+        if costly {
+            self.costly_budget.spend(began, costly_ns);
+        }
+        self.next_costly = self.costly_budget.next_due().max(interval);
+    }
+
+    /// One process's figures in this pass, and the CPU time its costly figures took; `None`
+    /// when it cannot be opened or is another process now.
+    fn measure_one(
+        &mut self,
+        config: &SlowConfig,
+        (pid, start): Identity,
+        costly: bool,
+        table: &mut Option<TcpTable>,
+    ) -> Option<(SlowFigures, u64)> {
+        let (handle, netlink) = match self.handles.get(&(pid, start)) {
+            Some(h) => h,
+            None => match Watched::open(&config.root, pid) {
+                Ok(h) if h.start_ticks == start => {
+                    let netlink = self
+                        .diag
+                        .as_ref()
+                        .is_some_and(|d| d.sees(&config.root, pid));
+                    self.handles.entry((pid, start)).or_insert((h, netlink))
+                }
+                _ => return None,
+            },
+        };
+        let mut figures = measure_core(handle, config, &mut self.thread_files);
+        // A process never measured for PSS is, at once: a group's memory is a sum
+        // over every member, and one that joined since the last costly pass (a new
+        // backend of a database) would leave the sum incomplete until the next.
+        if config.pss && !costly && !self.pss_read.contains(&(pid, start)) {
+            figures.pss_uss = handle.pss_uss();
+        }
+        if figures.pss_uss.is_some() || costly {
+            self.pss_read.insert((pid, start));
+        }
+        let mut costly_ns = 0;
+        if costly {
+            let from = thread_cpu_ns();
+            let table = match (*netlink, &mut self.diag) {
+                (true, Some(d)) => {
+                    if table.is_none() {
+                        *table = d.dump().ok();
+                    }
+                    table.as_ref()
+                }
+                _ => None,
+            };
+            measure_costly(handle, table, config, &mut figures);
+            costly_ns = thread_cpu_ns().saturating_sub(from);
+        }
+        Some((figures, costly_ns))
+    }
+
+    /// The scan of every process's parent for the tree below `root`, and when the next is due.
+    fn scan(&mut self, config: &SlowConfig, root: i32, began: u64, results: &mut SlowResults) {
+        let started = thread_cpu_ns();
+        results.tree = descendants(&collect::parents(&config.root), root);
+        let cost = thread_cpu_ns().saturating_sub(started);
+        results.cpu_ns += cost;
+        self.scan_budget.spend(began, cost);
+        self.next_scan = self
+            .scan_budget
+            .next_due()
+            .max(began + SCAN_INTERVAL.as_nanos() as u64);
     }
 }
 

@@ -60,6 +60,14 @@ impl Screen {
 
     fn render(&mut self, s: &Sample, host: &HostInfo) -> String {
         let mut out = String::new();
+        self.write_header(&mut out, s, host);
+        self.write_table(&mut out, s);
+        self.write_footer(&mut out, s);
+        out
+    }
+
+    /// The title line and the host's line (its figures as of their last reading).
+    fn write_header(&mut self, out: &mut String, s: &Sample, host: &HostInfo) {
         let wall = std::time::UNIX_EPOCH + std::time::Duration::from_nanos(s.wall_ns);
         let target = match (s.target_pid, s.processes.first()) {
             (Some(pid), Some(root)) => format!("pid {pid} ({})", root.comm),
@@ -90,6 +98,10 @@ impl Screen {
             h.tcp_inuse,
             h.tcp_time_wait
         );
+    }
+
+    /// The table of processes, a row each and one for the total (of more than one).
+    fn write_table(&mut self, out: &mut String, s: &Sample) {
         let _ = writeln!(
             out,
             "\n{:>8} {:>8} {:<16} {:>7} {:>7} {:>7} {:>9} {:>9} {:>7} {:>6} {:>8} {:>6} {:>6} {:>7}",
@@ -109,25 +121,12 @@ impl Screen {
         for (label, p) in rows {
             let key = if label == "total" { -1 } else { p.pid };
             let slow = self.remember(key, &p);
-            let _ = writeln!(
-                out,
-                "{:>8} {:>8} {:<16} {:>7} {:>7} {:>7} {:>9} {:>9} {:>7} {:>6} {:>8} {:>6} {:>6} {:>7}",
-                label,
-                if label == "total" { String::new() } else { p.ppid.to_string() },
-                truncate(&p.comm, 16),
-                pct(p.cpu_pct),
-                pct(p.user_pct),
-                pct(p.system_pct),
-                bytes(p.rss_bytes),
-                slow.peak_rss_bytes.map(bytes).unwrap_or_default(),
-                p.threads,
-                p.fds.map(|n| n.to_string()).unwrap_or_default(),
-                slow.fd_kinds.as_ref().map(|k| k.socket.to_string()).unwrap_or_default(),
-                slow.tcp.as_ref().map(|t| t.established.to_string()).unwrap_or_default(),
-                slow.tcp.as_ref().map(|t| t.time_wait.to_string()).unwrap_or_default(),
-                slow.tcp.as_ref().map(|t| t.accept_queue.to_string()).unwrap_or_default(),
-            );
+            write_row(out, &label, &p, &slow);
         }
+    }
+
+    /// The root's FD limits, the probe's own cost, and the last events.
+    fn write_footer(&self, out: &mut String, s: &Sample) {
         if let Some(root) = s.processes.first() {
             let _ = writeln!(
                 out,
@@ -153,8 +152,45 @@ impl Screen {
                 let _ = writeln!(out, "  {e}");
             }
         }
-        out
     }
+}
+
+/// One row of the table: `p`'s figures, with the slow ones as of their last measurement.
+fn write_row(out: &mut String, label: &str, p: &ProcessSample, slow: &ProcessSample) {
+    let _ = writeln!(
+        out,
+        "{:>8} {:>8} {:<16} {:>7} {:>7} {:>7} {:>9} {:>9} {:>7} {:>6} {:>8} {:>6} {:>6} {:>7}",
+        label,
+        if label == "total" {
+            String::new()
+        } else {
+            p.ppid.to_string()
+        },
+        truncate(&p.comm, 16),
+        pct(p.cpu_pct),
+        pct(p.user_pct),
+        pct(p.system_pct),
+        bytes(p.rss_bytes),
+        slow.peak_rss_bytes.map(bytes).unwrap_or_default(),
+        p.threads,
+        p.fds.map(|n| n.to_string()).unwrap_or_default(),
+        slow.fd_kinds
+            .as_ref()
+            .map(|k| k.socket.to_string())
+            .unwrap_or_default(),
+        slow.tcp
+            .as_ref()
+            .map(|t| t.established.to_string())
+            .unwrap_or_default(),
+        slow.tcp
+            .as_ref()
+            .map(|t| t.time_wait.to_string())
+            .unwrap_or_default(),
+        slow.tcp
+            .as_ref()
+            .map(|t| t.accept_queue.to_string())
+            .unwrap_or_default(),
+    );
 }
 
 fn pct(v: Option<f64>) -> String {
