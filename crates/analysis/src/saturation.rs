@@ -211,6 +211,32 @@ pub(crate) fn mean(values: impl Iterator<Item = f64>) -> Option<f64> {
     (n > 0).then(|| sum / n as f64)
 }
 
+/// What the tree may use, in cores, and whence, as last read in `settings`: its cgroup's quota,
+/// else the CPUs it may run on.
+fn allowance_of(settings: &[&probe::sample::Sample]) -> Option<(f64, String)> {
+    let quota = settings
+        .iter()
+        .rev()
+        .find_map(|s| s.cgroup.as_ref()?.quota_cpus);
+    let cpus = settings
+        .iter()
+        .rev()
+        .find_map(|s| s.total.as_ref()?.cpus_allowed);
+    quota
+        .map(|q| (q, "quota".to_string()))
+        .or_else(|| cpus.map(|c| (c as f64, "cpus".to_string())))
+}
+
+/// The share of the quota's periods throttled over `samples`.
+fn throttled_of(samples: &[&probe::sample::Sample]) -> Option<f64> {
+    let periods = delta(samples, |s| s.cgroup.as_ref().map(|c| c.periods));
+    let throttled = delta(samples, |s| s.cgroup.as_ref().map(|c| c.throttled_periods));
+    periods
+        .zip(throttled)
+        .filter(|((p, _), _)| *p > 0.0)
+        .map(|((p, _), (t, _))| t / p)
+}
+
 impl Saturation {
     /// The figures of `probe`'s samples between `from_ns` and `to_ns` on the run's timeline;
     /// `None` with fewer than two samples there.
@@ -222,25 +248,8 @@ impl Saturation {
         // collectors that read the CPUs it may run on pass at most once a second, within their
         // CPU budget, so a short window of a busy host can hold none of their passes.
         let settings = samples_in(probe, i64::MIN, to_ns);
-        let quota = settings
-            .iter()
-            .rev()
-            .find_map(|s| s.cgroup.as_ref()?.quota_cpus);
-        let cpus = settings
-            .iter()
-            .rev()
-            .find_map(|s| s.total.as_ref()?.cpus_allowed);
-        let allowance = quota
-            .map(|q| (q, "quota".to_string()))
-            .or_else(|| cpus.map(|c| (c as f64, "cpus".to_string())));
-        let throttled = {
-            let periods = delta(&samples, |s| s.cgroup.as_ref().map(|c| c.periods));
-            let throttled = delta(&samples, |s| s.cgroup.as_ref().map(|c| c.throttled_periods));
-            periods
-                .zip(throttled)
-                .filter(|((p, _), _)| *p > 0.0)
-                .map(|((p, _), (t, _))| t / p)
-        };
+        let allowance = allowance_of(&settings);
+        let throttled = throttled_of(&samples);
         let run_delay_cores = tree_rate(&samples, |p| p.run_delay_ns).map(|ns| ns / 1e9);
         let hosts: Vec<&probe::sample::HostSample> =
             samples.iter().filter_map(|s| s.host.as_ref()).collect();
@@ -374,10 +383,22 @@ impl Saturation {
 
     /// Which resource limited the server: its short sentence and its evidence.
     pub fn finding(&self) -> Finding {
-        let pct = |x: f64| format!("{:.0} %", x * 100.0);
         let cpu = self.usage();
+        if let Some(found) = self.cpu_finding(&cpu) {
+            return found;
+        }
+        if let Some(found) = self.host_finding(&cpu) {
+            return found;
+        }
+        self.no_finding(&cpu)
+    }
+
+    /// The CPU as the limit, if it was: its quota, its cores, or its run queue (`cpu`: its
+    /// usage as a verdict says it).
+    fn cpu_finding(&self, cpu: &str) -> Option<Finding> {
+        let pct = |x: f64| format!("{:.0} %", x * 100.0);
         if let Some(t) = self.throttled.filter(|&t| t >= THROTTLED) {
-            return Finding::new(
+            return Some(Finding::new(
                 Limit::Quota,
                 format!(
                     "its CPU quota: throttled in {} of its periods, {}",
@@ -388,53 +409,59 @@ impl Saturation {
                     "its CPU quota: throttled in {} of the quota's periods; {cpu}",
                     pct(t)
                 ),
-            );
+            ));
         }
         if let Some(share) = self.cpu_share().filter(|&s| s >= CPU_SATURATED) {
-            return Finding::new(
+            return Some(Finding::new(
                 Limit::Cpu,
                 format!("its CPU: {} ({})", self.used_short(), pct(share)),
                 format!("its CPU: {cpu}"),
-            );
+            ));
         }
-        if let Some(wait) = self
+        let wait = self
             .run_delay_cores
-            .filter(|&w| w >= RUN_QUEUE_FLOOR && w >= RUN_QUEUE * self.cpu_cores)
-        {
-            return Finding::new(
-                Limit::RunQueue,
-                format!("the run queue: its threads waited {wait:.2} s a second for a CPU"),
-                format!(
-                    "the run queue: its threads waited {:.2} s a second for a CPU ({} of the time they ran), more of them runnable at once than CPUs to run them (its own threads waking together, or other processes'); {cpu}",
-                    wait,
-                    pct(wait / self.cpu_cores)
-                ),
-            );
-        }
+            .filter(|&w| w >= RUN_QUEUE_FLOOR && w >= RUN_QUEUE * self.cpu_cores)?;
+        Some(Finding::new(
+            Limit::RunQueue,
+            format!("the run queue: its threads waited {wait:.2} s a second for a CPU"),
+            format!(
+                "the run queue: its threads waited {:.2} s a second for a CPU ({} of the time they ran), more of them runnable at once than CPUs to run them (its own threads waking together, or other processes'); {cpu}",
+                wait,
+                pct(wait / self.cpu_cores)
+            ),
+        ))
+    }
+
+    /// The host as the limit, if it was: steal, storage, or the accept queue.
+    fn host_finding(&self, cpu: &str) -> Option<Finding> {
+        let pct = |x: f64| format!("{:.0} %", x * 100.0);
         if let Some(steal) = self.steal.filter(|&s| s >= STEAL) {
-            return Finding::new(
+            return Some(Finding::new(
                 Limit::Steal,
                 format!("the hypervisor: {} of the CPU time stolen", pct(steal)),
                 format!(
                     "the hypervisor: {} of the host's CPU time stolen; {cpu}",
                     pct(steal)
                 ),
-            );
+            ));
         }
         if let Some(d) = self.blocked_threads.filter(|&d| d >= 1.0) {
-            return Finding::new(
+            return Some(Finding::new(
                 Limit::Io,
                 format!("storage: {d:.1} threads on average in uninterruptible sleep"),
                 format!("storage: {d:.1} threads on average in uninterruptible sleep (D); {cpu}"),
-            );
+            ));
         }
-        if let Some(q) = self.accept_queue.filter(|&q| q > 0) {
-            return Finding::new(
-                Limit::AcceptQueue,
-                format!("accepting connections: up to {q} waited to be accepted"),
-                format!("accepting connections: up to {q} waited in the accept queue; {cpu}"),
-            );
-        }
+        let q = self.accept_queue.filter(|&q| q > 0)?;
+        Some(Finding::new(
+            Limit::AcceptQueue,
+            format!("accepting connections: up to {q} waited to be accepted"),
+            format!("accepting connections: up to {q} waited in the accept queue; {cpu}"),
+        ))
+    }
+
+    /// With nothing saturated: a wait beyond the server, or nothing found.
+    fn no_finding(&self, cpu: &str) -> Finding {
         let ruled_out = self.ruled_out();
         match self.cpu_share() {
             // A wait is named only once contention for CPUs was measured and ruled out.

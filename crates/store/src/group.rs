@@ -13,7 +13,7 @@ use std::time::{Duration, UNIX_EPOCH};
 
 use crate::db::{Store, StoreError};
 use crate::model::IntervalStats;
-use crate::run::{RunStatus, Shard, StoredInterval, StoredRun};
+use crate::run::{RunStatus, Shard, StoredInterval, StoredProbe, StoredRun};
 use crate::summary::{RunFacts, Summary};
 
 /// Reads every shard of `group` and merges them into one run.
@@ -40,43 +40,7 @@ pub fn merge(group: &str, runs: Vec<StoredRun>) -> StoredRun {
         .collect();
     let timeout = merged.meta.config.timeout_ns;
     for (n, run) in runs.enumerate() {
-        for interval in run.intervals {
-            match by_index.get_mut(&interval.stats.index) {
-                Some(known) => {
-                    known.stats.merge(&interval.stats);
-                    known.length_ns = known.length_ns.max(interval.length_ns);
-                }
-                None => {
-                    by_index.insert(interval.stats.index, interval);
-                }
-            }
-        }
-        for probe in run.probes {
-            let seen = merged.probes.iter().any(|p| {
-                p.meta.address == probe.meta.address
-                    && p.meta.host.hostname == probe.meta.host.hostname
-            });
-            if !seen {
-                let mut probe = probe;
-                probe.meta.index = merged.probes.len() as u32;
-                merged.probes.push(probe);
-            }
-        }
-        // The group's labels are those all its shards share (not the first gun's name).
-        merged
-            .meta
-            .labels
-            .retain(|k, v| run.meta.labels.get(k) == Some(v));
-        merged.status = worst(merged.status, run.status);
-        merged.stop_reason = merged.stop_reason.or(run.stop_reason);
-        merged.ended_at_ns = merged.ended_at_ns.max(run.ended_at_ns);
-        merged.meta.config.threads += run.meta.config.threads;
-        merged.warnings.extend(
-            run.warnings
-                .into_iter()
-                .map(|w| format!("shard {}: {w}", n + 1)),
-        );
-        shard_summaries.push(run.summary);
+        shard_summaries.push(add_shard(&mut merged, &mut by_index, n, run));
     }
     merged.intervals = by_index.into_values().collect();
     merged.meta.name = group.to_string();
@@ -86,12 +50,78 @@ pub fn merge(group: &str, runs: Vec<StoredRun>) -> StoredRun {
         index: 0,
         count,
     });
+    let summary = merged_summary(&merged, &shard_summaries, timeout);
+    merged.summary = Some(summary);
+    merged
+}
+
+/// Adds shard `n + 1` to `merged`, its intervals to `by_index`; returns the shard's summary.
+fn add_shard(
+    merged: &mut StoredRun,
+    by_index: &mut BTreeMap<u64, StoredInterval>,
+    n: usize,
+    run: StoredRun,
+) -> Option<Summary> {
+    add_intervals(by_index, run.intervals);
+    add_probes(&mut merged.probes, run.probes);
+    // The group's labels are those all its shards share (not the first gun's name).
+    merged
+        .meta
+        .labels
+        .retain(|k, v| run.meta.labels.get(k) == Some(v));
+    merged.status = worst(merged.status, run.status);
+    merged.stop_reason = merged.stop_reason.take().or(run.stop_reason);
+    merged.ended_at_ns = merged.ended_at_ns.max(run.ended_at_ns);
+    merged.meta.config.threads += run.meta.config.threads;
+    merged.warnings.extend(
+        run.warnings
+            .into_iter()
+            .map(|w| format!("shard {}: {w}", n + 1)),
+    );
+    run.summary
+}
+
+/// Adds a shard's intervals to the group's, index by index.
+fn add_intervals(by_index: &mut BTreeMap<u64, StoredInterval>, intervals: Vec<StoredInterval>) {
+    for interval in intervals {
+        match by_index.get_mut(&interval.stats.index) {
+            Some(known) => {
+                known.stats.merge(&interval.stats);
+                known.length_ns = known.length_ns.max(interval.length_ns);
+            }
+            None => {
+                by_index.insert(interval.stats.index, interval);
+            }
+        }
+    }
+}
+
+/// Adds a shard's probes the group does not have yet (same address, same host), numbered on.
+fn add_probes(probes: &mut Vec<StoredProbe>, shard: Vec<StoredProbe>) {
+    for probe in shard {
+        let seen = probes.iter().any(|p| {
+            p.meta.address == probe.meta.address && p.meta.host.hostname == probe.meta.host.hostname
+        });
+        if !seen {
+            let mut probe = probe;
+            probe.meta.index = probes.len() as u32;
+            probes.push(probe);
+        }
+    }
+}
+
+/// The merged run's summary, from its merged intervals and its shards' summaries.
+fn merged_summary(
+    merged: &StoredRun,
+    shard_summaries: &[Option<Summary>],
+    timeout: u64,
+) -> Summary {
     let mut totals = IntervalStats::new(0, timeout);
     for i in &merged.intervals {
         totals.accumulate(&i.stats);
     }
     let secs = |f: fn(&Summary) -> f64| shard_summaries.iter().flatten().map(f).fold(0.0, f64::max);
-    let summary = Summary::new(&RunFacts {
+    Summary::new(&RunFacts {
         config: &merged.meta.config,
         started: UNIX_EPOCH + Duration::from_nanos(merged.meta.started_at_ns.max(0) as u64),
         interval: Duration::from_nanos(merged.meta.interval_ns),
@@ -113,9 +143,7 @@ pub fn merge(group: &str, runs: Vec<StoredRun>) -> StoredRun {
         stopped: merged.stop_reason.clone(),
         notes: merged.warnings.clone(),
         generator: Default::default(),
-    });
-    merged.summary = Some(summary);
-    merged
+    })
 }
 
 /// Seconds read from a store, as a duration: a store shared with others may hold anything, and

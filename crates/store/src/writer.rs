@@ -334,10 +334,8 @@ async fn write_loop(
     mut rx: mpsc::UnboundedReceiver<Op>,
     fallback: Option<Fallback>,
 ) -> WriteReport {
-    let mut report = WriteReport::default();
     let mut finish = None;
-    let mut spool = Spool::Idle;
-    let mut next_restore = tokio::time::Instant::now();
+    let next_restore = tokio::time::Instant::now();
     // With a spool, a store that does not answer within a second is out of reach for now: the
     // batch goes to the spool (a store that was only slow gets it again from there, and keeps
     // one copy), so that at most a second of rows waits in memory.
@@ -346,115 +344,189 @@ async fn write_loop(
     } else {
         WRITE_PATIENCE
     };
+    let mut writing = Writing {
+        store,
+        run_id,
+        fallback,
+        patience,
+        spool: Spool::Idle,
+        report: WriteReport::default(),
+        next_restore,
+    };
     while let Some(first) = rx.recv().await {
-        let mut batch = vec![first];
-        let deadline = tokio::time::Instant::now() + BATCH_WAIT;
-        while batch.len() < BATCH_ROWS && !matches!(batch.last(), Some(Op::Finish(_))) {
-            tokio::select! {
-                op = rx.recv() => match op {
-                    Some(op) => batch.push(op),
-                    None => break,
-                },
-                _ = tokio::time::sleep_until(deadline) => break,
-            }
-        }
+        let mut batch = next_batch(first, &mut rx).await;
         if let Some(Op::Finish(f)) = batch.last() {
             finish = Some((**f).clone());
             batch.pop();
         }
-        if spool.active() {
-            // Rows first, then (once a second) whether the store is back: a check waits for an
-            // answer, and rows must not wait in memory meanwhile.
-            spool
-                .push(fallback.as_ref(), &run_id, batch, &mut report)
-                .await;
-            if tokio::time::Instant::now() >= next_restore {
-                spool.restore(&store, &run_id, &mut report).await;
-                next_restore = tokio::time::Instant::now() + RESTORE_EVERY;
-            }
-        } else if !batch.is_empty() {
-            let n = batch.len() as u64;
-            let write = write_batch(&store, &run_id, &batch);
-            let mut written = tokio::time::timeout(patience, write)
-                .await
-                .unwrap_or(Err(sqlx::Error::PoolTimedOut));
-            // Slow is not gone: a store that answers a ping gets the batch again, with the
-            // patience of a store that cannot be spooled around.
-            if matches!(written, Err(sqlx::Error::PoolTimedOut))
-                && patience < WRITE_PATIENCE
-                && answers_within(&store, SPOOL_PATIENCE).await
-            {
-                written = write_with_patience(write_batch(&store, &run_id, &batch)).await;
-            }
-            match written {
-                Ok(()) => report.rows_written += n,
-                Err(e) if unreachable(&e) => {
-                    report.retries += 1;
-                    report
-                        .first_error
-                        .get_or_insert_with(|| format!("the store is out of reach: {e}"));
-                    next_restore = tokio::time::Instant::now() + RESTORE_EVERY;
-                    spool
-                        .push(fallback.as_ref(), &run_id, batch, &mut report)
-                        .await;
-                }
-                Err(e) => refused(&store, &e, n, &mut report),
-            }
-        }
+        writing.take(batch).await;
         if finish.is_some() {
             break;
         }
     }
     let Some(finish) = finish else {
-        return report;
+        return writing.report;
     };
-    let give_up = tokio::time::Instant::now() + FINISH_PATIENCE;
-    loop {
-        if spool.restore(&store, &run_id, &mut report).await {
-            match write_with_patience(write_finish(&store, &run_id, &finish)).await {
-                Ok(()) => return report,
-                Err(e) if unreachable(&e) => {
-                    report
-                        .first_error
-                        .get_or_insert_with(|| format!("the store is out of reach: {e}"));
-                }
-                Err(e) => {
-                    report.rows_failed += 1;
-                    report
-                        .first_error
-                        .get_or_insert_with(|| format!("could not record the end of the run: {e}"));
-                    return report;
+    if writing.record_end(&finish).await {
+        return writing.report;
+    }
+    writing.save_end(&finish).await
+}
+
+/// Gathers a batch from `first` on: whatever arrives within [`BATCH_WAIT`], up to
+/// [`BATCH_ROWS`] rows, and nothing past the run's end.
+async fn next_batch(first: Op, rx: &mut mpsc::UnboundedReceiver<Op>) -> Vec<Op> {
+    let mut batch = vec![first];
+    let deadline = tokio::time::Instant::now() + BATCH_WAIT;
+    while batch.len() < BATCH_ROWS && !matches!(batch.last(), Some(Op::Finish(_))) {
+        tokio::select! {
+            op = rx.recv() => match op {
+                Some(op) => batch.push(op),
+                None => break,
+            },
+            _ = tokio::time::sleep_until(deadline) => break,
+        }
+    }
+    batch
+}
+
+/// What the write loop carries from batch to batch.
+struct Writing {
+    store: Store,
+    run_id: String,
+    fallback: Option<Fallback>,
+    /// How long a write waits for the store before the batch is spooled.
+    patience: Duration,
+    spool: Spool,
+    report: WriteReport,
+    /// When a spooling writer next asks whether the store is back.
+    next_restore: tokio::time::Instant,
+}
+
+impl Writing {
+    /// Takes one batch: into the spool while there is one, else into the store.
+    async fn take(&mut self, batch: Vec<Op>) {
+        if self.spool.active() {
+            // Rows first, then (once a second) whether the store is back: a check waits for an
+            // answer, and rows must not wait in memory meanwhile.
+            self.spool_batch(batch).await;
+            if tokio::time::Instant::now() >= self.next_restore {
+                self.spool
+                    .restore(&self.store, &self.run_id, &mut self.report)
+                    .await;
+                self.next_restore = tokio::time::Instant::now() + RESTORE_EVERY;
+            }
+        } else if !batch.is_empty() {
+            self.write(batch).await;
+        }
+    }
+
+    /// Puts `batch` in the spool (the store could not take it).
+    async fn spool_batch(&mut self, batch: Vec<Op>) {
+        self.spool
+            .push(
+                self.fallback.as_ref(),
+                &self.run_id,
+                batch,
+                &mut self.report,
+            )
+            .await;
+    }
+
+    /// Writes `batch` into the store; spools it if the store is out of reach, counts it if
+    /// the database refuses it.
+    async fn write(&mut self, batch: Vec<Op>) {
+        let n = batch.len() as u64;
+        let write = write_batch(&self.store, &self.run_id, &batch);
+        let mut written = tokio::time::timeout(self.patience, write)
+            .await
+            .unwrap_or(Err(sqlx::Error::PoolTimedOut));
+        // Slow is not gone: a store that answers a ping gets the batch again, with the
+        // patience of a store that cannot be spooled around.
+        if matches!(written, Err(sqlx::Error::PoolTimedOut))
+            && self.patience < WRITE_PATIENCE
+            && answers_within(&self.store, SPOOL_PATIENCE).await
+        {
+            written = write_with_patience(write_batch(&self.store, &self.run_id, &batch)).await;
+        }
+        match written {
+            Ok(()) => self.report.rows_written += n,
+            Err(e) if unreachable(&e) => {
+                self.report.retries += 1;
+                self.report
+                    .first_error
+                    .get_or_insert_with(|| format!("the store is out of reach: {e}"));
+                self.next_restore = tokio::time::Instant::now() + RESTORE_EVERY;
+                self.spool_batch(batch).await;
+            }
+            Err(e) => refused(&self.store, &e, n, &mut self.report),
+        }
+    }
+
+    /// Empties the spool and writes the run's end, trying for up to [`FINISH_PATIENCE`]; true
+    /// when done (written or refused), false when the store stayed down.
+    async fn record_end(&mut self, finish: &Finish) -> bool {
+        let give_up = tokio::time::Instant::now() + FINISH_PATIENCE;
+        loop {
+            if self
+                .spool
+                .restore(&self.store, &self.run_id, &mut self.report)
+                .await
+            {
+                match write_with_patience(write_finish(&self.store, &self.run_id, finish)).await {
+                    Ok(()) => return true,
+                    Err(e) if unreachable(&e) => {
+                        self.report
+                            .first_error
+                            .get_or_insert_with(|| format!("the store is out of reach: {e}"));
+                    }
+                    Err(e) => {
+                        self.report.rows_failed += 1;
+                        self.report.first_error.get_or_insert_with(|| {
+                            format!("could not record the end of the run: {e}")
+                        });
+                        return true;
+                    }
                 }
             }
+            if tokio::time::Instant::now() >= give_up {
+                return false;
+            }
+            tokio::time::sleep(RESTORE_EVERY).await;
+            self.report.retries += 1;
         }
-        if tokio::time::Instant::now() >= give_up {
-            break;
-        }
-        tokio::time::sleep(RESTORE_EVERY).await;
-        report.retries += 1;
     }
-    // The store stayed down: the run's end goes into the spool, for `runs import`.
-    match (&fallback, spool) {
-        (Some(fallback), spool) => {
-            let pending = match spool {
-                Spool::Memory(pending) => pending,
-                _ => Vec::new(),
-            };
-            match save_locally(fallback, &pending, &finish).await {
-                Ok(path) => report.saved_to = Some(path),
-                Err(e) => {
-                    report.rows_failed += pending.len() as u64 + 1;
-                    report.first_error = Some(format!(
-                        "{}; saving the run locally failed too: {e}",
-                        report.first_error.take().unwrap_or_default()
-                    ));
+
+    /// The store stayed down: the run's end goes into the spool, for `runs import`.
+    async fn save_end(self, finish: &Finish) -> WriteReport {
+        let Writing {
+            fallback,
+            spool,
+            mut report,
+            ..
+        } = self;
+        match (&fallback, spool) {
+            (Some(fallback), spool) => {
+                let pending = match spool {
+                    Spool::Memory(pending) => pending,
+                    _ => Vec::new(),
+                };
+                match save_locally(fallback, &pending, finish).await {
+                    Ok(path) => report.saved_to = Some(path),
+                    Err(e) => {
+                        report.rows_failed += pending.len() as u64 + 1;
+                        report.first_error = Some(format!(
+                            "{}; saving the run locally failed too: {e}",
+                            report.first_error.take().unwrap_or_default()
+                        ));
+                    }
                 }
             }
+            (None, Spool::Memory(pending)) => report.rows_failed += pending.len() as u64 + 1,
+            (None, _) => report.rows_failed += 1,
         }
-        (None, Spool::Memory(pending)) => report.rows_failed += pending.len() as u64 + 1,
-        (None, _) => report.rows_failed += 1,
+        report
     }
-    report
 }
 
 /// Counts a batch the database refused for what it holds.

@@ -797,58 +797,7 @@ impl Gate {
     ) -> Gate {
         let measures = Measure::FIXED
             .iter()
-            .map(|&measure| {
-                let ab = pairs(measure, &rounds.baseline, &rounds.candidate);
-                let change = Change::paired_as(&ab, reading);
-                let aa = rounds
-                    .control
-                    .as_ref()
-                    .map(|c| pairs(measure, &rounds.baseline, c))
-                    .unwrap_or_default();
-                let control = Change::paired_as(&aa, reading);
-                let ratios = |p: &[(f64, f64)]| p.iter().map(|(a, b)| b / a).collect();
-                let gated = allowed.0.get(&measure).copied();
-                let verdict = match (&change, gated) {
-                    (Some(change), Some(allowed)) => {
-                        Verdict::of(change, allowed, control.as_ref(), processes)
-                    }
-                    // Not gated: shown, not judged against a bound.
-                    (Some(change), None) if change.differs() => Verdict::Changed,
-                    (Some(_), None) => Verdict::NoChange,
-                    (None, _) => Verdict::Unmeasured {
-                        why: if ab.is_empty() {
-                            format!("no run held its {}", measure.title())
-                        } else {
-                            format!(
-                                "{} rounds held it in both builds; an interval needs {MIN_ROUNDS}",
-                                ab.len()
-                            )
-                        },
-                    },
-                };
-                let note = match (&change, &control, &rounds.control) {
-                    (Some(change), Some(control), Some(c)) => {
-                        let by: Vec<(usize, f64)> = by_round(measure, &rounds.baseline, c)
-                            .into_iter()
-                            .map(|(round, (a, b))| (round, b / a))
-                            .collect();
-                        looked_into(change, control, &by)
-                    }
-                    _ => String::new(),
-                };
-                Judged {
-                    measure,
-                    baseline: geomean(ab.iter().map(|p| p.0)),
-                    candidate: geomean(ab.iter().map(|p| p.1)),
-                    change,
-                    control,
-                    ratios: ratios(&ab),
-                    control_ratios: ratios(&aa),
-                    allowed: gated,
-                    verdict,
-                    note,
-                }
-            })
+            .map(|&measure| Gate::judged(measure, rounds, allowed, processes, reading))
             .collect();
         Gate {
             baseline: names.0.into(),
@@ -865,6 +814,96 @@ impl Gate {
             stopped: None,
             process: None,
             warnings: Vec::new(),
+        }
+    }
+
+    /// One measure of `rounds` judged: the builds' typical values, the change and the
+    /// control's, the verdict and what was looked into.
+    fn judged(
+        measure: Measure,
+        rounds: &Rounds,
+        allowed: &Allowed,
+        processes: Processes,
+        reading: Reading,
+    ) -> Judged {
+        let ab = pairs(measure, &rounds.baseline, &rounds.candidate);
+        let change = Change::paired_as(&ab, reading);
+        let aa = rounds
+            .control
+            .as_ref()
+            .map(|c| pairs(measure, &rounds.baseline, c))
+            .unwrap_or_default();
+        let control = Change::paired_as(&aa, reading);
+        let ratios = |p: &[(f64, f64)]| p.iter().map(|(a, b)| b / a).collect();
+        let gated = allowed.0.get(&measure).copied();
+        let verdict = Gate::verdict_of(
+            measure,
+            &ab,
+            change.as_ref(),
+            gated,
+            control.as_ref(),
+            processes,
+        );
+        let note = Gate::control_note(measure, rounds, change.as_ref(), control.as_ref());
+        Judged {
+            measure,
+            baseline: geomean(ab.iter().map(|p| p.0)),
+            candidate: geomean(ab.iter().map(|p| p.1)),
+            change,
+            control,
+            ratios: ratios(&ab),
+            control_ratios: ratios(&aa),
+            allowed: gated,
+            verdict,
+            note,
+        }
+    }
+
+    /// A measure's verdict: against its allowed change where it is gated, else whether it
+    /// changed; unmeasured where its rounds (`ab`, those that held it) gave no change.
+    fn verdict_of(
+        measure: Measure,
+        ab: &[(f64, f64)],
+        change: Option<&Change>,
+        gated: Option<f64>,
+        control: Option<&Change>,
+        processes: Processes,
+    ) -> Verdict {
+        match (change, gated) {
+            (Some(change), Some(allowed)) => Verdict::of(change, allowed, control, processes),
+            // Not gated: shown, not judged against a bound.
+            (Some(change), None) if change.differs() => Verdict::Changed,
+            (Some(_), None) => Verdict::NoChange,
+            (None, _) => Verdict::Unmeasured {
+                why: if ab.is_empty() {
+                    format!("no run held its {}", measure.title())
+                } else {
+                    format!(
+                        "{} rounds held it in both builds; an interval needs {MIN_ROUNDS}",
+                        ab.len()
+                    )
+                },
+            },
+        }
+    }
+
+    /// What was looked into beside a measure's verdict, where it has an A/A control
+    /// ([`looked_into`], on the control's ratios by round).
+    fn control_note(
+        measure: Measure,
+        rounds: &Rounds,
+        change: Option<&Change>,
+        control: Option<&Change>,
+    ) -> String {
+        match (change, control, &rounds.control) {
+            (Some(change), Some(control), Some(c)) => {
+                let by: Vec<(usize, f64)> = by_round(measure, &rounds.baseline, c)
+                    .into_iter()
+                    .map(|(round, (a, b))| (round, b / a))
+                    .collect();
+                looked_into(change, control, &by)
+            }
+            _ => String::new(),
         }
     }
 
@@ -930,64 +969,9 @@ impl Gate {
         past: &[Gate],
     ) -> Gate {
         let gated = allowed.0.get(&Measure::Capacity).copied();
-        let capacity = |id: &str| {
-            compared
-                .searches
-                .iter()
-                .find(|s| s.id == id)
-                .and_then(|s| s.capacity)
-        };
-        let ratio = |of: &str| compared.ratios.iter().find(|r| r.of == of && r.to == ids.0);
-        let change = |of: &str| -> Result<Change, NoChange> {
-            let r = ratio(of).ok_or(NoChange::NoRatio)?;
-            match (r.low, r.high) {
-                (Some(low), Some(high)) => {
-                    Ok(Change::of_interval(r.ratio, low, high, r.rounds as usize))
-                }
-                _ if r.note.is_empty() => Err(NoChange::NoInterval),
-                _ => Err(NoChange::Noted(r.note.clone())),
-            }
-        };
-        let candidate = change(ids.1);
-        let control = ids.2.map(change).and_then(Result::ok);
-        // Read where the experiment has a control, from the past sittings' and this one's where
-        // it has an interval (a control whose search read no interval leaves the spread to the
-        // others: the processes still differ).
-        let process = ids.2.and_then(|_| {
-            let mut controls: Vec<Change> =
-                past.iter().filter_map(Gate::capacity_control).collect();
-            controls.extend(control.clone());
-            process::Between::read(&controls)
-        });
-        let (candidate, control) = match &process {
-            Some(b) => (candidate.map(|c| b.widen(&c)), control.map(|c| b.widen(&c))),
-            None => (candidate, control),
-        };
-        let mut note = match (&candidate, &control) {
-            (Ok(c), Some(aa)) => looked_into(c, aa, &[]),
-            _ => String::new(),
-        };
-        if let Some(b) = &process {
-            note = if note.is_empty() {
-                b.text()
-            } else {
-                format!("{note}; {}", b.text())
-            };
-        }
-        let verdict = match (&candidate, gated) {
-            (Ok(c), Some(allowed)) => Verdict::of_capacity(c, allowed, control.as_ref()),
-            (Ok(c), None) if c.differs() => Verdict::Changed,
-            (Ok(_), None) => Verdict::NoChange,
-            (Err(why), _) => Verdict::Unmeasured {
-                why: why.to_string(),
-            },
-        };
-        let names_by_id = |id: &str| match id {
-            _ if id == ids.0 => Some(names.0),
-            _ if id == ids.1 => Some(names.1),
-            _ if Some(id) == ids.2 => names.2,
-            _ => None,
-        };
+        let (candidate, control, process) = Gate::capacity_changes(ids, compared, past);
+        let note = Gate::capacity_note(candidate.as_ref().ok(), control.as_ref(), process.as_ref());
+        let verdict = Gate::capacity_verdict(&candidate, gated, control.as_ref());
         Gate {
             baseline: names.0.into(),
             candidate: names.1.into(),
@@ -997,8 +981,8 @@ impl Gate {
             load: load.into(),
             measures: vec![Judged {
                 measure: Measure::Capacity,
-                baseline: capacity(ids.0),
-                candidate: capacity(ids.1),
+                baseline: Gate::capacity_of(compared, ids.0),
+                candidate: Gate::capacity_of(compared, ids.1),
                 change: candidate.ok(),
                 control,
                 ratios: Vec::new(),
@@ -1013,17 +997,128 @@ impl Gate {
             functions: None,
             reading: Reading::Once,
             stopped: None,
-            warnings: compared
-                .searches
-                .iter()
-                .flat_map(|s| {
-                    let name = names_by_id(s.id.as_str()).unwrap_or(s.name.as_str());
-                    s.warnings()
-                        .into_iter()
-                        .map(move |w| format!("{name}'s search: {w}"))
-                })
-                .collect(),
+            warnings: Gate::search_warnings(names, ids, compared),
         }
+    }
+
+    /// The capacity search `id` read, where it read one.
+    fn capacity_of(compared: &Compared, id: &str) -> Option<f64> {
+        compared
+            .searches
+            .iter()
+            .find(|s| s.id == id)
+            .and_then(|s| s.capacity)
+    }
+
+    /// The change of capacity of search `of` against the baseline's search `to`, from the
+    /// comparison's ratio of the two.
+    fn capacity_change(compared: &Compared, to: &str, of: &str) -> Result<Change, NoChange> {
+        let r = compared
+            .ratios
+            .iter()
+            .find(|r| r.of == of && r.to == to)
+            .ok_or(NoChange::NoRatio)?;
+        match (r.low, r.high) {
+            (Some(low), Some(high)) => {
+                Ok(Change::of_interval(r.ratio, low, high, r.rounds as usize))
+            }
+            _ if r.note.is_empty() => Err(NoChange::NoInterval),
+            _ => Err(NoChange::Noted(r.note.clone())),
+        }
+    }
+
+    /// The candidate's and the control's changes of capacity, each widened by the spread
+    /// between processes of one build where it was read, and that spread.
+    fn capacity_changes(
+        ids: (&str, &str, Option<&str>),
+        compared: &Compared,
+        past: &[Gate],
+    ) -> (
+        Result<Change, NoChange>,
+        Option<Change>,
+        Option<process::Between>,
+    ) {
+        let candidate = Gate::capacity_change(compared, ids.0, ids.1);
+        let control = ids
+            .2
+            .map(|of| Gate::capacity_change(compared, ids.0, of))
+            .and_then(Result::ok);
+        // Read where the experiment has a control, from the past sittings' and this one's where
+        // it has an interval (a control whose search read no interval leaves the spread to the
+        // others: the processes still differ).
+        let process = ids.2.and_then(|_| {
+            let mut controls: Vec<Change> =
+                past.iter().filter_map(Gate::capacity_control).collect();
+            controls.extend(control.clone());
+            process::Between::read(&controls)
+        });
+        let (candidate, control) = match &process {
+            Some(b) => (candidate.map(|c| b.widen(&c)), control.map(|c| b.widen(&c))),
+            None => (candidate, control),
+        };
+        (candidate, control, process)
+    }
+
+    /// What was looked into beside a capacity's verdict ([`looked_into`]), with the spread
+    /// between processes allowed for, where it was.
+    fn capacity_note(
+        candidate: Option<&Change>,
+        control: Option<&Change>,
+        process: Option<&process::Between>,
+    ) -> String {
+        let mut note = match (candidate, control) {
+            (Some(c), Some(aa)) => looked_into(c, aa, &[]),
+            _ => String::new(),
+        };
+        if let Some(b) = process {
+            note = if note.is_empty() {
+                b.text()
+            } else {
+                format!("{note}; {}", b.text())
+            };
+        }
+        note
+    }
+
+    /// A capacity's verdict: against the share it may fall where it is gated, else whether it
+    /// changed; unmeasured, and why, where the comparison gave no change.
+    fn capacity_verdict(
+        candidate: &Result<Change, NoChange>,
+        gated: Option<f64>,
+        control: Option<&Change>,
+    ) -> Verdict {
+        match (candidate, gated) {
+            (Ok(c), Some(allowed)) => Verdict::of_capacity(c, allowed, control),
+            (Ok(c), None) if c.differs() => Verdict::Changed,
+            (Ok(_), None) => Verdict::NoChange,
+            (Err(why), _) => Verdict::Unmeasured {
+                why: why.to_string(),
+            },
+        }
+    }
+
+    /// Each search's warnings, one line each, by the name of its build.
+    fn search_warnings(
+        names: (&str, &str, Option<&str>),
+        ids: (&str, &str, Option<&str>),
+        compared: &Compared,
+    ) -> Vec<String> {
+        let names_by_id = |id: &str| match id {
+            _ if id == ids.0 => Some(names.0),
+            _ if id == ids.1 => Some(names.1),
+            _ if Some(id) == ids.2 => names.2,
+            _ => None,
+        };
+        compared
+            .searches
+            .iter()
+            .flat_map(|s| {
+                let name = names_by_id(s.id.as_str()).unwrap_or(s.name.as_str());
+                s.warnings()
+                    .into_iter()
+                    .map(move |w| format!("{name}'s search: {w}"))
+            })
+            .collect()
     }
 
     /// The gated measures.

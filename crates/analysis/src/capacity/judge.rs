@@ -219,66 +219,79 @@ pub fn judge(
     };
     let terms: Vec<TermResult> = slo.window_terms().map(|t| term(t, intervals)).collect();
     let queue = growth(intervals, offered);
-    let judged = |verdict, reason: String| Judgement {
+    let (verdict, reason) = match generator_limit {
+        Some(why) => (Verdict::Invalid, why),
+        None => not_served(finished, achieved, offered)
+            .or_else(|| failed_term(&terms))
+            .or_else(|| {
+                let grew = queue.as_deref()?;
+                queue_broke(slo, intervals, grew)
+            })
+            .unwrap_or_else(|| (Verdict::Pass, format!("{} held", slo))),
+    };
+    Judgement {
         verdict,
         reason,
-        terms: terms.clone(),
+        terms,
         achieved,
         requests: total.requests,
-        queue: queue.clone(),
-    };
-    if let Some(why) = generator_limit {
-        return judged(Verdict::Invalid, why);
+        queue,
     }
+}
+
+/// The step's verdict if the rate was not served: nothing finished, or too little.
+fn not_served(finished: u64, achieved: f64, offered: f64) -> Option<(Verdict, String)> {
     if finished == 0 {
-        return judged(
+        return Some((
             Verdict::Fail,
             "no request finished within the window".into(),
-        );
+        ));
     }
-    if achieved < KEPT_UP * offered {
-        return judged(
+    (achieved < KEPT_UP * offered).then(|| {
+        (
             Verdict::Unstable,
             format!(
                 "served {achieved:.0} req/s of the {offered:.0} offered ({:.1} %): the server did not keep up",
                 100.0 * achieved / offered
             ),
-        );
-    }
-    if let Some(t) = terms.iter().find(|t| t.verdict == Verdict::Fail) {
-        return judged(
-            Verdict::Fail,
-            format!(
-                "{} was {} (95 % interval {}–{}), beyond {}",
-                t.term.figure,
-                t.term.value_text(t.value),
-                t.term.value_text(t.low),
-                t.term.value_text(t.high),
-                t.term
-            ),
-        );
-    }
-    if let Some(grew) = &queue {
-        // The whole window met the SLO; its last third alone shows whether the queue had
-        // grown far enough to break it by the window's end.
-        let last = &intervals[intervals.len() - intervals.len() / 3..];
-        if let Some(t) = slo
-            .window_terms()
-            .map(|t| term(t, last))
-            .find(|t| t.verdict == Verdict::Fail)
-        {
-            return judged(
-                Verdict::Unstable,
-                format!(
-                    "{grew}, and {} of its last third was {}, beyond {}",
-                    t.term.figure,
-                    t.term.value_text(t.value),
-                    t.term
-                ),
-            );
-        }
-    }
-    judged(Verdict::Pass, format!("{} held", slo))
+        )
+    })
+}
+
+/// The step's verdict if a term's figure was beyond its bound: the first such term's.
+fn failed_term(terms: &[TermResult]) -> Option<(Verdict, String)> {
+    let t = terms.iter().find(|t| t.verdict == Verdict::Fail)?;
+    Some((
+        Verdict::Fail,
+        format!(
+            "{} was {} (95 % interval {}–{}), beyond {}",
+            t.term.figure,
+            t.term.value_text(t.value),
+            t.term.value_text(t.low),
+            t.term.value_text(t.high),
+            t.term
+        ),
+    ))
+}
+
+/// The step's verdict if the queue that `grew` broke the SLO in the window's last third.
+fn queue_broke(slo: &Slo, intervals: &[IntervalStats], grew: &str) -> Option<(Verdict, String)> {
+    // The whole window met the SLO; its last third alone shows whether the queue had
+    // grown far enough to break it by the window's end.
+    let last = &intervals[intervals.len() - intervals.len() / 3..];
+    let t = slo
+        .window_terms()
+        .map(|t| term(t, last))
+        .find(|t| t.verdict == Verdict::Fail)?;
+    Some((
+        Verdict::Unstable,
+        format!(
+            "{grew}, and {} of its last third was {}, beyond {}",
+            t.term.figure,
+            t.term.value_text(t.value),
+            t.term
+        ),
+    ))
 }
 
 fn term(t: &Term, intervals: &[IntervalStats]) -> TermResult {

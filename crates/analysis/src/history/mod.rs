@@ -348,13 +348,38 @@ fn judge_series(raw: Raw, config: &Config, level: f64, permutations: usize, rho:
         rho,
     };
     let mut splits = divisive::changes(&logs, &divisive);
+    drop_small_changes(&mut splits, &points, config);
+    let cuts: Vec<usize> = splits.iter().map(|s| s.at).collect();
+    let levels: Vec<Pooled> = segments(&points, &cuts).into_iter().flatten().collect();
+    let changes = changes_at(&splits, &levels, &points, level, key.measure);
+    let start = cuts.last().copied().unwrap_or(0);
+    let possible = tail::possible(
+        &points,
+        start,
+        config.min_segment,
+        config.min_change,
+        level,
+        higher_is_worse(key.measure),
+    );
+    Series {
+        key,
+        normalised: None,
+        points,
+        changes,
+        possible,
+        segments: levels,
+    }
+}
+
+/// Drops the changes too small to be ones from `splits`, the smallest first.
+fn drop_small_changes(splits: &mut Vec<divisive::Split>, points: &[Point], config: &Config) {
     // A change smaller than the least called one is not one, nor is one whose size's 95 %
     // interval holds 1 (no change: the split's test and its size disagree, as for a level
     // moved 0.3 % in a reference whose sittings barely vary): drop the smallest such, re-pool,
     // until every change left is large enough and sure of its direction.
     loop {
         let cuts: Vec<usize> = splits.iter().map(|s| s.at).collect();
-        let levels = segments(&points, &cuts);
+        let levels = segments(points, &cuts);
         let small = levels
             .windows(2)
             .enumerate()
@@ -374,9 +399,17 @@ fn judge_series(raw: Raw, config: &Config, level: f64, permutations: usize, rho:
             None => break,
         }
     }
-    let cuts: Vec<usize> = splits.iter().map(|s| s.at).collect();
-    let levels: Vec<Pooled> = segments(&points, &cuts).into_iter().flatten().collect();
-    let changes = splits
+}
+
+/// The changes at `splits`, each the ratio of the levels either side of it.
+fn changes_at(
+    splits: &[divisive::Split],
+    levels: &[Pooled],
+    points: &[Point],
+    level: f64,
+    measure: Measure,
+) -> Vec<Change> {
+    splits
         .iter()
         .zip(levels.windows(2))
         .map(|(split, w)| {
@@ -394,27 +427,10 @@ fn judge_series(raw: Raw, config: &Config, level: f64, permutations: usize, rho:
                 ratio: r,
                 low,
                 high,
-                worse: (r > 1.0) == higher_is_worse(key.measure),
+                worse: (r > 1.0) == higher_is_worse(measure),
             }
         })
-        .collect();
-    let start = cuts.last().copied().unwrap_or(0);
-    let possible = tail::possible(
-        &points,
-        start,
-        config.min_segment,
-        config.min_change,
-        level,
-        higher_is_worse(key.measure),
-    );
-    Series {
-        key,
-        normalised: None,
-        points,
-        changes,
-        possible,
-        segments: levels,
-    }
+        .collect()
 }
 
 #[cfg(test)]

@@ -2,13 +2,13 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use store::run::{RunFilter, RunStatus};
+use store::run::{RunFilter, RunListing, RunStatus, StoredRun};
 use store::vocabulary::{label, Phase};
 use store::{Store, StoreError};
 
 use super::{host, Config, History, Key, Point, Raw, Sitting};
 use crate::ab::Measure;
-use crate::capacity::{self, SEARCH_RATE};
+use crate::capacity::{self, Search, SEARCH_RATE};
 
 /// The measures of a fixed-rate cell a history follows (PSS reads like RSS alone on a host).
 pub const FIXED: [Measure; 4] = [Measure::Cpu, Measure::Rss, Measure::P50, Measure::P99];
@@ -122,6 +122,13 @@ pub async fn history(
     selection: Selection<'_>,
 ) -> Result<History, StoreError> {
     let mut found = Found::default();
+    gather_runs(store, experiment, &mut found).await?;
+    gather_searches(store, experiment, &mut found).await?;
+    Ok(judged(experiment, found, config, selection))
+}
+
+/// Places the experiment's measured runs in their sittings, with their fixed-rate figures.
+async fn gather_runs(store: &Store, experiment: &str, found: &mut Found) -> Result<(), StoreError> {
     let runs = store
         .list_runs(&RunFilter {
             experiment: Some(experiment.to_string()),
@@ -142,29 +149,17 @@ pub async fn history(
         };
         let run = store.load_run(&listing.id).await?;
         found.hosts.entry(sitting.clone()).or_default().run(&run);
-        let target = listing
-            .labels
-            .get(label::TARGET)
-            .cloned()
-            .unwrap_or_else(|| listing.target.clone());
-        let setting = setting_of(&listing.labels);
-        for measure in FIXED {
-            if let Some(value) = measure.of(&run) {
-                let key = Key {
-                    target: target.clone(),
-                    setting: setting.clone(),
-                    measure,
-                };
-                found.add(
-                    key,
-                    &sitting,
-                    value,
-                    None,
-                    listing.labels.get(label::REVISION),
-                );
-            }
-        }
+        found.add_fixed(&listing, &sitting, &run);
     }
+    Ok(())
+}
+
+/// Places the experiment's capacity searches in their sittings, with the capacity each found.
+async fn gather_searches(
+    store: &Store,
+    experiment: &str,
+    found: &mut Found,
+) -> Result<(), StoreError> {
     for mut search in capacity::searches(store).await? {
         if search.experiment.as_deref() != Some(experiment) {
             continue;
@@ -173,16 +168,50 @@ pub async fn history(
         // Showdown is not judged by the estimate it kept, so that a change in the rule is not
         // read as a change in the server.
         search.estimate_all();
-        let Some(sitting) = found.place(&search.labels, search.started_at_ns) else {
-            continue;
+        found.add_search(&search);
+    }
+    Ok(())
+}
+
+impl Found {
+    /// Adds a run's fixed-rate figures, each to its series, in `sitting`.
+    fn add_fixed(&mut self, listing: &RunListing, sitting: &str, run: &StoredRun) {
+        let target = listing
+            .labels
+            .get(label::TARGET)
+            .cloned()
+            .unwrap_or_else(|| listing.target.clone());
+        let setting = setting_of(&listing.labels);
+        for measure in FIXED {
+            if let Some(value) = measure.of(run) {
+                let key = Key {
+                    target: target.clone(),
+                    setting: setting.clone(),
+                    measure,
+                };
+                self.add(
+                    key,
+                    sitting,
+                    value,
+                    None,
+                    listing.labels.get(label::REVISION),
+                );
+            }
+        }
+    }
+
+    /// Places a search in its sitting, with what its steps read of the host and its figure.
+    fn add_search(&mut self, search: &Search) {
+        let Some(sitting) = self.place(&search.labels, search.started_at_ns) else {
+            return;
         };
-        let gather = found.hosts.entry(sitting.clone()).or_default();
+        let gather = self.hosts.entry(sitting.clone()).or_default();
         for h in search.steps.iter().filter_map(|s| s.host.as_ref()) {
             gather.step(h);
         }
         // The figure searched for, with its interval where the steps bound it both ways.
         let Some(fit) = search.estimates.first() else {
-            continue;
+            return;
         };
         let variance = match (fit.low, fit.high) {
             (Some(low), Some(high)) if low > 0.0 && high > low => {
@@ -200,7 +229,7 @@ pub async fn history(
             setting: setting_of(&search.labels),
             measure: Measure::Capacity,
         };
-        found.add(
+        self.add(
             key,
             &sitting,
             fit.rate,
@@ -208,7 +237,6 @@ pub async fn history(
             search.labels.get(label::REVISION),
         );
     }
-    Ok(judged(experiment, found, config, selection))
 }
 
 fn judged(experiment: &str, found: Found, config: Config, selection: Selection<'_>) -> History {

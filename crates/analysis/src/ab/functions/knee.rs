@@ -233,23 +233,7 @@ struct Design<'a> {
 
 impl<'a> Design<'a> {
     fn of(steps: &[(f64, bool, &'a Sampled)]) -> Design<'a> {
-        let mut rows: Vec<[f64; 3]> = steps
-            .iter()
-            .map(|(rate, passed, run)| {
-                let w = run.samples as f64 / (run.cpu_us * run.cpu_us);
-                [*rate, if *passed { 0.0 } else { 1.0 }, w]
-            })
-            .collect();
-        let sw: f64 = rows.iter().map(|r| r[2]).sum();
-        let centre = rows.iter().map(|r| r[0] * r[2]).sum::<f64>() / sw;
-        let spread = rows
-            .iter()
-            .map(|r| (r[0] - centre).abs())
-            .fold(0.0, f64::max)
-            .max(f64::MIN_POSITIVE);
-        for r in &mut rows {
-            r[0] = (r[0] - centre) / spread;
-        }
+        let rows = Self::centred_rows(steps);
         let mean_rate = |failed: f64| {
             let (mut w, mut wx) = (0.0, 0.0);
             for r in rows.iter().filter(|r| r[1] == failed) {
@@ -293,6 +277,29 @@ impl<'a> Design<'a> {
             contrast,
             df: n - if k == 0 { 2.0 } else { k as f64 },
         }
+    }
+
+    /// Each step's (rate, failed, weight), its rate centred on the steps' weighted mean and in
+    /// units of the farthest step from it.
+    fn centred_rows(steps: &[(f64, bool, &'a Sampled)]) -> Vec<[f64; 3]> {
+        let mut rows: Vec<[f64; 3]> = steps
+            .iter()
+            .map(|(rate, passed, run)| {
+                let w = run.samples as f64 / (run.cpu_us * run.cpu_us);
+                [*rate, if *passed { 0.0 } else { 1.0 }, w]
+            })
+            .collect();
+        let sw: f64 = rows.iter().map(|r| r[2]).sum();
+        let centre = rows.iter().map(|r| r[0] * r[2]).sum::<f64>() / sw;
+        let spread = rows
+            .iter()
+            .map(|r| (r[0] - centre).abs())
+            .fold(0.0, f64::max)
+            .max(f64::MIN_POSITIVE);
+        for r in &mut rows {
+            r[0] = (r[0] - centre) / spread;
+        }
+        rows
     }
 
     /// A function's change: the failing steps' weighted mean CPU per request minus the passing
@@ -382,6 +389,38 @@ pub fn knee(steps: &[KneeStep], capacity: f64) -> Option<Knee> {
     if !(capacity.is_finite() && capacity > 0.0) {
         return None;
     }
+    let (within, used) = profiled(steps, capacity);
+    let (passing, failing) = groups(&used)?;
+    let raw = Design::of(&used);
+    let runs: Vec<&Sampled> = used.iter().map(|(_, _, run)| *run).collect();
+    let sized = size_factors(&runs);
+    let scaled_runs = scaled(&runs, sized.as_ref().map(|(f, _)| f.as_slice()));
+    let scaled_steps: Vec<(f64, bool, &Sampled)> = used
+        .iter()
+        .zip(&scaled_runs)
+        .map(|((rate, passed, _), run)| (*rate, *passed, run))
+        .collect();
+    let design = Design::of(&scaled_steps);
+    let whole = raw.compared(paths::ROOT, Part::Total, |run| run.samples);
+    let (functions, shares) = changes(&design, within - used.len(), whole.difference_us);
+    Some(Knee {
+        capacity,
+        passing,
+        failing,
+        functions,
+        shares,
+        whole: Some(whole),
+        scaled: sized.map(|(factors, functions)| Scaled {
+            functions,
+            low: factors.iter().copied().fold(f64::INFINITY, f64::min),
+            high: factors.iter().copied().fold(0.0, f64::max),
+        }),
+    })
+}
+
+/// The steps within the window about the capacity: how many, and those of them profiled with
+/// a CPU per request, each with its rate and whether it passed.
+fn profiled<'a>(steps: &[KneeStep<'a>], capacity: f64) -> (usize, Vec<(f64, bool, &'a Sampled)>) {
     let within: Vec<&KneeStep> = steps
         .iter()
         .filter(|s| s.rate >= capacity / WINDOW && s.rate <= capacity * WINDOW)
@@ -391,6 +430,12 @@ pub fn knee(steps: &[KneeStep], capacity: f64) -> Option<Knee> {
         .filter_map(|s| Some((s.rate, s.passed, s.run?)))
         .filter(|(_, _, run)| run.per_request(0).is_some())
         .collect();
+    (within.len(), used)
+}
+
+/// The passing steps and the failing ones: `None` with fewer than [`MIN_STEPS`] steps, without
+/// one of each, or where the failing ones' mean rate is not above the passing ones'.
+fn groups(used: &[(f64, bool, &Sampled)]) -> Option<(Group, Group)> {
     let rates_of = |passed: bool| -> Vec<f64> {
         used.iter()
             .filter(|(_, p, _)| *p == passed)
@@ -405,16 +450,52 @@ pub fn knee(steps: &[KneeStep], capacity: f64) -> Option<Knee> {
     if failing.mean <= passing.mean {
         return None;
     }
-    let raw = Design::of(&used);
-    let runs: Vec<&Sampled> = used.iter().map(|(_, _, run)| *run).collect();
-    let sized = size_factors(&runs);
-    let scaled_runs = scaled(&runs, sized.as_ref().map(|(f, _)| f.as_slice()));
-    let scaled_steps: Vec<(f64, bool, &Sampled)> = used
-        .iter()
-        .zip(&scaled_runs)
-        .map(|((rate, passed, _), run)| (*rate, *passed, run))
-        .collect();
-    let design = Design::of(&scaled_steps);
+    Some((passing, failing))
+}
+
+/// Every function's change over the scaled steps, the named ones' totals and the call tree's,
+/// with the shares of the samples shown; `unprofiled` the steps left out, `cpu_difference_us`
+/// the server's change as read.
+fn changes(
+    design: &Design<'_>,
+    unprofiled: usize,
+    cpu_difference_us: f64,
+) -> (Functions, Vec<Share>) {
+    let (many, few) = by_samples(design);
+    let (own, prior) = super::tested(
+        &many,
+        &few,
+        |name| design.estimate(|run| run.own.get(name).copied().unwrap_or(0)),
+        Part::Own,
+        true,
+    );
+    let tested = many.len();
+    let total = totals(design, &own);
+    let tree = paths::tree(&design.runs, MIN_SAMPLES, |name, count| {
+        design.compared(name, Part::Total, count)
+    });
+    let shares = shares(design, &own, tested);
+    let unnamed = |run: &Sampled| run.unnamed;
+    let functions = Functions {
+        rounds: design.runs.len(),
+        unprofiled,
+        tested,
+        prior,
+        cpu_difference_us,
+        unnamed: (
+            design.pooled(true, &unnamed),
+            design.pooled(false, &unnamed),
+        ),
+        own,
+        total,
+        tree: Some(tree),
+    };
+    (functions, shares)
+}
+
+/// The functions with [`MIN_SAMPLES`] own samples or more over the steps, to be tested, and
+/// those with fewer, not.
+fn by_samples<'d>(design: &'d Design<'_>) -> (Vec<&'d str>, Vec<&'d str>) {
     let names: BTreeSet<&str> = design
         .runs
         .iter()
@@ -434,16 +515,12 @@ pub fn knee(steps: &[KneeStep], capacity: f64) -> Option<Knee> {
     let (many, few): (Vec<&str>, Vec<&str>) = names
         .iter()
         .partition(|name| samples_of(name) >= MIN_SAMPLES);
-    let (own, prior) = super::tested(
-        &many,
-        &few,
-        |name| design.estimate(|run| run.own.get(name).copied().unwrap_or(0)),
-        Part::Own,
-        true,
-    );
-    let tested = many.len();
-    let total = own
-        .iter()
+    (many, few)
+}
+
+/// The named functions' totals (they and what they called), each at its function's level.
+fn totals(design: &Design<'_>, own: &[FunctionChange]) -> Vec<FunctionChange> {
+    own.iter()
         .filter(|c| c.named)
         .map(|c| {
             let mut t = design.compared(&c.name, Part::Total, |run| {
@@ -452,39 +529,7 @@ pub fn knee(steps: &[KneeStep], capacity: f64) -> Option<Knee> {
             widen(&mut t, c.level);
             t
         })
-        .collect();
-    let tree = paths::tree(&design.runs, MIN_SAMPLES, |name, count| {
-        design.compared(name, Part::Total, count)
-    });
-    let whole = raw.compared(paths::ROOT, Part::Total, |run| run.samples);
-    let shares = shares(&design, &own, tested);
-    let unnamed = |run: &Sampled| run.unnamed;
-    Some(Knee {
-        capacity,
-        passing,
-        failing,
-        functions: Functions {
-            rounds: design.runs.len(),
-            unprofiled: within.len() - used.len(),
-            tested,
-            prior,
-            cpu_difference_us: whole.difference_us,
-            unnamed: (
-                design.pooled(true, &unnamed),
-                design.pooled(false, &unnamed),
-            ),
-            own,
-            total,
-            tree: Some(tree),
-        },
-        shares,
-        whole: Some(whole),
-        scaled: sized.map(|(factors, functions)| Scaled {
-            functions,
-            low: factors.iter().copied().fold(f64::INFINITY, f64::min),
-            high: factors.iter().copied().fold(0.0, f64::max),
-        }),
-    })
+        .collect()
 }
 
 /// Each run with its CPU per request divided by its size factor (`None`: as it was).
@@ -638,37 +683,7 @@ impl Knee {
     /// rate, intervals adjusted for the functions tested)".
     pub fn sentence(&self) -> String {
         let f = &self.functions;
-        let few = f.own.len() - f.tested;
-        let tested = format!(
-            "{} functions' own CPU tested over {} steps, the failing against the passing{}{}",
-            f.tested,
-            f.rounds,
-            if few > 0 {
-                format!(", {few} with fewer than {MIN_SAMPLES} samples over them not")
-            } else {
-                String::new()
-            },
-            if self.functions.unprofiled > 0 {
-                format!(
-                    " ({} left out: a step without a profile)",
-                    self.functions.unprofiled
-                )
-            } else {
-                String::new()
-            },
-        ) + &f.moderation_said();
-        let tested = match &self.scaled {
-            Some(s) => format!(
-                "{tested}, each step's figures over its size factor ({:.2}–{:.2}, the median \
-                 ratio over {} functions) so that a host that slowed steps cancels",
-                s.low, s.high, s.functions
-            ),
-            None => format!(
-                "{tested}, the steps as read (fewer than {SIZE_FUNCTIONS} functions with \
-                 {SIZE_SAMPLES} samples in every step to scale them by: a host that slowed \
-                 steps reads as every function grown)"
-            ),
-        };
+        let tested = self.tested_said();
         let head = format!(
             "From the passing steps ({}) to the failing ones ({}) the server's CPU per request \
              moved {}",
@@ -704,6 +719,43 @@ impl Knee {
         }
         s.push_str(&f.unnamed_said());
         s
+    }
+
+    /// What was tested, for the sentence: "312 functions' own CPU tested over 9 steps, the
+    /// failing against the passing", and how the steps were scaled.
+    fn tested_said(&self) -> String {
+        let f = &self.functions;
+        let few = f.own.len() - f.tested;
+        let tested = format!(
+            "{} functions' own CPU tested over {} steps, the failing against the passing{}{}",
+            f.tested,
+            f.rounds,
+            if few > 0 {
+                format!(", {few} with fewer than {MIN_SAMPLES} samples over them not")
+            } else {
+                String::new()
+            },
+            if self.functions.unprofiled > 0 {
+                format!(
+                    " ({} left out: a step without a profile)",
+                    self.functions.unprofiled
+                )
+            } else {
+                String::new()
+            },
+        ) + &f.moderation_said();
+        match &self.scaled {
+            Some(s) => format!(
+                "{tested}, each step's figures over its size factor ({:.2}–{:.2}, the median \
+                 ratio over {} functions) so that a host that slowed steps cancels",
+                s.low, s.high, s.functions
+            ),
+            None => format!(
+                "{tested}, the steps as read (fewer than {SIZE_FUNCTIONS} functions with \
+                 {SIZE_SAMPLES} samples in every step to scale them by: a host that slowed \
+                 steps reads as every function grown)"
+            ),
+        }
     }
 }
 

@@ -75,34 +75,8 @@ pub(super) fn tree(
         .flat_map(|run| run.paths.keys())
         .map(String::as_str)
         .collect();
-    // The root, then the paths in order: a caller's path sorts before every path it starts.
-    let mut changes = vec![estimate(ROOT, &|run: &Sampled| run.samples)];
-    let mut many = vec![true];
-    for key in &keys {
-        let name = key.rsplit(';').next().unwrap_or(key);
-        let count = |run: &Sampled| run.paths.get(*key).copied().unwrap_or(0);
-        changes.push(estimate(name, &count));
-        many.push(runs.iter().map(|run| count(run)).sum::<u64>() >= min_samples);
-    }
-    let mut among: Vec<FunctionChange> = changes
-        .iter()
-        .zip(&many)
-        .filter(|(_, m)| **m)
-        .map(|(c, _)| c.clone())
-        .collect();
-    select(&mut among);
-    let tested = among.len();
-    let mut among = among.into_iter();
-    for (c, m) in changes.iter_mut().zip(&many) {
-        match m {
-            true => {
-                if let Some(selected) = among.next() {
-                    *c = selected;
-                }
-            }
-            false => c.p = 1.0,
-        }
-    }
+    let (mut changes, many) = estimated(runs, min_samples, &keys, estimate);
+    let tested = selected(&mut changes, &many);
     let mut changes = changes.into_iter();
     let Some(root) = changes.next() else {
         return CallTree {
@@ -112,6 +86,62 @@ pub(super) fn tree(
             hidden_largest: None,
         };
     };
+    kept(tested, &keys, root, changes)
+}
+
+/// Each path's change by `estimate`, the root first, and whether the path has `min_samples`
+/// samples over the runs, so is tested.
+fn estimated(
+    runs: &[&Sampled],
+    min_samples: u64,
+    keys: &BTreeSet<&str>,
+    estimate: impl Fn(&str, &dyn Fn(&Sampled) -> u64) -> FunctionChange,
+) -> (Vec<FunctionChange>, Vec<bool>) {
+    // The root, then the paths in order: a caller's path sorts before every path it starts.
+    let mut changes = vec![estimate(ROOT, &|run: &Sampled| run.samples)];
+    let mut many = vec![true];
+    for key in keys {
+        let name = key.rsplit(';').next().unwrap_or(key);
+        let count = |run: &Sampled| run.paths.get(*key).copied().unwrap_or(0);
+        changes.push(estimate(name, &count));
+        many.push(runs.iter().map(|run| count(run)).sum::<u64>() >= min_samples);
+    }
+    (changes, many)
+}
+
+/// The Benjamini–Hochberg selection among the changes tested (`many`), the others' p-values
+/// set to 1; how many were tested.
+fn selected(changes: &mut [FunctionChange], many: &[bool]) -> usize {
+    let mut among: Vec<FunctionChange> = changes
+        .iter()
+        .zip(many)
+        .filter(|(_, m)| **m)
+        .map(|(c, _)| c.clone())
+        .collect();
+    select(&mut among);
+    let tested = among.len();
+    let mut among = among.into_iter();
+    for (c, m) in changes.iter_mut().zip(many) {
+        match m {
+            true => {
+                if let Some(selected) = among.next() {
+                    *c = selected;
+                }
+            }
+            false => c.p = 1.0,
+        }
+    }
+    tested
+}
+
+/// The tree from its root and the paths' `changes` (in the order of `keys`): every path kept,
+/// each after its caller, and how many named paths were not kept, with the largest of them.
+fn kept(
+    tested: usize,
+    keys: &BTreeSet<&str>,
+    root: FunctionChange,
+    changes: impl Iterator<Item = FunctionChange>,
+) -> CallTree {
     let least = root.candidate_us * DRAWN_SHARE;
     let mut index: HashMap<&str, usize> = HashMap::new();
     let mut paths = vec![PathChange {
