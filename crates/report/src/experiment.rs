@@ -609,6 +609,22 @@ pub struct ExperimentFigures {
 
 /// The experiment's figures from the runs read for the site.
 pub fn figures(record: &ExperimentRecord, runs: &[Arc<RunFigures>]) -> ExperimentFigures {
+    let settings = answered_settings(record);
+    let (mine, warmups, older) = shown_runs(record, runs);
+    let cells = cells_of_runs(record, &settings, &mine);
+    ExperimentFigures {
+        record: record.clone(),
+        settings,
+        cells,
+        warmups,
+        older,
+        slo: None,
+        gates: Vec::new(),
+    }
+}
+
+/// Every setting of the matrix, in axis order, but the searches' (answered in capacity).
+fn answered_settings(record: &ExperimentRecord) -> Vec<Setting> {
     let mut settings: Vec<Setting> = vec![Vec::new()];
     for (axis, values) in &record.definition.axes {
         settings = settings
@@ -624,6 +640,15 @@ pub fn figures(record: &ExperimentRecord, runs: &[Arc<RunFigures>]) -> Experimen
     }
     // The searches' settings are answered in capacity (crate::search), not here.
     settings.retain(|s| !record.definition.searched.contains(s));
+    settings
+}
+
+/// The experiment's runs the page shows, with how many warm-ups and how many older runs were
+/// left out: (shown, warm-ups, older).
+fn shown_runs<'a>(
+    record: &ExperimentRecord,
+    runs: &'a [Arc<RunFigures>],
+) -> (Vec<&'a Arc<RunFigures>>, usize, usize) {
     let mut warmups = 0;
     let mut older = 0;
     let mut mine: Vec<&Arc<RunFigures>> = Vec::new();
@@ -640,8 +665,17 @@ pub fn figures(record: &ExperimentRecord, runs: &[Arc<RunFigures>]) -> Experimen
             mine.push(r);
         }
     }
+    (mine, warmups, older)
+}
+
+/// A cell for every target at every setting, setting-major, of the runs shown.
+fn cells_of_runs(
+    record: &ExperimentRecord,
+    settings: &[Setting],
+    mine: &[&Arc<RunFigures>],
+) -> Vec<CellFigures> {
     let mut cells = Vec::new();
-    for setting in &settings {
+    for setting in settings {
         for target in &record.definition.targets {
             let of_cell: Vec<&Arc<RunFigures>> = mine
                 .iter()
@@ -658,29 +692,26 @@ pub fn figures(record: &ExperimentRecord, runs: &[Arc<RunFigures>]) -> Experimen
                 failed: Vec::new(),
             };
             for r in of_cell {
-                match r.status {
-                    RunStatus::Complete => cell.runs.push(r.clone()),
-                    RunStatus::Failed | RunStatus::Incomplete => cell.failed.push((
-                        r.clone(),
-                        r.stop_reason.clone().unwrap_or_else(|| "incomplete".into()),
-                    )),
-                    RunStatus::Running => cell.failed.push((
-                        r.clone(),
-                        "did not finish (killed, or still running)".into(),
-                    )),
-                }
+                add_run(&mut cell, r);
             }
             cells.push(cell);
         }
     }
-    ExperimentFigures {
-        record: record.clone(),
-        settings,
-        cells,
-        warmups,
-        older,
-        slo: None,
-        gates: Vec::new(),
+    cells
+}
+
+/// A run into its cell: among its repetitions when it completed, else among the failed, with why.
+fn add_run(cell: &mut CellFigures, r: &Arc<RunFigures>) {
+    match r.status {
+        RunStatus::Complete => cell.runs.push(r.clone()),
+        RunStatus::Failed | RunStatus::Incomplete => cell.failed.push((
+            r.clone(),
+            r.stop_reason.clone().unwrap_or_else(|| "incomplete".into()),
+        )),
+        RunStatus::Running => cell.failed.push((
+            r.clone(),
+            "did not finish (killed, or still running)".into(),
+        )),
     }
 }
 
@@ -868,9 +899,20 @@ impl ExperimentFigures {
     /// The charts across settings: each figure against the first axis, a line per target,
     /// one set per value of the other axes.
     pub fn across(&self) -> Result<Vec<(String, Vec<Chart>)>, PlotError> {
-        let Some((axis, values)) = self.record.definition.axes.first() else {
+        let Some(axis) = self.across_axis() else {
             return Ok(Vec::new());
         };
+        let mut out = Vec::new();
+        for group in self.other_axes() {
+            out.push(self.across_group(&axis, group)?);
+        }
+        Ok(out)
+    }
+
+    /// The first axis as the charts across settings draw it, or none when it has fewer than
+    /// two values answered here.
+    fn across_axis(&self) -> Option<AcrossAxis> {
+        let (axis, values) = self.record.definition.axes.first()?;
         // The values answered here (a search's are answered in capacity).
         let values: Vec<String> = values
             .iter()
@@ -882,7 +924,7 @@ impl ExperimentFigures {
             .cloned()
             .collect();
         if values.len() < 2 {
-            return Ok(Vec::new());
+            return None;
         }
         let numbers: Option<Vec<f64>> = values
             .iter()
@@ -901,7 +943,17 @@ impl ExperimentFigures {
                 (0..values.len()).map(|i| i as f64).collect(),
             ),
         };
-        // The other axes' combinations.
+        Some(AcrossAxis {
+            name: axis.clone(),
+            values,
+            xs,
+            x_axis,
+            x_label,
+        })
+    }
+
+    /// The other axes' combinations, in the order of the settings.
+    fn other_axes(&self) -> Vec<Setting> {
         let mut groups: Vec<Setting> = Vec::new();
         for s in &self.settings {
             let rest: Setting = s.iter().skip(1).cloned().collect();
@@ -909,60 +961,74 @@ impl ExperimentFigures {
                 groups.push(rest);
             }
         }
-        let mut out = Vec::new();
-        for group in groups {
-            let mut list = Vec::new();
-            for metric in [
-                Metric::P99,
-                Metric::Mean,
-                Metric::Throughput,
-                Metric::ErrorRate,
-                Metric::Cpu,
-                Metric::PeakRss,
-            ] {
-                let mut lines = Vec::new();
-                for target in &self.record.definition.targets {
-                    let mut line = Line::new(target.clone(), self.color_of(target), Vec::new());
-                    for (value, x) in values.iter().zip(&xs) {
-                        let mut setting = vec![(axis.clone(), value.clone())];
-                        setting.extend(group.iter().cloned());
-                        let cell = self
-                            .cells
-                            .iter()
-                            .find(|c| &c.target == target && c.setting == setting);
-                        if let Some(s) = cell.and_then(|c| c.spread(metric)) {
-                            line.points.push((*x, metric.shown(s.median)));
-                            if s.n > 1 {
-                                line.spread
-                                    .push((*x, metric.shown(s.min), metric.shown(s.max)));
-                            }
-                        }
-                    }
-                    lines.push(line);
-                }
-                let title = format!("{} against {axis}", metric.title());
-                list.push(crate::charts::xy(
-                    &crate::pages::slug(&format!("across {} {}", setting_text(&group), title)),
-                    XyChart {
-                        title: &title,
-                        x_label: &x_label,
-                        y_label: metric.title(),
-                        x: x_axis.clone(),
-                        y_log: metric.is_latency(),
-                        lines,
-                    },
-                    "The median over repetitions; a bar spans the lowest to the highest.",
-                    "No completed run has this figure.",
-                )?);
-            }
-            let heading = if group.is_empty() {
-                format!("Against {axis}")
-            } else {
-                format!("Against {axis}, at {}", setting_text(&group))
-            };
-            out.push((heading, list));
+        groups
+    }
+
+    /// The charts against the first axis at one combination of the other axes, under their
+    /// heading.
+    fn across_group(
+        &self,
+        axis: &AcrossAxis,
+        group: Setting,
+    ) -> Result<(String, Vec<Chart>), PlotError> {
+        let name = &axis.name;
+        let mut list = Vec::new();
+        for metric in [
+            Metric::P99,
+            Metric::Mean,
+            Metric::Throughput,
+            Metric::ErrorRate,
+            Metric::Cpu,
+            Metric::PeakRss,
+        ] {
+            let lines = self.across_lines(axis, &group, metric);
+            let title = format!("{} against {name}", metric.title());
+            list.push(crate::charts::xy(
+                &crate::pages::slug(&format!("across {} {}", setting_text(&group), title)),
+                XyChart {
+                    title: &title,
+                    x_label: &axis.x_label,
+                    y_label: metric.title(),
+                    x: axis.x_axis.clone(),
+                    y_log: metric.is_latency(),
+                    lines,
+                },
+                "The median over repetitions; a bar spans the lowest to the highest.",
+                "No completed run has this figure.",
+            )?);
         }
-        Ok(out)
+        let heading = if group.is_empty() {
+            format!("Against {name}")
+        } else {
+            format!("Against {name}, at {}", setting_text(&group))
+        };
+        Ok((heading, list))
+    }
+
+    /// One figure against the first axis at one combination of the other axes, a line per
+    /// target: the median over repetitions, with their range.
+    fn across_lines(&self, axis: &AcrossAxis, group: &Setting, metric: Metric) -> Vec<Line> {
+        let mut lines = Vec::new();
+        for target in &self.record.definition.targets {
+            let mut line = Line::new(target.clone(), self.color_of(target), Vec::new());
+            for (value, x) in axis.values.iter().zip(&axis.xs) {
+                let mut setting = vec![(axis.name.clone(), value.clone())];
+                setting.extend(group.iter().cloned());
+                let cell = self
+                    .cells
+                    .iter()
+                    .find(|c| &c.target == target && c.setting == setting);
+                if let Some(s) = cell.and_then(|c| c.spread(metric)) {
+                    line.points.push((*x, metric.shown(s.median)));
+                    if s.n > 1 {
+                        line.spread
+                            .push((*x, metric.shown(s.min), metric.shown(s.max)));
+                    }
+                }
+            }
+            lines.push(line);
+        }
+        lines
     }
 
     /// One setting's charts: every target's representative run on one time axis.
@@ -1006,6 +1072,16 @@ impl ExperimentFigures {
             )?,
         ])
     }
+}
+
+/// The first axis as the charts across settings draw it: its values answered here, where each
+/// lies on the x axis, and the axis's label.
+struct AcrossAxis {
+    name: String,
+    values: Vec<String>,
+    xs: Vec<f64>,
+    x_axis: XAxis,
+    x_label: String,
 }
 
 /// Which run of each target an overlay draws.
@@ -1116,15 +1192,7 @@ impl Overlay<'_> {
 /// (with the p99 each throughput came with), and whether the first two differ by more than
 /// their repetitions spread.
 fn ranking(metric: Metric, ranked: &[(&CellFigures, Spread)]) -> String {
-    let show = |v: f64| match metric {
-        Metric::Throughput => format!("{} req/s", thousands(v)),
-        _ => short_ms(v),
-    };
-    // With the throughput, the latency it came with.
-    let with_p99 = |c: &CellFigures| match (metric, c.spread(Metric::P99)) {
-        (Metric::Throughput, Some(p)) => format!(" at p99 {}", short_ms(p.median)),
-        _ => String::new(),
-    };
+    let show = |v: f64| ranked_figure(metric, v);
     let (best, b, rest) = match ranked {
         [] => return "no target completed a run.".into(),
         [(only, s)] => {
@@ -1132,13 +1200,48 @@ fn ranking(metric: Metric, ranked: &[(&CellFigures, Spread)]) -> String {
                 "only {} completed: {}{}.",
                 only.target,
                 show(s.median),
-                with_p99(only)
+                with_p99(metric, only)
             )
         }
         [(best, b), rest @ ..] => (best, b, rest),
     };
-    let others: Vec<String> = rest
-        .iter()
+    let others = against_the_best(metric, b, rest);
+    let verb = match metric {
+        Metric::Throughput => "served the most",
+        _ => "had the lowest p99",
+    };
+    let mut out = format!(
+        "{} {verb}, {}{}, against {}",
+        best.target,
+        show(b.median),
+        with_p99(metric, best),
+        others.join(", ")
+    );
+    let (second, s2) = &rest[0];
+    out.push_str(&spread_verdict(metric, b, second, s2));
+    out.push('.');
+    out
+}
+
+/// A figure of a ranking: a throughput in req/s, a latency in ms or s.
+fn ranked_figure(metric: Metric, v: f64) -> String {
+    match metric {
+        Metric::Throughput => format!("{} req/s", thousands(v)),
+        _ => short_ms(v),
+    }
+}
+
+/// With the throughput, the latency it came with: " at p99 4.2 ms"; nothing for other figures.
+fn with_p99(metric: Metric, c: &CellFigures) -> String {
+    match (metric, c.spread(Metric::P99)) {
+        (Metric::Throughput, Some(p)) => format!(" at p99 {}", short_ms(p.median)),
+        _ => String::new(),
+    }
+}
+
+/// The targets after the best, each with its figure and its factor against the best's `b`.
+fn against_the_best(metric: Metric, b: &Spread, rest: &[(&CellFigures, Spread)]) -> Vec<String> {
+    rest.iter()
         .map(|(c, s)| {
             let factor = match metric {
                 Metric::Throughput if s.median > 0.0 => {
@@ -1148,21 +1251,20 @@ fn ranking(metric: Metric, ranked: &[(&CellFigures, Spread)]) -> String {
                 _ if b.median > 0.0 => format!("{:.1}×", s.median / b.median),
                 _ => "∞×".into(),
             };
-            format!("{} {} ({factor}){}", c.target, show(s.median), with_p99(c))
+            format!(
+                "{} {} ({factor}){}",
+                c.target,
+                ranked_figure(metric, s.median),
+                with_p99(metric, c)
+            )
         })
-        .collect();
-    let verb = match metric {
-        Metric::Throughput => "served the most",
-        _ => "had the lowest p99",
-    };
-    let mut out = format!(
-        "{} {verb}, {}{}, against {}",
-        best.target,
-        show(b.median),
-        with_p99(best),
-        others.join(", ")
-    );
-    let (second, s2) = &rest[0];
+        .collect()
+}
+
+/// Whether the best (`b`) and the second differ by more than their repetitions spread: the
+/// ranking's last clause.
+fn spread_verdict(metric: Metric, b: &Spread, second: &CellFigures, s2: &Spread) -> String {
+    let show = |v: f64| ranked_figure(metric, v);
     let ranges = format!(
         "{}–{} against {}–{}",
         show(b.min),
@@ -1171,20 +1273,18 @@ fn ranking(metric: Metric, ranked: &[(&CellFigures, Spread)]) -> String {
         show(s2.max)
     );
     if b.n < 2 || s2.n < 2 {
-        out.push_str("; one repetition each, so no spread to compare the difference with");
+        "; one repetition each, so no spread to compare the difference with".to_string()
     } else if b.apart(s2) {
-        out.push_str(&format!(
+        format!(
             "; the difference with {} is larger than the spread between repetitions ({ranges})",
             second.target
-        ));
+        )
     } else {
-        out.push_str(&format!(
+        format!(
             "; but the repetitions overlap ({ranges}): the difference with {} is within the spread",
             second.target
-        ));
+        )
     }
-    out.push('.');
-    out
 }
 
 #[cfg(test)]

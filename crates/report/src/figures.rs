@@ -407,71 +407,17 @@ fn finish(run: &StoredRun, fold: IntervalFold) -> RunFigures {
         load,
         last_end,
     } = fold;
-    let (mut summary, recomputed) = match &run.summary {
-        Some(s) => (s.clone(), false),
-        None => (recompute_summary(run, &totals, last_end), true),
-    };
-    if summary.tails.is_none() {
-        summary.tails = analysis::tail::of_run(run);
-    }
-    if summary.validity.is_none() {
-        summary.validity = Some(analysis::validity::judge(&summary, None));
-    }
+    let (summary, recomputed) = summary_of(run, &totals, last_end);
     let attack_end = summary.duration.attack_s.max(0.0);
-    let percentiles = PERCENTILES
-        .iter()
-        .map(|&(label, q)| PercentileRow {
-            percentile: label,
-            quantile: q,
-            corrected_ns: quantile(&totals.corrected, q),
-            service_ns: quantile(&totals.service, q),
-        })
-        .collect();
+    let percentiles = percentile_rows(&totals);
     let distribution = vec![
         distribution("corrected", &totals.corrected),
         distribution("service", &totals.service),
     ];
-    let probes: Vec<ProbeFigures> = run
-        .probes
-        .iter()
-        .map(|p| {
-            let mut f = probe_figures(p, (0.0, last_end.max(attack_end)));
-            // What limited the server is asked of the load's window, not the quiet after it.
-            f.saturation = analysis::saturation::Saturation::of(p, 0, (attack_end * 1e9) as i64);
-            f.activity = analysis::system::Activity::of(p, 0, (attack_end * 1e9) as i64);
-            f
-        })
-        .collect();
-    let system = analysis::system::System::from_parts(
-        probes
-            .iter()
-            .map(|p| (&p.host, p.saturation.clone(), p.activity.clone())),
-    );
-    let mut span = (0.0f64, last_end.max(attack_end));
-    for p in &probes {
-        if let (Some(first), Some(last)) = (p.cpu.points.first(), p.cpu.points.last()) {
-            span.0 = span.0.min(first.0);
-            span.1 = span.1.max(last.0);
-        }
-    }
-    let mut warnings = summary.warnings.clone();
-    for w in &run.warnings {
-        if !warnings.contains(w) {
-            warnings.push(w.clone());
-        }
-    }
-    if recomputed {
-        warnings.insert(
-            0,
-            "NO SUMMARY WAS STORED: the run did not finish (killed, or still running). The figures come from the intervals it kept."
-                .into(),
-        );
-    }
-    for p in &probes {
-        for (_, gap) in &p.gaps {
-            warnings.push(format!("{}: {gap}", p.label));
-        }
-    }
+    let probes = run_probes(run, last_end, attack_end);
+    let system = system_of(&probes);
+    let span = span_of(&probes, last_end.max(attack_end));
+    let warnings = run_warnings(run, &summary, recomputed, &probes);
     let started = UNIX_EPOCH + Duration::from_nanos(run.meta.started_at_ns.max(0) as u64);
     RunFigures {
         id: run.meta.id.clone(),
@@ -498,6 +444,100 @@ fn finish(run: &StoredRun, fold: IntervalFold) -> RunFigures {
         guns: Vec::new(),
         selftest: None,
     }
+}
+
+/// The run's summary, its tails and validity filled in where it lacks them; recomputed from
+/// the intervals (and so said) where the run stored none.
+fn summary_of(run: &StoredRun, totals: &IntervalStats, last_end: f64) -> (Summary, bool) {
+    let (mut summary, recomputed) = match &run.summary {
+        Some(s) => (s.clone(), false),
+        None => (recompute_summary(run, totals, last_end), true),
+    };
+    if summary.tails.is_none() {
+        summary.tails = analysis::tail::of_run(run);
+    }
+    if summary.validity.is_none() {
+        summary.validity = Some(analysis::validity::judge(&summary, None));
+    }
+    (summary, recomputed)
+}
+
+/// The rows of the HDR percentile table.
+fn percentile_rows(totals: &IntervalStats) -> Vec<PercentileRow> {
+    PERCENTILES
+        .iter()
+        .map(|&(label, q)| PercentileRow {
+            percentile: label,
+            quantile: q,
+            corrected_ns: quantile(&totals.corrected, q),
+            service_ns: quantile(&totals.service, q),
+        })
+        .collect()
+}
+
+/// Each probe's figures up to `last_end` or the load's end, whichever is later, what limited
+/// the server read over the load's window.
+fn run_probes(run: &StoredRun, last_end: f64, attack_end: f64) -> Vec<ProbeFigures> {
+    run.probes
+        .iter()
+        .map(|p| {
+            let mut f = probe_figures(p, (0.0, last_end.max(attack_end)));
+            // What limited the server is asked of the load's window, not the quiet after it.
+            f.saturation = analysis::saturation::Saturation::of(p, 0, (attack_end * 1e9) as i64);
+            f.activity = analysis::system::Activity::of(p, 0, (attack_end * 1e9) as i64);
+            f
+        })
+        .collect()
+}
+
+/// The system as a whole, from every probe's host, saturation and activity.
+fn system_of(probes: &[ProbeFigures]) -> Option<analysis::system::System> {
+    analysis::system::System::from_parts(
+        probes
+            .iter()
+            .map(|p| (&p.host, p.saturation.clone(), p.activity.clone())),
+    )
+}
+
+/// The timeline shown: from 0 to `end`, widened to every probe's first and last CPU point.
+fn span_of(probes: &[ProbeFigures], end: f64) -> (f64, f64) {
+    let mut span = (0.0f64, end);
+    for p in probes {
+        if let (Some(first), Some(last)) = (p.cpu.points.first(), p.cpu.points.last()) {
+            span.0 = span.0.min(first.0);
+            span.1 = span.1.max(last.0);
+        }
+    }
+    span
+}
+
+/// The summary's warnings, then the run's not among them, a recomputed summary's first, and
+/// every probe's gaps.
+fn run_warnings(
+    run: &StoredRun,
+    summary: &Summary,
+    recomputed: bool,
+    probes: &[ProbeFigures],
+) -> Vec<String> {
+    let mut warnings = summary.warnings.clone();
+    for w in &run.warnings {
+        if !warnings.contains(w) {
+            warnings.push(w.clone());
+        }
+    }
+    if recomputed {
+        warnings.insert(
+            0,
+            "NO SUMMARY WAS STORED: the run did not finish (killed, or still running). The figures come from the intervals it kept."
+                .into(),
+        );
+    }
+    for p in probes {
+        for (_, gap) in &p.gaps {
+            warnings.push(format!("{}: {gap}", p.label));
+        }
+    }
+    warnings
 }
 
 fn quantile(h: &hdrhistogram::Histogram<u64>, q: f64) -> u64 {

@@ -19,16 +19,8 @@ const BOTTOM: f64 = 40.0;
 
 /// The heatmap as an SVG document, titled `title`.
 pub fn svg(map: &HeatmapData, title: &str) -> String {
-    let columns = &map.columns;
-    let max = map.max;
-    let (low, high) = map.rows;
-    let per = BINS_PER_DECADE as usize;
-    let t0 = columns.first().map_or(0.0, |c| c.0 .0);
-    let t1 = columns.last().map_or(1.0, |c| c.0 .1).max(t0 + 1e-9);
-    let (w, h) = (WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM);
-    let x = |t: f64| LEFT + (t - t0) / (t1 - t0) * w;
-    let row_h = h / (high - low) as f64;
-    let y = |bin: usize| TOP + h - (bin - low) as f64 * row_h;
+    let frame = Frame::of(map);
+    let (w, h) = (frame.w, frame.h);
     let mut out = String::new();
     let _ = write!(
         out,
@@ -40,10 +32,71 @@ pub fn svg(map: &HeatmapData, title: &str) -> String {
         r##"<text x="{LEFT}" y="16" font-size="13" font-weight="600">{}</text><rect x="{LEFT}" y="{TOP}" width="{w}" height="{h}" fill="#fafafa" stroke="#ccc"/>"##,
         escape(title)
     );
-    let scale = (max as f64 + 1.0).ln();
-    for ((start, end), counts) in columns {
-        let (x0, x1) = (x(*start), x(*end));
-        for (bin, &n) in counts.iter().enumerate().take(high).skip(low) {
+    cells(&mut out, map, &frame);
+    // Axes: a label each decade, seconds along the run.
+    latency_axis(&mut out, &frame);
+    time_axis(&mut out, &frame);
+    let _ = write!(
+        out,
+        r#"<text x="{}" y="{}" text-anchor="middle">time since the attack started (s)</text><text transform="translate(14 {}) rotate(-90)" text-anchor="middle">{} latency</text></svg>"#,
+        LEFT + w / 2.0,
+        HEIGHT - 6.0,
+        TOP + h / 2.0,
+        escape(&map.kind)
+    );
+    out
+}
+
+/// Where the heatmap is drawn: the run's time on x, the bins drawn on y, the plot's size.
+struct Frame {
+    t0: f64,
+    t1: f64,
+    w: f64,
+    h: f64,
+    low: usize,
+    high: usize,
+    row_h: f64,
+}
+
+impl Frame {
+    /// The frame of `map`: from its first column's start to its last one's end, its rows.
+    fn of(map: &HeatmapData) -> Frame {
+        let columns = &map.columns;
+        let (low, high) = map.rows;
+        let t0 = columns.first().map_or(0.0, |c| c.0 .0);
+        let t1 = columns.last().map_or(1.0, |c| c.0 .1).max(t0 + 1e-9);
+        let (w, h) = (WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM);
+        let row_h = h / (high - low) as f64;
+        Frame {
+            t0,
+            t1,
+            w,
+            h,
+            low,
+            high,
+            row_h,
+        }
+    }
+
+    /// Where time `t` (s) lies on x.
+    fn x(&self, t: f64) -> f64 {
+        LEFT + (t - self.t0) / (self.t1 - self.t0) * self.w
+    }
+
+    /// Where the bottom edge of `bin` lies on y.
+    fn y(&self, bin: usize) -> f64 {
+        TOP + self.h - (bin - self.low) as f64 * self.row_h
+    }
+}
+
+/// Every cell with a request: its rect, shaded by its count on a log scale, with its count
+/// and its range.
+fn cells(out: &mut String, map: &HeatmapData, frame: &Frame) {
+    let row_h = frame.row_h;
+    let scale = (map.max as f64 + 1.0).ln();
+    for ((start, end), counts) in &map.columns {
+        let (x0, x1) = (frame.x(*start), frame.x(*end));
+        for (bin, &n) in counts.iter().enumerate().take(frame.high).skip(frame.low) {
             if n == 0 {
                 continue;
             }
@@ -51,7 +104,7 @@ pub fn svg(map: &HeatmapData, title: &str) -> String {
             let _ = write!(
                 out,
                 r#"<rect x="{x0:.2}" y="{:.2}" width="{:.2}" height="{row_h:.2}" fill="{}" data-count="{n}"><title>{n} requests took {}–{} from {start:.1} s to {end:.1} s</title></rect>"#,
-                y(bin + 1),
+                frame.y(bin + 1),
                 (x1 - x0).max(0.5),
                 color(shade),
                 duration(edge(bin)),
@@ -59,10 +112,14 @@ pub fn svg(map: &HeatmapData, title: &str) -> String {
             );
         }
     }
-    // Axes: a label each decade, seconds along the run.
-    for d in (low / per)..=(high / per) {
+}
+
+/// The latency axis: a tick and a label each decade.
+fn latency_axis(out: &mut String, frame: &Frame) {
+    let per = BINS_PER_DECADE as usize;
+    for d in (frame.low / per)..=(frame.high / per) {
         let bin = d * per;
-        let yy = y(bin);
+        let yy = frame.y(bin);
         let _ = write!(
             out,
             r##"<line x1="{}" x2="{LEFT}" y1="{yy:.2}" y2="{yy:.2}" stroke="#999"/><text x="{}" y="{:.2}" text-anchor="end">{}</text>"##,
@@ -72,10 +129,15 @@ pub fn svg(map: &HeatmapData, title: &str) -> String {
             duration(edge(bin))
         );
     }
-    let step = nice_step((t1 - t0) / 8.0);
-    let mut t = (t0 / step).ceil() * step;
-    while t <= t1 + 1e-9 {
-        let xx = x(t);
+}
+
+/// The time axis: a tick and a label at round steps of seconds along the run.
+fn time_axis(out: &mut String, frame: &Frame) {
+    let h = frame.h;
+    let step = nice_step((frame.t1 - frame.t0) / 8.0);
+    let mut t = (frame.t0 / step).ceil() * step;
+    while t <= frame.t1 + 1e-9 {
+        let xx = frame.x(t);
         let _ = write!(
             out,
             r##"<line x1="{xx:.2}" x2="{xx:.2}" y1="{}" y2="{}" stroke="#999"/><text x="{xx:.2}" y="{}" text-anchor="middle">{}</text>"##,
@@ -86,15 +148,6 @@ pub fn svg(map: &HeatmapData, title: &str) -> String {
         );
         t += step;
     }
-    let _ = write!(
-        out,
-        r#"<text x="{}" y="{}" text-anchor="middle">time since the attack started (s)</text><text transform="translate(14 {}) rotate(-90)" text-anchor="middle">{} latency</text></svg>"#,
-        LEFT + w / 2.0,
-        HEIGHT - 6.0,
-        TOP + h / 2.0,
-        escape(&map.kind)
-    );
-    out
 }
 
 /// Light yellow for one request, through orange and red, to dark purple for the most.

@@ -82,15 +82,8 @@ pub fn time_chart(chart: &TimeChart<'_>) -> Result<String, PlotError> {
             .y_label_area_size(64)
             .build_cartesian_2d(x0..x1, 0f64..y1)
             .map_err(&err)?;
-        if let Some((a0, a1)) = chart.attack {
-            let shaded = [(x0, a0.max(x0)), (a1.min(x1), x1)];
-            c.draw_series(
-                shaded
-                    .into_iter()
-                    .filter(|(from, to)| to > from)
-                    .map(|(from, to)| Rectangle::new([(from, 0.0), (to, y1)], SHADE.filled())),
-            )
-            .map_err(&err)?;
+        if let Some(attack) = chart.attack {
+            shade_outside_attack(&mut c, attack, (x0, x1), y1).map_err(&err)?;
         }
         c.configure_mesh()
             .x_desc("time since the attack started (s)")
@@ -105,28 +98,7 @@ pub fn time_chart(chart: &TimeChart<'_>) -> Result<String, PlotError> {
             .axis_desc_style((FONT, 14))
             .draw()
             .map_err(&err)?;
-        c.draw_series(
-            chart
-                .markers
-                .iter()
-                .filter(|t| (x0..=x1).contains(*t))
-                .map(|&t| PathElement::new(vec![(t, 0.0), (t, y1)], MARKER.stroke_width(1))),
-        )
-        .map_err(&err)?;
-        for band in &chart.bands {
-            for piece in downsample::envelope(&band.points, BUCKETS) {
-                let outline: Vec<(f64, f64)> = piece
-                    .iter()
-                    .map(|&(x, _, hi)| (x, hi))
-                    .chain(piece.iter().rev().map(|&(x, lo, _)| (x, lo)))
-                    .collect();
-                c.draw_series(std::iter::once(Polygon::new(
-                    outline,
-                    rgb(band.color).mix(0.18).filled(),
-                )))
-                .map_err(&err)?;
-            }
-        }
+        draw_markers_and_bands(&mut c, chart, (x0, x1), y1).map_err(&err)?;
         for line in lines {
             draw_line(&mut c, line, true).map_err(&err)?;
         }
@@ -134,6 +106,63 @@ pub fn time_chart(chart: &TimeChart<'_>) -> Result<String, PlotError> {
         root.present().map_err(&err)?;
     }
     Ok(svg)
+}
+
+/// Shades the timeline before and after the attack, `attack` being its start and end.
+fn shade_outside_attack<DB, X>(
+    c: &mut ChartContext<'_, DB, Cartesian2d<X, plotters::coord::types::RangedCoordf64>>,
+    attack: (f64, f64),
+    (x0, x1): (f64, f64),
+    y1: f64,
+) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>>
+where
+    DB: DrawingBackend,
+    X: Ranged<ValueType = f64>,
+{
+    let (a0, a1) = attack;
+    let shaded = [(x0, a0.max(x0)), (a1.min(x1), x1)];
+    c.draw_series(
+        shaded
+            .into_iter()
+            .filter(|(from, to)| to > from)
+            .map(|(from, to)| Rectangle::new([(from, 0.0), (to, y1)], SHADE.filled())),
+    )?;
+    Ok(())
+}
+
+/// Draws a time chart's markers within the x range, a rule each, and its bands, each piece of
+/// a band's envelope a shaded polygon.
+fn draw_markers_and_bands<DB, X>(
+    c: &mut ChartContext<'_, DB, Cartesian2d<X, plotters::coord::types::RangedCoordf64>>,
+    chart: &TimeChart<'_>,
+    (x0, x1): (f64, f64),
+    y1: f64,
+) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>>
+where
+    DB: DrawingBackend,
+    X: Ranged<ValueType = f64>,
+{
+    c.draw_series(
+        chart
+            .markers
+            .iter()
+            .filter(|t| (x0..=x1).contains(*t))
+            .map(|&t| PathElement::new(vec![(t, 0.0), (t, y1)], MARKER.stroke_width(1))),
+    )?;
+    for band in &chart.bands {
+        for piece in downsample::envelope(&band.points, BUCKETS) {
+            let outline: Vec<(f64, f64)> = piece
+                .iter()
+                .map(|&(x, _, hi)| (x, hi))
+                .chain(piece.iter().rev().map(|&(x, lo, _)| (x, lo)))
+                .collect();
+            c.draw_series(std::iter::once(Polygon::new(
+                outline,
+                rgb(band.color).mix(0.18).filled(),
+            )))?;
+        }
+    }
+    Ok(())
 }
 
 /// The latency distribution: x = 1 / (1 − p) on a log scale up to [`percentile_x_max`].

@@ -269,6 +269,22 @@ pub fn experiment_capacity(
     searches: &[Search],
     runs: &HashMap<String, Arc<RunFigures>>,
 ) -> Result<Vec<SettingCapacity>, PlotError> {
+    let mut settings = searches_by_setting(record, searches);
+    for setting in &mut settings {
+        for t in &mut setting.targets {
+            read_at_capacity(t, runs);
+        }
+        setting.charts = setting_charts(setting)?;
+    }
+    Ok(settings)
+}
+
+/// The experiment's searches of its current file and scale, by setting and target in the order
+/// they come, with nothing read of their runs yet.
+fn searches_by_setting(
+    record: &store::experiment::ExperimentRecord,
+    searches: &[Search],
+) -> Vec<SettingCapacity> {
     use store::vocabulary::label;
     let ours: Vec<&Search> = searches
         .iter()
@@ -280,17 +296,7 @@ pub fn experiment_capacity(
     let mut settings: Vec<SettingCapacity> = Vec::new();
     for s in ours {
         let target = s.labels.get(label::TARGET).cloned().unwrap_or_default();
-        let setting = s
-            .labels
-            .get(label::CELL)
-            .map(|c| {
-                c.split(' ')
-                    .filter(|kv| !kv.starts_with("target=") && *kv != search_rate)
-                    .collect::<Vec<_>>()
-                    .join(" ")
-            })
-            .filter(|t| !t.is_empty())
-            .unwrap_or_else(|| "all".into());
+        let setting = setting_of(s, &search_rate);
         let at = match settings.iter().position(|x| x.setting == setting) {
             Some(i) => i,
             None => {
@@ -302,44 +308,64 @@ pub fn experiment_capacity(
                 settings.len() - 1
             }
         };
-        let targets = &mut settings[at].targets;
-        let t = match targets.iter().position(|x| x.target == target) {
-            Some(i) => &mut targets[i],
-            None => {
-                targets.push(TargetCapacity {
-                    target,
-                    searches: Vec::new(),
-                    per_cpu_second: None,
-                    peak_rss_bytes: None,
-                    limit: None,
-                });
-                targets.last_mut().expect("just pushed")
-            }
-        };
-        t.searches.push(s.clone());
+        target_entry(&mut settings[at].targets, target)
+            .searches
+            .push(s.clone());
     }
-    for setting in &mut settings {
-        for t in &mut setting.targets {
-            let at_capacity = t.nearest_search().and_then(|s| {
-                // The passing step nearest the figure (an estimate, not a step's rate).
-                let c = s.capacity?;
-                let step = s
-                    .steps
-                    .iter()
-                    .filter(|st| st.judgement.verdict.passed())
-                    .min_by(|a, b| (a.rate - c).abs().total_cmp(&(b.rate - c).abs()))?;
-                let run = runs.get(step.run_id.as_deref()?)?;
-                Some((step_cpu(s, step, run), run.peak_rss_bytes()))
+    settings
+}
+
+/// A search's setting: its cell without its target and the search's rate, or `all`.
+fn setting_of(s: &Search, search_rate: &str) -> String {
+    use store::vocabulary::label;
+    s.labels
+        .get(label::CELL)
+        .map(|c| {
+            c.split(' ')
+                .filter(|kv| !kv.starts_with("target=") && *kv != search_rate)
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+        .filter(|t| !t.is_empty())
+        .unwrap_or_else(|| "all".into())
+}
+
+/// A target's entry among a setting's, added (with no search yet) when it has none.
+fn target_entry(targets: &mut Vec<TargetCapacity>, target: String) -> &mut TargetCapacity {
+    match targets.iter().position(|x| x.target == target) {
+        Some(i) => &mut targets[i],
+        None => {
+            targets.push(TargetCapacity {
+                target,
+                searches: Vec::new(),
+                per_cpu_second: None,
+                peak_rss_bytes: None,
+                limit: None,
             });
-            if let Some((cpu, rss)) = at_capacity {
-                t.per_cpu_second = cpu.and_then(|c| c.per_cpu_second);
-                t.peak_rss_bytes = rss;
-            }
-            t.limit = t.nearest_search().and_then(|s| failed_step_limit(s, runs));
+            targets.last_mut().expect("just pushed")
         }
-        setting.charts = setting_charts(setting)?;
     }
-    Ok(settings)
+}
+
+/// A target's figures at its capacity, from the runs of its nearest search's steps: requests
+/// per CPU-second and peak RSS at the passing step nearest the figure, and what limited it.
+fn read_at_capacity(t: &mut TargetCapacity, runs: &HashMap<String, Arc<RunFigures>>) {
+    let at_capacity = t.nearest_search().and_then(|s| {
+        // The passing step nearest the figure (an estimate, not a step's rate).
+        let c = s.capacity?;
+        let step = s
+            .steps
+            .iter()
+            .filter(|st| st.judgement.verdict.passed())
+            .min_by(|a, b| (a.rate - c).abs().total_cmp(&(b.rate - c).abs()))?;
+        let run = runs.get(step.run_id.as_deref()?)?;
+        Some((step_cpu(s, step, run), run.peak_rss_bytes()))
+    });
+    if let Some((cpu, rss)) = at_capacity {
+        t.per_cpu_second = cpu.and_then(|c| c.per_cpu_second);
+        t.peak_rss_bytes = rss;
+    }
+    t.limit = t.nearest_search().and_then(|s| failed_step_limit(s, runs));
 }
 
 /// The lowest step that failed above the highest pass, and what limited the server there (its probes' figures, the target's and its

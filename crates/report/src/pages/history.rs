@@ -54,24 +54,7 @@ type Section<'a> = Vec<(&'a Series, Option<&'a Chart>)>;
 
 /// The page of `h`, the history of the experiment whose question is `question`.
 pub fn history_page(h: &History, question: &str, drawn: &HistoryCharts) -> Markup {
-    // Series by measure and setting, in the history's order, each with its chart.
-    let mut sections: BTreeMap<(String, String), Section<'_>> = BTreeMap::new();
-    for (i, s) in h.series.iter().enumerate() {
-        sections
-            .entry((s.key.measure.title().to_string(), s.key.setting.clone()))
-            .or_default()
-            .push((s, drawn.series.get(i)));
-    }
-    let changes: Vec<(&Series, &analysis::history::Change)> = h
-        .series
-        .iter()
-        .flat_map(|s| s.changes.iter().map(move |c| (s, c)))
-        .collect();
-    let possible: Vec<(&Series, &analysis::history::tail::Possible)> = h
-        .series
-        .iter()
-        .filter_map(|s| s.possible.as_ref().map(|p| (s, p)))
-        .collect();
+    let sections = by_measure_and_setting(h, drawn);
     let body = html! {
         h1 { "History: " (h.experiment) }
         p.question { (question) }
@@ -84,6 +67,47 @@ pub fn history_page(h: &History, question: &str, drawn: &HistoryCharts) -> Marku
             @if h.unplaced > 0 { " " (h.unplaced) " runs or searches of it are in no sitting (kept before sittings were labelled, with no revision label): not in the history." }
         }
         h2 { "Changes found" }
+        (changes_found(h))
+        p.meta { (h.method()) }
+        p.meta { "The same in a terminal, as JSON, or as Markdown for a CI job's summary: " code { "loadgen history --experiment " (h.experiment) " [--output json|markdown] [--fail-within N]" } "." }
+        @for ((measure, setting), list) in &sections {
+            (section(measure, setting, list))
+        }
+        h2 { "The sittings" }
+        @if let Some(c) = &drawn.host { (charts(std::slice::from_ref(c))) }
+        (sittings_table(h))
+    };
+    layout(&format!("History: {}", h.experiment), "../", body)
+}
+
+/// Series by measure and setting, in the history's order, each with its chart.
+fn by_measure_and_setting<'a>(
+    h: &'a History,
+    drawn: &'a HistoryCharts,
+) -> BTreeMap<(String, String), Section<'a>> {
+    let mut sections: BTreeMap<(String, String), Section<'_>> = BTreeMap::new();
+    for (i, s) in h.series.iter().enumerate() {
+        sections
+            .entry((s.key.measure.title().to_string(), s.key.setting.clone()))
+            .or_default()
+            .push((s, drawn.series.get(i)));
+    }
+    sections
+}
+
+/// The changes found across the sittings: those too recent to confirm, then those found.
+fn changes_found(h: &History) -> Markup {
+    let changes: Vec<(&Series, &analysis::history::Change)> = h
+        .series
+        .iter()
+        .flat_map(|s| s.changes.iter().map(move |c| (s, c)))
+        .collect();
+    let possible: Vec<(&Series, &analysis::history::tail::Possible)> = h
+        .series
+        .iter()
+        .filter_map(|s| s.possible.as_ref().map(|p| (s, p)))
+        .collect();
+    html! {
         @if !possible.is_empty() {
             ul.answers { @for (s, p) in &possible {
                 li class=(if p.change.worse { "worse" } else { "better" }) {
@@ -101,18 +125,24 @@ pub fn history_page(h: &History, question: &str, drawn: &HistoryCharts) -> Marku
                 }
             } }
         }
-        p.meta { (h.method()) }
-        p.meta { "The same in a terminal, as JSON, or as Markdown for a CI job's summary: " code { "loadgen history --experiment " (h.experiment) " [--output json|markdown] [--fail-within N]" } "." }
-        @for ((measure, setting), list) in &sections {
-            h2 { (measure) @if !setting.is_empty() { ", " (setting) } }
-            div.scroll { table {
-                thead { tr { th { "series" } th { "sittings" } th { "changes" } th { "level now (95 %)" } th { "a new sitting (95 %)" } th { "judged on" } } }
-                tbody { @for (s, _) in list { (row(s)) } }
-            } }
-            (charts(&list.iter().filter_map(|(_, c)| c.cloned()).collect::<Vec<_>>()))
-        }
-        h2 { "The sittings" }
-        @if let Some(c) = &drawn.host { (charts(std::slice::from_ref(c))) }
+    }
+}
+
+/// A section's heading, its series' table and their charts.
+fn section(measure: &str, setting: &str, list: &Section<'_>) -> Markup {
+    html! {
+        h2 { (measure) @if !setting.is_empty() { ", " (setting) } }
+        div.scroll { table {
+            thead { tr { th { "series" } th { "sittings" } th { "changes" } th { "level now (95 %)" } th { "a new sitting (95 %)" } th { "judged on" } } }
+            tbody { @for (s, _) in list { (row(s)) } }
+        } }
+        (charts(&list.iter().filter_map(|(_, c)| c.cloned()).collect::<Vec<_>>()))
+    }
+}
+
+/// The sittings' table: when each began, its revisions and the host it ran on.
+fn sittings_table(h: &History) -> Markup {
+    html! {
         div.scroll { table {
             thead { tr { th { "sitting" } th { "began" } th { "revisions" } th { "the host" } } }
             tbody { @for (i, s) in h.sittings.iter().enumerate() { tr {
@@ -122,6 +152,5 @@ pub fn history_page(h: &History, question: &str, drawn: &HistoryCharts) -> Marku
                 td { @match &s.host { Some(host) => { (host.text()) } None => { "not read" } } }
             } } }
         } }
-    };
-    layout(&format!("History: {}", h.experiment), "../", body)
+    }
 }
