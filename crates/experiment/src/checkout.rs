@@ -245,66 +245,8 @@ impl Checkouts {
         let mut made: BTreeMap<(PathBuf, String), PathBuf> = BTreeMap::new();
         let mut by_target = BTreeMap::new();
         for w in wanted {
-            let fail = |why: TargetCheckoutError| CheckoutError::Target {
-                target: w.target.to_string(),
-                reference: w.reference.to_string(),
-                why,
-            };
-            let Located {
-                top,
-                inside,
-                commit,
-            } = locate(&git, w).await?;
-            let inside = inside.as_path();
-            let key = (top.clone(), commit.clone());
-            let checkout = match made.get(&key) {
-                Some(path) => path.clone(),
-                None => {
-                    let path = dir.path().join(format!("{}", made.len() + 1));
-                    // The paths as they are (not as text): a directory's name need not be UTF-8.
-                    let clone = [
-                        OsStr::new("clone"),
-                        OsStr::new("--quiet"),
-                        OsStr::new("--shared"),
-                        OsStr::new("--no-checkout"),
-                        top.as_os_str(),
-                        path.as_os_str(),
-                    ];
-                    git.run(dir.path(), clone)
-                        .await
-                        .map_err(|e| fail(TargetCheckoutError::Clone(e)))?;
-                    git.run(
-                        &path,
-                        &[
-                            "-c",
-                            "advice.detachedHead=false",
-                            "checkout",
-                            "--quiet",
-                            "--detach",
-                            &commit,
-                        ],
-                    )
-                    .await
-                    .map_err(|e| fail(TargetCheckoutError::Checkout(e)))?;
-                    made.insert(key, path.clone());
-                    path
-                }
-            };
-            let cwd = checkout.join(inside);
-            if !cwd.is_dir() {
-                return Err(fail(TargetCheckoutError::NoDirectory {
-                    commit,
-                    inside: inside.to_path_buf(),
-                }));
-            }
-            by_target.insert(
-                w.target.to_string(),
-                Revision {
-                    reference: w.reference.to_string(),
-                    commit,
-                    cwd,
-                },
-            );
+            let revision = check_out(&git, dir.path(), &mut made, w).await?;
+            by_target.insert(w.target.to_string(), revision);
         }
         Ok(Checkouts {
             by_target,
@@ -339,6 +281,86 @@ impl Checkouts {
     pub fn directory(&self) -> Option<&Path> {
         self.dir.as_ref().map(tempfile::TempDir::path)
     }
+}
+
+/// `w`'s source checked out in `dir` (a checkout of `made` when one of the same repository
+/// and commit is there already), and the revision it is at; the error names the target, the
+/// ref and what to do.
+async fn check_out(
+    git: &Git<'_>,
+    dir: &Path,
+    made: &mut BTreeMap<(PathBuf, String), PathBuf>,
+    w: &Wanted<'_>,
+) -> Result<Revision, CheckoutError> {
+    let fail = |why: TargetCheckoutError| CheckoutError::Target {
+        target: w.target.to_string(),
+        reference: w.reference.to_string(),
+        why,
+    };
+    let Located {
+        top,
+        inside,
+        commit,
+    } = locate(git, w).await?;
+    let inside = inside.as_path();
+    let checkout = checkout_of(git, dir, made, top, &commit)
+        .await
+        .map_err(fail)?;
+    let cwd = checkout.join(inside);
+    if !cwd.is_dir() {
+        return Err(fail(TargetCheckoutError::NoDirectory {
+            commit,
+            inside: inside.to_path_buf(),
+        }));
+    }
+    Ok(Revision {
+        reference: w.reference.to_string(),
+        commit,
+        cwd,
+    })
+}
+
+/// The checkout of the repository `top` at `commit`: the one in `made`, else a new shared
+/// clone in `dir`, checked out at the commit and kept in `made`.
+async fn checkout_of(
+    git: &Git<'_>,
+    dir: &Path,
+    made: &mut BTreeMap<(PathBuf, String), PathBuf>,
+    top: PathBuf,
+    commit: &str,
+) -> Result<PathBuf, TargetCheckoutError> {
+    let key = (top, commit.to_string());
+    if let Some(path) = made.get(&key) {
+        return Ok(path.clone());
+    }
+    let path = dir.join(format!("{}", made.len() + 1));
+    // The paths as they are (not as text): a directory's name need not be UTF-8.
+    let clone = [
+        OsStr::new("clone"),
+        OsStr::new("--quiet"),
+        OsStr::new("--shared"),
+        OsStr::new("--no-checkout"),
+        key.0.as_os_str(),
+        path.as_os_str(),
+    ];
+    git.run(dir, clone)
+        .await
+        .map_err(TargetCheckoutError::Clone)?;
+    git.run(
+        &path,
+        &[
+            "-c",
+            "advice.detachedHead=false",
+            "checkout",
+            "--quiet",
+            "--detach",
+            commit,
+        ],
+    )
+    .await
+    .map_err(TargetCheckoutError::Checkout)?;
+    made.insert(key, path.clone());
+    Ok(path)
 }
 
 /// git, run without a shell in a given environment, bounded in time.

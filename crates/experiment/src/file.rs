@@ -1278,6 +1278,18 @@ fn check_compare(file: &ExperimentFile, compare: &CompareSpec) -> Result<(), Inv
     compare
         .allowed(file)
         .map_err(|e| Invalid::new(e.to_string()))?;
+    check_compare_targets(file, compare)?;
+    if let Some(search) = &file.search {
+        if search.rounds.is_none() {
+            return Err(Invalid::new("[compare] with [search] gates capacity from searches compared in interleaved rounds: add rounds = 16 to [search]"));
+        }
+    }
+    check_compare_rounds(file, compare)?;
+    check_compare_load(file)
+}
+
+/// `[compare]`'s targets: each a `[[target]]`, named once, and every target one of them.
+fn check_compare_targets(file: &ExperimentFile, compare: &CompareSpec) -> Result<(), Invalid> {
     let named = compare.targets();
     for (i, name) in named.iter().enumerate() {
         if !file.targets.iter().any(|t| t.name == *name) {
@@ -1301,51 +1313,57 @@ fn check_compare(file: &ExperimentFile, compare: &CompareSpec) -> Result<(), Inv
             t.name
         )));
     }
-    if let Some(search) = &file.search {
-        if search.rounds.is_none() {
-            return Err(Invalid::new("[compare] with [search] gates capacity from searches compared in interleaved rounds: add rounds = 16 to [search]"));
-        }
-    }
+    Ok(())
+}
+
+/// `[compare]`'s `rounds`: absent (with no min_rounds, max_rounds or budget) or `"auto"` with
+/// sane bounds, and `"auto"` only where a fixed rate is run.
+fn check_compare_rounds(file: &ExperimentFile, compare: &CompareSpec) -> Result<(), Invalid> {
     match compare.rounds.as_deref() {
         None if compare.min_rounds.is_some()
             || compare.max_rounds.is_some()
             || compare.budget.is_some() =>
         {
-            return Err(Invalid::new(
+            Err(Invalid::new(
                 "[compare] min_rounds, max_rounds and budget go with rounds = \"auto\": add it, or drop them (the file's repetitions are then the rounds)",
-            ));
+            ))
         }
-        None => {}
-        Some("auto") => {
-            let auto = compare.auto().unwrap_or(AutoRounds {
-                min: 5,
-                max: 40,
-                budget: None,
-            });
-            if (auto.min as usize) < analysis::ab::MIN_ROUNDS
-                || auto.max < auto.min
-                || auto.max > 1000
-            {
-                return Err(Invalid::new(format!(
-                    "[compare] rounds = \"auto\" looks from min_rounds ({}) to max_rounds ({}): give {} ≤ min_rounds ≤ max_rounds ≤ 1000",
-                    auto.min,
-                    auto.max,
-                    analysis::ab::MIN_ROUNDS
-                )));
-            }
-            if file.search.is_some() && !file.has_shares() {
-                return Err(Invalid::new(
-                    "[compare] rounds = \"auto\" reads rounds at a fixed rate (or a share of the capacities found); a comparison of searches runs [search] rounds: set those instead",
-                ));
-            }
-        }
-        Some(other) => {
-            return Err(Invalid::new(format!(
-                "[compare] rounds = {:?}: write rounds = \"auto\" (read after every round until decided), or leave it out and give repetitions",
-                redact::printable(other)
-            )));
-        }
+        None => Ok(()),
+        Some("auto") => check_compare_auto(file, compare),
+        Some(other) => Err(Invalid::new(format!(
+            "[compare] rounds = {:?}: write rounds = \"auto\" (read after every round until decided), or leave it out and give repetitions",
+            redact::printable(other)
+        ))),
     }
+}
+
+/// `rounds = "auto"`: min_rounds and max_rounds in order and in bounds, and a fixed rate to
+/// read rounds at.
+fn check_compare_auto(file: &ExperimentFile, compare: &CompareSpec) -> Result<(), Invalid> {
+    let auto = compare.auto().unwrap_or(AutoRounds {
+        min: 5,
+        max: 40,
+        budget: None,
+    });
+    if (auto.min as usize) < analysis::ab::MIN_ROUNDS || auto.max < auto.min || auto.max > 1000 {
+        return Err(Invalid::new(format!(
+            "[compare] rounds = \"auto\" looks from min_rounds ({}) to max_rounds ({}): give {} ≤ min_rounds ≤ max_rounds ≤ 1000",
+            auto.min,
+            auto.max,
+            analysis::ab::MIN_ROUNDS
+        )));
+    }
+    if file.search.is_some() && !file.has_shares() {
+        return Err(Invalid::new(
+            "[compare] rounds = \"auto\" reads rounds at a fixed rate (or a share of the capacities found); a comparison of searches runs [search] rounds: set those instead",
+        ));
+    }
+    Ok(())
+}
+
+/// `[compare]`'s load: run from this machine, the same for every build, one fixed rate of an
+/// open loop (unless searches are compared).
+fn check_compare_load(file: &ExperimentFile) -> Result<(), Invalid> {
     if file.guns.is_some() {
         return Err(Invalid::new(
             "[compare] runs from this machine: drop [guns]",
@@ -1403,38 +1421,7 @@ fn check_watches(watches: &[WatchSpec]) -> Result<(), Invalid> {
 /// One `[[target]]`: how it runs, where it is watched, what it is given.
 fn check_target(t: &TargetSpec, has_database: bool) -> Result<(), Invalid> {
     check_kind(t, has_database)?;
-    let given = |v: &Option<String>| v.as_deref().is_some_and(|v| !v.trim().is_empty());
-    if t.url.is_some() && !given(&t.url) || t.probe.is_some() && !given(&t.probe) {
-        return Err(Invalid::new(format!(
-            "target {:?}: url and probe must not be empty: a base URL such as \"http://10.0.1.5:8080\" and a \"HOST:PORT\"",
-            t.name
-        )));
-    }
-    match (&t.url, &t.probe) {
-        (Some(_), None) => {
-            return Err(Invalid::new(format!(
-                "target {:?} is remote (url) but names no probe: add probe = \"HOST:PORT\"",
-                t.name
-            )))
-        }
-        (None, Some(_)) => {
-            return Err(Invalid::new(format!(
-                "target {:?} has a probe but no url: a local target is watched by the runner's own probe",
-                t.name
-            )))
-        }
-        (None, None)
-            if t.kind() == TargetKind::Builtin
-                && !crate::targets::NAMES.contains(&t.run_name()) =>
-        {
-            return Err(Invalid::new(format!(
-                "target {:?}: no such target in targets/ (use one of {}, or run = \"…\", or command = [\"…\"] for a server of yours, or url and probe for a remote one)",
-                t.name,
-                crate::targets::NAMES.join(", ")
-            )))
-        }
-        _ => {}
-    }
+    check_target_place(t)?;
     if t.probe_token_file.is_some() && t.probe_fingerprint.is_none() && t.probe_ca.is_none() {
         return Err(Invalid::new(format!(
             "target {:?}: probe_token_file needs probe_fingerprint or probe_ca: a token is only sent over TLS that checks the probe is the one you mean",
@@ -1447,6 +1434,55 @@ fn check_target(t: &TargetSpec, has_database: bool) -> Result<(), Invalid> {
             t.name
         )));
     }
+    check_pass_env(t)?;
+    if let Some(memory) = &t.memory {
+        crate::limits::parse_bytes(memory)
+            .map_err(|e| Invalid::new(format!("target {:?}: memory: {e}", t.name)))?;
+    }
+    if t.cpus.is_some_and(|c| !(c > 0.0 && c <= 1024.0)) {
+        return Err(Invalid::new(format!(
+            "target {:?}: cpus must be above 0 and at most 1024",
+            t.name
+        )));
+    }
+    Ok(())
+}
+
+/// A target's `url` and `probe`: both or neither, neither empty; a local built-in one named in
+/// targets/.
+fn check_target_place(t: &TargetSpec) -> Result<(), Invalid> {
+    let given = |v: &Option<String>| v.as_deref().is_some_and(|v| !v.trim().is_empty());
+    if t.url.is_some() && !given(&t.url) || t.probe.is_some() && !given(&t.probe) {
+        return Err(Invalid::new(format!(
+            "target {:?}: url and probe must not be empty: a base URL such as \"http://10.0.1.5:8080\" and a \"HOST:PORT\"",
+            t.name
+        )));
+    }
+    match (&t.url, &t.probe) {
+        (Some(_), None) => Err(Invalid::new(format!(
+            "target {:?} is remote (url) but names no probe: add probe = \"HOST:PORT\"",
+            t.name
+        ))),
+        (None, Some(_)) => Err(Invalid::new(format!(
+            "target {:?} has a probe but no url: a local target is watched by the runner's own probe",
+            t.name
+        ))),
+        (None, None)
+            if t.kind() == TargetKind::Builtin
+                && !crate::targets::NAMES.contains(&t.run_name()) =>
+        {
+            Err(Invalid::new(format!(
+                "target {:?}: no such target in targets/ (use one of {}, or run = \"…\", or command = [\"…\"] for a server of yours, or url and probe for a remote one)",
+                t.name,
+                crate::targets::NAMES.join(", ")
+            )))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// A target's `pass_env`: variable names, none Showdown keeps from targets.
+fn check_pass_env(t: &TargetSpec) -> Result<(), Invalid> {
     for name in &t.pass_env {
         if !is_variable_name(name) {
             return Err(Invalid::new(format!(
@@ -1461,16 +1497,6 @@ fn check_target(t: &TargetSpec, has_database: bool) -> Result<(), Invalid> {
             )));
         }
     }
-    if let Some(memory) = &t.memory {
-        crate::limits::parse_bytes(memory)
-            .map_err(|e| Invalid::new(format!("target {:?}: memory: {e}", t.name)))?;
-    }
-    if t.cpus.is_some_and(|c| !(c > 0.0 && c <= 1024.0)) {
-        return Err(Invalid::new(format!(
-            "target {:?}: cpus must be above 0 and at most 1024",
-            t.name
-        )));
-    }
     Ok(())
 }
 
@@ -1481,21 +1507,7 @@ fn check_matrix(
 ) -> Result<(), Invalid> {
     for (axis, values) in &file.matrix {
         if axis == "env" {
-            let toml::Value::Table(vars) = values else {
-                return Err(Invalid::new(
-                    "matrix.env must be a table: write env.NAME = [values]",
-                ));
-            };
-            for (var, values) in vars {
-                match values {
-                    toml::Value::Array(v) if !v.is_empty() => {}
-                    _ => {
-                        return Err(Invalid::new(format!(
-                            "matrix.env.{var} must be a list of values"
-                        )))
-                    }
-                }
-            }
+            check_env_axis(values)?;
             continue;
         }
         let toml::Value::Array(values) = values else {
@@ -1528,31 +1540,55 @@ fn check_matrix(
                 }
             }
             a if SCALAR_AXES.contains(&a) => {}
-            parameter => {
-                let placeholder = format!("{{{parameter}}}");
-                let mentions = |l: &LoadSpec| {
-                    l.path.as_deref().is_some_and(|p| p.contains(&placeholder))
-                        || l.body.as_deref().is_some_and(|b| b.contains(&placeholder))
-                        || l.mix.iter().flatten().any(|m| {
-                            m.path.contains(&placeholder)
-                                || m.body.as_deref().is_some_and(|b| b.contains(&placeholder))
-                        })
-                };
-                let used = mentions(&file.load)
-                    || file.loads.values().any(mentions)
-                    || file
-                        .targets
-                        .iter()
-                        .filter_map(|t| t.load.as_ref())
-                        .any(mentions);
-                if !used {
-                    return Err(Invalid::new(format!(
-                        "matrix.{parameter}: not an axis (use target, load, env.NAME, one of {}, or a parameter written {placeholder} in the load's path or body)",
-                        SCALAR_AXES.join(", ")
-                    )));
-                }
+            parameter => check_parameter_axis(file, parameter)?,
+        }
+    }
+    Ok(())
+}
+
+/// `matrix.env`: a table of variables, each a list of values.
+fn check_env_axis(values: &toml::Value) -> Result<(), Invalid> {
+    let toml::Value::Table(vars) = values else {
+        return Err(Invalid::new(
+            "matrix.env must be a table: write env.NAME = [values]",
+        ));
+    };
+    for (var, values) in vars {
+        match values {
+            toml::Value::Array(v) if !v.is_empty() => {}
+            _ => {
+                return Err(Invalid::new(format!(
+                    "matrix.env.{var} must be a list of values"
+                )))
             }
         }
+    }
+    Ok(())
+}
+
+/// An axis that is none of the known ones: a parameter some load writes as `{NAME}`.
+fn check_parameter_axis(file: &ExperimentFile, parameter: &str) -> Result<(), Invalid> {
+    let placeholder = format!("{{{parameter}}}");
+    let mentions = |l: &LoadSpec| {
+        l.path.as_deref().is_some_and(|p| p.contains(&placeholder))
+            || l.body.as_deref().is_some_and(|b| b.contains(&placeholder))
+            || l.mix.iter().flatten().any(|m| {
+                m.path.contains(&placeholder)
+                    || m.body.as_deref().is_some_and(|b| b.contains(&placeholder))
+            })
+    };
+    let used = mentions(&file.load)
+        || file.loads.values().any(mentions)
+        || file
+            .targets
+            .iter()
+            .filter_map(|t| t.load.as_ref())
+            .any(mentions);
+    if !used {
+        return Err(Invalid::new(format!(
+            "matrix.{parameter}: not an axis (use target, load, env.NAME, one of {}, or a parameter written {placeholder} in the load's path or body)",
+            SCALAR_AXES.join(", ")
+        )));
     }
     Ok(())
 }
@@ -1580,41 +1616,7 @@ fn check_kind(t: &TargetSpec, has_database: bool) -> Result<(), Invalid> {
             let Some(command) = &t.command else {
                 return Ok(());
             };
-            if command.first().is_none_or(|p| p.trim().is_empty()) {
-                return Err(Invalid::new(format!(
-                    "target {name:?}: command is empty: write the program and its arguments, e.g. [\"node\", \"server.js\"]"
-                )));
-            }
-            if t.run.is_some() {
-                return Err(Invalid::new(format!(
-                    "target {name:?}: run names a built-in target, command starts your own: give one"
-                )));
-            }
-            if t.build
-                .as_ref()
-                .is_some_and(|b| b.first().is_none_or(|p| p.trim().is_empty()))
-            {
-                return Err(Invalid::new(format!("target {name:?}: build is empty: drop it, or write the program and its arguments")));
-            }
-            if let Some(r) = &t.git_ref {
-                crate::checkout::check_ref(r)
-                    .map_err(|e| Invalid::new(format!("target {name:?}: {e}")))?;
-            }
-            if t.port.is_none() && !t.wants_a_port() {
-                return Err(Invalid::new(format!(
-                    "target {name:?}: say where it listens: port = N, or {PORT_PLACEHOLDER} in its command or env for a port the runner chooses"
-                )));
-            }
-            if t.port == Some(0) {
-                return Err(Invalid::new(format!(
-                    "target {name:?}: port 0 is not a port to reach: write {PORT_PLACEHOLDER} where the port goes for one the runner chooses"
-                )));
-            }
-            if t.contract == Some(Contract::Showdown) {
-                return Err(Invalid::new(format!(
-                    "target {name:?}: contract = \"showdown\" is for the built-in targets and remote ones; a command's server is held to its checks"
-                )));
-            }
+            check_command(t, command)?;
         }
         TargetKind::Remote | TargetKind::Builtin => {
             if let Some((field, _)) = only_command.iter().find(|(_, given)| *given) {
@@ -1639,6 +1641,49 @@ fn check_kind(t: &TargetSpec, has_database: bool) -> Result<(), Invalid> {
     for c in &t.checks {
         check_check(c, has_database)
             .map_err(|e| Invalid::new(format!("target {name:?}: [[target.check]] {e}")))?;
+    }
+    Ok(())
+}
+
+/// A server started by command: a program to run, a build to run if any, a ref to build
+/// from, where it listens; no run, no contract of the built-in targets.
+fn check_command(t: &TargetSpec, command: &[String]) -> Result<(), Invalid> {
+    let name = &t.name;
+    if command.first().is_none_or(|p| p.trim().is_empty()) {
+        return Err(Invalid::new(format!(
+            "target {name:?}: command is empty: write the program and its arguments, e.g. [\"node\", \"server.js\"]"
+        )));
+    }
+    if t.run.is_some() {
+        return Err(Invalid::new(format!(
+            "target {name:?}: run names a built-in target, command starts your own: give one"
+        )));
+    }
+    if t.build
+        .as_ref()
+        .is_some_and(|b| b.first().is_none_or(|p| p.trim().is_empty()))
+    {
+        return Err(Invalid::new(format!(
+            "target {name:?}: build is empty: drop it, or write the program and its arguments"
+        )));
+    }
+    if let Some(r) = &t.git_ref {
+        crate::checkout::check_ref(r).map_err(|e| Invalid::new(format!("target {name:?}: {e}")))?;
+    }
+    if t.port.is_none() && !t.wants_a_port() {
+        return Err(Invalid::new(format!(
+            "target {name:?}: say where it listens: port = N, or {PORT_PLACEHOLDER} in its command or env for a port the runner chooses"
+        )));
+    }
+    if t.port == Some(0) {
+        return Err(Invalid::new(format!(
+            "target {name:?}: port 0 is not a port to reach: write {PORT_PLACEHOLDER} where the port goes for one the runner chooses"
+        )));
+    }
+    if t.contract == Some(Contract::Showdown) {
+        return Err(Invalid::new(format!(
+            "target {name:?}: contract = \"showdown\" is for the built-in targets and remote ones; a command's server is held to its checks"
+        )));
     }
     Ok(())
 }
@@ -1685,23 +1730,7 @@ pub fn is_header(name: &str, value: &str) -> bool {
 }
 
 fn check_search(search: &SearchSpec) -> Result<(), Invalid> {
-    if search.slo.is_empty() {
-        return Err(Invalid::new(
-            "[search] slo is empty: write e.g. slo = [\"p99<=10ms\", \"errors<=0.1%\"]",
-        ));
-    }
-    for term in &search.slo {
-        let parsed = term.parse::<analysis::capacity::Term>().map_err(|e| {
-            Invalid::new(format!(
-                "[search] slo: {:?}: {}; {}",
-                term,
-                e.why,
-                analysis::capacity::slo::GRAMMAR
-            ))
-        })?;
-        analysis::capacity::slo::search_term(&parsed)
-            .map_err(|why| Invalid::new(format!("[search] slo: {why}; give it as a load's slo")))?;
-    }
+    check_search_slo(search)?;
     if let Some(r) = &search.resolution {
         order::percent(r).map_err(|why| Invalid::new(format!("[search] resolution: {why}")))?;
     }
@@ -1728,6 +1757,33 @@ fn check_search(search: &SearchSpec) -> Result<(), Invalid> {
             return Err(Invalid::new("[search] check follows a search of one target: drop check, or rounds (a comparison's rounds are its own check)"));
         }
     }
+    check_search_bounds(search)
+}
+
+/// `[search] slo`: not empty, every term one a search can judge.
+fn check_search_slo(search: &SearchSpec) -> Result<(), Invalid> {
+    if search.slo.is_empty() {
+        return Err(Invalid::new(
+            "[search] slo is empty: write e.g. slo = [\"p99<=10ms\", \"errors<=0.1%\"]",
+        ));
+    }
+    for term in &search.slo {
+        let parsed = term.parse::<analysis::capacity::Term>().map_err(|e| {
+            Invalid::new(format!(
+                "[search] slo: {:?}: {}; {}",
+                term,
+                e.why,
+                analysis::capacity::slo::GRAMMAR
+            ))
+        })?;
+        analysis::capacity::slo::search_term(&parsed)
+            .map_err(|why| Invalid::new(format!("[search] slo: {why}; give it as a load's slo")))?;
+    }
+    Ok(())
+}
+
+/// `[search]`'s step and warm-up within an hour, its rates above 0 and in order.
+fn check_search_bounds(search: &SearchSpec) -> Result<(), Invalid> {
     let hour = Duration::from_secs(3600);
     if search
         .step

@@ -461,10 +461,7 @@ pub fn plan(experiment: &Experiment, options: &PlanOptions) -> Result<Plan, Plan
     let file = &experiment.file;
     bounds(experiment, options)?;
     let axes = axes(experiment);
-    let targets: Vec<String> = match file.matrix.get("target") {
-        Some(toml::Value::Array(names)) => names.iter().map(label_value).collect(),
-        _ => file.targets.iter().map(|t| t.name.clone()).collect(),
-    };
+    let targets = target_names(experiment);
     let repetitions = repetitions(experiment, options)?;
     // The count first: four axes of a hundred values must be refused, not built.
     let count = axes
@@ -475,40 +472,8 @@ pub fn plan(experiment: &Experiment, options: &PlanOptions) -> Result<Plan, Plan
     if count > MAX_CELLS {
         return Err(PlanError::TooManyCells(count));
     }
-    let settings = settings(&axes);
-    let mut all = Vec::new();
-    for repetition in 1..=repetitions {
-        let mut settings_order: Vec<&Vec<(String, toml::Value)>> = settings.iter().collect();
-        let mut targets_order: Vec<&String> = targets.iter().collect();
-        // Every other repetition in reverse: what runs first is not always the same.
-        if repetition % 2 == 0 {
-            settings_order.reverse();
-            targets_order.reverse();
-        }
-        for setting in settings_order {
-            for target in &targets_order {
-                all.push(cell(
-                    experiment,
-                    target,
-                    setting,
-                    repetition,
-                    options.scale,
-                )?);
-            }
-        }
-    }
-    if file.compare.is_some() && file.search.is_some() {
-        // Each setting's searches once: a comparison's rounds are [search]'s.
-        all.retain(|c: &Cell| c.kind != CellKind::Search || c.repetition == 1);
-    }
-    let all = shares(all)?;
-    interleavable(experiment, &all)?;
-    let mut searched: Vec<Vec<(String, String)>> = Vec::new();
-    for c in all.iter().filter(|c| c.kind == CellKind::Search) {
-        if !searched.contains(&c.setting) {
-            searched.push(c.setting.clone());
-        }
-    }
+    let all = every_cell(experiment, &axes, &targets, repetitions, options.scale)?;
+    let searched = searched_settings(&all);
     let mut cells: Vec<Cell> = all.into_iter().filter(|c| options.selects(c)).collect();
     for (i, c) in cells.iter_mut().enumerate() {
         c.number = i + 1;
@@ -534,6 +499,61 @@ pub fn plan(experiment: &Experiment, options: &PlanOptions) -> Result<Plan, Plan
     };
     plan.promises = promises(&plan);
     Ok(plan)
+}
+
+/// The targets the plan runs: the matrix's `target` axis, else every `[[target]]`.
+fn target_names(experiment: &Experiment) -> Vec<String> {
+    let file = &experiment.file;
+    match file.matrix.get("target") {
+        Some(toml::Value::Array(names)) => names.iter().map(label_value).collect(),
+        _ => file.targets.iter().map(|t| t.name.clone()).collect(),
+    }
+}
+
+/// Every cell of the whole matrix in the order they run, before `--only` cuts it: shares tied
+/// to their searches, and searches run in rounds checked.
+fn every_cell(
+    experiment: &Experiment,
+    axes: &[Axis],
+    targets: &[String],
+    repetitions: u32,
+    scale: f64,
+) -> Result<Vec<Cell>, PlanError> {
+    let file = &experiment.file;
+    let settings = settings(axes);
+    let mut all = Vec::new();
+    for repetition in 1..=repetitions {
+        let mut settings_order: Vec<&Vec<(String, toml::Value)>> = settings.iter().collect();
+        let mut targets_order: Vec<&String> = targets.iter().collect();
+        // Every other repetition in reverse: what runs first is not always the same.
+        if repetition % 2 == 0 {
+            settings_order.reverse();
+            targets_order.reverse();
+        }
+        for setting in settings_order {
+            for target in &targets_order {
+                all.push(cell(experiment, target, setting, repetition, scale)?);
+            }
+        }
+    }
+    if file.compare.is_some() && file.search.is_some() {
+        // Each setting's searches once: a comparison's rounds are [search]'s.
+        all.retain(|c: &Cell| c.kind != CellKind::Search || c.repetition == 1);
+    }
+    let all = shares(all)?;
+    interleavable(experiment, &all)?;
+    Ok(all)
+}
+
+/// The settings that have a search, each once, in the order they run.
+fn searched_settings(all: &[Cell]) -> Vec<Vec<(String, String)>> {
+    let mut searched: Vec<Vec<(String, String)>> = Vec::new();
+    for c in all.iter().filter(|c| c.kind == CellKind::Search) {
+        if !searched.contains(&c.setting) {
+            searched.push(c.setting.clone());
+        }
+    }
+    searched
 }
 
 /// The scale, the repetitions and the CPUs named: within bounds, and on this host.
@@ -813,6 +833,41 @@ fn cell(
     repetition: u32,
     scale: f64,
 ) -> Result<Cell, PlanError> {
+    let at = at_setting(experiment, target, setting)?;
+    let mut load = scaled(&at.load.with(&at.scalars), scale);
+    if at.searches {
+        load.rate = None;
+    }
+    fill_parameters(&mut load, &at.parameters);
+    let cell = Cell {
+        number: 0,
+        target: target.to_string(),
+        setting: setting
+            .iter()
+            .map(|(k, v)| (k.clone(), label_value(v)))
+            .collect(),
+        repetition,
+        kind: match (&experiment.file.search, load.share()) {
+            (None, _) => CellKind::Fixed,
+            (Some(_), None) => CellKind::Search,
+            (Some(_), Some(_)) => CellKind::Share {
+                searches: Vec::new(),
+            },
+        },
+        load,
+        env: at.env,
+    };
+    check_cell(&cell)?;
+    Ok(cell)
+}
+
+/// `target`'s load and environment at `setting`: the file's load, the target's own, then each
+/// axis's value.
+fn at_setting(
+    experiment: &Experiment,
+    target: &str,
+    setting: &[(String, toml::Value)],
+) -> Result<At, PlanError> {
     let file = &experiment.file;
     let spec = file
         .targets
@@ -833,11 +888,12 @@ fn cell(
     for (key, value) in setting {
         at.apply(file, key, value)?;
     }
-    let mut load = scaled(&at.load.with(&at.scalars), scale);
-    if at.searches {
-        load.rate = None;
-    }
-    for (placeholder, value) in &at.parameters {
+    Ok(at)
+}
+
+/// Puts each parameter's value for its `{axis}` in the load's paths and bodies.
+fn fill_parameters(load: &mut LoadSpec, parameters: &[(String, String)]) {
+    for (placeholder, value) in parameters {
         let put = |text: &mut String| *text = text.replace(placeholder, value);
         load.path.iter_mut().for_each(put);
         load.body.iter_mut().for_each(put);
@@ -846,24 +902,10 @@ fn cell(
             entry.body.iter_mut().for_each(put);
         }
     }
-    let cell = Cell {
-        number: 0,
-        target: target.to_string(),
-        setting: setting
-            .iter()
-            .map(|(k, v)| (k.clone(), label_value(v)))
-            .collect(),
-        repetition,
-        kind: match (&experiment.file.search, load.share()) {
-            (None, _) => CellKind::Fixed,
-            (Some(_), None) => CellKind::Search,
-            (Some(_), Some(_)) => CellKind::Share {
-                searches: Vec::new(),
-            },
-        },
-        load,
-        env: at.env,
-    };
+}
+
+/// A cell's load checked for what it runs (a search, a fixed load), and its SLO parsed.
+fn check_cell(cell: &Cell) -> Result<(), PlanError> {
     let checked = match (relative_path(&cell.load), &cell.kind) {
         (Some(path), _) => Err(LoadError::RelativePath(redact::printable(path))),
         (None, CellKind::Search) => check_search_load(&cell.load),
@@ -880,7 +922,7 @@ fn cell(
         cell: cell.key(),
         why,
     })?;
-    Ok(cell)
+    Ok(())
 }
 
 /// A cell's load as its setting's values make it: the load (a named one), the scalars set by

@@ -221,7 +221,6 @@ const BURST: i64 = 20;
 /// Runs every check against the target at `base` (`http://HOST:PORT`).
 pub async fn verify(base: &str, expect: &Expect) -> Verdict {
     let http = Http::new(Duration::from_secs(10));
-    let url = |path: &str| format!("{base}{path}");
     let mut verdict = Verdict::default();
 
     answers(&http, base, &mut verdict).await;
@@ -233,47 +232,14 @@ pub async fn verify(base: &str, expect: &Expect) -> Verdict {
     match &expect.secret {
         Some(secret) => verdict.record(
             "POST /encrypt decrypts with the key",
-            async {
-                let body = br#"{"userId":"user-42","password":"correct horse"}"#;
-                let x = http.post(&url("/encrypt"), body).await?;
-                status(&x, StatusCode::OK)?;
-                json_headers(&x)?;
-                let v = x.json()?;
-                let (first, second) = (text(&v, "userId")?, text(&v, "password")?);
-                for (sent, got) in [("user-42", first), ("correct horse", second)] {
-                    let plain = decrypt(secret, got)?;
-                    if plain != sent {
-                        return Err(CheckFailure::Decrypts {
-                            got: got.to_string(),
-                            plain,
-                            sent: sent.to_string(),
-                        });
-                    }
-                }
-                if first.split(':').next() == second.split(':').next() {
-                    return Err(CheckFailure::SharedIv);
-                }
-                Ok::<(), CheckFailure>(())
-            }
-            .await,
+            encrypts(&http, base, secret).await,
         ),
         None => verdict.skip("POST /encrypt decrypts with the key", "no SECRET was given"),
     }
     match &expect.upstream_body {
         Some(upstream) => verdict.record(
             "GET /proxy returns the upstream's body",
-            async {
-                let x = http.get(&url("/proxy")).await?;
-                status(&x, StatusCode::OK)?;
-                if x.body != *upstream {
-                    return Err(CheckFailure::NotUpstream {
-                        got: x.body.len(),
-                        want: upstream.len(),
-                    });
-                }
-                Ok::<(), CheckFailure>(())
-            }
-            .await,
+            proxies(&http, base, upstream).await,
         ),
         None => verdict.skip(
             "GET /proxy returns the upstream's body",
@@ -281,6 +247,46 @@ pub async fn verify(base: &str, expect: &Expect) -> Verdict {
         ),
     }
     verdict
+}
+
+/// `POST /encrypt`: both fields decrypt with `secret` to what was sent, each with an IV of
+/// its own.
+async fn encrypts(http: &Http, base: &str, secret: &str) -> Result<(), CheckFailure> {
+    let url = |path: &str| format!("{base}{path}");
+    let body = br#"{"userId":"user-42","password":"correct horse"}"#;
+    let x = http.post(&url("/encrypt"), body).await?;
+    status(&x, StatusCode::OK)?;
+    json_headers(&x)?;
+    let v = x.json()?;
+    let (first, second) = (text(&v, "userId")?, text(&v, "password")?);
+    for (sent, got) in [("user-42", first), ("correct horse", second)] {
+        let plain = decrypt(secret, got)?;
+        if plain != sent {
+            return Err(CheckFailure::Decrypts {
+                got: got.to_string(),
+                plain,
+                sent: sent.to_string(),
+            });
+        }
+    }
+    if first.split(':').next() == second.split(':').next() {
+        return Err(CheckFailure::SharedIv);
+    }
+    Ok(())
+}
+
+/// `GET /proxy`: the upstream's body, byte for byte.
+async fn proxies(http: &Http, base: &str, upstream: &Bytes) -> Result<(), CheckFailure> {
+    let url = |path: &str| format!("{base}{path}");
+    let x = http.get(&url("/proxy")).await?;
+    status(&x, StatusCode::OK)?;
+    if x.body != *upstream {
+        return Err(CheckFailure::NotUpstream {
+            got: x.body.len(),
+            want: upstream.len(),
+        });
+    }
+    Ok(())
 }
 
 /// What the contract's endpoints answer to requests that are right.
@@ -306,39 +312,10 @@ async fn answers(http: &Http, base: &str, verdict: &mut Verdict) {
         }
         .await,
     );
-    verdict.record(
-        "GET /delay?ms=100",
-        async {
-            let x = http.get(&url("/delay?ms=100")).await?;
-            status(&x, StatusCode::OK)?;
-            json_headers(&x)?;
-            now_body(&x)?;
-            let ms = x.elapsed.as_secs_f64() * 1e3;
-            if !(99.0..600.0).contains(&ms) {
-                return Err(CheckFailure::Time {
-                    ms,
-                    wanted: "about 100",
-                });
-            }
-            Ok::<(), CheckFailure>(())
-        }
-        .await,
-    );
+    verdict.record("GET /delay?ms=100", delay_answer(http, base).await);
     verdict.record(
         "GET /delay?ms=%35%30 (percent-encoded)",
-        async {
-            let x = http.get(&url("/delay?ms=%35%30")).await?;
-            status(&x, StatusCode::OK)?;
-            let ms = x.elapsed.as_secs_f64() * 1e3;
-            if !(49.0..550.0).contains(&ms) {
-                return Err(CheckFailure::Time {
-                    ms,
-                    wanted: "about 50: is the query percent-decoded?",
-                });
-            }
-            Ok::<(), CheckFailure>(())
-        }
-        .await,
+        percent_delay_answer(http, base).await,
     );
     verdict.record(
         "GET /compute?ms=5",
@@ -352,75 +329,15 @@ async fn answers(http: &Http, base: &str, verdict: &mut Verdict) {
     );
     verdict.record(
         "GET /compute?ms=1&delay_ms=50",
-        async {
-            let x = http.get(&url("/compute?ms=1&delay_ms=50")).await?;
-            status(&x, StatusCode::OK)?;
-            now_body(&x)?;
-            let ms = x.elapsed.as_secs_f64() * 1e3;
-            if !(50.0..600.0).contains(&ms) {
-                return Err(CheckFailure::Time {
-                    ms,
-                    wanted: "50 or more",
-                });
-            }
-            Ok::<(), CheckFailure>(())
-        }
-        .await,
+        compute_delay_answer(http, base).await,
     );
 }
 
 /// What they refuse, and how.
 async fn refusals(http: &Http, base: &str, verdict: &mut Verdict) {
     let url = |path: &str| format!("{base}{path}");
-    verdict.record(
-        "bad ms is 400",
-        async {
-            for path in [
-                "/delay",
-                "/delay?ms=-1",
-                "/delay?ms=abc",
-                "/delay?ms=60001",
-                "/delay?ms=1.5",
-                "/compute?ms=x",
-                "/compute?ms=10001",
-                "/compute?ms=1&delay_ms=-5",
-            ] {
-                let x = http.get(&url(path)).await?;
-                error_body(&x, StatusCode::BAD_REQUEST).map_err(|e| e.at(format!("GET {path}")))?;
-            }
-            Ok::<(), CheckFailure>(())
-        }
-        .await,
-    );
-    verdict.record(
-        "bad bodies are 400",
-        async {
-            let long = "x".repeat(256);
-            let cases: Vec<(&str, String)> = vec![
-                ("/users", "not json".into()),
-                ("/users", "[1,2]".into()),
-                ("/users", "{}".into()),
-                ("/users", r#"{"email":"a@b.c"}"#.into()),
-                ("/users", r#"{"email":1,"password":"p"}"#.into()),
-                ("/users", r#"{"email":"","password":"p"}"#.into()),
-                ("/users", format!(r#"{{"email":"{long}","password":"p"}}"#)),
-                ("/user", r#"{"password":"p"}"#.into()),
-                ("/encrypt", r#"{"userId":"u"}"#.into()),
-                (
-                    "/encrypt",
-                    format!(r#"{{"userId":"u","password":"{long}"}}"#),
-                ),
-            ];
-            for (path, body) in cases {
-                let x = http.post(&url(path), body.as_bytes()).await?;
-                error_body(&x, StatusCode::BAD_REQUEST)
-                    .map_err(|e| e.at(format!("POST {path} {body:.40}")))?;
-            }
-            // 255 characters of four bytes each is within the limit: characters, not bytes.
-            Ok::<(), CheckFailure>(())
-        }
-        .await,
-    );
+    verdict.record("bad ms is 400", bad_ms_refused(http, base).await);
+    verdict.record("bad bodies are 400", bad_bodies_refused(http, base).await);
     verdict.record(
         "a body over 64 KiB is 413",
         async {
@@ -444,6 +361,101 @@ async fn refusals(http: &Http, base: &str, verdict: &mut Verdict) {
         }
         .await,
     );
+}
+
+/// `GET /delay?ms=100`: the time, after about 100 ms.
+async fn delay_answer(http: &Http, base: &str) -> Result<(), CheckFailure> {
+    let url = |path: &str| format!("{base}{path}");
+    let x = http.get(&url("/delay?ms=100")).await?;
+    status(&x, StatusCode::OK)?;
+    json_headers(&x)?;
+    now_body(&x)?;
+    let ms = x.elapsed.as_secs_f64() * 1e3;
+    if !(99.0..600.0).contains(&ms) {
+        return Err(CheckFailure::Time {
+            ms,
+            wanted: "about 100",
+        });
+    }
+    Ok(())
+}
+
+/// `GET /delay?ms=%35%30`: after about 50 ms, the query percent-decoded.
+async fn percent_delay_answer(http: &Http, base: &str) -> Result<(), CheckFailure> {
+    let url = |path: &str| format!("{base}{path}");
+    let x = http.get(&url("/delay?ms=%35%30")).await?;
+    status(&x, StatusCode::OK)?;
+    let ms = x.elapsed.as_secs_f64() * 1e3;
+    if !(49.0..550.0).contains(&ms) {
+        return Err(CheckFailure::Time {
+            ms,
+            wanted: "about 50: is the query percent-decoded?",
+        });
+    }
+    Ok(())
+}
+
+/// `GET /compute?ms=1&delay_ms=50`: the time, after 50 ms or more.
+async fn compute_delay_answer(http: &Http, base: &str) -> Result<(), CheckFailure> {
+    let url = |path: &str| format!("{base}{path}");
+    let x = http.get(&url("/compute?ms=1&delay_ms=50")).await?;
+    status(&x, StatusCode::OK)?;
+    now_body(&x)?;
+    let ms = x.elapsed.as_secs_f64() * 1e3;
+    if !(50.0..600.0).contains(&ms) {
+        return Err(CheckFailure::Time {
+            ms,
+            wanted: "50 or more",
+        });
+    }
+    Ok(())
+}
+
+/// Every bad `ms` (missing, negative, not a whole number, too large) answered 400.
+async fn bad_ms_refused(http: &Http, base: &str) -> Result<(), CheckFailure> {
+    let url = |path: &str| format!("{base}{path}");
+    for path in [
+        "/delay",
+        "/delay?ms=-1",
+        "/delay?ms=abc",
+        "/delay?ms=60001",
+        "/delay?ms=1.5",
+        "/compute?ms=x",
+        "/compute?ms=10001",
+        "/compute?ms=1&delay_ms=-5",
+    ] {
+        let x = http.get(&url(path)).await?;
+        error_body(&x, StatusCode::BAD_REQUEST).map_err(|e| e.at(format!("GET {path}")))?;
+    }
+    Ok(())
+}
+
+/// Every bad body of `/users`, `/user` and `/encrypt` answered 400.
+async fn bad_bodies_refused(http: &Http, base: &str) -> Result<(), CheckFailure> {
+    let url = |path: &str| format!("{base}{path}");
+    let long = "x".repeat(256);
+    let cases: Vec<(&str, String)> = vec![
+        ("/users", "not json".into()),
+        ("/users", "[1,2]".into()),
+        ("/users", "{}".into()),
+        ("/users", r#"{"email":"a@b.c"}"#.into()),
+        ("/users", r#"{"email":1,"password":"p"}"#.into()),
+        ("/users", r#"{"email":"","password":"p"}"#.into()),
+        ("/users", format!(r#"{{"email":"{long}","password":"p"}}"#)),
+        ("/user", r#"{"password":"p"}"#.into()),
+        ("/encrypt", r#"{"userId":"u"}"#.into()),
+        (
+            "/encrypt",
+            format!(r#"{{"userId":"u","password":"{long}"}}"#),
+        ),
+    ];
+    for (path, body) in cases {
+        let x = http.post(&url(path), body.as_bytes()).await?;
+        error_body(&x, StatusCode::BAD_REQUEST)
+            .map_err(|e| e.at(format!("POST {path} {body:.40}")))?;
+    }
+    // 255 characters of four bytes each is within the limit: characters, not bytes.
+    Ok(())
 }
 
 /// A burst of inserts, and the rows counted around it.

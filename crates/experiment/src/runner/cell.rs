@@ -239,42 +239,81 @@ impl<F: Firing> CellContext<'_, F> {
             return Ok(failed);
         }
         if cell.kind == CellKind::Search {
-            // A search: its steps warm up on their own, and the cell is the search.
-            let searched = self.attack(cell, spec, &w, Phase::Step, None, run_id.clone());
-            let outcome = search_outcome(self.fire(&searched, stop).await);
-            drop((w.probes, w.reader));
-            let outcome = self
-                .stop_target(cell, w.target, &outcome)
-                .await
-                .unwrap_or(outcome);
-            if let CellOutcome::Failed(reason) = &outcome {
-                self.keep_failed(cell, reason, None).await?;
+            return self.search_alone(cell, spec, w, run_id, stop).await;
+        }
+        let (mut outcome, measured_id) = match self.warm_up(cell, spec, &w, stop).await {
+            CellOutcome::Done => self.measure_cell(cell, spec, &w, run_id, stop).await?,
+            other => (other, None),
+        };
+        drop((w.probes, w.reader));
+        if let Some(failed) = self.stop_target(cell, w.target, &outcome).await {
+            outcome = failed;
+        }
+        if let CellOutcome::Failed(reason) = &outcome {
+            self.keep_failed(cell, reason, measured_id).await?;
+        }
+        Ok(outcome)
+    }
+
+    /// A search cell, its target watched in `w`: its steps warm up on their own, and the cell
+    /// is the search (under `run_id`); the target stopped after.
+    async fn search_alone(
+        &self,
+        cell: &Cell,
+        spec: &TargetSpec,
+        w: Watched,
+        run_id: String,
+        stop: &mut watch::Receiver<bool>,
+    ) -> Result<CellOutcome, Error> {
+        let searched = self.attack(cell, spec, &w, Phase::Step, None, run_id);
+        let outcome = search_outcome(self.fire(&searched, stop).await);
+        self.end_search(cell, w, outcome).await
+    }
+
+    /// The cell's warm-up, when the plan has one: `Done` when it passed or there is none.
+    async fn warm_up(
+        &self,
+        cell: &Cell,
+        spec: &TargetSpec,
+        w: &Watched,
+        stop: &mut watch::Receiver<bool>,
+    ) -> CellOutcome {
+        if self.plan.warmup.is_zero() {
+            return CellOutcome::Done;
+        }
+        let warmup = self.attack(
+            cell,
+            spec,
+            w,
+            Phase::Warmup,
+            Some(self.plan.warmup),
+            RunMeta::new_id(),
+        );
+        match self.volley(&warmup, stop).await {
+            Some(CellOutcome::Failed(why)) => {
+                CellOutcome::Failed(format!("the warm-up failed: {why}"))
             }
-            return Ok(outcome);
+            Some(other) => other,
+            None => warmup_outcome(self.fire(&warmup, stop).await),
         }
+    }
+
+    /// The cell's measured run (under `run_id`), measured once more when other processes held
+    /// it back: its outcome, and the id of the run to keep failed when it failed (`None` when
+    /// kept so already).
+    async fn measure_cell(
+        &self,
+        cell: &Cell,
+        spec: &TargetSpec,
+        w: &Watched,
+        mut run_id: String,
+        stop: &mut watch::Receiver<bool>,
+    ) -> Result<(CellOutcome, Option<String>), Error> {
         let mut outcome = CellOutcome::Done;
-        if !self.plan.warmup.is_zero() {
-            let warmup = self.attack(
-                cell,
-                spec,
-                &w,
-                Phase::Warmup,
-                Some(self.plan.warmup),
-                RunMeta::new_id(),
-            );
-            outcome = match self.volley(&warmup, stop).await {
-                Some(CellOutcome::Failed(why)) => {
-                    CellOutcome::Failed(format!("the warm-up failed: {why}"))
-                }
-                Some(other) => other,
-                None => warmup_outcome(self.fire(&warmup, stop).await),
-            };
-        }
         let mut measured_id = None;
-        let mut run_id = run_id;
         let mut again = true;
         while matches!(outcome, CellOutcome::Done) {
-            let measure = self.attack(cell, spec, &w, Phase::Measure, None, run_id.clone());
+            let measure = self.attack(cell, spec, w, Phase::Measure, None, run_id.clone());
             measured_id = Some(run_id.clone());
             let held;
             (outcome, held) = match self.volley(&measure, stop).await {
@@ -304,14 +343,7 @@ impl<F: Firing> CellContext<'_, F> {
             run_id = RunMeta::new_id();
             outcome = CellOutcome::Done;
         }
-        drop((w.probes, w.reader));
-        if let Some(failed) = self.stop_target(cell, w.target, &outcome).await {
-            outcome = failed;
-        }
-        if let CellOutcome::Failed(reason) = &outcome {
-            self.keep_failed(cell, reason, measured_id).await?;
-        }
-        Ok(outcome)
+        Ok((outcome, measured_id))
     }
 
     /// Runs the searches of `cells` (one setting and repetition, a target each) as one
@@ -325,23 +357,7 @@ impl<F: Firing> CellContext<'_, F> {
         cells: &[&Cell],
         stop: &mut watch::Receiver<bool>,
     ) -> Result<(Vec<(String, CellOutcome)>, Option<Searched>), Error> {
-        let mut outcomes = Vec::new();
-        let mut up = Vec::new();
-        for &cell in cells {
-            let spec = self.spec(cell)?;
-            let mut w = match self.watch(cell, spec).await? {
-                Ok(w) => w,
-                Err(outcome) => {
-                    outcomes.push((cell.key(), outcome));
-                    continue;
-                }
-            };
-            if let Some(failed) = self.wait_ready(cell, spec, &mut w).await? {
-                outcomes.push((cell.key(), failed));
-                continue;
-            }
-            up.push((cell, spec, w));
-        }
+        let (mut outcomes, up) = self.start_each(cells).await?;
         let Some(((first, spec, w), others)) = up.split_first() else {
             return Ok((outcomes, None));
         };
@@ -374,17 +390,61 @@ impl<F: Firing> CellContext<'_, F> {
             compare_outcome(fired, &ids)
         };
         for ((cell, _, w), outcome) in up.into_iter().zip(each) {
-            drop((w.probes, w.reader));
-            let own = self
-                .stop_target(cell, w.target, &outcome)
-                .await
-                .unwrap_or(outcome);
-            if let CellOutcome::Failed(reason) = &own {
-                self.keep_failed(cell, reason, None).await?;
-            }
+            let own = self.end_search(cell, w, outcome).await?;
             outcomes.push((cell.key(), own));
         }
         Ok((outcomes, searched))
+    }
+
+    /// Each of `cells` started, watched and ready: the outcomes of those that were not (kept
+    /// failed), and the others, each with its target's spec and what watches it.
+    async fn start_each<'c>(
+        &self,
+        cells: &[&'c Cell],
+    ) -> Result<
+        (
+            Vec<(String, CellOutcome)>,
+            Vec<(&'c Cell, &TargetSpec, Watched)>,
+        ),
+        Error,
+    > {
+        let mut outcomes = Vec::new();
+        let mut up = Vec::new();
+        for &cell in cells {
+            let spec = self.spec(cell)?;
+            let mut w = match self.watch(cell, spec).await? {
+                Ok(w) => w,
+                Err(outcome) => {
+                    outcomes.push((cell.key(), outcome));
+                    continue;
+                }
+            };
+            if let Some(failed) = self.wait_ready(cell, spec, &mut w).await? {
+                outcomes.push((cell.key(), failed));
+                continue;
+            }
+            up.push((cell, spec, w));
+        }
+        Ok((outcomes, up))
+    }
+
+    /// Ends a search cell with its `outcome`: what watched it dropped, its target stopped (one
+    /// that exited during the run fails the cell), and the cell kept as failed when it failed.
+    async fn end_search(
+        &self,
+        cell: &Cell,
+        w: Watched,
+        outcome: CellOutcome,
+    ) -> Result<CellOutcome, Error> {
+        drop((w.probes, w.reader));
+        let outcome = self
+            .stop_target(cell, w.target, &outcome)
+            .await
+            .unwrap_or(outcome);
+        if let CellOutcome::Failed(reason) = &outcome {
+            self.keep_failed(cell, reason, None).await?;
+        }
+        Ok(outcome)
     }
 
     /// Starts the cell's target (or finds the remote one), watched by the runner's probes;
@@ -395,96 +455,118 @@ impl<F: Firing> CellContext<'_, F> {
         spec: &TargetSpec,
     ) -> Result<Result<Watched, CellOutcome>, Error> {
         // Start the target (or find the remote one ready), watched by a probe.
-        let mut target = None;
-        // The probes the runner starts (the target's, its database's), their addresses, and
-        // the reader of the database's activity; all live until the cell ends.
-        let mut probes = Vec::new();
-        let mut addrs = Vec::new();
-        let mut reader = None;
-        let (base, probe_addrs) = match spec.kind() {
-            TargetKind::Remote => (
-                spec.url
+        let kind = spec.kind();
+        if kind == TargetKind::Remote {
+            return Ok(Ok(Watched {
+                target: None,
+                probes: Vec::new(),
+                reader: None,
+                base: spec
+                    .url
                     .as_deref()
                     .unwrap_or_default()
                     .trim_end_matches('/')
                     .to_string(),
-                spec.probe.iter().cloned().collect::<Vec<_>>(),
-            ),
-            kind => {
-                let db = self.launcher.db;
-                // Each cell starts from the same tables: the built-ins' `users` emptied, the
-                // file's `reset` run for the others.
-                match (kind, db, &self.answers.reset) {
-                    (TargetKind::Builtin, Some(db), _) => crate::database::empty_users(db).await?,
-                    (TargetKind::Command, Some(db), Some(reset)) => {
-                        crate::database::execute(db, reset, "run [database] reset").await?
-                    }
-                    _ => {}
-                }
-                let started = match self.launcher.launch(spec, &cell.env) {
-                    Ok(launch) => Target::start(&launch)
-                        .await
-                        .map_err(super::setup::LaunchError::from),
-                    Err(why) => Err(why),
-                };
-                let t = match started {
-                    Ok(t) => t,
-                    Err(e) => {
-                        let reason = format!("the target did not start: {e}");
-                        self.keep_failed(cell, &reason, None).await?;
-                        return Ok(Err(CellOutcome::Failed(reason)));
-                    }
-                };
-                let mut config =
-                    probe::sampler::SamplerConfig::new(probe::selector::Selector::Pid(t.pid()));
-                config.profile = self.answers.profile.clone();
-                let running = self.start_probe(config).await?;
-                addrs.push(running.addr.to_string());
-                probes.push(running);
-                // Its database beside it: its processes where they run here, and what
-                // PostgreSQL says of its backends wherever it runs.
-                if let Some(url) = self.launcher.db {
-                    let feed = probe::activity::ActivityFeed::new();
-                    reader = crate::watch::ActivityReader::start(url, feed.clone()).await;
-                    let selector = self
-                        .launcher
-                        .db_process
-                        .clone()
-                        .unwrap_or(probe::selector::Selector::Elsewhere);
-                    let mut config = probe::sampler::SamplerConfig::new(selector);
-                    config.role = probe::sample::Role::Database;
-                    config.name = Some("PostgreSQL".into());
-                    config.activity = reader.is_some().then_some(feed);
-                    if self.launcher.db_process.is_some() || reader.is_some() {
-                        let running = self.start_probe(config).await?;
-                        addrs.push(running.addr.to_string());
-                        probes.push(running);
-                    }
-                }
-                // The other processes the file names, each a group of its own.
-                for w in &self.answers.watches {
-                    let Some(selector) = w.selector() else {
-                        continue;
-                    };
-                    let mut config = probe::sampler::SamplerConfig::new(selector);
-                    config.role = probe::sample::Role::Other;
-                    config.name = Some(w.name.clone());
-                    let running = self.start_probe(config).await?;
-                    addrs.push(running.addr.to_string());
-                    probes.push(running);
-                }
-                let base = t.base_url();
-                target = Some(t);
-                (base, addrs)
-            }
+                probe_addrs: spec.probe.iter().cloned().collect(),
+            }));
+        }
+        self.reset_tables(kind).await?;
+        let t = match self.start_target(cell, spec).await? {
+            Ok(t) => t,
+            Err(outcome) => return Ok(Err(outcome)),
         };
-        Ok(Ok(Watched {
-            target,
+        self.watch_local(t).await.map(Ok)
+    }
+
+    /// Each cell starts from the same tables: the built-ins' `users` emptied, the file's
+    /// `reset` run for the others (a target of `kind`).
+    async fn reset_tables(&self, kind: TargetKind) -> Result<(), Error> {
+        match (kind, self.launcher.db, &self.answers.reset) {
+            (TargetKind::Builtin, Some(db), _) => crate::database::empty_users(db).await?,
+            (TargetKind::Command, Some(db), Some(reset)) => {
+                crate::database::execute(db, reset, "run [database] reset").await?
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// Starts the cell's local target; `Err` with the cell's outcome when it did not start
+    /// (kept as failed).
+    async fn start_target(
+        &self,
+        cell: &Cell,
+        spec: &TargetSpec,
+    ) -> Result<Result<Target, CellOutcome>, Error> {
+        let started = match self.launcher.launch(spec, &cell.env) {
+            Ok(launch) => Target::start(&launch)
+                .await
+                .map_err(super::setup::LaunchError::from),
+            Err(why) => Err(why),
+        };
+        match started {
+            Ok(t) => Ok(Ok(t)),
+            Err(e) => {
+                let reason = format!("the target did not start: {e}");
+                self.keep_failed(cell, &reason, None).await?;
+                Ok(Err(CellOutcome::Failed(reason)))
+            }
+        }
+    }
+
+    /// The local target `t` watched by the probes the runner starts: its own, its database's
+    /// (with the reader of the database's activity) and the file's other processes'.
+    async fn watch_local(&self, t: Target) -> Result<Watched, Error> {
+        let mut config =
+            probe::sampler::SamplerConfig::new(probe::selector::Selector::Pid(t.pid()));
+        config.profile = self.answers.profile.clone();
+        let mut probes = vec![self.start_probe(config).await?];
+        let reader = self.watch_database(&mut probes).await?;
+        // The other processes the file names, each a group of its own.
+        for w in &self.answers.watches {
+            let Some(selector) = w.selector() else {
+                continue;
+            };
+            let mut config = probe::sampler::SamplerConfig::new(selector);
+            config.role = probe::sample::Role::Other;
+            config.name = Some(w.name.clone());
+            probes.push(self.start_probe(config).await?);
+        }
+        let probe_addrs = probes.iter().map(|p| p.addr.to_string()).collect();
+        Ok(Watched {
+            base: t.base_url(),
+            target: Some(t),
             probes,
             reader,
-            base,
             probe_addrs,
-        }))
+        })
+    }
+
+    /// The targets' database beside its target: its processes where they run here (a probe
+    /// added to `probes`), and the reader of what PostgreSQL says of its backends wherever it
+    /// runs.
+    async fn watch_database(
+        &self,
+        probes: &mut Vec<probe::server::RunningProbe>,
+    ) -> Result<Option<crate::watch::ActivityReader>, Error> {
+        let Some(url) = self.launcher.db else {
+            return Ok(None);
+        };
+        let feed = probe::activity::ActivityFeed::new();
+        let reader = crate::watch::ActivityReader::start(url, feed.clone()).await;
+        let selector = self
+            .launcher
+            .db_process
+            .clone()
+            .unwrap_or(probe::selector::Selector::Elsewhere);
+        let mut config = probe::sampler::SamplerConfig::new(selector);
+        config.role = probe::sample::Role::Database;
+        config.name = Some("PostgreSQL".into());
+        config.activity = reader.is_some().then_some(feed);
+        if self.launcher.db_process.is_some() || reader.is_some() {
+            probes.push(self.start_probe(config).await?);
+        }
+        Ok(reader)
     }
 
     /// Waits until the target answers as its contract says; `Some` failed outcome (kept, the
@@ -540,6 +622,7 @@ impl<F: Firing> CellContext<'_, F> {
             .as_ref()
             .map(|t| t.held.description.clone())
             .unwrap_or_default();
+        let (probe_token_file, probe_fingerprint) = self.probe_keys(spec);
         Attack {
             base_url: w.base.clone(),
             load: cell.load.clone(),
@@ -558,21 +641,8 @@ impl<F: Firing> CellContext<'_, F> {
             } else {
                 Vec::new()
             },
-            probe_token_file: match spec.kind() {
-                // The user's file (`--probe-token-file`), never the experiment file's own.
-                TargetKind::Remote => self
-                    .options
-                    .trust
-                    .probe_tokens
-                    .iter()
-                    .find(|(name, _)| *name == spec.name)
-                    .map(|(_, file)| file.clone()),
-                _ => Some(self.keys.token_file.clone()),
-            },
-            probe_fingerprint: match spec.kind() {
-                TargetKind::Remote => spec.probe_fingerprint.clone(),
-                _ => Some(self.keys.tls.fingerprint.clone()),
-            },
+            probe_token_file,
+            probe_fingerprint,
             // Checked before the run to lie in the file's directory (`runner::trusted`).
             probe_ca: spec
                 .probe_ca
@@ -585,6 +655,27 @@ impl<F: Firing> CellContext<'_, F> {
                 .flatten(),
             guns: self.firing.guns(),
             against: Vec::new(),
+        }
+    }
+
+    /// The token file and the fingerprint the generator subscribes to `spec`'s probes with: a
+    /// local target's the run's own, a remote one's as the user and the file name them.
+    fn probe_keys(&self, spec: &TargetSpec) -> (Option<std::path::PathBuf>, Option<String>) {
+        match spec.kind() {
+            // The user's file (`--probe-token-file`), never the experiment file's own.
+            TargetKind::Remote => (
+                self.options
+                    .trust
+                    .probe_tokens
+                    .iter()
+                    .find(|(name, _)| *name == spec.name)
+                    .map(|(_, file)| file.clone()),
+                spec.probe_fingerprint.clone(),
+            ),
+            _ => (
+                Some(self.keys.token_file.clone()),
+                Some(self.keys.tls.fingerprint.clone()),
+            ),
         }
     }
 

@@ -213,27 +213,15 @@ async fn run_with<F: Firing>(
 ) -> Result<RunReport, Error> {
     let started = Instant::now();
     let plan = crate::plan::plan(experiment, &options.plan)?;
-    trusted(experiment, &options.trust, &options.db)?;
-    if experiment.file.guns.is_some() {
-        fleet::needs_shared_store(Some(&options.db))?;
-    }
-    let store = Store::open(&options.db).await?;
-    // A comparison is one sitting's: its rounds all run again, each time.
-    let again = options.again || plan.compare.is_some();
-    let sitting = resume::sitting(&store, experiment, &plan, again).await?;
-    let states = states(&store, experiment, &plan, sitting.as_deref()).await?;
+    let store = open_store(experiment, options).await?;
+    let (sitting, states) = standing(&store, experiment, &plan, options.again).await?;
     let (todo, resume) = todo_of(&plan, &states, options.retry_failed);
     let mut report = RunReport {
         skipped: plan.cells.len() - todo.len(),
         ..Default::default()
     };
     let mut placement = placement_text(experiment);
-    for warning in &plan.warnings {
-        events.emit(Event::ScheduleWarning(warning.to_string()));
-    }
-    for promise in &plan.promises {
-        events.emit(Event::SharePromise(promise.to_string()));
-    }
+    say_plan(&plan, events);
     if todo.is_empty() {
         nothing_to_run(
             experiment,
@@ -253,61 +241,166 @@ async fn run_with<F: Firing>(
             cells: plan.cells.len(),
         });
     }
-    let Some(prepared) = prepare(
+    let to_run = Sitting {
         experiment,
         options,
-        &plan,
-        &todo,
-        &mut placement,
         events,
-        &stop,
-    )
-    .await?
-    else {
-        report.interrupted = true;
-        report.elapsed = started.elapsed();
-        return Ok(report);
-    };
-    let launcher = prepared.launcher(experiment);
-    let verification = verification(experiment, &store, &launcher, &prepared, events).await?;
-    // The page's record: this sitting's, with how its targets fared.
-    let answers = Answers::of(experiment, &plan, sitting.as_deref());
-    store
-        .put_experiment(&record(
-            experiment,
-            &plan,
-            sitting.as_deref(),
-            &placement,
-            verification.clone(),
-        ))
-        .await?;
-    let workdir = tempfile_dir()?;
-    // Its files (the probes' token and keys) go with it, even after a SIGKILL.
-    let mut files = custody::Group::new("experiment files");
-    files.remove_with(workdir.path().to_path_buf());
-    let keys = cell::ProbeKeys::make(workdir.path())?;
-    let cells = Cells {
-        experiment,
         plan: &plan,
-        options,
         store: &store,
-        launcher: &launcher,
-        placement: &placement,
-        keys: &keys,
-        verification: &verification,
+        sitting: sitting.as_deref(),
+        todo: &todo,
         resume: &resume,
-        answers: &answers,
-        events,
     };
-    cells
-        .fired(&todo, fake, prepared.fleet.as_ref(), &mut report, &mut stop)
+    to_run
+        .prepare_and_run(&mut placement, started, fake, &mut report, &mut stop)
         .await?;
-    events.emit(Event::Finished);
-    if let Some(fleet) = prepared.fleet {
-        fleet.close().await;
-    }
-    report.elapsed = started.elapsed();
     Ok(report)
+}
+
+/// Refuses what the user has not confirmed, then opens the store (one the guns can reach too,
+/// when the file has guns).
+async fn open_store(experiment: &Experiment, options: &RunOptions) -> Result<Store, Error> {
+    trusted(experiment, &options.trust, &options.db)?;
+    if experiment.file.guns.is_some() {
+        fleet::needs_shared_store(Some(&options.db))?;
+    }
+    Ok(Store::open(&options.db).await?)
+}
+
+/// The sitting this run belongs to (a new one when `again`), and where each cell of the plan
+/// stands in it.
+async fn standing(
+    store: &Store,
+    experiment: &Experiment,
+    plan: &Plan,
+    again: bool,
+) -> Result<(Option<String>, Vec<CellState>), Error> {
+    // A comparison is one sitting's: its rounds all run again, each time.
+    let again = again || plan.compare.is_some();
+    let sitting = resume::sitting(store, experiment, plan, again).await?;
+    let states = states(store, experiment, plan, sitting.as_deref()).await?;
+    Ok((sitting, states))
+}
+
+/// Says the plan's warnings, and the shares it promises.
+fn say_plan(plan: &Plan, events: &Events) {
+    for warning in &plan.warnings {
+        events.emit(Event::ScheduleWarning(warning.to_string()));
+    }
+    for promise in &plan.promises {
+        events.emit(Event::SharePromise(promise.to_string()));
+    }
+}
+
+/// A sitting with cells to run: the experiment, how it is run, its plan, the store, the
+/// sitting's id, the cells to run and the searches to go on with.
+struct Sitting<'a> {
+    experiment: &'a Experiment,
+    options: &'a RunOptions,
+    events: &'a Events,
+    plan: &'a Plan,
+    store: &'a Store,
+    sitting: Option<&'a str>,
+    todo: &'a [&'a Cell],
+    resume: &'a HashMap<(String, u32), String>,
+}
+
+impl Sitting<'_> {
+    /// Makes ready what the cells need (`placement` then says where they run), then runs them,
+    /// fired by `fake` when given; `report` says how it went.
+    async fn prepare_and_run<F: Firing>(
+        &self,
+        placement: &mut String,
+        started: Instant,
+        fake: Option<&F>,
+        report: &mut RunReport,
+        stop: &mut watch::Receiver<bool>,
+    ) -> Result<(), Error> {
+        let Some(mut prepared) = prepare(
+            self.experiment,
+            self.options,
+            self.plan,
+            self.todo,
+            placement,
+            self.events,
+            stop,
+        )
+        .await?
+        else {
+            report.interrupted = true;
+            report.elapsed = started.elapsed();
+            return Ok(());
+        };
+        self.run_prepared(&mut prepared, placement, started, fake, report, stop)
+            .await
+    }
+
+    /// Runs the cells with what `prepare` made ready: the targets verified and the experiment's
+    /// record kept, then each step fired until the end or a stop, and the guns closed;
+    /// `report.elapsed` is set before the run's working directory is removed.
+    async fn run_prepared<F: Firing>(
+        &self,
+        prepared: &mut Prepared,
+        placement: &str,
+        started: Instant,
+        fake: Option<&F>,
+        report: &mut RunReport,
+        stop: &mut watch::Receiver<bool>,
+    ) -> Result<(), Error> {
+        let launcher = prepared.launcher(self.experiment);
+        let verification = self.verified(&launcher, prepared, placement).await?;
+        let answers = Answers::of(self.experiment, self.plan, self.sitting);
+        let workdir = tempfile_dir()?;
+        // Its files (the probes' token and keys) go with it, even after a SIGKILL.
+        let mut files = custody::Group::new("experiment files");
+        files.remove_with(workdir.path().to_path_buf());
+        let keys = cell::ProbeKeys::make(workdir.path())?;
+        let cells = Cells {
+            experiment: self.experiment,
+            plan: self.plan,
+            options: self.options,
+            store: self.store,
+            launcher: &launcher,
+            placement,
+            keys: &keys,
+            verification: &verification,
+            resume: self.resume,
+            answers: &answers,
+            events: self.events,
+        };
+        cells
+            .fired(self.todo, fake, prepared.fleet.as_ref(), report, stop)
+            .await?;
+        self.events.emit(Event::Finished);
+        if let Some(fleet) = prepared.fleet.take() {
+            fleet.close().await;
+        }
+        report.elapsed = started.elapsed();
+        Ok(())
+    }
+
+    /// The targets verified, and the page's record kept: this sitting's, with how its targets
+    /// fared.
+    async fn verified(
+        &self,
+        launcher: &Launcher<'_>,
+        prepared: &Prepared,
+        placement: &str,
+    ) -> Result<Vec<Verification>, Error> {
+        let experiment = self.experiment;
+        let verification =
+            verification(experiment, self.store, launcher, prepared, self.events).await?;
+        self.store
+            .put_experiment(&record(
+                experiment,
+                self.plan,
+                self.sitting,
+                placement,
+                verification.clone(),
+            ))
+            .await?;
+        Ok(verification)
+    }
 }
 
 /// Says there is nothing left to run, and keeps the experiment's record when it has none yet.
@@ -415,36 +508,13 @@ async fn prepare(
     events: &Events,
     stop: &watch::Receiver<bool>,
 ) -> Result<Option<Prepared>, Error> {
-    let needed: Vec<String> = plan
-        .targets
-        .iter()
-        .filter(|t| todo.iter().any(|c| &c.target == *t))
-        .cloned()
-        .collect();
-    let needs = |kind: TargetKind| -> Vec<&TargetSpec> {
-        experiment
-            .file
-            .targets
-            .iter()
-            .filter(|t| t.kind() == kind && needed.contains(&t.name))
-            .collect()
+    let needed = needed_targets(plan, todo);
+    let builtins = needs(experiment, &needed, TargetKind::Builtin);
+    let Some(dir) = builtins_ready(&builtins, stop, events).await? else {
+        return Ok(None);
     };
-    let builtins = needs(TargetKind::Builtin);
-    let dir = if builtins.is_empty() {
-        None
-    } else {
-        Some(crate::targets::directory()?)
-    };
-    let base = crate::environment::Base::current();
-    if !base.withheld.is_empty() {
-        events.emit(Event::Withheld(base.withheld.clone()));
-    }
-    if let Some(dir) = &dir {
-        if build_builtins(dir, &builtins, &base, stop, events).await? {
-            return Ok(None);
-        }
-    }
-    let own = !needs(TargetKind::Command).is_empty() || !needs(TargetKind::Remote).is_empty();
+    let own = !needs(experiment, &needed, TargetKind::Command).is_empty()
+        || !needs(experiment, &needed, TargetKind::Remote).is_empty();
     let db = targets_database(experiment, !builtins.is_empty(), own, placement, events).await?;
     let ports = ports(experiment, &needed)?;
     let checkouts = setup::checkouts(experiment, &needed, events).await?;
@@ -454,18 +524,19 @@ async fn prepare(
     }
     let upstream = Upstream::start().map_err(|e| Error::Setup(format!("upstream: {e}")))?;
     // The guns, before the targets are checked: a remote target is checked through them.
-    let fleet = match &experiment.file.guns {
-        None => None,
-        Some(guns) => match ready_guns(experiment, guns, &needed, options, events, stop).await? {
-            None => return Ok(None),
-            Some((fleet, text)) => {
-                *placement = text;
-                Some(fleet)
-            }
-        },
+    let Some(fleet) = guns_ready(experiment, &needed, options, placement, events, stop).await?
+    else {
+        return Ok(None);
     };
     let reach = match &fleet {
-        Some(fleet) => reach(fleet, &needs(TargetKind::Remote), events).await?,
+        Some(fleet) => {
+            reach(
+                fleet,
+                &needs(experiment, &needed, TargetKind::Remote),
+                events,
+            )
+            .await?
+        }
         None => BTreeMap::new(),
     };
     Ok(Some(Prepared {
@@ -480,6 +551,75 @@ async fn prepare(
         checkouts,
         loadgen: options.gun.loadgen.clone(),
     }))
+}
+
+/// The plan's targets a cell of `todo` measures, in the plan's order.
+fn needed_targets(plan: &Plan, todo: &[&Cell]) -> Vec<String> {
+    plan.targets
+        .iter()
+        .filter(|t| todo.iter().any(|c| &c.target == *t))
+        .cloned()
+        .collect()
+}
+
+/// The file's targets of `kind` among those `needed`.
+fn needs<'e>(
+    experiment: &'e Experiment,
+    needed: &[String],
+    kind: TargetKind,
+) -> Vec<&'e TargetSpec> {
+    experiment
+        .file
+        .targets
+        .iter()
+        .filter(|t| t.kind() == kind && needed.contains(&t.name))
+        .collect()
+}
+
+/// `targets/` when built-in targets are measured (`builtins`), each of them built; the
+/// variables the environment withholds said. `None` when stopped meanwhile.
+async fn builtins_ready(
+    builtins: &[&TargetSpec],
+    stop: &watch::Receiver<bool>,
+    events: &Events,
+) -> Result<Option<Option<std::path::PathBuf>>, Error> {
+    let dir = if builtins.is_empty() {
+        None
+    } else {
+        Some(crate::targets::directory()?)
+    };
+    let base = crate::environment::Base::current();
+    if !base.withheld.is_empty() {
+        events.emit(Event::Withheld(base.withheld.clone()));
+    }
+    if let Some(dir) = &dir {
+        if build_builtins(dir, builtins, &base, stop, events).await? {
+            return Ok(None);
+        }
+    }
+    Ok(Some(dir))
+}
+
+/// The file's guns made ready when it has some (`placement` then theirs): `None` when stopped
+/// meanwhile, `Some(None)` without guns.
+async fn guns_ready(
+    experiment: &Experiment,
+    needed: &[String],
+    options: &RunOptions,
+    placement: &mut String,
+    events: &Events,
+    stop: &watch::Receiver<bool>,
+) -> Result<Option<Option<fleet::Fleet>>, Error> {
+    let Some(guns) = &experiment.file.guns else {
+        return Ok(Some(None));
+    };
+    match ready_guns(experiment, guns, needed, options, events, stop).await? {
+        None => Ok(None),
+        Some((fleet, text)) => {
+            *placement = text;
+            Ok(Some(Some(fleet)))
+        }
+    }
 }
 
 /// The targets' database, when one is wanted: a built-in target is measured (`builtin`), or
@@ -1025,46 +1165,63 @@ fn trusted(experiment: &Experiment, trust: &Trust, store: &str) -> Result<(), Er
             .map_err(|e| Error::Setup(format!("{field}: {e}")))?;
     }
     if let Some(guns) = &experiment.file.guns {
-        if let (false, Some(k)) = (trust.guns, &guns.kubernetes) {
-            return Err(Error::Setup(format!(
-                "[guns] kubernetes: this file renders a Job of {} gun pods of {} in {}/{}{} and sends them every order: see it in `loadgen experiment plan {}`, then run again with --trust-guns if it is yours",
-                k.count,
-                redact::printable(&k.image),
-                redact::printable(k.namespace.as_deref().unwrap_or("default")),
-                redact::printable(k.job.as_deref().unwrap_or("showdown-guns")),
-                if k.apply {
-                    " (applied with your kubectl in its current context, replacing Showdown's own Job of that name)"
-                } else {
-                    ""
-                },
-                experiment.path.display()
-            )));
-        }
-        if !trust.guns {
-            let config = guns
-                .ssh_config
-                .as_ref()
-                .map(|c| format!(" with the SSH config {}", c.display()))
-                .unwrap_or_default();
-            return Err(Error::Setup(format!(
-                "[guns]: this file sends every order over SSH to its own hosts{config}: see them in `loadgen experiment plan {}`, then run again with --trust-guns if they are yours",
-                experiment.path.display()
-            )));
-        }
-        // A lab's guns (terraform's, the twin's) read the store's URL from a file of their own.
-        if guns.store_env_file.is_none() && guns.from.is_none() && !trust.send_store_url {
-            return Err(Error::Setup(
-                "[guns]: the guns need the store, and this runner's URL (with its password) is not sent by default: set store_env_file = \"/path/on/the/guns\" (a file there with SHOWDOWN_DB=…), or run again with --send-store-url".into(),
-            ));
-        }
-        if let Some(config) = &guns.ssh_config {
-            let refused = fleet::ssh::read_config(config)
-                .and_then(|text| fleet::ssh::config_refusal(config, &text, trust.ssh_proxy));
-            if let Err(refusal) = refused {
-                return Err(Error::Setup(redact::printable(&refusal.to_string())));
-            }
+        trusted_guns(experiment, guns, trust)?;
+    }
+    trusted_database(experiment, trust, store)
+}
+
+/// Refuses guns the user has not confirmed (`--trust-guns`), the store's URL sent to them
+/// unasked, and an SSH config that would run what it names.
+fn trusted_guns(
+    experiment: &Experiment,
+    guns: &crate::guns::GunsSpec,
+    trust: &Trust,
+) -> Result<(), Error> {
+    if let (false, Some(k)) = (trust.guns, &guns.kubernetes) {
+        return Err(Error::Setup(format!(
+            "[guns] kubernetes: this file renders a Job of {} gun pods of {} in {}/{}{} and sends them every order: see it in `loadgen experiment plan {}`, then run again with --trust-guns if it is yours",
+            k.count,
+            redact::printable(&k.image),
+            redact::printable(k.namespace.as_deref().unwrap_or("default")),
+            redact::printable(k.job.as_deref().unwrap_or("showdown-guns")),
+            if k.apply {
+                " (applied with your kubectl in its current context, replacing Showdown's own Job of that name)"
+            } else {
+                ""
+            },
+            experiment.path.display()
+        )));
+    }
+    if !trust.guns {
+        let config = guns
+            .ssh_config
+            .as_ref()
+            .map(|c| format!(" with the SSH config {}", c.display()))
+            .unwrap_or_default();
+        return Err(Error::Setup(format!(
+            "[guns]: this file sends every order over SSH to its own hosts{config}: see them in `loadgen experiment plan {}`, then run again with --trust-guns if they are yours",
+            experiment.path.display()
+        )));
+    }
+    // A lab's guns (terraform's, the twin's) read the store's URL from a file of their own.
+    if guns.store_env_file.is_none() && guns.from.is_none() && !trust.send_store_url {
+        return Err(Error::Setup(
+            "[guns]: the guns need the store, and this runner's URL (with its password) is not sent by default: set store_env_file = \"/path/on/the/guns\" (a file there with SHOWDOWN_DB=…), or run again with --send-store-url".into(),
+        ));
+    }
+    if let Some(config) = &guns.ssh_config {
+        let refused = fleet::ssh::read_config(config)
+            .and_then(|text| fleet::ssh::config_refusal(config, &text, trust.ssh_proxy));
+        if let Err(refusal) = refused {
+            return Err(Error::Setup(redact::printable(&refusal.to_string())));
         }
     }
+    Ok(())
+}
+
+/// Refuses a targets' database that is the store itself, and one the file names that the user
+/// has not confirmed (`--trust-database`).
+fn trusted_database(experiment: &Experiment, trust: &Trust, store: &str) -> Result<(), Error> {
     if let Ok(Some(url)) = named_database(experiment) {
         if crate::watch::same_database(&url, store) {
             return Err(Error::Setup(

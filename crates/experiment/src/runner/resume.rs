@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use store::run::{RunFilter, RunStatus};
+use store::run::{RunFilter, RunListing, RunStatus};
 use store::vocabulary::{label, Phase};
 use store::Store;
 
@@ -87,6 +87,29 @@ pub async fn states(
     plan: &Plan,
     sitting: Option<&str>,
 ) -> Result<Vec<CellState>, store::StoreError> {
+    let runs = cell_runs(store, experiment, plan, sitting).await?;
+    let mut by_cell = best_by_cell(runs);
+    let mut out = Vec::new();
+    for cell in &plan.cells {
+        let key = (cell.key(), cell.repetition.to_string());
+        let mut state = by_cell.remove(&key).unwrap_or(CellState::Pending);
+        if let CellState::Failed { run, reason } = &mut state {
+            if let Ok(r) = store.load_run_streaming(run, |_| {}).await {
+                *reason = r.stop_reason.unwrap_or_default();
+            }
+        }
+        out.push(state);
+    }
+    Ok(out)
+}
+
+/// The sitting's measured runs, and each of its searches as one run of its cell.
+async fn cell_runs(
+    store: &Store,
+    experiment: &Experiment,
+    plan: &Plan,
+    sitting: Option<&str>,
+) -> Result<Vec<RunListing>, store::StoreError> {
     let mut filter = RunFilter {
         experiment: Some(experiment.file.name.clone()),
         ..Default::default()
@@ -103,11 +126,23 @@ pub async fn states(
         .labels
         .insert(label::PHASE.into(), Phase::Step.as_str().into());
     let steps = store.list_runs(&filter).await?;
+    runs.extend(searched(store, steps).await?);
+    Ok(runs)
+}
+
+/// The searches the `steps` are of, each as one run: under the search's id, with its status as
+/// the search stands (a step of no search kept is left out).
+async fn searched(
+    store: &Store,
+    steps: Vec<RunListing>,
+) -> Result<Vec<RunListing>, store::StoreError> {
+    use analysis::capacity::Status;
     let searches = if steps.is_empty() {
         Vec::new()
     } else {
         analysis::capacity::searches(store).await?
     };
+    let mut runs = Vec::new();
     for mut run in steps {
         let Some(search) = run
             .labels
@@ -116,7 +151,6 @@ pub async fn states(
         else {
             continue;
         };
-        use analysis::capacity::Status;
         run.status = match search.status {
             Status::Running | Status::Interrupted => RunStatus::Incomplete,
             Status::GeneratorLimited if search.capacity.is_none() => RunStatus::Failed,
@@ -125,6 +159,12 @@ pub async fn states(
         run.id = search.id.clone();
         runs.push(run);
     }
+    Ok(runs)
+}
+
+/// The best each cell came to in `runs` (done over failed over unfinished), by its key and
+/// repetition.
+fn best_by_cell(runs: Vec<RunListing>) -> BTreeMap<(String, String), CellState> {
     let mut by_cell: BTreeMap<(String, String), CellState> = BTreeMap::new();
     for run in runs {
         let (Some(cell), Some(rep)) = (
@@ -156,16 +196,5 @@ pub async fn states(
             by_cell.insert(key, state);
         }
     }
-    let mut out = Vec::new();
-    for cell in &plan.cells {
-        let key = (cell.key(), cell.repetition.to_string());
-        let mut state = by_cell.remove(&key).unwrap_or(CellState::Pending);
-        if let CellState::Failed { run, reason } = &mut state {
-            if let Ok(r) = store.load_run_streaming(run, |_| {}).await {
-                *reason = r.stop_reason.unwrap_or_default();
-            }
-        }
-        out.push(state);
-    }
-    Ok(out)
+    by_cell
 }

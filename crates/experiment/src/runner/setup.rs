@@ -343,77 +343,20 @@ pub(super) async fn build(
     mut stop: tokio::sync::watch::Receiver<bool>,
     events: &Events,
 ) -> Result<(), BuildError> {
-    use tokio::io::AsyncBufReadExt;
     let shown = || redact::command_line_with(what.argv, &redact::ANY_PROGRAM).join(" ");
     let Some((program, args)) = what.argv.split_first() else {
         return Err(BuildError::Empty);
     };
-    let mut command = tokio::process::Command::new(program);
-    command.args(args).current_dir(what.cwd);
-    crate::environment::apply(command.as_std_mut(), &what.env);
-    command
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .kill_on_drop(true);
-    let mut group = custody::Group::new(&format!("build of {}", what.name));
-    group.hold(command.as_std_mut());
-    let mut child = command.spawn().map_err(|source| BuildError::Run {
-        program: program.clone(),
-        cwd: what.cwd.to_path_buf(),
-        source,
-    })?;
-    if let Some(pid) = child.id() {
-        group.started(pid);
-    }
+    let (mut group, mut child) = spawn_build(what, program, args)?;
     let tail = crate::targets::Tail::default();
-    let mut readers = Vec::new();
-    if let Some(out) = child.stdout.take() {
-        readers.push(tokio::spawn(echo(
-            what.name.to_string(),
-            out,
-            tail.clone(),
-            events.clone(),
-        )));
-    }
-    if let Some(err) = child.stderr.take() {
-        readers.push(tokio::spawn(echo(
-            what.name.to_string(),
-            err,
-            tail.clone(),
-            events.clone(),
-        )));
-    }
-    async fn echo(
-        name: String,
-        stream: impl tokio::io::AsyncRead + Unpin,
-        tail: crate::targets::Tail,
-        events: Events,
-    ) {
-        let mut lines = tokio::io::BufReader::new(stream).lines();
-        while let Ok(Some(line)) = lines.next_line().await {
-            let line = redact::text(&line);
-            events.emit(Event::BuildOutput {
-                target: name.clone(),
-                line: line.clone(),
-            });
-            tail.push(line);
-        }
-    }
-    let stopped = async {
-        while !*stop.borrow() {
-            if stop.changed().await.is_err() {
-                std::future::pending::<()>().await;
-            }
-        }
-    };
+    let readers = echo_output(what.name, &mut child, &tail, events);
     let ended = tokio::select! {
         status = child.wait() => Some(status.map_err(|source| BuildError::Wait {
             program: program.clone(),
             source,
         })?),
         _ = tokio::time::sleep(what.timeout) => None,
-        _ = stopped => {
+        _ = until_stopped(&mut stop) => {
             group.end();
             for r in readers {
                 r.abort();
@@ -438,6 +381,89 @@ pub(super) async fn build(
             timeout: what.timeout,
             output: tail.text(),
         }),
+    }
+}
+
+/// Starts the build's `program` with `args`, its output piped, in a group of its own.
+fn spawn_build(
+    what: &Building<'_>,
+    program: &str,
+    args: &[String],
+) -> Result<(custody::Group, tokio::process::Child), BuildError> {
+    let mut command = tokio::process::Command::new(program);
+    command.args(args).current_dir(what.cwd);
+    crate::environment::apply(command.as_std_mut(), &what.env);
+    command
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true);
+    let mut group = custody::Group::new(&format!("build of {}", what.name));
+    group.hold(command.as_std_mut());
+    let child = command.spawn().map_err(|source| BuildError::Run {
+        program: program.to_string(),
+        cwd: what.cwd.to_path_buf(),
+        source,
+    })?;
+    if let Some(pid) = child.id() {
+        group.started(pid);
+    }
+    Ok((group, child))
+}
+
+/// The readers of the build's standard output and error, each line said as it comes and kept
+/// in `tail`.
+fn echo_output(
+    name: &str,
+    child: &mut tokio::process::Child,
+    tail: &crate::targets::Tail,
+    events: &Events,
+) -> Vec<tokio::task::JoinHandle<()>> {
+    let mut readers = Vec::new();
+    if let Some(out) = child.stdout.take() {
+        readers.push(tokio::spawn(echo(
+            name.to_string(),
+            out,
+            tail.clone(),
+            events.clone(),
+        )));
+    }
+    if let Some(err) = child.stderr.take() {
+        readers.push(tokio::spawn(echo(
+            name.to_string(),
+            err,
+            tail.clone(),
+            events.clone(),
+        )));
+    }
+    readers
+}
+
+/// Says each line of a build's `stream` as it comes (redacted), and keeps it in `tail`.
+async fn echo(
+    name: String,
+    stream: impl tokio::io::AsyncRead + Unpin,
+    tail: crate::targets::Tail,
+    events: Events,
+) {
+    use tokio::io::AsyncBufReadExt;
+    let mut lines = tokio::io::BufReader::new(stream).lines();
+    while let Ok(Some(line)) = lines.next_line().await {
+        let line = redact::text(&line);
+        events.emit(Event::BuildOutput {
+            target: name.clone(),
+            line: line.clone(),
+        });
+        tail.push(line);
+    }
+}
+
+/// Ends when `stop` says the run is stopped; never once no one can say so.
+async fn until_stopped(stop: &mut tokio::sync::watch::Receiver<bool>) {
+    while !*stop.borrow() {
+        if stop.changed().await.is_err() {
+            std::future::pending::<()>().await;
+        }
     }
 }
 
@@ -481,69 +507,8 @@ impl Launcher<'_> {
     ) -> Result<Launch, LaunchError> {
         let file = &self.experiment.file;
         let mut launch = match spec.kind() {
-            TargetKind::Builtin => {
-                let dir = self.dir.ok_or(LaunchError::NoTargetsDirectory)?;
-                let db = self.db.ok_or(LaunchError::NoDatabase)?;
-                let mut launch = Launch::builtin(dir, spec.run_name())
-                    .env("DATABASE_URL", db)
-                    .env("UPSTREAM_URL", self.upstream.url())
-                    .env("SECRET", SECRET);
-                if let Some(pool) = file.database().pool {
-                    launch = launch.env("DB_POOL", pool.to_string());
-                }
-                if let Some(t) = file.database().timeout_ms {
-                    launch = launch.env("DB_TIMEOUT_MS", t.to_string());
-                }
-                if file.profile {
-                    // Node then writes the perf map that names its JIT frames.
-                    launch = launch.env("PROFILE", "1");
-                }
-                for (k, v) in env {
-                    launch = launch.env(k, v.clone());
-                }
-                launch
-            }
-            TargetKind::Command => {
-                let port = *self
-                    .ports
-                    .get(&spec.name)
-                    .ok_or_else(|| LaunchError::NoPort(spec.name.clone()))?;
-                let place = |text: &str| text.replace(PORT_PLACEHOLDER, &port.to_string());
-                let loadgen = self.loadgen.to_string_lossy();
-                let argv: Vec<String> = spec
-                    .command
-                    .iter()
-                    .flatten()
-                    .enumerate()
-                    .map(|(i, a)| match i {
-                        0 if a == LOADGEN_PLACEHOLDER => loadgen.to_string(),
-                        _ => place(a),
-                    })
-                    .collect();
-                let cwd = target_cwd(self.experiment, spec, self.checkouts);
-                let program = Program::Command {
-                    argv,
-                    cwd,
-                    port,
-                    ready: spec.ready.clone(),
-                };
-                let mut launch = Launch::command(
-                    &spec.name,
-                    program,
-                    spec.ready_timeout.unwrap_or(Duration::from_secs(30)),
-                );
-                if let (Some(db), Some(_)) = (self.db, &file.database) {
-                    let var = file.database().env.as_deref().unwrap_or("DATABASE_URL");
-                    launch = launch.env(var, db);
-                }
-                for (k, v) in env {
-                    launch = launch.env(k, place(v));
-                }
-                if let Some(grace) = spec.stop_grace {
-                    launch.stop_grace = grace;
-                }
-                launch
-            }
+            TargetKind::Builtin => self.launch_builtin(spec, env)?,
+            TargetKind::Command => self.launch_command(spec, env)?,
             TargetKind::Remote => return Err(LaunchError::Remote(spec.name.clone())),
         };
         launch.pass_env.clone_from(&spec.pass_env);
@@ -553,6 +518,85 @@ impl Launcher<'_> {
             .memory
             .as_deref()
             .and_then(|m| crate::limits::parse_bytes(m).ok());
+        Ok(launch)
+    }
+
+    /// How to start the built-in target `spec` from `targets/`, with the database, the
+    /// upstream and `env`.
+    fn launch_builtin(
+        &self,
+        spec: &TargetSpec,
+        env: &BTreeMap<String, String>,
+    ) -> Result<Launch, LaunchError> {
+        let file = &self.experiment.file;
+        let dir = self.dir.ok_or(LaunchError::NoTargetsDirectory)?;
+        let db = self.db.ok_or(LaunchError::NoDatabase)?;
+        let mut launch = Launch::builtin(dir, spec.run_name())
+            .env("DATABASE_URL", db)
+            .env("UPSTREAM_URL", self.upstream.url())
+            .env("SECRET", SECRET);
+        if let Some(pool) = file.database().pool {
+            launch = launch.env("DB_POOL", pool.to_string());
+        }
+        if let Some(t) = file.database().timeout_ms {
+            launch = launch.env("DB_TIMEOUT_MS", t.to_string());
+        }
+        if file.profile {
+            // Node then writes the perf map that names its JIT frames.
+            launch = launch.env("PROFILE", "1");
+        }
+        for (k, v) in env {
+            launch = launch.env(k, v.clone());
+        }
+        Ok(launch)
+    }
+
+    /// How to start the target `spec` by its command, `{port}` and `{loadgen}` placed, with the
+    /// database (when the file has one) and `env`.
+    fn launch_command(
+        &self,
+        spec: &TargetSpec,
+        env: &BTreeMap<String, String>,
+    ) -> Result<Launch, LaunchError> {
+        let file = &self.experiment.file;
+        let port = *self
+            .ports
+            .get(&spec.name)
+            .ok_or_else(|| LaunchError::NoPort(spec.name.clone()))?;
+        let place = |text: &str| text.replace(PORT_PLACEHOLDER, &port.to_string());
+        let loadgen = self.loadgen.to_string_lossy();
+        let argv: Vec<String> = spec
+            .command
+            .iter()
+            .flatten()
+            .enumerate()
+            .map(|(i, a)| match i {
+                0 if a == LOADGEN_PLACEHOLDER => loadgen.to_string(),
+                _ => place(a),
+            })
+            .collect();
+        let cwd = target_cwd(self.experiment, spec, self.checkouts);
+        let program = Program::Command {
+            argv,
+            cwd,
+            port,
+            ready: spec.ready.clone(),
+        };
+        let mut launch = Launch::command(
+            &spec.name,
+            program,
+            spec.ready_timeout.unwrap_or(Duration::from_secs(30)),
+        );
+        if let (Some(db), Some(_)) = (self.db, &file.database) {
+            let var = file.database().env.as_deref().unwrap_or("DATABASE_URL");
+            launch = launch.env(var, db);
+        }
+        for (k, v) in env {
+            launch = launch.env(k, place(v));
+        }
+        if let Some(grace) = spec.stop_grace {
+            launch.stop_grace = grace;
+        }
         Ok(launch)
     }
 }
