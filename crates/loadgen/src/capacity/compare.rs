@@ -56,62 +56,13 @@ pub async fn compare<S: Steps>(
     let mut rng = Rng::new(interleave.seed);
     let mut round = 0u32;
     let reason = loop {
-        if let Some(s) = searchers.iter().find(|s| s.ended()) {
-            break format!(
-                "{}'s search ended after {round} rounds, so the rest stopped with it",
-                s.search.name
-            );
-        }
-        if let Some(looks) = interleave.looks.filter(|l| l.at().contains(&round)) {
-            let now: Vec<&analysis::capacity::Search> =
-                searchers.iter().map(|s| &s.search).collect();
-            let read = ratios_of(&now, looks.confidence());
-            if !read.is_empty() && read.iter().all(|r| looks.decided(r)) {
-                let at = looks.at();
-                let look = at.iter().position(|r| *r == round).map_or(0, |i| i + 1);
-                break format!(
-                    "decided after {round} rounds, at look {look} of {} (each ratio's interval excludes 1 or lies within ±{:.0} % of it)",
-                    at.len(),
-                    looks.margin * 100.0
-                );
-            }
-        }
-        if round >= interleave.rounds {
-            break match interleave.looks {
-                Some(_) => format!(
-                    "its {round} rounds, the most it may run, were run without deciding every ratio"
-                ),
-                None => format!("its {round} rounds were run"),
-            };
-        }
-        if let Some(b) = interleave.budget.filter(|b| started.elapsed() >= *b) {
-            break format!(
-                "its time budget of {} was spent after {round} rounds",
-                humantime::format_duration(b)
-            );
+        if let Some(why) = stop_reason(&searchers, interleave, round, started) {
+            break why;
         }
         round += 1;
-        let order = shuffled(searchers.len(), &mut rng);
-        let names: Vec<&str> = order
-            .iter()
-            .map(|&i| searchers[i].search.name.as_str())
-            .collect();
-        if let Some(first) = steps.first_mut() {
-            first.event(Event::Round {
-                number: round,
-                of: interleave.rounds,
-                order: &names,
-            });
-        }
-        for i in order {
-            searchers[i].step(&mut steps[i], false, Some(round)).await?;
-        }
+        run_round(&mut searchers, steps, interleave, round, &mut rng).await?;
     };
-    let mut searches = Vec::with_capacity(searchers.len());
-    for (mut searcher, steps) in searchers.into_iter().zip(steps.iter_mut()) {
-        searcher.close(&format!("the comparison ended: {reason}"));
-        searches.push(searcher.finish(steps).await?);
-    }
+    let searches = finish_all(searchers, steps, &reason).await?;
     let confidence = interleave.looks.map_or(CONFIDENCE, |l| l.confidence());
     let ratios = ratios_of(&searches.iter().collect::<Vec<_>>(), confidence);
     Ok(Compared {
@@ -121,6 +72,97 @@ pub async fn compare<S: Steps>(
         ratios,
         reason,
     })
+}
+
+/// Why the comparison stops before round `round + 1`, or `None` while it goes on: a search
+/// ended, every ratio decided at a look, the rounds or the budget spent.
+fn stop_reason(
+    searchers: &[Searcher],
+    interleave: &Interleave,
+    round: u32,
+    started: Instant,
+) -> Option<String> {
+    if let Some(s) = searchers.iter().find(|s| s.ended()) {
+        return Some(format!(
+            "{}'s search ended after {round} rounds, so the rest stopped with it",
+            s.search.name
+        ));
+    }
+    let looks = interleave.looks.filter(|l| l.at().contains(&round));
+    if let Some(why) = looks.and_then(|looks| decided(searchers, looks, round)) {
+        return Some(why);
+    }
+    if round >= interleave.rounds {
+        return Some(match interleave.looks {
+            Some(_) => format!(
+                "its {round} rounds, the most it may run, were run without deciding every ratio"
+            ),
+            None => format!("its {round} rounds were run"),
+        });
+    }
+    if let Some(b) = interleave.budget.filter(|b| started.elapsed() >= *b) {
+        return Some(format!(
+            "its time budget of {} was spent after {round} rounds",
+            humantime::format_duration(b)
+        ));
+    }
+    None
+}
+
+/// At the look after round `round`: why the comparison stops, when every ratio is decided.
+fn decided(searchers: &[Searcher], looks: Looks, round: u32) -> Option<String> {
+    let now: Vec<&analysis::capacity::Search> = searchers.iter().map(|s| &s.search).collect();
+    let read = ratios_of(&now, looks.confidence());
+    if read.is_empty() || !read.iter().all(|r| looks.decided(r)) {
+        return None;
+    }
+    let at = looks.at();
+    let look = at.iter().position(|r| *r == round).map_or(0, |i| i + 1);
+    Some(format!(
+        "decided after {round} rounds, at look {look} of {} (each ratio's interval excludes 1 or lies within ±{:.0} % of it)",
+        at.len(),
+        looks.margin * 100.0
+    ))
+}
+
+/// Round `round`: one step of every search, in an order drawn from `rng`.
+async fn run_round<S: Steps>(
+    searchers: &mut [Searcher],
+    steps: &mut [S],
+    interleave: &Interleave,
+    round: u32,
+    rng: &mut Rng,
+) -> Result<(), Error> {
+    let order = shuffled(searchers.len(), rng);
+    let names: Vec<&str> = order
+        .iter()
+        .map(|&i| searchers[i].search.name.as_str())
+        .collect();
+    if let Some(first) = steps.first_mut() {
+        first.event(Event::Round {
+            number: round,
+            of: interleave.rounds,
+            order: &names,
+        });
+    }
+    for i in order {
+        searchers[i].step(&mut steps[i], false, Some(round)).await?;
+    }
+    Ok(())
+}
+
+/// Ends every search for `reason` and keeps it: the searches, in order.
+async fn finish_all<S: Steps>(
+    searchers: Vec<Searcher>,
+    steps: &mut [S],
+    reason: &str,
+) -> Result<Vec<analysis::capacity::Search>, Error> {
+    let mut searches = Vec::with_capacity(searchers.len());
+    for (mut searcher, steps) in searchers.into_iter().zip(steps.iter_mut()) {
+        searcher.close(&format!("the comparison ended: {reason}"));
+        searches.push(searcher.finish(steps).await?);
+    }
+    Ok(searches)
 }
 
 /// 0..n in a random order (Fisher–Yates).

@@ -108,16 +108,17 @@ fn steady(run: &store::run::StoredRun, warmup: Duration, window: Duration) -> Ve
         .collect()
 }
 
-impl<F: Firing> Steps for Volleys<'_, F> {
-    async fn run(
-        &mut self,
+impl<F: Firing> Volleys<'_, F> {
+    /// Step `number` of `search`'s order: `rate` req/s over the warm-up and `window`, its
+    /// run kept in the store under the step's name and labels.
+    fn step_order(
+        &self,
         search: &Search,
         number: u32,
         rate: f64,
         window: Duration,
-    ) -> Result<Option<Stepped>, Error> {
-        let interval = interval_for(window);
-        let group = store::RunMeta::new_id();
+        interval: Duration,
+    ) -> order::Order {
         let load = order::Load::Open {
             schedule: order::Schedule::Constant {
                 rate,
@@ -150,29 +151,20 @@ impl<F: Firing> Steps for Volleys<'_, F> {
             run_id: None,
             labels,
         };
-        let shots = self.firing.volley(&step, &group, self.stop(), None).await?;
-        if self.shutdown.state() != Stop::Running {
-            return Ok(None);
-        }
-        let count = shots.len();
-        let mut limit = None;
-        for (i, shot) in shots.into_iter().enumerate() {
-            let gun = format!("gun {} ({}/{count})", shot.gun, i + 1);
-            let fired = match shot.fired {
-                Ok(fired) => fired,
-                Err(why) => return Err(Error::Shot { gun, why }),
-            };
-            let summary = fired.summary().ok_or_else(|| Error::NoSummary {
-                gun: gun.clone(),
-                said: fired.said.clone(),
-            })?;
-            if limit.is_none() {
-                limit = judge::generator_limit(summary).map(|why| format!("{gun}: {why}"));
-            }
-        }
-        if limit.is_none() {
-            self.valid = Some(self.valid.map_or(rate, |v| v.max(rate)));
-        }
+        step
+    }
+
+    /// Step `number`'s run group `group`, merged from the store and judged over its steady
+    /// window; `limit` is the generator limit a gun met.
+    async fn judged(
+        &self,
+        number: u32,
+        rate: f64,
+        window: Duration,
+        interval: Duration,
+        group: String,
+        limit: Option<String>,
+    ) -> Result<Stepped, Error> {
         let merged = store::group::load_group(&self.store, &group).await?;
         let Some(summary) = merged.summary.clone() else {
             return Err(Error::GroupWithoutSummary {
@@ -190,14 +182,62 @@ impl<F: Firing> Steps for Volleys<'_, F> {
         let step_limit = (judgement.verdict != analysis::capacity::Verdict::Pass)
             .then(|| super::step::limit_of(&merged, self.warmup, window))
             .flatten();
-        Ok(Some(Stepped {
+        Ok(Stepped {
             judgement,
             p50_ns: summary.latency.corrected.p50_ns,
             run_id: Some(group),
             window,
             limit: step_limit,
             host: None,
-        }))
+        })
+    }
+}
+
+/// The first generator limit the guns' shots met, as `gun …: why`; an error for a gun that
+/// fired nothing or sent no summary.
+fn shots_limit(shots: Vec<fleet::Shot>) -> Result<Option<String>, Error> {
+    let count = shots.len();
+    let mut limit = None;
+    for (i, shot) in shots.into_iter().enumerate() {
+        let gun = format!("gun {} ({}/{count})", shot.gun, i + 1);
+        let fired = match shot.fired {
+            Ok(fired) => fired,
+            Err(why) => return Err(Error::Shot { gun, why }),
+        };
+        let summary = fired.summary().ok_or_else(|| Error::NoSummary {
+            gun: gun.clone(),
+            said: fired.said.clone(),
+        })?;
+        if limit.is_none() {
+            limit = judge::generator_limit(summary).map(|why| format!("{gun}: {why}"));
+        }
+    }
+    Ok(limit)
+}
+
+impl<F: Firing> Steps for Volleys<'_, F> {
+    async fn run(
+        &mut self,
+        search: &Search,
+        number: u32,
+        rate: f64,
+        window: Duration,
+    ) -> Result<Option<Stepped>, Error> {
+        let interval = interval_for(window);
+        let group = store::RunMeta::new_id();
+        let step = self.step_order(search, number, rate, window, interval);
+        let shots = self.firing.volley(&step, &group, self.stop(), None).await?;
+        if self.shutdown.state() != Stop::Running {
+            return Ok(None);
+        }
+        let limit = shots_limit(shots)?;
+        if limit.is_none() {
+            self.valid = Some(self.valid.map_or(rate, |v| v.max(rate)));
+        }
+        let stepped = self
+            .judged(number, rate, window, interval, group, limit)
+            .await?;
+        Ok(Some(stepped))
     }
 
     async fn sample(&mut self, rate: f64) -> Result<Option<Sample>, Error> {

@@ -7,6 +7,7 @@
 //! searches allowed have run, when the budget is spent, or at once when a search can say only
 //! "at least" (repeating cannot narrow a lower bound).
 
+use std::ops::ControlFlow;
 use std::time::{Duration, Instant};
 
 use analysis::capacity::{agreed, Agreed, Repeated, Status};
@@ -51,43 +52,18 @@ pub async fn repeat(
             capacity: found,
             agreed: capacity.as_ref(),
         });
-        if status == Status::Interrupted {
-            break "interrupted: the searches so far are kept".to_string();
+        let next = after_search(
+            number,
+            status,
+            at_least.as_deref(),
+            capacity.as_ref(),
+            repeat,
+            started,
+        );
+        match next {
+            ControlFlow::Break(why) => break why,
+            ControlFlow::Continue(rate) => plan = first.near(rate, new_id()),
         }
-        if let Some(why) = &at_least {
-            break format!(
-                "{why}: the capacity is only a lower bound, and repeating cannot narrow it"
-            );
-        }
-        let Some(so_far) = &capacity else {
-            break "no search found a capacity".to_string();
-        };
-        if repeat.searches <= 1 {
-            break "one search was asked for (--searches 3 or more weighs the sitting's drift in the interval)".into();
-        }
-        if number >= 2 && so_far.within(repeat.until) {
-            break format!(
-                "the pooled 95 % interval is within ±{:.1} % after {number} searches",
-                repeat.until * 100.0
-            );
-        }
-        if number as u32 >= repeat.searches {
-            break format!(
-                "the {} searches allowed have run{}",
-                repeat.searches,
-                short_of(so_far, repeat.until)
-            );
-        }
-        if let Some(budget) = repeat.budget {
-            if started.elapsed() >= budget {
-                break format!(
-                    "the budget of {} was spent after {number} searches{}",
-                    humantime::format_duration(budget),
-                    short_of(so_far, repeat.until)
-                );
-            }
-        }
-        plan = first.near(so_far.rate, new_id());
         plan.name = format!("{} (search {})", first.name, number + 1);
     };
     if repeat.check > 0 {
@@ -101,6 +77,55 @@ pub async fn repeat(
         stopped,
         searches,
     })
+}
+
+/// After search `number` (its `status`, what it can say only `at_least`, what the searches so
+/// far agree on): why they stop, or the figure so far that the next one starts near.
+fn after_search(
+    number: usize,
+    status: Status,
+    at_least: Option<&str>,
+    capacity: Option<&Agreed>,
+    repeat: Repeat,
+    started: Instant,
+) -> ControlFlow<String, f64> {
+    if status == Status::Interrupted {
+        return ControlFlow::Break("interrupted: the searches so far are kept".to_string());
+    }
+    if let Some(why) = at_least {
+        return ControlFlow::Break(format!(
+            "{why}: the capacity is only a lower bound, and repeating cannot narrow it"
+        ));
+    }
+    let Some(so_far) = capacity else {
+        return ControlFlow::Break("no search found a capacity".to_string());
+    };
+    if repeat.searches <= 1 {
+        return ControlFlow::Break("one search was asked for (--searches 3 or more weighs the sitting's drift in the interval)".into());
+    }
+    if number >= 2 && so_far.within(repeat.until) {
+        return ControlFlow::Break(format!(
+            "the pooled 95 % interval is within ±{:.1} % after {number} searches",
+            repeat.until * 100.0
+        ));
+    }
+    if number as u32 >= repeat.searches {
+        return ControlFlow::Break(format!(
+            "the {} searches allowed have run{}",
+            repeat.searches,
+            short_of(so_far, repeat.until)
+        ));
+    }
+    if let Some(budget) = repeat.budget {
+        if started.elapsed() >= budget {
+            return ControlFlow::Break(format!(
+                "the budget of {} was spent after {number} searches{}",
+                humantime::format_duration(budget),
+                short_of(so_far, repeat.until)
+            ));
+        }
+    }
+    ControlFlow::Continue(so_far.rate)
 }
 
 /// What the figure reached, when it is short of `until`.

@@ -390,36 +390,12 @@ impl Searcher {
         stop: bool,
         round: Option<u32>,
     ) -> Result<(), Error> {
-        if self.outcome.is_some() {
-            return Ok(());
-        }
-        if self.search.steps.len() as u64 >= self.max_steps {
-            self.outcome = Some(Ok(Status::OutOfSteps));
-            return Ok(());
-        }
-        if let Some(budget) = self.budget.filter(|b| self.started.elapsed() >= *b) {
-            self.search.reason = format!(
-                "its time budget of {} was spent",
-                humantime::format_duration(budget)
-            );
-            self.outcome = Some(Ok(Status::OutOfSteps));
+        if self.spent() {
             return Ok(());
         }
         let (number, rate) = (self.search.steps.len() as u32 + 1, self.rate);
-        let s = match steps.run(&self.search, number, rate, self.window).await {
-            Ok(Some(s)) => s,
-            Ok(None) => {
-                self.outcome = Some(Err(Cut::Interrupted));
-                return Ok(());
-            }
-            Err(e) => {
-                self.outcome = Some(Err(Cut::Step {
-                    number,
-                    rate,
-                    error: e.to_string(),
-                }));
-                return Ok(());
-            }
+        let Some(s) = self.run_step(steps, number, rate).await else {
+            return Ok(());
         };
         steps.event(Event::Stepped {
             number,
@@ -432,19 +408,7 @@ impl Searcher {
         if verdict == Verdict::Pass && self.baseline_ns.is_none() {
             self.baseline_ns = Some(s.p50_ns);
         }
-        let step = Step {
-            number,
-            rate,
-            run_id: s.run_id.clone(),
-            window_s: s.window.as_secs_f64(),
-            judgement: s.judgement.clone(),
-            retried: Vec::new(),
-            limit: s.limit.clone(),
-            fine: self.phase.fine(),
-            drained_s: self.drained.take().map(|d| d.as_secs_f64()),
-            host: s.host,
-            round,
-        };
+        let step = self.step_of(s, number, rate, round);
         self.search.steps.push(step.clone());
         // A search that may end on its estimate is estimated after every step; one of a
         // comparison (which ends on its rounds) at its end.
@@ -462,14 +426,83 @@ impl Searcher {
             Next::Try(r) => self.rate = r,
         }
         if !verdict.passed() {
-            self.drained = steps.recover(self.baseline_ns).await?;
-            if self.drained.is_none() {
-                self.outcome = Some(Err(if steps.stopped() {
-                    Cut::Interrupted
-                } else {
-                    Cut::NoRecovery
-                }));
+            self.drain(steps).await?;
+        }
+        Ok(())
+    }
+
+    /// Whether it has ended, or ends now because its steps or its time budget are spent.
+    fn spent(&mut self) -> bool {
+        if self.outcome.is_some() {
+            return true;
+        }
+        if self.search.steps.len() as u64 >= self.max_steps {
+            self.outcome = Some(Ok(Status::OutOfSteps));
+            return true;
+        }
+        if let Some(budget) = self.budget.filter(|b| self.started.elapsed() >= *b) {
+            self.search.reason = format!(
+                "its time budget of {} was spent",
+                humantime::format_duration(budget)
+            );
+            self.outcome = Some(Ok(Status::OutOfSteps));
+            return true;
+        }
+        false
+    }
+
+    /// Runs step `number` at `rate`: `None` (the search cut) when it was stopped or could
+    /// not run.
+    async fn run_step(
+        &mut self,
+        steps: &mut impl Steps,
+        number: u32,
+        rate: f64,
+    ) -> Option<Stepped> {
+        match steps.run(&self.search, number, rate, self.window).await {
+            Ok(Some(s)) => Some(s),
+            Ok(None) => {
+                self.outcome = Some(Err(Cut::Interrupted));
+                None
             }
+            Err(e) => {
+                self.outcome = Some(Err(Cut::Step {
+                    number,
+                    rate,
+                    error: e.to_string(),
+                }));
+                None
+            }
+        }
+    }
+
+    /// The step `s` as the search keeps it (number `number` at `rate`, in `round`).
+    fn step_of(&mut self, s: Stepped, number: u32, rate: f64, round: Option<u32>) -> Step {
+        Step {
+            number,
+            rate,
+            run_id: s.run_id,
+            window_s: s.window.as_secs_f64(),
+            judgement: s.judgement,
+            retried: Vec::new(),
+            limit: s.limit,
+            fine: self.phase.fine(),
+            drained_s: self.drained.take().map(|d| d.as_secs_f64()),
+            host: s.host,
+            round,
+        }
+    }
+
+    /// Waits for the server to drain after a step that did not pass; the search is cut when
+    /// it does not (or was stopped meanwhile).
+    async fn drain(&mut self, steps: &mut impl Steps) -> Result<(), Error> {
+        self.drained = steps.recover(self.baseline_ns).await?;
+        if self.drained.is_none() {
+            self.outcome = Some(Err(if steps.stopped() {
+                Cut::Interrupted
+            } else {
+                Cut::NoRecovery
+            }));
         }
         Ok(())
     }

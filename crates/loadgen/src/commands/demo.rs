@@ -113,15 +113,7 @@ pub async fn run(
     let stall = stall(args)?;
     let target = TargetProcess::start(args)?;
     let plan = plan(args, &target)?;
-    let mut keeping = args.store.keeping(command_line)?;
-    keeping.hdr_log = args.out.hdr_log.clone();
-    if keeping.name.is_none() {
-        keeping.name = Some("demo: built-in target freezing like a GC pause".into());
-    }
-    keeping
-        .labels
-        .entry("target".into())
-        .or_insert_with(|| "built-in".into());
+    let mut keeping = demo_keeping(args, command_line)?;
     // Without a store there is nowhere to keep the probe's samples: the demo runs without one.
     let local_probe = match keeping.store_url {
         Some(_) => Some(local_probe(target.child.id() as i32, args.profile).await?),
@@ -137,45 +129,75 @@ pub async fn run(
         keeping.post_roll = Duration::from_secs(1);
     }
     if args.out.output == OutputFormat::Text {
-        let freezes = match stall {
-            Some(s) => format!(
-                "it freezes for {} every {}",
-                format_duration(s.length),
-                format_duration(s.every)
-            ),
-            None => "it does not freeze".into(),
-        };
-        println!(
-            "Attacking the built-in target (PID {}, at {}; {freezes}): {} req/s for {}, at most {} connections{}.\n",
-            target.child.id(),
-            target.addr,
-            args.rate,
-            format_duration(args.duration),
-            args.max_connections,
-            if local_probe.is_some() { ", watched by a probe" } else { "" },
-        );
+        announce(args, &target, stall, local_probe.is_some());
     }
     let done = keep::execute(&plan, &keeping, shutdown).await?;
     drop(local_probe);
     drop(target);
     print_summary(&done.summary, None, args.out.output)?;
     if args.out.output == OutputFormat::Text {
-        let mut text = explain(&done.summary, stall, args.max_connections);
-        if let (Some(id), Some(url)) = (&done.run_id, &keeping.store_url) {
-            if let Ok(store) = store::Store::open(url).await {
-                if let Ok(run) = store.load_run(id).await {
-                    text.push_str(&process_figures(&run, args.duration));
-                }
-            }
-        }
-        let mut out = std::io::stdout().lock();
-        write!(out, "\n{text}").map_err(Error::Output)?;
+        print_explanation(args, &done, &keeping, stall).await?;
     }
     print_kept(&done, &keeping, args.out.output);
     if let Some(dir) = &args.store.report {
         draw_report(dir, &done, &keeping, args.out.output).await?;
     }
     Ok(RunEnd::of(&done.summary))
+}
+
+/// How the demo's run is kept: as the flags say, named and labelled as the demo's by default.
+fn demo_keeping(args: &DemoArgs, command_line: &[String]) -> Result<keep::Keeping, Error> {
+    let mut keeping = args.store.keeping(command_line)?;
+    keeping.hdr_log = args.out.hdr_log.clone();
+    if keeping.name.is_none() {
+        keeping.name = Some("demo: built-in target freezing like a GC pause".into());
+    }
+    keeping
+        .labels
+        .entry("target".into())
+        .or_insert_with(|| "built-in".into());
+    Ok(keeping)
+}
+
+/// The line that opens the demo: the target, how it freezes, and the attack.
+fn announce(args: &DemoArgs, target: &TargetProcess, stall: Option<Stall>, watched: bool) {
+    let freezes = match stall {
+        Some(s) => format!(
+            "it freezes for {} every {}",
+            format_duration(s.length),
+            format_duration(s.every)
+        ),
+        None => "it does not freeze".into(),
+    };
+    println!(
+        "Attacking the built-in target (PID {}, at {}; {freezes}): {} req/s for {}, at most {} connections{}.\n",
+        target.child.id(),
+        target.addr,
+        args.rate,
+        format_duration(args.duration),
+        args.max_connections,
+        if watched { ", watched by a probe" } else { "" },
+    );
+}
+
+/// What the run shows of coordinated omission, and what the probe saw of the target process.
+async fn print_explanation(
+    args: &DemoArgs,
+    done: &keep::Executed,
+    keeping: &keep::Keeping,
+    stall: Option<Stall>,
+) -> Result<(), Error> {
+    let mut text = explain(&done.summary, stall, args.max_connections);
+    if let (Some(id), Some(url)) = (&done.run_id, &keeping.store_url) {
+        if let Ok(store) = store::Store::open(url).await {
+            if let Ok(run) = store.load_run(id).await {
+                text.push_str(&process_figures(&run, args.duration));
+            }
+        }
+    }
+    let mut out = std::io::stdout().lock();
+    write!(out, "\n{text}").map_err(Error::Output)?;
+    Ok(())
 }
 
 /// How the built-in target freezes (`--stall`, `--stall-every`), or not at all.

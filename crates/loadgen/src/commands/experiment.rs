@@ -188,13 +188,37 @@ async fn run_file(
         short(plan.estimate()),
         redact::printable(&experiment.file.question)
     );
+    let options = run_options(cells, trust, how, &experiment)?;
+    let stop_rx = stop_signal(shutdown);
+    let mut report = runner::run(&experiment, &options, stop_rx).await?;
+    print!("{}", ran_text(&experiment.file.name, &report, cells));
+    if let Some(pages) = how.pages {
+        draw_pages(&cells.db, pages, &experiment.file.name, &mut report.gates).await?;
+    }
+    if experiment.file.compare.is_none() || report.interrupted {
+        return Ok(if report.interrupted {
+            RunEnd::Stopped
+        } else {
+            RunEnd::Completed
+        });
+    }
+    compared_end(&report, &how.written)
+}
+
+/// The runner's options: the flags', with this host's `loadgen` as the gun, on the gun CPUs.
+fn run_options(
+    cells: &CellArgs,
+    trust: &TrustArgs,
+    how: &How<'_>,
+    experiment: &Experiment,
+) -> Result<RunOptions, Error> {
     let gun_cpus = experiment.file.placement.gun_cpus.as_ref();
     let gun = fleet::Local {
         loadgen: fleet::find_loadgen().map_err(Error::FindLoadgen)?,
         cpus: gun_cpus.map(ToString::to_string),
     };
     pin_to(gun_cpus)?;
-    let options = RunOptions {
+    Ok(RunOptions {
         plan: plan_options(cells),
         db: cells.db.clone(),
         retry_failed: how.retry_failed,
@@ -202,7 +226,11 @@ async fn run_file(
         gun,
         live: std::io::stderr().is_terminal(),
         trust: trust_of(trust),
-    };
+    })
+}
+
+/// What tells the runner to stop: true once `shutdown` is no longer running.
+fn stop_signal(shutdown: &Shutdown) -> tokio::sync::watch::Receiver<bool> {
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let mut stopping = shutdown.subscribe();
     tokio::spawn(async move {
@@ -212,28 +240,28 @@ async fn run_file(
             }
         }
     });
-    let report = runner::run(&experiment, &options, stop_rx).await?;
-    print!("{}", ran_text(&experiment.file.name, &report, cells));
-    let mut gates = report.gates;
-    if let Some(pages) = how.pages {
-        let site = crate::output::draw_site(&cells.db, pages).await?;
-        let page = site
-            .experiment_pages
-            .get(&experiment.file.name)
-            .unwrap_or(&site.index);
-        println!("Report: open {}", page.display());
-        for gate in &mut gates {
-            gate.pages = Some(page.display().to_string());
-        }
+    stop_rx
+}
+
+/// Draws the site into `dir`, shows the experiment's page, and gives each verdict that page.
+async fn draw_pages(
+    db: &str,
+    dir: &std::path::Path,
+    name: &str,
+    gates: &mut [analysis::ab::Gate],
+) -> Result<(), Error> {
+    let site = crate::output::draw_site(db, dir).await?;
+    let page = site.experiment_pages.get(name).unwrap_or(&site.index);
+    println!("Report: open {}", page.display());
+    for gate in gates {
+        gate.pages = Some(page.display().to_string());
     }
-    if experiment.file.compare.is_none() || report.interrupted {
-        return Ok(if report.interrupted {
-            RunEnd::Stopped
-        } else {
-            RunEnd::Completed
-        });
-    }
-    let end = gated(&gates, &how.written)?;
+    Ok(())
+}
+
+/// A comparison's end: its verdicts' exit (see [`gated`]), or a failure if a build went unmeasured.
+fn compared_end(report: &runner::RunReport, written: &Written) -> Result<RunEnd, Error> {
+    let end = gated(&report.gates, written)?;
     // A build that did not build, start, pass its checks or last its runs was not measured:
     // that is a failure of the gate, not "too noisy to tell" (exit 5, which CI jobs may let
     // pass).
@@ -585,46 +613,8 @@ fn guns_lines(
         " (run needs --trust-guns)"
     };
     match &guns.kubernetes {
-        Some(k) => {
-            let job = k.job.as_deref().unwrap_or("showdown-guns");
-            let namespace = k.namespace.as_deref().unwrap_or("default");
-            let manifest = k
-                .manifest
-                .as_ref()
-                .map_or_else(|| format!("{job}.yaml"), |m| m.display().to_string());
-            lines.push(format!(
-                "writes  the guns' Job ({} pods of {}, {namespace}/{job}) to {manifest}",
-                k.count, k.image
-            ));
-            if k.apply {
-                lines.push(format!(
-                    "applies it and its Secret with your kubectl, in its context {} (Showdown's own Job {namespace}/{job} there is replaced; one it did not make is refused){confirm}",
-                    kube_context.unwrap_or_else(|| "(none: kubectl config use-context NAME)".into())
-                ));
-            }
-            lines.push(format!(
-                "listens on {} for the pods, which dial {}; sends them every order{confirm}",
-                k.listen,
-                k.advertise.as_deref().unwrap_or(&k.listen)
-            ));
-        }
-        None => {
-            let hosts = match &guns.from {
-                Some(from) => format!("the guns of the lab (from = {from:?})"),
-                None => guns.ssh.join(", "),
-            };
-            let config = guns
-                .ssh_config
-                .as_ref()
-                .map(|c| format!(", with the SSH config {}", c.display()))
-                .unwrap_or_default();
-            lines.push(format!(
-                "sends   every order over SSH to {hosts}{config}, signed in by your SSH agent{confirm}"
-            ));
-            if let Some(path) = &guns.ssh_config {
-                lines.extend(ssh_config_lines(path, trust));
-            }
-        }
+        Some(k) => kubernetes_lines(&mut lines, k, kube_context, confirm),
+        None => ssh_lines(&mut lines, guns, trust, confirm),
     }
     if let Some(loadgen) = &guns.loadgen {
         lines.push(format!("runs    {loadgen} on the guns"));
@@ -637,6 +627,60 @@ fn guns_lines(
         None => {}
     }
     lines
+}
+
+/// [`guns_lines`] for guns in Kubernetes: the Job written (and applied), and where pods dial in.
+fn kubernetes_lines(
+    lines: &mut Vec<String>,
+    k: &experiment::guns::KubernetesSpec,
+    kube_context: Option<String>,
+    confirm: &str,
+) {
+    let job = k.job.as_deref().unwrap_or("showdown-guns");
+    let namespace = k.namespace.as_deref().unwrap_or("default");
+    let manifest = k
+        .manifest
+        .as_ref()
+        .map_or_else(|| format!("{job}.yaml"), |m| m.display().to_string());
+    lines.push(format!(
+        "writes  the guns' Job ({} pods of {}, {namespace}/{job}) to {manifest}",
+        k.count, k.image
+    ));
+    if k.apply {
+        lines.push(format!(
+            "applies it and its Secret with your kubectl, in its context {} (Showdown's own Job {namespace}/{job} there is replaced; one it did not make is refused){confirm}",
+            kube_context.unwrap_or_else(|| "(none: kubectl config use-context NAME)".into())
+        ));
+    }
+    lines.push(format!(
+        "listens on {} for the pods, which dial {}; sends them every order{confirm}",
+        k.listen,
+        k.advertise.as_deref().unwrap_or(&k.listen)
+    ));
+}
+
+/// [`guns_lines`] for guns over SSH: the hosts, and their SSH config checked.
+fn ssh_lines(
+    lines: &mut Vec<String>,
+    guns: &experiment::guns::GunsSpec,
+    trust: &Trust,
+    confirm: &str,
+) {
+    let hosts = match &guns.from {
+        Some(from) => format!("the guns of the lab (from = {from:?})"),
+        None => guns.ssh.join(", "),
+    };
+    let config = guns
+        .ssh_config
+        .as_ref()
+        .map(|c| format!(", with the SSH config {}", c.display()))
+        .unwrap_or_default();
+    lines.push(format!(
+        "sends   every order over SSH to {hosts}{config}, signed in by your SSH agent{confirm}"
+    ));
+    if let Some(path) = &guns.ssh_config {
+        lines.extend(ssh_config_lines(path, trust));
+    }
 }
 
 /// A check as the plan lists it: its request and, when it has them, its headers' names.

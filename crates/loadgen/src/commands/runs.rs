@@ -3,7 +3,7 @@
 use std::io::Write;
 
 use analysis::summary::SummaryText as _;
-use store::run::{RunFilter, RunListing, StoredRun};
+use store::run::{RunFilter, RunListing, StoredProbe, StoredRun};
 use store::summary::format_ns;
 use store::{Store, StoreError};
 
@@ -23,28 +23,12 @@ pub async fn run(args: &RunsArgs) -> Result<(), Error> {
             group,
             output,
         } => {
-            let filter = RunFilter {
-                experiment: experiment.clone(),
-                labels: labels.iter().cloned().collect(),
-                group: group.clone(),
-            };
-            let runs = store.list_runs(&filter).await?;
-            let text = match output {
-                OutputFormat::Json => json(&runs)?,
-                OutputFormat::Text => crate::output::shown(&list_text(&runs)),
-            };
+            let text = list(&store, experiment, labels, group, *output).await?;
             print(&mut out, text)
         }
         RunsCommand::Show { run, group, output } => {
             let run = load(&store, run.as_deref(), group.as_deref()).await?;
-            let text = match output {
-                OutputFormat::Json => {
-                    let mut buf = Vec::new();
-                    store::export::json(&run, &mut buf).map_err(Error::Output)?;
-                    String::from_utf8_lossy(&buf).into_owned() + "\n"
-                }
-                OutputFormat::Text => crate::output::shown(&show_text(&run)),
-            };
+            let text = show(&run, *output)?;
             print(&mut out, text)
         }
         RunsCommand::Export {
@@ -54,21 +38,7 @@ pub async fn run(args: &RunsArgs) -> Result<(), Error> {
             out: path,
         } => {
             let run = load(&store, run.as_deref(), group.as_deref()).await?;
-            let mut buf = Vec::new();
-            let written = match format {
-                ExportFormat::Hdrlog => store::export::hdr_log(&run, &mut buf),
-                ExportFormat::IntervalsCsv => store::export::intervals_csv(&run, &mut buf),
-                ExportFormat::SamplesCsv => store::export::samples_csv(&run, &mut buf),
-                ExportFormat::Json => store::export::json(&run, &mut buf),
-            };
-            written.map_err(Error::Output)?;
-            match path {
-                Some(path) => std::fs::write(path, &buf).map_err(|source| Error::Export {
-                    path: path.clone(),
-                    source,
-                }),
-                None => out.write_all(&buf).map_err(Error::Output),
-            }
+            export(&run, *format, path, &mut out)
         }
         RunsCommand::Delete { run } => {
             let id = store.resolve(run).await?;
@@ -80,26 +50,87 @@ pub async fn run(args: &RunsArgs) -> Result<(), Error> {
         }
         RunsCommand::Import { file } => {
             let imported = store::import::import_file(&store, file).await?;
-            let mut text = String::new();
-            for i in &imported {
-                let how = match (i.created, i.status) {
-                    (_, store::RunStatus::Running) => {
-                        "its generator stopped before the end: kept as it was, still marked running"
-                    }
-                    (true, _) => "created",
-                    (false, _) => "completed",
-                };
-                text.push_str(&format!(
-                    "imported run {} ({how}; {} rows read, those the store had already skipped)\n",
-                    i.run_id, i.rows
-                ));
-            }
-            if imported.is_empty() {
-                text.push_str("no run in the file\n");
-            }
-            print(&mut out, crate::output::shown(&text))
+            print(&mut out, crate::output::shown(&import_text(&imported)))
         }
     }
+}
+
+/// `runs list`: the kept runs that pass the filters, as `output` asks.
+async fn list(
+    store: &Store,
+    experiment: &Option<String>,
+    labels: &[(String, String)],
+    group: &Option<String>,
+    output: OutputFormat,
+) -> Result<String, Error> {
+    let filter = RunFilter {
+        experiment: experiment.clone(),
+        labels: labels.iter().cloned().collect(),
+        group: group.clone(),
+    };
+    let runs = store.list_runs(&filter).await?;
+    Ok(match output {
+        OutputFormat::Json => json(&runs)?,
+        OutputFormat::Text => crate::output::shown(&list_text(&runs)),
+    })
+}
+
+/// `runs show`: the run, as `output` asks.
+fn show(run: &StoredRun, output: OutputFormat) -> Result<String, Error> {
+    Ok(match output {
+        OutputFormat::Json => {
+            let mut buf = Vec::new();
+            store::export::json(run, &mut buf).map_err(Error::Output)?;
+            String::from_utf8_lossy(&buf).into_owned() + "\n"
+        }
+        OutputFormat::Text => crate::output::shown(&show_text(run)),
+    })
+}
+
+/// `runs export`: the run in `format`, written to `path`, or to `out` without one.
+fn export(
+    run: &StoredRun,
+    format: ExportFormat,
+    path: &Option<std::path::PathBuf>,
+    out: &mut dyn Write,
+) -> Result<(), Error> {
+    let mut buf = Vec::new();
+    let written = match format {
+        ExportFormat::Hdrlog => store::export::hdr_log(run, &mut buf),
+        ExportFormat::IntervalsCsv => store::export::intervals_csv(run, &mut buf),
+        ExportFormat::SamplesCsv => store::export::samples_csv(run, &mut buf),
+        ExportFormat::Json => store::export::json(run, &mut buf),
+    };
+    written.map_err(Error::Output)?;
+    match path {
+        Some(path) => std::fs::write(path, &buf).map_err(|source| Error::Export {
+            path: path.clone(),
+            source,
+        }),
+        None => out.write_all(&buf).map_err(Error::Output),
+    }
+}
+
+/// What `runs import` says of the runs it brought in.
+fn import_text(imported: &[store::import::Imported]) -> String {
+    let mut text = String::new();
+    for i in imported {
+        let how = match (i.created, i.status) {
+            (_, store::RunStatus::Running) => {
+                "its generator stopped before the end: kept as it was, still marked running"
+            }
+            (true, _) => "created",
+            (false, _) => "completed",
+        };
+        text.push_str(&format!(
+            "imported run {} ({how}; {} rows read, those the store had already skipped)\n",
+            i.run_id, i.rows
+        ));
+    }
+    if imported.is_empty() {
+        text.push_str("no run in the file\n");
+    }
+    text
 }
 
 async fn load(
@@ -169,6 +200,23 @@ fn list_text(runs: &[RunListing]) -> String {
 }
 
 fn show_text(run: &StoredRun) -> String {
+    let mut out = setup_text(run);
+    for p in &run.probes {
+        out.push_str(&probe_line(p));
+    }
+    out.push('\n');
+    match &run.summary {
+        Some(summary) => out.push_str(&summary.to_text()),
+        None => out.push_str(&format!(
+            "No summary: the run did not finish ({} intervals kept).\n",
+            run.intervals.len()
+        )),
+    }
+    out
+}
+
+/// `runs show`'s head: the run, how it ended, when, and how it was set up.
+fn setup_text(run: &StoredRun) -> String {
     let m = &run.meta;
     let mut out = format!("Run          {} ({})\n", m.id, m.name);
     out.push_str(&format!("Status       {}", run.status.as_str()));
@@ -204,37 +252,31 @@ fn show_text(run: &StoredRun) -> String {
         "Command      {}\n",
         m.config.command_line.join(" ")
     ));
-    for p in &run.probes {
-        let samples = p
-            .records
-            .iter()
-            .filter(|r| matches!(r.record, probe::protocol::Record::Sample(_)))
-            .count();
-        let clock = p.meta.clock.map_or("not aligned".into(), |c| {
-            format!(
-                "offset {} ns ± {}",
-                c.offset_ns,
-                format_ns(c.uncertainty_ns)
-            )
-        });
-        out.push_str(&format!(
-            "Probe {}      {} on {} ({}), {} samples, {} gaps, clock {}\n",
-            p.meta.index,
-            p.meta.address,
-            p.meta.host.hostname,
-            p.meta.host.selector,
-            samples,
-            p.gaps.len(),
-            clock
-        ));
-    }
-    out.push('\n');
-    match &run.summary {
-        Some(summary) => out.push_str(&summary.to_text()),
-        None => out.push_str(&format!(
-            "No summary: the run did not finish ({} intervals kept).\n",
-            run.intervals.len()
-        )),
-    }
     out
+}
+
+/// `runs show`'s line for one probe: where it ran, what it kept, and its clock.
+fn probe_line(p: &StoredProbe) -> String {
+    let samples = p
+        .records
+        .iter()
+        .filter(|r| matches!(r.record, probe::protocol::Record::Sample(_)))
+        .count();
+    let clock = p.meta.clock.map_or("not aligned".into(), |c| {
+        format!(
+            "offset {} ns ± {}",
+            c.offset_ns,
+            format_ns(c.uncertainty_ns)
+        )
+    });
+    format!(
+        "Probe {}      {} on {} ({}), {} samples, {} gaps, clock {}\n",
+        p.meta.index,
+        p.meta.address,
+        p.meta.host.hostname,
+        p.meta.host.selector,
+        samples,
+        p.gaps.len(),
+        clock
+    )
 }

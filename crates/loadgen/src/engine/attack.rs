@@ -312,32 +312,10 @@ pub async fn attack(
     let connector = Connector::new(plan.mix.origin(), plan.h2, plan.insecure).await?;
     let shared = Arc::new(run_shared(plan, anchor, connector));
     let (threads, timeout, interval) = (shared.threads, shared.timeout, shared.interval);
-    let mut failed_sinks = vec![false; sinks.len()];
-    let mut warnings = Vec::new();
-    for (i, sink) in sinks.iter_mut().enumerate() {
-        if let Err(e) = sink.begin(anchor.wall) {
-            failed_sinks[i] = true;
-            warnings.push(format!("could not start {}: {e}", sink.name()));
-        }
-    }
+    let (failed_sinks, warnings) = begin_sinks(sinks, anchor.wall);
     let meter = Meter::start();
     let (tx, mut rx) = mpsc::unbounded_channel();
-    let mut handles = Vec::with_capacity(threads);
-    for index in 0..threads {
-        match spawn(index, shared.clone(), tx.clone(), shutdown.clone()) {
-            Ok(handle) => handles.push(handle),
-            Err(e) => {
-                shutdown.abort("could not start all worker threads");
-                drop(tx);
-                while rx.recv().await.is_some() {}
-                for h in handles {
-                    let _ = h.join();
-                }
-                return Err(AttackError::Threads(e));
-            }
-        }
-    }
-    drop(tx);
+    let handles = start_workers(threads, &shared, tx, &mut rx, shutdown).await?;
     let mut gather = Gather::new(threads);
     let mut run = RunState {
         totals: IntervalStats::new(0, timeout),
@@ -359,25 +337,76 @@ pub async fn attack(
     for stats in gather.flush() {
         run.complete(stats, Some(end.saturating_sub(anchor.mono)), sinks);
     }
-    for handle in handles {
-        match handle.join() {
-            Ok(Ok(())) => {}
-            Ok(Err(e)) => run.warnings.push(e.to_string()),
-            Err(_) => run
-                .warnings
-                .push("a worker thread panicked; its last interval is lost".into()),
+    join_workers(handles, &mut run.warnings);
+    run.finish_sinks(sinks);
+    Ok(outcome(run, workers, &meter, anchor, interval, shutdown))
+}
+
+/// Tells each sink the run starts at `start`: which sinks failed to begin, and why.
+fn begin_sinks(sinks: &mut [&mut dyn IntervalSink], start: SystemTime) -> (Vec<bool>, Vec<String>) {
+    let mut failed_sinks = vec![false; sinks.len()];
+    let mut warnings = Vec::new();
+    for (i, sink) in sinks.iter_mut().enumerate() {
+        if let Err(e) = sink.begin(start) {
+            failed_sinks[i] = true;
+            warnings.push(format!("could not start {}: {e}", sink.name()));
         }
     }
-    for (i, sink) in sinks.iter_mut().enumerate() {
-        if !run.failed_sinks[i] {
-            if let Err(e) = sink.finish(&run.totals) {
-                run.warnings
-                    .push(format!("could not finish {}: {e}", sink.name()));
+    (failed_sinks, warnings)
+}
+
+/// Starts the worker threads; if one cannot start, aborts and joins those that did.
+async fn start_workers(
+    threads: usize,
+    shared: &Arc<RunShared>,
+    tx: mpsc::UnboundedSender<WorkerMessage>,
+    rx: &mut mpsc::UnboundedReceiver<WorkerMessage>,
+    shutdown: &Shutdown,
+) -> Result<Vec<std::thread::JoinHandle<Result<(), WorkerError>>>, AttackError> {
+    let mut handles = Vec::with_capacity(threads);
+    for index in 0..threads {
+        match spawn(index, shared.clone(), tx.clone(), shutdown.clone()) {
+            Ok(handle) => handles.push(handle),
+            Err(e) => {
+                shutdown.abort("could not start all worker threads");
+                drop(tx);
+                while rx.recv().await.is_some() {}
+                for h in handles {
+                    let _ = h.join();
+                }
+                return Err(AttackError::Threads(e));
             }
         }
     }
+    drop(tx);
+    Ok(handles)
+}
+
+/// Waits for every worker thread to end, adding to `warnings` what went wrong with any.
+fn join_workers(
+    handles: Vec<std::thread::JoinHandle<Result<(), WorkerError>>>,
+    warnings: &mut Vec<String>,
+) {
+    for handle in handles {
+        match handle.join() {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => warnings.push(e.to_string()),
+            Err(_) => warnings.push("a worker thread panicked; its last interval is lost".into()),
+        }
+    }
+}
+
+/// What the run recorded, with what the workers and the meter measured of the generator.
+fn outcome(
+    run: RunState<'_>,
+    workers: Workers,
+    meter: &Meter,
+    anchor: Anchor,
+    interval: Nanos,
+    shutdown: &Shutdown,
+) -> RunOutcome {
     let (cpus_busy, own_share, steal) = meter.read();
-    Ok(RunOutcome {
+    RunOutcome {
         totals: run.totals,
         anchor,
         interval: Duration::from_nanos(interval),
@@ -396,7 +425,7 @@ pub async fn attack(
             arrivals: workers.gaps.as_ref().and_then(GapFit::fit),
             start_late_ns: workers.timing.start_late_ns(),
         },
-    })
+    }
 }
 
 /// What every worker of `plan`'s run shares: its requests, its connector, this shard's part
@@ -546,6 +575,18 @@ struct RunState<'a> {
 }
 
 impl RunState<'_> {
+    /// Tells each sink that has not failed that the run is over.
+    fn finish_sinks(&mut self, sinks: &mut [&mut dyn IntervalSink]) {
+        for (i, sink) in sinks.iter_mut().enumerate() {
+            if !self.failed_sinks[i] {
+                if let Err(e) = sink.finish(&self.totals) {
+                    self.warnings
+                        .push(format!("could not finish {}: {e}", sink.name()));
+                }
+            }
+        }
+    }
+
     /// Takes in one complete interval. `run_end` clips the last interval's length.
     fn complete(
         &mut self,

@@ -74,14 +74,7 @@ pub async fn compare(
     for (((sending, target), name), mut keeping) in
         sendings.iter().zip(&targets).zip(&names).zip(keepings)
     {
-        keeping.labels.insert(label::COMPARE.into(), id.clone());
-        let search_id = keeping.run_id.take().unwrap_or_else(store::RunMeta::new_id);
-        keeping.name = Some(
-            keeping
-                .name
-                .take()
-                .unwrap_or_else(|| format!("capacity of {name}")),
-        );
+        let search_id = name_search(&mut keeping, &id, name);
         let stepper = Stepper {
             sending,
             keeping,
@@ -96,7 +89,33 @@ pub async fn compare(
             name: Some(name.clone()),
         });
     }
-    let rounds = if wanted.sequential {
+    let rounds = rounds_said(wanted);
+    eprintln!(
+        "Comparing {} of {} targets within {slo}: {rounds}, one step of each per round in a random order",
+        plans[0].settings.figure(),
+        plans.len(),
+    );
+    let interleave = interleave_of(wanted, &id);
+    capacity::compare(plans, &mut lives, &interleave).await
+}
+
+/// Labels `keeping` with the comparison `id` and names its search (of `name`, unless the
+/// keeping names it): the search's id, the keeping's own or a new one.
+fn name_search(keeping: &mut Keeping, id: &str, name: &str) -> String {
+    keeping.labels.insert(label::COMPARE.into(), id.to_string());
+    let search_id = keeping.run_id.take().unwrap_or_else(store::RunMeta::new_id);
+    keeping.name = Some(
+        keeping
+            .name
+            .take()
+            .unwrap_or_else(|| format!("capacity of {name}")),
+    );
+    search_id
+}
+
+/// How the rounds go, as the comparison's first line says: so many, or read at looks.
+fn rounds_said(wanted: &order::Search) -> String {
+    if wanted.sequential {
         format!(
             "up to {} rounds, read at {} and stopped once decided",
             wanted.rounds,
@@ -112,25 +131,24 @@ pub async fn compare(
         )
     } else {
         format!("{} rounds", wanted.rounds)
-    };
-    eprintln!(
-        "Comparing {} of {} targets within {slo}: {rounds}, one step of each per round in a random order",
-        plans[0].settings.figure(),
-        plans.len(),
-    );
-    let interleave = Interleave {
-        id: id.clone(),
+    }
+}
+
+/// The rounds of the comparison `id`, seeded by its id, read at looks when `wanted` is
+/// sequential.
+fn interleave_of(wanted: &order::Search, id: &str) -> Interleave {
+    Interleave {
+        id: id.to_string(),
         rounds: wanted.rounds,
         budget: wanted.budget_ns.map(Duration::from_nanos),
-        seed: analysis::capacity::random::seed_of(&id),
+        seed: analysis::capacity::random::seed_of(id),
         looks: wanted
             .sequential
             .then_some(analysis::capacity::compare::Looks {
                 most: wanted.rounds,
                 margin: wanted.until,
             }),
-    };
-    capacity::compare(plans, &mut lives, &interleave).await
+    }
 }
 
 /// Each target's order, sending and keeping, in the comparison's order.

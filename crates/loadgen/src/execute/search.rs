@@ -3,6 +3,7 @@
 //! ([`Live`], each step printed on standard error and kept as it ends) or the guns', repeated
 //! as it asks. `loadgen capacity` and `loadgen order` both run searches here.
 
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use analysis::capacity::warm::Sample;
@@ -120,66 +121,22 @@ pub async fn search(
     let slo = searched_slo(wanted)?;
     let mut keeping = prepare::keeping(order, command_line)?;
     let sending = Sending::of(&order.requests, &order.pacing)?;
-    let (step, warmup) = (
-        Duration::from_nanos(wanted.step_ns),
-        Duration::from_nanos(wanted.warmup_ns),
-    );
-    // The caller's run id names the search (the experiment runner's cell); its steps get
-    // ids of their own.
-    let id = keeping.run_id.take().unwrap_or_else(store::RunMeta::new_id);
-    let target = target(&sending);
+    let naming = naming_of(&mut keeping, target(&sending));
     bounded(wanted)?;
     let store = store_of(&keeping, wanted.guns.is_some()).await?;
-    let labels = keeping.labels.clone();
-    let name = keeping
-        .name
-        .clone()
-        .unwrap_or_else(|| format!("capacity of {target}"));
-    keeping.name = Some(name.clone());
-    let experiment = keeping.experiment.clone();
-    let mut volleys = match (&wanted.guns, &store, &keeping.store_url) {
-        (Some(guns), Some(store), Some(url)) => Some(capacity::guns::Volleys {
-            firing: ready_guns(guns, order, shutdown).await?,
-            store: store.clone(),
-            store_url: url.clone(),
-            template: order,
-            slo: &slo,
-            warmup,
-            shutdown,
-            experiment: experiment.clone(),
-            labels: labels.clone(),
-            valid: None,
-        }),
-        _ => None,
-    };
     let stepper = Stepper {
         sending: &sending,
         keeping,
         slo: &slo,
-        warmup,
+        warmup: Duration::from_nanos(wanted.warmup_ns),
         shutdown,
     };
+    let mut volleys = volleys_of(wanted, order, store.as_ref(), &stepper, &naming).await?;
     // The guns are closed on every way out, so that each is told goodbye (a Job's pods end
     // well rather than find their connection lost).
     let searched = async {
-        let start = first_rate(wanted, volleys.as_ref(), &stepper, &target).await?;
-        let start = bracket::round(start.clamp(wanted.min_rate, wanted.max_rate));
-        let seed = analysis::capacity::random::seed_of(&id);
-        let plan = Plan {
-            id,
-            name,
-            experiment,
-            target,
-            labels,
-            slo: slo.clone(),
-            settings: settings(wanted, &sending, start, seed),
-            max_steps: wanted.max_steps,
-            budget: wanted.budget_ns.map(Duration::from_nanos),
-            step,
-            resumed: Vec::new(),
-            warm: warm(wanted),
-            started_at_ns: capacity::now_ns(),
-        };
+        let start = first_rate(wanted, volleys.as_ref(), &stepper, &naming.target).await?;
+        let plan = plan_for(wanted, &sending, &slo, start, naming);
         repeated(plan, wanted, store, stepper, volleys.as_mut()).await
     }
     .await;
@@ -187,6 +144,89 @@ pub async fn search(
         v.firing.close().await;
     }
     searched
+}
+
+/// What a search is called, labelled and kept under.
+struct Naming {
+    id: String,
+    name: String,
+    target: String,
+    labels: BTreeMap<String, String>,
+    experiment: Option<String>,
+}
+
+/// The naming of a search of `target` kept as `keeping` says, which is left naming it.
+fn naming_of(keeping: &mut Keeping, target: String) -> Naming {
+    // The caller's run id names the search (the experiment runner's cell); its steps get
+    // ids of their own.
+    let id = keeping.run_id.take().unwrap_or_else(store::RunMeta::new_id);
+    let labels = keeping.labels.clone();
+    let name = keeping
+        .name
+        .clone()
+        .unwrap_or_else(|| format!("capacity of {target}"));
+    keeping.name = Some(name.clone());
+    let experiment = keeping.experiment.clone();
+    Naming {
+        id,
+        name,
+        target,
+        labels,
+        experiment,
+    }
+}
+
+/// The search's steps fired from its guns, when it has them and a store they share.
+async fn volleys_of<'a>(
+    wanted: &order::Search,
+    order: &'a order::Order,
+    store: Option<&Store>,
+    stepper: &Stepper<'a>,
+    naming: &Naming,
+) -> Result<Option<Volleys<'a>>, Error> {
+    let (Some(guns), Some(store), Some(url)) = (&wanted.guns, store, &stepper.keeping.store_url)
+    else {
+        return Ok(None);
+    };
+    Ok(Some(capacity::guns::Volleys {
+        firing: ready_guns(guns, order, stepper.shutdown).await?,
+        store: store.clone(),
+        store_url: url.clone(),
+        template: order,
+        slo: stepper.slo,
+        warmup: stepper.warmup,
+        shutdown: stepper.shutdown,
+        experiment: naming.experiment.clone(),
+        labels: naming.labels.clone(),
+        valid: None,
+    }))
+}
+
+/// The plan of the search `naming` names, from `start` req/s (rounded, within its bounds).
+fn plan_for(
+    wanted: &order::Search,
+    sending: &Sending,
+    slo: &Slo,
+    start: f64,
+    naming: Naming,
+) -> Plan {
+    let start = bracket::round(start.clamp(wanted.min_rate, wanted.max_rate));
+    let seed = analysis::capacity::random::seed_of(&naming.id);
+    Plan {
+        id: naming.id,
+        name: naming.name,
+        experiment: naming.experiment,
+        target: naming.target,
+        labels: naming.labels,
+        slo: slo.clone(),
+        settings: settings(wanted, sending, start, seed),
+        max_steps: wanted.max_steps,
+        budget: wanted.budget_ns.map(Duration::from_nanos),
+        step: Duration::from_nanos(wanted.step_ns),
+        resumed: Vec::new(),
+        warm: warm(wanted),
+        started_at_ns: capacity::now_ns(),
+    }
 }
 
 /// Runs `plan` (a search kept under its id and not finished gone on with) as `wanted` repeats

@@ -101,27 +101,10 @@ pub async fn execute_with(
     extra: &mut [&mut dyn IntervalSink],
 ) -> Result<Executed, Error> {
     let mut hdr_log = hdr_log(plan, keeping)?;
-    let store = match &keeping.store_url {
-        Some(url) => Some(Store::open(url).await?),
-        None => None,
-    };
+    let store = open_store(keeping).await?;
     let connected = connect_probes(keeping).await?;
     let anchor = attack::time_zero(keeping.start_at)?;
-    let (writer, run_id) = match &store {
-        Some(store) => {
-            let meta = run_meta(plan, keeping, anchor.wall);
-            store.create_run(&meta).await?;
-            let fallback = store::writer::Fallback {
-                meta: meta.clone(),
-                dir: std::path::PathBuf::from(UNSAVED_DIR),
-            };
-            (
-                Some(RunWriter::start_with(store, &meta.id, Some(fallback))),
-                Some(meta.id),
-            )
-        }
-        None => (None, None),
-    };
+    let (writer, run_id) = start_writer(plan, keeping, store.as_ref(), anchor.wall).await?;
     let links: Vec<_> = match &writer {
         Some(w) => connected
             .into_iter()
@@ -129,14 +112,84 @@ pub async fn execute_with(
             .collect(),
         None => Vec::new(),
     };
-    let expected = match &plan.load {
-        Load::Open { schedule, .. } => schedule.duration(),
-        Load::Closed { duration, .. } => *duration,
-    };
-    let mut progress = Progress::for_terminal(expected);
+    let mut progress = Progress::for_terminal(expected_duration(plan));
     let mut store_sink = writer.as_ref().map(|w| StoreSink(w.handle()));
     let mut tails = TailSink::new(plan.interval);
-    let mut sinks: Vec<&mut dyn IntervalSink> = vec![&mut tails];
+    let mut sinks = gather_sinks(
+        &mut tails,
+        &mut hdr_log,
+        &mut store_sink,
+        &mut progress,
+        extra,
+    );
+    let outcome = attack::attack(plan, anchor, shutdown, &mut sinks).await;
+    if let Some(p) = &progress {
+        p.clear();
+    }
+    let probes = post_roll(links, keeping, shutdown).await;
+    let outcome = match outcome {
+        Ok(outcome) => outcome,
+        Err(e) => {
+            // The attack could not start: the run is kept as a failed one.
+            keep_failed(writer, e.to_string(), &probes, anchor.mono).await;
+            return Err(e.into());
+        }
+    };
+    let summary = conclude(plan, outcome, &tails, writer, &probes, anchor.mono).await;
+    Ok(Executed {
+        summary,
+        run_id,
+        probes,
+    })
+}
+
+/// The store the run is kept in, if there is one.
+async fn open_store(keeping: &Keeping) -> Result<Option<Store>, Error> {
+    Ok(match &keeping.store_url {
+        Some(url) => Some(Store::open(url).await?),
+        None => None,
+    })
+}
+
+/// The run recorded as started in the store, if there is one: its writer and its id.
+async fn start_writer(
+    plan: &AttackPlan,
+    keeping: &Keeping,
+    store: Option<&Store>,
+    zero: SystemTime,
+) -> Result<(Option<RunWriter>, Option<String>), Error> {
+    let Some(store) = store else {
+        return Ok((None, None));
+    };
+    let meta = run_meta(plan, keeping, zero);
+    store.create_run(&meta).await?;
+    let fallback = store::writer::Fallback {
+        meta: meta.clone(),
+        dir: std::path::PathBuf::from(UNSAVED_DIR),
+    };
+    Ok((
+        Some(RunWriter::start_with(store, &meta.id, Some(fallback))),
+        Some(meta.id),
+    ))
+}
+
+/// How long the load is meant to last, if it says.
+fn expected_duration(plan: &AttackPlan) -> Option<Duration> {
+    match &plan.load {
+        Load::Open { schedule, .. } => schedule.duration(),
+        Load::Closed { duration, .. } => *duration,
+    }
+}
+
+/// Every sink the intervals go to: the tails, the HDR log, the store, the progress, the caller's.
+fn gather_sinks<'a>(
+    tails: &'a mut TailSink,
+    hdr_log: &'a mut Option<HdrLogSink>,
+    store_sink: &'a mut Option<StoreSink>,
+    progress: &'a mut Option<Progress>,
+    extra: &'a mut [&mut dyn IntervalSink],
+) -> Vec<&'a mut dyn IntervalSink> {
+    let mut sinks: Vec<&'a mut dyn IntervalSink> = vec![tails];
     if let Some(h) = hdr_log.as_mut() {
         sinks.push(h);
     }
@@ -149,28 +202,37 @@ pub async fn execute_with(
     for sink in extra.iter_mut() {
         sinks.push(&mut **sink);
     }
-    let outcome = attack::attack(plan, anchor, shutdown, &mut sinks).await;
-    if let Some(p) = &progress {
-        p.clear();
+    sinks
+}
+
+/// Keeps a run whose attack could not start as a failed one, stopped for `stop_reason`.
+async fn keep_failed(
+    writer: Option<RunWriter>,
+    stop_reason: String,
+    probes: &[LinkReport],
+    zero_mono: u64,
+) {
+    if let Some(writer) = writer {
+        let failed = finish(
+            RunStatus::Incomplete,
+            Some(stop_reason),
+            None,
+            probes,
+            zero_mono,
+        );
+        writer.finish(failed).await;
     }
-    let probes = post_roll(links, keeping, shutdown).await;
-    let mut outcome = match outcome {
-        Ok(outcome) => outcome,
-        Err(e) => {
-            // The attack could not start: the run is kept as a failed one.
-            if let Some(writer) = writer {
-                let failed = finish(
-                    RunStatus::Incomplete,
-                    Some(e.to_string()),
-                    None,
-                    &probes,
-                    anchor.mono,
-                );
-                writer.finish(failed).await;
-            }
-            return Err(e.into());
-        }
-    };
+}
+
+/// The run's summary (with the probes' problems, its tails, its validity), its end stored.
+async fn conclude(
+    plan: &AttackPlan,
+    mut outcome: attack::RunOutcome,
+    tails: &TailSink,
+    writer: Option<RunWriter>,
+    probes: &[LinkReport],
+    zero_mono: u64,
+) -> Summary {
     outcome
         .warnings
         .extend(probes.iter().filter_map(|p| p.problem.clone()));
@@ -191,17 +253,13 @@ pub async fn execute_with(
             status,
             outcome.stopped.clone(),
             Some(summary.clone()),
-            &probes,
-            anchor.mono,
+            probes,
+            zero_mono,
         );
         let report = writer.finish(done).await;
         summary.warnings.extend(store_warning(report));
     }
-    Ok(Executed {
-        summary,
-        run_id,
-        probes,
-    })
+    summary
 }
 
 /// The HdrHistogram interval log the run writes (`--hdr-log`), headed by what it measured.

@@ -16,6 +16,7 @@
 //! (or, unanswered, stores what may be missing as a gap); the final offset realigns every
 //! record of the probe.
 
+use std::ops::ControlFlow;
 use std::time::Duration;
 
 use probe::client::{ClientError, ClockSync, Incoming, Subscriber};
@@ -398,55 +399,16 @@ impl Follower {
         loop {
             let Some(current) = sub.as_mut() else {
                 // The link is down: reconnect, resuming after the last record.
-                tokio::select! {
-                    _ = stopped.changed() => {
-                        let from = self.next_stored();
-                        self.gap(from, None, "the link to the probe was lost and not restored before the run ended");
-                        self.report.problem = Some(format!(
-                            "lost the link to the probe at {} and could not restore it before the end",
-                            self.target.address
-                        ));
-                        break;
-                    }
-                    _ = tokio::time::sleep(backoff) => {}
-                }
-                match self.reconnect().await {
-                    Ok(s) => {
-                        self.report.reconnections += 1;
-                        self.awaiting_pong = None;
-                        backoff = Duration::from_millis(100);
-                        sub = Some(s);
-                    }
-                    Err(_) => backoff = (backoff * 2).min(Duration::from_secs(2)),
+                match self.restore(&mut stopped, &mut backoff).await {
+                    ControlFlow::Break(()) => break,
+                    ControlFlow::Continue(restored) => sub = restored,
                 }
                 continue;
             };
-            let pong_due = self.awaiting_pong.map(|sent| sent + PONG_TIMEOUT);
-            tokio::select! {
-                _ = stopped.changed() => {
-                    let drained = tokio::time::timeout(DRAIN_TIMEOUT, self.drain(current)).await;
-                    if !matches!(drained, Ok(Ok(()))) {
-                        let from = self.next_stored();
-                        self.gap(from, None, "the probe did not answer at the end of the run: what it took after this may be missing");
-                    }
-                    break;
-                }
-                _ = ping.tick() => {
-                    self.awaiting_pong.get_or_insert_with(tokio::time::Instant::now);
-                    match tokio::time::timeout(PONG_TIMEOUT, current.ping()).await {
-                        Ok(Ok(())) => {}
-                        _ => sub = None,
-                    }
-                }
-                _ = tokio::time::sleep_until(pong_due.unwrap_or_else(tokio::time::Instant::now)), if pong_due.is_some() => {
-                    // A frozen probe or a half-open link: drop it and connect again.
-                    sub = None;
-                    self.awaiting_pong = None;
-                }
-                incoming = current.next() => match incoming {
-                    Ok(Some(incoming)) => self.take(incoming),
-                    Ok(None) | Err(_) => sub = None,
-                },
+            match self.listen(current, &mut stopped, &mut ping).await {
+                Turn::Up => {}
+                Turn::Lost => sub = None,
+                Turn::Ended => break,
             }
         }
         self.meta.clock = alignment(&self.clock);
@@ -454,4 +416,85 @@ impl Follower {
         self.report.meta = self.meta;
         self.report
     }
+
+    /// A link that is down: connects again after `backoff`, or stores it as lost if the run ends.
+    async fn restore(
+        &mut self,
+        stopped: &mut watch::Receiver<bool>,
+        backoff: &mut Duration,
+    ) -> ControlFlow<(), Option<Subscriber>> {
+        tokio::select! {
+            _ = stopped.changed() => {
+                let from = self.next_stored();
+                self.gap(from, None, "the link to the probe was lost and not restored before the run ended");
+                self.report.problem = Some(format!(
+                    "lost the link to the probe at {} and could not restore it before the end",
+                    self.target.address
+                ));
+                return ControlFlow::Break(());
+            }
+            _ = tokio::time::sleep(*backoff) => {}
+        }
+        match self.reconnect().await {
+            Ok(s) => {
+                self.report.reconnections += 1;
+                self.awaiting_pong = None;
+                *backoff = Duration::from_millis(100);
+                ControlFlow::Continue(Some(s))
+            }
+            Err(_) => {
+                *backoff = (*backoff * 2).min(Duration::from_secs(2));
+                ControlFlow::Continue(None)
+            }
+        }
+    }
+
+    /// One turn of a live link: a record taken, a ping sent, the link found dead, or the end.
+    async fn listen(
+        &mut self,
+        current: &mut Subscriber,
+        stopped: &mut watch::Receiver<bool>,
+        ping: &mut tokio::time::Interval,
+    ) -> Turn {
+        let pong_due = self.awaiting_pong.map(|sent| sent + PONG_TIMEOUT);
+        tokio::select! {
+            _ = stopped.changed() => {
+                let drained = tokio::time::timeout(DRAIN_TIMEOUT, self.drain(current)).await;
+                if !matches!(drained, Ok(Ok(()))) {
+                    let from = self.next_stored();
+                    self.gap(from, None, "the probe did not answer at the end of the run: what it took after this may be missing");
+                }
+                Turn::Ended
+            }
+            _ = ping.tick() => {
+                self.awaiting_pong.get_or_insert_with(tokio::time::Instant::now);
+                match tokio::time::timeout(PONG_TIMEOUT, current.ping()).await {
+                    Ok(Ok(())) => Turn::Up,
+                    _ => Turn::Lost,
+                }
+            }
+            _ = tokio::time::sleep_until(pong_due.unwrap_or_else(tokio::time::Instant::now)), if pong_due.is_some() => {
+                // A frozen probe or a half-open link: drop it and connect again.
+                self.awaiting_pong = None;
+                Turn::Lost
+            }
+            incoming = current.next() => match incoming {
+                Ok(Some(incoming)) => {
+                    self.take(incoming);
+                    Turn::Up
+                }
+                Ok(None) | Err(_) => Turn::Lost,
+            },
+        }
+    }
+}
+
+/// What one turn of a live link came to.
+enum Turn {
+    /// The link is up: go on.
+    Up,
+    /// The link broke or is dead: drop it and connect again.
+    Lost,
+    /// The run ended.
+    Ended,
 }
