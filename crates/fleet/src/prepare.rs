@@ -127,36 +127,67 @@ async fn ready_all(
         error,
     })?;
     let opening = &*transport;
-    let readying = (0..opening.names().len()).map(|n| {
-        let (build, cpus) = (&build, &cpus);
-        async move {
-            let link = opening.open(n).await?;
-            let gun = ready(
-                link,
-                preparing.local,
-                build,
-                guns.loadgen.as_deref(),
-                preparing.reach,
-            )
-            .await?;
-            if let Some(cpus) = cpus {
-                let have: probe::cpus::CpuList = gun.check.cpus.parse().unwrap_or_default();
-                if cpus.intersection(&have).len() != cpus.len() {
-                    let why = GunFault::Cpus {
-                        asked: cpus.to_string(),
-                        have: gun.check.cpus.clone(),
-                    };
-                    let name = gun.link.name().to_string();
-                    gun.link.close().await;
-                    return Err(FleetError::remote(&name, why));
-                }
-            }
-            Ok::<ReadyGun, FleetError>(gun)
+    let readying =
+        (0..opening.names().len()).map(|n| ready_one(opening, n, preparing, &build, cpus.as_ref()));
+    let readied = futures_util::future::join_all(readying).await;
+    let ready_guns = all_or_none(readied, tolerance).await?;
+    Ok(Fleet {
+        guns: ready_guns,
+        over: transport.over(),
+        hosts: transport.hosts(),
+        cpus: guns.cpus.clone(),
+        threads: guns.threads,
+        store_env_file: guns
+            .store_env_file
+            .clone()
+            .or_else(|| transport.store_env_file()),
+        loadgen: guns.loadgen.clone(),
+        clock_tolerance_ns: guns.clock_tolerance_ns,
+        _transport: transport,
+    })
+}
+
+/// Gun `n` of `opening` opened and made ready; refused when it lacks `cpus` (its link closed).
+async fn ready_one(
+    opening: &dyn Transport,
+    n: usize,
+    preparing: Preparing<'_>,
+    build: &str,
+    cpus: Option<&probe::cpus::CpuList>,
+) -> Result<ReadyGun, FleetError> {
+    let link = opening.open(n).await?;
+    let gun = ready(
+        link,
+        preparing.local,
+        build,
+        preparing.guns.loadgen.as_deref(),
+        preparing.reach,
+    )
+    .await?;
+    if let Some(cpus) = cpus {
+        let have: probe::cpus::CpuList = gun.check.cpus.parse().unwrap_or_default();
+        if cpus.intersection(&have).len() != cpus.len() {
+            let why = GunFault::Cpus {
+                asked: cpus.to_string(),
+                have: gun.check.cpus.clone(),
+            };
+            let name = gun.link.name().to_string();
+            gun.link.close().await;
+            return Err(FleetError::remote(&name, why));
         }
-    });
+    }
+    Ok(gun)
+}
+
+/// The guns readied, or the first refusal by the guns' order (then the first clock off by
+/// more than `tolerance`), every ready gun's link closed with it.
+async fn all_or_none(
+    readied: Vec<Result<ReadyGun, FleetError>>,
+    tolerance: Duration,
+) -> Result<Vec<ReadyGun>, FleetError> {
     let mut ready_guns = Vec::new();
     let mut first_error = None;
-    for readied in futures_util::future::join_all(readying).await {
+    for readied in readied {
         match readied {
             Ok(gun) => ready_guns.push(gun),
             Err(e) => {
@@ -184,20 +215,7 @@ async fn ready_all(
         }
         return Err(e);
     }
-    Ok(Fleet {
-        guns: ready_guns,
-        over: transport.over(),
-        hosts: transport.hosts(),
-        cpus: guns.cpus.clone(),
-        threads: guns.threads,
-        store_env_file: guns
-            .store_env_file
-            .clone()
-            .or_else(|| transport.store_env_file()),
-        loadgen: guns.loadgen.clone(),
-        clock_tolerance_ns: guns.clock_tolerance_ns,
-        _transport: transport,
-    })
+    Ok(ready_guns)
 }
 
 /// The transport an order's guns name, their lab read from `dir` (an experiment file's

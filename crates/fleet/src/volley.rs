@@ -248,15 +248,32 @@ async fn shoot(
     stop: &mut tokio::sync::watch::Receiver<bool>,
     deadline: Option<tokio::time::Instant>,
 ) -> Result<Fired, ShotError> {
+    let session = link
+        .session(loadgen)
+        .map_err(|e| ShotError::Session(Box::new(e)))?;
+    let (stdout, stderr, status) = attend(session, request, stop, deadline).await?;
+    let code = status.map_err(ShotError::Wait)?;
+    verdict(link, code, Fired::of(&stdout, &stderr, code))
+}
+
+/// A session's output, its errors (both as kept) and its exit code (`None`: killed).
+type Ended = (Vec<u8>, Vec<u8>, std::io::Result<Option<i32>>);
+
+/// The request sent over `session`, then its output, its errors and its end read; overdue past
+/// `deadline`, it is the error.
+async fn attend(
+    session: Session,
+    request: &GunRequest,
+    stop: &mut tokio::sync::watch::Receiver<bool>,
+    deadline: Option<tokio::time::Instant>,
+) -> Result<Ended, ShotError> {
     let Session {
         input,
         mut output,
         mut errors,
         ended,
         mut kill,
-    } = link
-        .session(loadgen)
-        .map_err(|e| ShotError::Session(Box::new(e)))?;
+    } = session;
     let mut stdin = Some(input);
     if let Some(s) = stdin.as_mut() {
         s.write_all(&order::line(request))
@@ -271,32 +288,7 @@ async fn shoot(
         (o, e, ended.await)
     };
     tokio::pin!(waiting);
-    // Past the deadline the gun is told to stop (its input closes); if its session has not
-    // ended SHARD_GRACE later, it is ended: a gun that hangs does not hold the runner.
-    let far = tokio::time::Instant::now() + Duration::from_secs(365 * 86_400);
-    let timer = tokio::time::sleep_until(deadline.unwrap_or(far));
-    tokio::pin!(timer);
-    let mut overdue = 0;
-    let (stdout, stderr, status) = loop {
-        tokio::select! {
-            done = &mut waiting => break done,
-            changed = stop.changed(), if stdin.is_some() => {
-                if changed.is_err() || *stop.borrow() {
-                    // The gun stops its attack as Ctrl-C would when its input closes.
-                    stdin = None;
-                }
-            }
-            () = &mut timer, if overdue < 2 => {
-                overdue += 1;
-                if overdue == 1 {
-                    stdin = None;
-                    timer.as_mut().reset(tokio::time::Instant::now() + SHARD_GRACE);
-                } else {
-                    kill();
-                }
-            }
-        }
-    };
+    let (done, overdue) = watch(waiting, &mut stdin, stop, deadline, &mut *kill).await;
     drop(stdin);
     if overdue > 0 {
         return Err(ShotError::Overdue {
@@ -304,8 +296,50 @@ async fn shoot(
             ended: overdue > 1,
         });
     }
-    let code = status.map_err(ShotError::Wait)?;
-    let fired = Fired::of(&stdout, &stderr, code);
+    Ok(done)
+}
+
+/// `waiting` awaited, `stdin` closed when `stop` turns true: with how overdue it was (1: past
+/// `deadline`, its input closed; 2: its session ended by `kill` SHARD_GRACE later).
+async fn watch<W: std::future::Future>(
+    mut waiting: std::pin::Pin<&mut W>,
+    stdin: &mut Option<Box<dyn tokio::io::AsyncWrite + Send + Unpin>>,
+    stop: &mut tokio::sync::watch::Receiver<bool>,
+    deadline: Option<tokio::time::Instant>,
+    kill: &mut (dyn FnMut() + Send),
+) -> (W::Output, u8) {
+    // Past the deadline the gun is told to stop (its input closes); if its session has not
+    // ended SHARD_GRACE later, it is ended: a gun that hangs does not hold the runner.
+    let far = tokio::time::Instant::now() + Duration::from_secs(365 * 86_400);
+    let timer = tokio::time::sleep_until(deadline.unwrap_or(far));
+    tokio::pin!(timer);
+    let mut overdue = 0;
+    let done = loop {
+        tokio::select! {
+            done = &mut waiting => break done,
+            changed = stop.changed(), if stdin.is_some() => {
+                if changed.is_err() || *stop.borrow() {
+                    // The gun stops its attack as Ctrl-C would when its input closes.
+                    *stdin = None;
+                }
+            }
+            () = &mut timer, if overdue < 2 => {
+                overdue += 1;
+                if overdue == 1 {
+                    *stdin = None;
+                    timer.as_mut().reset(tokio::time::Instant::now() + SHARD_GRACE);
+                } else {
+                    kill();
+                }
+            }
+        }
+    };
+    (done, overdue)
+}
+
+/// The shard's result from its exit `code`: the attack's, or the link's own failure, or the
+/// gun's.
+fn verdict(link: &dyn Link, code: Option<i32>, fired: Fired) -> Result<Fired, ShotError> {
     match code {
         Some(0) | Some(3) => Ok(fired),
         // The link's own failure, not the attack's.

@@ -90,12 +90,37 @@ impl Cluster {
         let mut group = custody::Group::new("postgres");
         group.remove_with(dir.path().to_path_buf());
         let data = dir.path().join("data");
+        let password = Cluster::init_data(&initdb, dir.path(), &data, &group)?;
+        let cluster = Cluster {
+            data,
+            listen: options.listen,
+            port: 0,
+            options: String::new(),
+            pg_ctl,
+            psql,
+            running: false,
+            password,
+            cpus: options.cpus.clone(),
+            dir,
+            group,
+        };
+        cluster.start_first(options)
+    }
+
+    /// `initdb` into `data`, the superuser's password (returned) given to it in a file of mode
+    /// 0600 in `dir` that is removed once read.
+    fn init_data(
+        initdb: &Path,
+        dir: &Path,
+        data: &Path,
+        group: &custody::Group,
+    ) -> Result<String, Error> {
         let password = random_password()?;
-        let pwfile = dir.path().join("pwfile");
+        let pwfile = dir.join("pwfile");
         write_private(&pwfile, &password)?;
-        let mut init = tools::command(&initdb)?;
+        let mut init = tools::command(initdb)?;
         init.arg("-D")
-            .arg(&data)
+            .arg(data)
             .args([
                 "-A",
                 "scram-sha-256",
@@ -110,46 +135,44 @@ impl Cluster {
         let initialized = tools::run(init, "initdb");
         let _ = std::fs::remove_file(&pwfile);
         initialized?;
-        let mut cluster = Cluster {
-            data,
-            listen: options.listen,
-            port: 0,
-            options: String::new(),
-            pg_ctl,
-            psql,
-            running: false,
-            password,
-            cpus: options.cpus.clone(),
-            dir,
-            group,
-        };
+        Ok(password)
+    }
+
+    /// The new cluster's server started on `options.port`, or on a free port: another free one
+    /// tried if that was taken meanwhile, three in all.
+    fn start_first(mut self, options: &Options) -> Result<Cluster, Error> {
         let mut attempts = 0;
         loop {
             attempts += 1;
-            cluster.port = match options.port {
+            self.port = match options.port {
                 Some(port) => port,
                 None => free_port(options.listen)?,
             };
-            // pg_ctl hands `-o` to a shell: each word quoted, so that a TMPDIR with a space
-            // (or a setting's value) stays one argument.
-            let mut settings = format!(
-                "-p {} -k {} -c listen_addresses={} -c fsync=off -c max_connections={}",
-                cluster.port,
-                shell_word(&cluster.dir.path().display().to_string()),
-                options.listen,
-                options.max_connections
-            );
-            for (name, value) in &options.settings {
-                settings.push_str(&format!(" -c {}", shell_word(&format!("{name}={value}"))));
-            }
-            cluster.options = settings;
-            match cluster.start_again() {
-                Ok(()) => return Ok(cluster),
+            self.options = self.server_options(options);
+            match self.start_again() {
+                Ok(()) => return Ok(self),
                 // Another process may have taken the free port meanwhile.
                 Err(_) if options.port.is_none() && attempts < 3 => continue,
                 Err(e) => return Err(e),
             }
         }
+    }
+
+    /// The server's settings for pg_ctl's `-o`, on the cluster's port and socket directory.
+    fn server_options(&self, options: &Options) -> String {
+        // pg_ctl hands `-o` to a shell: each word quoted, so that a TMPDIR with a space
+        // (or a setting's value) stays one argument.
+        let mut settings = format!(
+            "-p {} -k {} -c listen_addresses={} -c fsync=off -c max_connections={}",
+            self.port,
+            shell_word(&self.dir.path().display().to_string()),
+            options.listen,
+            options.max_connections
+        );
+        for (name, value) in &options.settings {
+            settings.push_str(&format!(" -c {}", shell_word(&format!("{name}={value}"))));
+        }
+        settings
     }
 
     /// The server's URL for `database`.

@@ -113,24 +113,22 @@ pub async fn serve(dial: &Dial) -> Result<(), AgentError> {
         out: out.clone(),
         ended: ended_tx,
     };
-    let outcome = loop {
-        tokio::select! {
-            next = incoming.recv() => match next {
-                Some(Ok(Some(frame))) => {
-                    if let Some(end) = sessions.take(frame).await {
-                        break end;
-                    }
-                }
-                Some(Ok(None)) | None => break Err(AgentError::Lost("the runner closed it without a goodbye".into())),
-                Some(Err(e)) => break Err(AgentError::Lost(e.to_string())),
-            },
-            Some(id) = ended.recv() => { sessions.running.remove(&id); }
-        }
-    };
-    // Every session's standard input closed: an attack stops as Ctrl-C would and keeps what it
-    // recorded; one still running after the grace is ended.
-    let mut running = std::mem::take(&mut sessions.running);
+    let outcome = sessions.answer(&mut incoming, &mut ended).await;
+    let running = std::mem::take(&mut sessions.running);
     drop(sessions);
+    end_sessions(running, &mut ended).await;
+    drop(out);
+    reader.abort();
+    let _ = tokio::time::timeout(Duration::from_secs(5), writer).await;
+    outcome
+}
+
+/// Every session's standard input closed: an attack stops as Ctrl-C would and keeps what it
+/// recorded; one still running after the grace is ended.
+async fn end_sessions(
+    mut running: HashMap<u32, Running>,
+    ended: &mut mpsc::UnboundedReceiver<u32>,
+) {
     for r in running.values_mut() {
         r.stdin = None;
     }
@@ -148,10 +146,6 @@ pub async fn serve(dial: &Dial) -> Result<(), AgentError> {
     for r in running.values_mut() {
         r.kill();
     }
-    drop(out);
-    reader.abort();
-    let _ = tokio::time::timeout(Duration::from_secs(5), writer).await;
-    outcome
 }
 
 /// The TLS connection to the runner, its certificate pinned by the fingerprint in the pod's
@@ -228,6 +222,29 @@ struct Sessions<'a> {
 }
 
 impl Sessions<'_> {
+    /// The runner's frames taken (and each session that ends let go) until the connection
+    /// ends: its goodbye (`Ok`), or lost.
+    async fn answer(
+        &mut self,
+        incoming: &mut mpsc::UnboundedReceiver<Result<Option<Frame>, wire::WireError>>,
+        ended: &mut mpsc::UnboundedReceiver<u32>,
+    ) -> Result<(), AgentError> {
+        loop {
+            tokio::select! {
+                next = incoming.recv() => match next {
+                    Some(Ok(Some(frame))) => {
+                        if let Some(end) = self.take(frame).await {
+                            break end;
+                        }
+                    }
+                    Some(Ok(None)) | None => break Err(AgentError::Lost("the runner closed it without a goodbye".into())),
+                    Some(Err(e)) => break Err(AgentError::Lost(e.to_string())),
+                },
+                Some(id) = ended.recv() => { self.running.remove(&id); }
+            }
+        }
+    }
+
     /// Does what a frame from the runner says: open a session, feed or close its input, end
     /// it; `Some` where the connection ends (a goodbye, or a frame not of the protocol).
     async fn take(&mut self, frame: Frame) -> Option<Result<(), AgentError>> {

@@ -131,17 +131,8 @@ pub fn resolve(spec: &order::Kubernetes, dir: &Path) -> Result<Resolved, KubeErr
     if spec.image.trim().is_empty() {
         return Err(KubeError::Image);
     }
-    let address = |what, a: &str| match a.rsplit_once(':') {
-        Some((host, port)) if !host.is_empty() && port.parse::<u16>().is_ok_and(|p| p > 0) => {
-            Ok(a.to_string())
-        }
-        _ => Err(KubeError::Address {
-            what,
-            address: a.to_string(),
-        }),
-    };
-    let listen = address("listen", &spec.listen)?;
-    let advertise = address(
+    let listen = host_port("listen", &spec.listen)?;
+    let advertise = host_port(
         "advertise",
         spec.advertise.as_deref().unwrap_or(&spec.listen),
     )?;
@@ -168,6 +159,19 @@ pub fn resolve(spec: &order::Kubernetes, dir: &Path) -> Result<Resolved, KubeErr
         apply: spec.apply,
         wait: spec.wait_ns.map_or(WAIT, Duration::from_nanos),
     })
+}
+
+/// `a` when it is host:port with a port above 0; `what` names it in the error.
+fn host_port(what: &'static str, a: &str) -> Result<String, KubeError> {
+    match a.rsplit_once(':') {
+        Some((host, port)) if !host.is_empty() && port.parse::<u16>().is_ok_and(|p| p > 0) => {
+            Ok(a.to_string())
+        }
+        _ => Err(KubeError::Address {
+            what,
+            address: a.to_string(),
+        }),
+    }
 }
 
 /// What [`resolve`] can check before anything is opened.
@@ -286,64 +290,8 @@ impl Kubernetes {
             redact::printable(&context)
         );
         let at = ["--context", context.as_str(), "-n", j.namespace.as_str()];
-        for (kind, name) in [("job", j.name.clone()), ("secret", j.secret())] {
-            let found = kubectl(
-                &self.kubectl,
-                "get",
-                &[
-                    &at[..],
-                    &[
-                        "get",
-                        kind,
-                        &name,
-                        "--ignore-not-found",
-                        "-o",
-                        "jsonpath={.metadata.name}/{.metadata.labels.app\\.kubernetes\\.io/managed-by}",
-                    ],
-                ]
-                .concat(),
-                None,
-            )
-            .await?;
-            let found = found.trim();
-            if !found.is_empty() && found != format!("{name}/{}", render::MANAGED_BY) {
-                return Err(KubeError::NotOurs {
-                    kind,
-                    name,
-                    namespace: j.namespace.clone(),
-                    context: context.clone(),
-                });
-            }
-        }
-        kubectl(
-            &self.kubectl,
-            "delete",
-            &[
-                &at[..],
-                &[
-                    "delete",
-                    "job",
-                    &j.name,
-                    "--ignore-not-found",
-                    "--wait=true",
-                ],
-            ]
-            .concat(),
-            None,
-        )
-        .await?;
-        // The Job first, suspended: its uid makes the Secret its dependent.
-        let uid = kubectl(
-            &self.kubectl,
-            "apply",
-            &[
-                &at[..],
-                &["apply", "-f", "-", "-o", "jsonpath={.metadata.uid}"],
-            ]
-            .concat(),
-            Some(render::yaml(&[j.job()])),
-        )
-        .await?;
+        self.refuse_not_ours(&at, &context).await?;
+        let uid = self.replace_job(&at).await?;
         kubectl(
             &self.kubectl,
             "apply",
@@ -370,6 +318,76 @@ impl Kubernetes {
         )
         .await
         .map(|_| ())
+    }
+
+    /// A Job or Secret of the guns' name, found in `context`, that Showdown did not make:
+    /// refused before anything is deleted or applied.
+    async fn refuse_not_ours(&self, at: &[&str; 4], context: &str) -> Result<(), KubeError> {
+        let j = &self.resolved.job;
+        for (kind, name) in [("job", j.name.clone()), ("secret", j.secret())] {
+            let found = kubectl(
+                &self.kubectl,
+                "get",
+                &[
+                    &at[..],
+                    &[
+                        "get",
+                        kind,
+                        &name,
+                        "--ignore-not-found",
+                        "-o",
+                        "jsonpath={.metadata.name}/{.metadata.labels.app\\.kubernetes\\.io/managed-by}",
+                    ],
+                ]
+                .concat(),
+                None,
+            )
+            .await?;
+            let found = found.trim();
+            if !found.is_empty() && found != format!("{name}/{}", render::MANAGED_BY) {
+                return Err(KubeError::NotOurs {
+                    kind,
+                    name,
+                    namespace: j.namespace.clone(),
+                    context: context.to_string(),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// Showdown's own Job of the name deleted, then the Job applied, suspended: its uid.
+    async fn replace_job(&self, at: &[&str; 4]) -> Result<String, KubeError> {
+        let j = &self.resolved.job;
+        kubectl(
+            &self.kubectl,
+            "delete",
+            &[
+                &at[..],
+                &[
+                    "delete",
+                    "job",
+                    &j.name,
+                    "--ignore-not-found",
+                    "--wait=true",
+                ],
+            ]
+            .concat(),
+            None,
+        )
+        .await?;
+        // The Job first, suspended: its uid makes the Secret its dependent.
+        kubectl(
+            &self.kubectl,
+            "apply",
+            &[
+                &at[..],
+                &["apply", "-f", "-", "-o", "jsonpath={.metadata.uid}"],
+            ]
+            .concat(),
+            Some(render::yaml(&[j.job()])),
+        )
+        .await
     }
 }
 

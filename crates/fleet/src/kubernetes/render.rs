@@ -53,7 +53,6 @@ impl JobSpec {
     /// on the gun's own non-zero exit or a disruption, Guaranteed QoS with whole CPUs, one gun a
     /// node, suspended until the runner resumes it, deleted `TTL_SECONDS` after it ends.
     pub fn job(&self) -> Value {
-        let resources = json!({ "cpu": self.cpus.to_string(), "memory": self.memory });
         json!({
             "apiVersion": "batch/v1",
             "kind": "Job",
@@ -71,57 +70,70 @@ impl JobSpec {
                 ] },
                 "suspend": true,
                 "ttlSecondsAfterFinished": TTL_SECONDS,
-                "template": {
-                    "metadata": { "labels": self.labels() },
-                    "spec": {
-                        "restartPolicy": "Never",
-                        "automountServiceAccountToken": false,
-                        "enableServiceLinks": false,
-                        "terminationGracePeriodSeconds": 30,
-                        "affinity": { "podAntiAffinity": {
-                            "requiredDuringSchedulingIgnoredDuringExecution": [ {
-                                "labelSelector": { "matchLabels": { "showdown.dev/guns": self.name } },
-                                "topologyKey": "kubernetes.io/hostname"
-                            } ]
-                        } },
-                        "securityContext": {
-                            "runAsNonRoot": true,
-                            "runAsUser": USER,
-                            "runAsGroup": USER,
-                            "fsGroup": USER,
-                            "seccompProfile": { "type": "RuntimeDefault" }
-                        },
-                        "containers": [ {
-                            "name": CONTAINER,
-                            "image": self.image,
-                            "imagePullPolicy": "IfNotPresent",
-                            "command": [LOADGEN],
-                            "args": ["gun", "--dial", self.advertise, "--secrets", SECRETS_DIR],
-                            "workingDir": "/tmp",
-                            "env": [
-                                { "name": "NODE_NAME",
-                                  "valueFrom": { "fieldRef": { "fieldPath": "spec.nodeName" } } },
-                                { "name": "POD_NAME",
-                                  "valueFrom": { "fieldRef": { "fieldPath": "metadata.name" } } }
-                            ],
-                            "resources": { "requests": resources, "limits": resources },
-                            "securityContext": {
-                                "allowPrivilegeEscalation": false,
-                                "readOnlyRootFilesystem": true,
-                                "capabilities": { "drop": ["ALL"] }
-                            },
-                            "volumeMounts": [
-                                { "name": "dial", "mountPath": SECRETS_DIR, "readOnly": true },
-                                { "name": "tmp", "mountPath": "/tmp" }
-                            ]
-                        } ],
-                        "volumes": [
-                            { "name": "dial", "secret": { "secretName": self.secret(), "defaultMode": 0o440 } },
-                            { "name": "tmp", "emptyDir": {} }
-                        ]
-                    }
-                }
+                "template": self.pod_template()
             }
+        })
+    }
+
+    /// The Job's pod: never restarted, no service account token, one gun a node, run as the
+    /// image's user, its Secret and a scratch `/tmp` mounted.
+    fn pod_template(&self) -> Value {
+        json!({
+            "metadata": { "labels": self.labels() },
+            "spec": {
+                "restartPolicy": "Never",
+                "automountServiceAccountToken": false,
+                "enableServiceLinks": false,
+                "terminationGracePeriodSeconds": 30,
+                "affinity": { "podAntiAffinity": {
+                    "requiredDuringSchedulingIgnoredDuringExecution": [ {
+                        "labelSelector": { "matchLabels": { "showdown.dev/guns": self.name } },
+                        "topologyKey": "kubernetes.io/hostname"
+                    } ]
+                } },
+                "securityContext": {
+                    "runAsNonRoot": true,
+                    "runAsUser": USER,
+                    "runAsGroup": USER,
+                    "fsGroup": USER,
+                    "seccompProfile": { "type": "RuntimeDefault" }
+                },
+                "containers": [ self.container() ],
+                "volumes": [
+                    { "name": "dial", "secret": { "secretName": self.secret(), "defaultMode": 0o440 } },
+                    { "name": "tmp", "emptyDir": {} }
+                ]
+            }
+        })
+    }
+
+    /// The gun's container: `loadgen gun --dial`, its requests its limits (whole CPUs), its
+    /// root filesystem read-only and every capability dropped.
+    fn container(&self) -> Value {
+        let resources = json!({ "cpu": self.cpus.to_string(), "memory": self.memory });
+        json!({
+            "name": CONTAINER,
+            "image": self.image,
+            "imagePullPolicy": "IfNotPresent",
+            "command": [LOADGEN],
+            "args": ["gun", "--dial", self.advertise, "--secrets", SECRETS_DIR],
+            "workingDir": "/tmp",
+            "env": [
+                { "name": "NODE_NAME",
+                  "valueFrom": { "fieldRef": { "fieldPath": "spec.nodeName" } } },
+                { "name": "POD_NAME",
+                  "valueFrom": { "fieldRef": { "fieldPath": "metadata.name" } } }
+            ],
+            "resources": { "requests": resources, "limits": resources },
+            "securityContext": {
+                "allowPrivilegeEscalation": false,
+                "readOnlyRootFilesystem": true,
+                "capabilities": { "drop": ["ALL"] }
+            },
+            "volumeMounts": [
+                { "name": "dial", "mountPath": SECRETS_DIR, "readOnly": true },
+                { "name": "tmp", "mountPath": "/tmp" }
+            ]
         })
     }
 

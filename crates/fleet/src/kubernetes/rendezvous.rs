@@ -193,95 +193,127 @@ impl Rendezvous {
         let Ok(listener) = tokio::net::TcpListener::from_std(listener) else {
             return;
         };
-        let acceptor = tokio_rustls::TlsAcceptor::from(self.tls.config.clone());
-        let (token, slots, claimed, arrived, job, sealed) = (
-            self.token.clone(),
-            self.slots.clone(),
-            self.claimed.clone(),
-            self.arrived.clone(),
-            self.job.clone(),
-            self.sealed.clone(),
-        );
+        let door = Door {
+            acceptor: tokio_rustls::TlsAcceptor::from(self.tls.config.clone()),
+            token: self.token.clone(),
+            slots: self.slots.clone(),
+            claimed: self.claimed.clone(),
+            arrived: self.arrived.clone(),
+            job: self.job.clone(),
+            sealed: self.sealed.clone(),
+        };
         let handshakes = Arc::new(tokio::sync::Semaphore::new(
             self.count as usize + SPARE_HANDSHAKES,
         ));
-        let task = tokio::spawn(async move {
-            loop {
-                let (tcp, peer) = match listener.accept().await {
-                    Ok(accepted) => accepted,
-                    Err(_) => {
-                        // Out of descriptors, say: not a reason to spin.
-                        tokio::time::sleep(Duration::from_millis(50)).await;
-                        continue;
-                    }
-                };
-                let Ok(permit) = handshakes.clone().try_acquire_owned() else {
-                    continue;
-                };
-                let _ = tcp.set_nodelay(true);
-                let (acceptor, token, slots, claimed, arrived, job, sealed) = (
-                    acceptor.clone(),
-                    token.clone(),
-                    slots.clone(),
-                    claimed.clone(),
-                    arrived.clone(),
-                    job.clone(),
-                    sealed.clone(),
-                );
-                tokio::spawn(async move {
-                    let _permit = permit;
-                    let welcomed = tokio::time::timeout(HELLO, async {
-                        let tls = acceptor.accept(tcp).await.ok()?;
-                        let mut tls = BufReader::new(tls);
-                        let hello: Hello = wire::read_line(&mut tls).await.ok()?;
-                        let refusal = if sealed.load(std::sync::atomic::Ordering::SeqCst) {
-                            Some(format!(
-                                "the sitting's guns are all in: index {} came late or twice",
-                                hello.index
-                            ))
-                        } else {
-                            refuse(&hello, &token, &claimed)
-                        };
-                        let answer = match &refusal {
-                            None => Welcome::Welcome,
-                            Some(why) => Welcome::Refused { why: why.clone() },
-                        };
-                        if wire::write_line(tls.get_mut(), &answer).await.is_err() {
-                            // Not welcomed after all: its index is free for the pod's retry.
-                            if refusal.is_none() {
-                                if let Ok(mut c) = claimed.lock() {
-                                    if let Some(slot) = c.get_mut(hello.index as usize) {
-                                        *slot = false;
-                                    }
-                                }
-                            }
-                            return None;
-                        }
-                        if let Some(why) = refusal {
-                            eprintln!("guns: a pod from {peer} refused: {why}");
-                            return None;
-                        }
-                        Some((hello, tls))
-                    })
-                    .await;
-                    let Ok(Some((hello, tls))) = welcomed else {
-                        return;
-                    };
-                    let name = format!("{job}/{} ({})", hello.index, hello.node);
-                    let link = KubeLink::start(name, tls);
-                    if let Ok(mut s) = slots.lock() {
-                        if let Some(slot) = s.get_mut(hello.index as usize) {
-                            *slot = Some(link);
-                        }
-                    }
-                    arrived.notify_waiters();
-                });
-            }
-        });
+        let task = tokio::spawn(accept_pods(listener, door, handshakes));
         if let Ok(mut t) = self.accepting.lock() {
             *t = Some(task);
         }
     }
+}
+
+/// A pod's connection once its handshake is done.
+type Dialled = BufReader<tokio_rustls::server::TlsStream<tokio::net::TcpStream>>;
+
+/// What welcoming a pod needs of the rendezvous, cloned into each pod's task.
+#[derive(Clone)]
+struct Door {
+    acceptor: tokio_rustls::TlsAcceptor,
+    token: String,
+    slots: Arc<Mutex<Vec<Option<KubeLink>>>>,
+    claimed: Arc<Mutex<Vec<bool>>>,
+    arrived: Arc<Notify>,
+    job: String,
+    sealed: Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl Door {
+    /// The pod's handshake and hello, answered: the hello and its connection when welcomed,
+    /// nothing when refused (its index freed again when the welcome cannot be sent).
+    async fn hello(
+        &self,
+        tcp: tokio::net::TcpStream,
+        peer: std::net::SocketAddr,
+    ) -> Option<(Hello, Dialled)> {
+        let tls = self.acceptor.accept(tcp).await.ok()?;
+        let mut tls = BufReader::new(tls);
+        let hello: Hello = wire::read_line(&mut tls).await.ok()?;
+        let refusal = if self.sealed.load(std::sync::atomic::Ordering::SeqCst) {
+            Some(format!(
+                "the sitting's guns are all in: index {} came late or twice",
+                hello.index
+            ))
+        } else {
+            refuse(&hello, &self.token, &self.claimed)
+        };
+        let answer = match &refusal {
+            None => Welcome::Welcome,
+            Some(why) => Welcome::Refused { why: why.clone() },
+        };
+        if wire::write_line(tls.get_mut(), &answer).await.is_err() {
+            // Not welcomed after all: its index is free for the pod's retry.
+            if refusal.is_none() {
+                if let Ok(mut c) = self.claimed.lock() {
+                    if let Some(slot) = c.get_mut(hello.index as usize) {
+                        *slot = false;
+                    }
+                }
+            }
+            return None;
+        }
+        if let Some(why) = refusal {
+            eprintln!("guns: a pod from {peer} refused: {why}");
+            return None;
+        }
+        Some((hello, tls))
+    }
+}
+
+/// Accepts pods' connections until aborted, each welcomed in a task of its own while a
+/// handshake is free (a connection past that is closed at once).
+async fn accept_pods(
+    listener: tokio::net::TcpListener,
+    door: Door,
+    handshakes: Arc<tokio::sync::Semaphore>,
+) {
+    loop {
+        let (tcp, peer) = match listener.accept().await {
+            Ok(accepted) => accepted,
+            Err(_) => {
+                // Out of descriptors, say: not a reason to spin.
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                continue;
+            }
+        };
+        let Ok(permit) = handshakes.clone().try_acquire_owned() else {
+            continue;
+        };
+        let _ = tcp.set_nodelay(true);
+        tokio::spawn(welcome(door.clone(), tcp, peer, permit));
+    }
+}
+
+/// One pod welcomed (handshake and hello within [`HELLO`]): its link put in its index's slot,
+/// and the gathering told.
+async fn welcome(
+    door: Door,
+    tcp: tokio::net::TcpStream,
+    peer: std::net::SocketAddr,
+    permit: tokio::sync::OwnedSemaphorePermit,
+) {
+    let _permit = permit;
+    let welcomed = tokio::time::timeout(HELLO, door.hello(tcp, peer)).await;
+    let Ok(Some((hello, tls))) = welcomed else {
+        return;
+    };
+    let name = format!("{}/{} ({})", door.job, hello.index, hello.node);
+    let link = KubeLink::start(name, tls);
+    if let Ok(mut s) = door.slots.lock() {
+        if let Some(slot) = s.get_mut(hello.index as usize) {
+            *slot = Some(link);
+        }
+    }
+    door.arrived.notify_waiters();
 }
 
 /// Why a pod's hello is refused, if it is; its index claimed when it is not.
