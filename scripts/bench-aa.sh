@@ -12,8 +12,10 @@
 #
 #   scripts/bench-aa.sh [SITTINGS] [SERVERS]   (default 2 sittings of "builtin go node": ~5 min)
 #
-# ROUNDS sets the rounds (16); BENCH_AA_DIR the directory kept across runs (its sittings in
-# sittings.jsonl, the searches in store.db: ~/.showdown/bench-aa by default).
+# ROUNDS sets the rounds (16). The sittings are appended to docs/benchmarks/data/aa-sittings.jsonl,
+# in the repository (commit it: a machine's home does not outlive the machine, and the earlier
+# sittings were lost with one), or to BENCH_AA_SITTINGS; the searches go to BENCH_AA_DIR/store.db
+# (~/.showdown/bench-aa by default).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 sittings=${1:-2}
@@ -21,6 +23,8 @@ servers=${2:-"builtin go node"}
 rounds=${ROUNDS:-16}
 kept=${BENCH_AA_DIR:-$HOME/.showdown/bench-aa}
 mkdir -p "$kept"
+sittings_file=${BENCH_AA_SITTINGS:-$(dirname "$here")/docs/benchmarks/data/aa-sittings.jsonl}
+mkdir -p "$(dirname "$sittings_file")"
 # shellcheck source=scripts/bench-lib.sh
 . "$here/bench-lib.sh"
 
@@ -77,7 +81,7 @@ for _ in $(seq 1 "$sittings"); do
     code=$?
     set -e
     stop_all
-    python3 - "$out/c.json" "$server" "$code" "$(($(date +%s) - started))" "$kept/sittings.jsonl" <<'PY'
+    python3 - "$out/c.json" "$server" "$code" "$(($(date +%s) - started))" "$sittings_file" <<'PY'
 import json, sys, time
 path, server, code, seconds, kept = sys.argv[1:]
 try:
@@ -97,7 +101,7 @@ PY
 done
 
 # Every sitting kept so far, per server.
-python3 - "$kept/sittings.jsonl" <<'PY'
+python3 - "$sittings_file" <<'PY'
 import json, math, statistics, sys
 from collections import defaultdict
 by = defaultdict(list)
