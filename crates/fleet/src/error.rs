@@ -5,17 +5,13 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::ssh::SshError;
-
 /// Why the guns could not be made ready or fired, or this machine's generator not run.
 #[derive(Debug, thiserror::Error)]
 pub enum FleetError {
-    /// What the guns' SSH transport says: their spec, their lab, a connection.
+    /// What the guns' transport says (their spec, their lab, a connection, the pods gathered),
+    /// in its own words.
     #[error(transparent)]
-    Ssh(#[from] SshError),
-    /// What the guns' Kubernetes transport says: their spec, the listener, the pods gathered.
-    #[error(transparent)]
-    Kubernetes(Box<crate::kubernetes::KubeError>),
+    Transport(TransportError),
     /// One gun refused, or lost, with why.
     #[error("gun {gun}: {why}")]
     Remote { gun: String, why: GunFault },
@@ -73,7 +69,7 @@ impl FleetError {
 pub enum GunFault {
     #[error("[guns] cpus = {asked}, but it may run on CPU {have} only")]
     Cpus { asked: String, have: String },
-    #[error("its clock is {} off this machine's (more than clock_tolerance, {}): keep both with NTP (chrony) and run again", crate::signed_ms(*.offset_ns), humantime::format_duration(*.tolerance))]
+    #[error("its clock is {} off this machine's (more than clock_tolerance, {}): keep both with NTP (chrony) and run again", crate::said::signed_ms(*.offset_ns), humantime::format_duration(*.tolerance))]
     ClockOff { offset_ns: i64, tolerance: Duration },
     #[error("it is {theirs}, this machine's loadgen is {ours}: build loadgen there and name it in [guns] loadgen")]
     Arch { theirs: String, ours: &'static str },
@@ -140,4 +136,28 @@ pub enum ShotError {
     /// The session's own program (`ssh`) was killed.
     #[error("{program} was killed: {said}")]
     Killed { program: &'static str, said: String },
+}
+
+/// A transport's own error, whichever transport it is: shown as it says itself, its causes
+/// its own. Each transport turns its error into a [`FleetError`] through this, so that the
+/// fleet's error names no transport.
+#[derive(Debug)]
+pub struct TransportError(Box<dyn std::error::Error + Send + Sync>);
+
+impl TransportError {
+    pub fn new(error: impl std::error::Error + Send + Sync + 'static) -> TransportError {
+        TransportError(Box::new(error))
+    }
+}
+
+impl std::fmt::Display for TransportError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl std::error::Error for TransportError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.0.source()
+    }
 }

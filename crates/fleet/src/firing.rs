@@ -8,7 +8,10 @@ use std::time::Duration;
 use order::Order;
 use tokio::sync::watch;
 
-use crate::{Fired, Fleet, FleetError, Local, Output, Shot};
+use crate::error::FleetError;
+use crate::fired::Fired;
+use crate::local::{Local, Output};
+use crate::volley::{Fleet, Shot};
 
 /// What fires an order.
 #[allow(async_fn_in_trait)]

@@ -25,7 +25,7 @@
 //! - `prepare`: the guns checked, resolved, opened and made ready, cancellable, their progress
 //!   told to the caller's callback ([`prepare()`], [`Progress`]).
 //! - `ready`: one gun made ready over its link: its build checked (or installed), its clock
-//!   measured, all by `GunRequest` ([`ReadyGun`]).
+//!   measured, all by `GunRequest` ([`ReadyGun`], [`build_of`], [`CLOCK_TOLERANCE`]).
 //! - `volley`: the guns, ready ([`Fleet`]): an order fired from every gun as shards of one run
 //!   group ([`Shot`]), or from the first alone; a port forwarded through the first.
 //! - [`firing`]: the [`Firing`] trait, what fires an order (this machine's generator, the guns,
@@ -33,7 +33,10 @@
 //! - `local`: this machine's `loadgen order`, told its order on its standard input ([`Local`]),
 //!   for the runner (its output read) and for a gun's `loadgen gun` (its output relayed).
 //! - `fired`: what one generator's run came to ([`Fired`]).
-//! - `error`: [`FleetError`], [`GunFault`], [`ClockFault`], [`ShotError`].
+//! - `error`: [`FleetError`] (a transport's own error carried as a `TransportError`, so that it
+//!   names no transport), [`GunFault`], [`ClockFault`], [`ShotError`]; at the bottom of the
+//!   crate, reached by every module without climbing.
+//! - `said`: the last line of what a command or a session said, and milliseconds in words.
 //! - [`ssh`]: the first transport, OpenSSH: one multiplexed connection a gun, the hardening,
 //!   and the guns of a lab (Terraform's outputs, the twin).
 //! - [`kubernetes`]: the second transport, the pods of one Indexed Job the runner renders
@@ -50,6 +53,7 @@ pub mod kubernetes;
 mod local;
 mod prepare;
 mod ready;
+mod said;
 pub mod ssh;
 pub mod transport;
 mod volley;
@@ -57,51 +61,11 @@ mod volley;
 #[cfg(test)]
 mod tests;
 
-use std::path::Path;
-use std::time::Duration;
-
-pub use error::{ClockFault, FleetError, GunFault, ShotError};
+pub use error::{ClockFault, FleetError, GunFault, ShotError, TransportError};
 pub use fired::Fired;
 pub use firing::{Firing, Hosts};
 pub use local::{find_loadgen, tethered, Local, Output, Ran};
-pub use prepare::{check, prepare, prepare_over, Preparing, Progress};
-pub use ready::ReadyGun;
+pub use prepare::{check, needs_shared_store, prepare, prepare_over, Preparing, Progress};
+pub use ready::{build_of, ReadyGun, CLOCK_TOLERANCE};
 pub use transport::{Link, Session, Transport};
 pub use volley::{Fleet, Shot};
-
-/// How far a gun's clock may be from the runner's by default.
-pub const CLOCK_TOLERANCE: Duration = Duration::from_millis(50);
-
-/// The SHA-256 of a binary: one build, not only one version.
-pub fn build_of(path: &Path) -> std::io::Result<String> {
-    use sha2::Digest;
-    let mut file = std::fs::File::open(path)?;
-    let mut hash = sha2::Sha256::new();
-    std::io::copy(&mut file, &mut hash)?;
-    Ok(hex::encode(hash.finalize()))
-}
-
-/// The guns keep their shards in one store that every gun reaches: refused unless `url` is a
-/// PostgreSQL one (a SQLite file cannot be shared, and no store is none).
-pub fn needs_shared_store(url: Option<&str>) -> Result<(), FleetError> {
-    match url {
-        Some(url) if url.starts_with("postgres") => Ok(()),
-        _ => Err(FleetError::UnsharedStore),
-    }
-}
-
-/// The last non-empty line of what a command or a session said.
-fn last_line(said: &str) -> Option<String> {
-    said.lines()
-        .map(str::trim)
-        .rfind(|l| !l.is_empty())
-        .map(str::to_string)
-}
-
-fn ms(ns: i64) -> String {
-    format!("{:.2} ms", ns as f64 / 1e6)
-}
-
-fn signed_ms(ns: i64) -> String {
-    format!("{:+.2} ms", ns as f64 / 1e6)
-}

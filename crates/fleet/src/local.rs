@@ -17,7 +17,7 @@ use std::time::Duration;
 use order::Order;
 use tokio::io::AsyncWriteExt;
 
-use crate::FleetError;
+use crate::error::FleetError;
 
 /// How long a gun's generator has to end after its interrupt before it is killed.
 const RELAY_GRACE: Duration = Duration::from_secs(30);

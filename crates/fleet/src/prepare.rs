@@ -10,9 +10,11 @@ use std::time::Duration;
 
 use tokio::sync::watch;
 
+use crate::error::{FleetError, GunFault};
+use crate::ready::{build_of, CLOCK_TOLERANCE};
 use crate::ready::{ready, ReadyGun};
 use crate::transport::Transport;
-use crate::{build_of, Fleet, FleetError, GunFault, CLOCK_TOLERANCE};
+use crate::volley::Fleet;
 
 /// What to make ready.
 #[derive(Debug, Clone, Copy)]
@@ -260,5 +262,14 @@ fn check_hosts(hosts: &order::GunHosts) -> Result<(), FleetError> {
         order::GunHosts::Kubernetes(spec) => {
             crate::kubernetes::check(spec).map_err(FleetError::from)
         }
+    }
+}
+
+/// The guns keep their shards in one store that every gun reaches: refused unless `url` is a
+/// PostgreSQL one (a SQLite file cannot be shared, and no store is none).
+pub fn needs_shared_store(url: Option<&str>) -> Result<(), FleetError> {
+    match url {
+        Some(url) if url.starts_with("postgres") => Ok(()),
+        _ => Err(FleetError::UnsharedStore),
     }
 }

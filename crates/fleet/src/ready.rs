@@ -9,8 +9,9 @@ use order::{GunCheck, GunRequest};
 use store::run::now_ns;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 
+use crate::error::{ClockFault, FleetError, GunFault};
+use crate::said::last_line;
 use crate::transport::{Link, Session};
-use crate::{last_line, ClockFault, FleetError, GunFault};
 
 /// How long a gun has to answer a check.
 const CHECK: Duration = Duration::from_secs(30);
@@ -266,4 +267,16 @@ async fn clock(link: &dyn Link, loadgen: &str) -> Result<(i64, i64), FleetError>
     let _ = ended.await;
     let (offset, rtt) = best.ok_or_else(|| failed(ClockFault::Closed))?;
     Ok((offset, rtt / 2))
+}
+
+/// How far a gun's clock may be from the runner's by default.
+pub const CLOCK_TOLERANCE: std::time::Duration = std::time::Duration::from_millis(50);
+
+/// The SHA-256 of a binary: one build, not only one version.
+pub fn build_of(path: &std::path::Path) -> std::io::Result<String> {
+    use sha2::Digest;
+    let mut file = std::fs::File::open(path)?;
+    let mut hash = sha2::Sha256::new();
+    std::io::copy(&mut file, &mut hash)?;
+    Ok(hex::encode(hash.finalize()))
 }

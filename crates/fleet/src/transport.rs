@@ -11,7 +11,7 @@ use std::pin::Pin;
 
 use tokio::io::{AsyncRead, AsyncWrite};
 
-use crate::FleetError;
+use crate::error::FleetError;
 
 /// A future a trait object can return.
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;

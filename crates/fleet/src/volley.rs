@@ -13,9 +13,11 @@ use order::{GunRequest, Order};
 use store::run::now_ns;
 use tokio::io::AsyncWriteExt;
 
+use crate::error::{FleetError, ShotError};
+use crate::fired::Fired;
 use crate::ready::ReadyGun;
+use crate::said::{ms, signed_ms};
 use crate::transport::{Link, Session, Transport};
-use crate::{ms, signed_ms, Fired, FleetError, ShotError};
 
 /// How far ahead of now the guns are told to start: a session over the open link, `loadgen`
 /// started, the store and the probe reached, with room to spare.

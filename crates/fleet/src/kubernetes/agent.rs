@@ -46,7 +46,7 @@ pub enum AgentError {
         error: std::io::Error,
     },
     #[error("the Secret's fingerprint: {0}")]
-    Fingerprint(String),
+    Fingerprint(#[from] probe::tls::TlsError),
     #[error(
         "JOB_COMPLETION_INDEX is {0:?}, not an index: run as a pod of an Indexed Job (or set it)"
     )]
@@ -152,10 +152,8 @@ async fn end_sessions(
 /// Secret: tried every second, each attempt given 10 s, until [`DIAL_FOR`] has passed.
 async fn connect(dial: &Dial) -> Result<Link, AgentError> {
     let fingerprint = read_secret(&dial.secrets, "fingerprint")?;
-    let pin = probe::tls::parse_fingerprint(&fingerprint)
-        .map_err(|e| AgentError::Fingerprint(e.to_string()))?;
-    let client = probe::tls::ClientTls::new(&probe::tls::Trust::Fingerprint(pin))
-        .map_err(|e| AgentError::Fingerprint(e.to_string()))?;
+    let pin = probe::tls::parse_fingerprint(&fingerprint)?;
+    let client = probe::tls::ClientTls::new(&probe::tls::Trust::Fingerprint(pin))?;
     let connector = tokio_rustls::TlsConnector::from(client.config);
     let host = dial
         .address

@@ -10,8 +10,8 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::{mpsc, oneshot};
 
 use super::wire::{self, Frame};
+use crate::error::{FleetError, GunFault};
 use crate::transport::{BoxFuture, Link, Session};
-use crate::{FleetError, GunFault};
 
 /// The exit a session is given when its pod's connection was lost (no process exits so).
 pub const LOST: i32 = -255;

@@ -20,8 +20,8 @@ pub use link::{KubeLink, LOST};
 pub use render::JobSpec;
 pub use rendezvous::Rendezvous;
 
+use crate::error::FleetError;
 use crate::transport::{BoxFuture, Link, Transport};
-use crate::FleetError;
 
 /// The most pods a Job of guns holds: each is a slot, a name and a connection of the runner's,
 /// and a thousand guns is more than any generator needs.
@@ -92,7 +92,7 @@ pub enum KubeError {
 
 impl From<KubeError> for FleetError {
     fn from(e: KubeError) -> FleetError {
-        FleetError::Kubernetes(Box::new(e))
+        FleetError::Transport(crate::error::TransportError::new(e))
     }
 }
 
@@ -461,7 +461,7 @@ async fn kubectl(
         Err(KubeError::Kubectl {
             what,
             said: redact::printable(
-                &crate::last_line(&String::from_utf8_lossy(&err))
+                &crate::said::last_line(&String::from_utf8_lossy(&err))
                     .unwrap_or_else(|| status.to_string()),
             ),
         })

@@ -12,7 +12,7 @@ use tokio::sync::{Notify, OnceCell};
 use super::link::KubeLink;
 use super::wire::{self, Hello, Welcome};
 use super::{KubeError, Resolved};
-use crate::FleetError;
+use crate::error::FleetError;
 
 /// How long a pod has to finish its handshake and hello.
 const HELLO: Duration = Duration::from_secs(10);
@@ -147,7 +147,7 @@ impl Rendezvous {
                     Err(_) => Vec::new(),
                 };
                 for link in came {
-                    crate::Link::close(Box::new(link)).await;
+                    crate::transport::Link::close(Box::new(link)).await;
                 }
                 return Err(KubeError::Missing {
                     missing,

@@ -19,8 +19,9 @@ use std::process::{Output, Stdio};
 use std::time::Duration;
 
 use super::SshError;
+use crate::error::{FleetError, GunFault};
+use crate::said::last_line;
 use crate::transport::{BoxFuture, Link, Session};
-use crate::{last_line, FleetError, GunFault};
 
 /// How long a gun has to accept the connection.
 const CONNECT: Duration = Duration::from_secs(15);

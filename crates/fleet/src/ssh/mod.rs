@@ -14,8 +14,8 @@ pub use lab::{
 };
 pub use link::SshLink;
 
+use crate::error::FleetError;
 use crate::transport::{BoxFuture, Link, Transport};
-use crate::FleetError;
 
 /// Why the SSH guns cannot be named, found or reached.
 #[derive(Debug, thiserror::Error)]
@@ -68,6 +68,12 @@ pub enum SshError {
     /// A proxy of a file's SSH config the user did not confirm.
     #[error("[guns] ssh_config: {at} sets {keyword}, which runs a command or reaches a host besides the guns: if it is your bastion, run again with --trust-ssh-proxy")]
     Proxy { at: String, keyword: String },
+}
+
+impl From<SshError> for FleetError {
+    fn from(e: SshError) -> FleetError {
+        FleetError::Transport(crate::error::TransportError::new(e))
+    }
 }
 
 /// The SSH guns, resolved, and the private directory of their control sockets.
