@@ -8,10 +8,10 @@ use std::time::Duration;
 use clap::{ArgGroup, Args, Parser, Subcommand};
 
 use crate::collect::ProcRoot;
+use crate::error::Error;
 use crate::record::Format;
 use crate::sampler::{SamplerConfig, MAX_INTERVAL, MIN_INTERVAL};
 use crate::selector::Selector;
-use crate::Error;
 
 /// Showdown's probe: samples a process tree from /proc and streams it to load generators.
 #[derive(Debug, Parser)]

@@ -22,6 +22,8 @@
 //! - [`record`]: `probe record` to CSV or JSON lines; `top`: `probe top`.
 //! - [`tls`]: the stream's TLS: certificates, fingerprints, pinning; [`token`]: a token file,
 //!   read one way everywhere.
+//! - `error`: what went wrong in `probe`'s commands ([`Error`]), below every module that
+//!   reports it.
 //! - [`clock`]: the host's clocks in nanoseconds; [`cpus`]: CPU lists and `/proc/stat`'s ticks,
 //!   read here once for every crate; [`files`]: a file written whole in place of its name (a
 //!   key, a token, a manifest, a page), never through a link.
@@ -33,6 +35,7 @@ pub mod client;
 pub mod clock;
 pub mod collect;
 pub mod cpus;
+mod error;
 pub mod files;
 pub mod profile;
 pub mod protocol;
@@ -49,39 +52,14 @@ mod top;
 
 use std::io::Write;
 
-use thiserror::Error;
-
 use crate::buffer::SharedBuffer;
 use crate::cli::{Cli, Command, RecordArgs, ServeArgs, TopArgs};
-use crate::client::{ClientError, Incoming, Subscriber};
+use crate::client::{Incoming, Subscriber};
+use crate::error::io_error;
+pub use crate::error::Error;
 use crate::protocol::{Record, Start};
 use crate::record::{Format, RecordWriter};
 use crate::sampler::{Background, Sampler};
-
-/// What went wrong, in words that say what to fix.
-#[derive(Debug, Error)]
-pub enum Error {
-    #[error("{0}")]
-    Usage(String),
-    #[error("cannot {what}: {source}")]
-    Io {
-        what: String,
-        #[source]
-        source: std::io::Error,
-    },
-    #[error(transparent)]
-    Client(#[from] ClientError),
-    #[error(transparent)]
-    Tls(#[from] tls::TlsError),
-    /// A token file that cannot be read, or holds no token.
-    #[error(transparent)]
-    Token(#[from] token::TokenFileError),
-}
-
-fn io_error(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> Error {
-    let what = what.into();
-    move |source| Error::Io { what, source }
-}
 
 /// Runs a parsed command line until it ends or is interrupted (SIGINT or SIGTERM).
 pub fn run(cli: Cli) -> Result<(), Error> {
@@ -353,7 +331,7 @@ async fn top(args: TopArgs) -> Result<(), Error> {
                     }
                 }
                 Some(_) => {}
-                None => return Err(ClientError::Closed.into()),
+                None => return Err(crate::client::ClientError::Closed.into()),
             }
         }
     }

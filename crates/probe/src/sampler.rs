@@ -138,7 +138,7 @@ pub struct Sampler {
 
 impl Sampler {
     /// A sampler, with its slow collectors' thread started.
-    pub fn new(config: SamplerConfig) -> Result<Self, crate::Error> {
+    pub fn new(config: SamplerConfig) -> Result<Self, crate::error::Error> {
         let myself = config.root.is_system().then(|| std::process::id() as i32);
         let facts = SystemFacts::current();
         let slow = SlowCollector::start(SlowConfig {
@@ -148,7 +148,7 @@ impl Sampler {
             interval: config.slow_interval,
             budget: config.slow_budget,
         })
-        .map_err(|source| crate::Error::Io {
+        .map_err(|source| crate::error::Error::Io {
             what: "start the slow collectors' thread".into(),
             source,
         })?;
@@ -692,7 +692,7 @@ impl Background {
         sampler: Sampler,
         max_records: usize,
         max_bytes: usize,
-    ) -> Result<Self, crate::Error> {
+    ) -> Result<Self, crate::error::Error> {
         let buffer = SharedBuffer::new(max_records, max_bytes);
         let profiler = match &sampler.config.profile {
             Some(config) => Some(
@@ -702,7 +702,7 @@ impl Background {
                     buffer.clone(),
                     sampler.config.clock_shift_ns,
                 )
-                .map_err(|source| crate::Error::Io {
+                .map_err(|source| crate::error::Error::Io {
                     what: "start the profiling thread".into(),
                     source,
                 })?,
@@ -716,7 +716,7 @@ impl Background {
                 let (buffer, stop) = (buffer.clone(), stop.clone());
                 move || run(sampler, buffer, stop)
             })
-            .map_err(|source| crate::Error::Io {
+            .map_err(|source| crate::error::Error::Io {
                 what: "start the sampling thread".into(),
                 source,
             })?;

@@ -180,11 +180,13 @@ impl RunningProbe {
         config: ServeConfig,
         max_records: usize,
         max_bytes: usize,
-    ) -> Result<Self, crate::Error> {
-        let addr = listener.local_addr().map_err(|source| crate::Error::Io {
-            what: "read the listening address".into(),
-            source,
-        })?;
+    ) -> Result<Self, crate::error::Error> {
+        let addr = listener
+            .local_addr()
+            .map_err(|source| crate::error::Error::Io {
+                what: "read the listening address".into(),
+                source,
+            })?;
         let host = sampler.host_info();
         let sampling = crate::sampler::Background::start(sampler, max_records, max_bytes)?;
         let (stop, stopped) = tokio::sync::oneshot::channel();
