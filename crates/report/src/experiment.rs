@@ -984,7 +984,7 @@ impl ExperimentFigures {
             let lines = self.across_lines(axis, &group, metric);
             let title = format!("{} against {name}", metric.title());
             list.push(crate::charts::xy(
-                &crate::pages::slug(&format!("across {} {}", setting_text(&group), title)),
+                &crate::paths::slug(&format!("across {} {}", setting_text(&group), title)),
                 XyChart {
                     title: &title,
                     x_label: &axis.x_label,
@@ -1099,7 +1099,7 @@ struct Overlay<'a> {
 
 impl Overlay<'_> {
     fn id(&self, what: &str) -> String {
-        crate::pages::slug(&format!("{} {what}", self.setting))
+        crate::paths::slug(&format!("{} {what}", self.setting))
     }
 
     /// A target's line, in its colour.

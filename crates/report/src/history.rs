@@ -97,7 +97,7 @@ pub fn series_chart(h: &History, s: &Series) -> Result<Chart, PlotError> {
         }
     );
     crate::charts::xy(
-        &crate::pages::slug(&format!("history {title}")),
+        &crate::paths::slug(&format!("history {title}")),
         XyChart {
             title: &title,
             x_label: "sitting (oldest first)",

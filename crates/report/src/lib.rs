@@ -31,7 +31,8 @@
 //!   flame graph draws (the window the charts are zoomed to, and it against the rest).
 //! - [`assets`]: the files beside the pages (uPlot, vendored and pinned; the pages' script).
 //! - `downsample`: fewer points per line without losing a peak or bridging a gap.
-//! - [`pages`]: the HTML templates (maud) and the site's layout.
+//! - [`pages`]: the HTML templates (maud) and the site's layout; `paths`, where each page lives
+//!   and the slug of a name, below the pages and the charts that link and name files by it.
 //! - [`site`]: reading the runs and writing every page.
 //! - `cli`, `error`: the command line and what can go wrong.
 
@@ -51,6 +52,7 @@ pub mod history;
 pub mod knee;
 pub mod model;
 pub mod pages;
+mod paths;
 mod plot;
 pub mod profile;
 pub mod search;

@@ -438,7 +438,7 @@ fn capacity_bars(setting: &SettingCapacity) -> Result<Chart, PlotError> {
     // Drawn from the model like every chart across settings: its SVG, and its JSON for the
     // page's script (hover for each target's figure and interval).
     let mut bars = crate::charts::xy(
-        &format!("capacity-{}", crate::pages::slug(&setting.setting)),
+        &format!("capacity-{}", crate::paths::slug(&setting.setting)),
         XyChart {
             title: "Capacity by target",
             x_label: "target",
@@ -498,7 +498,7 @@ fn curves_chart(
         "ms"
     };
     xy(
-        &format!("curves-{}", crate::pages::slug(&setting.setting)),
+        &format!("curves-{}", crate::paths::slug(&setting.setting)),
         &format!("{} against the offered rate, every target", term.figure),
         "offered rate (req/s)",
         &format!("{} ({unit})", term.figure),

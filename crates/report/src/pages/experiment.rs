@@ -5,7 +5,7 @@ use analysis::summary::SummaryText as _;
 use maud::{html, Markup};
 
 use super::layout::{charts, layout};
-use super::paths::page_of;
+use crate::paths::page_of;
 use std::collections::BTreeMap;
 
 use crate::charts::Chart;

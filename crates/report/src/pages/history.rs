@@ -9,9 +9,9 @@ use analysis::history::{History, Series};
 use maud::{html, Markup};
 
 use super::layout::{charts, layout};
-use super::paths::experiment_path;
 use crate::charts::Chart;
 use crate::history::series_title;
+use crate::paths::experiment_path;
 
 /// A history's charts, drawn: one per series (in the history's order), and the host's.
 #[derive(Debug, Clone, Default)]

@@ -4,9 +4,9 @@ use std::collections::BTreeMap;
 
 use maud::{html, Markup, PreEscaped, DOCTYPE};
 
-use super::paths::{group_path, label_path, run_path};
 use crate::charts::Chart;
 use crate::figures::Headline;
+use crate::paths::{group_path, label_path, run_path};
 use crate::tables::{self, Cell, Table};
 
 pub(super) const CSS: &str = r#"

@@ -32,15 +32,14 @@ use crate::tables::{self, format_bytes, Cell, Table};
 mod experiment;
 mod history;
 mod layout;
-mod paths;
 mod search;
 
-pub use experiment::{experiment_page, ExperimentLinks, GateFlame};
-pub use history::{history_page, HistoryCharts};
-pub use paths::{
+pub use crate::paths::{
     comparison_path, experiment_comparison_title, experiment_path, group_path, history_path,
     label_path, page_of, run_path, search_path, slug,
 };
+pub use experiment::{experiment_page, ExperimentLinks, GateFlame};
+pub use history::{history_page, HistoryCharts};
 pub use search::{finding, search_page, KneeGraph};
 
 use layout::{charts, label_chips, layout, runs_table, status, table};

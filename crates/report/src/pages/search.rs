@@ -7,10 +7,10 @@ use analysis::capacity::{Search, Status};
 use maud::{html, Markup};
 
 use super::layout::{charts, layout};
-use super::paths::{run_path, search_path};
 use crate::charts::Chart;
 use crate::figures::RunFigures;
 use crate::knee::Found;
+use crate::paths::{run_path, search_path};
 use analysis::ab::functions::percent;
 
 /// The capacity in a sentence.
