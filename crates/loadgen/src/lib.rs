@@ -24,7 +24,8 @@
 //!   a gun) becomes the engine's plan, a search's sending and the way a run is kept.
 //! - [`cli`]: the flags, checked and turned into an [`order::Order`] (`attack`, `capacity`)
 //!   or the plain values the others take; `output` prints summaries and draws pages; `error`
-//!   is what goes wrong, in words.
+//!   is what goes wrong, in words, at the bottom of the crate (an order's refusals and the
+//!   bounds they name are there, so that every module reaches it without climbing).
 
 pub mod capacity;
 pub mod chase;

@@ -3,8 +3,9 @@
 use std::io::Write;
 
 use crate::cli::OutputFormat;
+use crate::error::Error;
 use crate::keep::{Executed, Keeping};
-use crate::{Error, Summary};
+use crate::Summary;
 use analysis::summary::SummaryText as _;
 
 /// Text for a terminal whose names came from a store, a file or a gun: each line shown as

@@ -9,79 +9,11 @@ use crate::engine::arrivals::Process;
 use crate::engine::attack::{AttackPlan, Load};
 use crate::engine::request::RequestMix;
 use crate::engine::schedule::Schedule;
+use crate::error::Error;
 use crate::keep::probes::ProbeTarget;
 use crate::keep::Keeping;
-use crate::Error;
 
-/// The open loop's default connection cap.
-pub const DEFAULT_MAX_CONNECTIONS: usize = 10_000;
-
-/// The most worker threads an order may ask for, from a flag, a file or a pipe.
-pub const MAX_THREADS: u64 = 1024;
-
-/// The most connections an order may ask for (a cap, a closed loop's, those opened first).
-pub const MAX_CONNECTIONS: u64 = 1_000_000;
-
-/// Why an order is refused, whether it came from the flags, an experiment's cell or a pipe:
-/// what it asks does not go together or is out of bounds. A message that names a flag names
-/// the way a command line asks for it; an experiment file's own checks refuse most of these
-/// first, in the file's words.
-#[derive(Debug, thiserror::Error)]
-pub enum Refusal {
-    /// `what`: the order's field (`max_connections`, `ready_connections`, `connections`).
-    #[error("{what} {n} is more than {MAX_CONNECTIONS} connections: ask for fewer")]
-    Connections { what: &'static str, n: u64 },
-    #[error("the timeout (--timeout, or a load's timeout) must be above 0, e.g. 30s")]
-    Timeout,
-    #[error("--arrival poisson sends each request at its own instant: drop --batch (a grid would release its arrivals together)")]
-    PoissonBatched,
-    #[error("threads {0} is more than {MAX_THREADS}: ask for fewer (one a CPU is plenty)")]
-    Threads(u32),
-    #[error("--arrival poisson needs an open loop: give --rate instead of --connections")]
-    PoissonClosed,
-    #[error("a closed loop needs an end: add --requests N or --duration D")]
-    ClosedWithoutEnd,
-    #[error("a closed loop needs a connection")]
-    NoConnection,
-    #[error("--rate needs an end: add --duration D or --requests N")]
-    RateWithoutEnd,
-    #[error("--interval must be at least 10ms, e.g. --interval 1s")]
-    Interval,
-    #[error("a shard is I/N with 0 <= I < N, such as 0/2")]
-    Shard,
-    #[error("--probe-token-file needs --probe-fingerprint or --probe-ca: a token is only sent over TLS that checks the probe is the one you mean")]
-    TokenWithoutTrust,
-    /// The file on a gun that names the store.
-    #[error("the store is the one {0} sets on a gun: only `loadgen gun` reads it")]
-    GunStore(String),
-    #[error("--probe keeps the probes' samples with the run: drop --no-store")]
-    ProbesWithoutStore,
-    #[error(transparent)]
-    Fingerprint(probe::tls::TlsError),
-    #[error("--probe-ca: {0}")]
-    ProbeTls(#[source] probe::tls::TlsError),
-    #[error("not an attack")]
-    NotAnAttack,
-    #[error("not a search")]
-    NotASearch,
-    #[error("a comparison (against) is run by `loadgen capacity --against`, not from an order of one search")]
-    AgainstInSearch,
-    /// A term of the server's own figures, which a search's steps cannot judge.
-    #[error(transparent)]
-    ServerTerm(#[from] analysis::capacity::slo::ServerTerm),
-    #[error("--min-rate is above --max-rate: give a range that holds rates")]
-    RateRange,
-    #[error("check is {check} blocks: give 4 to {most} (0: no check)")]
-    CheckBlocks { check: u32, most: u32 },
-    #[error("a check follows one search: give searches = 1 with check, or no check")]
-    CheckOfSearches,
-    #[error("a comparison (--against) runs from this host's generator: drop --gun (a comparison across guns is not built yet)")]
-    CompareWithGuns,
-    #[error("a comparison needs two targets or more, each with its steps")]
-    TooFewToCompare,
-    #[error("gun: this order is a search with guns of its own; a gun fires one share of a step, the runner spreads a search over the guns itself")]
-    GunsOnAGun,
-}
+pub use crate::error::{Refusal, DEFAULT_MAX_CONNECTIONS, MAX_CONNECTIONS, MAX_THREADS};
 
 /// `n` connections, refused above [`MAX_CONNECTIONS`] whatever the order came from.
 fn connections(n: u64, what: &'static str) -> Result<usize, Error> {

@@ -250,7 +250,7 @@ impl Store {
         sqlx::query(
             "UPDATE runs SET status = $1, stop_reason = $2, ended_at_ns = COALESCE(ended_at_ns, $3) WHERE id = $4",
         )
-        .bind(crate::RunStatus::Failed.as_str())
+        .bind(crate::run::RunStatus::Failed.as_str())
         .bind(redact::text(reason))
         .bind(ended_at_ns)
         .bind(id)

@@ -296,7 +296,7 @@ enum SpoolError {
         source: std::io::Error,
     },
     #[error(transparent)]
-    Store(#[from] crate::StoreError),
+    Store(#[from] crate::db::StoreError),
     #[error(transparent)]
     Write(#[from] sqlx::Error),
 }

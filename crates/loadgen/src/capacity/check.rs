@@ -14,7 +14,7 @@ use analysis::capacity::random::Rng;
 use analysis::capacity::{Search, Verdict};
 
 use super::search::{search, Event, Plan, Steps};
-use crate::Error;
+use crate::error::Error;
 
 /// Seeds the blocks' order beside the search's own seed ("check").
 const SALT: u64 = 0x0063_6865_636b;

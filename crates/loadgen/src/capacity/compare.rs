@@ -14,7 +14,7 @@ use analysis::capacity::fit::CONFIDENCE;
 use analysis::capacity::random::Rng;
 
 use super::search::{Event, Plan, Searcher, Steps};
-use crate::Error;
+use crate::error::Error;
 
 /// How the rounds go.
 #[derive(Debug, Clone)]

@@ -16,7 +16,7 @@ use store::Store;
 use super::search::{Event, Stepped, Steps};
 use super::step::interval_for;
 use crate::engine::shutdown::{Shutdown, Stop};
-use crate::Error;
+use crate::error::Error;
 
 /// The guns' steps, fired by `firing` (the guns: `fleet::Fleet`).
 #[derive(Debug)]

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use analysis::capacity::{agreed, Agreed, Repeated, Status};
 
 use super::search::{search, Event, Plan, Steps};
-use crate::Error;
+use crate::error::Error;
 
 /// How far searches are repeated.
 #[derive(Debug, Clone, Copy)]

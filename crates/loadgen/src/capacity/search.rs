@@ -20,7 +20,7 @@ use analysis::capacity::{Judgement, Search, Settings, Slo, Status, Step, Verdict
 
 use super::bracket::{Bracket, Next};
 use super::updown::Chain;
-use crate::Error;
+use crate::error::Error;
 
 /// The search does not stop before this many valid steps near the knee.
 pub const MIN_FINE: usize = 12;

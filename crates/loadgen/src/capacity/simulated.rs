@@ -10,7 +10,7 @@ use analysis::capacity::{judge, Search, Settings, Slo};
 use store::model::IntervalStats;
 
 use super::search::{Event, Plan, Stepped, Steps};
-use crate::Error;
+use crate::error::Error;
 
 /// A server simulated as an M/M/1 queue (its sojourn times, in order, so that they are as
 /// correlated as a real queue's), behind a generator that drives at most `generator`.

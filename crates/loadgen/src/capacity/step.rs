@@ -14,9 +14,9 @@ use super::search::Stepped;
 use crate::engine::attack::{IntervalSink, Load, Span};
 use crate::engine::schedule::Schedule;
 use crate::engine::shutdown::{Shutdown, Stop};
+use crate::error::Error;
 use crate::keep::{self, Keeping};
 use crate::prepare::Sending;
-use crate::Error;
 
 /// Keeps every interval of a step in memory, with its place on the timeline, for its verdict.
 #[derive(Default)]

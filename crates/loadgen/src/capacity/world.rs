@@ -26,7 +26,7 @@ use analysis::capacity::warm::Sample;
 use analysis::capacity::{Search, Settings, Slo};
 
 use super::search::{Event, Plan, Stepped, Steps};
-use crate::Error;
+use crate::error::Error;
 
 /// The service rate, req/s.
 pub const MU: f64 = 67_000.0;

@@ -11,9 +11,10 @@ use store::Store;
 
 use super::search::{searched_slo, settings, target, Live};
 use crate::capacity::{self, bracket, step::Stepper, Interleave, Plan};
+use crate::engine::shutdown::Shutdown;
+use crate::error::Error;
 use crate::keep::Keeping;
 use crate::prepare::{self, Sending};
-use crate::{Error, Shutdown};
 
 /// `order` sent to `against` instead: each URL's scheme, host and port replaced, kept as
 /// `against` says (its own name, id and labels, or the order's labels), watched by its own

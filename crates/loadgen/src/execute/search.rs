@@ -11,10 +11,11 @@ use analysis::capacity::{Arrival, Repeated, Search, Settings, Slo, Status, Verdi
 use store::Store;
 
 use crate::capacity::{self, bracket, step::Stepper, Event, Plan, Repeat, Stepped, Steps};
+use crate::engine::shutdown::Shutdown;
 use crate::engine::shutdown::Stop;
+use crate::error::Error;
 use crate::keep::Keeping;
 use crate::prepare::{self, Sending};
-use crate::{Error, Shutdown};
 
 /// The generator's steps, printed on standard error and kept in the store as they end.
 pub(crate) struct Live<'a> {

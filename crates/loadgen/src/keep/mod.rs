@@ -27,11 +27,11 @@ use store::{Finish, RunMeta, RunStatus, RunWriter, Store};
 
 use crate::engine::attack::{self, AttackPlan, IntervalSink, Load, Span};
 use crate::engine::shutdown::{Shutdown, Stop};
+use crate::error::Error;
 use crate::keep::hdrlog::HdrLogSink;
 use crate::keep::probes::{Connected, LinkReport, ProbeTarget};
 use crate::keep::progress::Progress;
 use crate::keep::tails::TailSink;
-use crate::Error;
 
 /// How a run is kept and what watches it (from the command line).
 #[derive(Debug, Clone, Default)]
