@@ -14,6 +14,37 @@ pub const DEFAULT_URL: &str = "sqlite://results/showdown.db";
 /// The schema, embedded in the binary and applied on open.
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations");
 
+/// How often a migration that another process applied first is read again (SQLite), and how
+/// long apart.
+const MIGRATION_TRIES: u32 = 10;
+const MIGRATION_RETRY: Duration = Duration::from_millis(100);
+
+/// Brings the store's tables up to date. Two processes opening one new SQLite file at once (an
+/// experiment's runner and `loadgen runs`, a test reading the store it is writing, guns) both
+/// read it unmigrated, and the second's `CREATE TABLE` then fails on the first's table ("table
+/// searches already exists"): sqlx's migrator takes no lock on SQLite (it does on PostgreSQL).
+/// Read again once the first committed, what it applied is applied, and the rest runs.
+async fn migrate(pool: &AnyPool, url: &str, sqlite: bool) -> Result<(), StoreError> {
+    let mut tries = 1;
+    loop {
+        match MIGRATOR.run(pool).await {
+            Ok(()) => return Ok(()),
+            Err(sqlx::migrate::MigrateError::ExecuteMigration(..))
+                if sqlite && tries < MIGRATION_TRIES =>
+            {
+                tries += 1;
+                tokio::time::sleep(MIGRATION_RETRY).await;
+            }
+            Err(source) => {
+                return Err(StoreError::Migrate {
+                    url: redact::text(url),
+                    source,
+                })
+            }
+        }
+    }
+}
+
 /// What went wrong with the store; each message says where to look.
 #[derive(Debug, Error)]
 pub enum StoreError {
@@ -333,13 +364,7 @@ impl Store {
             .connect_with(options)
             .await
             .map_err(open_error)?;
-        MIGRATOR
-            .run(&pool)
-            .await
-            .map_err(|source| StoreError::Migrate {
-                url: redact::text(url),
-                source,
-            })?;
+        migrate(&pool, url, sqlite).await?;
         Ok(Store {
             pool,
             url: url.to_string(),

@@ -527,3 +527,19 @@ async fn a_new_sqlite_store_is_its_owners_alone() {
         .await;
     assert_eq!(mode(&shared), 0o640, "a store already there keeps its mode");
 }
+
+/// Two processes opening one new SQLite file at once both find it unmigrated; the second's
+/// `CREATE TABLE` met the first's table and it failed to open ("table searches already
+/// exists", an experiment's test reading the store its runner was creating). Twenty new files,
+/// each opened twice at once: every open succeeds, and each file holds its tables once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_new_sqlite_file_opened_twice_at_once_opens_twice() {
+    let dir = tempfile::tempdir().unwrap();
+    for i in 0..20 {
+        let url = format!("sqlite://{}/race-{i}.db", dir.path().display());
+        let (a, b) = tokio::join!(Store::open(&url), Store::open(&url));
+        let (a, b) = (a.unwrap(), b.unwrap());
+        assert!(a.list_runs(&Default::default()).await.unwrap().is_empty());
+        assert!(b.list_runs(&Default::default()).await.unwrap().is_empty());
+    }
+}
