@@ -904,6 +904,13 @@ pub struct CapacityArgs {
     #[arg(long, requires = "against")]
     pub sequential: bool,
 
+    /// The targets are processes of one build (an A/A comparison): its ratios are kept as
+    /// such, and every comparison kept later under the same --experiment reads from them how
+    /// much two processes of one build differ, and allows for it in its intervals (from 3 of
+    /// them kept; without, it says its intervals hold for its processes only).
+    #[arg(long, requires = "against")]
+    pub same_build: bool,
+
     /// Summary format.
     #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
     pub output: OutputFormat,

@@ -21,22 +21,12 @@
 //! calibrates (it excludes 1 only where identical builds differ beyond what processes do)
 //! instead of vetoing. The proof is [`tests`]: simulated sittings at the band's edge.
 
-use serde::{Deserialize, Serialize};
-
 use super::functions::t_quantile;
 use super::Change;
 
-/// The fewest sittings with an A/A control the spread is read from.
-pub const MIN_SITTINGS: usize = 3;
-
-/// The spread between processes of one build, read from A/A controls.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct Between {
-    /// The standard deviation of one process's ln capacity about its build's (0.007: 0.7 %).
-    pub sd: f64,
-    /// The sittings it was read from.
-    pub sittings: usize,
-}
+/// The spread is the one a comparison of searches reads from its A/A comparisons: one type,
+/// one estimate.
+pub use crate::capacity::compare::{Between, MIN_SITTINGS};
 
 impl Change {
     /// The standard error of the mean log-ratio behind the interval (Student's t on the
@@ -73,18 +63,11 @@ impl Between {
     /// The spread read from `controls`, each sitting's A/A control as measured (before any
     /// widening): `None` with fewer than [`MIN_SITTINGS`].
     pub fn read(controls: &[Change]) -> Option<Between> {
-        if controls.len() < MIN_SITTINGS {
-            return None;
-        }
-        let excess = controls
+        let logs: Vec<(f64, f64)> = controls
             .iter()
-            .map(|c| c.ratio.ln().powi(2) - c.log_se().powi(2))
-            .sum::<f64>()
-            / controls.len() as f64;
-        Some(Between {
-            sd: (excess / 2.0).max(0.0).sqrt(),
-            sittings: controls.len(),
-        })
+            .map(|c| (c.ratio.ln(), c.log_se()))
+            .collect();
+        Between::of_logs(&logs)
     }
 
     /// `change` (a ratio of two builds' processes) widened by two processes' spread.

@@ -668,6 +668,7 @@ fn a_comparison_of_capacities_is_a_gate_of_one_measure() {
         searches: Vec::new(),
         ratios: vec![ratio("c", 0.85, cand), ratio("a", aa.0, Some((aa.1, aa.2)))],
         reason: String::new(),
+        spread: None,
     };
     let compared = |cand: Option<(f64, f64)>| compared_with(cand, (1.01, 0.97, 1.05));
     let gate = Gate::of_capacities(

@@ -29,6 +29,125 @@ pub struct Compared {
     pub ratios: Vec<Ratio>,
     /// Why it ended where it did.
     pub reason: String,
+    /// Whether the spread between processes of one build is allowed for in its ratios'
+    /// intervals (`loadgen capacity --against`; an experiment's gate allows for it itself).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spread: Option<Spread>,
+}
+
+/// The label an A/A comparison's searches carry (`loadgen capacity --same-build`): its
+/// targets are processes of one build, so its ratios are A/A controls.
+pub const SAME_BUILD: (&str, &str) = ("aa", "same-build");
+
+/// The fewest A/A sittings the spread between processes is read from.
+pub const MIN_SITTINGS: usize = 3;
+
+/// The spread between processes of one build, read from A/A comparisons or controls
+/// (`ab::process` says why and how it is used).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Between {
+    /// The standard deviation of one process's ln capacity about its build's (0.007: 0.7 %).
+    pub sd: f64,
+    /// The sittings it was read from.
+    pub sittings: usize,
+}
+
+impl Between {
+    /// From each A/A sitting's ln ratio and the standard error of it: E[(ln r)²] = s² + 2σ²,
+    /// so σ² = max(0, mean((ln r)² − s²) ÷ 2) (the method of moments, the A/A's mean known to
+    /// be 0); `None` from fewer than [`MIN_SITTINGS`].
+    pub fn of_logs(sittings: &[(f64, f64)]) -> Option<Between> {
+        if sittings.len() < MIN_SITTINGS {
+            return None;
+        }
+        let excess = sittings
+            .iter()
+            .map(|(ln_r, se)| ln_r * ln_r - se * se)
+            .sum::<f64>()
+            / sittings.len() as f64;
+        Some(Between {
+            sd: (excess / 2.0).max(0.0).sqrt(),
+            sittings: sittings.len(),
+        })
+    }
+
+    /// The spread read from earlier A/A comparisons' ratios (those with an interval).
+    pub fn of_ratios(ratios: &[Ratio]) -> Option<Between> {
+        let logs: Vec<(f64, f64)> = ratios
+            .iter()
+            .filter_map(|r| Some((r.ratio.ln(), r.log_se()?)))
+            .collect();
+        Between::of_logs(&logs)
+    }
+}
+
+/// What a comparison's intervals say of the processes behind them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "read", rename_all = "snake_case")]
+pub enum Spread {
+    /// Read from the A/A comparisons kept under `experiment` before this one, and allowed
+    /// for in every ratio's interval: they hold for the builds.
+    Allowed {
+        between: Between,
+        experiment: String,
+    },
+    /// Fewer than [`MIN_SITTINGS`] A/A comparisons kept under `experiment`: the intervals
+    /// hold for these processes only.
+    TooFew { sittings: usize, experiment: String },
+    /// No experiment named, or no store: nothing to read it from.
+    Unnamed,
+}
+
+impl Spread {
+    /// The line a comparison's words end its ratios with.
+    pub fn text(&self) -> String {
+        match self {
+            Spread::Allowed {
+                between,
+                experiment,
+            } => format!(
+                "Processes of one build differ by {:.2} % in capacity (its sd, read from the {} A/A comparisons kept under experiment {experiment:?}): allowed for in every interval above",
+                between.sd * 100.0,
+                between.sittings
+            ),
+            Spread::TooFew {
+                sittings,
+                experiment,
+            } => format!(
+                "WARNING: these intervals hold for these processes, not for their builds: how much two processes of one build differ is read from A/A comparisons (--same-build) kept under experiment {experiment:?}, and {sittings} of the {MIN_SITTINGS} it needs are kept"
+            ),
+            Spread::Unnamed => "WARNING: these intervals hold for these processes, not for their builds: name an --experiment (and keep it in a store) and run it as an A/A comparison (--same-build, two processes of one build) 3 times, and later comparisons under it allow for how much processes differ".to_string(),
+        }
+    }
+}
+
+/// The ratios of the A/A comparisons (their searches labelled [`SAME_BUILD`]) kept under
+/// `experiment` among `searches`, but not the comparison `except`: each later search's to the
+/// first started of its comparison.
+pub fn same_build_ratios(searches: &[Search], experiment: &str, except: &str) -> Vec<Ratio> {
+    let mut by: std::collections::BTreeMap<&str, Vec<&Search>> = Default::default();
+    for s in searches.iter().filter(|s| {
+        s.experiment.as_deref() == Some(experiment)
+            && s.labels.get(SAME_BUILD.0).map(String::as_str) == Some(SAME_BUILD.1)
+    }) {
+        if let Some(id) = s
+            .labels
+            .get(super::label::COMPARE)
+            .filter(|id| *id != except)
+        {
+            by.entry(id).or_default().push(s);
+        }
+    }
+    by.into_values()
+        .flat_map(|mut group| {
+            group.sort_by_key(|s| s.started_at_ns);
+            let first = group[0];
+            group[1..]
+                .iter()
+                .filter_map(|s| ratio(s, first))
+                .collect::<Vec<_>>()
+        })
+        .collect()
 }
 
 /// C_p(of) ÷ C_p(to), with its 95 % interval over rounds.
@@ -73,6 +192,52 @@ impl Ratio {
             (Some(_), Some(_)) => Difference::NotShown,
             _ => Difference::Unknown,
         }
+    }
+
+    /// The standard error of ln ratio behind its interval, read as Student's t on the rounds
+    /// less one at its confidence (the profile's deviance is read against φ̂ · F(1, rounds − 1)
+    /// where the rounds vary more than the model says, χ²₁ otherwise: t is the wider, so the
+    /// error read is never more than the interval's own, and a spread between processes read
+    /// by subtracting it is never too small); `None` without an interval.
+    pub fn log_se(&self) -> Option<f64> {
+        let (low, high) = (self.low?, self.high?);
+        Some((high / low).ln() / (2.0 * self.t_at(self.confidence)))
+    }
+
+    /// Student's t on the rounds less one, two-sided at `confidence`.
+    fn t_at(&self, confidence: f64) -> f64 {
+        let df = f64::from(self.rounds.saturating_sub(1).max(1));
+        crate::ab::functions::t_quantile(0.5 + confidence / 2.0, df)
+    }
+
+    /// Its interval widened by the spread between two processes of one build: a standard
+    /// error of √(s² + 2σ²) in ln about the interval's centre (the two targets' processes
+    /// differ by that much beside any difference of their builds), read at Student's t on
+    /// Satterthwaite's degrees of freedom: σ² is itself read from a few A/A sittings, and
+    /// treated as known (the normal's 1.96) it held 1 in 91 % of simulated A/A comparisons
+    /// read from 10 sittings, not 95 % (the proof, below). With no spread read (σ = 0) the
+    /// interval is as it was.
+    pub fn widened(&self, between: &Between) -> Ratio {
+        let mut wider = self.clone();
+        let (Some(low), Some(high), Some(se)) = (self.low, self.high, self.log_se()) else {
+            return wider;
+        };
+        if between.sd <= 0.0 || between.sittings == 0 {
+            return wider;
+        }
+        let (own, spread) = (se * se, 2.0 * between.sd * between.sd);
+        let own_df = f64::from(self.rounds.saturating_sub(1).max(1));
+        // The spread is the A/A sittings' mean (ln r)² (on as many df as sittings) less their
+        // own errors: the whole variance rests on the sittings' df, this ratio's own part on
+        // its rounds' (its own error taken as theirs).
+        let (total, k) = (own + spread, between.sittings as f64);
+        let df = total.powi(2) / (total.powi(2) / k + own.powi(2) * (1.0 + 1.0 / k) / own_df);
+        let t = crate::ab::functions::t_quantile(0.5 + self.confidence / 2.0, df);
+        let half = t * (own + spread).sqrt();
+        let centre = (low * high).sqrt();
+        wider.low = Some(centre * (-half).exp());
+        wider.high = Some(centre * half.exp());
+        wider
     }
 
     /// The interval's larger side as a share of the ratio (±).
@@ -280,5 +445,109 @@ mod tests {
             "{r:?}"
         );
         assert_eq!(r.difference(), Difference::Higher, "{r:?}");
+    }
+
+    /// Simulated A/A comparisons: two fresh processes of one build differ by `sd` in ln
+    /// capacity each, and their ratio is read over 16 rounds with a standard error `se` (its
+    /// interval from the rounds' own spread, Student's t on 15 df as the profile's F is).
+    /// As read, the interval holds 1 well under 95 % once processes differ as much as rounds
+    /// do; widened by the spread read from the 3, 10 or 30 A/A comparisons before it, in
+    /// 93–97 %.
+    #[test]
+    fn an_aa_comparison_widened_by_the_spread_read_from_earlier_ones_holds_1_at_95_percent() {
+        let mut rng = crate::capacity::random::Rng::new(76);
+        let (sd, se, rounds) = (0.02, 0.015, 16u32);
+        let t = 2.131; // t₀.₉₇₅(15)
+        let sitting = |rng: &mut crate::capacity::random::Rng| {
+            let truth = sd * rng.normal() - sd * rng.normal();
+            let mean = truth + se * rng.normal();
+            let chi2: f64 = (0..rounds - 1).map(|_| rng.normal().powi(2)).sum();
+            let s = se * (chi2 / f64::from(rounds - 1)).sqrt();
+            Ratio {
+                of: "b".into(),
+                of_name: "b".into(),
+                to: "a".into(),
+                to_name: "a".into(),
+                p: 0.5,
+                ratio: mean.exp(),
+                low: Some((mean - t * s).exp()),
+                high: Some((mean + t * s).exp()),
+                confidence: CONFIDENCE,
+                rounds,
+                note: String::new(),
+            }
+        };
+        let n = 2000;
+        let holds = |r: &Ratio| r.difference() == Difference::NotShown;
+        // From the fewest sittings it reads the spread from, from 10, and from 30.
+        for past in [MIN_SITTINGS, 10, 30] {
+            let (mut plain, mut wide, mut sds) = (0, 0, Vec::new());
+            for _ in 0..n {
+                let earlier: Vec<Ratio> = (0..past).map(|_| sitting(&mut rng)).collect();
+                let between = Between::of_ratios(&earlier).unwrap();
+                sds.push(between.sd);
+                let now = sitting(&mut rng);
+                plain += usize::from(holds(&now));
+                let widened = now.widened(&between);
+                let (low, high) = (now.low.unwrap(), now.high.unwrap());
+                assert!(widened.low.unwrap() <= low * (1.0 + 1e-12));
+                assert!(widened.high.unwrap() >= high * (1.0 - 1e-12));
+                wide += usize::from(holds(&widened));
+            }
+            sds.sort_by(f64::total_cmp);
+            let (plain, wide) = (plain as f64 / n as f64, wide as f64 / n as f64);
+            eprintln!(
+                "A/A, the spread read from {past} sittings: holds 1 in {:.1} % as read, {:.1} % widened (sd read: median {:.2} %, truth {:.2} %)",
+                plain * 100.0,
+                wide * 100.0,
+                sds[n / 2] * 100.0,
+                sd * 100.0
+            );
+            assert!(plain < 0.85, "as read {plain}");
+            assert!((0.93..=0.97).contains(&wide), "from {past}: widened {wide}");
+        }
+    }
+
+    #[test]
+    fn the_spread_is_read_from_the_experiments_earlier_aa_comparisons_only() {
+        let kept = |s: Search, experiment: &str, compare: &str, aa: bool, at: i64| {
+            let mut s = s;
+            s.experiment = Some(experiment.into());
+            s.labels
+                .insert(super::super::label::COMPARE.into(), compare.into());
+            if aa {
+                s.labels.insert(SAME_BUILD.0.into(), SAME_BUILD.1.into());
+            }
+            s.started_at_ns = at;
+            s
+        };
+        let searches = vec![
+            kept(users("go"), "x", "1", true, 2),
+            kept(users("node"), "x", "1", true, 1),
+            // Not A/A, another experiment's, and the comparison asking.
+            kept(users("go"), "x", "2", false, 3),
+            kept(users("node"), "x", "2", false, 4),
+            kept(users("node"), "y", "3", true, 5),
+            kept(users("go"), "y", "3", true, 6),
+            kept(users("node"), "x", "4", true, 7),
+            kept(users("go"), "x", "4", true, 8),
+        ];
+        let read = same_build_ratios(&searches, "x", "4");
+        assert_eq!(read.len(), 1, "{read:?}");
+        // go ÷ node: the later started over the first.
+        assert!((1.50..1.51).contains(&read[0].ratio), "{read:?}");
+        assert!(Between::of_ratios(&read).is_none());
+        let se = read[0].log_se().unwrap();
+        let widened = read[0].widened(&Between {
+            sd: 0.0,
+            sittings: 3,
+        });
+        assert!((widened.log_se().unwrap() - se).abs() < 1e-12);
+        assert!(Spread::TooFew {
+            sittings: 1,
+            experiment: "x".into()
+        }
+        .text()
+        .contains("1 of the 3 it needs"));
     }
 }

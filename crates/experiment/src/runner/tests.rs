@@ -198,6 +198,7 @@ impl Fake {
             searches: Vec::new(),
             ratios: Vec::new(),
             reason: "its 16 rounds run".into(),
+            spread: None,
         };
         for (i, (name, id)) in searched.enumerate() {
             let figure = i.checked_sub(1).and_then(|i| self.figures.get(i).copied());
@@ -731,6 +732,7 @@ fn compared(
         searches,
         ratios: Vec::new(),
         reason: "its rounds run".into(),
+        spread: None,
     };
     outcome(false, false).map(|o| order::Outcome {
         compared: Some(compared),

@@ -71,6 +71,7 @@ pub async fn compare<S: Steps>(
         searches,
         ratios,
         reason,
+        spread: None,
     })
 }
 

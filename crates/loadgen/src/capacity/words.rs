@@ -239,6 +239,9 @@ pub fn compared(c: &analysis::capacity::compare::Compared) -> String {
     if c.ratios.is_empty() {
         out.push_str("  no ratio: the searches gave no figures to divide\n");
     }
+    if let Some(spread) = &c.spread {
+        out.push_str(&format!("  {}\n", spread.text()));
+    }
     out.push_str(&format!("Why it ends there: {}\n", c.reason));
     for s in &c.searches {
         out.push_str(&format!("\n== {} (search {}) ==\n", s.name, s.id));

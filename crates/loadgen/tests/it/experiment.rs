@@ -2098,6 +2098,7 @@ max_regression = "capacity=5%"
         searches: Vec::new(),
         ratios: vec![ratio("c", 1.0, 0.99, 1.01), ratio("a", 1.03, 1.025, 1.035)],
         reason: String::new(),
+        spread: None,
     };
     let earlier = Gate::of_capacities(
         ("base", "pr", Some("base-again")),
