@@ -9,6 +9,12 @@
 //! Modules:
 //!
 //! - [`summary`]: the end-of-run summary in words, for a terminal (`SummaryText::to_text`).
+//! - [`warnings`]: a run's warnings in words, most important first (`fill`, `of`): what held
+//!   it back as the store decided it (`store::diagnosis`), said with the figures that show it
+//!   and the flags to change (`behind`, `explain`), and what an experiment makes of it
+//!   (`generator_fell_behind`, `host_held_the_generator_back`).
+//! - [`group`]: a run group read as one run (`load_group`), its shards merged by the store and
+//!   its summary's warnings worded here.
 //! - [`tail`]: a run's p50, p99 and p99.9 after its warm-up, each with a 95 % interval over
 //!   batch means of its recorded intervals kept in at most 20 slots (`Slots`), or the check
 //!   that failed instead (too short, too few, correlated longer than the run, a trend).
@@ -50,16 +56,20 @@
 //!   (`text`).
 //!
 //! What stays in the store, and why: the run model and everything a row holds. The end-of-run
-//! [`store::summary::Summary`] (its figures and its warnings) is a column of every run and is
-//! computed again when a run group's shards are merged as they are read (`store::group`), so
-//! it, and the diagnosis it names a run's cause with (`store::diagnosis`), live with the run
-//! model; only its text for a terminal is here.
+//! [`store::summary::Summary`] (its figures, and its warnings as kept) is a column of every run
+//! and is computed again when a run group's shards are merged as they are read
+//! (`store::group`), so its figures, and the decision of what held a run back
+//! (`store::diagnosis::cause`), live with the run model; its warnings in words, with the flags
+//! to change (`warnings`, filled for a merged group by `group`), and its text for a terminal
+//! (`summary`) are here.
 
 pub mod ab;
 pub mod capacity;
+pub mod group;
 pub mod history;
 pub mod saturation;
 pub mod summary;
 pub mod system;
 pub mod tail;
 pub mod validity;
+pub mod warnings;

@@ -91,7 +91,8 @@ pub async fn load(
         match pick {
             Pick::Run(id) => ids.push(store.resolve(id).await?),
             Pick::Group(name) => {
-                let merged = Arc::new(figures::of(&store::group::load_group(store, name).await?));
+                let group = analysis::group::load_group(store, name).await?;
+                let merged = Arc::new(figures::of(&group));
                 cache.insert(merged.id.clone(), merged.clone());
                 runs.push(merged);
             }

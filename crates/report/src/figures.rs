@@ -548,10 +548,10 @@ fn quantile(h: &hdrhistogram::Histogram<u64>, q: f64) -> u64 {
     }
 }
 
-/// A summary for a run that ended without one, from what it kept.
+/// A summary for a run that ended without one, from what it kept, its warnings worded.
 fn recompute_summary(run: &StoredRun, totals: &IntervalStats, last_end: f64) -> Summary {
     let started = UNIX_EPOCH + Duration::from_nanos(run.meta.started_at_ns.max(0) as u64);
-    Summary::new(&RunFacts {
+    let mut summary = Summary::new(&RunFacts {
         config: &run.meta.config,
         started,
         interval: Duration::from_nanos(run.meta.interval_ns),
@@ -563,7 +563,9 @@ fn recompute_summary(run: &StoredRun, totals: &IntervalStats, last_end: f64) -> 
         stopped: run.stop_reason.clone(),
         notes: Vec::new(),
         generator: Default::default(),
-    })
+    });
+    analysis::warnings::fill(&mut summary, &[]);
+    summary
 }
 
 /// Latency by percentile, on the x axis HdrHistogram's charts use: 1 / (1 − p), so that 90 %,

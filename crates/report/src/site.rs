@@ -509,7 +509,7 @@ impl Writer<'_> {
         }
         let mut merged_groups = HashMap::new();
         for (group, shards) in &groups {
-            let mut merged = figures::of(&store::group::load_group(store, group).await?);
+            let mut merged = figures::of(&analysis::group::load_group(store, group).await?);
             let mut guns: Vec<Arc<RunFigures>> = cache
                 .values()
                 .filter(|r| r.shard.as_ref().is_some_and(|s| &s.group == group))

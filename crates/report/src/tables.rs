@@ -322,7 +322,7 @@ pub fn guns(run: &RunFigures) -> Table {
                 .get(store::vocabulary::label::GUN_CLOCK)
                 .map(|c| format!(" (clock {c})"))
                 .unwrap_or_default();
-            let behind = store::diagnosis::generator_fell_behind(s);
+            let behind = analysis::warnings::generator_fell_behind(s);
             vec![
                 Cell::text(format!("{name}{clock}")),
                 Cell::text(g.status.as_str()),

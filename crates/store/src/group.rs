@@ -16,7 +16,8 @@ use crate::model::IntervalStats;
 use crate::run::{RunStatus, Shard, StoredInterval, StoredProbe, StoredRun};
 use crate::summary::{RunFacts, Summary};
 
-/// Reads every shard of `group` and merges them into one run.
+/// Reads every shard of `group` and merges them into one run. Its summary's warnings are the
+/// shards' notes alone: `analysis::group::load_group` words the rest.
 pub async fn load_group(store: &Store, group: &str) -> Result<StoredRun, StoreError> {
     let mut runs = Vec::new();
     for id in store.group_members(group).await? {
@@ -25,7 +26,9 @@ pub async fn load_group(store: &Store, group: &str) -> Result<StoredRun, StoreEr
     Ok(merge(group, runs))
 }
 
-/// Merges shards (at least one) into one run named after the group.
+/// Merges shards (at least one) into one run named after the group, its summary computed
+/// again from the merged intervals; the summary's warnings are the merged run's `warnings`
+/// (each shard's, named) alone, until `analysis::group::merge` words the rest.
 pub fn merge(group: &str, runs: Vec<StoredRun>) -> StoredRun {
     let count = runs.len() as u32;
     let mut runs = runs.into_iter();

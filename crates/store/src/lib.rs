@@ -16,9 +16,11 @@
 //! - [`group`]: several gun hosts' shards of one run, merged exactly.
 //! - [`export`]: a run as an HdrHistogram interval log, CSV or JSON.
 //! - [`summary`]: the end-of-run figures (JSON, and their text in `analysis::summary`) from a
-//!   run's totals, with the warnings kept beside them; its tails and its validity (the
-//!   verdict and the machine's floor, `summary::validity`) as `analysis` judged them.
-//! - [`diagnosis`]: what held a run back when it fell behind, and what to change.
+//!   run's totals, with the warnings kept beside them (worded by `analysis::warnings`); its
+//!   tails and its validity (the verdict and the machine's floor, `summary::validity`) as
+//!   `analysis` judged them.
+//! - [`diagnosis`]: what held a run back when it fell behind, decided from its measurements
+//!   (said in words, with what to change, by `analysis::warnings`).
 //! - [`selftest`]: what `loadgen selftest` measured of a machine (its clock, a timed wake-up,
 //!   coordinated omission against its truth, pacing), one row a self-test, read back by host.
 //! - [`kept`]: capacity searches and comparisons' gates as kept: the columns of their rows and

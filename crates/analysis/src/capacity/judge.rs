@@ -127,7 +127,7 @@ pub fn generator_limit(summary: &Summary) -> Option<String> {
     }
     let limit = summary.generator.limited_by?;
     (limit.is_generator() || limit == LimitedBy::ConnectionCap).then(|| {
-        store::diagnosis::generator_fell_behind(summary)
+        crate::warnings::generator_fell_behind(summary)
             .unwrap_or_else(|| format!("requests were held back by the {limit}"))
     })
 }

@@ -86,7 +86,7 @@ pub(super) fn warmup_outcome(fired: Result<Option<Fired>, GunError>) -> CellOutc
 pub(super) fn held_back(fired: &Result<Option<Fired>, GunError>) -> bool {
     matches!(fired, Ok(Some(f)) if f
         .summary()
-        .is_some_and(store::diagnosis::host_held_the_generator_back))
+        .is_some_and(analysis::warnings::host_held_the_generator_back))
 }
 
 /// A measured run's outcome: done unless the generator fell behind, could not run, or was
@@ -96,7 +96,7 @@ pub(super) fn measure_outcome(fired: Result<Option<Fired>, GunError>) -> CellOut
         Ok(None) => CellOutcome::Interrupted,
         Ok(Some(fired)) if fired.stopped() => CellOutcome::Interrupted,
         Ok(Some(fired)) => match fired.summary() {
-            Some(summary) => match store::diagnosis::generator_fell_behind(summary) {
+            Some(summary) => match analysis::warnings::generator_fell_behind(summary) {
                 Some(why) => CellOutcome::Failed(why),
                 None => CellOutcome::Done,
             },
@@ -131,7 +131,7 @@ pub(super) fn volley_outcome(shots: Result<Vec<Shot>, GunError>, stopped: bool) 
                     return CellOutcome::Failed(format!("{gun} printed no summary: {}", fired.said))
                 }
                 Some(summary) => {
-                    if let Some(why) = store::diagnosis::generator_fell_behind(summary) {
+                    if let Some(why) = analysis::warnings::generator_fell_behind(summary) {
                         return CellOutcome::Failed(format!("{gun} fell behind: {why}"));
                     }
                 }

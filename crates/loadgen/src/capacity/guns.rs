@@ -165,7 +165,7 @@ impl<F: Firing> Volleys<'_, F> {
         group: String,
         limit: Option<String>,
     ) -> Result<Stepped, Error> {
-        let merged = store::group::load_group(&self.store, &group).await?;
+        let merged = analysis::group::load_group(&self.store, &group).await?;
         let Some(summary) = merged.summary.clone() else {
             return Err(Error::GroupWithoutSummary {
                 step: number,

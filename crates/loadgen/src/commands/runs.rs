@@ -139,7 +139,7 @@ async fn load(
     group: Option<&str>,
 ) -> Result<StoredRun, StoreError> {
     match (run, group) {
-        (_, Some(group)) => store::group::load_group(store, group).await,
+        (_, Some(group)) => analysis::group::load_group(store, group).await,
         (Some(run), None) => {
             let id = store.resolve(run).await?;
             store.load_run(&id).await

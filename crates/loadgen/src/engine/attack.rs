@@ -241,7 +241,9 @@ fn spawn(
         })
 }
 
-/// The end-of-run summary of `plan`'s run.
+/// The end-of-run summary of `plan`'s run: its figures, and as its warnings the run's notes
+/// alone. The warnings its figures call for are worded above the engine, by whoever keeps or
+/// prints the run (`analysis::warnings::fill`, with the same notes).
 pub fn summarize(plan: &AttackPlan, run: &RunOutcome) -> store::summary::Summary {
     store::summary::Summary::new(&store::summary::RunFacts {
         config: &plan.config(),

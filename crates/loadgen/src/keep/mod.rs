@@ -237,6 +237,7 @@ async fn conclude(
         .warnings
         .extend(probes.iter().filter_map(|p| p.problem.clone()));
     let mut summary = attack::summarize(plan, &outcome);
+    analysis::warnings::fill(&mut summary, &outcome.warnings);
     summary.tails = tails.tails();
     // What this machine can time, measured once a process after its first attack (about
     // 60 ms): measured before, it delayed the schedule's start (a gate's 2 s runs at 500 req/s

@@ -347,7 +347,7 @@ fn two_gun_processes_write_one_run_group_into_postgres() {
     );
     let group = rt.block_on(async {
         let store = store::Store::open(&pg.url).await.unwrap();
-        store::group::load_group(&store, "g").await.unwrap()
+        analysis::group::load_group(&store, "g").await.unwrap()
     });
     let summary = group.summary.unwrap();
     assert_eq!(summary.requests.total, 800);

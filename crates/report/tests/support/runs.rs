@@ -355,6 +355,7 @@ pub async fn write(store: &Store, spec: &Spec, started_at_ns: i64) -> String {
             },
         );
     }
+    let notes = vec![format!("a note with {HOSTILE}")];
     let mut summary = Summary::new(&RunFacts {
         config: &meta.config,
         started: std::time::UNIX_EPOCH + std::time::Duration::from_nanos(started_at_ns as u64),
@@ -365,9 +366,10 @@ pub async fn write(store: &Store, spec: &Spec, started_at_ns: i64) -> String {
         cpu: std::time::Duration::from_millis(300),
         peak_rss_bytes: Some(9 << 20),
         stopped: None,
-        notes: vec![format!("a note with {HOSTILE}")],
+        notes: notes.clone(),
         generator: Default::default(),
     });
+    analysis::warnings::fill(&mut summary, &notes);
     if spec.fell_behind {
         let g = &mut summary.generator;
         g.behind = true;

@@ -1,7 +1,8 @@
 //! The summary's figures, as the JSON summary holds them (`"schema":
 //! "showdown.loadgen.summary/1"`): what was sent and answered, the latencies corrected and
 //! not, the bytes, the statuses and errors, the generator's own lateness and cost, and why to
-//! doubt them. Built by `Summary::new`, diagnosed by `diagnosis`, printed by `text`.
+//! doubt them. Built by `Summary::new`, what held the run back decided by `diagnosis`; its
+//! warnings worded by `analysis::warnings`, its text by `analysis::summary`.
 
 use std::collections::BTreeMap;
 
@@ -167,15 +168,15 @@ pub struct GeneratorFigures {
     /// Actual − intended send time, over all requests sent.
     pub lateness: LatencyStats,
     /// Whether sends were late enough to matter: more than 1 % of the requests sent (and at
-    /// least 20) left over 1 ms (plus any `--batch` window) after their time. The figures then
-    /// describe less load than scheduled (see `warnings` and `limited_by`).
+    /// least 20) left over 1 ms (plus any pacing window, `batch_ns`) after their time. The
+    /// figures then describe less load than scheduled (see `warnings` and `limited_by`).
     pub behind: bool,
-    /// Requests sent over 1 ms (plus any `--batch` window) after their time.
+    /// Requests sent over 1 ms (plus any pacing window, `batch_ns`) after their time.
     #[serde(default)]
     pub late: u64,
     /// When behind, what held the sends back, from measurements: `generator` (a worker thread
     /// saturated its core), `generator cpus shared` (the generator's CPUs were busy with other
-    /// processes), `connection cap` (requests waited for `--max-connections`, which the rate
+    /// processes), `connection cap` (requests waited for the pool's cap, which the rate
     /// needs even at the server's fastest response), `server responses` (requests waited for
     /// a cap the rate would not have reached had the server kept its fastest pace: the server
     /// fell behind), `server accept` (new connections were slow to be accepted), or `unknown`.
@@ -209,7 +210,7 @@ pub struct GeneratorFigures {
     pub arrivals: Option<ArrivalFit>,
     /// Requests sent in a later interval than the one they were due in.
     pub sent_late_beyond_interval: u64,
-    /// Requests that found the pool at `--max-connections` and waited for a connection.
+    /// Requests that found the pool at its cap (`max_connections`) and waited for a connection.
     pub waited_for_connection: u64,
     pub connections_opened: u64,
     /// Requests sent again on a new connection because the server closed the reused one as
@@ -236,7 +237,7 @@ impl GeneratorFigures {
     }
 }
 
-/// The whole summary. Serialized as is for `--output json`, and stored with each run.
+/// The whole summary. Serialized as is for loadgen's JSON output, and stored with each run.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Summary {
     pub schema: String,

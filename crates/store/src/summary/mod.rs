@@ -4,7 +4,8 @@
 //! Latency is shown twice: **corrected** (from the intended send time, what a user of the
 //! server would have waited) and **service** (from the actual send time, what closed-loop tools
 //! such as wrk, hey or ab report). The generator's own lateness and cost are part of the
-//! summary, and any reason to doubt the figures is printed above them, not hidden.
+//! summary, and any reason to doubt the figures is printed above them, not hidden: those
+//! reasons, worded from the figures with the flags to change, are `analysis::warnings`'s.
 //!
 //! The JSON form is [`Summary`] serialized with serde; its fields are documented here and in
 //! docs/loadgen.md ("JSON summary"). Times are integer nanoseconds (`_ns`), or seconds (`_s`) as floats.
@@ -27,7 +28,7 @@ pub use validity::{Flaw, Floor, Validity, Verdict};
 
 use crate::config::RunConfig;
 use crate::diagnosis::SYN_RETRANSMISSION_NS;
-use crate::model::{ErrorKind, IntervalStats};
+use crate::model::IntervalStats;
 
 /// What a summary is made from: how the run was set up, what it recorded, and how it went.
 /// loadgen fills it in at the end of a run; the report from a stored run.
@@ -48,7 +49,8 @@ pub struct RunFacts<'a> {
     pub peak_rss_bytes: Option<u64>,
     /// Why the run stopped early, if it did.
     pub stopped: Option<String>,
-    /// Other things that went wrong on the side, worded for the user.
+    /// Other things that went wrong on the side, worded for the user: the summary's warnings
+    /// until `analysis::warnings::fill` puts those its figures call for before them.
     pub notes: Vec<String>,
     /// What the generator measured of itself and its connections (absent for a summary
     /// recomputed from stored intervals).
@@ -121,12 +123,16 @@ impl Summary {
             )
     }
 
+    /// The summary of a run from what it recorded and how it went: its figures, what held it
+    /// back if it fell behind (`generator.limited_by`), and as its warnings the notes alone.
+    /// The warnings its figures call for, and the flags to change, are worded above the store:
+    /// `analysis::warnings::fill` puts them before the notes.
     pub fn new(facts: &RunFacts<'_>) -> Self {
         let t = facts.totals;
         let attack = facts.attack.as_secs_f64();
         let wait = facts.wait.as_secs_f64();
         let config = facts.config;
-        let mut summary = Summary {
+        Summary {
             schema: SCHEMA.into(),
             tool: concat!("showdown-loadgen ", env!("CARGO_PKG_VERSION")).into(),
             target: config.target.clone(),
@@ -174,73 +180,10 @@ impl Summary {
                 .collect(),
             generator: generator_figures(facts),
             stopped: facts.stopped.clone(),
-            warnings: Vec::new(),
+            warnings: facts.notes.clone(),
             tails: None,
             validity: None,
-        };
-        summary.warnings = summary.compute_warnings(facts);
-        summary
-    }
-
-    fn compute_warnings(&self, facts: &RunFacts<'_>) -> Vec<String> {
-        let mut out = Vec::new();
-        let g = &self.generator;
-        if let Some(reason) = &self.stopped {
-            out.push(format!(
-                "STOPPED EARLY: {reason}. The figures cover what was recorded until then."
-            ));
         }
-        if let Some(behind) = crate::diagnosis::behind(self) {
-            out.push(behind);
-        }
-        if !self.open_loop {
-            out.push(
-                "CLOSED LOOP: each connection waits for its response before sending again, so while the server \
-                 stalls the load pauses with it and the latencies hide the queueing a real client would see. \
-                 Use --rate for latencies that count from the intended send time."
-                    .into(),
-            );
-        }
-        if let Some(f) = g.arrivals.filter(|f| !f.as_intended()) {
-            let (more, why) = if f.excess < 0.0 {
-                ("fewer", "the generator's own time per send (its cpu per request) spaced out requests due closer together: \
-                 the server saw smoother arrivals than a Poisson process")
-            } else {
-                (
-                    "more",
-                    "the generator released requests together (late wake-ups, a full pool): \
-                 the server saw burstier arrivals than a Poisson process",
-                )
-            };
-            out.push(format!(
-                "NOT POISSON: {:.1} % {more} gaps between sends up to {:.2}× the mean gap than exponential gaps have \
-                 (KS distance {:.3} over {} gaps; at most {:.3} is as intended); {why}. Lower the rate each worker thread \
-                 sends (more --threads on more CPUs, or more guns).",
-                f.ks * 100.0,
-                f.at_mean_gaps,
-                f.ks,
-                f.gaps,
-                f.critical.max(ARRIVAL_KS_LIMIT)
-            ));
-        }
-        if g.resent > 0 {
-            out.push(format!(
-                "{} requests ({:.2} %) were sent again on a new connection: the server closed a reused keep-alive \
-                 connection as they went out. An idempotent request is resent once, as browsers and Go's client do; \
-                 each is counted once, its latency timed from its first send. A server that closes idle connections \
-                 sooner than the client reuses them (Node's keepAliveTimeout) costs its users this reconnect.",
-                g.resent,
-                ratio(g.resent as f64, self.requests.sent as f64) * 100.0
-            ));
-        }
-        let cancelled = facts.totals.errors.get(ErrorKind::Cancelled);
-        if cancelled > 0 {
-            out.push(format!(
-                "{cancelled} requests were still in flight when the run ended; they are counted as errors of kind cancelled."
-            ));
-        }
-        out.extend(facts.notes.iter().cloned());
-        out
     }
 }
 
@@ -319,6 +262,7 @@ fn beyond(h: &hdrhistogram::Histogram<u64>, from: u64) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::diagnosis::needed_connections;
     use crate::vocabulary::LimitedBy;
 
     #[test]
@@ -402,13 +346,6 @@ mod tests {
         assert!(s.generator.behind);
         assert_eq!(s.generator.limited_by, Some(LimitedBy::LateStart));
         assert_eq!(s.generator.start_late_ns, Some(1_000_000_000));
-        assert!(
-            s.warnings[0]
-                .contains("Cause: a late start: the first request left 1.00s after it was due"),
-            "{}",
-            s.warnings[0]
-        );
-        assert!(crate::diagnosis::generator_fell_behind(&s).is_some());
         let s = summary_of(1_500, 0, late_start(5_000_000));
         assert_eq!(s.generator.limited_by, Some(LimitedBy::Unknown));
     }
@@ -418,7 +355,31 @@ mod tests {
         let s = summary_of(12, 0, GeneratorFacts::default());
         assert!(!s.generator.behind);
         assert_eq!(s.generator.late, 12);
-        assert!(s.warnings.is_empty(), "{:?}", s.warnings);
+        assert_eq!(s.generator.limited_by, None);
+    }
+
+    /// The store words no warning of its own: a summary's warnings are its notes until the
+    /// analysis crate words those its figures call for.
+    #[test]
+    fn a_summary_holds_its_notes_alone_as_its_warnings() {
+        let totals = IntervalStats::new(0, 30_000_000_000);
+        let config = RunConfig::default();
+        let s = Summary::new(&RunFacts {
+            config: &config,
+            started: SystemTime::UNIX_EPOCH,
+            interval: Duration::from_secs(1),
+            totals: &totals,
+            attack: Duration::from_secs(1),
+            wait: Duration::ZERO,
+            cpu: Duration::ZERO,
+            peak_rss_bytes: None,
+            stopped: Some("interrupted".into()),
+            notes: vec!["a sink failed".into()],
+            generator: GeneratorFacts::default(),
+        });
+        assert_eq!(s.stopped.as_deref(), Some("interrupted"));
+        assert!(!s.open_loop);
+        assert_eq!(s.warnings, ["a sink failed"]);
     }
 
     #[test]
@@ -432,18 +393,14 @@ mod tests {
             start_late_ns: None,
             steal: None,
         };
-        let cause = |s: Summary| (s.generator.limited_by, s.warnings[0].clone());
-        let (by, text) = cause(summary_of(3_000, 0, busy(0.97, 0.98)));
-        assert_eq!(by, Some(LimitedBy::Generator));
-        assert!(
-            text.contains("busiest worker thread was busy 97 %"),
-            "{text}"
+        let cause = |s: Summary| s.generator.limited_by;
+        assert_eq!(
+            cause(summary_of(3_000, 0, busy(0.97, 0.98))),
+            Some(LimitedBy::Generator)
         );
-        let (by, text) = cause(summary_of(3_000, 0, busy(0.2, 0.99)));
-        assert_eq!(by, Some(LimitedBy::GeneratorCpusShared));
-        assert!(
-            text.contains("they were 99 % busy, of which the generator's own threads took 20 %"),
-            "{text}"
+        assert_eq!(
+            cause(summary_of(3_000, 0, busy(0.2, 0.99))),
+            Some(LimitedBy::GeneratorCpusShared)
         );
         // The generator's other threads (its aggregator, the store's writer) are the
         // generator: a busy CPU that it kept busy itself is not another process's doing.
@@ -451,25 +408,11 @@ mod tests {
             own_share: Some(0.85),
             ..busy(0.6, 0.92)
         };
-        let (by, text) = cause(summary_of(3_000, 0, own));
-        assert_eq!(by, Some(LimitedBy::Generator));
-        assert!(
-            text.contains("92 % busy, 85 % of their time taken by the generator's own threads"),
-            "{text}"
+        assert_eq!(cause(summary_of(3_000, 0, own)), Some(LimitedBy::Generator));
+        assert_eq!(
+            cause(summary_of(3_000, 2_900, busy(0.2, 0.3))),
+            Some(LimitedBy::ConnectionCap)
         );
-        assert!(text.contains("--batch 1ms"), "{text}");
-        // An attack paced in batches already is not told to pace in batches.
-        let mut paced = summary_of(3_000, 0, busy(0.97, 0.98));
-        paced.generator.batch_ns = 1_000_000;
-        let batched = crate::diagnosis::explain(&paced);
-        assert!(
-            batched.contains("Already paced in batches: add --threads")
-                && !batched.contains("--batch"),
-            "{batched}"
-        );
-        let (by, text) = cause(summary_of(3_000, 2_900, busy(0.2, 0.3)));
-        assert_eq!(by, Some(LimitedBy::ConnectionCap));
-        assert!(text.contains("--max-connections 8"), "{text}");
         let mut connect = crate::model::new_histogram(30_000_000_000);
         connect.record(200_000).unwrap();
         connect.record(1_020_000_000).unwrap();
@@ -477,12 +420,13 @@ mod tests {
             connect: Some(connect),
             ..busy(0.2, 0.3)
         };
-        let (by, text) = cause(summary_of(3_000, 0, slow));
-        assert_eq!(by, Some(LimitedBy::ServerAccept));
-        assert!(text.contains("1 connections took over 0.9 s"), "{text}");
-        let (by, text) = cause(summary_of(3_000, 0, busy(0.2, 0.3)));
-        assert_eq!(by, Some(LimitedBy::Unknown));
-        assert!(text.contains("Cause not found"), "{text}");
+        let s = summary_of(3_000, 0, slow);
+        assert_eq!(s.generator.limited_by, Some(LimitedBy::ServerAccept));
+        assert_eq!(s.generator.slow_connects, 1);
+        assert_eq!(
+            cause(summary_of(3_000, 0, busy(0.2, 0.3))),
+            Some(LimitedBy::Unknown)
+        );
     }
 
     #[test]
@@ -508,12 +452,11 @@ mod tests {
         // A cap of 10,000 would have carried the rate fifty times over: the server slowed.
         let s = waited(10_000);
         assert_eq!(s.generator.limited_by, Some(LimitedBy::ServerResponses));
-        let text = &s.warnings[0];
-        assert!(text.contains("the server fell behind"), "{text}");
-        assert!(text.contains("--max-connections 10000"), "{text}");
         assert!(
-            text.contains("the 1000 req/s sent would have needed about 10 connections"),
-            "{text}"
+            (needed_connections(s.requests.rate, s.latency.service.min_ns) - 10.0).abs() < 0.1,
+            "{} req/s, fastest {} ns",
+            s.requests.rate,
+            s.latency.service.min_ns
         );
     }
 
@@ -566,25 +509,18 @@ mod tests {
     }
 
     #[test]
-    fn poisson_sends_that_were_not_poisson_are_said() {
+    fn the_arrivals_fit_is_kept_with_the_summary() {
         let fit = |excess: f64, gaps: u64| GeneratorFacts {
             arrivals: Some(ArrivalFit::new(excess, 0.09, gaps)),
             ..Default::default()
         };
         let within = summary_of(0, 0, fit(-0.03, 80_000));
-        assert!(within.warnings.is_empty(), "{:?}", within.warnings);
+        assert!(within.generator.arrivals.unwrap().as_intended());
         let spaced = summary_of(0, 0, fit(-0.08, 80_000));
-        assert!(
-            spaced.warnings[0]
-                .starts_with("NOT POISSON: 8.0 % fewer gaps between sends up to 0.09×")
-                && spaced.warnings[0].contains("smoother arrivals"),
-            "{:?}",
-            spaced.warnings
-        );
+        assert!(!spaced.generator.arrivals.unwrap().as_intended());
         // Few gaps: only what the test can tell from chance counts.
         let few = summary_of(0, 0, fit(0.08, 200));
         assert!(few.generator.arrivals.unwrap().as_intended());
-        assert!(few.warnings.is_empty());
         // Kept with the run: the JSON summary carries it.
         let json = serde_json::to_value(&spaced).unwrap();
         assert_eq!(json["generator"]["arrivals"]["gaps"], 80_000);

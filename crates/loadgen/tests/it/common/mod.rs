@@ -46,7 +46,9 @@ pub fn run_with(
         .unwrap();
     let zero = loadgen::engine::attack::time_zero(None).unwrap();
     let outcome = rt.block_on(attack(plan, zero, shutdown, sinks)).unwrap();
-    (loadgen::engine::attack::summarize(plan, &outcome), outcome)
+    let mut summary = loadgen::engine::attack::summarize(plan, &outcome);
+    analysis::warnings::fill(&mut summary, &outcome.warnings);
+    (summary, outcome)
 }
 
 /// A port on which nothing listens.
