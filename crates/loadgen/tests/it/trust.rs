@@ -132,7 +132,10 @@ path = "/x?api_key={QUERY_SECRET}"
 body = "{BODY_SECRET}"
 headers = {{ "X-Visible" = "yes" }}
 headers_env = "API_HEADERS"
-rate = 50
+# 15 sends a cell, for 3 s: a run is behind schedule only when over 20 of its sends (and over
+# 1 %) leave late, so however busy the host, the generator cannot fail these cells; what the
+# code is given does not depend on how many requests it gets.
+rate = 5
 duration = "3s"
 "#
         ),
@@ -235,13 +238,13 @@ duration = "3s"
     for name in ["plain", "daemon"] {
         let headers = std::fs::read_to_string(out.join(format!("{name}.headers"))).unwrap();
         let lines: Vec<&str> = headers.lines().collect();
-        assert!(lines.len() >= 150, "{name}: {} requests", lines.len());
+        assert!(lines.len() >= 15, "{name}: {} requests", lines.len());
         assert!(!headers.contains("LEAKED7"), "{name} got SHOWDOWN_HEADERS");
         let load: Vec<&&str> = lines
             .iter()
             .filter(|l| l.to_ascii_lowercase().contains("x-visible"))
             .collect();
-        assert!(load.len() >= 150, "{name}: {} load requests", load.len());
+        assert!(load.len() >= 15, "{name}: {} load requests", load.len());
         assert!(
             load.iter().all(|l| l.contains("APIKEY321")),
             "{name}: the file's headers_env is sent with each request"

@@ -456,33 +456,195 @@ pub fn probe_serve(pid: u32, port: u16, args: &[&str]) -> std::process::Child {
     child
 }
 
+/// Below this share of the machine's CPU time (every CPU counted) taken by other work, the
+/// machine is quiet: what an idle desktop's daemons and the suite's waiting tests leave. On two
+/// CPUs it is a fifth of one, under the quarter of a generator's CPU time that its diagnosis
+/// blames on other processes (`store::diagnosis::OTHERS_TO_BLAME`) even if all of it landed on
+/// the generator's CPU.
+pub const QUIET: f64 = 0.1;
+
+/// Each reading's window while waiting for quiet.
+const QUIET_WINDOW: Duration = Duration::from_secs(2);
+
+/// This thread's CPU time so far, in clock ticks (the unit of /proc/stat): `utime` and
+/// `stime`, fields 14 and 15 of proc(5)'s `/proc/[pid]/stat`, read from
+/// `/proc/thread-self/stat`; 0 where it cannot be read.
+fn own_ticks() -> u64 {
+    let Ok(stat) = std::fs::read_to_string("/proc/thread-self/stat") else {
+        return 0;
+    };
+    // The command name (field 2) may hold spaces and parentheses: count from its end.
+    let Some((_, rest)) = stat.rsplit_once(')') else {
+        return 0;
+    };
+    rest.split_whitespace()
+        .skip(11)
+        .take(2)
+        .map(|field| field.parse::<u64>().unwrap_or(0))
+        .sum()
+}
+
+/// The share (0–1) of the machine's CPU time, every CPU counted, that work other than this
+/// thread took over the next `window`: /proc/stat's busy ticks less this thread's own. Called
+/// where the test has nothing of its own running, it is what other processes (and, under plain
+/// `cargo test`, other tests of this binary) take. `None` where /proc/stat cannot be read.
+pub fn others_busy(window: Duration) -> Option<f64> {
+    use probe::cpus::Ticks;
+    let (before, own_before) = (Ticks::now()?.all, own_ticks());
+    std::thread::sleep(window);
+    let (after, own_after) = (Ticks::now()?.all, own_ticks());
+    let busy = after
+        .0
+        .checked_sub(before.0)?
+        .saturating_sub(own_after.saturating_sub(own_before));
+    let total = after.1.checked_sub(before.1)?;
+    (total > 0).then(|| busy as f64 / total as f64)
+}
+
+/// Waits, at most `longest`, until the machine is quiet (other work under [`QUIET`] of its CPU
+/// time over a window of 2 s), before a test measures `what` ("what limited each server") with
+/// the generator's schedule. Each wait is said on standard error, and so is a machine that
+/// never got quiet: the test then measures anyway, and only a run that other processes did
+/// hold back, on a machine still busy after it, is "not measurable here"
+/// ([`not_measurable_here`]); a test that could measure is never skipped for a busy start.
+/// Call it where the test has nothing of its own running yet (its servers built, none
+/// started).
+pub fn wait_for_quiet(what: &str, longest: Duration) {
+    let cpus = probe::cpus::CpuList::online().len();
+    let started = std::time::Instant::now();
+    let mut said = false;
+    loop {
+        let Some(busy) = others_busy(QUIET_WINDOW) else {
+            eprintln!("cannot read /proc/stat: measuring {what} without waiting for quiet");
+            return;
+        };
+        if busy < QUIET {
+            if said {
+                eprintln!(
+                    "quiet after {:.0} s (other processes {:.0} % busy): measuring {what}",
+                    started.elapsed().as_secs_f64(),
+                    busy * 100.0
+                );
+            }
+            return;
+        }
+        if started.elapsed() >= longest {
+            eprintln!(
+                "still busy after {} s: other processes keep the CPUs {:.0} % busy (of {cpus} CPUs; quiet is under {:.0} %); measuring {what} anyway (a run they hold back is said not measurable here)",
+                longest.as_secs(),
+                busy * 100.0,
+                QUIET * 100.0,
+            );
+            return;
+        }
+        if !said {
+            eprintln!(
+                "waiting up to {} s for the machine to be quiet before measuring {what}: other processes keep its {cpus} CPUs {:.0} % busy (quiet is under {:.0} %)",
+                longest.as_secs(),
+                busy * 100.0,
+                QUIET * 100.0
+            );
+            said = true;
+        }
+    }
+}
+
+/// At least this share of the machine's CPU time (every CPU counted) taken by other work after
+/// a run they held back makes what the test measures not measurable here: on two CPUs, half
+/// of one (a hog on the generator's CPU), as the check read the generator's CPU alone before.
+pub const BUSY: f64 = 0.25;
+
+/// Whether a line of an `experiment run`'s output names, as what held a generator back, other
+/// processes (on its CPUs, or pausing it as its schedule began): the causes for which the
+/// runner measures a cell again once the generator's CPUs are quiet ([`held_back`]).
+fn names_the_host(line: &str) -> bool {
+    line.contains("Cause: other processes on the generator's CPUs")
+        || line.contains("Cause: a late start")
+}
+
 /// Whether what a test measures is not measurable on this host now: the run's output `said`
 /// that other processes held the generator back (its CPUs shared, or a late start), after the
-/// runner had waited for quiet and measured once more, and the generator's CPUs `cpus` (a
-/// taskset list) are still at least 50 % busy with other processes, read over 2 s after the
-/// run. Then the test says "not measurable here" and why, and asserts nothing more; on a quiet
-/// host a run held back is the test's failure (the check cannot excuse what it did not see).
-pub fn not_measurable_here(said: &str, cpus: &str) -> bool {
-    use probe::cpus::{busy_between, CpuList, Ticks};
-    let cause = said.lines().find(|l| {
-        l.contains("Cause: other processes on the generator's CPUs")
-            || l.contains("Cause: a late start")
-    });
-    let Some(cause) = cause else {
+/// runner had waited for quiet and measured once more, and other processes still take at least
+/// [`BUSY`] of the machine's CPU time, read over 2 s after the run (every CPU: an unpinned
+/// process that shared the generator's CPU during the run moves to whichever CPU the run's
+/// servers left free once they stop, so the generator's CPU alone may read idle). Then the test
+/// says "not measurable here" and why, and asserts nothing more; on a quiet host a run held
+/// back is the test's failure (the check cannot excuse what it did not see).
+pub fn not_measurable_here(said: &str) -> bool {
+    let Some(cause) = said.lines().find(|l| names_the_host(l)) else {
         return false;
     };
-    let list: CpuList = cpus.parse().unwrap();
-    let before = Ticks::now().unwrap().of(&list);
-    std::thread::sleep(Duration::from_secs(2));
-    let after = Ticks::now().unwrap().of(&list);
-    let busy = busy_between(before, after).unwrap_or(0.0);
-    if busy < 0.5 {
+    let busy = others_busy(Duration::from_secs(2)).unwrap_or(0.0);
+    if busy < BUSY {
         return false;
     }
     eprintln!(
-        "not measurable here: CPU {cpus} is {:.0} % busy with other processes; the run said: {}",
+        "not measurable here: other processes keep the CPUs {:.0} % busy after the run (at least {:.0} % excuses a run they held back); the run said: {}",
         busy * 100.0,
+        BUSY * 100.0,
         cause.trim()
     );
     true
+}
+
+/// Whether every cell an `experiment run` printed as failed (`  failed: CELL: WHY`) failed
+/// because other processes held its generator back, and at least one did: cells that say
+/// nothing of what a test is about, only of the host.
+pub fn failed_only_for_the_host(said: &str) -> bool {
+    let failed: Vec<&str> = said
+        .lines()
+        .filter(|l| l.starts_with("  failed: "))
+        .collect();
+    !failed.is_empty() && failed.iter().all(|l| names_the_host(l))
+}
+
+/// Whether an `experiment run`'s output `said` ran `cells` cells of which `failed` failed, a
+/// cell that failed only because other processes held its generator back (after the runner
+/// waited for quiet and measured it again) counted as run, not as failed: for a test that is
+/// not about timing, such a cell is the host's doing, not a failure of what the test is about.
+pub fn ran_cells(said: &str, cells: usize, failed: usize) -> bool {
+    let host = said
+        .lines()
+        .filter(|l| l.starts_with("  failed: ") && names_the_host(l))
+        .count();
+    said.contains(&format!("{cells} cells run ({} failed)", failed + host))
+}
+
+/// Whether a kept run is one other processes held back: failed, with a summary whose
+/// generator fell behind because of them (they took its CPUs, or paused it as its schedule
+/// began), the runs the experiment runner measures again once the generator's CPUs are quiet.
+pub fn held_back(run: &store::run::RunListing) -> bool {
+    use store::vocabulary::LimitedBy;
+    run.status == store::RunStatus::Failed
+        && run.summary.as_ref().is_some_and(|s| {
+            matches!(
+                s.generator.limited_by,
+                Some(LimitedBy::GeneratorCpusShared | LimitedBy::LateStart)
+            )
+        })
+}
+
+/// An experiment's measured runs without those superseded: a run other processes held back
+/// ([`held_back`]) is kept failed, and its cell measured again once the generator's CPUs are
+/// quiet; such a run is left out where a later run of the same cell and repetition exists, so
+/// that each cell counts its last run alone, as on a quiet host.
+pub fn final_runs(runs: Vec<store::run::RunListing>) -> Vec<store::run::RunListing> {
+    use store::vocabulary::label::{CELL, REPETITION};
+    let superseded: Vec<bool> = runs
+        .iter()
+        .map(|r| {
+            held_back(r)
+                && r.labels.contains_key(CELL)
+                && runs.iter().any(|o| {
+                    o.started_at_ns > r.started_at_ns
+                        && o.labels.get(CELL) == r.labels.get(CELL)
+                        && o.labels.get(REPETITION) == r.labels.get(REPETITION)
+                })
+        })
+        .collect();
+    runs.into_iter()
+        .zip(superseded)
+        .filter(|(_, superseded)| !superseded)
+        .map(|(run, _)| run)
+        .collect()
 }
