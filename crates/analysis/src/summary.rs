@@ -1,6 +1,7 @@
 //! The end-of-run summary in words, for a terminal, in the spirit of Vegeta's `report`: any
 //! reason to doubt the figures first, then the figures. The summary itself (its figures, its
-//! warnings, its JSON) is the store's, `store::summary::Summary`, a column of every run.
+//! JSON) is the store's, `store::summary::Summary`, a column of every run; its warnings are
+//! worded by [`crate::warnings`] when the run is kept.
 
 use std::fmt::Write as _;
 
