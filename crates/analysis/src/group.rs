@@ -34,7 +34,8 @@ mod tests {
 
     /// Two shards, the first stopped early, the second with a note: the group's summary says
     /// the stop first, then what its figures call for, then the second shard's note, named by
-    /// its index (from 0, as a shard's `index` is).
+    /// its index (from 0, as a shard's `index` is; the first shard's own notes are the merged
+    /// run's, unnamed).
     #[test]
     fn a_groups_summary_says_its_warnings_then_its_shards_notes() {
         let mut first = store::group::empty("a");

@@ -907,8 +907,9 @@ pub struct CapacityArgs {
     /// The targets are processes of one build (an A/A comparison): its ratios are kept as
     /// such, and every comparison kept later under the same --experiment reads from them how
     /// much two processes of one build differ, and allows for it in its intervals (from 3 of
-    /// them kept; without, it says its intervals hold for its processes only).
-    #[arg(long, requires = "against")]
+    /// them kept; without, it says its intervals hold for its processes only). Needs
+    /// --experiment: the name its A/A comparisons are read under.
+    #[arg(long, requires_all = ["against", "experiment"])]
     pub same_build: bool,
 
     /// Summary format.

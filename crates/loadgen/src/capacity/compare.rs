@@ -9,7 +9,7 @@
 
 use std::time::{Duration, Instant};
 
-use analysis::capacity::compare::{self as ratios, Compared, Looks, Ratio};
+use analysis::capacity::compare::{self as ratios, Between, Compared, Looks, Ratio};
 use analysis::capacity::fit::CONFIDENCE;
 use analysis::capacity::random::Rng;
 
@@ -29,13 +29,25 @@ pub struct Interleave {
     pub seed: u64,
     /// Read at looks, stopping once decided (`rounds` then the most), or once at the end.
     pub looks: Option<Looks>,
+    /// The spread between processes of one build, read before the first round: every ratio,
+    /// at every look and at the end, allows for it (`None`: the ratios are the processes').
+    pub between: Option<Between>,
 }
 
-/// Each later search's ratio to the first's, its interval at `confidence`.
-fn ratios_of(searches: &[&analysis::capacity::Search], confidence: f64) -> Vec<Ratio> {
+/// Each later search's ratio to the first's, its interval at `confidence`, widened by
+/// `between` where it was read.
+fn ratios_of(
+    searches: &[&analysis::capacity::Search],
+    confidence: f64,
+    between: Option<&Between>,
+) -> Vec<Ratio> {
     searches[1..]
         .iter()
         .filter_map(|s| ratios::ratio_at(s, searches[0], confidence))
+        .map(|r| match between {
+            Some(b) => r.widened(b),
+            None => r,
+        })
         .collect()
 }
 
@@ -64,7 +76,11 @@ pub async fn compare<S: Steps>(
     };
     let searches = finish_all(searchers, steps, &reason).await?;
     let confidence = interleave.looks.map_or(CONFIDENCE, |l| l.confidence());
-    let ratios = ratios_of(&searches.iter().collect::<Vec<_>>(), confidence);
+    let ratios = ratios_of(
+        &searches.iter().collect::<Vec<_>>(),
+        confidence,
+        interleave.between.as_ref(),
+    );
     Ok(Compared {
         id: interleave.id.clone(),
         rounds: round,
@@ -90,7 +106,8 @@ fn stop_reason(
         ));
     }
     let looks = interleave.looks.filter(|l| l.at().contains(&round));
-    if let Some(why) = looks.and_then(|looks| decided(searchers, looks, round)) {
+    let between = interleave.between.as_ref();
+    if let Some(why) = looks.and_then(|looks| decided(searchers, looks, round, between)) {
         return Some(why);
     }
     if round >= interleave.rounds {
@@ -110,10 +127,16 @@ fn stop_reason(
     None
 }
 
-/// At the look after round `round`: why the comparison stops, when every ratio is decided.
-fn decided(searchers: &[Searcher], looks: Looks, round: u32) -> Option<String> {
+/// At the look after round `round`: why the comparison stops, when every ratio (widened by
+/// `between`, as the answer's will be) is decided.
+fn decided(
+    searchers: &[Searcher],
+    looks: Looks,
+    round: u32,
+    between: Option<&Between>,
+) -> Option<String> {
     let now: Vec<&analysis::capacity::Search> = searchers.iter().map(|s| &s.search).collect();
-    let read = ratios_of(&now, looks.confidence());
+    let read = ratios_of(&now, looks.confidence(), between);
     if read.is_empty() || !read.iter().all(|r| looks.decided(r)) {
         return None;
     }
@@ -250,6 +273,7 @@ mod tests {
             budget: None,
             seed: 7,
             looks: None,
+            between: None,
         };
         let c = rt
             .block_on(compare(plans, &mut [a, b], &interleave))

@@ -75,6 +75,7 @@ pub fn comparisons_with(
             budget: None,
             seed,
             looks,
+            between: None,
         };
         rt.block_on(compare(plans, &mut [a, b], &interleave))
             .ok()

@@ -1,10 +1,10 @@
 //! `loadgen capacity URL --against ORIGIN`: the searches of several targets interleaved, one
 //! step of each per round, compared by the ratios of their figures; printed, and each search
 //! kept (labelled `compare=ID`) as any search is. Its ratios' intervals allow for how much two
-//! processes of one build differ, read from the A/A comparisons (`--same-build`) kept under
-//! its experiment before it.
+//! processes of one build differ, read before its first round from the A/A comparisons
+//! (`--same-build`) kept under its experiment, at every look and at the end.
 
-use analysis::capacity::compare::{self as ratios, Between, Compared, Spread};
+use analysis::capacity::compare::{self as ratios, Between, Spread};
 use analysis::capacity::{label, Status};
 
 use super::capacity::{kept, print_out};
@@ -28,9 +28,14 @@ pub async fn run(
         return Err(prepare::Refusal::NotASearch.into());
     };
     let store_url = prepare::keeping(&order, command_line)?.store_url;
-    let mut compared = compare(&order, wanted, shutdown, command_line).await?;
     let experiment = order.keeping.experiment.as_deref();
-    allow_for_processes(&mut compared, store_url.as_deref(), experiment).await?;
+    let spread = spread_read(store_url.as_deref(), experiment).await?;
+    let between = match &spread {
+        Spread::Allowed { between, .. } => Some(*between),
+        _ => None,
+    };
+    let mut compared = compare(&order, wanted, shutdown, command_line, between).await?;
+    compared.spread = Some(spread);
     print_out(
         args.output,
         || capacity::words::compared(&compared),
@@ -58,36 +63,26 @@ pub async fn run(
     })
 }
 
-/// Widens `compared`'s intervals by the spread between processes of one build, read from the
-/// A/A comparisons kept under `experiment` in the store at `url` before it, and says whether
-/// it could.
-async fn allow_for_processes(
-    compared: &mut Compared,
-    url: Option<&str>,
-    experiment: Option<&str>,
-) -> Result<(), Error> {
+/// The spread between processes of one build, read from the A/A comparisons kept under
+/// `experiment` in the store at `url` (before this comparison's first round, so that a store
+/// that cannot be read stops it before it runs), and whether it could be.
+async fn spread_read(url: Option<&str>, experiment: Option<&str>) -> Result<Spread, Error> {
     let (Some(url), Some(experiment)) = (url, experiment) else {
-        compared.spread = Some(Spread::Unnamed);
-        return Ok(());
+        return Ok(Spread::Unnamed);
     };
     let store = store::Store::open(url).await?;
     let searches = analysis::capacity::searches(&store).await?;
-    let earlier = ratios::same_build_ratios(&searches, experiment, &compared.id);
+    store.close().await;
+    let earlier = ratios::same_build_ratios(&searches, experiment, "");
     let experiment = experiment.to_string();
-    compared.spread = Some(match Between::of_ratios(&earlier) {
-        Some(between) => {
-            for r in &mut compared.ratios {
-                *r = r.widened(&between);
-            }
-            Spread::Allowed {
-                between,
-                experiment,
-            }
-        }
+    Ok(match Between::of_ratios(&earlier) {
+        Some(between) => Spread::Allowed {
+            between,
+            experiment,
+        },
         None => Spread::TooFew {
             sittings: earlier.iter().filter(|r| r.log_se().is_some()).count(),
             experiment,
         },
-    });
-    Ok(())
+    })
 }

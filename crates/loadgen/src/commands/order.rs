@@ -45,7 +45,8 @@ pub async fn fire(
             })
         }
         order::Work::Search(search) if !search.against.is_empty() => {
-            let compared = crate::execute::compare(order, search, shutdown, command_line).await?;
+            let compared =
+                crate::execute::compare(order, search, shutdown, command_line, None).await?;
             Ok(order::Outcome {
                 version: order::VERSION,
                 stopped: compared

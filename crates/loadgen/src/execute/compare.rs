@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use analysis::capacity::compare::Compared;
+use analysis::capacity::compare::{Between, Compared};
 use analysis::capacity::label;
 use store::Store;
 
@@ -50,12 +50,14 @@ fn retarget(url: &str, origin: &str) -> String {
     }
 }
 
-/// Runs the comparison `wanted` describes: the order's target and each of `against`.
+/// Runs the comparison `wanted` describes: the order's target and each of `against`, its
+/// ratios widened by `between` (the spread between processes of one build) where it was read.
 pub async fn compare(
     order: &order::Order,
     wanted: &order::Search,
     shutdown: &Shutdown,
     command_line: &[String],
+    between: Option<Between>,
 ) -> Result<Compared, Error> {
     if wanted.guns.is_some() {
         return Err(prepare::Refusal::CompareWithGuns.into());
@@ -96,7 +98,8 @@ pub async fn compare(
         plans[0].settings.figure(),
         plans.len(),
     );
-    let interleave = interleave_of(wanted, &id);
+    let mut interleave = interleave_of(wanted, &id);
+    interleave.between = between;
     capacity::compare(plans, &mut lives, &interleave).await
 }
 
@@ -149,6 +152,7 @@ fn interleave_of(wanted: &order::Search, id: &str) -> Interleave {
                 most: wanted.rounds,
                 margin: wanted.until,
             }),
+        between: None,
     }
 }
 

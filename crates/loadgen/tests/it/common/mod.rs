@@ -456,12 +456,12 @@ pub fn probe_serve(pid: u32, port: u16, args: &[&str]) -> std::process::Child {
     child
 }
 
-/// Below this share of the machine's CPU time (every CPU counted) taken by other work, the
-/// machine is quiet: what an idle desktop's daemons and the suite's waiting tests leave. On two
-/// CPUs it is a fifth of one, under the quarter of a generator's CPU time that its diagnosis
-/// blames on other processes (`store::diagnosis::OTHERS_TO_BLAME`) even if all of it landed on
-/// the generator's CPU.
-pub const QUIET: f64 = 0.1;
+/// Below this many CPUs' worth of other work, the machine is quiet: what an idle desktop's
+/// daemons and the suite's waiting tests leave; a fifth of a CPU, under the quarter of a
+/// generator's CPU time that its diagnosis blames on other processes
+/// (`store::diagnosis::OTHERS_TO_BLAME`) even if all of it landed on the generator's CPU,
+/// however many CPUs the machine has.
+pub const QUIET: f64 = 0.2;
 
 /// Each reading's window while waiting for quiet.
 const QUIET_WINDOW: Duration = Duration::from_secs(2);
@@ -484,11 +484,19 @@ fn own_ticks() -> u64 {
         .sum()
 }
 
-/// The share (0–1) of the machine's CPU time, every CPU counted, that work other than this
-/// thread took over the next `window`: /proc/stat's busy ticks less this thread's own. Called
-/// where the test has nothing of its own running, it is what other processes (and, under plain
-/// `cargo test`, other tests of this binary) take. `None` where /proc/stat cannot be read.
+/// How many CPUs' worth of work other than this thread ran over the next `window`:
+/// /proc/stat's busy ticks less this thread's own, over its total ticks, times the CPUs online.
+/// Called where the test has nothing of its own running, it is what other processes (and,
+/// under plain `cargo test`, other tests of this binary) take. `None` where /proc/stat cannot
+/// be read.
 pub fn others_busy(window: Duration) -> Option<f64> {
+    let cpus = probe::cpus::CpuList::online().len().max(1) as f64;
+    Some(others_share(window)? * cpus)
+}
+
+/// The share (0–1) of the machine's CPU time, every CPU counted, that work other than this
+/// thread took over the next `window` ([`others_busy`]).
+fn others_share(window: Duration) -> Option<f64> {
     use probe::cpus::Ticks;
     let (before, own_before) = (Ticks::now()?.all, own_ticks());
     std::thread::sleep(window);
@@ -501,8 +509,8 @@ pub fn others_busy(window: Duration) -> Option<f64> {
     (total > 0).then(|| busy as f64 / total as f64)
 }
 
-/// Waits, at most `longest`, until the machine is quiet (other work under [`QUIET`] of its CPU
-/// time over a window of 2 s), before a test measures `what` ("what limited each server") with
+/// Waits, at most `longest`, until the machine is quiet (other work under [`QUIET`] CPUs' worth
+/// over a window of 2 s), before a test measures `what` ("what limited each server") with
 /// the generator's schedule. Each wait is said on standard error, and so is a machine that
 /// never got quiet: the test then measures anyway, and only a run that other processes did
 /// hold back, on a machine still busy after it, is "not measurable here"
@@ -521,38 +529,33 @@ pub fn wait_for_quiet(what: &str, longest: Duration) {
         if busy < QUIET {
             if said {
                 eprintln!(
-                    "quiet after {:.0} s (other processes {:.0} % busy): measuring {what}",
+                    "quiet after {:.0} s (other processes {busy:.2} CPUs busy): measuring {what}",
                     started.elapsed().as_secs_f64(),
-                    busy * 100.0
                 );
             }
             return;
         }
         if started.elapsed() >= longest {
             eprintln!(
-                "still busy after {} s: other processes keep the CPUs {:.0} % busy (of {cpus} CPUs; quiet is under {:.0} %); measuring {what} anyway (a run they hold back is said not measurable here)",
+                "still busy after {} s: other processes keep {busy:.2} of its {cpus} CPUs busy (quiet is under {QUIET}); measuring {what} anyway (a run they hold back is said not measurable here)",
                 longest.as_secs(),
-                busy * 100.0,
-                QUIET * 100.0,
             );
             return;
         }
         if !said {
             eprintln!(
-                "waiting up to {} s for the machine to be quiet before measuring {what}: other processes keep its {cpus} CPUs {:.0} % busy (quiet is under {:.0} %)",
+                "waiting up to {} s for the machine to be quiet before measuring {what}: other processes keep {busy:.2} of its {cpus} CPUs busy (quiet is under {QUIET})",
                 longest.as_secs(),
-                busy * 100.0,
-                QUIET * 100.0
             );
             said = true;
         }
     }
 }
 
-/// At least this share of the machine's CPU time (every CPU counted) taken by other work after
-/// a run they held back makes what the test measures not measurable here: on two CPUs, half
-/// of one (a hog on the generator's CPU), as the check read the generator's CPU alone before.
-pub const BUSY: f64 = 0.25;
+/// At least this many CPUs' worth of other work after a run they held back makes what the test
+/// measures not measurable here: half a CPU (a hog on the generator's CPU), as the check read
+/// the generator's CPU alone before.
+pub const BUSY: f64 = 0.5;
 
 /// Whether a line of an `experiment run`'s output names, as what held a generator back, other
 /// processes (on its CPUs, or pausing it as its schedule began): the causes for which the
@@ -565,7 +568,7 @@ fn names_the_host(line: &str) -> bool {
 /// Whether what a test measures is not measurable on this host now: the run's output `said`
 /// that other processes held the generator back (its CPUs shared, or a late start), after the
 /// runner had waited for quiet and measured once more, and other processes still take at least
-/// [`BUSY`] of the machine's CPU time, read over 2 s after the run (every CPU: an unpinned
+/// [`BUSY`] CPUs' worth, read over 2 s after the run (every CPU: an unpinned
 /// process that shared the generator's CPU during the run moves to whichever CPU the run's
 /// servers left free once they stop, so the generator's CPU alone may read idle). Then the test
 /// says "not measurable here" and why, and asserts nothing more; on a quiet host a run held
@@ -579,9 +582,7 @@ pub fn not_measurable_here(said: &str) -> bool {
         return false;
     }
     eprintln!(
-        "not measurable here: other processes keep the CPUs {:.0} % busy after the run (at least {:.0} % excuses a run they held back); the run said: {}",
-        busy * 100.0,
-        BUSY * 100.0,
+        "not measurable here: other processes keep {busy:.2} CPUs busy after the run (at least {BUSY} excuses a run they held back); the run said: {}",
         cause.trim()
     );
     true
@@ -600,13 +601,19 @@ pub fn failed_only_for_the_host(said: &str) -> bool {
 
 /// Whether an `experiment run`'s output `said` ran `cells` cells of which `failed` failed, a
 /// cell that failed only because other processes held its generator back (after the runner
-/// waited for quiet and measured it again) counted as run, not as failed: for a test that is
-/// not about timing, such a cell is the host's doing, not a failure of what the test is about.
+/// waited for quiet and measured it again) counted as run, not as failed, where the machine is
+/// still busy after it ([`not_measurable_here`]): for a test that is not about timing, such a
+/// cell is the host's doing; on a quiet machine it is a failure like any other.
 pub fn ran_cells(said: &str, cells: usize, failed: usize) -> bool {
     let host = said
         .lines()
         .filter(|l| l.starts_with("  failed: ") && names_the_host(l))
         .count();
+    let host = if host > 0 && not_measurable_here(said) {
+        host
+    } else {
+        0
+    };
     said.contains(&format!("{cells} cells run ({} failed)", failed + host))
 }
 
