@@ -127,20 +127,17 @@ impl Spread {
 }
 
 /// The ratios of the A/A comparisons (their searches labelled [`SAME_BUILD`]) kept under
-/// `experiment` among `searches`, but not the comparison `except`: one a comparison, its second
+/// `experiment` among `searches` (read before a comparison's first round, so never its own):
+/// one a comparison, its second
 /// started search's to its first (a third process's ratio to the same first would not be a
 /// sitting of its own).
-pub fn same_build_ratios(searches: &[Search], experiment: &str, except: &str) -> Vec<Ratio> {
+pub fn same_build_ratios(searches: &[Search], experiment: &str) -> Vec<Ratio> {
     let mut by: std::collections::BTreeMap<&str, Vec<&Search>> = Default::default();
     for s in searches.iter().filter(|s| {
         s.experiment.as_deref() == Some(experiment)
             && s.labels.get(SAME_BUILD.0).map(String::as_str) == Some(SAME_BUILD.1)
     }) {
-        if let Some(id) = s
-            .labels
-            .get(super::label::COMPARE)
-            .filter(|id| *id != except)
-        {
+        if let Some(id) = s.labels.get(super::label::COMPARE) {
             by.entry(id).or_default().push(s);
         }
     }
@@ -540,15 +537,13 @@ mod tests {
         let searches = vec![
             kept(users("go"), "x", "1", true, 2),
             kept(users("node"), "x", "1", true, 1),
-            // Not A/A, another experiment's, and the comparison asking.
+            // Not A/A, and another experiment's.
             kept(users("go"), "x", "2", false, 3),
             kept(users("node"), "x", "2", false, 4),
             kept(users("node"), "y", "3", true, 5),
             kept(users("go"), "y", "3", true, 6),
-            kept(users("node"), "x", "4", true, 7),
-            kept(users("go"), "x", "4", true, 8),
         ];
-        let read = same_build_ratios(&searches, "x", "4");
+        let read = same_build_ratios(&searches, "x");
         assert_eq!(read.len(), 1, "{read:?}");
         // go ÷ node: the later started over the first.
         assert!((1.50..1.51).contains(&read[0].ratio), "{read:?}");

@@ -73,7 +73,7 @@ async fn spread_read(url: Option<&str>, experiment: Option<&str>) -> Result<Spre
     let store = store::Store::open(url).await?;
     let searches = analysis::capacity::searches(&store).await?;
     store.close().await;
-    let earlier = ratios::same_build_ratios(&searches, experiment, "");
+    let earlier = ratios::same_build_ratios(&searches, experiment);
     let experiment = experiment.to_string();
     Ok(match Between::of_ratios(&earlier) {
         Some(between) => Spread::Allowed {

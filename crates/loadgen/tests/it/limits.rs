@@ -161,7 +161,11 @@ fn every_did_not_hold_up_names_what_limited_the_server() {
         }))
         .unwrap(),
     );
-    for r in runs.iter().filter(|r| !common::held_back(r)) {
+    // Every cell not held back first; a held-back one is excused only on a machine still busy,
+    // and on a quiet one fails below with the rest.
+    let (held, rest): (Vec<_>, Vec<_>) = runs.iter().partition(|r| common::held_back(r));
+    let excused = !held.is_empty() && (excused || common::not_measurable_here(&said));
+    for r in rest.iter().chain(if excused { &[][..] } else { &held[..] }) {
         assert_eq!(
             r.status,
             RunStatus::Complete,
@@ -170,17 +174,8 @@ fn every_did_not_hold_up_names_what_limited_the_server() {
             r.summary.as_ref().map(|s| &s.generator)
         );
     }
-    if runs.iter().any(common::held_back) && (excused || common::not_measurable_here(&said)) {
+    if excused {
         return;
-    }
-    for r in &runs {
-        assert_eq!(
-            r.status,
-            RunStatus::Complete,
-            "{}: {:?}\n{said}",
-            r.name,
-            r.summary.as_ref().map(|s| &s.generator)
-        );
     }
     let mut measured: Vec<&str> = runs
         .iter()
