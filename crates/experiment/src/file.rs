@@ -235,8 +235,8 @@ impl ExperimentFile {
         self.guns
             .as_ref()
             .and_then(|g| g.kubernetes.as_ref())
-            .and_then(|k| k.manifest.clone())
-            .map(|m| ("[guns] kubernetes manifest".to_string(), m))
+            .and_then(|k| k.manifest.as_deref())
+            .map(|m| ("[guns] kubernetes manifest".to_string(), PathBuf::from(m)))
             .into_iter()
             .collect()
     }

@@ -1,7 +1,7 @@
 //! `[guns]`: the gun hosts an experiment fires each cell from, together, as the file writes
 //! them; turned once into the `order::Guns` the fleet makes ready ([`GunsSpec::guns`]).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use probe::cpus::CpuList;
@@ -37,55 +37,10 @@ pub struct GunsSpec {
         deserialize_with = "crate::file::duration"
     )]
     pub clock_tolerance: Duration,
-    /// Or the guns as pods of a Kubernetes Indexed Job this runner renders (docs/guns.md).
-    pub kubernetes: Option<KubernetesSpec>,
-}
-
-/// `[guns] kubernetes = { … }`: the Job the runner renders, and where its pods dial.
-#[derive(Debug, Clone, Deserialize, Serialize)]
-#[serde(deny_unknown_fields)]
-pub struct KubernetesSpec {
-    /// How many guns (pods, one a node).
-    pub count: u32,
-    /// The image built from the repository's Dockerfile.
-    pub image: String,
-    /// Where this runner listens for the pods, host:port.
-    pub listen: String,
-    /// Where the pods dial, host:port as the cluster reaches this runner (default: listen).
-    pub advertise: Option<String>,
-    pub namespace: Option<String>,
-    /// The Job's name (default showdown-guns).
-    pub job: Option<String>,
-    /// Whole CPUs a pod (default 2).
-    pub cpus: Option<u32>,
-    /// Memory a pod (default 1Gi).
-    pub memory: Option<String>,
-    /// The file the Job is written to (default `<job>.yaml` beside the experiment file).
-    pub manifest: Option<PathBuf>,
-    /// The runner applies the Job and its Secret with kubectl, and resumes it.
-    #[serde(default)]
-    pub apply: bool,
-    /// How long the runner waits for every pod to dial in (default 5m).
-    #[serde(default, deserialize_with = "crate::file::some_duration")]
-    pub wait: Option<Duration>,
-}
-
-impl KubernetesSpec {
-    fn order(&self) -> order::Kubernetes {
-        order::Kubernetes {
-            count: self.count,
-            image: self.image.clone(),
-            listen: self.listen.clone(),
-            advertise: self.advertise.clone(),
-            namespace: self.namespace.clone(),
-            job: self.job.clone(),
-            cpus: self.cpus,
-            memory: self.memory.clone(),
-            manifest: self.manifest.as_ref().map(|m| m.display().to_string()),
-            apply: self.apply,
-            wait_ns: self.wait.map(order::nanos),
-        }
-    }
+    /// Or the guns as pods of a Kubernetes Indexed Job this runner renders (docs/guns.md):
+    /// the order's own fields, `wait = "5m"` a duration; a relative `manifest` is beside the
+    /// file.
+    pub kubernetes: Option<order::Kubernetes>,
 }
 
 /// Why `[guns]` cannot be used.
@@ -112,7 +67,7 @@ impl GunsSpec {
     pub fn guns(&self) -> order::Guns {
         order::Guns {
             hosts: match &self.kubernetes {
-                Some(k) => order::GunHosts::Kubernetes(k.order()),
+                Some(k) => order::GunHosts::Kubernetes(k.clone()),
                 None => order::GunHosts::Ssh {
                     destinations: self.ssh.clone(),
                     config: self.ssh_config.as_ref().map(|c| c.display().to_string()),
@@ -138,17 +93,15 @@ impl GunsSpec {
         {
             return Err(GunsError::KubernetesAlone);
         }
-        if let Some(manifest) = self.kubernetes.as_ref().and_then(|k| k.manifest.as_ref()) {
+        if let Some(manifest) = self.kubernetes.as_ref().and_then(|k| k.manifest.as_deref()) {
             use std::path::Component;
-            if manifest.components().any(|c| {
+            if Path::new(manifest).components().any(|c| {
                 matches!(
                     c,
                     Component::RootDir | Component::Prefix(_) | Component::ParentDir
                 )
             }) {
-                return Err(GunsError::ManifestOutside(redact::printable(
-                    &manifest.display().to_string(),
-                )));
+                return Err(GunsError::ManifestOutside(redact::printable(manifest)));
             }
         }
         fleet::check(&self.guns()).map_err(GunsError::from)

@@ -99,6 +99,10 @@ pub enum GunFault {
     /// What a pod's image is not.
     #[error("{0}")]
     Image(String),
+    /// Its `loadgen` is not this build, and its transport (`link`, its kind) cannot install
+    /// one: the default of [`crate::Link::install`].
+    #[error("its loadgen is not this runner's build, and a {link} link cannot install one: put this build there and name it in [guns] loadgen")]
+    CannotInstall { link: &'static str },
 }
 
 /// Why a gun's clock could not be read.

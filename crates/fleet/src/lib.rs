@@ -16,6 +16,13 @@
 //! that fails any of these is refused, with why, before anything runs. The second transport,
 //! [`kubernetes`], is a module beside [`ssh`] implementing [`Transport`] and [`Link`], a
 //! variant of [`order::GunHosts`] and an arm of [`prepare::of`]: the rest is written once.
+//! A link implements only what its transport does: forwarding a port, installing a build and
+//! a link's own failures have defaults for a transport without them.
+//!
+//! The crate prints nothing and reads no environment variable: what it does is told to the
+//! caller (the preparation's [`Progress`]; a pod's agent calls back once welcomed), and what
+//! the caller's environment says comes in as values ([`Settings`], [`find_loadgen`]'s
+//! `asked`, the pod's index given to [`kubernetes::agent`]).
 //!
 //! Modules:
 //!
@@ -23,7 +30,11 @@
 //!   `loadgen gun` there; the build found or installed; a port forwarded), and the one place a
 //!   transport is chosen from an order's guns.
 //! - `prepare`: the guns checked, resolved, opened and made ready, cancellable, their progress
-//!   told to the caller's callback ([`prepare()`], [`Progress`]).
+//!   (and what their transport says meanwhile: a Job's pods awaited, a pod refused) told to the
+//!   caller's callback ([`prepare()`], [`Progress`]); what the caller's environment says of
+//!   the guns' files passed in as values ([`Settings`]).
+//! - `progress`: what the preparation and the transports tell the caller as they go
+//!   ([`Progress`]), below both.
 //! - `ready`: one gun made ready over its link: its build checked (or installed), its clock
 //!   measured, all by `GunRequest` ([`ReadyGun`], [`build_of`], [`CLOCK_TOLERANCE`]).
 //! - `volley`: the guns, ready ([`Fleet`]): an order fired from every gun as shards of one run
@@ -52,6 +63,7 @@ pub mod firing;
 pub mod kubernetes;
 mod local;
 mod prepare;
+mod progress;
 mod ready;
 mod said;
 pub mod ssh;
@@ -65,7 +77,8 @@ pub use error::{ClockFault, FleetError, GunFault, ShotError, TransportError};
 pub use fired::Fired;
 pub use firing::{Firing, Hosts};
 pub use local::{find_loadgen, tethered, Local, Output, Ran};
-pub use prepare::{check, needs_shared_store, prepare, prepare_over, Preparing, Progress};
+pub use prepare::{check, needs_shared_store, prepare, prepare_over, Preparing, Settings};
+pub use progress::Progress;
 pub use ready::{build_of, ReadyGun, CLOCK_TOLERANCE};
 pub use transport::{Link, Session, Transport};
 pub use volley::{Fleet, Shot};

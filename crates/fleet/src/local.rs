@@ -202,11 +202,12 @@ async fn read_and_wait(
     (o, e, child.wait().await)
 }
 
-/// The `loadgen` binary: `SHOWDOWN_LOADGEN`, or this executable if it is loadgen, or a
-/// `loadgen` next to it (or one directory up, as from a test binary in `target/…/deps`).
-pub fn find_loadgen() -> Result<PathBuf, FleetError> {
-    if let Some(p) = std::env::var_os("SHOWDOWN_LOADGEN") {
-        return Ok(PathBuf::from(p));
+/// The `loadgen` binary: `asked` (the caller's `SHOWDOWN_LOADGEN`), or this executable if it
+/// is loadgen, or a `loadgen` next to it (or one directory up, as from a test binary in
+/// `target/…/deps`).
+pub fn find_loadgen(asked: Option<&Path>) -> Result<PathBuf, FleetError> {
+    if let Some(p) = asked {
+        return Ok(p.to_path_buf());
     }
     let exe = std::env::current_exe().map_err(FleetError::NoExe)?;
     if exe.file_name().is_some_and(|n| n == "loadgen") {

@@ -1,16 +1,18 @@
 //! The guns made ready, once for both callers (the experiment runner's `[guns]`, `loadgen
 //! capacity --gun`): checked, resolved into their transport, every gun opened and made ready at
 //! once, their CPUs and clocks held to what was asked, each described. A stop ends it at once
-//! (its links with it); what it does is told to the caller's callback ([`Progress`]), which
-//! the caller words its own way.
+//! (its links with it); what it does, and what the transport says meanwhile (a Job's pods
+//! awaited, a pod refused: sent on a channel the transport is given when it is chosen, [`of`]),
+//! is told to the caller's callback ([`Progress`]), which the caller words its own way. What
+//! the caller's environment says of the guns' files comes in as values ([`Settings`]).
 
-use std::fmt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use tokio::sync::watch;
+use tokio::sync::{mpsc, watch};
 
 use crate::error::{FleetError, GunFault};
+use crate::progress::Progress;
 use crate::ready::{build_of, CLOCK_TOLERANCE};
 use crate::ready::{ready, ReadyGun};
 use crate::transport::Transport;
@@ -28,32 +30,20 @@ pub struct Preparing<'a> {
     pub local: &'a Path,
     /// A URL every gun must reach (the first target).
     pub reach: Option<&'a str>,
+    /// What the caller's environment says of the guns' files.
+    pub settings: &'a Settings,
 }
 
-/// What the preparation is doing, for the caller to say.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Progress {
-    /// The guns found, about to be opened and made ready (`over`: "over SSH").
-    Preparing {
-        over: &'static str,
-        guns: Vec<String>,
-    },
-    /// One gun, ready: how it was found ([`Fleet::describe`]).
-    Ready(String),
-}
-
-impl fmt::Display for Progress {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Progress::Preparing { over, guns } => write!(
-                f,
-                "Preparing {} gun host(s) {over}: {}",
-                guns.len(),
-                guns.join(", ")
-            ),
-            Progress::Ready(line) => write!(f, "  {line}"),
-        }
-    }
+/// What the caller's environment says of the guns' files, read by the binary and passed in
+/// as values: the library reads no variable of its own.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Settings {
+    /// Where `scripts/twin.sh` keeps its state, for the guns `from = "twin"`
+    /// (`TWIN_STATE_DIR`); `None`: its own default, `/run/showdown-twin`.
+    pub twin_state: Option<PathBuf>,
+    /// With Kubernetes guns the runner does not apply, the file the pods' Secret is written
+    /// to, mode 0600 (`SHOWDOWN_GUNS_SECRET_FILE`); `None`: it is not written.
+    pub secret_file: Option<PathBuf>,
 }
 
 /// What can be checked of `guns` before anything is opened (what serde cannot).
@@ -85,13 +75,28 @@ pub async fn prepare(
     progress: &mut (dyn FnMut(Progress) + Send),
 ) -> Result<Option<Fleet>, FleetError> {
     check(preparing.guns)?;
-    let transport = of(preparing.guns, preparing.dir)?;
-    prepare_over(transport, preparing, stop, progress).await
+    let (told, said) = mpsc::unbounded_channel();
+    let transport = of(preparing, told)?;
+    prepare_told(transport, said, preparing, stop, progress).await
 }
 
-/// [`prepare`] over a transport already opened (a test's, or one chosen by [`of`]).
+/// [`prepare`] over a transport already opened (a test's), which tells nothing of its own
+/// meanwhile.
 pub async fn prepare_over(
     transport: Box<dyn Transport>,
+    preparing: Preparing<'_>,
+    stop: watch::Receiver<bool>,
+    progress: &mut (dyn FnMut(Progress) + Send),
+) -> Result<Option<Fleet>, FleetError> {
+    let (_, said) = mpsc::unbounded_channel();
+    prepare_told(transport, said, preparing, stop, progress).await
+}
+
+/// [`prepare_over`], what the transport tells meanwhile (`said`: the pods awaited, one
+/// refused) passed on to `progress` as it comes.
+pub(crate) async fn prepare_told(
+    transport: Box<dyn Transport>,
+    mut said: mpsc::UnboundedReceiver<Progress>,
     preparing: Preparing<'_>,
     stop: watch::Receiver<bool>,
     progress: &mut (dyn FnMut(Progress) + Send),
@@ -103,10 +108,20 @@ pub async fn prepare_over(
     // Connecting and installing a build can take minutes: a stop ends it at once, the links
     // opened so far with it.
     let mut stopping = stop;
-    let fleet = tokio::select! {
-        prepared = ready_all(transport, preparing) => prepared?,
-        Ok(_) = stopping.wait_for(|s| *s) => return Ok(None),
+    let readying = ready_all(transport, preparing);
+    tokio::pin!(readying);
+    let readied = loop {
+        tokio::select! {
+            prepared = &mut readying => break prepared,
+            Ok(_) = stopping.wait_for(|s| *s) => return Ok(None),
+            Some(told) = said.recv() => progress(told),
+        }
     };
+    // What was told just before the end, said before the end itself.
+    while let Ok(told) = said.try_recv() {
+        progress(told);
+    }
+    let fleet = readied?;
     for line in fleet.describe() {
         progress(Progress::Ready(line));
     }
@@ -220,10 +235,14 @@ async fn all_or_none(
     Ok(ready_guns)
 }
 
-/// The transport an order's guns name, their lab read from `dir` (an experiment file's
-/// directory; the current one for flags): the one place a transport is chosen.
-pub fn of(guns: &order::Guns, dir: &Path) -> Result<Box<dyn Transport>, FleetError> {
-    match &guns.hosts {
+/// The transport the guns of `preparing` name, their lab read from its `dir` (an experiment
+/// file's directory; the current one for flags), with its settings: the one place a transport
+/// is chosen. What it tells while the guns are made ready goes to `told`.
+pub fn of(
+    preparing: Preparing<'_>,
+    told: mpsc::UnboundedSender<Progress>,
+) -> Result<Box<dyn Transport>, FleetError> {
+    match &preparing.guns.hosts {
         order::GunHosts::Ssh {
             destinations,
             config,
@@ -235,11 +254,14 @@ pub fn of(guns: &order::Guns, dir: &Path) -> Result<Box<dyn Transport>, FleetErr
                 config: config.as_deref().map(Path::new),
                 from: *from,
                 terraform_dir: terraform_dir.as_deref().map(Path::new),
+                twin_state: preparing.settings.twin_state.as_deref(),
             };
-            Ok(Box::new(crate::ssh::Ssh::new(&lab, dir)?))
+            Ok(Box::new(crate::ssh::Ssh::new(&lab, preparing.dir)?))
         }
         order::GunHosts::Kubernetes(spec) => {
-            Ok(Box::new(crate::kubernetes::Kubernetes::new(spec, dir)?))
+            let secret_file = preparing.settings.secret_file.clone();
+            let guns = crate::kubernetes::Kubernetes::new(spec, preparing.dir, secret_file, told)?;
+            Ok(Box::new(guns))
         }
     }
 }
@@ -257,6 +279,8 @@ fn check_hosts(hosts: &order::GunHosts) -> Result<(), FleetError> {
             config: config.as_deref().map(Path::new),
             from: *from,
             terraform_dir: terraform_dir.as_deref().map(Path::new),
+            // Nothing of the twin is read before the guns are opened.
+            twin_state: None,
         })
         .map_err(FleetError::from),
         order::GunHosts::Kubernetes(spec) => {

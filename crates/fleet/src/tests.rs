@@ -146,10 +146,6 @@ impl Link for LoopbackLink {
         })
     }
 
-    fn lost(&self, _code: Option<i32>) -> bool {
-        false
-    }
-
     fn candidates(&self, asked: Option<&str>, build: &str) -> Vec<String> {
         vec![
             asked.unwrap_or("loadgen").to_string(),
@@ -170,18 +166,6 @@ impl Link for LoopbackLink {
             }
             Ok::<_, FleetError>(at)
         })
-    }
-
-    fn forward<'a>(
-        &'a self,
-        _host: &'a str,
-        _port: u16,
-    ) -> BoxFuture<'a, Result<Option<u16>, FleetError>> {
-        Box::pin(async { Ok::<_, FleetError>(None) })
-    }
-
-    fn close(self: Box<Self>) -> BoxFuture<'static, ()> {
-        Box::pin(async {})
     }
 }
 
@@ -238,6 +222,7 @@ async fn prepared(
         cpus: Some("1-2".into()),
         ..Default::default()
     };
+    let settings = crate::Settings::default();
     let mut said = Vec::new();
     let fleet = crate::prepare_over(
         Box::new(Loopback(guns)),
@@ -246,6 +231,7 @@ async fn prepared(
             dir: Path::new("."),
             local,
             reach: Some("http://10.0.0.1:8080"),
+            settings: &settings,
         },
         stop,
         &mut |p| said.push(p),
@@ -364,4 +350,120 @@ async fn a_stop_ends_the_preparation_at_once() {
     let (fleet, _) = prepared(vec![silent], &path, stop).await;
     assert!(matches!(fleet, Ok(None)), "{fleet:?}");
     assert!(started.elapsed() < Duration::from_secs(10));
+}
+
+/// A link with only what every transport must say: the rest is the trait's defaults.
+#[derive(Debug)]
+struct BareLink;
+
+impl Link for BareLink {
+    fn name(&self) -> &str {
+        "g1"
+    }
+
+    fn kind(&self) -> &'static str {
+        "bare"
+    }
+
+    fn program(&self) -> &'static str {
+        "the bare link"
+    }
+
+    fn session(&self, _loadgen: &str) -> Result<Session, FleetError> {
+        Err(FleetError::NoGuns)
+    }
+}
+
+#[tokio::test]
+async fn a_link_has_what_its_transport_does_not_do_by_default() {
+    let link = BareLink;
+    assert_eq!(
+        link.candidates(Some("/opt/loadgen"), "abc"),
+        ["/opt/loadgen"]
+    );
+    assert!(link.candidates(None, "abc").is_empty());
+    assert!(!link.lost(Some(255)));
+    let forwarded = link.forward("10.0.0.1", 8080).await.expect("no forward");
+    assert_eq!(forwarded, None);
+    let refused = link
+        .install(Path::new("loadgen"), "abc", None)
+        .await
+        .expect_err("refused");
+    assert_eq!(
+        refused.to_string(),
+        "gun g1: its loadgen is not this runner's build, and a bare link cannot install one: put this build there and name it in [guns] loadgen"
+    );
+    Box::new(link).close().await;
+}
+
+/// What a transport tells while its guns are made ready (a pod refused) reaches the caller's
+/// callback between the guns announced and the guns ready, in the words it was printed in.
+#[tokio::test]
+async fn what_the_transport_tells_meanwhile_reaches_the_callback() {
+    let (_dir, path, build) = local();
+    let refused = Progress::PodRefused {
+        peer: "10.0.0.9:4000".parse().expect("an address"),
+        why: "index 7 is in already".into(),
+    };
+    let (told, heard) = tokio::sync::mpsc::unbounded_channel();
+    told.send(refused.clone()).expect("heard");
+    let (_tx, stop) = watch::channel(false);
+    let asked = order::Guns::default();
+    let settings = crate::Settings::default();
+    let mut said = Vec::new();
+    let fleet = crate::prepare::prepare_told(
+        Box::new(Loopback(vec![StandIn::new("g1", "loadgen", &build, 0)])),
+        heard,
+        crate::Preparing {
+            guns: &asked,
+            dir: Path::new("."),
+            local: &path,
+            reach: None,
+            settings: &settings,
+        },
+        stop,
+        &mut |p| said.push(p),
+    )
+    .await
+    .expect("ready")
+    .expect("not stopped");
+    assert!(
+        matches!(said.first(), Some(Progress::Preparing { .. })),
+        "{said:?}"
+    );
+    assert_eq!(said.get(1), Some(&refused), "{said:?}");
+    assert!(matches!(said.get(2), Some(Progress::Ready(_))), "{said:?}");
+    assert_eq!(
+        refused.to_string(),
+        "guns: a pod from 10.0.0.9:4000 refused: index 7 is in already"
+    );
+    fleet.close().await;
+}
+
+/// The Kubernetes transport's words, as it printed them before it told them.
+#[test]
+fn the_kubernetes_transports_words_are_kept() {
+    let awaited = Progress::PodsAwaited {
+        manifest: "/tmp/showdown-guns.yaml".into(),
+        count: 2,
+        listen: "0.0.0.0:7700".into(),
+        wait: Duration::from_secs(300),
+        namespace: "default".into(),
+        job: "showdown-guns".into(),
+    };
+    assert_eq!(
+        awaited.to_string(),
+        "guns: the Job is in /tmp/showdown-guns.yaml; 2 pods are awaited on 0.0.0.0:7700 for 300s. Start them: kubectl apply -f /tmp/showdown-guns.yaml, the Secret (SHOWDOWN_GUNS_SECRET_FILE names a file to write it to, mode 0600), then kubectl -n default patch job showdown-guns --type=merge -p '{\"spec\":{\"suspend\":false}}'"
+    );
+    let applying = Progress::ApplyingJob {
+        namespace: "default".into(),
+        job: "showdown-guns".into(),
+        count: 2,
+        image: "registry.example/loadgen:0.2.0\u{1b}".into(),
+        context: "kind-lab".into(),
+    };
+    assert_eq!(
+        applying.to_string(),
+        "guns: applying the Job default/showdown-guns (2 pods of registry.example/loadgen:0.2.0\\u{1b}) with kubectl's context kind-lab"
+    );
 }

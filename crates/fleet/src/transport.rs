@@ -1,8 +1,9 @@
 //! How a gun is reached: a [`Transport`] opens each gun's [`Link`], and a link runs sessions of
 //! `loadgen gun` there. What is said over a session (a check, the clock, an order) is the
-//! fleet's, written once (`ready`, `volley`); a transport only carries it, finds or installs the
-//! build, and forwards a port. The traits are object-safe (their futures boxed), so that the
-//! transport is chosen at run time from the order's guns ([`of`]).
+//! fleet's, written once (`ready`, `volley`); a transport only carries it, finds the build, and
+//! where it can installs one and forwards a port (a [`Link`] has defaults for what its transport
+//! does not do). The traits are object-safe (their futures boxed), so that the transport is
+//! chosen at run time from the order's guns ([`of`]).
 
 use std::fmt;
 use std::future::Future;
@@ -11,7 +12,7 @@ use std::pin::Pin;
 
 use tokio::io::{AsyncRead, AsyncWrite};
 
-use crate::error::FleetError;
+use crate::error::{FleetError, GunFault};
 
 /// A future a trait object can return.
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
@@ -31,7 +32,10 @@ pub trait Transport: Send + Sync + fmt::Debug {
     fn open(&self, n: usize) -> BoxFuture<'_, Result<Box<dyn Link>, FleetError>>;
 }
 
-/// One gun, reached.
+/// One gun, reached. A transport implements what only it can do (its name, its sessions);
+/// what a transport may not need has a default: no port forwarded, no link lost apart from
+/// its sessions, only the `loadgen` asked for tried, no build installed, nothing more to end
+/// than the link dropped.
 pub trait Link: Send + Sync + fmt::Debug {
     /// The gun's name, as the user gave it.
     fn name(&self) -> &str;
@@ -43,28 +47,46 @@ pub trait Link: Send + Sync + fmt::Debug {
     /// output and error piped here.
     fn session(&self, loadgen: &str) -> Result<Session, FleetError>;
     /// Whether a session that ended with `code` failed for the link (ssh's own exit 255), not
-    /// for loadgen.
-    fn lost(&self, code: Option<i32>) -> bool;
+    /// for loadgen. By default never: a transport whose sessions end only as loadgen ends.
+    fn lost(&self, _code: Option<i32>) -> bool {
+        false
+    }
     /// Where `loadgen` may be on the gun, in the order to try: `asked` (`[guns] loadgen`), or
-    /// the transport's own guess, then where [`Link::install`] puts the build `build`.
-    fn candidates(&self, asked: Option<&str>, build: &str) -> Vec<String>;
+    /// the transport's own guess, then where [`Link::install`] puts the build `build`. By
+    /// default `asked` alone, when given: a transport with no guess of its own and no
+    /// install.
+    fn candidates(&self, asked: Option<&str>, _build: &str) -> Vec<String> {
+        asked.map(str::to_string).into_iter().collect()
+    }
     /// Installs this machine's `loadgen` (`local`, whose SHA-256 is `build`) on the gun, whose
-    /// architecture is `arch` when a loadgen there said it: where it went.
+    /// architecture is `arch` when a loadgen there said it: where it went. By default refused
+    /// ([`GunFault::CannotInstall`]): a transport that cannot put a file on its guns.
     fn install<'a>(
         &'a self,
-        local: &'a Path,
-        build: &'a str,
-        arch: Option<&'a str>,
-    ) -> BoxFuture<'a, Result<String, FleetError>>;
+        _local: &'a Path,
+        _build: &'a str,
+        _arch: Option<&'a str>,
+    ) -> BoxFuture<'a, Result<String, FleetError>> {
+        let refused =
+            FleetError::remote(self.name(), GunFault::CannotInstall { link: self.kind() });
+        Box::pin(std::future::ready(Err::<String, _>(refused)))
+    }
     /// A port of this machine's loopback forwarded to `host:port` as the gun reaches it;
-    /// `None` when this transport does not forward (the target is then reached directly).
+    /// `None` when this transport does not forward (the target is then reached directly), as
+    /// by default.
     fn forward<'a>(
         &'a self,
-        host: &'a str,
-        port: u16,
-    ) -> BoxFuture<'a, Result<Option<u16>, FleetError>>;
-    /// Ends the link, its sessions with it.
-    fn close(self: Box<Self>) -> BoxFuture<'static, ()>;
+        _host: &'a str,
+        _port: u16,
+    ) -> BoxFuture<'a, Result<Option<u16>, FleetError>> {
+        Box::pin(std::future::ready(Ok::<Option<u16>, FleetError>(None)))
+    }
+    /// Ends the link, its sessions with it. By default the link is dropped: a link whose drop
+    /// ends it needs no more.
+    fn close(self: Box<Self>) -> BoxFuture<'static, ()> {
+        drop(self);
+        Box::pin(std::future::ready(()))
+    }
 }
 
 /// `loadgen gun` running on a gun: its standard streams, its end, and a way to end it at once.

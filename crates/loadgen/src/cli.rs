@@ -1036,54 +1036,37 @@ fn parse_gun_source(text: &str) -> Result<GunsFrom, FlagValueError> {
     }
 }
 
-/// `--kubernetes count=3,image=…,listen=…`: the fields of `[guns] kubernetes`.
+/// `--kubernetes count=3,image=…,listen=…,apply`: the fields of `[guns] kubernetes`, read by
+/// the order's own serde, so each field is named once, there (an unknown one is refused with
+/// the list of those it knows). A value that is a whole number is an integer, `true` or
+/// `false` a boolean, anything else text; a field alone (`apply`) is `true`.
 fn parse_kubernetes(text: &str) -> Result<order::Kubernetes, FlagValueError> {
     let bad = |why: String| FlagValueError::Kubernetes(why);
-    let mut k = order::Kubernetes {
-        count: 0,
-        image: String::new(),
-        listen: String::new(),
-        advertise: None,
-        namespace: None,
-        job: None,
-        cpus: None,
-        memory: None,
-        manifest: None,
-        apply: false,
-        wait_ns: None,
-    };
+    let mut fields = toml::Table::new();
     for field in text.split(',').map(str::trim).filter(|f| !f.is_empty()) {
-        let (key, value) = field.split_once('=').unwrap_or((field, ""));
-        let number = |v: &str| {
-            v.parse::<u32>()
-                .map_err(|_| bad(format!("{key}={v:?} is not a whole number")))
+        let (key, value) = match field.split_once('=') {
+            None => (field, toml::Value::Boolean(true)),
+            Some((key, value)) => (key, kubernetes_value(value)),
         };
-        match key {
-            "count" => k.count = number(value)?,
-            "cpus" => k.cpus = Some(number(value)?),
-            "image" => k.image = value.to_string(),
-            "listen" => k.listen = value.to_string(),
-            "advertise" => k.advertise = Some(value.to_string()),
-            "namespace" => k.namespace = Some(value.to_string()),
-            "job" => k.job = Some(value.to_string()),
-            "memory" => k.memory = Some(value.to_string()),
-            "manifest" => k.manifest = Some(value.to_string()),
-            "apply" if value.is_empty() || value == "true" => k.apply = true,
-            "wait" => {
-                k.wait_ns = Some(order::nanos(
-                    humantime::parse_duration(value)
-                        .map_err(|_| bad(format!("wait={value:?} is not a duration such as 5m")))?,
-                ))
-            }
-            _ => {
-                return Err(bad(format!(
-                    "{field:?} is not one of count, image, listen, advertise, namespace, job, cpus, memory, manifest, wait, apply"
-                )))
-            }
-        }
+        fields.insert(key.to_string(), value);
     }
+    let k = <order::Kubernetes as serde::Deserialize>::deserialize(toml::Value::Table(fields))
+        // serde's message, on one line (toml puts the field it was reading on a line of its own).
+        .map_err(|e| bad(e.to_string().lines().collect::<Vec<_>>().join(" ")))?;
     fleet::kubernetes::check(&k).map_err(|e| bad(e.to_string()))?;
     Ok(k)
+}
+
+/// One `key=value` of `--kubernetes` as TOML would type it: a whole number, a boolean, or text.
+fn kubernetes_value(value: &str) -> toml::Value {
+    if let Ok(n) = value.parse::<i64>() {
+        return toml::Value::Integer(n);
+    }
+    match value {
+        "true" => toml::Value::Boolean(true),
+        "false" => toml::Value::Boolean(false),
+        text => toml::Value::String(text.to_string()),
+    }
 }
 
 #[derive(Debug, Clone, Args)]
@@ -1620,6 +1603,41 @@ mod tests {
                 e.to_lowercase().contains(&needle.to_lowercase()),
                 "{args:?}: {e:?} does not mention {needle:?}"
             );
+        }
+    }
+
+    /// `--kubernetes` reads the fields of `[guns] kubernetes` by the order's own serde: the
+    /// docs' example, a duration for `wait`, `apply` alone; an unknown field is named with
+    /// those it knows, a wrong value with its field, in one line.
+    #[test]
+    fn the_kubernetes_flag_reads_the_orders_own_fields() {
+        let k = parse_kubernetes(
+            "count=3,image=registry.example/showdown/loadgen:0.2.0,listen=0.0.0.0:7411,advertise=203.0.113.9:7411,cpus=4,memory=2Gi,wait=90s,apply",
+        )
+        .unwrap();
+        assert_eq!(
+            (k.count, k.cpus, k.memory.as_deref(), k.wait_ns, k.apply),
+            (3, Some(4), Some("2Gi"), Some(90_000_000_000), true)
+        );
+        assert_eq!(k.image, "registry.example/showdown/loadgen:0.2.0");
+        assert_eq!(k.advertise.as_deref(), Some("203.0.113.9:7411"));
+        let k = parse_kubernetes("count=1,image=i,listen=h:1,apply=false").unwrap();
+        assert!(!k.apply && k.wait_ns.is_none());
+        for (text, says) in [
+            (
+                "count=3,image=i,listen=h:1,token=x",
+                "unknown field `token`",
+            ),
+            ("count=3,image=i,listen=h:1,token=x", "`wait`"),
+            ("count=three,image=i,listen=h:1", "count"),
+            ("count=3,image=i,listen=h:1,wait=soon", "is not a duration"),
+            ("image=i,listen=h:1", "missing field `count`"),
+            ("count=0,image=i,listen=h:1", "count must be 1 to"),
+            ("count=3,image=i,listen=h", "is not host:port"),
+        ] {
+            let e = parse_kubernetes(text).unwrap_err().to_string();
+            assert!(e.contains(says), "{text}: {e}");
+            assert!(!e.contains('\n'), "{text}: {e}");
         }
     }
 }

@@ -25,13 +25,16 @@
 //! - [`cli`]: the flags, checked and turned into an [`order::Order`] (`attack`, `capacity`)
 //!   or the plain values the others take; `output` prints summaries and draws pages; `error`
 //!   is what goes wrong, in words, at the bottom of the crate (an order's refusals and the
-//!   bounds they name are there, so that every module reaches it without climbing).
+//!   bounds they name are there, so that every module reaches it without climbing);
+//!   `environment` reads the variables the guns' side needs (`SHOWDOWN_LOADGEN`,
+//!   `TWIN_STATE_DIR`, `SHOWDOWN_GUNS_SECRET_FILE`), beside it, for `fleet` reads none.
 
 pub mod capacity;
 pub mod chase;
 pub mod cli;
 pub mod commands;
 pub mod engine;
+mod environment;
 mod error;
 mod execute;
 pub mod keep;

@@ -297,19 +297,89 @@ pub struct Kubernetes {
     /// Whole CPUs each pod requests and is limited to (Guaranteed QoS; default 2).
     #[serde(default)]
     pub cpus: Option<u32>,
-    /// Memory each pod requests and is limited to, as Kubernetes writes it (default `1Gi`).
-    #[serde(default)]
+    /// Memory each pod requests and is limited to, as Kubernetes writes it (default `1Gi`);
+    /// a whole number of bytes may be written bare (`memory=1073741824` on a flag).
+    #[serde(default, deserialize_with = "text_or_whole")]
     pub memory: Option<String>,
-    /// The file the Job is written to (no secret in it); default `<job>.yaml` in the current
-    /// directory.
+    /// The file the Job is written to (no secret in it); default `<job>.yaml`. A relative one
+    /// is in the experiment file's directory (the current one for flags).
     #[serde(default)]
     pub manifest: Option<String>,
     /// The runner applies the Job and its Secret with `kubectl` and resumes the Job itself.
     #[serde(default)]
     pub apply: bool,
-    /// How long the runner waits for every pod to dial in (default 300 s).
-    #[serde(default)]
+    /// How long the runner waits for every pod to dial in (default 300 s). Written as
+    /// nanoseconds; read as nanoseconds or, as an experiment file and `--kubernetes` write it
+    /// (`wait = "5m"`), as a duration.
+    #[serde(default, alias = "wait", deserialize_with = "nanos_or_duration")]
     pub wait_ns: Option<u64>,
+}
+
+/// An optional duration read as whole nanoseconds (an order's own form) or as a duration such
+/// as `"300s"`, `"5m"` or `"1h"` (humantime's, as an experiment file writes one).
+fn nanos_or_duration<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+    use serde::de::{Error, Unexpected, Visitor};
+
+    struct NanosOrDuration;
+
+    impl<'de> Visitor<'de> for NanosOrDuration {
+        type Value = Option<u64>;
+
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("whole nanoseconds, or a duration such as \"5m\"")
+        }
+
+        fn visit_none<E: Error>(self) -> Result<Option<u64>, E> {
+            Ok(None)
+        }
+
+        fn visit_unit<E: Error>(self) -> Result<Option<u64>, E> {
+            Ok(None)
+        }
+
+        fn visit_some<Inner: serde::Deserializer<'de>>(
+            self,
+            d: Inner,
+        ) -> Result<Option<u64>, Inner::Error> {
+            d.deserialize_any(NanosOrDuration)
+        }
+
+        fn visit_u64<E: Error>(self, v: u64) -> Result<Option<u64>, E> {
+            Ok(Some(v))
+        }
+
+        fn visit_i64<E: Error>(self, v: i64) -> Result<Option<u64>, E> {
+            u64::try_from(v)
+                .map(Some)
+                .map_err(|_| E::invalid_value(Unexpected::Signed(v), &self))
+        }
+
+        fn visit_str<E: Error>(self, text: &str) -> Result<Option<u64>, E> {
+            humantime::parse_duration(text)
+                .map(|d| Some(nanos(d)))
+                .map_err(|e| {
+                    E::custom(format!(
+                        "{text:?} is not a duration ({e}): write e.g. \"30s\" or \"500ms\""
+                    ))
+                })
+        }
+    }
+
+    d.deserialize_option(NanosOrDuration)
+}
+
+/// An optional text, or a whole number read as its digits (a quantity written bare).
+fn text_or_whole<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum TextOrWhole {
+        Text(String),
+        Whole(u64),
+    }
+    Ok(Option::<TextOrWhole>::deserialize(d)?.map(|v| match v {
+        TextOrWhole::Text(text) => text,
+        TextOrWhole::Whole(n) => n.to_string(),
+    }))
 }
 
 impl Default for GunHosts {
@@ -1046,6 +1116,42 @@ mod tests {
             assert_eq!(attack.start_at_ns, Some(at));
         }
         assert_eq!(first.keeping, order.keeping);
+    }
+
+    #[test]
+    fn kubernetes_guns_wait_in_nanoseconds_or_as_a_file_writes_it() {
+        let read = |wait: &str| {
+            serde_json::from_str::<GunHosts>(&format!(
+                "{{\"transport\":\"kubernetes\",\"count\":3,\"image\":\"me/loadgen:1\",\"listen\":\"0.0.0.0:7411\"{wait}}}"
+            ))
+        };
+        let waits = |hosts: GunHosts| match hosts {
+            GunHosts::Kubernetes(k) => k.wait_ns,
+            other => panic!("{other:?}"),
+        };
+        for (wait, ns) in [
+            ("", None),
+            (",\"wait_ns\":null", None),
+            (",\"wait_ns\":300000000000", Some(300_000_000_000)),
+            (",\"wait\":\"5m\"", Some(300_000_000_000)),
+            (",\"wait\":\"90s\"", Some(90_000_000_000)),
+            (",\"wait\":\"1h\"", Some(3_600_000_000_000)),
+            (",\"memory\":1073741824", None),
+        ] {
+            assert_eq!(waits(read(wait).expect(wait)), ns, "{wait}");
+        }
+        match read(",\"memory\":1073741824").expect("a bare quantity") {
+            GunHosts::Kubernetes(k) => assert_eq!(k.memory.as_deref(), Some("1073741824")),
+            other => panic!("{other:?}"),
+        }
+        let e = read(",\"wait\":\"soon\"").expect_err("not a duration");
+        assert!(e.to_string().contains("is not a duration"), "{e}");
+        assert!(read(",\"wait_ns\":-1").is_err());
+        // Written as the order always was: `wait_ns`, in nanoseconds.
+        let hosts = read(",\"wait\":\"5m\"").expect("reads");
+        let written = serde_json::to_value(&hosts).expect("a value");
+        assert_eq!(written["wait_ns"], 300_000_000_000_u64);
+        assert!(written.get("wait").is_none());
     }
 
     #[test]

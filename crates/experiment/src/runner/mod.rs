@@ -699,6 +699,7 @@ async fn ready_guns(
         dir: &dir,
         local: &options.gun.loadgen,
         reach,
+        settings: &options.guns_settings,
     };
     let Some(fleet) = fleet::prepare(preparing, stop.clone(), &mut |progress| {
         events.emit(Event::Guns(progress))
@@ -1178,17 +1179,10 @@ fn trusted_guns(
     trust: &Trust,
 ) -> Result<(), Error> {
     if let (false, Some(k)) = (trust.guns, &guns.kubernetes) {
+        let job = fleet::kubernetes::job_in_words(k, &file_dir(experiment))
+            .map_err(fleet::FleetError::from)?;
         return Err(Error::Setup(format!(
-            "[guns] kubernetes: this file renders a Job of {} gun pods of {} in {}/{}{} and sends them every order: see it in `loadgen experiment plan {}`, then run again with --trust-guns if it is yours",
-            k.count,
-            redact::printable(&k.image),
-            redact::printable(k.namespace.as_deref().unwrap_or("default")),
-            redact::printable(k.job.as_deref().unwrap_or("showdown-guns")),
-            if k.apply {
-                " (applied with your kubectl in its current context, replacing Showdown's own Job of that name)"
-            } else {
-                ""
-            },
+            "[guns] kubernetes: this file renders {job} and sends them every order: see it in `loadgen experiment plan {}`, then run again with --trust-guns if it is yours",
             experiment.path.display()
         )));
     }

@@ -20,6 +20,9 @@ pub struct RunOptions {
     pub again: bool,
     /// This machine's generator.
     pub gun: fleet::Local,
+    /// What the environment says of the guns' files (the twin's state, where a Job's Secret
+    /// is written), read by the binary.
+    pub guns_settings: fleet::Settings,
     /// Show a live line (on a terminal).
     pub live: bool,
     /// What the user confirmed of what the file asks for.

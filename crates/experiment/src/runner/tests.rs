@@ -364,6 +364,7 @@ impl World {
                 loadgen: self.dir.path().join("no-loadgen"),
                 cpus: None,
             },
+            guns_settings: fleet::Settings::default(),
             live: false,
             trust: Default::default(),
         }

@@ -59,10 +59,12 @@ pub enum AgentError {
     Lost(String),
 }
 
-/// The index this pod is, from the Job's environment.
-pub fn index_from_env() -> Result<u32, AgentError> {
-    let raw = std::env::var("JOB_COMPLETION_INDEX").unwrap_or_default();
-    raw.trim().parse().map_err(|_| AgentError::Index(raw))
+/// The index this pod is, from `raw`: the Job's `JOB_COMPLETION_INDEX`, as the caller read
+/// it (empty when unset).
+pub fn parse_index(raw: &str) -> Result<u32, AgentError> {
+    raw.trim()
+        .parse()
+        .map_err(|_| AgentError::Index(raw.to_string()))
 }
 
 fn read_secret(dir: &Path, name: &str) -> Result<String, AgentError> {
@@ -76,11 +78,12 @@ fn read_secret(dir: &Path, name: &str) -> Result<String, AgentError> {
 type Link = tokio_rustls::client::TlsStream<tokio::net::TcpStream>;
 
 /// Dials the runner and serves its sessions until it says goodbye (`Ok`) or the connection is
-/// lost (`Err`, after every session has ended or been ended).
-pub async fn serve(dial: &Dial) -> Result<(), AgentError> {
+/// lost (`Err`, after every session has ended or been ended); `welcomed` is called once the
+/// runner has welcomed this pod, for the caller to say so.
+pub async fn serve(dial: &Dial, welcomed: impl FnOnce() + Send) -> Result<(), AgentError> {
     let token = read_secret(&dial.secrets, "token")?;
     let tls = greet(connect(dial).await?, dial, token).await?;
-    eprintln!("gun {}: in, at {}", dial.index, dial.address);
+    welcomed();
     // The reader, not its inner stream: what it read past the welcome (the first frames) is
     // in its buffer.
     let (read, mut write) = tokio::io::split(tls);

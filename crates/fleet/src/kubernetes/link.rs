@@ -227,10 +227,13 @@ impl Link for KubeLink {
         code == Some(LOST)
     }
 
+    /// The image's own `loadgen`, whatever `[guns] loadgen` says: a pod runs its image.
     fn candidates(&self, _asked: Option<&str>, _build: &str) -> Vec<String> {
         vec![super::render::LOADGEN.to_string()]
     }
 
+    /// Refused, as a link that cannot install is by default, in words that say how to run the
+    /// image's own build instead.
     fn install<'a>(
         &'a self,
         _local: &'a Path,
@@ -245,14 +248,6 @@ impl Link for KubeLink {
                 ),
             ))
         })
-    }
-
-    fn forward<'a>(
-        &'a self,
-        _host: &'a str,
-        _port: u16,
-    ) -> BoxFuture<'a, Result<Option<u16>, FleetError>> {
-        Box::pin(async { Ok(None) })
     }
 
     fn close(self: Box<Self>) -> BoxFuture<'static, ()> {

@@ -10,6 +10,7 @@ pub mod agent;
 mod link;
 pub mod render;
 mod rendezvous;
+mod said;
 pub mod wire;
 
 use std::path::{Path, PathBuf};
@@ -19,8 +20,10 @@ use std::time::Duration;
 pub use link::{KubeLink, LOST};
 pub use render::JobSpec;
 pub use rendezvous::Rendezvous;
+pub use said::{job_in_words, plan_lines};
 
 use crate::error::FleetError;
+use crate::progress::Progress;
 use crate::transport::{BoxFuture, Link, Transport};
 
 /// The most pods a Job of guns holds: each is a slot, a name and a connection of the runner's,
@@ -47,6 +50,9 @@ pub enum KubeError {
         "[guns] kubernetes: image is empty: name the image built from the repository's Dockerfile"
     )]
     Image,
+    /// A wait under a second: a bare number is read as nanoseconds (the order's own unit).
+    #[error("[guns] kubernetes: wait is under a second (a bare number is nanoseconds): write a duration such as wait = \"5m\"")]
+    Wait,
     #[error("[guns] kubernetes: {what} {address:?} is not host:port")]
     Address { what: &'static str, address: String },
     #[error("[guns] kubernetes: listen = {address:?}: cannot listen there: {error} (choose a free port, or stop what holds it)")]
@@ -136,6 +142,9 @@ pub fn resolve(spec: &order::Kubernetes, dir: &Path) -> Result<Resolved, KubeErr
         "advertise",
         spec.advertise.as_deref().unwrap_or(&spec.listen),
     )?;
+    if spec.wait_ns.is_some_and(|ns| ns < 1_000_000_000) {
+        return Err(KubeError::Wait);
+    }
     let manifest = spec
         .manifest
         .as_ref()
@@ -187,13 +196,25 @@ pub struct Kubernetes {
     rendezvous: Arc<Rendezvous>,
     /// The kubectl that applies the Job (`kubectl` on PATH).
     kubectl: PathBuf,
+    /// Where the Secret is written when the runner does not apply it
+    /// ([`crate::Settings::secret_file`]).
+    secret_file: Option<PathBuf>,
+    /// Where what the guns' gathering says goes (the preparation's [`Progress`]).
+    told: tokio::sync::mpsc::UnboundedSender<Progress>,
 }
 
 impl Kubernetes {
     /// Listens for the pods (with a certificate and a token made now), writes the Job to its
     /// manifest and returns; the pods are awaited by the first [`Transport::open`], which
-    /// applies and resumes the Job first when told to.
-    pub fn new(spec: &order::Kubernetes, dir: &Path) -> Result<Kubernetes, KubeError> {
+    /// applies and resumes the Job first when told to, or else writes the Secret to
+    /// `secret_file` when given. What it does meanwhile, and each pod it refuses, is told to
+    /// `told`.
+    pub fn new(
+        spec: &order::Kubernetes,
+        dir: &Path,
+        secret_file: Option<PathBuf>,
+        told: tokio::sync::mpsc::UnboundedSender<Progress>,
+    ) -> Result<Kubernetes, KubeError> {
         let resolved = resolve(spec, dir)?;
         let host = resolved
             .job
@@ -205,7 +226,7 @@ impl Kubernetes {
             .to_string();
         let tls =
             probe::tls::ServerTls::ephemeral(&[host]).map_err(|e| KubeError::Tls(e.to_string()))?;
-        let rendezvous = Rendezvous::listen(&resolved, tls)?;
+        let rendezvous = Rendezvous::listen(&resolved, tls, told.clone())?;
         let job = render::yaml(&[resolved.job.job()]);
         write_file(&resolved.manifest, job.as_bytes(), 0o644).map_err(|error| {
             KubeError::Manifest {
@@ -218,11 +239,14 @@ impl Kubernetes {
             spec: spec.clone(),
             rendezvous: Arc::new(rendezvous),
             kubectl: PathBuf::from("kubectl"),
+            secret_file,
+            told,
         })
     }
 
     /// The Secret this sitting's pods dial with, as YAML: for `kubectl apply -f -`, or the
-    /// 0600 file `SHOWDOWN_GUNS_SECRET_FILE` names; `owner` the applied Job's uid.
+    /// 0600 file the settings name (`SHOWDOWN_GUNS_SECRET_FILE`); `owner` the applied Job's
+    /// uid.
     pub fn secret_yaml(&self, owner: Option<&str>) -> String {
         render::yaml(&[self.resolved.job.secret_object(
             self.rendezvous.token(),
@@ -253,20 +277,21 @@ impl Kubernetes {
         if self.resolved.apply {
             self.apply().await?;
         } else {
-            eprintln!(
-                "guns: the Job is in {}; {} pods are awaited on {} for {}s. Start them: kubectl apply -f {}, the Secret (SHOWDOWN_GUNS_SECRET_FILE names a file to write it to, mode 0600), then kubectl -n {} patch job {} --type=merge -p '{{\"spec\":{{\"suspend\":false}}}}'",
-                self.resolved.manifest.display(),
-                self.resolved.job.count,
-                self.resolved.listen,
-                self.resolved.wait.as_secs(),
-                self.resolved.manifest.display(),
-                self.resolved.job.namespace,
-                self.resolved.job.name,
-            );
-            if let Some(path) = std::env::var_os("SHOWDOWN_GUNS_SECRET_FILE") {
-                let path = PathBuf::from(path);
-                write_file(&path, self.secret_yaml(None).as_bytes(), 0o600)
-                    .map_err(|error| KubeError::Manifest { path, error })?;
+            let _ = self.told.send(Progress::PodsAwaited {
+                manifest: self.resolved.manifest.clone(),
+                count: self.resolved.job.count,
+                listen: self.resolved.listen.clone(),
+                wait: self.resolved.wait,
+                namespace: self.resolved.job.namespace.clone(),
+                job: self.resolved.job.name.clone(),
+            });
+            if let Some(path) = &self.secret_file {
+                write_file(path, self.secret_yaml(None).as_bytes(), 0o600).map_err(|error| {
+                    KubeError::Manifest {
+                        path: path.clone(),
+                        error,
+                    }
+                })?;
             }
         }
         self.rendezvous.gather().await.map_err(FleetError::from)
@@ -281,14 +306,13 @@ impl Kubernetes {
     async fn apply(&self) -> Result<(), KubeError> {
         let j = &self.resolved.job;
         let context = context_of(&self.kubectl).await?;
-        eprintln!(
-            "guns: applying the Job {}/{} ({} pods of {}) with kubectl's context {}",
-            j.namespace,
-            j.name,
-            j.count,
-            redact::printable(&j.image),
-            redact::printable(&context)
-        );
+        let _ = self.told.send(Progress::ApplyingJob {
+            namespace: j.namespace.clone(),
+            job: j.name.clone(),
+            count: j.count,
+            image: j.image.clone(),
+            context: context.clone(),
+        });
         let at = ["--context", context.as_str(), "-n", j.namespace.as_str()];
         self.refuse_not_ours(&at, &context).await?;
         let uid = self.replace_job(&at).await?;
@@ -543,7 +567,8 @@ mod apply_tests {
             apply: true,
             wait_ns: None,
         };
-        let mut k = Kubernetes::new(&spec, dir).unwrap();
+        let (told, _) = tokio::sync::mpsc::unbounded_channel();
+        let mut k = Kubernetes::new(&spec, dir, None, told).unwrap();
         k.kubectl = stand_in(dir);
         k
     }

@@ -7,12 +7,13 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::io::BufReader;
-use tokio::sync::{Notify, OnceCell};
+use tokio::sync::{mpsc, Notify, OnceCell};
 
 use super::link::KubeLink;
 use super::wire::{self, Hello, Welcome};
 use super::{KubeError, Resolved};
 use crate::error::FleetError;
+use crate::progress::Progress;
 
 /// How long a pod has to finish its handshake and hello.
 const HELLO: Duration = Duration::from_secs(10);
@@ -40,6 +41,8 @@ pub struct Rendezvous {
     arrived: Arc<Notify>,
     gathered: OnceCell<Result<(), String>>,
     accepting: Mutex<Option<tokio::task::JoinHandle<()>>>,
+    /// Where each pod refused is told.
+    told: mpsc::UnboundedSender<Progress>,
 }
 
 impl std::fmt::Debug for Rendezvous {
@@ -74,10 +77,12 @@ fn token() -> Result<String, KubeError> {
 }
 
 impl Rendezvous {
-    /// Listens on `resolved.listen` now (a port taken is said before anything is rendered).
+    /// Listens on `resolved.listen` now (a port taken is said before anything is rendered);
+    /// each pod refused is told to `told`.
     pub fn listen(
         resolved: &Resolved,
         tls: probe::tls::ServerTls,
+        told: mpsc::UnboundedSender<Progress>,
     ) -> Result<Rendezvous, KubeError> {
         let listen_error = |error| KubeError::Listen {
             address: resolved.listen.clone(),
@@ -99,6 +104,7 @@ impl Rendezvous {
             arrived: Arc::new(Notify::new()),
             gathered: OnceCell::new(),
             accepting: Mutex::new(None),
+            told,
         })
     }
 
@@ -201,6 +207,7 @@ impl Rendezvous {
             arrived: self.arrived.clone(),
             job: self.job.clone(),
             sealed: self.sealed.clone(),
+            told: self.told.clone(),
         };
         let handshakes = Arc::new(tokio::sync::Semaphore::new(
             self.count as usize + SPARE_HANDSHAKES,
@@ -225,6 +232,7 @@ struct Door {
     arrived: Arc<Notify>,
     job: String,
     sealed: Arc<std::sync::atomic::AtomicBool>,
+    told: mpsc::UnboundedSender<Progress>,
 }
 
 impl Door {
@@ -262,7 +270,7 @@ impl Door {
             return None;
         }
         if let Some(why) = refusal {
-            eprintln!("guns: a pod from {peer} refused: {why}");
+            let _ = self.told.send(Progress::PodRefused { peer, why });
             return None;
         }
         Some((hello, tls))

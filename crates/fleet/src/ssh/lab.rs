@@ -9,7 +9,7 @@ use super::SshError;
 /// Where the lab keeps a gun's store URL (terraform/templates/gun.yaml.tftpl).
 pub const LAB_STORE_ENV: &str = "/etc/showdown/store.env";
 
-/// Where `scripts/twin.sh` keeps its state.
+/// Where `scripts/twin.sh` keeps its state, unless told otherwise ([`Lab::twin_state`]).
 const TWIN_STATE: &str = "/run/showdown-twin";
 
 /// The SSH guns as an order names them (`order::GunHosts::Ssh`).
@@ -24,6 +24,9 @@ pub struct Lab<'a> {
     /// With `from = "terraform"`: the lab's configuration directory (default `../terraform`
     /// from the directory the guns are resolved in).
     pub terraform_dir: Option<&'a Path>,
+    /// With `from = "twin"`: where `scripts/twin.sh` keeps its state, when not in its default
+    /// place (`TWIN_STATE_DIR`, read by the caller).
+    pub twin_state: Option<&'a Path>,
 }
 
 /// The guns found: who, and how SSH reaches them.
@@ -58,9 +61,9 @@ pub fn resolve(lab: &Lab<'_>, dir: &Path) -> Result<Resolved, SshError> {
     let (destinations, config, store) = match lab.from {
         None => (lab.destinations.to_vec(), None, None),
         Some(order::Lab::Twin) => {
-            let state = std::env::var_os("TWIN_STATE_DIR")
-                .map(PathBuf::from)
-                .unwrap_or_else(|| PathBuf::from(TWIN_STATE));
+            let state = lab
+                .twin_state
+                .map_or_else(|| PathBuf::from(TWIN_STATE), Path::to_path_buf);
             let list =
                 std::fs::read_to_string(state.join("guns")).map_err(|error| SshError::Twin {
                     path: state.join("guns"),

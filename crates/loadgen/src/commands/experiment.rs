@@ -214,7 +214,7 @@ fn run_options(
 ) -> Result<RunOptions, Error> {
     let gun_cpus = experiment.file.placement.gun_cpus.as_ref();
     let gun = fleet::Local {
-        loadgen: fleet::find_loadgen().map_err(Error::FindLoadgen)?,
+        loadgen: crate::environment::find_loadgen()?,
         cpus: gun_cpus.map(ToString::to_string),
     };
     pin_to(gun_cpus)?;
@@ -224,6 +224,7 @@ fn run_options(
         retry_failed: how.retry_failed,
         again: how.again,
         gun,
+        guns_settings: crate::environment::guns_settings(),
         live: std::io::stderr().is_terminal(),
         trust: trust_of(trust),
     })
@@ -629,34 +630,21 @@ fn guns_lines(
     lines
 }
 
-/// [`guns_lines`] for guns in Kubernetes: the Job written (and applied), and where pods dial in.
+/// [`guns_lines`] for guns in Kubernetes: the Job written (and applied), and where pods dial
+/// in, as `fleet::kubernetes::plan_lines` words them from the resolved guns (their defaults
+/// filled there, once); guns that do not resolve (the file's check refuses them first) say why.
 fn kubernetes_lines(
     lines: &mut Vec<String>,
-    k: &experiment::guns::KubernetesSpec,
+    k: &order::Kubernetes,
     kube_context: Option<String>,
     confirm: &str,
 ) {
-    let job = k.job.as_deref().unwrap_or("showdown-guns");
-    let namespace = k.namespace.as_deref().unwrap_or("default");
-    let manifest = k
-        .manifest
-        .as_ref()
-        .map_or_else(|| format!("{job}.yaml"), |m| m.display().to_string());
-    lines.push(format!(
-        "writes  the guns' Job ({} pods of {}, {namespace}/{job}) to {manifest}",
-        k.count, k.image
-    ));
-    if k.apply {
-        lines.push(format!(
-            "applies it and its Secret with your kubectl, in its context {} (Showdown's own Job {namespace}/{job} there is replaced; one it did not make is refused){confirm}",
-            kube_context.unwrap_or_else(|| "(none: kubectl config use-context NAME)".into())
-        ));
+    // No directory: a relative manifest is shown as the file names it, beside the file.
+    let dir = std::path::Path::new("");
+    match fleet::kubernetes::plan_lines(k, dir, kube_context.as_deref(), confirm) {
+        Ok(said) => lines.extend(said),
+        Err(e) => lines.push(format!("refuses the guns: {e}")),
     }
-    lines.push(format!(
-        "listens on {} for the pods, which dial {}; sends them every order{confirm}",
-        k.listen,
-        k.advertise.as_deref().unwrap_or(&k.listen)
-    ));
 }
 
 /// [`guns_lines`] for guns over SSH: the hosts, and their SSH config checked.

@@ -40,17 +40,20 @@ pub async fn run(args: &crate::cli::GunArgs, shutdown: &crate::Shutdown) -> Resu
 /// a connection lost is an error, which fails the pod's index.
 async fn dial(address: &str, secrets: &std::path::Path) -> Result<RunEnd, Error> {
     let name = |var: &str| std::env::var(var).unwrap_or_else(|_| "?".into());
+    let index = std::env::var("JOB_COMPLETION_INDEX").unwrap_or_default();
     let dial = fleet::kubernetes::agent::Dial {
         address: address.to_string(),
         secrets: secrets.to_path_buf(),
-        index: fleet::kubernetes::agent::index_from_env().map_err(Error::Dial)?,
+        index: fleet::kubernetes::agent::parse_index(&index).map_err(Error::Dial)?,
         pod: name("POD_NAME"),
         node: name("NODE_NAME"),
         loadgen: std::env::current_exe().map_err(Error::Exe)?,
     };
-    fleet::kubernetes::agent::serve(&dial)
-        .await
-        .map_err(Error::Dial)?;
+    fleet::kubernetes::agent::serve(&dial, || {
+        eprintln!("gun {}: in, at {}", dial.index, dial.address)
+    })
+    .await
+    .map_err(Error::Dial)?;
     Ok(RunEnd::Completed)
 }
 

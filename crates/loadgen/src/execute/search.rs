@@ -309,12 +309,14 @@ async fn ready_guns(
     order: &order::Order,
     shutdown: &Shutdown,
 ) -> Result<fleet::Fleet, Error> {
-    let local = fleet::find_loadgen().map_err(Error::FindLoadgen)?;
+    let local = crate::environment::find_loadgen()?;
+    let settings = crate::environment::guns_settings();
     let preparing = fleet::Preparing {
         guns,
         dir: std::path::Path::new("."),
         local: &local,
         reach: order.requests.entries.first().map(|r| r.url.expose()),
+        settings: &settings,
     };
     // A gun's name, node and version come from the gun: shown, not obeyed.
     let prepared = fleet::prepare(preparing, shutdown.stopping(), &mut |progress| {
