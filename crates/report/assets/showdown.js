@@ -7,14 +7,101 @@
 (function () {
   'use strict';
 
+  // How a number is written: the table every page carries once, as JSON in its #number-rules
+  // element (report::model::number::RULES, which the SVG's axes follow too), read once here. Null
+  // where the page has none, or one whose tie rule this script does not follow: then the charts
+  // keep their SVGs and the flame graph its file, and the tables still filter and sort.
+  var rules = (function () {
+    try {
+      var read = JSON.parse(document.getElementById('number-rules').textContent);
+      return read.ties === 'half_away_from_zero' ? read : null;
+    } catch (_e) {
+      return null;
+    }
+  })();
+
+  // A positive number's digits as its shortest text has them, the text that reads back as the
+  // number (Rust's `{:e}` writes the same): 2.345 is 2345 × 10^-3, though its binary value is a
+  // hair above. Neither toPrecision's rounding nor toFixed's is used: they round the binary value.
+  function decimal(a) {
+    var m = /^(\d)(?:\.(\d+))?e([+-]\d+)$/.exec(a.toExponential());
+    var fraction = m[2] || '';
+    return { digits: m[1] + fraction, exp: Number(m[3]) - fraction.length };
+  }
+
+  // A string of digits plus one: '1299' is '1300', '999' is '1000', '' is '1'.
+  function increment(digits) {
+    var i = digits.length;
+    while (i > 0 && digits.charAt(i - 1) === '9') i--;
+    var zeros = '0'.repeat(digits.length - i);
+    return i === 0 ? '1' + zeros : digits.slice(0, i - 1) + (Number(digits.charAt(i - 1)) + 1) + zeros;
+  }
+
+  // digits × 10^exp rounded to a multiple of 10^at by the table's tie rule, half away from zero:
+  // the digits are a magnitude, so the first digit dropped rounds it up from 5.
+  function roundAt(d, at) {
+    if (d.exp >= at) return d;
+    var keep = d.digits.length - (at - d.exp);
+    if (keep < 0) return { digits: '0', exp: at };
+    var kept = d.digits.slice(0, keep);
+    if (Number(d.digits.charAt(keep)) >= 5) return { digits: increment(kept), exp: at };
+    return { digits: kept || '0', exp: at };
+  }
+
+  // digits × 10^exp as plain decimal text: 1235 × 10^-2 is 12.35, 32 × 10^5 is 3200000.
+  function plain(d) {
+    if (d.exp >= 0) return d.digits + '0'.repeat(d.exp);
+    var point = d.digits.length + d.exp;
+    if (point > 0) return d.digits.slice(0, point) + '.' + d.digits.slice(point);
+    return '0.' + '0'.repeat(-point) + d.digits;
+  }
+
+  // Whole digits with the table's separator between each three: 3200000 is 3,200,000.
+  function grouped(digits) {
+    var out = '';
+    for (var i = 0; i < digits.length; i++) {
+      if (i > 0 && (digits.length - i) % 3 === 0) out += rules.separator;
+      out += digits.charAt(i);
+    }
+    return out;
+  }
+
   // Four significant digits, whole and thousands-separated from 10,000, "--" where there is no
-  // value: as the SVG's axes write them (report::number, held to this by tests/it/numbers.rs).
+  // value, a half away from zero: the table's rules, as the SVG's axes write them (report::number,
+  // both held to crates/report/tests/numbers.json).
   function fmt(v) {
-    if (v == null || !isFinite(v)) return '--';
+    if (v == null || !isFinite(v)) return rules.none;
     if (v === 0) return '0';
-    var a = Math.abs(v);
-    if (a >= 1e4) return Math.round(v).toLocaleString('en-US');
-    return String(Number(v.toPrecision(4)));
+    var sign = v < 0 ? '-' : '';
+    var exact = decimal(Math.abs(v));
+    if (Math.abs(v) >= rules.whole_from) return sign + grouped(plain(roundAt(exact, 0)));
+    var r = roundAt(exact, exact.exp + exact.digits.length - rules.significant);
+    // The shortest text of what is kept: 3.1, not 3.100.
+    var digits = r.digits.replace(/0+$/, '');
+    var exp = r.exp + r.digits.length - digits.length;
+    var lead = exp + digits.length - 1;
+    if (lead < rules.scientific_below) {
+      return sign + digits.charAt(0) + (digits.length > 1 ? '.' + digits.slice(1) : '') + 'e' + lead;
+    }
+    return sign + plain({ digits: digits, exp: exp });
+  }
+
+  // v with `decimals` decimals, a half away from zero as the table has it: a percentile's text, a
+  // time's, a share's. A minus only where the figure written is not zero: 0.00, not -0.00; no
+  // value (a share of nothing) is the table's text for none.
+  function fixed(v, decimals) {
+    if (v == null || !isFinite(v)) return rules.none;
+    var r = v === 0 ? { digits: '0', exp: 0 } : roundAt(decimal(Math.abs(v)), -decimals);
+    var digits = r.digits + '0'.repeat(r.exp + decimals);
+    if (digits.length <= decimals) digits = '0'.repeat(decimals + 1 - digits.length) + digits;
+    var point = digits.length - decimals;
+    var text = decimals > 0 ? digits.slice(0, point) + '.' + digits.slice(point) : digits;
+    return (v < 0 && /[1-9]/.test(digits) ? '-' : '') + text;
+  }
+
+  // A time on the time axis's legend: the table's decimals and unit, 1.50 s.
+  function seconds(v) {
+    return v == null || !isFinite(v) ? rules.none : fixed(v, rules.seconds_decimals) + rules.seconds_unit;
   }
 
   // An axis label: a log axis leaves the splits between decades it has no room for null.
@@ -174,16 +261,17 @@
       '">' +
       (inside.length
         ? 'Stacks of ' +
-          from.toFixed(1) +
+          fixed(from, 1) +
           '–' +
-          to.toFixed(1) +
-          ' s: ' +
-          tree.n.toLocaleString('en-US') +
+          fixed(to, 1) +
+          rules.seconds_unit +
+          ': ' +
+          fmt(tree.n) +
           ' samples in ' +
-          inside.length +
+          fmt(inside.length) +
           (inside.length === 1 ? ' slice' : ' slices') +
           '; the rest of the run: ' +
-          other.n.toLocaleString('en-US') +
+          fmt(other.n) +
           ' samples.'
         : "No profile slice has its middle in the charts' window: widen it.") +
       '</p><p class="flame-modes">' +
@@ -238,24 +326,19 @@
     boxes.forEach(function (b) {
       var y = height - (b.level + 1) * row;
       var fill = warm(b.node.name);
-      var title =
-        b.node.name +
-        ' (' +
-        b.node.n.toLocaleString('en-US') +
-        ' samples, ' +
-        ((100 * b.node.n) / tree.n).toFixed(2) +
-        ' %';
+      var title = b.node.name + ' (' + fmt(b.node.n) + ' samples, ' + fixed((100 * b.node.n) / tree.n, 2) + ' %';
       var attrs = ' data-frame="' + esc(b.node.name) + '" data-n="' + b.node.n + '"';
       if (b.delta !== null) {
         var k = maxDelta > 0 ? Math.round((200 * Math.abs(b.delta)) / maxDelta) : 0;
         fill =
           b.delta > 0 ? 'rgb(255,' + (255 - k) + ',' + (255 - k) + ')' : 'rgb(' + (255 - k) + ',' + (255 - k) + ',255)';
+        var change = fixed(b.delta, 2);
         title +=
           '; ' +
-          ((100 * b.before) / other.n).toFixed(2) +
+          fixed((100 * b.before) / other.n, 2) +
           ' % in the rest of the run: ' +
-          (b.delta >= 0 ? '+' : '') +
-          b.delta.toFixed(2) +
+          (change.charAt(0) === '-' ? '' : '+') +
+          change +
           ' points';
         attrs += ' data-delta="' + b.delta.toFixed(4) + '"';
       }
@@ -348,11 +431,12 @@
     syncing = false;
   }
 
-  // x = 1 / (1 - p) as the percentile it stands for: 90%, 99.9%, 99.95%.
+  // x = 1 / (1 - p) as the percentile it stands for: 90%, 99.9%, 99.95%, a half away from zero
+  // as the table has it (report::model::number::percentile, its twin).
   function percentile(x) {
-    if (x == null || !isFinite(x) || x < 1) return '--';
+    if (x == null || !isFinite(x) || x < 1) return rules.none;
     var digits = Math.max(0, Math.ceil(Math.log10(x) - 1e-9) - 2);
-    return (100 * (1 - 1 / x)).toFixed(digits) + '%';
+    return fixed(100 * (1 - 1 / x), digits) + '%';
   }
 
   // What each kind of chart's x axis is: its scale (the range the SVG draws, from the model),
@@ -386,7 +470,7 @@
           scale: { time: false, range: range },
           label: model.x_label,
           value: function (v) {
-            return v == null ? '--' : axis.names[Math.round(v)] || '--';
+            return v == null ? rules.none : axis.names[Math.round(v)] || rules.none;
           },
           ticks: {
             splits: function () {
@@ -416,9 +500,7 @@
         return {
           scale: { time: false },
           label: 't (s)',
-          value: function (v) {
-            return v == null ? '--' : v.toFixed(2) + ' s';
-          },
+          value: seconds,
           ticks: {},
         };
     }
@@ -682,6 +764,7 @@
 
   function start() {
     tables();
+    if (!rules) return;
     flamePanels();
     if (typeof uPlot === 'undefined') return;
     document.querySelectorAll('figure[data-chart]').forEach(draw);
@@ -704,6 +787,7 @@
     module.exports = {
       fmt: fmt,
       percentile: percentile,
+      seconds: seconds,
       align: align,
       xAxis: xAxis,
       fold: fold,

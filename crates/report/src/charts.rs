@@ -15,7 +15,8 @@ pub struct Chart {
     pub svg: Option<String>,
     /// One sentence under the chart: what it shows, or why it is empty.
     pub caption: String,
-    /// The chart's model, for the interactive chart drawn over the SVG.
+    /// The chart's model: what its SVG was drawn from, and the JSON the interactive chart
+    /// drawn over the SVG reads.
     pub data: Option<model::ChartData>,
 }
 
@@ -44,108 +45,46 @@ fn stepped_lines(series: &[Series], colors: &[Rgb]) -> Vec<Line> {
         .collect()
 }
 
-/// A chart's spec, drawn twice: as an SVG and as the model the page's script draws.
-trait Spec {
-    fn title(&self) -> &str;
-    fn lines(&self) -> &[Line];
-    fn svg(&self) -> Result<String, PlotError>;
-    fn model(&self) -> model::ChartData;
-}
-
-impl Spec for TimeChart<'_> {
-    fn title(&self) -> &str {
-        self.title
-    }
-    fn lines(&self) -> &[Line] {
-        &self.lines
-    }
-    fn svg(&self) -> Result<String, PlotError> {
-        plot::time_chart(self)
-    }
-    fn model(&self) -> model::ChartData {
-        model::ChartData::of(self)
-    }
-}
-
-impl Spec for XyChart<'_> {
-    fn title(&self) -> &str {
-        self.title
-    }
-    fn lines(&self) -> &[Line] {
-        &self.lines
-    }
-    fn svg(&self) -> Result<String, PlotError> {
-        plot::xy_chart(self)
-    }
-    fn model(&self) -> model::ChartData {
-        model::ChartData::xy(self)
-    }
-}
-
-/// A latency distribution: x = 1 / (1 − p).
-struct Distribution<'a> {
-    title: &'a str,
-    lines: Vec<Line>,
-}
-
-impl Spec for Distribution<'_> {
-    fn title(&self) -> &str {
-        self.title
-    }
-    fn lines(&self) -> &[Line] {
-        &self.lines
-    }
-    fn svg(&self) -> Result<String, PlotError> {
-        plot::distribution_chart(self.title, &self.lines)
-    }
-    fn model(&self) -> model::ChartData {
-        model::ChartData::distribution(self.title, &self.lines)
-    }
-}
-
-/// A chart from its spec: the SVG and the model, or, with nothing to draw, neither and the
-/// caption saying why (`empty`).
-fn drawn(id: &str, spec: &impl Spec, caption: &str, empty: &str) -> Result<Chart, PlotError> {
-    let (svg, data, caption) = if model::has_data(spec.lines()) {
-        (Some(spec.svg()?), Some(spec.model()), caption)
-    } else {
+/// A chart from its model, made once from the builders' spec: the SVG drawn from it, and it,
+/// for the page's JSON; or, with nothing to draw, neither and the caption saying why (`empty`).
+fn drawn(id: &str, data: model::ChartData, caption: &str, empty: &str) -> Result<Chart, PlotError> {
+    let title = data.title.clone();
+    let (svg, data, caption) = if data.series.is_empty() {
         (None, None, empty)
+    } else {
+        (Some(plot::svg(&data)?), Some(data), caption)
     };
     Ok(Chart {
         id: id.to_string(),
-        title: spec.title().to_string(),
+        title,
         caption: caption.to_string(),
         svg,
         data,
     })
 }
 
-/// A time chart: its SVG and its model, from one spec.
+/// A time chart: its model, and its SVG drawn from it.
 pub(crate) fn time(
     id: &str,
     spec: TimeChart<'_>,
     caption: &str,
     empty: &str,
 ) -> Result<Chart, PlotError> {
-    drawn(id, &spec, caption, empty)
+    drawn(id, model::ChartData::of(&spec), caption, empty)
 }
 
-/// A latency distribution (by percentile): its SVG and its model, from the same lines.
+/// A latency distribution (by percentile): its model, and its SVG drawn from it.
 pub(crate) fn distribution(
     id: &str,
     title: &str,
     lines: Vec<Line>,
     caption: &str,
 ) -> Result<Chart, PlotError> {
-    drawn(
-        id,
-        &Distribution { title, lines },
-        caption,
-        "No request completed.",
-    )
+    let data = model::ChartData::distribution(title, &lines);
+    drawn(id, data, caption, "No request completed.")
 }
 
-/// A chart across settings (p99 against rate): its SVG and its model, from one spec; the
+/// A chart across settings (p99 against rate): its model, and its SVG drawn from it; the
 /// caption says so where its y axis is drawn on a log scale.
 pub(crate) fn xy(
     id: &str,
@@ -153,13 +92,14 @@ pub(crate) fn xy(
     caption: &str,
     empty: &str,
 ) -> Result<Chart, PlotError> {
-    if model::XyFrame::of(&spec).y_log {
+    let data = model::ChartData::xy(&spec);
+    if data.y_log {
         let caption = format!(
             "{caption} The y axis is a log scale: the latencies span more than a decade and a half, and on a linear one an overloaded step would flatten the rest."
         );
-        drawn(id, &spec, &caption, empty)
+        drawn(id, data, &caption, empty)
     } else {
-        drawn(id, &spec, caption, empty)
+        drawn(id, data, caption, empty)
     }
 }
 

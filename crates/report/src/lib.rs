@@ -11,14 +11,15 @@
 //! - [`tables`]: the table model, its formats (HTML cells, JSON, CSV, Markdown) and the run tables.
 //! - [`compare`]: choosing runs to set side by side, and the comparison table with its ratios.
 //! - [`charts`]: which charts each page has and what each one draws.
-//! - [`model`]: a chart as data, below everything that draws it: [`model::chart`], a chart's
-//!   spec (lines, bands, axes; colours as plain [`model::Rgb`]), [`model::ChartData`], the
-//!   JSON the interactive chart draws, and [`model::heatmap`], a run's latency heatmap (time ×
-//!   log latency × count) from its intervals' histograms; [`model::number`], how a number is
-//!   written on a chart and beside it (the script's `fmt` its twin, held to it by
-//!   `tests/it/numbers.rs`).
+//! - [`model`]: a chart as data, below everything that draws it: [`model::chart`], what a
+//!   builder asks for (lines, bands, axes; colours as plain [`model::Rgb`]), turned once into
+//!   [`model::ChartData`], the one value both the SVG and the interactive chart draw, and
+//!   [`model::heatmap`], a run's latency heatmap (time × log latency × count) from its
+//!   intervals' histograms; [`model::number`], how a number is written on a chart and beside
+//!   it, by one rule table ([`model::number::RULES`]) that every page carries and the script
+//!   reads (both held to `tests/numbers.json`).
 //! - Its renderers, which import the model and nothing from the pages above them: `plot`,
-//!   a chart's SVG with plotters; [`heatmap`], a heatmap's SVG written by hand (each cell's
+//!   a `ChartData`'s SVG with plotters; [`heatmap`], a heatmap's SVG written by hand (each cell's
 //!   count in it); `flame`, a profile's flame graphs with inferno; [`flame_estimate`], a
 //!   gate's (or a search's knee's) differential flame graph drawn from its call paths' estimates; the pages' script
 //!   (`assets/showdown.js`) draws each chart's `ChartData`.
@@ -65,7 +66,7 @@ use std::io::Write;
 pub use cli::Cli;
 pub use error::ReportError;
 /// How a number and a percentile are written on a chart, by the SVG and the pages' script alike.
-pub use model::number::{number, percentile_label};
+pub use model::number::{number, percentile, percentile_label};
 pub use site::{Site, SiteOptions};
 use store::run::RunFilter;
 use store::Store;

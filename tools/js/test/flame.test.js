@@ -43,15 +43,18 @@ test('the head counts the samples and slices of the window', () => {
 
 test('every frame is as wide as its share of the samples, the root the whole width', () => {
   const { flame } = draw(server);
+  // Counts written as every number of the page: 2000, 12,000.
+  const { fmt } = load();
   assert.deepEqual(flame.size, { width: WIDTH, height: 4 * ROW });
   const expected = { all: 12000, main: 12000, gc: 2000, handle: 10000, hash: 6000, parse: 3000 };
   assert.deepEqual(flame.frames.map((f) => f.frame).sort(), Object.keys(expected).sort());
+  assert.ok(flame.frame('gc').title.startsWith('gc (2000 samples, 16.67 %'), flame.frame('gc').title);
   for (const [name, n] of Object.entries(expected)) {
     const f = flame.frame(name);
     assert.equal(f.n, n, name);
     near(f.w, (n / 12000) * WIDTH, name);
     assert.equal(f.height, ROW - 1);
-    assert.ok(f.title.startsWith(`${name} (${n.toLocaleString('en-US')} samples, `), f.title);
+    assert.ok(f.title.startsWith(`${name} (${fmt(n)} samples, `), f.title);
   }
   near(flame.frame('all').x, 0, 'all');
   near(flame.frame('all').w, WIDTH, 'all');

@@ -5,15 +5,26 @@
 
 const test = require('node:test');
 const assert = require('node:assert/strict');
-const { load, profile } = require('./harness');
+const { load, page, profile, numbers } = require('./harness');
 
-const { fmt, percentile, align, xAxis, fold, warm, esc } = load();
+const { fmt, percentile, seconds, align, xAxis, fold, warm, esc } = load();
+
+// Every case of crates/report/tests/numbers.json, the list report::number (the SVG's axes) is
+// held to as well: [value, text], a value of null no value.
+function each(cases, write, name) {
+  for (const [value, text] of cases) assert.equal(write(value), text, `${name}(${value})`);
+}
+
+test('fmt writes every number as the SVG does, by the rules the page carries', () => {
+  each(numbers.numbers, fmt, 'fmt');
+  each(numbers.percentiles, percentile, 'percentile');
+  each(numbers.seconds, seconds, 'seconds');
+});
 
 test('fmt writes four significant digits, thousands separated from 10,000 up', () => {
   assert.equal(fmt(25000), '25,000');
   assert.equal(fmt(10000), '10,000');
   assert.equal(fmt(1234567.8), '1,234,568');
-  assert.equal(fmt(-12345.5), '-12,345');
   assert.equal(fmt(9999), '9999');
   assert.equal(fmt(1234.56), '1235');
   assert.equal(fmt(12.3456), '12.35');
@@ -21,6 +32,28 @@ test('fmt writes four significant digits, thousands separated from 10,000 up', (
   // No trailing zeros: 3.1, not 3.100.
   assert.equal(fmt(3.1), '3.1');
   assert.equal(fmt(0.000123456), '0.0001235');
+});
+
+test('fmt rounds a half away from zero, as the number is written, not as it is stored', () => {
+  // 1.0625 is exact in binary: toPrecision would give 1.063, Rust's format! 1.062 (to even).
+  assert.equal(fmt(1.0625), '1.063');
+  assert.equal(fmt(-1.0625), '-1.063');
+  // Math.round would give -12,345.
+  assert.equal(fmt(-12345.5), '-12,346');
+  assert.equal(fmt(12345.5), '12,346');
+  // 12.345 is a hair above in binary, 1.005 a hair below: both are halves as written.
+  assert.equal(fmt(12.345), '12.35');
+  assert.equal(seconds(1.005), '1.01 s');
+  assert.equal(seconds(-0.001), '0.00 s');
+});
+
+test("the rules are the page's: another separator or number of digits is followed", () => {
+  const rules = JSON.stringify({ ...numbers.rules, significant: 2, separator: ' ', none: 'n/a' });
+  const other = load({ document: page({ rules }) });
+  assert.equal(other.fmt(1234.56), '1200');
+  assert.equal(other.fmt(0.0125), '0.013');
+  assert.equal(other.fmt(25000), '25 000');
+  assert.equal(other.fmt(null), 'n/a');
 });
 
 test('fmt writes 0 for zero and "--" where there is no value', () => {

@@ -9,6 +9,12 @@ const vm = require('node:vm');
 const file = path.resolve(__dirname, '../../../crates/report/assets/showdown.js');
 const source = fs.readFileSync(file, 'utf8');
 
+// How the pages write numbers: the rules every page carries (report::model::number::RULES, which
+// crates/report/tests/it/numbers.rs holds these to) and the text of each case, Rust's and the
+// script's alike. A case is [value, text], a value of null no value.
+const numbersFile = path.resolve(__dirname, '../../../crates/report/tests/numbers.json');
+const numbers = JSON.parse(fs.readFileSync(numbersFile, 'utf8'));
+
 // Runs the script once (a fresh page: its own charts, flame panels and window), with the given
 // globals, and returns what it exports. `uPlot` left out: a page whose uPlot did not load.
 function load({ window = {}, document = page(), uPlot } = {}) {
@@ -66,14 +72,16 @@ function el({ attrs = {}, classes = [], select = {}, ...fields } = {}) {
   );
 }
 
-// A document: `select` as an element's; ids for getElementById.
-function page({ select = {}, ids = {} } = {}) {
+// A document: `select` as an element's; ids for getElementById. Its #number-rules element holds
+// `rules`, the text a page carries (the cases' rules unless told; null: a page without them).
+function page({ select = {}, ids = {}, rules = JSON.stringify(numbers.rules) } = {}) {
+  const all = rules === null ? ids : { 'number-rules': el({ textContent: rules }), ...ids };
   return Object.assign(el({ select }), {
     readyState: 'complete',
     documentElement: el(),
     head: el({ appendChild() {} }),
     createElement: (tag) => el({ tag, clientWidth: 0 }),
-    getElementById: (id) => ids[id] ?? null,
+    getElementById: (id) => all[id] ?? null,
   });
 }
 
@@ -164,4 +172,4 @@ function profile(slices) {
   };
 }
 
-module.exports = { load, el, page, flamePanel, readFlame, profile, file };
+module.exports = { load, el, page, flamePanel, readFlame, profile, file, numbers };

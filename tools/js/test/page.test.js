@@ -5,7 +5,7 @@
 
 const test = require('node:test');
 const assert = require('node:assert/strict');
-const { load, el, page, flamePanel, readFlame, profile } = require('./harness');
+const { load, el, page, flamePanel, readFlame, profile, numbers } = require('./harness');
 
 // uPlot as far as the script uses it: options and data kept, the x scale, setScale's hook, the
 // legend's rows.
@@ -246,6 +246,27 @@ test('a page whose uPlot did not load keeps its SVGs and still sorts its tables'
   assert.equal(document.documentElement.getAttribute('data-charts'), null);
   assert.equal(th.tabIndex, 0);
   assert.equal(th.title, 'sort by this column');
+});
+
+// The rules missing, with a tie rule the script does not follow, or not JSON.
+test('a page without number rules the script can follow keeps its SVGs and still sorts its tables', () => {
+  const rounded = JSON.stringify({ ...numbers.rules, ties: 'half_to_even' });
+  for (const rules of [null, rounded, '{"ties": ']) {
+    const uPlot = fakeUPlot();
+    const th = el();
+    const flame = flamePanel();
+    const select = {
+      'figure[data-chart]': [figure('latency', latency)],
+      'table.sortable th': [th],
+      'details.flame-window': [flame.details],
+    };
+    const document = page({ select, rules });
+    load({ window: { showdownProfiles: { 'run-1/probe-0': run } }, document, uPlot });
+    assert.equal(uPlot.made.length, 0, String(rules));
+    assert.equal(document.documentElement.getAttribute('data-charts'), null);
+    assert.equal(flame.box.innerHTML, '');
+    assert.equal(th.title, 'sort by this column');
+  }
 });
 
 test("a time chart's data: the series and the band's edges on one x array, the edges out of the legend", () => {

@@ -1,6 +1,7 @@
 //! A chart as data, before anything draws it: its lines and bands, its axes and the colours
-//! of its series. `plot` draws these as SVG; [`super::ChartData`] is the same chart as the JSON
-//! the pages' script draws. Nothing here knows how a chart is drawn.
+//! of its series, as the pages' builders write them. Each is made into one
+//! [`super::ChartData`], which both the SVG (`plot`) and the pages' script draw. Nothing here
+//! knows how a chart is drawn.
 
 /// A colour as plain data: red, green, blue. The renderer turns it into its own.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -174,11 +175,6 @@ pub struct TimeChart<'a> {
     pub markers: Vec<f64>,
 }
 
-/// Whether a chart would have anything to show.
-pub fn has_data(lines: &[Line]) -> bool {
-    lines.iter().any(|l| !l.points.is_empty())
-}
-
 /// The end of a distribution's x axis: the next power of ten above its last point, so that the
 /// last label is a round percentile.
 pub fn percentile_x_max(lines: &[Line]) -> f64 {
@@ -288,24 +284,18 @@ impl XyFrame {
         }
         out
     }
-
-    /// The line as drawn in this frame: a rule from the bottom of the y axis to its top.
-    pub fn placed<'l>(&self, line: &'l Line) -> std::borrow::Cow<'l, Line> {
-        match line.points.first() {
-            Some(&(x, _)) if line.rule => std::borrow::Cow::Owned(Line {
-                points: vec![(x, self.y.0), (x, self.y.1)],
-                ..line.clone()
-            }),
-            _ => std::borrow::Cow::Borrowed(line),
-        }
-    }
 }
 
 /// The top of the y axis: a little above the highest point, and never an empty range.
 pub fn y_top<'a>(lines: impl IntoIterator<Item = &'a Line>) -> f64 {
-    let max = lines
+    top(lines.into_iter().flat_map(|l| l.points.iter().map(|p| p.1)))
+}
+
+/// The top of a y axis from 0 showing `values`: a little above the highest, and never an
+/// empty range.
+pub fn top(values: impl IntoIterator<Item = f64>) -> f64 {
+    let max = values
         .into_iter()
-        .flat_map(|l| l.points.iter().map(|p| p.1))
         .filter(|v| v.is_finite())
         .fold(0.0f64, f64::max);
     if max > 0.0 {

@@ -1,8 +1,9 @@
 //! A chart as data: its series, axes, units and marks, the one model both drawings render.
-//! [`chart`] holds a chart's spec (lines, bands, axes, colours as plain data); `plot` draws it
-//! as SVG with plotters, the page's picture, for print and with JavaScript off; the same chart
-//! as [`ChartData`], embedded in the page as JSON, is what the interactive chart (uPlot,
-//! vendored in `assets`) draws: hover for values, and on time charts one crosshair and one zoom
+//! [`chart`] holds a chart's spec (lines, bands, axes, colours as plain data), what the pages'
+//! builders write; from it each chart is made once as [`ChartData`], and that one value is
+//! drawn twice: by `plot` as SVG with plotters, the page's picture, for print and with
+//! JavaScript off, and, embedded in the page as JSON, by the interactive chart (uPlot,
+//! vendored in `assets`): hover for values, and on time charts one crosshair and one zoom
 //! for every chart of the page. Every chart of the pages has one: over time, by percentile,
 //! across settings. A run's latency heatmap is data here too ([`heatmap`]), drawn by the
 //! crate's `heatmap` module; how a number is written on a chart and beside it is [`number`].
@@ -13,21 +14,24 @@
 
 pub mod chart;
 pub mod heatmap;
+mod json;
 pub mod number;
 
 use serde::Serialize;
 
 pub use chart::{
-    color, css_color, has_data, stacked, Band, Line, Rgb, TimeChart, XAxis, XyChart, XyFrame,
-    PALETTE,
+    color, css_color, stacked, Band, Line, Rgb, TimeChart, XAxis, XyChart, XyFrame, PALETTE,
 };
 
-/// Slices a series is cut into for the interactive chart (min/max per slice, so that a peak
-/// survives): at most this many,
+/// Slices a series is cut into on the timeline (min/max per slice, so that a peak survives):
+/// at most this many,
 const BUCKETS: usize = 1000;
 /// and at most this many points a chart, shared by its series: a 20-run comparison's page
-/// stays within a few megabytes.
+/// stays within a few megabytes,
 const CHART_POINTS: usize = 6000;
+/// but never fewer slices than this: one per two pixels of the SVG's plot, which draws these
+/// same points, so that a chart of many series keeps the detail of a chart of a few.
+const MIN_BUCKETS: usize = 320;
 
 /// What the x axis is: the kind of chart.
 #[derive(Debug, Clone, Serialize, PartialEq)]
@@ -43,7 +47,8 @@ pub enum XAxisData {
     Names { names: Vec<String> },
 }
 
-/// What the interactive chart draws.
+/// A chart as both its drawings read it: the SVG (`plot`), and, as JSON in the page, the
+/// interactive chart.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct ChartData {
     pub title: String,
@@ -52,8 +57,9 @@ pub struct ChartData {
     pub y_label: String,
     /// The x range drawn (on a time chart, seconds on the run's timeline).
     pub x_range: (f64, f64),
-    /// The y range drawn, where the SVG fixes it (from 0); on a time chart the page fits it
-    /// to the window shown.
+    /// The y range drawn, where it is fixed (from 0, or a log axis's); a time chart has none:
+    /// its SVG is drawn from 0 to a little above its highest point ([`ChartData::y_drawn`]),
+    /// and the page fits it to the window shown.
     pub y_range: Option<(f64, f64)>,
     /// The y axis on a log scale (latencies spanning more than a decade and a half).
     pub y_log: bool,
@@ -73,7 +79,9 @@ pub struct ChartData {
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct BandData {
     pub name: String,
-    pub color: String,
+    /// `#rrggbb` in the JSON.
+    #[serde(serialize_with = "css")]
+    pub color: Rgb,
     pub x: Vec<f64>,
     pub low: Vec<Option<f64>>,
     pub high: Vec<Option<f64>>,
@@ -84,12 +92,43 @@ impl BandData {
         let (x, edges) = joined(crate::downsample::envelope(&band.points, buckets), |p| p.0);
         BandData {
             name: band.name.clone(),
-            color: css_color(band.color),
+            color: band.color,
             x,
             low: edges.iter().map(|e| e.map(|p| round(p.1))).collect(),
             high: edges.iter().map(|e| e.map(|p| round(p.2))).collect(),
         }
     }
+
+    /// The band as drawn: its pieces between gaps, each point (x, low, high).
+    pub fn pieces(&self) -> Vec<Vec<(f64, f64, f64)>> {
+        let edges = self.low.iter().zip(&self.high);
+        split(self.x.iter().zip(edges).map(|(&x, edges)| match edges {
+            (Some(low), Some(high)) => Some((x, *low, *high)),
+            _ => None,
+        }))
+    }
+}
+
+/// A colour as the JSON has it: `#rrggbb`.
+fn css<S: serde::Serializer>(c: &Rgb, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(&css_color(*c))
+}
+
+/// Points laid end to end, `None` at each gap, as the pieces between the gaps.
+fn split<T>(points: impl IntoIterator<Item = Option<T>>) -> Vec<Vec<T>> {
+    let mut out = Vec::new();
+    let mut piece = Vec::new();
+    for p in points {
+        match p {
+            Some(p) => piece.push(p),
+            None if !piece.is_empty() => out.push(std::mem::take(&mut piece)),
+            None => {}
+        }
+    }
+    if !piece.is_empty() {
+        out.push(piece);
+    }
+    out
 }
 
 /// Pieces laid end to end as the page's script draws them: each point's x (rounded) and the
@@ -115,8 +154,9 @@ fn joined<T: Copy>(pieces: Vec<Vec<T>>, x_of: impl Fn(&T) -> f64) -> (Vec<f64>, 
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct SeriesData {
     pub name: String,
-    /// `#rrggbb`.
-    pub color: String,
+    /// `#rrggbb` in the JSON.
+    #[serde(serialize_with = "css")]
+    pub color: Rgb,
     pub dashed: bool,
     pub step: bool,
     pub filled: bool,
@@ -175,7 +215,7 @@ impl SeriesData {
         SeriesData {
             own,
             name: line.name.clone(),
-            color: css_color(line.color),
+            color: line.color,
             dashed: line.dashed,
             step: line.step,
             filled: line.filled,
@@ -194,11 +234,12 @@ impl SeriesData {
 }
 
 impl ChartData {
-    /// The model of a time chart.
+    /// The model of a time chart: each series and band cut at its gaps and thinned to its
+    /// share of the chart's points, each slice's lowest and highest kept.
     pub fn of(spec: &TimeChart<'_>) -> ChartData {
         let drawn = spec.lines.iter().filter(|l| !l.points.is_empty()).count()
             + 2 * spec.bands.iter().filter(|b| !b.points.is_empty()).count();
-        let buckets = (CHART_POINTS / (2 * drawn.max(1))).clamp(50, BUCKETS);
+        let buckets = (CHART_POINTS / (2 * drawn.max(1))).clamp(MIN_BUCKETS, BUCKETS);
         ChartData {
             title: spec.title.to_string(),
             x_axis: XAxisData::Time,
@@ -291,6 +332,34 @@ impl ChartData {
         }
     }
 
+    /// The y range the SVG draws: the fixed one where the chart has one, else (a time chart)
+    /// from 0 to a little above its highest point (the page fits its own to the window shown).
+    pub fn y_drawn(&self) -> (f64, f64) {
+        self.y_range.unwrap_or_else(|| {
+            let figures = self.series.iter().filter(|s| !s.rule);
+            let values = figures.flat_map(|s| s.y.iter().flatten().copied());
+            (0.0, chart::top(values))
+        })
+    }
+
+    /// A series as drawn: its pieces between gaps, each point (x, y); a rule, from the foot of
+    /// the y axis to its top.
+    pub fn pieces(&self, series: &SeriesData) -> Vec<Vec<(f64, f64)>> {
+        match series.x.first() {
+            Some(&x) if series.rule => {
+                let (low, high) = self.y_drawn();
+                vec![vec![(x, low), (x, high)]]
+            }
+            _ => split(
+                series
+                    .x
+                    .iter()
+                    .zip(&series.y)
+                    .map(|(&x, y)| y.map(|y| (x, y))),
+            ),
+        }
+    }
+
     /// The kind of chart, as the page's markup names it (`time`, `percentile`, `numbers`,
     /// `names`).
     pub fn kind(&self) -> &'static str {
@@ -305,11 +374,7 @@ impl ChartData {
     /// As JSON inside a `<script type="application/json">`: `<`, `>` and `&` written as
     /// JSON escapes, so that no name in it ends the element or reads as markup.
     pub fn json(&self) -> String {
-        serde_json::to_string(self)
-            .unwrap_or_default()
-            .replace('<', "\\u003c")
-            .replace('>', "\\u003e")
-            .replace('&', "\\u0026")
+        json::in_script(self)
     }
 }
 
@@ -340,6 +405,13 @@ mod tests {
         assert_eq!(s.y.iter().filter(|v| v.is_none()).count(), 1, "one gap");
         let gap = s.y.iter().position(Option::is_none).unwrap();
         assert!(s.x[gap] >= 200.0 && s.x[gap - 1] < 100.0);
+        // The SVG draws the same points: two pieces, none bridging the gap or reading 0 in it,
+        // on an axis up to a little above the peak.
+        let pieces = data.pieces(s);
+        assert_eq!(pieces.len(), 2, "the gap cuts the drawn line in two");
+        assert!(pieces[0].last().unwrap().0 < 100.0 && pieces[1][0].0 >= 200.0);
+        assert_eq!(pieces.iter().map(Vec::len).sum::<usize>(), s.x.len() - 1);
+        assert_eq!(data.y_drawn(), (0.0, 99.0 * 1.08));
         assert!(!data.json().contains("</script>") && !data.json().contains('<'));
         let back: serde_json::Value = serde_json::from_str(&data.json()).unwrap();
         assert_eq!(back["series"][0]["name"], "cpu </script>");
@@ -378,6 +450,9 @@ mod tests {
         );
         assert!(band.high.contains(&Some(50.0)), "the widest spread kept");
         assert!(band.low.iter().flatten().all(|&v| v == 1.0));
+        let pieces = band.pieces();
+        assert_eq!(pieces.len(), 2, "the band is drawn in two pieces");
+        assert_eq!(pieces.iter().map(Vec::len).sum::<usize>(), band.x.len() - 1);
 
         // A stack's layer: drawn as the sum, read as its own value.
         let stacked = stacked(vec![
@@ -450,10 +525,12 @@ mod tests {
         // Labelled at 1, 2 and 5 times each power of ten, no more: the SVG and the page alike.
         let ticks = [1.0, 2.0, 5.0, 10.0, 20.0, 50.0, 100.0, 200.0, 500.0, 1000.0];
         assert_eq!(frame.y_ticks(), ticks);
-        // The rule's own y is no figure: it spans the axis, whatever its scale.
-        let placed = frame.placed(&knee);
-        assert_eq!(placed.points, [(2400.0, 0.8 / 1.3), (2400.0, 1250.0 * 1.3)]);
         let model = ChartData::xy(&spec);
+        // The rule's own y is no figure: it is drawn across the axis, whatever its scale.
+        assert_eq!(
+            model.pieces(&model.series[1]),
+            [vec![(2400.0, 0.8 / 1.3), (2400.0, 1250.0 * 1.3)]]
+        );
         assert!(model.y_log);
         assert_eq!(model.y_range, Some(frame.y));
         assert_eq!(model.y_ticks, ticks);

@@ -6,6 +6,7 @@ use maud::{html, Markup, PreEscaped, DOCTYPE};
 
 use crate::charts::Chart;
 use crate::figures::Headline;
+use crate::model::number::RULES;
 use crate::paths::{group_path, label_path, run_path};
 use crate::tables::{self, Cell, Table};
 
@@ -93,6 +94,9 @@ pub(super) fn layout(title: &str, root: &str, body: Markup) -> Markup {
                 title { (title) " · Showdown" }
                 style { (PreEscaped(CSS)) }
                 link rel="stylesheet" href={ (root) "assets/uPlot.min.css" };
+                // How the script writes numbers, the table the SVG's axes follow (`<` escaped
+                // by `NumberRules::json`): carried once, read once by the script.
+                script id="number-rules" type="application/json" { (PreEscaped(RULES.json())) }
                 script defer src={ (root) "assets/uPlot.iife.min.js" } {}
                 script defer src={ (root) "assets/showdown.js" } {}
             }

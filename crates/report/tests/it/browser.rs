@@ -402,31 +402,9 @@ fn model(page: &str, id: &str) -> serde_json::Value {
     serde_json::from_str(json).unwrap()
 }
 
-/// Four significant digits, as the page's legend writes a value.
+/// A value as the page's legend writes it: by the pages' one rule table.
 fn four(v: f64) -> String {
-    if v == 0.0 {
-        return "0".into();
-    }
-    if v.abs() >= 1e4 {
-        let n = v.round() as i64;
-        let digits = n.abs().to_string();
-        let mut grouped = String::new();
-        for (i, c) in digits.chars().enumerate() {
-            if i > 0 && (digits.len() - i).is_multiple_of(3) {
-                grouped.push(',');
-            }
-            grouped.push(c);
-        }
-        return if n < 0 {
-            format!("-{grouped}")
-        } else {
-            grouped
-        };
-    }
-    let p = format!("{:.*e}", 3, v);
-    let parsed: f64 = p.parse().unwrap();
-    let text = format!("{parsed}");
-    text
+    report::number(v)
 }
 
 #[test]
@@ -610,10 +588,9 @@ fn charts_and_the_index_are_explored_in_a_browser() {
     // By percentile: the legend names the percentile under the cursor and each series' value.
     let distribution = model(&html, "distribution");
     let dx = explored["distribution"]["x"].as_f64().unwrap();
-    let digits = ((dx.log10() - 1e-9).ceil() as i64 - 2).max(0) as usize;
     assert_eq!(
         explored["distribution"]["legend"][0],
-        format!("{:.*}%", digits, 100.0 * (1.0 - 1.0 / dx)),
+        report::percentile(dx),
         "{explored}"
     );
     for (i, series) in distribution["series"]
