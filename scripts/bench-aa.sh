@@ -104,6 +104,7 @@ row["spread"] = spread.get("read", "none")
 if spread.get("read") == "allowed":
     row["between_sd"] = spread["between"]["sd"]
     row["between_sittings"] = spread["between"]["sittings"]
+    row["between_df"] = spread["between"].get("effective", 0)
 with open(kept, "a") as f:
     f.write(json.dumps(row) + "\n")
 interval = f"{row['low']:.3f}–{row['high']:.3f}" if row["low"] else "no interval"
@@ -113,9 +114,14 @@ PY
 done
 
 # Every sitting kept so far, per server.
-python3 - "$sittings_file" <<'PY'
+python3 - "$sittings_file" "$here" <<'PY'
 import json, math, statistics, sys
 from collections import defaultdict
+
+sys.path.insert(0, sys.argv[2])
+from aa_stats import se_of  # noqa: E402
+
+
 by = defaultdict(list)
 for line in open(sys.argv[1]):
     row = json.loads(line)
@@ -125,11 +131,7 @@ for line in open(sys.argv[1]):
 print(f"\n{'server':<8} {'interval':<8} {'sittings':>8} {'no interval':>11} {'exclude 1':>9} {'sd(z)':>6} {'k̂':>6} {'median ±':>8}")
 for (server, how), rows in sorted(by.items()):
     shown = [r for r in rows if r["low"] and r["high"]]
-    # The interval's half-width in ln over t₀.₉₇₅ on rounds − 1 df (Cornish–Fisher): its se.
-    def t975(df):
-        z = 1.959964
-        return z + (z**3 + z) / (4 * df) + (5 * z**5 + 16 * z**3 + 3 * z) / (96 * df**2)
-    se = [math.log(r["high"] / r["low"]) / 2 / t975(r["rounds"] - 1) for r in shown]
+    se = [se_of(r) for r in shown]
     logs = [math.log(r["ratio"]) for r in shown]
     exclude = sum(1 for r in shown if r["low"] > 1 or r["high"] < 1)
     z = [l / s for l, s in zip(logs, se) if s > 0]

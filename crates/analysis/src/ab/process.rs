@@ -12,8 +12,8 @@
 //! ln capacities plus its rounds' noise, so E[(ln r)²] = s² + 2σ², where s is the control's
 //! standard error (from its interval) and σ² the variance of one process's ln capacity about
 //! its build's. Pooled over the experiment's sittings (its past gates in the store, and this
-//! one's), σ² = max(0, mean((ln r)² − s²) ÷ 2): the method of moments (DerSimonian and Laird's,
-//! with the A/A's mean known to be 0), from [`MIN_SITTINGS`] sittings.
+//! one's), each weighted by its precision 1 ÷ s²: DerSimonian and Laird's moment estimator,
+//! with the A/A's mean known to be 0 ([`Between::of_logs`]), from [`MIN_SITTINGS`] sittings.
 //!
 //! **Its use.** The candidate's and the control's intervals are widened to a standard error of
 //! √(s² + 2σ²) about their centres: the candidate's because its two processes differ by that
@@ -63,9 +63,12 @@ impl Between {
     /// The spread read from `controls`, each sitting's A/A control as measured (before any
     /// widening): `None` with fewer than [`MIN_SITTINGS`].
     pub fn read(controls: &[Change]) -> Option<Between> {
-        let logs: Vec<(f64, f64)> = controls
+        let logs: Vec<(f64, f64, f64)> = controls
             .iter()
-            .map(|c| (c.ratio.ln(), c.log_se()))
+            .map(|c| {
+                let df = c.rounds.saturating_sub(1).max(1) as f64;
+                (c.ratio.ln(), c.log_se(), df)
+            })
             .collect();
         Between::of_logs(&logs)
     }
@@ -204,6 +207,7 @@ mod tests {
         let b = Between {
             sd: 0.008,
             sittings: 5,
+            effective: 5.0,
         };
         let w = b.widen(&c);
         assert!(w.low < c.low && w.high > c.high);
