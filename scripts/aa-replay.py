@@ -6,7 +6,10 @@ analysis::capacity::compare::Between::of_logs reads it), each sitting's own inte
 it at Student's t on Satterthwaite's df. Prints how many widened intervals exclude 1 (and how
 many as read), and sd(z).
 
-    python3 scripts/aa-replay.py [SERVER]   (default go)
+    python3 scripts/aa-replay.py [SERVER] [--unweighted]   (default go)
+
+--unweighted reads the spread as loadgen did before 2026-12-07: mean((ln r)^2 - s^2), its df
+the sittings' count.
 
 A replay of kept figures, not a new sitting: each sitting's own standard error is read back
 from its kept interval (less the spread it was widened by, where it was)."""
@@ -19,7 +22,9 @@ import sys
 from aa_stats import se_of, t975
 
 here = os.path.dirname(os.path.abspath(__file__))
-server = sys.argv[1] if len(sys.argv) > 1 else "go"
+unweighted = "--unweighted" in sys.argv
+named = [a for a in sys.argv[1:] if not a.startswith("--")]
+server = named[0] if named else "go"
 
 
 def own_se(r):
@@ -52,16 +57,25 @@ if len(data) < 5:
     sys.exit(f"{server}: {len(data)} kept sittings with an interval, too few to replay (5 at least)")
 z, widened, as_read = [], 0, 0
 for i in range(3, len(data)):
-    spread, spread_df = between(data[:i])
     y, s, df, centre = data[i]
-    total = s * s + spread
-    wide_df = total**2 / (spread**2 / spread_df + (s * s) ** 2 / df) if spread > 0 else df
+    total = s * s
+    if unweighted:
+        k = i
+        spread = max(0.0, statistics.mean(e * e - se * se for e, se, _, _ in data[:i]))
+        total += spread
+        wide_df = total**2 / (total**2 / k + (s * s) ** 2 * (1 + 1 / k) / df)
+    else:
+        spread, spread_df = between(data[:i])
+        total += spread
+        wide_df = total**2 / (spread**2 / spread_df + (s * s) ** 2 / df) if spread > 0 else df
     widened += abs(centre) > t975(wide_df) * math.sqrt(total)
     as_read += abs(centre) > t975(df) * s
     z.append(y / math.sqrt(total))
 spread, spread_df = between(data)
+if unweighted:
+    spread, spread_df = max(0.0, statistics.mean(e * e - se * se for e, se, _, _ in data)), len(data)
 print(
-    f"{server}: replayed {len(z)} sittings: widened, {widened} exclude 1 (as read, {as_read});"
+    f"{server}{' (unweighted)' if unweighted else ''}: replayed {len(z)} sittings: widened, {widened} exclude 1 (as read, {as_read});"
     f" sd(z) {statistics.stdev(z):.2f}; the spread read from all {len(data)}:"
     f" sd {math.sqrt(spread / 2) * 100:.2f} % on {spread_df:.1f} df"
 )
