@@ -15,11 +15,14 @@
 //! corrected for in each shard's start), its CPUs checked, the target reached from it. A gun
 //! that fails any of these is refused, with why, before anything runs. The second transport,
 //! [`kubernetes`], is a module beside [`ssh`] implementing [`Transport`] and [`Link`], a
-//! variant of [`order::GunHosts`] and an arm of [`prepare::of`]: the rest is written once.
+//! variant of [`order::GunHosts`] and an arm of each of `prepare`'s two matches on it (`of`,
+//! which opens the transport, and `check_hosts`, what it checks before): the rest is written
+//! once, and no other crate matches on the variants.
 //! A link implements only what its transport does: forwarding a port, installing a build and
 //! a link's own failures have defaults for a transport without them.
 //!
-//! The crate prints nothing and reads no environment variable: what it does is told to the
+//! The crate prints nothing and reads no variable of its own (the processes it starts are
+//! given an environment built by `custody` from this one's): what it does is told to the
 //! caller (the preparation's [`Progress`]; a pod's agent calls back once welcomed), and what
 //! the caller's environment says comes in as values ([`Settings`], [`find_loadgen`]'s
 //! `asked`, the pod's index given to [`kubernetes::agent`]).

@@ -1,7 +1,9 @@
 //! What making the guns ready tells its caller as it goes ([`Progress`]): the guns found, each
 //! one ready, and what a transport says meanwhile (a Job's pods awaited, a pod refused). Below
 //! the preparation and the transports, which both send it; the caller words it (its `Display`
-//! is the words the terminal shows).
+//! is the words the terminal shows). What a transport tells is heard while the guns are made
+//! ready: a pod that a Job's rendezvous refuses after every gun is in (a late one, finishing its
+//! handshake) is refused without a word.
 
 use std::fmt;
 use std::net::SocketAddr;
@@ -16,7 +18,7 @@ pub enum Progress {
         over: &'static str,
         guns: Vec<String>,
     },
-    /// One gun, ready: how it was found ([`Fleet::describe`]).
+    /// One gun, ready: how it was found ([`crate::Fleet::describe`]).
     Ready(String),
     /// Kubernetes guns the runner does not apply: the Job written to `manifest`, its `count`
     /// pods awaited on `listen` for `wait`, and how the user starts them.

@@ -1039,13 +1039,15 @@ fn parse_gun_source(text: &str) -> Result<GunsFrom, FlagValueError> {
 /// `--kubernetes count=3,image=…,listen=…,apply`: the fields of `[guns] kubernetes`, read by
 /// the order's own serde, so each field is named once, there (an unknown one is refused with
 /// the list of those it knows). A value that is a whole number is an integer, `true` or
-/// `false` a boolean, anything else text; a field alone (`apply`) is `true`.
+/// `false` a boolean, anything else text; a field alone (`apply`, or `apply=`) is `true`.
 fn parse_kubernetes(text: &str) -> Result<order::Kubernetes, FlagValueError> {
     let bad = |why: String| FlagValueError::Kubernetes(why);
     let mut fields = toml::Table::new();
     for field in text.split(',').map(str::trim).filter(|f| !f.is_empty()) {
         let (key, value) = match field.split_once('=') {
+            // A field alone, or with nothing after its `=` (`apply`, `apply=`), is `true`.
             None => (field, toml::Value::Boolean(true)),
+            Some((key, "")) => (key, toml::Value::Boolean(true)),
             Some((key, value)) => (key, kubernetes_value(value)),
         };
         fields.insert(key.to_string(), value);
@@ -1623,6 +1625,9 @@ mod tests {
         assert_eq!(k.advertise.as_deref(), Some("203.0.113.9:7411"));
         let k = parse_kubernetes("count=1,image=i,listen=h:1,apply=false").unwrap();
         assert!(!k.apply && k.wait_ns.is_none());
+        let k = parse_kubernetes("count=1,image=i,listen=h:1,apply=,memory=1073741824").unwrap();
+        assert!(k.apply);
+        assert_eq!(k.memory.as_deref(), Some("1073741824"));
         for (text, says) in [
             (
                 "count=3,image=i,listen=h:1,token=x",
@@ -1631,6 +1636,8 @@ mod tests {
             ("count=3,image=i,listen=h:1,token=x", "`wait`"),
             ("count=three,image=i,listen=h:1", "count"),
             ("count=3,image=i,listen=h:1,wait=soon", "is not a duration"),
+            ("count=3,image=i,listen=h:1,wait=300", "under a second"),
+            ("count=3,image=i,listen=h:1,memory=-5", "a quantity such as"),
             ("image=i,listen=h:1", "missing field `count`"),
             ("count=0,image=i,listen=h:1", "count must be 1 to"),
             ("count=3,image=i,listen=h", "is not host:port"),

@@ -1,6 +1,7 @@
-//! The environment variables the guns' side of `loadgen` reads, read here once so that the
-//! `fleet` crate reads none: they reach it as typed settings ([`fleet::Settings`]) and
-//! arguments.
+//! The environment variables the runner reads for its guns, read here so that the `fleet`
+//! crate reads none: they reach it as typed settings ([`fleet::Settings`]) and arguments. (A
+//! gun pod's own, `JOB_COMPLETION_INDEX`, `POD_NAME` and `NODE_NAME`, are read where `loadgen
+//! gun --dial` starts, `commands::gun`, and handed to `fleet::kubernetes::agent`.)
 
 use std::path::PathBuf;
 

@@ -368,18 +368,51 @@ fn nanos_or_duration<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<u6
     d.deserialize_option(NanosOrDuration)
 }
 
-/// An optional text, or a whole number read as its digits (a quantity written bare).
+/// An optional quantity: text as Kubernetes writes it (`"1Gi"`), or whole bytes written bare,
+/// read as its digits.
 fn text_or_whole<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
-    #[derive(Deserialize)]
-    #[serde(untagged)]
-    enum TextOrWhole {
-        Text(String),
-        Whole(u64),
+    use serde::de::{Error, Unexpected, Visitor};
+
+    struct TextOrWhole;
+
+    impl<'de> Visitor<'de> for TextOrWhole {
+        type Value = Option<String>;
+
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("a quantity such as \"1Gi\" or \"512Mi\", or whole bytes")
+        }
+
+        fn visit_none<E: Error>(self) -> Result<Option<String>, E> {
+            Ok(None)
+        }
+
+        fn visit_unit<E: Error>(self) -> Result<Option<String>, E> {
+            Ok(None)
+        }
+
+        fn visit_some<Inner: serde::Deserializer<'de>>(
+            self,
+            d: Inner,
+        ) -> Result<Option<String>, Inner::Error> {
+            d.deserialize_any(TextOrWhole)
+        }
+
+        fn visit_u64<E: Error>(self, v: u64) -> Result<Option<String>, E> {
+            Ok(Some(v.to_string()))
+        }
+
+        fn visit_i64<E: Error>(self, v: i64) -> Result<Option<String>, E> {
+            u64::try_from(v)
+                .map(|v| Some(v.to_string()))
+                .map_err(|_| E::invalid_value(Unexpected::Signed(v), &self))
+        }
+
+        fn visit_str<E: Error>(self, text: &str) -> Result<Option<String>, E> {
+            Ok(Some(text.to_string()))
+        }
     }
-    Ok(Option::<TextOrWhole>::deserialize(d)?.map(|v| match v {
-        TextOrWhole::Text(text) => text,
-        TextOrWhole::Whole(n) => n.to_string(),
-    }))
+
+    d.deserialize_option(TextOrWhole)
 }
 
 impl Default for GunHosts {

@@ -76,6 +76,8 @@
     var exact = decimal(Math.abs(v));
     if (Math.abs(v) >= rules.whole_from) return sign + grouped(plain(roundAt(exact, 0)));
     var r = roundAt(exact, exact.exp + exact.digits.length - rules.significant);
+    // Rounded up to the whole numbers' range (9999.5 is 10,000): written as they are.
+    if (Number(plain(r)) >= rules.whole_from) return sign + grouped(plain(r));
     // The shortest text of what is kept: 3.1, not 3.100.
     var digits = r.digits.replace(/0+$/, '');
     var exp = r.exp + r.digits.length - digits.length;

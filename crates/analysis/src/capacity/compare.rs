@@ -67,9 +67,13 @@ impl Between {
     /// is about Σ c + 2σ² Σ w, where c = df ÷ (df − 2) allows for s being itself read from the
     /// sitting's rounds (E[1 ÷ s²] is c times 1 over its truth), so 2σ² = max(0, (Q − Σ c) ÷
     /// Σ w). Unweighted (mean((ln r)² − s²)), sittings whose searches read loosely swamp the
-    /// ones that read tightly: on 44 of Go's A/A sittings here, read one after another from the
-    /// sittings before each, the unweighted spread fell to 0 and 5 of 41 widened intervals
-    /// excluded 1 (sd(z) 1.53); weighted, 1 of 41 (sd(z) 0.81).
+    /// ones that read tightly: on 44 of Go's A/A sittings here, replayed one after another from
+    /// the sittings before each (`scripts/aa-replay.py`), the unweighted spread fell to 0 and 3
+    /// of 41 widened intervals excluded 1 (sd(z) 1.53); weighted, 1 of 41 (sd(z) 0.82).
+    ///
+    /// The weights do not hold the spread itself (DerSimonian and Laird's one step), so a
+    /// sitting read far more tightly than the others sets it nearly alone; a sitting's own
+    /// interval is never narrower than its χ²₁ floor (`fit`), which bounds how tight one reads.
     pub fn of_logs(sittings: &[(f64, f64, f64)]) -> Option<Between> {
         // A sitting whose figures are not numbers (a ratio of 0), or that has no error of its
         // own, tells nothing of the spread.
@@ -83,6 +87,10 @@ impl Between {
         let (mut q, mut weights, mut expected) = (0.0, 0.0, 0.0);
         for (ln_r, se, df) in &sittings {
             let w = 1.0 / (se * se);
+            if !w.is_finite() {
+                // An error too small to weigh (under about 1e-154): not a sitting's own.
+                continue;
+            }
             q += w * ln_r * ln_r;
             weights += w;
             let df = df.max(3.0);
@@ -95,6 +103,9 @@ impl Between {
             .sum::<f64>()
             * 2.0
             / (weights * weights);
+        if !(spread.is_finite() && spread_variance.is_finite()) {
+            return None;
+        }
         Some(Between {
             sd: (spread / 2.0).sqrt(),
             sittings: sittings.len(),
@@ -265,14 +276,16 @@ impl Ratio {
         let (own, spread) = (se * se, 2.0 * between.sd * between.sd);
         let own_df = f64::from(self.rounds.saturating_sub(1).max(1));
         // Satterthwaite: the spread's part rests on its own df (`effective`: as many as the
-        // sittings carry, weighted), this ratio's own part on its rounds'.
+        // sittings carry, weighted), this ratio's own part on its rounds'; the whole on one at
+        // least (a spread read near 0 from loose sittings rests on a fraction of a degree: its
+        // t is then one degree's, wide, not infinite).
         let spread_df = if between.effective > 0.0 {
             between.effective
         } else {
             between.sittings as f64
         };
         let total = own + spread;
-        let df = total.powi(2) / (spread.powi(2) / spread_df + own.powi(2) / own_df);
+        let df = (total.powi(2) / (spread.powi(2) / spread_df + own.powi(2) / own_df)).max(1.0);
         let t = crate::ab::functions::t_quantile(0.5 + self.confidence / 2.0, df);
         let half = t * (own + spread).sqrt();
         let centre = (low * high).sqrt();
@@ -616,6 +629,41 @@ mod tests {
             assert!((0.93..=0.97).contains(&wide), "from {past}: widened {wide}");
             assert!((0.92..=0.98).contains(&tight), "from {past}: tight {tight}");
         }
+    }
+
+    #[test]
+    fn a_spread_read_near_0_from_loose_sittings_widens_a_tight_interval_but_not_to_infinity() {
+        let tight = Ratio {
+            of: "b".into(),
+            of_name: "b".into(),
+            to: "a".into(),
+            to_name: "a".into(),
+            p: 0.5,
+            ratio: 1.0,
+            low: Some((-2.131_f64 * 0.005).exp()),
+            high: Some((2.131_f64 * 0.005).exp()),
+            confidence: CONFIDENCE,
+            rounds: 16,
+            note: String::new(),
+        };
+        // Ten sittings read ±17 % (se 0.08): a spread of 2σ² = 1e-6 read from them rests on
+        // a tiny fraction of one degree of freedom.
+        let se = 0.08_f64;
+        let spread = 1e-6_f64;
+        let variance = 2.0 * 10.0 * (1.0 + spread / (se * se)).powi(2) / (10.0 / (se * se)).powi(2);
+        let between = Between {
+            sd: (spread / 2.0).sqrt(),
+            sittings: 10,
+            effective: 2.0 * spread * spread / variance,
+        };
+        assert!(between.effective < 1e-3, "{between:?}");
+        let widened = tight.widened(&between);
+        let (low, high) = (widened.low.unwrap(), widened.high.unwrap());
+        // At one degree of freedom at least: t₀.₉₇₅(1) 12.7 times a total se of about 0.5 %.
+        assert!(
+            low.is_finite() && high.is_finite() && low > 0.9 && high < 1.1,
+            "{low}–{high}"
+        );
     }
 
     #[test]

@@ -88,6 +88,14 @@ pub fn number(v: f64) -> String {
     }
     let significant = RULES.significant as i32;
     let r = exact.rounded(exact.lead() + 1 - significant).trimmed();
+    // Rounded up to the whole numbers' range (9999.5 is 10,000): written as they are.
+    let plain = r.plain();
+    if plain
+        .parse::<f64>()
+        .is_ok_and(|p| p >= f64::from(RULES.whole_from))
+    {
+        return format!("{sign}{}", grouped(&plain));
+    }
     let lead = r.lead();
     if lead < RULES.scientific_below {
         let (first, rest) = r.digits.split_at(1);
@@ -296,7 +304,7 @@ mod tests {
         assert_eq!(number(12.0), "12");
         assert_eq!(number(1500.0), "1500");
         assert_eq!(number(1234.56), "1235");
-        assert_eq!(number(9999.6), "10000");
+        assert_eq!(number(9999.6), "10,000");
         assert_eq!(number(25_000.0), "25,000");
         assert_eq!(number(3_200_000.0), "3,200,000");
         assert_eq!(number(-2.0), "-2");
@@ -321,7 +329,7 @@ mod tests {
         // A hair above in binary, a half as written.
         assert_eq!(number(12.345), "12.35");
         assert_eq!(number(0.001_234_5), "0.001235");
-        assert_eq!(number(9999.95), "10000");
+        assert_eq!(number(9999.95), "10,000");
         assert_eq!(seconds(2.345), "2.35 s");
         assert_eq!(seconds(-0.125), "-0.13 s");
         assert_eq!(seconds(-0.001), "0.00 s");
