@@ -14,7 +14,7 @@ use super::firing::{
     compare_outcome, held_back, measure_outcome, search_outcome, volley_outcome, warmup_outcome,
     CellOutcome, Firing,
 };
-use super::options::{Error, RunOptions};
+use super::options::{Error, RunOptions, SetupError};
 use super::setup::Launcher;
 use super::Answers;
 use crate::file::{Contract, TargetKind, TargetSpec};
@@ -83,16 +83,20 @@ impl ProbeKeys {
     pub(super) fn make(workdir: &std::path::Path) -> Result<ProbeKeys, Error> {
         let mut bytes = [0u8; 24];
         rustix::rand::getrandom(&mut bytes, rustix::rand::GetRandomFlags::empty())
-            .map_err(|e| Error::Setup(format!("cannot draw a token for the probes: {e}")))?;
+            .map_err(SetupError::ProbeTokenDraw)?;
         let token = hex::encode(bytes);
         let token_file = workdir.join("probe.token");
-        crate::gun::write_private(&token_file, token.as_bytes())
-            .map_err(|e| Error::Setup(format!("cannot write {}: {e}", token_file.display())))?;
+        crate::gun::write_private(&token_file, token.as_bytes()).map_err(|source| {
+            SetupError::ProbeTokenWrite {
+                path: token_file.clone(),
+                source,
+            }
+        })?;
         let (tls, _) = probe::tls::ServerTls::generate_or_load(
             &workdir.join("probe-tls"),
             &["localhost".into(), "127.0.0.1".into()],
         )
-        .map_err(|e| Error::Setup(format!("probe TLS: {e}")))?;
+        .map_err(SetupError::ProbeTls)?;
         Ok(ProbeKeys {
             token,
             token_file,
@@ -726,7 +730,7 @@ impl<F: Firing> CellContext<'_, F> {
         config.pss = true;
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
-            .map_err(|e| Error::Setup(format!("probe: {e}")))?;
+            .map_err(SetupError::ProbeListen)?;
         probe::sampler::Sampler::new(config)
             .and_then(|s| {
                 probe::server::RunningProbe::start(
@@ -741,7 +745,7 @@ impl<F: Firing> CellContext<'_, F> {
                     64 << 20,
                 )
             })
-            .map_err(|e| Error::Setup(format!("probe: {e}")))
+            .map_err(|e| Error::Setup(SetupError::ProbeStart(e)))
     }
 
     /// Fires one attack from this machine's generator; `None` when the experiment was

@@ -57,7 +57,7 @@ pub use setup::{resolve_refs, user_cwd};
 mod options;
 
 pub use options::BuildError;
-pub use options::{Error, RunOptions, RunReport, Trust, SECRET};
+pub use options::{Error, Refusal, RunOptions, RunReport, SetupError, Trust, SECRET};
 pub use resume::{sitting, states, CellState};
 pub use setup::LaunchError;
 use setup::{
@@ -522,7 +522,7 @@ async fn prepare(
     if *stop.borrow() {
         return Ok(None);
     }
-    let upstream = Upstream::start().map_err(|e| Error::Setup(format!("upstream: {e}")))?;
+    let upstream = Upstream::start().map_err(SetupError::Upstream)?;
     // The guns, before the targets are checked: a remote target is checked through them.
     let Some(fleet) = guns_ready(experiment, &needed, options, placement, events, stop).await?
     else {
@@ -1152,7 +1152,7 @@ fn trusted(experiment: &Experiment, trust: &Trust, store: &str) -> Result<(), Er
     // The headers a load reads from the environment, checked before anything runs.
     for v in experiment.file.variables() {
         if v.field.ends_with("headers_env") {
-            crate::gun::headers_from(&v.name).map_err(|e| Error::Setup(e.to_string()))?;
+            crate::gun::headers_from(&v.name).map_err(Refusal::Headers)?;
         }
     }
     probe_tokens(experiment, trust)?;
@@ -1163,7 +1163,7 @@ fn trusted(experiment: &Experiment, trust: &Trust, store: &str) -> Result<(), Er
         .chain(experiment.file.written_files())
     {
         crate::file::inside(&file_dir(experiment), &path)
-            .map_err(|e| Error::Setup(format!("{field}: {e}")))?;
+            .map_err(|error| Refusal::NamedFile { field, error })?;
     }
     if let Some(guns) = &experiment.file.guns {
         trusted_guns(experiment, guns, trust)?;
@@ -1181,33 +1181,28 @@ fn trusted_guns(
     if let (false, Some(k)) = (trust.guns, &guns.kubernetes) {
         let job = fleet::kubernetes::job_in_words(k, &file_dir(experiment))
             .map_err(fleet::FleetError::from)?;
-        return Err(Error::Setup(format!(
-            "[guns] kubernetes: this file renders {job} and sends them every order: see it in `loadgen experiment plan {}`, then run again with --trust-guns if it is yours",
-            experiment.path.display()
-        )));
+        return Err(Refusal::KubernetesGuns {
+            job,
+            file: experiment.path.clone(),
+        }
+        .into());
     }
     if !trust.guns {
-        let config = guns
-            .ssh_config
-            .as_ref()
-            .map(|c| format!(" with the SSH config {}", c.display()))
-            .unwrap_or_default();
-        return Err(Error::Setup(format!(
-            "[guns]: this file sends every order over SSH to its own hosts{config}: see them in `loadgen experiment plan {}`, then run again with --trust-guns if they are yours",
-            experiment.path.display()
-        )));
+        return Err(Refusal::SshGuns {
+            ssh_config: guns.ssh_config.clone(),
+            file: experiment.path.clone(),
+        }
+        .into());
     }
     // A lab's guns (terraform's, the twin's) read the store's URL from a file of their own.
     if guns.store_env_file.is_none() && guns.from.is_none() && !trust.send_store_url {
-        return Err(Error::Setup(
-            "[guns]: the guns need the store, and this runner's URL (with its password) is not sent by default: set store_env_file = \"/path/on/the/guns\" (a file there with SHOWDOWN_DB=…), or run again with --send-store-url".into(),
-        ));
+        return Err(Refusal::StoreUrlUnsent.into());
     }
     if let Some(config) = &guns.ssh_config {
         let refused = fleet::ssh::read_config(config)
             .and_then(|text| fleet::ssh::config_refusal(config, &text, trust.ssh_proxy));
         if let Err(refusal) = refused {
-            return Err(Error::Setup(redact::printable(&refusal.to_string())));
+            return Err(Refusal::SshConfig(refusal).into());
         }
     }
     Ok(())
@@ -1218,9 +1213,7 @@ fn trusted_guns(
 fn trusted_database(experiment: &Experiment, trust: &Trust, store: &str) -> Result<(), Error> {
     if let Ok(Some(url)) = named_database(experiment) {
         if crate::watch::same_database(&url, store) {
-            return Err(Error::Setup(
-                "[database] names the store itself: the file's schema and the targets' writes would land among your runs; name another database".into(),
-            ));
+            return Err(Refusal::DatabaseIsStore.into());
         }
     }
     let database = experiment.file.database();
@@ -1230,10 +1223,11 @@ fn trusted_database(experiment: &Experiment, trust: &Trust, store: &str) -> Resu
             (None, Some(var)) => format!("${}", redact::printable(var)),
             (None, None) => String::new(),
         };
-        return Err(Error::Setup(format!(
-            "[database]: this file names a database of its own ({named}): the runner would connect to it and run the file's schema, reset and rows_added SQL there; see them in `loadgen experiment plan {}`, then run again with --trust-database if it is yours",
-            experiment.path.display()
-        )));
+        return Err(Refusal::Database {
+            named,
+            file: experiment.path.clone(),
+        }
+        .into());
     }
     Ok(())
 }
@@ -1248,22 +1242,22 @@ fn probe_tokens(experiment: &Experiment, trust: &Trust) -> Result<(), Error> {
         match targets.iter().find(|t| t.name == *name) {
             Some(t) if t.is_remote() && (t.probe_fingerprint.is_some() || t.probe_ca.is_some()) => {
                 // Read now, so that a file that is no token is refused before anything is sent.
-                probe::token::read(file).map_err(|e| {
-                    Error::Setup(format!("--probe-token-file {}: {e}", redact::printable(name)))
+                probe::token::read(file).map_err(|error| Refusal::ProbeTokenFile {
+                    target: name.clone(),
+                    error,
                 })?;
             }
             Some(t) if t.is_remote() => {
-                return Err(Error::Setup(format!(
-                    "--probe-token-file {}: target {:?} has no probe_fingerprint or probe_ca, so its token would go to a probe nobody checked: add one to the file",
-                    redact::printable(name),
-                    redact::printable(name)
-                )))
+                return Err(Refusal::ProbeUnchecked {
+                    target: name.clone(),
+                }
+                .into())
             }
             _ => {
-                return Err(Error::Setup(format!(
-                    "--probe-token-file {}: the file has no remote target of that name: name one with url and probe",
-                    redact::printable(name)
-                )))
+                return Err(Refusal::NoRemoteTarget {
+                    target: name.clone(),
+                }
+                .into())
             }
         }
     }
@@ -1272,14 +1266,12 @@ fn probe_tokens(experiment: &Experiment, trust: &Trust) -> Result<(), Error> {
             continue;
         };
         if !trust.probe_tokens.iter().any(|(name, _)| *name == t.name) {
-            return Err(Error::Setup(format!(
-                "target {:?}: probe_token_file: the runner would send the contents of {} to {}, an address the file chose; if that file holds only its probe's token, run again with --probe-token-file {}={}",
-                redact::printable(&t.name),
-                redact::printable(&file.display().to_string()),
-                redact::printable(t.probe.as_deref().unwrap_or("its probe")),
-                redact::printable(&t.name),
-                redact::printable(&file.display().to_string()),
-            )));
+            return Err(Refusal::ProbeTokenFileUnconfirmed {
+                target: t.name.clone(),
+                file: file.clone(),
+                probe: t.probe.clone(),
+            }
+            .into());
         }
     }
     Ok(())
@@ -1289,5 +1281,5 @@ fn tempfile_dir() -> Result<tempfile::TempDir, Error> {
     tempfile::Builder::new()
         .prefix("showdown-experiment-")
         .tempdir()
-        .map_err(|e| Error::Setup(format!("cannot make a temporary directory: {e}")))
+        .map_err(|e| SetupError::TempDir(e).into())
 }

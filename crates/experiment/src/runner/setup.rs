@@ -11,7 +11,7 @@ use store::experiment::{Against, Verification};
 use store::vocabulary::Outcome;
 
 use super::event::{Event, Events};
-use super::options::{BuildError, Error, SECRET};
+use super::options::{BuildError, Error, Refusal, SetupError, SECRET};
 use crate::checkout::{Checkouts, Wanted};
 use crate::declared;
 use crate::file::{
@@ -37,9 +37,7 @@ pub(super) fn named_database(experiment: &Experiment) -> Result<Option<String>, 
         (Some(url), _) => Ok(Some(url.clone())),
         (None, Some(var)) => match std::env::var(var) {
             Ok(url) if !url.is_empty() => Ok(Some(url)),
-            _ => Err(Error::Setup(format!(
-                "[database] url_env names {var}, which is not set: export it, or drop [database] for a throwaway PostgreSQL"
-            ))),
+            _ => Err(SetupError::DatabaseUrlEnv { var: var.clone() }.into()),
         },
         (None, None) => Ok(None),
     }
@@ -80,7 +78,7 @@ pub(super) async fn database(
             };
             let cluster = tokio::task::spawn_blocking(move || pgcluster::Cluster::start(&options))
                 .await
-                .map_err(|e| Error::Setup(e.to_string()))??;
+                .map_err(SetupError::DatabaseTask)??;
             TargetsDatabase {
                 url: cluster.url("postgres"),
                 process: cluster.postmaster().map(probe::selector::Selector::Pid),
@@ -92,14 +90,16 @@ pub(super) async fn database(
         crate::database::apply_schema(&db.url).await?;
     }
     if let Some(schema) = &experiment.file.database().schema {
-        let path = crate::file::inside(&file_dir(experiment), schema)
-            .map_err(|e| Error::Setup(format!("[database] schema: {e}")))?;
-        let sql = std::fs::read_to_string(&path).map_err(|e| {
-            Error::Setup(format!(
-                "[database] schema: cannot read {}: {e}: fix schema in {}",
-                path.display(),
-                experiment.path.display()
-            ))
+        let path = crate::file::inside(&file_dir(experiment), schema).map_err(|error| {
+            Refusal::NamedFile {
+                field: "[database] schema".into(),
+                error,
+            }
+        })?;
+        let sql = std::fs::read_to_string(&path).map_err(|source| SetupError::SchemaUnread {
+            path: path.clone(),
+            file: experiment.path.clone(),
+            source,
         })?;
         crate::database::execute(&db.url, &sql, "apply [database] schema").await?;
     }
@@ -180,14 +180,14 @@ fn free_port(taken: impl Fn(u16) -> bool) -> Result<u16, Error> {
             // No room below the ephemeral range: one the kernel picks.
             std::net::TcpListener::bind("127.0.0.1:0")
                 .and_then(|l| l.local_addr())
-                .map_err(|e| Error::Setup(format!("cannot find a free port: {e}")))?
+                .map_err(SetupError::FreePort)?
                 .port()
         };
         if !taken(port) && std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() {
             return Ok(port);
         }
     }
-    Err(Error::Setup("cannot find a free port".into()))
+    Err(SetupError::NoFreePort.into())
 }
 
 /// The ports the runner chooses from, `[low, high)`: from 10000 up to the first of the
