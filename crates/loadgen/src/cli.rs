@@ -9,7 +9,7 @@ use clap::{ArgGroup, Args, Parser, Subcommand, ValueEnum};
 use crate::engine::arrivals::Process;
 use crate::engine::attack::AttackPlan;
 use crate::engine::request::{self, RequestOptions};
-use crate::error::Error;
+use crate::error::{Error, UsageError};
 use crate::keep::Keeping;
 
 /// What the tools read from the environment, listed in `loadgen --help` and its man page.
@@ -473,7 +473,7 @@ pub struct TrustArgs {
 
 /// A flag's value that does not read: what the flag wants, and the value given (clap names
 /// the flag, and reports it as a usage error: exit 2).
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[derive(Debug, thiserror::Error)]
 pub enum FlagValueError {
     /// The value as it may be printed.
     #[error("{0:?} is not NAME=FILE: write the remote target's name, '=', and the file holding its probe's token")]
@@ -492,8 +492,13 @@ pub enum FlagValueError {
     Rounds,
     #[error("expected terraform, twin or kubernetes, not {0:?}")]
     GunSource(String),
+    /// `--kubernetes` fields that the order's `[guns] kubernetes` does not read (an unknown
+    /// field, a value of the wrong type): serde's message, on one line.
+    #[error("{}", one_line(.0))]
+    KubernetesFields(#[source] toml::de::Error),
+    /// `--kubernetes` fields that read but cannot be run (`fleet::kubernetes::check`).
     #[error("{0}")]
-    Kubernetes(String),
+    Kubernetes(#[source] fleet::kubernetes::KubeError),
     #[error("expected a duration such as 30s, 500ms or 2m, not {0:?}")]
     Duration(String),
     #[error("a step lasts from 100ms to 1h, not {0:?}")]
@@ -1041,7 +1046,6 @@ fn parse_gun_source(text: &str) -> Result<GunsFrom, FlagValueError> {
 /// the list of those it knows). A value that is a whole number is an integer, `true` or
 /// `false` a boolean, anything else text; a field alone (`apply`, or `apply=`) is `true`.
 fn parse_kubernetes(text: &str) -> Result<order::Kubernetes, FlagValueError> {
-    let bad = |why: String| FlagValueError::Kubernetes(why);
     let mut fields = toml::Table::new();
     for field in text.split(',').map(str::trim).filter(|f| !f.is_empty()) {
         let (key, value) = match field.split_once('=') {
@@ -1053,10 +1057,14 @@ fn parse_kubernetes(text: &str) -> Result<order::Kubernetes, FlagValueError> {
         fields.insert(key.to_string(), value);
     }
     let k = <order::Kubernetes as serde::Deserialize>::deserialize(toml::Value::Table(fields))
-        // serde's message, on one line (toml puts the field it was reading on a line of its own).
-        .map_err(|e| bad(e.to_string().lines().collect::<Vec<_>>().join(" ")))?;
-    fleet::kubernetes::check(&k).map_err(|e| bad(e.to_string()))?;
+        .map_err(FlagValueError::KubernetesFields)?;
+    fleet::kubernetes::check(&k).map_err(FlagValueError::Kubernetes)?;
     Ok(k)
+}
+
+/// serde's message, on one line (toml puts the field it was reading on a line of its own).
+fn one_line(error: &toml::de::Error) -> String {
+    error.to_string().lines().collect::<Vec<_>>().join(" ")
 }
 
 /// One `key=value` of `--kubernetes` as TOML would type it: a whole number, a boolean, or text.
@@ -1216,11 +1224,7 @@ impl RequestArgs {
         let entries = match (&self.url, &self.targets) {
             (_, Some(file)) => request::read_targets(file, self.method.as_deref())?,
             (Some(url), None) => vec![request::one_request(url, &options)?],
-            (None, None) => {
-                return Err(Error::Usage(
-                    "give a URL to attack, or --targets FILE".into(),
-                ))
-            }
+            (None, None) => return Err(UsageError::NoRequests.into()),
         };
         Ok(order::Requests {
             entries,
@@ -1269,20 +1273,16 @@ impl AttackArgs {
                     duration_ns: self.duration.map(order::nanos),
                 }
             } else if let Some((from, to)) = self.ramp {
-                let duration = self.duration.ok_or_else(|| {
-                    Error::Usage(
-                        "--ramp needs --duration, e.g. --ramp 100:5000 --duration 60s".into(),
-                    )
-                })?;
+                let duration = self.duration.ok_or(UsageError::RampNeedsDuration)?;
                 order::Schedule::Ramp {
                     from,
                     to,
                     duration_ns: order::nanos(duration),
                 }
             } else {
-                let step = self.step_duration.ok_or_else(|| {
-                    Error::Usage("--steps needs --step-duration, e.g. --step-duration 30s".into())
-                })?;
+                let Some(step) = self.step_duration else {
+                    return Err(UsageError::StepsNeedStepDuration.into());
+                };
                 order::Schedule::Steps {
                     rates: self.steps.clone(),
                     each_ns: order::nanos(step),
@@ -1332,9 +1332,7 @@ impl CapacityArgs {
     /// The order these flags give.
     pub fn order(&self) -> Result<order::Order, Error> {
         if self.min_rate > self.max_rate {
-            return Err(Error::Usage(
-                "--min-rate is above --max-rate: give a range that holds rates".into(),
-            ));
+            return Err(crate::prepare::Refusal::RateRange.into());
         }
         Ok(order::Order {
             version: order::VERSION,

@@ -12,16 +12,20 @@ use crate::engine::schedule::ScheduleError;
 
 #[derive(Debug, Error)]
 pub enum Error {
-    /// Flags that do not go together, are missing, or have a bad value.
-    #[error("{0}")]
-    Usage(String),
+    /// Flags that do not go together, are missing, or have a bad value: each refusal its own
+    /// [`UsageError`], all of them exit 2.
+    #[error(transparent)]
+    Usage(#[from] UsageError),
     /// An order refused for what it asks, whether it came from the flags, an experiment's cell
     /// or a pipe (`prepare`'s checks, and a search's).
     #[error(transparent)]
     Refused(#[from] Refusal),
-    /// Programs an experiment file needs that this host lacks (`experiment::tools`).
-    #[error("{0}")]
-    MissingTools(String),
+    /// Programs an experiment file needs that this host lacks (`experiment::tools`): `missing`
+    /// holds each one not found, with what for and where it was looked for.
+    #[error("{}", experiment::tools::missing(.missing).unwrap_or_default())]
+    MissingTools {
+        missing: Vec<experiment::tools::Needed>,
+    },
     /// The experiment file cannot be read, or says something that cannot be run.
     #[error(transparent)]
     ExperimentFile(#[from] experiment::file::FileError),
@@ -141,9 +145,48 @@ pub enum Error {
     #[error(transparent)]
     Store(#[from] store::StoreError),
     /// A comparison whose builds were not all measured (one did not build, start or pass its
-    /// checks): exit 1, never "inconclusive".
-    #[error("{0}")]
-    Unmeasured(String),
+    /// checks): exit 1, never "inconclusive". `cell` and `why` are the first failed cell and
+    /// its failure, `failed` how many cells failed.
+    #[error(
+        "the comparison could not measure every build: {}: {} ({failed} cell{} failed; see above)",
+        redact::printable(.cell),
+        redact::printable(.why),
+        plural(.failed)
+    )]
+    Unmeasured {
+        cell: String,
+        why: String,
+        failed: usize,
+    },
+    /// `loadgen history` of an experiment the store holds nothing of (exit 1: what a store
+    /// holds, as docs/history.md says). `store` is the store's URL as printed, its password
+    /// out.
+    #[error(
+        "nothing of experiment {:?} is kept in {store}: `loadgen runs list` shows what is, and `loadgen experiment run FILE --again` adds a sitting",
+        redact::printable(.experiment)
+    )]
+    NothingKept { experiment: String, store: String },
+    /// A `--reference` of `loadgen history` that is none of the history's `targets` (exit 1,
+    /// as docs/history.md says).
+    #[error(
+        "no target {:?} in the history of {}: --reference names one of its targets ({})",
+        redact::printable(.reference),
+        redact::printable(.experiment),
+        .targets.join(", ")
+    )]
+    NoReference {
+        reference: String,
+        experiment: String,
+        targets: Vec<String>,
+    },
+    /// `loadgen selftest` on a host where no timer (timerfd) could be made: the host's
+    /// failure, not the command line's (exit 1).
+    #[error("could not make a timer (timerfd) on this machine")]
+    NoTimer,
+    /// `loadgen selftest` stopped (Ctrl-C) in one of its attacks, before anything was kept
+    /// (exit 1, as [`Error::GunsStopped`]). `why` is the stop's reason.
+    #[error("the self-test was stopped: {why}")]
+    SelftestStopped { why: String },
     #[error("order: {0}")]
     Order(#[from] order::OrderError),
     /// The guns refused (their spec, their lab, a gun), or not reached.
@@ -216,6 +259,58 @@ impl Error {
             1
         }
     }
+}
+
+/// "s" after "cell" unless there is one.
+fn plural(n: &usize) -> &'static str {
+    if *n == 1 {
+        ""
+    } else {
+        "s"
+    }
+}
+
+/// A command line that cannot be run, each refusal its own variant (all exit 2, as clap's own
+/// refusals): flags that do not go together, a flag missing beside another, a value the
+/// command cannot use. Each message names the flag to fix.
+#[derive(Debug, Error)]
+pub enum UsageError {
+    /// `attack` (or `capacity`) with neither a URL nor `--targets`.
+    #[error("give a URL to attack, or --targets FILE")]
+    NoRequests,
+    /// `--ramp` without `--duration`.
+    #[error("--ramp needs --duration, e.g. --ramp 100:5000 --duration 60s")]
+    RampNeedsDuration,
+    /// `--steps` without `--step-duration`.
+    #[error("--steps needs --step-duration, e.g. --step-duration 30s")]
+    StepsNeedStepDuration,
+    /// `demo --stall` as long as `--stall-every`, or longer.
+    #[error("--stall must be shorter than --stall-every, e.g. --stall 100ms --stall-every 1s")]
+    StallNotShorter,
+    /// `selftest --omission` under 10 s.
+    #[error("--omission must be at least 10s (ten freezes of the target), e.g. --omission 20s")]
+    OmissionTooShort,
+    /// `attack --slo` with a term of the server's own figures (`term`), and no `--probe` to
+    /// read it.
+    #[error("--slo {term}: the server's own figure, read by the probe that watches it: give --probe HOST:PORT (`probe serve --pid PID` on the server's host)")]
+    ServerTermWithoutProbe { term: analysis::capacity::Term },
+    /// `experiment --ref TARGET=REF` that cannot be set on the file.
+    #[error("{0}")]
+    Ref(#[source] experiment::file::SetRefError),
+    /// `--scale` or `--only` that the experiment `file`'s matrix cannot be planned with.
+    #[error("{}: {error}", .file.display())]
+    PlanFlags {
+        file: PathBuf,
+        #[source]
+        error: experiment::plan::PlanError,
+    },
+    /// `--repetitions` that the experiment `file`'s matrix cannot be planned with.
+    #[error("{}: --repetitions: {error}", .file.display())]
+    Repetitions {
+        file: PathBuf,
+        #[source]
+        error: experiment::plan::PlanError,
+    },
 }
 
 /// The open loop's default connection cap.

@@ -43,7 +43,7 @@ pub mod prepare;
 
 pub use cli::{Cli, Command, OutputArgs, OutputFormat};
 pub use engine::shutdown::Shutdown;
-pub use error::Error;
+pub use error::{Error, UsageError};
 pub use store::summary::Summary;
 
 /// How a run ended, for the exit code.

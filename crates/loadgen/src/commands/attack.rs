@@ -1,6 +1,7 @@
 //! `loadgen attack`: the flags' order run, kept, summarized, and drawn when asked.
 
 use crate::cli::AttackArgs;
+use crate::error::UsageError;
 use crate::output::{draw_report, print_kept, print_summary};
 use crate::{keep, prepare, Error, RunEnd, Shutdown};
 
@@ -21,9 +22,7 @@ pub async fn run(
     };
     if let Some(t) = slo.server_terms().next() {
         if keeping.probes.is_empty() {
-            return Err(Error::Usage(format!(
-                "--slo {t}: the server's own figure, read by the probe that watches it: give --probe HOST:PORT (`probe serve --pid PID` on the server's host)"
-            )));
+            return Err(UsageError::ServerTermWithoutProbe { term: *t }.into());
         }
     }
     let done = keep::execute(&plan, &keeping, shutdown).await?;

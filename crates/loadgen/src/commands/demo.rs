@@ -23,7 +23,7 @@ use crate::engine::attack::{AttackPlan, Load};
 use crate::engine::request::{RequestMix, RequestOptions, RequestSpec};
 use crate::engine::schedule::Schedule;
 use crate::engine::shutdown::Shutdown;
-use crate::error::Error;
+use crate::error::{Error, UsageError};
 use crate::keep::probes::ProbeTarget;
 use crate::output::{draw_report, print_kept, print_summary};
 use crate::{keep, RunEnd};
@@ -205,10 +205,7 @@ fn stall(args: &DemoArgs) -> Result<Option<Stall>, Error> {
     if args.stall.is_zero() {
         Ok(None)
     } else if args.stall >= args.stall_every {
-        Err(Error::Usage(
-            "--stall must be shorter than --stall-every, e.g. --stall 100ms --stall-every 1s"
-                .into(),
-        ))
+        Err(UsageError::StallNotShorter.into())
     } else {
         Ok(Some(Stall {
             every: args.stall_every,

@@ -10,7 +10,7 @@ use experiment::runner::{self, CellState, RunOptions, Trust};
 
 use crate::cli::{CellArgs, ExperimentArgs, ExperimentCommand, TrustArgs};
 use crate::engine::shutdown::{Shutdown, Stop};
-use crate::error::Error;
+use crate::error::{Error, UsageError};
 use crate::RunEnd;
 
 fn read(cells: &CellArgs) -> Result<(Experiment, Plan), Error> {
@@ -19,19 +19,23 @@ fn read(cells: &CellArgs) -> Result<(Experiment, Plan), Error> {
         experiment
             .file
             .set_ref(target, reference)
-            .map_err(|e| Error::Usage(e.to_string()))?;
+            .map_err(UsageError::Ref)?;
     }
     let options = plan_options(cells);
     let plan = experiment::plan::plan(&experiment, &options).map_err(|error| match error {
         // What the flags asked for (--scale, --only, --repetitions) is a usage error; the rest
         // is the file's.
-        PlanError::Scale(_) | PlanError::NoCellMatches => {
-            Error::Usage(format!("{}: {error}", cells.file.display()))
-        }
+        PlanError::Scale(_) | PlanError::NoCellMatches => Error::Usage(UsageError::PlanFlags {
+            file: cells.file.clone(),
+            error,
+        }),
         PlanError::Repetitions | PlanError::CompareRounds(_) | PlanError::SearchRepetitions(_)
             if cells.repetitions.is_some() =>
         {
-            Error::Usage(format!("{}: --repetitions: {error}", cells.file.display()))
+            Error::Usage(UsageError::Repetitions {
+                file: cells.file.clone(),
+                error,
+            })
         }
         error => Error::Plan {
             file: cells.file.clone(),
@@ -141,8 +145,9 @@ async fn plan(cells: &CellArgs, trust: &TrustArgs) -> Result<RunEnd, Error> {
     );
     let needed = needed(&experiment, &plan);
     print!("{}", needed_text(&needed));
-    if let Some(why) = experiment::tools::missing(&needed) {
-        return Err(Error::MissingTools(why));
+    if experiment::tools::missing(&needed).is_some() {
+        let missing = needed.into_iter().filter(|n| n.found.is_none()).collect();
+        return Err(Error::MissingTools { missing });
     }
     // A file's SSH config the run would refuse (its proxies wait for the flag).
     if let Some(path) = guns.and_then(|g| g.ssh_config.as_ref()) {
@@ -267,13 +272,11 @@ fn compared_end(report: &runner::RunReport, written: &Written) -> Result<RunEnd,
     // that is a failure of the gate, not "too noisy to tell" (exit 5, which CI jobs may let
     // pass).
     if let Some((cell, why)) = report.failed.first() {
-        return Err(Error::Unmeasured(format!(
-            "the comparison could not measure every build: {}: {} ({} cell{} failed; see above)",
-            redact::printable(cell),
-            redact::printable(why),
-            report.failed.len(),
-            if report.failed.len() == 1 { "" } else { "s" }
-        )));
+        return Err(Error::Unmeasured {
+            cell: cell.clone(),
+            why: why.clone(),
+            failed: report.failed.len(),
+        });
     }
     Ok(end)
 }

@@ -31,12 +31,10 @@ pub async fn run(args: &HistoryArgs) -> Result<RunEnd, Error> {
     let history = history::read::history(&store, &args.experiment, asked.config, selection).await?;
     store.close().await;
     if history.sittings.is_empty() && history.unplaced == 0 {
-        return Err(Error::Usage(format!(
-            "nothing of experiment {:?} is kept in {}: `loadgen runs list` shows what is, and \
-             `loadgen experiment run FILE --again` adds a sitting",
-            redact::printable(&args.experiment),
-            redact::text(&args.db)
-        )));
+        return Err(Error::NothingKept {
+            experiment: args.experiment.clone(),
+            store: redact::text(&args.db),
+        });
     }
     let targets: std::collections::BTreeSet<&str> = history
         .series
@@ -50,12 +48,11 @@ pub async fn run(args: &HistoryArgs) -> Result<RunEnd, Error> {
         .iter()
         .find(|r| !targets.contains(r.as_str()))
     {
-        return Err(Error::Usage(format!(
-            "no target {:?} in the history of {}: --reference names one of its targets ({})",
-            redact::printable(missing),
-            redact::printable(&args.experiment),
-            targets.into_iter().collect::<Vec<_>>().join(", ")
-        )));
+        return Err(Error::NoReference {
+            reference: missing.clone(),
+            experiment: args.experiment.clone(),
+            targets: targets.into_iter().map(str::to_string).collect(),
+        });
     }
     let text = match args.output {
         // Names and revisions come from the store: each line shown as itself, its escapes

@@ -25,7 +25,7 @@ use crate::engine::attack::{AttackPlan, Load};
 use crate::engine::request::{RequestMix, RequestOptions, RequestSpec};
 use crate::engine::schedule::Schedule;
 use crate::engine::shutdown::Shutdown;
-use crate::error::Error;
+use crate::error::{Error, UsageError};
 use crate::keep::{self, Keeping};
 use crate::RunEnd;
 
@@ -44,10 +44,7 @@ const SHARES: [f64; 6] = [0.4, 0.55, 0.7, 0.8, 0.9, 1.0];
 /// Runs the self-test, prints it and keeps it.
 pub async fn run(args: &SelftestArgs, shutdown: &Shutdown) -> Result<RunEnd, Error> {
     if args.omission < Duration::from_secs(10) {
-        return Err(Error::Usage(
-            "--omission must be at least 10s (ten freezes of the target), e.g. --omission 20s"
-                .into(),
-        ));
+        return Err(UsageError::OmissionTooShort.into());
     }
     let text = args.output == OutputFormat::Text;
     let say = |line: &str| {
@@ -60,7 +57,7 @@ pub async fn run(args: &SelftestArgs, shutdown: &Shutdown) -> Result<RunEnd, Err
         .await
         .ok()
         .flatten()
-        .ok_or_else(|| Error::Usage("could not make a timer (timerfd) on this machine".into()))?;
+        .ok_or(Error::NoTimer)?;
     say(&format!(
         "Coordinated omission: the built-in target freezing {} every {}, {} req/s over {} connections for {}…",
         format_duration(STALL),
@@ -146,7 +143,7 @@ async fn attack(
     };
     let done = keep::execute(&plan, &Keeping::default(), shutdown).await?;
     if let Some(why) = &done.summary.stopped {
-        return Err(Error::Usage(format!("the self-test was stopped: {why}")));
+        return Err(Error::SelftestStopped { why: why.clone() });
     }
     Ok(done.summary)
 }

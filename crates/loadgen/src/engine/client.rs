@@ -49,8 +49,19 @@ pub enum ClientError {
     },
     #[error("{host} resolves to no address; check the host name in the URL")]
     NoAddress { host: String },
+    /// The URL's host, which TLS cannot name the server by (not a DNS name or an IP address).
+    #[error("cannot set up TLS: {host}: {source}")]
+    TlsServerName {
+        host: String,
+        #[source]
+        source: rustls::pki_types::InvalidDnsNameError,
+    },
+    /// rustls refused its own default protocol versions with the crypto provider.
     #[error("cannot set up TLS: {0}")]
-    Tls(String),
+    TlsVersions(#[source] rustls::Error),
+    /// No root certificate on this host to check the server's against.
+    #[error("cannot set up TLS: no trusted root certificates found on this host: install ca-certificates, or pass --insecure")]
+    NoRootCertificates,
 }
 
 /// Opens connections to one origin.
@@ -89,8 +100,12 @@ impl Connector {
         }
         let tls = if origin.tls {
             let config = tls_config(h2, insecure)?;
-            let name = ServerName::try_from(origin.host.clone())
-                .map_err(|e| ClientError::Tls(format!("{}: {e}", origin.host)))?;
+            let name = ServerName::try_from(origin.host.clone()).map_err(|source| {
+                ClientError::TlsServerName {
+                    host: origin.host.clone(),
+                    source,
+                }
+            })?;
             Some((TlsConnector::from(Arc::new(config)), name))
         } else {
             None
@@ -164,7 +179,7 @@ fn tls_config(h2: bool, insecure: bool) -> Result<rustls::ClientConfig, ClientEr
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let builder = rustls::ClientConfig::builder_with_provider(provider.clone())
         .with_safe_default_protocol_versions()
-        .map_err(|e| ClientError::Tls(e.to_string()))?;
+        .map_err(ClientError::TlsVersions)?;
     let mut config = if insecure {
         builder
             .dangerous()
@@ -175,9 +190,7 @@ fn tls_config(h2: bool, insecure: bool) -> Result<rustls::ClientConfig, ClientEr
         let native = rustls_native_certs::load_native_certs();
         roots.add_parsable_certificates(native.certs);
         if roots.is_empty() {
-            return Err(ClientError::Tls(
-                "no trusted root certificates found on this host: install ca-certificates, or pass --insecure".into(),
-            ));
+            return Err(ClientError::NoRootCertificates);
         }
         builder.with_root_certificates(roots).with_no_client_auth()
     };
