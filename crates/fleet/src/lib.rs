@@ -14,10 +14,10 @@
 //! measured against this one (NTP's way: the reply with the shortest round trip; kept, and
 //! corrected for in each shard's start), its CPUs checked, the target reached from it. A gun
 //! that fails any of these is refused, with why, before anything runs. The second transport,
-//! [`kubernetes`], is a module beside [`ssh`] implementing [`Transport`] and [`Link`], a
-//! variant of [`order::GunHosts`] and an arm of each of `prepare`'s two matches on it (`of`,
-//! which opens the transport, and `check_hosts`, what it checks before): the rest is written
-//! once, and no other crate matches on the variants.
+//! [`kubernetes`], is a module beside [`ssh`] implementing [`Transport`], [`Link`] and
+//! `backend`'s `Backend` (what it checks before anything is opened, and how it is opened), a
+//! variant of [`order::GunHosts`] and one arm of `backend::backend`, the crate's one match on
+//! the variants: the rest is written once, and no other crate matches on the variants.
 //! A link implements only what its transport does: forwarding a port, installing a build and
 //! a link's own failures have defaults for a transport without them.
 //!
@@ -30,8 +30,10 @@
 //! Modules:
 //!
 //! - [`transport`]: the [`Transport`] and [`Link`] traits (a gun opened; a session running
-//!   `loadgen gun` there; the build found or installed; a port forwarded), and the one place a
-//!   transport is chosen from an order's guns.
+//!   `loadgen gun` there; the build found or installed; a port forwarded).
+//! - `backend`: the one place a transport is chosen from an order's guns (`backend`, the one
+//!   match on `order::GunHosts`), and the `Backend` trait each transport implements: what it
+//!   checks before anything is opened, and the transport opened.
 //! - `prepare`: the guns checked, resolved, opened and made ready, cancellable, their progress
 //!   (and what their transport says meanwhile: a Job's pods awaited, a pod refused) told to the
 //!   caller's callback ([`prepare()`], [`Progress`]); what the caller's environment says of
@@ -60,6 +62,7 @@
 //! - `tests` (tests only): a second transport in one file, its guns tasks of this process
 //!   answering `GunRequest`s, made ready and fired by the same code as SSH's.
 
+mod backend;
 mod error;
 mod fired;
 pub mod firing;

@@ -2,7 +2,7 @@
 //! capacity --gun`): checked, resolved into their transport, every gun opened and made ready at
 //! once, their CPUs and clocks held to what was asked, each described. A stop ends it at once
 //! (its links with it); what it does, and what the transport says meanwhile (a Job's pods
-//! awaited, a pod refused: sent on a channel the transport is given when it is chosen, [`of`]),
+//! awaited, a pod refused: sent on a channel the transport is given when it is opened, [`of`]),
 //! is told to the caller's callback ([`Progress`]), which the caller words its own way. What
 //! the caller's environment says of the guns' files comes in as values ([`Settings`]).
 
@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use tokio::sync::{mpsc, watch};
 
+use crate::backend::backend;
 use crate::error::{FleetError, GunFault};
 use crate::progress::Progress;
 use crate::ready::{build_of, CLOCK_TOLERANCE};
@@ -236,57 +237,20 @@ async fn all_or_none(
 }
 
 /// The transport the guns of `preparing` name, their lab read from its `dir` (an experiment
-/// file's directory; the current one for flags), with its settings: the one place a transport
-/// is chosen. What it tells while the guns are made ready goes to `told`.
+/// file's directory; the current one for flags), with its settings, opened by their backend
+/// (chosen by `backend::backend`, the one place a transport is chosen). What it tells while
+/// the guns are made ready goes to `told`.
 pub fn of(
     preparing: Preparing<'_>,
     told: mpsc::UnboundedSender<Progress>,
 ) -> Result<Box<dyn Transport>, FleetError> {
-    match &preparing.guns.hosts {
-        order::GunHosts::Ssh {
-            destinations,
-            config,
-            from,
-            terraform_dir,
-        } => {
-            let lab = crate::ssh::Lab {
-                destinations,
-                config: config.as_deref().map(Path::new),
-                from: *from,
-                terraform_dir: terraform_dir.as_deref().map(Path::new),
-                twin_state: preparing.settings.twin_state.as_deref(),
-            };
-            Ok(Box::new(crate::ssh::Ssh::new(&lab, preparing.dir)?))
-        }
-        order::GunHosts::Kubernetes(spec) => {
-            let secret_file = preparing.settings.secret_file.clone();
-            let guns = crate::kubernetes::Kubernetes::new(spec, preparing.dir, secret_file, told)?;
-            Ok(Box::new(guns))
-        }
-    }
+    backend(&preparing.guns.hosts).open(preparing, told)
 }
 
-/// What the transport an order's guns name can check before anything is opened.
+/// What the transport an order's guns name can check before anything is opened (its
+/// backend's check).
 fn check_hosts(hosts: &order::GunHosts) -> Result<(), FleetError> {
-    match hosts {
-        order::GunHosts::Ssh {
-            destinations,
-            config,
-            from,
-            terraform_dir,
-        } => crate::ssh::check(&crate::ssh::Lab {
-            destinations,
-            config: config.as_deref().map(Path::new),
-            from: *from,
-            terraform_dir: terraform_dir.as_deref().map(Path::new),
-            // Nothing of the twin is read before the guns are opened.
-            twin_state: None,
-        })
-        .map_err(FleetError::from),
-        order::GunHosts::Kubernetes(spec) => {
-            crate::kubernetes::check(spec).map_err(FleetError::from)
-        }
-    }
+    backend(hosts).check()
 }
 
 /// The guns keep their shards in one store that every gun reaches: refused unless `url` is a

@@ -280,3 +280,19 @@ pub fn build_of(path: &std::path::Path) -> std::io::Result<String> {
     std::io::copy(&mut file, &mut hash)?;
     Ok(hex::encode(hash.finalize()))
 }
+
+/// This build's bytes (`local`, whose SHA-256 was `build` when the guns were prepared), for a
+/// transport's [`Link::install`](crate::Link::install) to copy: refused when the file changed
+/// since (a build ran meanwhile), so that what a gun is given is the build it was checked
+/// against.
+pub(crate) fn build_bytes(local: &Path, build: &str) -> Result<Vec<u8>, FleetError> {
+    use sha2::Digest;
+    let bytes = std::fs::read(local).map_err(|error| FleetError::Read {
+        path: local.to_path_buf(),
+        error,
+    })?;
+    if hex::encode(sha2::Sha256::digest(&bytes)) != build {
+        return Err(FleetError::Changed(local.to_path_buf()));
+    }
+    Ok(bytes)
+}

@@ -22,7 +22,9 @@ pub use render::JobSpec;
 pub use rendezvous::Rendezvous;
 pub use said::{job_in_words, plan_lines};
 
+use crate::backend::Backend;
 use crate::error::FleetError;
+use crate::prepare::Preparing;
 use crate::progress::Progress;
 use crate::transport::{BoxFuture, Link, Transport};
 
@@ -186,6 +188,27 @@ fn host_port(what: &'static str, a: &str) -> Result<String, KubeError> {
 /// What [`resolve`] can check before anything is opened.
 pub fn check(spec: &order::Kubernetes) -> Result<(), KubeError> {
     resolve(spec, Path::new(".")).map(|_| ())
+}
+
+/// The Kubernetes guns as an order names them (`order::GunHosts::Kubernetes`, borrowed): their
+/// [`Backend`], checked by [`check`] and opened as [`Kubernetes`].
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct KubeBackend<'a>(pub(crate) &'a order::Kubernetes);
+
+impl Backend for KubeBackend<'_> {
+    fn check(&self) -> Result<(), FleetError> {
+        check(self.0).map_err(FleetError::from)
+    }
+
+    fn open(
+        &self,
+        preparing: Preparing<'_>,
+        told: tokio::sync::mpsc::UnboundedSender<Progress>,
+    ) -> Result<Box<dyn Transport>, FleetError> {
+        let secret_file = preparing.settings.secret_file.clone();
+        let guns = Kubernetes::new(self.0, preparing.dir, secret_file, told)?;
+        Ok(Box::new(guns))
+    }
 }
 
 /// The guns of one sitting: the Job written, the runner listening for its pods.

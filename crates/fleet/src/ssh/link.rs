@@ -234,17 +234,7 @@ impl SshLink {
                 },
             ));
         }
-        let bytes = std::fs::read(local).map_err(|error| FleetError::Read {
-            path: local.to_path_buf(),
-            error,
-        })?;
-        let sent = {
-            use sha2::Digest;
-            hex::encode(sha2::Sha256::digest(&bytes))
-        };
-        if sent != build {
-            return Err(FleetError::Changed(local.to_path_buf()));
-        }
+        let bytes = crate::ready::build_bytes(local, build)?;
         let cached = cached(build);
         // A name of its own for each copy (two runners copying at once do not mix), checked
         // against the hash of what was sent before it takes the build's name: a copy cut
@@ -252,7 +242,8 @@ impl SshLink {
         let copy = format!(
             "mkdir -p {dir} && t=$(mktemp {dir}/.loadgen-XXXXXX) && {{ cat > \"$t\" && echo {sent}'  '\"$t\" | sha256sum -c --status && chmod 755 \"$t\" && mv -f \"$t\" {to}; }} || {{ rm -f \"$t\"; exit 1; }}",
             dir = word(CACHE),
-            to = word(&cached)
+            to = word(&cached),
+            sent = build
         );
         let out = self.run(&copy, &bytes, Duration::from_secs(300)).await?;
         if !out.status.success() {

@@ -14,7 +14,12 @@ pub use lab::{
 };
 pub use link::SshLink;
 
+use tokio::sync::mpsc;
+
+use crate::backend::Backend;
 use crate::error::FleetError;
+use crate::prepare::Preparing;
+use crate::progress::Progress;
 use crate::transport::{BoxFuture, Link, Transport};
 
 /// Why the SSH guns cannot be named, found or reached.
@@ -73,6 +78,45 @@ pub enum SshError {
 impl From<SshError> for FleetError {
     fn from(e: SshError) -> FleetError {
         FleetError::Transport(crate::error::TransportError::new(e))
+    }
+}
+
+/// The SSH guns as an order names them (the fields of `order::GunHosts::Ssh`, borrowed): their
+/// [`Backend`], checked as a [`Lab`] and opened as [`Ssh`].
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct SshBackend<'a> {
+    pub(crate) destinations: &'a [String],
+    pub(crate) config: Option<&'a str>,
+    pub(crate) from: Option<order::Lab>,
+    pub(crate) terraform_dir: Option<&'a str>,
+}
+
+impl SshBackend<'_> {
+    /// The guns as a [`Lab`], the twin's state where `twin_state` says.
+    fn lab<'b>(&'b self, twin_state: Option<&'b Path>) -> Lab<'b> {
+        Lab {
+            destinations: self.destinations,
+            config: self.config.map(Path::new),
+            from: self.from,
+            terraform_dir: self.terraform_dir.map(Path::new),
+            twin_state,
+        }
+    }
+}
+
+impl Backend for SshBackend<'_> {
+    fn check(&self) -> Result<(), FleetError> {
+        // Nothing of the twin is read before the guns are opened.
+        check(&self.lab(None)).map_err(FleetError::from)
+    }
+
+    fn open(
+        &self,
+        preparing: Preparing<'_>,
+        _told: mpsc::UnboundedSender<Progress>,
+    ) -> Result<Box<dyn Transport>, FleetError> {
+        let lab = self.lab(preparing.settings.twin_state.as_deref());
+        Ok(Box::new(Ssh::new(&lab, preparing.dir)?))
     }
 }
 
