@@ -352,6 +352,14 @@ pub struct Change {
     /// The smallest change these rounds would show 80 % of the time (at 95 % confidence), as a
     /// share: (t₀.₉₇₅ + t₀.₈) × the standard error of the mean log-ratio.
     pub could_see: f64,
+    /// The degrees of freedom of the Student's t its interval was read at, where not its
+    /// rounds less one: a capacity's interval widened by the spread between processes of one
+    /// build ([`process::Between::widen`]: Satterthwaite's), which
+    /// [`process::Between::narrow`] reads back to the interval as measured. Absent in every
+    /// other change (read at t on the rounds less one, or a confidence sequence's), and in
+    /// gates kept before it was (widened then at t on the rounds less one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub df: Option<f64>,
 }
 
 /// Each round's log-ratio, candidate ÷ baseline, of the pairs whose values are both positive.
@@ -409,6 +417,7 @@ impl Change {
             high: (mean + t975 * se).exp(),
             rounds: n,
             could_see: ((t975 + t80) * se).exp() - 1.0,
+            df: None,
         })
     }
 
@@ -416,7 +425,26 @@ impl Change {
     /// likelihood of their ratio over `rounds`). What it could see is read off the interval's
     /// width as though it were Student's t over the rounds' log-ratios: an approximation.
     pub fn of_interval(ratio: f64, low: f64, high: f64, rounds: usize) -> Change {
-        let (t975, t80) = t_quantiles(rounds.saturating_sub(1).max(1));
+        Change::of_interval_at(ratio, low, high, rounds, None)
+    }
+
+    /// A ratio and its 95 % interval read at Student's t on `df` degrees of freedom (on its
+    /// rounds less one where `None`, as [`Change::of_interval`]): what it could see is read off
+    /// the interval's width at the same t.
+    pub(crate) fn of_interval_at(
+        ratio: f64,
+        low: f64,
+        high: f64,
+        rounds: usize,
+        df: Option<f64>,
+    ) -> Change {
+        let (t975, t80) = match df {
+            Some(df) => (
+                functions::t_quantile(0.975, df),
+                functions::t_quantile(0.80, df),
+            ),
+            None => t_quantiles(rounds.saturating_sub(1).max(1)),
+        };
         let se = (high / low).ln().abs() / (2.0 * t975);
         Change {
             ratio,
@@ -424,6 +452,7 @@ impl Change {
             high,
             rounds,
             could_see: ((t975 + t80) * se).exp() - 1.0,
+            df,
         }
     }
 

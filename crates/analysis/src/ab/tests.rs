@@ -115,6 +115,7 @@ fn c(ratio: f64, low: f64, high: f64) -> Change {
         high,
         rounds: 8,
         could_see: 0.03,
+        df: None,
     }
 }
 

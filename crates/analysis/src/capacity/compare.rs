@@ -125,6 +125,54 @@ impl Between {
             .collect();
         Between::of_logs(&logs)
     }
+
+    /// The degrees of freedom 2σ² rests on: [`Between::effective`], or the sittings where that
+    /// is not known.
+    fn spread_df(&self) -> f64 {
+        if self.effective > 0.0 {
+            self.effective
+        } else {
+            self.sittings as f64
+        }
+    }
+
+    /// A standard error `se` of a ratio's ln, read on `own_df` degrees of freedom (its rounds
+    /// less one), widened by the spread between two processes of one build to √(se² + 2σ²),
+    /// with the Student's t its interval at `confidence` (two-sided) is read at: on
+    /// Satterthwaite's degrees of freedom, the spread's part on its own ([`Between::effective`]:
+    /// as many as the sittings carry, weighted), `se`'s on `own_df`, the whole on one at least
+    /// (a spread read near 0 from loose sittings rests on a fraction of a degree: its t is then
+    /// one degree's, wide, not infinite). σ² is itself read from a few A/A sittings; treated as
+    /// known, the interval is too narrow where they are few or read loosely. `None` where no
+    /// spread was read (σ = 0, or no sittings): the interval is then as it was.
+    ///
+    /// The one widening of both a comparison's ratios ([`Ratio::widened`]) and a gate's
+    /// changes (`ab::process`).
+    pub fn widening(&self, se: f64, own_df: f64, confidence: f64) -> Option<Widened> {
+        if self.sd <= 0.0 || self.sittings == 0 {
+            return None;
+        }
+        let (own, spread) = (se * se, 2.0 * self.sd * self.sd);
+        let (total, spread_df) = (own + spread, self.spread_df());
+        let df = (total.powi(2) / (spread.powi(2) / spread_df + own.powi(2) / own_df)).max(1.0);
+        Some(Widened {
+            se: total.sqrt(),
+            df,
+            t: crate::ab::functions::t_quantile(0.5 + confidence / 2.0, df),
+        })
+    }
+}
+
+/// A standard error widened by the spread between processes of one build
+/// ([`Between::widening`]): its interval is ± `t` · `se` in ln about the centre.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Widened {
+    /// √(s² + 2σ²), in ln.
+    pub se: f64,
+    /// Satterthwaite's degrees of freedom of s² + 2σ² (at least 1).
+    pub df: f64,
+    /// Student's t on `df`, two-sided at the confidence asked.
+    pub t: f64,
 }
 
 /// What a comparison's intervals say of the processes behind them.
@@ -270,24 +318,12 @@ impl Ratio {
         let (Some(low), Some(high), Some(se)) = (self.low, self.high, self.log_se()) else {
             return wider;
         };
-        if between.sd <= 0.0 || between.sittings == 0 {
+        // Satterthwaite's t, as a gate's changes are widened (`Between::widening`): the
+        // spread's part on its own df, this ratio's own part on its rounds'.
+        let Some(widened) = between.widening(se, self.own_df(), self.confidence) else {
             return wider;
-        }
-        let (own, spread) = (se * se, 2.0 * between.sd * between.sd);
-        let own_df = f64::from(self.rounds.saturating_sub(1).max(1));
-        // Satterthwaite: the spread's part rests on its own df (`effective`: as many as the
-        // sittings carry, weighted), this ratio's own part on its rounds'; the whole on one at
-        // least (a spread read near 0 from loose sittings rests on a fraction of a degree: its
-        // t is then one degree's, wide, not infinite).
-        let spread_df = if between.effective > 0.0 {
-            between.effective
-        } else {
-            between.sittings as f64
         };
-        let total = own + spread;
-        let df = (total.powi(2) / (spread.powi(2) / spread_df + own.powi(2) / own_df)).max(1.0);
-        let t = crate::ab::functions::t_quantile(0.5 + self.confidence / 2.0, df);
-        let half = t * (own + spread).sqrt();
+        let half = widened.t * widened.se;
         let centre = (low * high).sqrt();
         wider.low = Some(centre * (-half).exp());
         wider.high = Some(centre * half.exp());
@@ -467,6 +503,7 @@ impl Looks {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::capacity::random::Rng;
 
     /// The write-up's Node and Go servers (Showdown's targets), POST /users with PostgreSQL on
     /// one CPU, p99 ≤ 10 ms, compared in 16 rounds of 5 s steps on the project's VM
@@ -477,6 +514,43 @@ mod tests {
             _ => include_str!("testdata/users-go.json"),
         };
         serde_json::from_str(text).unwrap()
+    }
+
+    /// The rounds a simulated A/A comparison's ratio is read over.
+    const AA_ROUNDS: u32 = 16;
+
+    /// t₀.₉₇₅(15): Student's t on the rounds less one, as the profile's F is.
+    const AA_T: f64 = 2.131;
+
+    /// An A/A comparison's ratio (b ÷ a) of ln `mean`, its rounds' standard error of it `s`:
+    /// its interval ± `AA_T` · `s` in ln about `mean`, over `AA_ROUNDS` rounds.
+    fn aa_ratio(mean: f64, s: f64) -> Ratio {
+        Ratio {
+            of: "b".into(),
+            of_name: "b".into(),
+            to: "a".into(),
+            to_name: "a".into(),
+            p: 0.5,
+            ratio: mean.exp(),
+            low: Some((mean - AA_T * s).exp()),
+            high: Some((mean + AA_T * s).exp()),
+            confidence: CONFIDENCE,
+            rounds: AA_ROUNDS,
+            note: String::new(),
+        }
+    }
+
+    /// One simulated A/A comparison: two fresh processes of one build differ by `sd` in ln
+    /// capacity each, and their ratio is read over `AA_ROUNDS` rounds with a standard error
+    /// `se` (its interval from the rounds' own spread: `se` estimated on the rounds less one).
+    /// It draws, in this order, the two processes, the rounds' mean and the rounds' spread
+    /// (one normal a degree of freedom); the simulations' coverage figures rest on that order.
+    fn aa_sitting(rng: &mut Rng, sd: f64, se: f64) -> Ratio {
+        let truth = sd * rng.normal() - sd * rng.normal();
+        let mean = truth + se * rng.normal();
+        let chi2: f64 = (0..AA_ROUNDS - 1).map(|_| rng.normal().powi(2)).sum();
+        let s = se * (chi2 / f64::from(AA_ROUNDS - 1)).sqrt();
+        aa_ratio(mean, s)
     }
 
     #[test]
@@ -509,28 +583,8 @@ mod tests {
     /// 93–97 %.
     #[test]
     fn an_aa_comparison_widened_by_the_spread_read_from_earlier_ones_holds_1_at_95_percent() {
-        let mut rng = crate::capacity::random::Rng::new(76);
-        let (se, rounds) = (0.015, 16u32);
-        let t = 2.131; // t₀.₉₇₅(15)
-        let sitting = |rng: &mut crate::capacity::random::Rng, sd: f64| {
-            let truth = sd * rng.normal() - sd * rng.normal();
-            let mean = truth + se * rng.normal();
-            let chi2: f64 = (0..rounds - 1).map(|_| rng.normal().powi(2)).sum();
-            let s = se * (chi2 / f64::from(rounds - 1)).sqrt();
-            Ratio {
-                of: "b".into(),
-                of_name: "b".into(),
-                to: "a".into(),
-                to_name: "a".into(),
-                p: 0.5,
-                ratio: mean.exp(),
-                low: Some((mean - t * s).exp()),
-                high: Some((mean + t * s).exp()),
-                confidence: CONFIDENCE,
-                rounds,
-                note: String::new(),
-            }
-        };
+        let mut rng = Rng::new(76);
+        let se = 0.015;
         let n = 2000;
         let holds = |r: &Ratio| r.difference() == Difference::NotShown;
         // Processes 2 % apart, the spread read from the fewest sittings it is read from, from
@@ -544,10 +598,10 @@ mod tests {
         ] {
             let (mut plain, mut wide, mut sds) = (0, 0, Vec::new());
             for _ in 0..n {
-                let earlier: Vec<Ratio> = (0..past).map(|_| sitting(&mut rng, sd)).collect();
+                let earlier: Vec<Ratio> = (0..past).map(|_| aa_sitting(&mut rng, sd, se)).collect();
                 let between = Between::of_ratios(&earlier).unwrap();
                 sds.push(between.sd);
-                let now = sitting(&mut rng, sd);
+                let now = aa_sitting(&mut rng, sd, se);
                 plain += usize::from(holds(&now));
                 let widened = now.widened(&between);
                 let (low, high) = (now.low.unwrap(), now.high.unwrap());
@@ -578,30 +632,12 @@ mod tests {
         // As Go's searches read here: half the sittings' intervals ±1 %, half ±17 %. Read
         // unweighted, the loose sittings' own error swamped the spread (read 0 from 44 real
         // sittings); weighted by precision, the tight ones carry it.
-        let mut rng = crate::capacity::random::Rng::new(77);
-        let (rounds, t, sd) = (16u32, 2.131, 0.02);
-        let sitting = |rng: &mut crate::capacity::random::Rng| {
+        let mut rng = Rng::new(77);
+        let sd = 0.02;
+        // Each sitting tight or loose by a coin drawn before its own draws.
+        let sitting = |rng: &mut Rng| {
             let se = if rng.normal() > 0.0 { 0.005 } else { 0.08 };
-            let truth = sd * rng.normal() - sd * rng.normal();
-            let mean = truth + se * rng.normal();
-            let chi2: f64 = (0..rounds - 1).map(|_| rng.normal().powi(2)).sum();
-            let s = se * (chi2 / f64::from(rounds - 1)).sqrt();
-            (
-                se,
-                Ratio {
-                    of: "b".into(),
-                    of_name: "b".into(),
-                    to: "a".into(),
-                    to_name: "a".into(),
-                    p: 0.5,
-                    ratio: mean.exp(),
-                    low: Some((mean - t * s).exp()),
-                    high: Some((mean + t * s).exp()),
-                    confidence: CONFIDENCE,
-                    rounds,
-                    note: String::new(),
-                },
-            )
+            (se, aa_sitting(rng, sd, se))
         };
         let n = 2000;
         for past in [10, 30] {
@@ -633,19 +669,8 @@ mod tests {
 
     #[test]
     fn a_spread_read_near_0_from_loose_sittings_widens_a_tight_interval_but_not_to_infinity() {
-        let tight = Ratio {
-            of: "b".into(),
-            of_name: "b".into(),
-            to: "a".into(),
-            to_name: "a".into(),
-            p: 0.5,
-            ratio: 1.0,
-            low: Some((-2.131_f64 * 0.005).exp()),
-            high: Some((2.131_f64 * 0.005).exp()),
-            confidence: CONFIDENCE,
-            rounds: 16,
-            note: String::new(),
-        };
+        // A sitting read ±1 % (se 0.005) about a ratio of 1.
+        let tight = aa_ratio(0.0, 0.005);
         // Ten sittings read ±17 % (se 0.08): a spread of 2σ² = 1e-6 read from them rests on
         // a tiny fraction of one degree of freedom.
         let se = 0.08_f64;
