@@ -1,9 +1,10 @@
 // Showdown's pages, made explorable: each chart's model (the JSON beside its SVG) drawn with
 // uPlot (hover for every series' value; on time charts one crosshair and one zoom for all
 // charts of the page, double-click to reset; a series toggled from its legend), the flame graph
-// of the charts' window (alone or against the rest of the run), and the runs tables filtered
-// and sorted. Without JavaScript the SVGs and the whole tables stay: nothing here is needed to
-// read a page, only to look closer.
+// of the charts' window (alone or against the rest of the run), each latency heatmap drawn from
+// its data (the cell under the pointer named below it; the columns of the charts' window), and
+// the runs tables filtered and sorted. Without JavaScript the SVGs and the whole tables stay:
+// nothing here is needed to read a page, only to look closer.
 (function () {
   'use strict';
 
@@ -407,7 +408,213 @@
     });
   }
 
-  // The window the charts show: the flame graphs follow it.
+  // --- the latency heatmaps: drawn from their data, a cell named on hover, the charts' window ---
+
+  var heatmaps = [];
+  // The picture's size and margins, the SVG's beside it (report::heatmap): the same drawing.
+  var HEAT = { width: 720, height: 300, left: 64, right: 16, top: 28, bottom: 40 };
+  // Light yellow for one request, through orange and red, to dark purple for the most.
+  var HEAT_STOPS = [
+    [0, [255, 237, 160]],
+    [0.4, [253, 141, 60]],
+    [0.7, [215, 25, 28]],
+    [1, [73, 0, 106]],
+  ];
+
+  // A cell's colour from its shade, the log of its count over the log of the most in one cell
+  // (report::heatmap's colour scale, its twin).
+  function heatColor(shade) {
+    var s = Math.min(1, Math.max(0, shade));
+    var i = 0;
+    while (i < 2 && HEAT_STOPS[i + 1][0] <= s) i++;
+    var a = HEAT_STOPS[i];
+    var b = HEAT_STOPS[i + 1];
+    var f = Math.min(1, Math.max(0, (s - a[0]) / (b[0] - a[0])));
+    var hex = '#';
+    for (var k = 0; k < 3; k++) {
+      var v = Math.round(a[1][k] + (b[1][k] - a[1][k]) * f);
+      hex += (v < 16 ? '0' : '') + v.toString(16);
+    }
+    return hex;
+  }
+
+  // A latency (ns) in the unit the SVG's axis writes it in, its figure by the page's rules:
+  // 100µs, 177.8µs, 1ms, 42.17ms, 1.5s.
+  function latency(ns) {
+    if (ns >= 1e9 - 0.5) return fmt(ns / 1e9) + 's';
+    if (ns >= 1e6 - 0.5) return fmt(ns / 1e6) + 'ms';
+    return fmt(ns / 1e3) + 'µs';
+  }
+
+  // A round step near `raw`: 1, 2 or 5 times a power of ten, as the SVG's time axis steps.
+  function niceStep(raw) {
+    var r = Math.max(raw, 1e-6);
+    var p = 10 ** Math.floor(Math.log10(r));
+    var m = r / p;
+    return p * (m <= 1 ? 1 : m <= 2 ? 2 : m <= 5 ? 5 : 10);
+  }
+
+  // An SVG element with its attributes (and its text), added to `parent`.
+  function svgAdd(parent, tag, attrs, text) {
+    var node = document.createElementNS('http://www.w3.org/2000/svg', tag);
+    Object.keys(attrs).forEach(function (name) {
+      node.setAttribute(name, attrs[name]);
+    });
+    if (text != null) node.textContent = text;
+    if (parent) parent.appendChild(node);
+    return node;
+  }
+
+  // What a cell holds, for the line under the heatmap: its count, its latencies, its slice.
+  function cellText(data, c, r) {
+    var column = data.columns[c];
+    var n = column.counts[r];
+    var took = latency(data.edges[r]) + '–' + latency(data.edges[r + 1]);
+    var when = seconds(column.from) + ' to ' + seconds(column.to);
+    return fmt(n) + (n === 1 ? ' request took ' : ' requests took ') + took + ', from ' + when + '.';
+  }
+
+  // The heatmap of the charts' window: the columns that overlap it (every one with no window),
+  // drawn across the whole plot, its rows and colours as the whole run has them.
+  function drawHeatmap(panel) {
+    var data = panel.data;
+    var w = view || [-Infinity, Infinity];
+    var shown = [];
+    data.columns.forEach(function (column, c) {
+      if (column.to > w[0] && column.from < w[1]) shown.push(c);
+    });
+    if (panel.svg) panel.box.removeChild(panel.svg);
+    panel.svg = null;
+    if (!shown.length) {
+      panel.hint = "No column of this heatmap is in the charts' window: widen it.";
+      panel.line.textContent = panel.hint;
+      return;
+    }
+    var low = data.rows[0];
+    var rows = data.rows[1] - low;
+    var t0 = data.columns[shown[0]].from;
+    var t1 = Math.max(data.columns[shown[shown.length - 1]].to, t0 + 1e-9);
+    var pw = HEAT.width - HEAT.left - HEAT.right;
+    var ph = HEAT.height - HEAT.top - HEAT.bottom;
+    var rowH = ph / rows;
+    function x(t) {
+      return HEAT.left + ((t - t0) / (t1 - t0)) * pw;
+    }
+    // Where the bottom of row r lies (row r is bin low + r).
+    function y(r) {
+      return HEAT.top + ph - r * rowH;
+    }
+    var svg = svgAdd(null, 'svg', {
+      viewBox: '0 0 ' + HEAT.width + ' ' + HEAT.height,
+      width: HEAT.width,
+      height: HEAT.height,
+      class: 'heatmap',
+      'data-total': data.total,
+      'data-window': view ? view[0] + ',' + view[1] : 'all',
+      'data-columns': shown.length,
+      'font-family': 'sans-serif',
+      'font-size': 11,
+      role: 'img',
+    });
+    svgAdd(svg, 'text', { x: HEAT.left, y: 16, 'font-size': 13, 'font-weight': 600 }, panel.title);
+    svgAdd(svg, 'rect', { x: HEAT.left, y: HEAT.top, width: pw, height: ph, fill: '#fafafa', stroke: '#ccc' });
+    var scale = Math.log(data.max + 1);
+    shown.forEach(function (c) {
+      var column = data.columns[c];
+      var x0 = x(column.from);
+      var width = Math.max(x(column.to) - x0, 0.5);
+      column.counts.forEach(function (n, row) {
+        if (!n || row >= rows) return;
+        svgAdd(svg, 'rect', {
+          x: x0.toFixed(2),
+          y: y(row + 1).toFixed(2),
+          width: width.toFixed(2),
+          height: rowH.toFixed(2),
+          fill: heatColor(Math.log(n + 1) / scale),
+          'data-count': n,
+          'data-column': c,
+          'data-row': row,
+        });
+      });
+    });
+    // The latency axis: a tick and a label each decade.
+    for (var r = 0; r <= rows; r++) {
+      if ((low + r) % data.bins_per_decade !== 0) continue;
+      var yy = y(r);
+      svgAdd(svg, 'line', { x1: HEAT.left - 4, x2: HEAT.left, y1: yy.toFixed(2), y2: yy.toFixed(2), stroke: '#999' });
+      var label = { x: HEAT.left - 6, y: (yy + 4).toFixed(2), 'text-anchor': 'end' };
+      svgAdd(svg, 'text', label, latency(data.edges[r]));
+    }
+    // The time axis: a tick and a label at round steps of seconds.
+    var step = niceStep((t1 - t0) / 8);
+    var bottom = HEAT.top + ph;
+    for (var k = Math.ceil(t0 / step); k * step <= t1 + 1e-9; k++) {
+      var xx = x(k * step).toFixed(2);
+      svgAdd(svg, 'line', { x1: xx, x2: xx, y1: bottom, y2: bottom + 4, stroke: '#999' });
+      svgAdd(svg, 'text', { x: xx, y: bottom + 16, 'text-anchor': 'middle' }, fmt(k * step));
+    }
+    var along = { x: HEAT.left + pw / 2, y: HEAT.height - 6, 'text-anchor': 'middle' };
+    svgAdd(svg, 'text', along, 'time since the attack started (s)');
+    var up = { transform: 'translate(14 ' + (HEAT.top + ph / 2) + ') rotate(-90)', 'text-anchor': 'middle' };
+    svgAdd(svg, 'text', up, data.kind + ' latency');
+    // The cell under the pointer, named in the line below; the window's hint when it leaves.
+    svg.addEventListener('mouseover', function (e) {
+      var cell = e.target;
+      var c = cell && cell.getAttribute ? cell.getAttribute('data-column') : null;
+      if (c === null) return;
+      panel.line.textContent = cellText(data, Number(c), Number(cell.getAttribute('data-row')));
+    });
+    svg.addEventListener('mouseleave', function () {
+      panel.line.textContent = panel.hint;
+    });
+    panel.hint = view
+      ? "The charts' window: " +
+        fmt(shown.length) +
+        ' of ' +
+        fmt(data.columns.length) +
+        ' columns, ' +
+        seconds(t0) +
+        ' to ' +
+        seconds(t1) +
+        '. Hover a cell for its count, its latencies and its slice of the run.'
+      : 'Hover a cell for its count, its latencies and its slice of the run.';
+    panel.line.textContent = panel.hint;
+    panel.box.insertBefore(svg, panel.line);
+    panel.svg = svg;
+  }
+
+  // Each heatmap drawn from the data beside its SVG, which it hides (print keeps the SVG); a
+  // heatmap whose data does not parse keeps its SVG.
+  function heatmapFigures() {
+    document.querySelectorAll('figure.heatmap').forEach(function (figure) {
+      var data;
+      try {
+        data = JSON.parse(figure.querySelector('script.heatmap-data').textContent);
+      } catch (_e) {
+        return;
+      }
+      if (!data || !data.columns || !data.columns.length) return;
+      var box = document.createElement('div');
+      box.className = 'live-chart heatmap-live';
+      var line = document.createElement('p');
+      line.className = 'heatmap-hover';
+      box.appendChild(line);
+      figure.appendChild(box);
+      var panel = {
+        data: data,
+        box: box,
+        line: line,
+        svg: null,
+        hint: '',
+        title: figure.getAttribute('data-title') || data.kind + ' latency',
+      };
+      heatmaps.push(panel);
+      drawHeatmap(panel);
+      figure.classList.add('live');
+    });
+  }
+
+  // The window the charts show: the flame graphs and the heatmaps follow it.
   function windowChanged(u) {
     var min = u.scales.x.min;
     var max = u.scales.x.max;
@@ -415,6 +622,9 @@
     view = min <= page[0] && max >= page[1] ? null : [min, max];
     flames.forEach(function (p) {
       if (p.el.open) drawFlame(p);
+    });
+    heatmaps.forEach(function (p) {
+      drawHeatmap(p);
     });
   }
 
@@ -768,6 +978,7 @@
     tables();
     if (!rules) return;
     flamePanels();
+    heatmapFigures();
     if (typeof uPlot === 'undefined') return;
     document.querySelectorAll('figure[data-chart]').forEach(draw);
     whole();
@@ -796,6 +1007,7 @@
       warm: warm,
       esc: esc,
       drawFlame: drawFlame,
+      heatColor: heatColor,
       filterRows: filterRows,
       sortBy: sortBy,
     };

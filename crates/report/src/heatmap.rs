@@ -5,10 +5,17 @@
 //! Drawn as SVG by hand rather than with plotters: every cell carries its exact count and range
 //! (`data-count`, and a `<title>` a browser shows on hover, with JavaScript off too), which
 //! plotters cannot write. The counts of all cells add up to the run's completed requests.
+//!
+//! This is the page's picture for print and for pages read without script. The page carries
+//! the same data beside it as JSON, from which its script (`assets/showdown.js`) draws the same
+//! cells, colours and axes (this module's geometry and colour scale, its twin), names the cell
+//! under the pointer in a line below, and keeps only the columns of the time charts' window.
+//! Both read only the data: its rows' edges, its columns' slices and counts.
 
 use std::fmt::Write as _;
 
-use crate::model::heatmap::{edge, HeatmapData, BINS_PER_DECADE};
+use crate::model::heatmap::HeatmapData;
+use crate::model::number::{number, seconds};
 
 const WIDTH: f64 = 720.0;
 const HEIGHT: f64 = 300.0;
@@ -34,7 +41,7 @@ pub fn svg(map: &HeatmapData, title: &str) -> String {
     );
     cells(&mut out, map, &frame);
     // Axes: a label each decade, seconds along the run.
-    latency_axis(&mut out, &frame);
+    latency_axis(&mut out, map, &frame);
     time_axis(&mut out, &frame);
     let _ = write!(
         out,
@@ -63,8 +70,8 @@ impl Frame {
     fn of(map: &HeatmapData) -> Frame {
         let columns = &map.columns;
         let (low, high) = map.rows;
-        let t0 = columns.first().map_or(0.0, |c| c.0 .0);
-        let t1 = columns.last().map_or(1.0, |c| c.0 .1).max(t0 + 1e-9);
+        let t0 = columns.first().map_or(0.0, |c| c.from);
+        let t1 = columns.last().map_or(1.0, |c| c.to).max(t0 + 1e-9);
         let (w, h) = (WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM);
         let row_h = h / (high - low) as f64;
         Frame {
@@ -90,35 +97,44 @@ impl Frame {
 }
 
 /// Every cell with a request: its rect, shaded by its count on a log scale, with its count
-/// and its range.
+/// and its range (row `i` of a column is bin `low + i`, from `edges[i]` to `edges[i + 1]`).
 fn cells(out: &mut String, map: &HeatmapData, frame: &Frame) {
     let row_h = frame.row_h;
     let scale = (map.max as f64 + 1.0).ln();
-    for ((start, end), counts) in &map.columns {
-        let (x0, x1) = (frame.x(*start), frame.x(*end));
-        for (bin, &n) in counts.iter().enumerate().take(frame.high).skip(frame.low) {
+    for column in &map.columns {
+        let (start, end) = (column.from, column.to);
+        let (x0, x1) = (frame.x(start), frame.x(end));
+        let rows = column.counts.iter().zip(map.edges.windows(2));
+        for (i, (&n, range)) in rows.enumerate() {
             if n == 0 {
                 continue;
             }
             let shade = (n as f64 + 1.0).ln() / scale;
             let _ = write!(
                 out,
-                r#"<rect x="{x0:.2}" y="{:.2}" width="{:.2}" height="{row_h:.2}" fill="{}" data-count="{n}"><title>{n} requests took {}–{} from {start:.1} s to {end:.1} s</title></rect>"#,
-                frame.y(bin + 1),
+                r#"<rect x="{x0:.2}" y="{:.2}" width="{:.2}" height="{row_h:.2}" fill="{}" data-count="{n}"><title>{} {} took {}–{}, from {} to {}.</title></rect>"#,
+                frame.y(frame.low + i + 1),
                 (x1 - x0).max(0.5),
                 color(shade),
-                duration(edge(bin)),
-                duration(edge(bin + 1)),
+                number(n as f64),
+                if n == 1 { "request" } else { "requests" },
+                duration(range[0]),
+                duration(range[1]),
+                seconds(start),
+                seconds(end),
             );
         }
     }
 }
 
-/// The latency axis: a tick and a label each decade.
-fn latency_axis(out: &mut String, frame: &Frame) {
-    let per = BINS_PER_DECADE as usize;
+/// The latency axis: a tick and a label each decade (each bin a multiple of the bins a decade).
+fn latency_axis(out: &mut String, map: &HeatmapData, frame: &Frame) {
+    let per = (map.bins_per_decade as usize).max(1);
     for d in (frame.low / per)..=(frame.high / per) {
         let bin = d * per;
+        let Some(&bottom) = bin.checked_sub(frame.low).and_then(|i| map.edges.get(i)) else {
+            continue;
+        };
         let yy = frame.y(bin);
         let _ = write!(
             out,
@@ -126,7 +142,7 @@ fn latency_axis(out: &mut String, frame: &Frame) {
             LEFT - 4.0,
             LEFT - 6.0,
             yy + 4.0,
-            duration(edge(bin))
+            duration(bottom)
         );
     }
 }
@@ -144,7 +160,7 @@ fn time_axis(out: &mut String, frame: &Frame) {
             TOP + h,
             TOP + h + 4.0,
             TOP + h + 16.0,
-            short(t)
+            number(t)
         );
         t += step;
     }
@@ -185,48 +201,15 @@ fn nice_step(raw: f64) -> f64 {
     }
 }
 
-fn short(t: f64) -> String {
-    if (t - t.round()).abs() < 1e-6 {
-        format!("{}", t.round())
-    } else {
-        format!("{t:.1}")
-    }
-}
-
-/// `1µs`, `316µs`, `10ms`, `1.78s`.
+/// A latency (ns) in the unit its size asks, its figure by the pages' one number rule
+/// ([`number`]), as the page's script writes it: `100µs`, `177.8µs`, `1ms`, `42.17ms`, `1.5s`.
 fn duration(ns: f64) -> String {
-    let (v, unit) = if ns >= 1e9 {
-        (ns / 1e9, "s")
-    } else if ns >= 1e6 {
-        (ns / 1e6, "ms")
+    if ns >= 1e9 - 0.5 {
+        format!("{}s", number(ns / 1e9))
+    } else if ns >= 1e6 - 0.5 {
+        format!("{}ms", number(ns / 1e6))
     } else {
-        (ns / 1e3, "µs")
-    };
-    let text = format!("{:.3}", v);
-    let text = text.trim_end_matches('0').trim_end_matches('.');
-    format!("{}{unit}", Number(text))
-}
-
-/// Three significant digits of a number already written with three decimals.
-struct Number<'a>(&'a str);
-
-impl std::fmt::Display for Number<'_> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let v: f64 = self.0.parse().unwrap_or(0.0);
-        let digits = if v >= 100.0 {
-            0
-        } else if v >= 10.0 {
-            1
-        } else {
-            2
-        };
-        let text = format!("{v:.digits$}");
-        let text = if text.contains('.') {
-            text.trim_end_matches('0').trim_end_matches('.').to_string()
-        } else {
-            text
-        };
-        f.write_str(&text)
+        format!("{}µs", number(ns / 1e3))
     }
 }
 
@@ -253,16 +236,18 @@ mod tests {
             .sum();
         assert_eq!(counts, 2000);
         assert!(
-            svg.contains("100 requests took 42.2ms–56.2ms from 1.0 s to 2.0 s"),
+            svg.contains("100 requests took 42.17ms–56.23ms, from 1.00 s to 2.00 s."),
             "{svg}"
         );
         assert!(svg.contains("&lt;latency&gt;"));
     }
 
     #[test]
-    fn durations_have_three_significant_digits() {
+    fn durations_follow_the_pages_number_rule() {
         assert_eq!(duration(1e3), "1µs");
-        assert_eq!(duration(316_227.0), "316µs");
-        assert_eq!(duration(1.778e9), "1.78s");
+        assert_eq!(duration(316_227.0), "316.2µs");
+        assert_eq!(duration(42_170_000.0), "42.17ms");
+        assert_eq!(duration(999_999.7), "1ms");
+        assert_eq!(duration(1.778e9), "1.778s");
     }
 }

@@ -20,7 +20,8 @@
 //!   reads (both held to `tests/numbers.json`).
 //! - Its renderers, which import the model and nothing from the pages above them: `plot`,
 //!   a `ChartData`'s SVG with plotters; [`heatmap`], a heatmap's SVG written by hand (each cell's
-//!   count in it); `flame`, a profile's flame graphs with inferno; [`flame_estimate`], a
+//!   count in it), for pages read without script: the page's script draws the same
+//!   `HeatmapData`, carried beside it as JSON; `flame`, a profile's flame graphs with inferno; [`flame_estimate`], a
 //!   gate's (or a search's knee's) differential flame graph drawn from its call paths' estimates; the pages' script
 //!   (`assets/showdown.js`) draws each chart's `ChartData`.
 //! - [`history`]: an experiment's history across sittings (`analysis::history`) as charts:

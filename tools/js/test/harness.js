@@ -72,6 +72,33 @@ function el({ attrs = {}, classes = [], select = {}, ...fields } = {}) {
   );
 }
 
+// An element the script makes (createElement, or createElementNS with its namespace), or a
+// page's element it adds to: it holds the ones added to it, in order, in `children`; `more` as
+// an element's fields (attrs, select…).
+function node(tag, namespace = null, more = {}) {
+  const children = [];
+  return el({
+    tag,
+    namespace,
+    children,
+    clientWidth: 0,
+    appendChild(child) {
+      children.push(child);
+      return child;
+    },
+    insertBefore(child, before) {
+      const at = children.indexOf(before);
+      children.splice(at < 0 ? children.length : at, 0, child);
+      return child;
+    },
+    removeChild(child) {
+      children.splice(children.indexOf(child), 1);
+      return child;
+    },
+    ...more,
+  });
+}
+
 // A document: `select` as an element's; ids for getElementById. Its #number-rules element holds
 // `rules`, the text a page carries (the cases' rules unless told; null: a page without them).
 function page({ select = {}, ids = {}, rules = JSON.stringify(numbers.rules) } = {}) {
@@ -80,7 +107,8 @@ function page({ select = {}, ids = {}, rules = JSON.stringify(numbers.rules) } =
     readyState: 'complete',
     documentElement: el(),
     head: el({ appendChild() {} }),
-    createElement: (tag) => el({ tag, clientWidth: 0 }),
+    createElement: (tag) => node(tag),
+    createElementNS: (namespace, tag) => node(tag, namespace),
     getElementById: (id) => all[id] ?? null,
   });
 }
@@ -172,4 +200,4 @@ function profile(slices) {
   };
 }
 
-module.exports = { load, el, page, flamePanel, readFlame, profile, file, numbers };
+module.exports = { load, el, node, page, flamePanel, readFlame, profile, file, numbers };

@@ -1,11 +1,12 @@
 // A whole page as the script runs it: its charts handed to uPlot (a stand-in that records what it
-// was given), one zoom for every time chart, the flame graph following the charts' window, the
-// double-click back to the whole run, and the runs tables' filter and sort.
+// was given), one zoom for every time chart, the flame graph and the latency heatmaps following
+// the charts' window, the double-click back to the whole run, and the runs tables' filter and
+// sort.
 'use strict';
 
 const test = require('node:test');
 const assert = require('node:assert/strict');
-const { load, el, page, flamePanel, readFlame, profile, numbers } = require('./harness');
+const { load, el, node, page, flamePanel, readFlame, profile, numbers } = require('./harness');
 
 // uPlot as far as the script uses it: options and data kept, the x scale, setScale's hook, the
 // legend's rows.
@@ -550,4 +551,156 @@ test('a cell without a number sorts by its text', () => {
   // 3.2 before 12.5, as numbers; go's cell has an empty data-v, so its text "—" is its key,
   // compared with the others as text: a dash comes before digits.
   assert.deepEqual(table.order(), ['go', 'Rust', 'Node cluster']);
+});
+
+// --- the latency heatmaps ---
+
+// Eight bins a decade from 1 µs: bin b's bottom edge, ns (report::model::heatmap::edge).
+const edge = (bin) => 1e3 * 10 ** (bin / 8);
+
+// A heatmap as the page carries it (report::model::heatmap::HeatmapData as JSON): rows 16 to 40
+// (100 µs to 100 ms), three one-second columns; 12,345 requests near 200 µs and 10 a row above
+// in the first, a slow mode near 50 ms in the last two: six cells, 13,406 requests.
+const heatmap = (() => {
+  const rows = [16, 40];
+  const column = (from, cells) => {
+    const counts = Array.from({ length: rows[1] - rows[0] }, () => 0);
+    for (const [bin, n] of Object.entries(cells)) counts[Number(bin) - rows[0]] = n;
+    return { from, to: from + 1, counts };
+  };
+  return {
+    kind: 'corrected',
+    total: 13406,
+    max: 12345,
+    rows,
+    bins_per_decade: 8,
+    edges: Array.from({ length: rows[1] - rows[0] + 1 }, (_, i) => edge(rows[0] + i)),
+    columns: [column(0, { 18: 12345, 19: 10 }), column(1, { 18: 900, 37: 100 }), column(2, { 18: 1, 37: 50 })],
+  };
+})();
+
+const HOVER = 'Hover a cell for its count, its latencies and its slice of the run.';
+
+// A heatmap's figure as pages::heatmaps writes it: its title, and its data as the text of its
+// script element.
+function heatmapFigure(json = JSON.stringify(heatmap)) {
+  return node('figure', null, {
+    attrs: { 'data-title': 'corrected latency, count by time and latency' },
+    select: { 'script.heatmap-data': [el({ textContent: json })] },
+  });
+}
+
+// What the script drew into a heatmap's figure: its SVG (null where it drew none) and how many
+// it holds, the hover line under it, and the SVG's cells and texts.
+function drawnHeatmap(map) {
+  const box = map.children.find((n) => n.className === 'live-chart heatmap-live');
+  const svg = box.children.find((n) => n.tag === 'svg') ?? null;
+  const parts = svg ? svg.children : [];
+  return {
+    svg,
+    svgs: box.children.filter((n) => n.tag === 'svg').length,
+    hover: box.children.find((n) => n.className === 'heatmap-hover'),
+    cells: parts.filter((n) => n.tag === 'rect' && n.getAttribute('data-count') !== null),
+    texts: parts.filter((n) => n.tag === 'text').map((n) => n.textContent),
+  };
+}
+
+// A page with the heatmap, and these time charts drawn by `uPlot`.
+function openHeatmap({ uPlot, charts = [] } = {}) {
+  const map = heatmapFigure();
+  const document = page({ select: { 'figure[data-chart]': charts, 'figure.heatmap': [map] } });
+  const window = {};
+  load({ window, document, uPlot });
+  return { map, window, drawn: () => drawnHeatmap(map) };
+}
+
+test('a heatmap is drawn from its data: a cell for each count, its colour and place as the SVG has them', () => {
+  const { map, drawn } = openHeatmap();
+  const { svg, cells, texts, hover } = drawn();
+  // The script's drawing replaces the SVG beside it (which print keeps).
+  assert.ok(map.classList.contains('live'));
+  assert.equal(svg.namespace, 'http://www.w3.org/2000/svg');
+  assert.equal(svg.getAttribute('data-window'), 'all');
+  const counts = heatmap.columns.flatMap((c) => c.counts).filter((n) => n > 0);
+  assert.equal(cells.length, counts.length);
+  assert.equal(cells.length, 6);
+  assert.equal(
+    cells.reduce((sum, c) => sum + Number(c.getAttribute('data-count')), 0),
+    heatmap.total,
+  );
+  // The most requests in one cell are the darkest colour; one request, light yellow.
+  const cell = (count) => cells.find((c) => c.getAttribute('data-count') === String(count));
+  assert.equal(cell(12345).getAttribute('fill'), '#49006a');
+  assert.equal(cell(1).getAttribute('fill'), '#ffdb8e');
+  // At 200 µs in the first second: the plot's left edge (64), a third of its 640 px, the third
+  // of 24 rows up its 232 px.
+  const place = ['x', 'y', 'width', 'height'].map((a) => cell(12345).getAttribute(a));
+  assert.deepEqual(place, ['64.00', '231.00', '213.33', '9.67']);
+  // Its title, each decade's latency, round seconds, the latency's kind.
+  assert.equal(texts[0], 'corrected latency, count by time and latency');
+  for (const label of ['100µs', '1ms', '10ms', '100ms', '0', '0.5', '1', '2.5', '3', 'corrected latency']) {
+    assert.ok(texts.includes(label), `${label}: ${texts}`);
+  }
+  assert.equal(hover.textContent, HOVER);
+});
+
+test('hovering a cell names its count as fmt writes it, its latencies and its slice of the run', () => {
+  const { drawn } = openHeatmap();
+  const { svg, cells, hover } = drawn();
+  const cell = (count) => cells.find((c) => c.getAttribute('data-count') === String(count));
+  svg.fire('mouseover', { target: cell(12345) });
+  assert.equal(hover.textContent, '12,345 requests took 177.8µs–237.1µs, from 0.00 s to 1.00 s.');
+  svg.fire('mouseover', { target: cell(1) });
+  assert.equal(hover.textContent, '1 request took 177.8µs–237.1µs, from 2.00 s to 3.00 s.');
+  svg.fire('mouseover', { target: cell(100) });
+  assert.equal(hover.textContent, '100 requests took 42.17ms–56.23ms, from 1.00 s to 2.00 s.');
+  // Over a label the line stays; off the heatmap, it says what to do again.
+  svg.fire('mouseover', { target: svg.children.find((n) => n.tag === 'text') });
+  assert.equal(hover.textContent, '100 requests took 42.17ms–56.23ms, from 1.00 s to 2.00 s.');
+  svg.fire('mouseleave');
+  assert.equal(hover.textContent, HOVER);
+});
+
+test("a zoom on the time charts keeps the heatmap's columns in the window; the double-click, all of them", () => {
+  const uPlot = fakeUPlot();
+  const { window, drawn } = openHeatmap({ uPlot, charts: [figure('latency', latency)] });
+  const [u] = window.showdownCharts;
+  assert.equal(drawn().svg.getAttribute('data-window'), 'all');
+  u.setScale('x', { min: 1.2, max: 1.8 });
+  const zoomed = drawn();
+  assert.equal(zoomed.svg.getAttribute('data-window'), '1.2,1.8');
+  assert.equal(zoomed.svgs, 1, 'the heatmap drawn before is replaced');
+  // The second second's column alone, across the whole plot.
+  assert.deepEqual(
+    zoomed.cells.map((c) => c.getAttribute('data-count')),
+    ['900', '100'],
+  );
+  for (const c of zoomed.cells) assert.equal(`${c.getAttribute('x')} ${c.getAttribute('width')}`, '64.00 640.00');
+  assert.ok(zoomed.hover.textContent.startsWith("The charts' window: 1 of 3 columns, 1.00 s to 2.00 s."));
+  zoomed.svg.fire('mouseover', { target: zoomed.cells[0] });
+  assert.equal(zoomed.hover.textContent, '900 requests took 177.8µs–237.1µs, from 1.00 s to 2.00 s.');
+  // A window with no column: no cell, and the line says so.
+  u.setScale('x', { min: 5, max: 8 });
+  const empty = drawn();
+  assert.equal(empty.svg, null);
+  assert.equal(empty.hover.textContent, "No column of this heatmap is in the charts' window: widen it.");
+  const dblclick = u.opts.cursor.bind.dblclick(u, null, () => {});
+  dblclick();
+  const whole = drawn();
+  assert.equal(whole.svg.getAttribute('data-window'), 'all');
+  assert.equal(whole.cells.length, 6);
+  assert.equal(whole.svgs, 1);
+  assert.equal(whole.hover.textContent, HOVER);
+});
+
+test('a heatmap whose data does not parse or has no column, or on a page without number rules, keeps its SVG', () => {
+  const keeps = (json, rules) => {
+    const map = heatmapFigure(json);
+    load({ document: page({ select: { 'figure.heatmap': [map] }, rules }) });
+    assert.equal(map.children.length, 0, json);
+    assert.ok(!map.classList.contains('live'), json);
+  };
+  keeps('{"kind": ');
+  keeps(JSON.stringify({ ...heatmap, columns: [] }));
+  keeps(JSON.stringify(heatmap), null);
 });

@@ -1,10 +1,15 @@
 //! A latency heatmap as data: time on x, latency on a log y, each cell the count of requests
 //! that took that long in that slice of the run, from the interval HdrHistograms the store
 //! keeps. It shows what percentile lines hide: two modes, a slow tail that comes and goes.
-//! The crate's `heatmap` module draws it; the counts of all cells add up to the run's
-//! completed requests.
+//!
+//! What is drawn is one value, [`HeatmapData`], drawn twice as a [`super::ChartData`] is: by
+//! the crate's `heatmap` module as an SVG written by hand (the page's picture, for print and
+//! with JavaScript off), and, carried beside that SVG as JSON ([`HeatmapData::json`]), by the
+//! pages' script, which draws the same cells and names the one under the pointer. The counts of
+//! all cells add up to the run's completed requests.
 
 use hdrhistogram::Histogram;
+use serde::{Deserialize, Serialize};
 
 /// Bins a decade: latency bins are 10^(1/BINS_PER_DECADE) wide.
 pub const BINS_PER_DECADE: u32 = 8;
@@ -24,20 +29,45 @@ pub struct Heatmap {
     pub columns: Vec<((f64, f64), Vec<u64>)>,
 }
 
-/// What a heatmap draws: at most `COLUMNS` columns, and the rows with any request with a
-/// decade of room around them.
-#[derive(Debug, Clone, PartialEq)]
+/// What a heatmap draws, and all that its drawings read: at most `COLUMNS` columns, and the
+/// rows with any request with a decade of room around them. As JSON (the page's
+/// `script.heatmap-data`, these field names):
+///
+/// ```text
+/// {"kind": "corrected", "total": 2000, "max": 1000, "rows": [16, 40], "bins_per_decade": 8,
+///  "edges": [100000.0, 133352.1, …, 100000000.0],
+///  "columns": [{"from": 0.0, "to": 1.0, "counts": [0, 0, 1000, 0, …]}, …]}
+/// ```
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct HeatmapData {
     /// `corrected` or `service`.
     pub kind: String,
     /// Every request counted.
     pub total: u64,
-    /// (start, end) of each column on the run's timeline (s), and its counts by bin.
-    pub columns: Vec<((f64, f64), Vec<u64>)>,
-    /// The most requests in one cell.
+    /// The most requests in one cell: the darkest colour.
     pub max: u64,
     /// The bins drawn, `low..high`: whole decades.
     pub rows: (usize, usize),
+    /// Bins a decade ([`BINS_PER_DECADE`]): the latency axis is labelled at every bin that is
+    /// a multiple of it, a decade's bottom edge.
+    pub bins_per_decade: u32,
+    /// The rows' edges, ns: `edges[i]` is the bottom of bin `rows.0 + i` ([`edge`]), the last
+    /// one the top of bin `rows.1 - 1`; one more than the rows drawn.
+    pub edges: Vec<f64>,
+    /// The columns, in the run's order.
+    pub columns: Vec<HeatmapColumn>,
+}
+
+/// A column of a heatmap as drawn: a slice of the run and its counts in the rows drawn.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HeatmapColumn {
+    /// Where the slice starts on the run's timeline (s).
+    pub from: f64,
+    /// Where it ends (s).
+    pub to: f64,
+    /// Its requests by row: `counts[i]` took from `edges[i]` to `edges[i + 1]` (bin
+    /// `rows.0 + i`), one count a row drawn.
+    pub counts: Vec<u64>,
 }
 
 fn bins() -> usize {
@@ -111,13 +141,33 @@ impl Heatmap {
         let per = BINS_PER_DECADE as usize;
         let low = (used.first().copied().unwrap_or(0) / per) * per;
         let high = ((used.last().copied().unwrap_or(0) / per + 1) * per).min(bins());
+        // Every bin with a request is a row drawn: the counts outside them are all zero.
+        let columns: Vec<HeatmapColumn> = columns
+            .into_iter()
+            .map(|((from, to), counts)| HeatmapColumn {
+                from,
+                to,
+                counts: counts[low..high].to_vec(),
+            })
+            .collect();
         Some(HeatmapData {
             kind: self.kind.clone(),
             total: self.total(),
-            columns,
             max,
             rows: (low, high),
+            bins_per_decade: BINS_PER_DECADE,
+            edges: (low..=high).map(edge).collect(),
+            columns,
         })
+    }
+}
+
+impl HeatmapData {
+    /// As JSON inside a `<script type="application/json">` (the page's `heatmap-data`, which
+    /// its script draws), escaped as the charts' models are: `<`, `>` and `&` written as JSON
+    /// escapes, so that nothing in it ends the element or reads as markup.
+    pub fn json(&self) -> String {
+        super::json::in_script(self)
     }
 }
 
@@ -170,8 +220,29 @@ mod tests {
         }
         let drawn = map.data().unwrap().columns;
         assert!(drawn.len() <= COLUMNS);
-        let sum: u64 = drawn.iter().flat_map(|(_, c)| c).sum();
+        let sum: u64 = drawn.iter().flat_map(|c| &c.counts).sum();
         assert_eq!(sum, 3 * 3600);
-        assert_eq!(drawn.last().unwrap().0 .1, 3600.0);
+        assert_eq!(drawn.last().unwrap().to, 3600.0);
+    }
+
+    #[test]
+    fn the_data_holds_the_rows_drawn_and_reads_back_from_its_json() {
+        let data = two_modes().data().unwrap();
+        // Rows 16 to 40: 24 counts a column, 25 edges, from 100 µs to 100 ms.
+        assert_eq!(data.edges.len(), 25);
+        assert_eq!(data.edges[0], edge(16));
+        assert_eq!(data.edges[24], edge(40));
+        assert!(data.columns.iter().all(|c| c.counts.len() == 24));
+        // 200 and 210 µs are in bin 18, the third row; 50 ms in bin 37.
+        assert_eq!(data.columns[0].counts[18 - 16], 1000);
+        assert_eq!(data.columns[1].counts[37 - 16], 100);
+        assert_eq!((data.columns[1].from, data.columns[1].to), (1.0, 2.0));
+        let cells: u64 = data.columns.iter().flat_map(|c| &c.counts).sum();
+        assert_eq!(cells, data.total);
+        let json = data.json();
+        assert!(!json.contains('<'), "{json}");
+        assert!(json.contains("\"columns\":[{\"from\":0.0,\"to\":1.0,\"counts\":["));
+        let back: HeatmapData = serde_json::from_str(&json).unwrap();
+        assert_eq!(back, data);
     }
 }

@@ -81,6 +81,8 @@ tr.filtered { display: none; }
 table.sortable th { cursor: pointer; }
 th[aria-sort=ascending]::after { content: " ▲"; } th[aria-sort=descending]::after { content: " ▼"; }
 .heatmap svg { min-width: 480px; }
+.heatmap-live rect[data-count]:hover { stroke: #333; }
+.heatmap-hover { color: var(--muted); font-size: .88em; margin: .2rem 0 0; min-height: 1.3em; font-variant-numeric: tabular-nums; }
 "#;
 
 /// A page: `root` is the way back to the site's root from the page (`""` or `"../"`).

@@ -26,6 +26,7 @@ use store::summary::format_ns;
 use crate::charts::Chart;
 use crate::compare::Comparison;
 use crate::figures::{Headline, ProbeFigures, RunFigures};
+use crate::model::heatmap::HeatmapData;
 use crate::model::{color, css_color};
 use crate::tables::{self, format_bytes, Cell, Table};
 
@@ -301,25 +302,33 @@ fn guns_section(run: &RunFigures) -> Markup {
     }
 }
 
-/// The latency heatmaps, corrected beside service time, where the run has them.
+/// The latency heatmaps, corrected beside service time, where the run has them: each one's
+/// SVG (the picture for print and without script) and, beside it, its data, from which the
+/// page's script draws it again (a cell named on hover, the columns of the charts' window).
 fn heatmaps(run: &RunFigures) -> Markup {
-    let maps: Vec<(String, String)> = run
+    let maps: Vec<(HeatmapData, String, String)> = run
         .load
         .heatmaps
         .iter()
         .filter_map(|m| m.data())
         .map(|d| {
             let title = format!("{} latency, count by time and latency", d.kind);
-            (d.kind.clone(), crate::heatmap::svg(&d, &title))
+            let svg = crate::heatmap::svg(&d, &title);
+            (d, title, svg)
         })
         .collect();
     html! {
         @if !maps.is_empty() {
             h2 { "Latency heatmap" }
-            p.meta { "Every completed request in one cell: its slice of the run (an interval) and its latency (eight bins a decade, log scale); the darker, the more requests. Percentile lines hide what this shows: two modes, a slow tail that comes and goes. Hover a cell for its count. Corrected latency (from the intended send) beside service time (from the actual send)." }
+            p.meta { "Every completed request in one cell: its slice of the run (an interval) and its latency (eight bins a decade, log scale); the darker, the more requests. Percentile lines hide what this shows: two modes, a slow tail that comes and goes. Hover a cell for its count and its ranges; a zoom on the charts above keeps only the heatmaps' columns in its window. Corrected latency (from the intended send) beside service time (from the actual send)." }
             div.charts {
-                @for (kind, svg) in &maps {
-                    figure.heatmap id={ "heatmap-" (kind) } { div.plot { (PreEscaped(svg)) } }
+                @for (data, title, svg) in &maps {
+                    figure.heatmap id={ "heatmap-" (data.kind) } data-title=(title) {
+                        div.plot { (PreEscaped(svg)) }
+                        // The data the page's script draws it from (`<` escaped by
+                        // `HeatmapData::json`).
+                        script.heatmap-data type="application/json" { (PreEscaped(data.json())) }
+                    }
                 }
             }
         }

@@ -521,12 +521,26 @@ fn charts_and_the_index_are_explored_in_a_browser() {
           legend: Array.from(dist.root.querySelectorAll('.u-legend .u-value')).map(e => e.textContent) };
         const rss = byId('probe-0-members-rss');
         const members = rss ? rss.series.length - 1 : 0;
+        // The heatmap the script drew from its data: its cells, and one hovered.
+        const heat = document.getElementById('heatmap-corrected');
+        const live = heat.querySelector('.heatmap-live svg');
+        const cells = live ? Array.from(live.querySelectorAll('[data-column]')) : [];
+        const heatCount = cells.reduce((n, c) => n + Number(c.getAttribute('data-count')), 0);
+        let heatHover = null;
+        if (cells.length) {
+          cells[0].dispatchEvent(new MouseEvent('mouseover', { bubbles: true }));
+          heatHover = { text: heat.querySelector('.heatmap-hover').textContent,
+                        count: Number(cells[0].getAttribute('data-count')) };
+        }
+        const heatmap = { live: heat.classList.contains('live'), cells: cells.length, count: heatCount,
+                          staticShown: getComputedStyle(heat.querySelector('.plot')).display !== 'none',
+                          hover: heatHover };
         // A series toggled from the legend.
         u.root.querySelectorAll('.u-legend .u-series')[1].querySelector('th').dispatchEvent(new MouseEvent('click', { bubbles: true }));
         await tick();
         return { count: charts.length, hovered, full, zoomed, reset, shown: u.series[1].show,
                  drawn: document.documentElement.getAttribute('data-charts'),
-                 flameFull, flameZoomed, against, flameReset, bands, members, distribution };
+                 flameFull, flameZoomed, against, flameReset, bands, members, distribution, heatmap };
         "#
         .replace("BURST_FRAME", BURST.rsplit(';').next().unwrap())
         .replace("HASH_FRAME", "JS:*hashSync /srv/server.js:3"),
@@ -685,6 +699,27 @@ fn charts_and_the_index_are_explored_in_a_browser() {
         .map(|c| c.parse::<u64>().unwrap())
         .sum();
     assert_eq!(cells, requests);
+    // The page's script drew the same cells from the data beside the SVG (which it hid), and
+    // hovering one names its count as the page's number rule writes it.
+    let heat = &explored["heatmap"];
+    assert_eq!(heat["live"], true, "{heat}");
+    assert_eq!(heat["staticShown"], false, "{heat}");
+    assert_eq!(heat["count"].as_u64(), Some(requests), "{heat}");
+    assert_eq!(
+        heat["cells"].as_u64(),
+        Some(
+            doc.descendants()
+                .filter(|n| n.has_attribute("data-count"))
+                .count() as u64
+        ),
+        "{heat}"
+    );
+    let hovered = heat["hover"]["count"].as_f64().unwrap();
+    let said = heat["hover"]["text"].as_str().unwrap();
+    assert!(
+        said.starts_with(&format!("{} request", report::number(hovered))),
+        "{said}"
+    );
 
     // The index: the warm-up hidden until asked, a filter, a sort.
     let index = explore(

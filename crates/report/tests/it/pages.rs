@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 
 use clap::Parser;
 use report::figures::PERCENTILES;
+use report::model::heatmap::HeatmapData;
 use report::pages;
 use report::site::{self, SiteOptions};
 use runs::{Spec, HOSTILE, HOSTILE_COMM, SECONDS};
@@ -385,8 +386,8 @@ async fn text_from_runs_is_escaped() {
     let f = fixture().await;
     for page in pages_of(&f.site) {
         let html = read(&page);
-        // The only scripts: the site's own two (beside the pages) and the charts' models,
-        // JSON in which no `</` can end the element.
+        // The only scripts: the site's own two (beside the pages), the charts' models and the
+        // heatmaps' data, JSON in which no `</` can end the element.
         let allowed = [
             "<script defer src=\"../assets/uPlot.iife.min.js\"></script>".to_string(),
             "<script defer src=\"../assets/showdown.js\"></script>".to_string(),
@@ -404,10 +405,10 @@ async fn text_from_runs_is_escaped() {
         }
         for (at, _) in rest.match_indices("<script") {
             let tag = &rest[at..at + rest[at..].find('>').unwrap() + 1];
-            assert_eq!(
-                tag,
-                "<script class=\"chart-data\" type=\"application/json\">",
-                "{}: a script tag got through",
+            assert!(
+                tag == "<script class=\"chart-data\" type=\"application/json\">"
+                    || tag == "<script class=\"heatmap-data\" type=\"application/json\">",
+                "{}: a script tag got through: {tag}",
                 page.display()
             );
             let body = &rest[at + tag.len()..];
@@ -428,6 +429,12 @@ async fn text_from_runs_is_escaped() {
             "{}: a chart without its model",
             page.display()
         );
+        assert_eq!(
+            html.matches("<script class=\"heatmap-data\"").count(),
+            html.matches("<figure class=\"heatmap\"").count(),
+            "{}: a heatmap without its data",
+            page.display()
+        );
         assert!(
             !html.contains("<img"),
             "{}: an img tag got through",
@@ -443,6 +450,50 @@ async fn text_from_runs_is_escaped() {
     assert!(page.contains("&lt;img src=x onerror=alert(1)&gt;"));
     let label = read(&f.site.join(pages::label_path("note", HOSTILE)));
     assert!(label.contains("node 2000") && !label.contains("go 2000"));
+}
+
+/// The heatmaps' data in a run's page, what its script draws them from, is the run's heatmaps:
+/// it parses back to the `HeatmapData` its SVG is drawn from, its cells add up to its total
+/// (corrected latency's, the run's completed requests), and the SVG has a cell for each of its
+/// non-zero counts.
+#[tokio::test]
+async fn the_heatmaps_data_in_a_page_is_the_runs_heatmaps() {
+    let f = fixture().await;
+    let page = read(&f.site.join(pages::run_path(&f.node)));
+    let run = report::figures::load(&f.store, &f.node).await.unwrap();
+    for (map, kind) in run.load.heatmaps.iter().zip(["corrected", "service"]) {
+        let start = page
+            .find(&format!("<figure class=\"heatmap\" id=\"heatmap-{kind}\""))
+            .unwrap_or_else(|| panic!("no {kind} heatmap"));
+        let section = &page[start..start + page[start..].find("</figure>").unwrap()];
+        let tag = "<script class=\"heatmap-data\" type=\"application/json\">";
+        let body = &section[section.find(tag).unwrap() + tag.len()..];
+        let json = &body[..body.find("</script>").unwrap()];
+        let data: HeatmapData = serde_json::from_str(json).unwrap();
+        assert_eq!(Some(&data), map.data().as_ref(), "{kind}");
+        assert_eq!(data.kind, kind);
+        let cells: Vec<u64> = data
+            .columns
+            .iter()
+            .flat_map(|c| c.counts.iter().copied())
+            .filter(|&n| n > 0)
+            .collect();
+        assert_eq!(cells.iter().sum::<u64>(), data.total, "{kind}");
+        if kind == "corrected" {
+            assert_eq!(data.total, run.summary.latency.corrected.count);
+        }
+        let svg = svgs(section)[0];
+        let doc = roxmltree::Document::parse(svg).unwrap();
+        let drawn: Vec<u64> = doc
+            .descendants()
+            .filter_map(|n| n.attribute("data-count"))
+            .map(|c| c.parse().unwrap())
+            .collect();
+        assert_eq!(
+            drawn, cells,
+            "{kind}: the SVG's cells are the data's, in its order"
+        );
+    }
 }
 
 #[tokio::test]
