@@ -133,16 +133,32 @@ def gate(tmp_path, script, change, allow_inconclusive="false"):
 SCRIPTS = pytest.mark.parametrize("script", [github_gate, gitlab_gate], ids=["github", "gitlab"])
 
 
+def gate_exiting(tmp_path, script, change, code, allow_inconclusive="false"):
+    """`gate`, run once the host is quiet and expected to exit `code`: where it does not and
+    other processes kept the host busy around it, run once more; busy both times, the test is
+    skipped as not measurable here (a failure on a quiet host stays the test's)."""
+
+    def run(attempt):
+        here = tmp_path / f"attempt-{attempt}"
+        here.mkdir()
+        return gate(here, script, change, allow_inconclusive)
+
+    result, busy = jobs.measured(run, lambda r: r[0] == code)
+    if busy:
+        pytest.skip(f"{busy} (exit {result[0]}, {code} expected)")
+    return result
+
+
 @SCRIPTS
 def test_a_slower_pull_request_fails_the_job_with_exit_4(tmp_path, script):
-    code, said, verdict = gate(tmp_path, script, "slower")
+    code, said, verdict = gate_exiting(tmp_path, script, "slower", 4)
     assert code == 4, said
     assert "regression" in verdict, verdict
 
 
 @SCRIPTS
 def test_an_identical_pull_request_passes(tmp_path, script):
-    code, said, verdict = gate(tmp_path, script, "identical")
+    code, said, verdict = gate_exiting(tmp_path, script, "identical", 0)
     assert code == 0, said + verdict
 
 
@@ -155,7 +171,7 @@ def test_a_pull_request_that_does_not_build_fails_the_job_with_exit_1(tmp_path, 
 
 @SCRIPTS
 def test_a_gate_too_noisy_to_tell_fails_the_job_with_exit_5(tmp_path, script):
-    code, said, verdict = gate(tmp_path, script, "noisy")
+    code, said, verdict = gate_exiting(tmp_path, script, "noisy", 5)
     assert code == 5, said + verdict
     if script is github_gate:
         assert "::error title=Showdown gate::inconclusive" in said, said
@@ -163,7 +179,7 @@ def test_a_gate_too_noisy_to_tell_fails_the_job_with_exit_5(tmp_path, script):
 
 
 def test_a_gate_too_noisy_to_tell_passes_when_the_user_allows_it(tmp_path):
-    code, said, _ = gate(tmp_path, github_gate, "noisy", allow_inconclusive="true")
+    code, said, _ = gate_exiting(tmp_path, github_gate, "noisy", 0, allow_inconclusive="true")
     assert code == 0, said
     assert "::warning title=Showdown gate::inconclusive" in said, said
 

@@ -43,10 +43,26 @@ def night(repo, script, db, tmp_path):
     if summary.exists():
         summary.unlink()
     env = jobs.with_loadgen({**env, "SHOWDOWN_DB": db, "GITHUB_STEP_SUMMARY": str(tmp_path / "summary.md")})
+    before = jobs.wait_for_quiet()
     done = jobs.run(shell, repo, env, timeout=600)
     said = done.stdout + done.stderr
     assert "History of nightly-example" in summary.read_text(), said
-    return done.returncode, said
+    return done.returncode, said, before
+
+
+def expect(code, expected, said, before):
+    """A night's exit is `expected`; where it is not and other processes kept the host busy
+    before or after it, the test is skipped as not measurable here (a night cannot be run
+    again: its sitting is kept), and on a quiet host it fails."""
+    if code == expected:
+        return
+    busy = max(before, jobs.busy_cores())
+    if busy >= jobs.QUIET:
+        pytest.skip(
+            f"not measurable here: other processes kept {busy:.1f} CPUs busy around a night "
+            f"(quiet is under {jobs.QUIET}); it exited {code}, {expected} expected"
+        )
+    assert code == expected, said
 
 
 def head(repo):
@@ -62,8 +78,8 @@ def test_the_night_a_commit_made_the_server_slower_fails_and_names_the_commits(t
     db = tmp_path / "nightly.db"
     url = f"sqlite://{db}"
     for n, script in enumerate([github_night, gitlab_night, github_night, gitlab_night], start=1):
-        code, said = night(repo, script, url, tmp_path)
-        assert code == 0, f"night {n}: {said}"
+        code, said, before = night(repo, script, url, tmp_path)
+        expect(code, 0, f"night {n}: {said}", before)
     before = head(repo)
     # The change: 1.1 ms more a request in audit, on about 1.15 ms.
     jobs.edit(
@@ -75,8 +91,8 @@ def test_the_night_a_commit_made_the_server_slower_fails_and_names_the_commits(t
     after = head(repo)
     shutil.copy(db, tmp_path / "nightly-gitlab.db")
     for script, store in [(github_night, url), (gitlab_night, f"sqlite://{tmp_path / 'nightly-gitlab.db'}")]:
-        code, said = night(repo, script, store, tmp_path)
-        assert code == 4, said
+        code, said, before = night(repo, script, store, tmp_path)
+        expect(code, 4, said, before)
         line = (
             "A possible change (2 more sittings confirm or dismiss it) made server: CPU per request "
             f"worse in the last sitting, between sitting #4 (HEAD at {before}) and #5 (HEAD at {after})"
