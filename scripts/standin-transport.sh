@@ -24,7 +24,7 @@ trap cleanup EXIT
 git -C "$here" worktree add --detach --quiet "$tree" HEAD
 
 # The module.
-cp "$here/docs/examples/standin-transport/allocations.rs" "$tree/crates/fleet/src/allocations.rs"
+cp "$tree/docs/examples/standin-transport/allocations.rs" "$tree/crates/fleet/src/allocations.rs"
 # Its declaration, beside the other transports'.
 sed -i 's/^mod backend;$/pub mod allocations;\nmod backend;/' "$tree/crates/fleet/src/lib.rs"
 # The variant.
@@ -50,5 +50,11 @@ echo "stand-in transport: a new module ($(wc -l <"$tree/crates/fleet/src/allocat
 git -C "$tree" diff --unified=0 | grep '^[+-][^+-]' | sed 's/^/  /'
 
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$here/target}
-(cd "$tree" && cargo test --release --quiet -p fleet allocations)
-echo "the stand-in transport compiles and its tests pass with nothing else of the workspace changed"
+tested=$(cd "$tree" && cargo test --release --quiet -p fleet allocations:: 2>&1) || { echo "$tested" >&2; exit 1; }
+echo "$tested" | tail -n 3
+ran=$(echo "$tested" | sed -n 's/^test result: ok\. \([0-9]*\) passed.*/\1/p' | head -n 1)
+if [ "${ran:-0}" -lt 4 ]; then
+  echo "the stand-in transport's tests did not run (${ran:-0} passed, 4 expected)" >&2
+  exit 1
+fi
+echo "the fleet crate with the stand-in transport compiles and its $ran tests pass, nothing else of the workspace changed"

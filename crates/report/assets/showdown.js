@@ -515,6 +515,7 @@
       'font-family': 'sans-serif',
       'font-size': 11,
       role: 'img',
+      'aria-label': panel.title,
     });
     svgAdd(svg, 'text', { x: HEAT.left, y: 16, 'font-size': 13, 'font-weight': 600 }, panel.title);
     svgAdd(svg, 'rect', { x: HEAT.left, y: HEAT.top, width: pw, height: ph, fill: '#fafafa', stroke: '#ccc' });
@@ -561,7 +562,10 @@
     svg.addEventListener('mouseover', function (e) {
       var cell = e.target;
       var c = cell && cell.getAttribute ? cell.getAttribute('data-column') : null;
-      if (c === null) return;
+      if (c === null) {
+        panel.line.textContent = panel.hint;
+        return;
+      }
       panel.line.textContent = cellText(data, Number(c), Number(cell.getAttribute('data-row')));
     });
     svg.addEventListener('mouseleave', function () {
@@ -608,8 +612,14 @@
         hint: '',
         title: figure.getAttribute('data-title') || data.kind + ' latency',
       };
+      try {
+        drawHeatmap(panel);
+      } catch (_e) {
+        // Data that parsed but cannot be drawn: the static SVG stays, the charts are drawn.
+        figure.removeChild(box);
+        return;
+      }
       heatmaps.push(panel);
-      drawHeatmap(panel);
       figure.classList.add('live');
     });
   }

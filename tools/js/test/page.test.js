@@ -654,9 +654,10 @@ test('hovering a cell names its count as fmt writes it, its latencies and its sl
   assert.equal(hover.textContent, '1 request took 177.8µs–237.1µs, from 2.00 s to 3.00 s.');
   svg.fire('mouseover', { target: cell(100) });
   assert.equal(hover.textContent, '100 requests took 42.17ms–56.23ms, from 1.00 s to 2.00 s.');
-  // Over a label the line stays; off the heatmap, it says what to do again.
+  // Over a label, no cell is named (the line says what to do again), nor off the heatmap.
   svg.fire('mouseover', { target: svg.children.find((n) => n.tag === 'text') });
-  assert.equal(hover.textContent, '100 requests took 42.17ms–56.23ms, from 1.00 s to 2.00 s.');
+  assert.equal(hover.textContent, HOVER);
+  svg.fire('mouseover', { target: cell(100) });
   svg.fire('mouseleave');
   assert.equal(hover.textContent, HOVER);
 });
@@ -702,5 +703,7 @@ test('a heatmap whose data does not parse or has no column, or on a page without
   };
   keeps('{"kind": ');
   keeps(JSON.stringify({ ...heatmap, columns: [] }));
+  // Data that parses but cannot be drawn (no bin edges): the SVG stays, nothing is left half made.
+  keeps(JSON.stringify({ ...heatmap, edges: undefined, rows: undefined }));
   keeps(JSON.stringify(heatmap), null);
 });
