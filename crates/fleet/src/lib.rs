@@ -15,7 +15,7 @@
 //! corrected for in each shard's start), its CPUs checked, the target reached from it. A gun
 //! that fails any of these is refused, with why, before anything runs. The second transport,
 //! [`kubernetes`], is a module beside [`ssh`] implementing [`Transport`], [`Link`] and
-//! `backend`'s `Backend` (what it checks before anything is opened, and how it is opened), a
+//! `Backend` (what it checks before anything is opened, and how it is opened), a
 //! variant of [`order::GunHosts`] and one arm of `backend::backend`, the crate's one match on
 //! the variants: the rest is written once, and no other crate matches on the variants.
 //! A link implements only what its transport does: forwarding a port, installing a build and
@@ -30,14 +30,17 @@
 //! Modules:
 //!
 //! - [`transport`]: the [`Transport`] and [`Link`] traits (a gun opened; a session running
-//!   `loadgen gun` there; the build found or installed; a port forwarded).
+//!   `loadgen gun` there; the build found or installed; a port forwarded), and the `Backend`
+//!   trait each transport implements: what it checks before anything is opened, and the
+//!   transport opened.
 //! - `backend`: the one place a transport is chosen from an order's guns (`backend`, the one
-//!   match on `order::GunHosts`), and the `Backend` trait each transport implements: what it
-//!   checks before anything is opened, and the transport opened.
+//!   match on `order::GunHosts`), above the transports.
 //! - `prepare`: the guns checked, resolved, opened and made ready, cancellable, their progress
 //!   (and what their transport says meanwhile: a Job's pods awaited, a pod refused) told to the
-//!   caller's callback ([`prepare()`], [`Progress`]); what the caller's environment says of
-//!   the guns' files passed in as values ([`Settings`]).
+//!   caller's callback ([`prepare()`], [`Progress`]).
+//! - `preparing`: what the guns are made ready from ([`Preparing`]) and what the caller's
+//!   environment says of the guns' files, passed in as values ([`Settings`]), below the
+//!   preparation and the transports.
 //! - `progress`: what the preparation and the transports tell the caller as they go
 //!   ([`Progress`]), below both.
 //! - `ready`: one gun made ready over its link: its build checked (or installed), its clock
@@ -69,6 +72,7 @@ pub mod firing;
 pub mod kubernetes;
 mod local;
 mod prepare;
+mod preparing;
 mod progress;
 mod ready;
 mod said;
@@ -83,7 +87,8 @@ pub use error::{ClockFault, FleetError, GunFault, ShotError, TransportError};
 pub use fired::Fired;
 pub use firing::{Firing, Hosts};
 pub use local::{find_loadgen, tethered, Local, Output, Ran};
-pub use prepare::{check, needs_shared_store, prepare, prepare_over, Preparing, Settings};
+pub use prepare::{check, needs_shared_store, prepare, prepare_over};
+pub use preparing::{Preparing, Settings};
 pub use progress::Progress;
 pub use ready::{build_of, ReadyGun, CLOCK_TOLERANCE};
 pub use transport::{Link, Session, Transport};

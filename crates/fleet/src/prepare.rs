@@ -4,48 +4,21 @@
 //! (its links with it); what it does, and what the transport says meanwhile (a Job's pods
 //! awaited, a pod refused: sent on a channel the transport is given when it is opened, [`of`]),
 //! is told to the caller's callback ([`Progress`]), which the caller words its own way. What
-//! the caller's environment says of the guns' files comes in as values ([`Settings`]).
+//! the caller's environment says of the guns' files comes in as values
+//! ([`Settings`](crate::Settings)).
 
-use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use tokio::sync::{mpsc, watch};
 
 use crate::backend::backend;
 use crate::error::{FleetError, GunFault};
+use crate::preparing::Preparing;
 use crate::progress::Progress;
 use crate::ready::{build_of, CLOCK_TOLERANCE};
 use crate::ready::{ready, ReadyGun};
 use crate::transport::Transport;
 use crate::volley::Fleet;
-
-/// What to make ready.
-#[derive(Debug, Clone, Copy)]
-pub struct Preparing<'a> {
-    /// The guns, as an order names them.
-    pub guns: &'a order::Guns,
-    /// Where a lab's relative paths are read from: the experiment file's directory, or the
-    /// current one for flags.
-    pub dir: &'a Path,
-    /// This machine's `loadgen`, installed on a gun whose own is not this build.
-    pub local: &'a Path,
-    /// A URL every gun must reach (the first target).
-    pub reach: Option<&'a str>,
-    /// What the caller's environment says of the guns' files.
-    pub settings: &'a Settings,
-}
-
-/// What the caller's environment says of the guns' files, read by the binary and passed in
-/// as values: the library reads no variable of its own.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Settings {
-    /// Where `scripts/twin.sh` keeps its state, for the guns `from = "twin"`
-    /// (`TWIN_STATE_DIR`); `None`: its own default, `/run/showdown-twin`.
-    pub twin_state: Option<PathBuf>,
-    /// With Kubernetes guns the runner does not apply, the file the pods' Secret is written
-    /// to, mode 0600 (`SHOWDOWN_GUNS_SECRET_FILE`); `None`: it is not written.
-    pub secret_file: Option<PathBuf>,
-}
 
 /// What can be checked of `guns` before anything is opened (what serde cannot).
 pub fn check(guns: &order::Guns) -> Result<(), FleetError> {

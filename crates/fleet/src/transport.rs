@@ -11,8 +11,11 @@ use std::path::Path;
 use std::pin::Pin;
 
 use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::sync::mpsc;
 
 use crate::error::{FleetError, GunFault};
+use crate::preparing::Preparing;
+use crate::progress::Progress;
 
 /// A future a trait object can return.
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
@@ -106,4 +109,20 @@ impl fmt::Debug for Session {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("Session")
     }
+}
+
+/// One transport's side of an order's guns, before anything is opened.
+pub(crate) trait Backend {
+    /// What can be checked of the guns before anything is opened (what serde cannot): nothing
+    /// is read but what the order says.
+    fn check(&self) -> Result<(), FleetError>;
+
+    /// The transport opened: the guns resolved (a lab read from `preparing.dir`, with
+    /// `preparing.settings`), ready for each gun's link to be opened; what it tells while the
+    /// guns are made ready goes to `told`.
+    fn open(
+        &self,
+        preparing: Preparing<'_>,
+        told: mpsc::UnboundedSender<Progress>,
+    ) -> Result<Box<dyn Transport>, FleetError>;
 }

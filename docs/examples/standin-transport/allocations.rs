@@ -15,11 +15,10 @@ use std::process::Stdio;
 
 use tokio::sync::mpsc;
 
-use crate::backend::Backend;
 use crate::error::{FleetError, GunFault};
-use crate::prepare::Preparing;
+use crate::preparing::Preparing;
 use crate::progress::Progress;
-use crate::transport::{BoxFuture, Link, Session, Transport};
+use crate::transport::{Backend, BoxFuture, Link, Session, Transport};
 
 /// The largest list of allocations read: a line an allocation, and a file this large is not
 /// one.

@@ -22,11 +22,10 @@ pub use render::JobSpec;
 pub use rendezvous::Rendezvous;
 pub use said::{job_in_words, plan_lines};
 
-use crate::backend::Backend;
 use crate::error::FleetError;
-use crate::prepare::Preparing;
+use crate::preparing::Preparing;
 use crate::progress::Progress;
-use crate::transport::{BoxFuture, Link, Transport};
+use crate::transport::{Backend, BoxFuture, Link, Transport};
 
 /// The most pods a Job of guns holds: each is a slot, a name and a connection of the runner's,
 /// and a thousand guns is more than any generator needs.

@@ -16,11 +16,10 @@ pub use link::SshLink;
 
 use tokio::sync::mpsc;
 
-use crate::backend::Backend;
 use crate::error::FleetError;
-use crate::prepare::Preparing;
+use crate::preparing::Preparing;
 use crate::progress::Progress;
-use crate::transport::{BoxFuture, Link, Transport};
+use crate::transport::{Backend, BoxFuture, Link, Transport};
 
 /// Why the SSH guns cannot be named, found or reached.
 #[derive(Debug, thiserror::Error)]
