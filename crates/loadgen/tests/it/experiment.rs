@@ -1028,6 +1028,15 @@ rate = [100, 3000]
     );
     let out = experiment(&["run", &file, "--report", site.to_str().unwrap()], &db, "");
     let said = text(&out);
+    // The saturated cell needs the generator's schedule at 3,000 a second: where other
+    // processes held the generator back (measured again once its CPU was quiet, and held back
+    // again) and still keep the host busy, there is no verdict to read (not measurable here).
+    if !out.status.success()
+        && common::failed_only_for_the_host(&said)
+        && common::not_measurable_here(&said)
+    {
+        return;
+    }
     assert!(out.status.success(), "{said}");
     let page = experiment_page(&site);
     let at = |rate: &str| {
