@@ -105,6 +105,34 @@ pub struct Session {
     pub kill: Box<dyn FnMut() + Send>,
 }
 
+impl Session {
+    /// A session of `child`, spawned with its standard streams piped and leading a process
+    /// group of its own: ending the group ends the session. `None` where its pipes were not
+    /// made.
+    pub(crate) fn of_group_leader(mut child: tokio::process::Child) -> Option<Session> {
+        let group = child
+            .id()
+            .and_then(|p| rustix::process::Pid::from_raw(p as i32));
+        let (Some(input), Some(output), Some(errors)) =
+            (child.stdin.take(), child.stdout.take(), child.stderr.take())
+        else {
+            return None;
+        };
+        Some(Session {
+            input: Box::new(input),
+            output: Box::new(output),
+            errors: Box::new(errors),
+            ended: Box::pin(async move { child.wait().await.map(|s| s.code()) }),
+            kill: Box::new(move || {
+                if let Some(group) = group {
+                    let _ =
+                        rustix::process::kill_process_group(group, rustix::process::Signal::KILL);
+                }
+            }),
+        })
+    }
+}
+
 impl fmt::Debug for Session {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("Session")

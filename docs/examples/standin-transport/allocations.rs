@@ -269,27 +269,9 @@ impl Link for AllocLink {
             .stderr(Stdio::piped())
             .kill_on_drop(true)
             .process_group(0);
-        let mut child = command.spawn().map_err(spawn)?;
-        let group = child
-            .id()
-            .and_then(|p| rustix::process::Pid::from_raw(p as i32));
-        let (Some(input), Some(output), Some(errors)) =
-            (child.stdin.take(), child.stdout.take(), child.stderr.take())
-        else {
-            return Err(spawn(std::io::Error::other("its pipes were not made")));
-        };
-        Ok(Session {
-            input: Box::new(input),
-            output: Box::new(output),
-            errors: Box::new(errors),
-            ended: Box::pin(async move { child.wait().await.map(|s| s.code()) }),
-            kill: Box::new(move || {
-                if let Some(group) = group {
-                    let _ =
-                        rustix::process::kill_process_group(group, rustix::process::Signal::KILL);
-                }
-            }),
-        })
+        let child = command.spawn().map_err(spawn)?;
+        Session::of_group_leader(child)
+            .ok_or_else(|| spawn(std::io::Error::other("its pipes were not made")))
     }
 
     /// `asked`, or a `loadgen` on this machine's PATH; then this build in the allocation.

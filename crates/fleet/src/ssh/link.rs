@@ -287,27 +287,10 @@ impl Link for SshLink {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .kill_on_drop(true);
-        let mut child = command.spawn().map_err(SshError::NoSsh)?;
+        let child = command.spawn().map_err(SshError::NoSsh)?;
         // ssh leads a process group of its own: ending it ends the session.
-        let group = child
-            .id()
-            .and_then(|p| rustix::process::Pid::from_raw(p as i32));
-        let (Some(input), Some(output), Some(errors)) =
-            (child.stdin.take(), child.stdout.take(), child.stderr.take())
-        else {
-            return Err(SshError::NoSsh(std::io::Error::other("ssh's pipes were not made")).into());
-        };
-        Ok(Session {
-            input: Box::new(input),
-            output: Box::new(output),
-            errors: Box::new(errors),
-            ended: Box::pin(async move { child.wait().await.map(|s| s.code()) }),
-            kill: Box::new(move || {
-                if let Some(group) = group {
-                    let _ =
-                        rustix::process::kill_process_group(group, rustix::process::Signal::KILL);
-                }
-            }),
+        Session::of_group_leader(child).ok_or_else(|| {
+            SshError::NoSsh(std::io::Error::other("ssh's pipes were not made")).into()
         })
     }
 
