@@ -39,8 +39,9 @@ fi
 # musl-gcc for the C of ring and SQLite, named: cc-rs looks for <arch>-linux-musl-gcc first,
 # which Debian does not ship for every architecture.
 export "CC_${target//-/_}=musl-gcc"
-cargo build --release --locked --target "$target" -p loadgen -p probe
-built=${CARGO_TARGET_DIR:-target}/$target/release
+# The image's profile (Cargo.toml): release, without the debug lines stripped below.
+cargo build --profile image --locked --target "$target" -p loadgen -p probe
+built=${CARGO_TARGET_DIR:-target}/$target/image
 
 mkdir -p "$out/usr/local/bin" "$out/etc/ssl/certs" "$out/tmp"
 for bin in loadgen probe; do
