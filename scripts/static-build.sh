@@ -39,9 +39,10 @@ fi
 # musl-gcc for the C of ring and SQLite, named: cc-rs looks for <arch>-linux-musl-gcc first,
 # which Debian does not ship for every architecture.
 export "CC_${target//-/_}=musl-gcc"
-# The image's profile (Cargo.toml): release, without the debug lines stripped below.
-cargo build --profile image --locked --target "$target" -p loadgen -p probe
-built=${CARGO_TARGET_DIR:-target}/$target/image
+# The image's profile (Cargo.toml): release, without the debug lines stripped below. Not named
+# `image`: cargo keeps a profile's build scripts in target/PROFILE, which is the suite's image root.
+cargo build --profile gun-image --locked --target "$target" -p loadgen -p probe
+built=${CARGO_TARGET_DIR:-target}/$target/gun-image
 
 mkdir -p "$out/usr/local/bin" "$out/etc/ssl/certs" "$out/tmp"
 for bin in loadgen probe; do

@@ -50,10 +50,10 @@ def test_it_builds_the_static_root_locked_and_the_image_is_that_root_alone():
     setup = [i for i in build if i.startswith("RUN apt-get")]
     assert setup and "musl-tools" in setup[0] and 'rustup target add "$(uname -m)-unknown-linux-musl"' in setup[0]
     script = (ROOT / "scripts" / "static-build.sh").read_text(encoding="utf-8")
-    assert 'cargo build --profile image --locked --target "$target" -p loadgen -p probe' in script
+    assert 'cargo build --profile gun-image --locked --target "$target" -p loadgen -p probe' in script
     # The image's profile is the release build's, less only the line tables it strips.
     cargo = (ROOT / "Cargo.toml").read_text(encoding="utf-8")
-    profile = cargo.split("[profile.image]", 1)[1].split("\n[", 1)[0]
+    profile = cargo.split("[profile.gun-image]", 1)[1].split("\n[", 1)[0]
     assert 'inherits = "release"' in profile and "debug = false" in profile, profile
     for crate in ("loadgen", "probe"):
         assert (ROOT / "crates" / crate / "src" / "main.rs").is_file(), crate
