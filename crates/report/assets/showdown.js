@@ -1,7 +1,8 @@
 // Showdown's pages, made explorable: each chart's model (the JSON beside its SVG) drawn with
 // uPlot (hover for every series' value; on time charts one crosshair and one zoom for all
-// charts of the page, double-click to reset; a series toggled from its legend), the flame graph
-// of the charts' window (alone or against the rest of the run), each latency heatmap drawn from
+// charts of the page, double-click to reset; a series toggled from its legend), every flame graph
+// drawn from its data (a click on a box zooms to it, a search marks the functions it finds), the
+// flame graph of the charts' window (alone or against the rest of the run), each latency heatmap drawn from
 // its data (the cell under the pointer named below it; the columns of the charts' window), and
 // the runs tables filtered and sorted. Without JavaScript the SVGs and the whole tables stay:
 // nothing here is needed to read a page, only to look closer.
@@ -231,11 +232,201 @@
     return root;
   }
 
-  // A warm colour from the name, as flame graphs have it: the same function, the same colour.
+  // A warm colour from the name, as flame graphs have it: the same function, the same colour
+  // (report::model::flame::warm, its twin, which the SVGs beside the pages are drawn with).
   function warm(name) {
     var h = 0;
     for (var i = 0; i < name.length; i++) h = (h * 31 + name.charCodeAt(i)) >>> 0;
     return 'hsl(' + (h % 50) + ',85%,' + (55 + ((h >> 8) % 15)) + '%)';
+  }
+
+  // --- every flame graph drawn from its data, a report::model::flame::FlameData, as
+  // report::flame draws the SVG the page shows without script: the same geometry, box for box ---
+
+  var FLAME = { width: 1200, margin: 10, row: 17, char: 6.7, narrowest: 0.0002 };
+
+  // Where the boxes start: below the title and its lines.
+  function flameTop(data) {
+    return data.title || data.lines.length ? 33 + 15 * data.lines.length : 4;
+  }
+
+  // A box's label cut to fit `w` pixels; none when under three characters fit.
+  function flameLabel(name, w) {
+    var fits = Math.floor((w - 6) / FLAME.char);
+    if (fits < 3) return '';
+    var chars = Array.from(name);
+    return chars.length <= fits ? name : chars.slice(0, fits - 1).join('') + '\u2026';
+  }
+
+  // Whether box `b` is drawn when the graph is zoomed to box `z`: inside it (its callees), or
+  // one of its callers (drawn across the whole width).
+  function flameShown(b, z, isZ) {
+    var eps = 1e-9;
+    if (isZ) return 'inside';
+    if (b.depth > z.depth && b.start >= z.start - eps && b.start < z.start + z.width - eps) {
+      return b.start + b.width <= z.start + z.width + eps ? 'inside' : null;
+    }
+    if (b.depth < z.depth && b.start <= z.start + eps && b.start + b.width >= z.start + z.width - eps) {
+      return 'caller';
+    }
+    return null;
+  }
+
+  // The graph as SVG, zoomed to box `zoom` (its index; 0, the root, for the whole graph), the
+  // boxes whose names contain `find` (lower case) marked in magenta.
+  function flameSvg(data, zoom, find) {
+    var span = FLAME.width - 2 * FLAME.margin;
+    var z = data.boxes[zoom] || data.boxes[0];
+    var depth = 0;
+    data.boxes.forEach(function (b) {
+      depth = Math.max(depth, b.depth);
+    });
+    var top = flameTop(data);
+    var height = top + (depth + 1) * FLAME.row + (data.hidden > 0 ? 16 : 4);
+    var out = [
+      '<svg xmlns="http://www.w3.org/2000/svg" class="flame-graph" width="100%" viewBox="0 0 ' +
+        FLAME.width +
+        ' ' +
+        height +
+        '" font-family="monospace" font-size="11">',
+    ];
+    if (data.title) {
+      out.push('<text x="10" y="18" font-size="14" font-weight="bold">' + esc(data.title) + '</text>');
+    }
+    data.lines.forEach(function (line, i) {
+      out.push('<text x="10" y="' + (36 + 15 * i) + '" font-size="11" fill="rgb(60,60,60)">' + esc(line) + '</text>');
+    });
+    // Unzoomed, every box where report::flame puts it, to the last bit.
+    var lo = zoom ? z.start : 0;
+    var wide = zoom ? z.width : 1;
+    data.boxes.forEach(function (b, i) {
+      var shown = zoom ? flameShown(b, z, b === z) : 'inside';
+      if (!shown) return;
+      var caller = shown === 'caller';
+      var x = caller ? FLAME.margin : FLAME.margin + ((b.start - lo) / wide) * span;
+      var w = caller ? span : (b.width / wide) * span;
+      var y = top + (depth - b.depth) * FLAME.row;
+      var name = data.names[b.name];
+      var found = find && name.toLowerCase().indexOf(find) >= 0;
+      var label = flameLabel(name, w);
+      out.push(
+        '<g' +
+          (b.class ? ' class="' + b.class + '"' : '') +
+          ' data-frame="' +
+          esc(name) +
+          '"' +
+          (b.n != null ? ' data-n="' + Math.round(b.n) + '"' : '') +
+          (b.delta != null ? ' data-delta="' + fixed(b.delta, 4) + '"' : '') +
+          ' data-box="' +
+          i +
+          '"' +
+          (caller && b !== data.boxes[0] ? ' opacity="0.6"' : '') +
+          '><title>' +
+          esc(b.title) +
+          '</title><rect x="' +
+          fixed(x, 2) +
+          '" y="' +
+          y +
+          '" width="' +
+          fixed(Math.max(w, 0.5), 2) +
+          '" height="' +
+          (FLAME.row - 1) +
+          '" rx="2" fill="' +
+          (found ? 'rgb(230,0,230)' : b.fill) +
+          '"></rect>' +
+          (label ? '<text x="' + fixed(x + 3, 2) + '" y="' + (y + FLAME.row - 5) + '">' + esc(label) + '</text>' : '') +
+          '</g>',
+      );
+    });
+    if (data.hidden > 0) {
+      out.push(
+        '<text x="10" y="' +
+          (height - 4) +
+          '" font-size="10" fill="rgb(90,90,90)">Paths narrower than a quarter of a pixel, ' +
+          fixed(data.hidden * 100, 2) +
+          ' % of the whole together, are not drawn.</text>',
+      );
+    }
+    out.push('</svg>');
+    return out.join('');
+  }
+
+  // The share of the root in boxes whose names contain `find`, each counted once (a box within
+  // another that matched is in it already): the boxes are in pre-order, so a box inside the last
+  // one counted starts before that one ends.
+  function flameFound(data, find) {
+    var share = 0;
+    var until = -1;
+    data.boxes.forEach(function (b) {
+      if (!find || data.names[b.name].toLowerCase().indexOf(find) < 0) return;
+      if (b.start < until - 1e-12) return;
+      share += b.width;
+      until = b.start + b.width;
+    });
+    return share;
+  }
+
+  // The boxes of a tree of samples (`tree`, from `fold`) as report::model::flame lays out a
+  // run's: in pre-order, callees by name side by side from their caller's left edge, a path under
+  // FLAME.narrowest of the root left out with its callees and counted in `hidden`; against
+  // `other` (the rest of the run), each coloured by how its share changed.
+  function flameOfTree(tree, other, against) {
+    var data = { title: '', lines: [], names: [], boxes: [], hidden: 0 };
+    var index = new Map();
+    var largest = 0;
+    var flat = [];
+    (function walk(node, otherNode, start, depth) {
+      var width = node.n / tree.n;
+      if (width < FLAME.narrowest) {
+        data.hidden += width;
+        return;
+      }
+      var before = otherNode && other.n ? otherNode.n / other.n : 0;
+      var delta = against ? 100 * (width - before) : null;
+      if (against) largest = Math.max(largest, Math.abs(delta));
+      flat.push({ node: node, start: start, width: width, depth: depth, delta: delta, before: before });
+      var kids = Array.from(node.kids.values()).sort(function (a, b) {
+        return a.name < b.name ? -1 : a.name > b.name ? 1 : 0;
+      });
+      var x = start;
+      kids.forEach(function (k) {
+        walk(k, otherNode ? otherNode.kids.get(k.name) : null, x, depth + 1);
+        x += k.n / tree.n;
+      });
+    })(tree, other, 0, 0);
+    flat.forEach(function (f) {
+      var name = f.node.name;
+      if (!index.has(name)) {
+        index.set(name, data.names.length);
+        data.names.push(name);
+      }
+      var title = name + ' (' + fmt(f.node.n) + ' samples, ' + fixed(100 * f.width, 2) + ' %';
+      var fill = warm(name);
+      if (f.delta !== null) {
+        var k = largest > 0 ? Math.round((200 * Math.abs(f.delta)) / largest) : 0;
+        fill =
+          f.delta > 0 ? 'rgb(255,' + (255 - k) + ',' + (255 - k) + ')' : 'rgb(' + (255 - k) + ',' + (255 - k) + ',255)';
+        var change = fixed(f.delta, 2);
+        title +=
+          '; ' +
+          fixed(100 * f.before, 2) +
+          ' % in the rest of the run: ' +
+          (change.charAt(0) === '-' ? '' : '+') +
+          change +
+          ' points';
+      }
+      data.boxes.push({
+        name: index.get(name),
+        depth: f.depth,
+        start: f.start,
+        width: f.width,
+        fill: fill,
+        title: title + ')',
+        n: f.node.n,
+        delta: f.delta,
+      });
+    });
+    return data;
   }
 
   function drawFlame(panel) {
@@ -292,84 +483,7 @@
         ? ' <span class="meta">(zoom a chart first: the rest of the run has no samples)</span>'
         : '') +
       '</p>';
-    // Rows from the root up; a box as wide as its share of the window's samples.
-    var width = 1000;
-    var row = 17;
-    var boxes = [];
-    var depth = 0;
-    var maxDelta = 0;
-    (function walk(node, otherNode, x, level) {
-      var share = node.n / tree.n;
-      var delta = null;
-      if (against) {
-        var before = otherNode ? otherNode.n / other.n : 0;
-        delta = 100 * (share - before);
-        maxDelta = Math.max(maxDelta, Math.abs(delta));
-      }
-      var wpx = share * width;
-      if (wpx < 0.3) return;
-      depth = Math.max(depth, level);
-      boxes.push({ node: node, x: x, w: wpx, level: level, delta: delta, before: otherNode ? otherNode.n : 0 });
-      var kids = Array.from(node.kids.values()).sort(function (a, b) {
-        return a.name < b.name ? -1 : a.name > b.name ? 1 : 0;
-      });
-      kids.forEach(function (k) {
-        walk(k, otherNode ? otherNode.kids.get(k.name) : null, x, level + 1);
-        x += (k.n / tree.n) * width;
-      });
-    })(tree, other, 0, 0);
-    var height = (depth + 1) * row;
-    var svg = [
-      '<svg viewBox="0 0 ' +
-        width +
-        ' ' +
-        height +
-        '" width="100%" font-size="11" font-family="sans-serif" role="img">',
-    ];
-    boxes.forEach(function (b) {
-      var y = height - (b.level + 1) * row;
-      var fill = warm(b.node.name);
-      var title = b.node.name + ' (' + fmt(b.node.n) + ' samples, ' + fixed((100 * b.node.n) / tree.n, 2) + ' %';
-      var attrs = ' data-frame="' + esc(b.node.name) + '" data-n="' + b.node.n + '"';
-      if (b.delta !== null) {
-        var k = maxDelta > 0 ? Math.round((200 * Math.abs(b.delta)) / maxDelta) : 0;
-        fill =
-          b.delta > 0 ? 'rgb(255,' + (255 - k) + ',' + (255 - k) + ')' : 'rgb(' + (255 - k) + ',' + (255 - k) + ',255)';
-        var change = fixed(b.delta, 2);
-        title +=
-          '; ' +
-          fixed((100 * b.before) / other.n, 2) +
-          ' % in the rest of the run: ' +
-          (change.charAt(0) === '-' ? '' : '+') +
-          change +
-          ' points';
-        attrs += ' data-delta="' + b.delta.toFixed(4) + '"';
-      }
-      title += ')';
-      var chars = Math.floor((b.w - 4) / 6.2);
-      var label = chars >= 3 ? (b.node.name.length > chars ? b.node.name.slice(0, chars - 2) + '..' : b.node.name) : '';
-      svg.push(
-        '<g' +
-          attrs +
-          '><title>' +
-          esc(title) +
-          '</title><rect x="' +
-          b.x.toFixed(2) +
-          '" y="' +
-          y +
-          '" width="' +
-          b.w.toFixed(2) +
-          '" height="' +
-          (row - 1) +
-          '" rx="2" fill="' +
-          fill +
-          '"></rect>' +
-          (label ? '<text x="' + (b.x + 3).toFixed(2) + '" y="' + (y + row - 5) + '">' + esc(label) + '</text>' : '') +
-          '</g>',
-      );
-    });
-    svg.push('</svg>');
-    box.innerHTML = head + (tree.n ? svg.join('') : '');
+    box.innerHTML = head + (tree.n ? flameSvg(flameOfTree(tree, other, against), 0, '') : '');
     box.querySelectorAll('input[type=radio]').forEach(function (r) {
       r.addEventListener('change', function () {
         panel.mode = r.value;
@@ -378,6 +492,75 @@
     });
   }
 
+  // Each flame graph figure drawn live from its data, beside the page (data-src, a script that
+  // files it under data-key) or in it (script.flame-data): a click on a box zooms to it, one on
+  // the root (or "Whole graph") back out, and what is typed in its search box is marked. The
+  // figure's SVG (or the SVG file it embeds) stays for print and where the data does not load.
+  // biome-ignore lint/suspicious/noAssignInExpressions: the graphs' files fill this same object
+  var graphs = (window.showdownFlames = window.showdownFlames || {});
+
+  function flameLive(figure, data) {
+    if (!data || !data.boxes || !data.boxes.length) return;
+    var state = { zoom: 0, find: '' };
+    var live = document.createElement('div');
+    live.className = 'flame-graph-live';
+    live.innerHTML =
+      '<p class="flame-tools"><label>Find a function <input type="search" class="flame-find"></label> ' +
+      '<button type="button" class="flame-whole">Whole graph</button> <span class="flame-said"></span></p>' +
+      '<div class="flame-pic"></div>';
+    figure.appendChild(live);
+    var pic = live.querySelector('.flame-pic');
+    var said = live.querySelector('.flame-said');
+    function redraw() {
+      pic.innerHTML = flameSvg(data, state.zoom, state.find);
+      var z = data.boxes[state.zoom];
+      var parts = [];
+      if (state.zoom)
+        parts.push('Zoomed to ' + data.names[z.name] + ' (' + fixed(100 * z.width, 2) + ' % of the whole).');
+      if (state.find) parts.push('Found: ' + fixed(100 * flameFound(data, state.find), 2) + ' % of the whole.');
+      said.textContent = parts.join(' ');
+      figure.setAttribute('data-zoom', String(state.zoom));
+    }
+    pic.addEventListener('click', function (e) {
+      var g = e.target.closest('g[data-box]');
+      if (!g) return;
+      state.zoom = Number(g.getAttribute('data-box'));
+      redraw();
+    });
+    live.querySelector('.flame-whole').addEventListener('click', function () {
+      state.zoom = 0;
+      redraw();
+    });
+    live.querySelector('.flame-find').addEventListener('input', function (e) {
+      state.find = e.target.value.trim().toLowerCase();
+      redraw();
+    });
+    redraw();
+    figure.classList.add('live');
+  }
+
+  function flameFigures() {
+    document.querySelectorAll('figure.flame-figure').forEach(function (figure) {
+      var inline = figure.querySelector('script.flame-data');
+      if (inline) {
+        try {
+          flameLive(figure, JSON.parse(inline.textContent));
+        } catch (_e) {
+          // Data that does not parse: the SVG stays.
+        }
+        return;
+      }
+      var key = figure.getAttribute('data-key');
+      var src = figure.getAttribute('data-src');
+      if (!key || !src) return;
+      var script = document.createElement('script');
+      script.src = src;
+      script.onload = function () {
+        flameLive(figure, graphs[key]);
+      };
+      document.head.appendChild(script);
+    });
+  }
   function flamePanels() {
     document.querySelectorAll('details.flame-window').forEach(function (el, i) {
       var panel = { el: el, key: el.getAttribute('data-key'), name: 'flame-mode-' + i, mode: 'window', data: null };
@@ -988,6 +1171,7 @@
     tables();
     if (!rules) return;
     flamePanels();
+    flameFigures();
     heatmapFigures();
     if (typeof uPlot === 'undefined') return;
     document.querySelectorAll('figure[data-chart]').forEach(draw);
@@ -1017,6 +1201,9 @@
       warm: warm,
       esc: esc,
       drawFlame: drawFlame,
+      flameSvg: flameSvg,
+      flameFound: flameFound,
+      flameOfTree: flameOfTree,
       heatColor: heatColor,
       filterRows: filterRows,
       sortBy: sortBy,

@@ -1,116 +1,98 @@
-//! Flame graphs, drawn by `inferno` as SVG files with their own search and zoom: one of a run's
-//! profile, and differential ones between two runs (red: a larger share of the samples in the
-//! second run, blue: a smaller one).
+//! Flame graphs as SVG, from their data ([`crate::model::flame::FlameData`]): a run's profile,
+//! a run's stacks against another's, and a gate's (or a knee's) call paths from their
+//! estimates are all drawn here, the same way: the root at the bottom, each box on its caller,
+//! as wide as its share of the root, its name cut to fit, its hover text as its `<title>`.
+//! Written with maud, which escapes every name. The pages' script draws the same data to the
+//! same SVG, character for character (`flameSvg` in `assets/showdown.js`, held to it by
+//! `tests/flames.json`), and adds a zoom and a search.
 
-use std::collections::BTreeMap;
+use maud::{html, Markup};
 
-use inferno::differential;
-use inferno::flamegraph::{self, color::BasicPalette, color::Palette, Options};
+use crate::model::flame::{FlameBox, FlameData};
+use crate::model::number::fixed;
 
-use crate::error::ReportError;
-use crate::profile::function_frames;
+/// The graph's width, pixels.
+pub const WIDTH: f64 = 1200.0;
+/// Left and right margins, pixels.
+pub const MARGIN: f64 = 10.0;
+/// A box's height, pixels.
+pub const ROW: f64 = 17.0;
+/// The label's font: monospace, about this wide a character.
+const CHAR: f64 = 6.7;
 
-fn options(title: &str, subtitle: String) -> Options<'static> {
-    let mut o = Options::default();
-    o.title = title.to_string();
-    o.subtitle = Some(subtitle);
-    o.colors = Palette::Basic(BasicPalette::Hot);
-    // The same stacks draw the same picture: colours from the names, not at random.
-    o.hash = true;
-    o.deterministic = true;
-    o.count_name = "samples".into();
-    o
+/// Where the boxes start: below the title and its lines, where it has them.
+fn top(data: &FlameData) -> f64 {
+    if data.title.is_empty() && data.lines.is_empty() {
+        4.0
+    } else {
+        33.0 + 15.0 * data.lines.len() as f64
+    }
 }
 
-fn lines(folded: &BTreeMap<String, u64>) -> Vec<String> {
-    folded.iter().map(|(s, n)| format!("{s} {n}")).collect()
+/// A box's label cut to fit `width` pixels; none when under three characters fit.
+fn label(name: &str, width: f64) -> Option<String> {
+    let fits = ((width - 6.0) / CHAR).floor();
+    if fits < 3.0 {
+        return None;
+    }
+    let fits = fits as usize;
+    if name.chars().count() <= fits {
+        Some(name.to_string())
+    } else {
+        Some(name.chars().take(fits - 1).chain(['…']).collect())
+    }
 }
 
-fn draw(mut options: Options<'_>, lines: &[String]) -> Result<Vec<u8>, ReportError> {
-    let mut svg = Vec::new();
-    flamegraph::from_lines(&mut options, lines.iter().map(String::as_str), &mut svg)
-        .map_err(|e| ReportError::Draw(format!("flame graph: {e}")))?;
-    Ok(svg)
-}
-
-/// A run's flame graph: every stack of the window, process and thread at the root.
-pub fn flame_graph(
-    title: &str,
-    subtitle: String,
-    folded: &BTreeMap<String, u64>,
-) -> Result<Vec<u8>, ReportError> {
-    draw(options(title, subtitle), &lines(folded))
-}
-
-/// The functions' stacks without the process and thread frames, so that two runs line up by
-/// code path even when one runs it in workers (a cluster) and the other in its main process.
-fn by_code_path(folded: &BTreeMap<String, u64>) -> String {
-    let mut merged: BTreeMap<String, u64> = BTreeMap::new();
-    for (stack, n) in folded {
-        let frames = function_frames(stack);
-        if !frames.is_empty() {
-            *merged.entry(frames.join(";")).or_default() += n;
+/// Box `i`: its `<g>` with its title, rectangle and label (its coordinates written by the
+/// numbers' rule, as the pages' script writes them).
+fn drawn(data: &FlameData, i: usize, b: &FlameBox, y: f64) -> Markup {
+    let span = WIDTH - 2.0 * MARGIN;
+    let (x, w) = (MARGIN + b.start * span, b.width * span);
+    let name = data.name(b);
+    html! {
+        g class=[b.class] data-frame=(name) data-n=[b.n.map(f64::round)]
+            data-delta=[b.delta.map(|d| fixed(d, 4))] data-box=(i) {
+            title { (b.title) }
+            rect x=(fixed(x, 2)) y=(y) width=(fixed(w.max(0.5), 2)) height=(ROW - 1.0)
+                rx="2" fill=(b.fill) {}
+            @if let Some(l) = label(name, w) {
+                text x=(fixed(x + 3.0, 2)) y=(y + ROW - 5.0) { (l) }
+            }
         }
     }
-    lines(&merged).join("\n")
 }
 
-/// The second run's stacks coloured by how their share changed from the first's (both
-/// normalized to the same number of samples; addresses without names compared as `0x...`).
-pub fn differential(
-    title: &str,
-    subtitle: String,
-    before: &BTreeMap<String, u64>,
-    after: &BTreeMap<String, u64>,
-) -> Result<Vec<u8>, ReportError> {
-    let mut diff = Vec::new();
-    differential::from_readers(
-        differential::Options {
-            normalize: true,
-            strip_hex: true,
-        },
-        by_code_path(before).as_bytes(),
-        by_code_path(after).as_bytes(),
-        &mut diff,
-    )
-    .map_err(|e| ReportError::Draw(format!("differential flame graph: {e}")))?;
-    let diff = String::from_utf8_lossy(&diff);
-    let lines: Vec<String> = diff.lines().map(str::to_string).collect();
-    draw(options(title, subtitle), &lines)
+/// `data` as an SVG document: its title and lines above, its boxes below, and the share of the
+/// root too narrow to draw where there is one.
+pub fn svg(data: &FlameData) -> String {
+    let depth = f64::from(data.depth());
+    let top = top(data);
+    let height = top + (depth + 1.0) * ROW + if data.hidden > 0.0 { 16.0 } else { 4.0 };
+    let hidden = (data.hidden > 0.0).then(|| {
+        format!(
+            "Paths narrower than a quarter of a pixel, {} % of the whole together, are not drawn.",
+            fixed(data.hidden * 100.0, 2)
+        )
+    });
+    let markup: Markup = html! {
+        svg xmlns="http://www.w3.org/2000/svg" class="flame-graph" width="100%"
+            viewBox=(format!("0 0 {WIDTH} {height}")) font-family="monospace" font-size="11" {
+            @if !data.title.is_empty() {
+                text x=(MARGIN) y="18" font-size="14" font-weight="bold" { (data.title) }
+            }
+            @for (i, line) in data.lines.iter().enumerate() {
+                text x=(MARGIN) y=(36 + 15 * i) font-size="11" fill="rgb(60,60,60)" { (line) }
+            }
+            @for (i, b) in data.boxes.iter().enumerate() {
+                (drawn(data, i, b, top + (depth - f64::from(b.depth)) * ROW))
+            }
+            @if let Some(h) = hidden {
+                text x=(MARGIN) y=(height - 4.0) font-size="10" fill="rgb(90,90,90)" { (h) }
+            }
+        }
+    };
+    markup.into_string()
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn folded(stacks: &[(&str, u64)]) -> BTreeMap<String, u64> {
-        stacks.iter().map(|(s, n)| (s.to_string(), *n)).collect()
-    }
-
-    #[test]
-    fn a_flame_graph_names_its_functions_and_a_differential_lines_up_code_paths() {
-        let run = folded(&[
-            ("srv;main;main;handle;hash", 70),
-            ("srv;main;main;handle", 30),
-        ]);
-        let svg = String::from_utf8(flame_graph("t", "s".into(), &run).unwrap()).unwrap();
-        assert!(
-            svg.starts_with("<?xml") && svg.contains("hash (70 samples, 70.00%)"),
-            "{svg}"
-        );
-        // The same code in a cluster's worker: lined up with the main process's.
-        let cluster = folded(&[
-            ("srv (child);main;main;handle;hash", 20),
-            ("srv (child);main;main;handle", 80),
-        ]);
-        let svg =
-            String::from_utf8(differential("d", "s".into(), &run, &cluster).unwrap()).unwrap();
-        assert!(!svg.contains("srv (child)"), "process frames are left out");
-        // hash's own share fell from 70 % to 20 %, handle's rose by as much.
-        assert!(svg.contains("hash (20 samples, 20.00%; -50.00%)"), "{svg}");
-        assert!(
-            svg.contains("handle (100 samples, 100.00%; +50.00%)"),
-            "{svg}"
-        );
-    }
-}
+mod tests;

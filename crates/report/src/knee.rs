@@ -30,8 +30,8 @@ pub async fn of(
 }
 
 /// The knee's differential flame graph: the failing steps against the passing ones.
-pub fn svg(k: &Knee) -> Option<String> {
-    crate::flame_estimate::svg(
+pub fn graph(k: &Knee) -> Option<crate::model::flame::FlameData> {
+    crate::model::flame::FlameData::of_estimates(
         &k.functions,
         ("the passing steps", "the failing steps"),
         &format!(

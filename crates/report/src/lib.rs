@@ -21,9 +21,10 @@
 //! - Its renderers, which import the model and nothing from the pages above them: `plot`,
 //!   a `ChartData`'s SVG with plotters; [`heatmap`], a heatmap's SVG written by hand (each cell's
 //!   count in it), for pages read without script: the page's script draws the same
-//!   `HeatmapData`, carried beside it as JSON; `flame`, a profile's flame graphs with inferno; [`flame_estimate`], a
-//!   gate's (or a search's knee's) differential flame graph drawn from its call paths' estimates; the pages' script
-//!   (`assets/showdown.js`) draws each chart's `ChartData`.
+//!   `HeatmapData`, carried beside it as JSON; [`flame`], every flame graph's SVG from its
+//!   [`model::flame::FlameData`] (a run's profile, a run's stacks against another's, a gate's or a
+//!   knee's call paths from their estimates), which the pages' script draws to the same SVG and
+//!   zooms; the pages' script (`assets/showdown.js`) draws each chart's `ChartData`.
 //! - [`history`]: an experiment's history across sittings (`analysis::history`) as charts:
 //!   each series sitting by sitting with its levels and changes, and the host in each sitting.
 //! - [`knee`]: what grew with the rate at a search's knee, its steps' kept runs read by
@@ -46,9 +47,8 @@ mod downsample;
 mod error;
 pub mod experiment;
 pub mod figures;
-mod flame;
+pub mod flame;
 pub mod flame_data;
-pub mod flame_estimate;
 pub mod heatmap;
 pub mod history;
 pub mod knee;

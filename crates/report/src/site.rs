@@ -19,6 +19,7 @@ use crate::charts;
 use crate::compare::{self, Comparison, Selection};
 use crate::error::ReportError;
 use crate::figures::{self, RunFigures};
+use crate::model::flame::FlameData;
 use crate::pages::{self, SiteIndex};
 
 /// Above this many runs, a label gets no automatic comparison (its page says how to make one).
@@ -156,33 +157,52 @@ impl Writer<'_> {
                 }
                 None => None,
             };
-            let subtitle = format!(
-                "{}: {} samples of {} in the attack window",
-                run.name, profile.samples, probe.host.selector
-            );
-            match crate::flame::flame_graph(
+            let data = FlameData::of_folded(
                 &format!("Where the CPU went: {}", run.name),
-                subtitle,
+                vec![format!(
+                    "{}: {} samples of {} in the attack window; each box a call path, as wide as its share of them.",
+                    run.name, profile.samples, probe.host.selector
+                )],
                 &profile.folded,
-            ) {
-                Ok(svg) => names.push(pages::Flames {
-                    whole: Some(self.beside(page, &format!("flame-{}.svg", i + 1), &svg)?),
-                    by_window,
-                }),
-                // A graph that cannot be drawn costs the graph, not the page.
-                Err(e) => {
-                    self.site.failures.push((
-                        format!("flame graph of run {} ({})", run.name, run.id),
-                        e.to_string(),
-                    ));
-                    names.push(pages::Flames {
-                        whole: None,
-                        by_window,
-                    });
-                }
-            }
+            );
+            names.push(pages::Flames {
+                whole: Some(self.flame_files(page, &format!("flame-{}", i + 1), &data)?),
+                by_window,
+            });
         }
         Ok(names)
+    }
+
+    /// A flame graph beside `page`: its SVG (`STEM.svg`) and its data for the page's script
+    /// (`STEM.graph.js`, filed under its own name).
+    fn flame_files(
+        &mut self,
+        page: &str,
+        stem: &str,
+        data: &FlameData,
+    ) -> Result<pages::FlameFile, ReportError> {
+        let svg = crate::flame::svg(data);
+        let data_file = format!("{stem}.graph.js");
+        let script = data.script(&beside_name(page, &data_file));
+        Ok(pages::FlameFile {
+            svg: self.beside(page, &format!("{stem}.svg"), svg.as_bytes())?,
+            data: self.beside(page, &data_file, script.as_bytes())?,
+        })
+    }
+
+    /// A flame graph shown in `page`, its SVG also written beside it as `file`.
+    fn flame_inline(
+        &mut self,
+        page: &str,
+        file: &str,
+        data: &FlameData,
+    ) -> Result<pages::FlameGraph, ReportError> {
+        let svg = crate::flame::svg(data);
+        Ok(pages::FlameGraph {
+            file: self.beside(page, file, svg.as_bytes())?,
+            svg,
+            json: data.json(),
+        })
     }
 
     /// Differential flame graphs beside a comparison's page: the first profiled run against
@@ -192,7 +212,7 @@ impl Writer<'_> {
         &mut self,
         page: &str,
         c: &Comparison,
-    ) -> Result<Vec<(usize, String)>, ReportError> {
+    ) -> Result<Vec<(usize, pages::FlameFile)>, ReportError> {
         let profile = |i: usize| {
             c.runs[i]
                 .target_probe()
@@ -218,19 +238,21 @@ impl Writer<'_> {
                 base + 1,
                 names[base]
             );
-            match crate::flame::differential(
+            let data = FlameData::between(
                 &title,
-                "red: a larger share of the samples than in the first run, blue: a smaller one"
-                    .into(),
+                vec![format!(
+                    "Each box a call path of #{}, as wide as its share of the samples; red: a larger share (with what it called) than in #{}, blue: a smaller one.",
+                    i + 1,
+                    base + 1
+                )],
+                (&format!("#{}", base + 1), &format!("#{}", i + 1)),
                 &before.folded,
                 &after.folded,
-            ) {
-                Ok(svg) => out.push((i, self.beside(page, &format!("diff-{}.svg", i + 1), &svg)?)),
-                Err(e) => self.site.failures.push((
-                    format!("differential flame graph {title} in comparison {}", c.title),
-                    e.to_string(),
-                )),
-            }
+            );
+            out.push((
+                i,
+                self.flame_files(page, &format!("diff-{}", i + 1), &data)?,
+            ));
         }
         Ok(out)
     }
@@ -253,15 +275,13 @@ impl Writer<'_> {
                 continue;
             };
             let over = format!("{} rounds", f.candidate.rounds);
-            let Some(svg) =
-                crate::flame_estimate::svg(&f.candidate, (&g.baseline, &g.candidate), &over)
+            let Some(data) =
+                FlameData::of_estimates(&f.candidate, (&g.baseline, &g.candidate), &over)
             else {
                 continue;
             };
-            let file = self.beside(page, &format!("gate-{}.svg", i + 1), svg.as_bytes())?;
-            links
-                .gate_flames
-                .insert(setting.to_string(), pages::GateFlame { file, svg });
+            let graph = self.flame_inline(page, &format!("gate-{}.svg", i + 1), &data)?;
+            links.gate_flames.insert(setting.to_string(), graph);
         }
         Ok(())
     }
@@ -722,11 +742,8 @@ impl Writer<'_> {
             .knees
             .get(&search.id)
             .unwrap_or(&crate::knee::Found::NoCapacity);
-        let graph = match found.knee().and_then(crate::knee::svg) {
-            Some(svg) => Some(pages::KneeGraph {
-                file: self.beside(&relative, "knee.svg", svg.as_bytes())?,
-                svg,
-            }),
+        let graph = match found.knee().and_then(crate::knee::graph) {
+            Some(data) => Some(self.flame_inline(&relative, "knee.svg", &data)?),
             None => None,
         };
         self.page(

@@ -1,13 +1,18 @@
 // The flame graph the script draws from a profile: each frame a box as wide as its share of the
-// samples, its callees side by side on the row above it, from its left edge, by name.
+// samples, its callees side by side on the row above it, from its left edge, by name; drawn as
+// report::flame draws every flame graph's SVG (1200 px wide, 10 px margins, 17 px rows).
 'use strict';
 
 const test = require('node:test');
 const assert = require('node:assert/strict');
 const { load, flamePanel, readFlame, profile } = require('./harness');
 
-const WIDTH = 1000;
+const WIDTH = 1200;
+const MARGIN = 10;
+const SPAN = WIDTH - 2 * MARGIN;
 const ROW = 17;
+// Above the boxes of a graph without a title, and below them.
+const PAD = 4;
 
 // Draws `data` in a panel of its own (the whole run: no chart has been zoomed) and reads it back.
 function draw(data, mode = 'window') {
@@ -45,19 +50,19 @@ test('every frame is as wide as its share of the samples, the root the whole wid
   const { flame } = draw(server);
   // Counts written as every number of the page: 2000, 12,000.
   const { fmt } = load();
-  assert.deepEqual(flame.size, { width: WIDTH, height: 4 * ROW });
+  assert.deepEqual(flame.size, { width: WIDTH, height: PAD + 4 * ROW + PAD });
   const expected = { all: 12000, main: 12000, gc: 2000, handle: 10000, hash: 6000, parse: 3000 };
   assert.deepEqual(flame.frames.map((f) => f.frame).sort(), Object.keys(expected).sort());
   assert.ok(flame.frame('gc').title.startsWith('gc (2000 samples, 16.67 %'), flame.frame('gc').title);
   for (const [name, n] of Object.entries(expected)) {
     const f = flame.frame(name);
     assert.equal(f.n, n, name);
-    near(f.w, (n / 12000) * WIDTH, name);
+    near(f.w, (n / 12000) * SPAN, name);
     assert.equal(f.height, ROW - 1);
     assert.ok(f.title.startsWith(`${name} (${fmt(n)} samples, `), f.title);
   }
-  near(flame.frame('all').x, 0, 'all');
-  near(flame.frame('all').w, WIDTH, 'all');
+  near(flame.frame('all').x, MARGIN, 'all');
+  near(flame.frame('all').w, SPAN, 'all');
 });
 
 test('callees sit side by side from their caller left edge, sorted by name, within its width', () => {
@@ -68,7 +73,7 @@ test('callees sit side by side from their caller left edge, sorted by name, with
   near(f('gc').x, f('main').x, 'gc');
   near(f('handle').x, f('gc').x + f('gc').w, 'handle');
   // handle runs itself a twelfth of the time: its callees leave that much of it uncovered.
-  near(f('hash').w + f('parse').w, f('handle').w - (100 * 10 * WIDTH) / 12000, 'hash + parse');
+  near(f('hash').w + f('parse').w, f('handle').w - (100 * 10 * SPAN) / 12000, 'hash + parse');
   near(f('hash').x, f('handle').x, 'hash');
   near(f('parse').x, f('hash').x + f('hash').w, 'parse');
   assert.ok(f('parse').x + f('parse').w < f('handle').x + f('handle').w);
@@ -77,7 +82,7 @@ test('callees sit side by side from their caller left edge, sorted by name, with
 test('rows go up from the root at the bottom, one per call depth', () => {
   const { flame } = draw(server);
   const height = flame.size.height;
-  const level = (name) => (height - flame.frame(name).y) / ROW - 1;
+  const level = (name) => (height - PAD - flame.frame(name).y) / ROW - 1;
   assert.equal(level('all'), 0);
   assert.equal(level('main'), 1);
   assert.equal(level('gc'), 2);
@@ -118,26 +123,27 @@ test('widths sum to their caller at every depth of a deep, wide tree', () => {
   assert.equal(checked, 1 + 1 + 4 + 12);
 });
 
-test('a frame narrower than 0.3 px is left out with its callees, and its room kept', () => {
-  const { flame } = draw(profile([[0, 1, { 'main;a_rare;deeper': 1, 'main;b_common': 9999 }]]));
+test('a frame under 0.02 % of the root is left out with its callees, its room kept and its share said', () => {
+  const { flame, html } = draw(profile([[0, 1, { 'main;a_rare;deeper': 1, 'main;b_common': 9999 }]]));
   assert.equal(flame.frame('a_rare'), undefined);
   assert.equal(flame.frame('deeper'), undefined);
-  // b_common starts where a_rare would have ended: 1 / 10,000 of 1000 px.
-  near(flame.frame('b_common').x, 0.1, 'b_common');
-  near(flame.frame('b_common').w, 999.9, 'b_common');
+  // b_common starts where a_rare would have ended: 1 / 10,000 of 1180 px.
+  near(flame.frame('b_common').x, MARGIN + 0.118, 'b_common');
+  near(flame.frame('b_common').w, SPAN * 0.9999, 'b_common');
+  assert.ok(html.includes('Paths narrower than a quarter of a pixel, 0.01 % of the whole together, are not drawn.'));
 });
 
-test('a label is the name, cut with ".." where the box is too narrow, and none under three characters', () => {
+test('a label is the name, cut with "…" where the box is too narrow, and none under three characters', () => {
   const long = 'a_function_with_a_long_name_in_a_narrow_box';
   const { flame } = draw(
     profile([[0, 1, { [`main;${long}`]: 100, 'main;short': 100, 'main;tiny': 3, 'main;two': 20, 'main;zzz': 777 }]]),
   );
-  // 100 px: (100 - 4) / 6.2 = 15 characters, the last two of them "..".
-  assert.equal(flame.frame(long).label, `${long.slice(0, 13)}..`);
+  // 118 px: (118 - 6) / 6.7 = 16 characters, the last of them "…".
+  assert.equal(flame.frame(long).label, `${long.slice(0, 15)}…`);
   assert.equal(flame.frame('short').label, 'short');
-  // 3 px holds no character.
+  // 3.5 px holds no character.
   assert.equal(flame.frame('tiny').label, null);
-  // 20 px holds two, too few for even "t..".
+  // 23.6 px holds two, too few for even "tw…".
   assert.equal(flame.frame('two').label, null);
   assert.equal(flame.frame('main').label, 'main');
 });
@@ -193,4 +199,47 @@ test('a panel without data or without its box is left alone', () => {
   const { details, box } = flamePanel();
   drawFlame({ el: details, mode: 'window', data: null });
   assert.equal(box.innerHTML, '');
+});
+
+// Every flame graph of the pages (a run's, a differential, a gate's) is drawn by flameSvg from
+// its data; crates/report/tests/it/flames.rs holds it to report::flame's SVG, character for
+// character. Here: its zoom and its search, on the window's graph of the server above.
+function graph() {
+  const { fold, flameOfTree, flameSvg, flameFound } = load();
+  const tree = fold(server, server.slices);
+  const data = flameOfTree(tree, fold(server, []), false);
+  return { data, flameSvg, flameFound };
+}
+
+test('zoomed to a box, it fills the width, its callees within it and its callers across it, faded', () => {
+  const { data, flameSvg } = graph();
+  const handle = data.boxes.findIndex((b) => data.names[b.name] === 'handle');
+  const html = flameSvg(data, handle, '');
+  const flame = readFlame(`<p class="flame-head" data-window="all" data-samples="0" data-rest="0"></p>${html}`);
+  near(flame.frame('handle').x, MARGIN, 'handle');
+  near(flame.frame('handle').w, SPAN, 'handle');
+  // hash is 6000 of handle's 10,000 samples.
+  near(flame.frame('hash').w, 0.6 * SPAN, 'hash');
+  near(flame.frame('parse').x, MARGIN + 0.6 * SPAN, 'parse');
+  // gc is not under handle: not drawn; main, handle's caller, spans the graph, faded.
+  assert.equal(flame.frame('gc'), undefined);
+  near(flame.frame('main').w, SPAN, 'main');
+  assert.ok(/<g data-frame="main" data-n="12000" data-box="\d+" opacity="0.6">/.test(html), html);
+  assert.ok(!/data-frame="all"[^>]*opacity/.test(html), 'the root is never faded');
+});
+
+test('a search marks each box whose name holds it, and counts the share of the whole once', () => {
+  const { data, flameSvg, flameFound } = graph();
+  const html = flameSvg(data, 0, 'a');
+  // handle, hash, parse and main hold an "a"; gc and all do not ("all" does: it is marked too).
+  const marked = [
+    ...html.matchAll(/data-frame="([^"]+)"[^>]*><title>[^<]*<\/title><rect [^>]*fill="rgb\(230,0,230\)"/g),
+  ].map((m) => m[1]);
+  assert.deepEqual(marked.sort(), ['all', 'handle', 'hash', 'main', 'parse']);
+  // Every box under the root is inside it: the root's share, once.
+  assert.equal(flameFound(data, 'a'), 1);
+  // hash and parse: 9000 of 12,000, neither inside the other.
+  assert.equal(flameFound(data, 'hash') + flameFound(data, 'parse'), 0.75);
+  assert.equal(flameFound(data, 'pars'), 0.25);
+  assert.equal(flameFound(data, 'nothing'), 0);
 });

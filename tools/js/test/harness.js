@@ -143,10 +143,10 @@ function readFlame(html) {
   const head = html.match(
     /<p class="flame-head" data-window="([^"]*)" data-samples="(\d+)" data-rest="(\d+)">(.*?)<\/p>/,
   );
-  const svg = html.match(/<svg viewBox="0 0 (\d+) (\d+)"/);
+  const svg = html.match(/<svg [^>]*viewBox="0 0 (\d+) ([\d.]+)"/);
   const frames = [
     ...html.matchAll(
-      /<g data-frame="([^"]*)" data-n="(\d+)"(?: data-delta="([^"]+)")?><title>(.*?)<\/title><rect x="([\d.]+)" y="(\d+)" width="([\d.]+)" height="(\d+)" rx="2" fill="([^"]+)"><\/rect>(?:<text x="[\d.]+" y="\d+">(.*?)<\/text>)?<\/g>/g,
+      /<g(?: class="[^"]*")? data-frame="([^"]*)" data-n="(\d+)"(?: data-delta="([^"]+)")? data-box="\d+"(?: opacity="[\d.]+")?><title>(.*?)<\/title><rect x="([\d.]+)" y="([\d.]+)" width="([\d.]+)" height="(\d+)" rx="2" fill="([^"]+)"><\/rect>(?:<text x="[\d.]+" y="[\d.]+">(.*?)<\/text>)?<\/g>/g,
     ),
   ].map((m) => ({
     frame: unescapeHtml(m[1]),

@@ -405,7 +405,7 @@ fn the_store_keeps_and_the_analysis_above_it_judges() {
 
 /// A chart is data first (docs/architecture.md, "report: a chart is data first"): the report's
 /// chart model imports none of its renderers, and the renderers (plotters' SVG, the heatmap's
-/// hand-written SVG, inferno's flame graphs) import the model and nothing from the pages and
+/// hand-written SVG, the flame graphs' hand-written SVG) import the model and nothing from the pages and
 /// figures that use them.
 #[test]
 fn the_charts_renderers_draw_the_model_and_know_nothing_above_it() {
@@ -440,13 +440,7 @@ fn the_charts_renderers_draw_the_model_and_know_nothing_above_it() {
             }
         }
     }
-    let renderer_paths = [
-        "crate::plot",
-        "crate::heatmap",
-        "crate::flame",
-        "plotters",
-        "inferno",
-    ];
+    let renderer_paths = ["crate::plot", "crate::heatmap", "crate::flame", "plotters"];
     let model = sources(&report.join("model"));
     assert!(!model.is_empty(), "crates/report/src/model/");
     for file in model {

@@ -6,14 +6,17 @@
 //! vendored in `assets`): hover for values, and on time charts one crosshair and one zoom
 //! for every chart of the page. Every chart of the pages has one: over time, by percentile,
 //! across settings. A run's latency heatmap is data here too ([`heatmap`]), drawn by the
-//! crate's `heatmap` module and, from its JSON, by the pages' script; how a number is written
-//! on a chart and beside it is [`number`].
+//! crate's `heatmap` module and, from its JSON, by the pages' script; a flame graph is data
+//! here too ([`flame`]: a run's profile, two runs' stacks, a gate's estimated call paths), drawn
+//! by the crate's `flame` module; how a number is written on a chart and beside it is
+//! [`number`].
 //!
 //! The model sits below its drawings: nothing here imports a renderer (`plot`, `heatmap`,
 //! `flame`), and the renderers import nothing from the pages that use them (held by
 //! `crates/loadgen/tests/architecture.rs`).
 
 pub mod chart;
+pub mod flame;
 pub mod heatmap;
 mod json;
 pub mod number;

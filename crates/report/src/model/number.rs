@@ -141,7 +141,7 @@ pub fn seconds(v: f64) -> String {
 
 /// `v` with `decimals` decimals, rounded by [`RULES`]' tie rule: what a percentile's text and a
 /// time's are made of. A minus only where the figure written is not zero (`0.00`, not `-0.00`).
-fn fixed(v: f64, decimals: u32) -> String {
+pub fn fixed(v: f64, decimals: u32) -> String {
     let at = -(decimals as i32);
     let r = if v == 0.0 || !v.is_finite() {
         Decimal::zero(at)

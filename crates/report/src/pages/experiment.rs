@@ -19,18 +19,10 @@ pub struct ExperimentLinks {
     /// Per setting (by its text), the comparison page of its targets.
     pub comparisons: BTreeMap<String, String>,
     /// Per setting (as its gates are kept), the differential flame graph of its latest gate.
-    pub gate_flames: BTreeMap<String, GateFlame>,
+    pub gate_flames: BTreeMap<String, super::FlameGraph>,
     /// The experiment's history page, relative to the site's root, where it has two sittings
     /// or more.
     pub history: Option<String>,
-}
-
-/// A gate's differential flame graph ([`crate::flame_estimate`]): its file beside the page,
-/// relative to it, and the same SVG, which the page shows inline.
-#[derive(Debug, Clone, Default)]
-pub struct GateFlame {
-    pub file: String,
-    pub svg: String,
 }
 
 /// `2.10 ms (1.90–2.40)`: a cell's median and its spread over repetitions.
@@ -87,7 +79,7 @@ fn when(ns: i64) -> String {
 
 /// A comparison's answer (`[compare]`): each setting's latest gate as the command printed it,
 /// measure by measure, and the sittings before it.
-fn gates(kept: &[analysis::ab::KeptGate], flames: &BTreeMap<String, GateFlame>) -> Markup {
+fn gates(kept: &[analysis::ab::KeptGate], flames: &BTreeMap<String, super::FlameGraph>) -> Markup {
     use analysis::ab::Outcome;
     let mut settings: Vec<&str> = kept.iter().map(|k| k.setting.as_str()).collect();
     settings.sort_unstable();
@@ -141,11 +133,7 @@ fn gates(kept: &[analysis::ab::KeptGate], flames: &BTreeMap<String, GateFlame>) 
                 }
                 @for line in g.by_function() { p.meta { (line) } }
                 @if let Some(flame) = flames.get(*setting) {
-                    figure.gate-flame {
-                        (maud::PreEscaped(&flame.svg))
-                        figcaption { "The candidate's call paths, coloured where their CPU per request changed beyond noise. "
-                            a href=(flame.file) { "The same graph as an SVG file" } "." }
-                    }
+                    (super::flame_inline(flame, "gate-flame", "The candidate's call paths, coloured where their CPU per request changed beyond noise."))
                 }
                 @if of.len() > 1 {
                     details {

@@ -56,6 +56,14 @@ details.flame-window > summary { cursor: pointer; font-weight: 600; }
 .flame-live svg { border: 1px solid #ddd; background: #fff; }
 .flame-live g:hover rect { stroke: #333; }
 .flame-modes label { margin-right: 1rem; }
+figure.flame-figure { margin: .6rem 0; }
+figure.flame-figure.live > svg, figure.flame-figure.live > object { display: none; }
+.flame-graph-live svg { border: 1px solid #ddd; background: #fff; }
+.flame-graph-live g[data-box] { cursor: pointer; }
+.flame-graph-live g:hover rect { stroke: #333; }
+.flame-tools { font-size: .88em; margin: .2rem 0; }
+.flame-said { color: var(--muted); }
+@media print { figure.flame-figure.live > svg, figure.flame-figure.live > object { display: block; } .flame-graph-live { display: none; } }
 .matrix { max-height: 80vh; overflow: auto; }
 .matrix th:first-child { position: sticky; left: 0; z-index: 1; background: #f6f6f6; }
 .matrix thead th { position: sticky; top: 0; z-index: 2; }

@@ -39,9 +39,9 @@ pub use crate::paths::{
     comparison_path, experiment_comparison_title, experiment_path, group_path, history_path,
     label_path, page_of, run_path, search_path, slug,
 };
-pub use experiment::{experiment_page, ExperimentLinks, GateFlame};
+pub use experiment::{experiment_page, ExperimentLinks};
 pub use history::{history_page, HistoryCharts};
-pub use search::{finding, search_page, KneeGraph};
+pub use search::{finding, search_page};
 
 use layout::{charts, label_chips, layout, runs_table, status, table};
 
@@ -186,13 +186,55 @@ pub fn label_page(key: &str, value: &str, runs: &[Headline], comparison: Option<
     layout(&title, "../", body)
 }
 
-/// A probe's flame graphs beside its run's page: the whole attack window's (an SVG), and the
-/// data of the one that follows the charts' window (a script).
+/// A probe's flame graphs beside its run's page: the whole attack window's (its SVG and its
+/// data), and the data of the one that follows the charts' window (a script).
 #[derive(Debug, Clone, Default)]
 pub struct Flames {
-    pub whole: Option<String>,
+    pub whole: Option<FlameFile>,
     pub by_window: Option<String>,
 }
+
+/// A flame graph beside its page, named relative to it: its SVG, which the page embeds, and its
+/// data (a script that files it under its own name), which the page's script draws with a zoom
+/// and a search.
+#[derive(Debug, Clone, Default)]
+pub struct FlameFile {
+    pub svg: String,
+    pub data: String,
+}
+
+/// A flame graph small enough to show inline (a gate's, a knee's): its SVG and its data (JSON)
+/// in the page, and the same SVG as a file beside it, named relative to it.
+#[derive(Debug, Clone, Default)]
+pub struct FlameGraph {
+    pub file: String,
+    pub svg: String,
+    pub json: String,
+}
+
+/// `f` embedded from beside the page, drawn again from its data by the page's script.
+fn flame_file(f: &FlameFile, what: &str) -> Markup {
+    html! {
+        figure.flame-figure data-src=(f.data) data-key=(f.data) {
+            object.flame type="image/svg+xml" data=(f.svg) { a href=(f.svg) { (what) } }
+        }
+    }
+}
+
+/// `g` shown inline, drawn again from its data by the page's script; `class` names the kind,
+/// `caption` says what it shows.
+pub fn flame_inline(g: &FlameGraph, class: &str, caption: &str) -> Markup {
+    html! {
+        figure class=(format!("flame-figure {class}")) {
+            (PreEscaped(&g.svg))
+            script type="application/json" class="flame-data" { (PreEscaped(&g.json)) }
+            figcaption { (caption) " " a href=(g.file) { "The same graph as an SVG file" } "." }
+        }
+    }
+}
+
+/// What the page's script adds to a flame graph.
+const FLAME_TOOLS: &str = "With the page's script, click a box to zoom to it (the root, or \"Whole graph\", to zoom out) and type in the search box to mark the functions whose names hold it, with their share of the whole.";
 
 /// A run's page (or a run group's, merged): a plan of sections.
 pub fn run_page(
@@ -396,9 +438,9 @@ fn profile_section(p: &ProbeFigures, flames: Flames) -> Markup {
             @if f.lost > 0 { " " strong { (f.lost) " samples were lost" } " (the probe read the kernel's ring late): shares are of what was kept." }
             " Frames come from frame pointers: a function built without them hides its caller; an address without a symbol is shown as its file and offset, or hex. The " code { "cpu-clock" } " event is a timer: time the kernel spends with interrupts off is charged where it turns them on again (" code { "_raw_spin_unlock_irqrestore_[k]" } " and the like)."
         }
-        @if let Some(file) = &flames.whole {
-            object.flame type="image/svg+xml" data=(file) { a href=(file) { "the flame graph" } }
-            p.meta { "Each box is a function, as wide as its share of the samples; above it, what it called. Process and thread at the bottom, kernel frames end in " code { "_[k]" } ". Click to zoom, Ctrl-F to search; " a href=(file) { "open it alone" } "." }
+        @if let Some(f) = &flames.whole {
+            (flame_file(f, "the flame graph"))
+            p.meta { "Each box is a function, as wide as its share of the samples; above it, what it called. Process and thread at the bottom, kernel frames end in " code { "_[k]" } ". " (FLAME_TOOLS) " " a href=(f.svg) { "Open it alone" } "." }
         }
         @if let Some(file) = &flames.by_window {
             details.flame-window data-src=(file) data-key=(file) {
@@ -423,7 +465,7 @@ fn profile_section(p: &ProbeFigures, flames: Flames) -> Markup {
 
 /// Where the runs' CPU went, side by side: the top functions' own shares in each profiled run,
 /// and the differential flame graphs against the first.
-fn profile_comparison(c: &Comparison, names: &[String], diffs: &[(usize, String)]) -> Markup {
+fn profile_comparison(c: &Comparison, names: &[String], diffs: &[(usize, FlameFile)]) -> Markup {
     let profiles: Vec<(usize, &crate::profile::ProfileFigures)> = c
         .runs
         .iter()
@@ -463,10 +505,10 @@ fn profile_comparison(c: &Comparison, names: &[String], diffs: &[(usize, String)
                 @for shares in &own { td.n { (format!("{:.1} %", shares.get(name.as_str()).copied().unwrap_or(0.0))) } }
             } } }
         } }
-        @for (i, file) in diffs {
+        @for (i, f) in diffs {
             h3 { "#" (i + 1) " " (names[*i]) " against #" (profiles[0].0 + 1) " " (names[profiles[0].0]) }
-            object.flame type="image/svg+xml" data=(file) { a href=(file) { "the differential flame graph" } }
-            p.meta { "The second run's stacks, by code path (all processes and threads together), both runs scaled to the same number of samples: red where its share grew, blue where it shrank. " a href=(file) { "Open it alone" } "." }
+            (flame_file(f, "the differential flame graph"))
+            p.meta { "The second run's stacks, by code path (all processes and threads together), each path's share of its run's samples against the first's: red where its share (with what it called) grew, blue where it shrank. " (FLAME_TOOLS) " " a href=(f.svg) { "Open it alone" } "." }
         }
     }
 }
@@ -569,7 +611,7 @@ fn configuration(run: &RunFigures) -> Markup {
     }
 }
 
-pub fn comparison_page(c: &Comparison, list: &[Chart], diffs: &[(usize, String)]) -> Markup {
+pub fn comparison_page(c: &Comparison, list: &[Chart], diffs: &[(usize, FlameFile)]) -> Markup {
     let names = c.run_names();
     let t = crate::compare::table(c);
     let body = html! {

@@ -80,7 +80,7 @@ fn check(c: &analysis::capacity::check::Check) -> Markup {
 /// What grew with the rate at the knee: the sentence, each named function's shares and µs a
 /// request on either side with its interval (or, when none is named, the largest few, within
 /// noise), and the differential flame graph drawn from the same estimates.
-fn knee(found: &Found, graph: Option<&KneeGraph>) -> Markup {
+fn knee(found: &Found, graph: Option<&super::FlameGraph>) -> Markup {
     let Some(k) = found.knee() else {
         return html! {
             @if let Some(why) = found.why_not() {
@@ -116,20 +116,9 @@ fn knee(found: &Found, graph: Option<&KneeGraph>) -> Markup {
             } } }
         } }
         @if let Some(g) = graph {
-            figure.knee-flame {
-                (maud::PreEscaped(&g.svg))
-                figcaption { "The failing steps' call paths, each as wide as its mean CPU per request there, coloured where it differs from the passing steps' beyond noise. "
-                    a href=(g.file) { "The same graph as an SVG file" } "." }
-            }
+            (super::flame_inline(g, "knee-flame", "The failing steps' call paths, each as wide as its mean CPU per request there, coloured where it differs from the passing steps' beyond noise."))
         }
     }
-}
-
-/// The knee's differential flame graph: its SVG, shown inline, and the file beside the page.
-#[derive(Debug, Clone)]
-pub struct KneeGraph {
-    pub file: String,
-    pub svg: String,
 }
 
 pub fn search_page(
@@ -137,7 +126,7 @@ pub fn search_page(
     charts_: &[Chart],
     runs: &HashMap<String, Arc<RunFigures>>,
     found: &Found,
-    graph: Option<&KneeGraph>,
+    graph: Option<&super::FlameGraph>,
 ) -> Markup {
     let body = html! {
         h1 { "Capacity: " (s.name) }

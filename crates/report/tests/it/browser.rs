@@ -535,12 +535,35 @@ fn charts_and_the_index_are_explored_in_a_browser() {
         const heatmap = { live: heat.classList.contains('live'), cells: cells.length, count: heatCount,
                           staticShown: getComputedStyle(heat.querySelector('.plot')).display !== 'none',
                           hover: heatHover };
+        // The run's flame graph, drawn again from its data beside the page: a click on a box
+        // zooms to it, the search marks what it finds, "Whole graph" zooms out.
+        const graph = document.querySelector('figure.flame-figure');
+        for (let i = 0; i < 200 && !graph.classList.contains('live'); i++) await tick();
+        const graphLive = graph.querySelector('.flame-graph-live');
+        const box = name => Array.from(graphLive.querySelectorAll('g[data-frame]')).find(g => g.getAttribute('data-frame') === name);
+        const graphBoxes = graphLive.querySelectorAll('g[data-box]').length;
+        const hashWidth = () => Number(box('HASH_FRAME').querySelector('rect').getAttribute('width'));
+        const hashBefore = hashWidth();
+        box('HASH_FRAME').querySelector('rect').dispatchEvent(new MouseEvent('click', { bubbles: true }));
+        await tick();
+        const zoomedGraph = { zoom: graph.getAttribute('data-zoom'), said: graphLive.querySelector('.flame-said').textContent,
+                              hashBefore, hashAfter: hashWidth(), boxes: graphLive.querySelectorAll('g[data-box]').length,
+                              staticShown: getComputedStyle(graph.querySelector('object')).display !== 'none' };
+        const search = graphLive.querySelector('.flame-find');
+        search.value = 'HASHSYNC';
+        search.dispatchEvent(new Event('input'));
+        graphLive.querySelector('.flame-whole').click();
+        await tick();
+        const foundGraph = { zoom: graph.getAttribute('data-zoom'), said: graphLive.querySelector('.flame-said').textContent,
+                             marked: graphLive.querySelectorAll('rect[fill="rgb(230,0,230)"]').length,
+                             boxes: graphLive.querySelectorAll('g[data-box]').length, graphBoxes };
         // A series toggled from the legend.
         u.root.querySelectorAll('.u-legend .u-series')[1].querySelector('th').dispatchEvent(new MouseEvent('click', { bubbles: true }));
         await tick();
         return { count: charts.length, hovered, full, zoomed, reset, shown: u.series[1].show,
                  drawn: document.documentElement.getAttribute('data-charts'),
-                 flameFull, flameZoomed, against, flameReset, bands, members, distribution, heatmap };
+                 flameFull, flameZoomed, against, flameReset, bands, members, distribution, heatmap,
+                 zoomedGraph, foundGraph };
         "#
         .replace("BURST_FRAME", BURST.rsplit(';').next().unwrap())
         .replace("HASH_FRAME", "JS:*hashSync /srv/server.js:3"),
@@ -622,16 +645,69 @@ fn charts_and_the_index_are_explored_in_a_browser() {
         );
     }
 
+    // The run's flame graph, drawn by the script from the data beside the page in place of the
+    // SVG file it embeds: zoomed to hashSync, that box fills the width (its callers drawn
+    // across it, nothing else); found, hashSync's one box is marked with its share; zoomed out,
+    // every box is back.
+    let zoomed = &explored["zoomedGraph"];
+    assert_eq!(zoomed["staticShown"], false, "{explored}");
+    assert!(
+        zoomed["hashBefore"].as_f64().unwrap() < 1_000.0,
+        "{explored}"
+    );
+    assert_eq!(zoomed["hashAfter"].as_f64(), Some(1_180.0), "{explored}");
+    assert_ne!(zoomed["zoom"], "0", "{explored}");
+    assert!(
+        zoomed["said"]
+            .as_str()
+            .unwrap()
+            .starts_with("Zoomed to JS:*hashSync"),
+        "{explored}"
+    );
+    let found = &explored["foundGraph"];
+    assert!(
+        zoomed["boxes"].as_u64() < found["graphBoxes"].as_u64(),
+        "{explored}"
+    );
+    assert_eq!(found["zoom"], "0");
+    assert_eq!(found["boxes"], found["graphBoxes"], "{explored}");
+    assert_eq!(found["marked"], 1, "{explored}");
+    // The share said is hashSync's box's, read from the graph's data beside the page.
+    let beside = |marker: &str| -> serde_json::Value {
+        let at = html.find(marker).unwrap() + marker.len();
+        let src = &html[at..at + html[at..].find('"').unwrap()];
+        let script = std::fs::read_to_string(run_page.with_file_name(src)).unwrap();
+        let json = &script[script.find("= {").unwrap() + 2..script.trim_end().len() - 1];
+        serde_json::from_str(json).unwrap()
+    };
+    let graph = beside("class=\"flame-figure\" data-src=\"");
+    let names = graph["names"].as_array().unwrap();
+    let hash = names
+        .iter()
+        .position(|n| n == "JS:*hashSync /srv/server.js:3")
+        .unwrap();
+    let width: f64 = graph["boxes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|b| b["name"] == hash)
+        .map(|b| b["width"].as_f64().unwrap())
+        .sum();
+    let said = found["said"].as_str().unwrap();
+    let shown: f64 = said
+        .strip_prefix("Found: ")
+        .and_then(|t| t.split(' ').next())
+        .and_then(|t| t.parse().ok())
+        .unwrap_or_else(|| panic!("{said}"));
+    assert!(
+        (shown - 100.0 * width).abs() < 0.006,
+        "{said} against {width}"
+    );
+
     // The window flame graph follows the zoom: its samples are those of the slices in the
     // charts' window, read from the data beside the page; against the rest, the burst (in the
     // window only) gained its whole share, the function sampled every second lost some.
-    let src = {
-        let at = html.find("data-src=\"").unwrap() + "data-src=\"".len();
-        &html[at..at + html[at..].find('"').unwrap()]
-    };
-    let script = std::fs::read_to_string(run_page.with_file_name(src)).unwrap();
-    let json = &script[script.find("= {").unwrap() + 2..script.trim_end().len() - 1];
-    let data: serde_json::Value = serde_json::from_str(json).unwrap();
+    let data = beside("class=\"flame-window\" data-src=\"");
     let samples_in = |from: f64, to: f64| -> u64 {
         data["slices"]
             .as_array()

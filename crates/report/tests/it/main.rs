@@ -14,6 +14,7 @@ mod synthetic;
 
 mod browser;
 mod experiment;
+mod flames;
 mod history;
 mod numbers;
 mod pages;

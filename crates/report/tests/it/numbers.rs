@@ -41,17 +41,19 @@ fn written(
     (rust, expected)
 }
 
-/// What the script writes for each of `values` by its function `function`, on a page that
-/// carries `RULES` as the pages do.
-fn scripts(function: &str, values: &[Option<f64>]) -> Vec<String> {
+/// What the pages' script writes for `call`, a JavaScript expression of `script` (what the
+/// script exports) and `input` (`input`, as JSON), on a page that carries `RULES` as the pages
+/// do.
+pub(crate) fn script_writes(call: &str, input: &impl serde::Serialize) -> String {
     let harness = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tools/js/test/harness.js");
     let program = format!(
         "const h = require({harness:?}); \
-         const f = h.load({{ document: h.page({{ rules: process.argv[2] }}) }})[{function:?}]; \
-         process.stdout.write(JSON.stringify(JSON.parse(process.argv[1]).map((v) => f(v))));",
+         const script = h.load({{ document: h.page({{ rules: process.argv[2] }}) }}); \
+         const input = JSON.parse(process.argv[1]); \
+         process.stdout.write({call});",
         harness = harness.display().to_string()
     );
-    let json = serde_json::to_string(values).expect("values");
+    let json = serde_json::to_string(input).expect("the input as JSON");
     let out = Command::new("node")
         .args(["-e", &program, &json, &RULES.json()])
         .output()
@@ -61,7 +63,13 @@ fn scripts(function: &str, values: &[Option<f64>]) -> Vec<String> {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    serde_json::from_slice(&out.stdout).expect("a list of strings")
+    String::from_utf8(out.stdout).expect("UTF-8")
+}
+
+/// What the script writes for each of `values` by its function `function`.
+fn scripts(function: &str, values: &[Option<f64>]) -> Vec<String> {
+    let call = format!("JSON.stringify(input.map((v) => script[{function:?}](v)))");
+    serde_json::from_str(&script_writes(&call, &values)).expect("a list of strings")
 }
 
 #[test]

@@ -1,9 +1,13 @@
-//! The graph of a gate whose candidate added 40 µs a request to one function (`hash`), over 8
-//! rounds with the host's noise: that path and its callers are red, the functions that did not
-//! change are grey although their share of the samples fell, and every box sits on its caller.
+//! The graphs as drawn. A gate's: its candidate added 40 µs a request to one function
+//! (`hash`), over 8 rounds with the host's noise: that path and its callers are red, the
+//! functions that did not change are grey although their share of the samples fell, and every
+//! box sits on its caller. A run's and a differential's: their functions named, escaped, and
+//! every box on its caller.
+
+use std::collections::BTreeMap;
 
 use super::*;
-use analysis::ab::functions::{call_tree, compare, Sampled};
+use analysis::ab::functions::{call_tree, compare, Functions, Sampled};
 
 /// A run: `parse` 60 µs, `hash` 20 µs + `added`, `log` 20 µs a request, each sampled at 5 a
 /// µs, give or take the round's jitter.
@@ -28,11 +32,11 @@ fn graph(added: f64) -> (Functions, String) {
         tree: call_tree(&rounds),
         ..compare(&rounds).unwrap()
     };
-    let svg = svg(&f, ("main", "slower"), "8 rounds").unwrap();
+    let svg = svg(&FlameData::of_estimates(&f, ("main", "slower"), "8 rounds").unwrap());
     (f, svg)
 }
 
-/// Each box's (label's full name from its title, fill, x, width, y).
+/// Each box's (name, fill, x, width, y).
 fn boxes(svg: &str) -> Vec<(String, String, f64, f64, f64)> {
     let doc = roxmltree::Document::parse(svg).unwrap();
     doc.descendants()
@@ -41,9 +45,11 @@ fn boxes(svg: &str) -> Vec<(String, String, f64, f64, f64)> {
             let title = g.children().find(|c| c.has_tag_name("title")).unwrap();
             let rect = g.children().find(|c| c.has_tag_name("rect")).unwrap();
             let num = |a: &str| rect.attribute(a).unwrap().parse::<f64>().unwrap();
-            let text = title.text().unwrap();
+            // The frame's name, which is also its title's first line on a gate's graph.
+            let name = g.attribute("data-frame").unwrap();
+            assert!(title.text().unwrap().starts_with(name));
             (
-                text.lines().next().unwrap().to_string(),
+                name.to_string(),
                 rect.attribute("fill").unwrap().to_string(),
                 num("x"),
                 num("width"),
@@ -124,4 +130,56 @@ fn an_unchanged_build_draws_every_box_grey() {
         "{svg}"
     );
     assert!(svg.contains("0 of "), "{svg}");
+}
+
+fn folded(stacks: &[(&str, u64)]) -> BTreeMap<String, u64> {
+    stacks.iter().map(|(s, n)| (s.to_string(), *n)).collect()
+}
+
+#[test]
+fn a_runs_graph_names_its_functions_escaped_and_sits_every_box_on_its_caller() {
+    let run = folded(&[
+        ("srv;main;main;handle;<img src=x>", 70),
+        ("srv;main;main;handle", 30),
+    ]);
+    let data = FlameData::of_folded("Where the CPU went", vec!["100 samples".into()], &run);
+    let svg = svg(&data);
+    assert!(!svg.contains("<img"), "a name is text, not markup");
+    let b = boxes(&svg);
+    let names: Vec<&str> = b.iter().map(|x| x.0.as_str()).collect();
+    assert_eq!(
+        names,
+        ["all", "srv", "main", "main", "handle", "<img src=x>"]
+    );
+    assert!(b[5].0.starts_with("<img") && svg.contains("(70 samples, 70.00 %)"));
+    for pair in b.windows(2) {
+        let ((_, _, px, pw, py), (_, _, x, w, y)) = (&pair[0], &pair[1]);
+        assert!((py - y - ROW).abs() < 1e-9 && *x >= px - 0.01 && x + w <= px + pw + 0.02);
+    }
+    assert!((b[0].3 - (WIDTH - 2.0 * MARGIN)).abs() < 1e-9);
+    assert!((b[5].3 - 0.7 * b[0].3).abs() < 0.01);
+}
+
+#[test]
+fn a_differential_is_drawn_from_the_same_data_its_boxes_coloured_by_change() {
+    let before = folded(&[
+        ("srv;main;main;handle;hash", 70),
+        ("srv;main;main;handle", 30),
+    ]);
+    let after = folded(&[
+        ("srv (child);w;main;handle;hash", 20),
+        ("srv (child);w;main;handle", 80),
+    ]);
+    let data = FlameData::between("d", vec![], ("first", "second"), &before, &after);
+    let svg = svg(&data);
+    assert!(!svg.contains("srv"), "process frames are left out");
+    let hash = boxes(&svg).into_iter().find(|b| b.0 == "hash").unwrap();
+    assert_eq!(
+        hash.1, "rgb(55,55,255)",
+        "the largest fall, the deepest blue"
+    );
+    assert!(
+        svg.contains("20.00 % in second; 70.00 % in first: −50.00 points"),
+        "{svg}"
+    );
 }
