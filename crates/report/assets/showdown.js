@@ -483,7 +483,19 @@
         ? ' <span class="meta">(zoom a chart first: the rest of the run has no samples)</span>'
         : '') +
       '</p>';
-    box.innerHTML = head + (tree.n ? flameSvg(flameOfTree(tree, other, against), 0, '') : '');
+    var drawn = tree.n ? flameOfTree(tree, other, against) : null;
+    // A box clicked is zoomed to (the root: the whole window again); a new window starts whole.
+    if (!drawn || !drawn.boxes[panel.zoom]) panel.zoom = 0;
+    box.innerHTML = head + (drawn ? flameSvg(drawn, panel.zoom, '') : '');
+    if (!panel.clicks) {
+      panel.clicks = true;
+      box.addEventListener('click', function (e) {
+        var g = e.target && e.target.closest ? e.target.closest('g[data-box]') : null;
+        if (!g) return;
+        panel.zoom = Number(g.getAttribute('data-box'));
+        drawFlame(panel);
+      });
+    }
     box.querySelectorAll('input[type=radio]').forEach(function (r) {
       r.addEventListener('change', function () {
         panel.mode = r.value;
@@ -814,6 +826,7 @@
     if (!page) return;
     view = min <= page[0] && max >= page[1] ? null : [min, max];
     flames.forEach(function (p) {
+      p.zoom = 0;
       if (p.el.open) drawFlame(p);
     });
     heatmaps.forEach(function (p) {

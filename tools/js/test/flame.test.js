@@ -243,3 +243,25 @@ test('a search marks each box whose name holds it, and counts the share of the w
   assert.equal(flameFound(data, 'pars'), 0.25);
   assert.equal(flameFound(data, 'nothing'), 0);
 });
+
+test("a click on a box of the window's graph zooms to it, one on the root zooms out", () => {
+  const { box, panel } = draw(server);
+  const click = (name) => {
+    const at = readFlame(box.innerHTML).frames.findIndex((f) => f.frame === name);
+    const index = box.innerHTML.match(new RegExp(`data-frame="${name}"[^>]*data-box="(\\d+)"`))[1];
+    assert.ok(at >= 0, name);
+    box.fire('click', { target: { closest: () => ({ getAttribute: () => index }) } });
+  };
+  click('handle');
+  let flame = readFlame(box.innerHTML);
+  near(flame.frame('handle').w, SPAN, 'handle');
+  assert.equal(flame.frame('gc'), undefined);
+  assert.ok(panel.zoom > 0);
+  // A click outside any box changes nothing.
+  box.fire('click', { target: { closest: () => null } });
+  assert.equal(readFlame(box.innerHTML).frame('gc'), undefined);
+  click('all');
+  flame = readFlame(box.innerHTML);
+  near(flame.frame('gc').w, (2000 / 12000) * SPAN, 'gc');
+  assert.equal(panel.zoom, 0);
+});
