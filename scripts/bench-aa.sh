@@ -13,7 +13,9 @@
 # Each sitting is kept as an A/A comparison (--same-build, --experiment aa-SERVER), so from the
 # fourth on its interval allows for how much two processes of one build differ, read from the
 # sittings kept before it in the store; the summary gives those apart from the ones read as
-# measured (the first three, and every sitting kept before loadgen allowed for it).
+# measured (the first three, and every sitting kept before loadgen allowed for it), and the
+# sittings widened by the spread read with each sitting weighted by its precision ("weighted",
+# since 2026-12-07) apart from those widened before that ("widened").
 #
 #   scripts/bench-aa.sh [SITTINGS] [SERVERS]   (default 2 sittings of "builtin go node": ~5 min)
 #
@@ -125,8 +127,13 @@ from aa_stats import se_of  # noqa: E402
 by = defaultdict(list)
 for line in open(sys.argv[1]):
     row = json.loads(line)
-    # As read (the processes' own interval), or widened by the spread between processes.
-    how = "widened" if row.get("spread") == "allowed" else "as read"
+    # As read (the processes' own interval), or widened by the spread between processes: read
+    # with each sitting weighted by its precision (the rows that keep its degrees of freedom,
+    # since 2026-12-07) or, before that, unweighted.
+    if row.get("spread") != "allowed":
+        how = "as read"
+    else:
+        how = "weighted" if "between_df" in row else "widened"
     by[(row["server"], how)].append(row)
 print(f"\n{'server':<8} {'interval':<8} {'sittings':>8} {'no interval':>11} {'exclude 1':>9} {'sd(z)':>6} {'k̂':>6} {'median ±':>8}")
 for (server, how), rows in sorted(by.items()):
