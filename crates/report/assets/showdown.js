@@ -237,7 +237,7 @@
   function warm(name) {
     var h = 0;
     for (var i = 0; i < name.length; i++) h = (h * 31 + name.charCodeAt(i)) >>> 0;
-    return 'hsl(' + (h % 50) + ',85%,' + (55 + ((h >> 8) % 15)) + '%)';
+    return 'hsl(' + (h % 50) + ',85%,' + (55 + ((h >>> 8) % 15)) + '%)';
   }
 
   // --- every flame graph drawn from its data, a report::model::flame::FlameData, as
@@ -298,7 +298,7 @@
     });
     // Unzoomed, every box where report::flame puts it, to the last bit.
     var lo = zoom ? z.start : 0;
-    var wide = zoom ? z.width : 1;
+    var wide = zoom ? Math.max(z.width, 1e-12) : 1;
     data.boxes.forEach(function (b, i) {
       var shown = zoom ? flameShown(b, z, b === z) : 'inside';
       if (!shown) return;

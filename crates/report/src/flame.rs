@@ -4,7 +4,7 @@
 //! as wide as its share of the root, its name cut to fit, its hover text as its `<title>`.
 //! Written with maud, which escapes every name. The pages' script draws the same data to the
 //! same SVG, character for character (`flameSvg` in `assets/showdown.js`, held to it by
-//! `tests/flames.json`), and adds a zoom and a search.
+//! `tests/it/flames.rs`), and adds a zoom and a search.
 
 use maud::{html, Markup};
 
@@ -29,10 +29,11 @@ fn top(data: &FlameData) -> f64 {
     }
 }
 
-/// A box's label cut to fit `width` pixels; none when under three characters fit.
+/// A box's label cut to fit `width` pixels; none when under three characters fit, or for an
+/// empty name (as the script has it).
 fn label(name: &str, width: f64) -> Option<String> {
     let fits = ((width - 6.0) / CHAR).floor();
-    if fits < 3.0 {
+    if fits < 3.0 || name.is_empty() {
         return None;
     }
     let fits = fits as usize;

@@ -265,3 +265,11 @@ test("a click on a box of the window's graph zooms to it, one on the root zooms 
   near(flame.frame('gc').w, (2000 / 12000) * SPAN, 'gc');
   assert.equal(panel.zoom, 0);
 });
+
+test('the warm colour is report::model::flame::warm, unsigned above 2^31 too', () => {
+  const { warm } = load();
+  // The cases model::flame's own test holds Rust to.
+  assert.equal(warm('hash'), 'hsl(0,85%,56%)');
+  assert.equal(warm('handle'), 'hsl(0,85%,65%)');
+  assert.equal(warm('uv__io_poll'), 'hsl(41,85%,66%)');
+});

@@ -128,7 +128,7 @@ impl FlameData {
         let (first, second) = (by_code_path(before), by_code_path(after));
         let (b_total, a_total) = (first.n, second.n);
         let mut root = second;
-        root.before_from(&first, if b_total > 0.0 { 1.0 / b_total } else { 0.0 });
+        root.before_from(&first, b_total);
         let largest = root.largest_change(a_total);
         let mut data = Self::new(title, lines);
         data.walk(&root, "all", a_total, |node, name| {
@@ -151,7 +151,11 @@ impl FlameData {
                 names.1,
                 fixed(100.0 * node.before, 2),
                 names.0,
-                if change >= 0.0 { "+" } else { "−" },
+                if change < 0.0 && fixed(100.0 * change.abs(), 2) != fixed(0.0, 2) {
+                    "−"
+                } else {
+                    "+"
+                },
                 fixed(100.0 * change.abs(), 2)
             );
             Look {
@@ -323,13 +327,13 @@ impl Node {
         }
     }
 
-    /// Each node's share of `first`'s samples on the same path (`scale`: 1 ÷ its samples).
-    fn before_from(&mut self, first: &Node, scale: f64) {
-        self.before = first.n * scale;
+    /// Each node's share of `first`'s samples on the same path (`total`: all of them).
+    fn before_from(&mut self, first: &Node, total: f64) {
+        self.before = if total > 0.0 { first.n / total } else { 0.0 };
         for (name, kid) in &mut self.kids {
             match first.kids.get(name) {
-                Some(f) => kid.before_from(f, scale),
-                None => kid.before_from(&Node::default(), scale),
+                Some(f) => kid.before_from(f, total),
+                None => kid.before_from(&Node::default(), total),
             }
         }
     }
@@ -561,6 +565,9 @@ mod tests {
         // showdown.js's warm (h * 31 + each UTF-16 code unit, as unsigned 32 bits), run by
         // node on the same names.
         assert_eq!(warm("hash"), "hsl(0,85%,56%)");
+        // h above 2^31: the script shifts it unsigned too.
+        assert_eq!(warm("handle"), "hsl(0,85%,65%)");
+        assert_eq!(warm("uv__io_poll"), "hsl(41,85%,66%)");
         assert_eq!(warm(""), "hsl(0,85%,55%)");
         assert_eq!(warm("é→𝄞x"), "hsl(31,85%,67%)");
     }

@@ -51,6 +51,8 @@ fn the_svg_and_the_script_draw_every_kind_of_flame_graph_alike() {
         ("node;main;main;handle", 654),
         ("node;main;main;a_rare;deeper", 1),
         ("node;libuv;uv__io_poll", 1_000),
+        // An empty frame (a stack written `a;;b`): no label in either drawing.
+        ("node;libuv;;epoll_wait", 500),
     ]);
     let profile = FlameData::of_folded(
         "Where the CPU went: node",
