@@ -6,7 +6,7 @@
 //! `flame` module draws every one of them as the same SVG, so that the three cannot disagree on
 //! what a box is.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use analysis::ab::functions::{signed_us, CallTree, FunctionChange, Functions, FDR};
 use serde::Serialize;
@@ -144,19 +144,20 @@ impl FlameData {
             } else {
                 format!("rgb({},{},255)", 255 - k, 255 - k)
             };
+            let points = fixed(100.0 * change.abs(), 2);
             let title = format!(
-                "{name} ({} samples, {} % in {}; {} % in {}: {}{} points)",
+                "{name} ({} samples, {} % in {}; {} % in {}: {}{points} points)",
                 number(node.n.round()),
                 fixed(100.0 * share, 2),
                 names.1,
                 fixed(100.0 * node.before, 2),
                 names.0,
-                if change < 0.0 && fixed(100.0 * change.abs(), 2) != fixed(0.0, 2) {
+                // A change that rounds to nothing reads +0.00.
+                if change < 0.0 && points != fixed(0.0, 2) {
                     "−"
                 } else {
                     "+"
                 },
-                fixed(100.0 * change.abs(), 2)
             );
             Look {
                 fill,
@@ -199,6 +200,7 @@ impl FlameData {
         // Where each box's next callee starts: callees follow their caller in the list.
         let mut next: Vec<f64> = vec![0.0; tree.paths.len()];
         let mut depth: Vec<u32> = vec![0; tree.paths.len()];
+        let mut seen = HashMap::new();
         for (i, p) in tree.paths.iter().enumerate() {
             let (start, d) = match p.parent.filter(|&q| q < i) {
                 Some(parent) => {
@@ -210,7 +212,7 @@ impl FlameData {
             };
             next[i] = start;
             depth[i] = d;
-            let name = data.index(&p.change.name);
+            let name = data.index(&mut seen, &p.change.name);
             data.boxes.push(FlameBox {
                 name,
                 depth: d,
@@ -236,15 +238,15 @@ impl FlameData {
         }
     }
 
-    /// `name`'s index in [`Self::names`], added when new.
-    fn index(&mut self, name: &str) -> u32 {
-        match self.names.iter().position(|n| n == name) {
-            Some(i) => i as u32,
-            None => {
-                self.names.push(name.to_string());
-                (self.names.len() - 1) as u32
-            }
+    /// `name`'s index in [`Self::names`], added when new (`seen`: the names added so far).
+    fn index(&mut self, seen: &mut HashMap<String, u32>, name: &str) -> u32 {
+        if let Some(&i) = seen.get(name) {
+            return i;
         }
+        self.names.push(name.to_string());
+        let i = (self.names.len() - 1) as u32;
+        seen.insert(name.to_string(), i);
+        i
     }
 
     /// Adds `root`'s boxes of samples in pre-order, its callees by name side by side from its
@@ -260,7 +262,7 @@ impl FlameData {
         if total <= 0.0 {
             return;
         }
-        let mut names: BTreeMap<String, u32> = BTreeMap::new();
+        let mut seen = HashMap::new();
         let mut stack: Vec<(&Node, &str, f64, u32)> = vec![(root, root_name, 0.0, 0)];
         while let Some((node, name, start, depth)) = stack.pop() {
             let width = node.n / total;
@@ -268,15 +270,7 @@ impl FlameData {
                 self.hidden += width;
                 continue;
             }
-            let index = match names.get(name) {
-                Some(&i) => i,
-                None => {
-                    self.names.push(name.to_string());
-                    let i = (self.names.len() - 1) as u32;
-                    names.insert(name.to_string(), i);
-                    i
-                }
-            };
+            let index = self.index(&mut seen, name);
             let Look { fill, title, delta } = look(node, name);
             self.boxes.push(FlameBox {
                 name: index,
