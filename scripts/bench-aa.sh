@@ -17,6 +17,11 @@
 # sittings widened by the spread read with each sitting weighted by its precision ("weighted",
 # since 2026-12-07) apart from those widened before that ("widened").
 #
+# The two processes swap roles from one kept sitting of a server to the next (since 2026-12-08):
+# in one the process started first is the URL searched, in the next the --against one, so that a
+# difference due to which started first, or to which side of the comparison a process is on,
+# cancels over the sittings; the summary gives the mean log-ratio of each order apart.
+#
 #   scripts/bench-aa.sh [SITTINGS] [SERVERS]   (default 2 sittings of "builtin go node": ~5 min)
 #
 # ROUNDS sets the rounds (16). The sittings are appended to docs/benchmarks/data/aa-sittings.jsonl,
@@ -79,19 +84,25 @@ for _ in $(seq 1 "$sittings"); do
   for server in $servers; do
     port=$((port + 2))
     start_two "$server" "$port" "$((port + 1))"
+    # The roles alternate over the server's sittings kept so far (across runs of the script):
+    # after an even number, the process started first is searched at the URL; after an odd
+    # one, the process started second.
+    kept_rows=$(grep -c "\"server\": \"$server\"" "$sittings_file" || true)
+    searched=$port against=$((port + 1)) first=url
+    if [ $((kept_rows % 2)) = 1 ]; then searched=$((port + 1)) against=$port first=against; fi
     started=$(date +%s)
     set +e
-    taskset -c 0 "$loadgen" capacity "http://127.0.0.1:$port$path" \
-      --against "http://127.0.0.1:$((port + 1))" --rounds "$rounds" \
+    taskset -c 0 "$loadgen" capacity "http://127.0.0.1:$searched$path" \
+      --against "http://127.0.0.1:$against" --rounds "$rounds" \
       --slo 'p99<=20ms' --slo 'errors<=1%' --step 1s --warmup 300ms --start 500 \
       --same-build --experiment "aa-$server" \
       --db "sqlite://$kept/store.db" --output json >"$out/c.json" 2>"$out/c.log"
     code=$?
     set -e
     stop_all
-    python3 - "$out/c.json" "$server" "$code" "$(($(date +%s) - started))" "$sittings_file" <<'PY'
+    python3 - "$out/c.json" "$server" "$code" "$(($(date +%s) - started))" "$sittings_file" "$first" <<'PY'
 import json, sys, time
-path, server, code, seconds, kept = sys.argv[1:]
+path, server, code, seconds, kept, first = sys.argv[1:]
 try:
     c = json.load(open(path))
     r = c["ratios"][0]
@@ -99,7 +110,8 @@ except (OSError, ValueError, KeyError, IndexError) as e:
     print(f"{server}: no comparison (exit {code}): {e}")
     sys.exit(0)
 row = {"at": int(time.time()), "server": server, "rounds": c["rounds"], "ratio": r["ratio"],
-       "low": r.get("low"), "high": r.get("high"), "seconds": int(seconds)}
+       "low": r.get("low"), "high": r.get("high"), "seconds": int(seconds),
+       "started_first": first}
 # Whether the interval allows for the spread between processes (read from the sittings before).
 spread = c.get("spread") or {}
 row["spread"] = spread.get("read", "none")
@@ -146,4 +158,18 @@ for (server, how), rows in sorted(by.items()):
     k = statistics.stdev(logs) / statistics.median(se) if len(shown) > 1 else float("nan")
     half = statistics.median([(r["high"] / r["low"]) ** 0.5 - 1 for r in shown]) if shown else float("nan")
     print(f"{server:<8} {how:<8} {len(rows):>8} {len(rows) - len(shown):>11} {exclude:>9} {sdz:>6.2f} {k:>6.2f} {half * 100:>7.1f} %")
+
+# Which process reads higher: the mean log-ratio (URL ÷ --against) of the sittings whose URL
+# was the process started first, and of those whose URL was started second (rows since the
+# roles alternate; before that every URL was started first).
+print(f"\n{'server':<8} {'URL started':<12} {'sittings':>8} {'mean ln r':>10} {'se':>7} {'t':>6}")
+orders = defaultdict(list)
+for rows in by.values():
+    for r in rows:
+        if r["low"] and r["high"]:  # a sitting without an interval is a search that failed
+            orders[(r["server"], "second" if r.get("started_first") == "against" else "first")].append(math.log(r["ratio"]))
+for (server, order), logs in sorted(orders.items()):
+    mean = statistics.fmean(logs)
+    se = statistics.stdev(logs) / math.sqrt(len(logs)) if len(logs) > 1 else float("nan")
+    print(f"{server:<8} {order:<12} {len(logs):>8} {mean * 100:>9.2f} % {se * 100:>6.2f} % {mean / se if se > 0 else float('nan'):>6.1f}")
 PY

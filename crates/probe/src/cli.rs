@@ -29,6 +29,21 @@ pub enum Command {
     Record(RecordArgs),
     /// Show the target live in the terminal (sampling here, or from a probe with --connect).
     Top(TopArgs),
+    /// Measure what a wake-up costs on the CPUs this runs on, now (pin it beside a target with
+    /// taskset): one JSON line every --every, for --duration.
+    Canary(CanaryArgs),
+}
+
+/// `probe canary`: the wake-up canary (`probe::canary`) read at a fixed interval.
+#[derive(Debug, Clone, Args)]
+pub struct CanaryArgs {
+    /// How long to run (it stops by itself).
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "60s")]
+    pub duration: Duration,
+
+    /// How often to print what the exchanges since the last line cost (10ms at least).
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "100ms")]
+    pub every: Duration,
 }
 
 /// Which process to watch, and how.
@@ -70,6 +85,11 @@ pub struct TargetArgs {
     /// Also measure PSS and USS (smaps_rollup; costly, on the slow schedule).
     #[arg(long)]
     pub pss: bool,
+
+    /// Also measure what a wake-up costs on the target's CPUs (the wake-up canary, 1.5 % of one
+    /// of them): `wake_ns` in the host's figures (every 100 ms at most).
+    #[arg(long)]
+    pub canary: bool,
 
     /// Also sample the tree's on-CPU call stacks (perf_event_open's cpu-clock event, kernel and
     /// user frames), named here and sent as a profile a second. Needs CAP_PERFMON or
@@ -264,6 +284,7 @@ impl TargetArgs {
             role: self.role,
             name: self.called.clone(),
             activity: None,
+            canary: self.canary,
         })
     }
 }

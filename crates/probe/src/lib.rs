@@ -24,12 +24,14 @@
 //!   read one way everywhere.
 //! - `error`: what went wrong in `probe`'s commands ([`Error`]), below every module that
 //!   reports it.
+//! - [`canary`]: the wake-up canary, what a wake-up costs on these CPUs now (`probe canary`).
 //! - [`clock`]: the host's clocks in nanoseconds; [`cpus`]: CPU lists and `/proc/stat`'s ticks,
 //!   read here once for every crate; [`files`]: a file written whole in place of its name (a
 //!   key, a token, a manifest, a page), never through a link.
 
 pub mod activity;
 pub mod buffer;
+pub mod canary;
 pub mod cli;
 pub mod client;
 pub mod clock;
@@ -53,7 +55,7 @@ mod top;
 use std::io::Write;
 
 use crate::buffer::SharedBuffer;
-use crate::cli::{Cli, Command, RecordArgs, ServeArgs, TopArgs};
+use crate::cli::{CanaryArgs, Cli, Command, RecordArgs, ServeArgs, TopArgs};
 use crate::client::{Incoming, Subscriber};
 use crate::error::io_error;
 pub use crate::error::Error;
@@ -72,7 +74,39 @@ pub fn run(cli: Cli) -> Result<(), Error> {
         Command::Serve(args) => runtime.block_on(serve(*args)),
         Command::Record(args) => runtime.block_on(record(args)),
         Command::Top(args) => runtime.block_on(top(args)),
+        Command::Canary(args) => canary(&args),
     }
+}
+
+/// `probe canary`: a JSON line every `--every` with the exchanges since the last one and their
+/// CPU each, until `--duration` has passed.
+fn canary(args: &CanaryArgs) -> Result<(), Error> {
+    if args.every < std::time::Duration::from_millis(10) || args.every > args.duration {
+        return Err(Error::Usage(format!(
+            "--every {:?} must be 10ms at least and no longer than --duration {:?}",
+            args.every, args.duration
+        )));
+    }
+    let canary = canary::Canary::start().map_err(io_error("start the canary's threads"))?;
+    let end = std::time::Instant::now() + args.duration;
+    let mut last = canary.reading();
+    let mut out = std::io::stdout().lock();
+    let mut next = std::time::Instant::now();
+    while next < end {
+        next = (next + args.every).min(end);
+        std::thread::sleep(next.saturating_duration_since(std::time::Instant::now()));
+        let now = canary.reading();
+        let line = serde_json::json!({
+            "wall_ns": clock::wall_ns(),
+            "exchanges": now.exchanges - last.exchanges,
+            "cpu_ns_per_exchange": now.per_exchange_since(&last),
+        });
+        writeln!(out, "{line}")
+            .and_then(|()| out.flush())
+            .map_err(io_error("write to standard output"))?;
+        last = now;
+    }
+    Ok(())
 }
 
 /// Makes this process not dumpable (`PR_SET_DUMPABLE` 0): its `/proc/PID/environ`, `mem`, `fd`

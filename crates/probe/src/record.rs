@@ -82,6 +82,9 @@ pub struct SampleRow<'a> {
     host_mem_available_bytes: Option<u64>,
     missed_ticks: u64,
     probe_cpu_pct: Option<f64>,
+    /// With `--canary`: what a wake-up cost on the target's CPUs, ns of CPU an exchange (last,
+    /// so that the columns before keep their places).
+    host_wake_ns: Option<f64>,
 }
 
 /// Writes records as they come.
@@ -230,6 +233,7 @@ fn row<'a>(sample: &Sample, p: &'a ProcessSample, pid: String, of: RowsOf<'a>) -
         host_mem_available_bytes: sample.host.as_ref().map(|h| h.mem_available_bytes),
         missed_ticks: sample.missed_ticks,
         probe_cpu_pct: sample.probe.cpu_pct.map(round2),
+        host_wake_ns: sample.host.as_ref().and_then(|h| h.wake_ns).map(f64::round),
     }
 }
 

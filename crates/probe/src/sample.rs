@@ -361,6 +361,11 @@ pub struct HostSample {
     /// 0–100 (`None` without PSI).
     #[serde(default)]
     pub cpu_pressure_pct: Option<f64>,
+    /// With `--canary`: what a wake-up cost on the target's CPUs since the previous host
+    /// figures, ns of CPU an exchange of the wake-up canary (`probe::canary`); `None` without
+    /// it, or before its first exchange.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wake_ns: Option<f64>,
 }
 
 /// What sampling costs the probe.

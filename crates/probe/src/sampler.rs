@@ -26,14 +26,18 @@ use rustix::time::Timespec;
 
 use procfs::FromRead;
 
+use nix::sched::sched_getaffinity;
+use nix::unistd::Pid;
+
 use crate::activity::ActivityFeed;
 use crate::buffer::SharedBuffer;
+use crate::canary::{Canary, Reading as CanaryReading};
 use crate::clock::{mono_ns, process_cpu_ns, thread_cpu_ns, wall_ns};
 use crate::collect::{self, CgroupFiles, HostFiles, ProcRoot, Reading, SystemFacts, Watched};
 use crate::profile::{ProfileConfig, Profiler, Tree};
 use crate::protocol::Record;
 use crate::sample::{
-    DbActivity, Event, EventKind, HostInfo, ProbeCost, ProcessSample, Role, Sample,
+    DbActivity, Event, EventKind, HostInfo, HostSample, ProbeCost, ProcessSample, Role, Sample,
 };
 use crate::selector::Selector;
 use crate::slow::{SlowCollector, SlowConfig, SlowResults};
@@ -62,6 +66,9 @@ pub struct SamplerConfig {
     pub name: Option<String>,
     /// The database's own account of its backends, when a reader feeds it.
     pub activity: Option<ActivityFeed>,
+    /// Also run the wake-up canary on the target's CPUs (`--canary`), its cost in the host's
+    /// figures (`HostSample::wake_ns`).
+    pub canary: bool,
 }
 
 impl SamplerConfig {
@@ -81,6 +88,7 @@ impl SamplerConfig {
             role: Role::Target,
             name: None,
             activity: None,
+            canary: false,
         }
     }
 }
@@ -105,6 +113,32 @@ struct ProcessState {
     /// (time, utime, stime) readings of the last second or so, to split CPU into user/system.
     ticks: VecDeque<(u64, u64, u64)>,
     fd_limits: (Option<u64>, Option<u64>),
+}
+
+/// The wake-up canary of one target: running with its last reading, or not (it could not start).
+#[derive(Debug)]
+struct CanaryFor {
+    pid: i32,
+    running: Option<(Canary, CanaryReading)>,
+}
+
+impl CanaryFor {
+    fn start(pid: i32) -> CanaryFor {
+        let started = sched_getaffinity(Pid::from_raw(pid))
+            .map_err(std::io::Error::from)
+            .and_then(|cpus| Canary::start_on(Some(cpus)));
+        let running = match started {
+            Ok(canary) => {
+                let first = canary.reading();
+                Some((canary, first))
+            }
+            Err(e) => {
+                tracing::warn!("no wake-up canary beside process {pid}: {e}");
+                None
+            }
+        };
+        CanaryFor { pid, running }
+    }
 }
 
 /// The state of sampling between ticks.
@@ -134,6 +168,8 @@ pub struct Sampler {
     previous_own_cpu: Option<(u64, u64)>,
     /// The tree as the profiler should see it.
     profiled: Tree,
+    /// The wake-up canary on the target's CPUs (`--canary`).
+    canary: Option<CanaryFor>,
 }
 
 impl Sampler {
@@ -169,6 +205,7 @@ impl Sampler {
             previous_mono: None,
             previous_own_cpu: None,
             profiled: Tree::default(),
+            canary: None,
             config,
         })
     }
@@ -208,7 +245,11 @@ impl Sampler {
         let (rows, mut events, full, slow_cpu_ns) = self.gather(mono, wall, missed);
 
         let host = if full {
-            self.host.as_mut().and_then(|h| h.sample().ok())
+            let wake_ns = self.wake_ns();
+            self.host
+                .as_mut()
+                .and_then(|h| h.sample().ok())
+                .map(|host| HostSample { wake_ns, ..host })
         } else {
             None
         };
@@ -284,6 +325,25 @@ impl Sampler {
             self.watch_changed(attached);
         }
         (rows, events, full, slow_cpu_ns)
+    }
+
+    /// With `--canary`: what a wake-up cost on the target's CPUs since the last full tick. The
+    /// canary is started once for each new target, on the CPUs it may run on (on this host's
+    /// /proc only), and stopped when there is none; where it cannot start, one warning and no
+    /// figure for that target.
+    fn wake_ns(&mut self) -> Option<f64> {
+        let root = self
+            .root
+            .filter(|_| self.config.canary && self.config.root.is_system());
+        if self.canary.as_ref().map(|c| c.pid) != root {
+            self.canary = root.map(CanaryFor::start);
+            return None;
+        }
+        let (canary, last) = self.canary.as_mut()?.running.as_mut()?;
+        let now = canary.reading();
+        let cost = now.per_exchange_since(last);
+        *last = now;
+        cost
     }
 
     /// Looks for the target when there is none and it is time to; says whether it attached.
@@ -816,6 +876,31 @@ mod tests {
         assert_eq!(row.comm, "sleep");
         assert_eq!(row.ppid, std::process::id() as i32);
         assert_eq!(row.minor_faults, None);
+    }
+
+    #[test]
+    fn with_the_canary_the_hosts_figures_say_what_a_wake_up_cost_on_the_targets_cpus() {
+        let me = std::process::id() as i32;
+        let figures = |canary: bool| {
+            let mut s = Sampler::new(SamplerConfig {
+                canary,
+                ..config(Selector::Pid(me))
+            })
+            .unwrap();
+            // The first full tick attaches and starts the canary; the next says what it cost.
+            let (first, _) = s.tick(mono_ns(), 0);
+            std::thread::sleep(Duration::from_millis(150));
+            let (second, _) = s.tick(mono_ns(), 0);
+            (first.host.unwrap().wake_ns, second.host.unwrap().wake_ns)
+        };
+        let (first, second) = figures(true);
+        assert_eq!(first, None);
+        let cost = second.unwrap();
+        assert!(
+            cost > 1_000.0 && cost < 4_000_000.0,
+            "{cost} ns an exchange"
+        );
+        assert_eq!(figures(false), (None, None));
     }
 
     #[test]

@@ -486,7 +486,13 @@
     var drawn = tree.n ? flameOfTree(tree, other, against) : null;
     // A box clicked is zoomed to (the root: the whole window again); a new window starts whole.
     if (!drawn || !drawn.boxes[panel.zoom]) panel.zoom = 0;
-    box.innerHTML = head + (drawn ? flameSvg(drawn, panel.zoom, '') : '');
+    flameFinder(panel, box);
+    var find = panel.find || '';
+    var found =
+      drawn && find
+        ? '<p class="flame-said">Found: ' + fixed(100 * flameFound(drawn, find), 2) + ' % of the window.</p>'
+        : '';
+    box.innerHTML = head + found + (drawn ? flameSvg(drawn, panel.zoom, find) : '');
     if (!panel.clicks) {
       panel.clicks = true;
       box.addEventListener('click', function (e) {
@@ -501,6 +507,28 @@
         panel.mode = r.value;
         drawFlame(panel);
       });
+    });
+  }
+
+  // The window's graph's search box, made once above it (outside what each draw rewrites, so
+  // that typing keeps its focus): what is typed marks the functions whose names hold it.
+  function flameFinder(panel, box) {
+    var parent = box.parentNode;
+    if (panel.finder || !parent || !parent.insertBefore) return;
+    var tools = document.createElement('p');
+    tools.className = 'flame-tools';
+    var label = document.createElement('label');
+    label.textContent = 'Find a function ';
+    var input = document.createElement('input');
+    input.type = 'search';
+    input.className = 'flame-find';
+    label.appendChild(input);
+    tools.appendChild(label);
+    parent.insertBefore(tools, box);
+    panel.finder = input;
+    input.addEventListener('input', function (e) {
+      panel.find = e.target.value.trim().toLowerCase();
+      drawFlame(panel);
     });
   }
 

@@ -266,6 +266,29 @@ test("a click on a box of the window's graph zooms to it, one on the root zooms 
   assert.equal(panel.zoom, 0);
 });
 
+test("the window's graph has a search box above it: it marks what it finds and says its share", () => {
+  const { details, box, finder } = flamePanel();
+  const { drawFlame } = load();
+  const panel = { el: details, key: 'k', name: 'flame-mode-0', mode: 'window', data: server };
+  drawFlame(panel);
+  const input = finder();
+  assert.equal(input.className, 'flame-find');
+  assert.equal(details.children[1], box, 'the search box is above the graph, outside what each draw rewrites');
+  input.fire('input', { target: { value: '  HANDLE ' } });
+  assert.equal(panel.find, 'handle');
+  const found = box.innerHTML.match(/Found: ([\d.]+) % of the window\./);
+  assert.ok(found, box.innerHTML.slice(0, 400));
+  const flame = readFlame(box.innerHTML);
+  near(Number(found[1]) / 100, flame.frame('handle').w / SPAN, 'the share said is the box found');
+  assert.match(box.innerHTML, /data-frame="handle"[^>]*>.*?fill="rgb\(230,0,230\)"/);
+  // A second draw (a new window) keeps the one search box and what it holds.
+  drawFlame(panel);
+  assert.equal(details.children.filter((c) => c.className === 'flame-tools').length, 1);
+  assert.match(box.innerHTML, /Found: /);
+  input.fire('input', { target: { value: '' } });
+  assert.doesNotMatch(box.innerHTML, /Found: /);
+});
+
 test('the warm colour is report::model::flame::warm, unsigned above 2^31 too', () => {
   const { warm } = load();
   // The cases model::flame's own test holds Rust to.

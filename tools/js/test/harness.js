@@ -126,8 +126,16 @@ function flamePanel({ key = 'run-1/probe-0', open = true } = {}) {
     return radios;
   };
   box.radio = (value) => radios.find((r) => r.value === value);
-  const details = el({ attrs: { 'data-key': key, 'data-src': 'profile.js' }, open, select: { '.flame-live': [box] } });
-  return { details, box };
+  const details = node('details', null, {
+    attrs: { 'data-key': key, 'data-src': 'profile.js' },
+    open,
+    select: { '.flame-live': [box] },
+  });
+  box.parentNode = details;
+  details.children.push(box);
+  // The search box the script puts above the graph (null before the first draw).
+  const finder = () => details.children[0]?.children?.[0]?.children?.[0] ?? null;
+  return { details, box, finder };
 }
 
 function unescapeHtml(text) {

@@ -71,6 +71,12 @@ fn mistakes_get_one_line_naming_the_fix() {
         (&["serve", "--pid", "1", "--token-file", empty], "empty"),
         (&["serve", "--pid", "1", "--slow-budget", "0"], "percentage"),
         (&["record", "--pid", "1"], "--out"),
+        (&["canary", "--every", "5ms"], "--every"),
+        (
+            &["canary", "--duration", "1s", "--every", "2s"],
+            "--duration",
+        ),
+        (&["canary", "--duration", "soon"], "duration"),
         (
             &["record", "--pid", "1", "--out", "/no/such/dir/x.csv"],
             "--out",
@@ -96,6 +102,28 @@ fn mistakes_get_one_line_naming_the_fix() {
             "{args:?}: {stderr} does not name {needle}"
         );
         assert!(!out.status.success());
+    }
+}
+
+#[test]
+fn the_canary_prints_a_line_of_its_exchanges_each_interval_and_stops_by_itself() {
+    let started = Instant::now();
+    let out = probe(&["canary", "--duration", "450ms", "--every", "150ms"]);
+    assert!(out.status.success(), "{out:?}");
+    assert!(started.elapsed() < Duration::from_secs(5));
+    let lines: Vec<serde_json::Value> = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 3, "{lines:?}");
+    for line in &lines {
+        // One exchange every 4 ms and a bit: up to 37 in 150 ms, and some on the busiest host.
+        let exchanges = line["exchanges"].as_u64().unwrap();
+        assert!((5..=38).contains(&exchanges), "{line}");
+        let cost = line["cpu_ns_per_exchange"].as_f64().unwrap();
+        assert!(cost > 1_000.0 && cost < 4_000_000.0, "{line}");
+        assert!(line["wall_ns"].as_u64().unwrap() > 1_700_000_000_000_000_000);
     }
 }
 

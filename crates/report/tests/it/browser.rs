@@ -511,6 +511,20 @@ fn charts_and_the_index_are_explored_in_a_browser() {
         await tick();
         const reset = charts.map(c => [c.scales.x.min, c.scales.x.max]);
         const flameReset = head();
+        // Its search box, above it: typing marks hashSync and says its share of the window.
+        const windowFind = details.querySelector('.flame-find');
+        let windowFound = null;
+        if (windowFind) {
+          windowFind.value = 'HASHSYNC';
+          windowFind.dispatchEvent(new Event('input'));
+          await tick();
+          const said = details.querySelector('.flame-live .flame-said');
+          windowFound = { said: said ? said.textContent : '',
+                          marked: details.querySelectorAll('.flame-live rect[fill="rgb(230,0,230)"]').length,
+                          sameBox: details.querySelector('.flame-find') === windowFind };
+          windowFind.value = '';
+          windowFind.dispatchEvent(new Event('input'));
+        }
         const bands = { count: u.bands.length, series: u.series.length };
         // The distribution: hover reads a percentile and each series' latency there.
         const dist = window.showdownPlots.find(c => c.root.getAttribute('data-chart') === 'distribution');
@@ -563,7 +577,7 @@ fn charts_and_the_index_are_explored_in_a_browser() {
         return { count: charts.length, hovered, full, zoomed, reset, shown: u.series[1].show,
                  drawn: document.documentElement.getAttribute('data-charts'),
                  flameFull, flameZoomed, against, flameReset, bands, members, distribution, heatmap,
-                 zoomedGraph, foundGraph };
+                 zoomedGraph, foundGraph, windowFound };
         "#
         .replace("BURST_FRAME", BURST.rsplit(';').next().unwrap())
         .replace("HASH_FRAME", "JS:*hashSync /srv/server.js:3"),
@@ -662,6 +676,14 @@ fn charts_and_the_index_are_explored_in_a_browser() {
             .as_str()
             .unwrap()
             .starts_with("Zoomed to JS:*hashSync"),
+        "{explored}"
+    );
+    let window_found = &explored["windowFound"];
+    assert_eq!(window_found["sameBox"], true, "{explored}");
+    assert!(window_found["marked"].as_u64() >= Some(1), "{explored}");
+    let said = window_found["said"].as_str().unwrap_or_default();
+    assert!(
+        said.starts_with("Found: ") && said.ends_with(" % of the window."),
         "{explored}"
     );
     let found = &explored["foundGraph"];
