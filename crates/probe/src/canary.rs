@@ -17,7 +17,7 @@
 use std::io::{Read, Write};
 use std::net::Shutdown;
 use std::os::unix::net::UnixStream;
-use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
+use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -56,11 +56,10 @@ impl Reading {
     }
 }
 
-/// What the two threads share: the totals, the stop flag, and their thread ids.
+/// What the two threads share: the totals and their thread ids.
 #[derive(Default)]
 struct Shared {
     totals: Mutex<Reading>,
-    stop: AtomicBool,
     tids: [AtomicI32; 2],
 }
 
@@ -147,7 +146,7 @@ impl std::fmt::Debug for Canary {
 
 impl Drop for Canary {
     fn drop(&mut self) {
-        self.shared.stop.store(true, Ordering::Release);
+        // Both threads' next read or write fails: they end (the asker after its pause).
         let _ = self.socket.shutdown(Shutdown::Both);
         for thread in self.threads.drain(..) {
             let _ = thread.join();
@@ -156,10 +155,10 @@ impl Drop for Canary {
 }
 
 /// Sleeps, wakes the answerer, waits for its answer (its CPU time so far) and publishes both
-/// threads' totals with the count; until stopped or the socket is shut down.
+/// threads' totals with the count; until the socket is shut down.
 fn ask(mut stream: UnixStream, shared: &Shared) {
     let mut answer = [0u8; 8];
-    while !shared.stop.load(Ordering::Acquire) {
+    loop {
         std::thread::sleep(PAUSE);
         if stream.write_all(&[1]).is_err() || stream.read_exact(&mut answer).is_err() {
             return;
